@@ -1,0 +1,187 @@
+package expressions
+
+import (
+	"regexp"
+	"strings"
+)
+
+var secretIDRe = regexp.MustCompile(`^((account|org)\.)?[a-zA-Z_][0-9a-zA-Z_$-]{0,127}$`)
+
+// Scope is what expressions read: the execution context tree and the node being evaluated.
+//
+// Data holds the roots. "pipeline" is the FQN tree of spec 9.3 (stages and steps keyed by
+// identifier, variables by name, with runtime data such as status and output attached to nodes);
+// the other roots (matrix, repeat, strategy, env, service, infra, artifacts, trigger, ...) are
+// read as they are. Current is the FQN of the node being evaluated, for example
+// "pipeline.stages.deploy.spec.execution.steps.canary.steps.probe"; it anchors the relative
+// references of spec 9.4 (stage., step., stepGroup., execution., steps., spec., ancestors).
+type Scope struct {
+	Data    map[string]any
+	current []string
+}
+
+// NewScope returns a scope over data, evaluated at the node with the given FQN ("" for the
+// pipeline level).
+func NewScope(data map[string]any, current string) *Scope {
+	s := &Scope{Data: data}
+	if current != "" {
+		s.current = strings.Split(current, ".")
+	}
+	return s
+}
+
+// Current returns the FQN of the node the scope evaluates at.
+func (s *Scope) Current() string { return strings.Join(s.current, ".") }
+
+// statusAliases are the condition aliases of spec 4.2.
+var statusAliases map[string]func(s *Scope) any
+
+func init() {
+	statusAliases = map[string]func(s *Scope) any{
+		"OnStageSuccess": func(s *Scope) any { return oneOf(s.lookupRel("stage", "currentStatus"), "SUCCEEDED", "IGNORE_FAILED") },
+		"OnStageFailure": func(s *Scope) any { return oneOf(s.lookupRel("stage", "currentStatus"), brokeStatuses...) },
+		"OnPipelineSuccess": func(s *Scope) any {
+			return oneOf(s.lookupRel("pipeline", "currentStatus"), "SUCCEEDED", "IGNORE_FAILED")
+		},
+		"OnPipelineFailure": func(s *Scope) any { return oneOf(s.lookupRel("pipeline", "currentStatus"), brokeStatuses...) },
+		"OnRollbackModeExecution": func(s *Scope) any {
+			return oneOf(s.lookupRel("ambiance", "metadata", "executionMode"), "POST_EXECUTION_ROLLBACK", "PIPELINE_ROLLBACK")
+		},
+		"Always": func(*Scope) any { return true },
+	}
+}
+
+var brokeStatuses = []string{"FAILED", "ERRORED", "EXPIRED", "APPROVAL_REJECTED"}
+
+func oneOf(v any, set ...string) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	for _, x := range set {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Scope) lookupRel(segs ...string) any {
+	anys := make([]any, len(segs))
+	for i, x := range segs {
+		anys[i] = x
+	}
+	return s.resolve(anys)
+}
+
+// resolve finds a reference path, trying the roots of spec 9.4 in order and returning the first
+// non-null value.
+func (s *Scope) resolve(segs []any) any {
+	first, _ := segs[0].(string)
+	rest := segs[1:]
+	if len(rest) == 0 {
+		if alias, ok := statusAliases[first]; ok {
+			return alias(s)
+		}
+	}
+	if first == "pipeline" {
+		return walk(s.Data["pipeline"], rest)
+	}
+	if base, ok := s.aliasPath(first); ok {
+		return s.walkFQN(base, rest)
+	}
+	if len(s.current) > 0 {
+		// Outcomes and outputs of the current node, then its children.
+		if v := s.walkFQN(s.current, append([]any{"output"}, segs...)); v != nil {
+			return v
+		}
+		if v := s.walkFQN(s.current, segs); v != nil {
+			return v
+		}
+		// Ancestors, nearest first, matched by identifier.
+		for i := len(s.current) - 1; i >= 1; i-- {
+			if s.current[i] == first && isNodeKey(s.current[i-1]) {
+				if v := s.walkFQN(s.current[:i+1], rest); v != nil {
+					return v
+				}
+			}
+		}
+	}
+	if v, ok := s.Data[first]; ok && v != nil {
+		return walk(v, rest)
+	}
+	return nil
+}
+
+func isNodeKey(container string) bool {
+	return container == "stages" || container == "steps" || container == "rollbackSteps"
+}
+
+// aliasPath returns the FQN a group alias (spec 9.4) points to from the current node.
+func (s *Scope) aliasPath(name string) ([]string, bool) {
+	c := s.current
+	switch name {
+	case "stage":
+		if len(c) >= 3 && c[1] == "stages" {
+			return c[:3], true
+		}
+	case "execution":
+		if len(c) >= 3 && c[1] == "stages" {
+			return append(append([]string(nil), c[:3]...), "spec", "execution"), true
+		}
+	case "step":
+		if len(c) >= 2 && isStepContainer(c[len(c)-2]) {
+			return c, true
+		}
+	case "stepGroup":
+		for i := len(c) - 2; i >= 1; i-- {
+			if isStepContainer(c[i]) && i+2 < len(c) && isStepContainer(c[i+2]) {
+				return c[:i+2], true
+			}
+		}
+	case "steps":
+		if len(c) >= 2 && isStepContainer(c[len(c)-2]) {
+			return c[:len(c)-1], true
+		}
+	case "spec":
+		if len(c) > 0 {
+			return append(append([]string(nil), c...), "spec"), true
+		}
+	}
+	return nil, false
+}
+
+func isStepContainer(s string) bool { return s == "steps" || s == "rollbackSteps" }
+
+func (s *Scope) walkFQN(fqn []string, rest []any) any {
+	if len(fqn) == 0 || fqn[0] != "pipeline" {
+		return nil
+	}
+	cur := s.Data["pipeline"]
+	for _, k := range fqn[1:] {
+		cur = index(cur, k)
+		if cur == nil {
+			return nil
+		}
+	}
+	return walk(cur, rest)
+}
+
+func walk(cur any, segs []any) any {
+	for _, k := range segs {
+		if cur == nil {
+			return nil
+		}
+		cur = index(cur, k)
+	}
+	return cur
+}
+
+// PathString renders reference segments for messages: pipeline.stages.s1.status.
+func PathString(segs []any) string {
+	parts := make([]string, len(segs))
+	for i, s := range segs {
+		parts[i] = ToString(s)
+	}
+	return strings.Join(parts, ".")
+}

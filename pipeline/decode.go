@@ -1,0 +1,294 @@
+package pipeline
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline/diag"
+)
+
+// Decoder turns yaml.Node trees into the typed model. Unlike yaml.Unmarshal it rejects unknown
+// keys and missing required fields (tag `gantry:"required"`), reports every problem with its
+// line and column, and records each object's mapping node in its `Node` field so validators can
+// point at any key later.
+//
+// Leaf fields are strings on purpose: almost every Harness field may hold an expression or a
+// runtime input, so typed checks (durations, numbers, enums) belong to the validators.
+type Decoder struct {
+	File  string
+	Diags *diag.List
+}
+
+var (
+	nodePtrType = reflect.TypeOf((*yaml.Node)(nil))
+	stringType  = reflect.TypeOf("")
+)
+
+// Pos returns the position of a node in the decoder's file.
+func (d *Decoder) Pos(n *yaml.Node) diag.Pos { return NodePos(d.File, n) }
+
+// NodePos returns the position of a node in a file.
+func NodePos(file string, n *yaml.Node) diag.Pos {
+	if n == nil {
+		return diag.Pos{File: file}
+	}
+	return diag.Pos{File: file, Line: n.Line, Col: n.Column}
+}
+
+// Decode fills out (a pointer to a struct, slice or string) from n. what names the object in
+// messages ("stage", "step spec").
+func (d *Decoder) Decode(n *yaml.Node, out any, what string) {
+	d.decode(n, reflect.ValueOf(out).Elem(), what)
+}
+
+func (d *Decoder) decode(n *yaml.Node, v reflect.Value, what string) {
+	n = resolveAlias(n)
+	if n == nil {
+		return
+	}
+	if v.Type() == nodePtrType {
+		v.Set(reflect.ValueOf(n))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		if isNull(n) {
+			return
+		}
+		if v.IsNil() {
+			v.Set(reflect.New(v.Type().Elem()))
+		}
+		d.decode(n, v.Elem(), what)
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			d.Diags.Errorf(d.Pos(n), "type", "%s must be a single value, got %s", what, kindName(n)).
+				SetHint("quote the value or remove the nested structure")
+			return
+		}
+		if !isNull(n) {
+			v.SetString(n.Value)
+		}
+	case reflect.Slice:
+		if isNull(n) {
+			return
+		}
+		if n.Kind != yaml.SequenceNode {
+			d.Diags.Errorf(d.Pos(n), "type", "%s must be a list, got %s", what, kindName(n)).
+				SetHint("write each entry on its own line starting with '- '")
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			d.decode(c, s.Index(i), what)
+		}
+		v.Set(s)
+	case reflect.Map:
+		d.decodeMap(n, v, what)
+	case reflect.Struct:
+		d.decodeStruct(n, v, what)
+	case reflect.Interface:
+		var x any
+		if err := n.Decode(&x); err != nil {
+			d.Diags.Errorf(d.Pos(n), "type", "%s: %v", what, err)
+			return
+		}
+		if x != nil {
+			v.Set(reflect.ValueOf(x))
+		}
+	default:
+		panic(fmt.Sprintf("pipeline: decoder cannot fill %s", v.Type()))
+	}
+}
+
+func (d *Decoder) decodeMap(n *yaml.Node, v reflect.Value, what string) {
+	if isNull(n) {
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		d.Diags.Errorf(d.Pos(n), "type", "%s must be a mapping of keys to values, got %s", what, kindName(n))
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		elem := reflect.New(v.Type().Elem()).Elem()
+		d.decode(val, elem, what+" value "+k.Value)
+		m.SetMapIndex(reflect.ValueOf(k.Value), elem)
+	}
+	v.Set(m)
+}
+
+func (d *Decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
+	if n.Kind != yaml.MappingNode {
+		d.Diags.Errorf(d.Pos(n), "type", "%s must be a mapping, got %s", what, kindName(n))
+		return
+	}
+	fields := structFields(v.Type())
+	if f, ok := fields.byName["-node"]; ok {
+		v.Field(f).Set(reflect.ValueOf(n))
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		idx, ok := fields.byName[k.Value]
+		if !ok || k.Value == "-node" {
+			d.Diags.Add(unknownKey(d.Pos(k), k.Value, what, fields.names))
+			continue
+		}
+		if seen[k.Value] {
+			d.Diags.Errorf(d.Pos(k), "duplicate-key", "key %q appears twice in %s", k.Value, what).
+				SetHint("remove one of them; YAML keeps only the last")
+			continue
+		}
+		seen[k.Value] = true
+		d.decode(val, v.Field(idx), what+" "+k.Value)
+	}
+	for _, name := range fields.required {
+		if !seen[name] {
+			d.Diags.Errorf(d.Pos(n), "missing-field", "%s is missing required field %q", what, name).
+				SetHint("add `%s:` to this %s", name, what)
+		}
+	}
+}
+
+func unknownKey(pos diag.Pos, key, what string, known []string) diag.Diagnostic {
+	dg := diag.Errorf(pos, "unknown-key", "unknown key %q in %s", key, what)
+	if s := Closest(key, known); s != "" {
+		return dg.WithHint("did you mean %q?", s)
+	}
+	return dg.WithHint("allowed keys: %s", strings.Join(known, ", "))
+}
+
+type fieldSet struct {
+	byName   map[string]int
+	names    []string
+	required []string
+}
+
+var fieldCache sync.Map // reflect.Type -> fieldSet
+
+// structFields reads yaml tags; a `yaml:"-"` field named Node receives the mapping node.
+func structFields(t reflect.Type) fieldSet {
+	if fs, ok := fieldCache.Load(t); ok {
+		return fs.(fieldSet)
+	}
+	fs := fieldSet{byName: map[string]int{}}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if tag == "-" || tag == "" {
+			if f.Name == "Node" && f.Type == nodePtrType {
+				fs.byName["-node"] = i
+			}
+			continue
+		}
+		fs.byName[tag] = i
+		fs.names = append(fs.names, tag)
+		if f.Tag.Get("gantry") == "required" {
+			fs.required = append(fs.required, tag)
+		}
+	}
+	sort.Strings(fs.names)
+	fieldCache.Store(t, fs)
+	return fs
+}
+
+func resolveAlias(n *yaml.Node) *yaml.Node {
+	for n != nil && n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n != nil && n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		return resolveAlias(n.Content[0])
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool {
+	return n.Kind == yaml.ScalarNode && n.Tag == "!!null"
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+// Closest returns the candidate nearest to s (edit distance at most 2, or a case-insensitive
+// match), for "did you mean" hints.
+func Closest(s string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if strings.EqualFold(c, s) {
+			return c
+		}
+		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Field returns the value node of key in mapping n, or nil.
+func Field(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// Key returns the key node of key in mapping n, or n itself when absent (for positions).
+func Key(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return n
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i]
+		}
+	}
+	return n
+}
+
+// ValueAt returns the value node of key for positions: the value if present, else the mapping.
+func ValueAt(n *yaml.Node, key string) *yaml.Node {
+	if v := Field(n, key); v != nil {
+		return v
+	}
+	return n
+}

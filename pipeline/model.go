@@ -1,0 +1,231 @@
+// Package pipeline is the YAML model of Harness-style pipelines (root `pipeline:`), input sets and
+// overlay input sets, with a strict parser that keeps every node's position.
+package pipeline
+
+import "gopkg.in/yaml.v3"
+
+// Pipeline is the `pipeline:` root object (spec 1.1).
+type Pipeline struct {
+	Node                 *yaml.Node        `yaml:"-"`
+	Name                 string            `yaml:"name" gantry:"required"`
+	Identifier           string            `yaml:"identifier" gantry:"required"`
+	OrgIdentifier        string            `yaml:"orgIdentifier"`
+	ProjectIdentifier    string            `yaml:"projectIdentifier"`
+	Description          string            `yaml:"description"`
+	Tags                 map[string]string `yaml:"tags"`
+	Timeout              string            `yaml:"timeout"`
+	AllowStageExecutions string            `yaml:"allowStageExecutions"`
+	DelegateSelectors    *yaml.Node        `yaml:"delegateSelectors"`
+	Properties           *yaml.Node        `yaml:"properties"`
+	Variables            []Variable        `yaml:"variables"`
+	FlowControl          *FlowControl      `yaml:"flowControl"`
+	NotificationRules    *yaml.Node        `yaml:"notificationRules"`
+	Stages               []StageElement    `yaml:"stages" gantry:"required"`
+}
+
+// FlowControl declares barriers (spec 7.1).
+type FlowControl struct {
+	Node     *yaml.Node `yaml:"-"`
+	Barriers []Barrier  `yaml:"barriers"`
+}
+
+// Barrier is one declared barrier.
+type Barrier struct {
+	Node       *yaml.Node `yaml:"-"`
+	Name       string     `yaml:"name" gantry:"required"`
+	Identifier string     `yaml:"identifier" gantry:"required"`
+}
+
+// Variable is a pipeline, stage or step-group variable (spec 10.1).
+type Variable struct {
+	Node        *yaml.Node `yaml:"-"`
+	Name        string     `yaml:"name" gantry:"required"`
+	Type        string     `yaml:"type" gantry:"required"`
+	Value       string     `yaml:"value"`
+	Description string     `yaml:"description"`
+	Required    string     `yaml:"required"`
+	Default     string     `yaml:"default"`
+}
+
+// StageElement is one entry of `stages`: exactly one of stage or parallel (spec 1.2).
+type StageElement struct {
+	Node     *yaml.Node     `yaml:"-"`
+	Stage    *Stage         `yaml:"stage"`
+	Parallel []StageElement `yaml:"parallel"`
+}
+
+// Stage is a stage (spec 1.3). When, Strategy and FailureStrategies stay raw because each may
+// also be a runtime input; Spec is decoded by stage type.
+type Stage struct {
+	Node              *yaml.Node        `yaml:"-"`
+	Name              string            `yaml:"name" gantry:"required"`
+	Identifier        string            `yaml:"identifier" gantry:"required"`
+	Description       string            `yaml:"description"`
+	Type              string            `yaml:"type" gantry:"required"`
+	Tags              map[string]string `yaml:"tags"`
+	Timeout           string            `yaml:"timeout"`
+	DelegateSelectors *yaml.Node        `yaml:"delegateSelectors"`
+	Variables         []Variable        `yaml:"variables"`
+	When              *yaml.Node        `yaml:"when"`
+	Strategy          *yaml.Node        `yaml:"strategy"`
+	FailureStrategies *yaml.Node        `yaml:"failureStrategies"`
+	SkipCondition     string            `yaml:"skipCondition"`
+	Spec              *yaml.Node        `yaml:"spec" gantry:"required"`
+
+	// Decoded from Spec by Parse.
+	StageSpec *StageSpec `yaml:"-"`
+}
+
+// StageSpec is the spec of Deployment, Custom and Approval stages; validation checks which
+// fields each type allows.
+type StageSpec struct {
+	Node             *yaml.Node `yaml:"-"`
+	DeploymentType   string     `yaml:"deploymentType"`
+	Service          *yaml.Node `yaml:"service"`
+	Services         *yaml.Node `yaml:"services"`
+	Environment      *yaml.Node `yaml:"environment"`
+	Environments     *yaml.Node `yaml:"environments"`
+	EnvironmentGroup *yaml.Node `yaml:"environmentGroup"`
+	ServiceConfig    *yaml.Node `yaml:"serviceConfig"`
+	Infrastructure   *yaml.Node `yaml:"infrastructure"`
+	Execution        *Execution `yaml:"execution" gantry:"required"`
+}
+
+// Execution is a stage's execution section (spec 1.4).
+type Execution struct {
+	Node          *yaml.Node    `yaml:"-"`
+	Steps         []StepElement `yaml:"steps" gantry:"required"`
+	RollbackSteps []StepElement `yaml:"rollbackSteps"`
+}
+
+// StepElement is one entry of a steps list: exactly one of step, stepGroup or parallel.
+type StepElement struct {
+	Node      *yaml.Node    `yaml:"-"`
+	Step      *Step         `yaml:"step"`
+	StepGroup *StepGroup    `yaml:"stepGroup"`
+	Parallel  []StepElement `yaml:"parallel"`
+}
+
+// Step is a step (spec 1.5). Spec is decoded by the step-type catalog.
+type Step struct {
+	Node              *yaml.Node `yaml:"-"`
+	Type              string     `yaml:"type" gantry:"required"`
+	Name              string     `yaml:"name" gantry:"required"`
+	Identifier        string     `yaml:"identifier" gantry:"required"`
+	Description       string     `yaml:"description"`
+	Timeout           string     `yaml:"timeout"`
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+	When              *yaml.Node `yaml:"when"`
+	FailureStrategies *yaml.Node `yaml:"failureStrategies"`
+	Strategy          *yaml.Node `yaml:"strategy"`
+	Enforce           *Enforce   `yaml:"enforce"`
+	Spec              *yaml.Node `yaml:"spec"`
+}
+
+// Enforce lists policy sets evaluated before the step starts.
+type Enforce struct {
+	Node       *yaml.Node `yaml:"-"`
+	PolicySets []string   `yaml:"policySets"`
+}
+
+// StepGroup is a step group (spec 1.6).
+type StepGroup struct {
+	Node              *yaml.Node    `yaml:"-"`
+	Name              string        `yaml:"name" gantry:"required"`
+	Identifier        string        `yaml:"identifier" gantry:"required"`
+	Description       string        `yaml:"description"`
+	When              *yaml.Node    `yaml:"when"`
+	FailureStrategies *yaml.Node    `yaml:"failureStrategies"`
+	Variables         []Variable    `yaml:"variables"`
+	DelegateSelectors *yaml.Node    `yaml:"delegateSelectors"`
+	Strategy          *yaml.Node    `yaml:"strategy"`
+	StepGroupInfra    *yaml.Node    `yaml:"stepGroupInfra"`
+	SharedPaths       *yaml.Node    `yaml:"sharedPaths"`
+	Steps             []StepElement `yaml:"steps" gantry:"required"`
+	RollbackSteps     []StepElement `yaml:"rollbackSteps"`
+}
+
+// StageWhen is a stage's `when` (spec 4.1).
+type StageWhen struct {
+	Node           *yaml.Node `yaml:"-"`
+	PipelineStatus string     `yaml:"pipelineStatus" gantry:"required"`
+	Condition      string     `yaml:"condition"`
+}
+
+// StepWhen is a step's or step group's `when` (spec 4.1).
+type StepWhen struct {
+	Node        *yaml.Node `yaml:"-"`
+	StageStatus string     `yaml:"stageStatus" gantry:"required"`
+	Condition   string     `yaml:"condition"`
+}
+
+// FailureStrategy is one entry of `failureStrategies` (spec 5.1).
+type FailureStrategy struct {
+	Node      *yaml.Node `yaml:"-"`
+	OnFailure *OnFailure `yaml:"onFailure" gantry:"required"`
+}
+
+// OnFailure maps error categories to an action.
+type OnFailure struct {
+	Node   *yaml.Node `yaml:"-"`
+	Errors []string   `yaml:"errors" gantry:"required"`
+	Action *Action    `yaml:"action" gantry:"required"`
+}
+
+// Action is a failure-strategy action; Spec is decoded by action type.
+type Action struct {
+	Node *yaml.Node `yaml:"-"`
+	Type string     `yaml:"type" gantry:"required"`
+	Spec *yaml.Node `yaml:"spec"`
+}
+
+// ActionHolder wraps a nested action (`onRetryFailure`, `onTimeout`).
+type ActionHolder struct {
+	Node   *yaml.Node `yaml:"-"`
+	Action *Action    `yaml:"action" gantry:"required"`
+}
+
+// RetrySpec is the spec of Retry and RetryStepGroup.
+type RetrySpec struct {
+	Node           *yaml.Node    `yaml:"-"`
+	RetryCount     string        `yaml:"retryCount" gantry:"required"`
+	RetryIntervals *yaml.Node    `yaml:"retryIntervals" gantry:"required"`
+	OnRetryFailure *ActionHolder `yaml:"onRetryFailure"`
+}
+
+// ManualInterventionSpec is the spec of ManualIntervention.
+type ManualInterventionSpec struct {
+	Node      *yaml.Node    `yaml:"-"`
+	Timeout   string        `yaml:"timeout" gantry:"required"`
+	OnTimeout *ActionHolder `yaml:"onTimeout" gantry:"required"`
+}
+
+// PipelineRollbackSpec is the spec of PipelineRollback.
+type PipelineRollbackSpec struct {
+	Node    *yaml.Node `yaml:"-"`
+	FailAll string     `yaml:"failAll"`
+}
+
+// Strategy is a looping strategy (spec 6.1). Matrix stays raw: its axes are free keys.
+type Strategy struct {
+	Node           *yaml.Node `yaml:"-"`
+	Matrix         *yaml.Node `yaml:"matrix"`
+	Repeat         *Repeat    `yaml:"repeat"`
+	Parallelism    string     `yaml:"parallelism"`
+	MaxConcurrency string     `yaml:"maxConcurrency"`
+	When           string     `yaml:"when"`
+	OnFailure      string     `yaml:"onFailure"`
+}
+
+// Repeat is the repeat strategy (spec 6.3).
+type Repeat struct {
+	Node           *yaml.Node `yaml:"-"`
+	Times          string     `yaml:"times"`
+	Items          *yaml.Node `yaml:"items"`
+	MaxConcurrency string     `yaml:"maxConcurrency"`
+	Start          string     `yaml:"start"`
+	End            string     `yaml:"end"`
+	Unit           string     `yaml:"unit"`
+	PartitionSize  string     `yaml:"partitionSize"`
+	NodeName       string     `yaml:"nodeName"`
+}

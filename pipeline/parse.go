@@ -1,0 +1,191 @@
+package pipeline
+
+import (
+	"bytes"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline/diag"
+)
+
+// File is one parsed YAML file: a pipeline, an input set or an overlay input set.
+type File struct {
+	Name     string
+	Src      []byte
+	Root     *yaml.Node // the mapping under the document
+	Pipeline *Pipeline
+	InputSet *InputSet
+	Overlay  *OverlayInputSet
+}
+
+// InputSet is an `inputSet:` document (spec 12.1). Its pipeline part stays raw: it mirrors the
+// pipeline but holds only runtime-input values, so it is read by FQN, not by the strict model.
+type InputSet struct {
+	Node              *yaml.Node        `yaml:"-"`
+	Name              string            `yaml:"name" gantry:"required"`
+	Identifier        string            `yaml:"identifier" gantry:"required"`
+	OrgIdentifier     string            `yaml:"orgIdentifier"`
+	ProjectIdentifier string            `yaml:"projectIdentifier"`
+	Description       string            `yaml:"description"`
+	Tags              map[string]string `yaml:"tags"`
+	Pipeline          *yaml.Node        `yaml:"pipeline" gantry:"required"`
+}
+
+// OverlayInputSet is an `overlayInputSet:` document (spec 12.2).
+type OverlayInputSet struct {
+	Node               *yaml.Node        `yaml:"-"`
+	Name               string            `yaml:"name" gantry:"required"`
+	Identifier         string            `yaml:"identifier" gantry:"required"`
+	OrgIdentifier      string            `yaml:"orgIdentifier"`
+	ProjectIdentifier  string            `yaml:"projectIdentifier"`
+	Description        string            `yaml:"description"`
+	Tags               map[string]string `yaml:"tags"`
+	PipelineIdentifier string            `yaml:"pipelineIdentifier"`
+	InputSetReferences []string          `yaml:"inputSetReferences" gantry:"required"`
+}
+
+type document struct {
+	Node     *yaml.Node       `yaml:"-"`
+	Pipeline *yaml.Node       `yaml:"pipeline"`
+	InputSet *InputSet        `yaml:"inputSet"`
+	Overlay  *OverlayInputSet `yaml:"overlayInputSet"`
+}
+
+// StageTypes are the stage types the engine runs.
+var StageTypes = []string{"Approval", "Custom", "Deployment"}
+
+// Parse reads one YAML document. It reports syntax errors, unknown keys, missing required fields
+// and wrong shapes; semantic checks are the validator's.
+func Parse(name string, src []byte) (*File, diag.List) {
+	var diags diag.List
+	f := &File{Name: name, Src: src}
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	if err := dec.Decode(&doc); err != nil {
+		diags.Add(syntaxError(name, err))
+		return f, diags
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		diags.Errorf(NodePos(name, &extra), "multiple-documents", "file holds more than one YAML document").
+			SetHint("keep one pipeline or input set per file; remove the `---` separator")
+	}
+	root := resolveAlias(&doc)
+	if root == nil || root.Kind != yaml.MappingNode {
+		diags.Errorf(diag.Pos{File: name, Line: 1, Col: 1}, "root", "file is not a YAML mapping").
+			SetHint("a pipeline file starts with `pipeline:`")
+		return f, diags
+	}
+	f.Root = root
+	d := &Decoder{File: name, Diags: &diags}
+	var top document
+	d.Decode(root, &top, "document root")
+	roots := 0
+	for _, present := range []bool{top.Pipeline != nil, top.InputSet != nil, top.Overlay != nil} {
+		if present {
+			roots++
+		}
+	}
+	if roots != 1 {
+		diags.Errorf(NodePos(name, root), "root", "file must have exactly one root key: pipeline, inputSet or overlayInputSet").
+			SetHint("put the pipeline under a top-level `pipeline:` key")
+		return f, diags
+	}
+	f.InputSet, f.Overlay = top.InputSet, top.Overlay
+	if top.Pipeline != nil {
+		p := &Pipeline{}
+		d.Decode(top.Pipeline, p, "pipeline")
+		for i := range p.Stages {
+			decodeStageSpecs(d, &p.Stages[i])
+		}
+		f.Pipeline = p
+	}
+	return f, diags
+}
+
+func decodeStageSpecs(d *Decoder, e *StageElement) {
+	if e.Stage != nil && e.Stage.Spec != nil {
+		switch e.Stage.Type {
+		case "Deployment", "Custom", "Approval":
+			e.Stage.StageSpec = &StageSpec{}
+			d.Decode(e.Stage.Spec, e.Stage.StageSpec, e.Stage.Type+" stage spec")
+		}
+	}
+	for i := range e.Parallel {
+		decodeStageSpecs(d, &e.Parallel[i])
+	}
+}
+
+var yamlLineRe = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
+
+func syntaxError(file string, err error) diag.Diagnostic {
+	msg := err.Error()
+	pos := diag.Pos{File: file, Line: 1, Col: 1}
+	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
+		if m[1] != "" {
+			pos.Line, _ = strconv.Atoi(m[1])
+		}
+		msg = m[2]
+	}
+	return diag.Errorf(pos, "yaml-syntax", "invalid YAML: %s", msg).
+		WithHint("check indentation and quoting on this line; values starting with <+ or containing ': ' need quotes")
+}
+
+// Stages returns every stage of the pipeline in YAML order, parallel members included.
+func (p *Pipeline) AllStages() []*Stage {
+	var out []*Stage
+	var walk func([]StageElement)
+	walk = func(es []StageElement) {
+		for i := range es {
+			if es[i].Stage != nil {
+				out = append(out, es[i].Stage)
+			}
+			walk(es[i].Parallel)
+		}
+	}
+	walk(p.Stages)
+	return out
+}
+
+// StepVisit is one step or step group found by WalkSteps.
+type StepVisit struct {
+	Step     *Step
+	Group    *StepGroup
+	Groups   []*StepGroup // enclosing groups, outermost first
+	Rollback bool         // inside a rollbackSteps tree
+	Path     []string     // FQN below the stage, e.g. spec.execution.steps.canary.steps.probe
+	Parallel int          // index of the enclosing parallel block branch, -1 when none
+}
+
+// WalkSteps visits every step and step group of a steps list in YAML order.
+func WalkSteps(es []StepElement, rollback bool, path []string, groups []*StepGroup, fn func(StepVisit)) {
+	for i := range es {
+		walkElement(&es[i], rollback, path, groups, -1, fn)
+	}
+}
+
+func walkElement(e *StepElement, rollback bool, path []string, groups []*StepGroup, branch int, fn func(StepVisit)) {
+	if e.Step != nil {
+		fn(StepVisit{Step: e.Step, Groups: groups, Rollback: rollback, Path: append(clone(path), e.Step.Identifier), Parallel: branch})
+	}
+	if g := e.StepGroup; g != nil {
+		gp := append(clone(path), g.Identifier)
+		fn(StepVisit{Group: g, Groups: groups, Rollback: rollback, Path: gp, Parallel: branch})
+		inner := append(append([]*StepGroup(nil), groups...), g)
+		WalkSteps(g.Steps, rollback, append(gp, "steps"), inner, fn)
+		WalkSteps(g.RollbackSteps, true, append(clone(gp), "rollbackSteps"), inner, fn)
+	}
+	for j := range e.Parallel {
+		walkElement(&e.Parallel[j], rollback, path, groups, j, fn)
+	}
+}
+
+func clone(s []string) []string { return append([]string(nil), s...) }
+
+// IsRuntimeInput reports whether a scalar is a runtime input (`<+input>` with optional methods).
+func IsRuntimeInput(s string) bool {
+	return strings.HasPrefix(strings.TrimSpace(s), "<+input>")
+}
