@@ -96,14 +96,26 @@ func Parse(name string, src []byte) (*File, diag.List) {
 	}
 	f.InputSet, f.Overlay = top.InputSet, top.Overlay
 	if top.Pipeline != nil {
-		p := &Pipeline{}
-		d.Decode(top.Pipeline, p, "pipeline")
-		for i := range p.Stages {
-			decodeStageSpecs(d, &p.Stages[i])
-		}
-		f.Pipeline = p
+		f.Pipeline = decodePipeline(d, top.Pipeline)
 	}
 	return f, diags
+}
+
+// DecodePipeline decodes a pipeline mapping (the value under `pipeline:`), for example one that
+// input sets were merged into.
+func DecodePipeline(file string, n *yaml.Node) (*Pipeline, diag.List) {
+	var diags diag.List
+	p := decodePipeline(&Decoder{File: file, Diags: &diags}, n)
+	return p, diags
+}
+
+func decodePipeline(d *Decoder, n *yaml.Node) *Pipeline {
+	p := &Pipeline{}
+	d.Decode(n, p, "pipeline")
+	for i := range p.Stages {
+		decodeStageSpecs(d, &p.Stages[i])
+	}
+	return p
 }
 
 func decodeStageSpecs(d *Decoder, e *StageElement) {

@@ -1,0 +1,63 @@
+// Package cli holds the gantry commands: flag parsing, calls into the engine packages, output
+// and exit codes. No pipeline logic lives here.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by all commands.
+const (
+	ExitOK      = 0 // valid, or the run succeeded
+	ExitInvalid = 1 // the input is invalid, or the run failed
+	ExitUsage   = 2 // bad flags or arguments, or an I/O error
+)
+
+// exitError carries an exit code out of a command.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return ""
+	}
+	return e.err.Error()
+}
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// Main runs the gantry command line and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	root := &cobra.Command{
+		Use:           "gantry",
+		Short:         "Run Harness-style CD pipelines on Temporal",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	root.AddCommand(validateCmd(), evalCmd())
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintln(stderr, "gantry:", ee.err)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "gantry:", err)
+	return ExitUsage
+}

@@ -1,0 +1,55 @@
+package pipeline
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var durationTermRe = regexp.MustCompile(`^(\d+)(ms|w|d|h|m|s)`)
+
+// ParseDuration reads Harness durations (spec 1.10): one or more <int><unit> terms with units
+// w, d, h, m, s, optionally separated by single spaces (`10m`, `1h30m`, `1d 2h`, `7d`). A
+// seconds-only value must be at least 10s; `ms` is accepted only inside multi-term values and
+// rounds up to whole seconds.
+func ParseDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, fmt.Errorf("empty duration")
+	}
+	var total time.Duration
+	rest, terms, units := s, 0, ""
+	for rest != "" {
+		if terms > 0 && rest[0] == ' ' {
+			rest = rest[1:]
+		}
+		m := durationTermRe.FindStringSubmatch(rest)
+		if m == nil {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		if err != nil || n > 1<<31 {
+			return 0, fmt.Errorf("duration %q is too large", s)
+		}
+		unit := map[string]time.Duration{"w": 7 * 24 * time.Hour, "d": 24 * time.Hour, "h": time.Hour,
+			"m": time.Minute, "s": time.Second, "ms": time.Millisecond}[m[2]]
+		total += time.Duration(n) * unit
+		units += m[2] + " "
+		rest = rest[len(m[0]):]
+		terms++
+	}
+	if terms == 1 && units == "ms " {
+		return 0, fmt.Errorf("duration %q: milliseconds are only accepted next to other units (e.g. 1m500ms); the minimum step is 10s", s)
+	}
+	if terms == 1 && units == "s " && total < 10*time.Second {
+		return 0, fmt.Errorf("duration %q is below the 10s minimum", s)
+	}
+	if rem := total % time.Second; rem != 0 {
+		total += time.Second - rem
+	}
+	if strings.HasSuffix(s, " ") {
+		return 0, fmt.Errorf("invalid duration %q", s)
+	}
+	return total, nil
+}

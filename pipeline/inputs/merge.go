@@ -1,0 +1,296 @@
+package inputs
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/diag"
+)
+
+// Source is one layer of input values, keyed by FQN (spec 9.3): an input set, the run's own
+// input YAML, or --set flags.
+type Source struct {
+	Name       string
+	File       string
+	Values     map[string]*yaml.Node
+	Identities map[string]map[string]string // FQN of a node -> identity keys (type)
+}
+
+// wholeSubtrees are accepted as a whole from inputs (spec 12.3): they carry nested runtime inputs.
+var wholeSubtrees = map[string]bool{
+	"service": true, "environment": true, "environmentGroup": true, "services": true,
+	"environments": true, "template": true, "when": true, "strategy": true, "failureStrategies": true,
+}
+
+// leaf is one addressable value of a pipeline-shaped tree.
+type leaf struct {
+	fqn      string
+	node     *yaml.Node
+	variable *yaml.Node // the variable mapping when the leaf is a variable's value
+}
+
+// flatten visits the leaves of a pipeline-shaped mapping by FQN. List elements are keyed by
+// identifier (variables by name) and the stage/step/stepGroup/parallel wrappers disappear.
+func flatten(n *yaml.Node, prefix string, ids map[string]map[string]string, visit func(leaf)) {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i].Value, n.Content[i+1]
+		fqn := prefix + "." + key
+		switch {
+		case key == "identifier" || key == "type" || key == "name":
+			continue // identity keys address values; they are not values
+		case key == "variables" && val.Kind == yaml.SequenceNode:
+			for _, v := range val.Content {
+				name := pipeline.Field(v, "name")
+				if name == nil {
+					continue
+				}
+				vf := fqn + "." + name.Value
+				if t := pipeline.Field(v, "type"); t != nil && ids != nil {
+					ids[vf] = map[string]string{"type": t.Value}
+				}
+				if value := pipeline.Field(v, "value"); value != nil {
+					visit(leaf{fqn: vf, node: value, variable: v})
+				}
+			}
+		case wholeSubtrees[key]:
+			visit(leaf{fqn: fqn, node: val})
+		case val.Kind == yaml.SequenceNode && keyedList(val):
+			flattenList(val, fqn, ids, visit)
+		case val.Kind == yaml.MappingNode:
+			flatten(val, fqn, ids, visit)
+		default:
+			visit(leaf{fqn: fqn, node: val})
+		}
+	}
+}
+
+func flattenList(list *yaml.Node, fqn string, ids map[string]map[string]string, visit func(leaf)) {
+	for _, el := range list.Content {
+		node := el
+		for _, wrapper := range []string{"stage", "step", "stepGroup"} {
+			if w := pipeline.Field(el, wrapper); w != nil {
+				node = w
+			}
+		}
+		if par := pipeline.Field(el, "parallel"); par != nil {
+			flattenList(par, fqn, ids, visit)
+			continue
+		}
+		id := pipeline.Field(node, "identifier")
+		if id == nil {
+			continue
+		}
+		nf := fqn + "." + id.Value
+		if t := pipeline.Field(node, "type"); t != nil && ids != nil {
+			ids[nf] = map[string]string{"type": t.Value}
+		}
+		flatten(node, nf, ids, visit)
+	}
+}
+
+// keyedList reports whether a list's elements are addressed by identifier.
+func keyedList(n *yaml.Node) bool {
+	for _, el := range n.Content {
+		if el.Kind != yaml.MappingNode {
+			return false
+		}
+		if pipeline.Field(el, "identifier") == nil && pipeline.Field(el, "stage") == nil &&
+			pipeline.Field(el, "step") == nil && pipeline.Field(el, "stepGroup") == nil &&
+			pipeline.Field(el, "parallel") == nil {
+			return false
+		}
+	}
+	return len(n.Content) > 0
+}
+
+// SourceFromTree reads the values of a pipeline-shaped tree (the `pipeline:` part of an input
+// set or of a run's input YAML).
+func SourceFromTree(name, file string, tree *yaml.Node) *Source {
+	s := &Source{Name: name, File: file, Values: map[string]*yaml.Node{}, Identities: map[string]map[string]string{}}
+	flatten(tree, "pipeline", s.Identities, func(l leaf) { s.Values[l.fqn] = l.node })
+	return s
+}
+
+// Open is a runtime input left without a value after merging.
+type Open struct {
+	FQN            string
+	Pos            diag.Pos
+	Required       bool // a run is rejected while it is open
+	ExecutionInput bool // asked for when its node starts
+}
+
+// Result is a merged pipeline.
+type Result struct {
+	Root   *yaml.Node            // a merged copy of the pipeline mapping; the original is untouched
+	Values map[string]*yaml.Node // the values applied, by FQN (the <+inputSet> document)
+	Open   []Open
+}
+
+// Merge applies defaults, then each source in order, to the runtime inputs of a pipeline
+// (spec 12.3). Values for fixed fields, unknown FQNs or nodes whose identity differs are ignored
+// with a warning; values failing allowedValues/regex are errors at the value's own position.
+func Merge(file string, root *yaml.Node, sources []*Source) (*Result, diag.List) {
+	var diags diag.List
+	res := &Result{Root: deepCopy(root), Values: map[string]*yaml.Node{}}
+	fields := map[string]leaf{}
+	fixed := map[string]bool{}
+	ids := map[string]map[string]string{}
+	var order []string
+	flatten(res.Root, "pipeline", ids, func(l leaf) {
+		if l.node.Kind == yaml.ScalarNode && IsRuntimeInput(l.node.Value) {
+			fields[l.fqn] = l
+			order = append(order, l.fqn)
+		} else {
+			fixed[l.fqn] = true
+		}
+	})
+	specs := map[string]*RuntimeInput{}
+	for _, fqn := range order {
+		l := fields[fqn]
+		in, err := Parse(l.node.Value)
+		if err != nil {
+			continue // reported by validation at the field itself
+		}
+		specs[fqn] = in
+	}
+
+	chosen := map[string]*yaml.Node{}
+	chosenFrom := map[string]*Source{}
+	for _, src := range sources {
+		for _, fqn := range sortedFQNs(src.Values) {
+			val := src.Values[fqn]
+			pos := pipeline.NodePos(src.File, val)
+			if bad := identityMismatch(fqn, src, ids); bad != "" {
+				diags.Warnf(pos, "input-identity", "%s: value for %s ignored: %s", src.Name, fqn, bad)
+				continue
+			}
+			if _, ok := fields[fqn]; !ok {
+				if fixed[fqn] {
+					diags.Warnf(pos, "input-fixed", "%s: value for %s ignored: the pipeline field is fixed, not a runtime input", src.Name, fqn)
+				} else {
+					diags.Warnf(pos, "input-unknown", "%s: value for %s ignored: the pipeline has no such field", src.Name, fqn).
+						SetHint("check the identifiers on the path; stages and steps are addressed by identifier, variables by name")
+				}
+				continue
+			}
+			if val.Kind == yaml.ScalarNode && IsRuntimeInput(val.Value) {
+				continue // a later <+input> does not erase an earlier value (spec 12.3)
+			}
+			chosen[fqn], chosenFrom[fqn] = val, src
+		}
+	}
+
+	for _, fqn := range order {
+		l, in := fields[fqn], specs[fqn]
+		val, ok := chosen[fqn]
+		if !ok {
+			switch {
+			case in == nil:
+				continue
+			case in.Default != nil:
+				val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *in.Default}
+			case in.ExecutionInput:
+				res.Open = append(res.Open, Open{FQN: fqn, Pos: pipeline.NodePos(file, l.node), ExecutionInput: true})
+				continue
+			case l.variable != nil && !isTrue(pipeline.Field(l.variable, "required")):
+				if d := pipeline.Field(l.variable, "default"); d != nil {
+					val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: d.Value}
+				} else {
+					val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
+				}
+			default:
+				res.Open = append(res.Open, Open{FQN: fqn, Pos: pipeline.NodePos(file, l.node), Required: true})
+				continue
+			}
+		} else if in != nil {
+			src := chosenFrom[fqn]
+			for _, v := range literalValues(val) {
+				if err := in.Check(v); err != nil {
+					diags.Errorf(pipeline.NodePos(src.File, val), "input-value", "%s: %s: %v", src.Name, fqn, err).
+						SetHint("the pipeline declares %s", strings.TrimSpace(l.node.Value))
+				}
+			}
+		}
+		res.Values[fqn] = val
+		replace(l.node, val)
+	}
+	return res, diags
+}
+
+func identityMismatch(fqn string, src *Source, ids map[string]map[string]string) string {
+	for p := fqn; p != ""; p = parent(p) {
+		want, ok := ids[p]
+		got, ok2 := src.Identities[p]
+		if !ok || !ok2 {
+			continue
+		}
+		for k, v := range got {
+			if w, ok := want[k]; ok && w != v {
+				return fmt.Sprintf("%s has %s %q in the pipeline but %q here", p, k, w, v)
+			}
+		}
+	}
+	return ""
+}
+
+func parent(fqn string) string {
+	if i := strings.LastIndexByte(fqn, '.'); i >= 0 {
+		return fqn[:i]
+	}
+	return ""
+}
+
+// literalValues lists the values to check: a scalar, or each element of a list; values that are
+// expressions are checked only after they resolve.
+func literalValues(n *yaml.Node) []string {
+	var out []string
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if !strings.Contains(n.Value, "<+") {
+			out = append(out, n.Value)
+		}
+	case yaml.SequenceNode:
+		for _, c := range n.Content {
+			out = append(out, literalValues(c)...)
+		}
+	}
+	return out
+}
+
+// replace puts a value in place of a runtime-input node, keeping the field's position so later
+// diagnostics point at the pipeline line that asked for the input.
+func replace(dst, val *yaml.Node) {
+	line, col := dst.Line, dst.Column
+	*dst = *deepCopy(val)
+	dst.Line, dst.Column = line, col
+}
+
+func deepCopy(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, ch := range n.Content {
+		c.Content[i] = deepCopy(ch)
+	}
+	return &c
+}
+
+func isTrue(n *yaml.Node) bool { return n != nil && strings.EqualFold(n.Value, "true") }
+
+func sortedFQNs(m map[string]*yaml.Node) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

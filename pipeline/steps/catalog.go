@@ -1,0 +1,332 @@
+// Package steps is the catalog of step types the engine knows: each type's spec shape, decoded
+// strictly so that a misspelt spec key is an error before a run, not a silent no-op.
+package steps
+
+import (
+	"sort"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Entry describes one step type.
+type Entry struct {
+	Type string
+	// New returns a pointer to an empty spec value for the strict decoder.
+	New func() any
+	// Unresolved says how unresolved expressions in the spec render (spec 9.9): "null",
+	// "verbatim" or "fail".
+	Unresolved string
+}
+
+var catalog = map[string]Entry{}
+
+func register(e Entry) {
+	if e.Unresolved == "" {
+		e.Unresolved = "null"
+	}
+	catalog[e.Type] = e
+}
+
+func init() {
+	register(Entry{Type: "ShellScript", New: func() any { return &ShellScript{} }})
+	register(Entry{Type: "Http", New: func() any { return &Http{} }, Unresolved: "verbatim"})
+	register(Entry{Type: "Wait", New: func() any { return &Wait{} }})
+	register(Entry{Type: "HarnessApproval", New: func() any { return &HarnessApproval{} }})
+	register(Entry{Type: "Barrier", New: func() any { return &Barrier{} }})
+	register(Entry{Type: "Policy", New: func() any { return &Policy{} }, Unresolved: "fail"})
+	register(Entry{Type: "Container", New: func() any { return &Container{} }})
+	register(Entry{Type: "K8sRollingDeploy", New: func() any { return &K8sRollingDeploy{} }})
+	register(Entry{Type: "K8sRollingRollback", New: func() any { return &K8sRollingRollback{} }})
+	register(Entry{Type: "K8sCanaryDeploy", New: func() any { return &K8sCanaryDeploy{} }})
+	register(Entry{Type: "K8sCanaryDelete", New: func() any { return &K8sSimple{} }})
+	register(Entry{Type: "K8sBlueGreenDeploy", New: func() any { return &K8sBlueGreenDeploy{} }})
+	register(Entry{Type: "K8sBGSwapServices", New: func() any { return &K8sSimple{} }})
+	register(Entry{Type: "K8sApply", New: func() any { return &K8sApply{} }})
+	register(Entry{Type: "K8sScale", New: func() any { return &K8sScale{} }})
+	register(Entry{Type: "K8sDelete", New: func() any { return &K8sDelete{} }})
+	register(Entry{Type: "K8sDryRun", New: func() any { return &K8sSimple{} }})
+}
+
+// Lookup returns the catalog entry of a step type.
+func Lookup(typ string) (Entry, bool) {
+	e, ok := catalog[typ]
+	return e, ok
+}
+
+// Types lists the known step types, sorted.
+func Types() []string {
+	out := make([]string, 0, len(catalog))
+	for t := range catalog {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// NameTypeValue is an input, output or environment variable of a step.
+type NameTypeValue struct {
+	Node  *yaml.Node `yaml:"-"`
+	Name  string     `yaml:"name" gantry:"required"`
+	Type  string     `yaml:"type"`
+	Value string     `yaml:"value"`
+}
+
+// ShellScript runs a script (spec 11.1).
+type ShellScript struct {
+	Node                  *yaml.Node       `yaml:"-"`
+	Shell                 string           `yaml:"shell" gantry:"required"`
+	OnDelegate            string           `yaml:"onDelegate"`
+	ExecutionTarget       *ExecutionTarget `yaml:"executionTarget"`
+	Source                *ScriptSource    `yaml:"source" gantry:"required"`
+	EnvironmentVariables  []NameTypeValue  `yaml:"environmentVariables"`
+	OutputVariables       []NameTypeValue  `yaml:"outputVariables"`
+	DelegateSelectors     *yaml.Node       `yaml:"delegateSelectors"`
+	IncludeInfraSelectors string           `yaml:"includeInfraSelectors"`
+	OutputAlias           *OutputAlias     `yaml:"outputAlias"`
+}
+
+// ExecutionTarget is the remote host of a ShellScript step.
+type ExecutionTarget struct {
+	Node             *yaml.Node `yaml:"-"`
+	Host             string     `yaml:"host"`
+	ConnectorRef     string     `yaml:"connectorRef"`
+	WorkingDirectory string     `yaml:"workingDirectory"`
+}
+
+// ScriptSource says where the script comes from.
+type ScriptSource struct {
+	Node *yaml.Node    `yaml:"-"`
+	Type string        `yaml:"type" gantry:"required"`
+	Spec *ScriptInline `yaml:"spec" gantry:"required"`
+}
+
+// ScriptInline holds an inline script or a file-store path.
+type ScriptInline struct {
+	Node   *yaml.Node `yaml:"-"`
+	Script string     `yaml:"script"`
+	File   string     `yaml:"file"`
+}
+
+// OutputAlias publishes outputs under an exported alias (spec 11.4).
+type OutputAlias struct {
+	Node  *yaml.Node `yaml:"-"`
+	Key   string     `yaml:"key" gantry:"required"`
+	Scope string     `yaml:"scope" gantry:"required"`
+}
+
+// Http calls a URL (spec 15.3).
+type Http struct {
+	Node              *yaml.Node      `yaml:"-"`
+	URL               string          `yaml:"url" gantry:"required"`
+	Method            string          `yaml:"method" gantry:"required"`
+	Headers           []KeyValue      `yaml:"headers"`
+	RequestBody       string          `yaml:"requestBody"`
+	Assertion         string          `yaml:"assertion"`
+	InputVariables    []NameTypeValue `yaml:"inputVariables"`
+	OutputVariables   []NameTypeValue `yaml:"outputVariables"`
+	Certificate       string          `yaml:"certificate"`
+	CertificateKey    string          `yaml:"certificateKey"`
+	DelegateSelectors *yaml.Node      `yaml:"delegateSelectors"`
+}
+
+// KeyValue is an HTTP header.
+type KeyValue struct {
+	Node  *yaml.Node `yaml:"-"`
+	Key   string     `yaml:"key" gantry:"required"`
+	Value string     `yaml:"value"`
+}
+
+// Wait pauses for a duration (spec 15.5).
+type Wait struct {
+	Node     *yaml.Node `yaml:"-"`
+	Duration string     `yaml:"duration" gantry:"required"`
+}
+
+// HarnessApproval waits for people to approve (spec 8.1).
+type HarnessApproval struct {
+	Node                            *yaml.Node      `yaml:"-"`
+	ApprovalMessage                 string          `yaml:"approvalMessage" gantry:"required"`
+	IncludePipelineExecutionHistory string          `yaml:"includePipelineExecutionHistory" gantry:"required"`
+	IsAutoRejectEnabled             string          `yaml:"isAutoRejectEnabled"`
+	Approvers                       *Approvers      `yaml:"approvers" gantry:"required"`
+	ApproverInputs                  []ApproverInput `yaml:"approverInputs"`
+	AutoApproval                    *AutoApproval   `yaml:"autoApproval"`
+	CallbackID                      string          `yaml:"callbackId"`
+}
+
+// Approvers says who may approve.
+type Approvers struct {
+	Node                     *yaml.Node `yaml:"-"`
+	UserGroups               *yaml.Node `yaml:"userGroups" gantry:"required"`
+	MinimumCount             string     `yaml:"minimumCount" gantry:"required"`
+	DisallowPipelineExecutor string     `yaml:"disallowPipelineExecutor" gantry:"required"`
+}
+
+// ApproverInput is a value approvers fill in.
+type ApproverInput struct {
+	Node          *yaml.Node `yaml:"-"`
+	Name          string     `yaml:"name" gantry:"required"`
+	DefaultValue  string     `yaml:"defaultValue"`
+	Required      string     `yaml:"required"`
+	AllowedValues []string   `yaml:"allowedValues"`
+	SelectOneFrom []string   `yaml:"selectOneFrom"`
+	Regex         string     `yaml:"regex"`
+	Description   string     `yaml:"description"`
+}
+
+// AutoApproval approves at a deadline.
+type AutoApproval struct {
+	Node              *yaml.Node `yaml:"-"`
+	Action            string     `yaml:"action" gantry:"required"`
+	ScheduledDeadline *Deadline  `yaml:"scheduledDeadline" gantry:"required"`
+	Comments          string     `yaml:"comments"`
+}
+
+// Deadline is a wall-clock time in a time zone.
+type Deadline struct {
+	Node     *yaml.Node `yaml:"-"`
+	TimeZone string     `yaml:"timeZone" gantry:"required"`
+	Time     string     `yaml:"time" gantry:"required"`
+}
+
+// Barrier waits for the other stages at a barrier (spec 7).
+type Barrier struct {
+	Node       *yaml.Node `yaml:"-"`
+	BarrierRef string     `yaml:"barrierRef" gantry:"required"`
+}
+
+// Policy evaluates policy sets against a payload (spec 15.6).
+type Policy struct {
+	Node       *yaml.Node  `yaml:"-"`
+	PolicySets *yaml.Node  `yaml:"policySets" gantry:"required"`
+	Type       string      `yaml:"type" gantry:"required"`
+	PolicySpec *PolicySpec `yaml:"policySpec" gantry:"required"`
+}
+
+// PolicySpec holds the payload.
+type PolicySpec struct {
+	Node    *yaml.Node `yaml:"-"`
+	Payload string     `yaml:"payload" gantry:"required"`
+}
+
+// Container runs a command in a container (spec 15.4).
+type Container struct {
+	Node            *yaml.Node        `yaml:"-"`
+	ConnectorRef    string            `yaml:"connectorRef"`
+	Image           string            `yaml:"image" gantry:"required"`
+	Shell           string            `yaml:"shell"`
+	Command         string            `yaml:"command" gantry:"required"`
+	Entrypoint      *yaml.Node        `yaml:"entrypoint"`
+	Infrastructure  *yaml.Node        `yaml:"infrastructure"`
+	EnvVariables    map[string]string `yaml:"envVariables"`
+	OutputVariables []NameTypeValue   `yaml:"outputVariables"`
+	Privileged      string            `yaml:"privileged"`
+	ImagePullPolicy string            `yaml:"imagePullPolicy"`
+	RunAsUser       string            `yaml:"runAsUser"`
+	Resources       *yaml.Node        `yaml:"resources"`
+	Reports         *yaml.Node        `yaml:"reports"`
+}
+
+// K8sRollingDeploy applies manifests and waits for steady state.
+type K8sRollingDeploy struct {
+	Node              *yaml.Node `yaml:"-"`
+	SkipDryRun        string     `yaml:"skipDryRun"`
+	PruningEnabled    string     `yaml:"pruningEnabled"`
+	CommandFlags      *yaml.Node `yaml:"commandFlags"`
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+}
+
+// K8sRollingRollback restores the last successful release.
+type K8sRollingRollback struct {
+	Node              *yaml.Node `yaml:"-"`
+	PruningEnabled    string     `yaml:"pruningEnabled"`
+	CommandFlags      *yaml.Node `yaml:"commandFlags"`
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+}
+
+// InstanceSelection picks instances by count or percentage.
+type InstanceSelection struct {
+	Node *yaml.Node     `yaml:"-"`
+	Type string         `yaml:"type" gantry:"required"`
+	Spec *InstanceCount `yaml:"spec" gantry:"required"`
+}
+
+// InstanceCount is the count or percentage.
+type InstanceCount struct {
+	Node       *yaml.Node `yaml:"-"`
+	Count      string     `yaml:"count"`
+	Percentage string     `yaml:"percentage"`
+}
+
+// K8sCanaryDeploy deploys a canary copy.
+type K8sCanaryDeploy struct {
+	Node              *yaml.Node         `yaml:"-"`
+	InstanceSelection *InstanceSelection `yaml:"instanceSelection" gantry:"required"`
+	SkipDryRun        string             `yaml:"skipDryRun"`
+	TrafficRouting    *yaml.Node         `yaml:"trafficRouting"`
+	CommandFlags      *yaml.Node         `yaml:"commandFlags"`
+	DelegateSelectors *yaml.Node         `yaml:"delegateSelectors"`
+}
+
+// K8sSimple is the spec of steps with no settings of their own.
+type K8sSimple struct {
+	Node              *yaml.Node `yaml:"-"`
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+	CommandFlags      *yaml.Node `yaml:"commandFlags"`
+}
+
+// K8sBlueGreenDeploy deploys to the stage colour.
+type K8sBlueGreenDeploy struct {
+	Node                  *yaml.Node `yaml:"-"`
+	SkipDryRun            string     `yaml:"skipDryRun"`
+	PruningEnabled        string     `yaml:"pruningEnabled"`
+	SkipUnchangedManifest string     `yaml:"skipUnchangedManifest"`
+	TrafficRouting        *yaml.Node `yaml:"trafficRouting"`
+	CommandFlags          *yaml.Node `yaml:"commandFlags"`
+	DelegateSelectors     *yaml.Node `yaml:"delegateSelectors"`
+}
+
+// K8sApply applies selected manifest files.
+type K8sApply struct {
+	Node                 *yaml.Node `yaml:"-"`
+	FilePaths            *yaml.Node `yaml:"filePaths" gantry:"required"`
+	SkipDryRun           string     `yaml:"skipDryRun"`
+	SkipSteadyStateCheck string     `yaml:"skipSteadyStateCheck"`
+	SkipRendering        string     `yaml:"skipRendering"`
+	Overrides            *yaml.Node `yaml:"overrides"`
+	ManifestSource       *yaml.Node `yaml:"manifestSource"`
+	CommandFlags         *yaml.Node `yaml:"commandFlags"`
+	DelegateSelectors    *yaml.Node `yaml:"delegateSelectors"`
+}
+
+// K8sScale scales a workload.
+type K8sScale struct {
+	Node                 *yaml.Node         `yaml:"-"`
+	Workload             string             `yaml:"workload" gantry:"required"`
+	InstanceSelection    *InstanceSelection `yaml:"instanceSelection" gantry:"required"`
+	SkipSteadyStateCheck string             `yaml:"skipSteadyStateCheck"`
+	DelegateSelectors    *yaml.Node         `yaml:"delegateSelectors"`
+}
+
+// K8sDelete deletes resources.
+type K8sDelete struct {
+	Node              *yaml.Node       `yaml:"-"`
+	DeleteResources   *DeleteResources `yaml:"deleteResources" gantry:"required"`
+	DelegateSelectors *yaml.Node       `yaml:"delegateSelectors"`
+}
+
+// DeleteResources selects what K8sDelete removes.
+type DeleteResources struct {
+	Node *yaml.Node    `yaml:"-"`
+	Type string        `yaml:"type" gantry:"required"`
+	Spec *DeleteTarget `yaml:"spec" gantry:"required"`
+}
+
+// DeleteTarget lists names, manifest paths or the namespace.
+type DeleteTarget struct {
+	Node             *yaml.Node `yaml:"-"`
+	ResourceNames    *yaml.Node `yaml:"resourceNames"`
+	DeleteNamespace  string     `yaml:"deleteNamespace"`
+	ManifestPaths    *yaml.Node `yaml:"manifestPaths"`
+	AllManifestPaths string     `yaml:"allManifestPaths"`
+}

@@ -1,0 +1,333 @@
+package validate
+
+import (
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/inputs"
+	"github.com/gantry-cd/gantry/pipeline/steps"
+)
+
+// maxGroupDepth: a step group directly inside this many other groups is rejected (spec 1.6).
+const maxGroupDepth = 5
+
+// stageCtx is what step checks need to know about their stage.
+type stageCtx struct {
+	stage      *pipeline.Stage
+	index      int // index of the top-level stages element (parallel members share it)
+	inParallel bool
+	looped     bool
+	concurrent bool // looped with all iterations running at once
+	forward    map[string]*yaml.Node
+	rollback   map[string]*yaml.Node
+}
+
+func (c *checker) stage(s *pipeline.Stage, index int, inParallel bool) {
+	c.sum.Stages++
+	c.identifier(s.Node, "identifier", s.Identifier, "stage")
+	c.name(s.Node, s.Name, "stage")
+	if prev, ok := c.stageIDs[s.Identifier]; ok && s.Identifier != "" {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "identifier")), "duplicate-identifier",
+			"stage identifier %q is already used at line %d", s.Identifier, prev.Line).
+			SetHint("stage identifiers must be unique across the whole pipeline, parallel blocks included")
+	} else if s.Identifier != "" {
+		c.stageIDs[s.Identifier] = pipeline.ValueAt(s.Node, "identifier")
+	}
+	c.timeout(s.Node, s.Timeout, "stage")
+	c.variables(s.Variables, "stage")
+	c.when(s.When, true)
+	looped, concurrent := c.strategy(s.Strategy)
+	c.failureStrategies(s.FailureStrategies, fsCtx{level: "stage"})
+	ctx := &stageCtx{stage: s, index: index, inParallel: inParallel, looped: looped, concurrent: concurrent,
+		forward: map[string]*yaml.Node{}, rollback: map[string]*yaml.Node{}}
+
+	if s.Type != "" && pipeline.Canonical(pipeline.StageTypes, s.Type) != s.Type {
+		d := c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "stage-type", "stage type %q is not supported", s.Type)
+		if sug := pipeline.Closest(s.Type, pipeline.StageTypes); sug != "" {
+			d.SetHint("did you mean %q? supported stage types: %s", sug, strings.Join(pipeline.StageTypes, ", "))
+		} else {
+			d.SetHint("supported stage types: %s", strings.Join(pipeline.StageTypes, ", "))
+		}
+		return
+	}
+	spec := s.StageSpec
+	if spec == nil {
+		return
+	}
+	c.stageSpec(s, spec)
+	if spec.Execution == nil {
+		return
+	}
+	ex := spec.Execution
+	if len(ex.Steps) == 0 && pipeline.Field(ex.Node, "steps") != nil {
+		c.diags.Errorf(c.pos(pipeline.Field(ex.Node, "steps")), "empty", "stage %s has no steps", s.Identifier)
+	}
+	if s.Type == "Approval" && pipeline.Field(ex.Node, "rollbackSteps") != nil {
+		c.diags.Errorf(c.pos(pipeline.Key(ex.Node, "rollbackSteps")), "approval-rollback", "Approval stages have no rollback section").
+			SetHint("move rollback steps to a Custom or Deployment stage")
+	}
+	c.stepList(ctx, ex.Steps, false, nil)
+	c.stepList(ctx, ex.RollbackSteps, true, nil)
+}
+
+func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
+	forbid := func(key, why string) {
+		if pipeline.Field(spec.Node, key) != nil {
+			c.diags.Errorf(c.pos(pipeline.Key(spec.Node, key)), "stage-spec", "%s stages do not take `%s`", s.Type, key).SetHint("%s", why)
+		}
+	}
+	switch s.Type {
+	case "Approval":
+		for _, k := range []string{"deploymentType", "service", "services", "environment", "environments", "environmentGroup", "serviceConfig", "infrastructure"} {
+			forbid(k, "an Approval stage only has execution steps")
+		}
+	case "Custom":
+		for _, k := range []string{"deploymentType", "service", "services", "serviceConfig", "infrastructure", "environments", "environmentGroup"} {
+			forbid(k, "use a Deployment stage to deploy a service")
+		}
+	case "Deployment":
+		if spec.DeploymentType == "" {
+			c.diags.Errorf(c.pos(spec.Node), "missing-field", "Deployment stage spec is missing required field %q", "deploymentType").
+				SetHint("add `deploymentType: Kubernetes`")
+		}
+		hasService := spec.Service != nil || spec.Services != nil || spec.ServiceConfig != nil
+		hasEnv := spec.Environment != nil || spec.Environments != nil || spec.EnvironmentGroup != nil || spec.Infrastructure != nil
+		if !hasService {
+			c.diags.Errorf(c.pos(spec.Node), "missing-field", "Deployment stage %s has no service", s.Identifier).
+				SetHint("add `service: {serviceRef: my_service}` (or `useFromStage`)")
+		}
+		if !hasEnv {
+			c.diags.Errorf(c.pos(spec.Node), "missing-field", "Deployment stage %s has no environment", s.Identifier).
+				SetHint("add `environment: {environmentRef: my_env, infrastructureDefinitions: [{identifier: my_infra}]}`")
+		}
+		if s.Strategy != nil && (spec.Services != nil || spec.Environments != nil || spec.EnvironmentGroup != nil) {
+			c.diags.Errorf(c.pos(pipeline.Key(s.Node, "strategy")), "strategy-fanout",
+				"stage %s combines a looping strategy with multi-service or multi-environment deployment", s.Identifier).
+				SetHint("use either `strategy` or `services`/`environments` fan-out, not both")
+		}
+		if spec.Service != nil && spec.Service.Kind == yaml.MappingNode {
+			if pipeline.Field(spec.Service, "serviceRef") == nil && pipeline.Field(spec.Service, "useFromStage") == nil {
+				c.diags.Errorf(c.pos(spec.Service), "missing-field", "service needs `serviceRef` or `useFromStage`")
+			}
+		}
+		if spec.Environment != nil && spec.Environment.Kind == yaml.MappingNode {
+			if pipeline.Field(spec.Environment, "environmentRef") == nil && pipeline.Field(spec.Environment, "useFromStage") == nil {
+				c.diags.Errorf(c.pos(spec.Environment), "missing-field", "environment needs `environmentRef` or `useFromStage`")
+			}
+		}
+	}
+}
+
+// when checks a `when` block: a mapping with its status field, or a runtime input (spec 4.1).
+func (c *checker) when(n *yaml.Node, stage bool) {
+	if n == nil || (n.Kind == yaml.ScalarNode && inputs.IsRuntimeInput(n.Value)) {
+		return
+	}
+	statuses := []string{"Success", "Failure", "All"}
+	if stage {
+		var w pipeline.StageWhen
+		c.dec.Decode(n, &w, "stage when")
+		c.enum(w.Node, "pipelineStatus", w.PipelineStatus, statuses, "when.pipelineStatus")
+		return
+	}
+	var w pipeline.StepWhen
+	c.dec.Decode(n, &w, "step when")
+	c.enum(w.Node, "stageStatus", w.StageStatus, statuses, "when.stageStatus")
+}
+
+// stepList checks a steps or rollbackSteps list; groups are the enclosing step groups.
+func (c *checker) stepList(ctx *stageCtx, list []pipeline.StepElement, rollback bool, groups []*pipeline.StepGroup) {
+	for i := range list {
+		c.stepElement(ctx, &list[i], rollback, groups, false)
+	}
+}
+
+func (c *checker) stepElement(ctx *stageCtx, e *pipeline.StepElement, rollback bool, groups []*pipeline.StepGroup, inParallel bool) {
+	if n := countKeys(e.Node); n != 1 {
+		c.diags.Errorf(c.pos(e.Node), "element", "a steps entry must have exactly one key, `step`, `stepGroup` or `parallel`; found %d", n)
+		return
+	}
+	switch {
+	case e.Step != nil:
+		c.step(ctx, e.Step, rollback, groups)
+	case e.StepGroup != nil:
+		c.stepGroup(ctx, e.StepGroup, rollback, groups)
+	case inParallel:
+		c.diags.Errorf(c.pos(e.Node), "nested-parallel", "parallel step blocks cannot be nested").
+			SetHint("put the steps directly in the outer parallel block, or wrap them in a stepGroup")
+	default:
+		if len(e.Parallel) == 0 {
+			c.diags.Errorf(c.pos(e.Node), "empty", "parallel block has no steps")
+		}
+		for i := range e.Parallel {
+			c.stepElement(ctx, &e.Parallel[i], rollback, groups, true)
+		}
+	}
+}
+
+// unique registers a step or group identifier in its stage's namespace; rollbackSteps trees are
+// a namespace of their own (spec 1.8 Decision).
+func (c *checker) unique(ctx *stageCtx, obj *yaml.Node, id string, rollback bool, what string) {
+	if id == "" {
+		return
+	}
+	ns := ctx.forward
+	if rollback {
+		ns = ctx.rollback
+	}
+	at := pipeline.ValueAt(obj, "identifier")
+	if prev, ok := ns[id]; ok {
+		c.diags.Errorf(c.pos(at), "duplicate-identifier", "%s identifier %q is already used in stage %s at line %d", what, id, ctx.stage.Identifier, prev.Line).
+			SetHint("step and step group identifiers must be unique within their stage, across groups and parallel blocks")
+		return
+	}
+	ns[id] = at
+}
+
+func (c *checker) stepGroup(ctx *stageCtx, g *pipeline.StepGroup, rollback bool, groups []*pipeline.StepGroup) {
+	c.sum.Groups++
+	c.identifier(g.Node, "identifier", g.Identifier, "step group")
+	c.name(g.Node, g.Name, "step group")
+	c.unique(ctx, g.Node, g.Identifier, rollback, "step group")
+	if len(groups) >= maxGroupDepth {
+		c.diags.Errorf(c.pos(g.Node), "group-depth", "step group %s is nested %d levels deep; at most %d enclosing groups are allowed", g.Identifier, len(groups), maxGroupDepth-1)
+	}
+	c.variables(g.Variables, "step group")
+	c.when(g.When, false)
+	c.strategy(g.Strategy)
+	c.failureStrategies(g.FailureStrategies, fsCtx{level: "stepGroup", rollback: rollback, inGroup: true})
+	if len(g.Steps) == 0 && pipeline.Field(g.Node, "steps") != nil {
+		c.diags.Errorf(c.pos(pipeline.Field(g.Node, "steps")), "empty", "step group %s has no steps", g.Identifier)
+	}
+	inner := append(append([]*pipeline.StepGroup(nil), groups...), g)
+	c.stepList(ctx, g.Steps, rollback, inner)
+	c.stepList(ctx, g.RollbackSteps, true, inner)
+}
+
+func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []*pipeline.StepGroup) {
+	c.sum.Steps++
+	c.identifier(s.Node, "identifier", s.Identifier, "step")
+	c.name(s.Node, s.Name, "step")
+	c.unique(ctx, s.Node, s.Identifier, rollback, "step")
+	c.timeout(s.Node, s.Timeout, "step")
+	c.when(s.When, false)
+	c.strategy(s.Strategy)
+	c.failureStrategies(s.FailureStrategies, fsCtx{level: "step", rollback: rollback, inGroup: len(groups) > 0})
+	if s.Type == "" {
+		return
+	}
+	entry, ok := steps.Lookup(s.Type)
+	if !ok {
+		d := c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "unknown-step-type", "step type %q is not known", s.Type)
+		if sug := pipeline.Closest(s.Type, steps.Types()); sug != "" {
+			d.SetHint("did you mean %q? known types: %s", sug, strings.Join(steps.Types(), ", "))
+		} else {
+			d.SetHint("known types: %s", strings.Join(steps.Types(), ", "))
+		}
+		return
+	}
+	if s.Type == "ShellScript" && strings.Contains(s.Name, ".") {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "name")), "name", "ShellScript step names cannot contain '.': %q", s.Name)
+	}
+	if s.Spec == nil {
+		c.diags.Errorf(c.pos(s.Node), "missing-field", "%s step %s is missing required field \"spec\"", s.Type, s.Identifier)
+		return
+	}
+	spec := entry.New()
+	c.dec.Decode(s.Spec, spec, s.Type+" spec")
+	c.stepSpec(s, spec)
+	if s.Type == "Barrier" {
+		if b := spec.(*steps.Barrier); b.BarrierRef != "" {
+			c.barrierStep(ctx, s, b, rollback, groups)
+		}
+	}
+}
+
+func (c *checker) stepSpec(s *pipeline.Step, spec any) {
+	switch sp := spec.(type) {
+	case *steps.ShellScript:
+		c.enum(sp.Node, "shell", sp.Shell, []string{"Bash", "PowerShell", "Sh"}, "shell")
+		c.boolean(sp.Node, "onDelegate", sp.OnDelegate)
+		if sp.Source != nil {
+			c.enum(sp.Source.Node, "type", sp.Source.Type, []string{"Inline", "Harness"}, "script source type")
+			if sp.Source.Spec != nil && sp.Source.Type == "Inline" && pipeline.Field(sp.Source.Spec.Node, "script") == nil {
+				c.diags.Errorf(c.pos(sp.Source.Spec.Node), "missing-field", "inline script source is missing required field \"script\"")
+			}
+		}
+		c.stepVars(sp.EnvironmentVariables, "environment variable", []string{"String", "Number", "Secret"})
+		c.stepVars(sp.OutputVariables, "output variable", []string{"String", "Secret"})
+		if sp.OutputAlias != nil {
+			c.enum(sp.OutputAlias.Node, "scope", sp.OutputAlias.Scope, []string{"Pipeline", "Stage", "StepGroup"}, "outputAlias.scope")
+		}
+	case *steps.Http:
+		c.enum(sp.Node, "method", sp.Method, []string{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"}, "HTTP method")
+		c.stepVars(sp.InputVariables, "input variable", []string{"String", "Number", "Secret"})
+		c.stepVars(sp.OutputVariables, "output variable", []string{"String", "Number", "Secret"})
+	case *steps.Wait:
+		c.duration(sp.Node, "duration", sp.Duration, "Wait duration")
+	case *steps.HarnessApproval:
+		if strings.TrimSpace(sp.ApprovalMessage) == "" && pipeline.Field(sp.Node, "approvalMessage") != nil {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(sp.Node, "approvalMessage")), "empty", "approvalMessage cannot be empty")
+		}
+		c.boolean(sp.Node, "includePipelineExecutionHistory", sp.IncludePipelineExecutionHistory)
+		c.boolean(sp.Node, "isAutoRejectEnabled", sp.IsAutoRejectEnabled)
+		if a := sp.Approvers; a != nil {
+			c.integer(a.Node, "minimumCount", a.MinimumCount, 1, false, "approvers.minimumCount")
+			c.boolean(a.Node, "disallowPipelineExecutor", a.DisallowPipelineExecutor)
+			if g := a.UserGroups; g != nil && g.Kind == yaml.SequenceNode && len(g.Content) == 0 {
+				c.diags.Errorf(c.pos(g), "empty", "approvers.userGroups needs at least one group; nobody could approve")
+			}
+		}
+		if aa := sp.AutoApproval; aa != nil {
+			c.enum(aa.Node, "action", aa.Action, []string{"APPROVE"}, "autoApproval.action")
+		}
+	case *steps.Policy:
+		c.enum(sp.Node, "type", sp.Type, []string{"Custom"}, "Policy type")
+		if g := sp.PolicySets; g != nil && g.Kind == yaml.SequenceNode && len(g.Content) == 0 {
+			c.diags.Errorf(c.pos(g), "empty", "policySets needs at least one policy set")
+		}
+	case *steps.K8sCanaryDeploy:
+		c.instanceSelection(sp.InstanceSelection)
+	case *steps.K8sScale:
+		c.instanceSelection(sp.InstanceSelection)
+	case *steps.K8sDelete:
+		if d := sp.DeleteResources; d != nil {
+			c.enum(d.Node, "type", d.Type, []string{"ResourceName", "ReleaseName", "ManifestPath"}, "deleteResources.type")
+		}
+	}
+}
+
+func (c *checker) instanceSelection(is *steps.InstanceSelection) {
+	if is == nil {
+		return
+	}
+	c.enum(is.Node, "type", is.Type, []string{"Count", "Percentage"}, "instanceSelection.type")
+	if is.Spec == nil {
+		return
+	}
+	switch is.Type {
+	case "Count":
+		c.integer(is.Spec.Node, "count", is.Spec.Count, 1, false, "instance count")
+	case "Percentage":
+		c.integer(is.Spec.Node, "percentage", is.Spec.Percentage, 1, false, "instance percentage")
+	}
+}
+
+func (c *checker) stepVars(vars []steps.NameTypeValue, what string, types []string) {
+	seen := map[string]bool{}
+	for _, v := range vars {
+		at := c.pos(pipeline.ValueAt(v.Node, "name"))
+		switch {
+		case v.Name == "var":
+			c.diags.Errorf(at, "reserved-identifier", "%s name \"var\" is reserved", what).SetHint("pick another name")
+		case !variableRe.MatchString(v.Name):
+			c.diags.Errorf(at, "variable-name", "%s name %q is invalid", what, v.Name)
+		case seen[v.Name]:
+			c.diags.Errorf(at, "duplicate-variable", "%s %q is declared twice", what, v.Name)
+		}
+		seen[v.Name] = true
+		c.enum(v.Node, "type", v.Type, types, what+" type")
+	}
+}

@@ -1,0 +1,110 @@
+// Package validate checks a parsed pipeline for everything a run needs (spec 1, 4-7, 9, 10):
+// identifiers, uniqueness, step specs, failure strategies, conditions, looping strategies,
+// barriers, durations, runtime inputs and expression syntax. It never changes the pipeline and
+// returns every problem it finds, each at its own position.
+package validate
+
+import (
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/diag"
+)
+
+// Summary counts what a valid pipeline holds, for `gantry validate`'s one-line report.
+type Summary struct {
+	Stages int
+	Steps  int
+	Groups int
+}
+
+type checker struct {
+	file  string
+	src   []byte
+	diags diag.List
+	dec   *pipeline.Decoder
+	sum   Summary
+
+	stageIDs map[string]*yaml.Node
+	barriers map[string]bool
+	// positions of Barrier steps by barrier identifier, for deadlock detection
+	barrierUses map[string][]barrierUse
+}
+
+// File validates a parsed pipeline file. Parse diagnostics are not repeated here.
+func File(f *pipeline.File) (Summary, diag.List) {
+	c := &checker{file: f.Name, src: f.Src, stageIDs: map[string]*yaml.Node{}, barriers: map[string]bool{},
+		barrierUses: map[string][]barrierUse{}}
+	c.dec = &pipeline.Decoder{File: f.Name, Diags: &c.diags}
+	if f.Pipeline != nil {
+		c.pipeline(f.Pipeline)
+		c.scalars(pipeline.Field(f.Root, "pipeline"), "")
+	}
+	if f.InputSet != nil {
+		c.identifier(f.InputSet.Node, "identifier", f.InputSet.Identifier, "input set")
+		c.scalars(f.InputSet.Pipeline, "")
+	}
+	if f.Overlay != nil {
+		c.identifier(f.Overlay.Node, "identifier", f.Overlay.Identifier, "overlay input set")
+	}
+	return c.sum, c.diags
+}
+
+func (c *checker) pos(n *yaml.Node) diag.Pos { return pipeline.NodePos(c.file, n) }
+
+func (c *checker) pipeline(p *pipeline.Pipeline) {
+	c.identifier(p.Node, "identifier", p.Identifier, "pipeline")
+	c.name(p.Node, p.Name, "pipeline")
+	c.timeout(p.Node, p.Timeout, "pipeline")
+	c.boolean(p.Node, "allowStageExecutions", p.AllowStageExecutions)
+	c.variables(p.Variables, "pipeline")
+	if p.FlowControl != nil {
+		seen := map[string]bool{}
+		for _, b := range p.FlowControl.Barriers {
+			c.identifier(b.Node, "identifier", b.Identifier, "barrier")
+			c.name(b.Node, b.Name, "barrier")
+			if seen[b.Identifier] {
+				c.diags.Errorf(c.pos(pipeline.ValueAt(b.Node, "identifier")), "duplicate-identifier", "barrier identifier %q is declared twice", b.Identifier)
+			}
+			seen[b.Identifier] = true
+			c.barriers[b.Identifier] = true
+		}
+	}
+	if len(p.Stages) == 0 && pipeline.Field(p.Node, "stages") != nil {
+		c.diags.Errorf(c.pos(pipeline.Field(p.Node, "stages")), "empty", "pipeline has no stages").
+			SetHint("add at least one `- stage:` entry")
+	}
+	for i := range p.Stages {
+		c.stageElement(&p.Stages[i], i, false)
+	}
+	c.checkBarriers()
+}
+
+func (c *checker) stageElement(e *pipeline.StageElement, index int, inParallel bool) {
+	if n := countKeys(e.Node); n != 1 {
+		c.diags.Errorf(c.pos(e.Node), "element", "a stages entry must have exactly one key, `stage` or `parallel`; found %d", n)
+		return
+	}
+	if e.Stage != nil {
+		c.stage(e.Stage, index, inParallel)
+		return
+	}
+	if inParallel {
+		c.diags.Errorf(c.pos(e.Node), "nested-parallel", "parallel stage blocks cannot be nested").
+			SetHint("list the stages directly under the outer `parallel:`")
+		return
+	}
+	if len(e.Parallel) == 0 {
+		c.diags.Errorf(c.pos(e.Node), "empty", "parallel block has no stages")
+	}
+	for i := range e.Parallel {
+		c.stageElement(&e.Parallel[i], index, true)
+	}
+}
+
+func countKeys(n *yaml.Node) int {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return 0
+	}
+	return len(n.Content) / 2
+}
