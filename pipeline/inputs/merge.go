@@ -45,7 +45,7 @@ func flatten(n *yaml.Node, prefix string, ids map[string]map[string]string, visi
 		switch {
 		case key == "identifier" || key == "type" || key == "name":
 			continue // identity keys address values; they are not values
-		case key == "variables" && val.Kind == yaml.SequenceNode:
+		case val.Kind == yaml.SequenceNode && namedList(val):
 			for _, v := range val.Content {
 				name := pipeline.Field(v, "name")
 				if name == nil {
@@ -93,6 +93,17 @@ func flattenList(list *yaml.Node, fqn string, ids map[string]map[string]string, 
 		}
 		flatten(node, nf, ids, visit)
 	}
+}
+
+// namedList reports whether a list holds variables addressed by name (pipeline, stage and group
+// variables, step environment, input and output variables).
+func namedList(n *yaml.Node) bool {
+	for _, el := range n.Content {
+		if pipeline.Field(el, "name") == nil || pipeline.Field(el, "identifier") != nil {
+			return false
+		}
+	}
+	return len(n.Content) > 0
 }
 
 // keyedList reports whether a list's elements are addressed by identifier.
