@@ -117,7 +117,7 @@ func (d *Decoder) decodeMap(n *yaml.Node, v reflect.Value, what string) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		elem := reflect.New(v.Type().Elem()).Elem()
-		d.decode(val, elem, what+" value "+k.Value)
+		d.decode(val, elem, what+"."+k.Value)
 		m.SetMapIndex(reflect.ValueOf(k.Value), elem)
 	}
 	v.Set(m)
@@ -146,7 +146,7 @@ func (d *Decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 			continue
 		}
 		seen[k.Value] = true
-		d.decode(val, v.Field(idx), what+" "+k.Value)
+		d.decode(val, v.Field(idx), k.Value)
 	}
 	for _, name := range fields.required {
 		if !seen[name] {

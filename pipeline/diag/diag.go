@@ -140,12 +140,13 @@ func (l List) Sort() List {
 		}
 		return a.Col < b.Col
 	})
+	seen := map[Diagnostic]bool{}
 	dedup := out[:0]
-	for i, d := range out {
-		if i > 0 && d == out[i-1] {
-			continue
+	for _, d := range out {
+		if !seen[d] {
+			seen[d] = true
+			dedup = append(dedup, d)
 		}
-		dedup = append(dedup, d)
 	}
 	return dedup
 }

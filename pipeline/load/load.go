@@ -88,12 +88,13 @@ func (r *Result) mergeInputs(name string, f *pipeline.File, opts Options) {
 			r.Values[fqn] = v
 		}
 	}
-	p, pd := pipeline.DecodePipeline(name, merged.Root)
-	r.Diags.Add(pd...)
-	r.Merged = p
+	r.Merged = f.Pipeline
 	// Values that came from inputs are checked like the rest of the pipeline; duplicates of
 	// earlier diagnostics collapse when the list is sorted.
 	if len(merged.Values) > 0 {
+		p, pd := pipeline.DecodePipeline(name, merged.Root)
+		r.Diags.Add(pd...)
+		r.Merged = p
 		mf := &pipeline.File{Name: name, Src: f.Src, Root: wrap(merged.Root), Pipeline: p}
 		_, vd := validate.File(mf)
 		r.Diags.Add(vd...)
