@@ -259,7 +259,7 @@ func (t *Template) eval(st *state) (any, error) {
 		if err == nil && v == nil && st.missing != "" && st.opts.Unresolved == UnresolvedVerbatim {
 			return t.src, nil
 		}
-		return v, err
+		return normalize(v), err
 	}
 	var b strings.Builder
 	for _, p := range t.parts {

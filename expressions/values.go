@@ -58,8 +58,10 @@ func formatFloat(f float64) string {
 
 // normalize turns typed Go containers into []any / map[string]any for JSON and walking.
 func normalize(v any) any {
-	switch v.(type) {
-	case nil, string, bool, int, int64, float64, SecretRef, []any, map[string]any:
+	switch x := v.(type) {
+	case int:
+		return int64(x)
+	case nil, string, bool, int64, float64, SecretRef, []any, map[string]any:
 		return v
 	}
 	rv := reflect.ValueOf(v)
