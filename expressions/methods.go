@@ -361,6 +361,9 @@ func getMethod(r any, a []any) (any, error) {
 func index(r, k any) any {
 	switch c := r.(type) {
 	case map[string]any:
+		if s, ok := k.(string); ok {
+			return c[s]
+		}
 		return c[ToString(k)]
 	case []any:
 		i, err := intArg(k, "index")

@@ -87,21 +87,22 @@ func (s *Scope) resolve(segs []any) any {
 	if first == "pipeline" {
 		return walk(s.Data["pipeline"], rest)
 	}
-	if base, ok := s.aliasPath(first); ok {
-		return s.walkFQN(base, rest)
+	if node, ok := s.aliasNode(first); ok {
+		return walk(node, rest)
 	}
 	if len(s.current) > 0 {
 		// Outcomes and outputs of the current node, then its children.
-		if v := s.walkFQN(s.current, append([]any{"output"}, segs...)); v != nil {
+		cur := s.nodeAt(s.current)
+		if v := walk(index(cur, "output"), segs); v != nil {
 			return v
 		}
-		if v := s.walkFQN(s.current, segs); v != nil {
+		if v := walk(cur, segs); v != nil {
 			return v
 		}
 		// Ancestors, nearest first, matched by identifier.
 		for i := len(s.current) - 1; i >= 1; i-- {
 			if s.current[i] == first && isNodeKey(s.current[i-1]) {
-				if v := s.walkFQN(s.current[:i+1], rest); v != nil {
+				if v := walk(s.nodeAt(s.current[:i+1]), rest); v != nil {
 					return v
 				}
 			}
@@ -117,35 +118,35 @@ func isNodeKey(container string) bool {
 	return container == "stages" || container == "steps" || container == "rollbackSteps"
 }
 
-// aliasPath returns the FQN a group alias (spec 9.4) points to from the current node.
-func (s *Scope) aliasPath(name string) ([]string, bool) {
+// aliasNode returns the node a group alias (spec 9.4) points to from the current node.
+func (s *Scope) aliasNode(name string) (any, bool) {
 	c := s.current
 	switch name {
 	case "stage":
 		if len(c) >= 3 && c[1] == "stages" {
-			return c[:3], true
+			return s.nodeAt(c[:3]), true
 		}
 	case "execution":
 		if len(c) >= 3 && c[1] == "stages" {
-			return append(append([]string(nil), c[:3]...), "spec", "execution"), true
+			return index(index(s.nodeAt(c[:3]), "spec"), "execution"), true
 		}
 	case "step":
 		if len(c) >= 2 && isStepContainer(c[len(c)-2]) {
-			return c, true
+			return s.nodeAt(c), true
 		}
 	case "stepGroup":
 		for i := len(c) - 2; i >= 1; i-- {
 			if isStepContainer(c[i]) && i+2 < len(c) && isStepContainer(c[i+2]) {
-				return c[:i+2], true
+				return s.nodeAt(c[:i+2]), true
 			}
 		}
 	case "steps":
 		if len(c) >= 2 && isStepContainer(c[len(c)-2]) {
-			return c[:len(c)-1], true
+			return s.nodeAt(c[:len(c)-1]), true
 		}
 	case "spec":
 		if len(c) > 0 {
-			return append(append([]string(nil), c...), "spec"), true
+			return index(s.nodeAt(c), "spec"), true
 		}
 	}
 	return nil, false
@@ -153,18 +154,18 @@ func (s *Scope) aliasPath(name string) ([]string, bool) {
 
 func isStepContainer(s string) bool { return s == "steps" || s == "rollbackSteps" }
 
-func (s *Scope) walkFQN(fqn []string, rest []any) any {
+// nodeAt returns the context node at an FQN starting with "pipeline".
+func (s *Scope) nodeAt(fqn []string) any {
 	if len(fqn) == 0 || fqn[0] != "pipeline" {
 		return nil
 	}
 	cur := s.Data["pipeline"]
 	for _, k := range fqn[1:] {
-		cur = index(cur, k)
-		if cur == nil {
+		if cur = index(cur, k); cur == nil {
 			return nil
 		}
 	}
-	return walk(cur, rest)
+	return cur
 }
 
 func walk(cur any, segs []any) any {
