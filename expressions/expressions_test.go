@@ -23,7 +23,7 @@ func testScope() *Scope {
 					"identifier": "deploy", "status": "RUNNING", "currentStatus": "SUCCEEDED",
 					"variables": map[string]any{"x": "a", "tier": "gold"},
 					"spec": map[string]any{"execution": map[string]any{"steps": map[string]any{
-						"dry":   map[string]any{"status": "SUCCEEDED", "output": map[string]any{"outputVariables": map[string]any{"ver": "1.4.2"}}},
+						"dry": map[string]any{"status": "SUCCEEDED", "output": map[string]any{"outputVariables": map[string]any{"ver": "1.4.2"}}},
 						"probe": map[string]any{"status": "RUNNING", "spec": map[string]any{"url": "http://x", "environmentVariables": map[string]any{"hook": "hook_secret"}},
 							"output": map[string]any{"httpResponseCode": int64(200), "httpResponseBody": `{"status":"ok","build":{"id":"b1"}}`}},
 						"canary": map[string]any{"status": "SUCCEEDED", "variables": map[string]any{"weight": int64(10)},

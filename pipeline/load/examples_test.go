@@ -78,11 +78,11 @@ func TestInputSetsMergeForRun(t *testing.T) {
 		t.Fatalf("unexpected errors:\n%s", r.Diags.Render(r.Sources))
 	}
 	want := map[string]any{
-		"pipeline.variables.tier":                  "gold",   // hotfix's <+input> does not erase prod's gold
-		"pipeline.variables.version":               "v1.2.3", // the later input set wins
-		"pipeline.variables.note":                  "from the command line",
-		"pipeline.stages.deploy.variables.region":  "eu-west-1",
-		"pipeline.stages.deploy.timeout":           "1h", // .default(1h)
+		"pipeline.variables.tier":                 "gold",   // hotfix's <+input> does not erase prod's gold
+		"pipeline.variables.version":              "v1.2.3", // the later input set wins
+		"pipeline.variables.note":                 "from the command line",
+		"pipeline.stages.deploy.variables.region": "eu-west-1",
+		"pipeline.stages.deploy.timeout":          "1h", // .default(1h)
 	}
 	for fqn, v := range want {
 		if r.Values[fqn] != v {

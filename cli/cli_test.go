@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func run(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := Main(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestValidateExitCodes(t *testing.T) {
+	code, out, _ := run("validate", "../examples/01-hello.yaml")
+	if code != ExitOK || !strings.HasPrefix(out, "ok ../examples/01-hello.yaml: pipeline hello: 1 stage, 1 step") {
+		t.Errorf("valid: code %d, out %q", code, out)
+	}
+	code, out, _ = run("validate", "../examples/invalid/10-unknown-step-type.yaml")
+	if code != ExitInvalid || !strings.Contains(out, `16:25: step type "ShellScrpt" is not known`) || !strings.Contains(out, `hint: did you mean "ShellScript"?`) {
+		t.Errorf("invalid: code %d, out %q", code, out)
+	}
+	if code, _, errs := run("validate", "../examples/nope.yaml"); code != ExitUsage || !strings.Contains(errs, "no such file") {
+		t.Errorf("missing file: code %d, stderr %q", code, errs)
+	}
+	if code, _, _ := run("validate", "--bogus", "x.yaml"); code != ExitUsage {
+		t.Errorf("bad flag: code %d", code)
+	}
+	if code, _, _ := run("validate"); code != ExitUsage {
+		t.Errorf("no args: code %d", code)
+	}
+}
+
+func TestEval(t *testing.T) {
+	code, out, _ := run("eval", "--context", "../examples/context.json", "--at", "pipeline.stages.deploy.spec.execution.steps.probe",
+		`<+<+pipeline.variables.csv>.split(",")[1]>-<+stage.identifier>`)
+	if code != ExitOK || out != "string: green-deploy\n" {
+		t.Errorf("code %d out %q", code, out)
+	}
+	code, out, _ = run("eval", "--condition", "--context", "../examples/context.json", `<+pipeline.sequenceId> > 41`)
+	if code != ExitOK || out != "boolean: true\n" {
+		t.Errorf("condition: code %d out %q", code, out)
+	}
+	code, out, _ = run("eval", `<+pipeline.name.toUpper()>`)
+	if code != ExitInvalid || !strings.HasPrefix(out, "error at column 17: unknown method toUpper()") {
+		t.Errorf("error: code %d out %q", code, out)
+	}
+	code, out, _ = run("eval", "--strict", `<+pipeline.variables.missing>`)
+	if code != ExitInvalid || !strings.Contains(out, "unresolved expression <+pipeline.variables.missing>") {
+		t.Errorf("strict: code %d out %q", code, out)
+	}
+}
