@@ -9,16 +9,19 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/compile"
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
 	"github.com/gantry-cd/gantry/pipeline/validate"
+	"github.com/gantry-cd/gantry/plan"
 )
 
 // Options select the runtime inputs to merge.
 type Options struct {
 	InputSets []string // input set and overlay files, in precedence order
 	Sets      []string // --set FQN=value assignments, applied last
-	// ForRun makes open required runtime inputs errors, as a run request must supply them.
+	// ForRun makes open required runtime inputs errors, as a run request must supply them, and
+	// compiles the plan (refusing step types the engine cannot run).
 	ForRun bool
 }
 
@@ -26,6 +29,7 @@ type Options struct {
 type Result struct {
 	File    *pipeline.File
 	Merged  *pipeline.Pipeline // the pipeline with inputs applied (nil for input-set files)
+	Plan    *plan.Plan         // compiled when Options.ForRun and the pipeline is valid
 	Summary validate.Summary
 	Open    []inputs.Open
 	Values  map[string]any // runtime-input values applied, by FQN
@@ -61,6 +65,13 @@ func Bytes(name string, src []byte, opts Options) *Result {
 	r.Diags.Add(vd...)
 	if f.Pipeline != nil {
 		r.mergeInputs(name, f, opts)
+	}
+	if opts.ForRun && r.Merged != nil && !r.Diags.HasErrors() {
+		p, cd := compile.Compile(name, r.Merged)
+		r.Diags.Add(cd...)
+		if !cd.HasErrors() {
+			r.Plan = p
+		}
 	}
 	r.Diags = r.Diags.Sort()
 	return r

@@ -6,6 +6,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/duration"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
 )
 
@@ -181,7 +182,7 @@ func (c *checker) retryIntervals(n *yaml.Node) {
 			c.diags.Errorf(c.pos(iv), "fixed-value", "retry intervals must be fixed durations")
 			continue
 		}
-		if _, err := pipeline.ParseDuration(iv.Value); err != nil {
+		if _, err := duration.Parse(iv.Value); err != nil {
 			c.diags.Errorf(c.pos(iv), "duration", "retry interval: %v", err).SetHint("write durations like 10s, 1m or 1h")
 		}
 	}

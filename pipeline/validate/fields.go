@@ -9,6 +9,7 @@ import (
 
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/duration"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
 )
 
@@ -81,7 +82,7 @@ func (c *checker) duration(obj *yaml.Node, key, value, what string) {
 	if value == "" || dynamic(value) {
 		return
 	}
-	if _, err := pipeline.ParseDuration(strings.TrimSpace(value)); err != nil {
+	if _, err := duration.Parse(strings.TrimSpace(value)); err != nil {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(obj, key)), "duration", "%s: %v", what, err).
 			SetHint("write durations like 30s, 10m, 1h30m, 1d or 1w (seconds-only values need at least 10s)")
 	}

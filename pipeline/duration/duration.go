@@ -1,4 +1,5 @@
-package pipeline
+// Package duration parses Harness durations; it is a leaf so workflow code can use it.
+package duration
 
 import (
 	"fmt"
@@ -10,11 +11,11 @@ import (
 
 var durationTermRe = regexp.MustCompile(`^(\d+)(ms|w|d|h|m|s)`)
 
-// ParseDuration reads Harness durations (spec 1.10): one or more <int><unit> terms with units
+// Parse reads Harness durations (spec 1.10): one or more <int><unit> terms with units
 // w, d, h, m, s, optionally separated by single spaces (`10m`, `1h30m`, `1d 2h`, `7d`). A
 // seconds-only value must be at least 10s; `ms` is accepted only inside multi-term values and
 // rounds up to whole seconds.
-func ParseDuration(s string) (time.Duration, error) {
+func Parse(s string) (time.Duration, error) {
 	if s == "" {
 		return 0, fmt.Errorf("empty duration")
 	}

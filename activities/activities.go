@@ -1,0 +1,114 @@
+// Package activities is the contract between the workflows and the step implementations:
+// activity names, the step input and result types, and the failure categories. It holds no
+// I/O, so workflow code may import it.
+package activities
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// Activity names, registered by the worker and called by name from workflow code.
+const (
+	ShellScript = "gantry.ShellScript"
+	Http        = "gantry.Http"
+)
+
+// ForStepType returns the activity that runs a step type, or "" when the type runs in
+// workflow code (Wait) or not at all.
+func ForStepType(t string) string {
+	switch t {
+	case "ShellScript":
+		return ShellScript
+	case "Http":
+		return Http
+	}
+	return ""
+}
+
+// StepInput is what a step activity receives. Spec is the rendered spec; secrets appear in it
+// only as references (`<+secrets.getValue("id")>`), resolved inside the activity.
+type StepInput struct {
+	ExecutionID string          `json:"executionId"`
+	StepPath    string          `json:"stepPath"` // dot-joined identifiers below the pipeline
+	Type        string          `json:"type"`
+	Spec        json.RawMessage `json:"spec"`
+	Timeout     time.Duration   `json:"timeout"`
+}
+
+// StepResult is what a step activity returns on success.
+type StepResult struct {
+	Outputs map[string]any `json:"outputs,omitempty"`
+}
+
+// Category is a failure-strategy error category (spec 5.2).
+type Category string
+
+// The categories a step can fail with.
+const (
+	Unknown              Category = "Unknown"
+	Authentication       Category = "Authentication"
+	Connectivity         Category = "Connectivity"
+	Timeout              Category = "Timeout"
+	Authorization        Category = "Authorization"
+	Verification         Category = "Verification"
+	DelegateProvisioning Category = "DelegateProvisioning"
+	PolicyEvaluation     Category = "PolicyEvaluationFailure"
+	InputTimeout         Category = "InputTimeoutError"
+	ApprovalRejection    Category = "ApprovalRejection"
+	DelegateRestart      Category = "DelegateRestart"
+	UserMarkedFailure    Category = "UserMarkedFailure"
+)
+
+// Fail returns a step failure of a category. It is never retried by Temporal: step failures
+// follow the pipeline's failure strategies, Temporal's retries are for lost workers.
+func Fail(c Category, format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), string(c), nil)
+}
+
+// Failure is a step failure as the workflow sees it.
+type Failure struct {
+	Category Category `json:"category"`
+	Message  string   `json:"message"`
+}
+
+// Classify turns an activity error into a Failure. Cancellation returns nil: the caller decides
+// what an abort means.
+func Classify(err error) *Failure {
+	if err == nil {
+		return nil
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		c := Category(app.Type())
+		if !known(c) {
+			c = Unknown
+		}
+		return &Failure{Category: c, Message: app.Message()}
+	}
+	var te *temporal.TimeoutError
+	if errors.As(err, &te) {
+		if te.TimeoutType().String() == "Heartbeat" {
+			return &Failure{Category: DelegateRestart, Message: "the worker running the step stopped heartbeating"}
+		}
+		return &Failure{Category: Timeout, Message: "step timed out"}
+	}
+	var pe *temporal.PanicError
+	if errors.As(err, &pe) {
+		return &Failure{Category: Unknown, Message: "step panicked: " + pe.Error()}
+	}
+	return &Failure{Category: Unknown, Message: err.Error()}
+}
+
+func known(c Category) bool {
+	switch c {
+	case Unknown, Authentication, Connectivity, Timeout, Authorization, Verification,
+		DelegateProvisioning, PolicyEvaluation, InputTimeout, ApprovalRejection, DelegateRestart, UserMarkedFailure:
+		return true
+	}
+	return false
+}

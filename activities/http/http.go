@@ -1,0 +1,118 @@
+// Package http runs Http steps (spec 15.3): it sends the request and returns the response; the
+// workflow evaluates output variables and the assertion over it.
+package http
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/secrets"
+)
+
+// MaxBodyBytes bounds the response body kept for expressions.
+const MaxBodyBytes = 1 << 20
+
+// Spec is the part of the Http spec the activity needs.
+type Spec struct {
+	URL         string   `json:"url"`
+	Method      string   `json:"method"`
+	Headers     []Header `json:"headers"`
+	RequestBody string   `json:"requestBody"`
+}
+
+// Header is one request header.
+type Header struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Activity runs Http steps.
+type Activity struct {
+	Secrets secrets.Resolver
+	Client  *http.Client // nil uses a default client
+}
+
+// Run sends the request. Its outputs are httpUrl, httpMethod, httpResponseCode and
+// httpResponseBody (masked).
+func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+	var spec Spec
+	if err := json.Unmarshal(in.Spec, &spec); err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "Http spec: %v", err)
+	}
+	method := strings.ToUpper(strings.TrimSpace(spec.Method))
+	if method == "" {
+		method = http.MethodGet
+	}
+	mask := &secrets.Masker{}
+	rawURL, err := secrets.Expand(ctx, a.Secrets, mask, spec.URL)
+	if err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "url: %v", err)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "url %q is not an absolute http(s) URL", mask.Apply(rawURL))
+	}
+	body, err := secrets.Expand(ctx, a.Secrets, mask, spec.RequestBody)
+	if err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "requestBody: %v", err)
+	}
+	if in.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, in.Timeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), strings.NewReader(body))
+	if err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "build request: %v", err)
+	}
+	for _, h := range spec.Headers {
+		v, err := secrets.Expand(ctx, a.Secrets, mask, h.Value)
+		if err != nil {
+			return activities.StepResult{}, activities.Fail(activities.Unknown, "header %s: %v", h.Key, err)
+		}
+		req.Header.Add(h.Key, v)
+	}
+	client := a.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return activities.StepResult{}, classify(ctx, in, mask, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes))
+	if err != nil {
+		return activities.StepResult{}, classify(ctx, in, mask, err)
+	}
+	return activities.StepResult{Outputs: map[string]any{
+		"httpUrl":          mask.Apply(u.String()),
+		"httpMethod":       method,
+		"httpResponseCode": resp.StatusCode,
+		"httpResponseBody": mask.Apply(string(b)),
+	}}, nil
+}
+
+// classify maps a transport error to a category: deadline ⇒ Timeout, TLS ⇒ Authentication,
+// anything else (refused, DNS, reset) ⇒ Connectivity.
+func classify(ctx context.Context, in activities.StepInput, mask *secrets.Masker, err error) error {
+	msg := mask.Apply(err.Error())
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return activities.Fail(activities.Timeout, "no response within the step timeout %s: %s", in.Timeout, msg)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var certErr *tls.CertificateVerificationError
+	if errors.As(err, &certErr) {
+		return activities.Fail(activities.Authentication, "TLS: %s", msg)
+	}
+	return activities.Fail(activities.Connectivity, "request failed: %s", msg)
+}

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/devserver"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/worker"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// connFlags select the Temporal server: an external cluster (--address) or the embedded one
+// with its state in --data-dir.
+type connFlags struct {
+	address     string
+	namespace   string
+	dataDir     string
+	taskQueue   string
+	secretsFile string
+}
+
+func (f *connFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.address, "address", os.Getenv("GANTRY_TEMPORAL_ADDRESS"), "Temporal frontend host:port; empty starts an embedded server (env GANTRY_TEMPORAL_ADDRESS)")
+	cmd.Flags().StringVar(&f.namespace, "namespace", envOr("GANTRY_NAMESPACE", "default"), "Temporal namespace (env GANTRY_NAMESPACE)")
+	cmd.Flags().StringVar(&f.dataDir, "data-dir", defaultDataDir(), "state of the embedded server, step logs and workspaces (env GANTRY_HOME)")
+	cmd.Flags().StringVar(&f.taskQueue, "task-queue", workflows.TaskQueue, "task queue of pipeline workflows and steps")
+	cmd.Flags().StringVar(&f.secretsFile, "secrets-file", "", "YAML file of secret id: value pairs for steps (default DATA_DIR/secrets.yaml); GANTRY_SECRET_<ID> variables take precedence")
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func defaultDataDir() string {
+	if v := os.Getenv("GANTRY_HOME"); v != "" {
+		return v
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".gantry")
+	}
+	return ".gantry"
+}
+
+// engine is a connection to Temporal, with the embedded server and a local worker when this
+// process runs them.
+type engine struct {
+	client  client.Client
+	starter *starter.Starter
+	server  *devserver.Server
+	worker  sdkworker.Worker
+	logs    logs.Store
+	lock    *os.File
+	log     *zap.Logger
+}
+
+// serverInfo is written to DATA_DIR/server.json while a process serves the embedded server, so
+// other gantry commands on the same data directory connect to it instead of starting another.
+type serverInfo struct {
+	Address string `json:"address"`
+	PID     int    `json:"pid"`
+}
+
+// connect dials Temporal. With no address it joins the embedded server another gantry process
+// serves on the data directory, or starts one. withWorker also runs a worker in this process
+// (always when this process starts the embedded server: executions need one to progress).
+func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger) (*engine, error) {
+	e := &engine{logs: logs.Store{Dir: filepath.Join(f.dataDir, "logs")}, log: log}
+	addr := f.address
+	if addr == "" {
+		if info, ok := runningServer(f.dataDir); ok {
+			addr = info.Address
+		} else {
+			if err := e.startEmbedded(ctx, f); err != nil {
+				return nil, err
+			}
+			addr = e.server.Address
+			withWorker = true
+		}
+	}
+	c, err := client.Dial(client.Options{
+		HostPort:          addr,
+		Namespace:         f.namespace,
+		Logger:            worker.Logger(log),
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}},
+	})
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("connect to Temporal at %s: %w (check --address, or omit it to use the embedded server)", addr, err)
+	}
+	e.client = c
+	e.starter = &starter.Starter{Client: c, TaskQueue: f.taskQueue}
+	if withWorker {
+		secretsFile := f.secretsFile
+		if secretsFile == "" {
+			secretsFile = filepath.Join(f.dataDir, "secrets.yaml")
+		}
+		e.worker = worker.New(c, worker.Options{
+			TaskQueue: f.taskQueue,
+			Secrets:   &secrets.Store{File: secretsFile},
+			Logs:      e.logs,
+			WorkDir:   filepath.Join(f.dataDir, "work"),
+		})
+		if err := os.MkdirAll(filepath.Join(f.dataDir, "work"), 0o700); err != nil {
+			e.close()
+			return nil, err
+		}
+		if err := e.worker.Start(); err != nil {
+			e.close()
+			return nil, fmt.Errorf("start worker: %w", err)
+		}
+	}
+	return e, nil
+}
+
+func (e *engine) startEmbedded(ctx context.Context, f connFlags) error {
+	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
+		return fmt.Errorf("create data directory: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(f.dataDir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return fmt.Errorf("data directory %s is in use by another gantry process; wait for it, use another --data-dir, or run `gantry server` and let commands share it", f.dataDir)
+	}
+	e.lock = lock
+	s, err := devserver.Start(ctx, devserver.Options{DataDir: f.dataDir, Namespace: f.namespace, SearchAttributes: workflows.SearchAttributes()})
+	if err != nil {
+		return err
+	}
+	e.server = s
+	b, _ := json.Marshal(serverInfo{Address: s.Address, PID: os.Getpid()})
+	return os.WriteFile(filepath.Join(f.dataDir, "server.json"), b, 0o600)
+}
+
+// runningServer returns the embedded server another live process serves on dataDir.
+func runningServer(dataDir string) (serverInfo, bool) {
+	var info serverInfo
+	b, err := os.ReadFile(filepath.Join(dataDir, "server.json"))
+	if err != nil || json.Unmarshal(b, &info) != nil || info.PID == os.Getpid() {
+		return info, false
+	}
+	if err := syscall.Kill(info.PID, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return info, false
+	}
+	return info, info.Address != ""
+}
+
+func (e *engine) close() {
+	if e.worker != nil {
+		e.worker.Stop()
+	}
+	if e.client != nil {
+		e.client.Close()
+	}
+	if e.server != nil {
+		_ = e.server.Stop()
+		if e.lock != nil {
+			_ = os.Remove(filepath.Join(filepath.Dir(e.lock.Name()), "server.json"))
+		}
+	}
+	if e.lock != nil {
+		_ = e.lock.Close()
+	}
+}
+
+// newLogger returns the CLI's structured logger on stderr.
+func newLogger(verbose bool) *zap.Logger {
+	cfg := zap.NewProductionConfig()
+	cfg.Encoding = "console"
+	cfg.EncoderConfig.TimeKey = "time"
+	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	cfg.Level = zap.NewAtomicLevelAt(zap.WarnLevel)
+	if verbose {
+		cfg.Level = zap.NewAtomicLevelAt(zap.InfoLevel)
+	}
+	cfg.DisableStacktrace = true
+	l, err := cfg.Build()
+	if err != nil {
+		return zap.NewNop()
+	}
+	return l
+}
+
+// registerAttributes registers Gantry's search attributes on an external cluster.
+func registerAttributes(ctx context.Context, e *engine, namespace string) error {
+	return devserver.RegisterSearchAttributes(ctx, e.client.OperatorService(), namespace, workflows.SearchAttributes())
+}

@@ -1,0 +1,167 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+func statusCmd() *cobra.Command {
+	var conn connFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status EXECUTION",
+		Short: "Show an execution's node tree (live while it runs)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := connect(cmd.Context(), conn, false, newLogger(false))
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer e.close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
+			defer cancel()
+			tree, err := e.starter.Tree(ctx, args[0])
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			if output == "json" {
+				return writeJSON(cmd.OutOrStdout(), args[0], &workflows.PipelineResult{Status: tree.Status, Tree: tree})
+			}
+			printTree(cmd.OutOrStdout(), tree)
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	conn.add(cmd)
+	return cmd
+}
+
+func listCmd() *cobra.Command {
+	var conn connFlags
+	var pipeline string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List recent pipeline executions, newest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			e, err := connect(cmd.Context(), conn, false, newLogger(false))
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer e.close()
+			list, err := e.starter.List(cmd.Context(), pipeline, limit)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "EXECUTION\tPIPELINE\tSTATUS\tTRIGGER\tSTARTED\tDURATION")
+			for _, s := range list {
+				d := "-"
+				if !s.End.IsZero() {
+					d = s.End.Sub(s.Start).Round(time.Millisecond).String()
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Pipeline, s.Status, s.Trigger, s.Start.Local().Format(time.DateTime), d)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&pipeline, "pipeline", "", "only executions of this pipeline identifier")
+	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many executions")
+	conn.add(cmd)
+	return cmd
+}
+
+func logsCmd() *cobra.Command {
+	var conn connFlags
+	cmd := &cobra.Command{
+		Use:   "logs EXECUTION STEP-PATH",
+		Short: "Print a step's output, e.g. gantry logs build-3 build.compile",
+		Long: `Prints the output a step wrote (stdout and stderr, secrets masked) from the log store in
+DATA_DIR/logs. Each attempt starts with a "# gantry:" line naming the worker that ran it.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e := &engine{}
+			e.logs.Dir = conn.dataDir + "/logs"
+			if _, err := os.Stat(e.logs.Path(args[0], args[1])); err != nil {
+				return usageErr("no log for step %s of execution %s in %s (step paths are identifiers joined by dots, as `gantry status` shows them)", args[1], args[0], e.logs.Dir)
+			}
+			return e.logs.Copy(cmd.OutOrStdout(), args[0], args[1])
+		},
+	}
+	conn.add(cmd)
+	return cmd
+}
+
+func serverCmd() *cobra.Command {
+	var conn connFlags
+	cmd := &cobra.Command{
+		Use:   "server",
+		Short: "Serve the embedded Temporal server and a worker until interrupted",
+		Long: `Starts the embedded Temporal server on the data directory plus a worker, and keeps running.
+Other gantry commands on the same --data-dir (run, status, list) connect to it. Point the
+Temporal CLI or UI at the printed address to inspect executions.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			conn.address = ""
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			e, err := connect(ctx, conn, true, newLogger(true))
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer e.close()
+			if e.server == nil {
+				return usageErr("another gantry server already serves %s", conn.dataDir)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "gantry server: Temporal at %s, namespace %s, data in %s\n", e.server.Address, conn.namespace, conn.dataDir)
+			<-ctx.Done()
+			return nil
+		},
+	}
+	conn.add(cmd)
+	return cmd
+}
+
+func workerCmd() *cobra.Command {
+	var conn connFlags
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a worker against a Temporal cluster until interrupted",
+		Long: `Runs pipeline workflows and steps for the task queue. With --address it joins an external
+Temporal cluster (registering Gantry's search attributes if they are missing); without, it uses
+the embedded server of the data directory.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			log := newLogger(true)
+			e, err := connect(ctx, conn, true, log)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer e.close()
+			if conn.address != "" {
+				if err := registerAttributes(ctx, e, conn.namespace); err != nil {
+					log.Warn("could not register search attributes; executions will not start until they exist",
+						zap.Error(err), zap.String("namespace", conn.namespace))
+				}
+			}
+			log.Info("worker running", zap.String("taskQueue", conn.taskQueue), zap.String("namespace", conn.namespace))
+			<-ctx.Done()
+			return nil
+		},
+	}
+	conn.add(cmd)
+	return cmd
+}

@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+func runCmd() *cobra.Command {
+	var (
+		opts     load.Options
+		conn     connFlags
+		output   string
+		showLogs bool
+		verbose  bool
+		hbt      time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "run PIPELINE.yaml",
+		Short: "Run a pipeline and follow it to the end",
+		Long: `Validates the pipeline with its input sets and --set values, starts an execution and follows it:
+one line per node as it starts and ends, then the final tree with durations. With no --address
+the embedded Temporal server runs in this process, with its state in --data-dir, so an execution
+interrupted by Ctrl-C or a crash carries on the next time gantry runs on that directory.
+
+Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input is invalid),
+2 usage or connection error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return usageErr("--output must be text or json")
+			}
+			opts.ForRun = true
+			r, err := load.File(args[0], opts)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			if !r.OK() {
+				fmt.Fprint(cmd.ErrOrStderr(), r.Diags.Render(r.Sources))
+				return &exitError{code: ExitInvalid, err: fmt.Errorf("%s is invalid; nothing was started", args[0])}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			log := newLogger(verbose)
+			e, err := connect(ctx, conn, true, log)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer e.close()
+			exec, err := e.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL", User: currentUser()},
+				workflows.Settings{HeartbeatTimeout: hbt})
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			w := &watcher{out: cmd.OutOrStdout(), e: e, id: exec.ID, logs: showLogs, seen: map[string]status.Status{}, offsets: map[string]int64{}}
+			if output == "text" {
+				fmt.Fprintf(w.out, "pipeline %s #%d: execution %s\n", r.Plan.Name, exec.SequenceID, exec.ID)
+			}
+			res, err := w.follow(ctx, output == "text")
+			if err != nil {
+				if ctx.Err() != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "gantry: stopped following %s; it continues when a worker runs again (gantry server, or gantry run on %s)\n", exec.ID, conn.dataDir)
+					return &exitError{code: ExitInvalid}
+				}
+				return usageErr("%v", err)
+			}
+			if output == "json" {
+				if err := writeJSON(w.out, exec.ID, res); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintln(w.out)
+				printTree(w.out, res.Tree)
+			}
+			if !res.Status.Positive() {
+				return &exitError{code: ExitInvalid}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVar(&opts.InputSets, "input-set", nil, "input set or overlay file to merge (repeatable, in precedence order)")
+	cmd.Flags().StringArrayVar(&opts.Sets, "set", nil, "runtime input value as FQN=VALUE (repeatable)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text (live progress and final tree) or json (final execution as one document)")
+	cmd.Flags().BoolVar(&showLogs, "logs", false, "stream step output while steps run")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log worker and client activity to stderr")
+	cmd.Flags().DurationVar(&hbt, "heartbeat-timeout", workflows.DefaultSettings.HeartbeatTimeout, "how long a step may go without a heartbeat before its worker counts as lost")
+	conn.add(cmd)
+	return cmd
+}
+
+func currentUser() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return "unknown"
+}
+
+// watcher follows an execution: it polls the node tree, prints transitions and streams logs.
+type watcher struct {
+	out     io.Writer
+	e       *engine
+	id      string
+	logs    bool
+	seen    map[string]status.Status
+	offsets map[string]int64
+}
+
+func (w *watcher) follow(ctx context.Context, progress bool) (*workflows.PipelineResult, error) {
+	done := make(chan struct{})
+	var res *workflows.PipelineResult
+	var resErr error
+	go func() {
+		defer close(done)
+		res, resErr = w.e.starter.Result(ctx, w.id)
+	}()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			if resErr != nil {
+				return nil, resErr
+			}
+			if progress {
+				w.show(res.Tree)
+			}
+			return res, nil
+		case <-ctx.Done():
+			<-done
+			return nil, ctx.Err()
+		case <-tick.C:
+			if !progress {
+				continue
+			}
+			qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			tree, err := w.e.starter.Tree(qctx, w.id)
+			cancel()
+			if err == nil {
+				w.show(tree)
+			}
+		}
+	}
+}
+
+// show prints the nodes whose status changed since the last call, and new log lines.
+func (w *watcher) show(tree *workflows.Node) {
+	if tree == nil {
+		return
+	}
+	tree.Walk(func(n *workflows.Node) {
+		if n.Kind == "pipeline" || n.Kind == "parallel" || n.Status == status.NotStarted {
+			return
+		}
+		if n.Kind == "step" && w.logs && n.Status != status.Skipped {
+			w.streamLog(n.Path)
+		}
+		if w.seen[n.Path] == n.Status {
+			return
+		}
+		w.seen[n.Path] = n.Status
+		fmt.Fprintf(w.out, "%s%s %-30s %-12s%s\n", indent(n.Path), symbol(n.Status), n.Path, n.Status, detail(n))
+	})
+}
+
+func (w *watcher) streamLog(path string) {
+	f, err := os.Open(w.e.logs.Path(w.id, path))
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if _, err := f.Seek(w.offsets[path], io.SeekStart); err != nil {
+		return
+	}
+	b, _ := io.ReadAll(f)
+	if i := strings.LastIndexByte(string(b), '\n'); i >= 0 {
+		b = b[:i+1]
+		w.offsets[path] += int64(len(b))
+		for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			fmt.Fprintf(w.out, "%s  │ %s\n", indent(path), line)
+		}
+	}
+}
+
+func indent(path string) string {
+	return strings.Repeat("  ", strings.Count(path, ".")+1)
+}
+
+func symbol(s status.Status) string {
+	switch {
+	case s == status.Succeeded:
+		return "✓"
+	case s == status.Skipped:
+		return "-"
+	case s == status.IgnoreFailed:
+		return "~"
+	case s == status.Aborted:
+		return "■"
+	case s.Broke():
+		return "✗"
+	case s == status.NotStarted:
+		return " "
+	}
+	return "▶"
+}
+
+func detail(n *workflows.Node) string {
+	var parts []string
+	if n.StartedAt != nil && n.EndedAt != nil {
+		parts = append(parts, n.EndedAt.Sub(*n.StartedAt).Round(time.Millisecond).String())
+	}
+	if n.Failure != nil {
+		parts = append(parts, fmt.Sprintf("%s: %s", n.Failure.Category, n.Failure.Message))
+	}
+	return strings.Join(parts, "  ")
+}
+
+// printTree prints the final tree, one node per line.
+func printTree(out io.Writer, tree *workflows.Node) {
+	if tree == nil {
+		return
+	}
+	fmt.Fprintf(out, "%s %s %s %s\n", symbol(tree.Status), tree.Name, tree.Status, detail(tree))
+	tree.Walk(func(n *workflows.Node) {
+		if n.Kind == "pipeline" || n.Kind == "parallel" {
+			return
+		}
+		fmt.Fprintf(out, "%s%s %-30s %-12s%s\n", indent(n.Path), symbol(n.Status), n.ID, n.Status, detail(n))
+	})
+}
+
+// jsonNode is one node of `--output json`; keep this shape stable.
+type jsonNode struct {
+	Path     string         `json:"path"`
+	Type     string         `json:"type"`
+	Status   string         `json:"status"`
+	Attempts int            `json:"attempts"`
+	Outputs  map[string]any `json:"outputs,omitempty"`
+}
+
+func writeJSON(out io.Writer, id string, res *workflows.PipelineResult) error {
+	doc := struct {
+		ExecutionID string     `json:"executionId"`
+		Status      string     `json:"status"`
+		Nodes       []jsonNode `json:"nodes"`
+	}{ExecutionID: id, Status: string(res.Status), Nodes: []jsonNode{}}
+	res.Tree.Walk(func(n *workflows.Node) {
+		if n.Kind == "pipeline" || n.Kind == "parallel" {
+			return
+		}
+		typ := n.Type
+		if n.Kind == "group" {
+			typ = "StepGroup"
+		}
+		doc.Nodes = append(doc.Nodes, jsonNode{Path: n.Path, Type: typ, Status: string(n.Status), Attempts: n.Attempts, Outputs: n.Outputs})
+	})
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}

@@ -1,0 +1,224 @@
+// Package compile turns a validated, input-merged pipeline into a plan.Plan: conditions compiled
+// per spec 4.2, step specs reduced to plain value trees, and step types checked against what the
+// engine can run.
+package compile
+
+import (
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/steps"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// Runnable lists the step types the engine executes today. Other catalog types validate but
+// are refused by Compile, so a run never starts with a step it cannot perform.
+var Runnable = map[string]bool{"ShellScript": true, "Http": true, "Wait": true}
+
+// Compile builds the plan of a merged pipeline. file names the source for diagnostics.
+func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
+	c := &compiler{file: file}
+	out := &plan.Plan{
+		Version:     plan.Version,
+		File:        file,
+		Identifier:  p.Identifier,
+		Name:        p.Name,
+		Description: p.Description,
+		Tags:        p.Tags,
+		Timeout:     p.Timeout,
+		Variables:   variables(p.Variables),
+	}
+	for i := range p.Stages {
+		out.Stages = append(out.Stages, c.stageElement(&p.Stages[i]))
+	}
+	return out, c.diags.Sort()
+}
+
+type compiler struct {
+	file  string
+	diags diag.List
+}
+
+func variables(vs []pipeline.Variable) []plan.Variable {
+	var out []plan.Variable
+	for _, v := range vs {
+		val := v.Value
+		if val == "" && v.Default != "" {
+			val = v.Default
+		}
+		out = append(out, plan.Variable{Name: v.Name, Type: v.Type, Value: val})
+	}
+	return out
+}
+
+func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
+	if e.Stage == nil {
+		n := &plan.Node{Kind: plan.KindParallel}
+		for i := range e.Parallel {
+			n.Children = append(n.Children, c.stageElement(&e.Parallel[i]))
+		}
+		return n
+	}
+	s := e.Stage
+	n := &plan.Node{
+		Kind: plan.KindStage, ID: s.Identifier, Name: s.Name, Type: s.Type,
+		Description: s.Description, Tags: s.Tags, Timeout: s.Timeout,
+		Variables: variables(s.Variables),
+		When:      c.stageWhen(s.When),
+	}
+	if s.StageSpec != nil && s.StageSpec.Execution != nil {
+		n.Children = c.steps(s.StageSpec.Execution.Steps, false)
+		n.Rollback = c.steps(s.StageSpec.Execution.RollbackSteps, true)
+	}
+	return n
+}
+
+func (c *compiler) steps(list []pipeline.StepElement, rollback bool) []*plan.Node {
+	var out []*plan.Node
+	for i := range list {
+		out = append(out, c.stepElement(&list[i], rollback))
+	}
+	return out
+}
+
+func (c *compiler) stepElement(e *pipeline.StepElement, rollback bool) *plan.Node {
+	switch {
+	case e.Step != nil:
+		return c.step(e.Step, rollback)
+	case e.StepGroup != nil:
+		g := e.StepGroup
+		return &plan.Node{
+			Kind: plan.KindGroup, ID: g.Identifier, Name: g.Name, Description: g.Description,
+			Variables: variables(g.Variables),
+			When:      c.stepWhen(g.When, rollback),
+			Children:  c.steps(g.Steps, rollback),
+			Rollback:  c.steps(g.RollbackSteps, true),
+		}
+	default:
+		n := &plan.Node{Kind: plan.KindParallel}
+		for i := range e.Parallel {
+			n.Children = append(n.Children, c.stepElement(&e.Parallel[i], rollback))
+		}
+		return n
+	}
+}
+
+func (c *compiler) step(s *pipeline.Step, rollback bool) *plan.Node {
+	n := &plan.Node{
+		Kind: plan.KindStep, ID: s.Identifier, Name: s.Name, Type: s.Type,
+		Description: s.Description, Timeout: s.Timeout,
+		When: c.stepWhen(s.When, rollback),
+		Spec: Value(s.Spec),
+	}
+	if e, ok := steps.Lookup(s.Type); ok {
+		n.Unresolved = e.Unresolved
+	}
+	if !Runnable[s.Type] {
+		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "step-type-not-runnable",
+			"step %q has type %s, which this version of the engine validates but cannot run yet", s.Identifier, s.Type).
+			SetHint("runnable step types: %s", strings.Join(runnableTypes(), ", "))
+	}
+	return n
+}
+
+func runnableTypes() []string {
+	var out []string
+	for t := range Runnable {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Status aliases of spec 4.2, as condition-mode JEXL.
+const (
+	onStageSuccess    = "<+OnStageSuccess>"
+	onStageFailure    = "<+OnStageFailure>"
+	onPipelineSuccess = "<+OnPipelineSuccess>"
+	onPipelineFailure = "<+OnPipelineFailure>"
+	onRollbackMode    = "<+OnRollbackModeExecution>"
+	always            = "<+Always>"
+)
+
+func (c *compiler) stageWhen(n *yaml.Node) string {
+	if n == nil {
+		return onPipelineSuccess
+	}
+	var w pipeline.StageWhen
+	c.decode(n, &w)
+	return condition(w.PipelineStatus, w.Condition, onPipelineSuccess, onPipelineFailure)
+}
+
+func (c *compiler) stepWhen(n *yaml.Node, rollback bool) string {
+	if n == nil {
+		if rollback {
+			return onRollbackMode + " || " + onStageFailure
+		}
+		return onStageSuccess
+	}
+	var w pipeline.StepWhen
+	c.decode(n, &w)
+	return condition(w.StageStatus, w.Condition, onStageSuccess, onStageFailure)
+}
+
+// condition applies the compilation table of spec 4.2. A condition still holding a runtime
+// input at run time is false.
+func condition(status, cond, success, failure string) string {
+	base := always
+	switch status {
+	case "Success":
+		base = success
+	case "Failure":
+		base = failure
+	}
+	cond = strings.TrimSpace(cond)
+	if cond == "" {
+		return base
+	}
+	if pipeline.IsRuntimeInput(cond) {
+		cond = "false"
+	}
+	return base + " && (" + cond + ")"
+}
+
+func (c *compiler) decode(n *yaml.Node, out any) {
+	d := &pipeline.Decoder{File: c.file, Diags: &c.diags}
+	d.Decode(n, out, "when")
+}
+
+// Value converts a YAML node into plain data: mappings to map[string]any, sequences to []any,
+// scalars to strings (null to nil). Strings keep expressions for rendering at run time.
+func Value(n *yaml.Node) any {
+	if n == nil {
+		return nil
+	}
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil
+		}
+		return Value(n.Content[0])
+	case yaml.AliasNode:
+		return Value(n.Alias)
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			m[n.Content[i].Value] = Value(n.Content[i+1])
+		}
+		return m
+	case yaml.SequenceNode:
+		l := make([]any, 0, len(n.Content))
+		for _, x := range n.Content {
+			l = append(l, Value(x))
+		}
+		return l
+	}
+	if n.Tag == "!!null" {
+		return nil
+	}
+	return n.Value
+}

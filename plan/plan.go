@@ -1,0 +1,76 @@
+// Package plan is the immutable, JSON-serialisable form of a validated, input-merged pipeline.
+// It is the pipeline workflow's input, so every run is frozen in its history. It holds data
+// only: expressions stay as source text and are rendered by the workflow when a node starts.
+package plan
+
+// Version is bumped when the plan's shape changes incompatibly.
+const Version = 1
+
+// Plan is one pipeline ready to run.
+type Plan struct {
+	Version     int               `json:"version"`
+	File        string            `json:"file,omitempty"`
+	Identifier  string            `json:"identifier"`
+	Name        string            `json:"name"`
+	Description string            `json:"description,omitempty"`
+	Tags        map[string]string `json:"tags,omitempty"`
+	Timeout     string            `json:"timeout,omitempty"`
+	Variables   []Variable        `json:"variables,omitempty"`
+	Stages      []*Node           `json:"stages"` // KindStage or KindParallel
+}
+
+// Kind is a node's kind.
+type Kind string
+
+// Node kinds.
+const (
+	KindStage    Kind = "stage"
+	KindParallel Kind = "parallel"
+	KindGroup    Kind = "group"
+	KindStep     Kind = "step"
+)
+
+// Variable is a pipeline, stage or step-group variable. Value may hold expressions.
+type Variable struct {
+	Name  string `json:"name"`
+	Type  string `json:"type"`
+	Value string `json:"value"`
+}
+
+// Node is a stage, a parallel block, a step group or a step.
+type Node struct {
+	Kind        Kind              `json:"kind"`
+	ID          string            `json:"id,omitempty"`
+	Name        string            `json:"name,omitempty"`
+	Type        string            `json:"type,omitempty"` // stage type or step type
+	Description string            `json:"description,omitempty"`
+	Tags        map[string]string `json:"tags,omitempty"`
+	// Timeout is a duration or an expression rendered when the node starts; "" means the default.
+	Timeout string `json:"timeout,omitempty"`
+	// When is the node's condition compiled per spec 4.2 (condition-mode JEXL); parallel blocks
+	// have none.
+	When      string     `json:"when,omitempty"`
+	Variables []Variable `json:"variables,omitempty"`
+	// Spec is a step's spec as a value tree (maps, lists, strings); expressions inside are
+	// rendered just before the step runs.
+	Spec any `json:"spec,omitempty"`
+	// Unresolved is how unresolved expressions in Spec render: "null", "verbatim" or "fail".
+	Unresolved string `json:"unresolved,omitempty"`
+	// Children are a stage's execution steps, a group's steps or a parallel block's members.
+	Children []*Node `json:"children,omitempty"`
+	// Rollback are a stage's or group's rollback steps.
+	Rollback []*Node `json:"rollback,omitempty"`
+}
+
+// Walk calls fn for every node below nodes, depth first, with the node's identifier path.
+func Walk(nodes []*Node, path []string, fn func(n *Node, path []string)) {
+	for _, n := range nodes {
+		p := path
+		if n.ID != "" {
+			p = append(append([]string(nil), path...), n.ID)
+		}
+		fn(n, p)
+		Walk(n.Children, p, fn)
+		Walk(n.Rollback, p, fn)
+	}
+}

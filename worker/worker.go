@@ -1,0 +1,72 @@
+// Package worker registers Gantry's workflows and step activities on a Temporal worker.
+package worker
+
+import (
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+	"go.uber.org/zap"
+
+	"github.com/gantry-cd/gantry/activities"
+	httpstep "github.com/gantry-cd/gantry/activities/http"
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/activities/shell"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// Options configure a worker.
+type Options struct {
+	TaskQueue string // "" is workflows.TaskQueue
+	Secrets   secrets.Resolver
+	Logs      logs.Store
+	WorkDir   string // step workspaces; "" is the system temp directory
+	// MaxConcurrentSteps bounds step activities running at once on this worker (0: SDK default).
+	MaxConcurrentSteps int
+}
+
+// New returns a worker with every workflow and step activity registered under its name.
+func New(c client.Client, o Options) sdkworker.Worker {
+	tq := o.TaskQueue
+	if tq == "" {
+		tq = workflows.TaskQueue
+	}
+	if o.Secrets == nil {
+		o.Secrets = &secrets.Store{}
+	}
+	w := sdkworker.New(c, tq, sdkworker.Options{MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps})
+	Register(w, o)
+	return w
+}
+
+// Register adds the workflows and activities to any registry (a worker, a replayer's worker,
+// or a test environment).
+func Register(r interface {
+	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
+	RegisterActivityWithOptions(any, activity.RegisterOptions)
+}, o Options) {
+	r.RegisterWorkflowWithOptions(workflows.Pipeline, workflow.RegisterOptions{Name: workflows.PipelineName})
+	r.RegisterWorkflowWithOptions(workflows.Stage, workflow.RegisterOptions{Name: workflows.StageName})
+	r.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
+	sh := &shell.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
+	r.RegisterActivityWithOptions(sh.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	hs := &httpstep.Activity{Secrets: o.Secrets}
+	r.RegisterActivityWithOptions(hs.Run, activity.RegisterOptions{Name: activities.Http})
+}
+
+// Logger adapts zap to the Temporal SDK's logger, so SDK and Gantry logs share one format.
+func Logger(z *zap.Logger) sdklog.Logger { return zapLogger{z.Sugar()} }
+
+type zapLogger struct{ s *zap.SugaredLogger }
+
+func (l zapLogger) Debug(msg string, kv ...any) { l.s.Debugw(msg, kv...) }
+func (l zapLogger) Info(msg string, kv ...any)  { l.s.Infow(msg, kv...) }
+func (l zapLogger) Warn(msg string, kv ...any)  { l.s.Warnw(msg, kv...) }
+func (l zapLogger) Error(msg string, kv ...any) { l.s.Errorw(msg, kv...) }
+
+// With implements log.WithLogger.
+func (l zapLogger) With(kv ...any) sdklog.Logger { return zapLogger{l.s.With(kv...)} }
+

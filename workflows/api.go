@@ -1,0 +1,167 @@
+// Package workflows is Gantry's deterministic engine: the pipeline workflow, one child workflow
+// per stage, and the interpreter that walks steps, groups and parallel blocks, evaluates `when`,
+// renders expressions and rolls statuses up. It never performs I/O: steps run as activities
+// called by name.
+package workflows
+
+import (
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/status"
+)
+
+// Workflow, query and update names.
+const (
+	PipelineName = "gantry.Pipeline"
+	StageName    = "gantry.Stage"
+	SequenceName = "gantry.Sequence"
+	// QueryTree returns the live node tree (*Node).
+	QueryTree = "tree"
+	// UpdateNext hands out the next sequence number of a pipeline.
+	UpdateNext = "next"
+	// TaskQueue is the default task queue of workflows and step activities.
+	TaskQueue = "gantry"
+)
+
+// Search attributes set on every pipeline execution (all Keyword).
+var (
+	AttrPipeline = temporal.NewSearchAttributeKeyKeyword("GantryPipeline")
+	AttrStatus   = temporal.NewSearchAttributeKeyKeyword("GantryStatus")
+	AttrTrigger  = temporal.NewSearchAttributeKeyKeyword("GantryTrigger")
+	AttrStage    = temporal.NewSearchAttributeKeyKeyword("GantryStage")
+)
+
+// SearchAttributes lists the custom search attributes to register on a namespace.
+func SearchAttributes() map[string]enumspb.IndexedValueType {
+	out := map[string]enumspb.IndexedValueType{}
+	for _, k := range []temporal.SearchAttributeKeyKeyword{AttrPipeline, AttrStatus, AttrTrigger, AttrStage} {
+		out[k.GetName()] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
+	}
+	return out
+}
+
+// Settings are engine knobs fixed at start and recorded with the run.
+type Settings struct {
+	// HeartbeatTimeout is how long a step activity may go without a heartbeat before Temporal
+	// treats its worker as lost and runs the step again elsewhere.
+	HeartbeatTimeout time.Duration `json:"heartbeatTimeout"`
+	// InfraAttempts bounds how often Temporal runs a step whose worker was lost.
+	InfraAttempts int32 `json:"infraAttempts"`
+}
+
+// DefaultSettings are used for zero fields.
+var DefaultSettings = Settings{HeartbeatTimeout: 30 * time.Second, InfraAttempts: 5}
+
+// Trigger says who or what started an execution.
+type Trigger struct {
+	Type string `json:"type"` // MANUAL, WEBHOOK, SCHEDULER_CRON, ...
+	User string `json:"user,omitempty"`
+}
+
+// PipelineInput is the pipeline workflow's input.
+type PipelineInput struct {
+	Plan       *plan.Plan `json:"plan"`
+	SequenceID int64      `json:"sequenceId"`
+	Trigger    Trigger    `json:"trigger"`
+	Settings   Settings   `json:"settings"`
+}
+
+// PipelineResult is the pipeline workflow's result.
+type PipelineResult struct {
+	Status status.Status `json:"status"`
+	Tree   *Node         `json:"tree"`
+}
+
+// StageInput is the stage child workflow's input: the stage's plan and the execution context
+// as it stood when the stage started.
+type StageInput struct {
+	ExecutionID string         `json:"executionId"`
+	Stage       *plan.Node     `json:"stage"`
+	Context     map[string]any `json:"context"`
+	Settings    Settings       `json:"settings"`
+}
+
+// StageResult is the stage child workflow's result.
+type StageResult struct {
+	Tree *Node `json:"tree"`
+	// Data is the stage's subtree of the expression context (statuses, outputs, variables).
+	Data map[string]any `json:"data"`
+}
+
+// Node is one node of the live execution tree returned by QueryTree.
+type Node struct {
+	// Path is the dot-joined identifier path below the pipeline ("" for the pipeline itself,
+	// "build", "build.version", "deploy.canary.probe"); parallel blocks share their parent's.
+	Path      string              `json:"path"`
+	ID        string              `json:"id,omitempty"`
+	Name      string              `json:"name,omitempty"`
+	Kind      string              `json:"kind"` // pipeline, stage, parallel, group, step
+	Type      string              `json:"type,omitempty"`
+	Status    status.Status       `json:"status"`
+	StartedAt *time.Time          `json:"startedAt,omitempty"`
+	EndedAt   *time.Time          `json:"endedAt,omitempty"`
+	Attempts  int                 `json:"attempts,omitempty"`
+	Failure   *activities.Failure `json:"failure,omitempty"`
+	Outputs   map[string]any      `json:"outputs,omitempty"`
+	Children  []*Node             `json:"children,omitempty"`
+}
+
+// Walk calls fn for n and every node below it, depth first.
+func (n *Node) Walk(fn func(*Node)) {
+	if n == nil {
+		return
+	}
+	fn(n)
+	for _, c := range n.Children {
+		c.Walk(fn)
+	}
+}
+
+// Find returns the node with a path and kind other than parallel, or nil.
+func (n *Node) Find(path string) *Node {
+	var found *Node
+	n.Walk(func(x *Node) {
+		if found == nil && x.Path == path && x.Kind != "parallel" {
+			found = x
+		}
+	})
+	return found
+}
+
+// newTree builds the not-yet-started tree of plan nodes below a parent path.
+func newTree(nodes []*plan.Node, parent string) []*Node {
+	var out []*Node
+	for _, n := range nodes {
+		path := parent
+		if n.ID != "" {
+			path = join(parent, n.ID)
+		}
+		t := &Node{Path: path, ID: n.ID, Name: n.Name, Kind: string(n.Kind), Type: n.Type, Status: status.NotStarted}
+		t.Children = newTree(n.Children, path)
+		out = append(out, t)
+	}
+	return out
+}
+
+func join(parent, id string) string {
+	if parent == "" {
+		return id
+	}
+	return parent + "." + id
+}
+
+// rollupChildren rolls up the statuses of the children that ran (spec 3.3).
+func rollupChildren(children []*Node) status.Status {
+	var ss []status.Status
+	for _, c := range children {
+		if c.Status != status.NotStarted {
+			ss = append(ss, c.Status)
+		}
+	}
+	return status.Rollup(ss)
+}
