@@ -154,24 +154,33 @@ func (w *watcher) follow(ctx context.Context, progress bool) (*workflows.Pipelin
 	}
 }
 
-// show prints the nodes whose status changed since the last call, and new log lines.
-func (w *watcher) show(tree *workflows.Node) {
-	if tree == nil {
+// show prints the nodes whose status changed since the last call, and new log lines. A node
+// that started is printed before its children, one that ended after them.
+func (w *watcher) show(n *workflows.Node) {
+	if n == nil {
 		return
 	}
-	tree.Walk(func(n *workflows.Node) {
-		if n.Kind == "pipeline" || n.Kind == "parallel" || n.Status == status.NotStarted {
-			return
-		}
-		if n.Kind == "step" && w.logs && n.Status != status.Skipped {
-			w.streamLog(n.Path)
-		}
-		if w.seen[n.Path] == n.Status {
-			return
-		}
-		w.seen[n.Path] = n.Status
-		fmt.Fprintf(w.out, "%s%s %-30s %-12s%s\n", indent(n.Path), symbol(n.Status), n.Path, n.Status, detail(n))
-	})
+	visible := n.Kind != "pipeline" && n.Kind != "parallel" && n.Status != status.NotStarted
+	if visible && !n.Status.Final() {
+		w.print(n)
+	}
+	if visible && n.Kind == "step" && w.logs && n.Status != status.Skipped {
+		w.streamLog(n.Path)
+	}
+	for _, c := range n.Children {
+		w.show(c)
+	}
+	if visible && n.Status.Final() {
+		w.print(n)
+	}
+}
+
+func (w *watcher) print(n *workflows.Node) {
+	if w.seen[n.Path] == n.Status {
+		return
+	}
+	w.seen[n.Path] = n.Status
+	fmt.Fprintf(w.out, "%s%s %-30s %-12s%s\n", indent(n.Path), symbol(n.Status), n.Path, n.Status, detail(n))
 }
 
 func (w *watcher) streamLog(path string) {

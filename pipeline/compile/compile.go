@@ -32,6 +32,14 @@ func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
 		Timeout:     p.Timeout,
 		Variables:   variables(p.Variables),
 	}
+	if p.Timeout != "" {
+		c.diags.Warnf(pipeline.NodePos(c.file, p.Node), "timeout-not-enforced",
+			"the pipeline timeout is not enforced by this version of the engine yet (step timeouts are enforced)")
+	}
+	if p.FlowControl != nil && len(p.FlowControl.Barriers) > 0 {
+		c.diags.Errorf(pipeline.NodePos(c.file, p.FlowControl.Node), "not-runnable",
+			"barriers are validated but cannot run in this version of the engine yet")
+	}
 	for i := range p.Stages {
 		out.Stages = append(out.Stages, c.stageElement(&p.Stages[i]))
 	}
@@ -64,6 +72,11 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 		return n
 	}
 	s := e.Stage
+	c.unsupported(s.Identifier, s.Strategy, s.FailureStrategies)
+	if s.Timeout != "" {
+		c.diags.Warnf(pipeline.NodePos(c.file, s.Node), "timeout-not-enforced",
+			"stage %q has a timeout, which this version of the engine does not enforce yet (step timeouts are enforced)", s.Identifier)
+	}
 	n := &plan.Node{
 		Kind: plan.KindStage, ID: s.Identifier, Name: s.Name, Type: s.Type,
 		Description: s.Description, Tags: s.Tags, Timeout: s.Timeout,
@@ -91,6 +104,7 @@ func (c *compiler) stepElement(e *pipeline.StepElement, rollback bool) *plan.Nod
 		return c.step(e.Step, rollback)
 	case e.StepGroup != nil:
 		g := e.StepGroup
+		c.unsupported(g.Identifier, g.Strategy, g.FailureStrategies)
 		return &plan.Node{
 			Kind: plan.KindGroup, ID: g.Identifier, Name: g.Name, Description: g.Description,
 			Variables: variables(g.Variables),
@@ -108,6 +122,7 @@ func (c *compiler) stepElement(e *pipeline.StepElement, rollback bool) *plan.Nod
 }
 
 func (c *compiler) step(s *pipeline.Step, rollback bool) *plan.Node {
+	c.unsupported(s.Identifier, s.Strategy, s.FailureStrategies)
 	n := &plan.Node{
 		Kind: plan.KindStep, ID: s.Identifier, Name: s.Name, Type: s.Type,
 		Description: s.Description, Timeout: s.Timeout,
@@ -123,6 +138,21 @@ func (c *compiler) step(s *pipeline.Step, rollback bool) *plan.Node {
 			SetHint("runnable step types: %s", strings.Join(runnableTypes(), ", "))
 	}
 	return n
+}
+
+// unsupported refuses the node features the engine does not execute yet, rather than run a
+// pipeline without them.
+func (c *compiler) unsupported(id string, strategy, failure *yaml.Node) {
+	if strategy != nil {
+		c.diags.Errorf(pipeline.NodePos(c.file, strategy), "not-runnable",
+			"%q has a looping strategy, which this version of the engine validates but cannot run yet", id).
+			SetHint("remove the strategy to run the node once")
+	}
+	if failure != nil {
+		c.diags.Errorf(pipeline.NodePos(c.file, failure), "not-runnable",
+			"%q has failure strategies, which this version of the engine validates but cannot run yet", id).
+			SetHint("remove failureStrategies; without them a failure fails the stage (spec 5.5)")
+	}
 }
 
 func runnableTypes() []string {

@@ -1,0 +1,109 @@
+// Package e2e runs pipelines end to end on the embedded Temporal server (real history, real
+// matching, real timers), real bash and a real local HTTP server.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/devserver"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/worker"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// env is one embedded server with a worker, shared by the tests of this package.
+var env struct {
+	srv     *devserver.Server
+	client  client.Client
+	starter *starter.Starter
+	logs    logs.Store
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "gantry-e2e-")
+	if err != nil {
+		panic(err)
+	}
+	defer os.RemoveAll(dir)
+	srv, c, err := startServer(ctx, "")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer srv.Stop()
+	defer c.Close()
+	env.srv, env.client = srv, c
+	env.starter = &starter.Starter{Client: c}
+	env.logs = logs.Store{Dir: filepath.Join(dir, "logs")}
+	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}})
+	if err := w.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer w.Stop()
+	return m.Run()
+}
+
+func startServer(ctx context.Context, dataDir string) (*devserver.Server, client.Client, error) {
+	srv, err := devserver.Start(ctx, devserver.Options{DataDir: dataDir, SearchAttributes: workflows.SearchAttributes()})
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := client.Dial(client.Options{HostPort: srv.Address, Namespace: srv.Namespace, Logger: quiet{}})
+	if err != nil {
+		srv.Stop()
+		return nil, nil, err
+	}
+	return srv, c, nil
+}
+
+type quiet struct{}
+
+func (quiet) Debug(string, ...any) {}
+func (quiet) Info(string, ...any)  {}
+func (quiet) Warn(string, ...any)  {}
+func (quiet) Error(string, ...any) {}
+
+
+func compile(t *testing.T, name string, src []byte, opts load.Options) *plan.Plan {
+	t.Helper()
+	opts.ForRun = true
+	r := load.Bytes(name, src, opts)
+	if !r.OK() || r.Plan == nil {
+		t.Fatalf("%s does not load:\n%s", name, r.Diags.Render(r.Sources))
+	}
+	return r.Plan
+}
+
+// runPlan starts a plan and waits for its result.
+func runPlan(t *testing.T, s *starter.Starter, p *plan.Plan) (starter.Execution, *workflows.PipelineResult) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exec, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec, res
+}
+

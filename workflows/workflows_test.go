@@ -1,0 +1,166 @@
+package workflows_test
+
+import (
+	"testing"
+
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/worker"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+func compile(t *testing.T, name, src string) *plan.Plan {
+	t.Helper()
+	r := load.Bytes(name, []byte(src), load.Options{ForRun: true})
+	if !r.OK() || r.Plan == nil {
+		t.Fatalf("%s does not load:\n%s", name, r.Diags.Render(r.Sources))
+	}
+	return r.Plan
+}
+
+// run executes a pipeline in the Temporal test suite with the real step activities.
+func run(t *testing.T, p *plan.Plan) *workflows.PipelineResult {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	worker.Register(env, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
+	env.ExecuteWorkflow(workflows.PipelineName, workflows.PipelineInput{Plan: p, SequenceID: 1, Trigger: workflows.Trigger{Type: "MANUAL"}})
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	var res workflows.PipelineResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	return &res
+}
+
+
+func TestConformanceProgression(t *testing.T) {
+	for _, c := range conformance.Progression(1) {
+		t.Run(c.ID, func(t *testing.T) {
+			res := run(t, compile(t, c.ID+".yaml", c.YAML))
+			conformance.Check(t, res.Tree, c.Want)
+			if res.Status != c.Want[""] {
+				t.Errorf("result status %s, want %s", res.Status, c.Want[""])
+			}
+		})
+	}
+}
+
+func TestOutputsFlowBetweenStepsAndStages(t *testing.T) {
+	src := `pipeline:
+  name: outputs
+  identifier: outputs
+  variables:
+    - {name: base, type: String, value: "41"}
+  stages:
+    - stage:
+        name: build
+        identifier: build
+        type: Custom
+        variables:
+          - {name: flavour, type: String, value: "<+pipeline.variables.base>-x"}
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: version
+                  identifier: version
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: "V=$((BASE + 1)); F=<+stage.variables.flavour>"}}
+                    environmentVariables:
+                      - {name: BASE, type: String, value: <+pipeline.variables.base>}
+                    outputVariables:
+                      - {name: version, type: String, value: V}
+                      - {name: flavour, type: String, value: F}
+              - step:
+                  type: ShellScript
+                  name: echo
+                  identifier: echo
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: "OUT=<+execution.steps.version.output.outputVariables.version>/<+steps.version.spec.environmentVariables.BASE>"}}
+                    outputVariables:
+                      - {name: out, type: String, value: OUT}
+    - stage:
+        name: deploy
+        identifier: deploy
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: use
+                  identifier: use
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: "R='<+pipeline.stages.build.spec.execution.steps.echo.output.outputVariables.out> <+pipeline.stages.build.spec.execution.steps.version.output.outputVariables.flavour> <+pipeline.sequenceId> <+pipeline.stages.build.status>'"}}
+                    outputVariables:
+                      - {name: r, type: String, value: R}
+`
+	res := run(t, compile(t, "outputs.yaml", src))
+	if res.Status != status.Succeeded {
+		t.Fatalf("status %s: %+v", res.Status, res.Tree.Find("build.version").Failure)
+	}
+	got := res.Tree.Find("deploy.use").Outputs["outputVariables"].(map[string]any)["r"]
+	if got != "42/41 41-x 1 SUCCEEDED" {
+		t.Errorf("deploy.use output = %q", got)
+	}
+}
+
+func TestWaitStepIsADurableTimer(t *testing.T) {
+	src := `pipeline:
+  name: wait
+  identifier: wait
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: Wait, name: soak, identifier: soak, spec: {duration: 2h}}
+`
+	res := run(t, compile(t, "wait.yaml", src))
+	n := res.Tree.Find("s.soak")
+	if n.Status != status.Succeeded || n.EndedAt.Sub(*n.StartedAt).Hours() < 2 {
+		t.Errorf("wait: %s after %s", n.Status, n.EndedAt.Sub(*n.StartedAt))
+	}
+}
+
+func TestStepTimeoutExpires(t *testing.T) {
+	src := `pipeline:
+  name: timeout
+  identifier: timeout
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: slow, identifier: slow, timeout: 1s 1ms, spec: {shell: Bash, source: {type: Inline, spec: {script: "sleep 30"}}}}
+`
+	res := run(t, compile(t, "timeout.yaml", src))
+	n := res.Tree.Find("s.slow")
+	if n.Status != status.Expired || n.Failure == nil || n.Failure.Category != "Timeout" {
+		t.Errorf("slow: %s %+v", n.Status, n.Failure)
+	}
+	if res.Status != status.Expired {
+		t.Errorf("pipeline %s, want EXPIRED", res.Status)
+	}
+}
