@@ -45,16 +45,26 @@ func New(c client.Client, o Options) sdkworker.Worker {
 // Register adds the workflows and activities to any registry (a worker, a replayer's worker,
 // or a test environment).
 func Register(r interface {
-	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
+	WorkflowRegistry
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }, o Options) {
-	r.RegisterWorkflowWithOptions(workflows.Pipeline, workflow.RegisterOptions{Name: workflows.PipelineName})
-	r.RegisterWorkflowWithOptions(workflows.Stage, workflow.RegisterOptions{Name: workflows.StageName})
-	r.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
+	RegisterWorkflows(r)
 	sh := &shell.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
 	r.RegisterActivityWithOptions(sh.Run, activity.RegisterOptions{Name: activities.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(hs.Run, activity.RegisterOptions{Name: activities.Http})
+}
+
+// WorkflowRegistry is where workflows are registered: a worker, a replayer, a test environment.
+type WorkflowRegistry interface {
+	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
+}
+
+// RegisterWorkflows registers the workflows under their names.
+func RegisterWorkflows(r WorkflowRegistry) {
+	r.RegisterWorkflowWithOptions(workflows.Pipeline, workflow.RegisterOptions{Name: workflows.PipelineName})
+	r.RegisterWorkflowWithOptions(workflows.Stage, workflow.RegisterOptions{Name: workflows.StageName})
+	r.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
 }
 
 // Logger adapts zap to the Temporal SDK's logger, so SDK and Gantry logs share one format.

@@ -205,7 +205,7 @@ func (a *Activity) run(ctx context.Context, dir string, env []string, log *logs.
 	cmd := exec.CommandContext(ctx, bash, "--noprofile", "--norc", filepath.Join(dir, wrapper))
 	cmd.Dir = dir
 	cmd.Env = append(env, "GANTRY_STEP_DIR="+dir)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = procAttr()
 	// Kill the whole group: a script's children (sleep, curl, ...) must not outlive the step.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second

@@ -1,0 +1,93 @@
+package shell_test
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/activities/shell"
+)
+
+func runScript(t *testing.T, script string, timeout time.Duration, outs ...string) (activities.StepResult, error) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a := &shell.Activity{Secrets: &secrets.Store{}, Logs: logs.Store{Dir: t.TempDir()}}
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	spec := map[string]any{"shell": "Bash", "source": map[string]any{"type": "Inline", "spec": map[string]any{"script": script}}}
+	var ov []map[string]any
+	for _, o := range outs {
+		ov = append(ov, map[string]any{"name": o, "type": "String", "value": o})
+	}
+	spec["outputVariables"] = ov
+	raw, _ := json.Marshal(spec)
+	v, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{ExecutionID: "x-1", StepPath: "s.a", Type: "ShellScript", Spec: raw, Timeout: timeout})
+	var res activities.StepResult
+	if err == nil {
+		err = v.Get(&res)
+	}
+	return res, err
+}
+
+func category(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Type()
+	}
+	return ""
+}
+
+func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	_, err := runScript(t, "sleep 60 & echo $! > "+pidFile+"; wait", time.Second)
+	if category(err) != string(activities.Timeout) {
+		t.Fatalf("want a Timeout failure, got %v", err)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("background child %d outlived the step", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestExitCodesAndOutputs(t *testing.T) {
+	res, err := runScript(t, "A=1; B='two words'; false", 0, "A", "B", "UNSET")
+	if category(err) != string(activities.Unknown) || !strings.Contains(err.Error(), "exited with code 1") {
+		t.Fatalf("a failing last command fails the step: %v", err)
+	}
+	res, err = runScript(t, "false; A=1; B='two words'", 0, "A", "B", "UNSET")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"A": "1", "B": "two words", "UNSET": ""}
+	got := res.Outputs["outputVariables"].(map[string]any)
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("output %s = %q, want %q", k, got[k], v)
+		}
+	}
+	// An explicit exit ends the shell before outputs are recorded (spec 11.2.5 Decision).
+	if _, err := runScript(t, "A=1; exit 0", 0, "A"); err == nil || !strings.Contains(err.Error(), "explicit exit") {
+		t.Errorf("explicit exit with outputs: %v", err)
+	}
+}

@@ -1,0 +1,68 @@
+package e2e
+
+import (
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	historypb "go.temporal.io/api/history/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+var updateHistories = flag.Bool("update-histories", false, "record the example pipelines' histories into workflows/testdata/histories")
+
+// TestRecordHistories records the histories the workflow replay test replays. Run it with
+// -update-histories only for a deliberate, versioned change of workflow behaviour: the point
+// of the recorded files is that they come from the code that is already in users' hands.
+func TestRecordHistories(t *testing.T) {
+	if !*updateHistories {
+		t.Skip("records only with -update-histories")
+	}
+	out := filepath.Join("..", "workflows", "testdata", "histories")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{"02-build-test-deploy.yaml", "03-parallel-stages.yaml", "04-step-groups.yaml", "12-conditional.yaml"} {
+		path := filepath.Join("..", "examples", file)
+		src, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec, res := runPlan(t, env.starter, compile(t, path, src, load.Options{}))
+		ids := []string{exec.ID}
+		res.Tree.Walk(func(n *workflows.Node) {
+			if n.Kind == "stage" && n.StartedAt != nil {
+				ids = append(ids, exec.ID+"/"+n.ID)
+			}
+		})
+		for _, id := range ids {
+			writeHistory(t, id, filepath.Join(out, strings.ReplaceAll(id, "/", "__")+".json"))
+		}
+	}
+}
+
+func writeHistory(t *testing.T, id, path string) {
+	t.Helper()
+	h := &historypb.History{}
+	iter := env.client.GetWorkflowHistory(context.Background(), id, "", false, 0)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	b, err := protojson.MarshalOptions{Indent: " "}.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,98 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// A worker process killed with SIGKILL in the middle of a stage is replaced by a new one and
+// the pipeline finishes: steps that had finished are not run again, the step that was running
+// runs once more, and nothing is lost.
+func TestWorkerSIGKILLMidStage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gantry binary")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "gantry")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/gantry")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build gantry: %v\n%s", err, out)
+	}
+	marks := filepath.Join(dir, "marks")
+	step := func(id, script string) string {
+		return `              - step: {type: ShellScript, name: ` + id + `, identifier: ` + id + `, spec: {shell: Bash, source: {type: Inline, spec: {script: "` + script + `"}}, environmentVariables: [{name: MARKS, type: String, value: "` + marks + `"}]}}
+`
+	}
+	src := `pipeline:
+  name: kill
+  identifier: kill_worker
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+` + step("one", `echo one >> $MARKS`) + step("two", `echo two-start >> $MARKS; sleep 3; echo two-end >> $MARKS`) + step("three", `echo three >> $MARKS`)
+	p := compile(t, "kill.yaml", []byte(src), load.Options{})
+
+	const queue = "kill-test"
+	startWorker := func() *exec.Cmd {
+		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	first := startWorker()
+	s := &starter.Starter{Client: env.client, TaskQueue: queue}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	execution, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(readFile(marks), "two-start") {
+		if ctx.Err() != nil {
+			t.Fatal("step two never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	second := startWorker()
+	defer func() { _ = second.Process.Signal(syscall.SIGTERM); _ = second.Wait() }()
+
+	res, err := s.Result(ctx, execution.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.Succeeded {
+		t.Fatalf("pipeline %s after the worker was killed", res.Status)
+	}
+	got := strings.Fields(readFile(marks))
+	want := []string{"one", "two-start", "two-start", "two-end", "three"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("step runs %v, want %v", got, want)
+	}
+}
+
+func readFile(p string) string {
+	b, _ := os.ReadFile(p)
+	return string(b)
+}
