@@ -188,7 +188,7 @@ func newLogger(verbose bool) *zap.Logger {
 	cfg.Encoding = "console"
 	cfg.EncoderConfig.TimeKey = "time"
 	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	cfg.Level = zap.NewAtomicLevelAt(zap.WarnLevel)
+	cfg.Level = zap.NewAtomicLevelAt(zap.ErrorLevel)
 	if verbose {
 		cfg.Level = zap.NewAtomicLevelAt(zap.InfoLevel)
 	}

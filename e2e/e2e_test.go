@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
@@ -304,4 +303,3 @@ func TestSequenceIDSurvivesRestart(t *testing.T) {
 		srv.Stop()
 	}
 }
-

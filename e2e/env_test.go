@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
@@ -41,7 +42,7 @@ func runMain(m *testing.M) int {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	srv, c, err := startServer(ctx, "")
+	srv, c, err := startServer(ctx, filepath.Join(dir, "temporal")) // file-backed, as gantry run uses
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -52,6 +53,7 @@ func runMain(m *testing.M) int {
 	env.starter = &starter.Starter{Client: c}
 	env.logs = logs.Store{Dir: filepath.Join(dir, "logs")}
 	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}})
+	w.RegisterWorkflowWithOptions(rawSteps, workflow.RegisterOptions{Name: rawStepsName})
 	if err := w.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -80,7 +82,6 @@ func (quiet) Info(string, ...any)  {}
 func (quiet) Warn(string, ...any)  {}
 func (quiet) Error(string, ...any) {}
 
-
 func compile(t *testing.T, name string, src []byte, opts load.Options) *plan.Plan {
 	t.Helper()
 	opts.ForRun = true
@@ -106,4 +107,3 @@ func runPlan(t *testing.T, s *starter.Starter, p *plan.Plan) (starter.Execution,
 	}
 	return exec, res
 }
-

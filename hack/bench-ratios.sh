@@ -10,3 +10,11 @@ awk -v c="$(median RenderCached)" -v r="$(median RawExprCached)" \
   printf "  cached expression:   gantry %8.0f  raw expr %8.0f  ratio %.2fx  (target <= 3x and < 5000 ns)\n", c, r, c / r
   printf "  20-expression spec:  gantry %8.0f  raw expr %8.0f  ratio %.2fx  (%.0f ns per expression)\n", s, rs, s / rs, s / 20
 }'
+metric() { grep "^Benchmark$1-" "$out" | awk '{for (i = 1; i <= NF; i++) if ($i == "ms/step") print $(i-1)}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+g=$(metric Gantry100Steps); r=$(metric Raw100Steps)
+if [ -n "$g" ] && [ -n "$r" ]; then
+  awk -v g="$g" -v r="$r" 'BEGIN {
+    print ""; print "100 sequential `exit 0` ShellScript steps on the embedded server (ms per step, median of runs)"
+    printf "  gantry pipeline %.2f  hand-written workflow %.2f  ratio %.2fx  (target <= 1.25x and < 20 ms)\n", g, r, g / r
+  }'
+fi

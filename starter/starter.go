@@ -219,7 +219,6 @@ func (s *Starter) List(ctx context.Context, pipeline string, limit int) ([]Summa
 	return out, nil
 }
 
-
 func notFound(id string, err error) error {
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {

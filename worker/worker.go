@@ -2,7 +2,6 @@
 package worker
 
 import (
-
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -75,8 +74,15 @@ type zapLogger struct{ s *zap.SugaredLogger }
 func (l zapLogger) Debug(msg string, kv ...any) { l.s.Debugw(msg, kv...) }
 func (l zapLogger) Info(msg string, kv ...any)  { l.s.Infow(msg, kv...) }
 func (l zapLogger) Warn(msg string, kv ...any)  { l.s.Warnw(msg, kv...) }
-func (l zapLogger) Error(msg string, kv ...any) { l.s.Errorw(msg, kv...) }
+func (l zapLogger) Error(msg string, kv ...any) {
+	// The SDK reports every failed activity as an error; a failed step is an outcome the
+	// engine reports itself (node tree, CLI), not a fault of the worker.
+	if msg == "Activity error." {
+		l.s.Infow("step failed", kv...)
+		return
+	}
+	l.s.Errorw(msg, kv...)
+}
 
 // With implements log.WithLogger.
 func (l zapLogger) With(kv ...any) sdklog.Logger { return zapLogger{l.s.With(kv...)} }
-

@@ -43,7 +43,6 @@ func run(t *testing.T, p *plan.Plan) *workflows.PipelineResult {
 	return &res
 }
 
-
 func TestConformanceProgression(t *testing.T) {
 	for _, c := range conformance.Progression(1) {
 		t.Run(c.ID, func(t *testing.T) {
