@@ -81,6 +81,9 @@ type serverInfo struct {
 // serves on the data directory, or starts one. withWorker also runs a worker in this process
 // (always when this process starts the embedded server: executions need one to progress).
 func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger) (*engine, error) {
+	if abs, err := filepath.Abs(f.dataDir); err == nil {
+		f.dataDir = abs
+	}
 	e := &engine{logs: logs.Store{Dir: filepath.Join(f.dataDir, "logs")}, log: log}
 	addr := f.address
 	if addr == "" {

@@ -106,6 +106,9 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		return activities.StepResult{}, fmt.Errorf("create step workspace: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	if dir, err = filepath.Abs(dir); err != nil {
+		return activities.StepResult{}, err
+	}
 	if err := writeScripts(dir, script, spec.OutputVariables); err != nil {
 		return activities.StepResult{}, err
 	}

@@ -91,3 +91,20 @@ func TestExitCodesAndOutputs(t *testing.T) {
 		t.Errorf("explicit exit with outputs: %v", err)
 	}
 }
+
+// A relative workspace directory (gantry run --data-dir .gantry) must work: bash runs in the
+// workspace, so paths handed to it are absolute.
+func TestRelativeWorkDir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	if err := os.Mkdir("work", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a := &shell.Activity{Secrets: &secrets.Store{}, WorkDir: "work"}
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	raw := []byte(`{"source": {"type": "Inline", "spec": {"script": "exit 0"}}}`)
+	if _, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{StepPath: "s.a", Spec: raw}); err != nil {
+		t.Fatal(err)
+	}
+}
