@@ -60,6 +60,30 @@ type Node struct {
 	Children []*Node `json:"children,omitempty"`
 	// Rollback are a stage's or group's rollback steps.
 	Rollback []*Node `json:"rollback,omitempty"`
+	// OnFailure is a step's effective failure strategy (spec 5.4): error category → action,
+	// with stage, step-group and step levels already overlaid.
+	OnFailure map[string]*Action `json:"onFailure,omitempty"`
+}
+
+// Action is a failure-strategy action (spec 5.3).
+type Action struct {
+	Type           string   `json:"type"`
+	RetryCount     int      `json:"retryCount,omitempty"`
+	RetryIntervals []string `json:"retryIntervals,omitempty"` // durations
+	OnRetryFailure *Action  `json:"onRetryFailure,omitempty"`
+	Timeout        string   `json:"timeout,omitempty"` // ManualIntervention
+	OnTimeout      *Action  `json:"onTimeout,omitempty"`
+	FailAll        bool     `json:"failAll,omitempty"`
+	// Group is the step group whose list declared the action (RetryStepGroup and
+	// StepGroupRollback act on it).
+	Group string `json:"group,omitempty"`
+}
+
+// Categories are the error categories in the canonical dispatch order of spec 5.5.
+var Categories = []string{
+	"Unknown", "Authentication", "Connectivity", "Timeout", "Authorization", "Verification",
+	"DelegateProvisioning", "PolicyEvaluationFailure", "InputTimeoutError", "ApprovalRejection",
+	"DelegateRestart", "UserMarkedFailure",
 }
 
 // Walk calls fn for every node below nodes, depth first, with the node's identifier path.

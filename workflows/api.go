@@ -26,7 +26,47 @@ const (
 	UpdateNext = "next"
 	// TaskQueue is the default task queue of workflows and step activities.
 	TaskQueue = "gantry"
+	// UpdateIntervene resolves a node waiting for manual intervention, or marks a running
+	// step (InterventionRequest); sent to the stage workflow that owns the node.
+	UpdateIntervene = "intervene"
+	// UpdateAbort aborts a pipeline execution (AbortRequest).
+	UpdateAbort = "abort"
+	// signalExpire tells a stage that its pipeline's timeout fired.
+	signalExpire = "expire"
+	// signalWaiting tells the pipeline how many nodes of a stage wait for intervention.
+	signalWaiting = "waiting"
 )
+
+// Change IDs for workflow.GetVersion: behaviour added after executions could be in flight.
+const (
+	changeTimeouts = "timeouts" // pipeline and stage timeouts enforced
+)
+
+// Execution modes (<+pipeline.executionMode>, <+ambiance.metadata.executionMode>).
+const (
+	ModeNormal           = "NORMAL"
+	ModePipelineRollback = "PIPELINE_ROLLBACK"
+)
+
+// InterventionRequest is a user's decision on a node (spec 3.4, 5.8).
+type InterventionRequest struct {
+	Path   string `json:"path"`   // node path, e.g. deploy.canary.probe
+	Action string `json:"action"` // Retry, Ignore, MarkAsSuccess, MarkAsFailure, Abort, StageRollback, StepGroupRollback, PipelineRollback
+	User   string `json:"user"`
+}
+
+// AbortRequest asks a pipeline execution to stop.
+type AbortRequest struct {
+	User   string `json:"user"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Abort records who stopped an execution.
+type Abort struct {
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
 
 // Search attributes set on every pipeline execution (all Keyword).
 var (
@@ -81,6 +121,10 @@ type PipelineResult struct {
 // as it stood when the stage started.
 type StageInput struct {
 	ExecutionID string         `json:"executionId"`
+	// Mode is ModePipelineRollback when the stage runs only its rollback section as part of a
+	// pipeline rollback; PathPrefix then places its nodes under the pipeline's rollback node.
+	Mode       string `json:"mode,omitempty"`
+	PathPrefix string `json:"pathPrefix,omitempty"`
 	Stage       *plan.Node     `json:"stage"`
 	Context     map[string]any `json:"context"`
 	Settings    Settings       `json:"settings"`
@@ -91,6 +135,10 @@ type StageResult struct {
 	Tree *Node `json:"tree"`
 	// Data is the stage's subtree of the expression context (statuses, outputs, variables).
 	Data map[string]any `json:"data"`
+	// PipelineRollback is set when a PipelineRollback action fired in the stage.
+	PipelineRollback bool `json:"pipelineRollback,omitempty"`
+	// Aborted is set when the stage stopped the execution (Abort action or abort request).
+	Aborted bool `json:"aborted,omitempty"`
 }
 
 // Node is one node of the live execution tree returned by QueryTree.
@@ -108,7 +156,14 @@ type Node struct {
 	Attempts  int                 `json:"attempts,omitempty"`
 	Failure   *activities.Failure `json:"failure,omitempty"`
 	Outputs   map[string]any      `json:"outputs,omitempty"`
-	Children  []*Node             `json:"children,omitempty"`
+	// Actions lists what a user may do now (intervention choices while waiting).
+	Actions []string `json:"actions,omitempty"`
+	// Notes records decisions taken on the node: failure-strategy actions, retries, user
+	// interventions, in order.
+	Notes []string `json:"notes,omitempty"`
+	// Abort says who aborted the execution (pipeline node only).
+	Abort    *Abort  `json:"abort,omitempty"`
+	Children []*Node `json:"children,omitempty"`
 }
 
 // Walk calls fn for n and every node below it, depth first.
@@ -142,8 +197,23 @@ func newTree(nodes []*plan.Node, parent string) []*Node {
 			path = join(parent, n.ID)
 		}
 		t := &Node{Path: path, ID: n.ID, Name: n.Name, Kind: string(n.Kind), Type: n.Type, Status: status.NotStarted}
-		t.Children = newTree(n.Children, path)
+		t.Children = childTree(n, path)
 		out = append(out, t)
+	}
+	return out
+}
+
+// rollbackID names the node that holds a stage's or group's rollback steps, so their paths
+// follow the FQN (deploy.rollbackSteps.undo).
+const rollbackID = "rollbackSteps"
+
+// childTree is a node's children plus, when it has rollback steps, its rollback section.
+func childTree(n *plan.Node, path string) []*Node {
+	out := newTree(n.Children, path)
+	if len(n.Rollback) > 0 {
+		rp := join(path, rollbackID)
+		out = append(out, &Node{Path: rp, ID: rollbackID, Name: "Rollback", Kind: "rollback", Status: status.NotStarted,
+			Children: newTree(n.Rollback, rp)})
 	}
 	return out
 }

@@ -8,41 +8,78 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/pipeline/duration"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 )
 
 // Pipeline is the pipeline workflow: it runs the stages in order (parallel blocks at once), each
-// as a child workflow, and returns the final node tree.
+// as a child workflow, then a pipeline rollback if a stage asked for one, and returns the final
+// node tree.
 func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 	if in.Plan == nil {
 		return nil, fmt.Errorf("pipeline workflow started without a plan")
 	}
 	p := newPipelineRun(ctx, in)
-	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return p.tree, nil }); err != nil {
+	if err := p.registerHandlers(ctx); err != nil {
 		return nil, err
 	}
-	p.upsert(ctx, status.Running)
+	body, cancel := workflow.WithCancel(ctx)
+	p.cancelBody = cancel
+	defer cancel()
+	// Bookkeeping after an abort or timeout still needs a live context.
+	final, _ := workflow.NewDisconnectedContext(ctx)
+	p.upsert(final, status.Running)
 	if err := renderVariables(in.Plan.Variables, child(p.data, "variables"), p.root, "pipeline"); err != nil {
 		p.tree.Failure = &activities.Failure{Category: activities.Unknown, Message: err.Error()}
-		p.finish(ctx, status.Errored)
+		p.finish(final, status.Errored)
 		return &PipelineResult{Status: p.tree.Status, Tree: p.tree}, nil
 	}
-	for i, n := range in.Plan.Stages {
-		p.runElement(ctx, n, p.tree.Children[i])
+	// Executions started before pipeline and stage timeouts were enforced replay without them.
+	if workflow.GetVersion(ctx, changeTimeouts, workflow.DefaultVersion, 1) == 1 {
+		if err := p.startTimer(body); err != nil {
+			p.tree.Failure = &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+			p.finish(final, status.Errored)
+			return &PipelineResult{Status: p.tree.Status, Tree: p.tree}, nil
+		}
 	}
-	p.finish(ctx, rollupChildren(p.tree.Children))
+	for i, n := range in.Plan.Stages {
+		if p.stopped(body) || p.rollback {
+			break // a pipeline rollback replaces normal progression (spec 5.10.3)
+		}
+		p.runElement(body, n, p.tree.Children[i])
+	}
+	if p.rollback && !p.stopped(body) {
+		p.runPipelineRollback(body)
+	}
+	p.stopped(body) // notice an abort that arrived during the last stage
+	st := rollupChildren(p.tree.Children)
+	switch {
+	case p.expired:
+		st = status.Expired
+	case p.aborted:
+		st = status.Aborted
+	}
+	p.finish(final, st)
 	return &PipelineResult{Status: p.tree.Status, Tree: p.tree}, nil
 }
 
 type pipelineRun struct {
-	in       PipelineInput
-	id       string
-	root     map[string]any
-	data     map[string]any
-	tree     *Node
-	running  []string // identifiers of running stages, for the GantryStage attribute
-	terminal []status.Status
+	in         PipelineInput
+	id         string
+	root       map[string]any
+	data       map[string]any
+	tree       *Node
+	running    []string // identifiers of running stages, for the GantryStage attribute
+	terminal   []status.Status
+	cancelBody workflow.CancelFunc
+	children   map[string]workflow.ChildWorkflowFuture // running stage children, for expiry
+	ran        []*plan.Node                            // stages that started, in start order
+	waiting    map[string]int                          // nodes waiting for intervention, per stage
+	rollback   bool                                    // a PipelineRollback action fired
+	aborted    bool
+	expired    bool
 }
 
 func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
@@ -57,14 +94,106 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	now := workflow.Now(ctx)
 	data := map[string]any{
 		"identifier": pl.Identifier, "name": pl.Name, "description": pl.Description, "tags": pl.Tags,
-		"sequenceId": in.SequenceID, "executionId": info.WorkflowExecution.ID,
+		"sequenceId": in.SequenceID, "executionId": info.WorkflowExecution.ID, "executionMode": ModeNormal,
 		"startTs": now.UnixMilli(), "status": string(status.Running), "currentStatus": string(status.Succeeded),
-		"triggerType": in.Trigger.Type, "triggeredBy": map[string]any{"name": in.Trigger.User},
+		"liveStatus": string(status.Succeeded), "triggerType": in.Trigger.Type, "triggeredBy": map[string]any{"name": in.Trigger.User},
 		"variables": map[string]any{}, "stages": map[string]any{},
 	}
 	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now}
 	tree.Children = newTree(pl.Stages, "")
-	return &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: map[string]any{"pipeline": data}, data: data, tree: tree}
+	return &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: map[string]any{"pipeline": data}, data: data, tree: tree,
+		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]int{}}
+}
+
+// registerHandlers installs the tree query, the abort update and the waiting signal.
+func (p *pipelineRun) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return p.tree, nil }); err != nil {
+		return err
+	}
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAbort,
+		func(ctx workflow.Context, req AbortRequest) (string, error) {
+			p.abort(ctx, req.User, req.Reason)
+			return "abort requested", nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(req AbortRequest) error {
+			if req.User == "" {
+				return fmt.Errorf("an abort must name the user who asks for it")
+			}
+			if p.aborted {
+				return fmt.Errorf("execution %s is already being aborted", p.id)
+			}
+			return nil
+		}})
+	if err != nil {
+		return err
+	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		ch := workflow.GetSignalChannel(ctx, signalWaiting)
+		for {
+			var w WaitingSignal
+			if !ch.Receive(ctx, &w) {
+				return
+			}
+			p.waiting[w.Stage] = w.Count
+			total := 0
+			for _, id := range p.running {
+				total += p.waiting[id]
+			}
+			if total > 0 {
+				p.upsert(ctx, status.InterventionWaiting)
+			} else {
+				p.upsert(ctx, status.Running)
+			}
+		}
+	})
+	return nil
+}
+
+// abort stops the execution: running stages are cancelled (their steps' processes killed) and
+// nothing else starts (spec 3.4 AbortAll).
+func (p *pipelineRun) abort(ctx workflow.Context, by, reason string) {
+	if p.aborted {
+		return
+	}
+	p.aborted = true
+	p.tree.Abort = &Abort{By: by, Reason: reason, At: workflow.Now(ctx)}
+	p.cancelBody()
+}
+
+// stopped reports whether no further stage may start, noticing a cancellation request that
+// came from outside (the Temporal UI or API).
+func (p *pipelineRun) stopped(ctx workflow.Context) bool {
+	if ctx.Err() != nil && !p.aborted && !p.expired {
+		p.aborted = true
+		p.tree.Abort = &Abort{By: "Temporal cancellation request", At: workflow.Now(ctx)}
+	}
+	return p.aborted || p.expired
+}
+
+// startTimer expires the pipeline when its timeout fires: running stages end EXPIRED.
+func (p *pipelineRun) startTimer(ctx workflow.Context) error {
+	text := p.in.Plan.Timeout
+	if text == "" {
+		return nil
+	}
+	v, err := expressions.RenderString(text, expressions.NewScope(p.root, "pipeline"), expressions.Options{})
+	if err != nil {
+		return fmt.Errorf("pipeline timeout: %v", err)
+	}
+	d, err := duration.Parse(v)
+	if err != nil {
+		return fmt.Errorf("pipeline timeout %q: %v", v, err)
+	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if workflow.Sleep(ctx, d) != nil {
+			return
+		}
+		p.expired = true
+		for _, id := range p.running {
+			p.children[id].SignalChildWorkflow(ctx, signalExpire, nil)
+		}
+	})
+	return nil
 }
 
 func (p *pipelineRun) runElement(ctx workflow.Context, n *plan.Node, t *Node) {
@@ -89,6 +218,9 @@ func (p *pipelineRun) runElement(ctx workflow.Context, n *plan.Node, t *Node) {
 }
 
 func (p *pipelineRun) runStage(ctx workflow.Context, n *plan.Node, t *Node) {
+	if p.stopped(ctx) || p.rollback {
+		return
+	}
 	stages := child(p.data, "stages")
 	ok, err := evalWhen(p.root, "pipeline.stages."+n.ID, n.When)
 	if err != nil || !ok {
@@ -103,42 +235,81 @@ func (p *pipelineRun) runStage(ctx workflow.Context, n *plan.Node, t *Node) {
 		p.ended(st)
 		return
 	}
+	p.ran = append(p.ran, n)
+	res := p.execStage(ctx, n, t, StageInput{ExecutionID: p.id, Stage: n, Context: p.root, Settings: p.in.Settings},
+		p.id+"/"+n.ID, fmt.Sprintf("Stage %s (%s) of %s #%d", n.Name, n.Type, p.in.Plan.Name, p.in.SequenceID))
+	if res.Data != nil {
+		stages[n.ID] = res.Data
+	}
+	p.rollback = p.rollback || res.PipelineRollback
+	if res.Aborted {
+		p.aborted = true
+	}
+	p.ended(t.Status)
+}
+
+// execStage runs a stage child workflow and puts its tree in t.
+func (p *pipelineRun) execStage(ctx workflow.Context, n *plan.Node, t *Node, in StageInput, id, summary string) StageResult {
 	now := workflow.Now(ctx)
 	t.Status, t.StartedAt = status.Running, &now
 	p.running = append(p.running, n.ID)
 	p.upsertStage(ctx)
-	// The query shows the stage's own tree while it runs; the child serves it (see starter).
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-		WorkflowID:          p.id + "/" + n.ID,
+		WorkflowID:          id,
 		TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
 		WaitForCancellation: true,
 		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_TERMINATE,
-		StaticSummary:       fmt.Sprintf("Stage %s (%s) of %s #%d", n.Name, n.Type, p.in.Plan.Name, p.in.SequenceID),
+		StaticSummary:       summary,
 		StaticDetails:       stageDetails(n),
 	})
+	f := workflow.ExecuteChildWorkflow(cctx, StageName, in)
+	p.children[n.ID] = f
 	var res StageResult
-	err = workflow.ExecuteChildWorkflow(cctx, StageName, StageInput{
-		ExecutionID: p.id, Stage: n, Context: p.root, Settings: p.in.Settings,
-	}).Get(ctx, &res)
+	err := f.Get(ctx, &res)
+	delete(p.children, n.ID)
 	p.running = remove(p.running, n.ID)
-	p.upsertStage(ctx)
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	p.upsertStage(dctx)
 	if err != nil || res.Tree == nil {
 		end := workflow.Now(ctx)
 		t.Status, t.EndedAt = status.Errored, &end
+		if ctx.Err() != nil {
+			t.Status = status.Aborted
+		}
 		t.Failure = &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("stage workflow: %v", err)}
-		stages[n.ID] = map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type, "status": string(status.Errored)}
-		p.ended(status.Errored)
-		return
+		return StageResult{Data: map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type, "status": string(t.Status)}}
 	}
 	*t = *res.Tree
-	stages[n.ID] = res.Data
-	p.ended(t.Status)
+	return res
+}
+
+// runPipelineRollback runs the rollback sections of the stages that ran, in reverse order, in
+// rollback mode (spec 5.10.3), under a "pipelineRollback" node.
+func (p *pipelineRun) runPipelineRollback(ctx workflow.Context) {
+	now := workflow.Now(ctx)
+	rb := &Node{Path: "pipelineRollback", ID: "pipelineRollback", Name: "Pipeline rollback", Kind: "rollback", Status: status.Running, StartedAt: &now}
+	p.tree.Children = append(p.tree.Children, rb)
+	p.data["executionMode"] = ModePipelineRollback
+	for i := len(p.ran) - 1; i >= 0; i-- {
+		n := p.ran[i]
+		t := &Node{Path: join(rb.Path, n.ID), ID: n.ID, Name: n.Name, Kind: string(plan.KindStage), Type: n.Type, Status: status.NotStarted}
+		rb.Children = append(rb.Children, t)
+		if len(n.Rollback) == 0 || p.stopped(ctx) {
+			continue
+		}
+		p.execStage(ctx, n, t, StageInput{ExecutionID: p.id, Stage: n, Context: p.root, Settings: p.in.Settings,
+			Mode: ModePipelineRollback, PathPrefix: rb.Path},
+			p.id+"/pipelineRollback/"+n.ID, fmt.Sprintf("Rollback of stage %s of %s #%d", n.Name, p.in.Plan.Name, p.in.SequenceID))
+	}
+	end := workflow.Now(ctx)
+	rb.Status, rb.EndedAt = rollupChildren(rb.Children), &end
 }
 
 // ended records a terminal stage for <+pipeline.currentStatus> (spec 4.3).
 func (p *pipelineRun) ended(st status.Status) {
 	p.terminal = append(p.terminal, st)
-	p.data["currentStatus"] = string(status.Rollup(p.terminal))
+	cur := string(status.Rollup(p.terminal))
+	p.data["currentStatus"], p.data["liveStatus"] = cur, cur
 }
 
 func (p *pipelineRun) finish(ctx workflow.Context, st status.Status) {

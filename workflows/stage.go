@@ -1,22 +1,33 @@
 package workflows
 
 import (
+	"fmt"
+
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/pipeline/duration"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 )
 
-// Stage is the stage child workflow: it runs one stage's execution steps and returns the
-// stage's node tree and expression data.
+// Stage is the stage child workflow: it runs one stage's execution steps (and its rollback
+// steps when a failure strategy asks for them) and returns the stage's node tree and data.
 func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 	s := newStageRun(ctx, in)
 	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return s.tree, nil }); err != nil {
 		return nil, err
 	}
+	if err := s.registerIntervene(ctx); err != nil {
+		return nil, err
+	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		workflow.GetSignalChannel(ctx, signalExpire).Receive(ctx, nil)
+		s.expire()
+	})
 	s.run(ctx)
-	return &StageResult{Tree: s.tree, Data: s.data}, nil
+	return &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted}, nil
 }
 
 // stageRun is one stage's interpreter state.
@@ -27,6 +38,57 @@ type stageRun struct {
 	tree     *Node
 	fqn      string // pipeline.stages.<id>
 	terminal []status.Status
+
+	forward          *frame // the execution steps; halted when progression must stop
+	cancelBody       workflow.CancelFunc
+	aborted          bool // an abort: nothing new starts, running steps are cancelled
+	expired          bool // the stage or pipeline timer fired: running nodes end EXPIRED
+	stageRollback    bool // a StageRollback action fired
+	pipelineRollback bool // a PipelineRollback action fired
+	waiting          map[string]*pending // nodes waiting for a user, by path
+	running          map[string]*runningStep
+}
+
+// frame is one list being run: the stage's execution steps, a step group's steps or a
+// rollback section. A halted frame visits no further nodes.
+type frame struct {
+	parent   *frame
+	halted   bool
+	rollback bool       // a rollback section: an unhandled failure stops it (spec 5.10.4)
+	group    *plan.Node // the group this frame runs, nil otherwise
+	retries  int        // RetryStepGroup re-runs done
+	retry    bool       // a step asked for the group to run again
+	interval string     // the wait before that run
+	undo     bool       // a step asked for StepGroupRollback
+}
+
+func (f *frame) stopped() bool {
+	for x := f; x != nil; x = x.parent {
+		if x.halted {
+			return true
+		}
+	}
+	return false
+}
+
+// groupFrame returns the frame running group id (the innermost group when id is "").
+func (f *frame) groupFrame(id string) *frame {
+	for x := f; x != nil; x = x.parent {
+		if x.group != nil && (id == "" || x.group.ID == id) {
+			return x
+		}
+	}
+	return nil
+}
+
+// rollbackFrame returns the innermost rollback section being run.
+func (f *frame) rollbackFrame() *frame {
+	for x := f; x != nil; x = x.parent {
+		if x.rollback {
+			return x
+		}
+	}
+	return nil
 }
 
 func newStageRun(ctx workflow.Context, in StageInput) *stageRun {
@@ -39,25 +101,95 @@ func newStageRun(ctx workflow.Context, in StageInput) *stageRun {
 	data := map[string]any{
 		"identifier": st.ID, "name": st.Name, "type": st.Type, "description": st.Description,
 		"tags": st.Tags, "status": string(status.Running), "currentStatus": string(status.Succeeded),
-		"variables": map[string]any{},
+		"liveStatus": string(status.Succeeded), "variables": map[string]any{},
 	}
 	stages[st.ID] = data
 	now := workflow.Now(ctx)
-	tree := &Node{Path: st.ID, ID: st.ID, Name: st.Name, Kind: string(plan.KindStage), Type: st.Type,
+	path := join(in.PathPrefix, st.ID)
+	tree := &Node{Path: path, ID: st.ID, Name: st.Name, Kind: string(plan.KindStage), Type: st.Type,
 		Status: status.Running, StartedAt: &now}
-	tree.Children = newTree(st.Children, st.ID)
-	return &stageRun{in: in, root: root, data: data, tree: tree, fqn: "pipeline.stages." + st.ID}
+	if in.Mode == ModePipelineRollback {
+		tree.Children = childTree(&plan.Node{Rollback: st.Rollback}, path)
+	} else {
+		tree.Children = childTree(st, path)
+	}
+	return &stageRun{in: in, root: root, data: data, tree: tree, fqn: "pipeline.stages." + st.ID,
+		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{}}
 }
 
 func (s *stageRun) run(ctx workflow.Context) {
 	st := s.in.Stage
+	body, cancel := workflow.WithCancel(ctx)
+	s.cancelBody = cancel
+	defer cancel()
+	if st.Timeout != "" && workflow.GetVersion(ctx, changeTimeouts, workflow.DefaultVersion, 1) == 1 {
+		if err := s.startTimer(body, st.Timeout); err != nil {
+			s.finish(ctx, status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
+			return
+		}
+	}
 	if err := renderVariables(st.Variables, child(s.data, "variables"), s.root, s.fqn); err != nil {
 		s.finish(ctx, status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
 		return
 	}
-	steps := child(child(child(s.data, "spec"), "execution"), "steps")
-	s.runList(ctx, st.Children, s.tree.Children, s.fqn+".spec.execution.steps", steps)
-	s.finish(ctx, rollupChildren(s.tree.Children), nil)
+	execution := child(child(s.data, "spec"), "execution")
+	if s.in.Mode == ModePipelineRollback {
+		child(s.root, "ambiance")["metadata"] = map[string]any{"executionMode": ModePipelineRollback}
+		s.data["currentStatus"] = string(status.Failed)
+		s.runRollback(body, st.Rollback, s.tree.Children[0], s.fqn+".spec.execution", execution)
+		s.finish(ctx, rollupChildren(s.tree.Children), nil)
+		return
+	}
+	s.runList(body, st.Children, s.tree.Children, s.fqn+".spec.execution.steps", child(execution, "steps"), s.forward)
+	if s.stageRollback && len(st.Rollback) > 0 && !s.aborted && !s.expired {
+		s.runRollback(body, st.Rollback, s.tree.Children[len(s.tree.Children)-1], s.fqn+".spec.execution", execution)
+	}
+	final := rollupChildren(s.tree.Children)
+	if s.expired {
+		final = status.Expired
+	}
+	s.finish(ctx, final, nil)
+}
+
+// startTimer expires the stage when its timeout fires (spec 1.10): running nodes end
+// EXPIRED, nothing else starts, and no failure strategy runs for them.
+func (s *stageRun) startTimer(ctx workflow.Context, text string) error {
+	v, err := expressions.RenderString(text, expressions.NewScope(s.root, s.fqn), expressions.Options{})
+	if err != nil {
+		return fmt.Errorf("stage timeout: %v", err)
+	}
+	d, err := duration.Parse(v)
+	if err != nil {
+		return fmt.Errorf("stage timeout %q: %v", v, err)
+	}
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if workflow.Sleep(ctx, d) == nil {
+			s.expire()
+		}
+	})
+	return nil
+}
+
+func (s *stageRun) expire() {
+	if s.expired {
+		return
+	}
+	s.expired = true
+	s.cancelBody()
+}
+
+// abort stops the stage: running steps are cancelled and nothing new starts.
+func (s *stageRun) abort() {
+	s.aborted = true
+	s.cancelBody()
+}
+
+// stopped reports whether no further node may start in a frame.
+func (s *stageRun) stopped(ctx workflow.Context, fr *frame) bool {
+	if ctx.Err() != nil && !s.expired {
+		s.aborted = true // cancelled from outside: the pipeline was aborted
+	}
+	return s.aborted || s.expired || fr.stopped()
 }
 
 func (s *stageRun) finish(ctx workflow.Context, st status.Status, f *activities.Failure) {
@@ -65,19 +197,35 @@ func (s *stageRun) finish(ctx workflow.Context, st status.Status, f *activities.
 	s.tree.Status, s.tree.EndedAt, s.tree.Failure = st, &now, f
 	s.data["status"] = string(st)
 	s.data["currentStatus"] = string(st)
+	s.data["liveStatus"] = string(st)
 }
 
 // runList runs a list of step elements in order. prefix is the FQN of the list's container and
 // container its data map.
-func (s *stageRun) runList(ctx workflow.Context, nodes []*plan.Node, tree []*Node, prefix string, container map[string]any) {
+func (s *stageRun) runList(ctx workflow.Context, nodes []*plan.Node, tree []*Node, prefix string, container map[string]any, fr *frame) {
 	for i, n := range nodes {
-		s.runNode(ctx, n, tree[i], prefix, container)
+		if s.stopped(ctx, fr) {
+			return // the rest is never visited: NotStarted (spec 2.2)
+		}
+		s.runNode(ctx, n, tree[i], prefix, container, fr)
 	}
 }
 
-func (s *stageRun) runNode(ctx workflow.Context, n *plan.Node, t *Node, prefix string, container map[string]any) {
+// runRollback runs a rollback section (t) in its own frame.
+func (s *stageRun) runRollback(ctx workflow.Context, nodes []*plan.Node, t *Node, prefix string, container map[string]any) {
+	now := workflow.Now(ctx)
+	t.Status, t.StartedAt = status.Running, &now
+	s.runList(ctx, nodes, t.Children, prefix+"."+rollbackID, child(container, rollbackID), &frame{rollback: true})
+	end := workflow.Now(ctx)
+	t.Status, t.EndedAt = rollupChildren(t.Children), &end
+	if t.Status == status.NotStarted {
+		t.Status = status.Succeeded
+	}
+}
+
+func (s *stageRun) runNode(ctx workflow.Context, n *plan.Node, t *Node, prefix string, container map[string]any, fr *frame) {
 	if n.Kind == plan.KindParallel {
-		s.runParallel(ctx, n, t, prefix, container)
+		s.runParallel(ctx, n, t, prefix, container, fr)
 		return
 	}
 	fqn := prefix + "." + n.ID
@@ -95,13 +243,13 @@ func (s *stageRun) runNode(ctx workflow.Context, n *plan.Node, t *Node, prefix s
 	now := workflow.Now(ctx)
 	t.Status, t.StartedAt = status.Running, &now
 	if n.Kind == plan.KindGroup {
-		s.runGroup(ctx, n, t, fqn, container)
+		s.runGroup(ctx, n, t, fqn, container, fr)
 		return
 	}
-	s.runStep(ctx, n, t, fqn, container)
+	s.runStep(ctx, n, t, fqn, container, fr)
 }
 
-func (s *stageRun) runParallel(ctx workflow.Context, n *plan.Node, t *Node, prefix string, container map[string]any) {
+func (s *stageRun) runParallel(ctx workflow.Context, n *plan.Node, t *Node, prefix string, container map[string]any, fr *frame) {
 	now := workflow.Now(ctx)
 	t.Status, t.StartedAt = status.Running, &now
 	wg := workflow.NewWaitGroup(ctx)
@@ -110,7 +258,7 @@ func (s *stageRun) runParallel(ctx workflow.Context, n *plan.Node, t *Node, pref
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			s.runNode(ctx, c, t.Children[i], prefix, container)
+			s.runNode(ctx, c, t.Children[i], prefix, container, fr)
 		})
 	}
 	wg.Wait(ctx)
@@ -118,7 +266,9 @@ func (s *stageRun) runParallel(ctx workflow.Context, n *plan.Node, t *Node, pref
 	t.Status, t.EndedAt = rollupChildren(t.Children), &end
 }
 
-func (s *stageRun) runGroup(ctx workflow.Context, n *plan.Node, t *Node, fqn string, container map[string]any) {
+// runGroup runs a step group, again from its first element when a RetryStepGroup action asks
+// (spec 5.7), and its rollback steps on StepGroupRollback (spec 5.10.2).
+func (s *stageRun) runGroup(ctx workflow.Context, n *plan.Node, t *Node, fqn string, container map[string]any, fr *frame) {
 	data := map[string]any{"identifier": n.ID, "name": n.Name, "status": string(status.Running), "variables": map[string]any{}}
 	container[n.ID] = data
 	if err := renderVariables(n.Variables, child(data, "variables"), s.root, fqn); err != nil {
@@ -126,16 +276,51 @@ func (s *stageRun) runGroup(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 		data["status"] = string(status.Errored)
 		return
 	}
-	s.runList(ctx, n.Children, t.Children, fqn+".steps", child(data, "steps"))
+	g := &frame{parent: fr, group: n}
+	for {
+		s.runList(ctx, n.Children, t.Children, fqn+".steps", child(data, "steps"), g)
+		if !g.retry || s.aborted || s.expired {
+			break
+		}
+		g.retry, g.halted = false, false
+		if !s.sleepInterval(ctx, t, g.interval) {
+			break
+		}
+		g.retries++
+		t.Notes = append(t.Notes, fmt.Sprintf("RetryStepGroup: run %d", g.retries+1))
+		t.Children = childTree(n, t.Path) // fresh node executions (spec 5.7 Decision)
+		data["steps"] = map[string]any{}
+		t.Status = status.Running
+	}
+	if g.undo && len(n.Rollback) > 0 && !s.aborted && !s.expired {
+		s.runRollback(ctx, n.Rollback, t.Children[len(t.Children)-1], fqn, data)
+	}
 	st := rollupChildren(t.Children)
 	data["status"] = string(st)
 	s.end(ctx, t, st, nil)
 }
 
+// sleepInterval waits before a retry, showing TIMED_WAITING; false means the stage stopped.
+func (s *stageRun) sleepInterval(ctx workflow.Context, t *Node, interval string) bool {
+	if interval == "" {
+		return true
+	}
+	d, err := duration.Parse(interval)
+	if err != nil {
+		d = 0
+	}
+	prev := t.Status
+	t.Status = status.TimedWaiting
+	err = workflow.Sleep(ctx, d)
+	t.Status = prev
+	return err == nil
+}
+
 // end records a node's final status and updates the stage's currentStatus (spec 4.3).
 func (s *stageRun) end(ctx workflow.Context, t *Node, st status.Status, f *activities.Failure) {
 	now := workflow.Now(ctx)
-	t.Status, t.EndedAt, t.Failure = st, &now, f
+	t.Status, t.EndedAt, t.Failure, t.Actions = st, &now, f, nil
 	s.terminal = append(s.terminal, st)
-	s.data["currentStatus"] = string(status.Rollup(s.terminal))
+	cur := string(status.Rollup(s.terminal))
+	s.data["currentStatus"], s.data["liveStatus"] = cur, cur
 }

@@ -24,35 +24,63 @@ const DefaultStepTimeout = 10 * time.Hour
 // enforces the step timeout itself (category Timeout); Temporal's only catches hung workers.
 const infraGrace = time.Minute
 
-// runStep resolves a step's parameters, runs it and records status, outputs and context data.
-func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn string, container map[string]any) {
+// runStep runs a step until its outcome is final: an attempt, then, on failure, the failure
+// strategy's action (spec 5.5), which may run it again.
+func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn string, container map[string]any, fr *frame) {
 	data := map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type, "status": string(status.Running), "retryCount": 0}
 	container[n.ID] = data
-	t.Attempts = 1
-	fail := func(st status.Status, f *activities.Failure) {
-		data["status"] = string(st)
-		s.end(ctx, t, st, f)
+	d := &dispatcher{s: s, ctx: ctx, n: n, t: t, fr: fr, data: data}
+	for {
+		t.Attempts++
+		st, f := s.attempt(ctx, n, t, fqn, data)
+		switch {
+		case st == status.Succeeded:
+			d.finish(status.Succeeded, nil)
+			return
+		case s.expired:
+			d.finish(status.Expired, &activities.Failure{Category: activities.Timeout, Message: "expired: an enclosing stage or pipeline timed out"})
+			return
+		case st == status.Aborted || s.aborted:
+			s.aborted = true
+			d.finish(status.Aborted, nil)
+			return
+		}
+		t.Status, t.Failure = st, f
+		if !d.handle(st, f, n.OnFailure[string(f.Category)], false) {
+			return
+		}
 	}
+}
+
+// attempt resolves a step's parameters and runs it once. It returns SUCCEEDED, or the broke
+// status and failure, or ABORTED when cancelled.
+func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn string, data map[string]any) (status.Status, *activities.Failure) {
+	t.Status = status.Running
 	scope := expressions.NewScope(s.root, fqn)
-	opts := unresolvedMode(n.Unresolved)
 	timeout, err := stepTimeout(n, scope)
 	if err != nil {
-		fail(status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
-		return
+		return status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
 	}
-	spec, err := renderSpec(n.Spec, scope, opts, "", deferredField(n.Type))
+	spec, err := renderSpec(n.Spec, scope, unresolvedMode(n.Unresolved), "", deferredField(n.Type))
 	if err != nil {
-		fail(status.Failed, &activities.Failure{Category: activities.Unknown, Message: "resolve spec: " + err.Error()})
-		return
+		return status.Failed, &activities.Failure{Category: activities.Unknown, Message: "resolve spec: " + err.Error()}
 	}
 	data["spec"] = specView(spec)
+	delete(data, "output")
+	t.Outputs = nil
+
+	actx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	r := &runningStep{cancel: cancel, stepType: n.Type}
+	s.running[t.Path] = r
+	defer delete(s.running, t.Path)
 
 	var outputs map[string]any
 	var failure *activities.Failure
 	if n.Type == "Wait" {
-		failure = s.wait(ctx, t, spec)
+		failure = s.wait(actx, t, spec)
 	} else {
-		outputs, failure = s.callActivity(ctx, n, t, spec, timeout)
+		outputs, failure = s.callActivity(actx, n, t, spec, timeout)
 		if failure == nil && n.Type == "Http" {
 			outputs, failure = httpOutcome(n, spec, outputs, s.root, fqn)
 		}
@@ -61,18 +89,27 @@ func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		data["output"] = outputs
 		t.Outputs = outputs
 	}
+	if failure != nil && failure.Category == aborted && r.decision != "" {
+		// A user marked the running step (spec 3.4, 15.5).
+		t.Notes = append(t.Notes, fmt.Sprintf("%s by %s while running", r.decision, r.user))
+		if r.decision == "MarkAsSuccess" {
+			return status.Succeeded, nil
+		}
+		return status.Failed, &activities.Failure{Category: activities.UserMarkedFailure, Message: "marked as failed by " + r.user}
+	}
 	switch {
 	case failure == nil:
-		data["status"] = string(status.Succeeded)
-		s.end(ctx, t, status.Succeeded, nil)
-	case failure.Category == "aborted":
-		fail(status.Aborted, nil)
+		return status.Succeeded, nil
+	case failure.Category == aborted:
+		return status.Aborted, nil
 	case failure.Category == activities.Timeout:
-		fail(status.Expired, failure)
-	default:
-		fail(status.Failed, failure)
+		return status.Expired, failure
 	}
+	return status.Failed, failure
 }
+
+// aborted is the pseudo-category of a cancelled step.
+const aborted activities.Category = "aborted"
 
 func stepTimeout(n *plan.Node, scope *expressions.Scope) (time.Duration, error) {
 	if n.Timeout == "" {
@@ -99,7 +136,7 @@ func deferredField(stepType string) func(string) bool {
 	}
 }
 
-// callActivity runs a step activity; the returned failure's category "aborted" means cancelled.
+// callActivity runs a step activity; a failure of category aborted means it was cancelled.
 func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *activities.Failure) {
 	raw, err := json.Marshal(spec)
 	if err != nil {
@@ -127,7 +164,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	if err != nil {
 		var canceled *temporal.CanceledError
 		if errors.As(err, &canceled) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
-			return nil, &activities.Failure{Category: "aborted", Message: "aborted"}
+			return nil, &activities.Failure{Category: aborted, Message: "aborted"}
 		}
 		return nil, activities.Classify(err)
 	}
@@ -144,7 +181,7 @@ func (s *stageRun) wait(ctx workflow.Context, t *Node, spec any) *activities.Fai
 	}
 	t.Status = status.WaitStepRunning
 	if err := workflow.Sleep(ctx, d); err != nil {
-		return &activities.Failure{Category: "aborted", Message: "aborted"}
+		return &activities.Failure{Category: aborted, Message: "aborted"}
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 // Package compile turns a validated, input-merged pipeline into a plan.Plan: conditions compiled
-// per spec 4.2, step specs reduced to plain value trees, and step types checked against what the
-// engine can run.
+// per spec 4.2, failure strategies overlaid per step (spec 5.4), step specs reduced to plain value
+// trees, and step types checked against what the engine can run.
 package compile
 
 import (
@@ -31,10 +31,6 @@ func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
 		Tags:        p.Tags,
 		Timeout:     p.Timeout,
 		Variables:   variables(p.Variables),
-	}
-	if p.Timeout != "" {
-		c.diags.Warnf(pipeline.NodePos(c.file, p.Node), "timeout-not-enforced",
-			"the pipeline timeout is not enforced by this version of the engine yet (step timeouts are enforced)")
 	}
 	if p.FlowControl != nil && len(p.FlowControl.Barriers) > 0 {
 		c.diags.Errorf(pipeline.NodePos(c.file, p.FlowControl.Node), "not-runnable",
@@ -72,11 +68,7 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 		return n
 	}
 	s := e.Stage
-	c.unsupported(s.Identifier, s.Strategy, s.FailureStrategies)
-	if s.Timeout != "" {
-		c.diags.Warnf(pipeline.NodePos(c.file, s.Node), "timeout-not-enforced",
-			"stage %q has a timeout, which this version of the engine does not enforce yet (step timeouts are enforced)", s.Identifier)
-	}
+	c.unsupported(s.Identifier, s.Strategy)
 	n := &plan.Node{
 		Kind: plan.KindStage, ID: s.Identifier, Name: s.Name, Type: s.Type,
 		Description: s.Description, Tags: s.Tags, Timeout: s.Timeout,
@@ -84,50 +76,59 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 		When:      c.stageWhen(s.When),
 	}
 	if s.StageSpec != nil && s.StageSpec.Execution != nil {
-		n.Children = c.steps(s.StageSpec.Execution.Steps, false)
-		n.Rollback = c.steps(s.StageSpec.Execution.RollbackSteps, true)
+		// Rollback steps do not inherit the stage's failure strategies (spec 5.4).
+		n.Children = c.steps(s.StageSpec.Execution.Steps, false, c.level(s.FailureStrategies, ""))
+		n.Rollback = c.steps(s.StageSpec.Execution.RollbackSteps, true, nil)
 	}
 	return n
 }
 
-func (c *compiler) steps(list []pipeline.StepElement, rollback bool) []*plan.Node {
+// steps compiles a steps list; inherited is the failure strategy its steps inherit.
+func (c *compiler) steps(list []pipeline.StepElement, rollback bool, inherited map[string]*plan.Action) []*plan.Node {
 	var out []*plan.Node
 	for i := range list {
-		out = append(out, c.stepElement(&list[i], rollback))
+		out = append(out, c.stepElement(&list[i], rollback, inherited))
 	}
 	return out
 }
 
-func (c *compiler) stepElement(e *pipeline.StepElement, rollback bool) *plan.Node {
+func (c *compiler) stepElement(e *pipeline.StepElement, rollback bool, inherited map[string]*plan.Action) *plan.Node {
 	switch {
 	case e.Step != nil:
-		return c.step(e.Step, rollback)
+		return c.step(e.Step, rollback, inherited)
 	case e.StepGroup != nil:
 		g := e.StepGroup
-		c.unsupported(g.Identifier, g.Strategy, g.FailureStrategies)
+		c.unsupported(g.Identifier, g.Strategy)
+		inner := overlay(inherited, c.level(g.FailureStrategies, g.Identifier))
+		// A group's own rollback steps inherit only when the group sits in a rollback tree.
+		var rb map[string]*plan.Action
+		if rollback {
+			rb = inner
+		}
 		return &plan.Node{
 			Kind: plan.KindGroup, ID: g.Identifier, Name: g.Name, Description: g.Description,
 			Variables: variables(g.Variables),
 			When:      c.stepWhen(g.When, rollback),
-			Children:  c.steps(g.Steps, rollback),
-			Rollback:  c.steps(g.RollbackSteps, true),
+			Children:  c.steps(g.Steps, rollback, inner),
+			Rollback:  c.steps(g.RollbackSteps, true, rb),
 		}
 	default:
 		n := &plan.Node{Kind: plan.KindParallel}
 		for i := range e.Parallel {
-			n.Children = append(n.Children, c.stepElement(&e.Parallel[i], rollback))
+			n.Children = append(n.Children, c.stepElement(&e.Parallel[i], rollback, inherited))
 		}
 		return n
 	}
 }
 
-func (c *compiler) step(s *pipeline.Step, rollback bool) *plan.Node {
-	c.unsupported(s.Identifier, s.Strategy, s.FailureStrategies)
+func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*plan.Action) *plan.Node {
+	c.unsupported(s.Identifier, s.Strategy)
 	n := &plan.Node{
 		Kind: plan.KindStep, ID: s.Identifier, Name: s.Name, Type: s.Type,
 		Description: s.Description, Timeout: s.Timeout,
-		When: c.stepWhen(s.When, rollback),
-		Spec: Value(s.Spec),
+		When:      c.stepWhen(s.When, rollback),
+		Spec:      Value(s.Spec),
+		OnFailure: overlay(inherited, c.level(s.FailureStrategies, "")),
 	}
 	if e, ok := steps.Lookup(s.Type); ok {
 		n.Unresolved = e.Unresolved
@@ -142,16 +143,11 @@ func (c *compiler) step(s *pipeline.Step, rollback bool) *plan.Node {
 
 // unsupported refuses the node features the engine does not execute yet, rather than run a
 // pipeline without them.
-func (c *compiler) unsupported(id string, strategy, failure *yaml.Node) {
+func (c *compiler) unsupported(id string, strategy *yaml.Node) {
 	if strategy != nil {
 		c.diags.Errorf(pipeline.NodePos(c.file, strategy), "not-runnable",
 			"%q has a looping strategy, which this version of the engine validates but cannot run yet", id).
 			SetHint("remove the strategy to run the node once")
-	}
-	if failure != nil {
-		c.diags.Errorf(pipeline.NodePos(c.file, failure), "not-runnable",
-			"%q has failure strategies, which this version of the engine validates but cannot run yet", id).
-			SetHint("remove failureStrategies; without them a failure fails the stage (spec 5.5)")
 	}
 }
 
