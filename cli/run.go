@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -51,43 +52,21 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 				fmt.Fprint(cmd.ErrOrStderr(), r.Diags.Render(r.Sources))
 				return &exitError{code: ExitInvalid, err: fmt.Errorf("%s is invalid; nothing was started", args[0])}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			log := newLogger(verbose)
-			e, err := connect(ctx, conn, true, log)
+			e, err := connect(cmd.Context(), conn, true, log)
 			if err != nil {
 				return usageErr("%v", err)
 			}
 			defer e.close()
-			exec, err := e.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL", User: currentUser()},
+			exec, err := e.starter.Start(cmd.Context(), r.Plan, workflows.Trigger{Type: "MANUAL", User: currentUser()},
 				workflows.Settings{HeartbeatTimeout: hbt})
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			w := &watcher{out: cmd.OutOrStdout(), e: e, id: exec.ID, logs: showLogs, seen: map[string]status.Status{}, offsets: map[string]int64{}}
 			if output == "text" {
-				fmt.Fprintf(w.out, "pipeline %s #%d: execution %s\n", r.Plan.Name, exec.SequenceID, exec.ID)
+				fmt.Fprintf(cmd.OutOrStdout(), "pipeline %s #%d: ", r.Plan.Name, exec.SequenceID)
 			}
-			res, err := w.follow(ctx, output == "text")
-			if err != nil {
-				if ctx.Err() != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "gantry: stopped following %s; it continues when a worker runs again (gantry server, or gantry run on %s)\n", exec.ID, conn.dataDir)
-					return &exitError{code: ExitInvalid}
-				}
-				return usageErr("%v", err)
-			}
-			if output == "json" {
-				if err := writeJSON(w.out, exec.ID, res); err != nil {
-					return err
-				}
-			} else {
-				fmt.Fprintln(w.out)
-				printTree(w.out, res.Tree)
-			}
-			if !res.Status.Positive() {
-				return &exitError{code: ExitInvalid}
-			}
-			return nil
+			return follow(cmd, e, exec, output, showLogs, conn.dataDir)
 		},
 	}
 	cmd.Flags().StringArrayVar(&opts.InputSets, "input-set", nil, "input set or overlay file to merge (repeatable, in precedence order)")
@@ -98,6 +77,36 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 	cmd.Flags().DurationVar(&hbt, "heartbeat-timeout", workflows.DefaultSettings.HeartbeatTimeout, "how long a step may go without a heartbeat before its worker counts as lost")
 	conn.add(cmd)
 	return cmd
+}
+
+// follow watches an execution to its end and prints it; the exit code says how it ended.
+func follow(cmd *cobra.Command, e *engine, exec starter.Execution, output string, showLogs bool, dataDir string) error {
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	w := &watcher{out: cmd.OutOrStdout(), e: e, id: exec.ID, logs: showLogs, seen: map[string]status.Status{}, offsets: map[string]int64{}}
+	if output == "text" {
+		fmt.Fprintf(w.out, "execution %s\n", exec.ID)
+	}
+	res, err := w.follow(ctx, output == "text")
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "gantry: stopped following %s; it continues when a worker runs again (gantry server, or any gantry command on %s); stop it with gantry abort %s\n", exec.ID, dataDir, exec.ID)
+			return &exitError{code: ExitInvalid}
+		}
+		return usageErr("%v", err)
+	}
+	if output == "json" {
+		if err := writeJSON(w.out, exec.ID, res); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(w.out)
+		printTree(w.out, res.Tree)
+	}
+	if !res.Status.Positive() {
+		return &exitError{code: ExitInvalid}
+	}
+	return nil
 }
 
 func currentUser() string {
@@ -232,6 +241,19 @@ func detail(n *workflows.Node) string {
 	if n.Failure != nil {
 		parts = append(parts, fmt.Sprintf("%s: %s", n.Failure.Category, n.Failure.Message))
 	}
+	if len(n.Notes) > 0 {
+		parts = append(parts, "["+strings.Join(n.Notes, "; ")+"]")
+	}
+	if len(n.Actions) > 0 {
+		parts = append(parts, "waiting for: gantry intervene EXECUTION "+n.Path+" --action "+strings.Join(n.Actions, "|"))
+	}
+	if n.Abort != nil {
+		a := "aborted by " + n.Abort.By
+		if n.Abort.Reason != "" {
+			a += ": " + n.Abort.Reason
+		}
+		parts = append(parts, a)
+	}
 	return strings.Join(parts, "  ")
 }
 
@@ -265,7 +287,7 @@ func writeJSON(out io.Writer, id string, res *workflows.PipelineResult) error {
 		Nodes       []jsonNode `json:"nodes"`
 	}{ExecutionID: id, Status: string(res.Status), Nodes: []jsonNode{}}
 	res.Tree.Walk(func(n *workflows.Node) {
-		if n.Kind == "pipeline" || n.Kind == "parallel" {
+		if n.Kind == "pipeline" || n.Kind == "parallel" || n.Kind == "rollback" {
 			return
 		}
 		typ := n.Type

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/gantry-cd/gantry/plan"
@@ -43,6 +44,10 @@ type Execution struct {
 
 // Start starts a pipeline execution of a compiled plan.
 func (s *Starter) Start(ctx context.Context, p *plan.Plan, trig workflows.Trigger, set workflows.Settings) (Execution, error) {
+	return s.start(ctx, p, trig, set, nil)
+}
+
+func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigger, set workflows.Settings, resume *workflows.Resume) (Execution, error) {
 	if trig.Type == "" {
 		trig.Type = "MANUAL"
 	}
@@ -65,7 +70,7 @@ func (s *Starter) Start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 		StaticDetails: details(p),
 	}
 	run, err := s.Client.ExecuteWorkflow(ctx, opts, workflows.PipelineName, workflows.PipelineInput{
-		Plan: p, SequenceID: seq, Trigger: trig, Settings: set,
+		Plan: p, SequenceID: seq, Trigger: trig, Settings: set, Resume: resume,
 	})
 	if err != nil {
 		return Execution{}, fmt.Errorf("start pipeline %s: %w", p.Identifier, err)
@@ -133,13 +138,36 @@ func (s *Starter) Tree(ctx context.Context, executionID string) (*workflows.Node
 		if n.Kind != "stage" || n.Status.Final() || n.Status == status.NotStarted {
 			return
 		}
+		id := executionID + "/" + n.ID
+		if strings.HasPrefix(n.Path, "pipelineRollback.") {
+			id = executionID + "/pipelineRollback/" + n.ID
+		}
 		var st *workflows.Node
 		// A stage child that has not started yet or just closed has nothing better to show.
-		if query(ctx, s.Client, executionID+"/"+n.ID, &st) == nil && st != nil {
+		if query(ctx, s.Client, id, &st) == nil && st != nil {
 			*n = *st
 		}
 	})
+	liveStatus(tree)
 	return tree, nil
+}
+
+// liveStatus sets each running container's status to the live roll-up of its children (spec
+// 3.3 over all children), so a node waiting deep inside shows on its stage and pipeline.
+func liveStatus(n *workflows.Node) status.Status {
+	if len(n.Children) == 0 || n.Status.Final() || n.Status == status.NotStarted {
+		return n.Status
+	}
+	var live []status.Status
+	for _, c := range n.Children {
+		if st := liveStatus(c); st != status.NotStarted {
+			live = append(live, st)
+		}
+	}
+	if st := status.Rollup(live); !st.Final() {
+		n.Status = st
+	}
+	return n.Status
 }
 
 func query(ctx context.Context, c client.Client, id string, out **workflows.Node) error {
@@ -225,4 +253,148 @@ func notFound(id string, err error) error {
 		return fmt.Errorf("execution %s not found (list executions with `gantry list`)", id)
 	}
 	return fmt.Errorf("execution %s: %w", id, err)
+}
+
+// Abort asks an execution to stop through the abort update: running steps are cancelled and
+// their processes killed, nothing else starts, and the tree records who aborted.
+func (s *Starter) Abort(ctx context.Context, executionID, user, reason string) error {
+	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   executionID,
+		UpdateName:   workflows.UpdateAbort,
+		Args:         []any{workflows.AbortRequest{User: user, Reason: reason}},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return updateErr(executionID, err)
+	}
+	return h.Get(ctx, nil)
+}
+
+// Intervene sends a user's decision on a node to the stage workflow that owns it. Invalid
+// requests are rejected by the workflow's validator with the reason.
+func (s *Starter) Intervene(ctx context.Context, executionID string, req workflows.InterventionRequest) (string, error) {
+	stage, _, _ := strings.Cut(req.Path, ".")
+	if strings.HasPrefix(req.Path, "pipelineRollback.") {
+		rest := strings.TrimPrefix(req.Path, "pipelineRollback.")
+		st, _, _ := strings.Cut(rest, ".")
+		stage = "pipelineRollback/" + st
+	}
+	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   executionID + "/" + stage,
+		UpdateName:   workflows.UpdateIntervene,
+		Args:         []any{req},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return "", updateErr(executionID+"/"+stage, err)
+	}
+	var msg string
+	if err := h.Get(ctx, &msg); err != nil {
+		return "", fmt.Errorf("%s: %w", req.Path, unwrapApp(err))
+	}
+	return msg, nil
+}
+
+func updateErr(id string, err error) error {
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return fmt.Errorf("%s is not running (finished, or no such execution or stage)", id)
+	}
+	return fmt.Errorf("%s: %w", id, unwrapApp(err))
+}
+
+// unwrapApp returns the message of an application error (a validator's reason) without the
+// SDK's wrapping.
+func unwrapApp(err error) error {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return errors.New(app.Message())
+	}
+	return err
+}
+
+// Input returns the input an execution was started with (its plan, trigger and settings).
+func (s *Starter) Input(ctx context.Context, executionID string) (*workflows.PipelineInput, error) {
+	iter := s.Client.GetWorkflowHistory(ctx, executionID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !iter.HasNext() {
+		return nil, fmt.Errorf("execution %s has no history", executionID)
+	}
+	ev, err := iter.Next()
+	if err != nil {
+		return nil, notFound(executionID, err)
+	}
+	attrs := ev.GetWorkflowExecutionStartedEventAttributes()
+	if attrs == nil || attrs.GetWorkflowType().GetName() != workflows.PipelineName {
+		return nil, fmt.Errorf("%s is not a pipeline execution", executionID)
+	}
+	var in workflows.PipelineInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in); err != nil {
+		return nil, fmt.Errorf("read the input of %s: %w", executionID, err)
+	}
+	return &in, nil
+}
+
+// Rerun starts a fresh execution of the same plan and inputs as an earlier one.
+func (s *Starter) Rerun(ctx context.Context, executionID string, trig workflows.Trigger) (Execution, error) {
+	in, err := s.Input(ctx, executionID)
+	if err != nil {
+		return Execution{}, err
+	}
+	return s.start(ctx, in.Plan, trig, in.Settings, nil)
+}
+
+// Retry starts a new execution of a failed one that skips the stages before fromStage and
+// carries their statuses and outputs forward (spec 14). fromStage "" picks the first stage
+// that did not succeed.
+func (s *Starter) Retry(ctx context.Context, executionID, fromStage string, trig workflows.Trigger) (Execution, error) {
+	in, err := s.Input(ctx, executionID)
+	if err != nil {
+		return Execution{}, err
+	}
+	res, err := s.Result(ctx, executionID)
+	if err != nil {
+		return Execution{}, err
+	}
+	switch res.Status {
+	case status.Failed, status.Aborted, status.Expired, status.ApprovalRejected, status.FreezeFailed, status.Errored:
+	default:
+		return Execution{}, fmt.Errorf("execution %s ended %s; only failed, aborted or expired executions can be retried (use rerun)", executionID, res.Status)
+	}
+	if res.Tree == nil {
+		return Execution{}, fmt.Errorf("execution %s has no recorded stages to resume from", executionID)
+	}
+	var order []string
+	plan.Walk(in.Plan.Stages, nil, func(n *plan.Node, _ []string) {
+		if n.Kind == plan.KindStage {
+			order = append(order, n.ID)
+		}
+	})
+	if fromStage == "" {
+		for _, id := range order {
+			if n := res.Tree.Find(id); n == nil || !n.Status.Positive() {
+				fromStage = id
+				break
+			}
+		}
+	}
+	known := false
+	for _, id := range order {
+		known = known || id == fromStage
+	}
+	if !known {
+		return Execution{}, fmt.Errorf("pipeline %s has no stage %q; stages: %s", in.Plan.Identifier, fromStage, strings.Join(order, ", "))
+	}
+	root := executionID
+	if in.Resume != nil {
+		root = in.Resume.RootExecutionID
+	}
+	resume := &workflows.Resume{RootExecutionID: root, FromStage: fromStage, Stages: map[string]workflows.StageCopy{}}
+	for _, id := range order {
+		n := res.Tree.Find(id)
+		d, _ := res.Stages[id].(map[string]any)
+		if n != nil {
+			resume.Stages[id] = workflows.StageCopy{Tree: n, Data: d}
+		}
+	}
+	return s.start(ctx, in.Plan, trig, in.Settings, resume)
 }

@@ -94,8 +94,10 @@ type Settings struct {
 	InfraAttempts int32 `json:"infraAttempts"`
 }
 
-// DefaultSettings are used for zero fields.
-var DefaultSettings = Settings{HeartbeatTimeout: 30 * time.Second, InfraAttempts: 5}
+// DefaultSettings are used for zero fields. A step's cancellation (abort) reaches its worker
+// with the next heartbeat, which the SDK sends at most every 80% of the heartbeat timeout: 4 s
+// keeps an abort under about 3 s.
+var DefaultSettings = Settings{HeartbeatTimeout: 4 * time.Second, InfraAttempts: 5}
 
 // Trigger says who or what started an execution.
 type Trigger struct {
@@ -109,12 +111,32 @@ type PipelineInput struct {
 	SequenceID int64      `json:"sequenceId"`
 	Trigger    Trigger    `json:"trigger"`
 	Settings   Settings   `json:"settings"`
+	// Resume makes this execution a retry of an earlier one (spec 14).
+	Resume *Resume `json:"resume,omitempty"`
+}
+
+// Resume carries the stages a retried execution does not run again.
+type Resume struct {
+	// RootExecutionID is the first execution of the retry chain (<+pipeline.resumedExecutionId>).
+	RootExecutionID string `json:"rootExecutionId"`
+	// FromStage is the stage the retry starts from; the stage elements before it are copied.
+	FromStage string `json:"fromStage"`
+	// Stages holds the copied stages' trees and expression data, by stage identifier.
+	Stages map[string]StageCopy `json:"stages"`
+}
+
+// StageCopy is one stage carried over from an earlier execution.
+type StageCopy struct {
+	Tree *Node          `json:"tree"`
+	Data map[string]any `json:"data"`
 }
 
 // PipelineResult is the pipeline workflow's result.
 type PipelineResult struct {
 	Status status.Status `json:"status"`
 	Tree   *Node         `json:"tree"`
+	// Stages is the stages' expression data (statuses, variables, outputs), for retries.
+	Stages map[string]any `json:"stages,omitempty"`
 }
 
 // StageInput is the stage child workflow's input: the stage's plan and the execution context

@@ -44,9 +44,17 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 			return &PipelineResult{Status: p.tree.Status, Tree: p.tree}, nil
 		}
 	}
+	resuming := in.Resume != nil
 	for i, n := range in.Plan.Stages {
 		if p.stopped(body) || p.rollback {
 			break // a pipeline rollback replaces normal progression (spec 5.10.3)
+		}
+		if resuming && containsStage(n, in.Resume.FromStage) {
+			resuming = false
+		}
+		if resuming {
+			p.copyElement(n, p.tree.Children[i])
+			continue
 		}
 		p.runElement(body, n, p.tree.Children[i])
 	}
@@ -62,7 +70,40 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 		st = status.Aborted
 	}
 	p.finish(final, st)
-	return &PipelineResult{Status: p.tree.Status, Tree: p.tree}, nil
+	return &PipelineResult{Status: p.tree.Status, Tree: p.tree, Stages: child(p.data, "stages")}, nil
+}
+
+// containsStage reports whether a stage element is, or holds, stage id.
+func containsStage(n *plan.Node, id string) bool {
+	if n.ID == id {
+		return true
+	}
+	for _, c := range n.Children {
+		if c.Kind != plan.KindStep && c.Kind != plan.KindGroup && containsStage(c, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// copyElement carries a stage element of the resumed execution over: its statuses and outputs
+// stay readable by expressions, and it does not run again (spec 14).
+func (p *pipelineRun) copyElement(n *plan.Node, t *Node) {
+	if n.Kind == plan.KindParallel {
+		for i, c := range n.Children {
+			p.copyElement(c, t.Children[i])
+		}
+		t.Status = rollupChildren(t.Children)
+		return
+	}
+	c, ok := p.in.Resume.Stages[n.ID]
+	if !ok || c.Tree == nil {
+		return
+	}
+	*t = *c.Tree
+	t.Notes = append(t.Notes, "copied from the resumed execution")
+	child(p.data, "stages")[n.ID] = c.Data
+	p.ended(t.Status)
 }
 
 type pipelineRun struct {
@@ -98,6 +139,9 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 		"startTs": now.UnixMilli(), "status": string(status.Running), "currentStatus": string(status.Succeeded),
 		"liveStatus": string(status.Succeeded), "triggerType": in.Trigger.Type, "triggeredBy": map[string]any{"name": in.Trigger.User},
 		"variables": map[string]any{}, "stages": map[string]any{},
+	}
+	if in.Resume != nil {
+		data["resumedExecutionId"] = in.Resume.RootExecutionID
 	}
 	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now}
 	tree.Children = newTree(pl.Stages, "")

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -37,7 +38,7 @@ type stageRun struct {
 	data     map[string]any // this stage's node in root
 	tree     *Node
 	fqn      string // pipeline.stages.<id>
-	terminal []status.Status
+	terminal []ended // terminal nodes so far, for currentStatus (spec 4.3)
 
 	forward          *frame // the execution steps; halted when progression must stop
 	cancelBody       workflow.CancelFunc
@@ -289,6 +290,7 @@ func (s *stageRun) runGroup(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 		g.retries++
 		t.Notes = append(t.Notes, fmt.Sprintf("RetryStepGroup: run %d", g.retries+1))
 		t.Children = childTree(n, t.Path) // fresh node executions (spec 5.7 Decision)
+		s.forget(t.Path)
 		data["steps"] = map[string]any{}
 		t.Status = status.Running
 	}
@@ -316,11 +318,37 @@ func (s *stageRun) sleepInterval(ctx workflow.Context, t *Node, interval string)
 	return err == nil
 }
 
+// ended is a terminal node.
+type ended struct {
+	path   string
+	status status.Status
+}
+
 // end records a node's final status and updates the stage's currentStatus (spec 4.3).
 func (s *stageRun) end(ctx workflow.Context, t *Node, st status.Status, f *activities.Failure) {
 	now := workflow.Now(ctx)
 	t.Status, t.EndedAt, t.Failure, t.Actions = st, &now, f, nil
-	s.terminal = append(s.terminal, st)
-	cur := string(status.Rollup(s.terminal))
+	s.terminal = append(s.terminal, ended{t.Path, st})
+	s.updateCurrent()
+}
+
+// forget drops the terminal nodes below a path: a group that runs again starts fresh.
+func (s *stageRun) forget(prefix string) {
+	kept := s.terminal[:0]
+	for _, e := range s.terminal {
+		if !strings.HasPrefix(e.path, prefix+".") {
+			kept = append(kept, e)
+		}
+	}
+	s.terminal = kept
+	s.updateCurrent()
+}
+
+func (s *stageRun) updateCurrent() {
+	list := make([]status.Status, len(s.terminal))
+	for i, e := range s.terminal {
+		list[i] = e.status
+	}
+	cur := string(status.Rollup(list))
 	s.data["currentStatus"], s.data["liveStatus"] = cur, cur
 }

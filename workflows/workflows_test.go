@@ -55,6 +55,19 @@ func TestConformanceProgression(t *testing.T) {
 	}
 }
 
+func TestConformanceConditionsAndFailures(t *testing.T) {
+	cases := append(conformance.Conditions(), conformance.Failures(t.TempDir())...)
+	for _, c := range cases {
+		if len(c.Interventions) > 0 {
+			continue // needs a user: end to end only (e2e)
+		}
+		t.Run(c.ID, func(t *testing.T) {
+			res := run(t, compile(t, c.ID+".yaml", c.YAML))
+			conformance.Verify(t, res.Tree, c)
+		})
+	}
+}
+
 func TestOutputsFlowBetweenStepsAndStages(t *testing.T) {
 	src := `pipeline:
   name: outputs

@@ -20,6 +20,21 @@ type Case struct {
 	// Want maps node paths ("" for the pipeline) to their final status; NOT_STARTED means the
 	// node was never visited.
 	Want map[string]status.Status
+	// Outputs maps a step path to the outputVariables it must end with.
+	Outputs map[string]map[string]any
+	// Order lists node paths that must have started in this order.
+	Order []string
+	// Attempts maps step paths to their attempt counts.
+	Attempts map[string]int
+	// Interventions are user decisions the runner sends once the node reaches When.
+	Interventions []Intervention
+}
+
+// Intervention is one user decision in a case.
+type Intervention struct {
+	Path   string
+	When   status.Status
+	Action string
 }
 
 // Step fragments of spec 16's notation.
@@ -29,10 +44,16 @@ func sleep(id string, secs int) string {
 	return script(id, fmt.Sprintf("sleep %d", secs), "")
 }
 
-func script(id, body, when string) string {
-	s := fmt.Sprintf(`{step: {type: ShellScript, name: %s, identifier: %s, timeout: 1m, spec: {shell: Bash, source: {type: Inline, spec: {script: %q}}}`, id, id, body)
+func script(id, body, when string) string { return step(id, body, "1m", when, "") }
+
+// step is a ShellScript step with a timeout, a when and failure strategies (YAML flow text).
+func step(id, body, timeout, when, failure string) string {
+	s := fmt.Sprintf(`{step: {type: ShellScript, name: %s, identifier: %s, timeout: %s, spec: {shell: Bash, source: {type: Inline, spec: {script: %q}}}`, id, id, timeout, body)
 	if when != "" {
 		s += ", when: " + when
+	}
+	if failure != "" {
+		s += ", failureStrategies: " + failure
 	}
 	return s + "}}"
 }
@@ -115,4 +136,40 @@ func sortedPaths(m map[string]status.Status) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Verify checks a final tree against everything a case expects.
+func Verify(t testing.TB, tree *workflows.Node, c Case) {
+	t.Helper()
+	Check(t, tree, c.Want)
+	for path, want := range c.Attempts {
+		if n := tree.Find(path); n == nil || n.Attempts != want {
+			t.Errorf("node %q: attempts %v, want %d", path, attempts(n), want)
+		}
+	}
+	for path, want := range c.Outputs {
+		n := tree.Find(path)
+		var got map[string]any
+		if n != nil {
+			got, _ = n.Outputs["outputVariables"].(map[string]any)
+		}
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("node %q: output %s = %v, want %v", path, k, got[k], v)
+			}
+		}
+	}
+	for i := 1; i < len(c.Order); i++ {
+		a, b := tree.Find(c.Order[i-1]), tree.Find(c.Order[i])
+		if a == nil || b == nil || a.StartedAt == nil || b.StartedAt == nil || b.StartedAt.Before(*a.StartedAt) {
+			t.Errorf("%s must start after %s", c.Order[i], c.Order[i-1])
+		}
+	}
+}
+
+func attempts(n *workflows.Node) any {
+	if n == nil {
+		return "missing"
+	}
+	return n.Attempts
 }
