@@ -5,12 +5,14 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
 	historypb "go.temporal.io/api/history/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -28,17 +30,32 @@ func TestRecordHistories(t *testing.T) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	sources := map[string][]byte{}
 	for _, file := range []string{"02-build-test-deploy.yaml", "03-parallel-stages.yaml", "04-step-groups.yaml", "12-conditional.yaml"} {
 		path := filepath.Join("..", "examples", file)
 		src, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		exec, res := runPlan(t, env.starter, compile(t, path, src, load.Options{}))
+		sources[path] = src
+	}
+	// Failure handling: rollback, retry, step-group rollback, pipeline rollback, timeouts.
+	for _, c := range conformance.Failures(t.TempDir()) {
+		switch c.ID {
+		case "C21", "C26", "C39", "C41", "stage-timeout":
+			sources[c.ID+".yaml"] = []byte(c.YAML)
+		}
+	}
+	for _, path := range sortedKeys(sources) {
+		exec, res := runPlan(t, env.starter, compile(t, path, sources[path], load.Options{}))
 		ids := []string{exec.ID}
 		res.Tree.Walk(func(n *workflows.Node) {
 			if n.Kind == "stage" && n.StartedAt != nil {
-				ids = append(ids, exec.ID+"/"+n.ID)
+				if strings.HasPrefix(n.Path, "pipelineRollback.") {
+					ids = append(ids, exec.ID+"/pipelineRollback/"+n.ID)
+				} else {
+					ids = append(ids, exec.ID+"/"+n.ID)
+				}
 			}
 		})
 		for _, id := range ids {
@@ -47,8 +64,22 @@ func TestRecordHistories(t *testing.T) {
 	}
 }
 
+func sortedKeys(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// writeHistory records an execution's history, keeping a file that exists: histories from
+// older code are what guard in-flight executions.
 func writeHistory(t *testing.T, id, path string) {
 	t.Helper()
+	if _, err := os.Stat(path); err == nil {
+		return
+	}
 	h := &historypb.History{}
 	iter := env.client.GetWorkflowHistory(context.Background(), id, "", false, 0)
 	for iter.HasNext() {

@@ -142,14 +142,14 @@ type PipelineResult struct {
 // StageInput is the stage child workflow's input: the stage's plan and the execution context
 // as it stood when the stage started.
 type StageInput struct {
-	ExecutionID string         `json:"executionId"`
+	ExecutionID string `json:"executionId"`
 	// Mode is ModePipelineRollback when the stage runs only its rollback section as part of a
 	// pipeline rollback; PathPrefix then places its nodes under the pipeline's rollback node.
-	Mode       string `json:"mode,omitempty"`
-	PathPrefix string `json:"pathPrefix,omitempty"`
-	Stage       *plan.Node     `json:"stage"`
-	Context     map[string]any `json:"context"`
-	Settings    Settings       `json:"settings"`
+	Mode       string         `json:"mode,omitempty"`
+	PathPrefix string         `json:"pathPrefix,omitempty"`
+	Stage      *plan.Node     `json:"stage"`
+	Context    map[string]any `json:"context"`
+	Settings   Settings       `json:"settings"`
 }
 
 // StageResult is the stage child workflow's result.

@@ -207,7 +207,7 @@ func (p *pipelineRun) abort(ctx workflow.Context, by, reason string) {
 // stopped reports whether no further stage may start, noticing a cancellation request that
 // came from outside (the Temporal UI or API).
 func (p *pipelineRun) stopped(ctx workflow.Context) bool {
-	if ctx.Err() != nil && !p.aborted && !p.expired {
+	if ctx.Err() != nil && p.tree.Abort == nil && !p.expired {
 		p.aborted = true
 		p.tree.Abort = &Abort{By: "Temporal cancellation request", At: workflow.Now(ctx)}
 	}

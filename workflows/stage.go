@@ -37,15 +37,15 @@ type stageRun struct {
 	root     map[string]any // {"pipeline": ...}: what expressions read
 	data     map[string]any // this stage's node in root
 	tree     *Node
-	fqn      string // pipeline.stages.<id>
+	fqn      string  // pipeline.stages.<id>
 	terminal []ended // terminal nodes so far, for currentStatus (spec 4.3)
 
 	forward          *frame // the execution steps; halted when progression must stop
 	cancelBody       workflow.CancelFunc
-	aborted          bool // an abort: nothing new starts, running steps are cancelled
-	expired          bool // the stage or pipeline timer fired: running nodes end EXPIRED
-	stageRollback    bool // a StageRollback action fired
-	pipelineRollback bool // a PipelineRollback action fired
+	aborted          bool                // an abort: nothing new starts, running steps are cancelled
+	expired          bool                // the stage or pipeline timer fired: running nodes end EXPIRED
+	stageRollback    bool                // a StageRollback action fired
+	pipelineRollback bool                // a PipelineRollback action fired
 	waiting          map[string]*pending // nodes waiting for a user, by path
 	running          map[string]*runningStep
 }

@@ -154,7 +154,7 @@ func Failures(dir string) []Case {
 		{ID: "C35", YAML: pipeline("c35", stage("s1", "", step("a", "exit 1", "1m", "", strategy("AllErrors", manual(short, act("MarkAsSuccess")))), ok("b"))),
 			Want: map[string]status.Status{"s1.a": S, "s1.b": S, "s1": S}},
 		{ID: "C36", YAML: pipeline("c36", stage("s1", "", step("a", "exit 1", "1m", "", strategy("AllErrors", manual("1h", act("Abort")))), ok("b"))),
-			Want: map[string]status.Status{"s1.a": F, "s1.b": K, "s1": F},
+			Want:          map[string]status.Status{"s1.a": F, "s1.b": K, "s1": F},
 			Interventions: []Intervention{{Path: "s1.a", When: status.InterventionWaiting, Action: "MarkAsFailure"}}},
 		{ID: "C37", YAML: pipeline("c37", stage("s1", "", step("a", "sleep 60", short, "", ""), ok("b")), stage("s2", "{pipelineStatus: Failure}", ok("c"))),
 			Want: map[string]status.Status{"s1.a": EX, "s1.b": K, "s1": EX, "s2": S}},
