@@ -76,8 +76,8 @@ type Failure struct {
 	Message  string   `json:"message"`
 }
 
-// Classify turns an activity error into a Failure. Cancellation returns nil: the caller decides
-// what an abort means.
+// Classify turns an activity error into a Failure (callers check for cancellation first: an
+// abort is not a failure).
 func Classify(err error) *Failure {
 	if err == nil {
 		return nil

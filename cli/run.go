@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"os/user"
 	"strings"
 	"syscall"
 	"time"
@@ -113,6 +114,9 @@ func currentUser() string {
 	if u := os.Getenv("USER"); u != "" {
 		return u
 	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
 	return "unknown"
 }
 
@@ -189,7 +193,7 @@ func (w *watcher) print(n *workflows.Node) {
 		return
 	}
 	w.seen[n.Path] = n.Status
-	fmt.Fprintf(w.out, "%s%s %-30s %-12s%s\n", indent(n.Path), symbol(n.Status), n.Path, n.Status, detail(n))
+	fmt.Fprintf(w.out, "%s%s %-30s %-20s %s\n", indent(n.Path), symbol(n.Status), n.Path, n.Status, detail(n))
 }
 
 func (w *watcher) streamLog(path string) {
@@ -245,7 +249,7 @@ func detail(n *workflows.Node) string {
 		parts = append(parts, "["+strings.Join(n.Notes, "; ")+"]")
 	}
 	if len(n.Actions) > 0 {
-		parts = append(parts, "waiting for: gantry intervene EXECUTION "+n.Path+" --action "+strings.Join(n.Actions, "|"))
+		parts = append(parts, "decide with: gantry intervene <execution> "+n.Path+" --action "+strings.Join(n.Actions, "|"))
 	}
 	if n.Abort != nil {
 		a := "aborted by " + n.Abort.By
@@ -267,7 +271,7 @@ func printTree(out io.Writer, tree *workflows.Node) {
 		if n.Kind == "pipeline" || n.Kind == "parallel" {
 			return
 		}
-		fmt.Fprintf(out, "%s%s %-30s %-12s%s\n", indent(n.Path), symbol(n.Status), n.ID, n.Status, detail(n))
+		fmt.Fprintf(out, "%s%s %-30s %-20s %s\n", indent(n.Path), symbol(n.Status), n.ID, n.Status, detail(n))
 	})
 }
 
