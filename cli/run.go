@@ -261,18 +261,25 @@ func detail(n *workflows.Node) string {
 	return strings.Join(parts, "  ")
 }
 
-// printTree prints the final tree, one node per line.
+// printTree prints the final tree, one node per line, indented by depth.
 func printTree(out io.Writer, tree *workflows.Node) {
 	if tree == nil {
 		return
 	}
 	fmt.Fprintf(out, "%s %s %s %s\n", symbol(tree.Status), tree.Name, tree.Status, detail(tree))
-	tree.Walk(func(n *workflows.Node) {
-		if n.Kind == "pipeline" || n.Kind == "parallel" {
-			return
+	var walk func(n *workflows.Node, depth int)
+	walk = func(n *workflows.Node, depth int) {
+		for _, c := range n.Children {
+			if c.Kind == "parallel" {
+				walk(c, depth)
+				continue
+			}
+			pad := strings.Repeat("  ", depth)
+			fmt.Fprintf(out, "%s%s %-*s %-20s %s\n", pad, symbol(c.Status), max(32-len(pad), 1), c.ID, c.Status, detail(c))
+			walk(c, depth+1)
 		}
-		fmt.Fprintf(out, "%s%s %-30s %-20s %s\n", indent(n.Path), symbol(n.Status), n.ID, n.Status, detail(n))
-	})
+	}
+	walk(tree, 1)
 }
 
 // jsonNode is one node of `--output json`; keep this shape stable.

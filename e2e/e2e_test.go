@@ -39,6 +39,8 @@ func TestExamples(t *testing.T) {
 		{"02-build-test-deploy.yaml", load.Options{}},
 		{"03-parallel-stages.yaml", load.Options{}},
 		{"04-step-groups.yaml", load.Options{}},
+		{"05-matrix.yaml", load.Options{}},
+		{"06-repeat.yaml", load.Options{}},
 		{"11-runtime-inputs.yaml", load.Options{InputSets: []string{"../examples/inputsets/prod-hotfix.yaml"}}},
 		{"12-conditional.yaml", load.Options{}},
 	}

@@ -60,7 +60,9 @@ func waitFor(t *testing.T, ctx context.Context, s *starter.Starter, id, path str
 
 func TestConformanceConditionsAndFailures(t *testing.T) {
 	dir := t.TempDir()
-	for _, c := range append(conformance.Conditions(), conformance.Failures(dir)...) {
+	cases := append(conformance.Conditions(), conformance.Failures(dir)...)
+	cases = append(cases, conformance.Loops(t.TempDir())...)
+	for _, c := range cases {
 		t.Run(c.ID, func(t *testing.T) {
 			t.Parallel()
 			conformance.Verify(t, runCase(t, c).Tree, c)

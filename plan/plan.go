@@ -60,9 +60,42 @@ type Node struct {
 	Children []*Node `json:"children,omitempty"`
 	// Rollback are a stage's or group's rollback steps.
 	Rollback []*Node `json:"rollback,omitempty"`
+	// Strategy is the node's looping strategy (spec 6), expanded when the node starts.
+	Strategy *Strategy `json:"strategy,omitempty"`
+	// Postfix is set on an expanded iteration: its identifier is the base identifier + Postfix.
+	Postfix string `json:"postfix,omitempty"`
 	// OnFailure is a step's effective failure strategy (spec 5.4): error category → action,
 	// with stage, step-group and step levels already overlaid.
 	OnFailure map[string]*Action `json:"onFailure,omitempty"`
+}
+
+// Strategy is a looping strategy. Exactly one of Axes, Times/Items or Parallelism is set.
+// Numeric fields stay text: they may be expressions rendered when the loop starts.
+type Strategy struct {
+	// Axes are the matrix axes in expansion order (literal axes, then expression axes, spec
+	// 6.2.1); Values is a list or an expression that renders to one.
+	Axes     []Axis `json:"axes,omitempty"`
+	Exclude  any    `json:"exclude,omitempty"`
+	NodeName string `json:"nodeName,omitempty"`
+
+	Times         string `json:"times,omitempty"`
+	Items         any    `json:"items,omitempty"`
+	Start         string `json:"start,omitempty"`
+	End           string `json:"end,omitempty"`
+	Unit          string `json:"unit,omitempty"`
+	PartitionSize string `json:"partitionSize,omitempty"`
+
+	Parallelism string `json:"parallelism,omitempty"`
+
+	MaxConcurrency string `json:"maxConcurrency,omitempty"`
+	When           string `json:"when,omitempty"`      // strategy.when, evaluated before expansion
+	OnFailure      string `json:"onFailure,omitempty"` // RunAll (default) or SkipQueued
+}
+
+// Axis is one matrix axis.
+type Axis struct {
+	Key    string `json:"key"`
+	Values any    `json:"values"`
 }
 
 // Action is a failure-strategy action (spec 5.3).

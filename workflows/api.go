@@ -219,7 +219,11 @@ func newTree(nodes []*plan.Node, parent string) []*Node {
 			path = join(parent, n.ID)
 		}
 		t := &Node{Path: path, ID: n.ID, Name: n.Name, Kind: string(n.Kind), Type: n.Type, Status: status.NotStarted}
-		t.Children = childTree(n, path)
+		if n.Strategy != nil {
+			t.Kind = "strategy" // its children are the iterations, known when it starts
+		} else {
+			t.Children = childTree(n, path)
+		}
 		out = append(out, t)
 	}
 	return out

@@ -262,11 +262,65 @@ func (p *pipelineRun) runElement(ctx workflow.Context, n *plan.Node, t *Node) {
 }
 
 func (p *pipelineRun) runStage(ctx workflow.Context, n *plan.Node, t *Node) {
+	if n.Strategy != nil {
+		p.runStageLoop(ctx, n, t)
+		return
+	}
+	p.runOneStage(ctx, n, t, p.root)
+}
+
+// runStageLoop runs a looped stage: its iterations run like a parallel block, at most
+// maxConcurrency at once, each a stage workflow of its own (spec 6.5).
+func (p *pipelineRun) runStageLoop(ctx workflow.Context, n *plan.Node, t *Node) {
 	if p.stopped(ctx) || p.rollback {
 		return
 	}
+	now := workflow.Now(ctx)
+	t.Kind, t.Status, t.StartedAt = "strategy", status.Running, &now
+	lp, skip, failure := resolveLoop(n, p.root, "pipeline.stages."+n.ID)
+	end := func(st status.Status) {
+		e := workflow.Now(ctx)
+		t.Status, t.EndedAt = st, &e
+		p.ended(st)
+	}
+	switch {
+	case failure != nil:
+		t.Failure = failure
+		end(status.Failed)
+		return
+	case skip:
+		end(status.Skipped)
+		return
+	}
+	children := make([]*plan.Node, len(lp.iterations))
+	t.Children = make([]*Node, len(lp.iterations))
+	for i, it := range lp.iterations {
+		c := iterationNode(n, it)
+		children[i] = c
+		t.Children[i] = &Node{Path: c.ID, ID: c.ID, Name: c.Name, Kind: string(plan.KindStage), Type: c.Type, Status: status.NotStarted, Children: childTree(c, c.ID)}
+	}
+	total := len(lp.iterations)
+	runIterations(ctx, lp, t.Children,
+		func(ctx workflow.Context) bool { return p.stopped(ctx) || p.rollback },
+		func(i int) {
+			e := workflow.Now(ctx)
+			t.Children[i].Status, t.Children[i].EndedAt = status.Skipped, &e
+		},
+		func(ctx workflow.Context, i int) {
+			p.runOneStage(ctx, children[i], t.Children[i], iterationRoot(p.root, n.ID, lp.iterations[i], total))
+		})
+	end(loopStatus(t.Children))
+}
+
+// runOneStage evaluates a stage's when and runs it; root holds the expression roots (loop
+// roots for an iteration of a looped stage).
+func (p *pipelineRun) runOneStage(ctx workflow.Context, n *plan.Node, t *Node, root map[string]any) {
+	if p.stopped(ctx) || p.rollback {
+		return
+	}
+	loop := n.Postfix != ""
 	stages := child(p.data, "stages")
-	ok, err := evalWhen(p.root, "pipeline.stages."+n.ID, n.When)
+	ok, err := evalWhen(root, "pipeline.stages."+n.ID, n.When)
 	if err != nil || !ok {
 		st := status.Skipped
 		var f *activities.Failure
@@ -276,11 +330,13 @@ func (p *pipelineRun) runStage(ctx workflow.Context, n *plan.Node, t *Node) {
 		now := workflow.Now(ctx)
 		t.Status, t.EndedAt, t.Failure = st, &now, f
 		stages[n.ID] = map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type, "status": string(st)}
-		p.ended(st)
+		if !loop {
+			p.ended(st)
+		}
 		return
 	}
 	p.ran = append(p.ran, n)
-	res := p.execStage(ctx, n, t, StageInput{ExecutionID: p.id, Stage: n, Context: p.root, Settings: p.in.Settings},
+	res := p.execStage(ctx, n, t, StageInput{ExecutionID: p.id, Stage: n, Context: root, Settings: p.in.Settings},
 		p.id+"/"+n.ID, fmt.Sprintf("Stage %s (%s) of %s #%d", n.Name, n.Type, p.in.Plan.Name, p.in.SequenceID))
 	if res.Data != nil {
 		stages[n.ID] = res.Data
@@ -289,7 +345,9 @@ func (p *pipelineRun) runStage(ctx workflow.Context, n *plan.Node, t *Node) {
 	if res.Aborted {
 		p.aborted = true
 	}
-	p.ended(t.Status)
+	if !loop { // iterations count through their strategy node (spec 4.3)
+		p.ended(t.Status)
+	}
 }
 
 // execStage runs a stage child workflow and puts its tree in t.

@@ -48,6 +48,7 @@ type stageRun struct {
 	pipelineRollback bool                // a PipelineRollback action fired
 	waiting          map[string]*pending // nodes waiting for a user, by path
 	running          map[string]*runningStep
+	loopPaths        map[string]bool // paths of loop iterations: not part of currentStatus
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a
@@ -55,12 +56,23 @@ type stageRun struct {
 type frame struct {
 	parent   *frame
 	halted   bool
-	rollback bool       // a rollback section: an unhandled failure stops it (spec 5.10.4)
-	group    *plan.Node // the group this frame runs, nil otherwise
-	retries  int        // RetryStepGroup re-runs done
-	retry    bool       // a step asked for the group to run again
-	interval string     // the wait before that run
-	undo     bool       // a step asked for StepGroupRollback
+	rollback bool           // a rollback section: an unhandled failure stops it (spec 5.10.4)
+	group    *plan.Node     // the group this frame runs, nil otherwise
+	retries  int            // RetryStepGroup re-runs done
+	retry    bool           // a step asked for the group to run again
+	interval string         // the wait before that run
+	undo     bool           // a step asked for StepGroupRollback
+	root     map[string]any // a loop iteration's expression roots (strategy, matrix, repeat)
+}
+
+// rootFor returns the expression roots in effect in a frame.
+func (s *stageRun) rootFor(fr *frame) map[string]any {
+	for x := fr; x != nil; x = x.parent {
+		if x.root != nil {
+			return x.root
+		}
+	}
+	return s.root
 }
 
 func (f *frame) stopped() bool {
@@ -104,6 +116,12 @@ func newStageRun(ctx workflow.Context, in StageInput) *stageRun {
 		"tags": st.Tags, "status": string(status.Running), "currentStatus": string(status.Succeeded),
 		"liveStatus": string(status.Succeeded), "variables": map[string]any{},
 	}
+	if st.Postfix != "" {
+		data["identifierPostFix"] = st.Postfix
+		if lvl, ok := root["strategy"].(map[string]any); ok {
+			data["matrix"] = lvl["matrix"]
+		}
+	}
 	stages[st.ID] = data
 	now := workflow.Now(ctx)
 	path := join(in.PathPrefix, st.ID)
@@ -115,7 +133,7 @@ func newStageRun(ctx workflow.Context, in StageInput) *stageRun {
 		tree.Children = childTree(st, path)
 	}
 	return &stageRun{in: in, root: root, data: data, tree: tree, fqn: "pipeline.stages." + st.ID,
-		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{}}
+		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{}, loopPaths: map[string]bool{}}
 }
 
 func (s *stageRun) run(ctx workflow.Context) {
@@ -229,8 +247,12 @@ func (s *stageRun) runNode(ctx workflow.Context, n *plan.Node, t *Node, prefix s
 		s.runParallel(ctx, n, t, prefix, container, fr)
 		return
 	}
+	if n.Strategy != nil {
+		s.runLoop(ctx, n, t, prefix, container, fr)
+		return
+	}
 	fqn := prefix + "." + n.ID
-	ok, err := evalWhen(s.root, fqn, n.When)
+	ok, err := evalWhen(s.rootFor(fr), fqn, n.When)
 	if err != nil {
 		s.end(ctx, t, status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
 		container[n.ID] = map[string]any{"identifier": n.ID, "name": n.Name, "status": string(status.Errored)}
@@ -271,8 +293,11 @@ func (s *stageRun) runParallel(ctx workflow.Context, n *plan.Node, t *Node, pref
 // (spec 5.7), and its rollback steps on StepGroupRollback (spec 5.10.2).
 func (s *stageRun) runGroup(ctx workflow.Context, n *plan.Node, t *Node, fqn string, container map[string]any, fr *frame) {
 	data := map[string]any{"identifier": n.ID, "name": n.Name, "status": string(status.Running), "variables": map[string]any{}}
+	if n.Postfix != "" {
+		data["identifierPostFix"] = n.Postfix
+	}
 	container[n.ID] = data
-	if err := renderVariables(n.Variables, child(data, "variables"), s.root, fqn); err != nil {
+	if err := renderVariables(n.Variables, child(data, "variables"), s.rootFor(fr), fqn); err != nil {
 		s.end(ctx, t, status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
 		data["status"] = string(status.Errored)
 		return
@@ -322,13 +347,14 @@ func (s *stageRun) sleepInterval(ctx workflow.Context, t *Node, interval string)
 type ended struct {
 	path   string
 	status status.Status
+	loop   bool // a loop iteration or inside one: counts for liveStatus only
 }
 
 // end records a node's final status and updates the stage's currentStatus (spec 4.3).
 func (s *stageRun) end(ctx workflow.Context, t *Node, st status.Status, f *activities.Failure) {
 	now := workflow.Now(ctx)
 	t.Status, t.EndedAt, t.Failure, t.Actions = st, &now, f, nil
-	s.terminal = append(s.terminal, ended{t.Path, st})
+	s.terminal = append(s.terminal, ended{t.Path, st, s.inLoop(t.Path)})
 	s.updateCurrent()
 }
 
@@ -345,10 +371,27 @@ func (s *stageRun) forget(prefix string) {
 }
 
 func (s *stageRun) updateCurrent() {
-	list := make([]status.Status, len(s.terminal))
-	for i, e := range s.terminal {
-		list[i] = e.status
+	var cur, live []status.Status
+	for _, e := range s.terminal {
+		live = append(live, e.status)
+		if !e.loop {
+			cur = append(cur, e.status)
+		}
 	}
-	cur := string(status.Rollup(list))
-	s.data["currentStatus"], s.data["liveStatus"] = cur, cur
+	s.data["currentStatus"], s.data["liveStatus"] = string(status.Rollup(cur)), string(status.Rollup(live))
+}
+
+// inLoop reports whether a path is a loop iteration or below one.
+func (s *stageRun) inLoop(path string) bool {
+	for p := path; p != ""; {
+		if s.loopPaths[p] {
+			return true
+		}
+		i := strings.LastIndexByte(p, '.')
+		if i < 0 {
+			break
+		}
+		p = p[:i]
+	}
+	return false
 }

@@ -28,11 +28,14 @@ const infraGrace = time.Minute
 // strategy's action (spec 5.5), which may run it again.
 func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn string, container map[string]any, fr *frame) {
 	data := map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type, "status": string(status.Running), "retryCount": 0}
+	if n.Postfix != "" {
+		data["identifierPostFix"] = n.Postfix
+	}
 	container[n.ID] = data
 	d := &dispatcher{s: s, ctx: ctx, n: n, t: t, fr: fr, data: data}
 	for {
 		t.Attempts++
-		st, f := s.attempt(ctx, n, t, fqn, data)
+		st, f := s.attempt(ctx, n, t, fqn, data, s.rootFor(fr))
 		switch {
 		case st == status.Succeeded:
 			d.finish(status.Succeeded, nil)
@@ -54,9 +57,9 @@ func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 
 // attempt resolves a step's parameters and runs it once. It returns SUCCEEDED, or the broke
 // status and failure, or ABORTED when cancelled.
-func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn string, data map[string]any) (status.Status, *activities.Failure) {
+func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn string, data, root map[string]any) (status.Status, *activities.Failure) {
 	t.Status = status.Running
-	scope := expressions.NewScope(s.root, fqn)
+	scope := expressions.NewScope(root, fqn)
 	timeout, err := stepTimeout(n, scope)
 	if err != nil {
 		return status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
@@ -82,7 +85,7 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 	} else {
 		outputs, failure = s.callActivity(actx, n, t, spec, timeout)
 		if failure == nil && n.Type == "Http" {
-			outputs, failure = httpOutcome(n, spec, outputs, s.root, fqn)
+			outputs, failure = httpOutcome(n, spec, outputs, root, fqn)
 		}
 	}
 	if outputs != nil {

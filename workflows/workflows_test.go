@@ -57,6 +57,7 @@ func TestConformanceProgression(t *testing.T) {
 
 func TestConformanceConditionsAndFailures(t *testing.T) {
 	cases := append(conformance.Conditions(), conformance.Failures(t.TempDir())...)
+	cases = append(cases, conformance.Loops(t.TempDir())...)
 	for _, c := range cases {
 		if len(c.Interventions) > 0 {
 			continue // needs a user: end to end only (e2e)

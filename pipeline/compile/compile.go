@@ -68,9 +68,9 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 		return n
 	}
 	s := e.Stage
-	c.unsupported(s.Identifier, s.Strategy)
 	n := &plan.Node{
-		Kind: plan.KindStage, ID: s.Identifier, Name: s.Name, Type: s.Type,
+		Strategy: c.strategy(s.Strategy),
+		Kind:     plan.KindStage, ID: s.Identifier, Name: s.Name, Type: s.Type,
 		Description: s.Description, Tags: s.Tags, Timeout: s.Timeout,
 		Variables: variables(s.Variables),
 		When:      c.stageWhen(s.When),
@@ -98,7 +98,6 @@ func (c *compiler) stepElement(e *pipeline.StepElement, rollback bool, inherited
 		return c.step(e.Step, rollback, inherited)
 	case e.StepGroup != nil:
 		g := e.StepGroup
-		c.unsupported(g.Identifier, g.Strategy)
 		inner := overlay(inherited, c.level(g.FailureStrategies, g.Identifier))
 		// A group's own rollback steps inherit only when the group sits in a rollback tree.
 		var rb map[string]*plan.Action
@@ -107,6 +106,7 @@ func (c *compiler) stepElement(e *pipeline.StepElement, rollback bool, inherited
 		}
 		return &plan.Node{
 			Kind: plan.KindGroup, ID: g.Identifier, Name: g.Name, Description: g.Description,
+			Strategy:  c.strategy(g.Strategy),
 			Variables: variables(g.Variables),
 			When:      c.stepWhen(g.When, rollback),
 			Children:  c.steps(g.Steps, rollback, inner),
@@ -122,9 +122,9 @@ func (c *compiler) stepElement(e *pipeline.StepElement, rollback bool, inherited
 }
 
 func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*plan.Action) *plan.Node {
-	c.unsupported(s.Identifier, s.Strategy)
 	n := &plan.Node{
-		Kind: plan.KindStep, ID: s.Identifier, Name: s.Name, Type: s.Type,
+		Strategy: c.strategy(s.Strategy),
+		Kind:     plan.KindStep, ID: s.Identifier, Name: s.Name, Type: s.Type,
 		Description: s.Description, Timeout: s.Timeout,
 		When:      c.stepWhen(s.When, rollback),
 		Spec:      Value(s.Spec),
@@ -139,16 +139,6 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 			SetHint("runnable step types: %s", strings.Join(runnableTypes(), ", "))
 	}
 	return n
-}
-
-// unsupported refuses the node features the engine does not execute yet, rather than run a
-// pipeline without them.
-func (c *compiler) unsupported(id string, strategy *yaml.Node) {
-	if strategy != nil {
-		c.diags.Errorf(pipeline.NodePos(c.file, strategy), "not-runnable",
-			"%q has a looping strategy, which this version of the engine validates but cannot run yet", id).
-			SetHint("remove the strategy to run the node once")
-	}
 }
 
 func runnableTypes() []string {

@@ -1,0 +1,127 @@
+package workflows
+
+import (
+	"strings"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/status"
+)
+
+// runLoop runs a looped step or step group (spec 6.5): the strategy node t gets one child per
+// iteration, started in index order with at most maxConcurrency running at once.
+func (s *stageRun) runLoop(ctx workflow.Context, n *plan.Node, t *Node, prefix string, container map[string]any, fr *frame) {
+	root := s.rootFor(fr)
+	fqn := prefix + "." + n.ID
+	now := workflow.Now(ctx)
+	t.Kind, t.Status, t.StartedAt = "strategy", status.Running, &now
+	lp, skip, failure := resolveLoop(n, root, fqn)
+	switch {
+	case failure != nil:
+		s.end(ctx, t, status.Failed, failure)
+		return
+	case skip:
+		s.end(ctx, t, status.Skipped, nil)
+		return
+	}
+	parent := strings.TrimSuffix(strings.TrimSuffix(t.Path, n.ID), ".")
+	children := make([]*plan.Node, len(lp.iterations))
+	t.Children = make([]*Node, len(lp.iterations))
+	for i, it := range lp.iterations {
+		c := iterationNode(n, it)
+		path := join(parent, c.ID)
+		children[i] = c
+		t.Children[i] = &Node{Path: path, ID: c.ID, Name: c.Name, Kind: string(c.Kind), Type: c.Type, Status: status.NotStarted, Children: childTree(c, path)}
+		s.loopPaths[path] = true
+	}
+	total := len(lp.iterations)
+	runIterations(ctx, lp, t.Children,
+		func(ctx workflow.Context) bool { return s.stopped(ctx, fr) },
+		func(i int) { s.end(ctx, t.Children[i], status.Skipped, nil) },
+		func(ctx workflow.Context, i int) {
+			ifr := &frame{parent: fr, root: iterationRoot(root, n.ID, lp.iterations[i], total)}
+			s.runNode(ctx, children[i], t.Children[i], prefix, container, ifr)
+		})
+	s.end(ctx, t, loopStatus(t.Children), nil)
+}
+
+// resolveLoop evaluates strategy.when and expands the strategy. skip means strategy.when was
+// false; a failure means the strategy could not be resolved or has no iterations.
+func resolveLoop(n *plan.Node, root map[string]any, fqn string) (*loopPlan, bool, *activities.Failure) {
+	if n.Strategy.When != "" {
+		ok, err := evalWhen(root, fqn, n.Strategy.When)
+		if err != nil {
+			return nil, false, &activities.Failure{Category: activities.Unknown, Message: "strategy.when: " + err.Error()}
+		}
+		if !ok {
+			return nil, true, nil
+		}
+	}
+	lp, err := expand(n.Strategy, expressions.NewScope(root, fqn))
+	if err != nil {
+		return nil, false, &activities.Failure{Category: activities.Unknown, Message: "strategy: " + err.Error()}
+	}
+	if len(lp.iterations) == 0 {
+		return nil, false, &activities.Failure{Category: activities.Unknown, Message: "Total number of iterations found to be 0"}
+	}
+	return lp, false, nil
+}
+
+// iterationNode is a copy of a looped node for one iteration, renamed per spec 6.6.
+func iterationNode(n *plan.Node, it iteration) *plan.Node {
+	c := *n
+	c.Strategy, c.Postfix = nil, it.Postfix
+	c.ID, c.Name = n.ID+it.Postfix, n.Name+it.Postfix
+	return &c
+}
+
+// runIterations starts run(i) for each iteration in index order, keeping at most the loop's
+// concurrency running, until stopped; with SkipQueued a broke iteration makes the ones not
+// started yet skip(i).
+func runIterations(ctx workflow.Context, lp *loopPlan, nodes []*Node, stopped func(workflow.Context) bool, skip func(int), run func(workflow.Context, int)) {
+	running, failed := 0, false
+	wg := workflow.NewWaitGroup(ctx)
+	for i := range lp.iterations {
+		if lp.concurrency > 0 {
+			if err := workflow.Await(ctx, func() bool { return running < lp.concurrency }); err != nil {
+				break
+			}
+		}
+		if stopped(ctx) {
+			break
+		}
+		if lp.skipQueued && failed {
+			skip(i)
+			continue
+		}
+		running++
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			run(ctx, i)
+			running--
+			if nodes[i].Status.Broke() {
+				failed = true
+			}
+		})
+	}
+	wg.Wait(ctx)
+}
+
+// loopStatus rolls up iterations; a strategy node whose children all skipped is SKIPPED
+// (spec 3.3).
+func loopStatus(children []*Node) status.Status {
+	all := len(children) > 0
+	for _, c := range children {
+		if c.Status != status.Skipped {
+			all = false
+		}
+	}
+	if all {
+		return status.Skipped
+	}
+	return rollupChildren(children)
+}
