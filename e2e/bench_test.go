@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -85,4 +86,146 @@ func BenchmarkRaw100Steps(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*benchSteps), "ms/step")
+}
+
+const fanout, fanoutConcurrency = 200, 20
+
+// rawFanoutName is the baseline of the matrix benchmark: the same 200 activities, at most 20
+// in flight, from a hand-written workflow.
+const rawFanoutName = "bench.RawFanout"
+
+func rawFanout(ctx workflow.Context, in activities.StepInput, n, limit int) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    workflows.DefaultSettings.HeartbeatTimeout,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
+	})
+	running := 0
+	var firstErr error
+	wg := workflow.NewWaitGroup(ctx)
+	for i := 0; i < n; i++ {
+		if err := workflow.Await(ctx, func() bool { return running < limit }); err != nil {
+			return err
+		}
+		running++
+		wg.Add(1)
+		workflow.Go(ctx, func(ctx workflow.Context) {
+			defer wg.Done()
+			if err := workflow.ExecuteActivity(ctx, activities.ShellScript, in).Get(ctx, nil); err != nil && firstErr == nil {
+				firstErr = err
+			}
+			running--
+		})
+	}
+	wg.Wait(ctx)
+	return firstErr
+}
+
+func matrixPipeline(n, limit int) string {
+	vals := make([]string, n)
+	for i := range vals {
+		vals[i] = strconv.Itoa(i)
+	}
+	return fmt.Sprintf(`pipeline:
+  name: fanout
+  identifier: fanout
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: t
+                  identifier: t
+                  strategy: {matrix: {n: [%s], maxConcurrency: %d}}
+                  spec: {shell: Bash, source: {type: Inline, spec: {script: exit 0}}}
+`, strings.Join(vals, ", "), limit)
+}
+
+// historyEvents counts the events of a workflow's history.
+func historyEvents(b *testing.B, id string) int {
+	it := env.client.GetWorkflowHistory(context.Background(), id, "", false, 0)
+	n := 0
+	for it.HasNext() {
+		if _, err := it.Next(); err != nil {
+			b.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+// BenchmarkGantryMatrix200 runs a matrix of 200 `exit 0` steps, 20 at a time; it reports the
+// history events per step of the stage workflow.
+func BenchmarkGantryMatrix200(b *testing.B) {
+	r := load.Bytes("fanout.yaml", []byte(matrixPipeline(fanout, fanoutConcurrency)), load.Options{ForRun: true})
+	if r.Plan == nil {
+		b.Fatal(r.Diags.Render(r.Sources))
+	}
+	ctx := context.Background()
+	var last string
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := env.starter.Result(ctx, exec.ID)
+		if err != nil || res.Status != status.Succeeded {
+			b.Fatalf("%v %v", res, err)
+		}
+		last = exec.ID
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
+	b.ReportMetric(float64(historyEvents(b, last+"/s"))/fanout, "events/step")
+}
+
+// BenchmarkRawFanout200 is the hand-written baseline of BenchmarkGantryMatrix200.
+func BenchmarkRawFanout200(b *testing.B) {
+	spec, _ := json.Marshal(map[string]any{"shell": "Bash", "source": map[string]any{"type": "Inline", "spec": map[string]any{"script": "exit 0"}}})
+	in := activities.StepInput{ExecutionID: "raw", StepPath: "s.step", Type: "ShellScript", Spec: spec, Timeout: time.Minute}
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		run, err := env.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{TaskQueue: workflows.TaskQueue}, rawFanoutName, in, fanout, fanoutConcurrency)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := run.Get(ctx, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
+}
+
+// BenchmarkGantryMatrix5000 runs a 5,000-step matrix once per iteration and reports its wall
+// time and the largest single workflow history, in events.
+func BenchmarkGantryMatrix5000(b *testing.B) {
+	r := load.Bytes("big.yaml", []byte(matrixPipeline(5000, 100)), load.Options{ForRun: true})
+	if r.Plan == nil {
+		b.Fatal(r.Diags.Render(r.Sources))
+	}
+	ctx := context.Background()
+	largest := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := env.starter.Result(ctx, exec.ID)
+		if err != nil || res.Status != status.Succeeded {
+			b.Fatalf("%v %v", res, err)
+		}
+		b.StopTimer()
+		largest = max(largest, historyEvents(b, exec.ID), historyEvents(b, exec.ID+"/s"))
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
+	b.ReportMetric(float64(largest), "max-history-events")
 }

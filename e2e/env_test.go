@@ -54,6 +54,7 @@ func runMain(m *testing.M) int {
 	env.logs = logs.Store{Dir: filepath.Join(dir, "logs")}
 	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}})
 	w.RegisterWorkflowWithOptions(rawSteps, workflow.RegisterOptions{Name: rawStepsName})
+	w.RegisterWorkflowWithOptions(rawFanout, workflow.RegisterOptions{Name: rawFanoutName})
 	if err := w.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -18,3 +18,15 @@ if [ -n "$g" ] && [ -n "$r" ]; then
     printf "  gantry pipeline %.2f  hand-written workflow %.2f  ratio %.2fx  (target <= 1.25x and < 20 ms)\n", g, r, g / r
   }'
 fi
+unit() { grep "^Benchmark$1-" "$out" | awk -v u="$2" '{for (i = 1; i <= NF; i++) if ($i == u) print $(i-1)}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+gm=$(unit GantryMatrix200 ms/run); rf=$(unit RawFanout200 ms/run); ev=$(unit GantryMatrix200 events/step)
+if [ -n "$gm" ] && [ -n "$rf" ]; then
+  awk -v g="$gm" -v r="$rf" -v e="$ev" 'BEGIN {
+    print ""; print "matrix of 200 `exit 0` steps, maxConcurrency 20 (wall ms per run, median of runs)"
+    printf "  gantry %.0f ms  hand-written fan-out %.0f ms  ratio %.2fx  (target <= 1.3x); %.2f history events per step\n", g, r, g / r, e
+  }'
+fi
+bw=$(unit GantryMatrix5000 ms/run); bh=$(unit GantryMatrix5000 max-history-events)
+if [ -n "$bw" ]; then
+  printf "\nmatrix of 5,000 steps (maxConcurrency 100): %.1f s wall, largest workflow history %s events (Temporal's cap: 51,200)\n" "$(awk -v w="$bw" 'BEGIN { print w / 1000 }')" "$bh"
+fi
