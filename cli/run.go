@@ -89,6 +89,9 @@ func follow(cmd *cobra.Command, e *engine, exec starter.Execution, output string
 		fmt.Fprintf(w.out, "execution %s\n", exec.ID)
 	}
 	res, err := w.follow(ctx, output == "text")
+	if err == nil {
+		err = e.starter.Complete(ctx, exec.ID, res.Tree)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "gantry: stopped following %s; it continues when a worker runs again (gantry server, or any gantry command on %s); stop it with gantry abort %s\n", exec.ID, dataDir, exec.ID)

@@ -103,6 +103,9 @@ func runPlan(t *testing.T, s *starter.Starter, p *plan.Plan) (starter.Execution,
 		t.Fatal(err)
 	}
 	res, err := s.Result(ctx, exec.ID)
+	if err == nil {
+		err = s.Complete(ctx, exec.ID, res.Tree)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,7 +128,7 @@ func (s *Starter) Tree(ctx context.Context, executionID string) (*workflows.Node
 		if err != nil {
 			return nil, err
 		}
-		return res.Tree, nil
+		return res.Tree, s.Complete(ctx, executionID, res.Tree)
 	}
 	var tree *workflows.Node
 	if err := query(ctx, s.Client, executionID, &tree); err != nil {
@@ -150,6 +150,32 @@ func (s *Starter) Tree(ctx context.Context, executionID string) (*workflows.Node
 	})
 	liveStatus(tree)
 	return tree, nil
+}
+
+// Complete fills in the loop iterations a stage result left out (Node.Elided) from the stage
+// workflow's own tree, so callers always see every node.
+func (s *Starter) Complete(ctx context.Context, executionID string, tree *workflows.Node) error {
+	var err error
+	tree.Walk(func(n *workflows.Node) {
+		if err != nil || n.Kind != "stage" || !hasElided(n) {
+			return
+		}
+		id := executionID + "/" + n.ID
+		if strings.HasPrefix(n.Path, "pipelineRollback.") {
+			id = executionID + "/pipelineRollback/" + n.ID
+		}
+		var full *workflows.Node
+		if err = query(ctx, s.Client, id, &full); err == nil && full != nil {
+			*n = *full
+		}
+	})
+	return err
+}
+
+func hasElided(n *workflows.Node) bool {
+	found := false
+	n.Walk(func(x *workflows.Node) { found = found || x.Elided > 0 })
+	return found
 }
 
 // liveStatus sets each running container's status to the live roll-up of its children (spec

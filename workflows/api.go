@@ -184,7 +184,10 @@ type Node struct {
 	// interventions, in order.
 	Notes []string `json:"notes,omitempty"`
 	// Abort says who aborted the execution (pipeline node only).
-	Abort    *Abort  `json:"abort,omitempty"`
+	Abort *Abort `json:"abort,omitempty"`
+	// Elided counts the children left out of a stage result (big loops, see InlineIterations);
+	// the stage workflow's tree query has them.
+	Elided   int     `json:"elided,omitempty"`
 	Children []*Node `json:"children,omitempty"`
 }
 

@@ -82,13 +82,17 @@ func iterationNode(n *plan.Node, it iteration) *plan.Node {
 // concurrency running, until stopped; with SkipQueued a broke iteration makes the ones not
 // started yet skip(i).
 func runIterations(ctx workflow.Context, lp *loopPlan, nodes []*Node, stopped func(workflow.Context) bool, skip func(int), run func(workflow.Context, int)) {
+	// "All at once" still starts at most MaxRunningSteps: thousands of coroutines waiting in
+	// one workflow task would exceed the SDK's deadlock detector.
+	limit := lp.concurrency
+	if limit == 0 || limit > MaxRunningSteps {
+		limit = MaxRunningSteps
+	}
 	running, failed := 0, false
 	wg := workflow.NewWaitGroup(ctx)
 	for i := range lp.iterations {
-		if lp.concurrency > 0 {
-			if err := workflow.Await(ctx, func() bool { return running < lp.concurrency }); err != nil {
-				break
-			}
+		if err := workflow.Await(ctx, func() bool { return running < limit }); err != nil {
+			break
 		}
 		if stopped(ctx) {
 			break

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -336,7 +337,7 @@ func (p *pipelineRun) runOneStage(ctx workflow.Context, n *plan.Node, t *Node, r
 		return
 	}
 	p.ran = append(p.ran, n)
-	res := p.execStage(ctx, n, t, StageInput{ExecutionID: p.id, Stage: n, Context: root, Settings: p.in.Settings},
+	res := p.execStage(ctx, n, t, StageInput{ExecutionID: p.id, Stage: n, Context: p.contextFor(n, root), Settings: p.in.Settings},
 		p.id+"/"+n.ID, fmt.Sprintf("Stage %s (%s) of %s #%d", n.Name, n.Type, p.in.Plan.Name, p.in.SequenceID))
 	if res.Data != nil {
 		stages[n.ID] = res.Data
@@ -348,6 +349,35 @@ func (p *pipelineRun) runOneStage(ctx workflow.Context, n *plan.Node, t *Node, r
 	if !loop { // iterations count through their strategy node (spec 4.3)
 		p.ended(t.Status)
 	}
+}
+
+// contextFor is the execution context a stage child receives: everything but the data of
+// earlier stages the stage never names. A stage input is recorded in the pipeline's history, so
+// passing every earlier stage to each of 500 stages would grow it quadratically; a stage can
+// only reach another stage's data through an expression naming it.
+func (p *pipelineRun) contextFor(n *plan.Node, root map[string]any) map[string]any {
+	stages, _ := p.data["stages"].(map[string]any)
+	if len(stages) == 0 {
+		return root
+	}
+	text, _ := json.Marshal(n)
+	kept := map[string]any{}
+	for _, id := range sortedKeys(stages) {
+		if strings.Contains(string(text), id) {
+			kept[id] = stages[id]
+		}
+	}
+	data := make(map[string]any, len(p.data))
+	for k, v := range p.data {
+		data[k] = v
+	}
+	data["stages"] = kept
+	out := make(map[string]any, len(root))
+	for k, v := range root {
+		out[k] = v
+	}
+	out["pipeline"] = data
+	return out
 }
 
 // execStage runs a stage child workflow and puts its tree in t.

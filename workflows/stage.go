@@ -28,7 +28,33 @@ func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 		s.expire()
 	})
 	s.run(ctx)
-	return &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted}, nil
+	return &StageResult{Tree: elide(s.tree), Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted}, nil
+}
+
+// InlineIterations is how many iterations of a loop a stage result carries. Bigger loops are
+// left out of the result (Node.Elided counts them) so it stays far below Temporal's payload
+// limit; the stage workflow's tree query still returns them, and the starter splices them in.
+const InlineIterations = 200
+
+// elide returns tree with the children of big loops left out; tree itself is not changed.
+func elide(t *Node) *Node {
+	if t.Kind == "strategy" && len(t.Children) > InlineIterations {
+		c := *t
+		c.Children, c.Elided = nil, len(t.Children)
+		return &c
+	}
+	changed := false
+	kids := make([]*Node, len(t.Children))
+	for i, k := range t.Children {
+		kids[i] = elide(k)
+		changed = changed || kids[i] != k
+	}
+	if !changed {
+		return t
+	}
+	c := *t
+	c.Children = kids
+	return &c
 }
 
 // stageRun is one stage's interpreter state.
@@ -49,6 +75,7 @@ type stageRun struct {
 	waiting          map[string]*pending // nodes waiting for a user, by path
 	running          map[string]*runningStep
 	loopPaths        map[string]bool // paths of loop iterations: not part of currentStatus
+	activeSteps      int             // step activities running now (MaxRunningSteps)
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a

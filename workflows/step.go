@@ -17,6 +17,9 @@ import (
 	"github.com/gantry-cd/gantry/status"
 )
 
+// MaxRunningSteps bounds the step activities one stage runs at once.
+const MaxRunningSteps = 1000
+
 // DefaultStepTimeout is the engine default of spec 1.10.
 const DefaultStepTimeout = 10 * time.Hour
 
@@ -160,6 +163,13 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	if n.Type == "ShellScript" {
 		ao.HeartbeatTimeout = set.HeartbeatTimeout
 	}
+	// Temporal allows 2,000 pending activities per workflow: a stage keeps well below it
+	// however many loop iterations and parallel branches want to run.
+	if err := workflow.Await(ctx, func() bool { return s.activeSteps < MaxRunningSteps }); err != nil {
+		return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+	}
+	s.activeSteps++
+	defer func() { s.activeSteps-- }()
 	actx := workflow.WithActivityOptions(ctx, ao)
 	in := activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: n.Type, Spec: raw, Timeout: timeout}
 	var res activities.StepResult
