@@ -41,6 +41,7 @@ func TestExamples(t *testing.T) {
 		{"04-step-groups.yaml", load.Options{}},
 		{"05-matrix.yaml", load.Options{}},
 		{"06-repeat.yaml", load.Options{}},
+		{"09-barriers.yaml", load.Options{}},
 		{"11-runtime-inputs.yaml", load.Options{InputSets: []string{"../examples/inputsets/prod-hotfix.yaml"}}},
 		{"12-conditional.yaml", load.Options{}},
 	}

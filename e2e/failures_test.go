@@ -62,6 +62,7 @@ func TestConformanceConditionsAndFailures(t *testing.T) {
 	dir := t.TempDir()
 	cases := append(conformance.Conditions(), conformance.Failures(dir)...)
 	cases = append(cases, conformance.Loops(t.TempDir())...)
+	cases = append(cases, conformance.Barriers()...)
 	for _, c := range cases {
 		t.Run(c.ID, func(t *testing.T) {
 			t.Parallel()

@@ -35,6 +35,10 @@ const (
 	signalExpire = "expire"
 	// signalWaiting tells the pipeline how many nodes of a stage wait for intervention.
 	signalWaiting = "waiting"
+	// signalBarrier tells the pipeline a stage reached or gave up on a barrier (BarrierSignal);
+	// signalBarrierResult tells a stage how a barrier ended (BarrierResult).
+	signalBarrier       = "barrier"
+	signalBarrierResult = "barrier-result"
 )
 
 // Change IDs for workflow.GetVersion: behaviour added after executions could be in flight.

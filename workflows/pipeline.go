@@ -119,7 +119,8 @@ type pipelineRun struct {
 	children   map[string]workflow.ChildWorkflowFuture // running stage children, for expiry
 	ran        []*plan.Node                            // stages that started, in start order
 	waiting    map[string]int                          // nodes waiting for intervention, per stage
-	rollback   bool                                    // a PipelineRollback action fired
+	barriers   *barriers
+	rollback   bool // a PipelineRollback action fired
 	aborted    bool
 	expired    bool
 }
@@ -147,7 +148,7 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now}
 	tree.Children = newTree(pl.Stages, "")
 	return &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: map[string]any{"pipeline": data}, data: data, tree: tree,
-		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]int{}}
+		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]int{}, barriers: newBarriers(pl)}
 }
 
 // registerHandlers installs the tree query, the abort update and the waiting signal.
@@ -172,6 +173,7 @@ func (p *pipelineRun) registerHandlers(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
+	workflow.Go(ctx, p.listenBarriers)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		ch := workflow.GetSignalChannel(ctx, signalWaiting)
 		for {
@@ -283,6 +285,7 @@ func (p *pipelineRun) runStageLoop(ctx workflow.Context, n *plan.Node, t *Node) 
 		e := workflow.Now(ctx)
 		t.Status, t.EndedAt = st, &e
 		p.ended(st)
+		p.stageEnded(ctx, n.ID, st) // a loop that never expanded leaves no one at its barriers
 	}
 	switch {
 	case failure != nil:
@@ -301,11 +304,17 @@ func (p *pipelineRun) runStageLoop(ctx workflow.Context, n *plan.Node, t *Node) 
 		t.Children[i] = &Node{Path: c.ID, ID: c.ID, Name: c.Name, Kind: string(plan.KindStage), Type: c.Type, Status: status.NotStarted, Children: childTree(c, c.ID)}
 	}
 	total := len(lp.iterations)
+	ids := make([]string, len(children))
+	for i, c := range children {
+		ids[i] = c.ID
+	}
+	p.barriers.expandLoop(n.ID, ids)
 	runIterations(ctx, lp, t.Children,
 		func(ctx workflow.Context) bool { return p.stopped(ctx) || p.rollback },
 		func(i int) {
 			e := workflow.Now(ctx)
 			t.Children[i].Status, t.Children[i].EndedAt = status.Skipped, &e
+			p.stageEnded(ctx, children[i].ID, status.Skipped)
 		},
 		func(ctx workflow.Context, i int) {
 			p.runOneStage(ctx, children[i], t.Children[i], iterationRoot(p.root, n.ID, lp.iterations[i], total))
@@ -334,6 +343,7 @@ func (p *pipelineRun) runOneStage(ctx workflow.Context, n *plan.Node, t *Node, r
 		if !loop {
 			p.ended(st)
 		}
+		p.stageEnded(ctx, n.ID, st)
 		return
 	}
 	p.ran = append(p.ran, n)
@@ -349,6 +359,7 @@ func (p *pipelineRun) runOneStage(ctx workflow.Context, n *plan.Node, t *Node, r
 	if !loop { // iterations count through their strategy node (spec 4.3)
 		p.ended(t.Status)
 	}
+	p.stageEnded(ctx, n.ID, t.Status)
 }
 
 // contextFor is the execution context a stage child receives: everything but the data of

@@ -27,6 +27,16 @@ func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 		workflow.GetSignalChannel(ctx, signalExpire).Receive(ctx, nil)
 		s.expire()
 	})
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		ch := workflow.GetSignalChannel(ctx, signalBarrierResult)
+		for {
+			var r BarrierResult
+			if !ch.Receive(ctx, &r) {
+				return
+			}
+			s.barriers[r.Ref] = r.Result
+		}
+	})
 	s.run(ctx)
 	return &StageResult{Tree: elide(s.tree), Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted}, nil
 }
@@ -74,8 +84,9 @@ type stageRun struct {
 	pipelineRollback bool                // a PipelineRollback action fired
 	waiting          map[string]*pending // nodes waiting for a user, by path
 	running          map[string]*runningStep
-	loopPaths        map[string]bool // paths of loop iterations: not part of currentStatus
-	activeSteps      int             // step activities running now (MaxRunningSteps)
+	loopPaths        map[string]bool   // paths of loop iterations: not part of currentStatus
+	activeSteps      int               // step activities running now (MaxRunningSteps)
+	barriers         map[string]string // barrier ref → outcome, as the pipeline reported it
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a
@@ -160,7 +171,7 @@ func newStageRun(ctx workflow.Context, in StageInput) *stageRun {
 		tree.Children = childTree(st, path)
 	}
 	return &stageRun{in: in, root: root, data: data, tree: tree, fqn: "pipeline.stages." + st.ID,
-		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{}, loopPaths: map[string]bool{}}
+		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{}, loopPaths: map[string]bool{}, barriers: map[string]string{}}
 }
 
 func (s *stageRun) run(ctx workflow.Context) {

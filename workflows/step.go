@@ -83,9 +83,15 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 
 	var outputs map[string]any
 	var failure *activities.Failure
-	if n.Type == "Wait" {
+	switch n.Type {
+	case "Wait":
 		failure = s.wait(actx, t, spec)
-	} else {
+	case "Barrier":
+		outputs, failure = s.barrierStep(actx, t, spec, timeout)
+		if outputs != nil {
+			data["barrier"] = outputs
+		}
+	default:
 		outputs, failure = s.callActivity(actx, n, t, spec, timeout)
 		if failure == nil && n.Type == "Http" {
 			outputs, failure = httpOutcome(n, spec, outputs, root, fqn)

@@ -17,7 +17,7 @@ import (
 
 // Runnable lists the step types the engine executes today. Other catalog types validate but
 // are refused by Compile, so a run never starts with a step it cannot perform.
-var Runnable = map[string]bool{"ShellScript": true, "Http": true, "Wait": true}
+var Runnable = map[string]bool{"ShellScript": true, "Http": true, "Wait": true, "Barrier": true}
 
 // Compile builds the plan of a merged pipeline. file names the source for diagnostics.
 func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
@@ -31,10 +31,6 @@ func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
 		Tags:        p.Tags,
 		Timeout:     p.Timeout,
 		Variables:   variables(p.Variables),
-	}
-	if p.FlowControl != nil && len(p.FlowControl.Barriers) > 0 {
-		c.diags.Errorf(pipeline.NodePos(c.file, p.FlowControl.Node), "not-runnable",
-			"barriers are validated but cannot run in this version of the engine yet")
 	}
 	for i := range p.Stages {
 		out.Stages = append(out.Stages, c.stageElement(&p.Stages[i]))
