@@ -4,7 +4,7 @@ BIN     := bin/gantry
 FUZZTIME ?= 50000x
 LONGFUZZ ?= 5m
 
-.PHONY: all build run test vet fuzz bench scale clean
+.PHONY: all build run test vet fuzz bench clean
 
 all: build
 
@@ -24,10 +24,6 @@ test: vet
 	$(GO) test -race -count=1 ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pipeline/load
-
-# The 5,000-step matrix end to end (the 500-stage pipeline runs in make test).
-scale:
-	GANTRY_SCALE=1 $(GO) test -count=1 -timeout 30m -run 'TestScale' -v ./e2e
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(LONGFUZZ) ./expressions

@@ -148,34 +148,72 @@ func (s *Starter) Tree(ctx context.Context, executionID string) (*workflows.Node
 			*n = *st
 		}
 	})
+	if err := s.Complete(ctx, executionID, tree); err != nil {
+		return nil, err
+	}
 	liveStatus(tree)
 	return tree, nil
 }
 
-// Complete fills in the loop iterations a stage result left out (Node.Elided) from the stage
-// workflow's own tree, so callers always see every node.
+// Complete replaces the batch placeholders of big loops (Node.Source) by the iterations their
+// batch workflows ran (from the result of a closed batch, the live tree of a running one), so
+// callers always see every node.
 func (s *Starter) Complete(ctx context.Context, executionID string, tree *workflows.Node) error {
 	var err error
 	tree.Walk(func(n *workflows.Node) {
-		if err != nil || n.Kind != "stage" || !hasElided(n) {
+		if err != nil || n.Kind != "strategy" || !hasBatches(n) {
 			return
 		}
-		id := executionID + "/" + n.ID
-		if strings.HasPrefix(n.Path, "pipelineRollback.") {
-			id = executionID + "/pipelineRollback/" + n.ID
+		var kids []*workflows.Node
+		for _, c := range n.Children {
+			if c.Source == "" {
+				kids = append(kids, c)
+				continue
+			}
+			var part *workflows.Node
+			if part, err = s.batchTree(ctx, c.Source); err != nil {
+				return
+			}
+			if part == nil { // not started yet
+				kids = append(kids, c)
+				continue
+			}
+			kids = append(kids, part.Children...)
 		}
-		var full *workflows.Node
-		if err = query(ctx, s.Client, id, &full); err == nil && full != nil {
-			*n = *full
-		}
+		n.Children = kids
 	})
 	return err
 }
 
-func hasElided(n *workflows.Node) bool {
-	found := false
-	n.Walk(func(x *workflows.Node) { found = found || x.Elided > 0 })
-	return found
+func hasBatches(n *workflows.Node) bool {
+	for _, c := range n.Children {
+		if c.Source != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// batchTree returns a batch workflow's iterations: its result once closed, else its live tree.
+func (s *Starter) batchTree(ctx context.Context, id string) (*workflows.Node, error) {
+	desc, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		var t *workflows.Node
+		err := query(ctx, s.Client, id, &t)
+		return t, err
+	}
+	var res workflows.StageResult
+	if err := s.Client.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+		return nil, fmt.Errorf("batch %s: %w", id, err)
+	}
+	return res.Tree, nil
 }
 
 // liveStatus sets each running container's status to the live roll-up of its children (spec

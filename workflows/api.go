@@ -154,6 +154,21 @@ type StageInput struct {
 	Stage      *plan.Node     `json:"stage"`
 	Context    map[string]any `json:"context"`
 	Settings   Settings       `json:"settings"`
+	// Batch makes the workflow run a slice of a big loop's iterations for its stage.
+	Batch *BatchInput `json:"batch,omitempty"`
+}
+
+// BatchInput is one slice of a loop's iterations, run in a child workflow so that no single
+// history grows with the size of the loop (see BatchSize).
+type BatchInput struct {
+	Node        *plan.Node     `json:"node"` // the looped node
+	Iterations  []iteration    `json:"iterations"`
+	Total       int            `json:"total"`       // iterations of the whole loop
+	Concurrency int            `json:"concurrency"` // 0: up to BatchSize at once
+	SkipQueued  bool           `json:"skipQueued,omitempty"`
+	Prefix      string         `json:"prefix"`     // FQN of the loop's container
+	ParentPath  string         `json:"parentPath"` // tree path of the loop's parent
+	Root        map[string]any `json:"root"`       // expression roots where the loop starts
 }
 
 // StageResult is the stage child workflow's result.
@@ -163,6 +178,8 @@ type StageResult struct {
 	Data map[string]any `json:"data"`
 	// PipelineRollback is set when a PipelineRollback action fired in the stage.
 	PipelineRollback bool `json:"pipelineRollback,omitempty"`
+	// StageRollback is set when a StageRollback action fired (reported by batches).
+	StageRollback bool `json:"stageRollback,omitempty"`
 	// Aborted is set when the stage stopped the execution (Abort action or abort request).
 	Aborted bool `json:"aborted,omitempty"`
 }
@@ -189,9 +206,9 @@ type Node struct {
 	Notes []string `json:"notes,omitempty"`
 	// Abort says who aborted the execution (pipeline node only).
 	Abort *Abort `json:"abort,omitempty"`
-	// Elided counts the children left out of a stage result (big loops, see InlineIterations);
-	// the stage workflow's tree query has them.
-	Elided   int     `json:"elided,omitempty"`
+	// Source names the batch workflow that holds this placeholder's iterations (big loops, see
+	// BatchSize); the starter replaces the placeholder by them.
+	Source   string  `json:"source,omitempty"`
 	Children []*Node `json:"children,omitempty"`
 }
 

@@ -28,6 +28,11 @@ func (s *stageRun) runLoop(ctx workflow.Context, n *plan.Node, t *Node, prefix s
 		return
 	}
 	parent := strings.TrimSuffix(strings.TrimSuffix(t.Path, n.ID), ".")
+	if len(lp.iterations) > BatchSize {
+		s.runBatches(ctx, n, t, lp, prefix, parent, container, root)
+		s.end(ctx, t, loopStatus(t.Children), nil)
+		return
+	}
 	children := make([]*plan.Node, len(lp.iterations))
 	t.Children = make([]*Node, len(lp.iterations))
 	for i, it := range lp.iterations {

@@ -16,12 +16,24 @@ import (
 // Stage is the stage child workflow: it runs one stage's execution steps (and its rollback
 // steps when a failure strategy asks for them) and returns the stage's node tree and data.
 func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
+	if in.Batch != nil {
+		return runBatch(ctx, in)
+	}
 	s := newStageRun(ctx, in)
-	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return s.tree, nil }); err != nil {
+	if err := s.listen(ctx); err != nil {
 		return nil, err
 	}
+	s.run(ctx)
+	return &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted}, nil
+}
+
+// listen installs the stage's query, update and signal handlers.
+func (s *stageRun) listen(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return s.tree, nil }); err != nil {
+		return err
+	}
 	if err := s.registerIntervene(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		workflow.GetSignalChannel(ctx, signalExpire).Receive(ctx, nil)
@@ -37,34 +49,7 @@ func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 			s.barriers[r.Ref] = r.Result
 		}
 	})
-	s.run(ctx)
-	return &StageResult{Tree: elide(s.tree), Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted}, nil
-}
-
-// InlineIterations is how many iterations of a loop a stage result carries. Bigger loops are
-// left out of the result (Node.Elided counts them) so it stays far below Temporal's payload
-// limit; the stage workflow's tree query still returns them, and the starter splices them in.
-const InlineIterations = 200
-
-// elide returns tree with the children of big loops left out; tree itself is not changed.
-func elide(t *Node) *Node {
-	if t.Kind == "strategy" && len(t.Children) > InlineIterations {
-		c := *t
-		c.Children, c.Elided = nil, len(t.Children)
-		return &c
-	}
-	changed := false
-	kids := make([]*Node, len(t.Children))
-	for i, k := range t.Children {
-		kids[i] = elide(k)
-		changed = changed || kids[i] != k
-	}
-	if !changed {
-		return t
-	}
-	c := *t
-	c.Children = kids
-	return &c
+	return nil
 }
 
 // stageRun is one stage's interpreter state.
