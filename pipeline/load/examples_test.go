@@ -128,3 +128,25 @@ func TestBadInputValueIsReportedAtItsSource(t *testing.T) {
 		t.Errorf("got %s", got[1])
 	}
 }
+
+// C49: invalid loop counts are rejected before a run.
+func TestInvalidLoopCounts(t *testing.T) {
+	for _, strategy := range []string{"{parallelism: 0}", "{repeat: {times: 0}}", "{matrix: {os: []}}", "{matrix: {os: [a], exclude: [{arch: b}]}}"} {
+		src := `pipeline:
+  name: p
+  identifier: p
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: a, identifier: a, strategy: ` + strategy + `, spec: {shell: Bash, source: {type: Inline, spec: {script: exit 0}}}}
+`
+		if r := load.Bytes("c49.yaml", []byte(src), load.Options{}); r.OK() {
+			t.Errorf("strategy %s was accepted", strategy)
+		}
+	}
+}
