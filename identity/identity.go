@@ -1,0 +1,142 @@
+// Package identity is Gantry's file-based user directory: users, their groups and API tokens,
+// stored only as SHA-256 hashes. The HTTP API and the command line authenticate a bearer token
+// against it; the user and groups found are what approvals record and check.
+package identity
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+
+	"gopkg.in/yaml.v3"
+)
+
+// User is one person or service account.
+type User struct {
+	Name   string   `yaml:"name"`
+	Email  string   `yaml:"email,omitempty"`
+	Groups []string `yaml:"groups,omitempty"`
+	// TokenHashes are hex SHA-256 hashes of the user's API tokens; tokens themselves are never
+	// stored.
+	TokenHashes []string `yaml:"tokenHashes,omitempty"`
+}
+
+// Directory is the content of the identity file.
+type Directory struct {
+	Users []User `yaml:"users"`
+}
+
+// ErrUnauthenticated means the token matches no user.
+var ErrUnauthenticated = errors.New("unknown or missing API token")
+
+var nameRe = regexp.MustCompile(`^[A-Za-z0-9_.@-]{1,128}$`)
+
+// Load reads an identity file; a missing file is an empty directory.
+func Load(path string) (*Directory, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Directory{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read identity file: %w", err)
+	}
+	var d Directory
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&d); err != nil && err.Error() != "EOF" {
+		return nil, fmt.Errorf("identity file %s: %w", path, err)
+	}
+	seen := map[string]bool{}
+	for _, u := range d.Users {
+		if !nameRe.MatchString(u.Name) {
+			return nil, fmt.Errorf("identity file %s: user name %q must be 1-128 letters, digits or _.@-", path, u.Name)
+		}
+		if seen[u.Name] {
+			return nil, fmt.Errorf("identity file %s: user %q appears twice", path, u.Name)
+		}
+		seen[u.Name] = true
+	}
+	return &d, nil
+}
+
+// Save writes the directory with owner-only permissions.
+func (d *Directory) Save(path string) error {
+	b, err := yaml.Marshal(d)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o600)
+}
+
+// Hash is the stored form of a token.
+func Hash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+// Authenticate returns the user owning a token. Every stored hash is compared in constant time.
+func (d *Directory) Authenticate(token string) (*User, error) {
+	if token == "" {
+		return nil, ErrUnauthenticated
+	}
+	h := []byte(Hash(token))
+	var found *User
+	for i := range d.Users {
+		for _, th := range d.Users[i].TokenHashes {
+			if subtle.ConstantTimeCompare(h, []byte(th)) == 1 && found == nil {
+				found = &d.Users[i]
+			}
+		}
+	}
+	if found == nil {
+		return nil, ErrUnauthenticated
+	}
+	return found, nil
+}
+
+// AddUser creates or updates a user, adds the groups and issues a new token, returned once.
+func (d *Directory) AddUser(name, email string, groups []string) (string, error) {
+	if !nameRe.MatchString(name) {
+		return "", fmt.Errorf("user name %q must be 1-128 letters, digits or _.@-", name)
+	}
+	raw := make([]byte, 24)
+	if _, err := rand.Read(raw); err != nil {
+		return "", err
+	}
+	token := "gty_" + hex.EncodeToString(raw)
+	var u *User
+	for i := range d.Users {
+		if d.Users[i].Name == name {
+			u = &d.Users[i]
+		}
+	}
+	if u == nil {
+		d.Users = append(d.Users, User{Name: name})
+		u = &d.Users[len(d.Users)-1]
+	}
+	if email != "" {
+		u.Email = email
+	}
+	set := map[string]bool{}
+	for _, g := range append(u.Groups, groups...) {
+		set[g] = true
+	}
+	u.Groups = u.Groups[:0]
+	for g := range set {
+		u.Groups = append(u.Groups, g)
+	}
+	sort.Strings(u.Groups)
+	u.TokenHashes = append(u.TokenHashes, Hash(token))
+	return token, nil
+}
