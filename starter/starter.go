@@ -462,3 +462,58 @@ func (s *Starter) Retry(ctx context.Context, executionID, fromStage string, trig
 	}
 	return s.start(ctx, in.Plan, trig, in.Settings, resume)
 }
+
+// Approve sends an approver's vote to the stage that owns the approval step. The workflow's
+// validator refuses votes from outside the approver groups, second votes, the executor when
+// that is disallowed, and undeclared or invalid inputs.
+func (s *Starter) Approve(ctx context.Context, executionID string, req workflows.ApprovalRequest) (string, error) {
+	stage, _, _ := strings.Cut(req.Path, ".")
+	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   executionID + "/" + stage,
+		UpdateName:   workflows.UpdateApprove,
+		Args:         []any{req},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return "", updateErr(executionID+"/"+stage, err)
+	}
+	var msg string
+	if err := h.Get(ctx, &msg); err != nil {
+		return "", fmt.Errorf("%s: %w", req.Path, unwrapApp(err))
+	}
+	return msg, nil
+}
+
+// Pending is a node waiting for users: an approval or an intervention.
+type Pending struct {
+	ExecutionID string                  `json:"executionId"`
+	Pipeline    string                  `json:"pipeline"`
+	Path        string                  `json:"path"`
+	Status      status.Status           `json:"status"`
+	Approval    *workflows.ApprovalView `json:"approval,omitempty"`
+	Actions     []string                `json:"actions,omitempty"`
+}
+
+// Pending lists the approvals and interventions of running executions.
+func (s *Starter) Pending(ctx context.Context) ([]Pending, error) {
+	list, err := s.List(ctx, "", 200)
+	if err != nil {
+		return nil, err
+	}
+	var out []Pending
+	for _, e := range list {
+		if e.Status != string(status.ApprovalWaiting) && e.Status != string(status.InterventionWaiting) {
+			continue
+		}
+		tree, err := s.Tree(ctx, e.ID)
+		if err != nil {
+			continue // finished meanwhile
+		}
+		tree.Walk(func(n *workflows.Node) {
+			if n.Kind == "step" && (n.Status == status.ApprovalWaiting || n.Status == status.InterventionWaiting) {
+				out = append(out, Pending{ExecutionID: e.ID, Pipeline: e.Pipeline, Path: n.Path, Status: n.Status, Approval: n.Approval, Actions: n.Actions})
+			}
+		})
+	}
+	return out, nil
+}

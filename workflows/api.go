@@ -201,6 +201,8 @@ type Node struct {
 	Outputs   map[string]any      `json:"outputs,omitempty"`
 	// Actions lists what a user may do now (intervention choices while waiting).
 	Actions []string `json:"actions,omitempty"`
+	// Approval describes a HarnessApproval step while it waits.
+	Approval *ApprovalView `json:"approval,omitempty"`
 	// Notes records decisions taken on the node: failure-strategy actions, retries, user
 	// interventions, in order.
 	Notes []string `json:"notes,omitempty"`

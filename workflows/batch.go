@@ -146,7 +146,8 @@ func runBatch(ctx workflow.Context, in StageInput) (*StageResult, error) {
 	s := &stageRun{in: in, root: root, data: stageData, fqn: "pipeline.stages." + in.Stage.ID,
 		tree:    &Node{Path: b.ParentPath, Kind: "batch", Status: status.Running},
 		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{},
-		loopPaths: map[string]bool{}, barriers: map[string]string{}}
+		loopPaths: map[string]bool{}, barriers: map[string]string{},
+		approvals: map[string]*approval{}, waitStatus: map[string]status.Status{}}
 	if err := s.listen(ctx); err != nil {
 		return nil, err
 	}

@@ -30,10 +30,12 @@ type runningStep struct {
 	user     string
 }
 
-// WaitingSignal tells the pipeline how many nodes of a stage wait for a user.
+// WaitingSignal tells the pipeline what a stage waits for from users (INTERVENTION_WAITING,
+// APPROVAL_WAITING), or "" when nothing.
 type WaitingSignal struct {
-	Stage string `json:"stage"`
-	Count int    `json:"count"`
+	Stage  string        `json:"stage"`
+	Count  int           `json:"count"`
+	Status status.Status `json:"status,omitempty"`
 }
 
 // interventionActions are the choices of spec 5.8 for a node in frame fr.
@@ -60,11 +62,11 @@ func (s *stageRun) waitForUser(ctx workflow.Context, t *Node, fr *frame, act *pl
 	p := &pending{actions: interventionActions(fr)}
 	s.waiting[t.Path] = p
 	t.Status, t.Actions = status.InterventionWaiting, p.actions
-	s.notifyWaiting(ctx)
+	s.setWaiting(ctx, t.Path, status.InterventionWaiting)
 	decided, err := workflow.AwaitWithTimeout(ctx, timeout, func() bool { return p.choice != nil })
 	delete(s.waiting, t.Path)
 	t.Actions = nil
-	s.notifyWaiting(ctx)
+	s.setWaiting(ctx, t.Path, "")
 	if err != nil {
 		return nil, "", false
 	}
@@ -77,15 +79,35 @@ func (s *stageRun) waitForUser(ctx workflow.Context, t *Node, fr *frame, act *pl
 	return &plan.Action{Type: p.choice.Action, Group: ""}, p.choice.User, true
 }
 
-// notifyWaiting reports the number of waiting nodes to the pipeline, which shows it in its
-// GantryStatus search attribute.
-func (s *stageRun) notifyWaiting(ctx workflow.Context) {
-	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
-	if parent == nil {
+// setWaiting records that a node waits for users (st "" when it stopped) and reports the
+// stage's strongest waiting status to the pipeline, which shows it in GantryStatus.
+func (s *stageRun) setWaiting(ctx workflow.Context, path string, st status.Status) {
+	if st == "" {
+		delete(s.waitStatus, path)
+	} else {
+		s.waitStatus[path] = st
+	}
+	var all []status.Status
+	for _, p := range sortedKeys(statusMap(s.waitStatus)) {
+		all = append(all, s.waitStatus[p])
+	}
+	var strongest status.Status
+	if len(all) > 0 {
+		strongest = status.Rollup(all)
+	}
+	if workflow.GetInfo(ctx).ParentWorkflowExecution == nil {
 		return
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	workflow.SignalExternalWorkflow(dctx, parent.ID, "", signalWaiting, WaitingSignal{Stage: s.in.Stage.ID, Count: len(s.waiting)})
+	workflow.SignalExternalWorkflow(dctx, s.in.ExecutionID, "", signalWaiting, WaitingSignal{Stage: s.in.Stage.ID, Count: len(all), Status: strongest})
+}
+
+func statusMap(m map[string]status.Status) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // registerIntervene installs the intervene update: a validator that rejects anything but an

@@ -118,7 +118,7 @@ type pipelineRun struct {
 	cancelBody workflow.CancelFunc
 	children   map[string]workflow.ChildWorkflowFuture // running stage children, for expiry
 	ran        []*plan.Node                            // stages that started, in start order
-	waiting    map[string]int                          // nodes waiting for intervention, per stage
+	waiting    map[string]status.Status                // what each stage waits for from users
 	barriers   *barriers
 	rollback   bool // a PipelineRollback action fired
 	aborted    bool
@@ -148,7 +148,7 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now}
 	tree.Children = newTree(pl.Stages, "")
 	return &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: map[string]any{"pipeline": data}, data: data, tree: tree,
-		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]int{}, barriers: newBarriers(pl)}
+		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]status.Status{}, barriers: newBarriers(pl)}
 }
 
 // registerHandlers installs the tree query, the abort update and the waiting signal.
@@ -181,16 +181,14 @@ func (p *pipelineRun) registerHandlers(ctx workflow.Context) error {
 			if !ch.Receive(ctx, &w) {
 				return
 			}
-			p.waiting[w.Stage] = w.Count
-			total := 0
+			p.waiting[w.Stage] = w.Status
+			live := []status.Status{status.Running}
 			for _, id := range p.running {
-				total += p.waiting[id]
+				if st := p.waiting[id]; st != "" {
+					live = append(live, st)
+				}
 			}
-			if total > 0 {
-				p.upsert(ctx, status.InterventionWaiting)
-			} else {
-				p.upsert(ctx, status.Running)
-			}
+			p.upsert(ctx, status.Rollup(live))
 		}
 	})
 	return nil

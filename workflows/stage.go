@@ -35,6 +35,9 @@ func (s *stageRun) listen(ctx workflow.Context) error {
 	if err := s.registerIntervene(ctx); err != nil {
 		return err
 	}
+	if err := s.registerApprove(ctx); err != nil {
+		return err
+	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		workflow.GetSignalChannel(ctx, signalExpire).Receive(ctx, nil)
 		s.expire()
@@ -72,6 +75,8 @@ type stageRun struct {
 	loopPaths        map[string]bool   // paths of loop iterations: not part of currentStatus
 	activeSteps      int               // step activities running now (MaxRunningSteps)
 	barriers         map[string]string // barrier ref → outcome, as the pipeline reported it
+	approvals        map[string]*approval
+	waitStatus       map[string]status.Status // nodes waiting for users, by path
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a
@@ -156,7 +161,8 @@ func newStageRun(ctx workflow.Context, in StageInput) *stageRun {
 		tree.Children = childTree(st, path)
 	}
 	return &stageRun{in: in, root: root, data: data, tree: tree, fqn: "pipeline.stages." + st.ID,
-		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{}, loopPaths: map[string]bool{}, barriers: map[string]string{}}
+		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{}, loopPaths: map[string]bool{}, barriers: map[string]string{},
+		approvals: map[string]*approval{}, waitStatus: map[string]status.Status{}}
 }
 
 func (s *stageRun) run(ctx workflow.Context) {

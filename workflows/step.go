@@ -86,6 +86,8 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 	switch n.Type {
 	case "Wait":
 		failure = s.wait(actx, t, spec)
+	case "HarnessApproval":
+		outputs, failure = s.approvalStep(actx, t, spec, timeout, root)
 	case "Barrier":
 		outputs, failure = s.barrierStep(actx, t, spec, timeout)
 		if outputs != nil {
@@ -116,6 +118,8 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		return status.Aborted, nil
 	case failure.Category == activities.Timeout:
 		return status.Expired, failure
+	case failure.Category == activities.ApprovalRejection:
+		return status.ApprovalRejected, failure
 	}
 	return status.Failed, failure
 }

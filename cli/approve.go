@@ -1,0 +1,184 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// idFlags select the identity file and the caller's token.
+type idFlags struct {
+	file  string
+	token string
+}
+
+func (f *idFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.file, "identity", "", "identity file (default DATA_DIR/users.yaml)")
+	cmd.Flags().StringVar(&f.token, "token", os.Getenv("GANTRY_TOKEN"), "your API token (env GANTRY_TOKEN)")
+}
+
+func (f *idFlags) path(dataDir string) string {
+	if f.file != "" {
+		return f.file
+	}
+	return filepath.Join(dataDir, "users.yaml")
+}
+
+// whoami authenticates the caller's token.
+func (f *idFlags) whoami(dataDir string) (*identity.User, error) {
+	dir, err := identity.Load(f.path(dataDir))
+	if err != nil {
+		return nil, err
+	}
+	u, err := dir.Authenticate(f.token)
+	if err != nil {
+		return nil, fmt.Errorf("%v: pass --token or set GANTRY_TOKEN (create one with gantry user add)", err)
+	}
+	return u, nil
+}
+
+func userCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "user", Short: "Manage users, groups and API tokens in the identity file"}
+	var conn connFlags
+	var id idFlags
+	var email string
+	var groups []string
+	add := &cobra.Command{
+		Use:   "add NAME [--group G ...] [--email E]",
+		Short: "Create a user (or add groups) and print a new API token; only its hash is stored",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := id.path(conn.dataDir)
+			dir, err := identity.Load(path)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			tok, err := dir.AddUser(args[0], email, groups)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			if err := dir.Save(path); err != nil {
+				return usageErr("%v", err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", tok)
+			fmt.Fprintf(cmd.ErrOrStderr(), "token for %s saved (hashed) in %s; it is shown only now\n", args[0], path)
+			return nil
+		},
+	}
+	add.Flags().StringVar(&email, "email", "", "e-mail recorded with approvals")
+	add.Flags().StringArrayVar(&groups, "group", nil, "user group (repeatable)")
+	add.Flags().StringVar(&conn.dataDir, "data-dir", defaultDataDir(), "data directory holding users.yaml")
+	add.Flags().StringVar(&id.file, "identity", "", "identity file (default DATA_DIR/users.yaml)")
+	cmd.AddCommand(add)
+	return cmd
+}
+
+func approvalsCmd() *cobra.Command {
+	var conn connFlags
+	cmd := &cobra.Command{
+		Use:   "approvals",
+		Short: "List approvals and interventions that wait for a decision",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
+				list, err := e.starter.Pending(ctx)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "EXECUTION\tNODE\tWAITING\tDETAIL")
+				for _, p := range list {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ExecutionID, p.Path, p.Status, pendingDetail(p))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	conn.add(cmd)
+	return cmd
+}
+
+func pendingDetail(p starter.Pending) string {
+	if p.Approval != nil {
+		return fmt.Sprintf("%q groups %s, %d of %d approvals", p.Approval.Message, strings.Join(p.Approval.UserGroups, ","), p.Approval.Approvals, p.Approval.MinimumCount)
+	}
+	return "actions " + strings.Join(p.Actions, "|")
+}
+
+func voteCmd(action string) *cobra.Command {
+	var conn connFlags
+	var id idFlags
+	var step, comment string
+	var inputs []string
+	cmd := &cobra.Command{
+		Use:   strings.ToLower(action) + " EXECUTION [--step PATH] [--comment C] [--input NAME=VALUE ...]",
+		Short: map[string]string{"APPROVE": "Approve", "REJECT": "Reject"}[action] + " a waiting HarnessApproval step as the user of your token",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u, err := id.whoami(conn.dataDir)
+			if err != nil {
+				return &exitError{code: ExitInvalid, err: err}
+			}
+			vals := map[string]string{}
+			for _, kv := range inputs {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return usageErr("--input %q: want NAME=VALUE", kv)
+				}
+				vals[k] = v
+			}
+			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
+				path := step
+				if path == "" {
+					if path, err = onlyApproval(ctx, e, args[0]); err != nil {
+						return err
+					}
+				}
+				msg, err := e.starter.Approve(ctx, args[0], workflows.ApprovalRequest{Path: path, Action: action, User: u.Name,
+					Email: u.Email, Groups: u.Groups, Comments: comment, Inputs: vals})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), msg)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&step, "step", "", "approval step path (default: the execution's only waiting approval)")
+	cmd.Flags().StringVar(&comment, "comment", "", "comment recorded with the vote")
+	cmd.Flags().StringArrayVar(&inputs, "input", nil, "approver input NAME=VALUE (repeatable)")
+	conn.add(cmd)
+	id.add(cmd)
+	return cmd
+}
+
+// onlyApproval finds the single approval step an execution waits on.
+func onlyApproval(ctx context.Context, e *engine, id string) (string, error) {
+	tree, err := e.starter.Tree(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	var found []string
+	tree.Walk(func(n *workflows.Node) {
+		if n.Status == status.ApprovalWaiting && n.Kind == "step" {
+			found = append(found, n.Path)
+		}
+	})
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("execution %s waits for no approval", id)
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("execution %s waits on several approvals (%s); choose one with --step", id, strings.Join(found, ", "))
+}
