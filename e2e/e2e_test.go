@@ -42,7 +42,9 @@ func TestExamples(t *testing.T) {
 		{"05-matrix.yaml", load.Options{}},
 		{"06-repeat.yaml", load.Options{}},
 		{"09-barriers.yaml", load.Options{}},
-		{"11-runtime-inputs.yaml", load.Options{InputSets: []string{"../examples/inputsets/prod-hotfix.yaml"}}},
+		{"11-runtime-inputs.yaml", load.Options{InputSets: []string{"../examples/inputsets/prod-hotfix.yaml"},
+			// The execution-time input is answered up front: asking at run time is issue 6.
+			Sets: []string{"pipeline.stages.deploy.spec.execution.steps.confirm.spec.environmentVariables.WHO=me"}}},
 		{"12-conditional.yaml", load.Options{}},
 	}
 	for _, c := range cases {

@@ -129,12 +129,38 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 	if e, ok := steps.Lookup(s.Type); ok {
 		n.Unresolved = e.Unresolved
 	}
+	if hasExecutionInput(n.Spec) || strings.Contains(s.Timeout, "executionInput()") {
+		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "not-runnable",
+			"step %q asks for an execution-time input, which this version of the engine cannot run yet", s.Identifier).
+			SetHint("give the value as a runtime input instead: --set or an input set")
+	}
 	if !Runnable[s.Type] {
 		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "step-type-not-runnable",
 			"step %q has type %s, which this version of the engine validates but cannot run yet", s.Identifier, s.Type).
 			SetHint("runnable step types: %s", strings.Join(runnableTypes(), ", "))
 	}
 	return n
+}
+
+// hasExecutionInput reports whether a spec value tree still holds `.executionInput()`.
+func hasExecutionInput(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return strings.Contains(x, "executionInput()")
+	case map[string]any:
+		for _, e := range x {
+			if hasExecutionInput(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if hasExecutionInput(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func runnableTypes() []string {
