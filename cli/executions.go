@@ -3,8 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -105,30 +108,53 @@ DATA_DIR/logs. Each attempt starts with a "# gantry:" line naming the worker tha
 
 func serverCmd() *cobra.Command {
 	var conn connFlags
+	var listen, pipelines, identityFile string
 	cmd := &cobra.Command{
 		Use:   "server",
-		Short: "Serve the embedded Temporal server and a worker until interrupted",
-		Long: `Starts the embedded Temporal server on the data directory plus a worker, and keeps running.
-Other gantry commands on the same --data-dir (run, status, list) connect to it. Point the
-Temporal CLI or UI at the printed address to inspect executions.`,
+		Short: "Serve the JSON API and a worker (and the embedded Temporal server) until interrupted",
+		Long: `Runs a worker and the JSON API (see server/openapi.yaml, also served at /api/v1/openapi.yaml) on
+--listen. With no --address it also serves the embedded Temporal server on the data directory;
+other gantry commands on the same --data-dir connect to it. Every API call needs a token from
+the identity file (gantry user add). Point the Temporal CLI or UI at the printed address to
+inspect executions; the Temporal Web UI itself is not served.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			conn.address = ""
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			e, err := connect(ctx, conn, true, newLogger(true))
+			log := newLogger(true)
+			e, err := connect(ctx, conn, true, log)
 			if err != nil {
 				return usageErr("%v", err)
 			}
 			defer e.close()
-			if e.server == nil {
+			if conn.address == "" && e.server == nil {
 				return usageErr("another gantry server already serves %s", conn.dataDir)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gantry server: Temporal at %s, namespace %s, data in %s\n", e.server.Address, conn.namespace, conn.dataDir)
-			<-ctx.Done()
-			return nil
+			if identityFile == "" {
+				identityFile = filepath.Join(conn.dataDir, "users.yaml")
+			}
+			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, Log: log})
+			srv := &http.Server{Addr: listen, Handler: api, ReadHeaderTimeout: 10 * time.Second}
+			errc := make(chan error, 1)
+			go func() { errc <- srv.ListenAndServe() }()
+			temporalAddr := conn.address
+			if e.server != nil {
+				temporalAddr = e.server.Address
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "gantry server: API on http://%s, Temporal at %s, namespace %s, data in %s\n", listen, temporalAddr, conn.namespace, conn.dataDir)
+			select {
+			case <-ctx.Done():
+			case err := <-errc:
+				return usageErr("API server on %s: %v", listen, err)
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Shutdown(sctx)
 		},
 	}
+	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8088", "address of the JSON API")
+	cmd.Flags().StringVar(&pipelines, "pipelines", "", "directory of pipeline files that start requests may name")
+	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file (default DATA_DIR/users.yaml)")
 	conn.add(cmd)
 	return cmd
 }

@@ -311,13 +311,24 @@ func (s *Starter) List(ctx context.Context, pipeline string, limit int) ([]Summa
 	return out, nil
 }
 
+// ErrNotFound is wrapped by errors about executions that do not exist (or stopped running).
+var ErrNotFound = errors.New("not found")
+
 func notFound(id string, err error) error {
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return fmt.Errorf("execution %s not found (list executions with `gantry list`)", id)
+		return fmt.Errorf("execution %s %w (list executions with `gantry list`)", id, ErrNotFound)
 	}
 	return fmt.Errorf("execution %s: %w", id, err)
 }
+
+// Refused is a decision a workflow's validator refused; Kind is one of workflows.Err*.
+type Refused struct {
+	Kind    string
+	Message string
+}
+
+func (r *Refused) Error() string { return r.Message }
 
 // Abort asks an execution to stop through the abort update: running steps are cancelled and
 // their processes killed, nothing else starts, and the tree records who aborted.
@@ -331,7 +342,10 @@ func (s *Starter) Abort(ctx context.Context, executionID, user, reason string) e
 	if err != nil {
 		return updateErr(executionID, err)
 	}
-	return h.Get(ctx, nil)
+	if err := h.Get(ctx, nil); err != nil {
+		return unwrapApp(err)
+	}
+	return nil
 }
 
 // Intervene sends a user's decision on a node to the stage workflow that owns it. Invalid
@@ -362,17 +376,16 @@ func (s *Starter) Intervene(ctx context.Context, executionID string, req workflo
 func updateErr(id string, err error) error {
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return fmt.Errorf("%s is not running (finished, or no such execution or stage)", id)
+		return fmt.Errorf("%s is not running (finished, or no such execution or stage): %w", id, ErrNotFound)
 	}
 	return fmt.Errorf("%s: %w", id, unwrapApp(err))
 }
 
-// unwrapApp returns the message of an application error (a validator's reason) without the
-// SDK's wrapping.
+// unwrapApp turns a validator's refusal into a *Refused without the SDK's wrapping.
 func unwrapApp(err error) error {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		return errors.New(app.Message())
+		return &Refused{Kind: app.Type(), Message: app.Message()}
 	}
 	return err
 }

@@ -5,6 +5,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -45,6 +46,20 @@ const (
 const (
 	changeTimeouts = "timeouts" // pipeline and stage timeouts enforced
 )
+
+// Kinds of refusals by update validators, carried as the ApplicationError type so clients
+// (the HTTP API) can answer 403, 409 or 422 without reading messages.
+const (
+	ErrForbidden  = "Forbidden"  // the user may not do this
+	ErrConflict   = "Conflict"   // already done (a second vote, a second abort)
+	ErrNotWaiting = "NotWaiting" // the node does not wait for this decision
+	ErrInvalid    = "Invalid"    // the request itself is wrong
+)
+
+// refuse is a validator's refusal of a kind.
+func refuse(kind, format string, args ...any) error {
+	return temporal.NewApplicationError(fmt.Sprintf(format, args...), kind)
+}
 
 // Execution modes (<+pipeline.executionMode>, <+ambiance.metadata.executionMode>).
 const (

@@ -156,23 +156,23 @@ func newApproval(m map[string]any, root map[string]any) (*approval, error) {
 // validate is the update validator: an invalid vote is refused and leaves no trace.
 func (a *approval) validate(req ApprovalRequest) error {
 	if req.Action != "APPROVE" && req.Action != "REJECT" {
-		return fmt.Errorf("action must be APPROVE or REJECT, got %q", req.Action)
+		return refuse(ErrInvalid, "action must be APPROVE or REJECT, got %q", req.Action)
 	}
 	if req.User == "" {
-		return fmt.Errorf("the request carries no authenticated user")
+		return refuse(ErrForbidden, "the request carries no authenticated user")
 	}
 	if !slices.ContainsFunc(req.Groups, func(g string) bool { return slices.Contains(a.groups, g) }) {
-		return fmt.Errorf("%s is not in any approver group (%s)", req.User, strings.Join(a.groups, ", "))
+		return refuse(ErrForbidden, "%s is not in any approver group (%s)", req.User, strings.Join(a.groups, ", "))
 	}
 	if a.voters[req.User] {
-		return fmt.Errorf("%s has already voted on this approval", req.User)
+		return refuse(ErrConflict, "%s has already voted on this approval", req.User)
 	}
 	if a.disallowExecutor && req.User == a.executor {
-		return fmt.Errorf("Pipeline executor is not allowed to approve/reject")
+		return refuse(ErrForbidden, "Pipeline executor is not allowed to approve/reject")
 	}
 	for name := range req.Inputs {
 		if !slices.ContainsFunc(a.inputs, func(in approvalInput) bool { return in.Name == name }) {
-			return fmt.Errorf("approver input %q is not declared by this approval", name)
+			return refuse(ErrInvalid, "approver input %q is not declared by this approval", name)
 		}
 	}
 	if req.Action == "APPROVE" {
@@ -182,12 +182,12 @@ func (a *approval) validate(req ApprovalRequest) error {
 				continue
 			}
 			if len(in.Allowed) > 0 && !slices.Contains(in.Allowed, v) {
-				return fmt.Errorf("approver input %s: %q is not one of %s", in.Name, v, strings.Join(in.Allowed, ", "))
+				return refuse(ErrInvalid, "approver input %s: %q is not one of %s", in.Name, v, strings.Join(in.Allowed, ", "))
 			}
 			if in.Regex != "" {
 				re, err := regexp.Compile(in.Regex)
 				if err == nil && !re.MatchString(v) {
-					return fmt.Errorf("approver input %s: %q does not match %s", in.Name, v, in.Regex)
+					return refuse(ErrInvalid, "approver input %s: %q does not match %s", in.Name, v, in.Regex)
 				}
 			}
 		}
@@ -269,7 +269,7 @@ func (s *stageRun) registerApprove(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: func(req ApprovalRequest) error {
 			a := s.approvals[req.Path]
 			if a == nil || a.result != "" {
-				return fmt.Errorf("%s is not waiting for approval (finished, expired, or no such step)", req.Path)
+				return refuse(ErrNotWaiting, "%s is not waiting for approval (finished, expired, or no such step)", req.Path)
 			}
 			return a.validate(req)
 		}})

@@ -130,11 +130,11 @@ func (s *stageRun) registerIntervene(ctx workflow.Context) error {
 
 func (s *stageRun) validateIntervention(req InterventionRequest) error {
 	if req.User == "" {
-		return fmt.Errorf("an intervention must name the user who makes it")
+		return refuse(ErrForbidden, "an intervention must name the user who makes it")
 	}
 	if p := s.waiting[req.Path]; p != nil {
 		if !slices.Contains(p.actions, req.Action) {
-			return fmt.Errorf("action %q is not available for %s; choose one of %s", req.Action, req.Path, strings.Join(p.actions, ", "))
+			return refuse(ErrInvalid, "action %q is not available for %s; choose one of %s", req.Action, req.Path, strings.Join(p.actions, ", "))
 		}
 		return nil
 	}
@@ -144,13 +144,13 @@ func (s *stageRun) validateIntervention(req InterventionRequest) error {
 			allowed = append(allowed, "MarkAsSuccess")
 		}
 		if !slices.Contains(allowed, req.Action) {
-			return fmt.Errorf("%s is running; it can only be given %s", req.Path, strings.Join(allowed, " or "))
+			return refuse(ErrInvalid, "%s is running; it can only be given %s", req.Path, strings.Join(allowed, " or "))
 		}
 		return nil
 	}
 	n := s.tree.Find(req.Path)
 	if n == nil {
-		return fmt.Errorf("stage %s has no node %s", s.in.Stage.ID, req.Path)
+		return refuse(ErrNotWaiting, "stage %s has no node %s", s.in.Stage.ID, req.Path)
 	}
-	return fmt.Errorf("%s is %s, not waiting for intervention or running", req.Path, n.Status)
+	return refuse(ErrNotWaiting, "%s is %s, not waiting for intervention or running", req.Path, n.Status)
 }

@@ -163,10 +163,10 @@ func (p *pipelineRun) registerHandlers(ctx workflow.Context) error {
 		},
 		workflow.UpdateHandlerOptions{Validator: func(req AbortRequest) error {
 			if req.User == "" {
-				return fmt.Errorf("an abort must name the user who asks for it")
+				return refuse(ErrForbidden, "an abort must name the user who asks for it")
 			}
 			if p.aborted {
-				return fmt.Errorf("execution %s is already being aborted", p.id)
+				return refuse(ErrConflict, "execution %s is already being aborted", p.id)
 			}
 			return nil
 		}})

@@ -1,0 +1,323 @@
+// Package server is Gantry's JSON API: start executions, read trees, list executions and
+// pending decisions, approve or reject, abort and intervene. Every call needs a bearer token
+// from the identity file; the user it names is the one recorded in history.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// MaxBody bounds request bodies.
+const MaxBody = 1 << 20
+
+// Options configure the API.
+type Options struct {
+	Starter *starter.Starter
+	// IdentityFile is read on every request, so users and tokens can change without a restart.
+	IdentityFile string
+	// PipelinesDir holds the pipeline files a start request may name ("file").
+	PipelinesDir string
+	Log          *zap.Logger
+	Settings     workflows.Settings
+}
+
+// Server serves the API.
+type Server struct {
+	o   Options
+	mux *http.ServeMux
+}
+
+// New returns the API handler.
+func New(o Options) *Server {
+	if o.Log == nil {
+		o.Log = zap.NewNop()
+	}
+	s := &Server{o: o, mux: http.NewServeMux()}
+	for _, r := range Routes {
+		s.mux.HandleFunc(r.Method+" "+r.Pattern, s.auth(r.handler(s)))
+	}
+	s.mux.HandleFunc("GET /api/v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/yaml")
+		_, _ = w.Write(OpenAPI)
+	})
+	return s
+}
+
+// Route is one API operation; the OpenAPI document lists the same set (a test checks it).
+type Route struct {
+	Method, Pattern string
+	handler         func(*Server) handlerFunc
+}
+
+type handlerFunc func(w http.ResponseWriter, r *http.Request, u *identity.User)
+
+// Routes are the API's operations.
+var Routes = []Route{
+	{"POST", "/api/v1/executions", func(s *Server) handlerFunc { return s.start }},
+	{"GET", "/api/v1/executions", func(s *Server) handlerFunc { return s.list }},
+	{"GET", "/api/v1/executions/{id}", func(s *Server) handlerFunc { return s.tree }},
+	{"POST", "/api/v1/executions/{id}/abort", func(s *Server) handlerFunc { return s.abort }},
+	{"POST", "/api/v1/executions/{id}/intervene", func(s *Server) handlerFunc { return s.intervene }},
+	{"POST", "/api/v1/executions/{id}/approve", func(s *Server) handlerFunc { return s.vote("APPROVE") }},
+	{"POST", "/api/v1/executions/{id}/reject", func(s *Server) handlerFunc { return s.vote("REJECT") }},
+	{"GET", "/api/v1/pending", func(s *Server) handlerFunc { return s.pending }},
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Error is the body of every error response.
+type Error struct {
+	Code    string   `json:"code"`
+	Message string   `json:"message"`
+	Details []string `json:"details,omitempty"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func fail(w http.ResponseWriter, code int, c, format string, args ...any) {
+	writeJSON(w, code, Error{Code: c, Message: fmt.Sprintf(format, args...)})
+}
+
+// auth authenticates the bearer token before any handler runs.
+func (s *Server) auth(h handlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		dir, err := identity.Load(s.o.IdentityFile)
+		if err != nil {
+			s.o.Log.Error("identity file unreadable", zap.String("file", s.o.IdentityFile), zap.Error(err))
+			fail(w, http.StatusInternalServerError, "identity", "the server's identity file cannot be read")
+			return
+		}
+		u, err := dir.Authenticate(strings.TrimSpace(tok))
+		if !ok || err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="gantry"`)
+			fail(w, http.StatusUnauthorized, "unauthenticated", "send a valid API token as Authorization: Bearer <token>")
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+		defer cancel()
+		h(w, r.WithContext(ctx), u)
+	}
+}
+
+// decode reads a JSON body strictly: unknown fields and trailing data are errors.
+func decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil && dec.Decode(&struct{}{}) != io.EOF {
+		err = errors.New("trailing data after the JSON object")
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		fail(w, http.StatusRequestEntityTooLarge, "too-large", "request body is larger than %d bytes", MaxBody)
+		return false
+	case errors.Is(err, io.EOF):
+		fail(w, http.StatusBadRequest, "bad-request", "request body is empty; send a JSON object")
+		return false
+	case err != nil:
+		fail(w, http.StatusBadRequest, "bad-request", "invalid JSON body: %v", err)
+		return false
+	}
+	return true
+}
+
+// StartRequest starts a pipeline: inline YAML or a file of the pipelines directory, with
+// runtime inputs as FQN=value assignments.
+type StartRequest struct {
+	File string   `json:"file,omitempty"`
+	YAML string   `json:"yaml,omitempty"`
+	Sets []string `json:"sets,omitempty"`
+}
+
+func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User) {
+	var req StartRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	name, src := "request.yaml", []byte(req.YAML)
+	switch {
+	case (req.File == "") == (req.YAML == ""):
+		fail(w, http.StatusBadRequest, "bad-request", "give exactly one of file and yaml")
+		return
+	case req.File != "":
+		if s.o.PipelinesDir == "" || strings.Contains(req.File, "..") || filepath.IsAbs(req.File) {
+			fail(w, http.StatusBadRequest, "bad-request", "file must name a pipeline inside the server's pipelines directory")
+			return
+		}
+		name = filepath.Join(s.o.PipelinesDir, req.File)
+		b, err := os.ReadFile(name)
+		if err != nil {
+			fail(w, http.StatusNotFound, "not-found", "no pipeline file %s", req.File)
+			return
+		}
+		src = b
+	}
+	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true})
+	if !res.OK() || res.Plan == nil {
+		var details []string
+		for _, d := range res.Diags.Errors() {
+			details = append(details, d.String())
+		}
+		writeJSON(w, http.StatusUnprocessableEntity, Error{Code: "invalid-pipeline", Message: "the pipeline is invalid; nothing was started", Details: details})
+		return
+	}
+	exec, err := s.o.Starter.Start(r.Context(), res.Plan, workflows.Trigger{Type: "MANUAL", User: u.Name}, s.o.Settings)
+	if err != nil {
+		s.internal(w, "start", err)
+		return
+	}
+	s.o.Log.Info("execution started", zap.String("execution", exec.ID), zap.String("user", u.Name))
+	writeJSON(w, http.StatusCreated, map[string]any{"executionId": exec.ID, "sequenceId": exec.SequenceID})
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, _ *identity.User) {
+	limit := 20
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			fail(w, http.StatusBadRequest, "bad-request", "limit must be 1-1000")
+			return
+		}
+		limit = n
+	}
+	list, err := s.o.Starter.List(r.Context(), r.URL.Query().Get("pipeline"), limit)
+	if err != nil {
+		s.internal(w, "list", err)
+		return
+	}
+	if list == nil {
+		list = []starter.Summary{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"executions": list})
+}
+
+func (s *Server) tree(w http.ResponseWriter, r *http.Request, _ *identity.User) {
+	t, err := s.o.Starter.Tree(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.callErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *identity.User) {
+	list, err := s.o.Starter.Pending(r.Context())
+	if err != nil {
+		s.internal(w, "pending", err)
+		return
+	}
+	if list == nil {
+		list = []starter.Pending{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"pending": list})
+}
+
+func (s *Server) abort(w http.ResponseWriter, r *http.Request, u *identity.User) {
+	var req struct {
+		Reason string `json:"reason,omitempty"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	if err := s.o.Starter.Abort(r.Context(), r.PathValue("id"), u.Name, req.Reason); err != nil {
+		s.callErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"message": "abort requested by " + u.Name})
+}
+
+func (s *Server) intervene(w http.ResponseWriter, r *http.Request, u *identity.User) {
+	var req struct {
+		Path   string `json:"path"`
+		Action string `json:"action"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	msg, err := s.o.Starter.Intervene(r.Context(), r.PathValue("id"), workflows.InterventionRequest{Path: req.Path, Action: req.Action, User: u.Name})
+	if err != nil {
+		s.callErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"message": msg})
+}
+
+// VoteRequest approves or rejects an approval step.
+type VoteRequest struct {
+	Path     string            `json:"path"`
+	Comments string            `json:"comments,omitempty"`
+	Inputs   map[string]string `json:"inputs,omitempty"`
+}
+
+func (s *Server) vote(action string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, u *identity.User) {
+		var req VoteRequest
+		if !decode(w, r, &req) {
+			return
+		}
+		if req.Path == "" {
+			fail(w, http.StatusBadRequest, "bad-request", "path names the approval step, e.g. sign_off.prod_signoff")
+			return
+		}
+		msg, err := s.o.Starter.Approve(r.Context(), r.PathValue("id"), workflows.ApprovalRequest{
+			Path: req.Path, Action: action, User: u.Name, Email: u.Email, Groups: u.Groups, Comments: req.Comments, Inputs: req.Inputs})
+		if err != nil {
+			s.callErr(w, err)
+			return
+		}
+		s.o.Log.Info("vote recorded", zap.String("execution", r.PathValue("id")), zap.String("path", req.Path), zap.String("user", u.Name), zap.String("action", action))
+		writeJSON(w, http.StatusOK, map[string]any{"message": msg})
+	}
+}
+
+// callErr maps engine errors to HTTP: refusals by a workflow validator carry their kind.
+func (s *Server) callErr(w http.ResponseWriter, err error) {
+	var ref *starter.Refused
+	if errors.As(err, &ref) {
+		switch ref.Kind {
+		case workflows.ErrForbidden:
+			fail(w, http.StatusForbidden, "forbidden", "%s", ref.Message)
+		case workflows.ErrConflict:
+			fail(w, http.StatusConflict, "conflict", "%s", ref.Message)
+		case workflows.ErrNotWaiting:
+			fail(w, http.StatusConflict, "not-waiting", "%s", ref.Message)
+		default:
+			fail(w, http.StatusUnprocessableEntity, "invalid", "%s", ref.Message)
+		}
+		return
+	}
+	if errors.Is(err, starter.ErrNotFound) {
+		fail(w, http.StatusNotFound, "not-found", "%v", err)
+		return
+	}
+	s.internal(w, "call", err)
+}
+
+func (s *Server) internal(w http.ResponseWriter, what string, err error) {
+	s.o.Log.Error("API call failed", zap.String("operation", what), zap.Error(err))
+	fail(w, http.StatusBadGateway, "engine", "%s failed: %v", what, err)
+}
