@@ -109,6 +109,9 @@ func approvalsCmd() *cobra.Command {
 }
 
 func pendingDetail(p starter.Pending) string {
+	if len(p.Inputs) > 0 {
+		return "inputs " + strings.Join(p.Inputs, ", ")
+	}
 	if p.Approval != nil {
 		return fmt.Sprintf("%q groups %s, %d of %d approvals", p.Approval.Message, strings.Join(p.Approval.UserGroups, ","), p.Approval.Approvals, p.Approval.MinimumCount)
 	}
@@ -140,7 +143,7 @@ func voteCmd(action string) *cobra.Command {
 			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
 				path := step
 				if path == "" {
-					if path, err = onlyApproval(ctx, e, args[0]); err != nil {
+					if path, err = onlyWaiting(ctx, e, args[0], status.ApprovalWaiting); err != nil {
 						return err
 					}
 				}
@@ -162,23 +165,68 @@ func voteCmd(action string) *cobra.Command {
 	return cmd
 }
 
-// onlyApproval finds the single approval step an execution waits on.
-func onlyApproval(ctx context.Context, e *engine, id string) (string, error) {
+// onlyWaiting finds the single step of an execution in a waiting status.
+func onlyWaiting(ctx context.Context, e *engine, id string, st status.Status) (string, error) {
 	tree, err := e.starter.Tree(ctx, id)
 	if err != nil {
 		return "", err
 	}
 	var found []string
 	tree.Walk(func(n *workflows.Node) {
-		if n.Status == status.ApprovalWaiting && n.Kind == "step" {
+		if n.Status == st && n.Kind == "step" {
 			found = append(found, n.Path)
 		}
 	})
 	switch len(found) {
 	case 0:
-		return "", fmt.Errorf("execution %s waits for no approval", id)
+		return "", fmt.Errorf("execution %s has no step in %s", id, st)
 	case 1:
 		return found[0], nil
 	}
-	return "", fmt.Errorf("execution %s waits on several approvals (%s); choose one with --step", id, strings.Join(found, ", "))
+	return "", fmt.Errorf("execution %s has several steps in %s (%s); choose one with --step", id, st, strings.Join(found, ", "))
+}
+
+func inputCmd() *cobra.Command {
+	var conn connFlags
+	var id idFlags
+	var step string
+	var sets []string
+	cmd := &cobra.Command{
+		Use:   "input EXECUTION [--step PATH] --set KEY=VALUE ...",
+		Short: "Supply the execution-time inputs a waiting step asks for (keys as gantry approvals lists them)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			u, err := id.whoami(conn.dataDir)
+			if err != nil {
+				return &exitError{code: ExitInvalid, err: err}
+			}
+			vals := map[string]string{}
+			for _, kv := range sets {
+				k, v, ok := strings.Cut(kv, "=")
+				if !ok {
+					return usageErr("--set %q: want KEY=VALUE", kv)
+				}
+				vals[k] = v
+			}
+			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
+				path := step
+				if path == "" {
+					if path, err = onlyWaiting(ctx, e, args[0], status.InputWaiting); err != nil {
+						return err
+					}
+				}
+				msg, err := e.starter.SupplyInputs(ctx, args[0], workflows.InputRequest{Path: path, User: u.Name, Values: vals})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), msg)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&step, "step", "", "step path (default: the execution's only step waiting for inputs)")
+	cmd.Flags().StringArrayVar(&sets, "set", nil, "input KEY=VALUE, e.g. spec.environmentVariables.WHO=me (repeatable)")
+	conn.add(cmd)
+	id.add(cmd)
+	return cmd
 }

@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/worker"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -169,4 +172,63 @@ func TestApprovalTimeout(t *testing.T) {
 	p = compile(t, "c64b.yaml", []byte(strings.Replace(approvalPipeline("c64b", "1s 1ms", ""), "                  spec:\n                    approvalMessage", timeout+"                  spec:\n                    approvalMessage", 1)), load.Options{})
 	_, res = runPlan(t, env.starter, p)
 	conformance.Check(t, res.Tree, map[string]status.Status{"gate.gate": status.Succeeded, "gate": status.Succeeded})
+}
+
+// An approval waits across a restart of the worker and of the embedded server on the same
+// data directory; after the restart the vote goes through and the pipeline finishes.
+func TestApprovalSurvivesServerRestart(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, c, err := startServer(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := worker.New(c, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &starter.Starter{Client: c}
+	p := compile(t, "restart.yaml", []byte(approvalPipeline("restart_gate", "", "")), load.Options{})
+	exec, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "executor"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, s, exec.ID, "gate.gate", status.ApprovalWaiting)
+	rm := []string{"release_managers"}
+	if _, err := s.Approve(ctx, exec.ID, vote("alice", rm, "APPROVE", map[string]string{"ticket": "CHG1"})); err != nil {
+		t.Fatal(err)
+	}
+	w.Stop()
+	c.Close()
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	srv, c, err = startServer(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	defer c.Close()
+	w = worker.New(c, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	s = &starter.Starter{Client: c}
+	tree := waitFor(t, ctx, s, exec.ID, "gate.gate", status.ApprovalWaiting)
+	if tree.Find("gate.gate").Approval.Approvals != 1 {
+		t.Errorf("the first approval was lost: %+v", tree.Find("gate.gate").Approval)
+	}
+	if _, err := s.Approve(ctx, exec.ID, vote("alice", rm, "APPROVE", nil)); err == nil {
+		t.Error("alice could vote twice across the restart")
+	}
+	if _, err := s.Approve(ctx, exec.ID, vote("bob", rm, "APPROVE", map[string]string{"ticket": "CHG2"})); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Result(ctx, exec.ID)
+	if err != nil || res.Status != status.Succeeded {
+		t.Fatalf("%+v %v", res, err)
+	}
 }

@@ -43,7 +43,7 @@ func TestExamples(t *testing.T) {
 		{"06-repeat.yaml", load.Options{}},
 		{"09-barriers.yaml", load.Options{}},
 		{"11-runtime-inputs.yaml", load.Options{InputSets: []string{"../examples/inputsets/prod-hotfix.yaml"},
-			// The execution-time input is answered up front: asking at run time is issue 6.
+			// The execution-time input is answered up front here (TestExecutionInputs* ask at run time).
 			Sets: []string{"pipeline.stages.deploy.spec.execution.steps.confirm.spec.environmentVariables.WHO=me"}}},
 		{"12-conditional.yaml", load.Options{}},
 	}

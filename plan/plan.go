@@ -64,6 +64,8 @@ type Node struct {
 	Strategy *Strategy `json:"strategy,omitempty"`
 	// Postfix is set on an expanded iteration: its identifier is the base identifier + Postfix.
 	Postfix string `json:"postfix,omitempty"`
+	// Inputs are the step's execution-time inputs (spec 9.6): asked for when the step starts.
+	Inputs []ExecInput `json:"inputs,omitempty"`
 	// OnFailure is a step's effective failure strategy (spec 5.4): error category → action,
 	// with stage, step-group and step levels already overlaid.
 	OnFailure map[string]*Action `json:"onFailure,omitempty"`
@@ -96,6 +98,17 @@ type Strategy struct {
 type Axis struct {
 	Key    string `json:"key"`
 	Values any    `json:"values"`
+}
+
+// ExecInput is one `<+input>.executionInput()` field of a step spec.
+type ExecInput struct {
+	// Key names the field below the step, as users supply it: spec.environmentVariables.WHO.
+	Key string `json:"key"`
+	// At locates the field in the spec tree: map keys and list indexes (as strings).
+	At            []string `json:"at"`
+	Default       *string  `json:"default,omitempty"`
+	AllowedValues []string `json:"allowedValues,omitempty"`
+	Regex         string   `json:"regex,omitempty"`
 }
 
 // Action is a failure-strategy action (spec 5.3).

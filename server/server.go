@@ -77,6 +77,7 @@ var Routes = []Route{
 	{"POST", "/api/v1/executions/{id}/intervene", func(s *Server) handlerFunc { return s.intervene }},
 	{"POST", "/api/v1/executions/{id}/approve", func(s *Server) handlerFunc { return s.vote("APPROVE") }},
 	{"POST", "/api/v1/executions/{id}/reject", func(s *Server) handlerFunc { return s.vote("REJECT") }},
+	{"POST", "/api/v1/executions/{id}/input", func(s *Server) handlerFunc { return s.input }},
 	{"GET", "/api/v1/pending", func(s *Server) handlerFunc { return s.pending }},
 }
 
@@ -292,6 +293,22 @@ func (s *Server) vote(action string) handlerFunc {
 		s.o.Log.Info("vote recorded", zap.String("execution", r.PathValue("id")), zap.String("path", req.Path), zap.String("user", u.Name), zap.String("action", action))
 		writeJSON(w, http.StatusOK, map[string]any{"message": msg})
 	}
+}
+
+func (s *Server) input(w http.ResponseWriter, r *http.Request, u *identity.User) {
+	var req struct {
+		Path   string            `json:"path"`
+		Values map[string]string `json:"values"`
+	}
+	if !decode(w, r, &req) {
+		return
+	}
+	msg, err := s.o.Starter.SupplyInputs(r.Context(), r.PathValue("id"), workflows.InputRequest{Path: req.Path, User: u.Name, Values: req.Values})
+	if err != nil {
+		s.callErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"message": msg})
 }
 
 // callErr maps engine errors to HTTP: refusals by a workflow validator carry their kind.

@@ -505,9 +505,11 @@ type Pending struct {
 	Status      status.Status           `json:"status"`
 	Approval    *workflows.ApprovalView `json:"approval,omitempty"`
 	Actions     []string                `json:"actions,omitempty"`
+	Inputs      []string                `json:"inputs,omitempty"`
 }
 
-// Pending lists the approvals and interventions of running executions.
+// Pending lists the approvals, interventions and execution-time inputs running executions
+// wait for.
 func (s *Starter) Pending(ctx context.Context) ([]Pending, error) {
 	list, err := s.List(ctx, "", 200)
 	if err != nil {
@@ -515,7 +517,7 @@ func (s *Starter) Pending(ctx context.Context) ([]Pending, error) {
 	}
 	var out []Pending
 	for _, e := range list {
-		if e.Status != string(status.ApprovalWaiting) && e.Status != string(status.InterventionWaiting) {
+		if e.Status != string(status.ApprovalWaiting) && e.Status != string(status.InterventionWaiting) && e.Status != string(status.InputWaiting) {
 			continue
 		}
 		tree, err := s.Tree(ctx, e.ID)
@@ -523,10 +525,34 @@ func (s *Starter) Pending(ctx context.Context) ([]Pending, error) {
 			continue // finished meanwhile
 		}
 		tree.Walk(func(n *workflows.Node) {
-			if n.Kind == "step" && (n.Status == status.ApprovalWaiting || n.Status == status.InterventionWaiting) {
-				out = append(out, Pending{ExecutionID: e.ID, Pipeline: e.Pipeline, Path: n.Path, Status: n.Status, Approval: n.Approval, Actions: n.Actions})
+			switch n.Status {
+			case status.ApprovalWaiting, status.InterventionWaiting, status.InputWaiting:
+				if n.Kind == "step" {
+					out = append(out, Pending{ExecutionID: e.ID, Pipeline: e.Pipeline, Path: n.Path, Status: n.Status,
+						Approval: n.Approval, Actions: n.Actions, Inputs: n.Inputs})
+				}
 			}
 		})
 	}
 	return out, nil
+}
+
+// SupplyInputs answers a step's execution-time inputs; invalid values are refused with the
+// reason.
+func (s *Starter) SupplyInputs(ctx context.Context, executionID string, req workflows.InputRequest) (string, error) {
+	stage, _, _ := strings.Cut(req.Path, ".")
+	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   executionID + "/" + stage,
+		UpdateName:   workflows.UpdateInput,
+		Args:         []any{req},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return "", updateErr(executionID+"/"+stage, err)
+	}
+	var msg string
+	if err := h.Get(ctx, &msg); err != nil {
+		return "", fmt.Errorf("%s: %w", req.Path, unwrapApp(err))
+	}
+	return msg, nil
 }

@@ -218,6 +218,8 @@ type Node struct {
 	Actions []string `json:"actions,omitempty"`
 	// Approval describes a HarnessApproval step while it waits.
 	Approval *ApprovalView `json:"approval,omitempty"`
+	// Inputs names the execution-time inputs a step waits for (INPUT_WAITING).
+	Inputs []string `json:"inputs,omitempty"`
 	// Notes records decisions taken on the node: failure-strategy actions, retries, user
 	// interventions, in order.
 	Notes []string `json:"notes,omitempty"`

@@ -147,7 +147,7 @@ func runBatch(ctx workflow.Context, in StageInput) (*StageResult, error) {
 		tree:    &Node{Path: b.ParentPath, Kind: "batch", Status: status.Running},
 		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{},
 		loopPaths: map[string]bool{}, barriers: map[string]string{},
-		approvals: map[string]*approval{}, waitStatus: map[string]status.Status{}}
+		approvals: map[string]*approval{}, waitStatus: map[string]status.Status{}, inputs: map[string]*inputWait{}}
 	if err := s.listen(ctx); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,9 @@ func (s *stageRun) listen(ctx workflow.Context) error {
 	if err := s.registerApprove(ctx); err != nil {
 		return err
 	}
+	if err := s.registerInput(ctx); err != nil {
+		return err
+	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		workflow.GetSignalChannel(ctx, signalExpire).Receive(ctx, nil)
 		s.expire()
@@ -77,6 +80,7 @@ type stageRun struct {
 	barriers         map[string]string // barrier ref → outcome, as the pipeline reported it
 	approvals        map[string]*approval
 	waitStatus       map[string]status.Status // nodes waiting for users, by path
+	inputs           map[string]*inputWait    // steps waiting for execution-time inputs
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a
@@ -162,7 +166,7 @@ func newStageRun(ctx workflow.Context, in StageInput) *stageRun {
 	}
 	return &stageRun{in: in, root: root, data: data, tree: tree, fqn: "pipeline.stages." + st.ID,
 		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{}, loopPaths: map[string]bool{}, barriers: map[string]string{},
-		approvals: map[string]*approval{}, waitStatus: map[string]status.Status{}}
+		approvals: map[string]*approval{}, waitStatus: map[string]status.Status{}, inputs: map[string]*inputWait{}}
 }
 
 func (s *stageRun) run(ctx workflow.Context) {

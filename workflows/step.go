@@ -36,6 +36,12 @@ func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 	}
 	container[n.ID] = data
 	d := &dispatcher{s: s, ctx: ctx, n: n, t: t, fr: fr, data: data}
+	if len(n.Inputs) > 0 {
+		var ok bool
+		if n, ok = s.resolveInputs(ctx, n, t, fqn, d); !ok {
+			return
+		}
+	}
 	for {
 		t.Attempts++
 		st, f := s.attempt(ctx, n, t, fqn, data, s.rootFor(fr))
@@ -56,6 +62,43 @@ func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 			return
 		}
 	}
+}
+
+// resolveInputs waits for a step's execution-time inputs and returns the step with them set;
+// false means the step ended (aborted, or failed with InputTimeoutError and no
+// ProceedWithDefaultValues strategy).
+func (s *stageRun) resolveInputs(ctx workflow.Context, n *plan.Node, t *Node, fqn string, d *dispatcher) (*plan.Node, bool) {
+	timeout, err := stepTimeout(n, expressions.NewScope(s.rootFor(d.fr), fqn))
+	if err != nil {
+		d.finish(status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
+		return nil, false
+	}
+	var values map[string]string
+	for values == nil {
+		v, f := s.askInputs(ctx, n, t, timeout)
+		switch {
+		case f == nil:
+			values = v
+		case f.Category == aborted || s.aborted:
+			s.aborted = true
+			d.finish(status.Aborted, nil)
+			return nil, false
+		default:
+			act := n.OnFailure[string(activities.InputTimeout)]
+			if act != nil && act.Type == "ProceedWithDefaultValues" {
+				d.note("ProceedWithDefaultValues after %s", f.Message)
+				values = defaultInputs(n.Inputs)
+				break
+			}
+			t.Status, t.Failure = status.Failed, f
+			if !d.handle(status.Failed, f, act, false) {
+				return nil, false
+			} // a Retry asks again
+		}
+	}
+	c := *n
+	c.Spec = withInputs(n.Spec, n.Inputs, values)
+	return &c, true
 }
 
 // attempt resolves a step's parameters and runs it once. It returns SUCCEEDED, or the broke

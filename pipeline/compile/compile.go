@@ -4,13 +4,16 @@
 package compile
 
 import (
+	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/inputs"
 	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -30,7 +33,7 @@ func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
 		Description: p.Description,
 		Tags:        p.Tags,
 		Timeout:     p.Timeout,
-		Variables:   variables(p.Variables),
+		Variables:   c.variables(p.Variables),
 	}
 	for i := range p.Stages {
 		out.Stages = append(out.Stages, c.stageElement(&p.Stages[i]))
@@ -43,9 +46,14 @@ type compiler struct {
 	diags diag.List
 }
 
-func variables(vs []pipeline.Variable) []plan.Variable {
+func (c *compiler) variables(vs []pipeline.Variable) []plan.Variable {
 	var out []plan.Variable
 	for _, v := range vs {
+		if strings.Contains(v.Value, "executionInput()") {
+			c.diags.Errorf(pipeline.NodePos(c.file, v.Node), "not-runnable",
+				"variable %s asks for an execution-time input; only step fields can be execution-time inputs in this version", v.Name).
+				SetHint("supply it as a runtime input (--set or an input set)")
+		}
 		val := v.Value
 		if val == "" && v.Default != "" {
 			val = v.Default
@@ -68,7 +76,7 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 		Strategy: c.strategy(s.Strategy),
 		Kind:     plan.KindStage, ID: s.Identifier, Name: s.Name, Type: s.Type,
 		Description: s.Description, Tags: s.Tags, Timeout: s.Timeout,
-		Variables: variables(s.Variables),
+		Variables: c.variables(s.Variables),
 		When:      c.stageWhen(s.When),
 	}
 	if s.StageSpec != nil && s.StageSpec.Execution != nil {
@@ -103,7 +111,7 @@ func (c *compiler) stepElement(e *pipeline.StepElement, rollback bool, inherited
 		return &plan.Node{
 			Kind: plan.KindGroup, ID: g.Identifier, Name: g.Name, Description: g.Description,
 			Strategy:  c.strategy(g.Strategy),
-			Variables: variables(g.Variables),
+			Variables: c.variables(g.Variables),
 			When:      c.stepWhen(g.When, rollback),
 			Children:  c.steps(g.Steps, rollback, inner),
 			Rollback:  c.steps(g.RollbackSteps, true, rb),
@@ -129,10 +137,10 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 	if e, ok := steps.Lookup(s.Type); ok {
 		n.Unresolved = e.Unresolved
 	}
-	if hasExecutionInput(n.Spec) || strings.Contains(s.Timeout, "executionInput()") {
+	n.Inputs = execInputs(n.Spec, []string{"spec"}, nil)
+	if strings.Contains(s.Timeout, "executionInput()") {
 		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "not-runnable",
-			"step %q asks for an execution-time input, which this version of the engine cannot run yet", s.Identifier).
-			SetHint("give the value as a runtime input instead: --set or an input set")
+			"the timeout of step %q cannot be an execution-time input (spec 1.10)", s.Identifier)
 	}
 	if !Runnable[s.Type] {
 		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "step-type-not-runnable",
@@ -142,25 +150,50 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 	return n
 }
 
-// hasExecutionInput reports whether a spec value tree still holds `.executionInput()`.
-func hasExecutionInput(v any) bool {
+// execInputs finds the execution-time inputs of a spec tree. key is the user-facing name
+// (named list entries by their name), at the tree location.
+func execInputs(v any, key, at []string) []plan.ExecInput {
 	switch x := v.(type) {
 	case string:
-		return strings.Contains(x, "executionInput()")
+		in, err := inputs.Parse(x)
+		if err != nil || !in.ExecutionInput {
+			return nil
+		}
+		return []plan.ExecInput{{Key: strings.Join(key, "."), At: append([]string(nil), at...), Default: in.Default,
+			AllowedValues: in.AllowedValues, Regex: in.Regex}}
 	case map[string]any:
-		for _, e := range x {
-			if hasExecutionInput(e) {
-				return true
-			}
+		var out []plan.ExecInput
+		for _, k := range sortedKeys(x) {
+			out = append(out, execInputs(x[k], with(key, k), with(at, k))...)
 		}
+		return out
 	case []any:
-		for _, e := range x {
-			if hasExecutionInput(e) {
-				return true
+		var out []plan.ExecInput
+		for i, e := range x {
+			idx := strconv.Itoa(i)
+			if m, ok := e.(map[string]any); ok && m["name"] != nil && m["identifier"] == nil {
+				// name/value lists are addressed by name: spec.environmentVariables.WHO
+				if val, ok := m["value"]; ok {
+					out = append(out, execInputs(val, with(key, fmt.Sprint(m["name"])), with(at, idx, "value"))...)
+					continue
+				}
 			}
+			out = append(out, execInputs(e, with(key, idx), with(at, idx))...)
 		}
+		return out
 	}
-	return false
+	return nil
+}
+
+func with(s []string, more ...string) []string { return append(append([]string(nil), s...), more...) }
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func runnableTypes() []string {

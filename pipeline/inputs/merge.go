@@ -205,11 +205,13 @@ func Merge(file string, root *yaml.Node, sources []*Source) (*Result, diag.List)
 			switch {
 			case in == nil:
 				continue
-			case in.Default != nil:
-				val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *in.Default}
 			case in.ExecutionInput:
+				// Asked when its node starts, even with a default (spec 9.7); the default
+				// pre-fills the answer and is what ProceedWithDefaultValues uses.
 				res.Open = append(res.Open, Open{FQN: fqn, Pos: pipeline.NodePos(file, l.node), ExecutionInput: true})
 				continue
+			case in.Default != nil:
+				val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *in.Default}
 			case l.variable != nil && !isTrue(pipeline.Field(l.variable, "required")):
 				if d := pipeline.Field(l.variable, "default"); d != nil {
 					val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: d.Value}
