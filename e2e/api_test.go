@@ -114,9 +114,16 @@ func TestHTTPAPI(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	waitFor(t, ctx, env.starter, id, "gate.gate", status.ApprovalWaiting)
-	code, out = c.call("GET", "/api/v1/pending", "/api/v1/pending", dev, nil)
-	if code != 200 || !strings.Contains(fmt.Sprint(out["pending"]), id) {
-		t.Errorf("pending: %d %v", code, out)
+	// Pending reads Temporal visibility, which follows the search attributes a moment later.
+	for {
+		code, out = c.call("GET", "/api/v1/pending", "/api/v1/pending", dev, nil)
+		if code == 200 && strings.Contains(fmt.Sprint(out["pending"]), id) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pending never listed %s: %d %v", id, code, out)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	approve := execs + "/" + id + "/approve"
 	pattern := execs + "/{id}/approve"
