@@ -49,8 +49,10 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			if len(r.Diags) > 0 {
+				fmt.Fprint(cmd.ErrOrStderr(), r.Diags.Render(r.Sources)) // warnings too
+			}
 			if !r.OK() {
-				fmt.Fprint(cmd.ErrOrStderr(), r.Diags.Render(r.Sources))
 				return &exitError{code: ExitInvalid, err: fmt.Errorf("%s is invalid; nothing was started", args[0])}
 			}
 			log := newLogger(verbose)

@@ -138,6 +138,12 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 		n.Unresolved = e.Unresolved
 	}
 	n.Inputs = execInputs(n.Spec, []string{"spec"}, nil)
+	if m, ok := n.Spec.(map[string]any); ok && s.Type == "HarnessApproval" {
+		if m["autoApproval"] != nil || m["isAutoRejectEnabled"] == "true" {
+			c.diags.Warnf(pipeline.NodePos(c.file, s.Node), "not-implemented",
+				"step %q: autoApproval and isAutoRejectEnabled are not implemented yet and are ignored; the approval waits for people", s.Identifier)
+		}
+	}
 	if strings.Contains(s.Timeout, "executionInput()") {
 		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "not-runnable",
 			"the timeout of step %q cannot be an execution-time input (spec 1.10)", s.Identifier)
