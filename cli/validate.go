@@ -78,6 +78,8 @@ func report(out io.Writer, path string, r *load.Result) bool {
 		fmt.Fprintln(out, line)
 	case f.InputSet != nil:
 		fmt.Fprintf(out, "ok %s: input set %s\n", path, f.InputSet.Identifier)
+	case f.Trigger != nil:
+		fmt.Fprintf(out, "ok %s: trigger %s (%s) for pipeline %s\n", path, f.Trigger.Identifier, f.Trigger.Source.Type, f.Trigger.PipelineIdentifier)
 	case f.Overlay != nil:
 		fmt.Fprintf(out, "ok %s: overlay input set %s (%d input sets)\n", path, f.Overlay.Identifier, len(f.Overlay.InputSetReferences))
 	}

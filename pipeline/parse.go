@@ -11,7 +11,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/diag"
 )
 
-// File is one parsed YAML file: a pipeline, an input set or an overlay input set.
+// File is one parsed YAML file: a pipeline, an input set, an overlay input set or a trigger.
 type File struct {
 	Name     string
 	Src      []byte
@@ -19,6 +19,7 @@ type File struct {
 	Pipeline *Pipeline
 	InputSet *InputSet
 	Overlay  *OverlayInputSet
+	Trigger  *Trigger
 }
 
 // InputSet is an `inputSet:` document (spec 12.1). Its pipeline part stays raw: it mirrors the
@@ -52,6 +53,7 @@ type document struct {
 	Pipeline *yaml.Node       `yaml:"pipeline"`
 	InputSet *InputSet        `yaml:"inputSet"`
 	Overlay  *OverlayInputSet `yaml:"overlayInputSet"`
+	Trigger  *Trigger         `yaml:"trigger"`
 }
 
 // StageTypes are the stage types the engine runs.
@@ -84,17 +86,17 @@ func Parse(name string, src []byte) (*File, diag.List) {
 	var top document
 	d.Decode(root, &top, "document root")
 	roots := 0
-	for _, present := range []bool{top.Pipeline != nil, top.InputSet != nil, top.Overlay != nil} {
+	for _, present := range []bool{top.Pipeline != nil, top.InputSet != nil, top.Overlay != nil, top.Trigger != nil} {
 		if present {
 			roots++
 		}
 	}
 	if roots != 1 {
-		diags.Errorf(NodePos(name, root), "root", "file must have exactly one root key: pipeline, inputSet or overlayInputSet").
+		diags.Errorf(NodePos(name, root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet or trigger").
 			SetHint("put the pipeline under a top-level `pipeline:` key")
 		return f, diags
 	}
-	f.InputSet, f.Overlay = top.InputSet, top.Overlay
+	f.InputSet, f.Overlay, f.Trigger = top.InputSet, top.Overlay, top.Trigger
 	if top.Pipeline != nil {
 		f.Pipeline = decodePipeline(d, top.Pipeline)
 	}

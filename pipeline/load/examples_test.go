@@ -13,7 +13,8 @@ import (
 func TestExamplesAreValid(t *testing.T) {
 	files, _ := filepath.Glob("../../examples/*.yaml")
 	sets, _ := filepath.Glob("../../examples/inputsets/*.yaml")
-	files = append(files, sets...)
+	triggers, _ := filepath.Glob("../../examples/triggers/*.yaml")
+	files = append(append(files, sets...), triggers...)
 	if len(files) < 12 {
 		t.Fatalf("want at least 12 examples, found %d", len(files))
 	}

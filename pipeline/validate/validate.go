@@ -47,6 +47,10 @@ func File(f *pipeline.File) (Summary, diag.List) {
 	if f.Overlay != nil {
 		c.identifier(f.Overlay.Node, "identifier", f.Overlay.Identifier, "overlay input set")
 	}
+	if f.Trigger != nil {
+		c.trigger(f.Trigger)
+		c.scalars(pipeline.Field(f.Root, "trigger"), "")
+	}
 	return c.sum, c.diags
 }
 
