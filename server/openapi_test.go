@@ -25,6 +25,9 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	for _, r := range Routes {
 		served = append(served, r.Method+" "+r.Pattern)
 	}
+	for _, r := range Webhooks {
+		served = append(served, r.Method+" "+r.Pattern)
+	}
 	sort.Strings(documented)
 	sort.Strings(served)
 	if strings.Join(documented, "\n") != strings.Join(served, "\n") {

@@ -14,13 +14,16 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -36,12 +39,19 @@ type Options struct {
 	PipelinesDir string
 	Log          *zap.Logger
 	Settings     workflows.Settings
+	// Secrets resolves webhook secrets (encryptedWebhookSecretIdentifier).
+	Secrets secrets.Resolver
+	// Events records every webhook delivery (gantry triggers events).
+	Events *triggers.EventLog
 }
 
 // Server serves the API.
 type Server struct {
-	o   Options
-	mux *http.ServeMux
+	o     Options
+	mux   *http.ServeMux
+	regMu sync.Mutex
+	reg   *triggers.Registry
+	regFP string
 }
 
 // New returns the API handler.
@@ -52,6 +62,10 @@ func New(o Options) *Server {
 	s := &Server{o: o, mux: http.NewServeMux()}
 	for _, r := range Routes {
 		s.mux.HandleFunc(r.Method+" "+r.Pattern, s.auth(r.handler(s)))
+	}
+	// Webhooks authenticate per trigger (signatures, X-Api-Key), not with bearer tokens.
+	for _, r := range Webhooks {
+		s.mux.HandleFunc(r.Method+" "+r.Pattern, r.handler(s))
 	}
 	s.mux.HandleFunc("GET /api/v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/yaml")
@@ -64,6 +78,18 @@ func New(o Options) *Server {
 type Route struct {
 	Method, Pattern string
 	handler         func(*Server) handlerFunc
+}
+
+// WebhookRoute is a webhook endpoint.
+type WebhookRoute struct {
+	Method, Pattern string
+	handler         func(*Server) http.HandlerFunc
+}
+
+// Webhooks are the trigger endpoints.
+var Webhooks = []WebhookRoute{
+	{"POST", "/api/v1/webhooks/{provider}", func(s *Server) http.HandlerFunc { return s.gitWebhook }},
+	{"POST", "/api/v1/webhooks/custom/{trigger}", func(s *Server) http.HandlerFunc { return s.customWebhook }},
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, u *identity.User)

@@ -44,14 +44,26 @@ type Execution struct {
 
 // Start starts a pipeline execution of a compiled plan.
 func (s *Starter) Start(ctx context.Context, p *plan.Plan, trig workflows.Trigger, set workflows.Settings) (Execution, error) {
-	return s.start(ctx, p, trig, set, nil)
+	return s.start(ctx, p, trig, set, nil, "")
 }
 
-func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigger, set workflows.Settings, resume *workflows.Resume) (Execution, error) {
+// StartOnce starts at most one execution per key, however often and however concurrently it
+// is called, across restarts: the key is the sequence update's ID, so every call gets the same
+// sequence number and so the same workflow ID. Started is false for a repeat.
+func (s *Starter) StartOnce(ctx context.Context, key string, p *plan.Plan, trig workflows.Trigger, set workflows.Settings) (Execution, bool, error) {
+	exec, err := s.start(ctx, p, trig, set, nil, key)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		return exec, false, nil
+	}
+	return exec, err == nil, err
+}
+
+func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigger, set workflows.Settings, resume *workflows.Resume, key string) (Execution, error) {
 	if trig.Type == "" {
 		trig.Type = "MANUAL"
 	}
-	seq, err := s.nextSequence(ctx, p.Identifier)
+	seq, err := s.nextSequence(ctx, p.Identifier, key)
 	if err != nil {
 		return Execution{}, err
 	}
@@ -73,14 +85,14 @@ func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 		Plan: p, SequenceID: seq, Trigger: trig, Settings: set, Resume: resume,
 	})
 	if err != nil {
-		return Execution{}, fmt.Errorf("start pipeline %s: %w", p.Identifier, err)
+		return Execution{ID: id, SequenceID: seq}, fmt.Errorf("start pipeline %s: %w", p.Identifier, err)
 	}
 	return Execution{ID: id, RunID: run.GetRunID(), SequenceID: seq}, nil
 }
 
 // nextSequence takes the pipeline's next sequence number from its sequence workflow, starting
 // that workflow on first use.
-func (s *Starter) nextSequence(ctx context.Context, pipelineID string) (int64, error) {
+func (s *Starter) nextSequence(ctx context.Context, pipelineID, updateID string) (int64, error) {
 	op := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       "gantry-sequence-" + pipelineID,
 		TaskQueue:                s.queue(),
@@ -90,6 +102,7 @@ func (s *Starter) nextSequence(ctx context.Context, pipelineID string) (int64, e
 	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: op,
 		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateID:     updateID, // "" lets the SDK pick one
 			UpdateName:   workflows.UpdateNext,
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
@@ -417,7 +430,7 @@ func (s *Starter) Rerun(ctx context.Context, executionID string, trig workflows.
 	if err != nil {
 		return Execution{}, err
 	}
-	return s.start(ctx, in.Plan, trig, in.Settings, nil)
+	return s.start(ctx, in.Plan, trig, in.Settings, nil, "")
 }
 
 // Retry starts a new execution of a failed one that skips the stages before fromStage and
@@ -473,7 +486,7 @@ func (s *Starter) Retry(ctx context.Context, executionID, fromStage string, trig
 			resume.Stages[id] = workflows.StageCopy{Tree: n, Data: d}
 		}
 	}
-	return s.start(ctx, in.Plan, trig, in.Settings, resume)
+	return s.start(ctx, in.Plan, trig, in.Settings, resume, "")
 }
 
 // Approve sends an approver's vote to the stage that owns the approval step. The workflow's

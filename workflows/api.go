@@ -120,8 +120,10 @@ var DefaultSettings = Settings{HeartbeatTimeout: 4 * time.Second, InfraAttempts:
 
 // Trigger says who or what started an execution.
 type Trigger struct {
-	Type string `json:"type"` // MANUAL, WEBHOOK, SCHEDULER_CRON, ...
+	Type string `json:"type"` // MANUAL, WEBHOOK, WEBHOOK_CUSTOM, SCHEDULER_CRON
 	User string `json:"user,omitempty"`
+	// Data is what <+trigger.*> reads (spec 13.9): branch, commitSha, payload, header, ...
+	Data map[string]any `json:"data,omitempty"`
 }
 
 // PipelineInput is the pipeline workflow's input.

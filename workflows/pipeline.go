@@ -145,9 +145,14 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	if in.Resume != nil {
 		data["resumedExecutionId"] = in.Resume.RootExecutionID
 	}
+	root := map[string]any{"pipeline": data}
+	if in.Trigger.Data != nil {
+		root["trigger"] = in.Trigger.Data
+		root["eventPayload"] = in.Trigger.Data["payload"]
+	}
 	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now}
 	tree.Children = newTree(pl.Stages, "")
-	return &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: map[string]any{"pipeline": data}, data: data, tree: tree,
+	return &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: root, data: data, tree: tree,
 		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]status.Status{}, barriers: newBarriers(pl)}
 }
 

@@ -19,7 +19,9 @@ import (
 // Options select the runtime inputs to merge.
 type Options struct {
 	InputSets []string // input set and overlay files, in precedence order
-	Sets      []string // --set FQN=value assignments, applied last
+	// Inputs are further sources applied after the input sets (a trigger's inputYaml).
+	Inputs []*inputs.Source
+	Sets   []string // --set FQN=value assignments, applied last
 	// ForRun makes open required runtime inputs errors, as a run request must supply them, and
 	// compiles the plan (refusing step types the engine cannot run).
 	ForRun bool
@@ -83,7 +85,7 @@ func (r *Result) mergeInputs(name string, f *pipeline.File, opts Options) {
 	for k, v := range loaded.Files {
 		r.Sources[k] = v
 	}
-	sources := loaded.Sources
+	sources := append(loaded.Sources, opts.Inputs...)
 	if len(opts.Sets) > 0 {
 		s, sd := inputs.FromSetFlags(opts.Sets)
 		r.Diags.Add(sd...)

@@ -1,0 +1,256 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/server"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/triggers"
+)
+
+const hookPipeline = `pipeline:
+  name: on push
+  identifier: on_push
+  variables:
+    - {name: sha, type: String, value: <+input>}
+  stages:
+    - stage:
+        name: build
+        identifier: build
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: show
+                  identifier: show
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: "B=<+trigger.branch>; S=<+pipeline.variables.sha>; U=<+trigger.gitUser>; T=<+pipeline.triggerType>"}}
+                    outputVariables:
+                      - {name: b, type: String, value: B}
+                      - {name: s, type: String, value: S}
+                      - {name: u, type: String, value: U}
+                      - {name: t, type: String, value: T}
+`
+
+const hookTrigger = `trigger:
+  name: main pushes
+  identifier: main_push
+  pipelineIdentifier: on_push
+  encryptedWebhookSecretIdentifier: hook_secret
+  inputYaml: |
+    pipeline:
+      identifier: on_push
+      variables:
+        - name: sha
+          type: String
+          value: <+trigger.commitSha>
+  source:
+    type: Webhook
+    spec:
+      type: Github
+      spec:
+        type: Push
+        spec:
+          repoName: checkout-service
+          payloadConditions:
+            - {key: targetBranch, operator: Equals, value: main}
+`
+
+func sign(body []byte, secret string) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func TestGitHubWebhook(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "on-push.yaml"), []byte(hookPipeline), 0o600)
+	os.WriteFile(filepath.Join(dir, "main-push.trigger.yaml"), []byte(hookTrigger), 0o600)
+	t.Setenv(secrets.EnvName("hook_secret"), "hush")
+	events := &triggers.EventLog{Path: filepath.Join(t.TempDir(), "events.jsonl")}
+	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: filepath.Join(dir, "none.yaml"),
+		PipelinesDir: dir, Secrets: &secrets.Store{}, Events: events}))
+	defer srv.Close()
+	payload, err := os.ReadFile("../triggers/testdata/github-push.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(body []byte, delivery, sig string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/webhooks/github", bytes.NewReader(body))
+		req.Header.Set("X-GitHub-Event", "push")
+		req.Header.Set("X-GitHub-Delivery", delivery)
+		if sig != "" {
+			req.Header.Set("X-Hub-Signature-256", sig)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	startedID := func(out map[string]any) (string, bool) {
+		res, _ := out["results"].([]any)
+		if len(res) != 1 {
+			return "", false
+		}
+		m := res[0].(map[string]any)
+		id, _ := m["executionId"].(string)
+		dup, _ := m["duplicate"].(bool)
+		return id, dup
+	}
+
+	// Nothing starts for an unsigned, a badly signed, an oversized or a non-matching delivery.
+	if code, _ := post(payload, "d-unsigned", ""); code != 401 {
+		t.Errorf("unsigned: %d", code)
+	}
+	if code, _ := post(payload, "d-bad", sign(payload, "wrong")); code != 403 {
+		t.Errorf("bad signature: %d", code)
+	}
+	big := append([]byte(`{"pad": "`), bytes.Repeat([]byte("x"), server.MaxBody)...)
+	big = append(big, []byte(`"}`)...)
+	if code, _ := post(big, "d-big", sign(big, "hush")); code != 413 {
+		t.Errorf("oversized: %d", code)
+	}
+	develop := bytes.Replace(payload, []byte(`"refs/heads/main"`), []byte(`"refs/heads/develop"`), 1)
+	code, out := post(develop, "d-develop", sign(develop, "hush"))
+	if id, _ := startedID(out); code != 202 || id != "" || !strings.Contains(toJSON(out), triggers.StatusNoPayload) {
+		t.Errorf("develop: %d %v", code, out)
+	}
+
+	// A signed push to main starts the pipeline once, however often it is delivered.
+	sig := sign(payload, "hush")
+	var wg sync.WaitGroup
+	ids := make([]string, 4)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			code, out := post(payload, "d-main-1", sig)
+			if code != 202 {
+				t.Errorf("delivery %d: %d %v", i, code, out)
+			}
+			ids[i], _ = startedID(out)
+		}()
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] || id == "" {
+			t.Fatalf("concurrent deliveries started %v", ids)
+		}
+	}
+	if _, dup := startedID(func() map[string]any { _, o := post(payload, "d-main-1", sig); return o }()); !dup {
+		t.Error("a repeated delivery was not reported as a duplicate")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := env.starter.Result(ctx, ids[0])
+	if err != nil || res.Status != status.Succeeded {
+		t.Fatalf("%+v %v", res, err)
+	}
+	outs := res.Tree.Find("build.show").Outputs["outputVariables"].(map[string]any)
+	if outs["b"] != "main" || outs["s"] != "0d1a26e67d8f5eaf1f6ba5c57fc3c7d91ac0fd1c" || outs["u"] != "octocat" || outs["t"] != "WEBHOOK" {
+		t.Errorf("outputs %v", outs)
+	}
+	// Only one execution exists: the next sequence number was never used.
+	next := strings.TrimSuffix(ids[0], "-1") + "-2"
+	if _, err := env.client.DescribeWorkflowExecution(ctx, next, ""); err == nil {
+		t.Errorf("%s exists: a delivery started twice", next)
+	} else if _, nf := err.(*serviceerror.NotFound); !nf {
+		t.Logf("describe %s: %v", next, err)
+	}
+	recs, err := events.Last(20)
+	if err != nil || len(recs) < 5 {
+		t.Fatalf("events %v %v", recs, err)
+	}
+	for _, r := range recs {
+		if strings.Contains(r.Reason, "hush") {
+			t.Errorf("an event record leaks the secret: %+v", r)
+		}
+	}
+}
+
+func toJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// Custom webhooks need an API key and honour Idempotency-Key.
+func TestCustomWebhook(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "on-push.yaml"), []byte(strings.ReplaceAll(hookPipeline, "on_push", "on_custom")), 0o600)
+	os.WriteFile(filepath.Join(dir, "bot.yaml"), []byte(`trigger:
+  name: bot
+  identifier: bot
+  pipelineIdentifier: on_custom
+  inputSetRefs: []
+  inputYaml: |
+    pipeline:
+      identifier: on_custom
+      variables:
+        - {name: sha, type: String, value: <+trigger.payload.sha>}
+  source:
+    type: Webhook
+    spec:
+      type: Custom
+      spec:
+        payloadConditions:
+          - {key: <+trigger.payload.service>, operator: Equals, value: checkout}
+`), 0o600)
+	idFile := filepath.Join(dir, "users.yaml")
+	d := &identity.Directory{}
+	tok, _ := d.AddUser("releasebot", "", nil)
+	d.Save(idFile)
+	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile, PipelinesDir: dir}))
+	defer srv.Close()
+	post := func(key, idem, body string) (int, string) {
+		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/webhooks/custom/bot", strings.NewReader(body))
+		if key != "" {
+			req.Header.Set("X-Api-Key", key)
+		}
+		if idem != "" {
+			req.Header.Set("Idempotency-Key", idem)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		return resp.StatusCode, b.String()
+	}
+	if code, _ := post("", "", `{"service": "checkout"}`); code != 401 {
+		t.Errorf("no key: %d", code)
+	}
+	code, body := post(tok, "job-1", `{"service": "checkout", "sha": "abc"}`)
+	if code != 202 || !strings.Contains(body, "on_custom-") {
+		t.Fatalf("%d %s", code, body)
+	}
+	code, body2 := post(tok, "job-1", `{"service": "checkout", "sha": "abc"}`)
+	if code != 202 || !strings.Contains(body2, `"duplicate":true`) {
+		t.Errorf("repeat: %d %s", code, body2)
+	}
+	if code, body := post(tok, "job-2", `{"service": "billing"}`); code != 202 || strings.Contains(body, "executionId") {
+		t.Errorf("non-matching: %d %s", code, body)
+	}
+}

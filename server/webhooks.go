@@ -1,0 +1,236 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/triggers"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// providers maps the webhook path segment to the trigger's provider name.
+var providers = map[string]string{"github": "Github", "gitlab": "Gitlab", "bitbucket": "Bitbucket"}
+
+// Result is one trigger's outcome for a delivery.
+type Result struct {
+	Trigger     string `json:"trigger"`
+	Status      string `json:"status"`
+	Reason      string `json:"reason,omitempty"`
+	ExecutionID string `json:"executionId,omitempty"`
+	Duplicate   bool   `json:"duplicate,omitempty"`
+}
+
+// readBody reads a webhook body within MaxBody.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		fail(w, http.StatusRequestEntityTooLarge, "too-large", "request body is larger than %d bytes", MaxBody)
+		return nil, false
+	}
+	if err != nil {
+		fail(w, http.StatusBadRequest, "bad-request", "read body: %v", err)
+		return nil, false
+	}
+	return b, true
+}
+
+// gitWebhook receives GitHub, GitLab and Bitbucket deliveries. Each trigger of that provider
+// authenticates the delivery with its own secret first; unsigned deliveries are 401, badly
+// signed ones 403, and neither starts anything.
+func (s *Server) gitWebhook(w http.ResponseWriter, r *http.Request) {
+	provider, ok := providers[r.PathValue("provider")]
+	if !ok {
+		fail(w, http.StatusNotFound, "not-found", "unknown webhook provider %q (github, gitlab, bitbucket)", r.PathValue("provider"))
+		return
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	ev, err := triggers.Parse(provider, r.Header, body)
+	if err != nil {
+		s.record(triggers.Record{Provider: provider, Status: triggers.StatusInvalidPayload, Reason: err.Error()})
+		fail(w, http.StatusBadRequest, "invalid-payload", "%v", err)
+		return
+	}
+	reg := s.registry()
+	var results []Result
+	unsigned, badly := 0, 0
+	candidates := 0
+	for _, lt := range reg.Triggers {
+		t := lt.Trigger
+		if !listensTo(t, provider) {
+			continue
+		}
+		candidates++
+		secret, err := s.webhookSecret(r.Context(), t)
+		if err == nil {
+			err = triggers.Verify(provider, r.Header, body, secret)
+		}
+		if err != nil {
+			if errors.Is(err, triggers.ErrUnsigned) {
+				unsigned++
+			} else {
+				badly++
+			}
+			// The reason never carries the secret or the signature.
+			s.record(triggers.Record{Provider: provider, DeliveryID: ev.DeliveryID, Trigger: t.Identifier, Status: triggers.StatusAuthFailed, Reason: authReason(err)})
+			continue
+		}
+		results = append(results, s.fire(r.Context(), reg, t, ev, provider, ev.Sender, "WEBHOOK"))
+	}
+	switch {
+	case candidates == 0:
+		s.record(triggers.Record{Provider: provider, DeliveryID: ev.DeliveryID, Status: triggers.StatusNoRepo, Reason: "no " + provider + " trigger"})
+		writeJSON(w, http.StatusAccepted, map[string]any{"status": triggers.StatusNoRepo, "results": []Result{}})
+	case len(results) == 0 && unsigned > 0 && badly == 0:
+		w.Header().Set("WWW-Authenticate", `HMAC realm="gantry-webhook"`)
+		fail(w, http.StatusUnauthorized, "unsigned", "the delivery carries no signature; configure the webhook secret on the provider")
+	case len(results) == 0:
+		fail(w, http.StatusForbidden, "bad-signature", "the delivery's signature does not match any trigger's secret")
+	default:
+		writeJSON(w, http.StatusAccepted, map[string]any{"results": results})
+	}
+}
+
+func authReason(err error) string {
+	if errors.Is(err, triggers.ErrUnsigned) {
+		return "unsigned delivery"
+	}
+	if errors.Is(err, triggers.ErrSignature) {
+		return "signature does not match the trigger's secret"
+	}
+	return err.Error()
+}
+
+// customWebhook receives a custom trigger's delivery; it needs an API token as X-Api-Key and
+// takes an Idempotency-Key header.
+func (s *Server) customWebhook(w http.ResponseWriter, r *http.Request) {
+	dir, err := identity.Load(s.o.IdentityFile)
+	if err != nil {
+		fail(w, http.StatusInternalServerError, "identity", "the server's identity file cannot be read")
+		return
+	}
+	u, err := dir.Authenticate(r.Header.Get("X-Api-Key"))
+	if err != nil {
+		s.record(triggers.Record{Provider: "Custom", Trigger: r.PathValue("trigger"), Status: triggers.StatusAuthFailed, Reason: "missing or unknown X-Api-Key"})
+		fail(w, http.StatusUnauthorized, "unauthenticated", "send an API token as X-Api-Key")
+		return
+	}
+	body, ok := readBody(w, r)
+	if !ok {
+		return
+	}
+	ev, err := triggers.Parse("Custom", r.Header, body)
+	if err != nil {
+		s.record(triggers.Record{Provider: "Custom", Trigger: r.PathValue("trigger"), Status: triggers.StatusInvalidPayload, Reason: err.Error()})
+		fail(w, http.StatusBadRequest, "invalid-payload", "%v", err)
+		return
+	}
+	reg := s.registry()
+	for _, lt := range reg.Triggers {
+		if lt.Trigger.Identifier == r.PathValue("trigger") && listensTo(lt.Trigger, "Custom") {
+			res := s.fire(r.Context(), reg, lt.Trigger, ev, "Custom", u.Name, "WEBHOOK_CUSTOM")
+			writeJSON(w, http.StatusAccepted, map[string]any{"results": []Result{res}})
+			return
+		}
+	}
+	s.record(triggers.Record{Provider: "Custom", Trigger: r.PathValue("trigger"), Status: triggers.StatusNoCustom})
+	fail(w, http.StatusNotFound, "not-found", "no enabled custom trigger %q", r.PathValue("trigger"))
+}
+
+// fire evaluates one trigger and, when it matches, starts its pipeline at most once per
+// delivery (the delivery ID is the idempotency key, kept in Temporal, not in memory).
+func (s *Server) fire(ctx context.Context, reg *triggers.Registry, t *pipeline.Trigger, ev *triggers.Event, provider, user, kind string) Result {
+	rec := triggers.Record{Provider: provider, DeliveryID: ev.DeliveryID, Trigger: t.Identifier}
+	v := triggers.Evaluate(t, ev)
+	if !v.Match {
+		rec.Status, rec.Reason = v.Status, v.Reason
+		s.record(rec)
+		return Result{Trigger: t.Identifier, Status: v.Status, Reason: v.Reason}
+	}
+	res, err := reg.Load(t)
+	if err != nil || !res.OK() || res.Plan == nil {
+		reason := "the pipeline or its trigger inputs are invalid"
+		if err != nil {
+			reason = err.Error()
+		} else if errs := res.Diags.Errors(); len(errs) > 0 {
+			reason = errs[0].String()
+		}
+		rec.Status, rec.Reason = triggers.StatusInvalidInputYaml, reason
+		s.record(rec)
+		return Result{Trigger: t.Identifier, Status: rec.Status, Reason: reason}
+	}
+	key := ""
+	if ev.DeliveryID != "" {
+		key = "delivery/" + provider + "/" + t.Identifier + "/" + ev.DeliveryID
+	}
+	trig := workflows.Trigger{Type: kind, User: user, Data: ev.Data()}
+	exec, started, err := s.o.Starter.StartOnce(ctx, key, res.Plan, trig, s.o.Settings)
+	if err != nil {
+		rec.Status, rec.Reason = triggers.StatusException, err.Error()
+		s.record(rec)
+		s.o.Log.Error("trigger could not start its pipeline", zap.String("trigger", t.Identifier), zap.Error(err))
+		return Result{Trigger: t.Identifier, Status: rec.Status, Reason: "could not start the pipeline"}
+	}
+	rec.Status, rec.ExecutionID, rec.Duplicate = triggers.StatusRequested, exec.ID, !started
+	s.record(rec)
+	return Result{Trigger: t.Identifier, Status: rec.Status, ExecutionID: exec.ID, Duplicate: !started}
+}
+
+func listensTo(t *pipeline.Trigger, provider string) bool {
+	if t.Source == nil || t.Source.Type != "Webhook" || t.Source.Spec == nil {
+		return false
+	}
+	ty := pipeline.Field(t.Source.Spec, "type")
+	return ty != nil && ty.Value == provider && !strings.EqualFold(t.Enabled, "false")
+}
+
+// webhookSecret resolves a trigger's secret; a Git trigger without one cannot be invoked.
+func (s *Server) webhookSecret(ctx context.Context, t *pipeline.Trigger) (string, error) {
+	if t.EncryptedWebhookSecretIdentifier == "" {
+		return "", fmt.Errorf("trigger %s has no encryptedWebhookSecretIdentifier; unsigned Git webhooks are refused", t.Identifier)
+	}
+	if s.o.Secrets == nil {
+		return "", fmt.Errorf("no secret resolver")
+	}
+	return s.o.Secrets.Resolve(ctx, t.EncryptedWebhookSecretIdentifier)
+}
+
+func (s *Server) record(r triggers.Record) {
+	if s.o.Events == nil {
+		return
+	}
+	r.Time = time.Now().UTC()
+	if err := s.o.Events.Add(r); err != nil {
+		s.o.Log.Warn("trigger event not recorded", zap.Error(err))
+	}
+}
+
+// registry returns the triggers directory, reloading it when its files changed.
+func (s *Server) registry() *triggers.Registry {
+	s.regMu.Lock()
+	defer s.regMu.Unlock()
+	if s.o.PipelinesDir == "" {
+		return &triggers.Registry{}
+	}
+	fp := triggers.Fingerprint(s.o.PipelinesDir)
+	if s.reg == nil || fp != s.regFP {
+		reg, diags := triggers.LoadDir(s.o.PipelinesDir)
+		for _, d := range diags {
+			s.o.Log.Warn("pipelines directory: file left out", zap.String("diagnostic", d.String()))
+		}
+		s.reg, s.regFP = reg, fp
+	}
+	return s.reg
+}

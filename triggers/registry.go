@@ -1,0 +1,106 @@
+package triggers
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/inputs"
+	"github.com/gantry-cd/gantry/pipeline/load"
+)
+
+// Registry is the triggers, pipelines and input sets of a directory (trigger files live next
+// to the pipelines they start).
+type Registry struct {
+	Dir       string
+	Triggers  []*Loaded
+	pipelines map[string]string // pipeline identifier → file
+	inputSets map[string]string // input set identifier → file
+}
+
+// Loaded is one valid trigger file.
+type Loaded struct {
+	File    string
+	Trigger *pipeline.Trigger
+}
+
+// LoadDir reads every *.yaml of dir. Invalid files are reported and left out; an invalid
+// trigger never fires.
+func LoadDir(dir string) (*Registry, diag.List) {
+	r := &Registry{Dir: dir, pipelines: map[string]string{}, inputSets: map[string]string{}}
+	var diags diag.List
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	sort.Strings(files)
+	for _, f := range files {
+		res, err := load.File(f, load.Options{})
+		if err != nil {
+			diags.Errorf(diag.Pos{File: f}, "io", "%v", err)
+			continue
+		}
+		if !res.OK() {
+			diags.Add(res.Diags.Errors()...)
+			continue
+		}
+		switch pf := res.File; {
+		case pf.Trigger != nil:
+			r.Triggers = append(r.Triggers, &Loaded{File: f, Trigger: pf.Trigger})
+		case pf.Pipeline != nil:
+			r.pipelines[pf.Pipeline.Identifier] = f
+		case pf.InputSet != nil:
+			r.inputSets[pf.InputSet.Identifier] = f
+		case pf.Overlay != nil:
+			r.inputSets[pf.Overlay.Identifier] = f
+		}
+	}
+	return r, diags
+}
+
+// Load loads the pipeline a trigger starts, with its inputSetRefs, inputYaml and extra --set
+// values applied, ready to run.
+func (r *Registry) Load(t *pipeline.Trigger) (*load.Result, error) {
+	file, ok := r.pipelines[t.PipelineIdentifier]
+	if !ok {
+		return nil, fmt.Errorf("trigger %s starts pipeline %s, which is not in %s", t.Identifier, t.PipelineIdentifier, r.Dir)
+	}
+	opts := load.Options{ForRun: true}
+	for _, ref := range t.InputSetRefs {
+		f, ok := r.inputSets[ref]
+		if !ok {
+			return nil, fmt.Errorf("trigger %s names input set %s, which is not in %s", t.Identifier, ref, r.Dir)
+		}
+		opts.InputSets = append(opts.InputSets, f)
+	}
+	if t.InputYaml != "" {
+		var doc yaml.Node
+		if err := yaml.Unmarshal([]byte(t.InputYaml), &doc); err != nil || len(doc.Content) == 0 {
+			return nil, fmt.Errorf("trigger %s: inputYaml is not valid YAML", t.Identifier)
+		}
+		if p := pipeline.Field(doc.Content[0], "pipeline"); p != nil {
+			opts.Inputs = append(opts.Inputs, inputs.SourceFromTree("trigger "+t.Identifier+" inputYaml", t.Identifier, p))
+		}
+	}
+	src, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return load.Bytes(file, src, opts), nil
+}
+
+// Fingerprint summarises a directory's YAML files (names, sizes, modification times) so a
+// server notices changed trigger and pipeline files.
+func Fingerprint(dir string) string {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	sort.Strings(files)
+	var b []byte
+	for _, f := range files {
+		if st, err := os.Stat(f); err == nil {
+			b = fmt.Appendf(b, "%s:%d:%d;", f, st.Size(), st.ModTime().UnixNano())
+		}
+	}
+	return string(b)
+}
