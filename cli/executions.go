@@ -14,7 +14,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/server"
+	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -133,7 +135,15 @@ inspect executions; the Temporal Web UI itself is not served.`,
 			if identityFile == "" {
 				identityFile = filepath.Join(conn.dataDir, "users.yaml")
 			}
-			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, Log: log})
+			secretsFile := conn.secretsFile
+			if secretsFile == "" {
+				secretsFile = filepath.Join(conn.dataDir, "secrets.yaml")
+			}
+			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, Log: log,
+				Secrets: &secrets.Store{File: secretsFile}, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}})
+			if pipelines != "" {
+				go syncSchedules(ctx, api, log)
+			}
 			srv := &http.Server{Addr: listen, Handler: api, ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)
 			go func() { errc <- srv.ListenAndServe() }()
@@ -191,3 +201,28 @@ the embedded server of the data directory.`,
 	conn.add(cmd)
 	return cmd
 }
+
+// syncSchedules keeps Temporal's schedules in step with the cron triggers of the pipelines
+// directory: at start, then whenever its files change.
+func syncSchedules(ctx context.Context, api *server.Server, log *zap.Logger) {
+	last := ""
+	tick := time.NewTicker(5 * time.Second)
+	defer tick.Stop()
+	for {
+		if fp := api.Fingerprint(); fp != last {
+			if err := api.SyncSchedules(ctx); err != nil {
+				log.Error("cron triggers could not be synchronised with Temporal schedules; retrying", zap.Error(err))
+			} else {
+				last = fp
+				log.Info("cron triggers synchronised with Temporal schedules")
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func eventsPath(dataDir string) string { return filepath.Join(dataDir, "trigger-events.jsonl") }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -233,4 +234,38 @@ func (s *Server) registry() *triggers.Registry {
 		s.reg, s.regFP = reg, fp
 	}
 	return s.reg
+}
+
+// SyncSchedules makes the Temporal Schedules match the cron triggers of the pipelines
+// directory; `gantry server` calls it at start and whenever the directory's files change.
+func (s *Server) SyncSchedules(ctx context.Context) error {
+	reg := s.registry()
+	var want []starter.CronSchedule
+	for _, lt := range reg.Triggers {
+		t := lt.Trigger
+		if t.Source == nil || t.Source.Type != "Scheduled" || strings.EqualFold(t.Enabled, "false") {
+			continue
+		}
+		spec := pipeline.Field(pipeline.Field(t.Source.Spec, "spec"), "expression")
+		tz := pipeline.Field(pipeline.Field(t.Source.Spec, "spec"), "timeZone")
+		res, err := reg.Load(t)
+		if err != nil || res.Plan == nil {
+			s.o.Log.Warn("cron trigger left out: its pipeline does not load", zap.String("trigger", t.Identifier), zap.Error(err))
+			continue
+		}
+		c := starter.CronSchedule{Trigger: t.Identifier, Expression: spec.Value, Input: workflows.CronInput{Trigger: t.Identifier, Plan: res.Plan}}
+		if tz != nil {
+			c.TimeZone = tz.Value
+		}
+		want = append(want, c)
+	}
+	return s.o.Starter.SyncSchedules(ctx, want)
+}
+
+// Fingerprint is the pipelines directory's current state, to notice changes.
+func (s *Server) Fingerprint() string {
+	if s.o.PipelinesDir == "" {
+		return ""
+	}
+	return triggers.Fingerprint(s.o.PipelinesDir)
 }

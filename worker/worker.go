@@ -14,6 +14,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/shell"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -38,6 +39,8 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	}
 	w := sdkworker.New(c, tq, sdkworker.Options{MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps})
 	Register(w, o)
+	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, TaskQueue: tq}}
+	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 	return w
 }
 
@@ -64,6 +67,7 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.Pipeline, workflow.RegisterOptions{Name: workflows.PipelineName})
 	r.RegisterWorkflowWithOptions(workflows.Stage, workflow.RegisterOptions{Name: workflows.StageName})
 	r.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
+	r.RegisterWorkflowWithOptions(workflows.Cron, workflow.RegisterOptions{Name: workflows.CronName})
 }
 
 // Logger adapts zap to the Temporal SDK's logger, so SDK and Gantry logs share one format.
