@@ -35,6 +35,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench 'Gantry100Steps|Raw100Steps|GantryMatrix200|RawFanout200' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'GantryMatrix5000' -benchtime 1x ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'WebhookDeliveries' -benchtime 200x -count 3 ./e2e | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out
 
 clean:
