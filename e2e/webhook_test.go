@@ -254,3 +254,58 @@ func TestCustomWebhook(t *testing.T) {
 		t.Errorf("non-matching: %d %s", code, body)
 	}
 }
+
+// GitLab (token) and Bitbucket (signature) pushes start the pipeline too.
+func TestGitLabAndBitbucketWebhooks(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "on-push.yaml"), []byte(strings.ReplaceAll(hookPipeline, "on_push", "on_any_push")), 0o600)
+	for _, p := range []string{"Gitlab", "Bitbucket"} {
+		tr := strings.ReplaceAll(strings.ReplaceAll(hookTrigger, "on_push", "on_any_push"), "type: Github", "type: "+p)
+		tr = strings.Replace(tr, "identifier: main_push", "identifier: push_"+strings.ToLower(p), 1)
+		os.WriteFile(filepath.Join(dir, strings.ToLower(p)+".yaml"), []byte(tr), 0o600)
+	}
+	t.Setenv(secrets.EnvName("hook_secret"), "hush")
+	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: filepath.Join(dir, "none.yaml"),
+		PipelinesDir: dir, Secrets: &secrets.Store{}}))
+	defer srv.Close()
+	for _, c := range []struct {
+		path, file string
+		headers    map[string]string
+		goodAuth   func(body []byte) (string, string)
+	}{
+		{"gitlab", "gitlab-push.json", map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Event-UUID": "gl-1"},
+			func([]byte) (string, string) { return "X-Gitlab-Token", "hush" }},
+		{"bitbucket", "bitbucket-push.json", map[string]string{"X-Event-Key": "repo:push", "X-Request-UUID": "bb-1"},
+			func(b []byte) (string, string) { return "X-Hub-Signature", sign(b, "hush") }},
+	} {
+		body, err := os.ReadFile("../triggers/testdata/" + c.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		post := func(authKey, authVal string) (int, string) {
+			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/webhooks/"+c.path, bytes.NewReader(body))
+			for k, v := range c.headers {
+				req.Header.Set(k, v)
+			}
+			if authKey != "" {
+				req.Header.Set(authKey, authVal)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var b bytes.Buffer
+			b.ReadFrom(resp.Body)
+			return resp.StatusCode, b.String()
+		}
+		k, _ := c.goodAuth(body)
+		if code, _ := post(k, "nope"); code != 403 {
+			t.Errorf("%s bad auth: %d", c.path, code)
+		}
+		code, out := post(c.goodAuth(body))
+		if code != 202 || !strings.Contains(out, "on_any_push-") {
+			t.Errorf("%s: %d %s", c.path, code, out)
+		}
+	}
+}
