@@ -51,6 +51,12 @@ func (c *checker) trigger(t *pipeline.Trigger) {
 			c.cron(s.Spec)
 		}
 	}
+	if t.StagesToExecute != nil && len(t.StagesToExecute.Content) > 0 {
+		c.diags.Warnf(c.pos(t.StagesToExecute), "not-implemented", "stagesToExecute is not implemented yet: the whole pipeline runs")
+	}
+	if t.Source != nil && t.Source.PollInterval != "" && t.Source.PollInterval != "0" {
+		c.diags.Warnf(c.pos(pipeline.ValueAt(t.Source.Node, "pollInterval")), "not-implemented", "webhook polling is not implemented; deliveries must be pushed")
+	}
 	if t.InputYaml != "" {
 		var doc yaml.Node
 		if err := yaml.Unmarshal([]byte(t.InputYaml), &doc); err != nil {
@@ -103,6 +109,10 @@ func (c *checker) webhook(w *pipeline.WebhookSource) {
 	}
 	c.conditions(ev.Spec.PayloadConditions)
 	c.conditions(ev.Spec.HeaderConditions)
+	if ev.Spec.AutoAbortPreviousExecutions == "true" {
+		c.diags.Warnf(c.pos(pipeline.ValueAt(ev.Spec.Node, "autoAbortPreviousExecutions")), "not-implemented",
+			"autoAbortPreviousExecutions is not implemented yet: earlier executions keep running")
+	}
 }
 
 func (c *checker) conditions(list []pipeline.Condition) {
