@@ -1,0 +1,348 @@
+// Package policies evaluates Rego policies with OPA as a library. Each policy is a Rego package
+// `gantry.<name>` with `deny` (and optionally `warn`) sets of messages; policy sets group them
+// with a severity and say where they apply. Queries are prepared once when a directory is
+// loaded, never per evaluation.
+package policies
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"gopkg.in/yaml.v3"
+)
+
+// Severities of a policy set.
+const (
+	SeverityError   = "error"   // a deny blocks (run not started, step failed)
+	SeverityWarning = "warning" // a deny is recorded and the run continues
+)
+
+// Actions a set applies to.
+const (
+	OnRun  = "onrun"  // before an execution starts, over the merged pipeline
+	Custom = "custom" // Policy steps name the set and give the payload
+)
+
+// DefaultTimeout bounds one policy evaluation; a policy that takes longer fails closed.
+const DefaultTimeout = 2 * time.Second
+
+// Set is a policy set from sets.yaml.
+type Set struct {
+	Identifier string   `yaml:"identifier" json:"identifier"`
+	Severity   string   `yaml:"severity" json:"severity"`
+	Action     string   `yaml:"action" json:"action"`
+	Policies   []string `yaml:"policies" json:"policies"`
+	// Scope of an onrun set: every pipeline (global), pipelines of these projects, or pipelines
+	// carrying one of these tags.
+	Global   bool              `yaml:"global,omitempty" json:"global,omitempty"`
+	Projects []string          `yaml:"projects,omitempty" json:"projects,omitempty"`
+	Tags     map[string]string `yaml:"tags,omitempty" json:"tags,omitempty"`
+}
+
+// Engine holds prepared policies and their sets. It is safe for concurrent use.
+type Engine struct {
+	Sets     []Set
+	Timeout  time.Duration
+	prepared map[string]preparedPolicy // policy name → prepared deny and warn queries
+	modules  map[string]string
+}
+
+type preparedPolicy struct {
+	deny, warn rego.PreparedEvalQuery
+}
+
+// Load reads the *.rego files of dir (tests excluded) and its sets.yaml, compiles the modules
+// once and prepares one query per policy. Broken Rego is an error naming file:row:col.
+func Load(ctx context.Context, dir string) (*Engine, error) {
+	return LoadFS(ctx, os.DirFS(dir), dir)
+}
+
+// LoadFS is Load over a file system (the embedded starter library, tests).
+func LoadFS(ctx context.Context, fsys fs.FS, name string) (*Engine, error) {
+	modules, err := readModules(fsys, name, false)
+	if err != nil {
+		return nil, err
+	}
+	compiler, err := compile(modules)
+	if err != nil {
+		return nil, fmt.Errorf("policies in %s do not compile:\n%v", name, err)
+	}
+	e := &Engine{prepared: map[string]preparedPolicy{}, Timeout: DefaultTimeout, modules: modules}
+	for _, pkg := range packages(compiler) {
+		pol := strings.TrimPrefix(pkg, "gantry.")
+		deny, err := prepare(ctx, compiler, "data."+pkg+".deny")
+		if err != nil {
+			return nil, err
+		}
+		warn, err := prepare(ctx, compiler, "data."+pkg+".warn")
+		if err != nil {
+			return nil, err
+		}
+		e.prepared[pol] = preparedPolicy{deny: deny, warn: warn}
+	}
+	if err := e.readSets(fsys, name); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// readModules reads the Rego files of a tree; tests only when withTests.
+func readModules(fsys fs.FS, name string, withTests bool) (map[string]string, error) {
+	modules := map[string]string{}
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".rego") {
+			return err
+		}
+		if strings.HasSuffix(p, "_test.rego") && !withTests {
+			return nil
+		}
+		b, err := fs.ReadFile(fsys, p)
+		modules[path.Join(name, p)] = string(b)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read policies in %s: %w", name, err)
+	}
+	return modules, nil
+}
+
+func compile(modules map[string]string) (*ast.Compiler, error) {
+	return ast.CompileModulesWithOpt(modules, ast.CompileOpts{ParserOptions: ast.ParserOptions{RegoVersion: ast.RegoV1}})
+}
+
+func (e *Engine) readSets(fsys fs.FS, name string) error {
+	b, err := fs.ReadFile(fsys, "sets.yaml")
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var doc struct {
+		PolicySets []Set `yaml:"policySets"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		return fmt.Errorf("%s/sets.yaml: %w", name, err)
+	}
+	for _, s := range doc.PolicySets {
+		if s.Severity != SeverityError && s.Severity != SeverityWarning {
+			return fmt.Errorf("%s/sets.yaml: policy set %s: severity must be error or warning", name, s.Identifier)
+		}
+		if s.Action != OnRun && s.Action != Custom {
+			return fmt.Errorf("%s/sets.yaml: policy set %s: action must be onrun or custom", name, s.Identifier)
+		}
+		for _, p := range s.Policies {
+			if _, ok := e.prepared[p]; !ok {
+				return fmt.Errorf("%s/sets.yaml: policy set %s names policy %q, which no package gantry.%s defines", name, s.Identifier, p, p)
+			}
+		}
+		e.Sets = append(e.Sets, s)
+	}
+	return nil
+}
+
+// packages lists the gantry.* packages of the compiled modules, sorted.
+func packages(c *ast.Compiler) []string {
+	seen := map[string]bool{}
+	for _, m := range c.Modules {
+		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
+		if strings.HasPrefix(pkg, "gantry.") {
+			seen[pkg] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for p := range seen {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func prepare(ctx context.Context, c *ast.Compiler, query string) (rego.PreparedEvalQuery, error) {
+	return rego.New(
+		rego.Query(query),
+		rego.Compiler(c),
+		rego.Capabilities(capabilities()),
+		rego.StrictBuiltinErrors(true),
+	).PrepareForEval(ctx)
+}
+
+// capabilities leave out builtins that reach the network.
+func capabilities() *ast.Capabilities {
+	c := ast.CapabilitiesForThisVersion()
+	var keep []*ast.Builtin
+	for _, b := range c.Builtins {
+		if strings.HasPrefix(b.Name, "http.") || strings.HasPrefix(b.Name, "net.") || b.Name == "opa.runtime" {
+			continue
+		}
+		keep = append(keep, b)
+	}
+	c.Builtins = keep
+	return c
+}
+
+// PolicyResult is one policy's verdict.
+type PolicyResult struct {
+	Policy string   `json:"policy"`
+	Deny   []string `json:"deny,omitempty"`
+	Warn   []string `json:"warn,omitempty"`
+	Error  string   `json:"error,omitempty"`
+}
+
+// SetResult is one set's verdict: pass, warning or error.
+type SetResult struct {
+	Set      string         `json:"set"`
+	Severity string         `json:"severity"`
+	Status   string         `json:"status"`
+	Policies []PolicyResult `json:"policies"`
+	Duration time.Duration  `json:"duration"`
+}
+
+// Decision is the outcome of evaluating several sets.
+type Decision struct {
+	Status string      `json:"status"` // pass, warning or error
+	Sets   []SetResult `json:"sets"`
+}
+
+// Denied reports whether the decision blocks.
+func (d *Decision) Denied() bool { return d.Status == "error" }
+
+// Messages lists deny, warn and error messages, each prefixed by set and policy.
+func (d *Decision) Messages() []string {
+	var out []string
+	for _, s := range d.Sets {
+		for _, p := range s.Policies {
+			for _, m := range p.Deny {
+				out = append(out, fmt.Sprintf("%s/%s: %s", s.Set, p.Policy, m))
+			}
+			for _, m := range p.Warn {
+				out = append(out, fmt.Sprintf("%s/%s (warning): %s", s.Set, p.Policy, m))
+			}
+			if p.Error != "" {
+				out = append(out, fmt.Sprintf("%s/%s: evaluation failed, counted as a deny: %s", s.Set, p.Policy, p.Error))
+			}
+		}
+	}
+	return out
+}
+
+// Scope describes the pipeline an on-run evaluation is for.
+type Scope struct {
+	Project string
+	Tags    map[string]string
+}
+
+// OnRunSets returns the onrun sets that apply to a pipeline.
+func (e *Engine) OnRunSets(sc Scope) []string {
+	var out []string
+	for _, s := range e.Sets {
+		if s.Action != OnRun {
+			continue
+		}
+		match := s.Global || (sc.Project != "" && slices.Contains(s.Projects, sc.Project))
+		for k, v := range s.Tags {
+			if sc.Tags[k] == v {
+				match = true
+			}
+		}
+		if match {
+			out = append(out, s.Identifier)
+		}
+	}
+	return out
+}
+
+// Evaluate runs the named sets against input. A policy that errors or exceeds the timeout
+// counts as a deny: governance fails closed.
+func (e *Engine) Evaluate(ctx context.Context, sets []string, input any) (*Decision, error) {
+	d := &Decision{Status: "pass"}
+	for _, name := range sets {
+		i := slices.IndexFunc(e.Sets, func(s Set) bool { return s.Identifier == name })
+		if i < 0 {
+			return nil, fmt.Errorf("policy set %q is not defined", name)
+		}
+		set := e.Sets[i]
+		start := time.Now()
+		sr := SetResult{Set: set.Identifier, Severity: set.Severity, Status: "pass"}
+		for _, pol := range set.Policies {
+			pr := e.evalPolicy(ctx, pol, input)
+			switch {
+			case len(pr.Deny) > 0 || pr.Error != "":
+				if set.Severity == SeverityError {
+					sr.Status = "error"
+				} else if sr.Status == "pass" {
+					sr.Status = "warning"
+				}
+			case len(pr.Warn) > 0 && sr.Status == "pass":
+				sr.Status = "warning"
+			}
+			sr.Policies = append(sr.Policies, pr)
+		}
+		sr.Duration = time.Since(start)
+		switch {
+		case sr.Status == "error":
+			d.Status = "error"
+		case sr.Status == "warning" && d.Status == "pass":
+			d.Status = "warning"
+		}
+		d.Sets = append(d.Sets, sr)
+	}
+	return d, nil
+}
+
+func (e *Engine) evalPolicy(ctx context.Context, pol string, input any) PolicyResult {
+	pr := PolicyResult{Policy: pol}
+	p := e.prepared[pol]
+	timeout := e.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var err error
+	if pr.Deny, err = messages(ctx, p.deny, input, timeout); err != nil {
+		pr.Error = err.Error()
+		return pr
+	}
+	if pr.Warn, err = messages(ctx, p.warn, input, timeout); err != nil {
+		pr.Error = err.Error()
+	}
+	return pr
+}
+
+// messages evaluates a set-valued rule into sorted strings; an undefined rule is empty.
+func messages(ctx context.Context, q rego.PreparedEvalQuery, input any, timeout time.Duration) ([]string, error) {
+	rs, err := q.Eval(ctx, rego.EvalInput(input))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("timed out after %s", timeout)
+		}
+		return nil, err
+	}
+	var out []string
+	for _, r := range rs {
+		for _, ex := range r.Expressions {
+			list, ok := ex.Value.([]any)
+			if !ok {
+				return nil, fmt.Errorf("deny and warn must be sets of messages, got %T", ex.Value)
+			}
+			for _, m := range list {
+				out = append(out, fmt.Sprint(m))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
