@@ -16,6 +16,7 @@ import (
 const (
 	ShellScript = "gantry.ShellScript"
 	Http        = "gantry.Http"
+	Policy      = "gantry.Policy"
 )
 
 // ForStepType returns the activity that runs a step type, or "" when the type runs in
@@ -26,6 +27,8 @@ func ForStepType(t string) string {
 		return ShellScript
 	case "Http":
 		return Http
+	case "Policy":
+		return Policy
 	}
 	return ""
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/devserver"
+	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/worker"
 	"github.com/gantry-cd/gantry/workflows"
@@ -31,6 +32,7 @@ type connFlags struct {
 	dataDir     string
 	taskQueue   string
 	secretsFile string
+	policyDir   string
 }
 
 func (f *connFlags) add(cmd *cobra.Command) {
@@ -39,6 +41,7 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.dataDir, "data-dir", defaultDataDir(), "state of the embedded server, step logs and workspaces (env GANTRY_HOME)")
 	cmd.Flags().StringVar(&f.taskQueue, "task-queue", workflows.TaskQueue, "task queue of pipeline workflows and steps")
 	cmd.Flags().StringVar(&f.secretsFile, "secrets-file", "", "YAML file of secret id: value pairs for steps (default DATA_DIR/secrets.yaml); GANTRY_SECRET_<ID> variables take precedence")
+	cmd.Flags().StringVar(&f.policyDir, "policies", os.Getenv("GANTRY_POLICIES"), "Rego policy directory with sets.yaml: on-run checks and Policy steps (env GANTRY_POLICIES; e.g. policies/library)")
 }
 
 func envOr(k, def string) string {
@@ -61,13 +64,14 @@ func defaultDataDir() string {
 // engine is a connection to Temporal, with the embedded server and a local worker when this
 // process runs them.
 type engine struct {
-	client  client.Client
-	starter *starter.Starter
-	server  *devserver.Server
-	worker  sdkworker.Worker
-	logs    logs.Store
-	lock    *os.File
-	log     *zap.Logger
+	client   client.Client
+	starter  *starter.Starter
+	server   *devserver.Server
+	worker   sdkworker.Worker
+	logs     logs.Store
+	lock     *os.File
+	log      *zap.Logger
+	policies *policies.Engine // nil without --policies
 }
 
 // serverInfo is written to DATA_DIR/server.json while a process serves the embedded server, so
@@ -109,6 +113,12 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 	}
 	e.client = c
 	e.starter = &starter.Starter{Client: c, TaskQueue: f.taskQueue}
+	if f.policyDir != "" {
+		if e.policies, err = policies.Load(ctx, f.policyDir); err != nil {
+			e.close()
+			return nil, err
+		}
+	}
 	if withWorker {
 		secretsFile := f.secretsFile
 		if secretsFile == "" {
@@ -119,6 +129,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			Secrets:   &secrets.Store{File: secretsFile},
 			Logs:      e.logs,
 			WorkDir:   filepath.Join(f.dataDir, "work"),
+			Policies:  e.policies,
 		})
 		if err := os.MkdirAll(filepath.Join(f.dataDir, "work"), 0o700); err != nil {
 			e.close()

@@ -140,7 +140,7 @@ inspect executions; the Temporal Web UI itself is not served.`,
 				secretsFile = filepath.Join(conn.dataDir, "secrets.yaml")
 			}
 			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, Log: log,
-				Secrets: &secrets.Store{File: secretsFile}, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}})
+				Secrets: &secrets.Store{File: secretsFile}, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies})
 			if pipelines != "" {
 				go syncSchedules(ctx, api, log)
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -40,11 +41,18 @@ interrupted by Ctrl-C or a crash carries on the next time gantry runs on that di
 Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input is invalid),
 2 usage or connection error.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
 			if output != "text" && output != "json" {
 				return usageErr("--output must be text or json")
 			}
 			opts.ForRun = true
+			if conn.policyDir != "" {
+				if opts.Policies, err = policies.Load(cmd.Context(), conn.policyDir); err != nil {
+					return &exitError{code: ExitInvalid, err: err}
+				}
+				opts.PolicyMeta = map[string]any{"user": map[string]any{"name": currentUser()}, "trigger": "MANUAL",
+					"timestamp": time.Now().UTC().Format(time.RFC3339)}
+			}
 			r, err := load.File(args[0], opts)
 			if err != nil {
 				return usageErr("%v", err)
@@ -255,6 +263,9 @@ func detail(n *workflows.Node) string {
 	}
 	if len(n.Actions) > 0 {
 		parts = append(parts, "decide with: gantry intervene <execution> "+n.Path+" --action "+strings.Join(n.Actions, "|"))
+	}
+	if n.Policy != nil && n.Policy.Status != "pass" {
+		parts = append(parts, "policy "+n.Policy.Status+": "+strings.Join(n.Policy.Messages, "; "))
 	}
 	if n.Abort != nil {
 		a := "aborted by " + n.Abort.By

@@ -72,13 +72,7 @@ func TestHTTPAPI(t *testing.T) {
 	}
 	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
 	defer srv.Close()
-	var doc struct {
-		Paths map[string]map[string]map[string]any `yaml:"paths"`
-	}
-	if err := yaml.Unmarshal(server.OpenAPI, &doc); err != nil {
-		t.Fatal(err)
-	}
-	c := &apiClient{t: t, url: srv.URL, spec: doc.Paths}
+	c := &apiClient{t: t, url: srv.URL, spec: openAPIPaths(t)}
 	const execs = "/api/v1/executions"
 
 	// Authentication and malformed requests change nothing.
@@ -166,4 +160,16 @@ func TestHTTPAPI(t *testing.T) {
 	if code, _ := c.call("POST", execs+"/"+id+"/abort", execs+"/{id}/abort", bob, map[string]any{}); code != 404 {
 		t.Errorf("abort of a finished execution: %d", code)
 	}
+}
+
+// openAPIPaths reads the operations of the server's OpenAPI document.
+func openAPIPaths(t *testing.T) map[string]map[string]map[string]any {
+	t.Helper()
+	var doc struct {
+		Paths map[string]map[string]map[string]any `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(server.OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.Paths
 }

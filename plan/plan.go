@@ -17,6 +17,23 @@ type Plan struct {
 	Timeout     string            `json:"timeout,omitempty"`
 	Variables   []Variable        `json:"variables,omitempty"`
 	Stages      []*Node           `json:"stages"` // KindStage or KindParallel
+	// Policy is the on-run policy decision taken before the run started (spec 15.6).
+	Policy *PolicyRecord `json:"policy,omitempty"`
+}
+
+// PolicyRecord is an on-run policy decision as recorded with an execution.
+type PolicyRecord struct {
+	Status   string            `json:"status"` // pass or warning (a deny never starts)
+	Messages []string          `json:"messages,omitempty"`
+	Sets     []PolicySetRecord `json:"sets"`
+}
+
+// PolicySetRecord is one evaluated policy set.
+type PolicySetRecord struct {
+	Set      string `json:"set"`
+	Severity string `json:"severity"`
+	Status   string `json:"status"`
+	Micros   int64  `json:"micros"` // evaluation time
 }
 
 // Kind is a node's kind.

@@ -268,6 +268,11 @@ func (e *Engine) OnRunSets(sc Scope) []string {
 // counts as a deny: governance fails closed.
 func (e *Engine) Evaluate(ctx context.Context, sets []string, input any) (*Decision, error) {
 	d := &Decision{Status: "pass"}
+	// Convert the input once for every query of every set.
+	parsed, err := ast.InterfaceToValue(input)
+	if err != nil {
+		return nil, fmt.Errorf("policy input: %w", err)
+	}
 	for _, name := range sets {
 		i := slices.IndexFunc(e.Sets, func(s Set) bool { return s.Identifier == name })
 		if i < 0 {
@@ -277,7 +282,7 @@ func (e *Engine) Evaluate(ctx context.Context, sets []string, input any) (*Decis
 		start := time.Now()
 		sr := SetResult{Set: set.Identifier, Severity: set.Severity, Status: "pass"}
 		for _, pol := range set.Policies {
-			pr := e.evalPolicy(ctx, pol, input)
+			pr := e.evalPolicy(ctx, pol, parsed)
 			switch {
 			case len(pr.Deny) > 0 || pr.Error != "":
 				if set.Severity == SeverityError {
@@ -302,7 +307,7 @@ func (e *Engine) Evaluate(ctx context.Context, sets []string, input any) (*Decis
 	return d, nil
 }
 
-func (e *Engine) evalPolicy(ctx context.Context, pol string, input any) PolicyResult {
+func (e *Engine) evalPolicy(ctx context.Context, pol string, input ast.Value) PolicyResult {
 	pr := PolicyResult{Policy: pol}
 	p := e.prepared[pol]
 	timeout := e.Timeout
@@ -323,8 +328,8 @@ func (e *Engine) evalPolicy(ctx context.Context, pol string, input any) PolicyRe
 }
 
 // messages evaluates a set-valued rule into sorted strings; an undefined rule is empty.
-func messages(ctx context.Context, q rego.PreparedEvalQuery, input any, timeout time.Duration) ([]string, error) {
-	rs, err := q.Eval(ctx, rego.EvalInput(input))
+func messages(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value, timeout time.Duration) ([]string, error) {
+	rs, err := q.Eval(ctx, rego.EvalParsedInput(input))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("timed out after %s", timeout)

@@ -22,6 +22,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/workflows"
@@ -43,6 +44,8 @@ type Options struct {
 	Secrets secrets.Resolver
 	// Events records every webhook delivery (gantry triggers events).
 	Events *triggers.EventLog
+	// Policies are evaluated on run for every start (API and triggers); nil disables them.
+	Policies *policies.Engine
 }
 
 // Server serves the API.
@@ -203,13 +206,19 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		}
 		src = b
 	}
-	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true})
+	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Policies: s.o.Policies,
+		PolicyMeta: map[string]any{"user": map[string]any{"name": u.Name, "email": u.Email}, "userGroups": u.Groups,
+			"trigger": "MANUAL", "timestamp": time.Now().UTC().Format(time.RFC3339)}})
 	if !res.OK() || res.Plan == nil {
 		var details []string
 		for _, d := range res.Diags.Errors() {
 			details = append(details, d.String())
 		}
-		writeJSON(w, http.StatusUnprocessableEntity, Error{Code: "invalid-pipeline", Message: "the pipeline is invalid; nothing was started", Details: details})
+		code, msg := "invalid-pipeline", "the pipeline is invalid; nothing was started"
+		if res.Policy != nil && res.Policy.Denied() {
+			code, msg = "policy-denied", "policies deny this run; nothing was started"
+		}
+		writeJSON(w, http.StatusUnprocessableEntity, Error{Code: code, Message: msg, Details: details})
 		return
 	}
 	exec, err := s.o.Starter.Start(r.Context(), res.Plan, workflows.Trigger{Type: "MANUAL", User: u.Name}, s.o.Settings)

@@ -231,6 +231,7 @@ func (s *Server) registry() *triggers.Registry {
 		for _, d := range diags {
 			s.o.Log.Warn("pipelines directory: file left out", zap.String("diagnostic", d.String()))
 		}
+		reg.Policies = s.o.Policies
 		s.reg, s.regFP = reg, fp
 	}
 	return s.reg

@@ -12,12 +12,15 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/policies"
 )
 
 // Registry is the triggers, pipelines and input sets of a directory (trigger files live next
 // to the pipelines they start).
 type Registry struct {
-	Dir       string
+	Dir string
+	// Policies are evaluated on run when a trigger loads its pipeline.
+	Policies  *policies.Engine
 	Triggers  []*Loaded
 	pipelines map[string]string // pipeline identifier → file
 	inputSets map[string]string // input set identifier → file
@@ -67,7 +70,8 @@ func (r *Registry) Load(t *pipeline.Trigger) (*load.Result, error) {
 	if !ok {
 		return nil, fmt.Errorf("trigger %s starts pipeline %s, which is not in %s", t.Identifier, t.PipelineIdentifier, r.Dir)
 	}
-	opts := load.Options{ForRun: true}
+	opts := load.Options{ForRun: true, Policies: r.Policies,
+		PolicyMeta: map[string]any{"trigger": "trigger " + t.Identifier, "user": map[string]any{"name": "trigger " + t.Identifier}}}
 	for _, ref := range t.InputSetRefs {
 		f, ok := r.inputSets[ref]
 		if !ok {

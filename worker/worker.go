@@ -12,8 +12,10 @@ import (
 	"github.com/gantry-cd/gantry/activities"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
 	"github.com/gantry-cd/gantry/activities/logs"
+	policystep "github.com/gantry-cd/gantry/activities/policy"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/shell"
+	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -26,6 +28,8 @@ type Options struct {
 	WorkDir   string // step workspaces; "" is the system temp directory
 	// MaxConcurrentSteps bounds step activities running at once on this worker (0: SDK default).
 	MaxConcurrentSteps int
+	// Policies evaluates Policy steps; nil makes them fail closed.
+	Policies *policies.Engine
 }
 
 // New returns a worker with every workflow and step activity registered under its name.
@@ -55,6 +59,8 @@ func Register(r interface {
 	r.RegisterActivityWithOptions(sh.Run, activity.RegisterOptions{Name: activities.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(hs.Run, activity.RegisterOptions{Name: activities.Http})
+	ps := &policystep.Activity{Engine: o.Policies}
+	r.RegisterActivityWithOptions(ps.Run, activity.RegisterOptions{Name: activities.Policy})
 }
 
 // WorkflowRegistry is where workflows are registered: a worker, a replayer, a test environment.

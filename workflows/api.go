@@ -225,6 +225,8 @@ type Node struct {
 	// Notes records decisions taken on the node: failure-strategy actions, retries, user
 	// interventions, in order.
 	Notes []string `json:"notes,omitempty"`
+	// Policy is the on-run policy decision (pipeline node only).
+	Policy *plan.PolicyRecord `json:"policy,omitempty"`
 	// Abort says who aborted the execution (pipeline node only).
 	Abort *Abort `json:"abort,omitempty"`
 	// Source names the batch workflow that holds this placeholder's iterations (big loops, see

@@ -150,7 +150,7 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 		root["trigger"] = in.Trigger.Data
 		root["eventPayload"] = in.Trigger.Data["payload"]
 	}
-	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now}
+	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now, Policy: pl.Policy}
 	tree.Children = newTree(pl.Stages, "")
 	return &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: root, data: data, tree: tree,
 		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]status.Status{}, barriers: newBarriers(pl)}

@@ -4,6 +4,7 @@
 package load
 
 import (
+	"context"
 	"os"
 
 	"gopkg.in/yaml.v3"
@@ -14,6 +15,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/inputs"
 	"github.com/gantry-cd/gantry/pipeline/validate"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/policies"
 )
 
 // Options select the runtime inputs to merge.
@@ -22,6 +24,11 @@ type Options struct {
 	// Inputs are further sources applied after the input sets (a trigger's inputYaml).
 	Inputs []*inputs.Source
 	Sets   []string // --set FQN=value assignments, applied last
+	// Policies, when set with ForRun, evaluates the on-run policy sets over the merged pipeline
+	// (spec 15.6); a deny is an error diagnostic, so nothing starts. PolicyMeta is the
+	// input.metadata the policies see (who, trigger, time).
+	Policies   *policies.Engine
+	PolicyMeta map[string]any
 	// ForRun makes open required runtime inputs errors, as a run request must supply them, and
 	// compiles the plan (refusing step types the engine cannot run).
 	ForRun bool
@@ -37,6 +44,8 @@ type Result struct {
 	Values  map[string]any // runtime-input values applied, by FQN
 	Diags   diag.List      // sorted, errors and warnings
 	Sources diag.Sources   // file texts for caret snippets
+	// Policy is the on-run decision (Options.Policies), to record on the execution.
+	Policy *policies.Decision
 }
 
 // OK reports whether the file can be used.
@@ -74,6 +83,9 @@ func Bytes(name string, src []byte, opts Options) *Result {
 		if !cd.HasErrors() {
 			r.Plan = p
 		}
+	}
+	if opts.ForRun && opts.Policies != nil && r.Plan != nil {
+		r.checkPolicies(name, opts)
 	}
 	r.Diags = r.Diags.Sort()
 	return r
@@ -126,4 +138,46 @@ func (r *Result) mergeInputs(name string, f *pipeline.File, opts Options) {
 func wrap(n *yaml.Node) *yaml.Node {
 	return &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: "pipeline"}, n}}
+}
+
+// checkPolicies evaluates the on-run policy sets over the merged pipeline as JSON (runtime
+// inputs applied; secrets are references, never values) plus metadata.
+func (r *Result) checkPolicies(name string, opts Options) {
+	p := r.Merged
+	sets := opts.Policies.OnRunSets(policies.Scope{Project: p.ProjectIdentifier, Tags: p.Tags})
+	if len(sets) == 0 {
+		return
+	}
+	meta := map[string]any{"action": policies.OnRun, "type": "pipeline"}
+	for k, v := range opts.PolicyMeta {
+		meta[k] = v
+	}
+	input := map[string]any{"pipeline": compile.Value(p.Node), "metadata": meta}
+	d, err := opts.Policies.Evaluate(context.Background(), sets, input)
+	at := pipeline.NodePos(name, p.Node)
+	if err != nil {
+		r.Diags.Errorf(at, "policy", "policy evaluation failed, so the run is refused: %v", err)
+		r.Plan = nil
+		return
+	}
+	r.Policy = d
+	for _, s := range d.Sets {
+		one := &policies.Decision{Status: s.Status, Sets: []policies.SetResult{s}}
+		for _, m := range one.Messages() {
+			if s.Status == "error" {
+				r.Diags.Errorf(at, "policy", "denied by policy %s", m)
+			} else {
+				r.Diags.Warnf(at, "policy", "policy warning %s", m)
+			}
+		}
+	}
+	if d.Denied() {
+		r.Plan = nil
+		return
+	}
+	rec := &plan.PolicyRecord{Status: d.Status, Messages: d.Messages()}
+	for _, s := range d.Sets {
+		rec.Sets = append(rec.Sets, plan.PolicySetRecord{Set: s.Set, Severity: s.Severity, Status: s.Status, Micros: s.Duration.Microseconds()})
+	}
+	r.Plan.Policy = rec
 }

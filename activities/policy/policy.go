@@ -1,0 +1,88 @@
+// Package policy runs Policy steps (spec 15.6): the step's policy sets are evaluated against
+// its payload with OPA; a deny by an error-severity set fails the step with the
+// PolicyEvaluationFailure category.
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/policies"
+)
+
+// Spec is the Policy step spec.
+type Spec struct {
+	PolicySets []string `json:"policySets"`
+	Type       string   `json:"type"`
+	PolicySpec struct {
+		Payload any `json:"payload"` // JSON text, or a mapping written in YAML
+	} `json:"policySpec"`
+}
+
+// Activity evaluates Policy steps with the worker's policy engine.
+type Activity struct {
+	Engine *policies.Engine
+}
+
+// Run evaluates the step's sets and returns status and per-set details as outputs.
+func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+	var spec Spec
+	if err := json.Unmarshal(in.Spec, &spec); err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "Policy spec: %v", err)
+	}
+	if a.Engine == nil {
+		return activities.StepResult{}, activities.Fail(activities.PolicyEvaluation, "this worker has no policies loaded (start it with --policies DIR); failing closed")
+	}
+	if spec.Type != "" && spec.Type != "Custom" {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "Policy step type %q is not supported; use Custom", spec.Type)
+	}
+	if len(spec.PolicySets) == 0 {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "policySets is empty")
+	}
+	for _, name := range spec.PolicySets {
+		ok := false
+		for _, s := range a.Engine.Sets {
+			if s.Identifier == name && s.Action == policies.Custom {
+				ok = true
+			}
+		}
+		if !ok {
+			return activities.StepResult{}, activities.Fail(activities.Unknown, "policy set %q is not a custom policy set of this worker's policies", name)
+		}
+	}
+	payload := spec.PolicySpec.Payload
+	if text, ok := payload.(string); ok {
+		if err := json.Unmarshal([]byte(text), &payload); err != nil || strings.TrimSpace(text) == "" {
+			return activities.StepResult{}, activities.Fail(activities.Unknown, "policySpec.payload must be non-empty JSON: %v", err)
+		}
+	}
+	if payload == nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "policySpec.payload is empty")
+	}
+	d, err := a.Engine.Evaluate(ctx, spec.PolicySets, payload)
+	if err != nil {
+		return activities.StepResult{}, activities.Fail(activities.PolicyEvaluation, "%v", err)
+	}
+	details := map[string]any{}
+	for _, s := range d.Sets {
+		pols := map[string]any{}
+		for _, p := range s.Policies {
+			st := "pass"
+			switch {
+			case p.Error != "" || len(p.Deny) > 0:
+				st = map[string]string{policies.SeverityError: "error", policies.SeverityWarning: "warning"}[s.Severity]
+			case len(p.Warn) > 0:
+				st = "warning"
+			}
+			pols[p.Policy] = map[string]any{"status": st, "deny": p.Deny, "warn": p.Warn, "error": p.Error}
+		}
+		details[s.Set] = map[string]any{"status": s.Status, "policies": pols, "durationMicros": s.Duration.Microseconds()}
+	}
+	out := map[string]any{"status": d.Status, "policySetDetails": details}
+	if d.Denied() {
+		return activities.StepResult{}, activities.Fail(activities.PolicyEvaluation, "denied by policy: %s", strings.Join(d.Messages(), "; "))
+	}
+	return activities.StepResult{Outputs: out}, nil
+}
