@@ -58,7 +58,7 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 				return usageErr("%v", err)
 			}
 			if len(r.Diags) > 0 {
-				fmt.Fprint(cmd.ErrOrStderr(), r.Diags.Render(r.Sources)) // warnings too
+				fmt.Fprint(cmd.ErrOrStderr(), r.Diags.Render(r.Sources)) // warnings and policy decisions too
 			}
 			if !r.OK() {
 				return &exitError{code: ExitInvalid, err: fmt.Errorf("%s is invalid; nothing was started", args[0])}

@@ -209,6 +209,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Policies: s.o.Policies,
 		PolicyMeta: map[string]any{"user": map[string]any{"name": u.Name, "email": u.Email}, "userGroups": u.Groups,
 			"trigger": "MANUAL", "timestamp": time.Now().UTC().Format(time.RFC3339)}})
+	logDecision(s.o.Log, name, res.Policy)
 	if !res.OK() || res.Plan == nil {
 		var details []string
 		for _, d := range res.Diags.Errors() {
@@ -372,4 +373,18 @@ func (s *Server) callErr(w http.ResponseWriter, err error) {
 func (s *Server) internal(w http.ResponseWriter, what string, err error) {
 	s.o.Log.Error("API call failed", zap.String("operation", what), zap.Error(err))
 	fail(w, http.StatusBadGateway, "engine", "%s failed: %v", what, err)
+}
+
+// logDecision logs an on-run policy decision: sets, result, messages, durations.
+func logDecision(log *zap.Logger, pipeline string, d *policies.Decision) {
+	if d == nil {
+		return
+	}
+	for _, set := range d.Sets {
+		log.Info("on-run policy set evaluated", zap.String("pipeline", pipeline), zap.String("set", set.Set),
+			zap.String("status", set.Status), zap.Duration("duration", set.Duration))
+	}
+	if d.Status != "pass" {
+		log.Warn("on-run policy decision", zap.String("pipeline", pipeline), zap.String("status", d.Status), zap.Strings("messages", d.Messages()))
+	}
 }

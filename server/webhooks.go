@@ -161,6 +161,9 @@ func (s *Server) fire(ctx context.Context, reg *triggers.Registry, t *pipeline.T
 		return Result{Trigger: t.Identifier, Status: v.Status, Reason: v.Reason}
 	}
 	res, err := reg.Load(t)
+	if res != nil {
+		logDecision(s.o.Log, t.PipelineIdentifier, res.Policy)
+	}
 	if err != nil || !res.OK() || res.Plan == nil {
 		reason := "the pipeline or its trigger inputs are invalid"
 		if err != nil {

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"strings"
 
+	"go.temporal.io/sdk/activity"
+
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/policies"
 )
@@ -81,6 +83,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		details[s.Set] = map[string]any{"status": s.Status, "policies": pols, "durationMicros": s.Duration.Microseconds()}
 	}
 	out := map[string]any{"status": d.Status, "policySetDetails": details}
+	activity.GetLogger(ctx).Info("policy step evaluated", "step", in.StepPath, "execution", in.ExecutionID,
+		"sets", spec.PolicySets, "decision", d.Status, "messages", d.Messages())
 	if d.Denied() {
 		return activities.StepResult{}, activities.Fail(activities.PolicyEvaluation, "denied by policy: %s", strings.Join(d.Messages(), "; "))
 	}
