@@ -138,6 +138,10 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 		n.Unresolved = e.Unresolved
 	}
 	n.Inputs = execInputs(n.Spec, []string{"spec"}, nil)
+	if s.Enforce != nil && len(s.Enforce.PolicySets) > 0 {
+		c.diags.Warnf(pipeline.NodePos(c.file, s.Enforce.Node), "not-implemented",
+			"step %q: enforce.policySets (On Step Start policies) is not implemented yet and is ignored", s.Identifier)
+	}
 	if m, ok := n.Spec.(map[string]any); ok && s.Type == "HarnessApproval" {
 		if m["autoApproval"] != nil || m["isAutoRejectEnabled"] == "true" {
 			c.diags.Warnf(pipeline.NodePos(c.file, s.Node), "not-implemented",
