@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/gantry-cd/gantry/plan"
 )
 
 // Activity names, registered by the worker and called by name from workflow code.
@@ -17,6 +20,7 @@ const (
 	ShellScript = "gantry.ShellScript"
 	Http        = "gantry.Http"
 	Policy      = "gantry.Policy"
+	Kubernetes  = "gantry.Kubernetes"
 )
 
 // ForStepType returns the activity that runs a step type, or "" when the type runs in
@@ -30,8 +34,14 @@ func ForStepType(t string) string {
 	case "Policy":
 		return Policy
 	}
+	if IsKubernetes(t) {
+		return Kubernetes
+	}
 	return ""
 }
+
+// IsKubernetes reports whether a step type is one of the Kubernetes steps (spec 15.2).
+func IsKubernetes(t string) bool { return strings.HasPrefix(t, "K8s") }
 
 // StepInput is what a step activity receives. Spec is the rendered spec; secrets appear in it
 // only as references (`<+secrets.getValue("id")>`), resolved inside the activity.
@@ -41,7 +51,24 @@ type StepInput struct {
 	Type        string          `json:"type"`
 	Spec        json.RawMessage `json:"spec"`
 	Timeout     time.Duration   `json:"timeout"`
+	// Deploy is the deployment a Kubernetes step works on; nil for other steps.
+	Deploy *DeployInput `json:"deploy,omitempty"`
 }
+
+// DeployInput is a Deployment stage's target and manifests as a Kubernetes step sees them:
+// expressions already rendered, except ReleaseRevisionMarker, which the step replaces with
+// the release number it deploys.
+type DeployInput struct {
+	Namespace   string          `json:"namespace"`
+	ReleaseName string          `json:"releaseName"`
+	Connector   plan.Connector  `json:"connector"`
+	Manifests   []plan.Manifest `json:"manifests"`
+	// Rollback is set for a step in a rollback section.
+	Rollback bool `json:"rollback,omitempty"`
+}
+
+// ReleaseRevisionMarker stands for `<+kubernetes.release.revision>` in rendered manifests.
+const ReleaseRevisionMarker = "__GANTRY_RELEASE_REVISION__"
 
 // StepResult is what a step activity returns on success.
 type StepResult struct {

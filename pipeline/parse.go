@@ -20,6 +20,11 @@ type File struct {
 	InputSet *InputSet
 	Overlay  *OverlayInputSet
 	Trigger  *Trigger
+	// CD entities (spec 15.1).
+	Service        *Service
+	Environment    *Environment
+	Infrastructure *Infrastructure
+	Connector      *Connector
 }
 
 // InputSet is an `inputSet:` document (spec 12.1). Its pipeline part stays raw: it mirrors the
@@ -54,6 +59,11 @@ type document struct {
 	InputSet *InputSet        `yaml:"inputSet"`
 	Overlay  *OverlayInputSet `yaml:"overlayInputSet"`
 	Trigger  *Trigger         `yaml:"trigger"`
+
+	Service        *Service        `yaml:"service"`
+	Environment    *Environment    `yaml:"environment"`
+	Infrastructure *Infrastructure `yaml:"infrastructureDefinition"`
+	Connector      *Connector      `yaml:"connector"`
 }
 
 // StageTypes are the stage types the engine runs.
@@ -86,17 +96,19 @@ func Parse(name string, src []byte) (*File, diag.List) {
 	var top document
 	d.Decode(root, &top, "document root")
 	roots := 0
-	for _, present := range []bool{top.Pipeline != nil, top.InputSet != nil, top.Overlay != nil, top.Trigger != nil} {
+	for _, present := range []bool{top.Pipeline != nil, top.InputSet != nil, top.Overlay != nil, top.Trigger != nil,
+		top.Service != nil, top.Environment != nil, top.Infrastructure != nil, top.Connector != nil} {
 		if present {
 			roots++
 		}
 	}
 	if roots != 1 {
-		diags.Errorf(NodePos(name, root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet or trigger").
+		diags.Errorf(NodePos(name, root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, service, environment, infrastructureDefinition or connector").
 			SetHint("put the pipeline under a top-level `pipeline:` key")
 		return f, diags
 	}
 	f.InputSet, f.Overlay, f.Trigger = top.InputSet, top.Overlay, top.Trigger
+	f.Service, f.Environment, f.Infrastructure, f.Connector = top.Service, top.Environment, top.Infrastructure, top.Connector
 	if top.Pipeline != nil {
 		f.Pipeline = decodePipeline(d, top.Pipeline)
 	}

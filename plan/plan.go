@@ -86,6 +86,8 @@ type Node struct {
 	// OnFailure is a step's effective failure strategy (spec 5.4): error category → action,
 	// with stage, step-group and step levels already overlaid.
 	OnFailure map[string]*Action `json:"onFailure,omitempty"`
+	// Deploy is a Deployment stage's service, environment and infrastructure.
+	Deploy *Deployment `json:"deploy,omitempty"`
 }
 
 // Strategy is a looping strategy. Exactly one of Axes, Times/Items or Parallelism is set.

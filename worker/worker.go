@@ -14,6 +14,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	policystep "github.com/gantry-cd/gantry/activities/policy"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
 	"github.com/gantry-cd/gantry/activities/shell"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
@@ -61,6 +62,8 @@ func Register(r interface {
 	r.RegisterActivityWithOptions(hs.Run, activity.RegisterOptions{Name: activities.Http})
 	ps := &policystep.Activity{Engine: o.Policies}
 	r.RegisterActivityWithOptions(ps.Run, activity.RegisterOptions{Name: activities.Policy})
+	ks := &k8sstep.Activity{Secrets: o.Secrets, Logs: o.Logs}
+	r.RegisterActivityWithOptions(ks.Run, activity.RegisterOptions{Name: activities.Kubernetes})
 }
 
 // WorkflowRegistry is where workflows are registered: a worker, a replayer, a test environment.

@@ -81,6 +81,7 @@ type stageRun struct {
 	approvals        map[string]*approval
 	waitStatus       map[string]status.Status // nodes waiting for users, by path
 	inputs           map[string]*inputWait    // steps waiting for execution-time inputs
+	deploy           *deployTarget            // a Deployment stage's target
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a
@@ -183,6 +184,12 @@ func (s *stageRun) run(ctx workflow.Context) {
 	if err := renderVariables(st.Variables, child(s.data, "variables"), s.root, s.fqn); err != nil {
 		s.finish(ctx, status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
 		return
+	}
+	if st.Deploy != nil {
+		if err := s.deployContext(); err != nil {
+			s.finish(ctx, status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
+			return
+		}
 	}
 	execution := child(child(s.data, "spec"), "execution")
 	if s.in.Mode == ModePipelineRollback {

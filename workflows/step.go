@@ -137,7 +137,13 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 			data["barrier"] = outputs
 		}
 	default:
-		outputs, failure = s.callActivity(actx, n, t, spec, timeout)
+		var deploy *activities.DeployInput
+		if activities.IsKubernetes(n.Type) {
+			if deploy, err = s.deployInput(root, fqn); err != nil {
+				return status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+			}
+		}
+		outputs, failure = s.callActivity(actx, n, t, spec, timeout, deploy)
 		if failure == nil && n.Type == "Http" {
 			outputs, failure = httpOutcome(n, spec, outputs, root, fqn)
 		}
@@ -196,7 +202,7 @@ func deferredField(stepType string) func(string) bool {
 }
 
 // callActivity runs a step activity; a failure of category aborted means it was cancelled.
-func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *activities.Failure) {
+func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration, deploy *activities.DeployInput) (map[string]any, *activities.Failure) {
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, &activities.Failure{Category: activities.Unknown, Message: "encode spec: " + err.Error()}
@@ -213,7 +219,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 			MaximumAttempts:    set.InfraAttempts,
 		},
 	}
-	if n.Type == "ShellScript" {
+	if n.Type == "ShellScript" || deploy != nil {
 		ao.HeartbeatTimeout = set.HeartbeatTimeout
 	}
 	// Temporal allows 2,000 pending activities per workflow: a stage keeps well below it
@@ -224,7 +230,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	s.activeSteps++
 	defer func() { s.activeSteps-- }()
 	actx := workflow.WithActivityOptions(ctx, ao)
-	in := activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: n.Type, Spec: raw, Timeout: timeout}
+	in := activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: n.Type, Spec: raw, Timeout: timeout, Deploy: deploy}
 	var res activities.StepResult
 	err = workflow.ExecuteActivity(actx, activities.ForStepType(n.Type), in).Get(ctx, &res)
 	if err != nil {

@@ -6,12 +6,14 @@ package load
 import (
 	"context"
 	"os"
+	"path/filepath"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/compile"
 	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/entities"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
 	"github.com/gantry-cd/gantry/pipeline/validate"
 	"github.com/gantry-cd/gantry/plan"
@@ -29,6 +31,9 @@ type Options struct {
 	// input.metadata the policies see (who, trigger, time).
 	Policies   *policies.Engine
 	PolicyMeta map[string]any
+	// EntityDirs are the folders holding service, environment, infrastructure and connector
+	// files. File defaults it to the pipeline's own folder.
+	EntityDirs []string
 	// ForRun makes open required runtime inputs errors, as a run request must supply them, and
 	// compiles the plan (refusing step types the engine cannot run).
 	ForRun bool
@@ -58,6 +63,9 @@ func File(path string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.EntityDirs == nil {
+		opts.EntityDirs = []string{filepath.Dir(path)}
+	}
 	return Bytes(path, src, opts), nil
 }
 
@@ -77,10 +85,15 @@ func Bytes(name string, src []byte, opts Options) *Result {
 	if f.Pipeline != nil {
 		r.mergeInputs(name, f, opts)
 	}
+	var deploys map[string]*plan.Deployment
+	if r.Merged != nil && !r.Diags.HasErrors() && hasDeployment(r.Merged) {
+		deploys = r.resolveEntities(name, opts)
+	}
 	if opts.ForRun && r.Merged != nil && !r.Diags.HasErrors() {
 		p, cd := compile.Compile(name, r.Merged)
 		r.Diags.Add(cd...)
 		if !cd.HasErrors() {
+			attachDeployments(p, deploys)
 			r.Plan = p
 		}
 	}
@@ -180,4 +193,40 @@ func (r *Result) checkPolicies(name string, opts Options) {
 		rec.Sets = append(rec.Sets, plan.PolicySetRecord{Set: s.Set, Severity: s.Severity, Status: s.Status, Micros: s.Duration.Microseconds()})
 	}
 	r.Plan.Policy = rec
+}
+
+func hasDeployment(p *pipeline.Pipeline) bool {
+	for _, s := range p.AllStages() {
+		if s.Type == "Deployment" {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveEntities resolves the Deployment stages against the entity files (spec 15.1).
+func (r *Result) resolveEntities(name string, opts Options) map[string]*plan.Deployment {
+	dirs := opts.EntityDirs
+	if len(dirs) == 0 {
+		dirs = []string{filepath.Dir(name)}
+	}
+	cat, d := entities.Load(dirs)
+	r.Diags.Add(d...)
+	for k, v := range cat.Sources {
+		r.Sources[k] = v
+	}
+	out, d := cat.Resolve(name, r.Merged)
+	r.Diags.Add(d...)
+	return out
+}
+
+// attachDeployments gives each Deployment stage node its resolved deployment.
+func attachDeployments(p *plan.Plan, deploys map[string]*plan.Deployment) {
+	plan.Walk(p.Stages, nil, func(n *plan.Node, _ []string) {
+		if n.Kind == plan.KindStage {
+			if d, ok := deploys[n.ID]; ok {
+				n.Deploy = d
+			}
+		}
+	})
 }

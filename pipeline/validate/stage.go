@@ -107,15 +107,27 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 				"stage %s combines a looping strategy with multi-service or multi-environment deployment", s.Identifier).
 				SetHint("use either `strategy` or `services`/`environments` fan-out, not both")
 		}
+		c.enum(spec.Node, "deploymentType", spec.DeploymentType, []string{"Kubernetes"}, "deploymentType")
 		if spec.Service != nil && spec.Service.Kind == yaml.MappingNode {
 			if pipeline.Field(spec.Service, "serviceRef") == nil && pipeline.Field(spec.Service, "useFromStage") == nil {
 				c.diags.Errorf(c.pos(spec.Service), "missing-field", "service needs `serviceRef` or `useFromStage`")
+			}
+			var ds pipeline.DeploymentStageService
+			c.dec.Decode(spec.Service, &ds, "stage service")
+			if ds.ServiceRef != "" && !dynamic(ds.ServiceRef) {
+				c.identifier(ds.Node, "serviceRef", ds.ServiceRef, "service")
 			}
 		}
 		if spec.Environment != nil && spec.Environment.Kind == yaml.MappingNode {
 			if pipeline.Field(spec.Environment, "environmentRef") == nil && pipeline.Field(spec.Environment, "useFromStage") == nil {
 				c.diags.Errorf(c.pos(spec.Environment), "missing-field", "environment needs `environmentRef` or `useFromStage`")
 			}
+			var de pipeline.DeploymentStageEnvironment
+			c.dec.Decode(spec.Environment, &de, "stage environment")
+			if de.EnvironmentRef != "" && !dynamic(de.EnvironmentRef) {
+				c.identifier(de.Node, "environmentRef", de.EnvironmentRef, "environment")
+			}
+			c.boolean(de.Node, "deployToAll", de.DeployToAll)
 		}
 	}
 }
@@ -227,6 +239,10 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 			d.SetHint("known types: %s", strings.Join(steps.Types(), ", "))
 		}
 		return
+	}
+	if strings.HasPrefix(s.Type, "K8s") && ctx.stage.Type != "Deployment" {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps deploy a service and run only in Deployment stages; stage %s is %s",
+			s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("move the step into a stage with `type: Deployment` and `deploymentType: Kubernetes`")
 	}
 	if s.Type == "ShellScript" && strings.Contains(s.Name, ".") {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "name")), "name", "ShellScript step names cannot contain '.': %q", s.Name)

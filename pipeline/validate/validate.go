@@ -47,6 +47,16 @@ func File(f *pipeline.File) (Summary, diag.List) {
 	if f.Overlay != nil {
 		c.identifier(f.Overlay.Node, "identifier", f.Overlay.Identifier, "overlay input set")
 	}
+	switch {
+	case f.Service != nil:
+		c.service(f.Service)
+	case f.Environment != nil:
+		c.environment(f.Environment)
+	case f.Infrastructure != nil:
+		c.infrastructure(f.Infrastructure)
+	case f.Connector != nil:
+		c.connector(f.Connector)
+	}
 	if f.Trigger != nil {
 		c.trigger(f.Trigger)
 		c.scalars(pipeline.Field(f.Root, "trigger"), "")

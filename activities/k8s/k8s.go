@@ -1,0 +1,171 @@
+// Package k8s runs the Kubernetes steps (spec 15.2) with client-go: manifests rendered and
+// server-side applied, steady state watched (never polled with sleeps), release history kept in
+// the cluster, canary and blue-green workloads, scaling, deletion and pruning. API errors map
+// to the failure categories of spec 5.2; cancellation stops the step at once.
+package k8s
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/manifests"
+)
+
+// Activity runs Kubernetes steps.
+type Activity struct {
+	Secrets secrets.Resolver
+	Logs    logs.Store
+}
+
+// stepRun is one run of one step.
+type stepRun struct {
+	ctx context.Context
+	// steadyCtx ends when the step timeout does; waiting for steady state uses it.
+	steadyCtx context.Context
+	timeout   time.Duration
+	in        *activities.DeployInput
+	exec      string
+	path      string
+	spec      map[string]any
+	c         *client
+	mask      *secrets.Masker
+	secrets   secrets.Resolver
+	log       *logs.Writer
+
+	expanded bool // secrets in manifests resolved
+
+	mu       sync.Mutex
+	progress func(string)
+}
+
+// Run is the activity: it connects to the infrastructure's cluster and runs the step type.
+func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+	if in.Deploy == nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s has no deployment target; Kubernetes steps run in Deployment stages", in.Type, in.StepPath)
+	}
+	s := &stepRun{ctx: ctx, in: in.Deploy, exec: in.ExecutionID, path: in.StepPath, mask: &secrets.Masker{}, timeout: in.Timeout, secrets: a.Secrets}
+	if err := json.Unmarshal(in.Spec, &s.spec); err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
+	}
+	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
+	if err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "open step log: %v", err)
+	}
+	defer log.Close()
+	s.log = log
+	s.steadyCtx = ctx
+	if in.Timeout > 0 {
+		var cancel context.CancelFunc
+		s.steadyCtx, cancel = context.WithTimeout(ctx, in.Timeout)
+		defer cancel()
+	}
+	s.progress = heartbeater(ctx)
+
+	cfg, err := restConfig(ctx, in.Deploy.Connector, a.Secrets, s.mask)
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	if s.c, err = newClient(cfg); err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "connector %s: %v", in.Deploy.Connector.ID, err)
+	}
+	s.logf("%s: release %s in namespace %s (connector %s)", in.Type, s.in.ReleaseName, s.in.Namespace, in.Deploy.Connector.ID)
+	var out map[string]any
+	switch in.Type {
+	case "K8sRollingDeploy":
+		out, err = s.rollingDeploy()
+	case "K8sRollingRollback":
+		out, err = s.rollingRollback()
+	case "K8sCanaryDeploy":
+		out, err = s.canaryDeploy()
+	case "K8sCanaryDelete":
+		out, err = s.canaryDelete()
+	case "K8sBlueGreenDeploy":
+		out, err = s.blueGreenDeploy()
+	case "K8sBGSwapServices":
+		out, err = s.swapServices()
+	case "K8sApply":
+		out, err = s.applyFiles()
+	case "K8sScale":
+		out, err = s.scale()
+	case "K8sDelete":
+		out, err = s.delete()
+	case "K8sDryRun":
+		out, err = s.dryRun()
+	default:
+		err = activities.Fail(activities.Unknown, "step type %s is not a Kubernetes step", in.Type)
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return activities.StepResult{}, ctx.Err() // aborted: the workflow decides
+		}
+		s.logf("failed: %v", err)
+		if f := activities.Classify(err); f != nil {
+			return activities.StepResult{}, activities.Fail(f.Category, "%s", s.mask.Apply(f.Message))
+		}
+		return activities.StepResult{}, err
+	}
+	return activities.StepResult{Outputs: out}, nil
+}
+
+// heartbeater heartbeats every second with the latest progress message as details, so a
+// lost worker is noticed and cancellation reaches the step.
+func heartbeater(ctx context.Context) func(string) {
+	if !activity.IsActivity(ctx) {
+		return func(string) {}
+	}
+	var mu sync.Mutex
+	last := ""
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				mu.Lock()
+				msg := last
+				mu.Unlock()
+				activity.RecordHeartbeat(ctx, msg)
+			}
+		}
+	}()
+	return func(msg string) {
+		mu.Lock()
+		last = msg
+		mu.Unlock()
+	}
+}
+
+func (s *stepRun) logf(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log.Line(s.mask.Apply(fmt.Sprintf(format, args...)))
+}
+
+func (s *stepRun) bool(key string) bool {
+	switch v := s.spec[key].(type) {
+	case bool:
+		return v
+	case string:
+		b, _ := strconv.ParseBool(v)
+		return b
+	}
+	return false
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func manifestsObject(file string, u *unstructured.Unstructured) manifests.Object {
+	return manifests.Object{File: file, Unstructured: u}
+}

@@ -1,0 +1,839 @@
+package k8s
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gantry-cd/gantry/activities"
+)
+
+// cleanup is how long bookkeeping after a failure may take once the step's own time is up.
+const cleanup = 30 * time.Second
+
+func (s *stepRun) cleanupCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(s.ctx), cleanup)
+}
+
+// rollingDeploy applies all manifests as a new release and waits for steady state (spec 15.2).
+func (s *stepRun) rollingDeploy() (map[string]any, error) {
+	h, err := s.loadHistory()
+	if err != nil {
+		return nil, err
+	}
+	rev := h.Next()
+	objs, err := s.render(renderOptions{revision: rev, versionBy: itoa(rev)})
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) == 0 {
+		return nil, activities.Fail(activities.Unknown, "the service's manifests render no objects")
+	}
+	if !s.bool("skipDryRun") {
+		if err := s.apply(objs, true); err != nil {
+			return nil, err
+		}
+		s.logf("dry run: %d objects accepted by the API server", len(objs))
+	}
+	h.Releases = append(h.Releases, Release{Number: rev, Status: ReleaseInProgress, ExecutionID: s.exec, StepPath: s.path, Objects: record(objs)})
+	if err := s.saveHistory(s.ctx, h); err != nil {
+		return nil, err
+	}
+	s.logf("release %s #%d", s.in.ReleaseName, rev)
+	err = s.apply(objs, false)
+	if err == nil {
+		err = s.waitSteady(objs, false)
+	}
+	cur := h.Latest()
+	if err != nil {
+		cur.Status = ReleaseFailed
+		ctx, cancel := s.cleanupCtx()
+		defer cancel()
+		if serr := s.saveHistory(ctx, h); serr != nil {
+			s.logf("could not record release #%d as failed: %v", rev, serr)
+		}
+		return nil, err
+	}
+	var pruned []any
+	if s.bool("pruningEnabled") {
+		if prev := h.LastSucceeded(rev); prev != nil {
+			if pruned, err = s.prune(prev, objs); err != nil {
+				return nil, err
+			}
+		}
+	}
+	cur.Status = ReleaseSucceeded
+	if err := s.saveHistory(s.ctx, h); err != nil {
+		return nil, err
+	}
+	ips, err := s.podIPs(objs)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"releaseName": s.in.ReleaseName, "releaseNumber": int64(rev), "podIps": ips, "prunedResourceIds": nonNil(pruned)}, nil
+}
+
+func nonNil(l []any) []any {
+	if l == nil {
+		return []any{}
+	}
+	return l
+}
+
+// prune deletes what the previous release applied and this one does not. Versioned
+// ConfigMaps and Secrets of older releases are kept for rollback.
+func (s *stepRun) prune(prev *Release, objs []*object) ([]any, error) {
+	current := map[string]bool{}
+	for _, o := range objs {
+		current[o.ID()] = true
+	}
+	old, err := s.objectsOf(prev)
+	if err != nil {
+		return nil, err
+	}
+	var gone []*object
+	for _, o := range old {
+		if current[o.ID()] || o.GetKind() == "Namespace" {
+			continue
+		}
+		if (o.GetKind() == "ConfigMap" || o.GetKind() == "Secret") && strings.HasSuffix(o.GetName(), "-"+itoa(prev.Number)) {
+			continue
+		}
+		gone = append(gone, o)
+	}
+	if len(gone) == 0 {
+		return nil, nil
+	}
+	s.logf("pruning %d resources removed from the manifests since release #%d", len(gone), prev.Number)
+	return s.remove(s.ctx, gone)
+}
+
+// rollingRollback restores the last successful release of this release name, if this
+// execution deployed a newer one (spec 5.10.1, 15.2). Only workloads are rolled back, plus,
+// with pruning, the resources the failed release pruned.
+func (s *stepRun) rollingRollback() (map[string]any, error) {
+	h, err := s.loadHistory()
+	if err != nil {
+		return nil, err
+	}
+	cur := h.Latest()
+	if cur == nil || cur.ExecutionID != s.exec {
+		s.logf("no release was deployed by this execution; nothing to roll back")
+		return map[string]any{"rolledBack": false, "recreatedResourceIds": []any{}, "podIps": []any{}}, nil
+	}
+	curObjs, err := s.objectsOf(cur)
+	if err != nil {
+		return nil, err
+	}
+	prev := h.LastSucceeded(cur.Number)
+	if prev == nil {
+		// First deployment: the state before it had none of these workloads.
+		var workloads []*object
+		for _, o := range curObjs {
+			if isWorkload(o.GetKind()) {
+				workloads = append(workloads, o)
+			}
+		}
+		s.logf("release #%d has no successful predecessor; deleting its workloads", cur.Number)
+		deleted, err := s.remove(s.ctx, workloads)
+		if err != nil {
+			return nil, err
+		}
+		cur.Status = ReleaseRolledBack
+		if err := s.saveHistory(s.ctx, h); err != nil {
+			return nil, err
+		}
+		return map[string]any{"rolledBack": true, "deletedResourceIds": deleted, "recreatedResourceIds": []any{}, "podIps": []any{}}, nil
+	}
+	prevObjs, err := s.objectsOf(prev)
+	if err != nil {
+		return nil, err
+	}
+	var restore, recreated []*object
+	curIDs := map[string]bool{}
+	for _, o := range curObjs {
+		curIDs[o.ID()] = true
+	}
+	for _, o := range prevObjs {
+		switch {
+		case isWorkload(o.GetKind()), o.GetKind() == "ConfigMap" || o.GetKind() == "Secret":
+			restore = append(restore, o) // workloads and the configuration they mount
+		case s.bool("pruningEnabled") && !curIDs[o.ID()]:
+			if _, err := s.resource(o).Get(s.ctx, o.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				restore, recreated = append(restore, o), append(recreated, o)
+			}
+		}
+	}
+	s.logf("rolling back release %s from #%d to #%d", s.in.ReleaseName, cur.Number, prev.Number)
+	if err := s.apply(restore, false); err != nil {
+		return nil, err
+	}
+	if err := s.waitSteady(restore, false); err != nil {
+		return nil, err
+	}
+	cur.Status = ReleaseRolledBack
+	if err := s.saveHistory(s.ctx, h); err != nil {
+		return nil, err
+	}
+	ips, err := s.podIPs(restore)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"rolledBack": true, "rolledBackTo": int64(prev.Number), "recreatedResourceIds": fmtIDs(recreated), "podIps": ips}, nil
+}
+
+// instances reads instanceSelection: a count, or a percentage of base rounded up.
+func (s *stepRun) instances(base int64) (int64, error) {
+	sel, _ := s.spec["instanceSelection"].(map[string]any)
+	spec, _ := sel["spec"].(map[string]any)
+	num := func(key string) (int64, error) {
+		v := fmt.Sprint(spec[key])
+		n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || n < 0 {
+			return 0, activities.Fail(activities.Unknown, "instanceSelection %s %q is not a number", key, v)
+		}
+		return int64(n), nil
+	}
+	switch sel["type"] {
+	case "Count":
+		return num("count")
+	case "Percentage":
+		p, err := num("percentage")
+		if err != nil {
+			return 0, err
+		}
+		return int64(math.Ceil(float64(base) * float64(p) / 100)), nil
+	}
+	return 0, activities.Fail(activities.Unknown, "instanceSelection type %v is not Count or Percentage", sel["type"])
+}
+
+func replicas(u *unstructured.Unstructured) int64 {
+	if v, ok, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); ok {
+		return v
+	}
+	return 1
+}
+
+// theDeployment finds the single Deployment canary and blue-green steps work on.
+func theDeployment(objs []*object, step string) (*object, error) {
+	var found []*object
+	for _, o := range objs {
+		if o.GetKind() == "Deployment" {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		return nil, activities.Fail(activities.Unknown, "%s needs exactly one Deployment in the manifests, found %d", step, len(found))
+	}
+	return found[0], nil
+}
+
+// addTrack labels a workload's metadata, selector and pod template.
+func addLabels(o *object, add map[string]string) {
+	labels := o.GetLabels()
+	for k, v := range add {
+		labels[k] = v
+	}
+	o.SetLabels(labels)
+	ensureLabels(o.Object.Unstructured.Object, []string{"spec", "selector", "matchLabels"}, add)
+	ensureLabels(o.Object.Unstructured.Object, []string{"spec", "template", "metadata", "labels"}, add)
+}
+
+// canaryDeploy deploys `<name>-canary`, a copy of the service's Deployment with the selected
+// number of pods, and its ConfigMaps and Secrets suffixed -canary.
+func (s *stepRun) canaryDeploy() (map[string]any, error) {
+	h, err := s.loadHistory()
+	if err != nil {
+		return nil, err
+	}
+	rev := h.Next()
+	objs, err := s.render(renderOptions{revision: rev, versionBy: "canary"})
+	if err != nil {
+		return nil, err
+	}
+	dep, err := theDeployment(objs, "K8sCanaryDeploy")
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.instances(replicas(dep.Object.Unstructured))
+	if err != nil {
+		return nil, err
+	}
+	dep.SetName(dep.GetName() + "-canary")
+	_ = unstructured.SetNestedField(dep.Object.Unstructured.Object, n, "spec", "replicas")
+	addLabels(dep, map[string]string{LabelTrack: "canary"})
+	apply := []*object{dep}
+	for _, o := range objs {
+		if o.versioned {
+			labels := o.GetLabels()
+			labels[LabelTrack] = "canary"
+			o.SetLabels(labels)
+			apply = append(apply, o)
+		}
+	}
+	if !s.bool("skipDryRun") {
+		if err := s.apply(apply, true); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.apply(apply, false); err != nil {
+		return nil, err
+	}
+	if err := s.waitSteady(apply, false); err != nil {
+		return nil, err
+	}
+	return map[string]any{"canaryWorkload": "Deployment/" + dep.GetName(), "targetInstances": n, "releaseNumber": int64(rev)}, nil
+}
+
+// canaryDelete deletes the canary workload and configuration of the release.
+func (s *stepRun) canaryDelete() (map[string]any, error) {
+	sel := LabelRelease + "=" + s.in.ReleaseName + "," + LabelTrack + "=canary"
+	var deleted []any
+	bg := metav1.DeletePropagationBackground
+	deps, err := s.c.cs.AppsV1().Deployments(s.in.Namespace).List(s.ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, classify(s.ctx, err, "list canary deployments")
+	}
+	for _, d := range deps.Items {
+		if err := s.c.cs.AppsV1().Deployments(s.in.Namespace).Delete(s.ctx, d.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, classify(s.ctx, err, "delete Deployment/%s", d.Name)
+		}
+		deleted = append(deleted, s.in.Namespace+"/Deployment/"+d.Name)
+	}
+	cms, err := s.c.cs.CoreV1().ConfigMaps(s.in.Namespace).List(s.ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, classify(s.ctx, err, "list canary ConfigMaps")
+	}
+	for _, c := range cms.Items {
+		if err := s.c.cs.CoreV1().ConfigMaps(s.in.Namespace).Delete(s.ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, classify(s.ctx, err, "delete ConfigMap/%s", c.Name)
+		}
+		deleted = append(deleted, s.in.Namespace+"/ConfigMap/"+c.Name)
+	}
+	secs, err := s.c.cs.CoreV1().Secrets(s.in.Namespace).List(s.ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, classify(s.ctx, err, "list canary Secrets")
+	}
+	for _, c := range secs.Items {
+		if err := s.c.cs.CoreV1().Secrets(s.in.Namespace).Delete(s.ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, classify(s.ctx, err, "delete Secret/%s", c.Name)
+		}
+		deleted = append(deleted, s.in.Namespace+"/Secret/"+c.Name)
+	}
+	if len(deleted) == 0 {
+		s.logf("no canary workload to delete")
+	}
+	for _, d := range deleted {
+		s.logf("deleted %s", d)
+	}
+	return map[string]any{"deletedResourceIds": nonNil(deleted)}, nil
+}
+
+// bgServices finds the primary and stage Services of a blue-green manifest: annotated with
+// harness.io/primary-service and harness.io/stage-service, or the only Service as primary with
+// a `<name>-stage` copy as stage.
+func bgServices(objs []*object) (primary, stage *object, err error) {
+	var svcs []*object
+	for _, o := range objs {
+		if o.GetKind() == "Service" {
+			svcs = append(svcs, o)
+			switch {
+			case o.GetAnnotations()[AnnotPrimaryService] == "true":
+				primary = o
+			case o.GetAnnotations()[AnnotStageService] == "true":
+				stage = o
+			}
+		}
+	}
+	if primary == nil && len(svcs) == 1 {
+		primary = svcs[0]
+	}
+	if primary == nil {
+		return nil, nil, activities.Fail(activities.Unknown, "blue-green needs one Service, or one annotated %s: \"true\" (found %d Services)", AnnotPrimaryService, len(svcs))
+	}
+	if stage == nil {
+		c := primary.Object.Unstructured.DeepCopy()
+		c.SetName(primary.GetName() + "-stage")
+		stage = &object{Object: manifestsObject(primary.File, c), gvr: primary.gvr, namespaced: true}
+	}
+	return primary, stage, nil
+}
+
+func (s *stepRun) liveColor(svc *object) (string, map[string]string, error) {
+	u, err := s.resource(svc).Get(s.ctx, svc.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, classify(s.ctx, err, "read %s", svc.ID())
+	}
+	sel, _, _ := unstructured.NestedStringMap(u.Object, "spec", "selector")
+	return sel[LabelColor], u.GetAnnotations(), nil
+}
+
+func other(color string) string {
+	if color == "blue" {
+		return "green"
+	}
+	return "blue"
+}
+
+func setSelectorColor(o *object, color string) {
+	ensureLabels(o.Object.Unstructured.Object, []string{"spec", "selector"}, map[string]string{LabelColor: color})
+}
+
+// blueGreenDeploy deploys `<name>-<stage color>` behind the stage Service; the primary Service
+// keeps routing to the primary colour (on a first deployment both route to the new one).
+func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
+	h, err := s.loadHistory()
+	if err != nil {
+		return nil, err
+	}
+	rev := h.Next()
+	objs, err := s.render(renderOptions{revision: rev, versionBy: itoa(rev)})
+	if err != nil {
+		return nil, err
+	}
+	dep, err := theDeployment(objs, "K8sBlueGreenDeploy")
+	if err != nil {
+		return nil, err
+	}
+	primary, stage, err := bgServices(objs)
+	if err != nil {
+		return nil, err
+	}
+	primaryColor, _, err := s.liveColor(primary)
+	if err != nil {
+		return nil, err
+	}
+	stageColor := other(primaryColor)
+	base := dep.GetName()
+	sum := sha256.Sum256(mustJSON(dep.Object.Unstructured.Object))
+	hash := hex.EncodeToString(sum[:8])
+	dep.SetName(base + "-" + stageColor)
+	addLabels(dep, map[string]string{LabelColor: stageColor})
+	ann := dep.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotManifestHash] = hash
+	dep.SetAnnotations(ann)
+	if primaryColor == "" {
+		primaryColor = stageColor
+	}
+	out := map[string]any{"stageColor": stageColor, "primaryColor": primaryColor, "primaryServiceName": primary.GetName(),
+		"stageServiceName": stage.GetName(), "releaseNumber": int64(rev), "stageDeploymentSkipped": false}
+	if s.bool("skipUnchangedManifest") && primaryColor != stageColor {
+		live, err := s.c.cs.AppsV1().Deployments(s.in.Namespace).Get(s.ctx, base+"-"+primaryColor, metav1.GetOptions{})
+		if err == nil && live.Annotations[AnnotManifestHash] == hash {
+			s.logf("the manifest is unchanged from the primary (%s); skipping the stage deployment", primaryColor)
+			out["stageDeploymentSkipped"] = true
+			return out, nil
+		}
+	}
+	setSelectorColor(primary, primaryColor)
+	setSelectorColor(stage, stageColor)
+	var apply []*object
+	for _, o := range objs {
+		if o != primary && o.GetKind() != "Service" || o == dep {
+			apply = append(apply, o)
+		}
+	}
+	apply = append(apply, primary, stage)
+	if !s.bool("skipDryRun") {
+		if err := s.apply(apply, true); err != nil {
+			return nil, err
+		}
+	}
+	h.Releases = append(h.Releases, Release{Number: rev, Status: ReleaseInProgress, ExecutionID: s.exec, StepPath: s.path, Objects: record(apply)})
+	if err := s.saveHistory(s.ctx, h); err != nil {
+		return nil, err
+	}
+	err = s.apply(apply, false)
+	if err == nil {
+		err = s.waitSteady(apply, false)
+	}
+	if err != nil {
+		h.Latest().Status = ReleaseFailed
+		ctx, cancel := s.cleanupCtx()
+		defer cancel()
+		_ = s.saveHistory(ctx, h)
+		return nil, err
+	}
+	h.Latest().Status = ReleaseSucceeded
+	if err := s.saveHistory(s.ctx, h); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// swapServices swaps the colours the primary and stage Services route to. In a rollback
+// section it swaps back only if this execution swapped them.
+func (s *stepRun) swapServices() (map[string]any, error) {
+	objs, err := s.render(renderOptions{revision: 0})
+	if err != nil {
+		return nil, err
+	}
+	primary, stage, err := bgServices(objs)
+	if err != nil {
+		return nil, err
+	}
+	pc, pann, err := s.liveColor(primary)
+	if err != nil {
+		return nil, err
+	}
+	sc, _, err := s.liveColor(stage)
+	if err != nil {
+		return nil, err
+	}
+	if pc == "" || sc == "" {
+		return nil, activities.Fail(activities.Unknown, "services %s and %s are not deployed with colours; run K8sBlueGreenDeploy first", primary.GetName(), stage.GetName())
+	}
+	if s.in.Rollback && pann[AnnotSwappedBy] != s.exec {
+		s.logf("the services were not swapped by this execution; leaving primary on %s", pc)
+		return map[string]any{"swapped": false, "primaryColor": pc, "stageColor": sc}, nil
+	}
+	if pc == sc {
+		s.logf("both services route to %s (first deployment); nothing to swap", pc)
+		return map[string]any{"swapped": false, "primaryColor": pc, "stageColor": sc}, nil
+	}
+	marker := s.exec
+	if s.in.Rollback {
+		marker = ""
+	}
+	patch := func(svc *object, color, swappedBy string) error {
+		var ann any = nil
+		if svc == primary {
+			if swappedBy != "" {
+				ann = map[string]any{AnnotSwappedBy: swappedBy}
+			} else {
+				ann = map[string]any{AnnotSwappedBy: nil}
+			}
+		}
+		body := map[string]any{"spec": map[string]any{"selector": map[string]any{LabelColor: color}}}
+		if ann != nil {
+			body["metadata"] = map[string]any{"annotations": ann}
+		}
+		_, err := s.resource(svc).Patch(s.ctx, svc.GetName(), types.MergePatchType, mustJSON(body), metav1.PatchOptions{FieldManager: FieldManager})
+		return classify(s.ctx, err, "point %s at %s", svc.ID(), color)
+	}
+	if err := patch(primary, sc, marker); err != nil {
+		return nil, err
+	}
+	if err := patch(stage, pc, ""); err != nil {
+		return nil, err
+	}
+	s.logf("swapped: %s now routes to %s, %s to %s", primary.GetName(), sc, stage.GetName(), pc)
+	return map[string]any{"swapped": true, "primaryColor": sc, "stageColor": pc}, nil
+}
+
+func stringList(v any) []string {
+	var out []string
+	switch l := v.(type) {
+	case []any:
+		for _, x := range l {
+			if s := strings.TrimSpace(fmt.Sprint(x)); s != "" && x != nil {
+				out = append(out, s)
+			}
+		}
+	case string:
+		for _, x := range strings.Split(l, ",") {
+			if s := strings.TrimSpace(x); s != "" {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// pathMatcher matches manifest files by their path, or by a path relative to a store folder.
+func pathMatcher(paths []string) (func(string) bool, map[string]bool) {
+	used := map[string]bool{}
+	return func(p string) bool {
+		for _, want := range paths {
+			want = strings.TrimPrefix(want, "./")
+			if p == want || strings.HasSuffix(p, "/"+want) {
+				used[want] = true
+				return true
+			}
+		}
+		return false
+	}, used
+}
+
+// applyFiles applies selected manifest files (K8sApply), any kinds including Jobs, and waits
+// for workloads and Jobs unless skipSteadyStateCheck.
+func (s *stepRun) applyFiles() (map[string]any, error) {
+	paths := stringList(s.spec["filePaths"])
+	if len(paths) == 0 {
+		return nil, activities.Fail(activities.Unknown, "K8sApply needs at least one entry in filePaths")
+	}
+	match, used := pathMatcher(paths)
+	objs, err := s.render(renderOptions{files: match, noRender: s.bool("skipRendering")})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		if !used[strings.TrimPrefix(p, "./")] {
+			return nil, activities.Fail(activities.Unknown, "filePaths entry %q matches no manifest file of the service", p)
+		}
+	}
+	if !s.bool("skipDryRun") {
+		if err := s.apply(objs, true); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.apply(objs, false); err != nil {
+		return nil, err
+	}
+	if !s.bool("skipSteadyStateCheck") {
+		if err := s.waitSteady(objs, true); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]any{"appliedResourceIds": fmtIDs(objs)}, nil
+}
+
+// scale sets a workload's replicas through its scale subresource (K8sScale). A percentage is of
+// the replicas the release's manifests ask for, or of the current count if they do not name it.
+func (s *stepRun) scale() (map[string]any, error) {
+	ref := strings.TrimSpace(fmt.Sprint(s.spec["workload"]))
+	kind, name, ok := strings.Cut(ref, "/")
+	if !ok {
+		kind, name = "Deployment", ref
+	}
+	objs, err := s.render(renderOptions{revision: 0})
+	if err != nil {
+		return nil, err
+	}
+	var target *object
+	for _, o := range objs {
+		if strings.EqualFold(o.GetKind(), kind) && o.GetName() == name {
+			target = o
+		}
+	}
+	if target == nil {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("apps/v1")
+		u.SetKind(canonicalKind(kind))
+		u.SetName(name)
+		if target, err = s.mapObject(manifestsObject("workload", u)); err != nil {
+			return nil, err
+		}
+	}
+	live, err := s.resource(target).Get(s.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, classify(s.ctx, err, "read %s", target.ID())
+	}
+	base := replicas(live)
+	if _, ok, _ := unstructured.NestedInt64(target.Object.Unstructured.Object, "spec", "replicas"); ok {
+		base = replicas(target.Object.Unstructured)
+	}
+	n, err := s.instances(base)
+	if err != nil {
+		return nil, err
+	}
+	body := mustJSON(map[string]any{"spec": map[string]any{"replicas": n}})
+	if _, err := s.resource(target).Patch(s.ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "scale"); err != nil {
+		return nil, classify(s.ctx, err, "scale %s", target.ID())
+	}
+	s.logf("scaled %s from %d to %d replicas", target.ID(), replicas(live), n)
+	if !s.bool("skipSteadyStateCheck") {
+		if err := s.waitSteady([]*object{target}, false); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]any{"workload": target.ID(), "replicas": n}, nil
+}
+
+func canonicalKind(k string) string {
+	for _, c := range []string{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"} {
+		if strings.EqualFold(c, k) {
+			return c
+		}
+	}
+	return k
+}
+
+// delete removes resources by name, by release or by manifest (K8sDelete).
+func (s *stepRun) delete() (map[string]any, error) {
+	dr, _ := s.spec["deleteResources"].(map[string]any)
+	spec, _ := dr["spec"].(map[string]any)
+	var targets []*object
+	switch dr["type"] {
+	case "ResourceName":
+		names := stringList(spec["resourceNames"])
+		if len(names) == 0 {
+			return nil, activities.Fail(activities.Unknown, "deleteResources.spec.resourceNames is empty")
+		}
+		for _, n := range names {
+			o, err := s.byName(n)
+			if err != nil {
+				return nil, err
+			}
+			targets = append(targets, o)
+		}
+	case "ReleaseName":
+		h, err := s.loadHistory()
+		if err != nil {
+			return nil, err
+		}
+		seen := map[string]bool{}
+		for i := len(h.Releases) - 1; i >= 0; i-- {
+			objs, err := s.objectsOf(&h.Releases[i])
+			if err != nil {
+				return nil, err
+			}
+			for _, o := range objs {
+				if !seen[o.ID()] && o.GetKind() != "Namespace" {
+					seen[o.ID()] = true
+					targets = append(targets, o)
+				}
+			}
+		}
+		hist := &unstructured.Unstructured{}
+		hist.SetAPIVersion("v1")
+		hist.SetKind("Secret")
+		hist.SetName(historyName(s.in.ReleaseName))
+		o, err := s.mapObject(manifestsObject("release history", hist))
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, o)
+	case "ManifestPath":
+		var match func(string) bool
+		if !s.bool("allManifestPaths") && spec["allManifestPaths"] != true {
+			paths := stringList(spec["manifestPaths"])
+			if len(paths) == 0 {
+				return nil, activities.Fail(activities.Unknown, "deleteResources.spec needs manifestPaths or allManifestPaths: true")
+			}
+			match, _ = pathMatcher(paths)
+		}
+		objs, err := s.render(renderOptions{files: match})
+		if err != nil {
+			return nil, err
+		}
+		targets = objs
+	default:
+		return nil, activities.Fail(activities.Unknown, "deleteResources.type %v is not ResourceName, ReleaseName or ManifestPath", dr["type"])
+	}
+	deleted, err := s.remove(s.ctx, targets)
+	if err != nil {
+		return nil, err
+	}
+	if dr["type"] == "ReleaseName" && (spec["deleteNamespace"] == true || fmt.Sprint(spec["deleteNamespace"]) == "true") {
+		if err := s.c.cs.CoreV1().Namespaces().Delete(s.ctx, s.in.Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, classify(s.ctx, err, "delete namespace %s", s.in.Namespace)
+		}
+		s.logf("deleted namespace %s", s.in.Namespace)
+		deleted = append(deleted, "Namespace/"+s.in.Namespace)
+	}
+	return map[string]any{"deletedResourceIds": nonNil(deleted)}, nil
+}
+
+// byName parses `Kind/name` or `namespace/Kind/name`.
+func (s *stepRun) byName(ref string) (*object, error) {
+	parts := strings.Split(ref, "/")
+	ns := ""
+	switch len(parts) {
+	case 2:
+	case 3:
+		ns, parts = parts[0], parts[1:]
+	default:
+		return nil, activities.Fail(activities.Unknown, "resource name %q is not Kind/name or namespace/Kind/name", ref)
+	}
+	kind := parts[0]
+	gvks := map[string]string{"deployment": "apps/v1", "statefulset": "apps/v1", "daemonset": "apps/v1", "replicaset": "apps/v1",
+		"job": "batch/v1", "cronjob": "batch/v1", "ingress": "networking.k8s.io/v1", "networkpolicy": "networking.k8s.io/v1",
+		"role": "rbac.authorization.k8s.io/v1", "rolebinding": "rbac.authorization.k8s.io/v1",
+		"clusterrole": "rbac.authorization.k8s.io/v1", "clusterrolebinding": "rbac.authorization.k8s.io/v1",
+		"horizontalpodautoscaler": "autoscaling/v2"}
+	av, ok := gvks[strings.ToLower(kind)]
+	if !ok {
+		av = "v1"
+	}
+	m, err := s.c.mapper.RESTMapping(schemaGK(av, kind))
+	if err != nil {
+		return nil, activities.Fail(activities.Unknown, "resource name %q: unknown kind %s", ref, kind)
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(m.GroupVersionKind)
+	u.SetName(parts[1])
+	u.SetNamespace(ns)
+	return s.mapObject(manifestsObject("resourceNames", u))
+}
+
+// dryRun renders the manifests and has the API server validate and admit them without
+// persisting anything (K8sDryRun). The rendered manifest is the step's output.
+func (s *stepRun) dryRun() (map[string]any, error) {
+	h, err := s.loadHistory()
+	if err != nil {
+		return nil, err
+	}
+	objs, err := s.render(renderOptions{revision: h.Next(), versionBy: itoa(h.Next())})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.apply(objs, true); err != nil {
+		return nil, err
+	}
+	var docs []string
+	for _, o := range objs {
+		b, _ := yaml.Marshal(o.Object.Unstructured.Object)
+		docs = append(docs, string(b))
+	}
+	s.logf("dry run: %d objects accepted by the API server", len(objs))
+	return map[string]any{"manifestDryRun": s.mask.Apply(strings.Join(docs, "---\n")), "resources": fmtIDs(objs)}, nil
+}
+
+// podIPs lists the IPs of the running pods of the workloads.
+func (s *stepRun) podIPs(objs []*object) ([]any, error) {
+	var ips []string
+	for _, o := range objs {
+		if !isWorkload(o.GetKind()) {
+			continue
+		}
+		sel, ok, _ := unstructured.NestedStringMap(o.Object.Unstructured.Object, "spec", "selector", "matchLabels")
+		if !ok || len(sel) == 0 {
+			continue
+		}
+		var parts []string
+		for k, v := range sel {
+			parts = append(parts, k+"="+v)
+		}
+		sort.Strings(parts)
+		pods, err := s.c.cs.CoreV1().Pods(o.GetNamespace()).List(s.ctx, metav1.ListOptions{LabelSelector: strings.Join(parts, ",")})
+		if err != nil {
+			return nil, classify(s.ctx, err, "list pods of %s", o.ID())
+		}
+		for _, p := range pods.Items {
+			if p.Status.PodIP != "" && p.DeletionTimestamp == nil && p.Status.Phase == "Running" {
+				ips = append(ips, p.Status.PodIP)
+			}
+		}
+	}
+	sort.Strings(ips)
+	out := make([]any, len(ips))
+	for i, ip := range ips {
+		out[i] = ip
+	}
+	return out, nil
+}

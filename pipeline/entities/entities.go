@@ -1,0 +1,359 @@
+// Package entities loads the CD entity files (services, environments, infrastructure
+// definitions, connectors) from directories and resolves a pipeline's Deployment stages against
+// them into plan.Deployment values, manifests included (spec 15.1).
+package entities
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/manifests"
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/validate"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// Catalog is the entities found in a set of directories.
+type Catalog struct {
+	Services     map[string]*pipeline.File
+	Environments map[string]*pipeline.File
+	Infras       map[string]*pipeline.File
+	Connectors   map[string]*pipeline.File
+	Sources      diag.Sources
+	Dirs         []string
+}
+
+var rootKeyRe = regexp.MustCompile(`^(service|environment|infrastructureDefinition|connector):\s*(#.*)?$`)
+
+// IsEntityFile reports whether a YAML text's root key is one of the entity kinds, without
+// parsing it: manifest folders hold templates that are not YAML until rendered.
+func IsEntityFile(src []byte) bool {
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") || line == "---" || strings.HasPrefix(line, " ") {
+			continue
+		}
+		return rootKeyRe.MatchString(line)
+	}
+	return false
+}
+
+// Load reads every *.yaml and *.yml file directly in dirs whose root is an entity, parses and
+// validates it. Other files are ignored. An identifier defined twice is an error.
+func Load(dirs []string) (*Catalog, diag.List) {
+	c := &Catalog{Services: map[string]*pipeline.File{}, Environments: map[string]*pipeline.File{},
+		Infras: map[string]*pipeline.File{}, Connectors: map[string]*pipeline.File{}, Sources: diag.Sources{}, Dirs: dirs}
+	var diags diag.List
+	for _, dir := range dirs {
+		names, _ := filepath.Glob(filepath.Join(dir, "*.y*ml"))
+		sort.Strings(names)
+		for _, name := range names {
+			if ext := filepath.Ext(name); ext != ".yaml" && ext != ".yml" {
+				continue
+			}
+			src, err := os.ReadFile(name)
+			if err != nil || !IsEntityFile(src) {
+				continue
+			}
+			c.Sources[name] = src
+			f, d := pipeline.Parse(name, src)
+			diags.Add(d...)
+			if f.Root == nil || d.HasErrors() {
+				continue
+			}
+			_, vd := validate.File(f)
+			diags.Add(vd...)
+			c.add(f, &diags)
+		}
+	}
+	return c, diags
+}
+
+func (c *Catalog) add(f *pipeline.File, diags *diag.List) {
+	var m map[string]*pipeline.File
+	var id, what string
+	switch {
+	case f.Service != nil:
+		m, id, what = c.Services, f.Service.Identifier, "service"
+	case f.Environment != nil:
+		m, id, what = c.Environments, f.Environment.Identifier, "environment"
+	case f.Infrastructure != nil:
+		m, id, what = c.Infras, f.Infrastructure.Identifier, "infrastructure definition"
+	case f.Connector != nil:
+		m, id, what = c.Connectors, f.Connector.Identifier, "connector"
+	default:
+		return
+	}
+	if prev, ok := m[id]; ok {
+		diags.Errorf(pipeline.NodePos(f.Name, f.Root), "duplicate-identifier", "%s %q is defined twice", what, id).
+			SetHint("it is also defined in %s; identifiers of one kind must be unique across the entity directories", prev.Name)
+		return
+	}
+	m[id] = f
+}
+
+// Resolve resolves every Deployment stage of a pipeline, by stage identifier. Problems are
+// reported at the reference in the pipeline file (or in the entity file they are about).
+func (c *Catalog) Resolve(file string, p *pipeline.Pipeline) (map[string]*plan.Deployment, diag.List) {
+	r := &resolver{c: c, file: file, out: map[string]*plan.Deployment{}}
+	for _, s := range p.AllStages() {
+		if s.Type != "Deployment" || s.StageSpec == nil {
+			continue
+		}
+		r.stage(s)
+	}
+	return r.out, r.diags
+}
+
+type resolver struct {
+	c     *Catalog
+	file  string
+	diags diag.List
+	out   map[string]*plan.Deployment
+}
+
+func (r *resolver) hint(kind string) string {
+	return fmt.Sprintf("put a file whose root key is `%s:` in %s, or pass its folder with --entities", kind, strings.Join(r.c.Dirs, ", "))
+}
+
+func (r *resolver) stage(s *pipeline.Stage) {
+	spec := s.StageSpec
+	d := &plan.Deployment{Type: spec.DeploymentType}
+	dec := &pipeline.Decoder{File: r.file, Diags: &diag.List{}} // shapes were checked by validate
+	if spec.Services != nil || spec.Environments != nil || spec.EnvironmentGroup != nil || spec.ServiceConfig != nil || spec.Infrastructure != nil {
+		n := spec.Node
+		for _, x := range []*yaml.Node{spec.Infrastructure, spec.ServiceConfig, spec.EnvironmentGroup, spec.Environments, spec.Services} {
+			if x != nil {
+				n = x
+			}
+		}
+		r.diags.Errorf(pipeline.NodePos(r.file, n), "not-supported", "stage %s: multi-service, multi-environment and legacy v1 deployments are not supported", s.Identifier).
+			SetHint("use `service: {serviceRef: ...}` and `environment: {environmentRef: ..., infrastructureDefinitions: [{identifier: ...}]}`, with a matrix strategy to fan out")
+		return
+	}
+	if spec.Service != nil {
+		var ss pipeline.DeploymentStageService
+		dec.Decode(spec.Service, &ss, "stage service")
+		switch {
+		case ss.UseFromStage != nil:
+			prev, ok := r.out[ss.UseFromStage.Stage]
+			if !ok || prev.Service == nil {
+				r.diags.Errorf(pipeline.NodePos(r.file, ss.UseFromStage.Node), "unknown-reference",
+					"stage %s: useFromStage %q is not an earlier Deployment stage with a service", s.Identifier, ss.UseFromStage.Stage).
+					SetHint("name a Deployment stage that comes before this one")
+				return
+			}
+			d.Service, d.ServiceFrom = prev.Service, ss.UseFromStage.Stage
+		case ss.ServiceRef != "":
+			d.Service = r.service(ss)
+		}
+	}
+	if spec.Environment != nil {
+		var se pipeline.DeploymentStageEnvironment
+		dec.Decode(spec.Environment, &se, "stage environment")
+		switch {
+		case se.UseFromStage != nil:
+			prev, ok := r.out[se.UseFromStage.Stage]
+			if !ok || prev.Environment == nil {
+				r.diags.Errorf(pipeline.NodePos(r.file, se.UseFromStage.Node), "unknown-reference",
+					"stage %s: useFromStage %q is not an earlier Deployment stage with an environment", s.Identifier, se.UseFromStage.Stage).
+					SetHint("name a Deployment stage that comes before this one")
+				return
+			}
+			d.Environment, d.Infra, d.EnvFrom = prev.Environment, prev.Infra, se.UseFromStage.Stage
+		case se.EnvironmentRef != "":
+			d.Environment, d.Infra = r.environment(s, se)
+		}
+	}
+	if d.Service != nil && d.Environment != nil {
+		// Service-specific overrides of this environment (spec 10.3 level 3).
+		if f := r.c.Environments[d.Environment.ID]; f != nil {
+			for _, o := range f.Environment.ServiceOverrides {
+				if o.ServiceRef == d.Service.ID {
+					d.Environment = withOverrides(d.Environment, variables(o.Variables))
+				}
+			}
+		}
+	}
+	if d.Service != nil && d.Environment != nil && d.Infra != nil {
+		r.out[s.Identifier] = d
+	}
+}
+
+func withOverrides(e *plan.Environment, vars []plan.Variable) *plan.Environment {
+	c := *e
+	c.ServiceOverrides = vars
+	return &c
+}
+
+func variables(vs []pipeline.Variable) []plan.Variable {
+	var out []plan.Variable
+	for _, v := range vs {
+		out = append(out, plan.Variable{Name: v.Name, Type: v.Type, Value: v.Value})
+	}
+	return out
+}
+
+func (r *resolver) service(ss pipeline.DeploymentStageService) *plan.Service {
+	f, ok := r.c.Services[ss.ServiceRef]
+	if !ok {
+		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ss.Node, "serviceRef")), "unknown-reference", "service %q is not defined", ss.ServiceRef).
+			SetHint("%s", r.hint("service"))
+		return nil
+	}
+	sv := f.Service
+	out := &plan.Service{ID: sv.Identifier, Name: sv.Name, Description: sv.Description, Tags: sv.Tags, Type: sv.ServiceDefinition.Type}
+	spec := sv.ServiceDefinition.Spec
+	out.Variables = variables(spec.Variables)
+	base := filepath.Dir(f.Name)
+	for _, me := range spec.Manifests {
+		m := me.Manifest
+		pm := plan.Manifest{ID: m.Identifier, Type: m.Type, SkipVersioning: m.Spec.SkipResourceVersioning == "true"}
+		for _, p := range m.Spec.Store.Spec.Paths {
+			files, err := readTree(base, p)
+			if err != nil {
+				r.diags.Errorf(pipeline.NodePos(f.Name, m.Spec.Store.Spec.Node), "manifest", "service %s, manifest %s: %v", sv.Identifier, m.Identifier, err).
+					SetHint("paths are relative to %s", base)
+				continue
+			}
+			for _, mf := range files {
+				if err := manifests.Check(manifests.File{Path: mf.Path, Text: mf.Text}); err != nil {
+					r.diags.Errorf(templatePos(base, mf.Path, err), "manifest-template", "%v", err).
+						SetHint("manifests are Go templates over .Values; check the braces and function names")
+				}
+			}
+			pm.Files = append(pm.Files, files...)
+		}
+		for _, p := range m.Spec.ValuesPaths {
+			files, err := readTree(base, p)
+			if err != nil {
+				r.diags.Errorf(pipeline.NodePos(f.Name, pipeline.ValueAt(m.Spec.Node, "valuesPaths")), "manifest", "service %s, manifest %s: values %v", sv.Identifier, m.Identifier, err).
+					SetHint("paths are relative to %s", base)
+				continue
+			}
+			pm.Values = append(pm.Values, files...)
+		}
+		out.Manifests = append(out.Manifests, pm)
+	}
+	if a := spec.Artifacts; a != nil && a.Primary != nil {
+		for _, src := range a.Primary.Sources {
+			if src.Identifier == a.Primary.PrimaryArtifactRef && src.Spec != nil {
+				out.Artifact = &plan.Artifact{ID: src.Identifier, Type: src.Type, ConnectorRef: src.Spec.ConnectorRef,
+					Registry: src.Spec.Registry, ImagePath: src.Spec.ImagePath, Tag: src.Spec.Tag}
+			}
+		}
+	}
+	return out
+}
+
+var templateLineRe = regexp.MustCompile(`^template: [^:]+:(\d+):`)
+
+func templatePos(base, path string, err error) diag.Pos {
+	p := diag.Pos{File: filepath.Join(base, path), Line: 1, Col: 1}
+	if m := templateLineRe.FindStringSubmatch(err.Error()); m != nil {
+		fmt.Sscan(m[1], &p.Line)
+	}
+	return p
+}
+
+// readTree reads a file, or the *.yaml, *.yml and *.tpl files under a folder in path order.
+func readTree(base, rel string) ([]plan.File, error) {
+	root := filepath.Join(base, rel)
+	st, err := os.Stat(root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: no such file or folder", rel)
+	}
+	var paths []string
+	if !st.IsDir() {
+		paths = []string{root}
+	} else {
+		err = filepath.WalkDir(root, func(p string, e os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			switch filepath.Ext(p) {
+			case ".yaml", ".yml", ".tpl":
+				if !e.IsDir() {
+					paths = append(paths, p)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(paths)
+		if len(paths) == 0 {
+			return nil, fmt.Errorf("%s: folder holds no .yaml, .yml or .tpl files", rel)
+		}
+	}
+	var out []plan.File
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		r, _ := filepath.Rel(base, p)
+		out = append(out, plan.File{Path: filepath.ToSlash(r), Text: string(b)})
+	}
+	return out, nil
+}
+
+func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnvironment) (*plan.Environment, *plan.Infrastructure) {
+	f, ok := r.c.Environments[se.EnvironmentRef]
+	if !ok {
+		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(se.Node, "environmentRef")), "unknown-reference", "environment %q is not defined", se.EnvironmentRef).
+			SetHint("%s", r.hint("environment"))
+		return nil, nil
+	}
+	e := f.Environment
+	env := &plan.Environment{ID: e.Identifier, Name: e.Name, Description: e.Description, Tags: e.Tags, Type: e.Type, Variables: variables(e.Variables)}
+	if se.DeployToAll == "true" || len(se.InfrastructureDefinitions) != 1 {
+		r.diags.Errorf(pipeline.NodePos(r.file, se.Node), "infrastructure", "stage %s must deploy to exactly one infrastructure definition", s.Identifier).
+			SetHint("list one under `infrastructureDefinitions`; to deploy to several, loop the stage with a matrix strategy")
+		return env, nil
+	}
+	ref := se.InfrastructureDefinitions[0]
+	inf, ok := r.c.Infras[ref.Identifier]
+	if !ok {
+		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ref.Node, "identifier")), "unknown-reference", "infrastructure definition %q is not defined", ref.Identifier).
+			SetHint("%s", r.hint("infrastructureDefinition"))
+		return env, nil
+	}
+	in := inf.Infrastructure
+	if in.EnvironmentRef != e.Identifier {
+		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ref.Node, "identifier")), "unknown-reference",
+			"infrastructure definition %q belongs to environment %q, not %q", ref.Identifier, in.EnvironmentRef, e.Identifier).
+			SetHint("pick an infrastructure definition of environment %s", e.Identifier)
+		return env, nil
+	}
+	infra := &plan.Infrastructure{ID: in.Identifier, Name: in.Name, Tags: in.Tags, Namespace: in.Spec.Namespace, ReleaseName: in.Spec.ReleaseName}
+	cf, ok := r.c.Connectors[in.Spec.ConnectorRef]
+	if !ok {
+		r.diags.Errorf(pipeline.NodePos(inf.Name, pipeline.ValueAt(in.Spec.Node, "connectorRef")), "unknown-reference", "connector %q is not defined", in.Spec.ConnectorRef).
+			SetHint("%s", r.hint("connector"))
+		return env, nil
+	}
+	k := cf.Connector
+	cr := k.Spec.Credential
+	infra.Connector = plan.Connector{ID: k.Identifier, Name: k.Name, Type: cr.Type}
+	if s := cr.Spec; s != nil {
+		infra.Connector.MasterURL = s.MasterURL
+		infra.Connector.InsecureSkipTLSVerify = s.InsecureSkipTLSVerify == "true"
+		infra.Connector.Kubeconfig, infra.Connector.Context = s.Path, s.Context
+		if s.Auth != nil && s.Auth.Spec != nil {
+			infra.Connector.TokenRef, infra.Connector.CACertRef = s.Auth.Spec.ServiceAccountTokenRef, s.Auth.Spec.CACertRef
+		}
+	}
+	return env, infra
+}

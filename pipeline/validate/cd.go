@@ -1,0 +1,123 @@
+package validate
+
+import (
+	"regexp"
+
+	"github.com/gantry-cd/gantry/pipeline"
+)
+
+var dnsLabelRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+// The CD entity files (spec 15.1). References between files are resolved by pipeline/entities;
+// these checks need only the file itself.
+
+func (c *checker) service(s *pipeline.Service) {
+	c.identifier(s.Node, "identifier", s.Identifier, "service")
+	c.name(s.Node, s.Name, "service")
+	c.boolean(s.Node, "gitOpsEnabled", s.GitOpsEnabled)
+	d := s.ServiceDefinition
+	if d == nil {
+		return
+	}
+	c.enum(d.Node, "type", d.Type, []string{"Kubernetes"}, "service definition type")
+	if d.Spec == nil {
+		return
+	}
+	c.variables(d.Spec.Variables, "service")
+	seen := map[string]bool{}
+	for _, m := range d.Spec.Manifests {
+		if m.Manifest == nil {
+			continue
+		}
+		mf := m.Manifest
+		c.identifier(mf.Node, "identifier", mf.Identifier, "manifest")
+		if seen[mf.Identifier] {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(mf.Node, "identifier")), "duplicate-identifier", "manifest identifier %q is declared twice", mf.Identifier)
+		}
+		seen[mf.Identifier] = true
+		c.enum(mf.Node, "type", mf.Type, []string{"K8sManifest", "Values"}, "manifest type")
+		if mf.Spec == nil {
+			continue
+		}
+		c.boolean(mf.Spec.Node, "skipResourceVersioning", mf.Spec.SkipResourceVersioning)
+		c.boolean(mf.Spec.Node, "enableDeclarativeRollback", mf.Spec.EnableDeclarativeRollback)
+		if st := mf.Spec.Store; st != nil {
+			if st.Type != "Local" && st.Type != "" && !dynamic(st.Type) {
+				c.diags.Errorf(c.pos(pipeline.ValueAt(st.Node, "type")), "enum", "manifest store type %q is not supported", st.Type).
+					SetHint("Gantry reads manifests from files beside the service: use `type: Local` with `spec.paths`")
+			}
+		}
+	}
+	if a := d.Spec.Artifacts; a != nil && a.Primary != nil {
+		found := false
+		for _, src := range a.Primary.Sources {
+			c.identifier(src.Node, "identifier", src.Identifier, "artifact source")
+			c.enum(src.Node, "type", src.Type, []string{"DockerRegistry", "Gcr", "Ecr", "Acr", "Nexus3Registry", "ArtifactoryRegistry", "CustomArtifact"}, "artifact source type")
+			found = found || src.Identifier == a.Primary.PrimaryArtifactRef
+		}
+		if !found && !dynamic(a.Primary.PrimaryArtifactRef) && a.Primary.PrimaryArtifactRef != "" {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(a.Primary.Node, "primaryArtifactRef")), "unknown-reference",
+				"primaryArtifactRef %q names no artifact source", a.Primary.PrimaryArtifactRef).SetHint("use the identifier of one of `sources`")
+		}
+	}
+}
+
+func (c *checker) environment(e *pipeline.Environment) {
+	c.identifier(e.Node, "identifier", e.Identifier, "environment")
+	c.name(e.Node, e.Name, "environment")
+	c.enum(e.Node, "type", e.Type, []string{"Production", "PreProduction"}, "environment type")
+	c.variables(e.Variables, "environment")
+	seen := map[string]bool{}
+	for _, o := range e.ServiceOverrides {
+		c.identifier(o.Node, "serviceRef", o.ServiceRef, "service")
+		if seen[o.ServiceRef] {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(o.Node, "serviceRef")), "duplicate-identifier", "service %q has two override blocks", o.ServiceRef).
+				SetHint("merge them into one")
+		}
+		seen[o.ServiceRef] = true
+		c.variables(o.Variables, "service override")
+	}
+}
+
+func (c *checker) infrastructure(i *pipeline.Infrastructure) {
+	c.identifier(i.Node, "identifier", i.Identifier, "infrastructure definition")
+	c.name(i.Node, i.Name, "infrastructure definition")
+	c.identifier(i.Node, "environmentRef", i.EnvironmentRef, "environment")
+	c.enum(i.Node, "deploymentType", i.DeploymentType, []string{"Kubernetes"}, "deployment type")
+	c.enum(i.Node, "type", i.Type, []string{"KubernetesDirect"}, "infrastructure type")
+	c.boolean(i.Node, "allowSimultaneousDeployments", i.AllowSimultaneousDeployments)
+	if s := i.Spec; s != nil {
+		c.identifier(s.Node, "connectorRef", s.ConnectorRef, "connector")
+		if s.Namespace != "" && !dynamic(s.Namespace) && !dnsLabelRe.MatchString(s.Namespace) {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "namespace")), "namespace", "namespace %q is not a valid Kubernetes namespace name", s.Namespace).
+				SetHint("lower-case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit")
+		}
+	}
+}
+
+func (c *checker) connector(k *pipeline.Connector) {
+	c.identifier(k.Node, "identifier", k.Identifier, "connector")
+	c.name(k.Node, k.Name, "connector")
+	c.enum(k.Node, "type", k.Type, []string{"K8sCluster"}, "connector type")
+	if k.Spec == nil || k.Spec.Credential == nil {
+		return
+	}
+	cr := k.Spec.Credential
+	c.enum(cr.Node, "type", cr.Type, []string{"InheritFromDelegate", "Kubeconfig", "ManualConfig"}, "credential type")
+	s := cr.Spec
+	switch cr.Type {
+	case "ManualConfig":
+		if s == nil || s.MasterURL == "" || s.Auth == nil {
+			c.diags.Errorf(c.pos(cr.Node), "missing-field", "a ManualConfig credential needs spec.masterUrl and spec.auth").
+				SetHint("auth: {type: ServiceAccount, spec: {serviceAccountTokenRef: my_token_secret}}")
+			return
+		}
+		c.enum(s.Auth.Node, "type", s.Auth.Type, []string{"ServiceAccount"}, "auth type")
+		c.boolean(s.Node, "insecureSkipTlsVerify", s.InsecureSkipTLSVerify)
+	case "Kubeconfig", "InheritFromDelegate":
+		if s != nil && (s.MasterURL != "" || s.Auth != nil) {
+			c.diags.Errorf(c.pos(s.Node), "credential", "%s credentials take no masterUrl or auth", cr.Type).
+				SetHint("use type ManualConfig to give a master URL and token")
+		}
+	}
+}

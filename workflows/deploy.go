@@ -1,0 +1,161 @@
+package workflows
+
+import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// deployTarget is a Deployment stage's resolved target, rendered at stage start.
+type deployTarget struct {
+	namespace   string
+	releaseName string
+	connector   plan.Connector
+	manifests   []plan.Manifest
+}
+
+// deployContext runs a Deployment stage's service and infrastructure phases (spec 1.3.1,
+// 15.1): it renders the service, environment and infrastructure fields and publishes them as
+// `<+service.*>`, `<+serviceVariables.*>`, `<+artifact(s).*>`, `<+manifests.*>`, `<+env.*>`,
+// `<+infra.*>` and `<+INFRA_KEY>` for the stage's steps. Failures in these phases are
+// expression errors, which retrying cannot fix, so they fail the stage.
+func (s *stageRun) deployContext() error {
+	d := s.in.Stage.Deploy
+	sv, env, inf := d.Service, d.Environment, d.Infra
+	render := func(text, what string) (string, error) {
+		out, err := expressions.RenderString(text, expressions.NewScope(s.root, s.fqn), expressions.Options{})
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", what, err)
+		}
+		return out, nil
+	}
+	// Service phase.
+	s.root["service"] = map[string]any{"name": sv.Name, "identifier": sv.ID, "description": sv.Description,
+		"tags": tagMap(sv.Tags), "type": sv.Type, "gitOpsEnabled": false}
+	ms := map[string]any{}
+	for _, m := range sv.Manifests {
+		ms[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": "Local"}
+	}
+	s.root["manifests"] = ms
+	if a := sv.Artifact; a != nil {
+		tag, err := render(a.Tag, "artifact tag")
+		if err != nil {
+			return err
+		}
+		path, err := render(a.ImagePath, "artifact imagePath")
+		if err != nil {
+			return err
+		}
+		image := path + ":" + tag
+		if a.Registry != "" {
+			image = strings.TrimSuffix(a.Registry, "/") + "/" + image
+		}
+		art := map[string]any{"image": image, "imagePath": path, "tag": tag, "type": a.Type, "identifier": a.ID,
+			"connectorRef": a.ConnectorRef}
+		s.root["artifact"] = art
+		s.root["artifacts"] = map[string]any{"primary": art}
+	}
+	// Variables: service definition, then environment-level, then service-specific overrides
+	// (spec 10.3 levels 5, 4, 3).
+	svars := map[string]any{}
+	if err := renderVariables(sv.Variables, svars, s.root, s.fqn); err != nil {
+		return fmt.Errorf("service %s: %v", sv.ID, err)
+	}
+	envVars := map[string]any{}
+	if err := renderVariables(env.Variables, envVars, s.root, s.fqn); err != nil {
+		return fmt.Errorf("environment %s: %v", env.ID, err)
+	}
+	for k, v := range envVars {
+		if _, ok := svars[k]; ok {
+			svars[k] = v
+		}
+	}
+	if err := renderVariables(env.ServiceOverrides, svars, s.root, s.fqn); err != nil {
+		return fmt.Errorf("environment %s, overrides of service %s: %v", env.ID, sv.ID, err)
+	}
+	s.root["serviceVariables"] = svars
+	s.root["serviceVariableOverrides"] = svars
+	// Environment and infrastructure phase.
+	s.root["env"] = map[string]any{"name": env.Name, "identifier": env.ID, "description": env.Description,
+		"type": env.Type, "tags": tagMap(env.Tags), "variables": envVars}
+	ns, err := render(inf.Namespace, "infrastructure namespace")
+	if err != nil {
+		return err
+	}
+	key := sha1.Sum([]byte(strings.Join([]string{sv.ID, env.ID, inf.Connector.ID, ns}, "/")))
+	infraKey := hex.EncodeToString(key[:])
+	s.root["INFRA_KEY"] = infraKey
+	s.root["INFRA_KEY_SHORT_ID"] = infraKey[:6]
+	release := inf.ReleaseName
+	if release == "" {
+		release = "release-<+INFRA_KEY_SHORT_ID>"
+	}
+	if release, err = render(release, "infrastructure releaseName"); err != nil {
+		return err
+	}
+	release = strings.ToLower(release)
+	s.root["infra"] = map[string]any{"name": inf.Name, "infraIdentifier": inf.ID, "identifier": inf.ID,
+		"connectorRef": inf.Connector.ID, "connector": map[string]any{"name": inf.Connector.Name},
+		"namespace": ns, "releaseName": release, "tags": tagMap(inf.Tags)}
+	s.deploy = &deployTarget{namespace: ns, releaseName: release, connector: inf.Connector, manifests: sv.Manifests}
+	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: namespace %s, release %s",
+		sv.ID, env.ID, env.Type, inf.ID, ns, release))
+	return nil
+}
+
+func tagMap(t map[string]string) map[string]any {
+	out := make(map[string]any, len(t))
+	for k, v := range t {
+		out[k] = v
+	}
+	return out
+}
+
+// deployInput renders the manifests for a Kubernetes step at the step's FQN. Manifests may use
+// any expression the step could; `<+kubernetes.release.revision>` is left for the step, which
+// knows the release it deploys.
+func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.DeployInput, error) {
+	if s.deploy == nil {
+		return nil, fmt.Errorf("Kubernetes steps need a Deployment stage with a service, environment and infrastructure")
+	}
+	data := make(map[string]any, len(root)+1)
+	for k, v := range root {
+		data[k] = v
+	}
+	data["kubernetes"] = map[string]any{"release": map[string]any{"revision": activities.ReleaseRevisionMarker}}
+	scope := expressions.NewScope(data, fqn)
+	renderFiles := func(fs []plan.File) ([]plan.File, error) {
+		out := make([]plan.File, len(fs))
+		for i, f := range fs {
+			text := f.Text
+			if expressions.Has(text) {
+				r, err := expressions.RenderString(text, scope, expressions.Options{})
+				if err != nil {
+					return nil, fmt.Errorf("manifest %s: %v", f.Path, err)
+				}
+				text = r
+			}
+			out[i] = plan.File{Path: f.Path, Text: text}
+		}
+		return out, nil
+	}
+	in := &activities.DeployInput{Namespace: s.deploy.namespace, ReleaseName: s.deploy.releaseName,
+		Connector: s.deploy.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback}
+	for _, m := range s.deploy.manifests {
+		files, err := renderFiles(m.Files)
+		if err != nil {
+			return nil, err
+		}
+		values, err := renderFiles(m.Values)
+		if err != nil {
+			return nil, err
+		}
+		in.Manifests = append(in.Manifests, plan.Manifest{ID: m.ID, Type: m.Type, Files: files, Values: values, SkipVersioning: m.SkipVersioning})
+	}
+	return in, nil
+}
