@@ -4,7 +4,7 @@ BIN     := bin/gantry
 FUZZTIME ?= 50000x
 LONGFUZZ ?= 5m
 
-.PHONY: all build run test vet fuzz bench clean
+.PHONY: all build run run-k8s k8s-tools test vet fuzz bench clean
 
 all: build
 
@@ -16,11 +16,20 @@ build:
 run: build
 	$(BIN) run examples/02-build-test-deploy.yaml --data-dir .gantry --logs
 
+# Runs examples/k8s (dev rolling deploy, sign-off, prod canary + rolling with rollback) against
+# a local Kubernetes control plane with simulated nodes. The first run builds it (minutes).
+run-k8s: build
+	hack/run-k8s.sh
+
+# Builds (once, cached outside the repo by go.sum) the Kubernetes binaries the tests start.
+k8s-tools:
+	@hack/k8s/build.sh >/dev/null
+
 vet:
 	$(GO) vet ./...
 
 # Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`.
-test: vet
+test: vet k8s-tools
 	$(GO) test -race -count=1 ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pipeline/load

@@ -43,6 +43,7 @@ Exit codes: 0 valid, 1 invalid, 2 usage or I/O error.`,
 	}
 	cmd.Flags().StringArrayVar(&opts.InputSets, "input-set", nil, "input set or overlay file to merge (repeatable, in precedence order)")
 	cmd.Flags().StringArrayVar(&opts.Sets, "set", nil, "runtime input value as FQN=VALUE, e.g. pipeline.variables.region=eu (repeatable)")
+	cmd.Flags().StringArrayVar(&opts.EntityDirs, "entities", nil, "folder of service, environment, infrastructure and connector files (repeatable; the pipeline's folder is always searched)")
 	cmd.Flags().BoolVar(&opts.ForRun, "for-run", false, "also fail when a required runtime input has no value, as a run would")
 	return cmd
 }
@@ -80,6 +81,14 @@ func report(out io.Writer, path string, r *load.Result) bool {
 		fmt.Fprintf(out, "ok %s: input set %s\n", path, f.InputSet.Identifier)
 	case f.Trigger != nil:
 		fmt.Fprintf(out, "ok %s: trigger %s (%s) for pipeline %s\n", path, f.Trigger.Identifier, f.Trigger.Source.Type, f.Trigger.PipelineIdentifier)
+	case f.Service != nil:
+		fmt.Fprintf(out, "ok %s: service %s (%s, %d manifests)\n", path, f.Service.Identifier, f.Service.ServiceDefinition.Type, len(f.Service.ServiceDefinition.Spec.Manifests))
+	case f.Environment != nil:
+		fmt.Fprintf(out, "ok %s: environment %s (%s)\n", path, f.Environment.Identifier, f.Environment.Type)
+	case f.Infrastructure != nil:
+		fmt.Fprintf(out, "ok %s: infrastructure definition %s of environment %s\n", path, f.Infrastructure.Identifier, f.Infrastructure.EnvironmentRef)
+	case f.Connector != nil:
+		fmt.Fprintf(out, "ok %s: connector %s (%s, %s)\n", path, f.Connector.Identifier, f.Connector.Type, f.Connector.Spec.Credential.Type)
 	case f.Overlay != nil:
 		fmt.Fprintf(out, "ok %s: overlay input set %s (%d input sets)\n", path, f.Overlay.Identifier, len(f.Overlay.InputSetReferences))
 	}

@@ -206,7 +206,11 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		}
 		src = b
 	}
-	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Policies: s.o.Policies,
+	var entityDirs []string
+	if s.o.PipelinesDir != "" {
+		entityDirs = []string{s.o.PipelinesDir} // services, environments, infrastructure, connectors
+	}
+	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Policies: s.o.Policies, EntityDirs: entityDirs,
 		PolicyMeta: map[string]any{"user": map[string]any{"name": u.Name, "email": u.Email}, "userGroups": u.Groups,
 			"trigger": "MANUAL", "timestamp": time.Now().UTC().Format(time.RFC3339)}})
 	logDecision(s.o.Log, name, res.Policy)

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/gantry-cd/gantry/activities"
@@ -79,6 +82,12 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "connector %s: %v", in.Deploy.Connector.ID, err)
 	}
 	s.logf("%s: release %s in namespace %s (connector %s)", in.Type, s.in.ReleaseName, s.in.Namespace, in.Deploy.Connector.ID)
+	switch in.Type {
+	case "K8sRollingDeploy", "K8sCanaryDeploy", "K8sBlueGreenDeploy", "K8sApply":
+		if err := s.ensureNamespace(); err != nil {
+			return activities.StepResult{}, err
+		}
+	}
 	var out map[string]any
 	switch in.Type {
 	case "K8sRollingDeploy":
@@ -108,11 +117,9 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		if ctx.Err() != nil {
 			return activities.StepResult{}, ctx.Err() // aborted: the workflow decides
 		}
-		s.logf("failed: %v", err)
-		if f := activities.Classify(err); f != nil {
-			return activities.StepResult{}, activities.Fail(f.Category, "%s", s.mask.Apply(f.Message))
-		}
-		return activities.StepResult{}, err
+		f := activities.Classify(err)
+		s.logf("failed (%s): %s", f.Category, f.Message)
+		return activities.StepResult{}, activities.Fail(f.Category, "%s", s.mask.Apply(f.Message))
 	}
 	return activities.StepResult{Outputs: out}, nil
 }
@@ -168,4 +175,22 @@ func itoa(n int) string { return strconv.Itoa(n) }
 
 func manifestsObject(file string, u *unstructured.Unstructured) manifests.Object {
 	return manifests.Object{File: file, Unstructured: u}
+}
+
+// ensureNamespace creates the infrastructure's namespace if it does not exist, as deploying
+// to a fresh namespace is the common first run.
+func (s *stepRun) ensureNamespace() error {
+	_, err := s.c.cs.CoreV1().Namespaces().Get(s.ctx, s.in.Namespace, metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return classify(s.ctx, err, "read namespace %s", s.in.Namespace)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.in.Namespace}}
+	if _, err := s.c.cs.CoreV1().Namespaces().Create(s.ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return classify(s.ctx, err, "create namespace %s", s.in.Namespace)
+	}
+	s.logf("created namespace %s", s.in.Namespace)
+	return nil
 }

@@ -204,6 +204,14 @@ func variables(vs []pipeline.Variable) []plan.Variable {
 	return out
 }
 
+// CheckService reads a service file's manifest and values files and parses the templates, as
+// a run would.
+func CheckService(f *pipeline.File) diag.List {
+	r := &resolver{c: &Catalog{Services: map[string]*pipeline.File{f.Service.Identifier: f}}, file: f.Name}
+	r.service(pipeline.DeploymentStageService{ServiceRef: f.Service.Identifier})
+	return r.diags
+}
+
 func (r *resolver) service(ss pipeline.DeploymentStageService) *plan.Service {
 	f, ok := r.c.Services[ss.ServiceRef]
 	if !ok {

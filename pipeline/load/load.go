@@ -32,7 +32,7 @@ type Options struct {
 	Policies   *policies.Engine
 	PolicyMeta map[string]any
 	// EntityDirs are the folders holding service, environment, infrastructure and connector
-	// files. File defaults it to the pipeline's own folder.
+	// files. File adds the pipeline's own folder in front.
 	EntityDirs []string
 	// ForRun makes open required runtime inputs errors, as a run request must supply them, and
 	// compiles the plan (refusing step types the engine cannot run).
@@ -63,9 +63,8 @@ func File(path string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.EntityDirs == nil {
-		opts.EntityDirs = []string{filepath.Dir(path)}
-	}
+	// Entities are looked up beside the pipeline first, then in the folders given.
+	opts.EntityDirs = append([]string{filepath.Dir(path)}, opts.EntityDirs...)
 	return Bytes(path, src, opts), nil
 }
 
@@ -84,6 +83,9 @@ func Bytes(name string, src []byte, opts Options) *Result {
 	r.Diags.Add(vd...)
 	if f.Pipeline != nil {
 		r.mergeInputs(name, f, opts)
+	}
+	if f.Service != nil && !r.Diags.HasErrors() {
+		r.Diags.Add(entities.CheckService(f)...)
 	}
 	var deploys map[string]*plan.Deployment
 	if r.Merged != nil && !r.Diags.HasErrors() && hasDeployment(r.Merged) {
