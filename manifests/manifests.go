@@ -5,6 +5,7 @@ package manifests
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/Masterminds/sprig/v3"
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
@@ -108,11 +110,16 @@ func Split(path string, text []byte) ([]Object, error) {
 	var out []Object
 	dec := k8syaml.NewYAMLOrJSONDecoder(bytes.NewReader(text), 4096)
 	for i := 1; ; i++ {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
 			if errors.Is(err, io.EOF) {
 				return out, nil
 			}
+			return nil, fmt.Errorf("%s: document %d: %v", path, i, err)
+		}
+		// utiljson keeps whole numbers int64, as the API machinery expects.
+		var m map[string]any
+		if err := utiljson.Unmarshal(raw, &m); err != nil {
 			return nil, fmt.Errorf("%s: document %d: %v", path, i, err)
 		}
 		if len(m) == 0 {

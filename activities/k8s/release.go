@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // The release history is kept in the cluster, in a Secret per release name (a Secret because
@@ -59,7 +60,7 @@ func (s *stepRun) loadHistory() (*History, error) {
 	if err == nil {
 		var b []byte
 		if b, err = io.ReadAll(zr); err == nil {
-			err = json.Unmarshal(b, h)
+			err = utiljson.Unmarshal(b, h) // whole numbers stay int64
 		}
 	}
 	if err != nil {

@@ -24,10 +24,11 @@ var errRolloutFailed = errors.New("rollout failed")
 // rolloutState is a workload's progress: done, or a message saying what it waits for.
 // Its logic follows `kubectl rollout status`.
 func rolloutState(u *unstructured.Unstructured) (bool, string, error) {
-	gen := u.GetGeneration()
-	observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-	if observed < gen {
-		return false, "waiting for the controller to observe the new spec", nil
+	if isWorkload(u.GetKind()) {
+		observed, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		if observed < u.GetGeneration() {
+			return false, "waiting for the controller to observe the new spec", nil
+		}
 	}
 	num := func(path ...string) int64 {
 		v, _, _ := unstructured.NestedInt64(u.Object, path...)
@@ -150,9 +151,10 @@ func (s *stepRun) waitSteady(objs []*object, jobs bool) error {
 		}
 	}
 	var waiting []string
+	timedOut := s.steadyCtx.Err() != nil
 	for i, err := range errs {
 		if err != nil {
-			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) && !errors.Is(err, watchtools.ErrWatchClosed) {
+			if !timedOut {
 				return classify(s.ctx, err, "watch %s", targets[i].ID())
 			}
 			waiting = append(waiting, fmt.Sprintf("%s (%s)", targets[i].ID(), last[i]))

@@ -421,8 +421,10 @@ func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
 	}
 	stageColor := other(primaryColor)
 	base := dep.GetName()
-	sum := sha256.Sum256(mustJSON(dep.Object.Unstructured.Object))
-	hash := hex.EncodeToString(sum[:8])
+	hash, err := s.contentHash()
+	if err != nil {
+		return nil, err
+	}
 	dep.SetName(base + "-" + stageColor)
 	addLabels(dep, map[string]string{LabelColor: stageColor})
 	ann := dep.GetAnnotations()
@@ -478,6 +480,22 @@ func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// contentHash fingerprints what a blue-green release runs: every object but the Services,
+// before release versioning, so an unchanged manifest hashes the same in every release.
+func (s *stepRun) contentHash() (string, error) {
+	objs, err := s.render(renderOptions{revision: 0})
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, o := range objs {
+		if o.GetKind() != "Service" {
+			h.Write(mustJSON(o.Object.Unstructured.Object))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:8]), nil
 }
 
 func mustJSON(v any) []byte {

@@ -19,6 +19,9 @@ if [ ! -f "$ST/pki/sa.key" ]; then
 fi
 TOKEN=${TOKEN:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')}
 echo "$TOKEN,admin,admin,system:masters" > "$ST/pki/tokens.csv"
+# A second user with no permissions, to test Authorization failures.
+NOBODY_TOKEN=${NOBODY_TOKEN:-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')}
+echo "$NOBODY_TOKEN,nobody,nobody" >> "$ST/pki/tokens.csv"
 cat > "$ST/kubeconfig" <<EOF
 apiVersion: v1
 kind: Config

@@ -19,6 +19,7 @@ import (
 type Cluster struct {
 	Kubeconfig string // admin kubeconfig (static token, system:masters)
 	Token      string // the admin bearer token
+	NoRights   string // a bearer token of a user with no permissions
 	Server     string // https://127.0.0.1:PORT
 	Bin        string // folder with kubectl and the control-plane binaries
 	state      string
@@ -33,8 +34,8 @@ func Start(dir string) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build Kubernetes tools: %v", err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	bin := filepath.Join(lines[len(lines)-1], "bin")
+	outLines := strings.Split(strings.TrimSpace(out), "\n")
+	bin := filepath.Join(outLines[len(outLines)-1], "bin")
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
@@ -52,7 +53,11 @@ func Start(dir string) (*Cluster, error) {
 		c.Stop()
 		return nil, err
 	}
-	c.Token = strings.SplitN(string(tok), ",", 2)[0]
+	lines := strings.Split(strings.TrimSpace(string(tok)), "\n")
+	c.Token = strings.SplitN(lines[0], ",", 2)[0]
+	if len(lines) > 1 {
+		c.NoRights = strings.SplitN(lines[1], ",", 2)[0]
+	}
 	return c, nil
 }
 
