@@ -60,6 +60,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer w.Stop()
+	defer stopCluster()
 	return m.Run()
 }
 

@@ -1,0 +1,274 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/kubetest"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// A real Kubernetes control plane (kube-apiserver, controllers, kwok nodes), started on first
+// use and stopped by TestMain.
+var kube struct {
+	once    sync.Once
+	cluster *kubetest.Cluster
+	cs      kubernetes.Interface
+	err     error
+	dir     string
+}
+
+const kubeTokenSecret = "k8s_e2e_token"
+
+func cluster(t testing.TB) (*kubetest.Cluster, kubernetes.Interface) {
+	t.Helper()
+	kube.once.Do(func() {
+		kube.dir, kube.err = os.MkdirTemp("", "gantry-e2e-k8s-")
+		if kube.err != nil {
+			return
+		}
+		if kube.cluster, kube.err = kubetest.Start(kube.dir); kube.err != nil {
+			return
+		}
+		// The connector's token comes from the secret resolver, as in production.
+		os.Setenv(secrets.EnvName(kubeTokenSecret), kube.cluster.Token)
+		cfg, err := clientcmd.BuildConfigFromFlags("", kube.cluster.Kubeconfig)
+		if err == nil {
+			kube.cs, err = kubernetes.NewForConfig(cfg)
+		}
+		kube.err = err
+	})
+	if kube.err != nil {
+		t.Fatalf("Kubernetes control plane: %v", kube.err)
+	}
+	return kube.cluster, kube.cs
+}
+
+func stopCluster() {
+	if kube.cluster != nil {
+		kube.cluster.Stop()
+	}
+	if kube.dir != "" {
+		os.RemoveAll(kube.dir)
+	}
+}
+
+// k8sExample copies examples/k8s into a folder with the connector pointed at the test cluster
+// (ManualConfig with a token secret) and namespaces made unique, and returns the folder.
+func k8sExample(t *testing.T, suffix string) string {
+	t.Helper()
+	c, _ := cluster(t)
+	dir := t.TempDir()
+	src := filepath.Join("..", "examples", "k8s")
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		text := strings.ReplaceAll(string(b), "namespace: gantry-", "namespace: "+suffix+"-")
+		text = strings.ReplaceAll(text, "progressDeadlineSeconds: 20", "progressDeadlineSeconds: 2")
+		if rel == "connector.yaml" {
+			text = fmt.Sprintf(`connector:
+  name: Test cluster
+  identifier: local_cluster
+  type: K8sCluster
+  spec:
+    credential:
+      type: ManualConfig
+      spec:
+        masterUrl: %s
+        insecureSkipTlsVerify: true
+        auth:
+          type: ServiceAccount
+          spec:
+            serviceAccountTokenRef: %s
+`, c.Server, kubeTokenSecret)
+		}
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, rel), []byte(text), 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const devPipeline = `pipeline:
+  name: Web dev
+  identifier: web_dev
+  variables:
+    - {name: tag, type: String, value: <+input>}
+    - {name: zone, type: String, value: <+input>.default("")}
+  stages:
+    - stage:
+        name: Deploy dev
+        identifier: deploy_dev
+        type: Deployment
+        spec:
+          deploymentType: Kubernetes
+          service: {serviceRef: web}
+          environment:
+            environmentRef: dev
+            infrastructureDefinitions: [{identifier: dev_cluster}]
+          execution:
+            steps:
+              - step:
+                  type: K8sRollingDeploy
+                  name: Rolling deploy
+                  identifier: rolling
+                  timeout: 2m
+                  spec: {skipDryRun: false}
+              - step:
+                  type: ShellScript
+                  name: Report
+                  identifier: report
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: 'echo ok'}}
+                    outputVariables:
+                      - {name: context, type: String, value: ctx}
+                    environmentVariables:
+                      - name: ctx
+                        type: String
+                        value: <+service.name>|<+env.type>|<+infra.namespace>|<+artifact.image>|<+serviceVariables.greeting>|<+execution.steps.rolling.output.releaseNumber>
+            rollbackSteps:
+              - step:
+                  type: K8sRollingRollback
+                  name: Rollback
+                  identifier: rollback
+                  timeout: 2m
+                  spec: {}
+        failureStrategies:
+          - onFailure:
+              errors: [AllErrors]
+              action: {type: StageRollback}
+`
+
+func deploymentOf(t *testing.T, cs kubernetes.Interface, ns, name string) *appsv1.Deployment {
+	t.Helper()
+	d, err := cs.AppsV1().Deployments(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("deployment %s/%s: %v", ns, name, err)
+	}
+	return d
+}
+
+// A Deployment stage through the engine: deploy, update, then a release that cannot become
+// ready, rolled back by the stage's StageRollback to the previous revision. The cluster is read
+// after each run.
+func TestK8sRollingUpdateFailureRollback(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-rolling")
+	file := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(sets ...string) *workflows.PipelineResult {
+		t.Helper()
+		r, err := load.File(file, load.Options{ForRun: true, Sets: sets})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+		}
+		_, res := runPlan(t, env.starter, r.Plan)
+		return res
+	}
+	const ns = "e2e-rolling-dev"
+	res := run("pipeline.variables.tag=1.27")
+	conformance.Check(t, res.Tree, map[string]status.Status{"deploy_dev": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
+	got := res.Tree.Find("deploy_dev.report").Outputs["outputVariables"].(map[string]any)["context"]
+	if got != "Web|PreProduction|"+ns+"|library/nginx:1.27|hello from dev|1" {
+		t.Errorf("CD expressions rendered %q", got)
+	}
+	d := deploymentOf(t, cs, ns, "web")
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "library/nginx:1.27" || *d.Spec.Replicas != 2 {
+		t.Fatalf("release 1: %s x%d", img, *d.Spec.Replicas)
+	}
+
+	res = run("pipeline.variables.tag=1.28")
+	conformance.Check(t, res.Tree, map[string]status.Status{"deploy_dev": status.Succeeded})
+	if n := res.Tree.Find("deploy_dev.rolling").Outputs["releaseNumber"]; fmt.Sprint(n) != "2" {
+		t.Errorf("release number %v", n)
+	}
+
+	res = run("pipeline.variables.tag=1.29", "pipeline.variables.zone=nowhere")
+	conformance.Check(t, res.Tree, map[string]status.Status{
+		"": status.Failed, "deploy_dev": status.Failed, "deploy_dev.rolling": status.Failed,
+		"deploy_dev.report": status.NotStarted, "deploy_dev.rollbackSteps.rollback": status.Succeeded})
+	if f := res.Tree.Find("deploy_dev.rolling").Failure; f == nil || !strings.Contains(f.Message, "progress deadline exceeded") {
+		t.Errorf("rolling failure %+v", f)
+	}
+	if to := res.Tree.Find("deploy_dev.rollbackSteps.rollback").Outputs["rolledBackTo"]; fmt.Sprint(to) != "2" {
+		t.Errorf("rolled back to %v", to)
+	}
+	d = deploymentOf(t, cs, ns, "web")
+	spec := d.Spec.Template.Spec
+	if spec.Containers[0].Image != "library/nginx:1.28" || spec.NodeSelector != nil || spec.Containers[0].EnvFrom[0].ConfigMapRef.Name != "web-config-2" {
+		t.Fatalf("after rollback: image %s, nodeSelector %v, config %s", spec.Containers[0].Image, spec.NodeSelector, spec.Containers[0].EnvFrom[0].ConfigMapRef.Name)
+	}
+}
+
+// examples/k8s as `make run-k8s` runs it: dev rolling deploy, a sign-off, then a canary and a
+// rolling deploy to production with the production service overrides.
+func TestK8sExamplePipeline(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-example")
+	r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL", User: "executor"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, env.starter, exec.ID, "sign_off.prod_signoff", status.ApprovalWaiting)
+	if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "sign_off.prod_signoff", Action: "APPROVE",
+		User: "alice", Email: "alice@example.com", Groups: []string{"release_managers"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_prod.canary.canary_deploy": status.Succeeded,
+		"deploy_prod.canary.canary_delete": status.Succeeded, "deploy_prod.primary.rolling": status.Succeeded})
+	if out := res.Tree.Find("deploy_prod.canary.canary_deploy").Outputs; fmt.Sprint(out["targetInstances"]) != "1" {
+		t.Errorf("canary outputs %v (25%% of the 4 production replicas)", out)
+	}
+	d := deploymentOf(t, cs, "e2e-example-prod", "web")
+	if *d.Spec.Replicas != 4 {
+		t.Errorf("production replicas %d, want the override 4", *d.Spec.Replicas)
+	}
+	cm, err := cs.CoreV1().ConfigMaps("e2e-example-prod").Get(ctx, "web-config-1", metav1.GetOptions{})
+	if err != nil || cm.Data["GREETING"] != "hello from production" || cm.Data["ENVIRONMENT"] != "prod" {
+		t.Errorf("production config %v %v", cm.Data, err)
+	}
+	if _, err := cs.AppsV1().Deployments("e2e-example-prod").Get(ctx, "web-canary", metav1.GetOptions{}); err == nil {
+		t.Error("the canary was not deleted")
+	}
+	if d := deploymentOf(t, cs, "e2e-example-dev", "web"); *d.Spec.Replicas != 2 {
+		t.Errorf("dev replicas %d", *d.Spec.Replicas)
+	}
+}
