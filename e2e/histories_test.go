@@ -62,6 +62,22 @@ func TestRecordHistories(t *testing.T) {
 			writeHistory(t, id, filepath.Join(out, strings.ReplaceAll(id, "/", "__")+".json"))
 		}
 	}
+	// A Deployment stage on a real cluster: a rolling deploy, then a failed one rolled back.
+	dir := k8sExample(t, "record")
+	file := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, sets := range [][]string{{"pipeline.variables.tag=1.27"}, {"pipeline.variables.tag=1.28", "pipeline.variables.zone=nowhere"}} {
+		r, err := load.File(file, load.Options{ForRun: true, Sets: sets})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v", err)
+		}
+		exec, _ := runPlan(t, env.starter, r.Plan)
+		for _, id := range []string{exec.ID, exec.ID + "/deploy_dev"} {
+			writeHistory(t, id, filepath.Join(out, strings.ReplaceAll(id, "/", "__")+".json"))
+		}
+	}
 }
 
 func sortedKeys(m map[string][]byte) []string {
