@@ -46,7 +46,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
-	root.AddCommand(validateCmd(), evalCmd(), runCmd(), statusCmd(), listCmd(), logsCmd(), serverCmd(), workerCmd(), abortCmd(), interveneCmd(), rerunCmd(), retryCmd(), userCmd(), approvalsCmd(), voteCmd("APPROVE"), voteCmd("REJECT"), inputCmd(), triggersCmd(), policyCmd())
+	root.AddCommand(validateCmd(), evalCmd(), runCmd(), statusCmd(), listCmd(), logsCmd(), serverCmd(), workerCmd(), abortCmd(), interveneCmd(), rerunCmd(), retryCmd(), userCmd(), approvalsCmd(), voteCmd("APPROVE"), voteCmd("REJECT"), inputCmd(), triggersCmd(), policyCmd(), initCmd())
 	err := root.Execute()
 	if err == nil {
 		return ExitOK

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/cli"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/kubetest"
 	"github.com/gantry-cd/gantry/pipeline/load"
@@ -270,5 +271,48 @@ func TestK8sExamplePipeline(t *testing.T) {
 	}
 	if d := deploymentOf(t, cs, "e2e-example-dev", "web"); *d.Spec.Replicas != 2 {
 		t.Errorf("dev replicas %d", *d.Spec.Replicas)
+	}
+}
+
+// Each `gantry init` strategy deploys twice (a first release and an update) through the engine.
+func TestK8sInitStrategies(t *testing.T) {
+	_, cs := cluster(t)
+	for _, strategy := range cli.Strategies {
+		t.Run(strategy, func(t *testing.T) {
+			dir := k8sExample(t, "e2e-"+strategy)
+			src, err := cli.Scaffold{Strategy: strategy, Name: "web " + strategy, ID: "web_" + strategy, Service: "web",
+				Environment: "dev", Infrastructure: "dev_cluster"}.Render()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The example's tag comes from a pipeline variable.
+			src = []byte(strings.Replace(string(src), "  stages:", "  variables:\n    - {name: tag, type: String, value: <+input>}\n    - {name: zone, type: String, value: \"\"}\n  stages:", 1))
+			file := filepath.Join(dir, "init.yaml")
+			if err := os.WriteFile(file, src, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			for _, tag := range []string{"1.27", "1.28"} {
+				r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=" + tag}})
+				if err != nil || !r.OK() {
+					t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+				}
+				_, res := runPlan(t, env.starter, r.Plan)
+				conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded})
+			}
+			ns := "e2e-" + strategy + "-dev"
+			name := "web"
+			if strategy == "bluegreen" {
+				name = "web-green"
+			}
+			if img := deploymentOf(t, cs, ns, name).Spec.Template.Spec.Containers[0].Image; img != "library/nginx:1.28" {
+				t.Errorf("%s runs %s after the update", name, img)
+			}
+			if strategy == "bluegreen" {
+				svc, err := cs.CoreV1().Services(ns).Get(context.Background(), "web", metav1.GetOptions{})
+				if err != nil || svc.Spec.Selector["harness.io/color"] != "green" {
+					t.Errorf("primary service after swap: %v %v", svc.Spec.Selector, err)
+				}
+			}
+		})
 	}
 }
