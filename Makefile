@@ -39,13 +39,15 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(LONGFUZZ) ./pipeline/load
 
 # Prints Gantry's figures next to a baseline measured in the same run, and their ratios:
-# expression rendering vs raw expr, and a 100-step pipeline vs a hand-written Temporal workflow.
-bench:
+# expression rendering vs raw expr, a 100-step pipeline vs a hand-written Temporal workflow, and a
+# 10-Deployment rolling deploy vs kubectl apply + rollout status on the same cluster.
+bench: k8s-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench OnRun -benchtime 20x -count 3 ./policies | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Gantry100Steps|Raw100Steps|GantryMatrix200|RawFanout200' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'GantryMatrix5000' -benchtime 1x ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'WebhookDeliveries' -benchtime 200x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'RollingDeploy10|Kubectl10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out
 
 clean:

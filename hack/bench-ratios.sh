@@ -44,3 +44,10 @@ if [ -n "$pp" ] && [ -n "$pu" ]; then
     printf "  prepared once %.0f µs  prepared per evaluation %.0f µs  ratio %.1fx\n", p, u, u / p
   }'
 fi
+kg=$(unit RollingDeploy10 ms/deploy); kk=$(unit Kubectl10 ms/deploy)
+if [ -n "$kg" ] && [ -n "$kk" ]; then
+  awk -v g="$kg" -v k="$kk" 'BEGIN {
+    print ""; print "rolling deploy of 10 Deployments (2 replicas, new image each time), step start to steady state (ms, median of runs)"
+    printf "  gantry K8sRollingDeploy %.0f  kubectl apply + rollout status %.0f  ratio %.2fx\n", g, k, g / k
+  }'
+fi

@@ -67,7 +67,7 @@ func (m secretMap) Resolve(_ context.Context, id string) (string, error) {
 }
 
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	ns      string
 	release string
 	token   string
@@ -76,7 +76,7 @@ type harness struct {
 	logs    logs.Store
 }
 
-func newHarness(t *testing.T, ns string) *harness {
+func newHarness(t testing.TB, ns string) *harness {
 	return &harness{t: t, ns: ns, release: "rel-" + ns, token: cluster.Token, url: cluster.Server, exec: "exec-" + ns,
 		logs: logs.Store{Dir: t.TempDir()}}
 }
