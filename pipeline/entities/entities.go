@@ -105,7 +105,7 @@ func (c *Catalog) add(f *pipeline.File, diags *diag.List) {
 // Resolve resolves every Deployment stage of a pipeline, by stage identifier. Problems are
 // reported at the reference in the pipeline file (or in the entity file they are about).
 func (c *Catalog) Resolve(file string, p *pipeline.Pipeline) (map[string]*plan.Deployment, diag.List) {
-	r := &resolver{c: c, file: file, out: map[string]*plan.Deployment{}}
+	r := &resolver{c: c, file: file, out: map[string]*plan.Deployment{}, seen: map[string]bool{}}
 	for _, s := range p.AllStages() {
 		if s.Type != "Deployment" || s.StageSpec == nil {
 			continue
@@ -120,6 +120,7 @@ type resolver struct {
 	file  string
 	diags diag.List
 	out   map[string]*plan.Deployment
+	seen  map[string]bool // Deployment stages visited, resolved or not
 }
 
 func (r *resolver) hint(kind string) string {
@@ -127,6 +128,7 @@ func (r *resolver) hint(kind string) string {
 }
 
 func (r *resolver) stage(s *pipeline.Stage) {
+	defer func() { r.seen[s.Identifier] = true }()
 	spec := s.StageSpec
 	d := &plan.Deployment{Type: spec.DeploymentType}
 	dec := &pipeline.Decoder{File: r.file, Diags: &diag.List{}} // shapes were checked by validate
@@ -147,6 +149,9 @@ func (r *resolver) stage(s *pipeline.Stage) {
 		switch {
 		case ss.UseFromStage != nil:
 			prev, ok := r.out[ss.UseFromStage.Stage]
+			if !ok && r.seen[ss.UseFromStage.Stage] {
+				return // that stage's own error is reported
+			}
 			if !ok || prev.Service == nil {
 				r.diags.Errorf(pipeline.NodePos(r.file, ss.UseFromStage.Node), "unknown-reference",
 					"stage %s: useFromStage %q is not an earlier Deployment stage with a service", s.Identifier, ss.UseFromStage.Stage).
@@ -164,6 +169,9 @@ func (r *resolver) stage(s *pipeline.Stage) {
 		switch {
 		case se.UseFromStage != nil:
 			prev, ok := r.out[se.UseFromStage.Stage]
+			if !ok && r.seen[se.UseFromStage.Stage] {
+				return // that stage's own error is reported
+			}
 			if !ok || prev.Environment == nil {
 				r.diags.Errorf(pipeline.NodePos(r.file, se.UseFromStage.Node), "unknown-reference",
 					"stage %s: useFromStage %q is not an earlier Deployment stage with an environment", s.Identifier, se.UseFromStage.Stage).
@@ -207,7 +215,7 @@ func variables(vs []pipeline.Variable) []plan.Variable {
 // CheckService reads a service file's manifest and values files and parses the templates, as
 // a run would.
 func CheckService(f *pipeline.File) diag.List {
-	r := &resolver{c: &Catalog{Services: map[string]*pipeline.File{f.Service.Identifier: f}}, file: f.Name}
+	r := &resolver{c: &Catalog{Services: map[string]*pipeline.File{f.Service.Identifier: f}}, file: f.Name, seen: map[string]bool{}}
 	r.service(pipeline.DeploymentStageService{ServiceRef: f.Service.Identifier})
 	return r.diags
 }

@@ -1,0 +1,135 @@
+package entities_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gantry-cd/gantry/pipeline/load"
+)
+
+// copyExample copies examples/k8s into a temporary folder and applies edits (file → new text,
+// "" deletes the file).
+func copyExample(t *testing.T, edits map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join("..", "..", "examples", "k8s")
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(rel)), 0o755)
+		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f, text := range edits {
+		if text == "" {
+			os.Remove(filepath.Join(dir, f))
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func replaceIn(t *testing.T, file, old, new string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "examples", "k8s", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("%s has no %q", file, old)
+	}
+	return strings.Replace(string(b), old, new, 1)
+}
+
+func TestExampleResolves(t *testing.T) {
+	dir := copyExample(t, nil)
+	r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	dev, prod := r.Plan.Stages[0].Deploy, r.Plan.Stages[2].Deploy
+	if dev == nil || prod == nil || r.Plan.Stages[1].Deploy != nil {
+		t.Fatal("Deployment stages not resolved")
+	}
+	if len(dev.Service.Manifests) != 1 || len(dev.Service.Manifests[0].Files) != 3 || len(dev.Service.Manifests[0].Values) != 1 {
+		t.Fatalf("manifests not embedded: %+v", dev.Service.Manifests)
+	}
+	if dev.Infra.Namespace != "gantry-dev" || dev.Infra.Connector.Type != "InheritFromDelegate" || dev.Environment.Type != "PreProduction" {
+		t.Errorf("dev target %+v %+v", dev.Infra, dev.Environment)
+	}
+	if prod.ServiceFrom != "deploy_dev" || prod.Service.ID != "web" || len(prod.Environment.ServiceOverrides) != 2 {
+		t.Errorf("prod stage: from %q, overrides %v", prod.ServiceFrom, prod.Environment.ServiceOverrides)
+	}
+}
+
+func TestReferenceErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		edits map[string]string
+		want  []string // in the rendered diagnostics
+	}{
+		{"missing service", map[string]string{"service.yaml": ""},
+			[]string{`pipeline.yaml:22:25: service "web" is not defined`, "root key is `service:`"}},
+		{"infrastructure of another environment", map[string]string{"infra-dev.yaml": replaceIn(t, "infra-dev.yaml", "environmentRef: dev", "environmentRef: prod")},
+			[]string{`infrastructure definition "dev_cluster" belongs to environment "prod", not "dev"`}},
+		{"missing connector", map[string]string{"connector.yaml": ""},
+			[]string{`infra-dev.yaml:8:19: connector "local_cluster" is not defined`}},
+		{"missing manifest folder", map[string]string{"service.yaml": replaceIn(t, "service.yaml", "web/manifests", "web/nowhere")},
+			[]string{"web/nowhere: no such file or folder", "paths are relative to"}},
+		{"template syntax", map[string]string{"web/manifests/service.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Values.name }\n"},
+			[]string{"web/manifests/service.yaml:4:", "Go templates"}},
+		{"git store", map[string]string{"service.yaml": replaceIn(t, "service.yaml", "type: Local", "type: Github")},
+			[]string{`manifest store type "Github" is not supported`}},
+		{"duplicate environment", map[string]string{"env-dev2.yaml": replaceIn(t, "env-dev.yaml", "name: Development", "name: Dev again")},
+			[]string{`environment "dev" is defined twice`}},
+		{"bad namespace", map[string]string{"infra-dev.yaml": replaceIn(t, "infra-dev.yaml", "namespace: gantry-dev", "namespace: Gantry_Dev")},
+			[]string{`namespace "Gantry_Dev" is not a valid Kubernetes namespace name`}},
+		{"useFromStage of a later stage", map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "serviceRef: web", "useFromStage:\n              stage: deploy_prod")},
+			[]string{`useFromStage "deploy_prod" is not an earlier Deployment stage`}},
+		{"K8s step outside a Deployment stage", map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "type: HarnessApproval", "type: K8sScale")},
+			[]string{"K8sScale steps deploy a service and run only in Deployment stages"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := copyExample(t, c.edits)
+			r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.OK() || r.Plan != nil {
+				t.Fatal("accepted")
+			}
+			text := r.Diags.Render(r.Sources)
+			for _, w := range c.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("diagnostics lack %q:\n%s", w, text)
+				}
+			}
+		})
+	}
+}
+
+func TestEntityFilesValidateAlone(t *testing.T) {
+	dir := copyExample(t, map[string]string{"connector.yaml": "connector:\n  name: c\n  identifier: c\n  type: K8sCluster\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {}\n"})
+	r, _ := load.File(filepath.Join(dir, "connector.yaml"), load.Options{})
+	if r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "needs spec.masterUrl and spec.auth") {
+		t.Errorf("ManualConfig without URL accepted:\n%s", r.Diags.Render(r.Sources))
+	}
+	r, _ = load.File(filepath.Join(dir, "service.yaml"), load.Options{})
+	if !r.OK() {
+		t.Errorf("service:\n%s", r.Diags.Render(r.Sources))
+	}
+}
