@@ -316,3 +316,36 @@ func TestK8sInitStrategies(t *testing.T) {
 		})
 	}
 }
+
+// Abort reaches a K8s step while it waits for steady state: the watch stops at once, the
+// execution ends ABORTED and no rollback runs.
+func TestK8sAbortDuringSteadyState(t *testing.T) {
+	cluster(t)
+	dir := k8sExample(t, "e2e-abort")
+	values := filepath.Join(dir, "web", "values.yaml")
+	b, _ := os.ReadFile(values)
+	os.WriteFile(values, []byte(strings.Replace(string(b), "progressDeadlineSeconds: 2", "progressDeadlineSeconds: 600", 1)), 0o644)
+	file := filepath.Join(dir, "dev.yaml")
+	os.WriteFile(file, []byte(devPipeline), 0o644)
+	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27", "pipeline.variables.zone=nowhere"}})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, env.starter, exec.ID, "deploy_dev.rolling", status.Running)
+	if err := env.starter.Abort(ctx, exec.ID, "tester", "stop the rollout"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The step's timeout is 2 minutes and the context's 1: a result here means the watch stopped.
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Aborted, "deploy_dev.rolling": status.Aborted,
+		"deploy_dev.rollbackSteps.rollback": status.NotStarted})
+}

@@ -358,7 +358,7 @@ func TestPruningAndDelete(t *testing.T) {
 		t.Fatalf("rollback with pruning recreated %v", out["recreatedResourceIds"])
 	}
 
-	out = h.ok("K8sDelete", `{"deleteResources": {"type": "ResourceName", "spec": {"resourceNames": ["Service/extra", "prune/Deployment/app"]}}}`, nil)
+	out = h.ok("K8sDelete", `{"deleteResources": {"type": "ResourceName", "spec": {"resourceNames": ["service/extra", "prune/Deployment/app"]}}}`, nil)
 	if ids, _ := out["deletedResourceIds"].([]any); len(ids) != 2 || h.serviceExists("extra") {
 		t.Fatalf("delete by name: %v", out)
 	}

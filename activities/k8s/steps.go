@@ -649,11 +649,7 @@ func (s *stepRun) scale() (map[string]any, error) {
 		}
 	}
 	if target == nil {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("apps/v1")
-		u.SetKind(canonicalKind(kind))
-		u.SetName(name)
-		if target, err = s.mapObject(manifestsObject("workload", u)); err != nil {
+		if target, err = s.byName(kind + "/" + name); err != nil {
 			return nil, err
 		}
 	}
@@ -682,14 +678,6 @@ func (s *stepRun) scale() (map[string]any, error) {
 	return map[string]any{"workload": target.ID(), "replicas": n}, nil
 }
 
-func canonicalKind(k string) string {
-	for _, c := range []string{"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"} {
-		if strings.EqualFold(c, k) {
-			return c
-		}
-	}
-	return k
-}
 
 // delete removes resources by name, by release or by manifest (K8sDelete).
 func (s *stepRun) delete() (map[string]any, error) {
@@ -767,6 +755,18 @@ func (s *stepRun) delete() (map[string]any, error) {
 	return map[string]any{"deletedResourceIds": nonNil(deleted)}, nil
 }
 
+// knownKinds spells kinds users write in resource names in any case; others are core (v1).
+var knownKinds = map[string][2]string{
+	"deployment": {"apps/v1", "Deployment"}, "statefulset": {"apps/v1", "StatefulSet"}, "daemonset": {"apps/v1", "DaemonSet"},
+	"replicaset": {"apps/v1", "ReplicaSet"}, "job": {"batch/v1", "Job"}, "cronjob": {"batch/v1", "CronJob"},
+	"ingress": {"networking.k8s.io/v1", "Ingress"}, "networkpolicy": {"networking.k8s.io/v1", "NetworkPolicy"},
+	"role": {"rbac.authorization.k8s.io/v1", "Role"}, "rolebinding": {"rbac.authorization.k8s.io/v1", "RoleBinding"},
+	"clusterrole": {"rbac.authorization.k8s.io/v1", "ClusterRole"}, "clusterrolebinding": {"rbac.authorization.k8s.io/v1", "ClusterRoleBinding"},
+	"horizontalpodautoscaler": {"autoscaling/v2", "HorizontalPodAutoscaler"}, "service": {"v1", "Service"},
+	"configmap": {"v1", "ConfigMap"}, "secret": {"v1", "Secret"}, "serviceaccount": {"v1", "ServiceAccount"},
+	"persistentvolumeclaim": {"v1", "PersistentVolumeClaim"}, "namespace": {"v1", "Namespace"},
+}
+
 // byName parses `Kind/name` or `namespace/Kind/name`.
 func (s *stepRun) byName(ref string) (*object, error) {
 	parts := strings.Split(ref, "/")
@@ -778,15 +778,9 @@ func (s *stepRun) byName(ref string) (*object, error) {
 	default:
 		return nil, activities.Fail(activities.Unknown, "resource name %q is not Kind/name or namespace/Kind/name", ref)
 	}
-	kind := parts[0]
-	gvks := map[string]string{"deployment": "apps/v1", "statefulset": "apps/v1", "daemonset": "apps/v1", "replicaset": "apps/v1",
-		"job": "batch/v1", "cronjob": "batch/v1", "ingress": "networking.k8s.io/v1", "networkpolicy": "networking.k8s.io/v1",
-		"role": "rbac.authorization.k8s.io/v1", "rolebinding": "rbac.authorization.k8s.io/v1",
-		"clusterrole": "rbac.authorization.k8s.io/v1", "clusterrolebinding": "rbac.authorization.k8s.io/v1",
-		"horizontalpodautoscaler": "autoscaling/v2"}
-	av, ok := gvks[strings.ToLower(kind)]
-	if !ok {
-		av = "v1"
+	av, kind := "v1", parts[0]
+	if k, ok := knownKinds[strings.ToLower(kind)]; ok {
+		av, kind = k[0], k[1]
 	}
 	m, err := s.c.mapper.RESTMapping(schemaGK(av, kind))
 	if err != nil {
