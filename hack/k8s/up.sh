@@ -73,10 +73,13 @@ done
 curl -sfk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:${API_PORT}/readyz" >/dev/null || { echo "apiserver not ready"; tail -30 "$ST/logs/kube-apiserver.log"; exit 1; }
 
 # --- controllers, scheduler, kwok (fake kubelet)
+# kwok renews the node's status about once a minute; a long grace period keeps the node (and
+# so every pod) Ready between renewals, however long the cluster runs.
 start kube-controller-manager "$BIN/kube-controller-manager" \
   --kubeconfig "$ST/kubeconfig" --leader-elect=false --secure-port=0 \
   --service-account-private-key-file "$ST/pki/sa.key" --root-ca-file "$ST/pki/apiserver.crt" \
-  --use-service-account-credentials=false
+  --use-service-account-credentials=false \
+  --node-monitor-grace-period=1h
 start kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$ST/kubeconfig" --leader-elect=false --secure-port=0
 start kwok "$BIN/kwok" --kubeconfig "$ST/kubeconfig" --config "$KWOK_STAGES" \
   --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
