@@ -133,3 +133,11 @@ func TestEntityFilesValidateAlone(t *testing.T) {
 		t.Errorf("service:\n%s", r.Diags.Render(r.Sources))
 	}
 }
+
+func TestIgnoredFieldsWarn(t *testing.T) {
+	dir := copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "pruningEnabled: true\n", "pruningEnabled: true\n                    commandFlags:\n                      - commandType: Apply\n                        flag: --server-side\n")})
+	r, _ := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
+	if !r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "commandFlags is ignored") {
+		t.Errorf("want a warning and a valid pipeline:\n%s", r.Diags.Render(r.Sources))
+	}
+}

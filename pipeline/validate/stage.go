@@ -128,6 +128,9 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 				c.identifier(de.Node, "environmentRef", de.EnvironmentRef, "environment")
 			}
 			c.boolean(de.Node, "deployToAll", de.DeployToAll)
+			if de.Provisioner != nil {
+				c.diags.Warnf(c.pos(de.Provisioner), "not-implemented", "provisioner steps are not run; the infrastructure must exist")
+			}
 		}
 	}
 }
@@ -306,6 +309,19 @@ func (c *checker) stepSpec(s *pipeline.Step, spec any) {
 		}
 	case *steps.K8sCanaryDeploy:
 		c.instanceSelection(sp.InstanceSelection)
+		c.ignoredK8s(sp.TrafficRouting, "trafficRouting", "traffic is not shifted by a service mesh; the canary shares the Service's traffic by pod count")
+		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
+	case *steps.K8sRollingDeploy:
+		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
+	case *steps.K8sRollingRollback:
+		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
+	case *steps.K8sBlueGreenDeploy:
+		c.ignoredK8s(sp.TrafficRouting, "trafficRouting", "traffic moves only when K8sBGSwapServices swaps the Services")
+		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
+	case *steps.K8sApply:
+		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
+		c.ignoredK8s(sp.Overrides, "overrides", "put overriding values in the service's values files")
+		c.ignoredK8s(sp.ManifestSource, "manifestSource", "K8sApply applies the service's manifest files")
 	case *steps.K8sScale:
 		c.instanceSelection(sp.InstanceSelection)
 	case *steps.K8sDelete:
@@ -313,6 +329,14 @@ func (c *checker) stepSpec(s *pipeline.Step, spec any) {
 			c.enum(d.Node, "type", d.Type, []string{"ResourceName", "ReleaseName", "ManifestPath"}, "deleteResources.type")
 		}
 	}
+}
+
+// ignoredK8s warns about a K8s step field Gantry accepts but does not act on.
+func (c *checker) ignoredK8s(n *yaml.Node, key, why string) {
+	if n == nil || (n.Kind == yaml.SequenceNode && len(n.Content) == 0) || (n.Kind == yaml.MappingNode && len(n.Content) == 0) {
+		return
+	}
+	c.diags.Warnf(c.pos(n), "not-implemented", "%s is ignored: %s", key, why)
 }
 
 func (c *checker) instanceSelection(is *steps.InstanceSelection) {
