@@ -11,10 +11,10 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
+	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
 	"github.com/gantry-cd/gantry/activities/logs"
 	policystep "github.com/gantry-cd/gantry/activities/policy"
 	"github.com/gantry-cd/gantry/activities/secrets"
-	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
 	"github.com/gantry-cd/gantry/activities/shell"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"

@@ -350,7 +350,10 @@ func TestPruningAndDelete(t *testing.T) {
 	if len(pruned) != 1 || pruned[0] != "prune/Service/extra" || h.serviceExists("extra") {
 		t.Fatalf("pruned = %v; extra still exists: %v", pruned, h.serviceExists("extra"))
 	}
-	if !h.exists(func() error { _, err := cs.CoreV1().ConfigMaps(h.ns).Get(context.Background(), "app-config-1", metav1.GetOptions{}); return err }) {
+	if !h.exists(func() error {
+		_, err := cs.CoreV1().ConfigMaps(h.ns).Get(context.Background(), "app-config-1", metav1.GetOptions{})
+		return err
+	}) {
 		t.Error("release 1's versioned ConfigMap was pruned; rollback needs it")
 	}
 	out = h.ok("K8sRollingRollback", `{"pruningEnabled": true}`, nil)
@@ -381,7 +384,10 @@ func TestApplyJobAndDryRun(t *testing.T) {
 	if text, _ := out["manifestDryRun"].(string); !strings.Contains(text, "name: app-config-1") || !strings.Contains(text, "kind: Job") {
 		t.Fatalf("dry run manifest:\n%s", text)
 	}
-	if h.exists(func() error { _, err := cs.AppsV1().Deployments(h.ns).Get(context.Background(), "app", metav1.GetOptions{}); return err }) {
+	if h.exists(func() error {
+		_, err := cs.AppsV1().Deployments(h.ns).Get(context.Background(), "app", metav1.GetOptions{})
+		return err
+	}) {
 		t.Fatal("dry run created the Deployment")
 	}
 	out = h.ok("K8sApply", `{"filePaths": ["jobs/migrate.yaml"]}`, ms)

@@ -302,7 +302,6 @@ func fmtIDs(objs []*object) []any {
 	return out
 }
 
-
 func schemaGK(apiVersion, kind string) (schema.GroupKind, string) {
 	gv, _ := schema.ParseGroupVersion(apiVersion)
 	return schema.GroupKind{Group: gv.Group, Kind: kind}, gv.Version

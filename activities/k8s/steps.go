@@ -678,7 +678,6 @@ func (s *stepRun) scale() (map[string]any, error) {
 	return map[string]any{"workload": target.ID(), "replicas": n}, nil
 }
 
-
 // delete removes resources by name, by release or by manifest (K8sDelete).
 func (s *stepRun) delete() (map[string]any, error) {
 	dr, _ := s.spec["deleteResources"].(map[string]any)
