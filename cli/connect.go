@@ -11,12 +11,14 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/devserver"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
@@ -33,6 +35,7 @@ type connFlags struct {
 	taskQueue   string
 	secretsFile string
 	policyDir   string
+	codecKeys   string
 }
 
 func (f *connFlags) add(cmd *cobra.Command) {
@@ -42,6 +45,19 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.taskQueue, "task-queue", workflows.TaskQueue, "task queue of pipeline workflows and steps")
 	cmd.Flags().StringVar(&f.secretsFile, "secrets-file", "", "YAML file of secret id: value pairs for steps (default DATA_DIR/secrets.yaml); GANTRY_SECRET_<ID> variables take precedence")
 	cmd.Flags().StringVar(&f.policyDir, "policies", os.Getenv("GANTRY_POLICIES"), "Rego policy directory with sets.yaml: on-run checks and Policy steps (env GANTRY_POLICIES; e.g. policies/library)")
+	cmd.Flags().StringVar(&f.codecKeys, "codec-keys", os.Getenv("GANTRY_CODEC_KEYS"), "key file (mode 600) that turns on AES-256-GCM encryption of every Temporal payload; every worker and client of the namespace needs it (env GANTRY_CODEC_KEYS)")
+}
+
+// dataConverter is Temporal's default, or the encrypting codec when --codec-keys is set.
+func (f *connFlags) dataConverter() (converter.DataConverter, error) {
+	if f.codecKeys == "" {
+		return nil, nil
+	}
+	keys, err := codec.LoadFile(f.codecKeys)
+	if err != nil {
+		return nil, err
+	}
+	return (&codec.Codec{Keys: keys}).DataConverter(), nil
 }
 
 func envOr(k, def string) string {
@@ -101,9 +117,15 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			withWorker = true
 		}
 	}
+	dc, err := f.dataConverter()
+	if err != nil {
+		e.close()
+		return nil, err
+	}
 	c, err := client.Dial(client.Options{
 		HostPort:          addr,
 		Namespace:         f.namespace,
+		DataConverter:     dc,
 		Logger:            worker.Logger(log),
 		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}},
 	})

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/gantry-cd/gantry/codec"
 )
 
 // Exit codes shared by all commands.
@@ -46,7 +49,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
-	root.AddCommand(validateCmd(), evalCmd(), runCmd(), statusCmd(), listCmd(), logsCmd(), serverCmd(), workerCmd(), abortCmd(), interveneCmd(), rerunCmd(), retryCmd(), userCmd(), approvalsCmd(), voteCmd("APPROVE"), voteCmd("REJECT"), inputCmd(), triggersCmd(), policyCmd(), initCmd())
+	root.AddCommand(validateCmd(), evalCmd(), runCmd(), statusCmd(), listCmd(), logsCmd(), serverCmd(), workerCmd(), abortCmd(), interveneCmd(), rerunCmd(), retryCmd(), userCmd(), approvalsCmd(), voteCmd("APPROVE"), voteCmd("REJECT"), inputCmd(), triggersCmd(), policyCmd(), initCmd(), codecCmd())
 	err := root.Execute()
 	if err == nil {
 		return ExitOK
@@ -54,10 +57,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "gantry:", ee.err)
+			printErr(stderr, ee.err)
 		}
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "gantry:", err)
+	printErr(stderr, err)
 	return ExitUsage
+}
+
+func printErr(stderr io.Writer, err error) {
+	fmt.Fprintln(stderr, "gantry:", err)
+	if strings.Contains(err.Error(), codec.Encoding) {
+		fmt.Fprintln(stderr, "  hint: this execution's payloads are encrypted; pass --codec-keys FILE (or set GANTRY_CODEC_KEYS) with the key file its workers use")
+	}
 }
