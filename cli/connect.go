@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,8 @@ type connFlags struct {
 	secretsFile string
 	policyDir   string
 	codecKeys   string
+	secure      secureFlags
+	maxSteps    int
 }
 
 func (f *connFlags) add(cmd *cobra.Command) {
@@ -45,6 +48,8 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.taskQueue, "task-queue", workflows.TaskQueue, "task queue of pipeline workflows and steps")
 	cmd.Flags().StringVar(&f.secretsFile, "secrets-file", "", "YAML file of secret id: value pairs for steps (default DATA_DIR/secrets.yaml); GANTRY_SECRET_<ID> variables take precedence")
 	cmd.Flags().StringVar(&f.policyDir, "policies", os.Getenv("GANTRY_POLICIES"), "Rego policy directory with sets.yaml: on-run checks and Policy steps (env GANTRY_POLICIES; e.g. policies/library)")
+	f.secure.add(cmd)
+	cmd.Flags().IntVar(&f.maxSteps, "max-concurrent-steps", envInt("GANTRY_MAX_CONCURRENT_STEPS"), "steps this process's worker runs at once; 0 is the SDK default (env GANTRY_MAX_CONCURRENT_STEPS)")
 	cmd.Flags().StringVar(&f.codecKeys, "codec-keys", os.Getenv("GANTRY_CODEC_KEYS"), "key file (mode 600) that turns on AES-256-GCM encryption of every Temporal payload; every worker and client of the namespace needs it (env GANTRY_CODEC_KEYS)")
 }
 
@@ -58,6 +63,11 @@ func (f *connFlags) dataConverter() (converter.DataConverter, error) {
 		return nil, err
 	}
 	return (&codec.Codec{Keys: keys}).DataConverter(), nil
+}
+
+func envInt(k string) int {
+	n, _ := strconv.Atoi(os.Getenv(k))
+	return n
 }
 
 func envOr(k, def string) string {
@@ -122,13 +132,20 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		e.close()
 		return nil, err
 	}
-	c, err := client.Dial(client.Options{
+	opts := client.Options{
 		HostPort:          addr,
 		Namespace:         f.namespace,
 		DataConverter:     dc,
 		Logger:            worker.Logger(log),
 		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}},
-	})
+	}
+	if f.address != "" {
+		if err := f.secure.apply(&opts); err != nil {
+			e.close()
+			return nil, err
+		}
+	}
+	c, err := client.Dial(opts)
 	if err != nil {
 		e.close()
 		return nil, fmt.Errorf("connect to Temporal at %s: %w (check --address, or omit it to use the embedded server)", addr, err)
@@ -147,11 +164,12 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			secretsFile = filepath.Join(f.dataDir, "secrets.yaml")
 		}
 		e.worker = worker.New(c, worker.Options{
-			TaskQueue: f.taskQueue,
-			Secrets:   &secrets.Store{File: secretsFile},
-			Logs:      e.logs,
-			WorkDir:   filepath.Join(f.dataDir, "work"),
-			Policies:  e.policies,
+			TaskQueue:          f.taskQueue,
+			Secrets:            &secrets.Store{File: secretsFile},
+			Logs:               e.logs,
+			WorkDir:            filepath.Join(f.dataDir, "work"),
+			Policies:           e.policies,
+			MaxConcurrentSteps: f.maxSteps,
 		})
 		if err := os.MkdirAll(filepath.Join(f.dataDir, "work"), 0o700); err != nil {
 			e.close()
