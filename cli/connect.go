@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
@@ -21,6 +24,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/devserver"
+	"github.com/gantry-cd/gantry/metrics"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/worker"
@@ -39,6 +43,8 @@ type connFlags struct {
 	codecKeys   string
 	secure      secureFlags
 	maxSteps    int
+	metricsAddr string
+	stopGrace   time.Duration
 }
 
 func (f *connFlags) add(cmd *cobra.Command) {
@@ -49,6 +55,8 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.secretsFile, "secrets-file", "", "YAML file of secret id: value pairs for steps (default DATA_DIR/secrets.yaml); GANTRY_SECRET_<ID> variables take precedence")
 	cmd.Flags().StringVar(&f.policyDir, "policies", os.Getenv("GANTRY_POLICIES"), "Rego policy directory with sets.yaml: on-run checks and Policy steps (env GANTRY_POLICIES; e.g. policies/library)")
 	f.secure.add(cmd)
+	cmd.Flags().StringVar(&f.metricsAddr, "metrics-listen", os.Getenv("GANTRY_METRICS_LISTEN"), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9090 (env GANTRY_METRICS_LISTEN)")
+	cmd.Flags().DurationVar(&f.stopGrace, "shutdown-grace", 0, "on SIGTERM, how long running steps of this process's worker may finish before they are cancelled (and retried by another worker)")
 	cmd.Flags().IntVar(&f.maxSteps, "max-concurrent-steps", envInt("GANTRY_MAX_CONCURRENT_STEPS"), "steps this process's worker runs at once; 0 is the SDK default (env GANTRY_MAX_CONCURRENT_STEPS)")
 	cmd.Flags().StringVar(&f.codecKeys, "codec-keys", os.Getenv("GANTRY_CODEC_KEYS"), "key file (mode 600) that turns on AES-256-GCM encryption of every Temporal payload; every worker and client of the namespace needs it (env GANTRY_CODEC_KEYS)")
 }
@@ -98,6 +106,8 @@ type engine struct {
 	lock     *os.File
 	log      *zap.Logger
 	policies *policies.Engine // nil without --policies
+	metrics  *metrics.Metrics // nil without --metrics-listen
+	httpSrv  *http.Server
 }
 
 // serverInfo is written to DATA_DIR/server.json while a process serves the embedded server, so
@@ -132,12 +142,18 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		e.close()
 		return nil, err
 	}
+	if f.metricsAddr != "" {
+		e.metrics = metrics.New()
+	}
 	opts := client.Options{
 		HostPort:          addr,
 		Namespace:         f.namespace,
 		DataConverter:     dc,
 		Logger:            worker.Logger(log),
 		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}},
+	}
+	if e.metrics != nil {
+		opts.MetricsHandler = e.metrics.Handler
 	}
 	if f.address != "" {
 		if err := f.secure.apply(&opts); err != nil {
@@ -152,6 +168,12 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 	}
 	e.client = c
 	e.starter = &starter.Starter{Client: c, TaskQueue: f.taskQueue}
+	if e.metrics != nil {
+		if err := e.serveMetrics(f.metricsAddr, log); err != nil {
+			e.close()
+			return nil, err
+		}
+	}
 	if f.policyDir != "" {
 		if e.policies, err = policies.Load(ctx, f.policyDir); err != nil {
 			e.close()
@@ -170,6 +192,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			WorkDir:            filepath.Join(f.dataDir, "work"),
 			Policies:           e.policies,
 			MaxConcurrentSteps: f.maxSteps,
+			StopTimeout:        f.stopGrace,
 		})
 		if err := os.MkdirAll(filepath.Join(f.dataDir, "work"), 0o700); err != nil {
 			e.close()
@@ -218,9 +241,32 @@ func runningServer(dataDir string) (serverInfo, bool) {
 	return info, info.Address != ""
 }
 
+// serveMetrics serves the metrics, health and readiness endpoints; ready means Temporal
+// answers its health check.
+func (e *engine) serveMetrics(addr string, log *zap.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("--metrics-listen: %w", err)
+	}
+	e.httpSrv = &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: e.metrics.Mux(func(ctx context.Context) error {
+		_, err := e.client.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	})}
+	go func() { _ = e.httpSrv.Serve(ln) }()
+	log.Info("metrics and health endpoints", zap.String("address", "http://"+ln.Addr().String()))
+	return nil
+}
+
 func (e *engine) close() {
+	// The worker first: running steps get the shutdown grace to finish.
 	if e.worker != nil {
 		e.worker.Stop()
+	}
+	if e.httpSrv != nil {
+		_ = e.httpSrv.Close()
+	}
+	if e.metrics != nil {
+		_ = e.metrics.Close()
 	}
 	if e.client != nil {
 		e.client.Close()
@@ -257,4 +303,12 @@ func newLogger(verbose bool) *zap.Logger {
 // registerAttributes registers Gantry's search attributes on an external cluster.
 func registerAttributes(ctx context.Context, e *engine, namespace string) error {
 	return devserver.RegisterSearchAttributes(ctx, e.client.OperatorService(), namespace, workflows.SearchAttributes())
+}
+
+// longRunning gives the commands that are workers a shutdown grace by default.
+func longRunning(cmd *cobra.Command) {
+	if fl := cmd.Flags().Lookup("shutdown-grace"); fl != nil {
+		fl.DefValue = "30s"
+		_ = fl.Value.Set("30s")
+	}
 }

@@ -166,6 +166,7 @@ inspect executions; the Temporal Web UI itself is not served.`,
 	cmd.Flags().StringVar(&pipelines, "pipelines", "", "directory of pipeline files that start requests may name")
 	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file (default DATA_DIR/users.yaml)")
 	conn.add(cmd)
+	longRunning(cmd)
 	return cmd
 }
 
@@ -199,6 +200,7 @@ the embedded server of the data directory.`,
 		},
 	}
 	conn.add(cmd)
+	longRunning(cmd)
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
+	"time"
 
 	"github.com/gantry-cd/gantry/activities"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
@@ -31,6 +32,9 @@ type Options struct {
 	MaxConcurrentSteps int
 	// Policies evaluates Policy steps; nil makes them fail closed.
 	Policies *policies.Engine
+	// StopTimeout is how long Stop lets running steps finish before cancelling them; a
+	// cancelled step's activity is retried by another worker.
+	StopTimeout time.Duration
 }
 
 // New returns a worker with every workflow and step activity registered under its name.
@@ -42,7 +46,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	if o.Secrets == nil {
 		o.Secrets = &secrets.Store{}
 	}
-	w := sdkworker.New(c, tq, sdkworker.Options{MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps})
+	w := sdkworker.New(c, tq, sdkworker.Options{MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout})
 	Register(w, o)
 	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, TaskQueue: tq}}
 	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})

@@ -308,3 +308,13 @@ func rollupChildren(children []*Node) status.Status {
 	}
 	return status.Rollup(ss)
 }
+
+// Gantry's own metrics, emitted through the SDK's metrics handler (not counted again on
+// replay). Step durations are the SDK's activity_execution_latency (by activity type); queue
+// latency is its workflow_task_schedule_to_start_latency (and activity_schedule_to_start_latency
+// for activities not dispatched eagerly).
+const (
+	MetricExecutionsStarted  = "gantry_executions_started"  // tags pipeline, trigger
+	MetricExecutionsFinished = "gantry_executions_finished" // tags pipeline, status
+	MetricStepsFinished      = "gantry_steps_finished"      // tags step_type, status
+)

@@ -26,6 +26,7 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 	if err := p.registerHandlers(ctx); err != nil {
 		return nil, err
 	}
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"pipeline": in.Plan.Identifier, "trigger": in.Trigger.Type}).Counter(MetricExecutionsStarted).Inc(1)
 	body, cancel := workflow.WithCancel(ctx)
 	p.cancelBody = cancel
 	defer cancel()
@@ -463,6 +464,7 @@ func (p *pipelineRun) finish(ctx workflow.Context, st status.Status) {
 	p.tree.Status, p.tree.EndedAt = st, &now
 	p.data["status"] = string(st)
 	p.upsert(ctx, st)
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"pipeline": p.in.Plan.Identifier, "status": string(st)}).Counter(MetricExecutionsFinished).Inc(1)
 }
 
 func (p *pipelineRun) upsert(ctx workflow.Context, st status.Status) {
