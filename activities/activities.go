@@ -122,8 +122,11 @@ func Classify(err error) *Failure {
 	}
 	var te *temporal.TimeoutError
 	if errors.As(err, &te) {
-		if te.TimeoutType().String() == "Heartbeat" {
+		switch te.TimeoutType().String() {
+		case "Heartbeat":
 			return &Failure{Category: DelegateRestart, Message: "the worker running the step stopped heartbeating"}
+		case "ScheduleToStart":
+			return &Failure{Category: DelegateProvisioning, Message: "no worker picked up the step"}
 		}
 		return &Failure{Category: Timeout, Message: "step timed out"}
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -45,6 +46,7 @@ type connFlags struct {
 	maxSteps    int
 	metricsAddr string
 	stopGrace   time.Duration
+	tags        []string
 }
 
 func (f *connFlags) add(cmd *cobra.Command) {
@@ -55,6 +57,7 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.secretsFile, "secrets-file", "", "YAML file of secret id: value pairs for steps (default DATA_DIR/secrets.yaml); GANTRY_SECRET_<ID> variables take precedence")
 	cmd.Flags().StringVar(&f.policyDir, "policies", os.Getenv("GANTRY_POLICIES"), "Rego policy directory with sets.yaml: on-run checks and Policy steps (env GANTRY_POLICIES; e.g. policies/library)")
 	f.secure.add(cmd)
+	cmd.Flags().StringSliceVar(&f.tags, "tags", splitList(os.Getenv("GANTRY_WORKER_TAGS")), "delegate tags of this process's worker: it also runs steps whose delegateSelectors are among them (env GANTRY_WORKER_TAGS, comma-separated)")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-listen", os.Getenv("GANTRY_METRICS_LISTEN"), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9090 (env GANTRY_METRICS_LISTEN)")
 	cmd.Flags().DurationVar(&f.stopGrace, "shutdown-grace", 0, "on SIGTERM, how long running steps of this process's worker may finish before they are cancelled (and retried by another worker)")
 	cmd.Flags().IntVar(&f.maxSteps, "max-concurrent-steps", envInt("GANTRY_MAX_CONCURRENT_STEPS"), "steps this process's worker runs at once; 0 is the SDK default (env GANTRY_MAX_CONCURRENT_STEPS)")
@@ -71,6 +74,16 @@ func (f *connFlags) dataConverter() (converter.DataConverter, error) {
 		return nil, err
 	}
 	return (&codec.Codec{Keys: keys}).DataConverter(), nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func envInt(k string) int {
@@ -98,16 +111,17 @@ func defaultDataDir() string {
 // engine is a connection to Temporal, with the embedded server and a local worker when this
 // process runs them.
 type engine struct {
-	client   client.Client
-	starter  *starter.Starter
-	server   *devserver.Server
-	worker   sdkworker.Worker
-	logs     logs.Store
-	lock     *os.File
-	log      *zap.Logger
-	policies *policies.Engine // nil without --policies
-	metrics  *metrics.Metrics // nil without --metrics-listen
-	httpSrv  *http.Server
+	client    client.Client
+	starter   *starter.Starter
+	server    *devserver.Server
+	worker    sdkworker.Worker
+	logs      logs.Store
+	lock      *os.File
+	log       *zap.Logger
+	policies  *policies.Engine   // nil without --policies
+	metrics   *metrics.Metrics   // nil without --metrics-listen
+	delegates []sdkworker.Worker // activity workers for the --tags selector queues
+	httpSrv   *http.Server
 }
 
 // serverInfo is written to DATA_DIR/server.json while a process serves the embedded server, so
@@ -185,7 +199,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		if secretsFile == "" {
 			secretsFile = filepath.Join(f.dataDir, "secrets.yaml")
 		}
-		e.worker = worker.New(c, worker.Options{
+		wo := worker.Options{
 			TaskQueue:          f.taskQueue,
 			Secrets:            &secrets.Store{File: secretsFile},
 			Logs:               e.logs,
@@ -193,7 +207,9 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			Policies:           e.policies,
 			MaxConcurrentSteps: f.maxSteps,
 			StopTimeout:        f.stopGrace,
-		})
+			Tags:               f.tags,
+		}
+		e.worker = worker.New(c, wo)
 		if err := os.MkdirAll(filepath.Join(f.dataDir, "work"), 0o700); err != nil {
 			e.close()
 			return nil, err
@@ -201,6 +217,16 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		if err := e.worker.Start(); err != nil {
 			e.close()
 			return nil, fmt.Errorf("start worker: %w", err)
+		}
+		if e.delegates, err = worker.Delegates(c, wo); err != nil {
+			e.close()
+			return nil, fmt.Errorf("--tags: %w", err)
+		}
+		for _, d := range e.delegates {
+			if err := d.Start(); err != nil {
+				e.close()
+				return nil, fmt.Errorf("start delegate worker: %w", err)
+			}
 		}
 	}
 	return e, nil
@@ -259,6 +285,9 @@ func (e *engine) serveMetrics(addr string, log *zap.Logger) error {
 
 func (e *engine) close() {
 	// The worker first: running steps get the shutdown grace to finish.
+	for _, d := range e.delegates {
+		d.Stop()
+	}
 	if e.worker != nil {
 		e.worker.Stop()
 	}

@@ -86,6 +86,9 @@ type Node struct {
 	// OnFailure is a step's effective failure strategy (spec 5.4): error category → action,
 	// with stage, step-group and step levels already overlaid.
 	OnFailure map[string]*Action `json:"onFailure,omitempty"`
+	// Selectors are a step's effective delegate selectors (spec 1.9): its activities run only on
+	// workers started with all of these tags.
+	Selectors []string `json:"selectors,omitempty"`
 	// Deploy is a Deployment stage's service, environment and infrastructure.
 	Deploy *Deployment `json:"deploy,omitempty"`
 }

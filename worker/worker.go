@@ -2,12 +2,15 @@
 package worker
 
 import (
+	"fmt"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/gantry-cd/gantry/activities"
@@ -35,6 +38,45 @@ type Options struct {
 	// StopTimeout is how long Stop lets running steps finish before cancelling them; a
 	// cancelled step's activity is retried by another worker.
 	StopTimeout time.Duration
+	// Tags are this worker's delegate tags: it also runs the steps whose delegate selectors are
+	// a subset of them (see Delegates).
+	Tags []string
+}
+
+// MaxTags bounds a worker's tags: it polls one task queue per non-empty subset.
+const MaxTags = 6
+
+// Delegates returns activity-only workers for the steps a tagged worker may run: one per
+// non-empty subset of its tags, on workflows.SelectorQueue. Steps run there exactly as on the
+// main queue; only the routing differs.
+func Delegates(c client.Client, o Options) ([]sdkworker.Worker, error) {
+	tags := append([]string(nil), o.Tags...)
+	sort.Strings(tags)
+	tags = slices.Compact(tags)
+	if len(tags) > MaxTags {
+		return nil, fmt.Errorf("a worker takes at most %d tags, got %d", MaxTags, len(tags))
+	}
+	tq := o.TaskQueue
+	if tq == "" {
+		tq = workflows.TaskQueue
+	}
+	if o.Secrets == nil {
+		o.Secrets = &secrets.Store{}
+	}
+	var out []sdkworker.Worker
+	for mask := 1; mask < 1<<len(tags); mask++ {
+		var subset []string
+		for i, t := range tags {
+			if mask&(1<<i) != 0 {
+				subset = append(subset, t)
+			}
+		}
+		w := sdkworker.New(c, workflows.SelectorQueue(tq, subset), sdkworker.Options{
+			MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout, DisableWorkflowWorker: true})
+		registerActivities(w, o)
+		out = append(out, w)
+	}
+	return out, nil
 }
 
 // New returns a worker with every workflow and step activity registered under its name.
@@ -60,6 +102,12 @@ func Register(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }, o Options) {
 	RegisterWorkflows(r)
+	registerActivities(r, o)
+}
+
+func registerActivities(r interface {
+	RegisterActivityWithOptions(any, activity.RegisterOptions)
+}, o Options) {
 	sh := &shell.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
 	r.RegisterActivityWithOptions(sh.Run, activity.RegisterOptions{Name: activities.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}

@@ -6,6 +6,9 @@ package workflows
 
 import (
 	"fmt"
+	"slices"
+	"sort"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -111,12 +114,25 @@ type Settings struct {
 	HeartbeatTimeout time.Duration `json:"heartbeatTimeout"`
 	// InfraAttempts bounds how often Temporal runs a step whose worker was lost.
 	InfraAttempts int32 `json:"infraAttempts"`
+	// DelegateWait is how long a step with delegate selectors waits for a worker with those
+	// tags to pick it up before it fails with DelegateProvisioning.
+	DelegateWait time.Duration `json:"delegateWait,omitempty"`
 }
 
 // DefaultSettings are used for zero fields. A step's cancellation (abort) reaches its worker
 // with the next heartbeat, which the SDK sends at most every 80% of the heartbeat timeout: 4 s
 // keeps an abort under about 3 s.
-var DefaultSettings = Settings{HeartbeatTimeout: 4 * time.Second, InfraAttempts: 5}
+var DefaultSettings = Settings{HeartbeatTimeout: 4 * time.Second, InfraAttempts: 5, DelegateWait: 2 * time.Minute}
+
+// SelectorQueue is the task queue of steps with delegate selectors: the base queue and the
+// sorted, distinct selectors, e.g. "gantry@gpu,linux". Workers started with tags poll the
+// queue of every subset of their tags.
+func SelectorQueue(base string, selectors []string) string {
+	s := append([]string(nil), selectors...)
+	sort.Strings(s)
+	s = slices.Compact(s)
+	return base + "@" + strings.Join(s, ",")
+}
 
 // Trigger says who or what started an execution.
 type Trigger struct {

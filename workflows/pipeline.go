@@ -135,6 +135,9 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	if in.Settings.InfraAttempts == 0 {
 		in.Settings.InfraAttempts = DefaultSettings.InfraAttempts
 	}
+	if in.Settings.DelegateWait == 0 {
+		in.Settings.DelegateWait = DefaultSettings.DelegateWait
+	}
 	now := workflow.Now(ctx)
 	data := map[string]any{
 		"identifier": pl.Identifier, "name": pl.Name, "description": pl.Description, "tags": pl.Tags,

@@ -225,6 +225,12 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	if n.Type == "ShellScript" || deploy != nil {
 		ao.HeartbeatTimeout = set.HeartbeatTimeout
 	}
+	if len(n.Selectors) > 0 {
+		// Only workers with these tags poll this queue; none within the wait is a
+		// DelegateProvisioning failure, not a hang.
+		ao.TaskQueue = SelectorQueue(ao.TaskQueue, n.Selectors)
+		ao.ScheduleToStartTimeout = set.DelegateWait
+	}
 	// Temporal allows 2,000 pending activities per workflow: a stage keeps well below it
 	// however many loop iterations and parallel branches want to run.
 	if err := workflow.Await(ctx, func() bool { return s.activeSteps < MaxRunningSteps }); err != nil {
@@ -241,7 +247,12 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		if errors.As(err, &canceled) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
 			return nil, &activities.Failure{Category: aborted, Message: "aborted"}
 		}
-		return nil, activities.Classify(err)
+		f := activities.Classify(err)
+		if f.Category == activities.DelegateProvisioning {
+			f.Message = fmt.Sprintf("no worker with delegate selectors %v picked up the step within %s; start one with `gantry worker --tags %s`",
+				n.Selectors, set.DelegateWait, strings.Join(n.Selectors, ","))
+		}
+		return nil, f
 	}
 	return res.Outputs, nil
 }

@@ -27,6 +27,7 @@ var Runnable = map[string]bool{"ShellScript": true, "Http": true, "Wait": true, 
 // Compile builds the plan of a merged pipeline. file names the source for diagnostics.
 func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
 	c := &compiler{file: file}
+	c.selectors = c.selectorList(p.DelegateSelectors, nil)
 	out := &plan.Plan{
 		Version:     plan.Version,
 		File:        file,
@@ -46,6 +47,39 @@ func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
 type compiler struct {
 	file  string
 	diags diag.List
+	// selectors are the delegate selectors in effect where the compiler is (spec 1.9: the most
+	// specific non-empty list of pipeline, stage, step group, step).
+	selectors []string
+}
+
+// selectorList reads a delegateSelectors list; an empty or absent one keeps the inherited list.
+func (c *compiler) selectorList(n *yaml.Node, inherited []string) []string {
+	if n == nil || n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return inherited
+	}
+	var out []string
+	for _, e := range n.Content {
+		if strings.Contains(e.Value, "<+") {
+			c.diags.Errorf(pipeline.NodePos(c.file, e), "not-runnable", "delegate selector %q is an expression; this version routes by fixed selectors", e.Value).
+				SetHint("write the selector itself, e.g. `delegateSelectors: [gpu]`")
+			continue
+		}
+		if e.Value != "" {
+			out = append(out, e.Value)
+		}
+	}
+	if len(out) == 0 {
+		return inherited
+	}
+	return out
+}
+
+// within runs f with the selectors of a nested level in effect.
+func (c *compiler) within(n *yaml.Node, f func()) {
+	saved := c.selectors
+	c.selectors = c.selectorList(n, saved)
+	f()
+	c.selectors = saved
 }
 
 func (c *compiler) variables(vs []pipeline.Variable) []plan.Variable {
@@ -82,9 +116,11 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 		When:      c.stageWhen(s.When),
 	}
 	if s.StageSpec != nil && s.StageSpec.Execution != nil {
-		// Rollback steps do not inherit the stage's failure strategies (spec 5.4).
-		n.Children = c.steps(s.StageSpec.Execution.Steps, false, c.level(s.FailureStrategies, ""))
-		n.Rollback = c.steps(s.StageSpec.Execution.RollbackSteps, true, nil)
+		c.within(s.DelegateSelectors, func() {
+			// Rollback steps do not inherit the stage's failure strategies (spec 5.4).
+			n.Children = c.steps(s.StageSpec.Execution.Steps, false, c.level(s.FailureStrategies, ""))
+			n.Rollback = c.steps(s.StageSpec.Execution.RollbackSteps, true, nil)
+		})
 	}
 	return n
 }
@@ -110,14 +146,17 @@ func (c *compiler) stepElement(e *pipeline.StepElement, rollback bool, inherited
 		if rollback {
 			rb = inner
 		}
-		return &plan.Node{
+		n := &plan.Node{
 			Kind: plan.KindGroup, ID: g.Identifier, Name: g.Name, Description: g.Description,
 			Strategy:  c.strategy(g.Strategy),
 			Variables: c.variables(g.Variables),
 			When:      c.stepWhen(g.When, rollback),
-			Children:  c.steps(g.Steps, rollback, inner),
-			Rollback:  c.steps(g.RollbackSteps, true, rb),
 		}
+		c.within(g.DelegateSelectors, func() {
+			n.Children = c.steps(g.Steps, rollback, inner)
+			n.Rollback = c.steps(g.RollbackSteps, true, rb)
+		})
+		return n
 	default:
 		n := &plan.Node{Kind: plan.KindParallel}
 		for i := range e.Parallel {
@@ -139,6 +178,7 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 	if e, ok := steps.Lookup(s.Type); ok {
 		n.Unresolved = e.Unresolved
 	}
+	n.Selectors = c.selectorList(pipeline.Field(s.Spec, "delegateSelectors"), c.selectorList(s.DelegateSelectors, c.selectors))
 	n.Inputs = execInputs(n.Spec, []string{"spec"}, nil)
 	if s.Enforce != nil && len(s.Enforce.PolicySets) > 0 {
 		c.diags.Warnf(pipeline.NodePos(c.file, s.Enforce.Node), "not-implemented",
