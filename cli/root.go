@@ -39,17 +39,10 @@ func usageErr(format string, args ...any) error {
 
 // Main runs the gantry command line and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	root := &cobra.Command{
-		Use:           "gantry",
-		Short:         "Run Harness-style CD pipelines on Temporal",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
+	root := newRoot()
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetArgs(args)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
-	root.AddCommand(validateCmd(), evalCmd(), runCmd(), statusCmd(), listCmd(), logsCmd(), serverCmd(), workerCmd(), abortCmd(), interveneCmd(), rerunCmd(), retryCmd(), userCmd(), approvalsCmd(), voteCmd("APPROVE"), voteCmd("REJECT"), inputCmd(), triggersCmd(), policyCmd(), initCmd(), codecCmd())
 	err := root.Execute()
 	if err == nil {
 		return ExitOK
@@ -63,6 +56,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	printErr(stderr, err)
 	return ExitUsage
+}
+
+// newRoot builds the command tree.
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "gantry",
+		Short:         "Run Harness-style CD pipelines on Temporal",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	root.AddCommand(validateCmd(), evalCmd(), runCmd(), statusCmd(), listCmd(), logsCmd(), serverCmd(), workerCmd(), abortCmd(), interveneCmd(), rerunCmd(), retryCmd(), userCmd(), approvalsCmd(), voteCmd("APPROVE"), voteCmd("REJECT"), inputCmd(), triggersCmd(), policyCmd(), initCmd(), codecCmd())
+	return root
 }
 
 func printErr(stderr io.Writer, err error) {
