@@ -37,7 +37,10 @@ func TestMetricsAndHealth(t *testing.T) {
 	src := strings.Replace(encryptedPipeline("metrics_run"), "{name: PASS, type: Secret, value: enc_password}", "{name: PASS, type: String, value: x}", 1)
 	runPlan(t, &starter.Starter{Client: c, TaskQueue: queue}, compile(t, "metrics.yaml", []byte(src), load.Options{}))
 
-	ready := func(ctx context.Context) error { _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); return err }
+	ready := func(ctx context.Context) error {
+		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err
+	}
 	srv := httptest.NewServer(m.Mux(ready))
 	defer srv.Close()
 	get := func(path string) (int, string) {
