@@ -35,8 +35,9 @@ func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		data["identifierPostFix"] = n.Postfix
 	}
 	container[n.ID] = data
+	stepType := n.Type // n is replaced below once execution-time inputs arrive
 	defer func() {
-		workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"step_type": n.Type, "status": string(t.Status)}).Counter(MetricStepsFinished).Inc(1)
+		workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"step_type": stepType, "status": string(t.Status)}).Counter(MetricStepsFinished).Inc(1)
 	}()
 	d := &dispatcher{s: s, ctx: ctx, n: n, t: t, fr: fr, data: data}
 	if len(n.Inputs) > 0 {
