@@ -111,6 +111,7 @@ DATA_DIR/logs. Each attempt starts with a "# gantry:" line naming the worker tha
 func serverCmd() *cobra.Command {
 	var conn connFlags
 	var listen, pipelines, identityFile string
+	runWorker := true
 	cmd := &cobra.Command{
 		Use:   "server",
 		Short: "Serve the JSON API and a worker (and the embedded Temporal server) until interrupted",
@@ -124,7 +125,10 @@ inspect executions; the Temporal Web UI itself is not served.`,
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			log := newLogger(true)
-			e, err := connect(ctx, conn, true, log)
+			if !runWorker && conn.address == "" {
+				return usageErr("--run-worker=false needs --address: the embedded server needs this process's worker")
+			}
+			e, err := connect(ctx, conn, runWorker, log)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -165,6 +169,7 @@ inspect executions; the Temporal Web UI itself is not served.`,
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8088", "address of the JSON API")
 	cmd.Flags().StringVar(&pipelines, "pipelines", "", "directory of pipeline files that start requests may name")
 	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file (default DATA_DIR/users.yaml)")
+	cmd.Flags().BoolVar(&runWorker, "run-worker", true, "also run pipelines and steps in this process; false makes it an API tier in front of separate `gantry worker`s (needs --address)")
 	conn.add(cmd)
 	longRunning(cmd)
 	return cmd

@@ -1,5 +1,6 @@
-// Package devserver runs an embedded Temporal server (go.temporal.io/server) on loopback with
-// SQLite persistence, tuned for the latency a CD engine needs on one machine.
+// Package devserver runs a Temporal server (go.temporal.io/server) inside the gantry process,
+// tuned for the latency a CD engine needs: on SQLite for the embedded default, or on PostgreSQL
+// for `gantry temporal`, the server process of the scaled-out topology.
 package devserver
 
 import (
@@ -9,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,6 +44,15 @@ type Options struct {
 	SearchAttributes map[string]enumspb.IndexedValueType
 	// Logger receives the server's own logs; nil discards them.
 	Logger log.Logger
+	// Postgres, a postgres:// URL, keeps state in that database and visibility in
+	// DATABASE_visibility instead of SQLite (DataDir is unused); both are created or upgraded
+	// to this build's schema at start.
+	Postgres string
+	// Listen is the frontend's IP:port; the seven ports after it carry the internal services.
+	// "" picks free loopback ports.
+	Listen string
+	// HistoryShards is fixed when a database is first used (default 1 on SQLite, 4 on PostgreSQL).
+	HistoryShards int32
 }
 
 // Server is a running embedded Temporal server.
@@ -69,50 +80,52 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	// Hashing the 200 MB executable for the SDK's binary checksum costs ~300 ms per start.
 	worker.SetBinaryChecksum("gantry")
 
-	const ip = "127.0.0.1"
-	sqlCfg := config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
-	if o.DataDir == "" {
-		sqlCfg.ConnectAttributes["mode"] = "memory"
-		sqlCfg.ConnectAttributes["cache"] = "shared"
-		sqlCfg.DatabaseName = fmt.Sprintf("gantry%d", time.Now().UnixNano())
-	} else {
-		if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
-			return nil, fmt.Errorf("embedded temporal: create data directory: %w", err)
-		}
-		path := filepath.Join(o.DataDir, dbFile)
-		sqlCfg.DatabaseName = path
-		sqlCfg.ConnectAttributes["mode"] = "rwc"
-		// Keys without "_": the plugin adds the _pragma= prefix itself. WAL halves the cost
-		// of every history write compared with the default rollback journal.
-		sqlCfg.ConnectAttributes["journal_mode"] = "wal"
-		sqlCfg.ConnectAttributes["synchronous"] = "normal"
-		sqlCfg.ConnectAttributes["busy_timeout"] = "10000"
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			if err := sqliteschema.SetupSchema(&sqlCfg); err != nil {
-				return nil, fmt.Errorf("embedded temporal: create schema in %s: %w", path, err)
-			}
-		}
-	}
-
-	ports, err := freePorts(8)
+	ip, ports, err := listenPorts(o.Listen)
 	if err != nil {
 		return nil, err
 	}
+	var stores map[string]config.DataStore
+	var sqlCfg config.SQL
+	if o.Postgres != "" {
+		main, vis, err := postgresStores(o.Postgres)
+		if err != nil {
+			return nil, err
+		}
+		if err := setupPostgres(main, "postgresql/v12/temporal", o.Logger); err != nil {
+			return nil, fmt.Errorf("temporal on postgres: %w", err)
+		}
+		if err := setupPostgres(vis, "postgresql/v12/visibility", o.Logger); err != nil {
+			return nil, fmt.Errorf("temporal on postgres: %w", err)
+		}
+		stores = map[string]config.DataStore{"default": {SQL: &main}, "visibility": {SQL: &vis}}
+		if o.HistoryShards == 0 {
+			o.HistoryShards = 4
+		}
+	} else {
+		if sqlCfg, err = sqliteStore(o.DataDir); err != nil {
+			return nil, err
+		}
+		stores = map[string]config.DataStore{"default": {SQL: &sqlCfg}, "visibility": {SQL: &sqlCfg}}
+		if o.HistoryShards == 0 {
+			o.HistoryShards = 1
+		}
+	}
+
 	services := map[string]config.Service{}
 	hosts := map[primitives.ServiceName]static.Hosts{}
 	for i, name := range []string{"frontend", "history", "matching", "worker"} {
 		services[name] = config.Service{RPC: config.RPC{GRPCPort: ports[2*i], MembershipPort: ports[2*i+1], BindOnIP: ip}}
-		hosts[primitives.ServiceName(name)] = static.SingleLocalHost(fmt.Sprintf("%s:%d", ip, ports[2*i]))
+		hosts[primitives.ServiceName(name)] = static.SingleLocalHost(fmt.Sprintf("%s:%d", broadcastIP(ip), ports[2*i]))
 	}
-	frontend := fmt.Sprintf("%s:%d", ip, ports[0])
+	frontend := fmt.Sprintf("%s:%d", broadcastIP(ip), ports[0])
 
 	cfg := &config.Config{
-		Global: config.Global{Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: ip}},
+		Global: config.Global{Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: broadcastIP(ip)}},
 		Persistence: config.Persistence{
-			DefaultStore:     sqliteplugin.PluginName,
-			VisibilityStore:  sqliteplugin.PluginName,
-			NumHistoryShards: 1,
-			DataStores:       map[string]config.DataStore{sqliteplugin.PluginName: {SQL: &sqlCfg}},
+			DefaultStore:     "default",
+			VisibilityStore:  "visibility",
+			NumHistoryShards: o.HistoryShards,
+			DataStores:       stores,
 		},
 		ClusterMetadata: &cluster.Config{
 			FailoverVersionIncrement: 10,
@@ -135,13 +148,16 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		}},
 	}
 
-	nsCfg, err := sqliteschema.NewNamespaceConfig("active", o.Namespace, false, o.SearchAttributes)
-	if err != nil {
-		return nil, err
-	}
-	nsCfg.Detail.Config.Retention = durationpb.New(o.Retention)
-	if err := sqliteschema.CreateNamespaces(&sqlCfg, nsCfg); err != nil {
-		return nil, fmt.Errorf("embedded temporal: create namespace %q: %w", o.Namespace, err)
+	if o.Postgres == "" {
+		// On SQLite the namespace is written before start, saving the namespace cache's wait.
+		nsCfg, err := sqliteschema.NewNamespaceConfig("active", o.Namespace, false, o.SearchAttributes)
+		if err != nil {
+			return nil, err
+		}
+		nsCfg.Detail.Config.Retention = durationpb.New(o.Retention)
+		if err := sqliteschema.CreateNamespaces(&sqlCfg, nsCfg); err != nil {
+			return nil, fmt.Errorf("embedded temporal: create namespace %q: %w", o.Namespace, err)
+		}
 	}
 	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
 	if err != nil {
@@ -151,13 +167,18 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	dc := FastDynamicConfig()
+	if o.Postgres != "" {
+		// Namespaces are registered through the API after start; see them within a second.
+		dc[dynamicconfig.NamespaceCacheRefreshInterval.Key()] = []dynamicconfig.ConstrainedValue{{Value: time.Second}}
+	}
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(cfg),
 		temporal.ForServices(temporal.DefaultServices), // the worker service runs Schedules (cron triggers)
 		temporal.WithLogger(o.Logger),
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
-		temporal.WithDynamicConfigClient(FastDynamicConfig()),
+		temporal.WithDynamicConfigClient(dc),
 		temporal.WithStaticHosts(hosts),
 		temporal.WithCustomMetricsHandler(metrics.NoopMetricsHandler),
 	)
@@ -168,7 +189,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("embedded temporal: start: %w", err)
 	}
 	s := &Server{srv: srv, Address: frontend, Namespace: o.Namespace}
-	if err := s.registerSearchAttributes(ctx, o.SearchAttributes); err != nil {
+	if err := s.prepareNamespace(ctx, o); err != nil {
 		_ = srv.Stop()
 		return nil, err
 	}
@@ -178,17 +199,93 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 // Stop stops the server.
 func (s *Server) Stop() error { return s.srv.Stop() }
 
-// registerSearchAttributes adds the custom search attributes that are not registered yet.
-func (s *Server) registerSearchAttributes(ctx context.Context, attrs map[string]enumspb.IndexedValueType) error {
-	if len(attrs) == 0 {
+// prepareNamespace registers the namespace (on PostgreSQL) and the custom search attributes
+// that are not registered yet.
+func (s *Server) prepareNamespace(ctx context.Context, o Options) error {
+	if len(o.SearchAttributes) == 0 && o.Postgres == "" {
 		return nil
 	}
 	c, err := client.Dial(client.Options{HostPort: s.Address, Namespace: s.Namespace, Logger: quietLogger{}})
 	if err != nil {
-		return fmt.Errorf("embedded temporal: connect to register search attributes: %w", err)
+		return fmt.Errorf("temporal: connect to register the namespace: %w", err)
 	}
 	defer c.Close()
-	return RegisterSearchAttributes(ctx, c.OperatorService(), s.Namespace, attrs)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if o.Postgres != "" {
+		if err := registerNamespace(ctx, c, s.Namespace, o.Retention); err != nil {
+			return err
+		}
+	}
+	// A namespace registered a moment ago reaches the frontend's cache within its refresh interval.
+	for {
+		err := RegisterSearchAttributes(ctx, c.OperatorService(), s.Namespace, o.SearchAttributes)
+		var notFound *serviceerror.NamespaceNotFound
+		if err == nil || !errors.As(err, &notFound) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// sqliteStore is the SQLite config for dataDir ("" keeps the database in memory), with the
+// schema created on first use.
+func sqliteStore(dataDir string) (config.SQL, error) {
+	sqlCfg := config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
+	if dataDir == "" {
+		sqlCfg.ConnectAttributes["mode"] = "memory"
+		sqlCfg.ConnectAttributes["cache"] = "shared"
+		sqlCfg.DatabaseName = fmt.Sprintf("gantry%d", time.Now().UnixNano())
+		return sqlCfg, nil
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return sqlCfg, fmt.Errorf("embedded temporal: create data directory: %w", err)
+	}
+	path := filepath.Join(dataDir, dbFile)
+	sqlCfg.DatabaseName = path
+	sqlCfg.ConnectAttributes["mode"] = "rwc"
+	// Keys without "_": the plugin adds the _pragma= prefix itself. WAL halves the cost
+	// of every history write compared with the default rollback journal.
+	sqlCfg.ConnectAttributes["journal_mode"] = "wal"
+	sqlCfg.ConnectAttributes["synchronous"] = "normal"
+	sqlCfg.ConnectAttributes["busy_timeout"] = "10000"
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if err := sqliteschema.SetupSchema(&sqlCfg); err != nil {
+			return sqlCfg, fmt.Errorf("embedded temporal: create schema in %s: %w", path, err)
+		}
+	}
+	return sqlCfg, nil
+}
+
+// listenPorts returns the IP and the eight ports of the four services (gRPC and membership
+// each): listen's port and the seven after it, or free loopback ports.
+func listenPorts(listen string) (string, []int, error) {
+	if listen == "" {
+		ports, err := freePorts(8)
+		return "127.0.0.1", ports, err
+	}
+	host, port, err := net.SplitHostPort(listen)
+	p, perr := strconv.Atoi(port)
+	if err != nil || perr != nil || net.ParseIP(host) == nil || p < 1 || p > 65535-7 {
+		return "", nil, fmt.Errorf("--listen %q: want IP:PORT, e.g. 127.0.0.1:7233 (the next seven ports are used too)", listen)
+	}
+	ports := make([]int, 8)
+	for i := range ports {
+		ports[i] = p + i
+	}
+	return host, ports, nil
+}
+
+// broadcastIP is the address other services and clients use for ip.
+func broadcastIP(ip string) string {
+	if net.ParseIP(ip).IsUnspecified() {
+		return "127.0.0.1"
+	}
+	return ip
 }
 
 // RegisterSearchAttributes registers attrs on a namespace, skipping the ones that already exist.
