@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/log"
 	postgresplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/postgresql"
-	sqltool "go.temporal.io/server/tools/sql"
 	"go.temporal.io/server/tools/common/schema"
+	sqltool "go.temporal.io/server/tools/sql"
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
