@@ -4,7 +4,7 @@ BIN     := bin/gantry
 FUZZTIME ?= 50000x
 LONGFUZZ ?= 5m
 
-.PHONY: all build run run-k8s k8s-tools test vet fuzz bench clean
+.PHONY: all build run run-k8s run-topology k8s-tools test vet fuzz bench clean
 
 all: build
 
@@ -20,6 +20,11 @@ run: build
 # a local Kubernetes control plane with simulated nodes. The first run builds it (minutes).
 run-k8s: build
 	hack/run-k8s.sh
+
+# Runs the example on the production topology as processes: PostgreSQL (Debian's, installed if
+# missing), `gantry temporal` on it, two workers and `gantry server` (hack/topology).
+run-topology: build
+	hack/run-topology.sh
 
 # Builds (once, cached outside the repo by go.sum) the Kubernetes binaries the tests start.
 k8s-tools:

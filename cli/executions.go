@@ -201,6 +201,7 @@ the embedded server of the data directory.`,
 			}
 			log.Info("worker running", zap.String("taskQueue", conn.taskQueue), zap.String("namespace", conn.namespace))
 			<-ctx.Done()
+			log.Info("worker stopping: no new work is taken; running steps may finish", zap.Duration("shutdownGrace", conn.stopGrace))
 			return nil
 		},
 	}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/server/common/authorization"
@@ -31,6 +33,8 @@ import (
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/gantry-cd/gantry/internal/freeport"
 )
 
 // Options configure the embedded server.
@@ -217,17 +221,25 @@ func (s *Server) prepareNamespace(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	// A namespace registered a moment ago reaches the frontend's cache within its refresh interval.
+	// A namespace registered a moment ago, and its search attributes, reach the frontend's cache
+	// within its refresh interval: wait until a query that names them all is accepted.
+	names := keys(o.SearchAttributes)
+	sort.Strings(names)
+	query := strings.Join(names, " IS NULL AND ") + " IS NULL"
 	for {
 		err := RegisterSearchAttributes(ctx, c.OperatorService(), s.Namespace, o.SearchAttributes)
+		if err == nil && len(names) > 0 {
+			_, err = c.WorkflowService().CountWorkflowExecutions(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: s.Namespace, Query: query})
+		}
 		var notFound *serviceerror.NamespaceNotFound
-		if err == nil || !errors.As(err, &notFound) {
+		var invalid *serviceerror.InvalidArgument
+		if err == nil || !(errors.As(err, &notFound) || errors.As(err, &invalid)) {
 			return err
 		}
 		select {
 		case <-ctx.Done():
-			return err
-		case <-time.After(200 * time.Millisecond):
+			return fmt.Errorf("namespace %q or its search attributes not ready: %w", s.Namespace, err)
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
@@ -265,7 +277,7 @@ func sqliteStore(dataDir string) (config.SQL, error) {
 // each): listen's port and the seven after it, or free loopback ports.
 func listenPorts(listen string) (string, []int, error) {
 	if listen == "" {
-		ports, err := freePorts(8)
+		ports, err := freeport.Ports(8)
 		return "127.0.0.1", ports, err
 	}
 	host, port, err := net.SplitHostPort(listen)
@@ -330,25 +342,6 @@ func FastDynamicConfig() dynamicconfig.StaticClient {
 	set(dynamicconfig.ExecutionsScannerEnabled.Key(), false)
 	set(dynamicconfig.BuildIdScavengerEnabled.Key(), false)
 	return sc
-}
-
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("embedded temporal: find a free port: %w", err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 type quietLogger struct{}

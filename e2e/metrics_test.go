@@ -57,6 +57,7 @@ func TestMetricsAndHealth(t *testing.T) {
 		{"gantry_executions_started_total{", `pipeline="metrics_run"`, `trigger="MANUAL"`},
 		{"gantry_executions_finished_total{", `pipeline="metrics_run"`, `status="SUCCEEDED"`},
 		{"gantry_steps_finished_total{", `status="SUCCEEDED"`, `step_type="ShellScript"`},
+		{"gantry_step_duration_seconds_bucket{", `status="SUCCEEDED"`, `step_type="ShellScript"`},
 		{"temporal_activity_execution_latency_seconds_bucket{", `activity_type="gantry_ShellScript"`},
 		{"temporal_workflow_task_schedule_to_start_latency_seconds_bucket{", `workflow_type="gantry_Stage"`},
 	}

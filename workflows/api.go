@@ -333,4 +333,9 @@ const (
 	MetricExecutionsStarted  = "gantry_executions_started"  // tags pipeline, trigger
 	MetricExecutionsFinished = "gantry_executions_finished" // tags pipeline, status
 	MetricStepsFinished      = "gantry_steps_finished"      // tags step_type, status
+	// MetricStepDuration is a step's time from start to its final outcome, retries and waits
+	// included (workflow time). Queue latency is the SDK's temporal_workflow_task_ and
+	// temporal_activity_schedule_to_start_latency (the latter only for steps that waited in a
+	// queue: a worker runs the steps its own workflow schedules at once, eagerly).
+	MetricStepDuration = "gantry_step_duration" // tags step_type, status
 )

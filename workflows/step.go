@@ -36,8 +36,11 @@ func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 	}
 	container[n.ID] = data
 	stepType := n.Type // n is replaced below once execution-time inputs arrive
+	begun := workflow.Now(ctx)
 	defer func() {
-		workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"step_type": stepType, "status": string(t.Status)}).Counter(MetricStepsFinished).Inc(1)
+		m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"step_type": stepType, "status": string(t.Status)})
+		m.Counter(MetricStepsFinished).Inc(1)
+		m.Timer(MetricStepDuration).Record(workflow.Now(ctx).Sub(begun))
 	}()
 	d := &dispatcher{s: s, ctx: ctx, n: n, t: t, fr: fr, data: data}
 	if len(n.Inputs) > 0 {

@@ -6,13 +6,14 @@ package kubetest
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
+
+	"github.com/gantry-cd/gantry/internal/freeport"
 )
 
 // Cluster is a running control plane.
@@ -36,7 +37,7 @@ func Start(dir string) (*Cluster, error) {
 	}
 	outLines := strings.Split(strings.TrimSpace(out), "\n")
 	bin := filepath.Join(outLines[len(outLines)-1], "bin")
-	ports, err := freePorts(3)
+	ports, err := freeport.Ports(3)
 	if err != nil {
 		return nil, err
 	}
@@ -84,23 +85,4 @@ func run(name string, args ...string) (string, error) {
 func hackDir() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "hack", "k8s")
-}
-
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }

@@ -1,0 +1,253 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/gantry-cd/gantry/internal/topotest"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/status"
+)
+
+// topologyPipeline has three stages: build records its worker, waits for the test's go-build
+// file and exports a version; deploy runs on whichever worker
+// takes it, records that worker ($PPID) and waits for the test's go file; sign_off waits for an
+// approval and then reports what the earlier stages produced.
+func topologyPipeline(marks string) string {
+	env := `environmentVariables: [{name: MARKS, type: String, value: "` + marks + `"}]`
+	return `pipeline:
+  name: topology
+  identifier: topology
+  stages:
+    - stage:
+        name: build
+        identifier: build
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: version, identifier: version, spec: {shell: Bash, ` + env + `, source: {type: Inline, spec: {script: "echo $PPID >> $MARKS/build; while [ ! -f $MARKS/go-build ]; do sleep 0.05; done; V=1.4.$((6*7))"}}, outputVariables: [{name: v, type: String, value: V}]}}
+    - stage:
+        name: deploy
+        identifier: deploy
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: roll, identifier: roll, spec: {shell: Bash, ` + env + `, source: {type: Inline, spec: {script: "echo $PPID >> $MARKS/deploy; while [ ! -f $MARKS/go ]; do sleep 0.05; done; R=rolled-<+pipeline.stages.build.spec.execution.steps.version.output.outputVariables.v>-on-$PPID"}}, outputVariables: [{name: r, type: String, value: R}]}}
+    - stage:
+        name: sign_off
+        identifier: sign_off
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: HarnessApproval
+                  name: gate
+                  identifier: gate
+                  timeout: 1h
+                  spec:
+                    approvalMessage: ship it?
+                    includePipelineExecutionHistory: false
+                    approvers: {userGroups: [release_managers], minimumCount: 1, disallowPipelineExecutor: false}
+              - step: {type: ShellScript, name: report, identifier: report, spec: {shell: Bash, source: {type: Inline, spec: {script: "OUT=<+pipeline.stages.build.spec.execution.steps.version.output.outputVariables.v>/<+pipeline.stages.deploy.spec.execution.steps.roll.output.outputVariables.r>"}}, outputVariables: [{name: out, type: String, value: OUT}]}}
+`
+}
+
+// The production topology as processes on PostgreSQL: a worker stopped with SIGTERM lets its
+// running step finish; a worker SIGKILLed while its step runs is covered by the other worker
+// with no output lost; the Temporal server restarted while an approval waits keeps the
+// execution, which finishes once approved through gantry server.
+func TestTopologyWorkerKillAndServerRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts PostgreSQL and four gantry processes")
+	}
+	topo, bin := startTopology(t)
+	marks := t.TempDir()
+	token := addUser(t, bin, filepath.Join(topo.Dir, "server"))
+
+	c, err := client.Dial(client.Options{HostPort: topo.Address, Logger: quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := &starter.Starter{Client: c}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	var started struct {
+		ExecutionID string `json:"executionId"`
+	}
+	apiCall(t, topo.API, token, "POST", "/api/v1/executions", map[string]any{"yaml": topologyPipeline(marks)}, http.StatusCreated, &started)
+	id := started.ExecutionID
+
+	// SIGTERM the worker running the build step: it takes no new work but finishes the step.
+	building := waitForLine(t, ctx, filepath.Join(marks, "build"), 1)
+	graceful, _ := workerByPID(t, topo, building)
+	stopped := make(chan error, 1)
+	go func() { stopped <- topo.StopComponent(graceful, syscall.SIGTERM) }()
+	for !strings.Contains(topo.Log(graceful), "worker stopping") {
+		if ctx.Err() != nil {
+			t.Fatalf("%s never began to stop", graceful)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.WriteFile(filepath.Join(marks, "go-build"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, s, id, "build.version", status.Succeeded)
+	if runs := strings.Fields(readFile(filepath.Join(marks, "build"))); len(runs) != 1 {
+		t.Fatalf("the build step ran %d times (%v): the stopping worker should have finished it", len(runs), runs)
+	}
+	if err := topo.StartComponent(graceful); err != nil {
+		t.Fatal(err)
+	}
+
+	// Kill whichever worker runs the deploy step, then let the step finish.
+	first := waitForLine(t, ctx, filepath.Join(marks, "deploy"), 1)
+	victim, survivor := workerByPID(t, topo, first)
+	if err := topo.StopComponent(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(marks, "go"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	second := waitForLine(t, ctx, filepath.Join(marks, "deploy"), 2)
+	if pid, _ := topo.PID(survivor); second != strconv.Itoa(pid) {
+		t.Fatalf("the deploy step ran again in process %s, not on %s (%d)", second, survivor, pid)
+	}
+
+	// Restart Temporal while the approval waits; approve through the API tier afterwards.
+	waitFor(t, ctx, s, id, "sign_off.gate", status.ApprovalWaiting)
+	if err := topo.StopComponent("temporal", syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := topo.StartComponent("temporal"); err != nil {
+		t.Fatal(err)
+	}
+	apiCall(t, topo.API, token, "POST", "/api/v1/executions/"+id+"/approve", map[string]any{"path": "sign_off.gate", "comments": "after restart"}, http.StatusOK, nil)
+
+	res, err := s.Result(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.Succeeded {
+		t.Fatalf("pipeline %s; worker logs:\n%s", res.Status, topo.Log(survivor))
+	}
+	want := "1.4.42/rolled-1.4.42-on-" + second
+	if got := res.Tree.Find("sign_off.report").Outputs["outputVariables"].(map[string]any)["out"]; got != want {
+		t.Errorf("report output %v, want %s", got, want)
+	}
+	if runs := strings.Fields(readFile(filepath.Join(marks, "deploy"))); len(runs) != 2 {
+		t.Errorf("deploy step ran %d times, want 2 (the killed attempt and its retry): %v", len(runs), runs)
+	}
+}
+
+// startTopology builds gantry and starts the topology for one test.
+func startTopology(t testing.TB) (*topotest.Topology, string) {
+	t.Helper()
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := topotest.Start(t.TempDir(), bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, name := range []string{"temporal", "worker-1", "worker-2", "server"} {
+				t.Logf("--- %s log (last 3000 bytes):\n%s", name, tail(topo.Log(name), 3000))
+			}
+		}
+		topo.Stop()
+	})
+	return topo, bin
+}
+
+// addUser creates a release manager in the server's identity file and returns the token.
+func addUser(t testing.TB, bin, dataDir string) string {
+	t.Helper()
+	out, err := exec.Command(bin, "user", "add", "releaser", "--group", "release_managers", "--data-dir", dataDir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("gantry user add: %v\n%s", err, out)
+	}
+	tok := regexp.MustCompile(`gty_[A-Za-z0-9_-]+`).FindString(string(out))
+	if tok == "" {
+		t.Fatalf("no token in %q", out)
+	}
+	return tok
+}
+
+func apiCall(t testing.TB, base, token, method, path string, body any, want int, into any) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(method, base+path, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	rb, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, rb, want)
+	}
+	if into != nil {
+		if err := json.Unmarshal(rb, into); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, path, err, rb)
+		}
+	}
+}
+
+// waitForLine waits until file has n lines and returns the n-th.
+func waitForLine(t testing.TB, ctx context.Context, file string, n int) string {
+	t.Helper()
+	for {
+		if lines := strings.Fields(readFile(file)); len(lines) >= n {
+			return lines[n-1]
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s never had %d lines", file, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// workerByPID names the worker process with pid and the other one.
+func workerByPID(t testing.TB, topo *topotest.Topology, pid string) (victim, other string) {
+	t.Helper()
+	for i, w := range topotest.Workers {
+		if p, err := topo.PID(w); err == nil && strconv.Itoa(p) == pid {
+			return w, topotest.Workers[1-i]
+		}
+	}
+	t.Fatalf("the step ran in process %s, which is no topology worker", pid)
+	return "", ""
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
