@@ -51,3 +51,15 @@ if [ -n "$kg" ] && [ -n "$kk" ]; then
     printf "  gantry K8sRollingDeploy %.0f  kubectl apply + rollout status %.0f  ratio %.2fx\n", g, k, g / k
   }'
 fi
+ts=$(unit ThroughputTopology started/s); tc=$(unit ThroughputTopology completed/s)
+es=$(unit ThroughputEmbedded started/s); ec=$(unit ThroughputEmbedded completed/s)
+if [ -n "$ts" ] && [ -n "$es" ]; then
+  awk -v ts="$ts" -v tc="$tc" -v es="$es" -v ec="$ec" \
+      -v t50="$(unit ThroughputTopology step-p50-ms)" -v t99="$(unit ThroughputTopology step-p99-ms)" \
+      -v e50="$(unit ThroughputEmbedded step-p50-ms)" -v e99="$(unit ThroughputEmbedded step-p99-ms)" 'BEGIN {
+    print ""; print "200 concurrent 3-step pipelines (median of runs): topology = PostgreSQL + gantry temporal + 2 worker processes; embedded = SQLite, 1 in-process worker"
+    printf "  started/s    topology %6.1f  embedded %6.1f  ratio %.2fx\n", ts, es, ts / es
+    printf "  completed/s  topology %6.1f  embedded %6.1f  ratio %.2fx\n", tc, ec, tc / ec
+    printf "  per-step latency ms  topology p50 %.1f p99 %.1f  embedded p50 %.1f p99 %.1f\n", t50, t99, e50, e99
+  }'
+fi
