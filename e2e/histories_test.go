@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,10 +11,12 @@ import (
 	"testing"
 
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -46,22 +49,33 @@ func TestRecordHistories(t *testing.T) {
 			sources[c.ID+".yaml"] = []byte(c.YAML)
 		}
 	}
-	for _, path := range sortedKeys(sources) {
-		exec, res := runPlan(t, env.starter, compile(t, path, sources[path], load.Options{}))
-		ids := []string{exec.ID}
-		res.Tree.Walk(func(n *workflows.Node) {
-			if n.Kind == "stage" && n.StartedAt != nil {
-				if strings.HasPrefix(n.Path, "pipelineRollback.") {
-					ids = append(ids, exec.ID+"/pipelineRollback/"+n.ID)
-				} else {
-					ids = append(ids, exec.ID+"/"+n.ID)
-				}
-			}
-		})
-		for _, id := range ids {
-			writeHistory(t, id, filepath.Join(out, strings.ReplaceAll(id, "/", "__")+".json"))
+	// Matrix and repeat loops (stage and step), a batched loop, barriers.
+	for _, c := range append(conformance.Loops(t.TempDir()), conformance.Barriers()...) {
+		switch c.ID {
+		case "C53", "C54", "batched-loop", "group-loop", "C56":
+			sources[c.ID+".yaml"] = []byte(c.YAML)
 		}
 	}
+	for _, path := range sortedKeys(sources) {
+		exec, _ := runPlan(t, env.starter, compile(t, path, sources[path], load.Options{}))
+		recordExecution(t, out, exec.ID)
+	}
+	// An approval: two votes from release managers, with approver inputs.
+	ctx := context.Background()
+	exec, err := env.starter.Start(ctx, compile(t, "approval.yaml", []byte(approvalPipeline("gate_record", "", "")), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, env.starter, exec.ID, "gate.gate", status.ApprovalWaiting)
+	for _, u := range []string{"ann", "bob"} {
+		if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "gate.gate", Action: "APPROVE", User: u, Groups: []string{"release_managers"}, Inputs: map[string]string{"ticket": "CHG-1"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := env.starter.Result(ctx, exec.ID); err != nil {
+		t.Fatal(err)
+	}
+	recordExecution(t, out, exec.ID)
 	// A Deployment stage on a real cluster: a rolling deploy, then a failed one rolled back.
 	dir := k8sExample(t, "record")
 	file := filepath.Join(dir, "dev.yaml")
@@ -74,9 +88,31 @@ func TestRecordHistories(t *testing.T) {
 			t.Fatalf("load: %v", err)
 		}
 		exec, _ := runPlan(t, env.starter, r.Plan)
-		for _, id := range []string{exec.ID, exec.ID + "/deploy_dev"} {
-			writeHistory(t, id, filepath.Join(out, strings.ReplaceAll(id, "/", "__")+".json"))
+		recordExecution(t, out, exec.ID)
+	}
+}
+
+// recordExecution records the history of an execution's pipeline workflow and of every
+// workflow it started (stages, rollback stages, loop batches): their IDs begin with its own.
+func recordExecution(t *testing.T, out, id string) {
+	t.Helper()
+	ids := []string{id}
+	var token []byte
+	for {
+		resp, err := env.client.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkflowId STARTS_WITH '%s/'", id), NextPageToken: token})
+		if err != nil {
+			t.Fatal(err)
 		}
+		for _, e := range resp.Executions {
+			ids = append(ids, e.Execution.WorkflowId)
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			break
+		}
+	}
+	for _, id := range ids {
+		writeHistory(t, id, filepath.Join(out, strings.ReplaceAll(id, "/", "__")+".json"))
 	}
 }
 
