@@ -76,6 +76,11 @@ func (f *connFlags) dataConverter() (converter.DataConverter, error) {
 	return (&codec.Codec{Keys: keys}).DataConverter(), nil
 }
 
+// localWorker says whether a command that starts and follows an execution runs a worker too:
+// on the embedded server yes (nothing else may run it); against a cluster no, since a client
+// that exits must not take steps of other executions with it.
+func (f connFlags) localWorker() bool { return f.address == "" }
+
 func splitList(s string) []string {
 	var out []string
 	for _, x := range strings.Split(s, ",") {
@@ -122,6 +127,7 @@ type engine struct {
 	metrics   *metrics.Metrics   // nil without --metrics-listen
 	delegates []sdkworker.Worker // activity workers for the --tags selector queues
 	httpSrv   *http.Server
+	remote    bool // connected to a cluster (--address): steps run on other processes
 }
 
 // serverInfo is written to DATA_DIR/server.json while a process serves the embedded server, so
@@ -138,7 +144,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 	if abs, err := filepath.Abs(f.dataDir); err == nil {
 		f.dataDir = abs
 	}
-	e := &engine{logs: logs.Store{Dir: filepath.Join(f.dataDir, "logs")}, log: log}
+	e := &engine{logs: logs.Store{Dir: filepath.Join(f.dataDir, "logs")}, log: log, remote: f.address != ""}
 	addr := f.address
 	if addr == "" {
 		if info, ok := runningServer(f.dataDir); ok {

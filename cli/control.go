@@ -98,7 +98,7 @@ func restartCmd(use, short string, retry bool) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			e, err := connect(ctx, conn, true, newLogger(false))
+			e, err := connect(ctx, conn, conn.localWorker(), newLogger(false))
 			if err != nil {
 				return usageErr("%v", err)
 			}

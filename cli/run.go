@@ -64,7 +64,7 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 				return &exitError{code: ExitInvalid, err: fmt.Errorf("%s is invalid; nothing was started", args[0])}
 			}
 			log := newLogger(verbose)
-			e, err := connect(cmd.Context(), conn, true, log)
+			e, err := connect(cmd.Context(), conn, conn.localWorker(), log)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -98,6 +98,10 @@ func follow(cmd *cobra.Command, e *engine, exec starter.Execution, output string
 	w := &watcher{out: cmd.OutOrStdout(), e: e, id: exec.ID, logs: showLogs, seen: map[string]status.Status{}, offsets: map[string]int64{}}
 	if output == "text" {
 		fmt.Fprintf(w.out, "execution %s\n", exec.ID)
+	}
+	if showLogs && e.remote {
+		w.logs = false
+		fmt.Fprintf(cmd.ErrOrStderr(), "gantry: step logs stay with the workers that run them; read one with gantry logs %s STEP-PATH --data-dir WORKER-DATA-DIR\n", exec.ID)
 	}
 	res, err := w.follow(ctx, output == "text")
 	if err == nil {

@@ -251,3 +251,38 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// `gantry run --address` against a cluster leaves steps to the cluster's workers: a client that
+// exits when its pipeline ends must not take other executions' steps with it.
+func TestRunAgainstClusterRunsNoWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gantry binary")
+	}
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	cmd := exec.Command(bin, "run", "../examples/01-hello.yaml", "--address", env.srv.Address, "--data-dir", data, "--logs", "--output", "json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("gantry run: %v\n%s", err, stderr.String())
+	}
+	var res struct {
+		ExecutionID string `json:"executionId"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.ExecutionID == "" {
+		t.Fatalf("run output %s: %v", out, err)
+	}
+	if !strings.Contains(stderr.String(), "step logs stay with the workers") {
+		t.Errorf("no note about remote logs: %s", stderr.String())
+	}
+	if local, _ := filepath.Glob(filepath.Join(data, "logs", "*", "*.log")); len(local) > 0 {
+		t.Errorf("the client ran steps itself: %v", local)
+	}
+	if remote, _ := filepath.Glob(filepath.Join(env.logs.Dir, res.ExecutionID, "*.log")); len(remote) == 0 {
+		t.Errorf("no step of %s ran on the cluster's worker", res.ExecutionID)
+	}
+}
