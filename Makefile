@@ -35,7 +35,7 @@ vet:
 
 # Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`.
 test: vet k8s-tools
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pipeline/load
 
