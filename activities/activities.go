@@ -73,7 +73,13 @@ const ReleaseRevisionMarker = "__GANTRY_RELEASE_REVISION__"
 // StepResult is what a step activity returns on success.
 type StepResult struct {
 	Outputs map[string]any `json:"outputs,omitempty"`
+	// Worker, Started and Ended say who ran the step and when, by the worker's clock: workflow
+	// time stands still while a workflow task runs several fast-path steps.
+	Worker  string    `json:"worker,omitempty"`
+	Started time.Time `json:"started,omitzero"`
+	Ended   time.Time `json:"ended,omitzero"`
 }
+
 
 // Category is a failure-strategy error category (spec 5.2).
 type Category string

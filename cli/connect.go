@@ -42,6 +42,7 @@ type connFlags struct {
 	secretsFile string
 	policyDir   string
 	codecKeys   string
+	fastPath    bool
 	secure      secureFlags
 	maxSteps    int
 	metricsAddr string
@@ -61,6 +62,7 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-listen", os.Getenv("GANTRY_METRICS_LISTEN"), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9090 (env GANTRY_METRICS_LISTEN)")
 	cmd.Flags().DurationVar(&f.stopGrace, "shutdown-grace", 0, "on SIGTERM, how long running steps of this process's worker may finish before they are cancelled (and retried by another worker)")
 	cmd.Flags().IntVar(&f.maxSteps, "max-concurrent-steps", envInt("GANTRY_MAX_CONCURRENT_STEPS"), "steps this process's worker runs at once; 0 is the SDK default (env GANTRY_MAX_CONCURRENT_STEPS)")
+	cmd.Flags().BoolVar(&f.fastPath, "fast-path", os.Getenv("GANTRY_FAST_PATH") != "false", "run short ShellScript and Http steps as local activities on the stage's worker; false runs every step as a regular activity, for executions this process starts (env GANTRY_FAST_PATH=false)")
 	cmd.Flags().StringVar(&f.codecKeys, "codec-keys", os.Getenv("GANTRY_CODEC_KEYS"), "key file (mode 600) that turns on AES-256-GCM encryption of every Temporal payload; every worker and client of the namespace needs it (env GANTRY_CODEC_KEYS)")
 }
 
@@ -187,7 +189,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		return nil, fmt.Errorf("connect to Temporal at %s: %w (check --address, or omit it to use the embedded server)", addr, err)
 	}
 	e.client = c
-	e.starter = &starter.Starter{Client: c, TaskQueue: f.taskQueue}
+	e.starter = &starter.Starter{Client: c, TaskQueue: f.taskQueue, NoFastPath: !f.fastPath}
 	if e.metrics != nil {
 		if err := e.serveMetrics(f.metricsAddr, log); err != nil {
 			e.close()
@@ -214,6 +216,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			MaxConcurrentSteps: f.maxSteps,
 			StopTimeout:        f.stopGrace,
 			Tags:               f.tags,
+			NoFastPath:         !f.fastPath,
 		}
 		e.worker = worker.New(c, wo)
 		if err := os.MkdirAll(filepath.Join(f.dataDir, "work"), 0o700); err != nil {

@@ -260,6 +260,9 @@ func detail(n *workflows.Node) string {
 	if n.StartedAt != nil && n.EndedAt != nil {
 		parts = append(parts, n.EndedAt.Sub(*n.StartedAt).Round(time.Millisecond).String())
 	}
+	if n.Worker != "" {
+		parts = append(parts, "on "+n.Worker)
+	}
 	if n.Failure != nil {
 		parts = append(parts, fmt.Sprintf("%s: %s", n.Failure.Category, n.Failure.Message))
 	}
@@ -310,6 +313,10 @@ type jsonNode struct {
 	Status   string         `json:"status"`
 	Attempts int            `json:"attempts"`
 	Outputs  map[string]any `json:"outputs,omitempty"`
+	// Worker (host/pid) and the times say who ran a step and when.
+	Worker    string     `json:"worker,omitempty"`
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
 }
 
 func writeJSON(out io.Writer, id string, res *workflows.PipelineResult) error {
@@ -326,7 +333,8 @@ func writeJSON(out io.Writer, id string, res *workflows.PipelineResult) error {
 		if n.Kind == "group" {
 			typ = "StepGroup"
 		}
-		doc.Nodes = append(doc.Nodes, jsonNode{Path: n.Path, Type: typ, Status: string(n.Status), Attempts: n.Attempts, Outputs: n.Outputs})
+		doc.Nodes = append(doc.Nodes, jsonNode{Path: n.Path, Type: typ, Status: string(n.Status), Attempts: n.Attempts, Outputs: n.Outputs,
+			Worker: n.Worker, StartedAt: n.StartedAt, EndedAt: n.EndedAt})
 	})
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")

@@ -56,6 +56,9 @@ func TestRecordHistories(t *testing.T) {
 			sources[c.ID+".yaml"] = []byte(c.YAML)
 		}
 	}
+	// The fast path: local activities, retried and parallel ones, a flush after 1 s of steps,
+	// next to a regular activity.
+	sources["fastpath.yaml"] = []byte(fastPathPipeline)
 	for _, path := range sortedKeys(sources) {
 		exec, _ := runPlan(t, env.starter, compile(t, path, sources[path], load.Options{}))
 		recordExecution(t, out, exec.ID)
@@ -149,3 +152,29 @@ func writeHistory(t *testing.T, id, path string) {
 		t.Fatal(err)
 	}
 }
+
+const fastPathPipeline = `pipeline:
+  name: fastpath
+  identifier: fastpath
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: a, identifier: a, timeout: 10s, spec: {shell: Bash, source: {type: Inline, spec: {script: "A=1; sleep 0.6"}}, outputVariables: [{name: a, type: String, value: A}]}}
+              - parallel:
+                  - step: {type: ShellScript, name: b, identifier: b, timeout: 10s, spec: {shell: Bash, source: {type: Inline, spec: {script: "sleep 0.6"}}}}
+                  - step: {type: ShellScript, name: c, identifier: c, timeout: 10s, spec: {shell: Bash, source: {type: Inline, spec: {script: "echo <+execution.steps.a.output.outputVariables.a>"}}}}
+              - step:
+                  type: ShellScript
+                  name: flaky
+                  identifier: flaky
+                  timeout: 10s
+                  spec: {shell: Bash, source: {type: Inline, spec: {script: "exit 1"}}}
+                  failureStrategies:
+                    - onFailure: {errors: [AllErrors], action: {type: Retry, spec: {retryCount: 1, retryIntervals: [10s], onRetryFailure: {action: {type: Ignore}}}}}
+              - step: {type: ShellScript, name: slow, identifier: slow, timeout: 10m, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}
+`

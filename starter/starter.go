@@ -26,6 +26,8 @@ import (
 type Starter struct {
 	Client    client.Client
 	TaskQueue string // "" is workflows.TaskQueue
+	// NoFastPath turns the fast path off for every execution this starter starts.
+	NoFastPath bool
 }
 
 func (s *Starter) queue() string {
@@ -63,6 +65,7 @@ func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 	if trig.Type == "" {
 		trig.Type = "MANUAL"
 	}
+	set.NoFastPath = set.NoFastPath || s.NoFastPath
 	seq, err := s.nextSequence(ctx, p.Identifier, key)
 	if err != nil {
 		return Execution{}, err

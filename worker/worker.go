@@ -2,6 +2,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -9,6 +10,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
+	"os"
 	"slices"
 	"sort"
 	"time"
@@ -41,6 +43,8 @@ type Options struct {
 	// Tags are this worker's delegate tags: it also runs the steps whose delegate selectors are
 	// a subset of them (see Delegates).
 	Tags []string
+	// NoFastPath starts cron-triggered executions with the fast path off.
+	NoFastPath bool
 }
 
 // MaxTags bounds a worker's tags: it polls one task queue per non-empty subset.
@@ -90,7 +94,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	}
 	w := sdkworker.New(c, tq, sdkworker.Options{MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout})
 	Register(w, o)
-	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, TaskQueue: tq}}
+	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, TaskQueue: tq, NoFastPath: o.NoFastPath}}
 	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 	return w
 }
@@ -109,14 +113,30 @@ func registerActivities(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }, o Options) {
 	sh := &shell.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
-	r.RegisterActivityWithOptions(sh.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	r.RegisterActivityWithOptions(stamped(sh.Run), activity.RegisterOptions{Name: activities.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}
-	r.RegisterActivityWithOptions(hs.Run, activity.RegisterOptions{Name: activities.Http})
+	r.RegisterActivityWithOptions(stamped(hs.Run), activity.RegisterOptions{Name: activities.Http})
 	ps := &policystep.Activity{Engine: o.Policies}
-	r.RegisterActivityWithOptions(ps.Run, activity.RegisterOptions{Name: activities.Policy})
+	r.RegisterActivityWithOptions(stamped(ps.Run), activity.RegisterOptions{Name: activities.Policy})
 	ks := &k8sstep.Activity{Secrets: o.Secrets, Logs: o.Logs}
-	r.RegisterActivityWithOptions(ks.Run, activity.RegisterOptions{Name: activities.Kubernetes})
+	r.RegisterActivityWithOptions(stamped(ks.Run), activity.RegisterOptions{Name: activities.Kubernetes})
 }
+
+// stamped wraps a step activity so its result says which process ran it and for how long.
+func stamped(fn func(context.Context, activities.StepInput) (activities.StepResult, error)) func(context.Context, activities.StepInput) (activities.StepResult, error) {
+	return func(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+		start := time.Now()
+		res, err := fn(ctx, in)
+		res.Worker, res.Started, res.Ended = workerName, start, time.Now()
+		return res, err
+	}
+}
+
+// workerName names this process in node trees: host/pid.
+var workerName = func() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}()
 
 // WorkflowRegistry is where workflows are registered: a worker, a replayer, a test environment.
 type WorkflowRegistry interface {

@@ -47,7 +47,8 @@ const (
 
 // Change IDs for workflow.GetVersion: behaviour added after executions could be in flight.
 const (
-	changeTimeouts = "timeouts" // pipeline and stage timeouts enforced
+	changeTimeouts = "timeouts"  // pipeline and stage timeouts enforced
+	changeFastPath = "fast-path" // short steps run as local activities
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients
@@ -117,12 +118,17 @@ type Settings struct {
 	// DelegateWait is how long a step with delegate selectors waits for a worker with those
 	// tags to pick it up before it fails with DelegateProvisioning.
 	DelegateWait time.Duration `json:"delegateWait,omitempty"`
+	// NoFastPath runs every step as a regular activity (see FastPathMaxTimeout).
+	NoFastPath bool `json:"noFastPath,omitempty"`
+	// FastPathMaxTimeout is the longest step timeout that still runs as a local activity on
+	// the stage's own worker (ShellScript and Http steps without delegate selectors).
+	FastPathMaxTimeout time.Duration `json:"fastPathMaxTimeout,omitempty"`
 }
 
 // DefaultSettings are used for zero fields. A step's cancellation (abort) reaches its worker
 // with the next heartbeat, which the SDK sends at most every 80% of the heartbeat timeout: 4 s
 // keeps an abort under about 3 s.
-var DefaultSettings = Settings{HeartbeatTimeout: 4 * time.Second, InfraAttempts: 5, DelegateWait: 2 * time.Minute}
+var DefaultSettings = Settings{HeartbeatTimeout: 4 * time.Second, InfraAttempts: 5, DelegateWait: 2 * time.Minute, FastPathMaxTimeout: time.Minute}
 
 // SelectorQueue is the task queue of steps with delegate selectors: the base queue and the
 // sorted, distinct selectors, e.g. "gantry@gpu,linux". Workers started with tags poll the
@@ -221,17 +227,19 @@ type StageResult struct {
 type Node struct {
 	// Path is the dot-joined identifier path below the pipeline ("" for the pipeline itself,
 	// "build", "build.version", "deploy.canary.probe"); parallel blocks share their parent's.
-	Path      string              `json:"path"`
-	ID        string              `json:"id,omitempty"`
-	Name      string              `json:"name,omitempty"`
-	Kind      string              `json:"kind"` // pipeline, stage, parallel, group, step
-	Type      string              `json:"type,omitempty"`
-	Status    status.Status       `json:"status"`
-	StartedAt *time.Time          `json:"startedAt,omitempty"`
-	EndedAt   *time.Time          `json:"endedAt,omitempty"`
-	Attempts  int                 `json:"attempts,omitempty"`
-	Failure   *activities.Failure `json:"failure,omitempty"`
-	Outputs   map[string]any      `json:"outputs,omitempty"`
+	Path      string        `json:"path"`
+	ID        string        `json:"id,omitempty"`
+	Name      string        `json:"name,omitempty"`
+	Kind      string        `json:"kind"` // pipeline, stage, parallel, group, step
+	Type      string        `json:"type,omitempty"`
+	Status    status.Status `json:"status"`
+	StartedAt *time.Time    `json:"startedAt,omitempty"`
+	EndedAt   *time.Time    `json:"endedAt,omitempty"`
+	Attempts  int           `json:"attempts,omitempty"`
+	// Worker is the process (host/pid) that ran the step's last attempt.
+	Worker  string              `json:"worker,omitempty"`
+	Failure *activities.Failure `json:"failure,omitempty"`
+	Outputs map[string]any      `json:"outputs,omitempty"`
 	// Actions lists what a user may do now (intervention choices while waiting).
 	Actions []string `json:"actions,omitempty"`
 	// Approval describes a HarnessApproval step while it waits.

@@ -138,6 +138,9 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	if in.Settings.DelegateWait == 0 {
 		in.Settings.DelegateWait = DefaultSettings.DelegateWait
 	}
+	if in.Settings.FastPathMaxTimeout == 0 {
+		in.Settings.FastPathMaxTimeout = DefaultSettings.FastPathMaxTimeout
+	}
 	now := workflow.Now(ctx)
 	data := map[string]any{
 		"identifier": pl.Identifier, "name": pl.Name, "description": pl.Description, "tags": pl.Tags,

@@ -3,6 +3,7 @@ package workflows
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -82,6 +83,9 @@ type stageRun struct {
 	waitStatus       map[string]status.Status // nodes waiting for users, by path
 	inputs           map[string]*inputWait    // steps waiting for execution-time inputs
 	deploy           *deployTarget            // a Deployment stage's target
+	fastVersion      *workflow.Version        // changeFastPath, read at the first eligible step
+	fastUnflushed    time.Duration            // fast-path step time not yet persisted in history
+	fastTask         int                      // history length when those steps ran
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a

@@ -242,10 +242,22 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	}
 	s.activeSteps++
 	defer func() { s.activeSteps-- }()
-	actx := workflow.WithActivityOptions(ctx, ao)
 	in := activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: n.Type, Spec: raw, Timeout: timeout, Deploy: deploy}
 	var res activities.StepResult
-	err = workflow.ExecuteActivity(actx, activities.ForStepType(n.Type), in).Get(ctx, &res)
+	fast := s.fastPath(ctx, n, timeout, deploy)
+	if fast {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: ao.StartToCloseTimeout, RetryPolicy: ao.RetryPolicy, Summary: ao.Summary})
+		err = workflow.ExecuteLocalActivity(lctx, activities.ForStepType(n.Type), in).Get(ctx, &res)
+	} else {
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), activities.ForStepType(n.Type), in).Get(ctx, &res)
+	}
+	if res.Worker != "" {
+		t.Worker = res.Worker
+	}
+	if fast && !res.Started.IsZero() {
+		s.flushFastPath(ctx, res.Ended.Sub(res.Started))
+	}
 	if err != nil {
 		var canceled *temporal.CanceledError
 		if errors.As(err, &canceled) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
@@ -259,6 +271,43 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		return nil, f
 	}
 	return res.Outputs, nil
+}
+
+// fastPath decides whether a step runs as a local activity on this stage's worker: ShellScript
+// and Http steps with a timeout up to Settings.FastPathMaxTimeout and no delegate selectors,
+// unless the execution turned the fast path off. Local activities skip the server round trips
+// of a regular activity; their results reach history when the workflow task completes.
+func (s *stageRun) fastPath(ctx workflow.Context, n *plan.Node, timeout time.Duration, deploy *activities.DeployInput) bool {
+	set := s.in.Settings
+	if set.NoFastPath || (n.Type != "ShellScript" && n.Type != "Http") || deploy != nil ||
+		len(n.Selectors) > 0 || timeout > set.FastPathMaxTimeout {
+		return false
+	}
+	if s.fastVersion == nil {
+		v := workflow.GetVersion(ctx, changeFastPath, workflow.DefaultVersion, 1)
+		s.fastVersion = &v
+	}
+	return *s.fastVersion == 1
+}
+
+// FastPathFlush bounds the fast-path step time a worker crash can make run again: once the
+// steps since the last persisted workflow task took this long, the stage persists their results.
+const FastPathFlush = time.Second
+
+// flushFastPath adds a fast step's run time and, past FastPathFlush, ends the workflow task
+// with a 1 ms timer so the recorded local-activity results are stored before the next step.
+func (s *stageRun) flushFastPath(ctx workflow.Context, ran time.Duration) {
+	// History grows only when a workflow task completes: a new length means the results of
+	// earlier fast steps are stored.
+	if n := workflow.GetInfo(ctx).GetCurrentHistoryLength(); n != s.fastTask {
+		s.fastTask, s.fastUnflushed = n, 0
+	}
+	s.fastUnflushed += ran
+	if s.fastUnflushed < FastPathFlush {
+		return
+	}
+	s.fastUnflushed = 0
+	_ = workflow.Sleep(ctx, time.Millisecond) // cancelled by an abort: nothing to store then
 }
 
 // wait runs a Wait step as a durable timer (spec 15.5).
