@@ -19,12 +19,12 @@ import (
 
 // runCase runs a conformance case on the embedded server, sending its interventions when
 // their nodes reach the expected status.
-func runCase(t *testing.T, c conformance.Case) *workflows.PipelineResult {
+func runCase(t *testing.T, c conformance.Case, set workflows.Settings) *workflows.PipelineResult {
 	t.Helper()
 	p := compile(t, c.ID+".yaml", []byte(c.YAML), load.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "test"}, set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,17 +59,27 @@ func waitFor(t *testing.T, ctx context.Context, s *starter.Starter, id, path str
 }
 
 func TestConformanceConditionsAndFailures(t *testing.T) {
-	dir := t.TempDir()
-	cases := append(conformance.Conditions(), conformance.Failures(dir)...)
-	cases = append(cases, conformance.Loops(t.TempDir())...)
-	cases = append(cases, conformance.Barriers()...)
-	for _, c := range cases {
-		t.Run(c.ID, func(t *testing.T) {
-			t.Parallel()
-			conformance.Verify(t, runCase(t, c).Tree, c)
+	for _, mode := range stepModes {
+		t.Run(mode.name, func(t *testing.T) {
+			cases := append(conformance.Conditions(), conformance.Failures(t.TempDir())...)
+			cases = append(cases, conformance.Loops(t.TempDir())...)
+			cases = append(cases, conformance.Barriers()...)
+			for _, c := range cases {
+				t.Run(c.ID, func(t *testing.T) {
+					t.Parallel()
+					conformance.Verify(t, runCase(t, c, mode.set).Tree, c)
+				})
+			}
 		})
 	}
 }
+
+// stepModes run a test with short steps on the fast path (local activities, the default) and
+// with every step a regular activity.
+var stepModes = []struct {
+	name string
+	set  workflows.Settings
+}{{"fast-path", workflows.Settings{}}, {"regular", workflows.Settings{NoFastPath: true}}}
 
 // While a node waits for intervention the stage and the pipeline show INTERVENTION_WAITING
 // (live tree and search attribute), invalid decisions are refused with a reason, and a valid
@@ -144,6 +154,13 @@ func TestInterventionIsVisibleAndValidated(t *testing.T) {
 // Aborting a pipeline while a 10-minute sleep runs kills the process within 5 seconds, ends
 // the step and stage ABORTED, starts nothing else and records who aborted.
 func TestAbortKillsRunningStep(t *testing.T) {
+	// A 1m step runs on the fast path, a 1h one as a regular activity.
+	for _, timeout := range []string{"1m", "1h"} {
+		t.Run(timeout, func(t *testing.T) { abortRunningStep(t, timeout) })
+	}
+}
+
+func abortRunningStep(t *testing.T, timeout string) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	src := `pipeline:
   name: abort
@@ -158,7 +175,7 @@ func TestAbortKillsRunningStep(t *testing.T) {
         spec:
           execution:
             steps:
-              - step: {type: ShellScript, name: a, identifier: a, timeout: 1h, spec: {shell: Bash, source: {type: Inline, spec: {script: "sleep 600 & echo $! > ` + pidFile + `; wait"}}}}
+              - step: {type: ShellScript, name: a, identifier: a, timeout: ` + timeout + `, spec: {shell: Bash, source: {type: Inline, spec: {script: "sleep 600 & echo $! > ` + pidFile + `; wait"}}}}
               - step: {type: ShellScript, name: b, identifier: b, spec: {shell: Bash, source: {type: Inline, spec: {script: exit 0}}}}
             rollbackSteps:
               - step: {type: ShellScript, name: r, identifier: r, spec: {shell: Bash, source: {type: Inline, spec: {script: exit 0}}}}

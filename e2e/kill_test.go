@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
@@ -17,26 +18,33 @@ import (
 )
 
 // A worker process killed with SIGKILL in the middle of a stage is replaced by a new one and
-// the pipeline finishes: steps that had finished are not run again, the step that was running
-// runs once more, and nothing is lost.
+// the pipeline finishes with nothing lost. With regular activities (10m steps) the steps that
+// had finished are not run again and the running one runs once more. On the fast path (1m
+// steps: local activities) the running step also runs at most once more; finished fast steps
+// whose results were not stored yet (at most FastPathFlush of step time) run again too.
 func TestWorkerSIGKILLMidStage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gantry binary")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "gantry")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/gantry")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build gantry: %v\n%s", err, out)
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, timeout := range []string{"10m", "1m"} {
+		t.Run(timeout, func(t *testing.T) { killMidStage(t, bin, timeout) })
+	}
+}
+
+func killMidStage(t *testing.T, bin, timeout string) {
+	dir := t.TempDir()
 	marks := filepath.Join(dir, "marks")
 	step := func(id, script string) string {
-		return `              - step: {type: ShellScript, name: ` + id + `, identifier: ` + id + `, spec: {shell: Bash, source: {type: Inline, spec: {script: "` + script + `"}}, environmentVariables: [{name: MARKS, type: String, value: "` + marks + `"}]}}
+		return `              - step: {type: ShellScript, name: ` + id + `, identifier: ` + id + `, timeout: ` + timeout + `, spec: {shell: Bash, source: {type: Inline, spec: {script: "` + script + `"}}, environmentVariables: [{name: MARKS, type: String, value: "` + marks + `"}]}}
 `
 	}
 	src := `pipeline:
   name: kill
-  identifier: kill_worker
+  identifier: kill_worker_` + timeout + `
   stages:
     - stage:
         name: s
@@ -48,7 +56,7 @@ func TestWorkerSIGKILLMidStage(t *testing.T) {
 ` + step("one", `echo one >> $MARKS`) + step("two", `echo two-start >> $MARKS; sleep 3; echo two-end >> $MARKS`) + step("three", `echo three >> $MARKS`)
 	p := compile(t, "kill.yaml", []byte(src), load.Options{})
 
-	const queue = "kill-test"
+	queue := "kill-test-" + timeout
 	startWorker := func() *exec.Cmd {
 		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"))
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -86,9 +94,23 @@ func TestWorkerSIGKILLMidStage(t *testing.T) {
 		t.Fatalf("pipeline %s after the worker was killed", res.Status)
 	}
 	got := strings.Fields(readFile(marks))
-	want := []string{"one", "two-start", "two-start", "two-end", "three"}
-	if strings.Join(got, " ") != strings.Join(want, " ") {
-		t.Errorf("step runs %v, want %v", got, want)
+	if timeout == "10m" {
+		want := []string{"one", "two-start", "two-start", "two-end", "three"}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("step runs %v, want %v", got, want)
+		}
+		return
+	}
+	t.Logf("fast-path step runs: %v", got)
+	count := map[string]int{}
+	for _, m := range got {
+		count[m]++
+	}
+	if count["two-start"] < 2 || count["two-start"] > 2 || count["two-end"] != 1 || count["three"] != 1 || count["one"] < 1 || count["one"] > 2 {
+		t.Errorf("fast-path step runs %v: want step two started twice and finished once, step one (finished within the flush window) once or twice, step three once", got)
+	}
+	if res.Tree.Find("s.two").Worker == "" {
+		t.Error("the node tree does not say which worker ran step two")
 	}
 }
 

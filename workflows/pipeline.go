@@ -414,6 +414,7 @@ func (p *pipelineRun) execStage(ctx workflow.Context, n *plan.Node, t *Node, in 
 		ParentClosePolicy:   enumspb.PARENT_CLOSE_POLICY_TERMINATE,
 		StaticSummary:       summary,
 		StaticDetails:       stageDetails(n),
+		WorkflowTaskTimeout: stageTaskTimeout(p.in.Settings),
 	})
 	f := workflow.ExecuteChildWorkflow(cctx, StageName, in)
 	p.children[n.ID] = f

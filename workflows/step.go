@@ -290,6 +290,17 @@ func (s *stageRun) fastPath(ctx workflow.Context, n *plan.Node, timeout time.Dur
 	return *s.fastVersion == 1
 }
 
+// stageTaskTimeout is the workflow task timeout of stage workflows. While local activities run,
+// the SDK extends the task at 80% of it, and only then do signals and cancellations (an abort)
+// reach the stage: 4 s keeps an abort of a fast step under about 3 s, as heartbeats do for
+// regular steps. 0 keeps Temporal's default (10 s).
+func stageTaskTimeout(set Settings) time.Duration {
+	if set.NoFastPath {
+		return 0
+	}
+	return 4 * time.Second
+}
+
 // FastPathFlush bounds the fast-path step time a worker crash can make run again: once the
 // steps since the last persisted workflow task took this long, the stage persists their results.
 const FastPathFlush = time.Second

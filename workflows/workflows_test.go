@@ -27,13 +27,20 @@ func compile(t *testing.T, name, src string) *plan.Plan {
 // run executes a pipeline in the Temporal test suite with the real step activities.
 func run(t *testing.T, p *plan.Plan) *workflows.PipelineResult {
 	t.Helper()
+	return runWith(t, p, workflows.Settings{})
+}
+
+// runWith is run with engine settings; the heartbeat timeout is always a minute.
+func runWith(t *testing.T, p *plan.Plan, set workflows.Settings) *workflows.PipelineResult {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute) // steps really run: some sleep for seconds
 	worker.Register(env, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
 	// The test environment does not see heartbeats of long steps in time: give them room.
+	set.HeartbeatTimeout = time.Minute
 	env.ExecuteWorkflow(workflows.PipelineName, workflows.PipelineInput{Plan: p, SequenceID: 1, Trigger: workflows.Trigger{Type: "MANUAL"},
-		Settings: workflows.Settings{HeartbeatTimeout: time.Minute}})
+		Settings: set})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -59,17 +66,25 @@ func TestConformanceProgression(t *testing.T) {
 	}
 }
 
+// The cases run with short steps on the fast path (local activities) and as regular activities.
 func TestConformanceConditionsAndFailures(t *testing.T) {
-	cases := append(conformance.Conditions(), conformance.Failures(t.TempDir())...)
-	cases = append(cases, conformance.Loops(t.TempDir())...)
-	cases = append(cases, conformance.Barriers()...)
-	for _, c := range cases {
-		if len(c.Interventions) > 0 {
-			continue // needs a user: end to end only (e2e)
-		}
-		t.Run(c.ID, func(t *testing.T) {
-			res := run(t, compile(t, c.ID+".yaml", c.YAML))
-			conformance.Verify(t, res.Tree, c)
+	for _, mode := range []struct {
+		name string
+		set  workflows.Settings
+	}{{"fast-path", workflows.Settings{}}, {"regular", workflows.Settings{NoFastPath: true}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			cases := append(conformance.Conditions(), conformance.Failures(t.TempDir())...)
+			cases = append(cases, conformance.Loops(t.TempDir())...)
+			cases = append(cases, conformance.Barriers()...)
+			for _, c := range cases {
+				if len(c.Interventions) > 0 {
+					continue // needs a user: end to end only (e2e)
+				}
+				t.Run(c.ID, func(t *testing.T) {
+					res := runWith(t, compile(t, c.ID+".yaml", c.YAML), mode.set)
+					conformance.Verify(t, res.Tree, c)
+				})
+			}
 		})
 	}
 }
