@@ -80,7 +80,6 @@ type StepResult struct {
 	Ended   time.Time `json:"ended,omitzero"`
 }
 
-
 // Category is a failure-strategy error category (spec 5.2).
 type Category string
 

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,7 +120,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	go heartbeat(runCtx, info.HeartbeatTimeout)
 
-	lastLine, runErr := a.run(runCtx, dir, env, log, mask)
+	lastLine, runErr := a.run(runCtx, spec, dir, env, log, mask)
 	switch {
 	case ctx.Err() != nil:
 		return activities.StepResult{}, ctx.Err() // aborted: the workflow decides
@@ -200,20 +199,35 @@ func writeScripts(dir, script string, outs []Variable) error {
 
 // run starts bash in its own process group and logs its merged output; it returns the last
 // output line for the failure message.
-func (a *Activity) run(ctx context.Context, dir string, env []string, log *logs.Writer, mask *secrets.Masker) (string, error) {
-	bash := a.Bash
-	if bash == "" {
-		bash = "bash"
+func (a *Activity) run(ctx context.Context, spec Spec, dir string, env []string, log *logs.Writer, mask *secrets.Masker) (string, error) {
+	args := []string{"--noprofile", "--norc", filepath.Join(dir, wrapper)}
+	shell := a.Bash
+	if shell == "" {
+		shell = "bash"
 	}
-	cmd := exec.CommandContext(ctx, bash, "--noprofile", "--norc", filepath.Join(dir, wrapper))
+	if strings.EqualFold(spec.Shell, "Sh") {
+		// POSIX sh (dash on Debian) starts in less than half bash's time.
+		shell, args = "/bin/sh", args[2:]
+	}
+	cmd := exec.CommandContext(ctx, shell, args...)
 	cmd.Dir = dir
 	cmd.Env = append(env, "GANTRY_STEP_DIR="+dir)
 	cmd.SysProcAttr = procAttr()
 	// Kill the whole group: a script's children (sleep, curl, ...) must not outlive the step.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
-	pr, pw := io.Pipe()
+	// An OS pipe the script writes to directly: no copying goroutine in between.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return "", err
+	}
+	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
+	err = cmd.Start()
+	_ = pw.Close() // the child holds its own copy; EOF comes when the script and its children exit
+	if err != nil {
+		return "", err
+	}
 	var last string
 	done := make(chan struct{})
 	go func() {
@@ -227,13 +241,11 @@ func (a *Activity) run(ctx context.Context, dir string, env []string, log *logs.
 				last = line
 			}
 		}
-		_, _ = io.Copy(io.Discard, pr)
 	}()
-	err := cmd.Start()
-	if err == nil {
-		err = cmd.Wait()
-	}
-	_ = pw.Close()
+	err = cmd.Wait()
+	// Background children the script left may hold the pipe open: read what they write for
+	// a moment more, then stop.
+	_ = pr.SetReadDeadline(time.Now().Add(cmd.WaitDelay))
 	<-done
 	if len(last) > 200 {
 		last = last[:200] + "..."
