@@ -46,7 +46,8 @@ fuzz:
 # Prints Gantry's figures next to a baseline measured in the same run, and their ratios:
 # expression rendering vs raw expr, a 100-step pipeline vs a hand-written Temporal workflow, and a
 # 10-Deployment rolling deploy vs kubectl apply + rollout status on the same cluster, and 200
-# concurrent 3-step pipelines on the PostgreSQL topology vs the embedded SQLite server.
+# concurrent 3-step pipelines on the PostgreSQL topology vs the embedded SQLite server, and the
+# marginal cost per short step (fast path on and off) vs drone-runner-exec.
 bench: k8s-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench OnRun -benchtime 20x -count 3 ./policies | tee -a .bench.out
@@ -55,6 +56,8 @@ bench: k8s-tools
 	$(GO) test -run '^$$' -bench 'WebhookDeliveries' -benchtime 200x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'RollingDeploy10|Kubectl10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 1x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
+	hack/bench-drone.sh 10 3 | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out
 
 clean:

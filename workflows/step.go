@@ -302,8 +302,9 @@ func stageTaskTimeout(set Settings) time.Duration {
 }
 
 // FastPathFlush bounds the fast-path step time a worker crash can make run again: once the
-// steps since the last persisted workflow task took this long, the stage persists their results.
-const FastPathFlush = time.Second
+// steps since the last persisted workflow task took this long, the stage persists their results
+// (a step that takes longer is persisted as soon as it ends).
+const FastPathFlush = 200 * time.Millisecond
 
 // flushFastPath adds a fast step's run time and, past FastPathFlush, ends the workflow task
 // with a 1 ms timer so the recorded local-activity results are stored before the next step.

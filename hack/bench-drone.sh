@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The non-durable peer of BenchmarkShortSteps: drone-runner-exec running pipelines of 20 and
+# 100 sequential `true` steps, printed as benchmark lines (ms/run) for hack/bench-ratios.sh.
+# drone-runner-exec is built in a scratch module under ~/.cache (it is for measuring only, not
+# a dependency of gantry). Usage: bench-drone.sh [RUNS_PER_COUNT] [COUNT]
+set -euo pipefail
+VERSION=v1.0.0-beta.10
+RUNS=${1:-10}; COUNT=${2:-3}
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/gantry/drone/$VERSION
+BIN=$CACHE/drone-runner-exec
+if [ ! -x "$BIN" ]; then
+  mkdir -p "$CACHE/src"
+  (cd "$CACHE/src" && { [ -f go.mod ] || go mod init scratch >/dev/null 2>&1; } &&
+    GOFLAGS=-mod=mod go get "github.com/drone-runners/drone-runner-exec@$VERSION" >/dev/null 2>&1 &&
+    GOFLAGS=-mod=mod go build -o "$BIN" github.com/drone-runners/drone-runner-exec)
+fi
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/root"
+for n in 20 100; do
+  { printf 'kind: pipeline\ntype: exec\nname: default\nclone:\n  disable: true\n\nsteps:\n'
+    for i in $(seq 1 "$n"); do printf -- '- name: s%d\n  commands:\n  - true\n' "$i"; done; } > "$WORK/p$n.yml"
+  "$BIN" exec "$WORK/root" "$WORK/p$n.yml" > "$WORK/out" 2>&1 || { cat "$WORK/out" >&2; exit 1; }
+  [ "$(grep -c '+ true' "$WORK/out")" = "$n" ] || { echo "drone-runner-exec did not run $n steps" >&2; cat "$WORK/out" >&2; exit 1; }
+done
+for c in $(seq 1 "$COUNT"); do
+  for n in 20 100; do
+    start=$(date +%s%N)
+    for i in $(seq 1 "$RUNS"); do "$BIN" exec "$WORK/root" "$WORK/p$n.yml" > /dev/null 2>&1; done
+    end=$(date +%s%N)
+    awk -v n="$n" -v r="$RUNS" -v ns=$((end - start)) 'BEGIN { printf "BenchmarkDroneExec/%d-2 \t%d\t%.2f ms/run\n", n, r, ns / r / 1e6 }'
+  done
+done
