@@ -35,6 +35,7 @@ func BenchmarkShortSteps(b *testing.B) {
 						b.Fatal(r.Diags.Render(r.Sources))
 					}
 					ctx := context.Background()
+					var last string
 					b.ResetTimer()
 					for i := 0; i < b.N; i++ {
 						exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL"}, mode.set)
@@ -45,8 +46,11 @@ func BenchmarkShortSteps(b *testing.B) {
 						if err != nil || res.Status != status.Succeeded {
 							b.Fatalf("%v %v", res, err)
 						}
+						last = exec.ID
 					}
+					b.StopTimer()
 					b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/run")
+					b.ReportMetric(float64(historyEvents(b, last+"/s"))/float64(n), "events/step")
 				})
 			}
 		}

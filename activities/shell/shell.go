@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -97,18 +98,19 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	defer log.Close()
 	info := activity.GetInfo(ctx)
-	host, _ := os.Hostname()
-	log.Line(fmt.Sprintf("# gantry: %s attempt %d on %s (pid %d)", in.StepPath, info.Attempt, host, os.Getpid()))
+	log.Line(fmt.Sprintf("# gantry: %s attempt %d on %s (pid %d)", in.StepPath, info.Attempt, hostname(), os.Getpid()))
 
 	dir, err := os.MkdirTemp(a.WorkDir, "gantry-step-")
 	if err != nil {
 		return activities.StepResult{}, fmt.Errorf("create step workspace: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	// Removing the workspace is not on the step's critical path.
+	defer func() { go removeWorkspace(dir) }()
 	if dir, err = filepath.Abs(dir); err != nil {
 		return activities.StepResult{}, err
 	}
-	if err := writeScripts(dir, script, spec.OutputVariables); err != nil {
+	entry, err := writeScripts(dir, script, spec.OutputVariables)
+	if err != nil {
 		return activities.StepResult{}, err
 	}
 
@@ -120,7 +122,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	go heartbeat(runCtx, info.HeartbeatTimeout)
 
-	lastLine, runErr := a.run(runCtx, spec, dir, env, log, mask)
+	lastLine, runErr := a.run(runCtx, spec, dir, entry, env, log, mask)
 	switch {
 	case ctx.Err() != nil:
 		return activities.StepResult{}, ctx.Err() // aborted: the workflow decides
@@ -174,36 +176,67 @@ const (
 	outputFile = "outputs"
 )
 
-// writeScripts writes the user's script and a wrapper that sources it and then records the
-// output variables from the same shell, so they need no export. An explicit `exit` in the
-// script ends the shell before that: outputs are then not captured (spec 11.2.5 Decision).
-func writeScripts(dir, script string, outs []Variable) error {
-	var w strings.Builder
-	w.WriteString(". \"$GANTRY_STEP_DIR/" + userScript + "\"\n__gantry_rc=$?\n")
-	if len(outs) > 0 {
-		w.WriteString("{ printf '%s\\0'")
-		for _, o := range outs {
-			fmt.Fprintf(&w, ` "${%s-}"`, str(o.Value))
-		}
-		w.WriteString("; } > \"$GANTRY_STEP_DIR/" + outputFile + "\"\n")
-	}
-	w.WriteString("exit $__gantry_rc\n")
+// writeScripts writes the user's script and returns the file to run. With output variables
+// that is a wrapper that sources the script and then records them from the same shell, so they
+// need no export. An explicit `exit` in the script ends the shell before that: outputs are then
+// not captured (spec 11.2.5 Decision). Without output variables the script runs as it is.
+func writeScripts(dir, script string, outs []Variable) (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, userScript), []byte(script), 0o600); err != nil {
-		return fmt.Errorf("write step script: %w", err)
+		return "", fmt.Errorf("write step script: %w", err)
 	}
+	if len(outs) == 0 {
+		return userScript, nil
+	}
+	var w strings.Builder
+	w.WriteString(". \"$GANTRY_STEP_DIR/" + userScript + "\"\n__gantry_rc=$?\n{ printf '%s\\0'")
+	for _, o := range outs {
+		fmt.Fprintf(&w, ` "${%s-}"`, str(o.Value))
+	}
+	w.WriteString("; } > \"$GANTRY_STEP_DIR/" + outputFile + "\"\nexit $__gantry_rc\n")
 	if err := os.WriteFile(filepath.Join(dir, wrapper), []byte(w.String()), 0o600); err != nil {
-		return fmt.Errorf("write step script: %w", err)
+		return "", fmt.Errorf("write step script: %w", err)
 	}
-	return nil
+	return wrapper, nil
 }
+
+// removeWorkspace removes a step's workspace: the files Gantry wrote and the directory, or,
+// when the script left files there, everything.
+func removeWorkspace(dir string) {
+	for _, f := range []string{userScript, wrapper, outputFile} {
+		_ = os.Remove(filepath.Join(dir, f))
+	}
+	if os.Remove(dir) != nil {
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// hostname names this worker's host in step logs.
+var hostname = sync.OnceValue(func() string {
+	h, _ := os.Hostname()
+	return h
+})
+
+// devNull is /dev/null opened once, the scripts' standard input.
+var devNull = sync.OnceValue(func() *os.File {
+	f, _ := os.Open(os.DevNull)
+	return f
+})
+
+// bashPath is bash's location, looked up once rather than on every step.
+var bashPath = sync.OnceValue(func() string {
+	if p, err := exec.LookPath("bash"); err == nil {
+		return p
+	}
+	return "bash"
+})
 
 // run starts bash in its own process group and logs its merged output; it returns the last
 // output line for the failure message.
-func (a *Activity) run(ctx context.Context, spec Spec, dir string, env []string, log *logs.Writer, mask *secrets.Masker) (string, error) {
-	args := []string{"--noprofile", "--norc", filepath.Join(dir, wrapper)}
+func (a *Activity) run(ctx context.Context, spec Spec, dir, entry string, env []string, log *logs.Writer, mask *secrets.Masker) (string, error) {
+	args := []string{"--noprofile", "--norc", filepath.Join(dir, entry)}
 	shell := a.Bash
 	if shell == "" {
-		shell = "bash"
+		shell = bashPath()
 	}
 	if strings.EqualFold(spec.Shell, "Sh") {
 		// POSIX sh (dash on Debian) starts in less than half bash's time.
@@ -223,6 +256,9 @@ func (a *Activity) run(ctx context.Context, spec Spec, dir string, env []string,
 	}
 	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
+	if null := devNull(); null != nil {
+		cmd.Stdin = null // saves opening /dev/null for every step
+	}
 	err = cmd.Start()
 	_ = pw.Close() // the child holds its own copy; EOF comes when the script and its children exit
 	if err != nil {
