@@ -23,11 +23,16 @@ import (
 
 func runScript(t *testing.T, script string, timeout time.Duration, outs ...string) (activities.StepResult, error) {
 	t.Helper()
+	return runShell(t, "Bash", script, timeout, outs...)
+}
+
+func runShell(t *testing.T, shellName, script string, timeout time.Duration, outs ...string) (activities.StepResult, error) {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	a := &shell.Activity{Secrets: &secrets.Store{}, Logs: logs.Store{Dir: t.TempDir()}}
 	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
-	spec := map[string]any{"shell": "Bash", "source": map[string]any{"type": "Inline", "spec": map[string]any{"script": script}}}
+	spec := map[string]any{"shell": shellName, "source": map[string]any{"type": "Inline", "spec": map[string]any{"script": script}}}
 	var ov []map[string]any
 	for _, o := range outs {
 		ov = append(ov, map[string]any{"name": o, "type": "String", "value": o})
@@ -106,5 +111,41 @@ func TestRelativeWorkDir(t *testing.T) {
 	raw := []byte(`{"source": {"type": "Inline", "spec": {"script": "exit 0"}}}`)
 	if _, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{StepPath: "s.a", Spec: raw}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// shell: Sh runs POSIX sh, not bash; output variables work the same in both.
+func TestShellSh(t *testing.T) {
+	for shellName, want := range map[string]string{"Sh": "none", "Bash": "bash"} {
+		res, err := runShell(t, shellName, `V=${BASH_VERSION:+bash}; V=${V:-none}`, 0, "V")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Outputs["outputVariables"].(map[string]any)["V"]; got != want {
+			t.Errorf("shell %s: ran %v, want %s", shellName, got, want)
+		}
+	}
+}
+
+// A background process the script leaves behind holding the output open does not hold up the
+// step beyond a short grace; what the script printed is kept.
+func TestBackgroundChildDoesNotHoldTheStep(t *testing.T) {
+	dir := t.TempDir()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	store := logs.Store{Dir: dir}
+	a := &shell.Activity{Secrets: &secrets.Store{}, Logs: store}
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	raw := []byte(`{"shell": "Sh", "source": {"type": "Inline", "spec": {"script": "echo early; (sleep 20; echo late) &"}}}`)
+	start := time.Now()
+	if _, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{ExecutionID: "x-1", StepPath: "s.bg", Spec: raw}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("the step waited %s for its background child", d)
+	}
+	var out strings.Builder
+	if err := store.Copy(&out, "x-1", "s.bg"); err != nil || !strings.Contains(out.String(), "early") {
+		t.Errorf("log %q (%v)", out.String(), err)
 	}
 }
