@@ -341,6 +341,10 @@ func FastDynamicConfig() dynamicconfig.StaticClient {
 	set(dynamicconfig.HistoryScannerEnabled.Key(), false)
 	set(dynamicconfig.ExecutionsScannerEnabled.Key(), false)
 	set(dynamicconfig.BuildIdScavengerEnabled.Key(), false)
+	// A client waiting for an execution's result long-polls its history; now and then the
+	// close notification is missed and the poll only returns at its expiry (20 s by default),
+	// so a finished run looked stuck. Shorter polls bound that; the SDK polls again.
+	set(dynamicconfig.HistoryLongPollExpirationInterval.Key(), 2*time.Second)
 	return sc
 }
 

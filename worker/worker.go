@@ -92,7 +92,9 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	if o.Secrets == nil {
 		o.Secrets = &secrets.Store{}
 	}
-	w := sdkworker.New(c, tq, sdkworker.Options{MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout})
+	// Fast-path steps are local activities: the step limit applies to them too.
+	w := sdkworker.New(c, tq, sdkworker.Options{MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps,
+		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout})
 	Register(w, o)
 	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, TaskQueue: tq, NoFastPath: o.NoFastPath}}
 	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})

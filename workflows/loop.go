@@ -93,6 +93,9 @@ func runIterations(ctx workflow.Context, lp *loopPlan, nodes []*Node, stopped fu
 	if limit == 0 || limit > MaxRunningSteps {
 		limit = MaxRunningSteps
 	}
+	if limit > 1 && len(lp.iterations) > 1 {
+		ctx = concurrently(ctx)
+	}
 	running, failed := 0, false
 	wg := workflow.NewWaitGroup(ctx)
 	for i := range lp.iterations {

@@ -320,6 +320,9 @@ func (s *stageRun) runParallel(ctx workflow.Context, n *plan.Node, t *Node, pref
 	now := workflow.Now(ctx)
 	t.Status, t.StartedAt = status.Running, &now
 	wg := workflow.NewWaitGroup(ctx)
+	if len(n.Children) > 1 {
+		ctx = concurrently(ctx)
+	}
 	for i, c := range n.Children {
 		i, c := i, c
 		wg.Add(1)

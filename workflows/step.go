@@ -274,13 +274,13 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 }
 
 // fastPath decides whether a step runs as a local activity on this stage's worker: ShellScript
-// and Http steps with a timeout up to Settings.FastPathMaxTimeout and no delegate selectors,
-// unless the execution turned the fast path off. Local activities skip the server round trips
+// and Http steps with a timeout up to Settings.FastPathMaxTimeout, no delegate selectors and no
+// concurrent siblings, unless the execution turned the fast path off. Local activities skip the server round trips
 // of a regular activity; their results reach history when the workflow task completes.
 func (s *stageRun) fastPath(ctx workflow.Context, n *plan.Node, timeout time.Duration, deploy *activities.DeployInput) bool {
 	set := s.in.Settings
 	if set.NoFastPath || (n.Type != "ShellScript" && n.Type != "Http") || deploy != nil ||
-		len(n.Selectors) > 0 || timeout > set.FastPathMaxTimeout {
+		len(n.Selectors) > 0 || timeout > set.FastPathMaxTimeout || isConcurrent(ctx) {
 		return false
 	}
 	if s.fastVersion == nil {
@@ -288,6 +288,21 @@ func (s *stageRun) fastPath(ctx workflow.Context, n *plan.Node, timeout time.Dur
 		s.fastVersion = &v
 	}
 	return *s.fastVersion == 1
+}
+
+// concurrentKey marks the context of steps that run alongside others in the stage (parallel
+// branches, loop iterations with a concurrency above 1). They stay regular activities: their
+// round trips overlap anyway, and a workflow task stays open while any local activity runs, so
+// the fast path's periodic stores would make every branch wait for the others.
+type concurrentKey struct{}
+
+func concurrently(ctx workflow.Context) workflow.Context {
+	return workflow.WithValue(ctx, concurrentKey{}, true)
+}
+
+func isConcurrent(ctx workflow.Context) bool {
+	v, _ := ctx.Value(concurrentKey{}).(bool)
+	return v
 }
 
 // stageTaskTimeout is the workflow task timeout of stage workflows. While local activities run,
