@@ -61,7 +61,7 @@ func (s *stageRun) runBatches(ctx workflow.Context, n *plan.Node, t *Node, lp *l
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 				WorkflowID: ph.Source, TaskQueue: workflow.GetInfo(ctx).TaskQueueName, WaitForCancellation: true,
 				WorkflowTaskTimeout: stageTaskTimeout(s.in.Settings),
-				StaticSummary: fmt.Sprintf("Iterations %d-%d of %s in stage %s", b[0].Index, b[len(b)-1].Index, t.Path, s.in.Stage.ID),
+				StaticSummary:       fmt.Sprintf("Iterations %d-%d of %s in stage %s", b[0].Index, b[len(b)-1].Index, t.Path, s.in.Stage.ID),
 			})
 			in := StageInput{ExecutionID: s.in.ExecutionID, Stage: s.in.Stage, Settings: s.in.Settings, Batch: &BatchInput{
 				Node: n, Iterations: b, Total: len(lp.iterations), Concurrency: lp.concurrency, SkipQueued: lp.skipQueued,
