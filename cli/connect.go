@@ -320,16 +320,21 @@ func (e *engine) close() {
 	}
 }
 
-// newLogger returns the CLI's structured logger on stderr.
+// newLogger returns the CLI's structured logger on stderr: errors only, or info with verbose.
 func newLogger(verbose bool) *zap.Logger {
+	if verbose {
+		return consoleLogger(zap.InfoLevel)
+	}
+	return consoleLogger(zap.ErrorLevel)
+}
+
+// consoleLogger is a zap logger on stderr in console format at level.
+func consoleLogger(level zapcore.Level) *zap.Logger {
 	cfg := zap.NewProductionConfig()
 	cfg.Encoding = "console"
 	cfg.EncoderConfig.TimeKey = "time"
 	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	cfg.Level = zap.NewAtomicLevelAt(zap.ErrorLevel)
-	if verbose {
-		cfg.Level = zap.NewAtomicLevelAt(zap.InfoLevel)
-	}
+	cfg.Level = zap.NewAtomicLevelAt(level)
 	cfg.DisableStacktrace = true
 	l, err := cfg.Build()
 	if err != nil {

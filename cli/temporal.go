@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	tlog "go.temporal.io/server/common/log"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/gantry-cd/gantry/devserver"
 	"github.com/gantry-cd/gantry/workflows"
@@ -67,18 +66,8 @@ Stopping it (SIGTERM) loses nothing: executions carry on when it is started agai
 
 // serverLogger adapts a zap logger on stderr for the Temporal services.
 func serverLogger(verbose bool) tlog.Logger {
-	cfg := zap.NewProductionConfig()
-	cfg.Encoding = "console"
-	cfg.EncoderConfig.TimeKey = "time"
-	cfg.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
-	cfg.DisableStacktrace = true
-	cfg.Level = zap.NewAtomicLevelAt(zap.WarnLevel)
 	if verbose {
-		cfg.Level = zap.NewAtomicLevelAt(zap.InfoLevel)
+		return tlog.NewZapLogger(consoleLogger(zap.InfoLevel))
 	}
-	l, err := cfg.Build()
-	if err != nil {
-		return tlog.NewNoopLogger()
-	}
-	return tlog.NewZapLogger(l)
+	return tlog.NewZapLogger(consoleLogger(zap.WarnLevel))
 }
