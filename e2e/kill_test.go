@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -31,11 +32,24 @@ func TestWorkerSIGKILLMidStage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, timeout := range []string{"10m", "1m"} {
-		t.Run(timeout, func(t *testing.T) { killMidStage(t, bin, timeout) })
+		t.Run(timeout, func(t *testing.T) { killMidStage(t, bin, timeout, syscall.SIGKILL) })
 	}
 }
 
-func killMidStage(t *testing.T, bin, timeout string) {
+// A worker stopped with SIGTERM while a fast-path step runs lets the step finish (its shutdown
+// grace) and hands the stage on: the step runs once.
+func TestWorkerSIGTERMFastStep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gantry binary")
+	}
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	killMidStage(t, bin, "1m", syscall.SIGTERM)
+}
+
+func killMidStage(t *testing.T, bin, timeout string, sig syscall.Signal) {
 	dir := t.TempDir()
 	marks := filepath.Join(dir, "marks")
 	step := func(id, script string) string {
@@ -44,7 +58,7 @@ func killMidStage(t *testing.T, bin, timeout string) {
 	}
 	src := `pipeline:
   name: kill
-  identifier: kill_worker_` + timeout + `
+  identifier: kill_worker_` + timeout + `_` + strconv.Itoa(int(sig)) + `
   stages:
     - stage:
         name: s
@@ -56,7 +70,7 @@ func killMidStage(t *testing.T, bin, timeout string) {
 ` + step("one", `echo one >> $MARKS`) + step("two", `echo two-start >> $MARKS; sleep 3; echo two-end >> $MARKS`) + step("three", `echo three >> $MARKS`)
 	p := compile(t, "kill.yaml", []byte(src), load.Options{})
 
-	queue := "kill-test-" + timeout
+	queue := "kill-test-" + timeout + "-" + strconv.Itoa(int(sig))
 	startWorker := func() *exec.Cmd {
 		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"))
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -79,7 +93,7 @@ func killMidStage(t *testing.T, bin, timeout string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := first.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	_ = first.Wait()
@@ -94,6 +108,12 @@ func killMidStage(t *testing.T, bin, timeout string) {
 		t.Fatalf("pipeline %s after the worker was killed", res.Status)
 	}
 	got := strings.Fields(readFile(marks))
+	if sig == syscall.SIGTERM {
+		if want := "one two-start two-end three"; strings.Join(got, " ") != want {
+			t.Errorf("step runs %v, want %s: the stopping worker finishes its step", got, want)
+		}
+		return
+	}
 	if timeout == "10m" {
 		want := []string{"one", "two-start", "two-start", "two-end", "three"}
 		if strings.Join(got, " ") != strings.Join(want, " ") {
