@@ -80,6 +80,21 @@ type StepResult struct {
 	Ended   time.Time `json:"ended,omitzero"`
 }
 
+// FailureDetails travel with a step's failure: the process that ran it.
+type FailureDetails struct {
+	Worker string `json:"worker"`
+}
+
+// FailedOn returns the worker named by a step failure's details, or "".
+func FailedOn(err error) string {
+	var app *temporal.ApplicationError
+	var d FailureDetails
+	if errors.As(err, &app) && app.HasDetails() && app.Details(&d) == nil {
+		return d.Worker
+	}
+	return ""
+}
+
 // Category is a failure-strategy error category (spec 5.2).
 type Category string
 

@@ -3,10 +3,12 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
@@ -130,6 +132,11 @@ func stamped(fn func(context.Context, activities.StepInput) (activities.StepResu
 		start := time.Now()
 		res, err := fn(ctx, in)
 		res.Worker, res.Started, res.Ended = workerName, start, time.Now()
+		// A step failure names the worker too, in the error's details.
+		var app *temporal.ApplicationError
+		if errors.As(err, &app) && app.NonRetryable() && !app.HasDetails() {
+			err = temporal.NewNonRetryableApplicationError(app.Message(), app.Type(), app.Unwrap(), activities.FailureDetails{Worker: workerName})
+		}
 		return res, err
 	}
 }

@@ -254,6 +254,8 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	}
 	if res.Worker != "" {
 		t.Worker = res.Worker
+	} else if w := activities.FailedOn(err); w != "" {
+		t.Worker = w
 	}
 	if fast && !res.Started.IsZero() {
 		s.flushFastPath(ctx, res.Ended.Sub(res.Started))

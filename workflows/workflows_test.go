@@ -1,6 +1,7 @@
 package workflows_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -195,5 +196,35 @@ func TestStepTimeoutExpires(t *testing.T) {
 	}
 	if res.Status != status.Expired {
 		t.Errorf("pipeline %s, want EXPIRED", res.Status)
+	}
+}
+
+// Step nodes name the worker process that ran them, whether they succeeded or failed, on the
+// fast path (1m) and as regular activities (10m).
+func TestStepNodesNameTheirWorker(t *testing.T) {
+	src := `pipeline:
+  name: who
+  identifier: who
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        failureStrategies:
+          - onFailure: {errors: [AllErrors], action: {type: Ignore}}
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: a, identifier: a, timeout: 1m, spec: {shell: Sh, source: {type: Inline, spec: {script: "true"}}}}
+              - step: {type: ShellScript, name: b, identifier: b, timeout: 1m, spec: {shell: Sh, source: {type: Inline, spec: {script: "exit 3"}}}}
+              - step: {type: ShellScript, name: c, identifier: c, timeout: 10m, spec: {shell: Sh, source: {type: Inline, spec: {script: "true"}}}}
+              - step: {type: ShellScript, name: d, identifier: d, timeout: 10m, spec: {shell: Sh, source: {type: Inline, spec: {script: "exit 3"}}}}
+`
+	res := run(t, compile(t, "who.yaml", src))
+	for _, path := range []string{"s.a", "s.b", "s.c", "s.d"} {
+		n := res.Tree.Find(path)
+		if n == nil || !strings.Contains(n.Worker, "/") {
+			t.Errorf("%s: worker %q", path, n.Worker)
+		}
 	}
 }
