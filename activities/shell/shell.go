@@ -104,8 +104,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	if err != nil {
 		return activities.StepResult{}, fmt.Errorf("create step workspace: %w", err)
 	}
-	// Removing the workspace is not on the step's critical path.
-	defer func() { go removeWorkspace(dir) }()
+	defer removeWorkspace(dir)
 	if dir, err = filepath.Abs(dir); err != nil {
 		return activities.StepResult{}, err
 	}
