@@ -277,8 +277,9 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 
 // fastPath decides whether a step runs as a local activity on this stage's worker: ShellScript
 // and Http steps with a timeout up to Settings.FastPathMaxTimeout, no delegate selectors and no
-// concurrent siblings, unless the execution turned the fast path off. Local activities skip the server round trips
-// of a regular activity; their results reach history when the workflow task completes.
+// concurrent siblings, unless the execution turned the fast path off. Local activities skip the
+// server round trips of a regular activity; their results reach history when the workflow task
+// completes.
 func (s *stageRun) fastPath(ctx workflow.Context, n *plan.Node, timeout time.Duration, deploy *activities.DeployInput) bool {
 	set := s.in.Settings
 	if set.NoFastPath || (n.Type != "ShellScript" && n.Type != "Http") || deploy != nil ||
