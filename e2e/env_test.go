@@ -69,7 +69,9 @@ func startServer(ctx context.Context, dataDir string) (*devserver.Server, client
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := client.Dial(client.Options{HostPort: srv.Address, Namespace: srv.Namespace, Logger: quiet{}})
+	// As the gantry command connects (cli/connect.go): no gRPC compression on the local hop.
+	c, err := client.Dial(client.Options{HostPort: srv.Address, Namespace: srv.Namespace, Logger: quiet{},
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
 	if err != nil {
 		srv.Stop()
 		return nil, nil, err

@@ -58,6 +58,8 @@ type Activity struct {
 	Bash string
 	// WorkDir holds one temporary workspace per step run; "" uses the system temp directory.
 	WorkDir string
+
+	forks forkPool
 }
 
 var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -83,13 +85,14 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	if err != nil {
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "%v", err)
 	}
-	env := os.Environ()
-	for _, v := range spec.EnvironmentVariables {
+	names := make([]string, len(spec.EnvironmentVariables))
+	values := make([]string, len(spec.EnvironmentVariables))
+	for i, v := range spec.EnvironmentVariables {
 		val, err := a.envValue(ctx, mask, v)
 		if err != nil {
 			return activities.StepResult{}, err
 		}
-		env = append(env, v.Name+"="+val)
+		names[i], values[i] = v.Name, val
 	}
 
 	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
@@ -108,10 +111,6 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	if dir, err = filepath.Abs(dir); err != nil {
 		return activities.StepResult{}, err
 	}
-	entry, err := writeScripts(dir, script, spec.OutputVariables)
-	if err != nil {
-		return activities.StepResult{}, err
-	}
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -121,22 +120,23 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	go heartbeat(runCtx, info.HeartbeatTimeout)
 
-	lastLine, runErr := a.run(runCtx, spec, dir, entry, env, log, mask)
+	st := step{key: forkKey(in), shell: spec.Shell, dir: dir, script: script, names: names, values: values, outs: spec.OutputVariables}
+	lastLine, code, runErr := a.run(runCtx, st, log, mask)
 	switch {
 	case ctx.Err() != nil:
 		return activities.StepResult{}, ctx.Err() // aborted: the workflow decides
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		return activities.StepResult{}, activities.Fail(activities.Timeout, "script ran longer than the step timeout %s and was killed", in.Timeout)
+	case errors.Is(runErr, errWorkspace):
+		return activities.StepResult{}, runErr // an engine fault: Temporal retries it
 	case runErr != nil:
-		var exit *exec.ExitError
-		if errors.As(runErr, &exit) {
-			msg := fmt.Sprintf("script exited with code %d", exit.ExitCode())
-			if lastLine != "" {
-				msg += "; last output: " + lastLine
-			}
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s", msg)
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "run the shell: %v", runErr)
+	case code != 0:
+		msg := fmt.Sprintf("script exited with code %d", code)
+		if lastLine != "" {
+			msg += "; last output: " + lastLine
 		}
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "run bash: %v", runErr)
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s", msg)
 	}
 	outputs, err := readOutputs(dir, spec.OutputVariables, mask)
 	if err != nil {
@@ -176,9 +176,8 @@ const (
 )
 
 // writeScripts writes the user's script and returns the file to run. With output variables
-// that is a wrapper that sources the script and then records them from the same shell, so they
-// need no export. An explicit `exit` in the script ends the shell before that: outputs are then
-// not captured (spec 11.2.5 Decision). Without output variables the script runs as it is.
+// that is a wrapper that sources the script and then records them (outputTail). Without output
+// variables the script runs as it is.
 func writeScripts(dir, script string, outs []Variable) (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, userScript), []byte(script), 0o600); err != nil {
 		return "", fmt.Errorf("write step script: %w", err)
@@ -186,16 +185,27 @@ func writeScripts(dir, script string, outs []Variable) (string, error) {
 	if len(outs) == 0 {
 		return userScript, nil
 	}
+	w := ". \"$GANTRY_STEP_DIR/" + userScript + "\"\n" + outputTail(outs)
+	if err := os.WriteFile(filepath.Join(dir, wrapper), []byte(w), 0o600); err != nil {
+		return "", fmt.Errorf("write step script: %w", err)
+	}
+	return wrapper, nil
+}
+
+// outputTail records the output variables from the shell that ran the script, so they need no
+// export. An explicit `exit` in the script ends the shell before that: outputs are then not
+// captured (spec 11.2.5 Decision).
+func outputTail(outs []Variable) string {
+	if len(outs) == 0 {
+		return ""
+	}
 	var w strings.Builder
-	w.WriteString(". \"$GANTRY_STEP_DIR/" + userScript + "\"\n__gantry_rc=$?\n{ printf '%s\\0'")
+	w.WriteString("__gantry_rc=$?\n{ printf '%s\\0'")
 	for _, o := range outs {
 		fmt.Fprintf(&w, ` "${%s-}"`, str(o.Value))
 	}
 	w.WriteString("; } > \"$GANTRY_STEP_DIR/" + outputFile + "\"\nexit $__gantry_rc\n")
-	if err := os.WriteFile(filepath.Join(dir, wrapper), []byte(w.String()), 0o600); err != nil {
-		return "", fmt.Errorf("write step script: %w", err)
-	}
-	return wrapper, nil
+	return w.String()
 }
 
 // removeWorkspace removes a step's workspace: the files Gantry wrote and the directory, or,
@@ -229,40 +239,41 @@ var bashPath = sync.OnceValue(func() string {
 	return "bash"
 })
 
-// run starts bash in its own process group and logs its merged output; it returns the last
-// output line for the failure message.
-func (a *Activity) run(ctx context.Context, spec Spec, dir, entry string, env []string, log *logs.Writer, mask *secrets.Masker) (string, error) {
-	args := []string{"--noprofile", "--norc", filepath.Join(dir, entry)}
-	shell := a.Bash
-	if shell == "" {
-		shell = bashPath()
-	}
-	if strings.EqualFold(spec.Shell, "Sh") {
+// step is what run needs of a ShellScript step.
+type step struct {
+	key, shell, dir, script string
+	names, values           []string
+	outs                    []Variable
+}
+
+// forkKey names the fork server a step may use: one per stage of an execution.
+func forkKey(in activities.StepInput) string {
+	stage, _, _ := strings.Cut(in.StepPath, ".")
+	return in.ExecutionID + "/" + stage
+}
+
+// interpreter returns the shell to run and its arguments before a script.
+func (a *Activity) interpreter(shell string) (string, []string) {
+	if strings.EqualFold(shell, "Sh") {
 		// POSIX sh (dash on Debian) starts in less than half bash's time.
-		shell, args = "/bin/sh", args[2:]
+		return "/bin/sh", nil
 	}
-	cmd := exec.CommandContext(ctx, shell, args...)
-	cmd.Dir = dir
-	cmd.Env = append(env, "GANTRY_STEP_DIR="+dir)
-	cmd.SysProcAttr = procAttr()
-	// Kill the whole group: a script's children (sleep, curl, ...) must not outlive the step.
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
+	if a.Bash != "" {
+		return a.Bash, []string{"--noprofile", "--norc"}
+	}
+	return bashPath(), []string{"--noprofile", "--norc"}
+}
+
+// run runs the script, in a subshell of the stage's fork server where it can, else in a shell
+// of its own, and logs its merged output. It returns the last output line for the failure
+// message and the exit code.
+func (a *Activity) run(ctx context.Context, st step, log *logs.Writer, mask *secrets.Masker) (string, int, error) {
 	// An OS pipe the script writes to directly: no copying goroutine in between.
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer pr.Close()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if null := devNull(); null != nil {
-		cmd.Stdin = null // saves opening /dev/null for every step
-	}
-	err = cmd.Start()
-	_ = pw.Close() // the child holds its own copy; EOF comes when the script and its children exit
-	if err != nil {
-		return "", err
-	}
 	var last string
 	done := make(chan struct{})
 	go func() {
@@ -277,15 +288,82 @@ func (a *Activity) run(ctx context.Context, spec Spec, dir, entry string, env []
 			}
 		}
 	}()
-	err = cmd.Wait()
+	code, err := a.forked(ctx, st, pw)
+	if errors.Is(err, errNoFork) {
+		code, err = a.execute(ctx, st, pw)
+	}
+	_ = pw.Close()
 	// Background children the script left may hold the pipe open: read what they write for
 	// a moment more, then stop.
-	_ = pr.SetReadDeadline(time.Now().Add(cmd.WaitDelay))
+	_ = pr.SetReadDeadline(time.Now().Add(outputGrace))
 	<-done
 	if len(last) > 200 {
 		last = last[:200] + "..."
 	}
-	return last, err
+	return last, code, err
+}
+
+// outputGrace is how long a step's output is read after its shell ended.
+const outputGrace = 2 * time.Second
+
+var (
+	errNoFork    = errors.New("no fork server for this step")
+	errWorkspace = errors.New("step workspace")
+)
+
+// forked runs the step in a subshell of the stage's fork server; errNoFork means it did not run.
+func (a *Activity) forked(ctx context.Context, st step, out *os.File) (int, error) {
+	if !forkable(st.script, st.names, st.values) {
+		return 0, errNoFork
+	}
+	body := forkBody(st.dir, st.names, st.values, st.script, outputTail(st.outs))
+	if len(body) > maxForkBody {
+		return 0, errNoFork
+	}
+	shell, args := a.interpreter(st.shell)
+	key := shell + "\x00" + st.key
+	f := a.forks.take(key, shell, args)
+	if f == nil {
+		return 0, errNoFork
+	}
+	code, ran, err := f.run(ctx, body, out)
+	a.forks.give(key, f)
+	if err != nil || (!ran && ctx.Err() == nil) {
+		// The step did not start: this worker's steps start their own shells from now on.
+		a.forks.disable(fmt.Errorf("%w: %v", errForkDidNotRun, err))
+		return 0, errNoFork
+	}
+	return code, nil
+}
+
+// execute starts the shell on the script in its own process group.
+func (a *Activity) execute(ctx context.Context, st step, out *os.File) (int, error) {
+	entry, err := writeScripts(st.dir, st.script, st.outs)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", errWorkspace, err)
+	}
+	shell, args := a.interpreter(st.shell)
+	cmd := exec.CommandContext(ctx, shell, append(args, filepath.Join(st.dir, entry))...)
+	cmd.Dir = st.dir
+	cmd.Env = os.Environ()
+	for i, n := range st.names {
+		cmd.Env = append(cmd.Env, n+"="+st.values[i])
+	}
+	cmd.Env = append(cmd.Env, "GANTRY_STEP_DIR="+st.dir)
+	cmd.SysProcAttr = procAttr()
+	// Kill the whole group: a script's children (sleep, curl, ...) must not outlive the step.
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = outputGrace
+	cmd.Stdout, cmd.Stderr = out, out
+	if null := devNull(); null != nil {
+		cmd.Stdin = null // saves opening /dev/null for every step
+	}
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return exit.ExitCode(), nil
+	}
+	return 0, err
 }
 
 // readOutputs reads the values the wrapper recorded.

@@ -149,3 +149,37 @@ func TestBackgroundChildDoesNotHoldTheStep(t *testing.T) {
 		t.Errorf("log %q (%v)", out.String(), err)
 	}
 }
+
+// Steps of one stage run in subshells of one fork server (the parent of each step's shell);
+// another stage gets its own, and a script that reads $$ starts a shell of its own.
+func TestStepsOfAStageShareAForkServer(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a := &shell.Activity{Secrets: &secrets.Store{}}
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	parent := func(shellName, path, script string) string {
+		t.Helper()
+		spec := map[string]any{"shell": shellName, "source": map[string]any{"type": "Inline", "spec": map[string]any{"script": script}},
+			"outputVariables": []map[string]any{{"name": "P", "type": "String", "value": "P"}}}
+		raw, _ := json.Marshal(spec)
+		v, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{ExecutionID: "x-1", StepPath: path, Spec: raw})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res activities.StepResult
+		if err := v.Get(&res); err != nil {
+			t.Fatal(err)
+		}
+		return res.Outputs["outputVariables"].(map[string]any)["P"].(string)
+	}
+	const ppid = `S=$(sh -c 'echo $PPID'); P=$(cut -d' ' -f4 /proc/$S/stat)`
+	worker := strconv.Itoa(os.Getpid())
+	for _, sh := range []string{"Sh", "Bash"} {
+		a1, a2 := parent(sh, "s.a", ppid), parent(sh, "s.b", ppid)
+		other := parent(sh, "t.a", ppid)
+		own := parent(sh, "s.c", ppid+"; : $$")
+		if a1 != a2 || a1 == worker || other == a1 || other == worker || own != worker {
+			t.Errorf("%s: parents of step shells: s.a %s, s.b %s, t.a %s, s.c ($$) %s; worker %s", sh, a1, a2, other, own, worker)
+		}
+	}
+}

@@ -1,0 +1,288 @@
+package shell
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// A forkServer is a shell kept running between the steps of one stage on this worker. Each step
+// runs in a subshell it forks: a fresh shell state of the real /bin/sh or bash, for a fraction
+// of the cost of starting a shell (measured here: dash 0.09 ms instead of 0.26 ms, bash 0.15 ms
+// instead of 0.5 ms). The shell and its steps share one process group, which a timeout or abort
+// kills; a watcher in the group kills it too when the worker dies (its lifeline pipe ends).
+type forkServer struct {
+	cmd      *exec.Cmd
+	commands *os.File      // the shell's standard input: one line per step
+	status   *bufio.Reader // its standard output and error: "gantry-rc:N" after each step
+	statusR  *os.File
+	lifeline *os.File
+	broken   atomic.Bool // killed or out of step with us: not used again
+	since    time.Time
+	idle     *time.Timer
+}
+
+// forkInit is what the shell runs first. It survives the signals a step sends its process group
+// (`kill 0`); subshells reset these traps, so steps see default signal handling. The watcher
+// waits on the lifeline (fd 3): a line means a quiet shutdown, end of file means the worker died
+// and the group (the running step included) is killed. dash's read returns 1 when a trapped
+// signal interrupts it, so the watcher reads again unless a signal did not come.
+const forkInit = `trap : HUP INT TERM USR1 USR2 ALRM
+{ trap 's=1' HUP INT TERM USR1 USR2 ALRM; while :; do s=; read -r l <&3 && exit 0; [ -n "$s" ] || kill -9 0; done; } </dev/null >/dev/null 2>&1 &
+exec 3<&-
+echo gantry-ready
+`
+
+const (
+	statusPrefix = "gantry-rc:"
+	// maxForkBody keeps a step's body within a pipe's default buffer, so it is written before
+	// the subshell reads it; bigger scripts start their own shell.
+	maxForkBody = 60 * 1024
+	// forkIdle is how long an unused fork server waits for its stage's next step.
+	forkIdle = 10 * time.Second
+	// maxIdleForks bounds the shells kept waiting; the least recently used one goes first.
+	maxIdleForks = 32
+)
+
+func startForkServer(shell string, args []string) (*forkServer, error) {
+	var pipes [6]*os.File // commands r/w, status r/w, lifeline r/w
+	for i := 0; i < 6; i += 2 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			closeAll(pipes[:])
+			return nil, err
+		}
+		pipes[i], pipes[i+1] = r, w
+	}
+	cmd := exec.Command(shell, append(args, "-s")...)
+	cmd.Dir = "/"
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0], pipes[3], pipes[3]
+	cmd.ExtraFiles = []*os.File{pipes[4]}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err := cmd.Start()
+	closeAll([]*os.File{pipes[0], pipes[3], pipes[4]})
+	if err != nil {
+		closeAll([]*os.File{pipes[1], pipes[2], pipes[5]})
+		return nil, err
+	}
+	f := &forkServer{cmd: cmd, commands: pipes[1], statusR: pipes[2], status: bufio.NewReader(pipes[2]), lifeline: pipes[5]}
+	_ = f.statusR.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = f.commands.WriteString(forkInit)
+	var line string
+	if err == nil {
+		line, err = f.status.ReadString('\n')
+	}
+	_ = f.statusR.SetReadDeadline(time.Time{})
+	if err != nil || line != "gantry-ready\n" {
+		f.kill()
+		f.close()
+		return nil, fmt.Errorf("start %s as a fork server: %q %v", shell, line, err)
+	}
+	return f, nil
+}
+
+// run runs a step body in a new subshell with standard input /dev/null and output to out. It
+// returns the subshell's exit status (-1 when the shell was killed before reporting it) and
+// whether the subshell read the body, which is false only when the step did not start.
+func (f *forkServer) run(ctx context.Context, body string, out *os.File) (code int, ran bool, err error) {
+	br, bw, err := os.Pipe()
+	if err != nil {
+		return 0, false, err
+	}
+	defer br.Close()
+	_, err = bw.WriteString(body)
+	_ = bw.Close()
+	if err != nil {
+		return 0, false, err
+	}
+	// The subshell opens our pipe ends through /proc: they stay open here until it reported,
+	// so their descriptor numbers cannot name anything else meanwhile.
+	pid := os.Getpid()
+	line := fmt.Sprintf("(. /proc/%d/fd/%d) </dev/null >/proc/%d/fd/%d 2>&1; echo \"%s$?\"\n", pid, fdOf(br), pid, fdOf(out), statusPrefix)
+	stop := context.AfterFunc(ctx, f.kill)
+	defer stop()
+	code = -1
+	if _, err = f.commands.WriteString(line); err == nil {
+		for {
+			var l string
+			if l, err = f.status.ReadString('\n'); err != nil {
+				break
+			}
+			if s, ok := strings.CutPrefix(strings.TrimSuffix(l, "\n"), statusPrefix); ok {
+				code, err = strconv.Atoi(s)
+				break
+			}
+		}
+	}
+	if err != nil {
+		f.broken.Store(true) // killed (timeout, abort, `kill -9 0`) or gone
+	}
+	unread, ierr := unreadBytes(fdOf(br))
+	return code, ierr == nil && unread < len(body), nil
+}
+
+// kill ends the shell's whole process group: the shell, its watcher, the running step and what
+// the stage's steps left running in the background.
+func (f *forkServer) kill() {
+	f.broken.Store(true)
+	_ = syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
+}
+
+// close ends the shell; background processes steps left behind keep running, as they would
+// after a shell of their own.
+func (f *forkServer) close() {
+	_, _ = f.lifeline.WriteString("q\n")
+	closeAll([]*os.File{f.commands, f.lifeline, f.statusR})
+	go func() { _ = f.cmd.Wait() }()
+}
+
+func fdOf(f *os.File) int {
+	fd := -1
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(x uintptr) { fd = int(x) })
+	}
+	return fd
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+// forkPool keeps one idle fork server per stage and shell.
+type forkPool struct {
+	mu   sync.Mutex
+	idle map[string]*forkServer
+	off  error // why fork servers do not work here: steps start their own shell
+}
+
+// take returns the stage's idle fork server or starts one; nil means start a shell instead.
+func (p *forkPool) take(key, shell string, args []string) *forkServer {
+	p.mu.Lock()
+	if p.off != nil {
+		p.mu.Unlock()
+		return nil
+	}
+	if f := p.idle[key]; f != nil {
+		delete(p.idle, key)
+		f.idle.Stop()
+		p.mu.Unlock()
+		return f
+	}
+	p.mu.Unlock()
+	f, err := startForkServer(shell, args)
+	if err != nil {
+		p.disable(err)
+		return nil
+	}
+	return f
+}
+
+// give returns a fork server after a step: it waits for the stage's next step, up to forkIdle.
+func (p *forkPool) give(key string, f *forkServer) {
+	if f.broken.Load() {
+		f.close()
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.idle[key] != nil || p.off != nil {
+		go f.close()
+		return
+	}
+	if p.idle == nil {
+		p.idle = map[string]*forkServer{}
+	}
+	if len(p.idle) >= maxIdleForks {
+		oldest := ""
+		for k, g := range p.idle {
+			if oldest == "" || g.since.Before(p.idle[oldest].since) {
+				oldest = k
+			}
+		}
+		p.idle[oldest].idle.Stop()
+		go p.idle[oldest].close()
+		delete(p.idle, oldest)
+	}
+	f.since = time.Now()
+	p.idle[key] = f
+	f.idle = time.AfterFunc(forkIdle, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.idle[key] == f {
+			delete(p.idle, key)
+			f.close()
+		}
+	})
+}
+
+// disable turns fork servers off for this worker when one could not start or run a step.
+func (p *forkPool) disable(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.off == nil {
+		p.off = err
+	}
+}
+
+var errForkDidNotRun = errors.New("a subshell of the fork server did not read its step (is /proc readable?)")
+
+// forkable reports whether a step can run in a fork server's subshell with the same result as
+// in a shell of its own. A subshell differs in $$ and $0 (the server's), in bash's
+// BASH_SOURCE and BASH_SUBSHELL, and in how some shell variables taken from the environment are
+// treated; steps that use them start their own shell. Environment values with line breaks
+// would shift the script's line numbers in error messages.
+func forkable(script string, names, values []string) bool {
+	if !canFork {
+		return false
+	}
+	for _, s := range []string{"$$", "${$", "$0", "${0", "BASH_SOURCE", "BASH_SUBSHELL", "BASH_ARGV0", "BASH_EXECUTION_STRING"} {
+		if strings.Contains(script, s) {
+			return false
+		}
+	}
+	for i, n := range names {
+		if !shellName.MatchString(n) || shellSpecial[n] || strings.ContainsAny(values[i], "\n\r") {
+			return false
+		}
+	}
+	return true
+}
+
+// shellSpecial are variables a shell sets up itself at start, reads from the environment
+// specially, or ignores there.
+var shellSpecial = map[string]bool{
+	"IFS": true, "ENV": true, "BASH_ENV": true, "SHELLOPTS": true, "BASHOPTS": true, "PPID": true,
+	"PWD": true, "OLDPWD": true, "OPTIND": true, "POSIXLY_CORRECT": true, "PS4": true, "SHLVL": true,
+	"BASHPID": true, "GANTRY_STEP_DIR": true,
+}
+
+// forkBody is what a subshell sources: the workspace, the step's environment and the script,
+// with the preamble on the script's first line so error messages keep its line numbers.
+func forkBody(dir string, names, values []string, script, tail string) string {
+	var b strings.Builder
+	b.WriteString("cd -- " + quote(dir) + " || exit 1; export GANTRY_STEP_DIR=" + quote(dir))
+	for i, n := range names {
+		b.WriteString(" " + n + "=" + quote(values[i]))
+	}
+	b.WriteString("; eval " + quote(script) + "\n")
+	b.WriteString(tail)
+	return b.String()
+}
+
+// quote single-quotes s for the shell.
+func quote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
