@@ -56,8 +56,8 @@ bench: k8s-tools
 	$(GO) test -run '^$$' -bench 'WebhookDeliveries' -benchtime 200x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'RollingDeploy10|Kubectl10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 1x -count 3 ./e2e | tee -a .bench.out
-	$(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
-	hack/bench-drone.sh 10 3 | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 15x -count 3 ./e2e | tee -a .bench.out
+	hack/bench-drone.sh 15 3 | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out
 
 clean:

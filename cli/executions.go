@@ -93,7 +93,8 @@ func logsCmd() *cobra.Command {
 		Use:   "logs EXECUTION STEP-PATH",
 		Short: "Print a step's output, e.g. gantry logs build-3 build.compile",
 		Long: `Prints the output a step wrote (stdout and stderr, secrets masked) from the log store in
-DATA_DIR/logs. Each attempt starts with a "# gantry:" line naming the worker that ran it.`,
+DATA_DIR/logs. Each attempt that printed something starts with a "# gantry:" line naming the
+worker that ran it; a step that printed nothing has an empty log.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			e := &engine{}

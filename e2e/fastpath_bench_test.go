@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -24,43 +25,62 @@ func shortStepsPipeline(n int, shell string) string {
 	return b.String()
 }
 
-// BenchmarkShortSteps runs pipelines of 20 and 100 `true` steps with the fast path on and off
-// and reports the median run; hack/bench-ratios.sh turns ms/run into the marginal cost per step, (T100 - T20) / 80, next to
-// drone-runner-exec's (hack/bench-drone.sh).
+// BenchmarkShortSteps runs pipelines of 20 and 100 `true` steps with the fast path on and off.
+// The two sizes alternate, so drift in the machine's speed hits both alike; it reports the
+// median run of each and the median over the pairs of the marginal cost per step,
+// (T100 - T20) / 80, which hack/bench-ratios.sh sets against drone-runner-exec's
+// (hack/bench-drone.sh).
 func BenchmarkShortSteps(b *testing.B) {
 	for _, shell := range []string{"Sh", "Bash"} {
 		for _, mode := range stepModes {
-			for _, n := range []int{20, 100} {
-				b.Run(fmt.Sprintf("%s/%s/%d", shell, mode.name, n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%s", shell, mode.name), func(b *testing.B) {
+				var plans [2]*plan.Plan
+				for i, n := range []int{20, 100} {
 					r := load.Bytes("short.yaml", []byte(shortStepsPipeline(n, shell)), load.Options{ForRun: true})
 					if r.Plan == nil {
 						b.Fatal(r.Diags.Render(r.Sources))
 					}
-					ctx := context.Background()
-					var last string
-					var runs []time.Duration
-					b.ResetTimer()
-					for i := 0; i < b.N; i++ {
-						t0 := time.Now()
-						exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL"}, mode.set)
-						if err != nil {
-							b.Fatal(err)
-						}
-						res, err := env.starter.Result(ctx, exec.ID)
-						if err != nil || res.Status != status.Succeeded {
-							b.Fatalf("%v %v", res, err)
-						}
-						runs = append(runs, time.Since(t0))
-						last = exec.ID
+					plans[i] = r.Plan
+				}
+				ctx := context.Background()
+				run := func(p *plan.Plan) (time.Duration, string) {
+					t0 := time.Now()
+					exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, mode.set)
+					if err != nil {
+						b.Fatal(err)
 					}
-					b.StopTimer()
-					// The median run: a client now and then sees a finished execution up to 2 s
-					// late (see README, Embedded server tuning), which would swamp a mean.
-					slices.Sort(runs)
-					b.ReportMetric(float64(runs[len(runs)/2].Microseconds())/1000, "ms/run")
-					b.ReportMetric(float64(historyEvents(b, last+"/s"))/float64(n), "events/step")
-				})
-			}
+					res, err := env.starter.Result(ctx, exec.ID)
+					if err != nil || res.Status != status.Succeeded {
+						b.Fatalf("%v %v", res, err)
+					}
+					return time.Since(t0), exec.ID
+				}
+				var t20, t100, marginal []float64
+				var last string
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					a, _ := run(plans[0])
+					c, id := run(plans[1])
+					t20, t100 = append(t20, ms(a)), append(t100, ms(c))
+					marginal = append(marginal, (ms(c)-ms(a))/80)
+					last = id
+				}
+				b.StopTimer()
+				// Medians: a client now and then sees a finished execution up to 2 s late (see
+				// README, Embedded server tuning), which would swamp a mean.
+				b.ReportMetric(median(t20), "ms/run-20")
+				b.ReportMetric(median(t100), "ms/run-100")
+				b.ReportMetric(median(marginal), "ms/step-marginal")
+				b.ReportMetric(float64(historyEvents(b, last+"/s"))/100, "events/step")
+			})
 		}
 	}
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func median(v []float64) float64 {
+	v = slices.Clone(v)
+	slices.Sort(v)
+	return v[len(v)/2]
 }

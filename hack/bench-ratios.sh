@@ -63,17 +63,16 @@ if [ -n "$ts" ] && [ -n "$es" ]; then
     printf "  per-step latency ms  topology p50 %.1f p99 %.1f  embedded p50 %.1f p99 %.1f\n", t50, t99, e50, e99
   }'
 fi
-d20=$(unit DroneExec/20 ms/run); d100=$(unit DroneExec/100 ms/run)
-if [ -n "$d20" ]; then
-  echo; echo "marginal cost per step, (T100 - T20) / 80, of sequential \`true\` ShellScript steps (ms; median of runs)"
-  peer=$(awk -v a="$d20" -v b="$d100" 'BEGIN { print (b - a) / 80 }')
+peer=$(unit DroneExec ms/step-marginal)
+if [ -n "$peer" ]; then
+  echo; echo "marginal cost per step, (T100 - T20) / 80, of sequential \`true\` ShellScript steps (ms; runs of 20 and 100 steps alternate, median of the pairs, median of the -count runs)"
   printf "  drone-runner-exec (no durability, /bin/sh)  %.3f\n" "$peer"
   for shell in Sh Bash; do
     for mode in fast-path regular; do
-      g20=$(unit "ShortSteps/$shell/$mode/20" ms/run); g100=$(unit "ShortSteps/$shell/$mode/100" ms/run)
-      [ -n "$g20" ] || continue
-      awk -v a="$g20" -v b="$g100" -v p="$peer" -v s="$shell" -v m="$mode" 'BEGIN {
-        g = (b - a) / 80; printf "  gantry %-4s %-9s                     %.3f  gantry/peer %.2f  (target <= 1.0)\n", s, m, g, g / p }'
+      g=$(unit "ShortSteps/$shell/$mode" ms/step-marginal)
+      [ -n "$g" ] || continue
+      awk -v g="$g" -v p="$peer" -v s="$shell" -v m="$mode" 'BEGIN {
+        printf "  gantry %-4s %-9s                     %.3f  gantry/peer %.2f  (target <= 1.0)\n", s, m, g, g / p }'
     done
   done
 fi

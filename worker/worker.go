@@ -79,8 +79,7 @@ func Delegates(c client.Client, o Options) ([]sdkworker.Worker, error) {
 		}
 		w := sdkworker.New(c, workflows.SelectorQueue(tq, subset), sdkworker.Options{
 			MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout, DisableWorkflowWorker: true})
-		registerActivities(w, o)
-		out = append(out, w)
+		out = append(out, closing{w, registerActivities(w, o)})
 	}
 	return out, nil
 }
@@ -97,10 +96,28 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	// Fast-path steps are local activities: the step limit applies to them too.
 	w := sdkworker.New(c, tq, sdkworker.Options{MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps,
 		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout})
-	Register(w, o)
+	RegisterWorkflows(w)
+	closeSteps := registerActivities(w, o)
 	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, TaskQueue: tq, NoFastPath: o.NoFastPath}}
 	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
-	return w
+	return closing{w, closeSteps}
+}
+
+// closing releases what the step activities hold (fork servers, workspaces being removed)
+// once the SDK worker has stopped.
+type closing struct {
+	sdkworker.Worker
+	release func()
+}
+
+func (w closing) Stop() {
+	w.Worker.Stop()
+	w.release()
+}
+
+func (w closing) Run(interrupt <-chan any) error {
+	defer w.release()
+	return w.Worker.Run(interrupt)
 }
 
 // Register adds the workflows and activities to any registry (a worker, a replayer's worker,
@@ -113,9 +130,10 @@ func Register(r interface {
 	registerActivities(r, o)
 }
 
+// registerActivities registers the step activities and returns what releases their resources.
 func registerActivities(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
-}, o Options) {
+}, o Options) (release func()) {
 	sh := &shell.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
 	r.RegisterActivityWithOptions(stamped(sh.Run), activity.RegisterOptions{Name: activities.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}
@@ -124,6 +142,7 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(stamped(ps.Run), activity.RegisterOptions{Name: activities.Policy})
 	ks := &k8sstep.Activity{Secrets: o.Secrets, Logs: o.Logs}
 	r.RegisterActivityWithOptions(stamped(ks.Run), activity.RegisterOptions{Name: activities.Kubernetes})
+	return sh.Close
 }
 
 // stamped wraps a step activity so its result says which process ran it and for how long.

@@ -35,10 +35,26 @@ type Writer struct {
 	mu sync.Mutex
 	f  *os.File
 	w  *bufio.Writer
+	// A lazy writer creates its file, starting with header, at the first line.
+	path, header string
+	err          error
 }
 
 // Open opens a step's log for appending (a retried attempt continues the same file).
 func (s Store) Open(executionID, stepPath string) (*Writer, error) {
+	w, err := s.OpenLazy(executionID, stepPath, "")
+	if err == nil && w.path != "" {
+		w.mu.Lock()
+		w.open()
+		w.mu.Unlock()
+		err = w.err
+	}
+	return w, err
+}
+
+// OpenLazy prepares a step's log but creates its file only when the first line comes, with
+// header before it: a step that prints nothing costs no file. Check Err after the step.
+func (s Store) OpenLazy(executionID, stepPath, header string) (*Writer, error) {
 	if s.Dir == "" {
 		return &Writer{}, nil
 	}
@@ -46,32 +62,52 @@ func (s Store) Open(executionID, stepPath string) (*Writer, error) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
 	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	return &Writer{path: p, header: header}, nil
+}
+
+// open creates or appends to the file; w.mu is held.
+func (w *Writer) open() {
+	f, err := os.OpenFile(w.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	w.path = ""
 	if err != nil {
-		return nil, fmt.Errorf("open step log: %w", err)
+		w.err = fmt.Errorf("open step log: %w", err)
+		return
 	}
-	return &Writer{f: f, w: bufio.NewWriter(f)}, nil
+	w.f, w.w = f, bufio.NewWriter(f)
+	if w.header != "" {
+		_, _ = w.w.WriteString(w.header + "\n")
+	}
 }
 
 // Line appends one line and flushes it, so readers see output as it happens.
 func (w *Writer) Line(s string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.path != "" {
+		w.open()
+	}
 	if w.f == nil {
 		return
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	_, _ = w.w.WriteString(s)
 	_ = w.w.WriteByte('\n')
 	_ = w.w.Flush()
 }
 
+// Err reports a log file that could not be created: the lines written since are lost.
+func (w *Writer) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
 // Close closes the log.
 func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.f == nil {
 		return nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	_ = w.w.Flush()
 	return w.f.Close()
 }

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"io"
 	"bufio"
 	"context"
 	"errors"
@@ -29,6 +30,9 @@ type forkServer struct {
 	broken   atomic.Bool // killed or out of step with us: not used again
 	since    time.Time
 	idle     *time.Timer
+	// spare is an empty workspace a step of the stage left, for the next one: checking that a
+	// directory is still empty costs far less than creating one (ext4: ~50 µs with removal).
+	spare string
 }
 
 // forkInit is what the shell runs first. It survives the signals a step sends its process group
@@ -140,6 +144,9 @@ func (f *forkServer) kill() {
 // close ends the shell; background processes steps left behind keep running, as they would
 // after a shell of their own.
 func (f *forkServer) close() {
+	if f.spare != "" {
+		removeWorkspace(f.spare)
+	}
 	_, _ = f.lifeline.WriteString("q\n")
 	closeAll([]*os.File{f.commands, f.lifeline, f.statusR})
 	go func() { _ = f.cmd.Wait() }()
@@ -226,6 +233,64 @@ func (p *forkPool) give(key string, f *forkServer) {
 			f.close()
 		}
 	})
+}
+
+// workspace returns the empty workspace the stage's previous step left, or "".
+func (p *forkPool) workspace(key string) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := p.idle[key]
+	if f == nil {
+		return ""
+	}
+	dir := f.spare
+	f.spare = ""
+	return dir
+}
+
+// keepWorkspace keeps a step's workspace for the stage's next step if it is still empty and
+// as it was created; false means remove it.
+func (p *forkPool) keepWorkspace(key, dir string) bool {
+	if !emptyWorkspace(dir) {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := p.idle[key]
+	if f == nil || f.spare != "" {
+		return false
+	}
+	f.spare = dir
+	return true
+}
+
+// emptyWorkspace reports whether dir is still the empty, private directory MkdirTemp made.
+func emptyWorkspace(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		return false
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	_, err = d.Readdirnames(1)
+	return err == io.EOF
+}
+
+// closeAll ends the idle fork servers; steps after it start their own shell.
+func (p *forkPool) closeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, f := range p.idle {
+		f.idle.Stop()
+		f.close()
+		delete(p.idle, k)
+	}
+	if p.off == nil {
+		p.off = errors.New("closed")
+	}
 }
 
 // disable turns fork servers off for this worker when one could not start or run a step.

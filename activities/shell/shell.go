@@ -59,7 +59,15 @@ type Activity struct {
 	// WorkDir holds one temporary workspace per step run; "" uses the system temp directory.
 	WorkDir string
 
-	forks forkPool
+	forks    forkPool
+	removing sync.WaitGroup // workspaces being removed after their step
+}
+
+// Close waits until the workspaces of finished steps are removed and ends the idle fork
+// servers. Call it after the worker stopped.
+func (a *Activity) Close() {
+	a.removing.Wait()
+	a.forks.closeAll()
 }
 
 var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -95,22 +103,37 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		names[i], values[i] = v.Name, val
 	}
 
-	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
+	info := activity.GetInfo(ctx)
+	// The log file is created with the step's first output line: a silent step costs no file.
+	log, err := a.Logs.OpenLazy(in.ExecutionID, in.StepPath,
+		fmt.Sprintf("# gantry: %s attempt %d on %s (pid %d)", in.StepPath, info.Attempt, hostname(), os.Getpid()))
 	if err != nil {
 		return activities.StepResult{}, err // an engine fault: Temporal retries it
 	}
 	defer log.Close()
-	info := activity.GetInfo(ctx)
-	log.Line(fmt.Sprintf("# gantry: %s attempt %d on %s (pid %d)", in.StepPath, info.Attempt, hostname(), os.Getpid()))
 
-	dir, err := os.MkdirTemp(a.WorkDir, "gantry-step-")
-	if err != nil {
-		return activities.StepResult{}, fmt.Errorf("create step workspace: %w", err)
+	shell, args := a.interpreter(spec.Shell)
+	key := shell + "\x00" + forkKey(in)
+	dir := a.forks.workspace(key)
+	if dir == "" {
+		if dir, err = newWorkspace(a.WorkDir); err != nil {
+			return activities.StepResult{}, err
+		}
 	}
-	defer removeWorkspace(dir)
-	if dir, err = filepath.Abs(dir); err != nil {
-		return activities.StepResult{}, err
-	}
+	defer func() {
+		if len(spec.OutputVariables) > 0 {
+			_ = os.Remove(filepath.Join(dir, outputFile)) // read by now
+		}
+		if a.forks.keepWorkspace(key, dir) {
+			return
+		}
+		// Removed while the workflow moves on to the next step.
+		a.removing.Add(1)
+		go func() {
+			defer a.removing.Done()
+			removeWorkspace(dir)
+		}()
+	}()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -120,9 +143,11 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	go heartbeat(runCtx, info.HeartbeatTimeout)
 
-	st := step{key: forkKey(in), shell: spec.Shell, dir: dir, script: script, names: names, values: values, outs: spec.OutputVariables}
+	st := step{key: key, shell: shell, args: args, dir: dir, script: script, names: names, values: values, outs: spec.OutputVariables}
 	lastLine, code, runErr := a.run(runCtx, st, log, mask)
 	switch {
+	case log.Err() != nil:
+		return activities.StepResult{}, log.Err() // output was lost: an engine fault, Temporal runs the step again
 	case ctx.Err() != nil:
 		return activities.StepResult{}, ctx.Err() // aborted: the workflow decides
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
@@ -208,9 +233,13 @@ func outputTail(outs []Variable) string {
 	return w.String()
 }
 
-// removeWorkspace removes a step's workspace: the files Gantry wrote and the directory, or,
+// removeWorkspace removes a step's workspace: the directory when it is empty (a forked step
+// without output variables leaves nothing), else the files Gantry wrote and the directory, or,
 // when the script left files there, everything.
 func removeWorkspace(dir string) {
+	if syscall.Rmdir(dir) == nil {
+		return
+	}
 	for _, f := range []string{userScript, wrapper, outputFile} {
 		_ = os.Remove(filepath.Join(dir, f))
 	}
@@ -242,8 +271,22 @@ var bashPath = sync.OnceValue(func() string {
 // step is what run needs of a ShellScript step.
 type step struct {
 	key, shell, dir, script string
-	names, values           []string
+	args, names, values     []string
 	outs                    []Variable
+}
+
+// newWorkspace creates an empty, private step workspace and returns its absolute path.
+func newWorkspace(base string) (string, error) {
+	dir, err := os.MkdirTemp(base, "gantry-step-")
+	if err != nil {
+		return "", fmt.Errorf("create step workspace: %w", err)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		_ = os.Remove(dir)
+		return "", err
+	}
+	return abs, nil
 }
 
 // forkKey names the fork server a step may use: one per stage of an execution.
@@ -320,14 +363,12 @@ func (a *Activity) forked(ctx context.Context, st step, out *os.File) (int, erro
 	if len(body) > maxForkBody {
 		return 0, errNoFork
 	}
-	shell, args := a.interpreter(st.shell)
-	key := shell + "\x00" + st.key
-	f := a.forks.take(key, shell, args)
+	f := a.forks.take(st.key, st.shell, st.args)
 	if f == nil {
 		return 0, errNoFork
 	}
 	code, ran, err := f.run(ctx, body, out)
-	a.forks.give(key, f)
+	a.forks.give(st.key, f)
 	if err != nil || (!ran && ctx.Err() == nil) {
 		// The step did not start: this worker's steps start their own shells from now on.
 		a.forks.disable(fmt.Errorf("%w: %v", errForkDidNotRun, err))
@@ -342,8 +383,7 @@ func (a *Activity) execute(ctx context.Context, st step, out *os.File) (int, err
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", errWorkspace, err)
 	}
-	shell, args := a.interpreter(st.shell)
-	cmd := exec.CommandContext(ctx, shell, append(args, filepath.Join(st.dir, entry))...)
+	cmd := exec.CommandContext(ctx, st.shell, append(st.args, filepath.Join(st.dir, entry))...)
 	cmd.Dir = st.dir
 	cmd.Env = os.Environ()
 	for i, n := range st.names {

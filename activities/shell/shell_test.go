@@ -183,3 +183,56 @@ func TestStepsOfAStageShareAForkServer(t *testing.T) {
 		}
 	}
 }
+
+// Workspaces are removed after their step (in the background): after Close none is left,
+// whether the script left files in it or not.
+func TestWorkspacesAreRemoved(t *testing.T) {
+	work := t.TempDir()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a := &shell.Activity{Secrets: &secrets.Store{}, WorkDir: work}
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	for i, script := range []string{"true", "mkdir -p a/b; echo x > a/b/c; echo y > f", "A=1; exit 0"} {
+		raw, _ := json.Marshal(map[string]any{"source": map[string]any{"type": "Inline", "spec": map[string]any{"script": script}}})
+		if _, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{ExecutionID: "x-1", StepPath: "s.s" + strconv.Itoa(i), Spec: raw}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a.Close()
+	if left, _ := os.ReadDir(work); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// The next step of a stage may get the workspace the previous one left, but only when it is
+// still empty and private; otherwise it gets a new one.
+func TestWorkspaceReuseIsEmpty(t *testing.T) {
+	out := t.TempDir()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	a := &shell.Activity{Secrets: &secrets.Store{}}
+	defer a.Close()
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	run := func(i int, script string) (pwd, list string) {
+		t.Helper()
+		raw, _ := json.Marshal(map[string]any{"shell": "Sh", "source": map[string]any{"type": "Inline", "spec": map[string]any{"script": script}},
+			"outputVariables": []map[string]any{{"name": "L", "type": "String", "value": "L"}}})
+		if _, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{ExecutionID: "x-1", StepPath: "s.s" + strconv.Itoa(i), Spec: raw}); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(filepath.Join(out, strconv.Itoa(i)))
+		pwd, list, _ = strings.Cut(strings.TrimSpace(string(b)), " ")
+		return pwd, list
+	}
+	record := func(i int) string { return `L=x; echo "$PWD $(ls -A | tr '\n' ,)" > ` + filepath.Join(out, strconv.Itoa(i)) }
+	p0, _ := run(0, record(0))
+	p1, l1 := run(1, record(1)+"; touch left-behind")
+	p2, l2 := run(2, record(2)+"; chmod 755 .")
+	p3, l3 := run(3, record(3))
+	if p0 == "" || p1 != p0 || l1 != "" {
+		t.Errorf("an empty workspace is reused: %s then %s (%q)", p0, p1, l1)
+	}
+	if p2 == p1 || l2 != "" || p3 == p2 || l3 != "" {
+		t.Errorf("a workspace with files or another mode is not reused: %s, %s (%q), %s (%q)", p1, p2, l2, p3, l3)
+	}
+}
