@@ -1,11 +1,11 @@
 package shell
 
 import (
-	"io"
 	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"

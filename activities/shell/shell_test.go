@@ -224,7 +224,9 @@ func TestWorkspaceReuseIsEmpty(t *testing.T) {
 		pwd, list, _ = strings.Cut(strings.TrimSpace(string(b)), " ")
 		return pwd, list
 	}
-	record := func(i int) string { return `L=x; echo "$PWD $(ls -A | tr '\n' ,)" > ` + filepath.Join(out, strconv.Itoa(i)) }
+	record := func(i int) string {
+		return `L=x; echo "$PWD $(ls -A | tr '\n' ,)" > ` + filepath.Join(out, strconv.Itoa(i))
+	}
 	p0, _ := run(0, record(0))
 	p1, l1 := run(1, record(1)+"; touch left-behind")
 	p2, l2 := run(2, record(2)+"; chmod 755 .")
