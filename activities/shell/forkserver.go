@@ -57,6 +57,8 @@ const (
 	maxIdleForks = 32
 )
 
+// startForkServer starts shell reading commands from its standard input and waits until it is
+// ready.
 func startForkServer(shell string, args []string) (*forkServer, error) {
 	var pipes [6]*os.File // commands r/w, status r/w, lifeline r/w
 	for i := 0; i < 6; i += 2 {

@@ -7,7 +7,7 @@ import (
 	"syscall"
 )
 
-// procAttr starts bash in its own process group, so a timeout or cancel kills the whole group.
+// procAttr starts a shell in its own process group, so a timeout or cancel kills the whole group.
 func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
 
 // canFork is false: fork servers need Linux's /proc; every step starts its own shell.

@@ -1,6 +1,7 @@
-// Package shell runs ShellScript steps (spec 11) with bash: environment variables in, output
-// variables captured from the script's shell after it ends, output logged line by line with
-// secrets masked, heartbeats while it runs, and the whole process group killed on timeout or
+// Package shell runs ShellScript steps (spec 11) with bash or /bin/sh, usually in a subshell
+// of the stage's fork server (forkserver.go): environment variables in, output variables
+// captured from the script's shell after it ends, output logged line by line with secrets
+// masked, heartbeats while it runs, and the whole process group killed on timeout or
 // cancellation.
 package shell
 
