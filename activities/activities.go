@@ -80,19 +80,29 @@ type StepResult struct {
 	Ended   time.Time `json:"ended,omitzero"`
 }
 
-// FailureDetails travel with a step's failure: the process that ran it.
+// FailureDetails travel with a step's failure: the process that ran it, and the outputs a
+// failed step still reports (a denied Policy step's decision).
 type FailureDetails struct {
-	Worker string `json:"worker"`
+	Worker  string         `json:"worker"`
+	Outputs map[string]any `json:"outputs,omitempty"`
+}
+
+// Details returns a step failure's details (zero if it has none).
+func Details(err error) FailureDetails {
+	var app *temporal.ApplicationError
+	var d FailureDetails
+	if errors.As(err, &app) && app.HasDetails() {
+		_ = app.Details(&d)
+	}
+	return d
 }
 
 // FailedOn returns the worker named by a step failure's details, or "".
-func FailedOn(err error) string {
-	var app *temporal.ApplicationError
-	var d FailureDetails
-	if errors.As(err, &app) && app.HasDetails() && app.Details(&d) == nil {
-		return d.Worker
-	}
-	return ""
+func FailedOn(err error) string { return Details(err).Worker }
+
+// FailWithOutputs is Fail for a step that still reports outputs.
+func FailWithOutputs(c Category, outputs map[string]any, format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), string(c), nil, FailureDetails{Outputs: outputs})
 }
 
 // Category is a failure-strategy error category (spec 5.2).

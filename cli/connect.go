@@ -189,7 +189,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		return nil, fmt.Errorf("connect to Temporal at %s: %w (check --address, or omit it to use the embedded server)", addr, err)
 	}
 	e.client = c
-	e.starter = &starter.Starter{Client: c, TaskQueue: f.taskQueue, NoFastPath: !f.fastPath}
+	e.starter = &starter.Starter{Client: c, TaskQueue: f.taskQueue, NoFastPath: !f.fastPath, Log: log}
 	if e.metrics != nil {
 		if err := e.serveMetrics(f.metricsAddr, log); err != nil {
 			e.close()

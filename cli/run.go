@@ -317,6 +317,29 @@ type jsonNode struct {
 	Worker    string     `json:"worker,omitempty"`
 	StartedAt *time.Time `json:"startedAt,omitempty"`
 	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	// Failure is set on every node that failed (or whose failure a strategy settled).
+	Failure *jsonFailure `json:"failure,omitempty"`
+}
+
+// jsonFailure is why a node failed and what its failure strategy did about it.
+type jsonFailure struct {
+	Category string `json:"category"`
+	Message  string `json:"message"`
+	// Action is the failure-strategy action applied ("None" when no strategy matched and the
+	// failure propagated); ActionBy names the user who chose it, or "timeout".
+	Action   string `json:"action"`
+	ActionBy string `json:"actionBy,omitempty"`
+}
+
+func failureOf(n *workflows.Node) *jsonFailure {
+	if n.Failure == nil {
+		return nil
+	}
+	f := &jsonFailure{Category: string(n.Failure.Category), Message: n.Failure.Message, Action: "None"}
+	if n.Strategy != nil {
+		f.Action, f.ActionBy = n.Strategy.Action, n.Strategy.By
+	}
+	return f
 }
 
 func writeJSON(out io.Writer, id string, res *workflows.PipelineResult) error {
@@ -334,7 +357,7 @@ func writeJSON(out io.Writer, id string, res *workflows.PipelineResult) error {
 			typ = "StepGroup"
 		}
 		doc.Nodes = append(doc.Nodes, jsonNode{Path: n.Path, Type: typ, Status: string(n.Status), Attempts: n.Attempts, Outputs: n.Outputs,
-			Worker: n.Worker, StartedAt: n.StartedAt, EndedAt: n.EndedAt})
+			Worker: n.Worker, StartedAt: n.StartedAt, EndedAt: n.EndedAt, Failure: failureOf(n)})
 	})
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")

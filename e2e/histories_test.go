@@ -79,6 +79,19 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	recordExecution(t, out, exec.ID)
+	// A manual intervention decided by a user (the stage settles its signals before it ends).
+	iv, err := env.starter.Start(ctx, compile(t, "intervened.yaml", []byte(stressPipeline("intervened_record")), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, env.starter, iv.ID, "s1.a", status.InterventionWaiting)
+	if _, err := env.starter.Intervene(ctx, iv.ID, workflows.InterventionRequest{Path: "s1.a", Action: "MarkAsFailure", User: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.starter.Result(ctx, iv.ID); err != nil {
+		t.Fatal(err)
+	}
+	recordExecution(t, out, iv.ID)
 	// A Deployment stage on a real cluster: a rolling deploy, then a failed one rolled back.
 	dir := k8sExample(t, "record")
 	file := filepath.Join(dir, "dev.yaml")

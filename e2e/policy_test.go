@@ -125,6 +125,18 @@ deny contains sprintf("%d replicas is more than 10", [input.replicas]) if input.
                   identifier: big
                   spec: {policySets: [capacity], type: Custom, policySpec: {payload: '{"replicas": <+pipeline.variables.replicas>}'}}
                   failureStrategies: [{onFailure: {errors: [PolicyEvaluationFailure], action: {type: Ignore}}}]
+              - step:
+                  type: Policy
+                  name: mapped
+                  identifier: mapped
+                  spec:
+                    policySets: [capacity]
+                    type: Custom
+                    policySpec:
+                      payload:
+                        replicas: 30
+                        owner: <+pipeline.variables.replicas>
+                  failureStrategies: [{onFailure: {errors: [PolicyEvaluationFailure], action: {type: Ignore}}}]
 `
 	_, res := runPlan(t, s, compile(t, "policy.yaml", []byte(src), load.Options{}))
 	conformance.Check(t, res.Tree, map[string]status.Status{"s.small": status.Succeeded, "s.big": status.IgnoreFailed})
@@ -133,5 +145,14 @@ deny contains sprintf("%d replicas is more than 10", [input.replicas]) if input.
 	}
 	if f := res.Tree.Find("s.big").Failure; f == nil || f.Category != "PolicyEvaluationFailure" || !strings.Contains(f.Message, "20 replicas") {
 		t.Errorf("big failure %+v", f)
+	}
+	// A payload written as a mapping is evaluated as one; a denied step keeps its outputs and
+	// says which strategy action settled it.
+	mapped := res.Tree.Find("s.mapped")
+	if mapped.Status != status.IgnoreFailed || mapped.Failure == nil || !strings.Contains(mapped.Failure.Message, "30 replicas") {
+		t.Errorf("mapped: %s %+v", mapped.Status, mapped.Failure)
+	}
+	if mapped.Outputs["status"] != "error" || mapped.Strategy == nil || mapped.Strategy.Action != "Ignore" {
+		t.Errorf("mapped outputs %v, strategy %+v", mapped.Outputs, mapped.Strategy)
 	}
 }

@@ -17,12 +17,19 @@ import (
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
 
+	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/server"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/triggers"
+	"github.com/gantry-cd/gantry/worker"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 const hookPipeline = `pipeline:
@@ -307,5 +314,72 @@ func TestGitLabAndBitbucketWebhooks(t *testing.T) {
 		if code != 202 || !strings.Contains(out, "on_any_push-") {
 			t.Errorf("%s: %d %s", c.path, code, out)
 		}
+	}
+}
+
+// A repeat of a keyed start (a webhook delivery, a cron tick) is a duplicate even after the
+// pipeline's sequence workflow continued as new, and after a server restart.
+func TestStartOnceAcrossContinueAsNewAndRestart(t *testing.T) {
+	dir := t.TempDir()
+	p := compile(t, "once.yaml", []byte(conformance.Progression(1)[0].YAML), load.Options{})
+	p.Identifier = "once_across_can"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var first starter.Execution
+	for round := 0; round < 2; round++ {
+		srv, c, err := startServer(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := worker.New(c, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		s := &starter.Starter{Client: c}
+		exec, started, err := s.StartOnce(ctx, "delivery/github/t/d-1", p, workflows.Trigger{Type: "WEBHOOK"}, workflows.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			if !started {
+				t.Fatal("the first delivery did not start")
+			}
+			first = exec
+			// Take sequenceBatch more numbers so the sequence workflow continues as new.
+			seqID := "gantry-sequence-" + p.Identifier
+			before, err := c.DescribeWorkflowExecution(ctx, seqID, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < 500; i++ {
+				h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: seqID, UpdateName: workflows.UpdateNext, WaitForStage: client.WorkflowUpdateStageCompleted})
+				if err == nil {
+					err = h.Get(ctx, nil)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			after, err := c.DescribeWorkflowExecution(ctx, seqID, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if before.GetWorkflowExecutionInfo().GetExecution().GetRunId() == after.GetWorkflowExecutionInfo().GetExecution().GetRunId() {
+				t.Fatal("the sequence workflow did not continue as new")
+			}
+			exec, started, err = s.StartOnce(ctx, "delivery/github/t/d-1", p, workflows.Trigger{Type: "WEBHOOK"}, workflows.Settings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if started || exec.ID != first.ID {
+			t.Errorf("round %d: a repeated delivery started %s (started %v), want the duplicate %s", round, exec.ID, started, first.ID)
+		}
+		if _, err := s.Result(ctx, first.ID); err != nil {
+			t.Fatal(err)
+		}
+		w.Stop()
+		c.Close()
+		srv.Stop()
 	}
 }

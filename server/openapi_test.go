@@ -1,11 +1,15 @@
 package server
 
 import (
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // The OpenAPI document and the server's routes describe the same operations.
@@ -33,4 +37,41 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	if strings.Join(documented, "\n") != strings.Join(served, "\n") {
 		t.Errorf("OpenAPI documents\n%s\nbut the server serves\n%s", strings.Join(documented, "\n"), strings.Join(served, "\n"))
 	}
+}
+
+// The documented schemas name exactly the JSON fields the API returns.
+func TestOpenAPISchemasMatchTypes(t *testing.T) {
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]any `yaml:"properties"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(OpenAPI, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{"ExecutionSummary": starter.Summary{}, "Node": workflows.Node{}} {
+		var documented []string
+		for k := range doc.Components.Schemas[name].Properties {
+			documented = append(documented, k)
+		}
+		sort.Strings(documented)
+		fields := jsonFields(reflect.TypeOf(v))
+		if strings.Join(documented, " ") != strings.Join(fields, " ") {
+			t.Errorf("schema %s documents\n  %s\nbut the API returns\n  %s", name, strings.Join(documented, " "), strings.Join(fields, " "))
+		}
+	}
+}
+
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }

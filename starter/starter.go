@@ -8,14 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"go.uber.org/zap"
 
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
@@ -28,7 +32,20 @@ type Starter struct {
 	TaskQueue string // "" is workflows.TaskQueue
 	// NoFastPath turns the fast path off for every execution this starter starts.
 	NoFastPath bool
+	// Resend bounds the re-sending of decisions the server dropped without deciding them.
+	Resend UpdateRetry
+	// Log receives a line for each decision sent again; nil logs nothing.
+	Log *zap.Logger
+
+	resent        atomic.Int64
+	sequenceSlots sync.Map // pipeline identifier -> chan struct{}: this process's in-flight sequence updates
 }
+
+// sequenceInFlight bounds the sequence updates one process keeps in flight per pipeline,
+// below Temporal's limit of in-flight updates per workflow (history.maxInFlightUpdates,
+// default 10). Past that limit the server refuses an update and the SDK backs off for up to
+// seconds, so a burst of starts (webhook deliveries) queues here, in order, instead.
+const sequenceInFlight = 8
 
 func (s *Starter) queue() string {
 	if s.TaskQueue == "" {
@@ -96,26 +113,40 @@ func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 // nextSequence takes the pipeline's next sequence number from its sequence workflow, starting
 // that workflow on first use.
 func (s *Starter) nextSequence(ctx context.Context, pipelineID, updateID string) (int64, error) {
-	op := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       "gantry-sequence-" + pipelineID,
-		TaskQueue:                s.queue(),
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		StaticSummary:            "Sequence numbers of pipeline " + pipelineID,
-	}, workflows.SequenceName, int64(0))
-	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: op,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateID:     updateID, // "" lets the SDK pick one
-			UpdateName:   workflows.UpdateNext,
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
+	if updateID == "" {
+		updateID = uuid.NewString() // fixed before the first attempt: a resend takes no second number
+	}
+	slots, _ := s.sequenceSlots.LoadOrStore(pipelineID, make(chan struct{}, sequenceInFlight))
+	select {
+	case slots.(chan struct{}) <- struct{}{}:
+		defer func() { <-slots.(chan struct{}) }()
+	case <-ctx.Done():
+		return 0, fmt.Errorf("take a sequence number for pipeline %s: %w", pipelineID, ctx.Err())
+	}
+	var n int64
+	err := s.resend(ctx, "gantry-sequence-"+pipelineID, workflows.UpdateNext, updateID, func() error {
+		// An operation runs once; each attempt gets its own.
+		op := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID:                       "gantry-sequence-" + pipelineID,
+			TaskQueue:                s.queue(),
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			StaticSummary:            "Sequence numbers of pipeline " + pipelineID,
+		}, workflows.SequenceName, int64(0))
+		h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: op,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				UpdateID:     updateID,
+				UpdateName:   workflows.UpdateNext,
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err == nil {
+			err = h.Get(ctx, &n)
+		}
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("take a sequence number for pipeline %s (is a gantry worker running on task queue %s?): %w", pipelineID, s.queue(), err)
-	}
-	var n int64
-	if err := h.Get(ctx, &n); err != nil {
-		return 0, fmt.Errorf("take a sequence number for pipeline %s: %w", pipelineID, err)
 	}
 	return n, nil
 }
@@ -274,12 +305,12 @@ func (s *Starter) Result(ctx context.Context, executionID string) (*workflows.Pi
 
 // Summary is one execution in a listing.
 type Summary struct {
-	ID       string
-	Pipeline string
-	Status   string
-	Trigger  string
-	Start    time.Time
-	End      time.Time
+	ID       string    `json:"executionId"`
+	Pipeline string    `json:"pipeline"`
+	Status   string    `json:"status"`
+	Trigger  string    `json:"trigger"`
+	Start    time.Time `json:"startedAt"`
+	End      time.Time `json:"endedAt,omitzero"`
 }
 
 // List returns recent pipeline executions, newest first. pipeline filters by identifier.
@@ -349,17 +380,8 @@ func (r *Refused) Error() string { return r.Message }
 // Abort asks an execution to stop through the abort update: running steps are cancelled and
 // their processes killed, nothing else starts, and the tree records who aborted.
 func (s *Starter) Abort(ctx context.Context, executionID, user, reason string) error {
-	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   executionID,
-		UpdateName:   workflows.UpdateAbort,
-		Args:         []any{workflows.AbortRequest{User: user, Reason: reason}},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
+	if err := s.update(ctx, executionID, workflows.UpdateAbort, workflows.AbortRequest{User: user, Reason: reason}, nil); err != nil {
 		return updateErr(executionID, err)
-	}
-	if err := h.Get(ctx, nil); err != nil {
-		return unwrapApp(err)
 	}
 	return nil
 }
@@ -373,20 +395,20 @@ func (s *Starter) Intervene(ctx context.Context, executionID string, req workflo
 		st, _, _ := strings.Cut(rest, ".")
 		stage = "pipelineRollback/" + st
 	}
-	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   executionID + "/" + stage,
-		UpdateName:   workflows.UpdateIntervene,
-		Args:         []any{req},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		return "", updateErr(executionID+"/"+stage, err)
-	}
 	var msg string
-	if err := h.Get(ctx, &msg); err != nil {
-		return "", fmt.Errorf("%s: %w", req.Path, unwrapApp(err))
+	if err := s.update(ctx, executionID+"/"+stage, workflows.UpdateIntervene, req, &msg); err != nil {
+		return "", decisionErr(executionID+"/"+stage, req.Path, err)
 	}
 	return msg, nil
+}
+
+// decisionErr is updateErr for a decision on a node: a refusal names the node.
+func decisionErr(id, path string, err error) error {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return fmt.Errorf("%s: %w", path, unwrapApp(err))
+	}
+	return updateErr(id, err)
 }
 
 func updateErr(id string, err error) error {
@@ -497,18 +519,9 @@ func (s *Starter) Retry(ctx context.Context, executionID, fromStage string, trig
 // that is disallowed, and undeclared or invalid inputs.
 func (s *Starter) Approve(ctx context.Context, executionID string, req workflows.ApprovalRequest) (string, error) {
 	stage, _, _ := strings.Cut(req.Path, ".")
-	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   executionID + "/" + stage,
-		UpdateName:   workflows.UpdateApprove,
-		Args:         []any{req},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		return "", updateErr(executionID+"/"+stage, err)
-	}
 	var msg string
-	if err := h.Get(ctx, &msg); err != nil {
-		return "", fmt.Errorf("%s: %w", req.Path, unwrapApp(err))
+	if err := s.update(ctx, executionID+"/"+stage, workflows.UpdateApprove, req, &msg); err != nil {
+		return "", decisionErr(executionID+"/"+stage, req.Path, err)
 	}
 	return msg, nil
 }
@@ -557,18 +570,9 @@ func (s *Starter) Pending(ctx context.Context) ([]Pending, error) {
 // reason.
 func (s *Starter) SupplyInputs(ctx context.Context, executionID string, req workflows.InputRequest) (string, error) {
 	stage, _, _ := strings.Cut(req.Path, ".")
-	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   executionID + "/" + stage,
-		UpdateName:   workflows.UpdateInput,
-		Args:         []any{req},
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		return "", updateErr(executionID+"/"+stage, err)
-	}
 	var msg string
-	if err := h.Get(ctx, &msg); err != nil {
-		return "", fmt.Errorf("%s: %w", req.Path, unwrapApp(err))
+	if err := s.update(ctx, executionID+"/"+stage, workflows.UpdateInput, req, &msg); err != nil {
+		return "", decisionErr(executionID+"/"+stage, req.Path, err)
 	}
 	return msg, nil
 }

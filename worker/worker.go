@@ -153,8 +153,10 @@ func stamped(fn func(context.Context, activities.StepInput) (activities.StepResu
 		res.Worker, res.Started, res.Ended = workerName, start, time.Now()
 		// A step failure names the worker too, in the error's details.
 		var app *temporal.ApplicationError
-		if errors.As(err, &app) && app.NonRetryable() && !app.HasDetails() {
-			err = temporal.NewNonRetryableApplicationError(app.Message(), app.Type(), app.Unwrap(), activities.FailureDetails{Worker: workerName})
+		if errors.As(err, &app) && app.NonRetryable() {
+			d := activities.Details(err)
+			d.Worker = workerName
+			err = temporal.NewNonRetryableApplicationError(app.Message(), app.Type(), app.Unwrap(), d)
 		}
 		return res, err
 	}

@@ -49,6 +49,8 @@ const (
 const (
 	changeTimeouts = "timeouts"  // pipeline and stage timeouts enforced
 	changeFastPath = "fast-path" // short steps run as local activities
+	// changeSettleSignals: a stage completes only once its signals are delivered.
+	changeSettleSignals = "settle-signals"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients
@@ -249,6 +251,8 @@ type Node struct {
 	// Notes records decisions taken on the node: failure-strategy actions, retries, user
 	// interventions, in order.
 	Notes []string `json:"notes,omitempty"`
+	// Strategy is the last failure-strategy action applied to the node's failure.
+	Strategy *StrategyAction `json:"failureStrategy,omitempty"`
 	// Policy is the on-run policy decision (pipeline node only).
 	Policy *plan.PolicyRecord `json:"policy,omitempty"`
 	// Abort says who aborted the execution (pipeline node only).
@@ -257,6 +261,17 @@ type Node struct {
 	// BatchSize); the starter replaces the placeholder by them.
 	Source   string  `json:"source,omitempty"`
 	Children []*Node `json:"children,omitempty"`
+}
+
+// StrategyAction is a failure-strategy action applied to a failed node (spec 5.5-5.10).
+type StrategyAction struct {
+	// Action is the action's type: Ignore, MarkAsSuccess, MarkAsFailure, Abort, Retry,
+	// RetryStepGroup, StageRollback, StepGroupRollback, PipelineRollback, ManualIntervention
+	// (still waiting) or, after an intervention, the action chosen.
+	Action string `json:"action"`
+	// By names who chose it: a user, "timeout" for a manual intervention's onTimeout action,
+	// or "" for the strategy itself.
+	By string `json:"by,omitempty"`
 }
 
 // Walk calls fn for n and every node below it, depth first.

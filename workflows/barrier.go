@@ -194,14 +194,14 @@ func (s *stageRun) barrierStep(ctx workflow.Context, t *Node, spec any, timeout 
 		return nil, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("barrier %s already broken (%s)", ref, outcome)}
 	}
 	t.Status = status.AsyncWaiting
-	workflow.SignalExternalWorkflow(ctx, parent.ID, "", signalBarrier, BarrierSignal{Ref: ref, Stage: s.in.Stage.ID, Event: "arrived"})
+	s.signal(ctx, parent.ID, signalBarrier, BarrierSignal{Ref: ref, Stage: s.in.Stage.ID, Event: "arrived"})
 	done, err := workflow.AwaitWithTimeout(ctx, timeout, func() bool { return s.barriers[ref] != "" })
 	switch {
 	case err != nil:
 		return nil, &activities.Failure{Category: aborted, Message: "aborted"}
 	case !done:
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
-		workflow.SignalExternalWorkflow(dctx, parent.ID, "", signalBarrier, BarrierSignal{Ref: ref, Stage: s.in.Stage.ID, Event: "expired"})
+		s.signal(dctx, parent.ID, signalBarrier, BarrierSignal{Ref: ref, Stage: s.in.Stage.ID, Event: "expired"})
 		return nil, &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("barrier %s did not release within %s", ref, timeout)}
 	}
 	switch s.barriers[ref] {

@@ -190,5 +190,6 @@ func runBatch(ctx workflow.Context, in StageInput) (*StageResult, error) {
 		}
 	}
 	s.tree.Status = rollupChildren(s.tree.Children)
+	s.settle(ctx)
 	return &StageResult{Tree: s.tree, Data: data, Aborted: s.aborted, StageRollback: s.stageRollback, PipelineRollback: s.pipelineRollback}, nil
 }

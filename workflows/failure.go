@@ -19,6 +19,7 @@ type dispatcher struct {
 	fr      *frame
 	data    map[string]any
 	retries int
+	by      string // who chose the action being applied (ManualIntervention), "timeout", or ""
 }
 
 func (d *dispatcher) finish(st status.Status, f *activities.Failure) {
@@ -30,13 +31,25 @@ func (d *dispatcher) note(format string, args ...any) {
 	d.t.Notes = append(d.t.Notes, fmt.Sprintf(format, args...))
 }
 
+// applied records the action taken on the failure; by is set while a person's choice applies.
+func (d *dispatcher) applied(action string) {
+	d.t.Strategy = &StrategyAction{Action: action, By: d.by}
+}
+
 // handle applies act to the failure; it returns true when the step must run again.
 // afterIntervention is set when the action came out of a manual-intervention wait: Retry and
 // ManualIntervention advisers then no longer apply to this failure (spec 5.5, 5.8).
 func (d *dispatcher) handle(st status.Status, f *activities.Failure, act *plan.Action, afterIntervention bool) bool {
 	s := d.s
+	if !afterIntervention {
+		d.by = ""
+	}
 	if act == nil {
 		return d.fallback(st, f)
+	}
+	switch act.Type {
+	case "Ignore", "MarkAsSuccess", "MarkAsFailure", "Abort", "StageRollback", "StepGroupRollback", "PipelineRollback":
+		d.applied(act.Type)
 	}
 	switch act.Type {
 	case "Ignore":
@@ -62,6 +75,7 @@ func (d *dispatcher) handle(st status.Status, f *activities.Failure, act *plan.A
 				interval = act.RetryIntervals[min(d.retries, len(act.RetryIntervals)-1)]
 			}
 			d.note("Retry %d of %d after %s (%s)", d.retries+1, act.RetryCount, interval, f.Category)
+			d.applied("Retry")
 			if !s.sleepInterval(d.ctx, d.t, interval) {
 				d.finish(status.Aborted, f)
 				return false
@@ -77,6 +91,7 @@ func (d *dispatcher) handle(st status.Status, f *activities.Failure, act *plan.A
 			return d.fallback(st, f) // retries exhausted: this adviser no longer applies
 		}
 		d.note("RetryStepGroup %s (%s)", act.Group, f.Category)
+		d.applied("RetryStepGroup")
 		d.finish(st, f)
 		g.retry, g.halted = true, true
 		if len(act.RetryIntervals) > 0 {
@@ -122,6 +137,8 @@ func (d *dispatcher) fallback(st status.Status, f *activities.Failure) bool {
 
 // intervention waits for a user's decision or the timeout, then applies it.
 func (d *dispatcher) intervention(st status.Status, f *activities.Failure, act *plan.Action) bool {
+	d.by = ""
+	d.applied("ManualIntervention")
 	choice, user, ok := d.s.waitForUser(d.ctx, d.t, d.fr, act)
 	switch {
 	case !ok:
@@ -129,9 +146,12 @@ func (d *dispatcher) intervention(st status.Status, f *activities.Failure, act *
 		return false
 	case user == "":
 		d.note("ManualIntervention timed out: %s", choice.Type)
+		d.by = "timeout"
 	default:
 		d.note("%s chosen by %s", choice.Type, user)
+		d.by = user
 		if choice.Type == "Retry" {
+			d.applied("Retry")
 			d.retries++
 			d.data["retryCount"] = d.retries
 			return true // the new attempt's failure is dispatched afresh (spec 5.8.5)

@@ -99,7 +99,7 @@ func (s *stageRun) setWaiting(ctx workflow.Context, path string, st status.Statu
 		return
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	workflow.SignalExternalWorkflow(dctx, s.in.ExecutionID, "", signalWaiting, WaitingSignal{Stage: s.in.Stage.ID, Count: len(all), Status: strongest})
+	s.signal(dctx, s.in.ExecutionID, signalWaiting, WaitingSignal{Stage: s.in.Stage.ID, Count: len(all), Status: strongest})
 }
 
 func statusMap(m map[string]status.Status) map[string]any {

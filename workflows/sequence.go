@@ -1,19 +1,48 @@
 package workflows
 
-import "go.temporal.io/sdk/workflow"
+import (
+	"github.com/google/uuid"
+	"go.temporal.io/sdk/workflow"
+)
 
 // sequenceBatch bounds a sequence workflow's history: it continues as new after this many
 // numbers.
 const sequenceBatch = 500
 
+// SequenceKeysKept is how many keyed numbers (webhook deliveries, cron ticks) a sequence
+// workflow remembers across continue-as-new: a repeat of one of them gets its
+// first number again, and so starts nothing (oldest dropped first). Temporal forgets update IDs when a workflow
+// continues as new; this list is what carries them over.
+const SequenceKeysKept = 2000
+
+// KeyedNumber is a sequence number handed out for an idempotency key.
+type KeyedNumber struct {
+	Key    string `json:"k"`
+	Number int64  `json:"n"`
+}
+
 // Sequence hands out a pipeline's sequence numbers (<+pipeline.sequenceId>) through the "next"
 // update. It is one long-lived workflow per pipeline identifier, so the counter is durable and
-// shared by every client and survives restarts.
-func Sequence(ctx workflow.Context, last int64) error {
+// shared by every client and survives restarts. An update whose ID is an idempotency key
+// rather than a random UUID is remembered with its number, in this run by Temporal and in later
+// runs by kept.
+func Sequence(ctx workflow.Context, last int64, kept []KeyedNumber) error {
+	known := make(map[string]int64, len(kept))
+	for _, k := range kept {
+		known[k.Key] = k.Number
+	}
 	handed := 0
 	err := workflow.SetUpdateHandler(ctx, UpdateNext, func(ctx workflow.Context) (int64, error) {
+		id := workflow.GetCurrentUpdateInfo(ctx).ID
+		if n, ok := known[id]; ok {
+			return n, nil // a key seen before this run continued as new
+		}
 		last++
 		handed++
+		if _, err := uuid.Parse(id); err != nil {
+			known[id] = last
+			kept = append(kept, KeyedNumber{Key: id, Number: last})
+		}
 		return last, nil
 	})
 	if err != nil {
@@ -22,5 +51,8 @@ func Sequence(ctx workflow.Context, last int64) error {
 	if err := workflow.Await(ctx, func() bool { return handed >= sequenceBatch && workflow.AllHandlersFinished(ctx) }); err != nil {
 		return err
 	}
-	return workflow.NewContinueAsNewError(ctx, SequenceName, last)
+	if len(kept) > SequenceKeysKept {
+		kept = kept[len(kept)-SequenceKeysKept:]
+	}
+	return workflow.NewContinueAsNewError(ctx, SequenceName, last, kept)
 }

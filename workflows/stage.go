@@ -25,7 +25,28 @@ func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 		return nil, err
 	}
 	s.run(ctx)
+	s.settle(ctx)
 	return &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted}, nil
+}
+
+// signal sends a signal to another workflow of the execution and keeps its future for settle.
+func (s *stageRun) signal(ctx workflow.Context, workflowID, name string, arg any) {
+	s.signals = append(s.signals, workflow.SignalExternalWorkflow(ctx, workflowID, "", name, arg))
+}
+
+// settle waits until every signal the stage sent is recorded as delivered before the stage
+// completes. Otherwise the delivery event can arrive while the stage's last workflow task is
+// being completed, most often on a loaded machine; Temporal then fails that task
+// (UNHANDLED_COMMAND) and drops the update it carried, such as the decision that ended the
+// stage. The starter sends such an update again, but it should not have to.
+func (s *stageRun) settle(ctx workflow.Context) {
+	if workflow.GetVersion(ctx, changeSettleSignals, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	for _, f := range s.signals {
+		_ = f.Get(dctx, nil) // a failed delivery (the pipeline closed) settles too
+	}
 }
 
 // listen installs the stage's query, update and signal handlers.
@@ -86,6 +107,7 @@ type stageRun struct {
 	fastVersion      *workflow.Version        // changeFastPath, read at the first eligible step
 	fastUnflushed    time.Duration            // fast-path step time not yet persisted in history
 	fastTask         int                      // history length when those steps ran
+	signals          []workflow.Future        // signals sent to other workflows, for settle
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a

@@ -162,6 +162,7 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 	if failure != nil && failure.Category == aborted && r.decision != "" {
 		// A user marked the running step (spec 3.4, 15.5).
 		t.Notes = append(t.Notes, fmt.Sprintf("%s by %s while running", r.decision, r.user))
+		t.Strategy = &StrategyAction{Action: r.decision, By: r.user}
 		if r.decision == "MarkAsSuccess" {
 			return status.Succeeded, nil
 		}
@@ -270,7 +271,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 			f.Message = fmt.Sprintf("no worker with delegate selectors %v picked up the step within %s; start one with `gantry worker --tags %s`",
 				n.Selectors, set.DelegateWait, strings.Join(n.Selectors, ","))
 		}
-		return nil, f
+		return activities.Details(err).Outputs, f
 	}
 	return res.Outputs, nil
 }

@@ -86,7 +86,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	activity.GetLogger(ctx).Info("policy step evaluated", "step", in.StepPath, "execution", in.ExecutionID,
 		"sets", spec.PolicySets, "decision", d.Status, "messages", d.Messages())
 	if d.Denied() {
-		return activities.StepResult{}, activities.Fail(activities.PolicyEvaluation, "denied by policy: %s", strings.Join(d.Messages(), "; "))
+		return activities.StepResult{}, activities.FailWithOutputs(activities.PolicyEvaluation, out, "denied by policy: %s", strings.Join(d.Messages(), "; "))
 	}
 	return activities.StepResult{Outputs: out}, nil
 }

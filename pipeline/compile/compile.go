@@ -178,6 +178,9 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 	if e, ok := steps.Lookup(s.Type); ok {
 		n.Unresolved = e.Unresolved
 	}
+	if s.Type == "Policy" {
+		typedPayload(n.Spec, pipeline.Field(pipeline.Field(s.Spec, "policySpec"), "payload"))
+	}
 	n.Selectors = c.selectorList(pipeline.Field(s.Spec, "delegateSelectors"), c.selectorList(s.DelegateSelectors, c.selectors))
 	n.Inputs = execInputs(n.Spec, []string{"spec"}, nil)
 	if s.Enforce != nil && len(s.Enforce.PolicySets) > 0 {
@@ -311,6 +314,21 @@ func condition(status, cond, success, failure string) string {
 func (c *compiler) decode(n *yaml.Node, out any) {
 	d := &pipeline.Decoder{File: c.file, Diags: &c.diags}
 	d.Decode(n, out, "when")
+}
+
+// typedPayload keeps a Policy payload written as a mapping or sequence as the JSON document it
+// describes (numbers, booleans and nulls typed as YAML reads them), not as strings: policies
+// compare input.replicas > 10. Strings still carry expressions for rendering at run time.
+func typedPayload(spec any, payload *yaml.Node) {
+	m, _ := spec.(map[string]any)
+	ps, _ := m["policySpec"].(map[string]any)
+	if ps == nil || payload == nil || (payload.Kind != yaml.MappingNode && payload.Kind != yaml.SequenceNode) {
+		return
+	}
+	var v any
+	if err := payload.Decode(&v); err == nil {
+		ps["payload"] = v
+	}
 }
 
 // Value converts a YAML node into plain data: mappings to map[string]any, sequences to []any,

@@ -206,7 +206,7 @@ type Policy struct {
 // PolicySpec holds the payload.
 type PolicySpec struct {
 	Node    *yaml.Node `yaml:"-"`
-	Payload string     `yaml:"payload" gantry:"required"`
+	Payload *yaml.Node `yaml:"payload" gantry:"required"` // JSON text or a mapping
 }
 
 // Container runs a command in a container (spec 15.4).
