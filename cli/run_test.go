@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -82,4 +83,105 @@ func mustRead(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// Every failed node reports its category, message, the strategy action taken and its attempts,
+// in `run --output json` and in `status -o json` (issue 18).
+func TestRunJSONReportsFailures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded Temporal server")
+	}
+	data := t.TempDir()
+	file := filepath.Join(t.TempDir(), "failures.yaml")
+	src := `pipeline:
+  name: failures
+  identifier: failures
+  projectIdentifier: demo
+  orgIdentifier: default
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: flaky
+                  identifier: flaky
+                  timeout: 1m
+                  failureStrategies:
+                    - onFailure:
+                        errors: [AllErrors]
+                        action:
+                          type: Retry
+                          spec:
+                            retryCount: 1
+                            retryIntervals: [10s]
+                            onRetryFailure:
+                              action:
+                                type: Ignore
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: echo flaking; exit 4}}
+              - step:
+                  type: ShellScript
+                  name: broken
+                  identifier: broken
+                  timeout: 1m
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: exit 5}}
+`
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run("run", file, "--data-dir", data, "--output", "json")
+	if code != ExitInvalid {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	var doc struct {
+		Status string `json:"status"`
+		Nodes  []struct {
+			Path     string       `json:"path"`
+			Status   string       `json:"status"`
+			Attempts int          `json:"attempts"`
+			Failure  *jsonFailure `json:"failure"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, out, errs)
+	}
+	got := map[string]string{}
+	for _, n := range doc.Nodes {
+		f := "-"
+		if n.Failure != nil {
+			f = n.Failure.Category + "|" + n.Failure.Action + "|" + n.Failure.Message
+		}
+		got[n.Path] = n.Status + " " + f + " attempts=" + strconv.Itoa(n.Attempts)
+	}
+	want := map[string]string{
+		"s.flaky":  "IGNORE_FAILED Unknown|Ignore|script exited with code 4; last output: flaking attempts=2",
+		"s.broken": "FAILED Unknown|None|script exited with code 5 attempts=1",
+	}
+	for path, w := range want {
+		if got[path] != w {
+			t.Errorf("%s\n got %s\nwant %s", path, got[path], w)
+		}
+	}
+	if doc.Status != "FAILED" {
+		t.Errorf("status %s", doc.Status)
+	}
+
+	// status -o json prints the same shape.
+	code, out, errs = run("status", "failures-1", "--data-dir", data, "-o", "json")
+	if code != ExitOK {
+		t.Fatalf("status: exit %d\n%s\n%s", code, out, errs)
+	}
+	for _, w := range []string{`"action": "Ignore"`, `"attempts": 2`, `"category": "Unknown"`} {
+		if !strings.Contains(out, w) {
+			t.Errorf("status -o json lacks %s\n%s", w, out)
+		}
+	}
 }

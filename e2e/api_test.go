@@ -154,6 +154,21 @@ func TestHTTPAPI(t *testing.T) {
 	if code != 200 || out["status"] != "SUCCEEDED" {
 		t.Errorf("tree: %d %v", code, out["status"])
 	}
+	// The list uses the API's camelCase names (issue 18); visibility follows a moment later.
+	for {
+		code, out = c.call("GET", execs+"?pipeline=api_gate", execs, dev, nil)
+		list, _ := out["executions"].([]any)
+		if code == 200 && len(list) > 0 {
+			e := list[0].(map[string]any)
+			if e["executionId"] == id && e["pipeline"] == "api_gate" && e["status"] == "SUCCEEDED" && e["startedAt"] != nil && e["endedAt"] != nil {
+				break
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("list never showed %s as SUCCEEDED with camelCase fields: %d %v", id, code, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if code, _ := c.call("POST", approve, pattern, bob, vote); code != 404 && code != 409 {
 		t.Errorf("vote after the end: %d", code)
 	}
