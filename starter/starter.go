@@ -181,6 +181,10 @@ func (s *Starter) Tree(ctx context.Context, executionID string) (*workflows.Node
 	if err := query(ctx, s.Client, executionID, &tree); err != nil {
 		return nil, err
 	}
+	// Stage loops run in batches first: their running iterations are stages to read too.
+	if err := s.Complete(ctx, executionID, tree); err != nil {
+		return nil, err
+	}
 	tree.Walk(func(n *workflows.Node) {
 		if n.Kind != "stage" || n.Status.Final() || n.Status == status.NotStarted {
 			return
@@ -389,17 +393,7 @@ func (s *Starter) Abort(ctx context.Context, executionID, user, reason string) e
 // Intervene sends a user's decision on a node to the stage workflow that owns it. Invalid
 // requests are rejected by the workflow's validator with the reason.
 func (s *Starter) Intervene(ctx context.Context, executionID string, req workflows.InterventionRequest) (string, error) {
-	stage, _, _ := strings.Cut(req.Path, ".")
-	if strings.HasPrefix(req.Path, "pipelineRollback.") {
-		rest := strings.TrimPrefix(req.Path, "pipelineRollback.")
-		st, _, _ := strings.Cut(rest, ".")
-		stage = "pipelineRollback/" + st
-	}
-	var msg string
-	if err := s.update(ctx, executionID+"/"+stage, workflows.UpdateIntervene, req, &msg); err != nil {
-		return "", decisionErr(executionID+"/"+stage, req.Path, err)
-	}
-	return msg, nil
+	return s.decide(ctx, executionID, req.Path, workflows.UpdateIntervene, req)
 }
 
 // decisionErr is updateErr for a decision on a node: a refusal names the node.
@@ -518,12 +512,7 @@ func (s *Starter) Retry(ctx context.Context, executionID, fromStage string, trig
 // validator refuses votes from outside the approver groups, second votes, the executor when
 // that is disallowed, and undeclared or invalid inputs.
 func (s *Starter) Approve(ctx context.Context, executionID string, req workflows.ApprovalRequest) (string, error) {
-	stage, _, _ := strings.Cut(req.Path, ".")
-	var msg string
-	if err := s.update(ctx, executionID+"/"+stage, workflows.UpdateApprove, req, &msg); err != nil {
-		return "", decisionErr(executionID+"/"+stage, req.Path, err)
-	}
-	return msg, nil
+	return s.decide(ctx, executionID, req.Path, workflows.UpdateApprove, req)
 }
 
 // Pending is a node waiting for users: an approval or an intervention.
@@ -569,10 +558,5 @@ func (s *Starter) Pending(ctx context.Context) ([]Pending, error) {
 // SupplyInputs answers a step's execution-time inputs; invalid values are refused with the
 // reason.
 func (s *Starter) SupplyInputs(ctx context.Context, executionID string, req workflows.InputRequest) (string, error) {
-	stage, _, _ := strings.Cut(req.Path, ".")
-	var msg string
-	if err := s.update(ctx, executionID+"/"+stage, workflows.UpdateInput, req, &msg); err != nil {
-		return "", decisionErr(executionID+"/"+stage, req.Path, err)
-	}
-	return msg, nil
+	return s.decide(ctx, executionID, req.Path, workflows.UpdateInput, req)
 }

@@ -177,6 +177,7 @@ type WorkflowRegistry interface {
 func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.Pipeline, workflow.RegisterOptions{Name: workflows.PipelineName})
 	r.RegisterWorkflowWithOptions(workflows.Stage, workflow.RegisterOptions{Name: workflows.StageName})
+	r.RegisterWorkflowWithOptions(workflows.StageBatch, workflow.RegisterOptions{Name: workflows.StageBatchName})
 	r.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
 	r.RegisterWorkflowWithOptions(workflows.Cron, workflow.RegisterOptions{Name: workflows.CronName})
 }

@@ -51,6 +51,11 @@ const (
 	changeFastPath = "fast-path" // short steps run as local activities
 	// changeSettleSignals: a stage completes only once its signals are delivered.
 	changeSettleSignals = "settle-signals"
+	// changeStageBatches: stage loops of more than BatchSize iterations run in batch workflows.
+	changeStageBatches = "stage-batches"
+	// changeBatchBarriers: Barrier steps report to the pipeline itself (not the parent, which
+	// for a loop batch is not the pipeline), and stages forward barrier outcomes to batches.
+	changeBatchBarriers = "batch-barriers"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients
@@ -223,6 +228,8 @@ type StageResult struct {
 	StageRollback bool `json:"stageRollback,omitempty"`
 	// Aborted is set when the stage stopped the execution (Abort action or abort request).
 	Aborted bool `json:"aborted,omitempty"`
+	// Ran lists the iterations a stage batch started, in start order (for a pipeline rollback).
+	Ran []string `json:"ran,omitempty"`
 }
 
 // Node is one node of the live execution tree returned by QueryTree.

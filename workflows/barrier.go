@@ -156,9 +156,16 @@ func (p *pipelineRun) decide(ctx workflow.Context, ref, outcome string) {
 	}
 	for _, id := range p.running {
 		for _, r := range p.barriers.refs[id] {
-			if r == ref {
-				p.children[id].SignalChildWorkflow(ctx, signalBarrierResult, BarrierResult{Ref: ref, Result: outcome})
+			if f := p.children[id]; f != nil && r == ref { // a batched stage loop has no stage child
+				f.SignalChildWorkflow(ctx, signalBarrierResult, BarrierResult{Ref: ref, Result: outcome})
 			}
+		}
+	}
+	// Iterations of batched stage loops run under their batch: those waiting at the barrier
+	// hear from the pipeline directly; later arrivals get the outcome when they report.
+	for _, id := range p.barriers.order[ref] {
+		if p.loopOf[id] != "" && p.barriers.positions[ref][id] == "arrived" {
+			workflow.SignalExternalWorkflow(ctx, p.id+"/"+id, "", signalBarrierResult, BarrierResult{Ref: ref, Result: outcome})
 		}
 	}
 }
@@ -174,6 +181,8 @@ func (p *pipelineRun) listenBarriers(ctx workflow.Context) {
 		if outcome := p.barriers.broken[sig.Ref]; outcome != "" {
 			if f := p.children[sig.Stage]; f != nil {
 				f.SignalChildWorkflow(ctx, signalBarrierResult, BarrierResult{Ref: sig.Ref, Result: outcome})
+			} else if p.loopOf[sig.Stage] != "" {
+				workflow.SignalExternalWorkflow(ctx, p.id+"/"+sig.Stage, "", signalBarrierResult, BarrierResult{Ref: sig.Ref, Result: outcome})
 			}
 			continue
 		}
@@ -194,14 +203,19 @@ func (s *stageRun) barrierStep(ctx workflow.Context, t *Node, spec any, timeout 
 		return nil, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("barrier %s already broken (%s)", ref, outcome)}
 	}
 	t.Status = status.AsyncWaiting
-	s.signal(ctx, parent.ID, signalBarrier, BarrierSignal{Ref: ref, Stage: s.in.Stage.ID, Event: "arrived"})
+	// The pipeline keeps the barriers; a loop batch's parent is its stage (or stage batch).
+	pipeline := parent.ID
+	if workflow.GetVersion(ctx, changeBatchBarriers, workflow.DefaultVersion, 1) == 1 {
+		pipeline = s.in.ExecutionID
+	}
+	s.signal(ctx, pipeline, signalBarrier, BarrierSignal{Ref: ref, Stage: s.in.Stage.ID, Event: "arrived"})
 	done, err := workflow.AwaitWithTimeout(ctx, timeout, func() bool { return s.barriers[ref] != "" })
 	switch {
 	case err != nil:
 		return nil, &activities.Failure{Category: aborted, Message: "aborted"}
 	case !done:
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
-		s.signal(dctx, parent.ID, signalBarrier, BarrierSignal{Ref: ref, Stage: s.in.Stage.ID, Event: "expired"})
+		s.signal(dctx, pipeline, signalBarrier, BarrierSignal{Ref: ref, Stage: s.in.Stage.ID, Event: "expired"})
 		return nil, &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("barrier %s did not release within %s", ref, timeout)}
 	}
 	switch s.barriers[ref] {

@@ -67,8 +67,14 @@ func (s *stageRun) runBatches(ctx workflow.Context, n *plan.Node, t *Node, lp *l
 				Node: n, Iterations: b, Total: len(lp.iterations), Concurrency: lp.concurrency, SkipQueued: lp.skipQueued,
 				Prefix: prefix, ParentPath: parent, Root: batchRoot,
 			}}
+			f := workflow.ExecuteChildWorkflow(cctx, StageName, in)
+			if s.batchRuns == nil {
+				s.batchRuns = map[string]workflow.ChildWorkflowFuture{}
+			}
+			s.batchRuns[ph.Source] = f
 			var res StageResult
-			err := workflow.ExecuteChildWorkflow(cctx, StageName, in).Get(ctx, &res)
+			err := f.Get(ctx, &res)
+			delete(s.batchRuns, ph.Source)
 			end := workflow.Now(ctx)
 			ph.EndedAt = &end
 			if err != nil || res.Tree == nil {

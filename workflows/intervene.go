@@ -36,6 +36,9 @@ type WaitingSignal struct {
 	Stage  string        `json:"stage"`
 	Count  int           `json:"count"`
 	Status status.Status `json:"status,omitempty"`
+	// Source is the batch workflow that sends it (a big loop's iterations); "" for the stage.
+	// The stage and each of its batches wait on their own nodes; none overrides another.
+	Source string `json:"source,omitempty"`
 }
 
 // interventionActions are the choices of spec 5.8 for a node in frame fr.
@@ -99,7 +102,11 @@ func (s *stageRun) setWaiting(ctx workflow.Context, path string, st status.Statu
 		return
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	s.signal(dctx, s.in.ExecutionID, signalWaiting, WaitingSignal{Stage: s.in.Stage.ID, Count: len(all), Status: strongest})
+	w := WaitingSignal{Stage: s.in.Stage.ID, Count: len(all), Status: strongest}
+	if s.in.Batch != nil {
+		w.Source = workflow.GetInfo(ctx).WorkflowExecution.ID
+	}
+	s.signal(dctx, s.in.ExecutionID, signalWaiting, w)
 }
 
 func statusMap(m map[string]status.Status) map[string]any {

@@ -3,6 +3,7 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -119,7 +120,9 @@ type pipelineRun struct {
 	cancelBody workflow.CancelFunc
 	children   map[string]workflow.ChildWorkflowFuture // running stage children, for expiry
 	ran        []*plan.Node                            // stages that started, in start order
-	waiting    map[string]status.Status                // what each stage waits for from users
+	waiting    map[string]map[string]status.Status     // stage → source ("" or a batch) → what it waits for from users
+	loopOf     map[string]string                       // iteration → looped stage, for stage loops run in batches
+	batchRuns  map[string]workflow.ChildWorkflowFuture // running stage batches by workflow ID
 	barriers   *barriers
 	rollback   bool // a PipelineRollback action fired
 	aborted    bool
@@ -160,7 +163,8 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now, Policy: pl.Policy}
 	tree.Children = newTree(pl.Stages, "")
 	return &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: root, data: data, tree: tree,
-		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]status.Status{}, barriers: newBarriers(pl)}
+		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]map[string]status.Status{},
+		loopOf: map[string]string{}, batchRuns: map[string]workflow.ChildWorkflowFuture{}, barriers: newBarriers(pl)}
 }
 
 // registerHandlers installs the tree query, the abort update and the waiting signal.
@@ -193,11 +197,26 @@ func (p *pipelineRun) registerHandlers(ctx workflow.Context) error {
 			if !ch.Receive(ctx, &w) {
 				return
 			}
-			p.waiting[w.Stage] = w.Status
+			if p.waiting[w.Stage] == nil {
+				p.waiting[w.Stage] = map[string]status.Status{}
+			}
+			p.waiting[w.Stage][w.Source] = w.Status
 			live := []status.Status{status.Running}
 			for _, id := range p.running {
-				if st := p.waiting[id]; st != "" {
-					live = append(live, st)
+				for _, st := range p.waiting[id] {
+					if st != "" {
+						live = append(live, st)
+					}
+				}
+			}
+			// Iterations of a batched stage loop: they run while their loop does.
+			for _, id := range sortedIDs(p.waiting) {
+				if base := p.loopOf[id]; base != "" && slices.Contains(p.running, base) {
+					for _, st := range p.waiting[id] {
+						if st != "" {
+							live = append(live, st)
+						}
+					}
 				}
 			}
 			p.upsert(ctx, status.Rollup(live))
@@ -247,7 +266,12 @@ func (p *pipelineRun) startTimer(ctx workflow.Context) error {
 		}
 		p.expired = true
 		for _, id := range p.running {
-			p.children[id].SignalChildWorkflow(ctx, signalExpire, nil)
+			if f := p.children[id]; f != nil { // a batched stage loop has no stage child
+				f.SignalChildWorkflow(ctx, signalExpire, nil)
+			}
+		}
+		for _, id := range sortedIDs(p.batchRuns) {
+			p.batchRuns[id].SignalChildWorkflow(ctx, signalExpire, nil)
 		}
 	})
 	return nil
@@ -319,6 +343,11 @@ func (p *pipelineRun) runStageLoop(ctx workflow.Context, n *plan.Node, t *Node) 
 		ids[i] = c.ID
 	}
 	p.barriers.expandLoop(n.ID, ids)
+	if len(children) > BatchSize && workflow.GetVersion(ctx, changeStageBatches, workflow.DefaultVersion, 1) == 1 {
+		p.runStageBatches(ctx, n, t, lp, children)
+		end(loopStatus(t.Children))
+		return
+	}
 	runIterations(ctx, lp, t.Children,
 		func(ctx workflow.Context) bool { return p.stopped(ctx) || p.rollback },
 		func(i int) {

@@ -75,6 +75,12 @@ func (s *stageRun) listen(ctx workflow.Context) error {
 				return
 			}
 			s.barriers[r.Ref] = r.Result
+			// Iterations running in loop batches wait at barriers too.
+			if len(s.batchRuns) > 0 && workflow.GetVersion(ctx, changeBatchBarriers, workflow.DefaultVersion, 1) == 1 {
+				for _, id := range sortedIDs(s.batchRuns) {
+					s.batchRuns[id].SignalChildWorkflow(ctx, signalBarrierResult, r)
+				}
+			}
 		}
 	})
 	return nil
@@ -108,6 +114,7 @@ type stageRun struct {
 	fastUnflushed    time.Duration            // fast-path step time not yet persisted in history
 	fastTask         int                      // history length when those steps ran
 	signals          []workflow.Future        // signals sent to other workflows, for settle
+	batchRuns        map[string]workflow.ChildWorkflowFuture // running loop batches by workflow ID
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a

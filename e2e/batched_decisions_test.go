@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// batchedDecisionsPipeline loops a step group 201 times (two batch workflows); only the last
+// iteration, in the second batch, meets a barrier, an approval, an execution input and a
+// failure that waits for a manual intervention. Stage s2 meets the barrier alongside.
+const batchedDecisionsPipeline = `pipeline:
+  name: batched_decisions
+  identifier: batched_decisions
+  flowControl:
+    barriers:
+      - {name: sync, identifier: sync}
+  stages:
+    - parallel:
+        - stage:
+            name: s1
+            identifier: s1
+            type: Custom
+            spec:
+              execution:
+                steps:
+                  - stepGroup:
+                      name: g
+                      identifier: g
+                      strategy: {repeat: {times: 201, maxConcurrency: 100}}
+                      when: {stageStatus: Success}
+                      steps:
+                        - step:
+                            type: Barrier
+                            name: meet
+                            identifier: meet
+                            timeout: 5m
+                            when: {stageStatus: Success, condition: "<+strategy.iteration> == 200"}
+                            spec: {barrierRef: sync}
+                        - step:
+                            type: HarnessApproval
+                            name: gate
+                            identifier: gate
+                            timeout: 1h
+                            when: {stageStatus: Success, condition: "<+strategy.iteration> == 200"}
+                            spec:
+                              approvalMessage: go?
+                              includePipelineExecutionHistory: false
+                              approvers: {userGroups: [release_managers], minimumCount: 1, disallowPipelineExecutor: false}
+                        - step:
+                            type: ShellScript
+                            name: ask
+                            identifier: ask
+                            timeout: 10m
+                            when: {stageStatus: Success, condition: "<+strategy.iteration> == 200"}
+                            spec:
+                              shell: Bash
+                              source: {type: Inline, spec: {script: "C=$COLOR"}}
+                              environmentVariables:
+                                - {name: COLOR, type: String, value: "<+input>.allowedValues(blue,green).executionInput()"}
+                              outputVariables:
+                                - {name: c, type: String, value: C}
+                        - step:
+                            type: ShellScript
+                            name: fail
+                            identifier: fail
+                            timeout: 10m
+                            when: {stageStatus: Success, condition: "<+strategy.iteration> == 200"}
+                            failureStrategies:
+                              - onFailure:
+                                  errors: [AllErrors]
+                                  action: {type: ManualIntervention, spec: {timeout: 1h, onTimeout: {action: {type: MarkAsFailure}}}}
+                            spec: {shell: Bash, source: {type: Inline, spec: {script: exit 3}}}
+        - stage:
+            name: s2
+            identifier: s2
+            type: Custom
+            spec:
+              execution:
+                steps:
+                  - step: {type: Barrier, name: meet, identifier: meet, timeout: 5m, spec: {barrierRef: sync}}
+                  - step: {type: ShellScript, name: after, identifier: after, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}
+`
+
+// Decisions reach iterations that run in batch workflows (loops of more than BatchSize
+// iterations), through the same starter calls the CLI and the API use; barriers inside
+// batches release (issue 18).
+func TestDecisionsInsideBatchedLoops(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p := compile(t, "batched_decisions.yaml", []byte(batchedDecisionsPipeline), load.Options{})
+	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const it = "s1.g_200."
+	waitFor(t, ctx, env.starter, exec.ID, it+"gate", status.ApprovalWaiting)
+	if got := waitFor(t, ctx, env.starter, exec.ID, "s2.meet", status.Succeeded).Find(it + "meet").Status; got != status.Succeeded {
+		t.Errorf("barrier in the batch: %s", got)
+	}
+	// The approval is listed as pending and shown in the execution's status.
+	for {
+		pending, err := env.starter.Pending(ctx)
+		if err == nil && strings.Contains(pendingPaths(pending, exec.ID), it+"gate") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pending never listed %sgate: %v %v", it, pending, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: it + "gate", Action: "APPROVE", User: "ann", Groups: []string{"release_managers"}}); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	waitFor(t, ctx, env.starter, exec.ID, it+"ask", status.InputWaiting)
+	if _, err := env.starter.SupplyInputs(ctx, exec.ID, workflows.InputRequest{Path: it + "ask", User: "ann", Values: map[string]string{"spec.environmentVariables.COLOR": "red"}}); err == nil {
+		t.Error("a value outside allowedValues was accepted")
+	}
+	if _, err := env.starter.SupplyInputs(ctx, exec.ID, workflows.InputRequest{Path: it + "ask", User: "ann", Values: map[string]string{"spec.environmentVariables.COLOR": "green"}}); err != nil {
+		t.Fatalf("inputs: %v", err)
+	}
+	waitFor(t, ctx, env.starter, exec.ID, it+"fail", status.InterventionWaiting)
+	if _, err := env.starter.Intervene(ctx, exec.ID, workflows.InterventionRequest{Path: it + "fail", Action: "MarkAsSuccess", User: "ops"}); err != nil {
+		t.Fatalf("intervene: %v", err)
+	}
+	// A decision on a node no workflow holds is still refused with the reason.
+	if _, err := env.starter.Intervene(ctx, exec.ID, workflows.InterventionRequest{Path: "s1.g_999.fail", Action: "Ignore", User: "ops"}); err == nil || !strings.Contains(err.Error(), "s1.g_999.fail") {
+		t.Errorf("intervention on an unknown node: %v", err)
+	}
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.Succeeded {
+		t.Fatalf("status %s", res.Status)
+	}
+	tree := res.Tree
+	if err := env.starter.Complete(ctx, exec.ID, tree); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]status.Status{it + "meet": status.Succeeded, it + "gate": status.Succeeded, it + "ask": status.Succeeded,
+		it + "fail": status.Succeeded, "s1.g_0.gate": status.Skipped} {
+		if n := tree.Find(path); n == nil || n.Status != want {
+			t.Errorf("%s: %v, want %s", path, n, want)
+		}
+	}
+	if out := tree.Find(it + "ask").Outputs; out["outputVariables"].(map[string]any)["c"] != "green" {
+		t.Errorf("ask outputs %v", out)
+	}
+}
+
+func pendingPaths(list []starter.Pending, id string) string {
+	var out []string
+	for _, p := range list {
+		if p.ExecutionID == id {
+			out = append(out, p.Path)
+		}
+	}
+	return strings.Join(out, " ")
+}
