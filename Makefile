@@ -4,7 +4,7 @@ BIN     := bin/gantry
 FUZZTIME ?= 50000x
 LONGFUZZ ?= 5m
 
-.PHONY: all build run run-k8s run-topology k8s-tools test vet fuzz bench clean
+.PHONY: all build run run-k8s run-topology k8s-tools test vet fuzz bench stress clean
 
 all: build
 
@@ -38,6 +38,12 @@ test: vet k8s-tools
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pipeline/load
+
+# Long load tests, outside `make test`: decisions sent to many executions while another process
+# saturates the CPU (each applied exactly once), and a 3,000-iteration stage matrix.
+# GANTRY_STRESS_EXECUTIONS sets the number of executions (40).
+stress: k8s-tools
+	GANTRY_STRESS=1 $(GO) test -count=1 -run 'TestStress|TestScaleStageMatrixOf3000' -timeout 60m -v ./e2e
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(LONGFUZZ) ./expressions

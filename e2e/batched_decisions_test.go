@@ -164,3 +164,97 @@ func pendingPaths(list []starter.Pending, id string) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// A stage matrix run in stage batch workflows (small batches here; BatchSize in production):
+// its iterations meet a barrier with another stage, one waits for an approval that the pending
+// list shows and the starter reaches, and a later stage reads an iteration's output.
+func TestStageLoopInBatches(t *testing.T) {
+	src := `pipeline:
+  name: stage_batches
+  identifier: stage_batches
+  flowControl:
+    barriers:
+      - {name: sync, identifier: sync}
+  stages:
+    - parallel:
+        - stage:
+            name: s
+            identifier: s
+            type: Custom
+            strategy: {repeat: {times: 45}}
+            spec:
+              execution:
+                steps:
+                  - step: {type: Barrier, name: meet, identifier: meet, timeout: 5m, spec: {barrierRef: sync}}
+                  - step:
+                      type: HarnessApproval
+                      name: gate
+                      identifier: gate
+                      timeout: 1h
+                      when: {stageStatus: Success, condition: "<+strategy.iteration> == 44"}
+                      spec:
+                        approvalMessage: go?
+                        includePipelineExecutionHistory: false
+                        approvers: {userGroups: [release_managers], minimumCount: 1, disallowPipelineExecutor: false}
+                  - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: "V=<+strategy.iteration>"}}, outputVariables: [{name: v, type: String, value: V}]}}
+        - stage:
+            name: other
+            identifier: other
+            type: Custom
+            spec:
+              execution:
+                steps:
+                  - step: {type: Barrier, name: meet, identifier: meet, timeout: 5m, spec: {barrierRef: sync}}
+    - stage:
+        name: last
+        identifier: last
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: "L=<+pipeline.stages.s_44.spec.execution.steps.a.output.outputVariables.v>"}}, outputVariables: [{name: l, type: String, value: L}]}}
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	p := compile(t, "stage_batches.yaml", []byte(src), load.Options{})
+	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{LoopBatchSize: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, env.starter, exec.ID, "s_44.gate", status.ApprovalWaiting)
+	for {
+		pending, err := env.starter.Pending(ctx)
+		if err == nil && strings.Contains(pendingPaths(pending, exec.ID), "s_44.gate") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pending never listed s_44.gate: %v %v", pending, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "s_44.gate", Action: "APPROVE", User: "ann", Groups: []string{"release_managers"}}); err != nil {
+		t.Fatalf("approve: %v", err)
+	}
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.Succeeded {
+		t.Fatalf("status %s", res.Status)
+	}
+	if err := env.starter.Complete(ctx, exec.ID, res.Tree); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"s_0.meet", "s_44.meet", "s_44.gate", "other.meet"} {
+		if n := res.Tree.Find(path); n == nil || n.Status != status.Succeeded {
+			t.Errorf("%s: %v", path, n)
+		}
+	}
+	if n := len(res.Tree.Find("s").Children); n != 45 {
+		t.Errorf("%d iterations in the tree", n)
+	}
+	if got := res.Tree.Find("last.a").Outputs["outputVariables"].(map[string]any)["l"]; got != "44" {
+		t.Errorf("last read %v", got)
+	}
+	checkHistories(t, exec.ID, exec.ID+"/s/batch-0", exec.ID+"/s/batch-2")
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -123,4 +124,84 @@ func TestScalePipelineOf500Stages(t *testing.T) {
 		t.Errorf("last read %v", got)
 	}
 	checkHistories(t, exec.ID, exec.ID+"/last")
+}
+
+// A stage matrix of 3,000 iterations runs in stage batch workflows: no history comes near
+// Temporal's limits, every iteration is in the tree, and later stages read iterations' outputs.
+// It runs in `make stress`: about 3 minutes on 2 cores, more than 10 under the race detector.
+// TestStageLoopInBatches covers the same code with small batches in `make test`.
+func TestScaleStageMatrixOf3000(t *testing.T) {
+	if os.Getenv("GANTRY_STRESS") == "" {
+		t.Skip("set GANTRY_STRESS=1 (make stress)")
+	}
+	vals := make([]string, 3000)
+	for i := range vals {
+		vals[i] = fmt.Sprint(i)
+	}
+	src := `pipeline:
+  name: stage matrix
+  identifier: stage_matrix
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        strategy: {matrix: {n: [` + strings.Join(vals, ", ") + `]}}
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: "V=<+matrix.n>"}}, outputVariables: [{name: v, type: String, value: V}]}}
+    - stage:
+        name: last
+        identifier: last
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: "L=<+pipeline.stages.s_2999.spec.execution.steps.a.output.outputVariables.v>"}}, outputVariables: [{name: l, type: String, value: L}]}}
+`
+	p := compile(t, "stage_matrix.yaml", []byte(src), load.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.Succeeded {
+		res.Tree.Walk(func(n *workflows.Node) {
+			if n.Failure != nil {
+				t.Errorf("%s %s: %s", n.Path, n.Status, n.Failure.Message)
+			}
+		})
+		t.Fatalf("status %s", res.Status)
+	}
+	if err := env.starter.Complete(ctx, exec.ID, res.Tree); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Tree.Find("s").Children); n != 3000 {
+		t.Errorf("%d iterations in the tree", n)
+	}
+	if got := res.Tree.Find("s_1234.a").Outputs["outputVariables"].(map[string]any)["v"]; got != "1234" {
+		t.Errorf("s_1234.a output %v", got)
+	}
+	if got := res.Tree.Find("last.a").Outputs["outputVariables"].(map[string]any)["l"]; got != "2999" {
+		t.Errorf("last read %v", got)
+	}
+	checkHistories(t, exec.ID, exec.ID+"/s/batch-0", exec.ID+"/s/batch-14")
+	// Temporal warns above 512 KB per payload and refuses 2 MB: the pipeline's result leaves
+	// the iterations' data to the batches.
+	it := env.client.GetWorkflowHistory(context.Background(), exec.ID, "", false, 0)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(ev.String()); n > 512<<10 {
+			t.Errorf("event %d (%s) of the pipeline is %d bytes", ev.EventId, ev.EventType, n)
+		}
+	}
 }

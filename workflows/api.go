@@ -130,6 +130,23 @@ type Settings struct {
 	// FastPathMaxTimeout is the longest step timeout that still runs as a local activity on
 	// the stage's own worker (ShellScript and Http steps without delegate selectors).
 	FastPathMaxTimeout time.Duration `json:"fastPathMaxTimeout,omitempty"`
+	// LoopBatchSize is the most iterations of a loop one workflow runs (0: BatchSize); bigger
+	// loops run in batch workflows. Smaller batches trade more workflows for shorter histories.
+	LoopBatchSize int `json:"loopBatchSize,omitempty"`
+}
+
+// batchSize is the loop batch size these settings ask for.
+func (s Settings) batchSize() int {
+	if s.LoopBatchSize > 0 {
+		return s.LoopBatchSize
+	}
+	return BatchSize
+}
+
+// parallelBatches is how many batches of a loop without maxConcurrency run at once: together
+// they run at most MaxRunningSteps iterations.
+func (s Settings) parallelBatches() int {
+	return max(1, MaxRunningSteps/s.batchSize())
 }
 
 // DefaultSettings are used for zero fields. A step's cancellation (abort) reaches its worker

@@ -16,16 +16,14 @@ import (
 // activities), and every result stays small.
 const BatchSize = 200
 
-// maxParallelBatches bounds batches running at once for loops without maxConcurrency.
-const maxParallelBatches = MaxRunningSteps / BatchSize
-
 // runBatches runs a big loop's iterations in batch child workflows. The strategy node gets
 // one placeholder child per batch (Source names the batch workflow); iteration data are
 // merged into the container so later steps can read their outputs.
 func (s *stageRun) runBatches(ctx workflow.Context, n *plan.Node, t *Node, lp *loopPlan, prefix, parent string, container, root map[string]any) {
 	var batches [][]iteration
-	for i := 0; i < len(lp.iterations); i += BatchSize {
-		batches = append(batches, lp.iterations[i:min(i+BatchSize, len(lp.iterations))])
+	size := s.in.Settings.batchSize()
+	for i := 0; i < len(lp.iterations); i += size {
+		batches = append(batches, lp.iterations[i:min(i+size, len(lp.iterations))])
 	}
 	t.Children = make([]*Node, len(batches))
 	base := workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + t.Path
@@ -35,7 +33,7 @@ func (s *stageRun) runBatches(ctx workflow.Context, n *plan.Node, t *Node, lp *l
 	}
 	batchRoot := withoutIterations(root, prefix, lp.iterations, n.ID)
 	// With maxConcurrency, one batch at a time runs that many iterations: never more at once.
-	parallel := maxParallelBatches
+	parallel := s.in.Settings.parallelBatches()
 	if lp.concurrency > 0 {
 		parallel = 1
 	}

@@ -28,7 +28,7 @@ func (s *stageRun) runLoop(ctx workflow.Context, n *plan.Node, t *Node, prefix s
 		return
 	}
 	parent := strings.TrimSuffix(strings.TrimSuffix(t.Path, n.ID), ".")
-	if len(lp.iterations) > BatchSize {
+	if len(lp.iterations) > s.in.Settings.batchSize() {
 		s.runBatches(ctx, n, t, lp, prefix, parent, container, root)
 		s.end(ctx, t, loopStatus(t.Children), nil)
 		return

@@ -73,7 +73,24 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 		st = status.Aborted
 	}
 	p.finish(final, st)
-	return &PipelineResult{Status: p.tree.Status, Tree: p.tree, Stages: child(p.data, "stages")}, nil
+	return &PipelineResult{Status: p.tree.Status, Tree: p.tree, Stages: p.resultStages()}, nil
+}
+
+// resultStages is the stages' data for the result, without the iterations of stage loops
+// run in batches: their batch workflows' results hold them, and thousands of them would not
+// fit in one result (Temporal's 2 MB payload limit).
+func (p *pipelineRun) resultStages() map[string]any {
+	stages := child(p.data, "stages")
+	if len(p.loopOf) == 0 {
+		return stages
+	}
+	out := make(map[string]any, len(stages))
+	for id, d := range stages {
+		if p.loopOf[id] == "" {
+			out[id] = d
+		}
+	}
+	return out
 }
 
 // containsStage reports whether a stage element is, or holds, stage id.
@@ -343,7 +360,7 @@ func (p *pipelineRun) runStageLoop(ctx workflow.Context, n *plan.Node, t *Node) 
 		ids[i] = c.ID
 	}
 	p.barriers.expandLoop(n.ID, ids)
-	if len(children) > BatchSize && workflow.GetVersion(ctx, changeStageBatches, workflow.DefaultVersion, 1) == 1 {
+	if len(children) > p.in.Settings.batchSize() && workflow.GetVersion(ctx, changeStageBatches, workflow.DefaultVersion, 1) == 1 {
 		p.runStageBatches(ctx, n, t, lp, children)
 		end(loopStatus(t.Children))
 		return

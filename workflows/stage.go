@@ -107,13 +107,13 @@ type stageRun struct {
 	activeSteps      int               // step activities running now (MaxRunningSteps)
 	barriers         map[string]string // barrier ref → outcome, as the pipeline reported it
 	approvals        map[string]*approval
-	waitStatus       map[string]status.Status // nodes waiting for users, by path
-	inputs           map[string]*inputWait    // steps waiting for execution-time inputs
-	deploy           *deployTarget            // a Deployment stage's target
-	fastVersion      *workflow.Version        // changeFastPath, read at the first eligible step
-	fastUnflushed    time.Duration            // fast-path step time not yet persisted in history
-	fastTask         int                      // history length when those steps ran
-	signals          []workflow.Future        // signals sent to other workflows, for settle
+	waitStatus       map[string]status.Status                // nodes waiting for users, by path
+	inputs           map[string]*inputWait                   // steps waiting for execution-time inputs
+	deploy           *deployTarget                           // a Deployment stage's target
+	fastVersion      *workflow.Version                       // changeFastPath, read at the first eligible step
+	fastUnflushed    time.Duration                           // fast-path step time not yet persisted in history
+	fastTask         int                                     // history length when those steps ran
+	signals          []workflow.Future                       // signals sent to other workflows, for settle
 	batchRuns        map[string]workflow.ChildWorkflowFuture // running loop batches by workflow ID
 }
 

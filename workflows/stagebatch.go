@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -57,6 +58,11 @@ func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) 
 	}
 	data := map[string]any{}
 	var ran []string
+	// Every stage start carries the execution context; one workflow task's commands must stay
+	// well inside gRPC's 4 MB message limit, so big contexts start their stages in waves.
+	ctxJSON, _ := json.Marshal(in.Root)
+	stageJSON, _ := json.Marshal(iterationNode(in.Stage, in.Iterations[0]))
+	b.wave = max(1, min(len(in.Iterations), startBudget/(len(ctxJSON)+len(stageJSON)+1024)))
 	lp := &loopPlan{iterations: in.Iterations, concurrency: in.Concurrency, skipQueued: in.SkipQueued}
 	runIterations(ctx, lp, b.tree.Children,
 		func(ctx workflow.Context) bool { return ctx.Err() != nil || b.aborted || b.rollback || b.expired },
@@ -88,8 +94,13 @@ func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) 
 	return &StageResult{Tree: b.tree, Data: data, Ran: ran, Aborted: b.aborted, PipelineRollback: b.rollback}, nil
 }
 
+// startBudget is the most bytes of stage inputs a stage batch starts in one workflow task.
+const startBudget = 1 << 20
+
 type stageBatch struct {
 	in       StageBatchInput
+	wave     int // stages started per workflow task at most
+	starting int // stages whose start is not recorded yet
 	tree     *Node
 	running  map[string]workflow.ChildWorkflowFuture // by stage identifier, for expiry
 	aborted  bool
@@ -111,8 +122,12 @@ func (b *stageBatch) runStage(ctx workflow.Context, n *plan.Node, t *Node, in St
 		StaticDetails:       stageDetails(n),
 		WorkflowTaskTimeout: stageTaskTimeout(b.in.Settings),
 	})
+	_ = workflow.Await(ctx, func() bool { return b.starting < b.wave })
+	b.starting++
 	f := workflow.ExecuteChildWorkflow(cctx, StageName, in)
 	b.running[n.ID] = f
+	_ = f.GetChildWorkflowExecution().Get(ctx, nil)
+	b.starting--
 	var res StageResult
 	err := f.Get(ctx, &res)
 	delete(b.running, n.ID)
@@ -148,8 +163,9 @@ func (p *pipelineRun) runStageBatches(ctx workflow.Context, n *plan.Node, t *Nod
 		p.loopOf[c.ID] = n.ID
 	}
 	var batches [][]iteration
-	for i := 0; i < len(lp.iterations); i += BatchSize {
-		batches = append(batches, lp.iterations[i:min(i+BatchSize, len(lp.iterations))])
+	size := p.in.Settings.batchSize()
+	for i := 0; i < len(lp.iterations); i += size {
+		batches = append(batches, lp.iterations[i:min(i+size, len(lp.iterations))])
 	}
 	t.Children = make([]*Node, len(batches))
 	for k, b := range batches {
@@ -157,10 +173,15 @@ func (p *pipelineRun) runStageBatches(ctx workflow.Context, n *plan.Node, t *Nod
 			Status: status.NotStarted, Source: fmt.Sprintf("%s/%s/batch-%d", p.id, n.ID, k),
 			Name: fmt.Sprintf("%s iterations %d-%d", n.Name, b[0].Index, b[len(b)-1].Index)}
 	}
-	root := p.contextFor(n, p.root)
+	// A snapshot: the live root gains each finished iteration's data, which later batches'
+	// inputs must not carry.
+	root := copyMap(p.contextFor(n, p.root))
+	pd := copyMap(root["pipeline"].(map[string]any))
+	pd["stages"] = copyMap(child(pd, "stages"))
+	root["pipeline"] = pd
 	stages := child(p.data, "stages")
 	// With maxConcurrency, one batch at a time runs that many iterations: never more at once.
-	parallel := maxParallelBatches
+	parallel := p.in.Settings.parallelBatches()
 	if lp.concurrency > 0 {
 		parallel = 1
 	}
