@@ -92,6 +92,16 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatal(err)
 	}
 	recordExecution(t, out, iv.ID)
+	// Loops in batches (two iterations per batch here): a stage loop in stage batch workflows
+	// and a step loop in batches, both meeting barriers with other stages.
+	bt, err := env.starter.Start(ctx, compile(t, "batches.yaml", []byte(batchesRecordPipeline), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{LoopBatchSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := env.starter.Result(ctx, bt.ID); err != nil || res.Status != status.Succeeded {
+		t.Fatalf("batches: %v %v", res, err)
+	}
+	recordExecution(t, out, bt.ID)
 	// A Deployment stage on a real cluster: a rolling deploy, then a failed one rolled back.
 	dir := k8sExample(t, "record")
 	file := filepath.Join(dir, "dev.yaml")
@@ -190,4 +200,41 @@ const fastPathPipeline = `pipeline:
                   failureStrategies:
                     - onFailure: {errors: [AllErrors], action: {type: Retry, spec: {retryCount: 1, retryIntervals: [10s], onRetryFailure: {action: {type: Ignore}}}}}
               - step: {type: ShellScript, name: slow, identifier: slow, timeout: 10m, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}
+`
+
+const batchesRecordPipeline = `pipeline:
+  name: batches_record
+  identifier: batches_record
+  flowControl:
+    barriers:
+      - {name: stages, identifier: stages}
+      - {name: steps, identifier: steps}
+  stages:
+    - parallel:
+        - stage:
+            name: s
+            identifier: s
+            type: Custom
+            strategy: {repeat: {times: 3}}
+            spec:
+              execution:
+                steps:
+                  - step: {type: Barrier, name: meet, identifier: meet, timeout: 5m, spec: {barrierRef: stages}}
+        - stage:
+            name: t
+            identifier: t
+            type: Custom
+            spec:
+              execution:
+                steps:
+                  - step: {type: Barrier, name: meet, identifier: meet, timeout: 5m, strategy: {repeat: {times: 3}}, spec: {barrierRef: steps}}
+        - stage:
+            name: u
+            identifier: u
+            type: Custom
+            spec:
+              execution:
+                steps:
+                  - step: {type: Barrier, name: stages, identifier: stages, timeout: 5m, spec: {barrierRef: stages}}
+                  - step: {type: Barrier, name: steps, identifier: steps, timeout: 5m, spec: {barrierRef: steps}}
 `
