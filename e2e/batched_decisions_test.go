@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/pipeline/load"
-	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -105,16 +104,7 @@ func TestDecisionsInsideBatchedLoops(t *testing.T) {
 		t.Errorf("barrier in the batch: %s", got)
 	}
 	// The approval is listed as pending and shown in the execution's status.
-	for {
-		pending, err := env.starter.Pending(ctx)
-		if err == nil && strings.Contains(pendingPaths(pending, exec.ID), it+"gate") {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("pending never listed %sgate: %v %v", it, pending, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitPending(t, ctx, exec.ID, it+"gate")
 	if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: it + "gate", Action: "APPROVE", User: "ann", Groups: []string{"release_managers"}}); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
@@ -155,14 +145,22 @@ func TestDecisionsInsideBatchedLoops(t *testing.T) {
 	}
 }
 
-func pendingPaths(list []starter.Pending, id string) string {
-	var out []string
-	for _, p := range list {
-		if p.ExecutionID == id {
-			out = append(out, p.Path)
+// waitPending waits until the pending list (which reads GantryStatus from visibility, a moment
+// behind) shows the node at path of execution id.
+func waitPending(t *testing.T, ctx context.Context, id, path string) {
+	t.Helper()
+	for {
+		pending, err := env.starter.Pending(ctx)
+		for _, p := range pending {
+			if p.ExecutionID == id && p.Path == path {
+				return
+			}
 		}
+		if ctx.Err() != nil {
+			t.Fatalf("pending never listed %s of %s: %v %v", path, id, pending, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return strings.Join(out, " ")
 }
 
 // A stage matrix run in stage batch workflows (small batches here; BatchSize in production):
@@ -222,16 +220,7 @@ func TestStageLoopInBatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, env.starter, exec.ID, "s_44.gate", status.ApprovalWaiting)
-	for {
-		pending, err := env.starter.Pending(ctx)
-		if err == nil && strings.Contains(pendingPaths(pending, exec.ID), "s_44.gate") {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("pending never listed s_44.gate: %v %v", pending, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	waitPending(t, ctx, exec.ID, "s_44.gate")
 	if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "s_44.gate", Action: "APPROVE", User: "ann", Groups: []string{"release_managers"}}); err != nil {
 		t.Fatalf("approve: %v", err)
 	}

@@ -155,11 +155,17 @@ func sortedKeys(m map[string][]byte) []string {
 // older code are what guard in-flight executions.
 func writeHistory(t *testing.T, id, path string) {
 	t.Helper()
+	writeRunHistory(t, id, "", path)
+}
+
+// writeRunHistory records one run of a workflow ("" for the latest) unless path exists.
+func writeRunHistory(t *testing.T, id, runID, path string) {
+	t.Helper()
 	if _, err := os.Stat(path); err == nil {
 		return
 	}
 	h := &historypb.History{}
-	iter := env.client.GetWorkflowHistory(context.Background(), id, "", false, 0)
+	iter := env.client.GetWorkflowHistory(context.Background(), id, runID, false, 0)
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		if err != nil {

@@ -383,3 +383,39 @@ func TestStartOnceAcrossContinueAsNewAndRestart(t *testing.T) {
 		srv.Stop()
 	}
 }
+
+// A sequence workflow started on the pipelines' queue (as starters before sequence queues did)
+// moves to its own queue when it continues as new, and keeps counting.
+func TestSequenceMovesToItsOwnQueue(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	seqID := "gantry-sequence-moves_queue"
+	run, err := env.client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: seqID, TaskQueue: workflows.TaskQueue}, workflows.SequenceName, int64(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for i := 0; i < 501; i++ {
+		h, err := env.client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: seqID, UpdateName: workflows.UpdateNext, WaitForStage: client.WorkflowUpdateStageCompleted})
+		if err == nil {
+			err = h.Get(ctx, &n)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != 501 {
+		t.Errorf("number %d after 501 updates", n)
+	}
+	desc, err := env.client.DescribeWorkflowExecution(ctx, seqID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := desc.GetWorkflowExecutionInfo()
+	if info.GetExecution().GetRunId() == run.GetRunID() || info.GetTaskQueue() != workflows.SequenceQueue(workflows.TaskQueue) {
+		t.Errorf("after continue-as-new: run %s on queue %q", info.GetExecution().GetRunId(), info.GetTaskQueue())
+	}
+	if *updateHistories {
+		writeRunHistory(t, seqID, run.GetRunID(), filepath.Join("..", "workflows", "testdata", "histories", "sequence_moves_queue.json"))
+	}
+}

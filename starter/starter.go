@@ -128,7 +128,7 @@ func (s *Starter) nextSequence(ctx context.Context, pipelineID, updateID string)
 		// An operation runs once; each attempt gets its own.
 		op := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 			ID:                       "gantry-sequence-" + pipelineID,
-			TaskQueue:                s.queue(),
+			TaskQueue:                workflows.SequenceQueue(s.queue()),
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			StaticSummary:            "Sequence numbers of pipeline " + pipelineID,
 		}, workflows.SequenceName, int64(0))

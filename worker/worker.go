@@ -100,7 +100,37 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	closeSteps := registerActivities(w, o)
 	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, TaskQueue: tq, NoFastPath: o.NoFastPath}}
 	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
-	return closing{w, closeSteps}
+	// Sequence workflows poll a queue of their own: their tasks must not wait behind the
+	// pipelines a burst of webhook deliveries starts.
+	seq := sdkworker.New(c, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
+	seq.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
+	return withSequences{closing{w, closeSteps}, seq}
+}
+
+// withSequences runs the main worker together with the sequence queue's worker.
+type withSequences struct {
+	closing
+	seq sdkworker.Worker
+}
+
+func (w withSequences) Start() error {
+	if err := w.seq.Start(); err != nil {
+		return err
+	}
+	return w.closing.Start()
+}
+
+func (w withSequences) Run(interrupt <-chan any) error {
+	if err := w.seq.Start(); err != nil {
+		return err
+	}
+	defer w.seq.Stop()
+	return w.closing.Run(interrupt)
+}
+
+func (w withSequences) Stop() {
+	w.closing.Stop()
+	w.seq.Stop()
 }
 
 // closing releases what the step activities hold (fork servers, workspaces being removed)

@@ -56,6 +56,8 @@ const (
 	// changeBatchBarriers: Barrier steps report to the pipeline itself (not the parent, which
 	// for a loop batch is not the pipeline), and stages forward barrier outcomes to batches.
 	changeBatchBarriers = "batch-barriers"
+	// changeSequenceQueue: a sequence workflow on the pipelines' queue moves to its own.
+	changeSequenceQueue = "sequence-queue"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients
@@ -153,6 +155,9 @@ func (s Settings) parallelBatches() int {
 // with the next heartbeat, which the SDK sends at most every 80% of the heartbeat timeout: 4 s
 // keeps an abort under about 3 s.
 var DefaultSettings = Settings{HeartbeatTimeout: 4 * time.Second, InfraAttempts: 5, DelegateWait: 2 * time.Minute, FastPathMaxTimeout: time.Minute}
+
+// SequenceQueue is the task queue of the sequence workflows of workers on queue base.
+func SequenceQueue(base string) string { return base + "-sequence" }
 
 // SelectorQueue is the task queue of steps with delegate selectors: the base queue and the
 // sorted, distinct selectors, e.g. "gantry@gpu,linux". Workers started with tags poll the

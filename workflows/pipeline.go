@@ -470,17 +470,23 @@ func (p *pipelineRun) execStage(ctx workflow.Context, n *plan.Node, t *Node, in 
 	p.running = remove(p.running, n.ID)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	p.upsertStage(dctx)
-	if err != nil || res.Tree == nil {
-		end := workflow.Now(ctx)
-		t.Status, t.EndedAt = status.Errored, &end
-		if ctx.Err() != nil {
-			t.Status = status.Aborted
-		}
-		t.Failure = &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("stage workflow: %v", err)}
-		return StageResult{Data: map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type, "status": string(t.Status)}}
+	return stageOutcome(ctx, n, t, res, err)
+}
+
+// stageOutcome puts a stage workflow's tree in t, or, when the workflow failed, an ERRORED
+// (ABORTED when cancelled) node whose data say so.
+func stageOutcome(ctx workflow.Context, n *plan.Node, t *Node, res StageResult, err error) StageResult {
+	if err == nil && res.Tree != nil {
+		*t = *res.Tree
+		return res
 	}
-	*t = *res.Tree
-	return res
+	end := workflow.Now(ctx)
+	t.Status, t.EndedAt = status.Errored, &end
+	if ctx.Err() != nil {
+		t.Status = status.Aborted
+	}
+	t.Failure = &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("stage workflow: %v", err)}
+	return StageResult{Data: map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type, "status": string(t.Status)}}
 }
 
 // runPipelineRollback runs the rollback sections of the stages that ran, in reverse order, in

@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"strings"
+
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/workflow"
 )
@@ -53,6 +55,11 @@ func Sequence(ctx workflow.Context, last int64, kept []KeyedNumber) error {
 	}
 	if len(kept) > SequenceKeysKept {
 		kept = kept[len(kept)-SequenceKeysKept:]
+	}
+	// A sequence workflow started on the pipelines' queue moves to its own (see SequenceQueue).
+	if q := workflow.GetInfo(ctx).TaskQueueName; !strings.HasSuffix(q, SequenceQueue("")) &&
+		workflow.GetVersion(ctx, changeSequenceQueue, workflow.DefaultVersion, 1) == 1 {
+		ctx = workflow.WithWorkflowTaskQueue(ctx, SequenceQueue(q))
 	}
 	return workflow.NewContinueAsNewError(ctx, SequenceName, last, kept)
 }

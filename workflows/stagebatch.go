@@ -131,17 +131,7 @@ func (b *stageBatch) runStage(ctx workflow.Context, n *plan.Node, t *Node, in St
 	var res StageResult
 	err := f.Get(ctx, &res)
 	delete(b.running, n.ID)
-	if err != nil || res.Tree == nil {
-		end := workflow.Now(ctx)
-		t.Status, t.EndedAt = status.Errored, &end
-		if ctx.Err() != nil {
-			t.Status = status.Aborted
-		}
-		t.Failure = &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("stage workflow: %v", err)}
-		return StageResult{Data: map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type, "status": string(t.Status)}}
-	}
-	*t = *res.Tree
-	return res
+	return stageOutcome(ctx, n, t, res, err)
 }
 
 // sortedIDs returns a map's keys in order: workflow code must not range over a map.
