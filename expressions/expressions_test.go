@@ -307,3 +307,53 @@ func TestToStringNumbers(t *testing.T) {
 		}
 	}
 }
+
+// The reference engine's semantics for nested values, `>` followed by `==`, and null operands
+// (issue 19): a value that holds expressions is evaluated as an expression first and rendered as
+// text only when it is none.
+func TestReferenceNestedSemantics(t *testing.T) {
+	scope := NewScope(map[string]any{
+		"a": int64(5), "b": int64(12), "c": "<+a> + 2 * <+b>", "d": "<+c> - <+a>", "e": "<+a>",
+		"f": "abc", "g": "def", "h": "v2", "company": "harness", "hello": "Hello <+company>",
+		"var1": "'archit' + <+company>", "var2": "'archit<+f>' + <+company>",
+		"variables": map[string]any{"v1": "<+f><+g>", "v2": "'harness' + '<+f><+g>'", "v3": "<+f><+g>harness",
+			"v4": "<+f> + <+g>", "v5": "archit-harness"},
+	}, "")
+	render := []struct {
+		src  string
+		want any
+	}{
+		{`<+var1>`, "architharness"},
+		{`<+var2>`, "architabcharness"},
+		{`expression-<+var2>-<+g>`, "expression-architabcharness-def"},
+		{`<+variables.v1>`, "abcdef"},
+		{`<+variables.v2>`, "harnessabcdef"},
+		{`<+variables.v3>`, "abcdefharness"},
+		{`harness<+variables.v4><+variables.v3>`, "harnessabcdefabcdefharness"},
+		{`<+variables.<+h>>`, "harnessabcdef"},
+		{`<+c>`, int64(29)},
+		{`<+hello>`, "Hello harness"},
+		{`archit-<+company>`, "archit-harness"},
+		{`<+a>==5`, "5==5"},
+		{`<+ <+a>==5?<+f>:<+g> >`, "abc"},
+	}
+	for _, c := range render {
+		got, err := Render(c.src, Text, scope, Options{})
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("render %s = %#v (%v), want %#v", c.src, got, err, c.want)
+		}
+	}
+	for _, src := range []string{
+		`<+a>==5`, `<+a> + <+b> == 17`, `<+c> - 2 * <+b> == 5`, `<+c> - 2 * <+b> == <+a>`,
+		`<+<+c> - 2 * <+b>> == 5`, `<+<+<+d>> * <+d>> == <+571 + <+<+a>>>`, `<+e> - <+<+e>> + 1 == 1`,
+	} {
+		got, err := Render(src, Condition, scope, Options{})
+		if err != nil || got != true {
+			t.Errorf("condition %s = %v (%v), want true", src, got, err)
+		}
+	}
+	// An unresolved reference inside arithmetic fails instead of adding "null".
+	if _, err := Render(`<+a> + <+nope> == 5`, Condition, scope, Options{}); err == nil || !strings.Contains(err.Error(), "null operand") {
+		t.Errorf("null operand: %v", err)
+	}
+}

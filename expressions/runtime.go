@@ -36,7 +36,7 @@ func buildRuntime() []expr.Option {
 			}
 			return v, nil
 		},
-		"__add": func(a ...any) (any, error) { return add(a[0], a[1]), nil },
+		"__add": func(a ...any) (any, error) { return add(a[0], a[1]) },
 		"__sub": func(a ...any) (any, error) { return arith(a[0], a[1], "-") },
 		"__mul": func(a ...any) (any, error) { return arith(a[0], a[1], "*") },
 		"__div": func(a ...any) (any, error) { return arith(a[0], a[1], "/") },
@@ -117,8 +117,11 @@ func strOp(a, b any, f func(s, x string) bool) (any, error) {
 	return f(s, x), nil
 }
 
-// ref resolves a reference. String values holding expressions are rendered again, up to
-// MaxDepth levels; deeper chains count as unresolved.
+// ref resolves a reference. String values holding expressions are resolved again, up to
+// MaxDepth levels; deeper chains count as unresolved. As in the reference engine, such a value
+// is first evaluated as an expression (`'v' + <+company>` is "vharness", `<+a> + 2 * <+b>` a
+// number); a value that is no expression, or does not resolve as one, is rendered as text
+// (`Hello <+company>`, `<+f><+g>`).
 func (st *state) ref(segs []any) (any, error) {
 	v := st.scope.resolve(segs)
 	if v == nil {
@@ -144,6 +147,14 @@ func (st *state) ref(segs []any) (any, error) {
 	t, err := Compile(s, Text)
 	if err != nil {
 		return nil, fmt.Errorf("value of <+%s> holds a broken expression: %v", PathString(segs), err)
+	}
+	if !t.whole {
+		if c, err := Compile(s, Condition); err == nil {
+			probe := &state{scope: st.scope, opts: st.opts, depth: st.depth + 1}
+			if v, err := c.parts[0].expr.run(probe); err == nil && probe.missing == "" {
+				return normalize(v), nil
+			}
+		}
 	}
 	inner := &state{scope: st.scope, opts: st.opts, depth: st.depth + 1}
 	out, err := t.eval(inner)

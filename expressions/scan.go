@@ -104,7 +104,8 @@ func scanBody(src string, start, bodyStart, forceEnd int) (*span, bool) {
 }
 
 func closes(src string, bodyStart, i int) bool {
-	if i+1 < len(src) && src[i+1] == '=' {
+	// `>=` is an operator, but `>==` is not: in `<+a>==5` the '>' closes and `==` compares.
+	if i+1 < len(src) && src[i+1] == '=' && (i+2 >= len(src) || src[i+2] != '=') {
 		return false
 	}
 	return i == bodyStart || !isSpace(src[i-1])

@@ -230,9 +230,12 @@ func compare(a, b any, op string) (bool, error) {
 
 // add follows JEXL: two strings concatenate, numbers (and numeric strings next to a number)
 // add, and anything else concatenates, so "/tmp/" + <+pipeline.sequenceId> just works.
-func add(a, b any) any {
+func add(a, b any) (any, error) {
+	if a == nil || b == nil {
+		return nil, fmt.Errorf("+ has a null operand (an unresolved reference?): %s and %s", typeName(a), typeName(b))
+	}
 	if isString(a) && isString(b) {
-		return a.(string) + b.(string)
+		return a.(string) + b.(string), nil
 	}
 	na, okA := toNumber(a)
 	nb, okB := toNumber(b)
@@ -240,11 +243,11 @@ func add(a, b any) any {
 		ia, aInt := na.(int64)
 		ib, bInt := nb.(int64)
 		if aInt && bInt {
-			return ia + ib
+			return ia + ib, nil
 		}
-		return asFloat(na) + asFloat(nb)
+		return asFloat(na) + asFloat(nb), nil
 	}
-	return ToString(a) + ToString(b)
+	return ToString(a) + ToString(b), nil
 }
 
 func arith(a, b any, op string) (any, error) {
