@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -183,5 +184,32 @@ func TestRunJSONReportsFailures(t *testing.T) {
 		if !strings.Contains(out, w) {
 			t.Errorf("status -o json lacks %s\n%s", w, out)
 		}
+	}
+}
+
+var updateGolden = flag.Bool("update", false, "rewrite golden files")
+
+// validate --output json: the shape and the three verdicts, against a golden file.
+func TestValidateJSONGolden(t *testing.T) {
+	files := []string{"testdata/validate/valid.yaml", "testdata/validate/unsupported.yaml", "testdata/validate/invalid.yaml"}
+	code, out, errs := run(append([]string{"validate", "--output", "json"}, files...)...)
+	if code != ExitInvalid {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	golden := "testdata/validate/golden.json"
+	if *updateGolden {
+		if err := os.WriteFile(golden, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := mustRead(t, golden); out != want {
+		t.Errorf("validate --output json differs from %s (go test ./cli -run TestValidateJSONGolden -update)\n got %s\nwant %s", golden, out, want)
+	}
+	// A valid file alone exits 0; unsupported alone exits 1.
+	if code, out, _ := run("validate", "-o", "json", files[0]); code != ExitOK || !strings.Contains(out, `"valid": true`) {
+		t.Errorf("valid: exit %d\n%s", code, out)
+	}
+	if code, out, _ := run("validate", files[1]); code != ExitInvalid || !strings.Contains(out, "unsupported: 2 features Gantry cannot run yet") || strings.Contains(out, "invalid") {
+		t.Errorf("unsupported: exit %d\n%s", code, out)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 func validateCmd() *cobra.Command {
 	var opts load.Options
+	var output string
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check pipelines and input sets without running them",
@@ -21,18 +23,42 @@ strategies, barriers, durations, runtime inputs and expression syntax. Input set
 are merged as a run would merge them. Prints "ok" with a summary, or every problem as
 file:line:col with a hint.
 
-Exit codes: 0 valid, 1 invalid, 2 usage or I/O error.`,
+Three verdicts: errors (broken input, with file:line:col and a hint), unsupported (valid in the
+reference, but Gantry cannot run it yet: the code begins with "unsupported" and names what), and
+warnings (accepted, but said: for example a field Gantry does not act on).
+--output json prints, per file, whether it is valid and every diagnostic (severity, code, file,
+line, column, message, hint).
+
+Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O error.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
+			if output != "text" && output != "json" {
+				return usageErr("--output must be text or json, got %q", output)
+			}
 			invalid := false
+			var files []jsonValidation
 			for _, path := range args {
 				r, err := load.File(path, opts)
 				if err != nil {
 					return usageErr("%v", err)
 				}
-				if !report(out, path, r) {
+				if !r.OK() {
 					invalid = true
+				}
+				if output == "json" {
+					files = append(files, validationJSON(path, r))
+				} else {
+					report(out, path, r)
+				}
+			}
+			if output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(struct {
+					Files []jsonValidation `json:"files"`
+				}{files}); err != nil {
+					return err
 				}
 			}
 			if invalid {
@@ -41,6 +67,7 @@ Exit codes: 0 valid, 1 invalid, 2 usage or I/O error.`,
 			return nil
 		},
 	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().StringArrayVar(&opts.InputSets, "input-set", nil, "input set or overlay file to merge (repeatable, in precedence order)")
 	cmd.Flags().StringArrayVar(&opts.Sets, "set", nil, "runtime input value as FQN=VALUE, e.g. pipeline.variables.region=eu (repeatable)")
 	cmd.Flags().StringArrayVar(&opts.EntityDirs, "entities", nil, "folder of service, environment, infrastructure and connector files (repeatable; the pipeline's folder is always searched)")
@@ -54,8 +81,14 @@ func report(out io.Writer, path string, r *load.Result) bool {
 		fmt.Fprint(out, r.Diags.Render(r.Sources))
 	}
 	if !r.OK() {
-		n := len(r.Diags.Errors())
-		fmt.Fprintf(out, "%s: invalid: %d %s\n", path, n, plural(n, "error", "errors"))
+		var parts []string
+		if n := len(r.Diags.Invalid()); n > 0 {
+			parts = append(parts, fmt.Sprintf("invalid: %d %s", n, plural(n, "error", "errors")))
+		}
+		if n := len(r.Diags.UnsupportedOnly()); n > 0 {
+			parts = append(parts, fmt.Sprintf("unsupported: %d %s Gantry cannot run yet", n, plural(n, "feature", "features")))
+		}
+		fmt.Fprintf(out, "%s: %s\n", path, strings.Join(parts, "; "))
 		return false
 	}
 	f := r.File
@@ -93,6 +126,32 @@ func report(out io.Writer, path string, r *load.Result) bool {
 		fmt.Fprintf(out, "ok %s: overlay input set %s (%d input sets)\n", path, f.Overlay.Identifier, len(f.Overlay.InputSetReferences))
 	}
 	return true
+}
+
+// jsonValidation is one file of `validate --output json`; keep this shape stable.
+type jsonValidation struct {
+	File        string           `json:"file"`
+	Valid       bool             `json:"valid"`
+	Diagnostics []jsonDiagnostic `json:"diagnostics"`
+}
+
+type jsonDiagnostic struct {
+	Severity string `json:"severity"` // error, unsupported or warning
+	Code     string `json:"code"`
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Column   int    `json:"column"`
+	Message  string `json:"message"`
+	Hint     string `json:"hint,omitempty"`
+}
+
+func validationJSON(path string, r *load.Result) jsonValidation {
+	v := jsonValidation{File: path, Valid: r.OK(), Diagnostics: []jsonDiagnostic{}}
+	for _, d := range r.Diags {
+		v.Diagnostics = append(v.Diagnostics, jsonDiagnostic{Severity: d.Severity.String(), Code: d.Code, File: d.Pos.File,
+			Line: d.Pos.Line, Column: d.Pos.Col, Message: d.Message, Hint: d.Hint})
+	}
+	return v
 }
 
 func plural(n int, one, many string) string {

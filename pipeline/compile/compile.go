@@ -60,7 +60,7 @@ func (c *compiler) selectorList(n *yaml.Node, inherited []string) []string {
 	var out []string
 	for _, e := range n.Content {
 		if strings.Contains(e.Value, "<+") {
-			c.diags.Errorf(pipeline.NodePos(c.file, e), "not-runnable", "delegate selector %q is an expression; this version routes by fixed selectors", e.Value).
+			c.diags.Unsupportedf(pipeline.NodePos(c.file, e), "unsupported-expression-selector", "delegate selector %q is an expression; this version routes by fixed selectors", e.Value).
 				SetHint("write the selector itself, e.g. `delegateSelectors: [gpu]`")
 			continue
 		}
@@ -86,7 +86,7 @@ func (c *compiler) variables(vs []pipeline.Variable) []plan.Variable {
 	var out []plan.Variable
 	for _, v := range vs {
 		if strings.Contains(v.Value, "executionInput()") {
-			c.diags.Errorf(pipeline.NodePos(c.file, v.Node), "not-runnable",
+			c.diags.Unsupportedf(pipeline.NodePos(c.file, v.Node), "unsupported-variable-execution-input",
 				"variable %s asks for an execution-time input; only step fields can be execution-time inputs in this version", v.Name).
 				SetHint("supply it as a runtime input (--set or an input set)")
 		}
@@ -194,11 +194,11 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 		}
 	}
 	if strings.Contains(s.Timeout, "executionInput()") {
-		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "not-runnable",
+		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "execution-input",
 			"the timeout of step %q cannot be an execution-time input (spec 1.10)", s.Identifier)
 	}
 	if !Runnable[s.Type] {
-		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "step-type-not-runnable",
+		c.diags.Unsupportedf(pipeline.NodePos(c.file, s.Node), "unsupported-step-type",
 			"step %q has type %s, which this version of the engine validates but cannot run yet", s.Identifier, s.Type).
 			SetHint("runnable step types: %s", strings.Join(runnableTypes(), ", "))
 	}

@@ -29,20 +29,29 @@ func (p Pos) String() string {
 // Shift moves a position by a number of columns on the same line.
 func (p Pos) Shift(cols int) Pos { p.Col += cols; return p }
 
-// Severity tells errors, which block a run, from warnings, which are only reported.
+// Severity is one of the three verdicts on input: broken (Error), valid reference YAML that
+// Gantry cannot run yet (Unsupported; its code begins with "unsupported"), and accepted but
+// worth saying (Warning). Errors and Unsupported block a run; warnings are only reported.
 type Severity int
 
 const (
 	Error Severity = iota
 	Warning
+	Unsupported
 )
 
 func (s Severity) String() string {
-	if s == Warning {
+	switch s {
+	case Warning:
 		return "warning"
+	case Unsupported:
+		return "unsupported"
 	}
 	return "error"
 }
+
+// MarshalText writes the severity by name in JSON.
+func (s Severity) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
 
 // Diagnostic is one problem: where, a stable code for tests and tooling, what, and what to do.
 type Diagnostic struct {
@@ -56,6 +65,12 @@ type Diagnostic struct {
 // Errorf builds an error diagnostic.
 func Errorf(pos Pos, code, format string, args ...any) Diagnostic {
 	return Diagnostic{Pos: pos, Severity: Error, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unsupportedf builds the verdict on valid reference YAML that Gantry cannot run yet; code
+// begins with "unsupported" and the message names exactly what.
+func Unsupportedf(pos Pos, code, format string, args ...any) Diagnostic {
+	return Diagnostic{Pos: pos, Severity: Unsupported, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
 // Warnf builds a warning diagnostic.
@@ -72,8 +87,8 @@ func (d Diagnostic) WithHint(format string, args ...any) Diagnostic {
 // String renders the first line of the diagnostic: "file:line:col: message".
 func (d Diagnostic) String() string {
 	prefix := ""
-	if d.Severity == Warning {
-		prefix = "warning: "
+	if d.Severity != Error {
+		prefix = d.Severity.String() + ": "
 	}
 	return fmt.Sprintf("%s: %s%s", d.Pos, prefix, d.Message)
 }
@@ -92,6 +107,12 @@ func (l *List) Errorf(pos Pos, code, format string, args ...any) *Diagnostic {
 	return &(*l)[len(*l)-1]
 }
 
+// Unsupportedf appends an unsupported verdict and returns a pointer to it for a hint.
+func (l *List) Unsupportedf(pos Pos, code, format string, args ...any) *Diagnostic {
+	*l = append(*l, Unsupportedf(pos, code, format, args...))
+	return &(*l)[len(*l)-1]
+}
+
 // Warnf appends a warning and returns a pointer to it so a hint can be attached.
 func (l *List) Warnf(pos Pos, code, format string, args ...any) *Diagnostic {
 	*l = append(*l, Warnf(pos, code, format, args...))
@@ -101,18 +122,32 @@ func (l *List) Warnf(pos Pos, code, format string, args ...any) *Diagnostic {
 // Hint sets the hint of a diagnostic added with List.Errorf or List.Warnf.
 func (d *Diagnostic) SetHint(format string, args ...any) { d.Hint = fmt.Sprintf(format, args...) }
 
-// HasErrors reports whether any diagnostic is an error.
+// HasErrors reports whether any diagnostic blocks a run: an error or an unsupported feature.
 func (l List) HasErrors() bool {
 	for _, d := range l {
-		if d.Severity == Error {
+		if d.Severity != Warning {
 			return true
 		}
 	}
 	return false
 }
 
-// Errors returns only the errors.
-func (l List) Errors() List { return l.filter(Error) }
+// Errors returns what blocks a run: errors and unsupported features.
+func (l List) Errors() List {
+	var out List
+	for _, d := range l {
+		if d.Severity != Warning {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Invalid returns only the errors (broken input), without unsupported features.
+func (l List) Invalid() List { return l.filter(Error) }
+
+// UnsupportedOnly returns only the unsupported features.
+func (l List) UnsupportedOnly() List { return l.filter(Unsupported) }
 
 // Warnings returns only the warnings.
 func (l List) Warnings() List { return l.filter(Warning) }

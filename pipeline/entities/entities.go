@@ -139,7 +139,7 @@ func (r *resolver) stage(s *pipeline.Stage) {
 				n = x
 			}
 		}
-		r.diags.Errorf(pipeline.NodePos(r.file, n), "not-supported", "stage %s: multi-service, multi-environment and legacy v1 deployments are not supported", s.Identifier).
+		r.diags.Unsupportedf(pipeline.NodePos(r.file, n), "unsupported-deployment-form", "stage %s: multi-service, multi-environment and legacy v1 deployments are not supported", s.Identifier).
 			SetHint("use `service: {serviceRef: ...}` and `environment: {environmentRef: ..., infrastructureDefinitions: [{identifier: ...}]}`, with a matrix strategy to fan out")
 		return
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
+	"github.com/gantry-cd/gantry/pipeline/reference"
 	"github.com/gantry-cd/gantry/pipeline/steps"
 )
 
@@ -43,6 +44,12 @@ func (c *checker) stage(s *pipeline.Stage, index int, inParallel bool) {
 	ctx := &stageCtx{stage: s, index: index, inParallel: inParallel, looped: looped, concurrent: concurrent,
 		forward: map[string]*yaml.Node{}, rollback: map[string]*yaml.Node{}}
 
+	if s.Type != "" && pipeline.Canonical(pipeline.StageTypes, s.Type) != s.Type && reference.IsStageType(s.Type) {
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-stage-type",
+			"stage type %s is valid in the reference, but Gantry does not run %s stages yet", s.Type, s.Type).
+			SetHint("Gantry runs stage types %s", strings.Join(pipeline.StageTypes, ", "))
+		return
+	}
 	if s.Type != "" && pipeline.Canonical(pipeline.StageTypes, s.Type) != s.Type {
 		d := c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "stage-type", "stage type %q is not supported", s.Type)
 		if sug := pipeline.Closest(s.Type, pipeline.StageTypes); sug != "" {
@@ -107,7 +114,12 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 				"stage %s combines a looping strategy with multi-service or multi-environment deployment", s.Identifier).
 				SetHint("use either `strategy` or `services`/`environments` fan-out, not both")
 		}
-		c.enum(spec.Node, "deploymentType", spec.DeploymentType, []string{"Kubernetes"}, "deploymentType")
+		if t := spec.DeploymentType; t != "" && t != "Kubernetes" && !dynamic(t) && reference.IsDeploymentType(t) {
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(spec.Node, "deploymentType")), "unsupported-deployment-type",
+				"deployment type %s is valid in the reference, but Gantry deploys only Kubernetes services yet", t)
+		} else {
+			c.enum(spec.Node, "deploymentType", spec.DeploymentType, []string{"Kubernetes"}, "deploymentType")
+		}
 		if spec.Service != nil && spec.Service.Kind == yaml.MappingNode {
 			if pipeline.Field(spec.Service, "serviceRef") == nil && pipeline.Field(spec.Service, "useFromStage") == nil {
 				c.diags.Errorf(c.pos(spec.Service), "missing-field", "service needs `serviceRef` or `useFromStage`")
@@ -234,9 +246,15 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 		return
 	}
 	entry, ok := steps.Lookup(s.Type)
+	if !ok && reference.IsStepType(s.Type) {
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-step-type",
+			"step type %s is valid in the reference, but Gantry does not run %s steps yet", s.Type, s.Type).
+			SetHint("Gantry runs step types %s", strings.Join(steps.Types(), ", "))
+		return
+	}
 	if !ok {
 		d := c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "unknown-step-type", "step type %q is not known", s.Type)
-		if sug := pipeline.Closest(s.Type, steps.Types()); sug != "" {
+		if sug := pipeline.Closest(s.Type, reference.StepTypes); sug != "" {
 			d.SetHint("did you mean %q? known types: %s", sug, strings.Join(steps.Types(), ", "))
 		} else {
 			d.SetHint("known types: %s", strings.Join(steps.Types(), ", "))

@@ -1,0 +1,20 @@
+// Package reference holds what the reference product's published schema defines (types_gen.go,
+// derived by hack/refschema): Gantry's validator tells a type it cannot run yet (unsupported)
+// from one that does not exist (an error).
+package reference
+
+import "slices"
+
+// IsStepType reports whether the reference defines the step type.
+func IsStepType(t string) bool { return has(StepTypes, t) }
+
+// IsStageType reports whether the reference defines the stage type.
+func IsStageType(t string) bool { return has(StageTypes, t) }
+
+// IsDeploymentType reports whether the reference defines the deployment type.
+func IsDeploymentType(t string) bool { return has(DeploymentTypes, t) }
+
+func has(sorted []string, t string) bool {
+	_, ok := slices.BinarySearch(sorted, t)
+	return ok
+}
