@@ -2,7 +2,11 @@
 // overlay input sets, with a strict parser that keeps every node's position.
 package pipeline
 
-import "gopkg.in/yaml.v3"
+import (
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
 
 // Pipeline is the `pipeline:` root object (spec 1.1).
 type Pipeline struct {
@@ -228,4 +232,16 @@ type Repeat struct {
 	Unit           string     `yaml:"unit"`
 	PartitionSize  string     `yaml:"partitionSize"`
 	NodeName       string     `yaml:"nodeName"`
+}
+
+// LocalRef is the identifier an entity reference names: the reference scopes entities by
+// project, organisation (`org.`) and account (`account.`); Gantry keeps them all in local files
+// and finds them by identifier.
+func LocalRef(ref string) string {
+	for _, scope := range []string{"account.", "org."} {
+		if rest, ok := strings.CutPrefix(ref, scope); ok {
+			return rest
+		}
+	}
+	return ref
 }

@@ -221,9 +221,9 @@ func CheckService(f *pipeline.File) diag.List {
 }
 
 func (r *resolver) service(ss pipeline.DeploymentStageService) *plan.Service {
-	f, ok := r.c.Services[ss.ServiceRef]
+	f, ok := r.c.Services[pipeline.LocalRef(ss.ServiceRef)]
 	if !ok {
-		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ss.Node, "serviceRef")), "unknown-reference", "service %q is not defined", ss.ServiceRef).
+		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ss.Node, "serviceRef")), "missing-entity", "service %q is not defined", ss.ServiceRef).
 			SetHint("%s", r.hint("service"))
 		return nil
 	}
@@ -326,9 +326,9 @@ func readTree(base, rel string) ([]plan.File, error) {
 }
 
 func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnvironment) (*plan.Environment, *plan.Infrastructure) {
-	f, ok := r.c.Environments[se.EnvironmentRef]
+	f, ok := r.c.Environments[pipeline.LocalRef(se.EnvironmentRef)]
 	if !ok {
-		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(se.Node, "environmentRef")), "unknown-reference", "environment %q is not defined", se.EnvironmentRef).
+		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(se.Node, "environmentRef")), "missing-entity", "environment %q is not defined", se.EnvironmentRef).
 			SetHint("%s", r.hint("environment"))
 		return nil, nil
 	}
@@ -340,23 +340,23 @@ func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnv
 		return env, nil
 	}
 	ref := se.InfrastructureDefinitions[0]
-	inf, ok := r.c.Infras[ref.Identifier]
+	inf, ok := r.c.Infras[pipeline.LocalRef(ref.Identifier)]
 	if !ok {
-		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ref.Node, "identifier")), "unknown-reference", "infrastructure definition %q is not defined", ref.Identifier).
+		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ref.Node, "identifier")), "missing-entity", "infrastructure definition %q is not defined", ref.Identifier).
 			SetHint("%s", r.hint("infrastructureDefinition"))
 		return env, nil
 	}
 	in := inf.Infrastructure
-	if in.EnvironmentRef != e.Identifier {
+	if pipeline.LocalRef(in.EnvironmentRef) != e.Identifier {
 		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ref.Node, "identifier")), "unknown-reference",
 			"infrastructure definition %q belongs to environment %q, not %q", ref.Identifier, in.EnvironmentRef, e.Identifier).
 			SetHint("pick an infrastructure definition of environment %s", e.Identifier)
 		return env, nil
 	}
 	infra := &plan.Infrastructure{ID: in.Identifier, Name: in.Name, Tags: in.Tags, Namespace: in.Spec.Namespace, ReleaseName: in.Spec.ReleaseName}
-	cf, ok := r.c.Connectors[in.Spec.ConnectorRef]
+	cf, ok := r.c.Connectors[pipeline.LocalRef(in.Spec.ConnectorRef)]
 	if !ok {
-		r.diags.Errorf(pipeline.NodePos(inf.Name, pipeline.ValueAt(in.Spec.Node, "connectorRef")), "unknown-reference", "connector %q is not defined", in.Spec.ConnectorRef).
+		r.diags.Errorf(pipeline.NodePos(inf.Name, pipeline.ValueAt(in.Spec.Node, "connectorRef")), "missing-entity", "connector %q is not defined", in.Spec.ConnectorRef).
 			SetHint("%s", r.hint("connector"))
 		return env, nil
 	}

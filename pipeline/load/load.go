@@ -218,6 +218,16 @@ func (r *Result) resolveEntities(name string, opts Options) map[string]*plan.Dep
 		r.Sources[k] = v
 	}
 	out, d := cat.Resolve(name, r.Merged)
+	if !opts.ForRun {
+		// The pipeline itself is valid without its services and environments beside it; only
+		// a run needs them.
+		for i := range d {
+			if d[i].Code == "missing-entity" && d[i].Severity == diag.Error {
+				d[i].Severity = diag.Warning
+				d[i].Message += " (a run needs it)"
+			}
+		}
+	}
 	r.Diags.Add(d...)
 	return out
 }

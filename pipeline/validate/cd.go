@@ -69,7 +69,7 @@ func (c *checker) environment(e *pipeline.Environment) {
 	c.variables(e.Variables, "environment")
 	seen := map[string]bool{}
 	for _, o := range e.ServiceOverrides {
-		c.identifier(o.Node, "serviceRef", o.ServiceRef, "service")
+		c.reference(o.Node, "serviceRef", o.ServiceRef, "service")
 		if seen[o.ServiceRef] {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(o.Node, "serviceRef")), "duplicate-identifier", "service %q has two override blocks", o.ServiceRef).
 				SetHint("merge them into one")
@@ -82,12 +82,12 @@ func (c *checker) environment(e *pipeline.Environment) {
 func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 	c.identifier(i.Node, "identifier", i.Identifier, "infrastructure definition")
 	c.name(i.Node, i.Name, "infrastructure definition")
-	c.identifier(i.Node, "environmentRef", i.EnvironmentRef, "environment")
+	c.reference(i.Node, "environmentRef", i.EnvironmentRef, "environment")
 	c.enum(i.Node, "deploymentType", i.DeploymentType, []string{"Kubernetes"}, "deployment type")
 	c.enum(i.Node, "type", i.Type, []string{"KubernetesDirect"}, "infrastructure type")
 	c.boolean(i.Node, "allowSimultaneousDeployments", i.AllowSimultaneousDeployments)
 	if s := i.Spec; s != nil {
-		c.identifier(s.Node, "connectorRef", s.ConnectorRef, "connector")
+		c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
 		if s.Namespace != "" && !dynamic(s.Namespace) && !dnsLabelRe.MatchString(s.Namespace) {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "namespace")), "namespace", "namespace %q is not a valid Kubernetes namespace name", s.Namespace).
 				SetHint("lower-case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit")

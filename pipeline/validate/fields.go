@@ -48,6 +48,13 @@ func (c *checker) identifier(obj *yaml.Node, key, id, what string) {
 	}
 }
 
+// reference checks an entity reference: an identifier, optionally scoped as the reference
+// allows (`org.prod`, `account.shared_cluster`); Gantry resolves it against the local entity
+// files by its identifier.
+func (c *checker) reference(obj *yaml.Node, key, ref, what string) {
+	c.identifier(obj, key, pipeline.LocalRef(ref), what)
+}
+
 func suggestID(id string) string {
 	var b strings.Builder
 	for i, r := range id {

@@ -127,7 +127,7 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 			var ds pipeline.DeploymentStageService
 			c.dec.Decode(spec.Service, &ds, "stage service")
 			if ds.ServiceRef != "" && !dynamic(ds.ServiceRef) {
-				c.identifier(ds.Node, "serviceRef", ds.ServiceRef, "service")
+				c.reference(ds.Node, "serviceRef", ds.ServiceRef, "service")
 			}
 		}
 		if spec.Environment != nil && spec.Environment.Kind == yaml.MappingNode {
@@ -137,7 +137,7 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 			var de pipeline.DeploymentStageEnvironment
 			c.dec.Decode(spec.Environment, &de, "stage environment")
 			if de.EnvironmentRef != "" && !dynamic(de.EnvironmentRef) {
-				c.identifier(de.Node, "environmentRef", de.EnvironmentRef, "environment")
+				c.reference(de.Node, "environmentRef", de.EnvironmentRef, "environment")
 			}
 			c.boolean(de.Node, "deployToAll", de.DeployToAll)
 			if de.Provisioner != nil {

@@ -1,0 +1,74 @@
+package load_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/load"
+)
+
+// Reference forms Gantry accepts (issue 19): missing entities are warnings for a plain
+// validate and errors for a run; scoped references (org., account.) resolve by identifier.
+func TestEntitiesAtValidateTime(t *testing.T) {
+	dir := t.TempDir()
+	copyFile(t, "../../examples/k8s/pipeline.yaml", filepath.Join(dir, "pipeline.yaml"))
+	file := filepath.Join(dir, "pipeline.yaml")
+
+	r, err := load.File(file, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK() || len(codes(r.Diags, diag.Warning, "missing-entity")) < 2 {
+		t.Fatalf("plain validate without entities: ok=%v\n%s", r.OK(), r.Diags.Render(r.Sources))
+	}
+	r, _ = load.File(file, load.Options{ForRun: true})
+	if r.OK() || len(codes(r.Diags, diag.Error, "missing-entity")) < 2 {
+		t.Fatalf("validate --for-run without entities: ok=%v\n%s", r.OK(), r.Diags.Render(r.Sources))
+	}
+
+	// With the entities beside it, and references scoped as the reference allows.
+	for _, f := range []string{"service.yaml", "env-dev.yaml", "env-prod.yaml", "infra-dev.yaml", "infra-prod.yaml", "connector.yaml"} {
+		copyFile(t, "../../examples/k8s/"+f, filepath.Join(dir, f))
+	}
+	if err := os.CopyFS(filepath.Join(dir, "web"), os.DirFS("../../examples/k8s/web")); err != nil {
+		t.Fatal(err)
+	}
+	src := strings.NewReplacer("serviceRef: web", "serviceRef: account.web", "environmentRef: dev", "environmentRef: org.dev").
+		Replace(readFile(t, file))
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = load.File(file, load.Options{ForRun: true})
+	if !r.OK() || r.Plan == nil {
+		t.Fatalf("scoped references: ok=%v\n%s", r.OK(), r.Diags.Render(r.Sources))
+	}
+}
+
+func codes(l diag.List, sev diag.Severity, code string) diag.List {
+	var out diag.List
+	for _, d := range l {
+		if d.Severity == sev && d.Code == code {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.WriteFile(to, []byte(readFile(t, from)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
