@@ -72,3 +72,44 @@ func readFile(t *testing.T, p string) string {
 	}
 	return string(b)
 }
+
+// A step may share its enclosing group's identifier, as the reference accepts; siblings may not.
+func TestStepSharesGroupIdentifier(t *testing.T) {
+	src := `pipeline:
+  name: g
+  identifier: g
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - stepGroup:
+                  name: build
+                  identifier: build
+                  steps:
+                    - step: {type: ShellScript, name: build, identifier: build, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}
+                    - step: {type: ShellScript, name: other, identifier: other, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}
+%s`
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	for _, c := range []struct {
+		extra string
+		ok    bool
+	}{
+		{"", true},
+		{"              - step: {type: ShellScript, name: other, identifier: other, spec: {shell: Bash, source: {type: Inline, spec: {script: \"true\"}}}}\n", false},
+	} {
+		if err := os.WriteFile(file, []byte(strings.Replace(src, "%s", c.extra, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := load.File(file, load.Options{ForRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.OK() != c.ok {
+			t.Errorf("extra %q: ok=%v, want %v\n%s", c.extra, r.OK(), c.ok, r.Diags.Render(r.Sources))
+		}
+	}
+}

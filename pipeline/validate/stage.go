@@ -195,8 +195,9 @@ func (c *checker) stepElement(ctx *stageCtx, e *pipeline.StepElement, rollback b
 }
 
 // unique registers a step or group identifier in its stage's namespace; rollbackSteps trees are
-// a namespace of their own (spec 1.8 Decision).
-func (c *checker) unique(ctx *stageCtx, obj *yaml.Node, id string, rollback bool, what string) {
+// a namespace of their own (spec 1.8 Decision). A step or group may share the identifier of a
+// group that encloses it, as the reference accepts: their paths still differ (g.g).
+func (c *checker) unique(ctx *stageCtx, obj *yaml.Node, id string, rollback bool, what string, groups []*pipeline.StepGroup) {
 	if id == "" {
 		return
 	}
@@ -205,6 +206,11 @@ func (c *checker) unique(ctx *stageCtx, obj *yaml.Node, id string, rollback bool
 		ns = ctx.rollback
 	}
 	at := pipeline.ValueAt(obj, "identifier")
+	for _, g := range groups {
+		if g.Identifier == id && ns[id] == pipeline.ValueAt(g.Node, "identifier") {
+			return
+		}
+	}
 	if prev, ok := ns[id]; ok {
 		c.diags.Errorf(c.pos(at), "duplicate-identifier", "%s identifier %q is already used in stage %s at line %d", what, id, ctx.stage.Identifier, prev.Line).
 			SetHint("step and step group identifiers must be unique within their stage, across groups and parallel blocks")
@@ -217,7 +223,7 @@ func (c *checker) stepGroup(ctx *stageCtx, g *pipeline.StepGroup, rollback bool,
 	c.sum.Groups++
 	c.identifier(g.Node, "identifier", g.Identifier, "step group")
 	c.name(g.Node, g.Name, "step group")
-	c.unique(ctx, g.Node, g.Identifier, rollback, "step group")
+	c.unique(ctx, g.Node, g.Identifier, rollback, "step group", groups)
 	if len(groups) >= maxGroupDepth {
 		c.diags.Errorf(c.pos(g.Node), "group-depth", "step group %s is nested %d levels deep; at most %d enclosing groups are allowed", g.Identifier, len(groups), maxGroupDepth-1)
 	}
@@ -237,7 +243,7 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	c.sum.Steps++
 	c.identifier(s.Node, "identifier", s.Identifier, "step")
 	c.name(s.Node, s.Name, "step")
-	c.unique(ctx, s.Node, s.Identifier, rollback, "step")
+	c.unique(ctx, s.Node, s.Identifier, rollback, "step", groups)
 	c.timeout(s.Node, s.Timeout, "step")
 	c.when(s.When, false)
 	c.strategy(s.Strategy)
