@@ -29,6 +29,14 @@ var (
 	stringType  = reflect.TypeOf("")
 )
 
+// holdsString reports whether t is a string or a pointer to one.
+func holdsString(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.String || t.Kind() == reflect.Interface
+}
+
 // Pos returns the position of a node in the decoder's file.
 func (d *Decoder) Pos(n *yaml.Node) diag.Pos { return NodePos(d.File, n) }
 
@@ -53,6 +61,11 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 	}
 	if v.Type() == nodePtrType {
 		v.Set(reflect.ValueOf(n))
+		return
+	}
+	// The reference lets a runtime input stand for a whole list or object (`<+input>`); its
+	// value arrives with the inputs, and the merged pipeline is decoded again.
+	if n.Kind == yaml.ScalarNode && IsRuntimeInput(n.Value) && !holdsString(v.Type()) {
 		return
 	}
 	switch v.Kind() {

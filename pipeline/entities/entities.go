@@ -221,6 +221,9 @@ func CheckService(f *pipeline.File) diag.List {
 }
 
 func (r *resolver) service(ss pipeline.DeploymentStageService) *plan.Service {
+	if pipeline.IsRuntimeInput(ss.ServiceRef) {
+		return nil // an open runtime input
+	}
 	f, ok := r.c.Services[pipeline.LocalRef(ss.ServiceRef)]
 	if !ok {
 		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ss.Node, "serviceRef")), "missing-entity", "service %q is not defined", ss.ServiceRef).
@@ -326,6 +329,9 @@ func readTree(base, rel string) ([]plan.File, error) {
 }
 
 func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnvironment) (*plan.Environment, *plan.Infrastructure) {
+	if pipeline.IsRuntimeInput(se.EnvironmentRef) {
+		return nil, nil // an open runtime input: a run supplies it (validate lists it as open)
+	}
 	f, ok := r.c.Environments[pipeline.LocalRef(se.EnvironmentRef)]
 	if !ok {
 		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(se.Node, "environmentRef")), "missing-entity", "environment %q is not defined", se.EnvironmentRef).
@@ -334,6 +340,9 @@ func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnv
 	}
 	e := f.Environment
 	env := &plan.Environment{ID: e.Identifier, Name: e.Name, Description: e.Description, Tags: e.Tags, Type: e.Type, Variables: variables(e.Variables)}
+	if n := pipeline.ValueAt(se.Node, "infrastructureDefinitions"); n != nil && n.Kind == yaml.ScalarNode && pipeline.IsRuntimeInput(n.Value) {
+		return env, nil // an open runtime input
+	}
 	if se.DeployToAll == "true" || len(se.InfrastructureDefinitions) != 1 {
 		r.diags.Errorf(pipeline.NodePos(r.file, se.Node), "infrastructure", "stage %s must deploy to exactly one infrastructure definition", s.Identifier).
 			SetHint("list one under `infrastructureDefinitions`; to deploy to several, loop the stage with a matrix strategy")

@@ -154,11 +154,25 @@ func Merge(file string, root *yaml.Node, sources []*Source) (*Result, diag.List)
 	fixed := map[string]bool{}
 	ids := map[string]map[string]string{}
 	var order []string
+	subtrees := map[string][]nestedInput{} // whole-subtree fields holding runtime inputs
+	nestedAt := map[string]bool{}
 	flatten(res.Root, "pipeline", ids, func(l leaf) {
-		if l.node.Kind == yaml.ScalarNode && IsRuntimeInput(l.node.Value) {
+		switch {
+		case l.node.Kind == yaml.ScalarNode && IsRuntimeInput(l.node.Value):
 			fields[l.fqn] = l
 			order = append(order, l.fqn)
-		} else {
+		case l.node.Kind != yaml.ScalarNode:
+			if nested := nestedInputs(l.node, l.fqn, nil); len(nested) > 0 {
+				fields[l.fqn] = l
+				order = append(order, l.fqn)
+				subtrees[l.fqn] = nested
+				for _, in := range nested {
+					nestedAt[in.fqn] = true
+				}
+				return
+			}
+			fixed[l.fqn] = true
+		default:
 			fixed[l.fqn] = true
 		}
 	})
@@ -182,6 +196,10 @@ func Merge(file string, root *yaml.Node, sources []*Source) (*Result, diag.List)
 				diags.Warnf(pos, "input-identity", "%s: value for %s ignored: %s", src.Name, fqn, bad)
 				continue
 			}
+			if nestedAt[fqn] && !(val.Kind == yaml.ScalarNode && IsRuntimeInput(val.Value)) {
+				chosen[fqn], chosenFrom[fqn] = val, src // a runtime input inside a whole subtree
+				continue
+			}
 			if _, ok := fields[fqn]; !ok {
 				if fixed[fqn] {
 					diags.Warnf(pos, "input-fixed", "%s: value for %s ignored: the pipeline field is fixed, not a runtime input", src.Name, fqn)
@@ -199,6 +217,10 @@ func Merge(file string, root *yaml.Node, sources []*Source) (*Result, diag.List)
 	}
 
 	for _, fqn := range order {
+		if nested, ok := subtrees[fqn]; ok {
+			res.Open = append(res.Open, mergeNested(file, nested, chosen[fqn], chosen, res.Values)...)
+			continue
+		}
 		l, in := fields[fqn], specs[fqn]
 		val, ok := chosen[fqn]
 		if !ok {
@@ -306,4 +328,90 @@ func sortedFQNs(m map[string]*yaml.Node) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// nestedInput is a runtime input inside a whole subtree (an environment's
+// `infrastructureDefinitions: <+input>`), addressed by its path below the subtree.
+type nestedInput struct {
+	fqn  string
+	path []string // map keys, and list elements by identifier (or index)
+	node *yaml.Node
+}
+
+// nestedInputs finds the runtime inputs below n.
+func nestedInputs(n *yaml.Node, fqn string, path []string) []nestedInput {
+	var out []nestedInput
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if IsRuntimeInput(n.Value) && len(path) > 0 {
+			out = append(out, nestedInput{fqn: fqn, path: path, node: n})
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i].Value
+			out = append(out, nestedInputs(n.Content[i+1], fqn+"."+k, append(append([]string(nil), path...), k))...)
+		}
+	case yaml.SequenceNode:
+		for i, el := range n.Content {
+			seg := elementKey(el, i)
+			out = append(out, nestedInputs(el, fqn+"."+seg, append(append([]string(nil), path...), seg))...)
+		}
+	}
+	return out
+}
+
+// elementKey addresses a list element: by identifier when it has one, else by index.
+func elementKey(el *yaml.Node, i int) string {
+	if id := pipeline.Field(el, "identifier"); id != nil && id.Kind == yaml.ScalarNode {
+		return id.Value
+	}
+	return fmt.Sprint(i)
+}
+
+// lookupPath follows a nestedInput path in a subtree given by an input set.
+func lookupPath(n *yaml.Node, path []string) *yaml.Node {
+	for _, seg := range path {
+		if n == nil {
+			return nil
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			n = pipeline.Field(n, seg)
+		case yaml.SequenceNode:
+			var next *yaml.Node
+			for i, el := range n.Content {
+				if elementKey(el, i) == seg {
+					next = el
+				}
+			}
+			n = next
+		default:
+			return nil
+		}
+	}
+	return n
+}
+
+// mergeNested fills the runtime inputs inside a whole subtree from the subtree an input set
+// gave (whole), a value given for the input's own FQN, or the input's default; the rest stay
+// open.
+func mergeNested(file string, nested []nestedInput, whole *yaml.Node, chosen map[string]*yaml.Node, values map[string]*yaml.Node) []Open {
+	var open []Open
+	for _, in := range nested {
+		val := chosen[in.fqn]
+		if val == nil {
+			val = lookupPath(whole, in.path)
+		}
+		if val == nil || (val.Kind == yaml.ScalarNode && IsRuntimeInput(val.Value)) {
+			spec, err := Parse(in.node.Value)
+			if err != nil || spec.Default == nil {
+				open = append(open, Open{FQN: in.fqn, Pos: pipeline.NodePos(file, in.node), Required: true})
+				continue
+			}
+			val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *spec.Default}
+		}
+		values[in.fqn] = val
+		replace(in.node, val)
+	}
+	return open
 }

@@ -113,3 +113,52 @@ func TestStepSharesGroupIdentifier(t *testing.T) {
 		}
 	}
 }
+
+// A runtime input may stand for a whole list where the reference allows it
+// (`infrastructureDefinitions: <+input>`): plain validate lists it as open, a run needs it, and
+// an input set fills it.
+func TestRuntimeInputForAList(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"service.yaml", "env-dev.yaml", "env-prod.yaml", "infra-dev.yaml", "infra-prod.yaml", "connector.yaml"} {
+		copyFile(t, "../../examples/k8s/"+f, filepath.Join(dir, f))
+	}
+	if err := os.CopyFS(filepath.Join(dir, "web"), os.DirFS("../../examples/k8s/web")); err != nil {
+		t.Fatal(err)
+	}
+	src := readFile(t, "../../examples/k8s/pipeline.yaml")
+	src = strings.Replace(src, "infrastructureDefinitions:\n              - identifier: dev_cluster", "infrastructureDefinitions: <+input>", 1)
+	file := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const fqn = "pipeline.stages.deploy_dev.spec.environment.infrastructureDefinitions"
+	r, _ := load.File(file, load.Options{})
+	if !r.OK() || len(r.Open) != 1 || r.Open[0].FQN != fqn {
+		t.Fatalf("plain validate: ok=%v open=%v\n%s", r.OK(), r.Open, r.Diags.Render(r.Sources))
+	}
+	r, _ = load.File(file, load.Options{ForRun: true})
+	if r.OK() || len(codes(r.Diags, diag.Error, "missing-input")) != 1 {
+		t.Fatalf("for run without the input: ok=%v\n%s", r.OK(), r.Diags.Render(r.Sources))
+	}
+	set := filepath.Join(dir, "set.yaml")
+	if err := os.WriteFile(set, []byte(`inputSet:
+  name: s
+  identifier: s
+  pipeline:
+    identifier: web_delivery
+    stages:
+      - stage:
+          identifier: deploy_dev
+          type: Deployment
+          spec:
+            environment:
+              infrastructureDefinitions:
+                - identifier: dev_cluster
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = load.File(file, load.Options{ForRun: true, InputSets: []string{set}})
+	if !r.OK() || r.Plan == nil {
+		t.Fatalf("for run with the input set: ok=%v\n%s", r.OK(), r.Diags.Render(r.Sources))
+	}
+}
