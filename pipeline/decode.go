@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"path"
 	"reflect"
 	"sort"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/reference"
 )
 
 // Decoder turns yaml.Node trees into the typed model. Unlike yaml.Unmarshal it rejects unknown
@@ -149,6 +151,14 @@ func (d *Decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		idx, ok := fields.byName[k.Value]
+		if !ok && reference.HasField(path.Base(v.Type().PkgPath())+"."+v.Type().Name(), k.Value) {
+			if what, ok := reference.Significant[k.Value]; ok && val.Kind == yaml.ScalarNode && val.Value == "true" {
+				d.Diags.Unsupportedf(d.Pos(k), "unsupported-field", "`%s: true` asks for %s, which Gantry does not run yet", k.Value, what)
+				continue
+			}
+			d.Diags.Warnf(d.Pos(k), "reference-field-ignored", "%s: `%s` is a field of the reference that Gantry does not act on yet; it is ignored", what, k.Value)
+			continue
+		}
 		if !ok || k.Value == "-node" {
 			d.Diags.Add(unknownKey(d.Pos(k), k.Value, what, fields.names))
 			continue

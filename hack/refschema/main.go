@@ -1,7 +1,8 @@
 // Command refschema derives, from Harness's published pipeline JSON schema (the public
 // repository harness/harness-schema, v0/pipeline.json), the facts Gantry's validator needs: the
-// step, stage and deployment types the reference defines. It prints Go source; the schema itself
-// stays outside this repository.
+// step, stage and deployment types the reference defines, and the fields of the objects Gantry
+// decodes (so a field of the reference that Gantry does not act on is a warning, not an unknown
+// key). It prints Go source; the schema itself stays outside this repository.
 //
 //	go run ./hack/refschema PATH/TO/v0/pipeline.json > pipeline/reference/types_gen.go
 package main
@@ -34,6 +35,8 @@ func main() {
 		os.Exit(1)
 	}
 	steps, stages := map[string]bool{}, map[string]bool{}
+	props := map[string][]map[string]any{} // title -> property sets
+	collect(doc.Definitions.Pipeline, props)
 	walk(doc.Definitions.Pipeline, "", func(section, title string, props map[string]any, enum []string) {
 		// A node is an object with an identifier, a name and a fixed type.
 		if props["identifier"] == nil || props["name"] == nil {
@@ -59,6 +62,106 @@ func main() {
 	list("StepTypes are the step types the reference schema defines.", "StepTypes", steps)
 	list("StageTypes are the stage types the reference schema defines.", "StageTypes", stages)
 	list("DeploymentTypes are the deployment types of Deployment stages in the reference schema.", "DeploymentTypes", deploy)
+
+	pipelineProps, _ := doc.Definitions.Pipeline["pipeline"].(map[string]any)["properties"].(map[string]any)
+	fmt.Println("// Fields are the field names the reference defines for the objects Gantry decodes, by Go type.")
+	fmt.Println("var Fields = map[string][]string{")
+	for _, o := range objects {
+		set := map[string]bool{}
+		for _, t := range o.titles {
+			switch {
+			case t == "#pipeline":
+				for k := range pipelineProps {
+					set[k] = true
+				}
+			case strings.HasPrefix(t, "*"):
+				for title, ps := range props {
+					if strings.HasSuffix(title, t[1:]) {
+						for _, p := range ps {
+							for k := range p {
+								set[k] = true
+							}
+						}
+					}
+				}
+			default:
+				if len(props[t]) == 0 {
+					fmt.Fprintf(os.Stderr, "refschema: no definition titled %s\n", t)
+					os.Exit(1)
+				}
+				for _, p := range props[t] {
+					for k := range p {
+						set[k] = true
+					}
+				}
+			}
+		}
+		keys := make([]string, 0, len(set))
+		for k := range set {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		fmt.Printf("\t%q: {", o.goType)
+		for i, k := range keys {
+			if i > 0 {
+				fmt.Print(", ")
+			}
+			fmt.Printf("%q", k)
+		}
+		fmt.Println("},")
+	}
+	fmt.Println("}")
+}
+
+// objects maps the Go types Gantry decodes to the reference definitions (by title) whose fields
+// they stand for; "*X" is every definition whose title ends in X, "#pipeline" the pipeline.
+var objects = []struct {
+	goType string
+	titles []string
+}{
+	{"pipeline.Pipeline", []string{"#pipeline"}},
+	{"pipeline.Stage", []string{"DeploymentStageNode", "CustomStageNode", "ApprovalStageNode"}},
+	{"pipeline.StageSpec", []string{"DeploymentStageConfig", "CustomStageConfig", "ApprovalStageConfig"}},
+	{"pipeline.Execution", []string{"ExecutionElementConfig"}},
+	{"pipeline.StepGroup", []string{"StepGroupElementConfig"}},
+	{"pipeline.Step", []string{"*StepNode"}},
+	{"pipeline.DeploymentStageService", []string{"ServiceYamlV2"}},
+	{"pipeline.DeploymentStageEnvironment", []string{"EnvironmentYamlV2"}},
+	{"pipeline.InfraRef", []string{"InfraStructureDefinitionYaml"}},
+	{"steps.ShellScript", []string{"ShellScriptStepInfo"}},
+	{"steps.Http", []string{"HttpStepInfo"}},
+	{"steps.Wait", []string{"WaitStepInfo"}},
+	{"steps.HarnessApproval", []string{"HarnessApprovalStepInfo"}},
+	{"steps.Barrier", []string{"BarrierStepInfo"}},
+	{"steps.Policy", []string{"PolicyStepInfo"}},
+	{"steps.Container", []string{"ContainerStepInfo"}},
+	{"steps.K8sRollingDeploy", []string{"K8sRollingStepInfo"}},
+	{"steps.K8sRollingRollback", []string{"K8sRollingRollbackStepInfo"}},
+	{"steps.K8sCanaryDeploy", []string{"K8sCanaryStepInfo"}},
+	{"steps.K8sSimple", []string{"K8sCanaryDeleteStepInfo", "K8sBGSwapServicesStepInfo", "K8sDryRunManifestStepInfo"}},
+	{"steps.K8sBlueGreenDeploy", []string{"K8sBlueGreenStepInfo"}},
+	{"steps.K8sApply", []string{"K8sApplyStepInfo"}},
+	{"steps.K8sScale", []string{"K8sScaleStepInfo"}},
+	{"steps.K8sDelete", []string{"K8sDeleteStepInfo"}},
+}
+
+// collect indexes the property sets of every titled object definition.
+func collect(v any, out map[string][]map[string]any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if t, ok := x["title"].(string); ok {
+			if p, ok := x["properties"].(map[string]any); ok {
+				out[t] = append(out[t], p)
+			}
+		}
+		for _, c := range x {
+			collect(c, out)
+		}
+	case []any:
+		for _, c := range x {
+			collect(c, out)
+		}
+	}
 }
 
 // walk calls fn for every object of the schema whose `type` property is an enum, with the

@@ -162,3 +162,31 @@ func TestRuntimeInputForAList(t *testing.T) {
 		t.Fatalf("for run with the input set: ok=%v\n%s", r.OK(), r.Diags.Render(r.Sources))
 	}
 }
+
+// Fields the reference defines but Gantry does not act on are warnings that say so; ones that
+// change what runs are unsupported; keys the reference does not define stay errors.
+func TestReferenceFields(t *testing.T) {
+	base := readFile(t, "../../examples/k8s/pipeline.yaml")
+	file := filepath.Join(t.TempDir(), "pipeline.yaml")
+	for _, c := range []struct {
+		with string
+		sev  diag.Severity
+		code string
+	}{
+		{"gitOpsEnabled: false", diag.Warning, "reference-field-ignored"},
+		{"gitOpsEnabled: true", diag.Unsupported, "unsupported-field"},
+		{"gitOpsEnabeld: false", diag.Error, "unknown-key"},
+	} {
+		src := strings.Replace(base, "deploymentType: Kubernetes", "deploymentType: Kubernetes\n          "+c.with, 1)
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := load.File(file, load.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(codes(r.Diags, c.sev, c.code)) != 1 {
+			t.Errorf("%s: want one %s %s\n%s", c.with, c.sev, c.code, r.Diags.Render(r.Sources))
+		}
+	}
+}

@@ -18,3 +18,13 @@ func has(sorted []string, t string) bool {
 	_, ok := slices.BinarySearch(sorted, t)
 	return ok
 }
+
+// HasField reports whether the reference defines field key on the object decoded into the Go
+// type named goType ("pipeline.Step", "steps.ShellScript"; see Fields).
+func HasField(goType, key string) bool { return has(Fields[goType], key) }
+
+// Significant are reference fields that change what a stage is when set to true: Gantry
+// cannot honour them by ignoring them, so they are unsupported rather than a warning.
+var Significant = map[string]string{
+	"gitOpsEnabled": "GitOps deployments",
+}

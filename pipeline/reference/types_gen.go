@@ -398,3 +398,31 @@ var DeploymentTypes = []string{
 	"TAS",
 	"WinRm",
 }
+
+// Fields are the field names the reference defines for the objects Gantry decodes, by Go type.
+var Fields = map[string][]string{
+	"pipeline.Pipeline":                   {"allowStageExecutions", "delegateSelectors", "description", "fixedInputsOnRerun", "flowControl", "identifier", "name", "notificationRules", "orgIdentifier", "projectIdentifier", "properties", "stages", "tags", "template", "timeout", "variables"},
+	"pipeline.Stage":                      {"delegateSelectors", "description", "failureStrategies", "identifier", "name", "runMode", "skipInstances", "strategy", "tags", "timeout", "type", "variables", "when"},
+	"pipeline.StageSpec":                  {"customDeploymentRef", "deploymentType", "description", "environment", "environmentGroup", "environments", "execution", "gitOpsEnabled", "infrastructure", "multiDeploymentConfig", "service", "serviceConfig", "services"},
+	"pipeline.Execution":                  {"description", "rollbackSteps", "steps"},
+	"pipeline.StepGroup":                  {"delegateSelectors", "description", "failureStrategies", "identifier", "name", "platform", "sharedPaths", "stepGroupInfra", "steps", "strategy", "template", "variables", "when"},
+	"pipeline.Step":                       {"description", "enforce", "failureStrategies", "identifier", "identities", "name", "strategy", "template", "timeout", "type", "when"},
+	"pipeline.DeploymentStageService":     {"description", "disableArtifactValidation", "failureStrategies", "gitBranch", "serviceInputs", "serviceRef", "useFromStage"},
+	"pipeline.DeploymentStageEnvironment": {"deployToAll", "description", "environmentInputs", "environmentRef", "failureStrategies", "filters", "gitBranch", "gitOpsClusters", "infrastructureDefinition", "infrastructureDefinitions", "provisioner", "serviceOverrideInputs", "servicesOverrides", "useFromStage"},
+	"pipeline.InfraRef":                   {"description", "identifier", "inputs", "metadata"},
+	"steps.ShellScript":                   {"delegateSelectors", "description", "environmentVariables", "executionTarget", "metadata", "onDelegate", "outputAlias", "outputVariables", "shell", "source"},
+	"steps.Http":                          {"assertion", "delegateSelectors", "description", "headers", "method", "outputVariables", "requestBody", "url"},
+	"steps.Wait":                          {"description", "duration", "metadata"},
+	"steps.HarnessApproval":               {"approvalMessage", "approverInputs", "approvers", "autoApproval", "callbackId", "description", "includePipelineExecutionHistory"},
+	"steps.Barrier":                       {"barrierRef", "description"},
+	"steps.Policy":                        {"description", "metadata", "policySets", "type"},
+	"steps.Container":                     {"command", "connectorRef", "description", "entrypoint", "envVariables", "image", "imagePullPolicy", "infrastructure", "metadata", "outputVariables", "privileged", "settings", "shell"},
+	"steps.K8sRollingDeploy":              {"commandFlags", "delegateSelectors", "description", "pruningEnabled", "skipDryRun"},
+	"steps.K8sRollingRollback":            {"commandFlags", "delegateSelectors", "description", "pruningEnabled"},
+	"steps.K8sCanaryDeploy":               {"canaryType", "commandFlags", "delegateSelectors", "description", "instanceSelection", "skipDryRun", "targetPercentage", "trafficRouting"},
+	"steps.K8sSimple":                     {"delegateSelectors", "description", "encryptYamlOutput"},
+	"steps.K8sBlueGreenDeploy":            {"commandFlags", "delegateSelectors", "description", "pruningEnabled", "skipDeploymentIfSameManifest", "skipDryRun", "trafficRouting"},
+	"steps.K8sApply":                      {"commandFlags", "delegateSelectors", "description", "filePaths", "manifestSource", "overrides", "skipDryRun", "skipRendering", "skipSteadyStateCheck"},
+	"steps.K8sScale":                      {"delegateSelectors", "description", "instanceSelection", "skipSteadyStateCheck", "workload"},
+	"steps.K8sDelete":                     {"commandFlags", "delegateSelectors", "deleteResources", "description"},
+}
