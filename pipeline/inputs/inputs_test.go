@@ -150,3 +150,19 @@ func TestIdentityMismatchIgnored(t *testing.T) {
 		t.Fatalf("got %v", diags)
 	}
 }
+
+// selectManyFrom (a reference runtime-input method) accepts a comma-separated subset.
+func TestSelectManyFrom(t *testing.T) {
+	in, err := inputs.Parse("<+input>.selectManyFrom(eu,us,ap).default(eu,us)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for v, ok := range map[string]bool{"eu": true, "eu,ap": true, "us, ap": true, "eu,xx": false, "": false} {
+		if err := in.Check(v); (err == nil) != ok {
+			t.Errorf("%q: %v, want ok=%v", v, err, ok)
+		}
+	}
+	if _, err := inputs.Parse("<+input>.selectManyFrom(eu,us).default(eu,xx)"); err == nil {
+		t.Error("a default outside the values was accepted")
+	}
+}

@@ -13,6 +13,8 @@ type RuntimeInput struct {
 	Default        *string
 	AllowedValues  []string
 	SelectOneFrom  []string
+	// SelectManyFrom allows any non-empty subset of these values, given comma-separated.
+	SelectManyFrom []string
 	Regex          string
 	ExecutionInput bool
 }
@@ -31,7 +33,7 @@ type ParseError struct {
 
 func (e *ParseError) Error() string { return e.Message }
 
-var inputMethods = []string{"allowedValues", "default", "executionInput", "regex", "selectOneFrom"}
+var inputMethods = []string{"allowedValues", "default", "executionInput", "regex", "selectManyFrom", "selectOneFrom"}
 
 // Parse reads a runtime-input value. Methods may come in any order, each at most once.
 func Parse(s string) (*RuntimeInput, error) {
@@ -72,15 +74,18 @@ func Parse(s string) (*RuntimeInput, error) {
 					Hint: `write .default(\'*value\')`}
 			}
 			in.Default = &v
-		case "allowedValues", "selectOneFrom":
+		case "allowedValues", "selectOneFrom", "selectManyFrom":
 			vals := splitValues(arg)
 			if len(vals) == 0 {
 				return nil, &ParseError{Offset: j + 1, Message: fmt.Sprintf(".%s() needs at least one value", name)}
 			}
-			if name == "allowedValues" {
+			switch name {
+			case "allowedValues":
 				in.AllowedValues = vals
-			} else {
+			case "selectOneFrom":
 				in.SelectOneFrom = vals
+			default:
+				in.SelectManyFrom = vals
 			}
 		case "regex":
 			if _, err := regexp.Compile(arg); err != nil {
@@ -102,6 +107,9 @@ func Parse(s string) (*RuntimeInput, error) {
 		if allowed := in.Allowed(); allowed != nil && !contains(allowed, *in.Default) {
 			return nil, &ParseError{Offset: lead, Message: fmt.Sprintf("default %q is not one of the allowed values %s", *in.Default, strings.Join(allowed, ", "))}
 		}
+		if err := in.checkAllowed(*in.Default); in.SelectManyFrom != nil && err != nil {
+			return nil, &ParseError{Offset: lead, Message: "default: " + err.Error()}
+		}
 		if in.Regex != "" && !fullMatch(in.Regex, *in.Default) {
 			return nil, &ParseError{Offset: lead, Message: fmt.Sprintf("default %q does not match regex %s", *in.Default, in.Regex)}
 		}
@@ -120,11 +128,28 @@ func (in *RuntimeInput) Allowed() []string {
 // Check validates a supplied literal value (spec 9.7): exact membership in the allowed values,
 // and a full match of the regex.
 func (in *RuntimeInput) Check(value string) error {
-	if allowed := in.Allowed(); allowed != nil && !contains(allowed, value) {
-		return fmt.Errorf("value %q is not allowed; allowed values: %s", value, strings.Join(allowed, ", "))
+	if err := in.checkAllowed(value); err != nil {
+		return err
 	}
 	if in.Regex != "" && !fullMatch(in.Regex, value) {
 		return fmt.Errorf("value %q does not match regex %s (the whole value must match)", value, in.Regex)
+	}
+	return nil
+}
+
+// checkAllowed checks membership: one allowed value, or for selectManyFrom a comma-separated
+// selection of them.
+func (in *RuntimeInput) checkAllowed(value string) error {
+	if in.SelectManyFrom != nil {
+		for _, v := range strings.Split(value, ",") {
+			if v = strings.TrimSpace(v); !contains(in.SelectManyFrom, v) {
+				return fmt.Errorf("value %q is not allowed; select one or more of: %s (comma-separated)", v, strings.Join(in.SelectManyFrom, ", "))
+			}
+		}
+		return nil
+	}
+	if allowed := in.Allowed(); allowed != nil && !contains(allowed, value) {
+		return fmt.Errorf("value %q is not allowed; allowed values: %s", value, strings.Join(allowed, ", "))
 	}
 	return nil
 }
