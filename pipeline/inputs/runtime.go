@@ -10,9 +10,9 @@ import (
 
 // RuntimeInput is a parsed `<+input>.default(..).allowedValues(..).regex(..).executionInput()`.
 type RuntimeInput struct {
-	Default        *string
-	AllowedValues  []string
-	SelectOneFrom  []string
+	Default       *string
+	AllowedValues []string
+	SelectOneFrom []string
 	// SelectManyFrom allows any non-empty subset of these values, given comma-separated.
 	SelectManyFrom []string
 	Regex          string
