@@ -51,7 +51,7 @@ const batchedDecisionsPipeline = `pipeline:
                             spec:
                               approvalMessage: go?
                               includePipelineExecutionHistory: false
-                              approvers: {userGroups: [release_managers], minimumCount: 1, disallowPipelineExecutor: false}
+                              approvers: {userGroups: [org.release_managers], minimumCount: 1, disallowPipelineExecutor: false}
                         - step:
                             type: ShellScript
                             name: ask
@@ -89,7 +89,8 @@ const batchedDecisionsPipeline = `pipeline:
 
 // Decisions reach iterations that run in batch workflows (loops of more than BatchSize
 // iterations), through the same starter calls the CLI and the API use; barriers inside
-// batches release (issue 18).
+// batches release (issue 18). Approver groups scoped as the reference writes them
+// (org.release_managers) match the user's group by identifier (issue 19).
 func TestDecisionsInsideBatchedLoops(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -193,7 +194,7 @@ func TestStageLoopInBatches(t *testing.T) {
                       spec:
                         approvalMessage: go?
                         includePipelineExecutionHistory: false
-                        approvers: {userGroups: [release_managers], minimumCount: 1, disallowPipelineExecutor: false}
+                        approvers: {userGroups: [account.release_managers], minimumCount: 1, disallowPipelineExecutor: false}
                   - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: "V=<+strategy.iteration>"}}, outputVariables: [{name: v, type: String, value: V}]}}
         - stage:
             name: other

@@ -3,9 +3,9 @@
 package pipeline
 
 import (
-	"strings"
-
 	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/plan"
 )
 
 // Pipeline is the `pipeline:` root object (spec 1.1).
@@ -234,14 +234,5 @@ type Repeat struct {
 	NodeName       string     `yaml:"nodeName"`
 }
 
-// LocalRef is the identifier an entity reference names: the reference scopes entities by
-// project, organisation (`org.`) and account (`account.`); Gantry keeps them all in local files
-// and finds them by identifier.
-func LocalRef(ref string) string {
-	for _, scope := range []string{"account.", "org."} {
-		if rest, ok := strings.CutPrefix(ref, scope); ok {
-			return rest
-		}
-	}
-	return ref
-}
+// LocalRef is the identifier an entity reference names (see plan.LocalRef).
+func LocalRef(ref string) string { return plan.LocalRef(ref) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 )
 
@@ -161,7 +162,10 @@ func (a *approval) validate(req ApprovalRequest) error {
 	if req.User == "" {
 		return refuse(ErrForbidden, "the request carries no authenticated user")
 	}
-	if !slices.ContainsFunc(req.Groups, func(g string) bool { return slices.Contains(a.groups, g) }) {
+	// Groups match by identifier: `org._organization_all_users` names _organization_all_users.
+	if !slices.ContainsFunc(req.Groups, func(g string) bool {
+		return slices.ContainsFunc(a.groups, func(want string) bool { return plan.LocalRef(want) == plan.LocalRef(g) })
+	}) {
 		return refuse(ErrForbidden, "%s is not in any approver group (%s)", req.User, strings.Join(a.groups, ", "))
 	}
 	if a.voters[req.User] {
