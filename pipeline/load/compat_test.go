@@ -30,12 +30,7 @@ func TestEntitiesAtValidateTime(t *testing.T) {
 	}
 
 	// With the entities beside it, and references scoped as the reference allows.
-	for _, f := range []string{"service.yaml", "env-dev.yaml", "env-prod.yaml", "infra-dev.yaml", "infra-prod.yaml", "connector.yaml"} {
-		copyFile(t, "../../examples/k8s/"+f, filepath.Join(dir, f))
-	}
-	if err := os.CopyFS(filepath.Join(dir, "web"), os.DirFS("../../examples/k8s/web")); err != nil {
-		t.Fatal(err)
-	}
+	copyK8sEntities(t, dir)
 	src := strings.NewReplacer("serviceRef: web", "serviceRef: account.web", "environmentRef: dev", "environmentRef: org.dev").
 		Replace(readFile(t, file))
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
@@ -44,6 +39,18 @@ func TestEntitiesAtValidateTime(t *testing.T) {
 	r, _ = load.File(file, load.Options{ForRun: true})
 	if !r.OK() || r.Plan == nil {
 		t.Fatalf("scoped references: ok=%v\n%s", r.OK(), r.Diags.Render(r.Sources))
+	}
+}
+
+// copyK8sEntities puts the k8s example's services, environments, infrastructure, connector and
+// manifests in dir.
+func copyK8sEntities(t *testing.T, dir string) {
+	t.Helper()
+	for _, f := range []string{"service.yaml", "env-dev.yaml", "env-prod.yaml", "infra-dev.yaml", "infra-prod.yaml", "connector.yaml"} {
+		copyFile(t, "../../examples/k8s/"+f, filepath.Join(dir, f))
+	}
+	if err := os.CopyFS(filepath.Join(dir, "web"), os.DirFS("../../examples/k8s/web")); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -119,12 +126,7 @@ func TestStepSharesGroupIdentifier(t *testing.T) {
 // an input set fills it.
 func TestRuntimeInputForAList(t *testing.T) {
 	dir := t.TempDir()
-	for _, f := range []string{"service.yaml", "env-dev.yaml", "env-prod.yaml", "infra-dev.yaml", "infra-prod.yaml", "connector.yaml"} {
-		copyFile(t, "../../examples/k8s/"+f, filepath.Join(dir, f))
-	}
-	if err := os.CopyFS(filepath.Join(dir, "web"), os.DirFS("../../examples/k8s/web")); err != nil {
-		t.Fatal(err)
-	}
+	copyK8sEntities(t, dir)
 	src := readFile(t, "../../examples/k8s/pipeline.yaml")
 	src = strings.Replace(src, "infrastructureDefinitions:\n              - identifier: dev_cluster", "infrastructureDefinitions: <+input>", 1)
 	file := filepath.Join(dir, "pipeline.yaml")
