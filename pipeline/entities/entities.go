@@ -132,15 +132,19 @@ func (r *resolver) stage(s *pipeline.Stage) {
 	spec := s.StageSpec
 	d := &plan.Deployment{Type: spec.DeploymentType}
 	dec := &pipeline.Decoder{File: r.file, Diags: &diag.List{}} // shapes were checked by validate
-	if spec.Services != nil || spec.Environments != nil || spec.EnvironmentGroup != nil || spec.ServiceConfig != nil || spec.Infrastructure != nil {
+	if spec.Services != nil || spec.Environments != nil || spec.EnvironmentGroup != nil {
 		n := spec.Node
-		for _, x := range []*yaml.Node{spec.Infrastructure, spec.ServiceConfig, spec.EnvironmentGroup, spec.Environments, spec.Services} {
+		for _, x := range []*yaml.Node{spec.EnvironmentGroup, spec.Environments, spec.Services} {
 			if x != nil {
 				n = x
 			}
 		}
-		r.diags.Unsupportedf(pipeline.NodePos(r.file, n), "unsupported-deployment-form", "stage %s: multi-service, multi-environment and legacy v1 deployments are not supported", s.Identifier).
+		r.diags.Unsupportedf(pipeline.NodePos(r.file, n), "unsupported-deployment-form", "stage %s: multi-service and multi-environment deployments are not supported yet", s.Identifier).
 			SetHint("use `service: {serviceRef: ...}` and `environment: {environmentRef: ..., infrastructureDefinitions: [{identifier: ...}]}`, with a matrix strategy to fan out")
+		return
+	}
+	if spec.ServiceConfig != nil || spec.Infrastructure != nil {
+		r.legacy(s, d)
 		return
 	}
 	if spec.Service != nil {
@@ -193,7 +197,16 @@ func (r *resolver) stage(s *pipeline.Stage) {
 			}
 		}
 	}
+	r.finish(s, d)
+}
+
+// finish records a resolved deployment; the deployment type defaults to the service's (the
+// reference does not require `deploymentType`).
+func (r *resolver) finish(s *pipeline.Stage, d *plan.Deployment) {
 	if d.Service != nil && d.Environment != nil && d.Infra != nil {
+		if d.Type == "" {
+			d.Type = d.Service.Type
+		}
 		r.out[s.Identifier] = d
 	}
 }
@@ -230,6 +243,12 @@ func (r *resolver) service(ss pipeline.DeploymentStageService) *plan.Service {
 			SetHint("%s", r.hint("service"))
 		return nil
 	}
+	return r.buildService(f)
+}
+
+// buildService reads a service's manifests and values files (relative to its file) into the
+// plan.
+func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	sv := f.Service
 	out := &plan.Service{ID: sv.Identifier, Name: sv.Name, Description: sv.Description, Tags: sv.Tags, Type: sv.ServiceDefinition.Type}
 	spec := sv.ServiceDefinition.Spec
@@ -362,12 +381,17 @@ func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnv
 			SetHint("pick an infrastructure definition of environment %s", e.Identifier)
 		return env, nil
 	}
+	return env, r.infrastructure(inf.Name, in)
+}
+
+// infrastructure resolves a KubernetesDirect infrastructure definition and its connector.
+func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *plan.Infrastructure {
 	infra := &plan.Infrastructure{ID: in.Identifier, Name: in.Name, Tags: in.Tags, Namespace: in.Spec.Namespace, ReleaseName: in.Spec.ReleaseName}
 	cf, ok := r.c.Connectors[pipeline.LocalRef(in.Spec.ConnectorRef)]
 	if !ok {
-		r.diags.Errorf(pipeline.NodePos(inf.Name, pipeline.ValueAt(in.Spec.Node, "connectorRef")), "missing-entity", "connector %q is not defined", in.Spec.ConnectorRef).
+		r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(in.Spec.Node, "connectorRef")), "missing-entity", "connector %q is not defined", in.Spec.ConnectorRef).
 			SetHint("%s", r.hint("connector"))
-		return env, nil
+		return nil
 	}
 	k := cf.Connector
 	cr := k.Spec.Credential
@@ -380,5 +404,5 @@ func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnv
 			infra.Connector.TokenRef, infra.Connector.CACertRef = s.Auth.Spec.ServiceAccountTokenRef, s.Auth.Spec.CACertRef
 		}
 	}
-	return env, infra
+	return infra
 }

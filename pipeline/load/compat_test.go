@@ -192,3 +192,65 @@ func TestReferenceFields(t *testing.T) {
 		}
 	}
 }
+
+// A legacy (v1) Deployment stage with its Kubernetes service definition and infrastructure
+// inline resolves to the same deployment as the current form; other inline types are
+// unsupported (issue 19).
+func TestLegacyInlineDeployment(t *testing.T) {
+	dir := t.TempDir()
+	copyK8sEntities(t, dir)
+	legacy := `          serviceConfig:
+            serviceRef: web_inline
+            serviceDefinition:
+              type: Kubernetes
+              spec:
+                manifests:
+                  - manifest:
+                      identifier: web
+                      type: K8sManifest
+                      spec:
+                        store: {type: Local, spec: {paths: [web/manifests]}}
+                        valuesPaths: [web/values.yaml]
+                variables:
+                  - {name: replicas, type: String, value: "1"}
+          infrastructure:
+            environmentRef: org.dev
+            infrastructureDefinition:
+              type: %s
+              spec: {connectorRef: local_cluster, namespace: gantry-legacy}
+            allowSimultaneousDeployments: false
+`
+	current := "          deploymentType: Kubernetes\n          service:\n            serviceRef: web\n          environment:\n            environmentRef: dev\n            infrastructureDefinitions:\n              - identifier: dev_cluster\n"
+	base := readFile(t, "../../examples/k8s/pipeline.yaml")
+	if !strings.Contains(base, current) {
+		t.Fatal("the k8s example changed; update this test")
+	}
+	file := filepath.Join(dir, "pipeline.yaml")
+	for _, c := range []struct {
+		infraType   string
+		unsupported string
+	}{{"KubernetesDirect", ""}, {"KubernetesGcp", "unsupported-infrastructure-type"}} {
+		src := strings.Replace(base, current, strings.Replace(legacy, "%s", c.infraType, 1), 1)
+		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := load.File(file, load.Options{ForRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.unsupported != "" {
+			if r.OK() || len(codes(r.Diags, diag.Unsupported, c.unsupported)) != 1 {
+				t.Errorf("%s: want %s\n%s", c.infraType, c.unsupported, r.Diags.Render(r.Sources))
+			}
+			continue
+		}
+		if !r.OK() || r.Plan == nil {
+			t.Fatalf("legacy form: %s", r.Diags.Render(r.Sources))
+		}
+		d := r.Plan.Stages[0].Deploy
+		if d == nil || d.Type != "Kubernetes" || d.Service.ID != "web_inline" || len(d.Service.Manifests) != 1 ||
+			d.Environment.ID != "dev" || d.Infra.Namespace != "gantry-legacy" || d.Infra.Connector.ID != "local_cluster" {
+			t.Errorf("legacy deployment %+v", d)
+		}
+	}
+}

@@ -95,10 +95,6 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 			forbid(k, "use a Deployment stage to deploy a service")
 		}
 	case "Deployment":
-		if spec.DeploymentType == "" {
-			c.diags.Errorf(c.pos(spec.Node), "missing-field", "Deployment stage spec is missing required field %q", "deploymentType").
-				SetHint("add `deploymentType: Kubernetes`")
-		}
 		hasService := spec.Service != nil || spec.Services != nil || spec.ServiceConfig != nil
 		hasEnv := spec.Environment != nil || spec.Environments != nil || spec.EnvironmentGroup != nil || spec.Infrastructure != nil
 		if !hasService {
