@@ -218,7 +218,9 @@ func Merge(file string, root *yaml.Node, sources []*Source) (*Result, diag.List)
 
 	for _, fqn := range order {
 		if nested, ok := subtrees[fqn]; ok {
-			res.Open = append(res.Open, mergeNested(file, nested, chosen[fqn], chosen, res.Values)...)
+			// An unanswered condition input is false (spec C13), not a missing value.
+			required := !strings.HasSuffix(fqn, ".when")
+			res.Open = append(res.Open, mergeNested(file, nested, chosen[fqn], chosen, res.Values, required)...)
 			continue
 		}
 		l, in := fields[fqn], specs[fqn]
@@ -395,7 +397,7 @@ func lookupPath(n *yaml.Node, path []string) *yaml.Node {
 // mergeNested fills the runtime inputs inside a whole subtree from the subtree an input set
 // gave (whole), a value given for the input's own FQN, or the input's default; the rest stay
 // open.
-func mergeNested(file string, nested []nestedInput, whole *yaml.Node, chosen map[string]*yaml.Node, values map[string]*yaml.Node) []Open {
+func mergeNested(file string, nested []nestedInput, whole *yaml.Node, chosen map[string]*yaml.Node, values map[string]*yaml.Node, required bool) []Open {
 	var open []Open
 	for _, in := range nested {
 		val := chosen[in.fqn]
@@ -405,7 +407,7 @@ func mergeNested(file string, nested []nestedInput, whole *yaml.Node, chosen map
 		if val == nil || (val.Kind == yaml.ScalarNode && IsRuntimeInput(val.Value)) {
 			spec, err := Parse(in.node.Value)
 			if err != nil || spec.Default == nil {
-				open = append(open, Open{FQN: in.fqn, Pos: pipeline.NodePos(file, in.node), Required: true})
+				open = append(open, Open{FQN: in.fqn, Pos: pipeline.NodePos(file, in.node), Required: required})
 				continue
 			}
 			val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *spec.Default}
