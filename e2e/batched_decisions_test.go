@@ -195,6 +195,9 @@ func TestStageLoopInBatches(t *testing.T) {
                         approvalMessage: go?
                         includePipelineExecutionHistory: false
                         approvers: {userGroups: [account.release_managers], minimumCount: 1, disallowPipelineExecutor: false}
+                        approverInputs:
+                          - {name: region, selectOneFrom: [eu, us]}
+                          - {name: zones, selectManyFrom: [a, b, c]}
                   - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: "V=<+strategy.iteration>"}}, outputVariables: [{name: v, type: String, value: V}]}}
         - stage:
             name: other
@@ -222,7 +225,14 @@ func TestStageLoopInBatches(t *testing.T) {
 	}
 	waitFor(t, ctx, env.starter, exec.ID, "s_44.gate", status.ApprovalWaiting)
 	waitPending(t, ctx, exec.ID, "s_44.gate")
-	if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "s_44.gate", Action: "APPROVE", User: "ann", Groups: []string{"release_managers"}}); err != nil {
+	// Approver inputs with the reference's selectOneFrom and selectManyFrom are checked.
+	for _, bad := range []map[string]string{{"region": "ap"}, {"zones": "a,d"}} {
+		if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "s_44.gate", Action: "APPROVE", User: "ann", Groups: []string{"release_managers"}, Inputs: bad}); err == nil {
+			t.Errorf("approver inputs %v were accepted", bad)
+		}
+	}
+	if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "s_44.gate", Action: "APPROVE", User: "ann", Groups: []string{"release_managers"},
+		Inputs: map[string]string{"region": "eu", "zones": "a, c"}}); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
 	res, err := env.starter.Result(ctx, exec.ID)

@@ -54,6 +54,7 @@ type ApprovalView struct {
 type approvalInput struct {
 	Name, Default, Regex string
 	Allowed              []string
+	Many                 []string // selectManyFrom: a comma-separated selection of these
 }
 
 // approval is a waiting approval instance.
@@ -139,9 +140,15 @@ func newApproval(m map[string]any, root map[string]any) (*approval, error) {
 			if v, ok := im["regex"].(string); ok {
 				in.Regex = v
 			}
-			if av, ok := im["allowedValues"].([]any); ok {
+			for _, key := range []string{"allowedValues", "selectOneFrom"} {
+				av, _ := im[key].([]any)
 				for _, x := range av {
 					in.Allowed = append(in.Allowed, expressions.ToString(x))
+				}
+			}
+			if av, ok := im["selectManyFrom"].([]any); ok {
+				for _, x := range av {
+					in.Many = append(in.Many, expressions.ToString(x))
 				}
 			}
 			a.inputs = append(a.inputs, in)
@@ -187,6 +194,11 @@ func (a *approval) validate(req ApprovalRequest) error {
 			}
 			if len(in.Allowed) > 0 && !slices.Contains(in.Allowed, v) {
 				return refuse(ErrInvalid, "approver input %s: %q is not one of %s", in.Name, v, strings.Join(in.Allowed, ", "))
+			}
+			for _, x := range strings.Split(v, ",") {
+				if len(in.Many) > 0 && !slices.Contains(in.Many, strings.TrimSpace(x)) {
+					return refuse(ErrInvalid, "approver input %s: %q is not one of %s (select one or more, comma-separated)", in.Name, strings.TrimSpace(x), strings.Join(in.Many, ", "))
+				}
 			}
 			if in.Regex != "" {
 				re, err := regexp.Compile(in.Regex)

@@ -170,8 +170,10 @@ type ApproverInput struct {
 	Required      string     `yaml:"required"`
 	AllowedValues []string   `yaml:"allowedValues"`
 	SelectOneFrom []string   `yaml:"selectOneFrom"`
-	Regex         string     `yaml:"regex"`
-	Description   string     `yaml:"description"`
+	// SelectManyFrom takes a comma-separated selection of its values.
+	SelectManyFrom []string `yaml:"selectManyFrom"`
+	Regex          string   `yaml:"regex"`
+	Description    string   `yaml:"description"`
 }
 
 // AutoApproval approves at a deadline.
