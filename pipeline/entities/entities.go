@@ -347,18 +347,27 @@ func readTree(base, rel string) ([]plan.File, error) {
 	return out, nil
 }
 
-func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnvironment) (*plan.Environment, *plan.Infrastructure) {
-	if pipeline.IsRuntimeInput(se.EnvironmentRef) {
-		return nil, nil // an open runtime input: a run supplies it (validate lists it as open)
-	}
-	f, ok := r.c.Environments[pipeline.LocalRef(se.EnvironmentRef)]
+// environmentByRef finds the environment file a reference names (environmentRef of obj).
+func (r *resolver) environmentByRef(obj *yaml.Node, ref string) (*pipeline.File, *plan.Environment) {
+	f, ok := r.c.Environments[pipeline.LocalRef(ref)]
 	if !ok {
-		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(se.Node, "environmentRef")), "missing-entity", "environment %q is not defined", se.EnvironmentRef).
+		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(obj, "environmentRef")), "missing-entity", "environment %q is not defined", ref).
 			SetHint("%s", r.hint("environment"))
 		return nil, nil
 	}
 	e := f.Environment
-	env := &plan.Environment{ID: e.Identifier, Name: e.Name, Description: e.Description, Tags: e.Tags, Type: e.Type, Variables: variables(e.Variables)}
+	return f, &plan.Environment{ID: e.Identifier, Name: e.Name, Description: e.Description, Tags: e.Tags, Type: e.Type, Variables: variables(e.Variables)}
+}
+
+func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnvironment) (*plan.Environment, *plan.Infrastructure) {
+	if pipeline.IsRuntimeInput(se.EnvironmentRef) {
+		return nil, nil // an open runtime input: a run supplies it (validate lists it as open)
+	}
+	f, env := r.environmentByRef(se.Node, se.EnvironmentRef)
+	if env == nil {
+		return nil, nil
+	}
+	e := f.Environment
 	if n := pipeline.ValueAt(se.Node, "infrastructureDefinitions"); n != nil && n.Kind == yaml.ScalarNode && pipeline.IsRuntimeInput(n.Value) {
 		return env, nil // an open runtime input
 	}

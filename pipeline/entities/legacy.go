@@ -115,14 +115,9 @@ func (r *resolver) legacyInfrastructure(s *pipeline.Stage, li legacyInfrastructu
 		e := li.Environment
 		env = &plan.Environment{ID: e.Identifier, Name: e.Name, Description: e.Description, Tags: e.Tags, Type: e.Type}
 	case li.EnvironmentRef != "":
-		f, ok := r.c.Environments[pipeline.LocalRef(li.EnvironmentRef)]
-		if !ok {
-			r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(li.Node, "environmentRef")), "missing-entity", "environment %q is not defined", li.EnvironmentRef).
-				SetHint("%s", r.hint("environment"))
+		if _, env = r.environmentByRef(li.Node, li.EnvironmentRef); env == nil {
 			return nil, nil
 		}
-		e := f.Environment
-		env = &plan.Environment{ID: e.Identifier, Name: e.Name, Description: e.Description, Tags: e.Tags, Type: e.Type, Variables: variables(e.Variables)}
 	default:
 		return nil, nil // validate reports the missing environment
 	}
