@@ -148,8 +148,13 @@ func (d *Decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 		v.Field(f).Set(reflect.ValueOf(n))
 	}
 	seen := map[string]bool{}
+	runs := d.runsType(n, v.Type())
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
+		if !runs && k.Value == "spec" {
+			seen[k.Value] = true // shaped by a type Gantry does not run: reported once, at the type
+			continue
+		}
 		idx, ok := fields.byName[k.Value]
 		if !ok && reference.HasField(path.Base(v.Type().PkgPath())+"."+v.Type().Name(), k.Value) {
 			if what, ok := reference.Significant[k.Value]; ok && val.Kind == yaml.ScalarNode && val.Value == "true" {

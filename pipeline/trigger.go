@@ -84,5 +84,14 @@ type CronSpec struct {
 	Node       *yaml.Node `yaml:"-"`
 	Type       string     `yaml:"type"` // UNIX (default) or QUARTZ
 	Expression string     `yaml:"expression" gantry:"required"`
-	TimeZone   string     `yaml:"timeZone"`
+	TimeZone   string     `yaml:"timeZone"` // Gantry's extension (spec D19)
+	Timezone   string     `yaml:"timezone"` // the reference schema's spelling of the same
+}
+
+// Zone is the schedule's IANA time zone, whichever spelling gave it; empty means UTC.
+func (c *CronSpec) Zone() (name, key string) {
+	if c.Timezone != "" {
+		return c.Timezone, "timezone"
+	}
+	return c.TimeZone, "timeZone"
 }

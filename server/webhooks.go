@@ -251,7 +251,10 @@ func (s *Server) SyncSchedules(ctx context.Context) error {
 			continue
 		}
 		spec := pipeline.Field(pipeline.Field(t.Source.Spec, "spec"), "expression")
-		tz := pipeline.Field(pipeline.Field(t.Source.Spec, "spec"), "timeZone")
+		tz := pipeline.Field(pipeline.Field(t.Source.Spec, "spec"), "timezone")
+		if tz == nil {
+			tz = pipeline.Field(pipeline.Field(t.Source.Spec, "spec"), "timeZone")
+		}
 		res, err := reg.Load(t)
 		if err != nil || res.Plan == nil {
 			s.o.Log.Warn("cron trigger left out: its pipeline does not load", zap.String("trigger", t.Identifier), zap.Error(err))

@@ -1,10 +1,11 @@
-// Command refschema derives, from Harness's published pipeline JSON schema (the public
-// repository harness/harness-schema, v0/pipeline.json), the facts Gantry's validator needs: the
-// step, stage and deployment types the reference defines, and the fields of the objects Gantry
-// decodes (so a field of the reference that Gantry does not act on is a warning, not an unknown
-// key). It prints Go source; the schema itself stays outside this repository.
+// Command refschema derives, from Harness's published JSON schemas (the public repository
+// harness/harness-schema: v0/pipeline.json and v0/trigger.json), the facts Gantry's validator
+// needs: the step, stage, deployment, infrastructure, manifest, store, artifact and trigger types
+// the reference defines, and the fields of the objects Gantry decodes (so a field of the
+// reference that Gantry does not act on is a warning, not an unknown key). It prints Go source;
+// the schemas themselves stay outside this repository.
 //
-//	go run ./hack/refschema PATH/TO/v0/pipeline.json > pipeline/reference/types_gen.go
+//	go run ./hack/refschema PATH/TO/v0/pipeline.json PATH/TO/v0/trigger.json | gofmt > pipeline/reference/types_gen.go
 package main
 
 import (
@@ -15,29 +16,142 @@ import (
 	"strings"
 )
 
+// schema is one parsed schema file with its objects indexed by title.
+type schema struct {
+	root    map[string]any
+	byTitle map[string][]map[string]any
+}
+
+func load(path string) *schema {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		fail(err)
+	}
+	s := &schema{byTitle: map[string][]map[string]any{}}
+	if err := json.Unmarshal(raw, &s.root); err != nil {
+		fail(fmt.Errorf("%s: %w", path, err))
+	}
+	s.index(s.root)
+	return s
+}
+
+func (s *schema) index(v any) {
+	switch x := v.(type) {
+	case map[string]any:
+		if t, ok := x["title"].(string); ok {
+			s.byTitle[t] = append(s.byTitle[t], x)
+		}
+		for _, c := range x {
+			s.index(c)
+		}
+	case []any:
+		for _, c := range x {
+			s.index(c)
+		}
+	}
+}
+
+// at resolves a path such as "definitions/trigger/trigger" or a "#/definitions/..." reference.
+func (s *schema) at(path string) map[string]any {
+	var cur any = s.root
+	for _, part := range strings.Split(strings.TrimPrefix(path, "#/"), "/") {
+		m, _ := cur.(map[string]any)
+		cur = m[part]
+	}
+	m, _ := cur.(map[string]any)
+	return m
+}
+
+// fields collects the property names an object allows: its own, those of the objects it
+// extends (allOf, $ref) and those its conditional branches add (if/then).
+func (s *schema) fields(obj map[string]any, into map[string]bool, seen map[string]bool) {
+	if obj == nil {
+		return
+	}
+	if ref, ok := obj["$ref"].(string); ok {
+		if seen[ref] {
+			return
+		}
+		seen[ref] = true
+		s.fields(s.at(ref), into, seen)
+	}
+	if props, ok := obj["properties"].(map[string]any); ok {
+		for k := range props {
+			into[k] = true
+		}
+	}
+	for _, item := range asList(obj["allOf"]) {
+		m, _ := item.(map[string]any)
+		s.fields(m, into, seen)
+		then, _ := m["then"].(map[string]any)
+		s.fields(then, into, seen)
+	}
+}
+
+// enum is the enum of an object's `type` property, looking through allOf and $ref.
+func (s *schema) enum(obj map[string]any) []string {
+	if obj == nil {
+		return nil
+	}
+	if ref, ok := obj["$ref"].(string); ok {
+		return s.enum(s.at(ref))
+	}
+	if props, ok := obj["properties"].(map[string]any); ok {
+		if e := enumOf(props["type"]); len(e) > 0 {
+			return e
+		}
+	}
+	for _, item := range asList(obj["allOf"]) {
+		m, _ := item.(map[string]any)
+		if _, cond := m["if"]; cond {
+			continue
+		}
+		if e := s.enum(m); len(e) > 0 {
+			return e
+		}
+	}
+	return nil
+}
+
+// branch is the object an if/then of obj selects for `type: value`.
+func (s *schema) branch(obj map[string]any, value string) map[string]any {
+	for _, item := range asList(obj["allOf"]) {
+		m, _ := item.(map[string]any)
+		cond, _ := m["if"].(map[string]any)
+		props, _ := cond["properties"].(map[string]any)
+		typ, _ := props["type"].(map[string]any)
+		if typ["const"] != value {
+			continue
+		}
+		then, _ := m["then"].(map[string]any)
+		tprops, _ := then["properties"].(map[string]any)
+		spec, _ := tprops["spec"].(map[string]any)
+		if ref, ok := spec["$ref"].(string); ok {
+			return s.at(ref)
+		}
+		return spec
+	}
+	return nil
+}
+
+func (s *schema) titled(t string) []map[string]any {
+	objs := s.byTitle[t]
+	if len(objs) == 0 {
+		fail(fmt.Errorf("no definition titled %s", t))
+	}
+	return objs
+}
+
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: refschema PATH/TO/v0/pipeline.json")
+	if len(os.Args) != 3 {
+		fmt.Fprintln(os.Stderr, "usage: refschema PATH/TO/v0/pipeline.json PATH/TO/v0/trigger.json")
 		os.Exit(2)
 	}
-	raw, err := os.ReadFile(os.Args[1])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	var doc struct {
-		Definitions struct {
-			Pipeline map[string]any `json:"pipeline"`
-		} `json:"definitions"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	p, t := load(os.Args[1]), load(os.Args[2])
+	pipelineDefs := p.at("definitions/pipeline")
+
 	steps, stages := map[string]bool{}, map[string]bool{}
-	props := map[string][]map[string]any{} // title -> property sets
-	collect(doc.Definitions.Pipeline, props)
-	walk(doc.Definitions.Pipeline, "", func(section, title string, props map[string]any, enum []string) {
+	walk(pipelineDefs, "", func(section, title string, props map[string]any, enum []string) {
 		// A node is an object with an identifier, a name and a fixed type.
 		if props["identifier"] == nil || props["name"] == nil {
 			return
@@ -49,130 +163,129 @@ func main() {
 			add(steps, enum)
 		}
 	})
-	deploy := map[string]bool{}
-	if cd, ok := doc.Definitions.Pipeline["stages"].(map[string]any)["cd"].(map[string]any); ok {
-		if cfg, ok := cd["DeploymentStageConfig"].(map[string]any); ok {
-			add(deploy, enumOf(cfg["properties"].(map[string]any)["deploymentType"]))
-		}
-	}
-	fmt.Println("// Code generated by hack/refschema from harness/harness-schema v0/pipeline.json; DO NOT EDIT.")
+	deploy := set(enumOf(p.at("definitions/pipeline/stages/cd/DeploymentStageConfig/properties/deploymentType")))
+
+	fmt.Println("// Code generated by hack/refschema from harness/harness-schema v0/pipeline.json and v0/trigger.json; DO NOT EDIT.")
 	fmt.Println()
 	fmt.Println("package reference")
 	fmt.Println()
 	list("StepTypes are the step types the reference schema defines.", "StepTypes", steps)
 	list("StageTypes are the stage types the reference schema defines.", "StageTypes", stages)
 	list("DeploymentTypes are the deployment types of Deployment stages in the reference schema.", "DeploymentTypes", deploy)
+	list("ServiceDefinitionTypes are the deployment types a service definition may have.", "ServiceDefinitionTypes", set(p.enum(p.titled("ServiceDefinition")[0])))
+	list("InfrastructureTypes are the types of infrastructure definitions.", "InfrastructureTypes", set(p.enum(p.titled("InfrastructureDef")[0])))
+	list("ManifestTypes are the types of a service's manifests.", "ManifestTypes", set(p.enum(p.titled("ManifestConfig")[0])))
+	list("StoreTypes are the stores manifests and values files are read from.", "StoreTypes", set(p.enum(p.titled("StoreConfigWrapper")[0])))
+	list("ArtifactSourceTypes are the types of a service's artifact sources.", "ArtifactSourceTypes", set(p.enum(p.titled("ArtifactSource")[0])))
 
-	pipelineProps, _ := doc.Definitions.Pipeline["pipeline"].(map[string]any)["properties"].(map[string]any)
+	source := t.at("definitions/trigger/trigger_source")
+	list("TriggerSourceTypes are the types of a trigger's source.", "TriggerSourceTypes", set(t.enum(source)))
+	webhook := t.branch(source, "Webhook")
+	providers := t.enum(webhook)
+	list("WebhookTypes are the providers of webhook triggers.", "WebhookTypes", set(providers))
+	fmt.Println("// WebhookEvents are the events each webhook provider's triggers may listen to.")
+	fmt.Println("var WebhookEvents = map[string][]string{")
+	sort.Strings(providers)
+	for _, prov := range providers {
+		if events := t.enum(t.branch(webhook, prov)); len(events) > 0 {
+			fmt.Printf("\t%q: %s,\n", prov, goList(set(events)))
+		}
+	}
+	fmt.Println("}")
+	fmt.Println()
+
 	fmt.Println("// Fields are the field names the reference defines for the objects Gantry decodes, by Go type.")
 	fmt.Println("var Fields = map[string][]string{")
 	for _, o := range objects {
-		set := map[string]bool{}
-		for _, t := range o.titles {
+		s := p
+		if o.trigger {
+			s = t
+		}
+		into := map[string]bool{}
+		for _, src := range o.from {
 			switch {
-			case t == "#pipeline":
-				for k := range pipelineProps {
-					set[k] = true
-				}
-			case strings.HasPrefix(t, "*"):
-				for title, ps := range props {
-					if strings.HasSuffix(title, t[1:]) {
-						for _, p := range ps {
-							for k := range p {
-								set[k] = true
-							}
+			case strings.HasPrefix(src, "@"):
+				s.fields(s.at(src[1:]), into, map[string]bool{})
+			case strings.HasPrefix(src, "*"):
+				for title, objs := range s.byTitle {
+					if strings.HasSuffix(title, src[1:]) {
+						for _, obj := range objs {
+							s.fields(obj, into, map[string]bool{})
 						}
 					}
 				}
 			default:
-				if len(props[t]) == 0 {
-					fmt.Fprintf(os.Stderr, "refschema: no definition titled %s\n", t)
-					os.Exit(1)
-				}
-				for _, p := range props[t] {
-					for k := range p {
-						set[k] = true
-					}
+				for _, obj := range s.titled(src) {
+					s.fields(obj, into, map[string]bool{})
 				}
 			}
 		}
-		keys := make([]string, 0, len(set))
-		for k := range set {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		fmt.Printf("\t%q: {", o.goType)
-		for i, k := range keys {
-			if i > 0 {
-				fmt.Print(", ")
-			}
-			fmt.Printf("%q", k)
-		}
-		fmt.Println("},")
+		fmt.Printf("\t%q: %s,\n", o.goType, goList(into))
 	}
 	fmt.Println("}")
 }
 
-// objects maps the Go types Gantry decodes to the reference definitions (by title) whose fields
-// they stand for; "*X" is every definition whose title ends in X, "#pipeline" the pipeline.
+// objects maps the Go types Gantry decodes to the reference definitions whose fields they stand
+// for: a title, "*X" for every definition whose title ends in X, "@path" for a definition by path.
 var objects = []struct {
-	goType string
-	titles []string
+	goType  string
+	trigger bool // from trigger.json
+	from    []string
 }{
-	{"pipeline.Pipeline", []string{"#pipeline"}},
-	{"pipeline.Stage", []string{"DeploymentStageNode", "CustomStageNode", "ApprovalStageNode"}},
-	{"pipeline.StageSpec", []string{"DeploymentStageConfig", "CustomStageConfig", "ApprovalStageConfig"}},
-	{"pipeline.Execution", []string{"ExecutionElementConfig"}},
-	{"pipeline.StepGroup", []string{"StepGroupElementConfig"}},
-	{"pipeline.Step", []string{"*StepNode"}},
-	{"pipeline.DeploymentStageService", []string{"ServiceYamlV2"}},
-	{"pipeline.DeploymentStageEnvironment", []string{"EnvironmentYamlV2"}},
-	{"pipeline.InfraRef", []string{"InfraStructureDefinitionYaml"}},
-	{"pipeline.Variable", []string{"*NGVariable"}},
-	{"pipeline.FailureStrategy", []string{"FailureStrategyConfig"}},
-	{"pipeline.OnFailure", []string{"OnFailureConfig"}},
-	{"pipeline.StageWhen", []string{"StageWhenCondition"}},
-	{"pipeline.StepWhen", []string{"StepWhenCondition"}},
-	{"pipeline.Strategy", []string{"StrategyConfig"}},
-	{"pipeline.Repeat", []string{"HarnessForConfig"}},
-	{"pipeline.RetrySpec", []string{"RetryFailureSpecConfig"}},
-	{"steps.Approvers", []string{"Approvers"}},
-	{"steps.ApproverInput", []string{"ApproverInputInfo"}},
-	{"steps.ExecutionTarget", []string{"ExecutionTarget"}},
-	{"steps.ShellScript", []string{"ShellScriptStepInfo"}},
-	{"steps.Http", []string{"HttpStepInfo"}},
-	{"steps.Wait", []string{"WaitStepInfo"}},
-	{"steps.HarnessApproval", []string{"HarnessApprovalStepInfo"}},
-	{"steps.Barrier", []string{"BarrierStepInfo"}},
-	{"steps.Policy", []string{"PolicyStepInfo"}},
-	{"steps.Container", []string{"ContainerStepInfo"}},
-	{"steps.K8sRollingDeploy", []string{"K8sRollingStepInfo"}},
-	{"steps.K8sRollingRollback", []string{"K8sRollingRollbackStepInfo"}},
-	{"steps.K8sCanaryDeploy", []string{"K8sCanaryStepInfo"}},
-	{"steps.K8sSimple", []string{"K8sCanaryDeleteStepInfo", "K8sBGSwapServicesStepInfo", "K8sDryRunManifestStepInfo"}},
-	{"steps.K8sBlueGreenDeploy", []string{"K8sBlueGreenStepInfo"}},
-	{"steps.K8sApply", []string{"K8sApplyStepInfo"}},
-	{"steps.K8sScale", []string{"K8sScaleStepInfo"}},
-	{"steps.K8sDelete", []string{"K8sDeleteStepInfo"}},
-}
-
-// collect indexes the property sets of every titled object definition.
-func collect(v any, out map[string][]map[string]any) {
-	switch x := v.(type) {
-	case map[string]any:
-		if t, ok := x["title"].(string); ok {
-			if p, ok := x["properties"].(map[string]any); ok {
-				out[t] = append(out[t], p)
-			}
-		}
-		for _, c := range x {
-			collect(c, out)
-		}
-	case []any:
-		for _, c := range x {
-			collect(c, out)
-		}
-	}
+	{"pipeline.Pipeline", false, []string{"@definitions/pipeline/pipeline"}},
+	{"pipeline.Stage", false, []string{"DeploymentStageNode", "CustomStageNode", "ApprovalStageNode"}},
+	{"pipeline.StageSpec", false, []string{"DeploymentStageConfig", "CustomStageConfig", "ApprovalStageConfig"}},
+	{"pipeline.Execution", false, []string{"ExecutionElementConfig"}},
+	{"pipeline.StepGroup", false, []string{"StepGroupElementConfig"}},
+	{"pipeline.Step", false, []string{"*StepNode"}},
+	{"pipeline.DeploymentStageService", false, []string{"ServiceYamlV2"}},
+	{"pipeline.DeploymentStageEnvironment", false, []string{"EnvironmentYamlV2"}},
+	{"pipeline.InfraRef", false, []string{"InfraStructureDefinitionYaml"}},
+	{"pipeline.Variable", false, []string{"*NGVariable"}},
+	{"pipeline.FailureStrategy", false, []string{"FailureStrategyConfig"}},
+	{"pipeline.OnFailure", false, []string{"OnFailureConfig"}},
+	{"pipeline.StageWhen", false, []string{"StageWhenCondition"}},
+	{"pipeline.StepWhen", false, []string{"StepWhenCondition"}},
+	{"pipeline.Strategy", false, []string{"StrategyConfig"}},
+	{"pipeline.Repeat", false, []string{"HarnessForConfig"}},
+	{"pipeline.RetrySpec", false, []string{"RetryFailureSpecConfig"}},
+	{"pipeline.ServiceDefinition", false, []string{"ServiceDefinition"}},
+	{"pipeline.ServiceSpec", false, []string{"KubernetesServiceSpec"}},
+	{"pipeline.ManifestElement", false, []string{"ManifestConfigWrapper"}},
+	{"pipeline.Manifest", false, []string{"ManifestConfig"}},
+	{"pipeline.ManifestSpec", false, []string{"K8sManifest", "ValuesManifest"}},
+	{"pipeline.ManifestStore", false, []string{"StoreConfigWrapper"}},
+	{"pipeline.ServiceArtifacts", false, []string{"ArtifactListConfig"}},
+	{"pipeline.PrimaryArtifact", false, []string{"PrimaryArtifact"}},
+	{"pipeline.ArtifactSource", false, []string{"ArtifactSource"}},
+	{"pipeline.ArtifactSourceSpec", false, []string{"DockerHubArtifactConfig", "GcrArtifactConfig", "EcrArtifactConfig", "AcrArtifactConfig",
+		"NexusRegistryArtifactConfig", "ArtifactoryRegistryArtifactConfig", "CustomArtifactConfig"}},
+	{"pipeline.InfrastructureSpec", false, []string{"K8SDirectInfrastructure"}},
+	{"steps.Approvers", false, []string{"Approvers"}},
+	{"steps.ApproverInput", false, []string{"ApproverInputInfo"}},
+	{"steps.ExecutionTarget", false, []string{"ExecutionTarget"}},
+	{"steps.ShellScript", false, []string{"ShellScriptStepInfo"}},
+	{"steps.Http", false, []string{"HttpStepInfo"}},
+	{"steps.Wait", false, []string{"WaitStepInfo"}},
+	{"steps.HarnessApproval", false, []string{"HarnessApprovalStepInfo"}},
+	{"steps.Barrier", false, []string{"BarrierStepInfo"}},
+	{"steps.Policy", false, []string{"PolicyStepInfo"}},
+	{"steps.Container", false, []string{"ContainerStepInfo"}},
+	{"steps.K8sRollingDeploy", false, []string{"K8sRollingStepInfo"}},
+	{"steps.K8sRollingRollback", false, []string{"K8sRollingRollbackStepInfo"}},
+	{"steps.K8sCanaryDeploy", false, []string{"K8sCanaryStepInfo"}},
+	{"steps.K8sSimple", false, []string{"K8sCanaryDeleteStepInfo", "K8sBGSwapServicesStepInfo", "K8sDryRunManifestStepInfo"}},
+	{"steps.K8sBlueGreenDeploy", false, []string{"K8sBlueGreenStepInfo"}},
+	{"steps.K8sApply", false, []string{"K8sApplyStepInfo"}},
+	{"steps.K8sScale", false, []string{"K8sScaleStepInfo"}},
+	{"steps.K8sDelete", false, []string{"K8sDeleteStepInfo"}},
+	{"pipeline.Trigger", true, []string{"@definitions/trigger/trigger"}},
+	{"pipeline.TriggerSource", true, []string{"@definitions/trigger/trigger_source"}},
+	{"pipeline.GitEventSpec", true, []string{"github_pr_spec", "github_push_spec", "github_issue_comment_spec", "github_release_spec",
+		"gitlab_pr_spec", "gitlab_push_spec", "gitlab_mr_comment_spec", "bitbucket_pr_spec", "bitbucket_push_spec", "bitbucket_pr_comment_spec"}},
+	{"pipeline.CustomEvent", true, []string{"custom_trigger_spec"}},
+	{"pipeline.Condition", true, []string{"trigger_event_data"}},
+	{"pipeline.CronSpec", true, []string{"cron_trigger_spec"}},
 }
 
 // walk calls fn for every object of the schema whose `type` property is an enum, with the
@@ -213,21 +326,52 @@ func enumOf(v any) []string {
 
 func asList(v any) []any { l, _ := v.([]any); return l }
 
-func add(set map[string]bool, names []string) {
+func add(into map[string]bool, names []string) {
 	for _, n := range names {
-		set[n] = true
+		into[n] = true
 	}
 }
 
-func list(doc, name string, set map[string]bool) {
-	keys := make([]string, 0, len(set))
-	for k := range set {
+func set(names []string) map[string]bool {
+	s := map[string]bool{}
+	add(s, names)
+	return s
+}
+
+func sorted(s map[string]bool) []string {
+	keys := make([]string, 0, len(s))
+	for k := range s {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	return keys
+}
+
+func goList(s map[string]bool) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, k := range sorted(s) {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", k)
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+func list(doc, name string, s map[string]bool) {
+	if len(s) == 0 {
+		fail(fmt.Errorf("%s: the schema yielded nothing", name))
+	}
 	fmt.Printf("// %s\nvar %s = []string{\n", doc, name)
-	for _, k := range keys {
+	for _, k := range sorted(s) {
 		fmt.Printf("\t%q,\n", k)
 	}
 	fmt.Printf("}\n\n")
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "refschema:", err)
+	os.Exit(1)
 }

@@ -28,8 +28,11 @@ type Catalog struct {
 	Environments map[string]*pipeline.File
 	Infras       map[string]*pipeline.File
 	Connectors   map[string]*pipeline.File
-	Sources      diag.Sources
-	Dirs         []string
+	// Unsupported are valid entity files Gantry cannot run yet, by kind and identifier
+	// ("service/web"): a reference to one is unsupported, not missing.
+	Unsupported map[string]*pipeline.File
+	Sources     diag.Sources
+	Dirs        []string
 }
 
 var rootKeyRe = regexp.MustCompile(`^(service|environment|infrastructureDefinition|connector):\s*(#.*)?$`)
@@ -52,7 +55,8 @@ func IsEntityFile(src []byte) bool {
 // validates it. Other files are ignored. An identifier defined twice is an error.
 func Load(dirs []string) (*Catalog, diag.List) {
 	c := &Catalog{Services: map[string]*pipeline.File{}, Environments: map[string]*pipeline.File{},
-		Infras: map[string]*pipeline.File{}, Connectors: map[string]*pipeline.File{}, Sources: diag.Sources{}, Dirs: dirs}
+		Infras: map[string]*pipeline.File{}, Connectors: map[string]*pipeline.File{}, Unsupported: map[string]*pipeline.File{},
+		Sources: diag.Sources{}, Dirs: dirs}
 	var diags diag.List
 	for _, dir := range dirs {
 		names, _ := filepath.Glob(filepath.Join(dir, "*.y*ml"))
@@ -68,30 +72,44 @@ func Load(dirs []string) (*Catalog, diag.List) {
 			c.Sources[name] = src
 			f, d := pipeline.Parse(name, src)
 			diags.Add(d...)
-			if f.Root == nil || d.HasErrors() {
+			if f.Root == nil || len(d.Invalid()) > 0 {
 				continue
 			}
 			_, vd := validate.File(f)
 			diags.Add(vd...)
+			if len(d.UnsupportedOnly())+len(vd.UnsupportedOnly()) > 0 {
+				if kind, id := entityKey(f); kind != "" {
+					c.Unsupported[kind+"/"+id] = f
+				}
+				continue
+			}
 			c.add(f, &diags)
 		}
 	}
 	return c, diags
 }
 
-func (c *Catalog) add(f *pipeline.File, diags *diag.List) {
-	var m map[string]*pipeline.File
-	var id, what string
+// entityKey is the kind ("service", "environment", "infrastructure definition", "connector")
+// and identifier of an entity file.
+func entityKey(f *pipeline.File) (kind, id string) {
 	switch {
 	case f.Service != nil:
-		m, id, what = c.Services, f.Service.Identifier, "service"
+		return "service", f.Service.Identifier
 	case f.Environment != nil:
-		m, id, what = c.Environments, f.Environment.Identifier, "environment"
+		return "environment", f.Environment.Identifier
 	case f.Infrastructure != nil:
-		m, id, what = c.Infras, f.Infrastructure.Identifier, "infrastructure definition"
+		return "infrastructure definition", f.Infrastructure.Identifier
 	case f.Connector != nil:
-		m, id, what = c.Connectors, f.Connector.Identifier, "connector"
-	default:
+		return "connector", f.Connector.Identifier
+	}
+	return "", ""
+}
+
+func (c *Catalog) add(f *pipeline.File, diags *diag.List) {
+	what, id := entityKey(f)
+	m := map[string]map[string]*pipeline.File{"service": c.Services, "environment": c.Environments,
+		"infrastructure definition": c.Infras, "connector": c.Connectors}[what]
+	if m == nil {
 		return
 	}
 	if prev, ok := m[id]; ok {
@@ -121,6 +139,17 @@ type resolver struct {
 	diags diag.List
 	out   map[string]*plan.Deployment
 	seen  map[string]bool // Deployment stages visited, resolved or not
+}
+
+// missing reports a reference to an entity the catalog does not hold: unsupported when its file
+// exists but uses what Gantry cannot run yet, otherwise missing.
+func (r *resolver) missing(pos diag.Pos, kind, ref, rootKey string) {
+	if f := r.c.Unsupported[kind+"/"+pipeline.LocalRef(ref)]; f != nil {
+		r.diags.Unsupportedf(pos, "unsupported-entity", "%s %q (%s) uses what Gantry cannot run yet", kind, ref, f.Name).
+			SetHint("the diagnostics of %s name what", f.Name)
+		return
+	}
+	r.diags.Errorf(pos, "missing-entity", "%s %q is not defined", kind, ref).SetHint("%s", r.hint(rootKey))
 }
 
 func (r *resolver) hint(kind string) string {
@@ -239,8 +268,7 @@ func (r *resolver) service(ss pipeline.DeploymentStageService) *plan.Service {
 	}
 	f, ok := r.c.Services[pipeline.LocalRef(ss.ServiceRef)]
 	if !ok {
-		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ss.Node, "serviceRef")), "missing-entity", "service %q is not defined", ss.ServiceRef).
-			SetHint("%s", r.hint("service"))
+		r.missing(pipeline.NodePos(r.file, pipeline.ValueAt(ss.Node, "serviceRef")), "service", ss.ServiceRef, "service")
 		return nil
 	}
 	return r.buildService(f)
@@ -351,8 +379,7 @@ func readTree(base, rel string) ([]plan.File, error) {
 func (r *resolver) environmentByRef(obj *yaml.Node, ref string) (*pipeline.File, *plan.Environment) {
 	f, ok := r.c.Environments[pipeline.LocalRef(ref)]
 	if !ok {
-		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(obj, "environmentRef")), "missing-entity", "environment %q is not defined", ref).
-			SetHint("%s", r.hint("environment"))
+		r.missing(pipeline.NodePos(r.file, pipeline.ValueAt(obj, "environmentRef")), "environment", ref, "environment")
 		return nil, nil
 	}
 	e := f.Environment
@@ -379,8 +406,7 @@ func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnv
 	ref := se.InfrastructureDefinitions[0]
 	inf, ok := r.c.Infras[pipeline.LocalRef(ref.Identifier)]
 	if !ok {
-		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ref.Node, "identifier")), "missing-entity", "infrastructure definition %q is not defined", ref.Identifier).
-			SetHint("%s", r.hint("infrastructureDefinition"))
+		r.missing(pipeline.NodePos(r.file, pipeline.ValueAt(ref.Node, "identifier")), "infrastructure definition", ref.Identifier, "infrastructureDefinition")
 		return env, nil
 	}
 	in := inf.Infrastructure
@@ -398,8 +424,7 @@ func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *pla
 	infra := &plan.Infrastructure{ID: in.Identifier, Name: in.Name, Tags: in.Tags, Namespace: in.Spec.Namespace, ReleaseName: in.Spec.ReleaseName}
 	cf, ok := r.c.Connectors[pipeline.LocalRef(in.Spec.ConnectorRef)]
 	if !ok {
-		r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(in.Spec.Node, "connectorRef")), "missing-entity", "connector %q is not defined", in.Spec.ConnectorRef).
-			SetHint("%s", r.hint("connector"))
+		r.missing(pipeline.NodePos(file, pipeline.ValueAt(in.Spec.Node, "connectorRef")), "connector", in.Spec.ConnectorRef, "connector")
 		return nil
 	}
 	k := cf.Connector

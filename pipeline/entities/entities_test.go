@@ -92,7 +92,7 @@ func TestReferenceErrors(t *testing.T) {
 		{"template syntax", map[string]string{"web/manifests/service.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Values.name }\n"},
 			[]string{"web/manifests/service.yaml:4:", "Go templates"}},
 		{"git store", map[string]string{"service.yaml": replaceIn(t, "service.yaml", "type: Local", "type: Github")},
-			[]string{`manifest store type "Github" is not supported`}},
+			[]string{"manifest store Github is valid in the reference, but Gantry does not run it yet", `service "web" (`, "uses what Gantry cannot run yet"}},
 		{"duplicate environment", map[string]string{"env-dev2.yaml": replaceIn(t, "env-dev.yaml", "name: Development", "name: Dev again")},
 			[]string{`environment "dev" is defined twice`}},
 		{"bad namespace", map[string]string{"infra-dev.yaml": replaceIn(t, "infra-dev.yaml", "namespace: gantry-dev", "namespace: Gantry_Dev")},

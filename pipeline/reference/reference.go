@@ -21,7 +21,16 @@ func has(sorted []string, t string) bool {
 
 // HasField reports whether the reference defines field key on the object decoded into the Go
 // type named goType ("pipeline.Step", "steps.ShellScript"; see Fields).
-func HasField(goType, key string) bool { return has(Fields[goType], key) }
+func HasField(goType, key string) bool {
+	return has(Fields[goType], key) || has(EntityFields[goType], key)
+}
+
+// EntityFields are fields of the reference's entity files (service, environment,
+// infrastructure definition) that its published schema does not cover, as its documentation
+// shows them.
+var EntityFields = map[string][]string{
+	"pipeline.Environment": {"overrides"},
+}
 
 // Significant are reference fields that change what a stage is when set to true: Gantry
 // cannot honour them by ignoring them, so they are unsupported rather than a warning.

@@ -19,8 +19,7 @@ func (c *checker) service(s *pipeline.Service) {
 	if d == nil {
 		return
 	}
-	c.enum(d.Node, "type", d.Type, []string{"Kubernetes"}, "service definition type")
-	if d.Spec == nil {
+	if d.Spec == nil { // no spec, or one of a type Gantry does not run (reported when decoded)
 		return
 	}
 	c.variables(d.Spec.Variables, "service")
@@ -35,24 +34,16 @@ func (c *checker) service(s *pipeline.Service) {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(mf.Node, "identifier")), "duplicate-identifier", "manifest identifier %q is declared twice", mf.Identifier)
 		}
 		seen[mf.Identifier] = true
-		c.enum(mf.Node, "type", mf.Type, []string{"K8sManifest", "Values"}, "manifest type")
 		if mf.Spec == nil {
 			continue
 		}
 		c.boolean(mf.Spec.Node, "skipResourceVersioning", mf.Spec.SkipResourceVersioning)
 		c.boolean(mf.Spec.Node, "enableDeclarativeRollback", mf.Spec.EnableDeclarativeRollback)
-		if st := mf.Spec.Store; st != nil {
-			if st.Type != "Local" && st.Type != "" && !dynamic(st.Type) {
-				c.diags.Errorf(c.pos(pipeline.ValueAt(st.Node, "type")), "enum", "manifest store type %q is not supported", st.Type).
-					SetHint("Gantry reads manifests from files beside the service: use `type: Local` with `spec.paths`")
-			}
-		}
 	}
 	if a := d.Spec.Artifacts; a != nil && a.Primary != nil {
 		found := false
 		for _, src := range a.Primary.Sources {
 			c.identifier(src.Node, "identifier", src.Identifier, "artifact source")
-			c.enum(src.Node, "type", src.Type, []string{"DockerRegistry", "Gcr", "Ecr", "Acr", "Nexus3Registry", "ArtifactoryRegistry", "CustomArtifact"}, "artifact source type")
 			found = found || src.Identifier == a.Primary.PrimaryArtifactRef
 		}
 		if !found && !dynamic(a.Primary.PrimaryArtifactRef) && a.Primary.PrimaryArtifactRef != "" {
@@ -83,8 +74,7 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 	c.identifier(i.Node, "identifier", i.Identifier, "infrastructure definition")
 	c.name(i.Node, i.Name, "infrastructure definition")
 	c.reference(i.Node, "environmentRef", i.EnvironmentRef, "environment")
-	c.enum(i.Node, "deploymentType", i.DeploymentType, []string{"Kubernetes"}, "deployment type")
-	c.enum(i.Node, "type", i.Type, []string{"KubernetesDirect"}, "infrastructure type")
+	pipeline.InfraDeploymentKind.Check(&c.diags, c.pos(pipeline.ValueAt(i.Node, "deploymentType")), i.DeploymentType)
 	c.boolean(i.Node, "allowSimultaneousDeployments", i.AllowSimultaneousDeployments)
 	if s := i.Spec; s != nil {
 		c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
@@ -98,7 +88,6 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 func (c *checker) connector(k *pipeline.Connector) {
 	c.identifier(k.Node, "identifier", k.Identifier, "connector")
 	c.name(k.Node, k.Name, "connector")
-	c.enum(k.Node, "type", k.Type, []string{"K8sCluster"}, "connector type")
 	if k.Spec == nil || k.Spec.Credential == nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/reference"
 )
 
 // gitEvents lists each Git provider's events and their actions (spec 13.2).
@@ -37,7 +38,9 @@ func (c *checker) trigger(t *pipeline.Trigger) {
 	if t.Source == nil {
 		return
 	}
-	c.enum(t.Source.Node, "type", t.Source.Type, []string{"Webhook", "Scheduled"}, "source.type")
+	if !pipeline.TriggerSourceKind.Check(&c.diags, c.pos(pipeline.ValueAt(t.Source.Node, "type")), t.Source.Type) {
+		return
+	}
 	switch t.Source.Type {
 	case "Webhook":
 		var w pipeline.WebhookSource
@@ -66,9 +69,7 @@ func (c *checker) trigger(t *pipeline.Trigger) {
 }
 
 func (c *checker) webhook(w *pipeline.WebhookSource) {
-	providers := []string{"Bitbucket", "Custom", "Github", "Gitlab"}
-	c.enum(w.Node, "type", w.Type, providers, "webhook type")
-	if w.Spec == nil {
+	if !pipeline.WebhookKind.Check(&c.diags, c.pos(pipeline.ValueAt(w.Node, "type")), w.Type) || w.Spec == nil {
 		return
 	}
 	if w.Type == "Custom" {
@@ -88,8 +89,8 @@ func (c *checker) webhook(w *pipeline.WebhookSource) {
 	for k := range events {
 		names = append(names, k)
 	}
-	c.enum(ev.Node, "type", ev.Type, sortedStrings(names), w.Type+" event")
-	if ev.Spec == nil {
+	kind := pipeline.Kind{What: w.Type + " event", Code: "unsupported-trigger-event", Runs: sortedStrings(names), Reference: reference.WebhookEvents[w.Type]}
+	if !kind.Check(&c.diags, c.pos(pipeline.ValueAt(ev.Node, "type")), ev.Type) || ev.Spec == nil {
 		return
 	}
 	actions := events[ev.Type]
@@ -139,9 +140,13 @@ func (c *checker) cron(s *pipeline.CronSpec) {
 		}
 		return
 	}
-	if s.TimeZone != "" {
-		if _, err := time.LoadLocation(s.TimeZone); err != nil {
-			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "timeZone")), "cron", "unknown time zone %q", s.TimeZone).
+	if s.TimeZone != "" && s.Timezone != "" && s.TimeZone != s.Timezone {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "timezone")), "cron", "timeZone %q and timezone %q disagree", s.TimeZone, s.Timezone).
+			SetHint("keep one of them")
+	}
+	if zone, key := s.Zone(); zone != "" {
+		if _, err := time.LoadLocation(zone); err != nil {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, key)), "cron", "unknown time zone %q", zone).
 				SetHint("use an IANA name such as Europe/Berlin")
 		}
 	}

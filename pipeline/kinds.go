@@ -1,0 +1,100 @@
+package pipeline
+
+import (
+	"reflect"
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/reference"
+)
+
+// Kind is a `type` field with the values Gantry runs and the values the reference defines.
+// A value Gantry runs is fine; a value only the reference defines is unsupported (valid YAML
+// Gantry cannot act on yet); any other value is an error.
+type Kind struct {
+	What string   // "manifest type"
+	Code string   // the unsupported diagnostic's code
+	Runs []string // the values Gantry runs
+	// Reference lists what the reference defines; nil when no published schema lists the
+	// values (connectors), so every value Gantry does not run is unsupported, never invalid.
+	Reference []string
+	Hint      string
+}
+
+// Check reports value at pos; it returns false unless Gantry runs the value (or it is an
+// expression resolved later).
+func (k Kind) Check(diags *diag.List, pos diag.Pos, value string) bool {
+	if value == "" || strings.Contains(value, "<+") || slices.Contains(k.Runs, value) {
+		return true
+	}
+	if k.Reference == nil || slices.Contains(k.Reference, value) {
+		format := "%s %s is valid in the reference, but Gantry does not run it yet (Gantry runs %s)"
+		if k.Reference == nil {
+			format = "%s %s: Gantry does not use it yet (it uses %s)"
+		}
+		d := diags.Unsupportedf(pos, k.Code, format, k.What, value, strings.Join(k.Runs, ", "))
+		if k.Hint != "" {
+			d.SetHint("%s", k.Hint)
+		}
+		return false
+	}
+	all := append(slices.Clone(k.Runs), k.Reference...)
+	d := diags.Errorf(pos, "enum", "%s %q does not exist", k.What, value)
+	if s := Closest(value, all); s != "" {
+		d.SetHint("did you mean %q? (values are case-sensitive)", s)
+	} else {
+		d.SetHint("Gantry runs %s", strings.Join(k.Runs, ", "))
+	}
+	return false
+}
+
+// The kinds of the entity files' typed objects.
+var (
+	ServiceDefinitionKind = Kind{What: "service deployment type", Code: "unsupported-deployment-type",
+		Runs: []string{"Kubernetes"}, Reference: reference.ServiceDefinitionTypes}
+	ManifestKind = Kind{What: "manifest type", Code: "unsupported-manifest-type",
+		Runs: []string{"K8sManifest", "Values"}, Reference: reference.ManifestTypes}
+	// Local is Gantry's own store: files beside the service.
+	ManifestStoreKind = Kind{What: "manifest store", Code: "unsupported-manifest-store",
+		Runs: []string{"Local"}, Reference: reference.StoreTypes,
+		Hint: "Gantry reads manifests from files beside the service: `store: {type: Local, spec: {paths: [...]}}`"}
+	ArtifactSourceKind = Kind{What: "artifact source type", Code: "unsupported-artifact-type",
+		Runs:      []string{"DockerRegistry", "Gcr", "Ecr", "Acr", "Nexus3Registry", "ArtifactoryRegistry", "CustomArtifact"},
+		Reference: reference.ArtifactSourceTypes}
+	InfrastructureKind = Kind{What: "infrastructure type", Code: "unsupported-infrastructure-type",
+		Runs: []string{"KubernetesDirect"}, Reference: reference.InfrastructureTypes}
+	InfraDeploymentKind = Kind{What: "deployment type", Code: "unsupported-deployment-type",
+		Runs: []string{"Kubernetes"}, Reference: reference.ServiceDefinitionTypes}
+	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster"}}
+	TriggerSourceKind = Kind{What: "trigger source type", Code: "unsupported-trigger-type",
+		Runs: []string{"Webhook", "Scheduled"}, Reference: reference.TriggerSourceTypes}
+	WebhookKind = Kind{What: "webhook type", Code: "unsupported-trigger-type",
+		Runs: []string{"Github", "Gitlab", "Bitbucket", "Custom"}, Reference: reference.WebhookTypes}
+)
+
+// typed are the objects whose `spec` is shaped by their `type`: when Gantry does not run the
+// type, the spec is left undecoded, so its reference fields are not reported as unknown.
+var typed = map[reflect.Type]Kind{
+	reflect.TypeFor[ServiceDefinition](): ServiceDefinitionKind,
+	reflect.TypeFor[Manifest]():          ManifestKind,
+	reflect.TypeFor[ManifestStore]():     ManifestStoreKind,
+	reflect.TypeFor[ArtifactSource]():    ArtifactSourceKind,
+	reflect.TypeFor[Infrastructure]():    InfrastructureKind,
+	reflect.TypeFor[Connector]():         ConnectorKind,
+}
+
+// runsType checks the `type` of a typed object; false means its spec is not decoded.
+func (d *Decoder) runsType(n *yaml.Node, t reflect.Type) bool {
+	k, ok := typed[t]
+	if !ok {
+		return true
+	}
+	v := ValueAt(n, "type")
+	if v == nil || v.Kind != yaml.ScalarNode {
+		return true
+	}
+	return k.Check(d.Diags, d.Pos(v), v.Value)
+}

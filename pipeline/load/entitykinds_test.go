@@ -1,0 +1,151 @@
+package load_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/load"
+)
+
+// Entity files and triggers of kinds the reference defines but Gantry does not run are
+// `unsupported` with a code naming the kind, and their type-shaped specs are not reported as
+// unknown keys; made-up kinds stay errors; reference fields Gantry ignores are warnings.
+func TestEntityAndTriggerKinds(t *testing.T) {
+	const helmService = `service:
+  name: api
+  identifier: api
+  serviceDefinition:
+    type: Kubernetes
+    spec:
+      manifests:
+        - manifest:
+            identifier: chart
+            type: HelmChart
+            spec:
+              store:
+                type: Github
+                spec: {connectorRef: gh, gitFetchType: Branch, folderPath: charts/api, branch: main}
+              helmVersion: V3
+`
+	const localService = `service:
+  name: web
+  identifier: web
+  serviceDefinition:
+    type: Kubernetes
+    spec:
+      manifests:
+        - manifest:
+            identifier: m
+            type: K8sManifest
+            spec:
+              store:
+                type: %s
+                spec: {connectorRef: gh, gitFetchType: Branch, paths: [k8s], repoName: web, branch: main}
+              optionalValuesYaml: false
+      artifacts:
+        primary:
+          primaryArtifactRef: img
+          sources:
+            - identifier: img
+              type: DockerRegistry
+              spec: {connectorRef: docker, imagePath: library/nginx, tag: "1.27", digest: ""}
+`
+	const cron = `trigger:
+  name: nightly
+  identifier: nightly
+  pipelineIdentifier: p
+  source:
+    type: Scheduled
+    spec:
+      type: Cron
+      spec: {expression: "0 2 * * *", timezone: %s}
+`
+	const webhook = `trigger:
+  name: t
+  identifier: t
+  pipelineIdentifier: p
+  source:
+    type: Webhook
+    spec:
+      type: %s
+      spec:
+        type: %s
+        spec: {connectorRef: gh, repoName: r, actions: []}
+`
+	cases := []struct {
+		name, src string
+		sev       diag.Severity // the worst verdict
+		code      string        // a diagnostic that must be present with that severity
+		absent    string        // a code that must not appear
+	}{
+		{"helm chart manifest", helmService, diag.Unsupported, "unsupported-manifest-type", "unknown-key"},
+		{"git store", strings.Replace(localService, "%s", "Github", 1), diag.Unsupported, "unsupported-manifest-store", "unknown-key"},
+		{"made-up store", strings.Replace(localService, "%s", "Gitt", 1), diag.Error, "enum", ""},
+		{"reference fields of a manifest and an artifact", strings.Replace(strings.Replace(localService, "%s", "Local", 1),
+			"{connectorRef: gh, gitFetchType: Branch, paths: [k8s], repoName: web, branch: main}", "{paths: [k8s]}", 1),
+			diag.Warning, "reference-field-ignored", ""},
+		{"NativeHelm service", "service:\n  name: a\n  identifier: a\n  serviceDefinition:\n    type: NativeHelm\n    spec: {manifests: [], chartFoo: 1}\n",
+			diag.Unsupported, "unsupported-deployment-type", "unknown-key"},
+		{"made-up service type", "service:\n  name: a\n  identifier: a\n  serviceDefinition:\n    type: Kubernetess\n    spec: {}\n",
+			diag.Error, "enum", ""},
+		{"GKE infrastructure", "infrastructureDefinition:\n  name: k\n  identifier: k\n  environmentRef: prod\n  deploymentType: Kubernetes\n  type: KubernetesGcp\n  spec: {connectorRef: gcp, cluster: c1, namespace: default, releaseName: r}\n",
+			diag.Unsupported, "unsupported-infrastructure-type", "unknown-key"},
+		{"ECS infrastructure deployment type", "infrastructureDefinition:\n  name: k\n  identifier: k\n  environmentRef: prod\n  deploymentType: ECS\n  type: KubernetesDirect\n  spec: {connectorRef: k8s, namespace: default}\n",
+			diag.Unsupported, "unsupported-deployment-type", ""},
+		{"environment overrides", "environment:\n  name: prod\n  identifier: prod\n  type: Production\n  overrides: {manifests: []}\n",
+			diag.Warning, "reference-field-ignored", ""},
+		{"Github connector", "connector:\n  name: gh\n  identifier: gh\n  type: Github\n  spec: {url: https://github.com/acme, type: Account, authentication: {type: Http}}\n",
+			diag.Unsupported, "unsupported-connector-type", "unknown-key"},
+		{"artifact trigger", "trigger:\n  name: t\n  identifier: t\n  pipelineIdentifier: p\n  source:\n    type: Artifact\n    spec: {type: DockerRegistry, spec: {connectorRef: d, imagePath: x, tag: <+trigger.artifact.build>}}\n",
+			diag.Unsupported, "unsupported-trigger-type", ""},
+		{"made-up trigger source", "trigger:\n  name: t\n  identifier: t\n  pipelineIdentifier: p\n  source:\n    type: Webhok\n    spec: {}\n",
+			diag.Error, "enum", ""},
+		{"AzureRepo webhook", strings.NewReplacer("%s", "AzureRepo").Replace(webhook), diag.Unsupported, "unsupported-trigger-type", ""},
+		{"Github merge queue", strings.Replace(strings.Replace(webhook, "%s", "Github", 1), "%s", "MergeQueue", 1),
+			diag.Unsupported, "unsupported-trigger-event", ""},
+		{"Github push", strings.Replace(strings.Replace(webhook, "%s", "Github", 1), "%s", "Push", 1), diag.Warning, "", ""},
+		{"cron with the schema's timezone", strings.Replace(cron, "%s", "Europe/Berlin", 1), diag.Warning, "", ""},
+		{"cron with an unknown timezone", strings.Replace(cron, "%s", "Mars/Olympus", 1), diag.Error, "cron", ""},
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "k8s"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "k8s", "cm.yaml"), []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			file := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "_")+".yaml")
+			if err := os.WriteFile(file, []byte(c.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r, err := load.File(file, load.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := r.Diags.Render(r.Sources)
+			rank := map[diag.Severity]int{diag.Warning: 0, diag.Unsupported: 1, diag.Error: 2}
+			worst := diag.Warning
+			for _, d := range r.Diags {
+				if rank[d.Severity] > rank[worst] {
+					worst = d.Severity
+				}
+			}
+			if worst != c.sev {
+				t.Errorf("worst verdict %v, want %v\n%s", worst, c.sev, text)
+			}
+			if c.code != "" && len(codes(r.Diags, c.sev, c.code)) == 0 {
+				t.Errorf("no %v %s\n%s", c.sev, c.code, text)
+			}
+			for _, d := range r.Diags {
+				if c.absent != "" && d.Code == c.absent {
+					t.Errorf("unexpected %s: %s", c.absent, d.Message)
+				}
+			}
+		})
+	}
+}
