@@ -75,7 +75,13 @@ func suggestID(id string) string {
 }
 
 func (c *checker) name(obj *yaml.Node, name, what string) {
-	if pipeline.Field(obj, "name") == nil || dynamic(name) {
+	if pipeline.Field(obj, "name") == nil {
+		return
+	}
+	if dynamic(name) {
+		// The reference's name pattern admits no `<`: names are fixed text.
+		c.diags.Errorf(c.pos(pipeline.ValueAt(obj, "name")), "name", "%s name %q is an expression; names are fixed text", what, name).
+			SetHint("write the name itself; expressions may read it as <+...name>")
 		return
 	}
 	if !nameRe.MatchString(name) {
