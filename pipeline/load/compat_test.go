@@ -254,3 +254,31 @@ func TestLegacyInlineDeployment(t *testing.T) {
 		}
 	}
 }
+
+// Runtime inputs stand in every position the reference allows them in, scalars, lists and
+// objects alike; names, identifiers and types are fixed text, as the reference requires.
+func TestRuntimeInputPositions(t *testing.T) {
+	const file = "testdata/compat/runtime-inputs.yaml"
+	r, err := load.File(file, load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.OK() || len(r.Open) != 24 {
+		t.Fatalf("ok=%v, %d open inputs, want 24\n%s", r.OK(), len(r.Open), r.Diags.Render(r.Sources))
+	}
+	src := readFile(t, file)
+	for _, fixed := range []struct{ from, to, want string }{
+		{"        name: s\n", "        name: <+input>\n", `stage name "<+input>" is an expression`},
+		{"                  identifier: w\n", "                  identifier: <+input>\n", `step identifier "<+input>" is invalid`},
+		{"                  type: Wait\n", "                  type: <+input>\n", `step type "<+input>"`},
+	} {
+		bad := filepath.Join(t.TempDir(), "p.yaml")
+		if err := os.WriteFile(bad, []byte(strings.Replace(src, fixed.from, fixed.to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := load.File(bad, load.Options{})
+		if text := r.Diags.Render(r.Sources); len(r.Diags.Invalid()) == 0 || !strings.Contains(text, fixed.want) {
+			t.Errorf("%s: want an error %q\n%s", strings.TrimSpace(fixed.to), fixed.want, text)
+		}
+	}
+}
