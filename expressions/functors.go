@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/antchfx/xmlquery"
+	"github.com/antchfx/xpath"
 )
 
 type functor func(args []any) (any, error)
 
 // functorNamespaces are the roots that name function libraries rather than context paths.
-var functorNamespaces = map[string]bool{"json": true, "regex": true, "shell": true, "secrets": true}
+var functorNamespaces = map[string]bool{"json": true, "xml": true, "regex": true, "shell": true, "secrets": true}
 
 // functors are Harness's helper libraries (spec 9.2). All are pure functions of their arguments.
 var functors = map[string]functor{
@@ -41,6 +44,12 @@ var functors = map[string]functor{
 		}
 		b, err := json.Marshal(normalize(a[0]))
 		return string(b), err
+	},
+	"xml.select": func(a []any) (any, error) {
+		if len(a) == 2 && a[1] == nil {
+			return nil, nil
+		}
+		return strArgs(a, 2, func(s []string) (any, error) { return xmlSelect(s[0], s[1]) })
 	},
 	"regex.match": func(a []any) (any, error) {
 		return strArgs(a, 2, func(s []string) (any, error) {
@@ -181,4 +190,31 @@ func jsonPath(doc any, path string) (any, error) {
 		}
 	}
 	return cur, nil
+}
+
+// xmlSelect evaluates an XPath against an XML text and gives its string value, as XPath's
+// string() does: the text of the first node selected, or the number or boolean it computes.
+func xmlSelect(path, text string) (any, error) {
+	expr, err := xpath.Compile(path)
+	if err != nil {
+		return nil, fmt.Errorf("xml.select: XPath %q: %v", path, err)
+	}
+	doc, err := xmlquery.Parse(strings.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("xml.select: the document is not XML: %v", err)
+	}
+	switch v := expr.Evaluate(xmlquery.CreateXPathNavigator(doc)).(type) {
+	case *xpath.NodeIterator:
+		if v.MoveNext() {
+			return v.Current().Value(), nil
+		}
+		return nil, nil
+	case float64:
+		if v == float64(int64(v)) {
+			return int64(v), nil
+		}
+		return v, nil
+	default:
+		return v, nil
+	}
 }
