@@ -143,13 +143,14 @@ type jsonDiagnostic struct {
 	Column   int    `json:"column"`
 	Message  string `json:"message"`
 	Hint     string `json:"hint,omitempty"`
+	Via      string `json:"via,omitempty"` // how a template's position got into the pipeline
 }
 
 func validationJSON(path string, r *load.Result) jsonValidation {
 	v := jsonValidation{File: path, Valid: r.OK(), Diagnostics: []jsonDiagnostic{}}
 	for _, d := range r.Diags {
 		v.Diagnostics = append(v.Diagnostics, jsonDiagnostic{Severity: d.Severity.String(), Code: d.Code, File: d.Pos.File,
-			Line: d.Pos.Line, Column: d.Pos.Col, Message: d.Message, Hint: d.Hint})
+			Line: d.Pos.Line, Column: d.Pos.Col, Message: d.Message, Hint: d.Hint, Via: d.Pos.Via})
 	}
 	return v
 }

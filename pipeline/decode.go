@@ -42,13 +42,6 @@ func holdsString(t reflect.Type) bool {
 // Pos returns the position of a node in the decoder's file.
 func (d *Decoder) Pos(n *yaml.Node) diag.Pos { return NodePos(d.File, n) }
 
-// NodePos returns the position of a node in a file.
-func NodePos(file string, n *yaml.Node) diag.Pos {
-	if n == nil {
-		return diag.Pos{File: file}
-	}
-	return diag.Pos{File: file, Line: n.Line, Col: n.Column}
-}
 
 // Decode fills out (a pointer to a struct, slice or string) from n. what names the object in
 // messages ("stage", "step spec").

@@ -20,6 +20,7 @@ type File struct {
 	InputSet *InputSet
 	Overlay  *OverlayInputSet
 	Trigger  *Trigger
+	Template *Template // a step, step group, stage or pipeline template (spec 19.2)
 	// CD entities (spec 15.1).
 	Service        *Service
 	Environment    *Environment
@@ -59,6 +60,7 @@ type document struct {
 	InputSet *InputSet        `yaml:"inputSet"`
 	Overlay  *OverlayInputSet `yaml:"overlayInputSet"`
 	Trigger  *Trigger         `yaml:"trigger"`
+	Template *Template        `yaml:"template"`
 
 	Service        *Service        `yaml:"service"`
 	Environment    *Environment    `yaml:"environment"`
@@ -72,6 +74,16 @@ var StageTypes = []string{"Approval", "Custom", "Deployment"}
 // Parse reads one YAML document. It reports syntax errors, unknown keys, missing required fields
 // and wrong shapes; semantic checks are the validator's.
 func Parse(name string, src []byte) (*File, diag.List) {
+	f, diags := ParseYAML(name, src)
+	if f.Root != nil {
+		diags.Add(f.Decode()...)
+	}
+	return f, diags
+}
+
+// ParseYAML reads one YAML document into f.Root without decoding it, for callers that change
+// the tree first (template expansion); Decode then decodes it.
+func ParseYAML(name string, src []byte) (*File, diag.List) {
 	var diags diag.List
 	f := &File{Name: name, Src: src}
 	var doc yaml.Node
@@ -92,27 +104,35 @@ func Parse(name string, src []byte) (*File, diag.List) {
 		return f, diags
 	}
 	f.Root = root
+	return f, diags
+}
+
+// Decode decodes f.Root into the file's typed root.
+func (f *File) Decode() diag.List {
+	var diags diag.List
+	name, root := f.Name, f.Root
 	d := &Decoder{File: name, Diags: &diags}
 	var top document
 	d.Decode(root, &top, "document root")
 	roots := 0
-	for _, present := range []bool{top.Pipeline != nil, top.InputSet != nil, top.Overlay != nil, top.Trigger != nil,
+	for _, present := range []bool{top.Pipeline != nil, top.InputSet != nil, top.Overlay != nil, top.Trigger != nil, top.Template != nil,
 		top.Service != nil, top.Environment != nil, top.Infrastructure != nil, top.Connector != nil} {
 		if present {
 			roots++
 		}
 	}
 	if roots != 1 {
-		diags.Errorf(NodePos(name, root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, service, environment, infrastructureDefinition or connector").
+		diags.Errorf(NodePos(name, root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, template, service, environment, infrastructureDefinition or connector").
 			SetHint("put the pipeline under a top-level `pipeline:` key")
-		return f, diags
+		return diags
 	}
 	f.InputSet, f.Overlay, f.Trigger = top.InputSet, top.Overlay, top.Trigger
 	f.Service, f.Environment, f.Infrastructure, f.Connector = top.Service, top.Environment, top.Infrastructure, top.Connector
+	f.Template = top.Template
 	if top.Pipeline != nil {
 		f.Pipeline = decodePipeline(d, top.Pipeline)
 	}
-	return f, diags
+	return diags
 }
 
 // DecodePipeline decodes a pipeline mapping (the value under `pipeline:`), for example one that

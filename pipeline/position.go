@@ -15,6 +15,13 @@ import (
 // Escapes in double-quoted scalars can shift the column slightly; the line is always right for
 // literal blocks and plain or single-quoted values.
 func OffsetPos(file string, src []byte, n *yaml.Node, offset int) diag.Pos {
+	if o, line, ok := originOf(n.Line); ok {
+		local := *n
+		local.Line = line
+		p := OffsetPos(o.File, o.Src, &local, offset)
+		p.Via = o.Via
+		return p
+	}
 	if offset > len(n.Value) {
 		offset = len(n.Value)
 	}

@@ -13,6 +13,9 @@ type Pos struct {
 	File string `json:"file,omitempty"`
 	Line int    `json:"line,omitempty"`
 	Col  int    `json:"col,omitempty"`
+	// Via says how a position in another file got into the pipeline ("template t@v1 used at
+	// p.yaml:12:9").
+	Via string `json:"via,omitempty"`
 }
 
 func (p Pos) String() string {
@@ -218,6 +221,9 @@ func (l List) Render(src Sources) string {
 		if line, ok := sourceLine(src[d.Pos.File], d.Pos.Line); ok && d.Pos.Col > 0 {
 			fmt.Fprintf(&b, "  %5d | %s\n", d.Pos.Line, line)
 			fmt.Fprintf(&b, "        | %s^\n", caretPad(line, d.Pos.Col-1))
+		}
+		if d.Pos.Via != "" {
+			fmt.Fprintf(&b, "  in %s\n", d.Pos.Via)
 		}
 		if d.Hint != "" {
 			fmt.Fprintf(&b, "  hint: %s\n", d.Hint)

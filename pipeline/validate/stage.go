@@ -31,7 +31,7 @@ func (c *checker) stage(s *pipeline.Stage, index int, inParallel bool) {
 	c.name(s.Node, s.Name, "stage")
 	if prev, ok := c.stageIDs[s.Identifier]; ok && s.Identifier != "" {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "identifier")), "duplicate-identifier",
-			"stage identifier %q is already used at line %d", s.Identifier, prev.Line).
+			"stage identifier %q is already used at line %d", s.Identifier, pipeline.Line(prev)).
 			SetHint("stage identifiers must be unique across the whole pipeline, parallel blocks included")
 	} else if s.Identifier != "" {
 		c.stageIDs[s.Identifier] = pipeline.ValueAt(s.Node, "identifier")
@@ -208,7 +208,7 @@ func (c *checker) unique(ctx *stageCtx, obj *yaml.Node, id string, rollback bool
 		}
 	}
 	if prev, ok := ns[id]; ok {
-		c.diags.Errorf(c.pos(at), "duplicate-identifier", "%s identifier %q is already used in stage %s at line %d", what, id, ctx.stage.Identifier, prev.Line).
+		c.diags.Errorf(c.pos(at), "duplicate-identifier", "%s identifier %q is already used in stage %s at line %d", what, id, ctx.stage.Identifier, pipeline.Line(prev)).
 			SetHint("step and step group identifiers must be unique within their stage, across groups and parallel blocks")
 		return
 	}
