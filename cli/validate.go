@@ -110,6 +110,8 @@ func report(out io.Writer, path string, r *load.Result) bool {
 			line += fmt.Sprintf("; %d runtime %s open: %s", len(open), plural(len(open), "input", "inputs"), strings.Join(open, ", "))
 		}
 		fmt.Fprintln(out, line)
+	case f.Template != nil:
+		fmt.Fprintf(out, "ok %s: %s template %s@%s\n", path, f.Template.Type, f.Template.Identifier, f.Template.VersionLabel)
 	case f.InputSet != nil:
 		fmt.Fprintf(out, "ok %s: input set %s\n", path, f.InputSet.Identifier)
 	case f.Trigger != nil:

@@ -19,6 +19,8 @@ type Plan struct {
 	Stages      []*Node           `json:"stages"` // KindStage or KindParallel
 	// Policy is the on-run policy decision taken before the run started (spec 15.6).
 	Policy *PolicyRecord `json:"policy,omitempty"`
+	// Template is the pipeline template the pipeline was expanded from (spec 19.8).
+	Template *TemplateRef `json:"template,omitempty"`
 }
 
 // PolicyRecord is an on-run policy decision as recorded with an execution.
@@ -86,6 +88,8 @@ type Node struct {
 	// OnFailure is a step's effective failure strategy (spec 5.4): error category → action,
 	// with stage, step-group and step levels already overlaid.
 	OnFailure map[string]*Action `json:"onFailure,omitempty"`
+	// Template is the template this node was expanded from (spec 19.8).
+	Template *TemplateRef `json:"template,omitempty"`
 	// Selectors are a step's effective delegate selectors (spec 1.9): its activities run only on
 	// workers started with all of these tags.
 	Selectors []string `json:"selectors,omitempty"`
@@ -165,4 +169,11 @@ func Walk(nodes []*Node, path []string, fn func(n *Node, path []string)) {
 		Walk(n.Children, p, fn)
 		Walk(n.Rollback, p, fn)
 	}
+}
+
+// TemplateRef names the template and the version a node was expanded from: the version is the
+// one resolved, also when the link relied on the stable version.
+type TemplateRef struct {
+	Ref     string `json:"ref"`
+	Version string `json:"version"`
 }

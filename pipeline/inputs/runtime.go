@@ -227,3 +227,39 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// String writes the runtime input back in the form Parse reads; values holding commas,
+// parentheses or quotes are written \'quoted\'.
+func (in *RuntimeInput) String() string {
+	var b strings.Builder
+	b.WriteString(inputPrefix)
+	quote := func(v string) string {
+		if strings.ContainsAny(v, ",()'\" ") {
+			return `\'` + v + `\'`
+		}
+		return v
+	}
+	list := func(name string, vals []string) {
+		if vals == nil {
+			return
+		}
+		q := make([]string, len(vals))
+		for i, v := range vals {
+			q[i] = quote(v)
+		}
+		fmt.Fprintf(&b, ".%s(%s)", name, strings.Join(q, ","))
+	}
+	if in.Default != nil {
+		fmt.Fprintf(&b, ".default(%s)", quote(*in.Default))
+	}
+	list("allowedValues", in.AllowedValues)
+	list("selectOneFrom", in.SelectOneFrom)
+	list("selectManyFrom", in.SelectManyFrom)
+	if in.Regex != "" {
+		fmt.Fprintf(&b, ".regex(%s)", in.Regex)
+	}
+	if in.ExecutionInput {
+		b.WriteString(".executionInput()")
+	}
+	return b.String()
+}

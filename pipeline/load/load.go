@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/entities"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
+	"github.com/gantry-cd/gantry/pipeline/templates"
 	"github.com/gantry-cd/gantry/pipeline/validate"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/policies"
@@ -34,6 +36,10 @@ type Options struct {
 	// EntityDirs are the folders holding service, environment, infrastructure and connector
 	// files. File adds the pipeline's own folder in front.
 	EntityDirs []string
+	// TemplateDirs are folders of template files (searched at any depth). File adds the
+	// pipeline's templates/ folder and the template files beside the pipeline.
+	TemplateDirs []string
+	templatesBeside string
 	// ForRun makes open required runtime inputs errors, as a run request must supply them, and
 	// compiles the plan (refusing step types the engine cannot run).
 	ForRun bool
@@ -51,6 +57,8 @@ type Result struct {
 	Sources diag.Sources   // file texts for caret snippets
 	// Policy is the on-run decision (Options.Policies), to record on the execution.
 	Policy *policies.Decision
+	// Templates are the template links expanded, by the node they became (spec 19.8).
+	Templates []templates.Use
 }
 
 // OK reports whether the file can be used.
@@ -65,20 +73,37 @@ func File(path string, opts Options) (*Result, error) {
 	}
 	// Entities are looked up beside the pipeline first, then in the folders given.
 	opts.EntityDirs = append([]string{filepath.Dir(path)}, opts.EntityDirs...)
+	opts.TemplateDirs = append(opts.TemplateDirs, filepath.Join(filepath.Dir(path), "templates"))
+	opts.templatesBeside = filepath.Dir(path)
 	return Bytes(path, src, opts), nil
 }
 
 // Bytes loads file content already in memory.
 func Bytes(name string, src []byte, opts Options) *Result {
 	r := &Result{Sources: diag.Sources{name: src}}
-	f, diags := pipeline.Parse(name, src)
+	f, diags := pipeline.ParseYAML(name, src)
 	r.File = f
 	r.Diags.Add(diags...)
 	if f.Root == nil {
 		r.Diags = r.Diags.Sort()
 		return r
 	}
-	sum, vd := validate.File(f)
+	if templates.Uses(f.Root) && !r.expand(name, f, opts) {
+		r.Diags = r.Diags.Sort()
+		return r
+	}
+	r.Diags.Add(f.Decode()...)
+	var lib *templates.Library
+	if f.Template != nil {
+		// A template's own links resolve to the templates beside it and in the folders given.
+		var ld diag.List
+		lib, ld = templates.Load(opts.TemplateDirs, filepath.Dir(name))
+		r.Diags.Add(ld...)
+		for k, v := range lib.Sources {
+			r.Sources[k] = v
+		}
+	}
+	sum, vd := validate.FileWith(f, lib)
 	r.Summary = sum
 	r.Diags.Add(vd...)
 	if f.Pipeline != nil {
@@ -96,6 +121,7 @@ func Bytes(name string, src []byte, opts Options) *Result {
 		r.Diags.Add(cd...)
 		if !cd.HasErrors() {
 			attachDeployments(p, deploys)
+			attachTemplates(p, r.Templates)
 			r.Plan = p
 		}
 	}
@@ -230,6 +256,37 @@ func (r *Result) resolveEntities(name string, opts Options) map[string]*plan.Dep
 	}
 	r.Diags.Add(d...)
 	return out
+}
+
+// expand replaces the pipeline's template links with the templates' bodies (spec 19.5); false
+// means the links could not all be expanded, so the pipeline is not checked further.
+func (r *Result) expand(name string, f *pipeline.File, opts Options) bool {
+	lib, ld := templates.Load(opts.TemplateDirs, opts.templatesBeside)
+	r.Diags.Add(ld...)
+	for k, v := range lib.Sources {
+		r.Sources[k] = v
+	}
+	uses, ed := templates.Expand(name, f.Root, lib)
+	r.Diags.Add(ed...)
+	r.Templates = uses
+	return !ed.HasErrors()
+}
+
+// attachTemplates records on each expanded node the template and version it came from.
+func attachTemplates(p *plan.Plan, uses []templates.Use) {
+	byPath := map[string]templates.Use{}
+	for _, u := range uses {
+		if u.Kind == "Pipeline" {
+			p.Template = &plan.TemplateRef{Ref: u.Ref, Version: u.Version}
+			continue
+		}
+		byPath[strings.Join(u.IDs(), "/")] = u
+	}
+	plan.Walk(p.Stages, nil, func(n *plan.Node, path []string) {
+		if u, ok := byPath[strings.Join(path, "/")]; ok && n.ID != "" && n.Postfix == "" {
+			n.Template = &plan.TemplateRef{Ref: u.Ref, Version: u.Version}
+		}
+	})
 }
 
 // attachDeployments gives each Deployment stage node its resolved deployment.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/templates"
 )
 
 // Summary counts what a valid pipeline holds, for `gantry validate`'s one-line report.
@@ -29,12 +30,16 @@ type checker struct {
 	barriers map[string]bool
 	// positions of Barrier steps by barrier identifier, for deadlock detection
 	barrierUses map[string][]barrierUse
+	lib         *templates.Library // for template files: what their own links resolve to
 }
 
 // File validates a parsed pipeline file. Parse diagnostics are not repeated here.
-func File(f *pipeline.File) (Summary, diag.List) {
+func File(f *pipeline.File) (Summary, diag.List) { return FileWith(f, nil) }
+
+// FileWith validates a file with the templates that links inside a template file resolve to.
+func FileWith(f *pipeline.File, lib *templates.Library) (Summary, diag.List) {
 	c := &checker{file: f.Name, src: f.Src, stageIDs: map[string]*yaml.Node{}, barriers: map[string]bool{},
-		barrierUses: map[string][]barrierUse{}}
+		barrierUses: map[string][]barrierUse{}, lib: lib}
 	c.dec = &pipeline.Decoder{File: f.Name, Diags: &c.diags}
 	if f.Pipeline != nil {
 		c.pipeline(f.Pipeline)
@@ -56,6 +61,9 @@ func File(f *pipeline.File) (Summary, diag.List) {
 		c.infrastructure(f.Infrastructure)
 	case f.Connector != nil:
 		c.connector(f.Connector)
+	}
+	if f.Template != nil {
+		c.template(f.Template)
 	}
 	if f.Trigger != nil {
 		c.trigger(f.Trigger)
