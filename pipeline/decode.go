@@ -42,7 +42,6 @@ func holdsString(t reflect.Type) bool {
 // Pos returns the position of a node in the decoder's file.
 func (d *Decoder) Pos(n *yaml.Node) diag.Pos { return NodePos(d.File, n) }
 
-
 // Decode fills out (a pointer to a struct, slice or string) from n. what names the object in
 // messages ("stage", "step spec").
 func (d *Decoder) Decode(n *yaml.Node, out any, what string) {

@@ -38,7 +38,7 @@ type Options struct {
 	EntityDirs []string
 	// TemplateDirs are folders of template files (searched at any depth). File adds the
 	// pipeline's templates/ folder and the template files beside the pipeline.
-	TemplateDirs []string
+	TemplateDirs    []string
 	templatesBeside string
 	// ForRun makes open required runtime inputs errors, as a run request must supply them, and
 	// compiles the plan (refusing step types the engine cannot run).
