@@ -112,6 +112,7 @@ worker that ran it; a step that printed nothing has an empty log.`,
 func serverCmd() *cobra.Command {
 	var conn connFlags
 	var listen, pipelines, identityFile string
+	var templateDirs []string
 	runWorker := true
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -144,7 +145,7 @@ inspect executions; the Temporal Web UI itself is not served.`,
 			if secretsFile == "" {
 				secretsFile = filepath.Join(conn.dataDir, "secrets.yaml")
 			}
-			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, Log: log,
+			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Log: log,
 				Secrets: &secrets.Store{File: secretsFile}, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies})
 			if pipelines != "" {
 				go syncSchedules(ctx, api, log)
@@ -169,6 +170,7 @@ inspect executions; the Temporal Web UI itself is not served.`,
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8088", "address of the JSON API")
 	cmd.Flags().StringVar(&pipelines, "pipelines", "", "directory of pipeline files that start requests may name")
+	templatesFlag(cmd, &templateDirs)
 	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file (default DATA_DIR/users.yaml)")
 	cmd.Flags().BoolVar(&runWorker, "run-worker", true, "also run pipelines and steps in this process; false makes it an API tier in front of separate `gantry worker`s (needs --address)")
 	conn.add(cmd)

@@ -70,6 +70,7 @@ func policyCmd() *cobra.Command {
 	}
 	eval.Flags().StringArrayVar(&opts.InputSets, "input-set", nil, "input set or overlay file (repeatable)")
 	eval.Flags().StringArrayVar(&opts.Sets, "set", nil, "runtime input FQN=VALUE (repeatable)")
+	templatesFlag(eval, &opts.TemplateDirs)
 	cmd.AddCommand(test, eval)
 	return cmd
 }

@@ -38,6 +38,8 @@ type Options struct {
 	IdentityFile string
 	// PipelinesDir holds the pipeline files a start request may name ("file").
 	PipelinesDir string
+	// TemplateDirs are template folders beyond the pipelines directory's templates/ (spec 19.4).
+	TemplateDirs []string
 	Log          *zap.Logger
 	Settings     workflows.Settings
 	// Secrets resolves webhook secrets (encryptedWebhookSecretIdentifier).
@@ -207,10 +209,14 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		src = b
 	}
 	var entityDirs []string
+	templateDirs, beside := s.o.TemplateDirs, ""
 	if s.o.PipelinesDir != "" {
 		entityDirs = []string{s.o.PipelinesDir} // services, environments, infrastructure, connectors
+		templateDirs = append([]string{filepath.Join(s.o.PipelinesDir, "templates")}, templateDirs...)
+		beside = s.o.PipelinesDir
 	}
 	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Policies: s.o.Policies, EntityDirs: entityDirs,
+		TemplateDirs: templateDirs, TemplatesBeside: beside,
 		PolicyMeta: map[string]any{"user": map[string]any{"name": u.Name, "email": u.Email}, "userGroups": u.Groups,
 			"trigger": "MANUAL", "timestamp": time.Now().UTC().Format(time.RFC3339)}})
 	logDecision(s.o.Log, name, res.Policy)

@@ -230,7 +230,7 @@ func (s *Server) registry() *triggers.Registry {
 	}
 	fp := triggers.Fingerprint(s.o.PipelinesDir)
 	if s.reg == nil || fp != s.regFP {
-		reg, diags := triggers.LoadDir(s.o.PipelinesDir)
+		reg, diags := triggers.LoadDir(s.o.PipelinesDir, s.o.TemplateDirs...)
 		for _, d := range diags {
 			s.o.Log.Warn("pipelines directory: file left out", zap.String("diagnostic", d.String()))
 		}

@@ -20,8 +20,10 @@ import (
 type Registry struct {
 	Dir string
 	// Policies are evaluated on run when a trigger loads its pipeline.
-	Policies  *policies.Engine
-	Triggers  []*Loaded
+	Policies *policies.Engine
+	// TemplateDirs are template folders beyond the directory's own templates/.
+	TemplateDirs []string
+	Triggers     []*Loaded
 	pipelines map[string]string // pipeline identifier → file
 	inputSets map[string]string // input set identifier → file
 }
@@ -34,13 +36,13 @@ type Loaded struct {
 
 // LoadDir reads every *.yaml of dir. Invalid files are reported and left out; an invalid
 // trigger never fires.
-func LoadDir(dir string) (*Registry, diag.List) {
-	r := &Registry{Dir: dir, pipelines: map[string]string{}, inputSets: map[string]string{}}
+func LoadDir(dir string, templateDirs ...string) (*Registry, diag.List) {
+	r := &Registry{Dir: dir, pipelines: map[string]string{}, inputSets: map[string]string{}, TemplateDirs: templateDirs}
 	var diags diag.List
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	sort.Strings(files)
 	for _, f := range files {
-		res, err := load.File(f, load.Options{})
+		res, err := load.File(f, load.Options{TemplateDirs: templateDirs})
 		if err != nil {
 			diags.Errorf(diag.Pos{File: f}, "io", "%v", err)
 			continue
@@ -88,11 +90,8 @@ func (r *Registry) Load(t *pipeline.Trigger) (*load.Result, error) {
 			opts.Inputs = append(opts.Inputs, inputs.SourceFromTree("trigger "+t.Identifier+" inputYaml", t.Identifier, p))
 		}
 	}
-	src, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	return load.Bytes(file, src, opts), nil
+	opts.TemplateDirs = r.TemplateDirs
+	return load.File(file, opts)
 }
 
 // Fingerprint summarises a directory's YAML files (names, sizes, modification times) so a

@@ -37,9 +37,10 @@ type Options struct {
 	// files. File adds the pipeline's own folder in front.
 	EntityDirs []string
 	// TemplateDirs are folders of template files (searched at any depth). File adds the
-	// pipeline's templates/ folder and the template files beside the pipeline.
+	// pipeline's templates/ folder; TemplatesBeside is the folder whose own template files
+	// (not its subfolders) count too, the pipeline's folder for File.
 	TemplateDirs    []string
-	templatesBeside string
+	TemplatesBeside string
 	// ForRun makes open required runtime inputs errors, as a run request must supply them, and
 	// compiles the plan (refusing step types the engine cannot run).
 	ForRun bool
@@ -74,7 +75,7 @@ func File(path string, opts Options) (*Result, error) {
 	// Entities are looked up beside the pipeline first, then in the folders given.
 	opts.EntityDirs = append([]string{filepath.Dir(path)}, opts.EntityDirs...)
 	opts.TemplateDirs = append(opts.TemplateDirs, filepath.Join(filepath.Dir(path), "templates"))
-	opts.templatesBeside = filepath.Dir(path)
+	opts.TemplatesBeside = filepath.Dir(path)
 	return Bytes(path, src, opts), nil
 }
 
@@ -261,7 +262,7 @@ func (r *Result) resolveEntities(name string, opts Options) map[string]*plan.Dep
 // expand replaces the pipeline's template links with the templates' bodies (spec 19.5); false
 // means the links could not all be expanded, so the pipeline is not checked further.
 func (r *Result) expand(name string, f *pipeline.File, opts Options) bool {
-	lib, ld := templates.Load(opts.TemplateDirs, opts.templatesBeside)
+	lib, ld := templates.Load(opts.TemplateDirs, opts.TemplatesBeside)
 	r.Diags.Add(ld...)
 	for k, v := range lib.Sources {
 		r.Sources[k] = v
