@@ -236,12 +236,11 @@ func Merge(file string, root *yaml.Node, sources []*Source) (*Result, diag.List)
 				continue
 			case in.Default != nil:
 				val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *in.Default}
-			case l.variable != nil && !isTrue(pipeline.Field(l.variable, "required")):
-				if d := pipeline.Field(l.variable, "default"); d != nil {
-					val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: d.Value}
-				} else {
-					val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
-				}
+			case l.variable != nil && pipeline.Field(l.variable, "default") != nil:
+				val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: pipeline.Field(l.variable, "default").Value}
+			case l.variable != nil && !isTrue(pipeline.Field(l.variable, "required")) && in.Check("") == nil:
+				// An optional variable is empty, unless its allowedValues or regex refuse that.
+				val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
 			default:
 				res.Open = append(res.Open, Open{FQN: fqn, Pos: pipeline.NodePos(file, l.node), Required: true})
 				continue

@@ -103,9 +103,12 @@ func TestMissingRequiredInputForRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// version is required; region is optional, but its allowedValues refuse the empty value an
+	// optional variable would otherwise take (spec C92).
 	errs := r.Diags.Errors()
-	if len(errs) != 1 || !strings.Contains(errs[0].String(), "runtime input pipeline.variables.version has no value") {
-		t.Fatalf("want one missing-input error naming the FQN, got:\n%s", r.Diags.Render(r.Sources))
+	if len(errs) != 2 || !strings.Contains(errs[0].String(), "runtime input pipeline.variables.version has no value") ||
+		!strings.Contains(errs[1].String(), "runtime input pipeline.stages.deploy.variables.region has no value") {
+		t.Fatalf("want missing-input errors naming version and region, got:\n%s", r.Diags.Render(r.Sources))
 	}
 	if !strings.HasPrefix(errs[0].String(), "../../examples/11-runtime-inputs.yaml:13:14:") {
 		t.Errorf("error should point at the field: %s", errs[0])
