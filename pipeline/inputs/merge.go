@@ -45,6 +45,11 @@ func flatten(n *yaml.Node, prefix string, ids map[string]map[string]string, visi
 		switch {
 		case key == "identifier" || key == "type" || key == "name":
 			continue // identity keys address values; they are not values
+		case key == "template" && pipeline.Field(val, "templateInputs") != nil:
+			// The reference's form for an input of a template link addresses it through the
+			// use site; the link is expanded in place, so its inputs are the node's own fields
+			// (spec 19.5.3).
+			flatten(pipeline.Field(val, "templateInputs"), prefix, ids, visit)
 		case val.Kind == yaml.SequenceNode && namedList(val):
 			for _, v := range val.Content {
 				name := pipeline.Field(v, "name")

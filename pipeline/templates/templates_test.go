@@ -26,6 +26,9 @@ func project(t *testing.T, files map[string]string, opts load.Options) *load.Res
 			t.Fatal(err)
 		}
 	}
+	for i, f := range opts.InputSets {
+		opts.InputSets[i] = filepath.Join(dir, f)
+	}
 	r, err := load.File(filepath.Join(dir, "pipeline.yaml"), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -201,6 +204,27 @@ func TestC92OpenInputBecomesPipelineInput(t *testing.T) {
 	r = project(t, files, load.Options{ForRun: true, Sets: []string{fqn + "=ap"}})
 	if r.OK() {
 		t.Error("a value outside the template's allowedValues was accepted")
+	}
+	// The reference's form, through the use site's templateInputs, in an input set.
+	files["inputset.yaml"] = `inputSet:
+  name: eu
+  identifier: eu
+  pipeline:
+    identifier: p
+    stages:
+      - stage:
+          identifier: deploy_eu
+          template:
+            templateInputs:
+              variables:
+                - name: region
+                  type: String
+                  value: eu
+`
+	r = project(t, files, load.Options{ForRun: true, InputSets: []string{"inputset.yaml"}})
+	wantOK(t, r)
+	if v := r.Values[fqn]; v != "eu" {
+		t.Errorf("through templateInputs: %s = %v", fqn, v)
 	}
 }
 
