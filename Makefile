@@ -57,6 +57,7 @@ fuzz:
 bench: k8s-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench OnRun -benchtime 20x -count 3 ./policies | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'Expand200|LoadTemplated200|LoadInline200' -benchtime 10x -count 3 ./pipeline/templates | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Gantry100Steps|Raw100Steps|GantryMatrix200|RawFanout200' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'GantryMatrix5000' -benchtime 1x ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'WebhookDeliveries' -benchtime 200x -count 3 ./e2e | tee -a .bench.out

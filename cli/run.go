@@ -258,6 +258,9 @@ func symbol(s status.Status) string {
 
 func detail(n *workflows.Node) string {
 	var parts []string
+	if n.Template != nil {
+		parts = append(parts, "(template "+n.Template.Ref+"@"+n.Template.Version+")")
+	}
 	if n.StartedAt != nil && n.EndedAt != nil {
 		parts = append(parts, n.EndedAt.Sub(*n.StartedAt).Round(time.Millisecond).String())
 	}

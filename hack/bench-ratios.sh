@@ -44,6 +44,14 @@ if [ -n "$pp" ] && [ -n "$pu" ]; then
     printf "  prepared once %.0f µs  prepared per evaluation %.0f µs  ratio %.1fx\n", p, u, u / p
   }'
 fi
+te=$(unit Expand200 ms/expand); tl=$(unit LoadTemplated200 ms/load); ti=$(unit LoadInline200 ms/load)
+if [ -n "$te" ] && [ -n "$tl" ] && [ -n "$ti" ]; then
+  awk -v e="$te" -v l="$tl" -v i="$ti" 'BEGIN {
+    print ""; print "200 stages linking 5 stage templates (ms, median of runs)"
+    printf "  expansion alone %.1f ms (target well under 50 ms)\n", e
+    printf "  load for a run: templated %.1f  written out in full %.1f  ratio %.2fx  (target < 2x)\n", l, i, l / i
+  }'
+fi
 kg=$(unit RollingDeploy10 ms/deploy); kk=$(unit Kubectl10 ms/deploy)
 if [ -n "$kg" ] && [ -n "$kk" ]; then
   awk -v g="$kg" -v k="$kk" 'BEGIN {

@@ -286,6 +286,8 @@ type Node struct {
 	Policy *plan.PolicyRecord `json:"policy,omitempty"`
 	// Abort says who aborted the execution (pipeline node only).
 	Abort *Abort `json:"abort,omitempty"`
+	// Template is the template and version the node was expanded from (spec 19.8).
+	Template *plan.TemplateRef `json:"template,omitempty"`
 	// Source names the batch workflow that holds this placeholder's iterations (big loops, see
 	// BatchSize); the starter replaces the placeholder by them.
 	Source   string  `json:"source,omitempty"`
@@ -333,7 +335,7 @@ func newTree(nodes []*plan.Node, parent string) []*Node {
 		if n.ID != "" {
 			path = join(parent, n.ID)
 		}
-		t := &Node{Path: path, ID: n.ID, Name: n.Name, Kind: string(n.Kind), Type: n.Type, Status: status.NotStarted}
+		t := &Node{Path: path, ID: n.ID, Name: n.Name, Kind: string(n.Kind), Type: n.Type, Status: status.NotStarted, Template: n.Template}
 		if n.Strategy != nil {
 			t.Kind = "strategy" // its children are the iterations, known when it starts
 		} else {

@@ -170,7 +170,7 @@ func runBatch(ctx workflow.Context, in StageInput) (*StageResult, error) {
 		c := iterationNode(b.Node, it)
 		path := join(b.ParentPath, c.ID)
 		children[i] = c
-		s.tree.Children[i] = &Node{Path: path, ID: c.ID, Name: c.Name, Kind: string(c.Kind), Type: c.Type, Status: status.NotStarted, Children: childTree(c, path)}
+		s.tree.Children[i] = &Node{Path: path, ID: c.ID, Name: c.Name, Kind: string(c.Kind), Type: c.Type, Status: status.NotStarted, Template: c.Template, Children: childTree(c, path)}
 		s.loopPaths[path] = true
 	}
 	runIterations(body, lp, s.tree.Children,

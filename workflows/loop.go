@@ -39,7 +39,7 @@ func (s *stageRun) runLoop(ctx workflow.Context, n *plan.Node, t *Node, prefix s
 		c := iterationNode(n, it)
 		path := join(parent, c.ID)
 		children[i] = c
-		t.Children[i] = &Node{Path: path, ID: c.ID, Name: c.Name, Kind: string(c.Kind), Type: c.Type, Status: status.NotStarted, Children: childTree(c, path)}
+		t.Children[i] = &Node{Path: path, ID: c.ID, Name: c.Name, Kind: string(c.Kind), Type: c.Type, Status: status.NotStarted, Template: c.Template, Children: childTree(c, path)}
 		s.loopPaths[path] = true
 	}
 	total := len(lp.iterations)

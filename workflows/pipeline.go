@@ -177,7 +177,7 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 		root["trigger"] = in.Trigger.Data
 		root["eventPayload"] = in.Trigger.Data["payload"]
 	}
-	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now, Policy: pl.Policy}
+	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now, Policy: pl.Policy, Template: pl.Template}
 	tree.Children = newTree(pl.Stages, "")
 	return &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: root, data: data, tree: tree,
 		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]map[string]status.Status{},
@@ -352,7 +352,7 @@ func (p *pipelineRun) runStageLoop(ctx workflow.Context, n *plan.Node, t *Node) 
 	for i, it := range lp.iterations {
 		c := iterationNode(n, it)
 		children[i] = c
-		t.Children[i] = &Node{Path: c.ID, ID: c.ID, Name: c.Name, Kind: string(plan.KindStage), Type: c.Type, Status: status.NotStarted, Children: childTree(c, c.ID)}
+		t.Children[i] = &Node{Path: c.ID, ID: c.ID, Name: c.Name, Kind: string(plan.KindStage), Type: c.Type, Status: status.NotStarted, Template: c.Template, Children: childTree(c, c.ID)}
 	}
 	total := len(lp.iterations)
 	ids := make([]string, len(children))

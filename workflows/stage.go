@@ -192,7 +192,7 @@ func newStageRun(ctx workflow.Context, in StageInput) *stageRun {
 	now := workflow.Now(ctx)
 	path := join(in.PathPrefix, st.ID)
 	tree := &Node{Path: path, ID: st.ID, Name: st.Name, Kind: string(plan.KindStage), Type: st.Type,
-		Status: status.Running, StartedAt: &now}
+		Status: status.Running, StartedAt: &now, Template: st.Template}
 	if in.Mode == ModePipelineRollback {
 		tree.Children = childTree(&plan.Node{Rollback: st.Rollback}, path)
 	} else {

@@ -54,7 +54,7 @@ func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) 
 	for i, it := range in.Iterations {
 		c := iterationNode(in.Stage, it)
 		children[i] = c
-		b.tree.Children[i] = &Node{Path: c.ID, ID: c.ID, Name: c.Name, Kind: string(plan.KindStage), Type: c.Type, Status: status.NotStarted, Children: childTree(c, c.ID)}
+		b.tree.Children[i] = &Node{Path: c.ID, ID: c.ID, Name: c.Name, Kind: string(plan.KindStage), Type: c.Type, Status: status.NotStarted, Template: c.Template, Children: childTree(c, c.ID)}
 	}
 	data := map[string]any{}
 	var ran []string
