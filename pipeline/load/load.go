@@ -194,7 +194,9 @@ func (r *Result) checkPolicies(name string, opts Options) {
 	for k, v := range opts.PolicyMeta {
 		meta[k] = v
 	}
-	input := map[string]any{"pipeline": compile.Value(p.Node), "metadata": meta}
+	doc := compile.Value(p.Node)
+	retainLinks(doc, r.Templates)
+	input := map[string]any{"pipeline": doc, "metadata": meta}
 	d, err := opts.Policies.Evaluate(context.Background(), sets, input)
 	at := pipeline.NodePos(name, p.Node)
 	if err != nil {
@@ -288,6 +290,47 @@ func attachTemplates(p *plan.Plan, uses []templates.Use) {
 			n.Template = &plan.TemplateRef{Ref: u.Ref, Version: u.Version}
 		}
 	})
+}
+
+// retainLinks puts each expanded node's `template` object back beside its expanded keys in the
+// document policies see, so a policy can require or forbid templates (spec 19.8).
+func retainLinks(doc any, uses []templates.Use) {
+	for _, u := range uses {
+		node, _ := doc.(map[string]any)
+		for _, id := range u.IDs() {
+			node = findByID(node, id)
+		}
+		if node != nil {
+			node["template"] = compile.Value(u.Link)
+		}
+	}
+}
+
+// findByID finds, below a node, the stage, step group or step with an identifier.
+func findByID(n any, id string) map[string]any {
+	switch v := n.(type) {
+	case map[string]any:
+		for _, w := range []string{"stage", "step", "stepGroup"} {
+			if inner, ok := v[w].(map[string]any); ok && inner["identifier"] == id {
+				return inner
+			}
+		}
+		for k, c := range v {
+			if k == "template" {
+				continue
+			}
+			if f := findByID(c, id); f != nil {
+				return f
+			}
+		}
+	case []any:
+		for _, c := range v {
+			if f := findByID(c, id); f != nil {
+				return f
+			}
+		}
+	}
+	return nil
 }
 
 // attachDeployments gives each Deployment stage node its resolved deployment.

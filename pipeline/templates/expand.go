@@ -22,6 +22,9 @@ type Use struct {
 	Ref     string `json:"ref"`     // templateRef as written
 	Version string `json:"version"` // the version expanded (the stable one when none was written)
 	File    string `json:"file"`
+	// Link is the use site's `template` object as written, which policies see beside the
+	// expanded node (spec 19.8).
+	Link *yaml.Node `json:"-"`
 }
 
 // Uses reports whether the pipeline under a file's root links any template.
@@ -230,7 +233,7 @@ func (e *expander) link(n *yaml.Node, kind, prefix, stageType string) (ok bool, 
 	if kind == "Pipeline" {
 		fqn = "pipeline"
 	}
-	e.uses = append(e.uses, Use{FQN: fqn, Kind: kind, Ref: l.TemplateRef, Version: t.VersionLabel, File: doc.File})
+	e.uses = append(e.uses, Use{FQN: fqn, Kind: kind, Ref: l.TemplateRef, Version: t.VersionLabel, File: doc.File, Link: tl})
 	if len(e.diags.Invalid()) > nerr {
 		return false, noop
 	}

@@ -1,6 +1,7 @@
 package templates_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/policies"
 )
 
 // project writes files (name → text) into a fresh folder and loads pipeline.yaml for a run.
@@ -536,4 +538,29 @@ func TestTemplateFileValidatesAlone(t *testing.T) {
 		t.Errorf("CustomDeployment template:\n%s", text)
 	}
 	_ = pipeline.Line
+}
+
+// On-run policies see the expanded pipeline with each link's `template` object kept beside the
+// expanded node, so they can forbid a template version (spec 19.8).
+func TestPoliciesSeeTemplateLinks(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "no_v1.rego"), []byte(`package gantry.no_echo_v1
+import rego.v1
+deny contains sprintf("step %s links echo_t v1", [s.identifier]) if {
+	some s in input.pipeline.stages[_].stage.spec.execution.steps[_]
+	s.template.templateRef == "echo_t"
+	s.template.versionLabel == "v1"
+	s.type == "ShellScript"
+}
+`), 0o600)
+	os.WriteFile(filepath.Join(dir, "sets.yaml"), []byte("policySets:\n  - {identifier: templates, severity: error, action: onrun, global: true, policies: [no_echo_v1]}\n"), 0o600)
+	engine, err := policies.Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := project(t, map[string]string{"templates/echo.yaml": echoT, "pipeline.yaml": pipelineOf(fmt.Sprintf(sayStep, ""))},
+		load.Options{ForRun: true, Policies: engine})
+	if r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "step say links echo_t v1") {
+		t.Errorf("the policy did not see the link:\n%s", r.Diags.Render(r.Sources))
+	}
 }
