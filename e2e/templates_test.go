@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/status"
@@ -148,5 +150,71 @@ func TestC99ExpressionsInsideTemplates(t *testing.T) {
 		if got := outputVar(t, res, stage+".c", "OUT"); got != "null" {
 			t.Errorf("%s.c OUT = %v, want null", stage, got)
 		}
+	}
+}
+
+// A rerun runs the template versions the first run expanded, even after the file changed
+// (spec 19.4.2: the expanded pipeline is snapshotted into the execution).
+func TestRerunKeepsTemplateVersions(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := filepath.Join(dir, "templates", "say.yaml")
+	if err := os.MkdirAll(filepath.Dir(tmpl), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	body := func(word string) []byte {
+		return []byte(`template:
+  name: say
+  identifier: say
+  versionLabel: v1
+  type: Step
+  spec:
+    type: ShellScript
+    spec:
+      shell: Sh
+      source: {type: Inline, spec: {script: WORD=` + word + `}}
+      outputVariables: [{name: WORD, type: String, value: WORD}]
+`)
+	}
+	if err := os.WriteFile(tmpl, body("first"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "pipeline.yaml")
+	if err := os.WriteFile(p, []byte(`pipeline:
+  name: rerun
+  identifier: rerun_templates
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {name: say, identifier: say, template: {templateRef: account.say}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exec, res := runPlan(t, env.starter, loadFor(t, p, load.Options{}).Plan)
+	if got := outputVar(t, res, "s.say", "WORD"); got != "first" {
+		t.Fatalf("first run WORD = %v", got)
+	}
+	if err := os.WriteFile(tmpl, body("second"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	again, err := env.starter.Rerun(ctx, exec.ID, workflows.Trigger{Type: "MANUAL", User: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res2, err := env.starter.Result(ctx, again.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := outputVar(t, res2, "s.say", "WORD"); got != "first" {
+		t.Errorf("rerun WORD = %v, want the first run's template body", got)
+	}
+	if n := res2.Tree.Find("s.say"); n.Template == nil || n.Template.Version != "v1" {
+		t.Errorf("rerun tree template %+v", n.Template)
 	}
 }
