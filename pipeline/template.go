@@ -31,4 +31,12 @@ type TemplateLink struct {
 	TemplateOverrides *yaml.Node `yaml:"templateOverrides"`
 	Label             *yaml.Node `yaml:"label"`
 	TemplateVariables *yaml.Node `yaml:"templateVariables"`
+	Description       string     `yaml:"description"`
+}
+
+// HasVariables reports whether the template declares template variables (an empty list, as
+// exports often carry, declares none).
+func (t *Template) HasVariables() bool {
+	return t.Variables != nil && !(t.Variables.Kind == yaml.SequenceNode && len(t.Variables.Content) == 0) &&
+		!(t.Variables.Kind == yaml.ScalarNode && (t.Variables.Tag == "!!null" || t.Variables.Value == ""))
 }

@@ -212,7 +212,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 	templateDirs, beside := s.o.TemplateDirs, ""
 	if s.o.PipelinesDir != "" {
 		entityDirs = []string{s.o.PipelinesDir} // services, environments, infrastructure, connectors
-		templateDirs = append([]string{filepath.Join(s.o.PipelinesDir, "templates")}, templateDirs...)
+		templateDirs = append(load.DefaultTemplateDirs(filepath.Join(s.o.PipelinesDir, "pipeline.yaml")), templateDirs...)
 		beside = s.o.PipelinesDir
 	}
 	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Policies: s.o.Policies, EntityDirs: entityDirs,

@@ -74,7 +74,7 @@ func File(path string, opts Options) (*Result, error) {
 	}
 	// Entities are looked up beside the pipeline first, then in the folders given.
 	opts.EntityDirs = append([]string{filepath.Dir(path)}, opts.EntityDirs...)
-	opts.TemplateDirs = append(opts.TemplateDirs, filepath.Join(filepath.Dir(path), "templates"))
+	opts.TemplateDirs = append(opts.TemplateDirs, DefaultTemplateDirs(path)...)
 	opts.TemplatesBeside = filepath.Dir(path)
 	return Bytes(path, src, opts), nil
 }
@@ -258,6 +258,18 @@ func (r *Result) resolveEntities(name string, opts Options) map[string]*plan.Dep
 		}
 	}
 	r.Diags.Add(d...)
+	return out
+}
+
+// DefaultTemplateDirs are the template folders of a pipeline file: templates/ beside it and
+// beside its folder, as repositories lay them out (pipelines/x.yaml with templates/ next to
+// pipelines/, or .harness/pipelines and .harness/templates).
+func DefaultTemplateDirs(path string) []string {
+	dir := filepath.Dir(path)
+	out := []string{filepath.Join(dir, "templates")}
+	if parent := filepath.Join(filepath.Dir(dir), "templates"); parent != out[0] && filepath.Base(dir) != "templates" {
+		out = append(out, parent)
+	}
 	return out
 }
 

@@ -205,7 +205,7 @@ func (e *expander) link(n *yaml.Node, kind, prefix, stageType string) (ok bool, 
 			SetHint("flatten the chain of templates")
 		return false, noop
 	}
-	if t.Variables != nil {
+	if t.HasVariables() {
 		e.diags.Unsupportedf(pipeline.NodePos(doc.File, pipeline.Key(t.Node, "variables")), "unsupported-template-feature",
 			"template variables are not supported (the reference does not document what they do)")
 	}

@@ -29,7 +29,7 @@ func (c *checker) template(t *pipeline.Template) {
 	if !kind.Check(&c.diags, c.pos(pipeline.ValueAt(t.Node, "type")), t.Type) || t.Spec == nil {
 		return
 	}
-	if t.Variables != nil {
+	if t.HasVariables() {
 		c.diags.Unsupportedf(c.pos(pipeline.Key(t.Node, "variables")), "unsupported-template-feature",
 			"template variables are not supported (the reference does not document what they do)")
 	}
