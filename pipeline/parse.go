@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bufio"
 	"bytes"
 	"regexp"
 	"strconv"
@@ -234,4 +235,24 @@ func clone(s []string) []string { return append([]string(nil), s...) }
 // IsRuntimeInput reports whether a scalar is a runtime input (`<+input>` with optional methods).
 func IsRuntimeInput(s string) bool {
 	return strings.HasPrefix(strings.TrimSpace(s), "<+input>")
+}
+
+var rootKeyRe = regexp.MustCompile(`^([A-Za-z]+):\s*(#.*)?$`)
+
+// RootKey is the first top-level key of a YAML text ("pipeline", "template", "service", ...),
+// read without parsing: folders beside pipelines hold files that are not YAML until rendered
+// (manifest templates), so their kind must be told from the first line.
+func RootKey(src []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(src))
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") || line == "---" || strings.HasPrefix(line, " ") {
+			continue
+		}
+		if m := rootKeyRe.FindStringSubmatch(line); m != nil {
+			return m[1]
+		}
+		return ""
+	}
+	return ""
 }

@@ -4,8 +4,6 @@
 package entities
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,18 +33,12 @@ type Catalog struct {
 	Dirs        []string
 }
 
-var rootKeyRe = regexp.MustCompile(`^(service|environment|infrastructureDefinition|connector):\s*(#.*)?$`)
-
 // IsEntityFile reports whether a YAML text's root key is one of the entity kinds, without
 // parsing it: manifest folders hold templates that are not YAML until rendered.
 func IsEntityFile(src []byte) bool {
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") || line == "---" || strings.HasPrefix(line, " ") {
-			continue
-		}
-		return rootKeyRe.MatchString(line)
+	switch pipeline.RootKey(src) {
+	case "service", "environment", "infrastructureDefinition", "connector":
+		return true
 	}
 	return false
 }

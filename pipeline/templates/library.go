@@ -4,13 +4,10 @@
 package templates
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -53,20 +50,8 @@ type Library struct {
 // Empty reports whether the library holds no template.
 func (l *Library) Empty() bool { return l == nil || len(l.byID) == 0 }
 
-var rootKeyRe = regexp.MustCompile(`^template:\s*(#.*)?$`)
-
 // IsTemplateFile reports whether a YAML text's root key is `template:`, without parsing it.
-func IsTemplateFile(src []byte) bool {
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") || line == "---" || strings.HasPrefix(line, " ") {
-			continue
-		}
-		return rootKeyRe.MatchString(line)
-	}
-	return false
-}
+func IsTemplateFile(src []byte) bool { return pipeline.RootKey(src) == "template" }
 
 // Load reads the template files of dirs (every *.yaml and *.yml at any depth; a file there that
 // is not a template is reported and skipped) and of beside (the pipeline's own folder: only the
