@@ -123,6 +123,8 @@ func report(out io.Writer, path string, r *load.Result) bool {
 		fmt.Fprintf(out, "ok %s: environment %s (%s)\n", path, f.Environment.Identifier, f.Environment.Type)
 	case f.Infrastructure != nil:
 		fmt.Fprintf(out, "ok %s: infrastructure definition %s of environment %s\n", path, f.Infrastructure.Identifier, f.Infrastructure.EnvironmentRef)
+	case f.EnvGroup != nil:
+		fmt.Fprintf(out, "ok %s: environment group %s (%d environments)\n", path, f.EnvGroup.Identifier, len(f.EnvGroup.EnvIdentifiers))
 	case f.Connector != nil:
 		fmt.Fprintf(out, "ok %s: connector %s (%s, %s)\n", path, f.Connector.Identifier, f.Connector.Type, f.Connector.Spec.Credential.Type)
 	case f.Overlay != nil:

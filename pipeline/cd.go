@@ -123,6 +123,20 @@ type ServiceOverride struct {
 	Variables  []Variable `yaml:"variables" gantry:"required"`
 }
 
+// EnvironmentGroup is an `environmentGroup:` document: environments deployed to together
+// (spec 21.1).
+type EnvironmentGroup struct {
+	Node              *yaml.Node        `yaml:"-"`
+	Name              string            `yaml:"name" gantry:"required"`
+	Identifier        string            `yaml:"identifier" gantry:"required"`
+	Description       string            `yaml:"description"`
+	Tags              map[string]string `yaml:"tags"`
+	OrgIdentifier     string            `yaml:"orgIdentifier"`
+	ProjectIdentifier string            `yaml:"projectIdentifier"`
+	Color             string            `yaml:"color"`
+	EnvIdentifiers    []string          `yaml:"envIdentifiers" gantry:"required"`
+}
+
 // Infrastructure is an `infrastructureDefinition:` document.
 type Infrastructure struct {
 	Node                         *yaml.Node          `yaml:"-"`

@@ -90,6 +90,8 @@ type StageSpec struct {
 	Environment      *yaml.Node `yaml:"environment"`
 	Environments     *yaml.Node `yaml:"environments"`
 	EnvironmentGroup *yaml.Node `yaml:"environmentGroup"`
+	// MultiDeploymentConfig tunes the fan-out of services × environments (spec 21.2).
+	MultiDeploymentConfig *yaml.Node `yaml:"multiDeploymentConfig"`
 	ServiceConfig    *yaml.Node `yaml:"serviceConfig"`
 	Infrastructure   *yaml.Node `yaml:"infrastructure"`
 	Execution        *Execution `yaml:"execution" gantry:"required"`

@@ -26,6 +26,7 @@ type File struct {
 	Service        *Service
 	Environment    *Environment
 	Infrastructure *Infrastructure
+	EnvGroup       *EnvironmentGroup
 	Connector      *Connector
 }
 
@@ -66,6 +67,7 @@ type document struct {
 	Service        *Service        `yaml:"service"`
 	Environment    *Environment    `yaml:"environment"`
 	Infrastructure *Infrastructure `yaml:"infrastructureDefinition"`
+	EnvGroup       *EnvironmentGroup `yaml:"environmentGroup"`
 	Connector      *Connector      `yaml:"connector"`
 }
 
@@ -117,18 +119,19 @@ func (f *File) Decode() diag.List {
 	d.Decode(root, &top, "document root")
 	roots := 0
 	for _, present := range []bool{top.Pipeline != nil, top.InputSet != nil, top.Overlay != nil, top.Trigger != nil, top.Template != nil,
-		top.Service != nil, top.Environment != nil, top.Infrastructure != nil, top.Connector != nil} {
+		top.Service != nil, top.Environment != nil, top.Infrastructure != nil, top.Connector != nil, top.EnvGroup != nil} {
 		if present {
 			roots++
 		}
 	}
 	if roots != 1 {
-		diags.Errorf(NodePos(name, root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, template, service, environment, infrastructureDefinition or connector").
+		diags.Errorf(NodePos(name, root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, template, service, environment, infrastructureDefinition, environmentGroup or connector").
 			SetHint("put the pipeline under a top-level `pipeline:` key")
 		return diags
 	}
 	f.InputSet, f.Overlay, f.Trigger = top.InputSet, top.Overlay, top.Trigger
 	f.Service, f.Environment, f.Infrastructure, f.Connector = top.Service, top.Environment, top.Infrastructure, top.Connector
+	f.EnvGroup = top.EnvGroup
 	f.Template = top.Template
 	if top.Pipeline != nil {
 		f.Pipeline = decodePipeline(d, top.Pipeline)

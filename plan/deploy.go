@@ -60,6 +60,8 @@ type Environment struct {
 	Type             string            `json:"type"`
 	Variables        []Variable        `json:"variables,omitempty"`
 	ServiceOverrides []Variable        `json:"serviceOverrides,omitempty"`
+	// GroupRef is the environment group the environment was deployed through (spec 21.3).
+	GroupRef string `json:"groupRef,omitempty"`
 }
 
 // Infrastructure is a resolved infrastructure definition and its cluster connector.

@@ -95,6 +95,9 @@ type Node struct {
 	Selectors []string `json:"selectors,omitempty"`
 	// Deploy is a Deployment stage's service, environment and infrastructure.
 	Deploy *Deployment `json:"deploy,omitempty"`
+	// Deploys are the deployments of a multi-service or multi-environment stage's iterations,
+	// by DeployKey of their matrix values (spec 21.2).
+	Deploys map[string]*Deployment `json:"deploys,omitempty"`
 }
 
 // Strategy is a looping strategy. Exactly one of Axes, Times/Items or Parallelism is set.
@@ -114,6 +117,11 @@ type Strategy struct {
 	PartitionSize string `json:"partitionSize,omitempty"`
 
 	Parallelism string `json:"parallelism,omitempty"`
+
+	// ItemsAsMatrix makes each repeat item (a map) the iteration's matrix values: the implicit
+	// loop of a multi-service or multi-environment Deployment stage (spec 21.3), postfixed by
+	// index, with <+matrix.serviceRef>, <+matrix.environmentRef> and <+matrix.identifier>.
+	ItemsAsMatrix bool `json:"itemsAsMatrix,omitempty"`
 
 	MaxConcurrency string `json:"maxConcurrency,omitempty"`
 	When           string `json:"when,omitempty"`      // strategy.when, evaluated before expansion
@@ -176,4 +184,11 @@ func Walk(nodes []*Node, path []string, fn func(n *Node, path []string)) {
 type TemplateRef struct {
 	Ref     string `json:"ref"`
 	Version string `json:"version"`
+}
+
+// DeployKey names the deployment of one iteration of a multi-deployment stage by its matrix
+// values (service, environment, infrastructure; absent dimensions are empty).
+func DeployKey(matrix map[string]any) string {
+	str := func(k string) string { s, _ := matrix[k].(string); return s }
+	return str("serviceRef") + "|" + str("environmentRef") + "|" + str("identifier")
 }

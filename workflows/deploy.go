@@ -83,6 +83,9 @@ func (s *stageRun) deployContext() error {
 	// Environment and infrastructure phase.
 	s.root["env"] = map[string]any{"name": env.Name, "identifier": env.ID, "description": env.Description,
 		"type": env.Type, "tags": tagMap(env.Tags), "variables": envVars}
+	if env.GroupRef != "" {
+		s.root["env"].(map[string]any)["envGroupRef"] = env.GroupRef
+	}
 	ns, err := render(inf.Namespace, "infrastructure namespace")
 	if err != nil {
 		return err

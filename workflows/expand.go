@@ -283,6 +283,10 @@ func expandRepeat(st *plan.Strategy, scope *expressions.Scope) ([]iteration, err
 		return out, nil
 	}
 	for i, it := range items {
+		if m, ok := it.(map[string]any); ok && st.ItemsAsMatrix {
+			out = append(out, iteration{Index: i, Postfix: "_" + strconv.Itoa(i), Matrix: m})
+			continue
+		}
 		out = append(out, iteration{Index: i, Postfix: "_" + strconv.Itoa(i), Item: it, HasItem: true})
 	}
 	return out, nil

@@ -80,6 +80,10 @@ func iterationNode(n *plan.Node, it iteration) *plan.Node {
 	c := *n
 	c.Strategy, c.Postfix = nil, it.Postfix
 	c.ID, c.Name = n.ID+it.Postfix, n.Name+it.Postfix
+	if n.Deploys != nil {
+		// One iteration of a multi-deployment stage deploys its own combination (spec 21.2).
+		c.Deploy, c.Deploys = n.Deploys[plan.DeployKey(it.Matrix)], nil
+	}
 	return &c
 }
 

@@ -24,7 +24,8 @@ import (
 type Catalog struct {
 	Services     map[string]*pipeline.File
 	Environments map[string]*pipeline.File
-	Infras       map[string]*pipeline.File
+	Infras       map[string]*pipeline.File // by environment and identifier: "prod/eks_eu"
+	EnvGroups    map[string]*pipeline.File
 	Connectors   map[string]*pipeline.File
 	// Unsupported are valid entity files Gantry cannot run yet, by kind and identifier
 	// ("service/web"): a reference to one is unsupported, not missing.
@@ -37,7 +38,7 @@ type Catalog struct {
 // parsing it: manifest folders hold templates that are not YAML until rendered.
 func IsEntityFile(src []byte) bool {
 	switch pipeline.RootKey(src) {
-	case "service", "environment", "infrastructureDefinition", "connector":
+	case "service", "environment", "infrastructureDefinition", "connector", "environmentGroup":
 		return true
 	}
 	return false
@@ -48,6 +49,7 @@ func IsEntityFile(src []byte) bool {
 func Load(dirs []string) (*Catalog, diag.List) {
 	c := &Catalog{Services: map[string]*pipeline.File{}, Environments: map[string]*pipeline.File{},
 		Infras: map[string]*pipeline.File{}, Connectors: map[string]*pipeline.File{}, Unsupported: map[string]*pipeline.File{},
+		EnvGroups: map[string]*pipeline.File{},
 		Sources: diag.Sources{}, Dirs: dirs}
 	var diags diag.List
 	for _, dir := range dirs {
@@ -90,7 +92,10 @@ func entityKey(f *pipeline.File) (kind, id string) {
 	case f.Environment != nil:
 		return "environment", f.Environment.Identifier
 	case f.Infrastructure != nil:
-		return "infrastructure definition", f.Infrastructure.Identifier
+		// Infrastructure identifiers are unique within their environment.
+		return "infrastructure definition", InfraKey(f.Infrastructure.EnvironmentRef, f.Infrastructure.Identifier)
+	case f.EnvGroup != nil:
+		return "environment group", f.EnvGroup.Identifier
 	case f.Connector != nil:
 		return "connector", f.Connector.Identifier
 	}
@@ -100,7 +105,7 @@ func entityKey(f *pipeline.File) (kind, id string) {
 func (c *Catalog) add(f *pipeline.File, diags *diag.List) {
 	what, id := entityKey(f)
 	m := map[string]map[string]*pipeline.File{"service": c.Services, "environment": c.Environments,
-		"infrastructure definition": c.Infras, "connector": c.Connectors}[what]
+		"infrastructure definition": c.Infras, "connector": c.Connectors, "environment group": c.EnvGroups}[what]
 	if m == nil {
 		return
 	}
@@ -115,22 +120,30 @@ func (c *Catalog) add(f *pipeline.File, diags *diag.List) {
 // Resolve resolves every Deployment stage of a pipeline, by stage identifier. Problems are
 // reported at the reference in the pipeline file (or in the entity file they are about).
 func (c *Catalog) Resolve(file string, p *pipeline.Pipeline) (map[string]*plan.Deployment, diag.List) {
-	r := &resolver{c: c, file: file, out: map[string]*plan.Deployment{}, seen: map[string]bool{}}
+	out, _, d := c.ResolveAll(file, p)
+	return out, d
+}
+
+// ResolveAll is Resolve with the multi-service and multi-environment stages, each resolved
+// into its implicit loop (spec 21).
+func (c *Catalog) ResolveAll(file string, p *pipeline.Pipeline) (map[string]*plan.Deployment, map[string]*Multi, diag.List) {
+	r := &resolver{c: c, file: file, out: map[string]*plan.Deployment{}, multis: map[string]*Multi{}, seen: map[string]bool{}}
 	for _, s := range p.AllStages() {
 		if s.Type != "Deployment" || s.StageSpec == nil {
 			continue
 		}
 		r.stage(s)
 	}
-	return r.out, r.diags
+	return r.out, r.multis, r.diags
 }
 
 type resolver struct {
 	c     *Catalog
 	file  string
 	diags diag.List
-	out   map[string]*plan.Deployment
-	seen  map[string]bool // Deployment stages visited, resolved or not
+	out    map[string]*plan.Deployment
+	multis map[string]*Multi // multi-service and multi-environment stages
+	seen   map[string]bool   // Deployment stages visited, resolved or not
 }
 
 // missing reports a reference to an entity the catalog does not hold: unsupported when its file
@@ -154,14 +167,7 @@ func (r *resolver) stage(s *pipeline.Stage) {
 	d := &plan.Deployment{Type: spec.DeploymentType}
 	dec := &pipeline.Decoder{File: r.file, Diags: &diag.List{}} // shapes were checked by validate
 	if spec.Services != nil || spec.Environments != nil || spec.EnvironmentGroup != nil {
-		n := spec.Node
-		for _, x := range []*yaml.Node{spec.EnvironmentGroup, spec.Environments, spec.Services} {
-			if x != nil {
-				n = x
-			}
-		}
-		r.diags.Unsupportedf(pipeline.NodePos(r.file, n), "unsupported-deployment-form", "stage %s: multi-service and multi-environment deployments are not supported yet", s.Identifier).
-			SetHint("use `service: {serviceRef: ...}` and `environment: {environmentRef: ..., infrastructureDefinitions: [{identifier: ...}]}`, with a matrix strategy to fan out")
+		r.multi(s)
 		return
 	}
 	if spec.ServiceConfig != nil || spec.Infrastructure != nil {
@@ -395,20 +401,28 @@ func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnv
 			SetHint("list one under `infrastructureDefinitions`; to deploy to several, loop the stage with a matrix strategy")
 		return env, nil
 	}
-	ref := se.InfrastructureDefinitions[0]
-	inf, ok := r.c.Infras[pipeline.LocalRef(ref.Identifier)]
+	return env, r.infraOf(e, se.InfrastructureDefinitions[0])
+}
+
+// InfraKey is the catalog key of an infrastructure definition: its environment and identifier.
+func InfraKey(envRef, id string) string { return pipeline.LocalRef(envRef) + "/" + pipeline.LocalRef(id) }
+
+// infraOf resolves an infrastructure definition of environment e.
+func (r *resolver) infraOf(e *pipeline.Environment, ref pipeline.InfraRef) *plan.Infrastructure {
+	at := pipeline.NodePos(r.file, pipeline.ValueAt(ref.Node, "identifier"))
+	inf, ok := r.c.Infras[InfraKey(e.Identifier, ref.Identifier)]
 	if !ok {
-		r.missing(pipeline.NodePos(r.file, pipeline.ValueAt(ref.Node, "identifier")), "infrastructure definition", ref.Identifier, "infrastructureDefinition")
-		return env, nil
+		for _, other := range r.c.Infras {
+			if in := other.Infrastructure; in.Identifier == pipeline.LocalRef(ref.Identifier) {
+				r.diags.Errorf(at, "unknown-reference", "infrastructure definition %q belongs to environment %q, not %q", ref.Identifier, in.EnvironmentRef, e.Identifier).
+					SetHint("pick an infrastructure definition of environment %s", e.Identifier)
+				return nil
+			}
+		}
+		r.missing(at, "infrastructure definition", InfraKey(e.Identifier, ref.Identifier), "infrastructureDefinition")
+		return nil
 	}
-	in := inf.Infrastructure
-	if pipeline.LocalRef(in.EnvironmentRef) != e.Identifier {
-		r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(ref.Node, "identifier")), "unknown-reference",
-			"infrastructure definition %q belongs to environment %q, not %q", ref.Identifier, in.EnvironmentRef, e.Identifier).
-			SetHint("pick an infrastructure definition of environment %s", e.Identifier)
-		return env, nil
-	}
-	return env, r.infrastructure(inf.Name, in)
+	return r.infrastructure(inf.Name, inf.Infrastructure)
 }
 
 // infrastructure resolves a KubernetesDirect infrastructure definition and its connector.

@@ -114,14 +114,15 @@ func Bytes(name string, src []byte, opts Options) *Result {
 		r.Diags.Add(entities.CheckService(f)...)
 	}
 	var deploys map[string]*plan.Deployment
+	var multis map[string]*entities.Multi
 	if r.Merged != nil && !r.Diags.HasErrors() && hasDeployment(r.Merged) {
-		deploys = r.resolveEntities(name, opts)
+		deploys, multis = r.resolveEntities(name, opts)
 	}
 	if opts.ForRun && r.Merged != nil && !r.Diags.HasErrors() {
 		p, cd := compile.Compile(name, r.Merged)
 		r.Diags.Add(cd...)
 		if !cd.HasErrors() {
-			attachDeployments(p, deploys)
+			attachDeployments(p, deploys, multis)
 			attachTemplates(p, r.Templates)
 			r.Plan = p
 		}
@@ -236,7 +237,7 @@ func hasDeployment(p *pipeline.Pipeline) bool {
 }
 
 // resolveEntities resolves the Deployment stages against the entity files (spec 15.1).
-func (r *Result) resolveEntities(name string, opts Options) map[string]*plan.Deployment {
+func (r *Result) resolveEntities(name string, opts Options) (map[string]*plan.Deployment, map[string]*entities.Multi) {
 	dirs := opts.EntityDirs
 	if len(dirs) == 0 {
 		dirs = []string{filepath.Dir(name)}
@@ -246,7 +247,7 @@ func (r *Result) resolveEntities(name string, opts Options) map[string]*plan.Dep
 	for k, v := range cat.Sources {
 		r.Sources[k] = v
 	}
-	out, d := cat.Resolve(name, r.Merged)
+	out, multis, d := cat.ResolveAll(name, r.Merged)
 	if !opts.ForRun {
 		// The pipeline itself is valid without its services and environments beside it; only
 		// a run needs them.
@@ -258,7 +259,7 @@ func (r *Result) resolveEntities(name string, opts Options) map[string]*plan.Dep
 		}
 	}
 	r.Diags.Add(d...)
-	return out
+	return out, multis
 }
 
 // DefaultTemplateDirs are the template folders of a pipeline file: templates/ beside it and
@@ -345,12 +346,16 @@ func findByID(n any, id string) map[string]any {
 	return nil
 }
 
-// attachDeployments gives each Deployment stage node its resolved deployment.
-func attachDeployments(p *plan.Plan, deploys map[string]*plan.Deployment) {
+// attachDeployments gives each Deployment stage node its resolved deployment, and each
+// multi-deployment stage its implicit loop and the deployment of every iteration.
+func attachDeployments(p *plan.Plan, deploys map[string]*plan.Deployment, multis map[string]*entities.Multi) {
 	plan.Walk(p.Stages, nil, func(n *plan.Node, _ []string) {
 		if n.Kind == plan.KindStage {
 			if d, ok := deploys[n.ID]; ok {
 				n.Deploy = d
+			}
+			if m, ok := multis[n.ID]; ok {
+				n.Strategy, n.Deploys = m.Strategy, m.Deploys
 			}
 		}
 	})

@@ -105,6 +105,22 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 			c.diags.Errorf(c.pos(spec.Node), "missing-field", "Deployment stage %s has no environment", s.Identifier).
 				SetHint("add `environment: {environmentRef: my_env, infrastructureDefinitions: [{identifier: my_infra}]}`")
 		}
+		count := func(nodes ...*yaml.Node) (n int) {
+			for _, x := range nodes {
+				if x != nil {
+					n++
+				}
+			}
+			return n
+		}
+		if count(spec.Service, spec.Services, spec.ServiceConfig) > 1 {
+			c.diags.Errorf(c.pos(spec.Node), "deployment-form", "Deployment stage %s has more than one of service, services and serviceConfig", s.Identifier).
+				SetHint("keep `service` for one service or `services` for several")
+		}
+		if count(spec.Environment, spec.Environments, spec.EnvironmentGroup, spec.Infrastructure) > 1 {
+			c.diags.Errorf(c.pos(spec.Node), "deployment-form", "Deployment stage %s has more than one of environment, environments, environmentGroup and infrastructure", s.Identifier).
+				SetHint("keep `environment` for one target, or `environments`/`environmentGroup` for several")
+		}
 		if s.Strategy != nil && (spec.Services != nil || spec.Environments != nil || spec.EnvironmentGroup != nil) {
 			c.diags.Errorf(c.pos(pipeline.Key(s.Node, "strategy")), "strategy-fanout",
 				"stage %s combines a looping strategy with multi-service or multi-environment deployment", s.Identifier).

@@ -61,6 +61,14 @@ func FileWith(f *pipeline.File, lib *templates.Library) (Summary, diag.List) {
 		c.infrastructure(f.Infrastructure)
 	case f.Connector != nil:
 		c.connector(f.Connector)
+	case f.EnvGroup != nil:
+		g := f.EnvGroup
+		c.identifier(g.Node, "identifier", g.Identifier, "environment group")
+		c.name(g.Node, g.Name, "environment group")
+		if pipeline.Field(g.Node, "envIdentifiers") != nil && len(g.EnvIdentifiers) == 0 {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(g.Node, "envIdentifiers")), "empty", "environment group %s has no environments", g.Identifier).
+				SetHint("list the identifiers of its environments under envIdentifiers")
+		}
 	}
 	if f.Template != nil {
 		c.template(f.Template)
