@@ -92,9 +92,9 @@ type StageSpec struct {
 	EnvironmentGroup *yaml.Node `yaml:"environmentGroup"`
 	// MultiDeploymentConfig tunes the fan-out of services × environments (spec 21.2).
 	MultiDeploymentConfig *yaml.Node `yaml:"multiDeploymentConfig"`
-	ServiceConfig    *yaml.Node `yaml:"serviceConfig"`
-	Infrastructure   *yaml.Node `yaml:"infrastructure"`
-	Execution        *Execution `yaml:"execution" gantry:"required"`
+	ServiceConfig         *yaml.Node `yaml:"serviceConfig"`
+	Infrastructure        *yaml.Node `yaml:"infrastructure"`
+	Execution             *Execution `yaml:"execution" gantry:"required"`
 }
 
 // Execution is a stage's execution section (spec 1.4).

@@ -64,11 +64,11 @@ type document struct {
 	Trigger  *Trigger         `yaml:"trigger"`
 	Template *Template        `yaml:"template"`
 
-	Service        *Service        `yaml:"service"`
-	Environment    *Environment    `yaml:"environment"`
-	Infrastructure *Infrastructure `yaml:"infrastructureDefinition"`
+	Service        *Service          `yaml:"service"`
+	Environment    *Environment      `yaml:"environment"`
+	Infrastructure *Infrastructure   `yaml:"infrastructureDefinition"`
 	EnvGroup       *EnvironmentGroup `yaml:"environmentGroup"`
-	Connector      *Connector      `yaml:"connector"`
+	Connector      *Connector        `yaml:"connector"`
 }
 
 // StageTypes are the stage types the engine runs.

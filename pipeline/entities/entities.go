@@ -50,7 +50,7 @@ func Load(dirs []string) (*Catalog, diag.List) {
 	c := &Catalog{Services: map[string]*pipeline.File{}, Environments: map[string]*pipeline.File{},
 		Infras: map[string]*pipeline.File{}, Connectors: map[string]*pipeline.File{}, Unsupported: map[string]*pipeline.File{},
 		EnvGroups: map[string]*pipeline.File{},
-		Sources: diag.Sources{}, Dirs: dirs}
+		Sources:   diag.Sources{}, Dirs: dirs}
 	var diags diag.List
 	for _, dir := range dirs {
 		names, _ := filepath.Glob(filepath.Join(dir, "*.y*ml"))
@@ -138,9 +138,9 @@ func (c *Catalog) ResolveAll(file string, p *pipeline.Pipeline) (map[string]*pla
 }
 
 type resolver struct {
-	c     *Catalog
-	file  string
-	diags diag.List
+	c      *Catalog
+	file   string
+	diags  diag.List
 	out    map[string]*plan.Deployment
 	multis map[string]*Multi // multi-service and multi-environment stages
 	seen   map[string]bool   // Deployment stages visited, resolved or not
@@ -405,7 +405,9 @@ func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnv
 }
 
 // InfraKey is the catalog key of an infrastructure definition: its environment and identifier.
-func InfraKey(envRef, id string) string { return pipeline.LocalRef(envRef) + "/" + pipeline.LocalRef(id) }
+func InfraKey(envRef, id string) string {
+	return pipeline.LocalRef(envRef) + "/" + pipeline.LocalRef(id)
+}
 
 // infraOf resolves an infrastructure definition of environment e.
 func (r *resolver) infraOf(e *pipeline.Environment, ref pipeline.InfraRef) *plan.Infrastructure {
