@@ -38,6 +38,7 @@ test: vet k8s-tools
 	$(GO) test -race -count=1 -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pipeline/load
+	$(GO) test -run '^$$' -fuzz '^FuzzExpand$$' -fuzztime $(FUZZTIME) ./pipeline/templates
 
 # Long load tests, outside `make test`: decisions sent to many executions while another process
 # saturates the CPU (each applied exactly once), and a 3,000-iteration stage matrix.
@@ -48,6 +49,7 @@ stress: k8s-tools
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(LONGFUZZ) ./expressions
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(LONGFUZZ) ./pipeline/load
+	$(GO) test -run '^$$' -fuzz '^FuzzExpand$$' -fuzztime $(LONGFUZZ) ./pipeline/templates
 
 # Prints Gantry's figures next to a baseline measured in the same run, and their ratios:
 # expression rendering vs raw expr, a 100-step pipeline vs a hand-written Temporal workflow, and a

@@ -349,3 +349,51 @@ func TestK8sAbortDuringSteadyState(t *testing.T) {
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Aborted, "deploy_dev.rolling": status.Aborted,
 		"deploy_dev.rollbackSteps.rollback": status.NotStarted})
 }
+
+// examples/k8s/multi.yaml on the control plane: web and api to dev and prod from one stage.
+// The api's production override sends its pods to a zone no node has, so that iteration's
+// rollout fails and rolls back on its own while the other three deploy.
+func TestK8sMultiServiceMultiEnvironment(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-multi")
+	prod := filepath.Join(dir, "env-prod.yaml")
+	b, err := os.ReadFile(prod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A zone only for the api in production: values.yaml reads the pipeline's zone, so the api
+	// service gets a values file of its own that reads a service variable instead.
+	os.WriteFile(prod, append(b, []byte(`    - serviceRef: api
+      variables:
+        - {name: zone, type: String, value: nowhere}
+`)...), 0o644)
+	values, _ := os.ReadFile(filepath.Join(dir, "web", "values.yaml"))
+	os.WriteFile(filepath.Join(dir, "web", "api-values.yaml"),
+		[]byte(strings.Replace(string(values), "zone: <+pipeline.variables.zone>", "zone: <+serviceVariables.zone>", 1)), 0o644)
+	api, _ := os.ReadFile(filepath.Join(dir, "service-api.yaml"))
+	api = []byte(strings.Replace(string(api), "valuesPaths: [web/values.yaml]", "valuesPaths: [web/api-values.yaml]", 1))
+	api = []byte(strings.Replace(string(api), "      variables:\n", "      variables:\n        - {name: zone, type: String, value: \"\"}\n", 1))
+	os.WriteFile(filepath.Join(dir, "service-api.yaml"), api, 0o644)
+
+	r, err := load.File(filepath.Join(dir, "multi.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	_, res := runPlan(t, env.starter, r.Plan)
+	// Target-major: deploy_0 web/dev, deploy_1 api/dev, deploy_2 web/prod, deploy_3 api/prod.
+	conformance.Check(t, res.Tree, map[string]status.Status{
+		"": status.Failed, "deploy": status.Failed,
+		"deploy_0": status.Succeeded, "deploy_1": status.Succeeded, "deploy_2": status.Succeeded, "deploy_3": status.Failed,
+		"deploy_3.rolling": status.Failed, "deploy_3.rollbackSteps.rollback": status.Succeeded})
+	for _, n := range []string{"deploy_0", "deploy_1", "deploy_2"} {
+		if rb := res.Tree.Find(n + ".rollbackSteps.rollback"); rb != nil && rb.Status != status.NotStarted {
+			t.Errorf("%s rolled back: %s", n, rb.Status)
+		}
+	}
+	for ns, name := range map[string]string{"e2e-multi-dev": "web", "e2e-multi-prod": "web"} {
+		if d := deploymentOf(t, cs, ns, name); d.Status.ReadyReplicas == 0 && d.Status.Replicas == 0 {
+			t.Errorf("%s/%s has no replicas", ns, name)
+		}
+	}
+	deploymentOf(t, cs, "e2e-multi-dev", "api")
+}

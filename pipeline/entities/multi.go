@@ -146,8 +146,8 @@ func (r *resolver) multi(s *pipeline.Stage) {
 			seen[k] = true
 		}
 	}
-	if len(r.diags.Invalid())+len(r.diags.UnsupportedOnly()) > nerr || len(services) == 0 || len(targets) == 0 {
-		return
+	if len(r.diags.Invalid())+len(r.diags.UnsupportedOnly()) > nerr || len(services) == 0 || len(targets) == 0 || slices.Contains(services, nil) {
+		return // reported, or open runtime inputs a run fills
 	}
 
 	var cfg multiDeploymentConfig
