@@ -269,6 +269,9 @@ func (r *resolver) service(ss pipeline.DeploymentStageService) *plan.Service {
 		r.missing(pipeline.NodePos(r.file, pipeline.ValueAt(ss.Node, "serviceRef")), "service", ss.ServiceRef, "service")
 		return nil
 	}
+	if f = r.withInputs(f, "service", ss.ServiceInputs, "serviceInputs"); f == nil {
+		return nil
+	}
 	return r.buildService(f)
 }
 
@@ -373,11 +376,15 @@ func readTree(base, rel string) ([]plan.File, error) {
 	return out, nil
 }
 
-// environmentByRef finds the environment file a reference names (environmentRef of obj).
+// environmentByRef finds the environment file a reference names (environmentRef of obj), with
+// the stage's environmentInputs of obj filled in.
 func (r *resolver) environmentByRef(obj *yaml.Node, ref string) (*pipeline.File, *plan.Environment) {
 	f, ok := r.c.Environments[pipeline.LocalRef(ref)]
 	if !ok {
 		r.missing(pipeline.NodePos(r.file, pipeline.ValueAt(obj, "environmentRef")), "environment", ref, "environment")
+		return nil, nil
+	}
+	if f = r.withInputs(f, "environment", pipeline.Field(obj, "environmentInputs"), "environmentInputs"); f == nil {
 		return nil, nil
 	}
 	e := f.Environment
@@ -422,6 +429,9 @@ func (r *resolver) infraOf(e *pipeline.Environment, ref pipeline.InfraRef) *plan
 			}
 		}
 		r.missing(at, "infrastructure definition", InfraKey(e.Identifier, ref.Identifier), "infrastructureDefinition")
+		return nil
+	}
+	if inf = r.withInputs(inf, "infrastructureDefinition", ref.Inputs, "infrastructure inputs"); inf == nil {
 		return nil
 	}
 	return r.infrastructure(inf.Name, inf.Infrastructure)

@@ -170,3 +170,79 @@ func TestC125GroupsAndStructure(t *testing.T) {
 		}
 	}
 }
+
+// serviceInputs, environmentInputs and an infrastructure's inputs fill the runtime inputs of
+// the entity files, per iteration's entities; what stays open refuses the run.
+func TestEntityInputs(t *testing.T) {
+	dir := t.TempDir()
+	files, _ := filepath.Glob("testdata/multi/*.yaml")
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+	}
+	os.WriteFile(filepath.Join(dir, "svc-a.yaml"), []byte(`service:
+  name: a
+  identifier: a
+  serviceDefinition:
+    type: Kubernetes
+    spec:
+      variables:
+        - {name: who, type: String, value: <+input>}
+        - {name: tier, type: String, value: <+input>.default(gold)}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "infra-e1-i1.yaml"), []byte(`infrastructureDefinition:
+  name: i1
+  identifier: i1
+  environmentRef: e1
+  deploymentType: Kubernetes
+  type: KubernetesDirect
+  spec:
+    connectorRef: cluster
+    namespace: <+input>
+`), 0o644)
+	src := multiStage(`          services:
+            values:
+              - serviceRef: a
+                serviceInputs:
+                  serviceDefinition:
+                    type: Kubernetes
+                    spec:
+                      variables:
+                        - {name: who, type: String, value: alice}
+              - serviceRef: b
+          environment:
+            environmentRef: e1
+            infrastructureDefinitions:
+              - identifier: i1
+                inputs: {identifier: i1, type: KubernetesDirect, spec: {namespace: team-ns}}
+`)
+	p := filepath.Join(dir, "pipeline.yaml")
+	os.WriteFile(p, []byte(src), 0o644)
+	r, err := load.File(p, load.Options{ForRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := combos(t, r)
+	if strings.Join(got, " ") != "a/e1/i1 b/e1/i1" {
+		t.Fatalf("iterations %v", got)
+	}
+	d := r.Plan.Stages[0].Deploys["a||"]
+	if d.Infra.Namespace != "team-ns" {
+		t.Errorf("namespace %q", d.Infra.Namespace)
+	}
+	vars := map[string]string{}
+	for _, v := range d.Service.Variables {
+		vars[v.Name] = v.Value
+	}
+	if vars["who"] != "alice" || vars["tier"] != "gold" {
+		t.Errorf("service variables %v", vars)
+	}
+	// Without the service's input, a run is refused; plain validate only warns.
+	os.WriteFile(p, []byte(strings.Replace(src, "                        - {name: who, type: String, value: alice}\n", "", 1)), 0o644)
+	if r, _ := load.File(p, load.Options{ForRun: true}); r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "has no value for its runtime input service.serviceDefinition.spec.variables.who") {
+		t.Errorf("open service input accepted for a run:\n%s", r.Diags.Render(r.Sources))
+	}
+	if r, _ := load.File(p, load.Options{}); !r.OK() {
+		t.Errorf("plain validate:\n%s", r.Diags.Render(r.Sources))
+	}
+}

@@ -252,7 +252,7 @@ func (r *Result) resolveEntities(name string, opts Options) (map[string]*plan.De
 		// The pipeline itself is valid without its services and environments beside it; only
 		// a run needs them.
 		for i := range d {
-			if d[i].Code == "missing-entity" && d[i].Severity == diag.Error {
+			if (d[i].Code == "missing-entity" || d[i].Code == "missing-input") && d[i].Severity == diag.Error {
 				d[i].Severity = diag.Warning
 				d[i].Message += " (a run needs it)"
 			}

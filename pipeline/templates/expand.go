@@ -45,8 +45,10 @@ func Uses(root *yaml.Node) bool {
 }
 
 type expander struct {
-	lib   *Library
-	file  string
+	lib  *Library
+	file string
+	// filling names what Fill fills ("service"); empty when expanding template links.
+	filling string
 	diags diag.List
 	uses  []Use
 	// The templates being expanded, outermost first, with the scopes of their documents.
@@ -276,6 +278,9 @@ func (e *expander) splice(n, body *yaml.Node, kind string) {
 // inputs fills the body's runtime inputs from templateInputs (spec 19.5.1 steps 2-3): every
 // value must land on a runtime input, identity keys must agree, lists match by identity.
 func (e *expander) inputs(dst, in *yaml.Node, where string) {
+	if in.Kind == yaml.ScalarNode && in.Tag == "!!null" {
+		return // an empty value gives nothing
+	}
 	if isInput(dst) && in.Kind != yaml.ScalarNode {
 		*dst = *in // a runtime input standing for a whole list or object
 		return
@@ -296,8 +301,8 @@ func (e *expander) inputs(dst, in *yaml.Node, where string) {
 					if d != nil && d.Kind == yaml.ScalarNode {
 						have = d.Value
 					}
-					e.diags.Errorf(e.pos(v), "template-input-identity-mismatch", "%s is %q, but the template's is %s", path, v.Value, quoteOr(have)).
-						SetHint("templateInputs may repeat the template's %s, not change it", k.Value)
+					e.diags.Errorf(e.pos(v), e.code("identity-mismatch"), "%s is %q, but %s's is %s", path, v.Value, e.owner(), quoteOr(have)).
+						SetHint("%s may repeat %s's %s, not change it", e.field(), e.owner(), k.Value)
 					continue
 				}
 				if !isInput(d) {
@@ -305,8 +310,8 @@ func (e *expander) inputs(dst, in *yaml.Node, where string) {
 				}
 			}
 			if d == nil {
-				e.diags.Errorf(e.pos(k), "template-input-not-runtime", "%s: the template has no %s here", path, k.Value).
-					SetHint("templateInputs may only fill the template's runtime inputs (<+input>)")
+				e.diags.Errorf(e.pos(k), e.code("not-runtime"), "%s: %s has no %s here", path, e.owner(), k.Value).
+					SetHint("%s may only fill %s's runtime inputs (<+input>)", e.field(), e.owner())
 				continue
 			}
 			e.inputs(d, v, path)
@@ -335,12 +340,12 @@ func (e *expander) listElement(dst, el *yaml.Node, where string) {
 	}
 	wrapper, id := identity(el)
 	if id == "" {
-		e.diags.Errorf(e.pos(el), "template-input-not-runtime", "%s: a list element of templateInputs needs an identifier (or a variable name) to match the template's", where)
+		e.diags.Errorf(e.pos(el), e.code("not-runtime"), "%s: a list element of %s needs an identifier (or a variable name) to match %s's", where, e.field(), e.owner())
 		return
 	}
 	match := findElement(dst, wrapper, id)
 	if match == nil {
-		e.diags.Errorf(e.pos(el), "template-input-not-runtime", "%s: the template's list has no element %s", where, id).
+		e.diags.Errorf(e.pos(el), e.code("not-runtime"), "%s: %s's list has no element %s", where, e.owner(), id).
 			SetHint("elements are matched by identifier (variables by name), never by position")
 		return
 	}
@@ -366,8 +371,8 @@ func (e *expander) scalarInput(dst, v *yaml.Node, where string) {
 	}
 	if !strings.Contains(v.Value, "<+") {
 		if err := tmpl.Check(v.Value); err != nil {
-			e.diags.Errorf(e.pos(v), "template-input-invalid-value", "%s: %v", where, err).
-				SetHint("the template's %s limits the values", dst.Value)
+			e.diags.Errorf(e.pos(v), e.code("invalid-value"), "%s: %v", where, err).
+				SetHint("%s's %s limits the values", e.owner(), dst.Value)
 			return
 		}
 		*dst = *v
@@ -384,16 +389,16 @@ func (e *expander) scalarInput(dst, v *yaml.Node, where string) {
 	}
 	combined, msg := combineInputs(tmpl, use)
 	if msg != "" {
-		e.diags.Errorf(e.pos(v), "template-input-invalid-value", "%s: %s", where, msg).
-			SetHint("the template's %s already decides it", dst.Value)
+		e.diags.Errorf(e.pos(v), e.code("invalid-value"), "%s: %s", where, msg).
+			SetHint("%s's %s already decides it", e.owner(), dst.Value)
 		return
 	}
 	dst.Value = combined
 }
 
 func (e *expander) notRuntime(n *yaml.Node, where string) {
-	e.diags.Errorf(e.pos(n), "template-input-not-runtime", "%s is fixed in the template; templateInputs cannot change it", where).
-		SetHint("only the template's runtime inputs (<+input>) take values; ask the template's owner to make it one")
+	e.diags.Errorf(e.pos(n), e.code("not-runtime"), "%s is fixed in %s; %s cannot change it", where, e.owner(), e.field()).
+		SetHint("only %s's runtime inputs (<+input>) take values; make it one there", e.owner())
 }
 
 // overrideFields maps the YAML fields templateOverrides may set to their override names and
@@ -603,4 +608,37 @@ func (u Use) IDs() []string {
 		ids = append(ids, rest[i])
 	}
 	return ids
+}
+
+// Fill fills the runtime inputs of dst from in as templateInputs fill a template's (every value
+// must land on a runtime input, identity keys must agree, lists match by identity), for the
+// inputs of services, environments and infrastructures (serviceInputs, environmentInputs,
+// infrastructure inputs). where names in in messages; positions are in file.
+func Fill(file, what string, dst, in *yaml.Node, where string) diag.List {
+	e := &expander{file: file, filling: what}
+	e.inputs(dst, in, where)
+	return e.diags
+}
+
+// owner, field and code name what inputs fill, in messages and codes: a template through
+// templateInputs, or an entity through the stage's inputs for it.
+func (e *expander) owner() string {
+	if e.filling == "" {
+		return "the template"
+	}
+	return "the " + e.filling
+}
+
+func (e *expander) field() string {
+	if e.filling == "" {
+		return "templateInputs"
+	}
+	return "the stage's inputs"
+}
+
+func (e *expander) code(what string) string {
+	if e.filling == "" {
+		return "template-input-" + what
+	}
+	return "input-" + what
 }
