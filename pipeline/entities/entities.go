@@ -395,6 +395,9 @@ func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnv
 	if pipeline.IsRuntimeInput(se.EnvironmentRef) {
 		return nil, nil // an open runtime input: a run supplies it (validate lists it as open)
 	}
+	if r.unsupportedSelection(se.Node) {
+		return nil, nil
+	}
 	f, env := r.environmentByRef(se.Node, se.EnvironmentRef)
 	if env == nil {
 		return nil, nil

@@ -263,8 +263,28 @@ func (r *resolver) parallel(s *pipeline.Stage, m *parallelMeta, what string) boo
 	return true
 }
 
+// selectionFields are fields of an environment entry that would choose other targets than the
+// ones listed; Gantry does not act on them yet, so ignoring them would deploy elsewhere.
+var selectionFields = map[string]string{"filters": "tag filters selecting environments or infrastructures", "gitOpsClusters": "GitOps clusters"}
+
+// unsupportedSelection reports an entry's selection fields; true when there was one.
+func (r *resolver) unsupportedSelection(el *yaml.Node) bool {
+	found := false
+	for key, what := range selectionFields {
+		if v := pipeline.Field(el, key); v != nil && !(v.Kind == yaml.SequenceNode && len(v.Content) == 0) && v.Tag != "!!null" {
+			r.diags.Unsupportedf(pipeline.NodePos(r.file, pipeline.Key(el, key)), "unsupported-field", "`%s` asks for %s, which Gantry does not do yet", key, what).
+				SetHint("list the environments and infrastructure definitions instead")
+			found = true
+		}
+	}
+	return found
+}
+
 // targets are the (environment, infrastructure) pairs of one environment entry.
 func (r *resolver) targets(s *pipeline.Stage, el *yaml.Node, groupRef string) []target {
+	if r.unsupportedSelection(el) {
+		return nil
+	}
 	var se pipeline.DeploymentStageEnvironment
 	(&pipeline.Decoder{File: r.file, Diags: &r.diags}).Decode(el, &se, "environment")
 	if pipeline.IsRuntimeInput(se.EnvironmentRef) {
@@ -327,6 +347,9 @@ func (r *resolver) allInfras(env string) []pipeline.InfraRef {
 // groupTargets are the targets of an environment group: all its environments with all their
 // infrastructures (deployToAll), or the environments listed.
 func (r *resolver) groupTargets(s *pipeline.Stage, sec environmentGroupSection) []target {
+	if r.unsupportedSelection(sec.Node) {
+		return nil
+	}
 	at := pipeline.NodePos(r.file, pipeline.ValueAt(sec.Node, "envGroupRef"))
 	if pipeline.IsRuntimeInput(sec.EnvGroupRef) {
 		return nil

@@ -246,3 +246,20 @@ func TestEntityInputs(t *testing.T) {
 		t.Errorf("plain validate:\n%s", r.Diags.Render(r.Sources))
 	}
 }
+
+// Tag filters choose targets Gantry would not: unsupported, not ignored.
+func TestFiltersAreUnsupported(t *testing.T) {
+	r := loadMulti(t, multiStage(`          service: {serviceRef: a}
+          environments:
+            values:
+              - environmentRef: e1
+                deployToAll: true
+                filters:
+                  - type: tags
+                    entities: [infrastructures]
+                    spec: {matchType: all, tags: {region: eu}}
+`), load.Options{})
+	if r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "`filters` asks for tag filters") {
+		t.Errorf("filters:\n%s", r.Diags.Render(r.Sources))
+	}
+}
