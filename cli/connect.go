@@ -129,7 +129,9 @@ type engine struct {
 	metrics   *metrics.Metrics   // nil without --metrics-listen
 	delegates []sdkworker.Worker // activity workers for the --tags selector queues
 	httpSrv   *http.Server
-	remote    bool // connected to a cluster (--address): steps run on other processes
+	remote    bool   // connected to a cluster (--address): steps run on other processes
+	address   string // the Temporal frontend this process talks to
+	uiURL     string // the Web UI serving it, when one is known
 }
 
 // serverInfo is written to DATA_DIR/server.json while a process serves the embedded server, so
@@ -137,6 +139,7 @@ type engine struct {
 type serverInfo struct {
 	Address string `json:"address"`
 	PID     int    `json:"pid"`
+	UI      string `json:"ui,omitempty"` // the Web UI the serving process serves
 }
 
 // connect dials Temporal. With no address it joins the embedded server another gantry process
@@ -150,7 +153,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 	addr := f.address
 	if addr == "" {
 		if info, ok := runningServer(f.dataDir); ok {
-			addr = info.Address
+			addr, e.uiURL = info.Address, info.UI
 		} else {
 			if err := e.startEmbedded(ctx, f); err != nil {
 				return nil, err
@@ -188,7 +191,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		e.close()
 		return nil, fmt.Errorf("connect to Temporal at %s: %w (check --address, or omit it to use the embedded server)", addr, err)
 	}
-	e.client = c
+	e.client, e.address = c, addr
 	e.starter = &starter.Starter{Client: c, TaskQueue: f.taskQueue, NoFastPath: !f.fastPath, Log: log}
 	if e.metrics != nil {
 		if err := e.serveMetrics(f.metricsAddr, log); err != nil {
@@ -261,6 +264,17 @@ func (e *engine) startEmbedded(ctx context.Context, f connFlags) error {
 	e.server = s
 	b, _ := json.Marshal(serverInfo{Address: s.Address, PID: os.Getpid()})
 	return os.WriteFile(filepath.Join(f.dataDir, "server.json"), b, 0o600)
+}
+
+// announceUI records in DATA_DIR/server.json the UI this process serves, so commands that join
+// its embedded server can link their executions to it.
+func (e *engine) announceUI(dataDir, url string) {
+	e.uiURL = url
+	if e.server == nil {
+		return
+	}
+	b, _ := json.Marshal(serverInfo{Address: e.server.Address, PID: os.Getpid(), UI: url})
+	_ = os.WriteFile(filepath.Join(dataDir, "server.json"), b, 0o600)
 }
 
 // runningServer returns the embedded server another live process serves on dataDir.

@@ -17,6 +17,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/triggers"
+	"github.com/gantry-cd/gantry/webui"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -113,6 +114,7 @@ func serverCmd() *cobra.Command {
 	var conn connFlags
 	var listen, pipelines, identityFile string
 	var templateDirs []string
+	var uiListen string
 	runWorker := true
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -153,11 +155,21 @@ inspect executions; the Temporal Web UI itself is not served.`,
 			srv := &http.Server{Addr: listen, Handler: api, ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)
 			go func() { errc <- srv.ListenAndServe() }()
-			temporalAddr := conn.address
-			if e.server != nil {
-				temporalAddr = e.server.Address
+			uiNote := "no Web UI (--ui-listen is empty)"
+			if uiListen != "" {
+				ui, err := startUI(ctx, e, conn, uiListen)
+				switch {
+				case err != nil && cmd.Flags().Changed("ui-listen"):
+					return usageErr("%v", err)
+				case err != nil:
+					log.Warn("the Web UI is not served", zap.Error(err))
+					uiNote = "no Web UI: " + err.Error()
+				default:
+					defer ui.Stop()
+					uiNote = "Web UI on " + ui.URL
+				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "gantry server: API on http://%s, Temporal at %s, namespace %s, data in %s\n", listen, temporalAddr, conn.namespace, conn.dataDir)
+			fmt.Fprintf(cmd.OutOrStdout(), "gantry server: API on http://%s, %s, Temporal at %s, namespace %s, data in %s\n", listen, uiNote, e.address, conn.namespace, conn.dataDir)
 			select {
 			case <-ctx.Done():
 			case err := <-errc:
@@ -169,6 +181,7 @@ inspect executions; the Temporal Web UI itself is not served.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8088", "address of the JSON API")
+	cmd.Flags().StringVar(&uiListen, "ui-listen", webui.DefaultListen, "address of the Temporal Web UI; empty serves none")
 	cmd.Flags().StringVar(&pipelines, "pipelines", "", "directory of pipeline files that start requests may name")
 	templatesFlag(cmd, &templateDirs)
 	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file (default DATA_DIR/users.yaml)")

@@ -74,6 +74,9 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 			if err != nil {
 				return usageErr("%v", err)
 			}
+			if link := uiLink(e, conn.namespace, exec.ID); link != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "UI: %s\n", link)
+			}
 			if output == "text" {
 				fmt.Fprintf(cmd.OutOrStdout(), "pipeline %s #%d: ", r.Plan.Name, exec.SequenceID)
 			}
