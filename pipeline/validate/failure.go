@@ -6,7 +6,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
-	"github.com/gantry-cd/gantry/pipeline/duration"
+	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/pipeline"
-	"github.com/gantry-cd/gantry/pipeline/duration"
+	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
 )
 

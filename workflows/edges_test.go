@@ -1,0 +1,30 @@
+package workflows_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// Workflow code meets the front end only through the plan: it depends on the plan, the
+// expression engine, the activity contract and statuses, never on the YAML front end.
+func TestWorkflowsDependOnlyOnThePlan(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := []string{"/plan", "/expressions", "/activities", "/status", "/workflows"}
+	for _, pkg := range strings.Fields(string(out)) {
+		rest, ok := strings.CutPrefix(pkg, "github.com/gantry-cd/gantry")
+		if !ok {
+			continue
+		}
+		fine := false
+		for _, a := range allowed {
+			fine = fine || rest == a || strings.HasPrefix(rest, a+"/")
+		}
+		if !fine {
+			t.Errorf("workflows depends on %s", pkg)
+		}
+	}
+}
