@@ -37,7 +37,7 @@ func TestChangeIDsHaveHistoriesBeforeAndAfter(t *testing.T) {
 	}
 	for _, id := range ids {
 		if before[id] == 0 || after[id] == 0 {
-			t.Errorf("change ID %q: %d histories from before the change, %d from after; record the missing side (see README, Changing workflow code)", id, before[id], after[id])
+			t.Errorf("change ID %q: %d histories from before the change, %d from after; record the missing side (see docs/scale.md, Changing workflow code)", id, before[id], after[id])
 		}
 	}
 }
