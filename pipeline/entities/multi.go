@@ -18,6 +18,10 @@ import (
 type Multi struct {
 	Strategy *plan.Strategy
 	Deploys  map[string]*plan.Deployment // by plan.DeployKey
+	// The resolved service list, for a later stage's services.useFromStage.
+	services         []*plan.Service
+	serviceRefs      []string
+	servicesParallel bool
 }
 
 // The stage's sections, decoded here: their shapes are the reference's (spec 21.1).
@@ -78,9 +82,18 @@ func (r *resolver) multi(s *pipeline.Stage) {
 		var sec servicesSection
 		dec.Decode(spec.Services, &sec, "services")
 		if sec.UseFromStage != nil {
-			r.diags.Unsupportedf(at(sec.UseFromStage.Node), "unsupported-deployment-form", "stage %s: services.useFromStage is not supported yet", s.Identifier).
-				SetHint("list the services again")
-			return
+			// The earlier stage's resolved services and their metadata (spec 21.1 Decision).
+			prev, ok := r.multis[sec.UseFromStage.Stage]
+			if !ok || prev.services == nil {
+				if !r.seen[sec.UseFromStage.Stage] || r.out[sec.UseFromStage.Stage] != nil || ok {
+					r.diags.Errorf(at(sec.UseFromStage.Node), "unknown-reference",
+						"stage %s: services.useFromStage %q is not an earlier stage deploying several services", s.Identifier, sec.UseFromStage.Stage).
+						SetHint("name an earlier Deployment stage with `services`; for a single service use `service: {useFromStage: ...}`")
+				}
+				return
+			}
+			services, serviceRefs, servicesParallel = prev.services, prev.serviceRefs, prev.servicesParallel
+			break
 		}
 		list, ok := r.literalList(s, sec.Values, "services.values", spec.Services)
 		if !ok {
@@ -155,6 +168,9 @@ func (r *resolver) multi(s *pipeline.Stage) {
 		dec.Decode(n, &cfg, "multiDeploymentConfig")
 	}
 	m := &Multi{Deploys: map[string]*plan.Deployment{}, Strategy: &plan.Strategy{ItemsAsMatrix: true, OnFailure: cfg.OnFailure, When: cfg.When}}
+	if spec.Services != nil {
+		m.services, m.serviceRefs, m.servicesParallel = services, serviceRefs, servicesParallel
+	}
 	// Iteration order (spec 21.2): target-major, unless services are serial and targets parallel.
 	multiServices, multiTargets := spec.Services != nil, spec.Environments != nil || spec.EnvironmentGroup != nil
 	var items []any

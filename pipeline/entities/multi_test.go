@@ -263,3 +263,38 @@ func TestFiltersAreUnsupported(t *testing.T) {
 		t.Errorf("filters:\n%s", r.Diags.Render(r.Sources))
 	}
 }
+
+// services.useFromStage copies an earlier multi-service stage's services and their metadata.
+func TestServicesUseFromStage(t *testing.T) {
+	src := multiStage(`          services:
+            values: [{serviceRef: a}, {serviceRef: b}]
+            metadata: {parallel: false}
+          environment: {environmentRef: e1, infrastructureDefinitions: [{identifier: i1}]}
+`) + `    - stage:
+        name: later
+        identifier: later
+        type: Deployment
+        spec:
+          services:
+            useFromStage: {stage: deploy}
+          environment: {environmentRef: e2, infrastructureDefinitions: [{identifier: i3}]}
+          execution:
+            steps:
+              - step: {type: ShellScript, name: s, identifier: s, spec: {shell: Sh, source: {type: Inline, spec: {script: 'true'}}}}
+`
+	r := loadMulti(t, src, load.Options{})
+	if !r.OK() {
+		t.Fatalf("%s", r.Diags.Render(r.Sources))
+	}
+	later := r.Plan.Stages[1]
+	if later.Strategy == nil || len(later.Deploys) != 2 || later.Strategy.MaxConcurrency != "1" {
+		t.Fatalf("later stage: %+v", later.Strategy)
+	}
+	if d := later.Deploys["b||"]; d == nil || d.Service.ID != "b" || d.Infra.ID != "i3" {
+		t.Errorf("b's deployment %+v", d)
+	}
+	bad := strings.Replace(src, "useFromStage: {stage: deploy}", "useFromStage: {stage: nowhere}", 1)
+	if r := loadMulti(t, bad, load.Options{}); r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "is not an earlier stage deploying several services") {
+		t.Errorf("unknown stage:\n%s", r.Diags.Render(r.Sources))
+	}
+}
