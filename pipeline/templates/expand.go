@@ -261,6 +261,9 @@ func (e *expander) splice(n, body *yaml.Node, kind string) {
 		if slices.Contains([]string{"identifier", "name", "description"}, k) {
 			continue // a template body has no identity of its own
 		}
+		if k != "notificationRules" && slices.Contains(own, k) && pipeline.Field(n, k) != nil {
+			continue // the use site's own (a pipeline's tags, orgIdentifier, ...)
+		}
 		v := body.Content[i+1]
 		if k == "notificationRules" && kind == "Pipeline" {
 			v = concat(v, pipeline.Field(n, "notificationRules")) // template rules first (spec 19.6.3)
