@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +113,12 @@ func TestApprovalTwoApprovers(t *testing.T) {
 	tree, err := env.starter.Tree(ctx, id)
 	if err != nil || tree.Find("gate.gate").Approval.Approvals != 1 || tree.Status != status.ApprovalWaiting {
 		t.Fatalf("after one approval: %+v %v", tree, err)
+	}
+	// The stage workflow's current details (what the Temporal UI shows) say what waits and how
+	// to decide.
+	if details := currentDetails(t, ctx, id+"/gate"); !strings.Contains(details, "gate (HarnessApproval) · APPROVAL_WAITING") ||
+		!strings.Contains(details, "gantry approve "+id+" --step gate.gate") {
+		t.Errorf("current details of the stage:\n%s", details)
 	}
 	mustVote(vote("bob", rm, "APPROVE", map[string]string{"ticket": "CHG2"}))
 	res, err := env.starter.Result(ctx, id)
@@ -231,4 +238,18 @@ func TestApprovalSurvivesServerRestart(t *testing.T) {
 	if err != nil || res.Status != status.Succeeded {
 		t.Fatalf("%+v %v", res, err)
 	}
+}
+
+// currentDetails reads a workflow's current details, as the Temporal UI does.
+func currentDetails(t *testing.T, ctx context.Context, workflowID string) string {
+	t.Helper()
+	v, err := env.client.QueryWorkflow(ctx, workflowID, "", "__temporal_workflow_metadata")
+	if err != nil {
+		t.Fatalf("metadata of %s: %v", workflowID, err)
+	}
+	var md sdkpb.WorkflowMetadata
+	if err := v.Get(&md); err != nil {
+		t.Fatal(err)
+	}
+	return md.GetCurrentDetails()
 }

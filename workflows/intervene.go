@@ -90,6 +90,7 @@ func (s *stageRun) setWaiting(ctx workflow.Context, path string, st status.Statu
 	} else {
 		s.waitStatus[path] = st
 	}
+	s.publish(ctx)
 	var all []status.Status
 	for _, p := range sortedKeys(statusMap(s.waitStatus)) {
 		all = append(all, s.waitStatus[p])

@@ -432,6 +432,7 @@ func (s *stageRun) end(ctx workflow.Context, t *Node, st status.Status, f *activ
 	t.Status, t.EndedAt, t.Failure, t.Actions = st, &now, f, nil
 	s.terminal = append(s.terminal, ended{t.Path, st, s.inLoop(t.Path)})
 	s.updateCurrent()
+	s.publish(ctx)
 }
 
 // forget drops the terminal nodes below a path: a group that runs again starts fresh.

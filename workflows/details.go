@@ -1,0 +1,102 @@
+package workflows
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/status"
+)
+
+// maxDetailLines bounds the markdown tree a stage publishes: a big loop shows its first nodes.
+const maxDetailLines = 200
+
+// publish sets the stage workflow's current details (shown by the Temporal UI) to its live node
+// tree in markdown: statuses, durations, failures, and what a waiting node needs and the
+// command that gives it. Current details are workflow metadata, not commands: replay-safe.
+func (s *stageRun) publish(ctx workflow.Context) {
+	if s.tree == nil {
+		return
+	}
+	workflow.SetCurrentDetails(ctx, TreeMarkdown(s.tree, s.in.ExecutionID, workflow.Now(ctx)))
+}
+
+// TreeMarkdown renders a node tree as a markdown list.
+func TreeMarkdown(root *Node, executionID string, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** %s %s\n\n", nodeLabel(root), symbolOf(root.Status), root.Status)
+	lines := 0
+	var walk func(n *Node, depth int)
+	walk = func(n *Node, depth int) {
+		for _, c := range n.Children {
+			if c.Kind == "parallel" {
+				walk(c, depth)
+				continue
+			}
+			if lines == maxDetailLines {
+				fmt.Fprintf(&b, "%s- …\n", strings.Repeat("  ", depth))
+				lines++
+				return
+			}
+			if lines > maxDetailLines {
+				return
+			}
+			lines++
+			fmt.Fprintf(&b, "%s- %s %s · %s", strings.Repeat("  ", depth), symbolOf(c.Status), nodeLabel(c), c.Status)
+			if c.StartedAt != nil {
+				end := now
+				if c.EndedAt != nil {
+					end = *c.EndedAt
+				}
+				fmt.Fprintf(&b, " · %s", end.Sub(*c.StartedAt).Round(time.Millisecond))
+			}
+			switch c.Status {
+			case status.ApprovalWaiting:
+				fmt.Fprintf(&b, " — approve with `gantry approve %s --step %s` (or `gantry reject`)", executionID, c.Path)
+			case status.InterventionWaiting:
+				fmt.Fprintf(&b, " — decide with `gantry intervene %s %s --action %s`", executionID, c.Path, strings.Join(c.Actions, "|"))
+			case status.InputWaiting:
+				fmt.Fprintf(&b, " — answer with `gantry input %s --step %s --set KEY=VALUE` (%s)", executionID, c.Path, strings.Join(c.Inputs, ", "))
+			}
+			if c.Failure != nil {
+				fmt.Fprintf(&b, " — %s: %s", c.Failure.Category, oneLine(c.Failure.Message))
+			}
+			b.WriteByte('\n')
+			walk(c, depth+1)
+		}
+	}
+	walk(root, 0)
+	return b.String()
+}
+
+func nodeLabel(n *Node) string {
+	label := n.ID
+	if n.Type != "" {
+		label += " (" + n.Type + ")"
+	}
+	return label
+}
+
+func symbolOf(st status.Status) string {
+	switch {
+	case st == status.Succeeded || st == status.IgnoreFailed:
+		return "✓"
+	case st == status.Skipped || st == status.NotStarted:
+		return "·"
+	case st.Broke():
+		return "✗"
+	case st == status.Running:
+		return "▶"
+	}
+	return "⏸"
+}
+
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
