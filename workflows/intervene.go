@@ -8,8 +8,8 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/status"
 )
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/expressions"
-	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/status"
 )
 

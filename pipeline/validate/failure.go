@@ -6,8 +6,8 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
-	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
+	"github.com/gantry-cd/gantry/plan/duration"
 )
 
 // fsCtx says where a failureStrategies list sits, for the placement rules of spec 5.3.

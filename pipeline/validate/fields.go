@@ -9,8 +9,8 @@ import (
 
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/pipeline"
-	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
+	"github.com/gantry-cd/gantry/plan/duration"
 )
 
 var (
