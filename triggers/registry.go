@@ -24,8 +24,8 @@ type Registry struct {
 	// TemplateDirs are template folders beyond the directory's own templates/.
 	TemplateDirs []string
 	Triggers     []*Loaded
-	pipelines map[string]string // pipeline identifier → file
-	inputSets map[string]string // input set identifier → file
+	pipelines    map[string]string // pipeline identifier → file
+	inputSets    map[string]string // input set identifier → file
 }
 
 // Loaded is one valid trigger file.

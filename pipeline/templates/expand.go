@@ -49,8 +49,8 @@ type expander struct {
 	file string
 	// filling names what Fill fills ("service"); empty when expanding template links.
 	filling string
-	diags diag.List
-	uses  []Use
+	diags   diag.List
+	uses    []Use
 	// The templates being expanded, outermost first, with the scopes of their documents.
 	path   []string
 	scopes []string
