@@ -32,6 +32,8 @@ k8s-tools:
 
 vet:
 	$(GO) vet ./...
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 
 # Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`.
 test: vet k8s-tools
