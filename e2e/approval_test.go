@@ -2,10 +2,12 @@ package e2e
 
 import (
 	"context"
-	sdkpb "go.temporal.io/api/sdk/v1"
 	"strings"
 	"testing"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	sdkpb "go.temporal.io/api/sdk/v1"
 
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/internal/conformance"
@@ -153,6 +155,9 @@ func TestApprovalRejection(t *testing.T) {
 	}
 	conformance.Check(t, res.Tree, map[string]status.Status{"gate.gate": status.ApprovalRejected, "gate": status.ApprovalRejected,
 		"": status.ApprovalRejected, "after": status.Skipped, "onfail.page": status.Succeeded})
+	if st, msg := closedAs(t, id); st != enumspb.WORKFLOW_EXECUTION_STATUS_FAILED || !strings.Contains(msg, "APPROVAL_REJECTED: pipeline APPROVAL_REJECTED: gate.gate (HarnessApproval) APPROVAL_REJECTED") {
+		t.Errorf("rejected pipeline closed %s with %q", st, msg)
+	}
 
 	strategy := "                  failureStrategies: [{onFailure: {errors: [ApprovalRejection], action: {type: MarkAsSuccess}}}]\n"
 	id = startAndWait(t, ctx, strings.Replace(approvalPipeline("c43", "", ""), "                  spec:\n                    approvalMessage", strategy+"                  spec:\n                    approvalMessage", 1))

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
@@ -224,6 +226,11 @@ func abortRunningStep(t *testing.T, timeout string) {
 		"s1.b": status.NotStarted, "s1.rollbackSteps.r": status.NotStarted, "s2": status.NotStarted})
 	if a := res.Tree.Abort; a == nil || a.By != "tester" || a.Reason != "wrong build" {
 		t.Errorf("abort record %+v", a)
+	}
+	for _, id := range []string{exec.ID, exec.ID + "/s1"} {
+		if st, _ := closedAs(t, id); st != enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+			t.Errorf("aborted workflow %s closed %s, want Canceled", id, st)
+		}
 	}
 	if err := env.starter.Abort(ctx, exec.ID, "tester", ""); err == nil {
 		t.Error("aborting a finished execution succeeded")

@@ -102,6 +102,22 @@ func TestRecordHistories(t *testing.T) {
 		t.Fatalf("batches: %v %v", res, err)
 	}
 	recordExecution(t, out, bt.ID)
+	// Temporal's own outcome (changeOutcomeStatus): a failed pipeline and its stage close
+	// Failed, an aborted one and its stage close Canceled, both with their results as details.
+	failedRun, _ := runPlan(t, env.starter, compile(t, "outcome_failed.yaml", []byte(outcomeFailedPipeline), load.Options{}))
+	recordExecution(t, out, failedRun.ID)
+	ab, err := env.starter.Start(ctx, compile(t, "outcome_aborted.yaml", []byte(approvalPipeline("outcome_aborted", "", "")), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, env.starter, ab.ID, "gate.gate", status.ApprovalWaiting)
+	if err := env.starter.Abort(ctx, ab.ID, "ops", "recorded"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := env.starter.Result(ctx, ab.ID); err != nil || res.Status != status.Aborted {
+		t.Fatalf("aborted: %v %v", res, err)
+	}
+	recordExecution(t, out, ab.ID)
 	// A Deployment stage on a real cluster: a rolling deploy, then a failed one rolled back.
 	dir := k8sExample(t, "record")
 	file := filepath.Join(dir, "dev.yaml")
@@ -181,6 +197,20 @@ func writeRunHistory(t *testing.T, id, runID, path string) {
 		t.Fatal(err)
 	}
 }
+
+const outcomeFailedPipeline = `pipeline:
+  name: outcome failed
+  identifier: outcome_failed
+  stages:
+    - stage:
+        name: build
+        identifier: build
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: compile, identifier: compile, timeout: 10s, spec: {shell: Bash, source: {type: Inline, spec: {script: "echo broken; exit 2"}}}}
+`
 
 const fastPathPipeline = `pipeline:
   name: fastpath

@@ -261,7 +261,7 @@ func (s *Starter) batchTree(ctx context.Context, id string) (*workflows.Node, er
 		return t, err
 	}
 	var res workflows.StageResult
-	if err := s.Client.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+	if err := workflows.ResultFrom(s.Client.GetWorkflow(ctx, id, "").Get(ctx, &res), &res); err != nil {
 		return nil, fmt.Errorf("batch %s: %w", id, err)
 	}
 	return res.Tree, nil
@@ -297,7 +297,7 @@ func query(ctx context.Context, c client.Client, id string, out **workflows.Node
 // was terminated or timed out as a whole returns an error.
 func (s *Starter) Result(ctx context.Context, executionID string) (*workflows.PipelineResult, error) {
 	var res workflows.PipelineResult
-	if err := s.Client.GetWorkflow(ctx, executionID, "").Get(ctx, &res); err != nil {
+	if err := workflows.ResultFrom(s.Client.GetWorkflow(ctx, executionID, "").Get(ctx, &res), &res); err != nil {
 		var canceled *temporal.CanceledError
 		if errors.As(err, &canceled) {
 			return &workflows.PipelineResult{Status: status.Aborted}, nil

@@ -58,6 +58,9 @@ const (
 	changeBatchBarriers = "batch-barriers"
 	// changeSequenceQueue: a sequence workflow on the pipelines' queue moves to its own.
 	changeSequenceQueue = "sequence-queue"
+	// changeOutcomeStatus: pipeline and stage workflows that end failed or aborted close Failed
+	// or Canceled for Temporal, with their result as the failure's details.
+	changeOutcomeStatus = "outcome-status"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients

@@ -71,7 +71,7 @@ func (s *stageRun) runBatches(ctx workflow.Context, n *plan.Node, t *Node, lp *l
 			}
 			s.batchRuns[ph.Source] = f
 			var res StageResult
-			err := f.Get(ctx, &res)
+			err := ResultFrom(f.Get(ctx, &res), &res)
 			delete(s.batchRuns, ph.Source)
 			end := workflow.Now(ctx)
 			ph.EndedAt = &end

@@ -37,14 +37,14 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 	if err := renderVariables(in.Plan.Variables, child(p.data, "variables"), p.root, "pipeline"); err != nil {
 		p.tree.Failure = &activities.Failure{Category: activities.Unknown, Message: err.Error()}
 		p.finish(final, status.Errored)
-		return &PipelineResult{Status: p.tree.Status, Tree: p.tree}, nil
+		return p.result(final, nil)
 	}
 	// Executions started before pipeline and stage timeouts were enforced replay without them.
 	if workflow.GetVersion(ctx, changeTimeouts, workflow.DefaultVersion, 1) == 1 {
 		if err := p.startTimer(body); err != nil {
 			p.tree.Failure = &activities.Failure{Category: activities.Unknown, Message: err.Error()}
 			p.finish(final, status.Errored)
-			return &PipelineResult{Status: p.tree.Status, Tree: p.tree}, nil
+			return p.result(final, nil)
 		}
 	}
 	resuming := in.Resume != nil
@@ -73,7 +73,17 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 		st = status.Aborted
 	}
 	p.finish(final, st)
-	return &PipelineResult{Status: p.tree.Status, Tree: p.tree, Stages: p.resultStages()}, nil
+	return p.result(final, p.resultStages())
+}
+
+// result is what the pipeline workflow returns: its final tree, and for Temporal a close that
+// tells the outcome (see closing).
+func (p *pipelineRun) result(ctx workflow.Context, stages map[string]any) (*PipelineResult, error) {
+	res := &PipelineResult{Status: p.tree.Status, Tree: p.tree, Stages: stages}
+	if err := closing(ctx, res.Status, p.tree, *res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // resultStages is the stages' data for the result, without the iterations of stage loops
@@ -465,7 +475,7 @@ func (p *pipelineRun) execStage(ctx workflow.Context, n *plan.Node, t *Node, in 
 	f := workflow.ExecuteChildWorkflow(cctx, StageName, in)
 	p.children[n.ID] = f
 	var res StageResult
-	err := f.Get(ctx, &res)
+	err := ResultFrom(f.Get(ctx, &res), &res)
 	delete(p.children, n.ID)
 	p.running = remove(p.running, n.ID)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)

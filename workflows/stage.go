@@ -26,7 +26,11 @@ func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 	}
 	s.run(ctx)
 	s.settle(ctx)
-	return &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted}, nil
+	res := &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted}
+	if err := closing(ctx, s.tree.Status, s.tree, *res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // signal sends a signal to another workflow of the execution and keeps its future for settle.

@@ -129,7 +129,7 @@ func (b *stageBatch) runStage(ctx workflow.Context, n *plan.Node, t *Node, in St
 	_ = f.GetChildWorkflowExecution().Get(ctx, nil)
 	b.starting--
 	var res StageResult
-	err := f.Get(ctx, &res)
+	err := ResultFrom(f.Get(ctx, &res), &res)
 	delete(b.running, n.ID)
 	return stageOutcome(ctx, n, t, res, err)
 }
@@ -210,7 +210,7 @@ func (p *pipelineRun) runStageBatches(ctx workflow.Context, n *plan.Node, t *Nod
 				Of: fmt.Sprintf("%s #%d", p.in.Plan.Name, p.in.SequenceID)})
 			p.batchRuns[ph.Source] = f
 			var res StageResult
-			err := f.Get(ctx, &res)
+			err := ResultFrom(f.Get(ctx, &res), &res)
 			delete(p.batchRuns, ph.Source)
 			if running--; running == 0 {
 				p.running = remove(p.running, n.ID)

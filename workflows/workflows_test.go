@@ -1,10 +1,12 @@
 package workflows_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/gantry-cd/gantry/activities/logs"
@@ -45,14 +47,39 @@ func runWith(t *testing.T, p *plan.Plan, set workflows.Settings) *workflows.Pipe
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
-	if err := env.GetWorkflowError(); err != nil {
+	var res workflows.PipelineResult
+	closeErr := env.GetWorkflowError()
+	if closeErr == nil {
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := workflows.ResultFrom(closeErr, &res); err != nil {
 		t.Fatalf("workflow error: %v", err)
 	}
-	var res workflows.PipelineResult
-	if err := env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	checkClose(t, res.Status, closeErr)
 	return &res
+}
+
+// checkClose checks that Temporal's own outcome of a pipeline workflow tells its status:
+// Failed with the status as the error type, Canceled when aborted, Completed otherwise.
+func checkClose(t *testing.T, st status.Status, closeErr error) {
+	t.Helper()
+	var app *temporal.ApplicationError
+	var canceled *temporal.CanceledError
+	switch st {
+	case status.Failed, status.Errored, status.Expired, status.ApprovalRejected, status.FreezeFailed:
+		if !errors.As(closeErr, &app) || app.Type() != string(st) || !strings.HasPrefix(app.Error(), "pipeline "+string(st)) {
+			t.Errorf("pipeline %s closed with %v, want an application error of type %s", st, closeErr, st)
+		}
+	case status.Aborted:
+		if !errors.As(closeErr, &canceled) {
+			t.Errorf("pipeline %s closed with %v, want canceled", st, closeErr)
+		}
+	default:
+		if closeErr != nil {
+			t.Errorf("pipeline %s closed with %v, want completed", st, closeErr)
+		}
+	}
 }
 
 func TestConformanceProgression(t *testing.T) {
