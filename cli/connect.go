@@ -119,6 +119,7 @@ func defaultDataDir() string {
 // process runs them.
 type engine struct {
 	client    client.Client
+	internal  client.Client // the internal namespace: sequence workflows, cron schedules
 	starter   *starter.Starter
 	server    *devserver.Server
 	worker    sdkworker.Worker
@@ -192,7 +193,11 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		return nil, fmt.Errorf("connect to Temporal at %s: %w (check --address, or omit it to use the embedded server)", addr, err)
 	}
 	e.client, e.address = c, addr
-	e.starter = &starter.Starter{Client: c, TaskQueue: f.taskQueue, NoFastPath: !f.fastPath, Log: log}
+	if err := e.connectInternal(ctx, f, opts, withWorker); err != nil {
+		e.close()
+		return nil, err
+	}
+	e.starter = &starter.Starter{Client: c, Internal: e.internal, TaskQueue: f.taskQueue, NoFastPath: !f.fastPath, Log: log}
 	if e.metrics != nil {
 		if err := e.serveMetrics(f.metricsAddr, log); err != nil {
 			e.close()
@@ -220,6 +225,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			StopTimeout:        f.stopGrace,
 			Tags:               f.tags,
 			NoFastPath:         !f.fastPath,
+			Internal:           e.internal,
 		}
 		e.worker = worker.New(c, wo)
 		if err := os.MkdirAll(filepath.Join(f.dataDir, "work"), 0o700); err != nil {
@@ -257,7 +263,8 @@ func (e *engine) startEmbedded(ctx context.Context, f connFlags) error {
 		return fmt.Errorf("data directory %s is in use by another gantry process; wait for it, use another --data-dir, or run `gantry server` and let commands share it", f.dataDir)
 	}
 	e.lock = lock
-	s, err := devserver.Start(ctx, devserver.Options{DataDir: f.dataDir, Namespace: f.namespace, SearchAttributes: workflows.SearchAttributes()})
+	s, err := devserver.Start(ctx, devserver.Options{DataDir: f.dataDir, Namespace: f.namespace,
+		Extra: []string{workflows.InternalNamespace(f.namespace)}, SearchAttributes: workflows.SearchAttributes()})
 	if err != nil {
 		return err
 	}
@@ -320,6 +327,9 @@ func (e *engine) close() {
 	if e.metrics != nil {
 		_ = e.metrics.Close()
 	}
+	if e.internal != nil {
+		e.internal.Close()
+	}
 	if e.client != nil {
 		e.client.Close()
 	}
@@ -355,6 +365,26 @@ func consoleLogger(level zapcore.Level) *zap.Logger {
 		return zap.NewNop()
 	}
 	return l
+}
+
+// connectInternal opens the client of the internal namespace. A worker on a cluster registers
+// that namespace when it is missing; the embedded server creates it at start.
+func (e *engine) connectInternal(ctx context.Context, f connFlags, opts client.Options, withWorker bool) error {
+	name := workflows.InternalNamespace(f.namespace)
+	if f.address != "" && withWorker {
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := devserver.RegisterNamespace(rctx, e.client, name, 30*24*time.Hour); err != nil {
+			return fmt.Errorf("%w (gantry keeps sequence numbers and cron schedules in namespace %s: create it with `temporal operator namespace create %s`, or let this worker register namespaces)", err, name, name)
+		}
+	}
+	opts.Namespace = name
+	ic, err := client.NewClientFromExisting(e.client, opts)
+	if err != nil {
+		return fmt.Errorf("connect to Temporal namespace %s: %w", name, err)
+	}
+	e.internal = ic
+	return nil
 }
 
 // registerAttributes registers Gantry's search attributes on an external cluster.

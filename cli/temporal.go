@@ -44,7 +44,7 @@ Stopping it (SIGTERM) loses nothing: executions carry on when it is started agai
 			log := newLogger(true)
 			s, err := devserver.Start(ctx, devserver.Options{
 				Postgres: pg, Listen: listen, Namespace: namespace, HistoryShards: shards, Retention: retention,
-				SearchAttributes: workflows.SearchAttributes(), Logger: serverLogger(verbose),
+				Extra: []string{workflows.InternalNamespace(namespace)}, SearchAttributes: workflows.SearchAttributes(), Logger: serverLogger(verbose),
 			})
 			if err != nil {
 				return usageErr("%v", err)

@@ -42,6 +42,8 @@ type Options struct {
 	// DataDir holds the SQLite database; "" keeps everything in memory (lost on Stop).
 	DataDir   string
 	Namespace string
+	// Extra are further namespaces to create, without search attributes (Gantry's internal one).
+	Extra []string
 	// Retention is how long closed executions are kept (default 30 days).
 	Retention time.Duration
 	// SearchAttributes are registered on start (name → type), so workflows can use them at once.
@@ -159,8 +161,17 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			return nil, err
 		}
 		nsCfg.Detail.Config.Retention = durationpb.New(o.Retention)
-		if err := sqliteschema.CreateNamespaces(&sqlCfg, nsCfg); err != nil {
-			return nil, fmt.Errorf("embedded temporal: create namespace %q: %w", o.Namespace, err)
+		all := []*sqliteschema.NamespaceConfig{nsCfg}
+		for _, name := range o.Extra {
+			extra, err := sqliteschema.NewNamespaceConfig("active", name, false, nil)
+			if err != nil {
+				return nil, err
+			}
+			extra.Detail.Config.Retention = durationpb.New(o.Retention)
+			all = append(all, extra)
+		}
+		if err := sqliteschema.CreateNamespaces(&sqlCfg, all...); err != nil {
+			return nil, fmt.Errorf("embedded temporal: create namespaces: %w", err)
 		}
 	}
 	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
@@ -217,8 +228,10 @@ func (s *Server) prepareNamespace(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if o.Postgres != "" {
-		if err := registerNamespace(ctx, c, s.Namespace, o.Retention); err != nil {
-			return err
+		for _, name := range append([]string{s.Namespace}, o.Extra...) {
+			if err := RegisterNamespace(ctx, c, name, o.Retention); err != nil {
+				return err
+			}
 		}
 	}
 	// A namespace registered a moment ago, and its search attributes, reach the frontend's cache

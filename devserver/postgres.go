@@ -87,9 +87,9 @@ func setupPostgres(cfg config.SQL, schemaName string, logger log.Logger) error {
 	return nil
 }
 
-// registerNamespace creates the namespace through the frontend unless it exists, then waits
+// RegisterNamespace creates the namespace through the frontend unless it exists, then waits
 // until the frontend's namespace cache knows it (search attributes need that).
-func registerNamespace(ctx context.Context, c client.Client, name string, retention time.Duration) error {
+func RegisterNamespace(ctx context.Context, c client.Client, name string, retention time.Duration) error {
 	_, err := c.WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
 		Namespace:                        name,
 		WorkflowExecutionRetentionPeriod: durationpb.New(retention),

@@ -88,14 +88,15 @@ func TestEncryptedHistory(t *testing.T) {
 	}
 	defer cc.Close()
 	const queue = "gantry-encrypted"
-	w := worker.New(cc, worker.Options{TaskQueue: queue, Logs: env.logs, Secrets: &secrets.Store{}})
+	ic := internalOf(t, cc)
+	w := worker.New(cc, worker.Options{TaskQueue: queue, Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
 
 	plaintexts := []string{"hunter2-encrypted-run", "marker-output-7f3a", "pipeline-var-5e2b", "secret-output-9c1d"}
-	exec, res := runPlan(t, &starter.Starter{Client: cc, TaskQueue: queue}, compile(t, "enc.yaml", []byte(encryptedPipeline("encrypted_run")), load.Options{}))
+	exec, res := runPlan(t, &starter.Starter{Client: cc, Internal: ic, TaskQueue: queue}, compile(t, "enc.yaml", []byte(encryptedPipeline("encrypted_run")), load.Options{}))
 	if res.Status != status.Succeeded || res.Tree.Find("s.use").Outputs["outputVariables"].(map[string]any)["mark"] != "marker-output-7f3a" {
 		t.Fatalf("encrypted run: %s %v", res.Status, res.Tree.Find("s.use").Outputs)
 	}

@@ -35,10 +35,20 @@ func TestCronTriggerSchedules(t *testing.T) {
 	api := server.New(server.Options{Starter: env.starter, PipelinesDir: dir, IdentityFile: filepath.Join(dir, "none.yaml")})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// A schedule an older Gantry kept in the pipelines' namespace gives way to the internal one.
+	legacy, err := env.client.ScheduleClient().Create(ctx, client.ScheduleOptions{ID: starter.SchedulePrefix + "nightly",
+		Spec:   client.ScheduleSpec{CronExpressions: []string{"30 2 * * 1-5"}},
+		Action: &client.ScheduleWorkflowAction{ID: "legacy", Workflow: "gantry.Cron", TaskQueue: "gantry"}, Paused: true})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := api.SyncSchedules(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := env.client.ScheduleClient().GetHandle(ctx, starter.SchedulePrefix+"nightly")
+	if _, err := legacy.Describe(ctx); err == nil {
+		t.Error("the schedule in the pipelines' namespace was not removed")
+	}
+	h := env.internal.ScheduleClient().GetHandle(ctx, starter.SchedulePrefix+"nightly")
 	desc, err := h.Describe(ctx)
 	if err != nil {
 		t.Fatal(err)

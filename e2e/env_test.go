@@ -25,10 +25,11 @@ import (
 
 // env is one embedded server with a worker, shared by the tests of this package.
 var env struct {
-	srv     *devserver.Server
-	client  client.Client
-	starter *starter.Starter
-	logs    logs.Store
+	srv      *devserver.Server
+	client   client.Client
+	internal client.Client // the internal namespace, as the gantry command uses
+	starter  *starter.Starter
+	logs     logs.Store
 }
 
 func TestMain(m *testing.M) {
@@ -49,10 +50,16 @@ func runMain(m *testing.M) int {
 	}
 	defer srv.Stop()
 	defer c.Close()
-	env.srv, env.client = srv, c
-	env.starter = &starter.Starter{Client: c}
+	ic, err := client.NewClientFromExisting(c, client.Options{Namespace: workflows.InternalNamespace(srv.Namespace), Logger: quiet{}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer ic.Close()
+	env.srv, env.client, env.internal = srv, c, ic
+	env.starter = &starter.Starter{Client: c, Internal: ic}
 	env.logs = logs.Store{Dir: filepath.Join(dir, "logs")}
-	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}})
+	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic})
 	w.RegisterWorkflowWithOptions(rawSteps, workflow.RegisterOptions{Name: rawStepsName})
 	w.RegisterWorkflowWithOptions(rawFanout, workflow.RegisterOptions{Name: rawFanoutName})
 	if err := w.Start(); err != nil {
@@ -65,7 +72,8 @@ func runMain(m *testing.M) int {
 }
 
 func startServer(ctx context.Context, dataDir string) (*devserver.Server, client.Client, error) {
-	srv, err := devserver.Start(ctx, devserver.Options{DataDir: dataDir, SearchAttributes: workflows.SearchAttributes()})
+	srv, err := devserver.Start(ctx, devserver.Options{DataDir: dataDir, SearchAttributes: workflows.SearchAttributes(),
+		Extra: []string{workflows.InternalNamespace("default")}})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,6 +85,17 @@ func startServer(ctx context.Context, dataDir string) (*devserver.Server, client
 		return nil, nil, err
 	}
 	return srv, c, nil
+}
+
+// internalOf is the internal namespace's client beside c, closed when the test ends.
+func internalOf(t *testing.T, c client.Client) client.Client {
+	t.Helper()
+	ic, err := client.NewClientFromExisting(c, client.Options{Namespace: workflows.InternalNamespace(env.srv.Namespace), Logger: quiet{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ic.Close)
+	return ic
 }
 
 type quiet struct{}

@@ -80,7 +80,7 @@ func killMidStage(t *testing.T, bin, timeout string, sig syscall.Signal) {
 		return cmd
 	}
 	first := startWorker()
-	s := &starter.Starter{Client: env.client, TaskQueue: queue}
+	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	execution, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})

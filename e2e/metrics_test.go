@@ -29,13 +29,14 @@ func TestMetricsAndHealth(t *testing.T) {
 	}
 	defer c.Close()
 	const queue = "gantry-metrics"
-	w := worker.New(c, worker.Options{TaskQueue: queue, Logs: env.logs})
+	ic := internalOf(t, c)
+	w := worker.New(c, worker.Options{TaskQueue: queue, Logs: env.logs, Internal: ic})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
 	src := strings.Replace(encryptedPipeline("metrics_run"), "{name: PASS, type: Secret, value: enc_password}", "{name: PASS, type: String, value: x}", 1)
-	runPlan(t, &starter.Starter{Client: c, TaskQueue: queue}, compile(t, "metrics.yaml", []byte(src), load.Options{}))
+	runPlan(t, &starter.Starter{Client: c, Internal: ic, TaskQueue: queue}, compile(t, "metrics.yaml", []byte(src), load.Options{}))
 
 	ready := func(ctx context.Context) error {
 		_, err := c.CheckHealth(ctx, &client.CheckHealthRequest{})

@@ -95,12 +95,12 @@ deny contains sprintf("%d replicas is more than 10", [input.replicas]) if input.
 		t.Fatal(err)
 	}
 	const queue = "policy-test"
-	w := worker.New(env.client, worker.Options{TaskQueue: queue, Logs: logs.Store{Dir: t.TempDir()}, Policies: engine})
+	w := worker.New(env.client, worker.Options{TaskQueue: queue, Logs: logs.Store{Dir: t.TempDir()}, Policies: engine, Internal: env.internal})
 	if err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	s := &starter.Starter{Client: env.client, TaskQueue: queue}
+	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
 	src := `pipeline:
   name: policy step
   identifier: policy_step

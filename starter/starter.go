@@ -28,7 +28,10 @@ import (
 
 // Starter starts and reads executions through one Temporal client.
 type Starter struct {
-	Client    client.Client
+	Client client.Client
+	// Internal is the client of the internal namespace (workflows.InternalNamespace), where
+	// sequence workflows and cron schedules live; nil keeps them in Client's namespace.
+	Internal  client.Client
 	TaskQueue string // "" is workflows.TaskQueue
 	// NoFastPath turns the fast path off for every execution this starter starts.
 	NoFastPath bool
@@ -39,6 +42,7 @@ type Starter struct {
 
 	resent        atomic.Int64
 	sequenceSlots sync.Map // pipeline identifier -> chan struct{}: this process's in-flight sequence updates
+	adopted       sync.Map // pipeline identifier -> true: its sequence workflow is in the internal namespace
 }
 
 // sequenceInFlight bounds the sequence updates one process keeps in flight per pipeline,
@@ -123,16 +127,19 @@ func (s *Starter) nextSequence(ctx context.Context, pipelineID, updateID string)
 	case <-ctx.Done():
 		return 0, fmt.Errorf("take a sequence number for pipeline %s: %w", pipelineID, ctx.Err())
 	}
+	if err := s.adoptSequence(ctx, pipelineID); err != nil {
+		return 0, err
+	}
 	var n int64
-	err := s.resend(ctx, "gantry-sequence-"+pipelineID, workflows.UpdateNext, updateID, func() error {
+	err := s.resend(ctx, sequenceID(pipelineID), workflows.UpdateNext, updateID, func() error {
 		// An operation runs once; each attempt gets its own.
-		op := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-			ID:                       "gantry-sequence-" + pipelineID,
+		op := s.internal().NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID:                       sequenceID(pipelineID),
 			TaskQueue:                workflows.SequenceQueue(s.queue()),
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			StaticSummary:            "Sequence numbers of pipeline " + pipelineID,
 		}, workflows.SequenceName, int64(0))
-		h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		h, err := s.internal().UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: op,
 			UpdateOptions: client.UpdateWorkflowOptions{
 				UpdateID:     updateID,

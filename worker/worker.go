@@ -47,6 +47,10 @@ type Options struct {
 	Tags []string
 	// NoFastPath starts cron-triggered executions with the fast path off.
 	NoFastPath bool
+	// Internal is the client of the internal namespace (workflows.InternalNamespace): the
+	// worker also runs the sequence and cron workflows there. nil: only the pipelines'
+	// namespace.
+	Internal client.Client
 }
 
 // MaxTags bounds a worker's tags: it polls one task queue per non-empty subset.
@@ -98,39 +102,54 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout})
 	RegisterWorkflows(w)
 	closeSteps := registerActivities(w, o)
-	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, TaskQueue: tq, NoFastPath: o.NoFastPath}}
+	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, Internal: o.Internal, TaskQueue: tq, NoFastPath: o.NoFastPath}}
 	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 	// Sequence workflows poll a queue of their own: their tasks must not wait behind the
-	// pipelines a burst of webhook deliveries starts.
+	// pipelines a burst of webhook deliveries starts. The pipelines' namespace keeps one for
+	// the sequence workflows of older Gantry versions until they hand over.
 	seq := sdkworker.New(c, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
 	seq.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
-	return withSequences{closing{w, closeSteps}, seq}
+	side := []sdkworker.Worker{seq}
+	if o.Internal != nil && o.Internal != c {
+		in := sdkworker.New(o.Internal, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
+		in.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
+		in.RegisterWorkflowWithOptions(workflows.Cron, workflow.RegisterOptions{Name: workflows.CronName})
+		in.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
+		side = append(side, in)
+	}
+	return withSide{closing{w, closeSteps}, side}
 }
 
-// withSequences runs the main worker together with the sequence queue's worker.
-type withSequences struct {
+// withSide runs the main worker together with the sequence queues' workers.
+type withSide struct {
 	closing
-	seq sdkworker.Worker
+	side []sdkworker.Worker
 }
 
-func (w withSequences) Start() error {
-	if err := w.seq.Start(); err != nil {
-		return err
+func (w withSide) Start() error {
+	for _, s := range w.side {
+		if err := s.Start(); err != nil {
+			return err
+		}
 	}
 	return w.closing.Start()
 }
 
-func (w withSequences) Run(interrupt <-chan any) error {
-	if err := w.seq.Start(); err != nil {
-		return err
+func (w withSide) Run(interrupt <-chan any) error {
+	for _, s := range w.side {
+		if err := s.Start(); err != nil {
+			return err
+		}
+		defer s.Stop()
 	}
-	defer w.seq.Stop()
 	return w.closing.Run(interrupt)
 }
 
-func (w withSequences) Stop() {
+func (w withSide) Stop() {
 	w.closing.Stop()
-	w.seq.Stop()
+	for _, s := range w.side {
+		s.Stop()
+	}
 }
 
 // closing releases what the step activities hold (fork servers, workspaces being removed)

@@ -28,6 +28,9 @@ const (
 	QueryTree = "tree"
 	// UpdateNext hands out the next sequence number of a pipeline.
 	UpdateNext = "next"
+	// UpdateHandover ends a sequence workflow of a pipelines' namespace, returning its state
+	// (SequenceState) for the internal namespace's.
+	UpdateHandover = "handover"
 	// TaskQueue is the default task queue of workflows and step activities.
 	TaskQueue = "gantry"
 	// UpdateIntervene resolves a node waiting for manual intervention, or marks a running
@@ -158,6 +161,11 @@ func (s Settings) parallelBatches() int {
 // with the next heartbeat, which the SDK sends at most every 80% of the heartbeat timeout: 4 s
 // keeps an abort under about 3 s.
 var DefaultSettings = Settings{HeartbeatTimeout: 4 * time.Second, InfraAttempts: 5, DelegateWait: 2 * time.Minute, FastPathMaxTimeout: time.Minute}
+
+// InternalNamespace is the namespace of Gantry's own workflows for the pipelines of namespace
+// ns: sequence counters, cron schedules and the workflows they start. Kept apart, they do not
+// crowd the list of pipeline runs in the Temporal UI.
+func InternalNamespace(ns string) string { return ns + "-internal" }
 
 // SequenceQueue is the task queue of the sequence workflows of workers on queue base.
 func SequenceQueue(base string) string { return base + "-sequence" }

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -28,13 +29,17 @@ type KeyedNumber struct {
 // shared by every client and survives restarts. An update whose ID is an idempotency key
 // rather than a random UUID is remembered with its number, in this run by Temporal and in later
 // runs by kept.
-func Sequence(ctx workflow.Context, last int64, kept []KeyedNumber) error {
+//
+// A sequence workflow of a pipeline's namespace (Gantry before internal namespaces) hands its
+// state over through the "handover" update and completes with it as its result, so that the
+// sequence workflow of the internal namespace carries on from where it stopped.
+func Sequence(ctx workflow.Context, last int64, kept []KeyedNumber) (*SequenceState, error) {
 	known := make(map[string]int64, len(kept))
 	for _, k := range kept {
 		known[k.Key] = k.Number
 	}
-	handed := 0
-	err := workflow.SetUpdateHandler(ctx, UpdateNext, func(ctx workflow.Context) (int64, error) {
+	handed, handedOver := 0, false
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateNext, func(ctx workflow.Context) (int64, error) {
 		id := workflow.GetCurrentUpdateInfo(ctx).ID
 		if n, ok := known[id]; ok {
 			return n, nil // a key seen before this run continued as new
@@ -46,12 +51,29 @@ func Sequence(ctx workflow.Context, last int64, kept []KeyedNumber) error {
 			kept = append(kept, KeyedNumber{Key: id, Number: last})
 		}
 		return last, nil
+	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context) error {
+		if handedOver {
+			return temporal.NewApplicationError("this sequence moved to the internal namespace", ErrConflict)
+		}
+		return nil
+	}})
+	if err != nil {
+		return nil, err
+	}
+	err = workflow.SetUpdateHandler(ctx, UpdateHandover, func(ctx workflow.Context) (*SequenceState, error) {
+		handedOver = true
+		return &SequenceState{Last: last, Kept: kept}, nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := workflow.Await(ctx, func() bool { return handed >= sequenceBatch && workflow.AllHandlersFinished(ctx) }); err != nil {
-		return err
+	if err := workflow.Await(ctx, func() bool {
+		return (handedOver || handed >= sequenceBatch) && workflow.AllHandlersFinished(ctx)
+	}); err != nil {
+		return nil, err
+	}
+	if handedOver {
+		return &SequenceState{Last: last, Kept: kept}, nil
 	}
 	if len(kept) > SequenceKeysKept {
 		kept = kept[len(kept)-SequenceKeysKept:]
@@ -61,5 +83,12 @@ func Sequence(ctx workflow.Context, last int64, kept []KeyedNumber) error {
 		workflow.GetVersion(ctx, changeSequenceQueue, workflow.DefaultVersion, 1) == 1 {
 		ctx = workflow.WithWorkflowTaskQueue(ctx, SequenceQueue(q))
 	}
-	return workflow.NewContinueAsNewError(ctx, SequenceName, last, kept)
+	return nil, workflow.NewContinueAsNewError(ctx, SequenceName, last, kept)
+}
+
+// SequenceState is where a sequence stands: the last number handed out and the keyed numbers
+// it remembers.
+type SequenceState struct {
+	Last int64         `json:"last"`
+	Kept []KeyedNumber `json:"kept,omitempty"`
 }
