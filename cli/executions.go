@@ -115,6 +115,7 @@ func serverCmd() *cobra.Command {
 	var listen, pipelines, identityFile string
 	var templateDirs []string
 	var uiListen string
+	var uiGroups []string
 	runWorker := true
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -122,8 +123,9 @@ func serverCmd() *cobra.Command {
 		Long: `Runs a worker and the JSON API (see server/openapi.yaml, also served at /api/v1/openapi.yaml) on
 --listen. With no --address it also serves the embedded Temporal server on the data directory;
 other gantry commands on the same --data-dir connect to it. Every API call needs a token from
-the identity file (gantry user add). Point the Temporal CLI or UI at the printed address to
-inspect executions; the Temporal Web UI itself is not served.`,
+the identity file (gantry user add). It also serves the Temporal Web UI on --ui-listen (pipeline
+runs, their stages and live trees); with --codec-keys, users sign in at /gantry/sign-in with
+their token to see encrypted payloads in plain text.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -157,7 +159,7 @@ inspect executions; the Temporal Web UI itself is not served.`,
 			go func() { errc <- srv.ListenAndServe() }()
 			uiNote := "no Web UI (--ui-listen is empty)"
 			if uiListen != "" {
-				ui, err := startUI(ctx, e, conn, uiListen)
+				ui, err := startUI(ctx, e, conn, uiListen, identityFile, uiGroups)
 				switch {
 				case err != nil && cmd.Flags().Changed("ui-listen"):
 					return usageErr("%v", err)
@@ -182,6 +184,7 @@ inspect executions; the Temporal Web UI itself is not served.`,
 	}
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8088", "address of the JSON API")
 	cmd.Flags().StringVar(&uiListen, "ui-listen", webui.DefaultListen, "address of the Temporal Web UI; empty serves none")
+	uiFlags(cmd, &uiGroups)
 	cmd.Flags().StringVar(&pipelines, "pipelines", "", "directory of pipeline files that start requests may name")
 	templatesFlag(cmd, &templateDirs)
 	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file (default DATA_DIR/users.yaml)")

@@ -3,20 +3,57 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gantry-cd/gantry/codec"
+	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/webui"
 )
 
 // startUI serves the Temporal Web UI in front of the frontend e talks to, with the connection's
-// TLS files, and records it for the commands that join this data directory's server.
-func startUI(ctx context.Context, e *engine, conn connFlags, listen string) (*webui.Server, error) {
-	ui, err := webui.Start(ctx, webui.Options{Listen: listen, Temporal: e.address, Namespace: conn.namespace,
-		CAFile: conn.secure.ca, CertFile: conn.secure.cert, KeyFile: conn.secure.key, ServerName: conn.secure.serverName})
+// TLS files, and records it for the commands that join this data directory's server. With
+// --codec-keys the UI decodes payloads for users who sign in with a token of identityFile (in
+// one of groups, when given).
+func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFile string, groups []string) (*webui.Server, error) {
+	o := webui.Options{Listen: listen, Temporal: e.address, Namespace: conn.namespace,
+		CAFile: conn.secure.ca, CertFile: conn.secure.cert, KeyFile: conn.secure.key, ServerName: conn.secure.serverName}
+	if conn.codecKeys != "" {
+		keys, err := codec.LoadFile(conn.codecKeys)
+		if err != nil {
+			return nil, err
+		}
+		if identityFile == "" {
+			identityFile = filepath.Join(conn.dataDir, "users.yaml")
+		}
+		c := &codec.Codec{Keys: keys}
+		// The identity file is read on each call: users added while the UI runs can sign in.
+		o.Codec = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			dir, err := identity.Load(identityFile)
+			if err != nil {
+				http.Error(w, "identity file: "+err.Error(), http.StatusInternalServerError)
+				return
+			}
+			c.Handler(codec.ServerOptions{Users: dir, Groups: groups}).ServeHTTP(w, r)
+		})
+		o.SignIn = func(token string) (string, error) {
+			dir, err := identity.Load(identityFile)
+			if err != nil {
+				return "", err
+			}
+			u, err := dir.Authenticate(token)
+			if err != nil {
+				return "", err
+			}
+			return u.Name, nil
+		}
+	}
+	ui, err := webui.Start(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -24,15 +61,22 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen string) (*we
 	return ui, nil
 }
 
+// uiFlags are the Web UI's flags beyond its address.
+func uiFlags(cmd *cobra.Command, groups *[]string) {
+	cmd.Flags().StringArrayVar(groups, "ui-codec-group", nil, "with --codec-keys, only members of these groups see decoded payloads in the Web UI (repeatable; default any user of the identity file)")
+}
+
 func uiCmd() *cobra.Command {
 	var conn connFlags
-	var listen string
+	var listen, identityFile string
+	var groups []string
 	cmd := &cobra.Command{
 		Use:   "ui [--ui-listen ADDR] [--address host:port | --data-dir DIR]",
 		Short: "Serve the Temporal Web UI for a data directory's server or a cluster, until interrupted",
 		Long: `Serves the Temporal Web UI (embedded in gantry) for the Temporal frontend of --address, or for
 the embedded server of the data directory (started here if no gantry process serves it).
-gantry server serves the same UI itself on --ui-listen.`,
+gantry server serves the same UI itself on --ui-listen. With --codec-keys, encrypted payloads
+show in plain text to users who sign in at /gantry/sign-in with a token of the identity file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -42,7 +86,7 @@ gantry server serves the same UI itself on --ui-listen.`,
 				return usageErr("%v", err)
 			}
 			defer e.close()
-			ui, err := startUI(ctx, e, conn, listen)
+			ui, err := startUI(ctx, e, conn, listen, identityFile, groups)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -53,6 +97,8 @@ gantry server serves the same UI itself on --ui-listen.`,
 		},
 	}
 	cmd.Flags().StringVar(&listen, "ui-listen", webui.DefaultListen, "address of the Temporal Web UI")
+	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file of the users who may sign in to decode payloads (default DATA_DIR/users.yaml)")
+	uiFlags(cmd, &groups)
 	conn.add(cmd)
 	return cmd
 }

@@ -19,6 +19,9 @@ type ServerOptions struct {
 	Groups []string
 }
 
+// TokenCookie carries a user's token from the Web UI's sign-in page to the codec endpoint.
+const TokenCookie = "gantry_token"
+
 // Handler serves POST /encode and /decode (Temporal's remote codec protocol) for authorised
 // users, with CORS for the UI's origin.
 func (c *Codec) Handler(o ServerOptions) http.Handler {
@@ -38,7 +41,13 @@ func (c *Codec) Handler(o ServerOptions) http.Handler {
 		}
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
-			http.Error(w, "missing bearer token", http.StatusUnauthorized)
+			// The Web UI gantry serves signs users in with a cookie on its own origin.
+			if ck, err := r.Cookie(TokenCookie); err == nil && ck.Value != "" {
+				token, ok = ck.Value, true
+			}
+		}
+		if !ok {
+			http.Error(w, "missing bearer token (or sign in to the Web UI)", http.StatusUnauthorized)
 			return
 		}
 		u, err := o.Users.Authenticate(token)

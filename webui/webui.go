@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"strconv"
 	"time"
@@ -27,39 +28,57 @@ type Options struct {
 	Namespace string
 	// TLS files for a frontend that needs them (the --tls-* flags); empty for plaintext.
 	CAFile, CertFile, KeyFile, ServerName string
-	// CodecEndpoint is gantry's codec server: the UI decodes payloads through it, sending the
-	// signed-in user's token, so encrypted payloads are shown only to those allowed.
-	CodecEndpoint string
+	// Codec serves Temporal's remote codec protocol (POST /decode, /encode), authenticating the
+	// cookie the sign-in page sets (codec.TokenCookie). With it, the UI decodes payloads through
+	// /gantry/codec on its own origin, so encrypted payloads show in plain text only to a user
+	// who signed in at /gantry/sign-in with a token the codec accepts. nil: no decoding.
+	Codec http.Handler
+	// SignIn checks a token on the sign-in page and names its user.
+	SignIn func(token string) (user string, err error)
 }
+
+// Paths gantry serves beside the UI's own.
+const (
+	SignInPath = "/gantry/sign-in"
+	codecPath  = "/gantry/codec"
+)
 
 // Server is a running UI.
 type Server struct {
-	ui  *server.Server
-	URL string // http://host:port
+	ui    *server.Server
+	front *http.Server
+	URL   string // http://host:port
 }
 
-// Start serves the UI and returns once it answers.
+// Start serves the UI and returns once it answers. The ui-server runs on a loopback port of
+// its own behind gantry's front on Listen, which adds the sign-in page and the codec endpoint
+// on the same origin (no CORS, and the sign-in cookie reaches the codec).
 func Start(ctx context.Context, o Options) (*Server, error) {
 	host, _, err := net.SplitHostPort(o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("UI address %q: %w", o.Listen, err)
 	}
-	// The UI server exits the process when it cannot bind its address: claim it first, so a
-	// busy port is an error to report instead.
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("serve the UI on %s: %w (choose another --ui-listen, or empty to serve none)", o.Listen, err)
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
+	public := "http://" + net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	// The UI server exits the process when it cannot bind its address: pick a free one first.
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	innerPort := inner.Addr().(*net.TCPAddr).Port
+	inner.Close()
 	ns := o.Namespace
 	if ns == "" {
 		ns = "default"
 	}
 	cfg := &config.Config{
 		TemporalGRPCAddress: o.Temporal,
-		Host:                host,
-		Port:                port,
+		Host:                "127.0.0.1",
+		Port:                innerPort,
 		EnableUI:            true,
 		DefaultNamespace:    ns,
 		HideLogs:            true,
@@ -69,11 +88,20 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.CAFile != "" || o.CertFile != "" {
 		cfg.TLS = config.TLS{CaFile: o.CAFile, CertFile: o.CertFile, KeyFile: o.KeyFile, ServerName: o.ServerName, EnableHostVerification: true}
 	}
-	if o.CodecEndpoint != "" {
-		cfg.Codec = config.Codec{Endpoint: o.CodecEndpoint, PassAccessToken: true}
+	if o.Codec != nil {
+		cfg.Codec = config.Codec{Endpoint: public + codecPath, IncludeCredentials: true}
 	}
-	s := &Server{ui: server.NewServer(server_options.WithConfigProvider(cfg)), URL: "http://" + net.JoinHostPort(host, strconv.Itoa(port))}
+	s := &Server{ui: server.NewServer(server_options.WithConfigProvider(cfg)), URL: public}
 	go func() { _ = s.ui.Start() }()
+	backend := &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(innerPort)}
+	mux := http.NewServeMux()
+	mux.Handle("/", httputil.NewSingleHostReverseProxy(backend))
+	if o.Codec != nil {
+		mux.Handle(codecPath+"/", http.StripPrefix(codecPath, o.Codec))
+		mux.Handle(SignInPath, signIn(o.SignIn))
+	}
+	s.front = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.front.Serve(ln) }()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		resp, err := http.Get(s.URL + "/healthz")
@@ -92,7 +120,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 }
 
 // Stop stops serving.
-func (s *Server) Stop() { s.ui.Stop() }
+func (s *Server) Stop() {
+	if s.front != nil {
+		_ = s.front.Close()
+	}
+	s.ui.Stop()
+}
 
 // ExecutionURL is the UI page of a workflow: a pipeline execution or a stage.
 func (s *Server) ExecutionURL(namespace, workflowID string) string {

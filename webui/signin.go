@@ -1,0 +1,58 @@
+package webui
+
+import (
+	"html/template"
+	"net/http"
+
+	"github.com/gantry-cd/gantry/codec"
+)
+
+var signInPage = template.Must(template.New("sign-in").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>Gantry: sign in to decode payloads</title>
+<style>body{font-family:sans-serif;max-width:32em;margin:4em auto}input{width:100%;padding:.4em;margin:.5em 0}</style></head>
+<body><h1>Sign in to decode payloads</h1>
+{{if .User}}<p id="signed-in">Signed in as <b>{{.User}}</b>: the UI shows the payloads your groups may read.</p><p><a href="/">Open the UI</a></p>
+<form method="post"><input type="hidden" name="sign-out" value="1"><button type="submit">Sign out</button></form>
+{{else}}{{if .Error}}<p id="error" style="color:#b00">{{.Error}}</p>{{end}}
+<p>Payloads of this namespace are encrypted. Paste your Gantry API token (<code>gantry user add</code>) to see them in plain text.</p>
+<form method="post"><input type="password" name="token" id="token" autocomplete="off" placeholder="token"><button type="submit" id="submit">Sign in</button></form>{{end}}
+</body></html>`))
+
+// signIn serves the page that turns a Gantry token into the cookie the codec endpoint reads.
+// The cookie is HttpOnly and scoped to /gantry: the UI's own scripts never see the token.
+func signIn(check func(string) (string, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data := struct{ User, Error string }{}
+		switch r.Method {
+		case http.MethodGet:
+			if ck, err := r.Cookie(codec.TokenCookie); err == nil && check != nil {
+				data.User, _ = check(ck.Value)
+			}
+		case http.MethodPost:
+			if r.PostFormValue("sign-out") != "" {
+				http.SetCookie(w, &http.Cookie{Name: codec.TokenCookie, Path: "/gantry", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+				break
+			}
+			token := r.PostFormValue("token")
+			user, err := "", error(nil)
+			if check == nil {
+				err = http.ErrNotSupported
+			} else {
+				user, err = check(token)
+			}
+			if err != nil {
+				w.WriteHeader(http.StatusUnauthorized)
+				data.Error = "That token is not valid here."
+				break
+			}
+			http.SetCookie(w, &http.Cookie{Name: codec.TokenCookie, Value: token, Path: "/gantry", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			data.User = user
+		default:
+			http.Error(w, "GET or POST", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = signInPage.Execute(w, data)
+	})
+}
