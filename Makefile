@@ -4,7 +4,7 @@ BIN     := bin/gantry
 FUZZTIME ?= 50000x
 LONGFUZZ ?= 5m
 
-.PHONY: all build run run-k8s run-topology k8s-tools test vet fuzz bench stress clean
+.PHONY: all build run run-k8s run-topology k8s-tools browser-tools test vet fuzz bench stress clean
 
 all: build
 
@@ -30,14 +30,20 @@ run-topology: build
 k8s-tools:
 	@hack/k8s/build.sh >/dev/null
 
+# Installs Debian's Chromium (apt-get) for the Web UI's browser tests when it is missing.
+browser-tools:
+	@hack/browser/install-chromium.sh
+
 vet:
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 
-# Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`.
-test: vet k8s-tools
-	$(GO) test -race -count=1 -timeout 30m ./...
+# Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`. Test artifacts (the
+# browser tests' screenshots) are kept in .test-output/_artifacts.
+test: vet k8s-tools browser-tools
+	@mkdir -p .test-output
+	$(GO) test -race -count=1 -timeout 30m -artifacts -outputdir $(CURDIR)/.test-output ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pipeline/load
 	$(GO) test -run '^$$' -fuzz '^FuzzExpand$$' -fuzztime $(FUZZTIME) ./pipeline/templates
@@ -72,4 +78,4 @@ bench: k8s-tools
 	@bash hack/bench-ratios.sh .bench.out
 
 clean:
-	rm -rf bin .bench.out
+	rm -rf bin .bench.out .test-output

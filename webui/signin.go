@@ -11,11 +11,11 @@ var signInPage = template.Must(template.New("sign-in").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>Gantry: sign in to decode payloads</title>
 <style>body{font-family:sans-serif;max-width:32em;margin:4em auto}input{width:100%;padding:.4em;margin:.5em 0}</style></head>
 <body><h1>Sign in to decode payloads</h1>
-{{if .User}}<p id="signed-in">Signed in as <b>{{.User}}</b>: the UI shows the payloads your groups may read.</p><p><a href="/">Open the UI</a></p>
-<form method="post"><input type="hidden" name="sign-out" value="1"><button type="submit">Sign out</button></form>
-{{else}}{{if .Error}}<p id="error" style="color:#b00">{{.Error}}</p>{{end}}
+{{if .User}}<p id="signed-in">Signed in as <b>{{.User}}</b>: the UI shows the payloads your groups may read. <a href="/">Open the UI</a></p>
+<form method="post"><input type="hidden" name="sign-out" value="1"><button type="submit" id="sign-out">Sign out</button></form>
+<h2>Sign in as someone else</h2>{{end}}{{if .Error}}<p id="error" style="color:#b00">{{.Error}}</p>{{end}}
 <p>Payloads of this namespace are encrypted. Paste your Gantry API token (<code>gantry user add</code>) to see them in plain text.</p>
-<form method="post"><input type="password" name="token" id="token" autocomplete="off" placeholder="token"><button type="submit" id="submit">Sign in</button></form>{{end}}
+<form method="post"><input type="password" name="token" id="token" autocomplete="off" placeholder="token"><button type="submit" id="submit">Sign in</button></form>
 </body></html>`))
 
 // signIn serves the page that turns a Gantry token into the cookie the codec endpoint reads.
