@@ -64,11 +64,12 @@ fuzz:
 # 10-Deployment rolling deploy vs kubectl apply + rollout status on the same cluster, and 200
 # concurrent 3-step pipelines on the PostgreSQL topology vs the embedded SQLite server, and the
 # marginal cost per short step (fast path on and off) vs drone-runner-exec.
-bench: k8s-tools
+bench: k8s-tools browser-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench OnRun -benchtime 20x -count 3 ./policies | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Expand200|LoadTemplated200|LoadInline200' -benchtime 10x -count 3 ./pipeline/templates | tee -a .bench.out
-	$(GO) test -run '^$$' -bench 'Gantry100Steps|Raw100Steps|GantryMatrix200|RawFanout200' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'Gantry100Steps$$|Raw100Steps|GantryMatrix200|RawFanout200' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'Gantry100Steps$$|Gantry100StepsUIPolled|Gantry100StepsWithUI' -benchtime 5x -count 5 ./e2e | tee .bench-ui.out
 	$(GO) test -run '^$$' -bench 'GantryMatrix5000' -benchtime 1x ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'WebhookDeliveries' -benchtime 200x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'RollingDeploy10|Kubectl10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
@@ -76,6 +77,7 @@ bench: k8s-tools
 	$(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 15x -count 3 ./e2e | tee -a .bench.out
 	hack/bench-drone.sh 15 3 | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out
+	@bash hack/bench-ratios.sh .bench-ui.out
 
 clean:
-	rm -rf bin .bench.out .test-output
+	rm -rf bin .bench.out .bench-ui.out .test-output

@@ -43,7 +43,13 @@ func chromium(t testing.TB) string {
 // browser is a headless Chromium tab for the test.
 func browser(t testing.TB, ctx context.Context) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
+	return browserAt(t, ctx, chromium(t))
+}
+
+// browserAt is a headless tab of the Chromium at path.
+func browserAt(t testing.TB, ctx context.Context, path string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 		chromedp.WindowSize(1440, 900), chromedp.Flag("disable-gpu", true))
 	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(cancel)
@@ -242,7 +248,7 @@ func TestWebUIDecodesAfterSignIn(t *testing.T) {
 	}
 	defer ui.Stop()
 	b := browser(t, ctx)
-	const plain = "pipeline-var-5e2b" // the pipeline variable, in the workflow's input
+	const plain = "pipeline-var-5e2b"           // the pipeline variable, in the workflow's input
 	page := ui.ExecutionURL("default", exec.ID) // its Input section shows the plan, variables included
 	signIn := func(token string) {
 		t.Helper()

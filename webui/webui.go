@@ -35,6 +35,9 @@ type Options struct {
 	Codec http.Handler
 	// SignIn checks a token on the sign-in page and names its user.
 	SignIn func(token string) (user string, err error)
+	// LivePollInterval spaces one page's long-polls of a running workflow's history (default
+	// DefaultLivePollInterval; negative: not spaced).
+	LivePollInterval time.Duration
 }
 
 // Paths gantry serves beside the UI's own.
@@ -95,7 +98,18 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	go func() { _ = s.ui.Start() }()
 	backend := &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(innerPort)}
 	mux := http.NewServeMux()
-	mux.Handle("/", httputil.NewSingleHostReverseProxy(backend))
+	proxy := httputil.NewSingleHostReverseProxy(backend)
+	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
+		if r.Context().Err() != nil {
+			return // the browser went away (a reload, a closed tab): nothing to answer
+		}
+		http.Error(w, "the Temporal UI server behind gantry did not answer: "+err.Error(), http.StatusBadGateway)
+	}
+	interval := o.LivePollInterval
+	if interval == 0 {
+		interval = DefaultLivePollInterval
+	}
+	mux.Handle("/", &assets{next: &livePolls{next: proxy, interval: interval}})
 	if o.Codec != nil {
 		mux.Handle(codecPath+"/", http.StripPrefix(codecPath, o.Codec))
 		mux.Handle(SignInPath, signIn(o.SignIn))

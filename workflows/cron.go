@@ -36,6 +36,7 @@ func Cron(ctx workflow.Context, in CronInput) (string, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Minute,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 10},
+		Summary:             "Start pipeline " + in.Plan.Identifier + " for trigger " + in.Trigger,
 	})
 	info := workflow.GetInfo(ctx)
 	var id string

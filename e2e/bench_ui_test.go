@@ -1,0 +1,242 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/webui"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// BenchmarkGantry100StepsWithUI is BenchmarkGantry100Steps with the Web UI served and a
+// headless Chromium watching: with the UI already open, it follows each execution to its page
+// as it starts (a click, as a user would, so the UI's own router loads it) and the page polls
+// the running execution by itself (describe, history long-polls, the metadata query the worker
+// answers). Its ratio to Gantry100Steps is what the UI costs the steps. The browser is the
+// user's and would run on their machine: here it shares two cores with the engine, so it runs
+// at idle CPU priority (SCHED_IDLE) to stand for that other machine while every request it
+// makes is real.
+func BenchmarkGantry100StepsWithUI(b *testing.B) {
+	r := load.Bytes("bench.yaml", []byte(benchPipeline(benchSteps)), load.Options{ForRun: true})
+	if r.Plan == nil {
+		b.Fatal(r.Diags.Render(r.Sources))
+	}
+	ctx := context.Background()
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ui.Stop()
+	tab := browserAt(b, ctx, idleChromium(b))
+	// The user has the UI open before the runs start.
+	if err := chromedp.Run(tab, chromedp.Navigate(ui.URL+"/namespaces/default/workflows"), chromedp.WaitVisible("#user-metadata-tab, table", chromedp.ByQuery)); err != nil {
+		b.Fatalf("open the UI: %v", err)
+	}
+	var current atomic.Value
+	current.Store("")
+	var opened atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		shown := ""
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if u := current.Load().(string); u != shown {
+				shown = u
+				js := fmt.Sprintf(`(() => { const a = document.createElement("a"); a.href = %q; document.body.appendChild(a); a.click(); a.remove(); })()`, u)
+				if chromedp.Run(tab, chromedp.Evaluate(js, nil)) == nil {
+					opened.Add(1)
+				}
+			}
+		}
+	}()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		current.Store(ui.ExecutionURL("default", exec.ID))
+		res, err := env.starter.Result(ctx, exec.ID)
+		if err != nil || res.Status != status.Succeeded {
+			b.Fatalf("%v %v", res, err)
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	wg.Wait()
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*benchSteps), "ms/step")
+	b.ReportMetric(float64(opened.Load())/float64(b.N), "pages/run")
+}
+
+// BenchmarkGantry100StepsUIPolled is BenchmarkGantry100Steps with the Web UI served and its
+// HTTP API called as an execution page calls it (traced from the browser), for the pipeline
+// and its stage: on opening, describe, history both ways, the metadata query (answered by the
+// worker) and the task queue; then history long-polls while it runs and a describe every 10 s.
+// From Go instead of a browser, it measures what serving the UI costs the steps without the
+// browser's own rendering on the same two cores.
+func BenchmarkGantry100StepsUIPolled(b *testing.B) {
+	r := load.Bytes("bench.yaml", []byte(benchPipeline(benchSteps)), load.Options{ForRun: true})
+	if r.Plan == nil {
+		b.Fatal(r.Diags.Render(r.Sources))
+	}
+	ctx := context.Background()
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ui.Stop()
+	p := newUIPoller(b, ui)
+	var current atomic.Value
+	current.Store("")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, suffix := range []string{"", "/s"} {
+		wg.Add(1)
+		go func() { // one open page
+			defer wg.Done()
+			shown, described := "", time.Now()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				id := current.Load().(string)
+				switch {
+				case id == "":
+					time.Sleep(20 * time.Millisecond)
+				case id != shown:
+					shown, described = id, time.Now()
+					p.open(id + suffix)
+				default:
+					if time.Since(described) > 10*time.Second {
+						described = time.Now()
+						p.call(http.MethodGet, "/api/v1/namespaces/default/workflows/"+url.PathEscape(id+suffix))
+					}
+					p.longPoll(id + suffix)
+				}
+			}
+		}()
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		current.Store(exec.ID)
+		res, err := env.starter.Result(ctx, exec.ID)
+		if err != nil || res.Status != status.Succeeded {
+			b.Fatalf("%v %v", res, err)
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	wg.Wait()
+	if n := p.failures.Load(); n > 0 {
+		b.Fatalf("%d UI API calls failed; last: %v", n, p.last.Load())
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*benchSteps), "ms/step")
+	b.ReportMetric(float64(p.calls.Load())/float64(b.N), "ui-calls/run")
+}
+
+// uiPoller calls the UI server's HTTP API with its CSRF cookie, as the UI's pages do.
+type uiPoller struct {
+	ui              *webui.Server
+	client          *http.Client
+	csrf            string
+	calls, failures atomic.Int64
+	last            atomic.Value
+}
+
+func newUIPoller(b *testing.B, ui *webui.Server) *uiPoller {
+	jar, _ := cookiejar.New(nil)
+	p := &uiPoller{ui: ui, client: &http.Client{Jar: jar, Timeout: 30 * time.Second}}
+	resp, err := p.client.Get(ui.URL + "/api/v1/settings")
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	u, _ := url.Parse(ui.URL)
+	for _, c := range jar.Cookies(u) {
+		if c.Name == "_csrf" {
+			p.csrf = c.Value
+		}
+	}
+	if p.csrf == "" {
+		b.Fatal("the UI server set no CSRF cookie")
+	}
+	return p
+}
+
+func (p *uiPoller) call(method, path string) {
+	req, _ := http.NewRequest(method, p.ui.URL+path, strings.NewReader("{}"))
+	req.Header.Set("X-CSRF-TOKEN", p.csrf)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := p.client.Do(req)
+	p.calls.Add(1)
+	if err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNotFound {
+			err = fmt.Errorf("%s %s: %s", method, path, resp.Status)
+		}
+	}
+	if err != nil {
+		p.failures.Add(1)
+		p.last.Store(err)
+	}
+}
+
+func (p *uiPoller) open(id string) {
+	w := "/api/v1/namespaces/default/workflows/" + url.PathEscape(id)
+	p.call(http.MethodGet, w)
+	p.call(http.MethodGet, w+"/history-reverse?waitNewEvent=false&maximumPageSize=1000")
+	p.call(http.MethodGet, w+"/history?waitNewEvent=false&maximumPageSize=1000")
+	p.call(http.MethodPost, w+"/query/__temporal_workflow_metadata")
+	for _, typ := range []string{"1", "2"} {
+		p.call(http.MethodGet, "/api/v1/namespaces/default/task-queues/gantry?taskQueueType="+typ)
+	}
+}
+
+func (p *uiPoller) longPoll(id string) {
+	p.call(http.MethodGet, "/api/v1/namespaces/default/workflows/"+url.PathEscape(id)+"/history?waitNewEvent=true")
+}
+
+// idleChromium is a script that runs Chromium at idle CPU priority (chrt --idle), or Chromium
+// itself where chrt is missing.
+func idleChromium(b *testing.B) string {
+	bin := chromium(b)
+	chrt, err := exec.LookPath("chrt")
+	if err != nil {
+		return bin
+	}
+	script := filepath.Join(b.TempDir(), "chromium-idle")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec "+chrt+" --idle 0 "+bin+" \"$@\"\n"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return script
+}
