@@ -7,9 +7,6 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,66 +25,34 @@ import (
 // headless Chromium watching: with the UI already open, it follows each execution to its page
 // as it starts (a click, as a user would, so the UI's own router loads it) and the page polls
 // the running execution by itself (describe, history long-polls, the metadata query the worker
-// answers). Its ratio to Gantry100Steps is what the UI costs the steps. The browser is the
-// user's and would run on their machine: here it shares two cores with the engine, so it runs
-// at idle CPU priority (SCHED_IDLE) to stand for that other machine while every request it
-// makes is real.
+// answers). Its ratio to Gantry100Steps is what the UI costs the steps, with the browser's own
+// rendering, which would run on the user's machine, on the engine's two cores.
 func BenchmarkGantry100StepsWithUI(b *testing.B) {
-	r := load.Bytes("bench.yaml", []byte(benchPipeline(benchSteps)), load.Options{ForRun: true})
-	if r.Plan == nil {
-		b.Fatal(r.Diags.Render(r.Sources))
-	}
-	ctx := context.Background()
-	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ui.Stop()
-	tab := browserAt(b, ctx, idleChromium(b))
-	// The user has the UI open before the runs start.
-	if err := chromedp.Run(tab, chromedp.Navigate(ui.URL+"/namespaces/default/workflows"), chromedp.WaitVisible("#user-metadata-tab, table", chromedp.ByQuery)); err != nil {
-		b.Fatalf("open the UI: %v", err)
-	}
-	var current atomic.Value
-	current.Store("")
 	var opened atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		shown := ""
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-			if u := current.Load().(string); u != shown {
-				shown = u
-				js := fmt.Sprintf(`(() => { const a = document.createElement("a"); a.href = %q; document.body.appendChild(a); a.click(); a.remove(); })()`, u)
-				if chromedp.Run(tab, chromedp.Evaluate(js, nil)) == nil {
-					opened.Add(1)
+	watchedRuns(b, func(w *watching) {
+		tab := browser(b, context.Background())
+		// The user has the UI open before the runs start.
+		if err := chromedp.Run(tab, chromedp.Navigate(w.ui.URL+"/namespaces/default/workflows"), chromedp.WaitVisible("table", chromedp.ByQuery)); err != nil {
+			b.Fatalf("open the UI: %v", err)
+		}
+		w.spawn(func() {
+			shown := ""
+			for {
+				select {
+				case <-w.stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				if id := w.current(); id != "" && id != shown {
+					shown = id
+					js := fmt.Sprintf(`(() => { const a = document.createElement("a"); a.href = %q; document.body.appendChild(a); a.click(); a.remove(); })()`, w.ui.ExecutionURL("default", id))
+					if chromedp.Run(tab, chromedp.Evaluate(js, nil)) == nil {
+						opened.Add(1)
+					}
 				}
 			}
-		}
-	}()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		current.Store(ui.ExecutionURL("default", exec.ID))
-		res, err := env.starter.Result(ctx, exec.ID)
-		if err != nil || res.Status != status.Succeeded {
-			b.Fatalf("%v %v", res, err)
-		}
-	}
-	b.StopTimer()
-	close(stop)
-	wg.Wait()
-	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*benchSteps), "ms/step")
+		})
+	})
 	b.ReportMetric(float64(opened.Load())/float64(b.N), "pages/run")
 }
 
@@ -98,6 +63,61 @@ func BenchmarkGantry100StepsWithUI(b *testing.B) {
 // From Go instead of a browser, it measures what serving the UI costs the steps without the
 // browser's own rendering on the same two cores.
 func BenchmarkGantry100StepsUIPolled(b *testing.B) {
+	var p *uiPoller
+	watchedRuns(b, func(w *watching) {
+		p = newUIPoller(b, w.ui)
+		for _, suffix := range []string{"", "/s"} {
+			w.spawn(func() { // one open page
+				shown, described := "", time.Now()
+				for {
+					select {
+					case <-w.stop:
+						return
+					default:
+					}
+					id := w.current()
+					switch {
+					case id == "":
+						time.Sleep(20 * time.Millisecond)
+					case id != shown:
+						shown, described = id, time.Now()
+						p.open(id + suffix)
+					default:
+						if time.Since(described) > 10*time.Second {
+							described = time.Now()
+							p.call(http.MethodGet, "/api/v1/namespaces/default/workflows/"+url.PathEscape(id+suffix))
+						}
+						p.longPoll(id + suffix)
+					}
+				}
+			})
+		}
+	})
+	if n := p.failures.Load(); n > 0 {
+		b.Fatalf("%d UI API calls failed; last: %v", n, p.last.Load())
+	}
+	b.ReportMetric(float64(p.calls.Load())/float64(b.N), "ui-calls/run")
+}
+
+// watching is what a watcher of watchedRuns gets: the UI, the running execution, the stop.
+type watching struct {
+	ui      *webui.Server
+	stop    chan struct{}
+	running atomic.Value
+	wg      sync.WaitGroup
+}
+
+func (w *watching) current() string { return w.running.Load().(string) }
+
+// spawn runs f until stop closes; watchedRuns waits for it before the UI stops.
+func (w *watching) spawn(f func()) {
+	w.wg.Add(1)
+	go func() { defer w.wg.Done(); f() }()
+}
+
+// watchedRuns runs the 100-step pipeline b.N times, timed, with the Web UI served and watched
+// by what watch starts, and reports ms/step.
+func watchedRuns(b *testing.B, watch func(w *watching)) {
 	r := load.Bytes("bench.yaml", []byte(benchPipeline(benchSteps)), load.Options{ForRun: true})
 	if r.Plan == nil {
 		b.Fatal(r.Diags.Render(r.Sources))
@@ -108,59 +128,25 @@ func BenchmarkGantry100StepsUIPolled(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ui.Stop()
-	p := newUIPoller(b, ui)
-	var current atomic.Value
-	current.Store("")
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, suffix := range []string{"", "/s"} {
-		wg.Add(1)
-		go func() { // one open page
-			defer wg.Done()
-			shown, described := "", time.Now()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				id := current.Load().(string)
-				switch {
-				case id == "":
-					time.Sleep(20 * time.Millisecond)
-				case id != shown:
-					shown, described = id, time.Now()
-					p.open(id + suffix)
-				default:
-					if time.Since(described) > 10*time.Second {
-						described = time.Now()
-						p.call(http.MethodGet, "/api/v1/namespaces/default/workflows/"+url.PathEscape(id+suffix))
-					}
-					p.longPoll(id + suffix)
-				}
-			}
-		}()
-	}
+	w := &watching{ui: ui, stop: make(chan struct{})}
+	w.running.Store("")
+	defer w.wg.Wait()
+	defer close(w.stop)
+	watch(w)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		current.Store(exec.ID)
+		w.running.Store(exec.ID)
 		res, err := env.starter.Result(ctx, exec.ID)
 		if err != nil || res.Status != status.Succeeded {
 			b.Fatalf("%v %v", res, err)
 		}
 	}
 	b.StopTimer()
-	close(stop)
-	wg.Wait()
-	if n := p.failures.Load(); n > 0 {
-		b.Fatalf("%d UI API calls failed; last: %v", n, p.last.Load())
-	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*benchSteps), "ms/step")
-	b.ReportMetric(float64(p.calls.Load())/float64(b.N), "ui-calls/run")
 }
 
 // uiPoller calls the UI server's HTTP API with its CSRF cookie, as the UI's pages do.
@@ -224,19 +210,4 @@ func (p *uiPoller) open(id string) {
 
 func (p *uiPoller) longPoll(id string) {
 	p.call(http.MethodGet, "/api/v1/namespaces/default/workflows/"+url.PathEscape(id)+"/history?waitNewEvent=true")
-}
-
-// idleChromium is a script that runs Chromium at idle CPU priority (chrt --idle), or Chromium
-// itself where chrt is missing.
-func idleChromium(b *testing.B) string {
-	bin := chromium(b)
-	chrt, err := exec.LookPath("chrt")
-	if err != nil {
-		return bin
-	}
-	script := filepath.Join(b.TempDir(), "chromium-idle")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\nexec "+chrt+" --idle 0 "+bin+" \"$@\"\n"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	return script
 }

@@ -43,13 +43,7 @@ func chromium(t testing.TB) string {
 // browser is a headless Chromium tab for the test.
 func browser(t testing.TB, ctx context.Context) context.Context {
 	t.Helper()
-	return browserAt(t, ctx, chromium(t))
-}
-
-// browserAt is a headless tab of the Chromium at path.
-func browserAt(t testing.TB, ctx context.Context, path string) context.Context {
-	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
 		chromedp.WindowSize(1440, 900), chromedp.Flag("disable-gpu", true))
 	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(cancel)
