@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,5 +77,35 @@ func TestLivePollsAreSpaced(t *testing.T) {
 	l.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/api/v1/namespaces/default/workflows/a-1/history?waitNewEvent=false", nil))
 	if d := time.Since(other); d > 100*time.Millisecond {
 		t.Errorf("another page's long-poll and a plain history read waited %s", d)
+	}
+}
+
+// The sign-in page sets the token cookie only for a good token posted from its own origin.
+func TestSignIn(t *testing.T) {
+	h := signIn(func(token string) (string, error) {
+		if token == "good" {
+			return "ann", nil
+		}
+		return "", http.ErrNoCookie
+	})
+	post := func(token, origin string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "http://ui.example/gantry/sign-in", strings.NewReader("token="+token))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if origin != "" {
+			r.Header.Set("Origin", origin)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	if w := post("good", "http://ui.example"); w.Code != http.StatusOK || !strings.Contains(w.Header().Get("Set-Cookie"), "gantry_token=good") ||
+		!strings.Contains(w.Header().Get("Set-Cookie"), "HttpOnly") || !strings.Contains(w.Body.String(), "Signed in as <b>ann</b>") {
+		t.Errorf("good token: %d %v", w.Code, w.Header())
+	}
+	if w := post("bad", ""); w.Code != http.StatusUnauthorized || w.Header().Get("Set-Cookie") != "" {
+		t.Errorf("bad token: %d %v", w.Code, w.Header())
+	}
+	if w := post("good", "http://evil.example"); w.Code != http.StatusForbidden || w.Header().Get("Set-Cookie") != "" {
+		t.Errorf("another origin: %d %v", w.Code, w.Header())
 	}
 }

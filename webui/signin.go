@@ -3,6 +3,7 @@ package webui
 import (
 	"html/template"
 	"net/http"
+	"net/url"
 
 	"github.com/gantry-cd/gantry/codec"
 )
@@ -29,6 +30,13 @@ func signIn(check func(string) (string, error)) http.Handler {
 				data.User, _ = check(ck.Value)
 			}
 		case http.MethodPost:
+			// Only this page may sign a browser in or out: no form from another site.
+			if o := r.Header.Get("Origin"); o != "" {
+				if u, err := url.Parse(o); err != nil || u.Host != r.Host {
+					http.Error(w, "sign-in from another origin", http.StatusForbidden)
+					return
+				}
+			}
 			if r.PostFormValue("sign-out") != "" {
 				http.SetCookie(w, &http.Cookie{Name: codec.TokenCookie, Path: "/gantry", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 				break

@@ -90,7 +90,7 @@ func ResultFrom(err error, out any) error {
 		return nil
 	}
 	var app *temporal.ApplicationError
-	if errors.As(err, &app) && status.Status(app.Type()) != "" && failed(status.Status(app.Type())) && app.HasDetails() {
+	if errors.As(err, &app) && failed(status.Status(app.Type())) && app.HasDetails() {
 		if app.Details(out) == nil {
 			return nil
 		}
