@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,16 +12,13 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"go.temporal.io/sdk/client"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline/load"
-	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/webui"
-	"github.com/gantry-cd/gantry/worker"
 )
 
 // chromium is Debian's Chromium (hack/browser/install-chromium.sh installs it for make test).
@@ -195,26 +191,8 @@ func TestWebUIDecodesAfterSignIn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	t.Setenv(secrets.EnvName("enc_password"), "hunter2-browser-run")
-	raw := make([]byte, 32)
-	rand.Read(raw)
-	keys, err := codec.NewKeys("k1", map[string][]byte{"k1": raw})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &codec.Codec{Keys: keys}
-	cc, err := client.Dial(client.Options{HostPort: env.srv.Address, Namespace: env.srv.Namespace, Logger: quiet{}, DataConverter: c.DataConverter()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cc.Close()
-	const queue = "gantry-browser-encrypted"
-	ic := internalOf(t, cc)
-	w := worker.New(cc, worker.Options{TaskQueue: queue, Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
-	exec, res := runPlan(t, &starter.Starter{Client: cc, Internal: ic, TaskQueue: queue}, compile(t, "enc.yaml", []byte(encryptedPipeline("ui_encrypted")), load.Options{}))
+	c, encrypted := encryptedEngine(t, "gantry-browser-encrypted")
+	exec, res := runPlan(t, encrypted, compile(t, "enc.yaml", []byte(encryptedPipeline("ui_encrypted")), load.Options{}))
 	if res.Status != status.Succeeded {
 		t.Fatalf("encrypted run: %s", res.Status)
 	}

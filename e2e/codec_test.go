@@ -71,32 +71,39 @@ func rawHistory(t *testing.T, ids ...string) []byte {
 	return all.Bytes()
 }
 
-// With the payload codec on, step inputs and outputs, variables and secret material are
-// ciphertext in history; without it (the control run) the plain values are there.
-func TestEncryptedHistory(t *testing.T) {
-	t.Setenv(secrets.EnvName("enc_password"), "hunter2-encrypted-run")
+// encryptedEngine is a client, worker and starter on queue whose payloads a new random key
+// seals; the worker stops when the test ends.
+func encryptedEngine(t *testing.T, queue string) (*codec.Codec, *starter.Starter) {
+	t.Helper()
 	raw := make([]byte, 32)
 	rand.Read(raw)
 	keys, err := codec.NewKeys("k1", map[string][]byte{"k1": raw})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := client.Dial(client.Options{HostPort: env.srv.Address, Namespace: env.srv.Namespace, Logger: quiet{},
-		DataConverter: (&codec.Codec{Keys: keys}).DataConverter()})
+	c := &codec.Codec{Keys: keys}
+	cc, err := client.Dial(client.Options{HostPort: env.srv.Address, Namespace: env.srv.Namespace, Logger: quiet{}, DataConverter: c.DataConverter()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cc.Close()
-	const queue = "gantry-encrypted"
 	ic := internalOf(t, cc)
 	w := worker.New(cc, worker.Options{TaskQueue: queue, Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic})
 	if err := w.Start(); err != nil {
+		cc.Close()
 		t.Fatal(err)
 	}
-	defer w.Stop()
+	t.Cleanup(func() { w.Stop(); cc.Close() })
+	return c, &starter.Starter{Client: cc, Internal: ic, TaskQueue: queue}
+}
+
+// With the payload codec on, step inputs and outputs, variables and secret material are
+// ciphertext in history; without it (the control run) the plain values are there.
+func TestEncryptedHistory(t *testing.T) {
+	t.Setenv(secrets.EnvName("enc_password"), "hunter2-encrypted-run")
+	_, encrypted := encryptedEngine(t, "gantry-encrypted")
 
 	plaintexts := []string{"hunter2-encrypted-run", "marker-output-7f3a", "pipeline-var-5e2b", "secret-output-9c1d"}
-	exec, res := runPlan(t, &starter.Starter{Client: cc, Internal: ic, TaskQueue: queue}, compile(t, "enc.yaml", []byte(encryptedPipeline("encrypted_run")), load.Options{}))
+	exec, res := runPlan(t, encrypted, compile(t, "enc.yaml", []byte(encryptedPipeline("encrypted_run")), load.Options{}))
 	if res.Status != status.Succeeded || res.Tree.Find("s.use").Outputs["outputVariables"].(map[string]any)["mark"] != "marker-output-7f3a" {
 		t.Fatalf("encrypted run: %s %v", res.Status, res.Tree.Find("s.use").Outputs)
 	}
