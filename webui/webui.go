@@ -13,8 +13,11 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/grpc"
+
 	"github.com/temporalio/ui-server/v2/server"
 	"github.com/temporalio/ui-server/v2/server/config"
+	"github.com/temporalio/ui-server/v2/server/rpc"
 	"github.com/temporalio/ui-server/v2/server/server_options"
 )
 
@@ -50,7 +53,9 @@ const (
 type Server struct {
 	ui    *server.Server
 	front *http.Server
-	URL   string // http://host:port
+	conn  *grpc.ClientConn // the front's own, for readAPI
+	inner string           // the ui-server behind the front
+	URL   string           // http://host:port
 }
 
 // Start serves the UI and returns once it answers. The ui-server runs on a loopback port of
@@ -94,9 +99,20 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.Codec != nil {
 		cfg.Codec = config.Codec{Endpoint: public + codecPath, IncludeCredentials: true}
 	}
-	s := &Server{ui: server.NewServer(server_options.WithConfigProvider(cfg)), URL: public}
+	tlsCfg, err := rpc.CreateTLSConfig(o.Temporal, &cfg.TLS)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("UI: TLS to the Temporal frontend %s: %w", o.Temporal, err)
+	}
+	conn, err := rpc.Dial(o.Temporal, tlsCfg)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("UI: connect to the Temporal frontend %s: %w", o.Temporal, err)
+	}
+	s := &Server{ui: server.NewServer(server_options.WithConfigProvider(cfg)), URL: public, conn: conn}
 	go func() { _ = s.ui.Start() }()
 	backend := &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(innerPort)}
+	s.inner = backend.String()
 	mux := http.NewServeMux()
 	proxy := httputil.NewSingleHostReverseProxy(backend)
 	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
@@ -109,7 +125,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if interval == 0 {
 		interval = DefaultLivePollInterval
 	}
-	mux.Handle("/", &assets{next: &livePolls{next: proxy, interval: interval}})
+	api, err := newReadAPI(conn, proxy)
+	if err != nil {
+		ln.Close()
+		conn.Close()
+		return nil, err
+	}
+	mux.Handle("/", &assets{next: &livePolls{next: api, interval: interval}})
 	if o.Codec != nil {
 		mux.Handle(codecPath+"/", http.StripPrefix(codecPath, o.Codec))
 		mux.Handle(SignInPath, signIn(o.SignIn))
@@ -137,6 +159,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 func (s *Server) Stop() {
 	if s.front != nil {
 		_ = s.front.Close()
+	}
+	if s.conn != nil {
+		_ = s.conn.Close()
 	}
 	s.ui.Stop()
 }
