@@ -8,23 +8,14 @@ import "gopkg.in/yaml.v3"
 
 // Service is a `service:` document.
 type Service struct {
-	Node              *yaml.Node         `yaml:"-"`
-	Name              string             `yaml:"name" gantry:"required"`
-	Identifier        string             `yaml:"identifier" gantry:"required"`
-	Description       string             `yaml:"description"`
-	Tags              map[string]string  `yaml:"tags"`
-	OrgIdentifier     string             `yaml:"orgIdentifier"`
-	ProjectIdentifier string             `yaml:"projectIdentifier"`
+	Node              *yaml.Node `yaml:"-"`
+	Entity            `yaml:",inline"`
 	GitOpsEnabled     string             `yaml:"gitOpsEnabled"`
 	ServiceDefinition *ServiceDefinition `yaml:"serviceDefinition" gantry:"required"`
 }
 
 // ServiceDefinition is a service's deployment type and what it deploys.
-type ServiceDefinition struct {
-	Node *yaml.Node   `yaml:"-"`
-	Type string       `yaml:"type" gantry:"required"`
-	Spec *ServiceSpec `yaml:"spec" gantry:"required"`
-}
+type ServiceDefinition = Typed[ServiceSpec]
 
 // ServiceSpec holds manifests, artifacts and service variables.
 type ServiceSpec struct {
@@ -42,10 +33,8 @@ type ManifestElement struct {
 
 // Manifest is a set of Kubernetes manifest files with values files.
 type Manifest struct {
-	Node       *yaml.Node    `yaml:"-"`
-	Identifier string        `yaml:"identifier" gantry:"required"`
-	Type       string        `yaml:"type" gantry:"required"`
-	Spec       *ManifestSpec `yaml:"spec" gantry:"required"`
+	Typed[ManifestSpec] `yaml:",inline"`
+	Identifier          string `yaml:"identifier" gantry:"required"`
 }
 
 // ManifestSpec is where a manifest's files are and how they are rendered.
@@ -59,11 +48,7 @@ type ManifestSpec struct {
 
 // ManifestStore locates manifest files. Gantry reads `Local` stores: paths relative to the
 // service file, read when the run is submitted.
-type ManifestStore struct {
-	Node *yaml.Node         `yaml:"-"`
-	Type string             `yaml:"type" gantry:"required"`
-	Spec *ManifestStoreSpec `yaml:"spec" gantry:"required"`
-}
+type ManifestStore = Typed[ManifestStoreSpec]
 
 // ManifestStoreSpec lists files and folders.
 type ManifestStoreSpec struct {
@@ -86,10 +71,8 @@ type PrimaryArtifact struct {
 
 // ArtifactSource is an image in a registry.
 type ArtifactSource struct {
-	Node       *yaml.Node          `yaml:"-"`
-	Identifier string              `yaml:"identifier" gantry:"required"`
-	Type       string              `yaml:"type" gantry:"required"`
-	Spec       *ArtifactSourceSpec `yaml:"spec" gantry:"required"`
+	Typed[ArtifactSourceSpec] `yaml:",inline"`
+	Identifier                string `yaml:"identifier" gantry:"required"`
 }
 
 // ArtifactSourceSpec is the image path and tag.
@@ -103,15 +86,10 @@ type ArtifactSourceSpec struct {
 
 // Environment is an `environment:` document.
 type Environment struct {
-	Node              *yaml.Node        `yaml:"-"`
-	Name              string            `yaml:"name" gantry:"required"`
-	Identifier        string            `yaml:"identifier" gantry:"required"`
-	Description       string            `yaml:"description"`
-	Tags              map[string]string `yaml:"tags"`
-	OrgIdentifier     string            `yaml:"orgIdentifier"`
-	ProjectIdentifier string            `yaml:"projectIdentifier"`
-	Type              string            `yaml:"type" gantry:"required"`
-	Variables         []Variable        `yaml:"variables"`
+	Node      *yaml.Node `yaml:"-"`
+	Entity    `yaml:",inline"`
+	Type      string     `yaml:"type" gantry:"required"`
+	Variables []Variable `yaml:"variables"`
 	// ServiceOverrides are service-specific variable overrides (spec 10.3 level 3).
 	ServiceOverrides []ServiceOverride `yaml:"serviceOverrides"`
 }
@@ -126,31 +104,19 @@ type ServiceOverride struct {
 // EnvironmentGroup is an `environmentGroup:` document: environments deployed to together
 // (spec 21.1).
 type EnvironmentGroup struct {
-	Node              *yaml.Node        `yaml:"-"`
-	Name              string            `yaml:"name" gantry:"required"`
-	Identifier        string            `yaml:"identifier" gantry:"required"`
-	Description       string            `yaml:"description"`
-	Tags              map[string]string `yaml:"tags"`
-	OrgIdentifier     string            `yaml:"orgIdentifier"`
-	ProjectIdentifier string            `yaml:"projectIdentifier"`
-	Color             string            `yaml:"color"`
-	EnvIdentifiers    []string          `yaml:"envIdentifiers" gantry:"required"`
+	Node           *yaml.Node `yaml:"-"`
+	Entity         `yaml:",inline"`
+	Color          string   `yaml:"color"`
+	EnvIdentifiers []string `yaml:"envIdentifiers" gantry:"required"`
 }
 
 // Infrastructure is an `infrastructureDefinition:` document.
 type Infrastructure struct {
-	Node                         *yaml.Node          `yaml:"-"`
-	Name                         string              `yaml:"name" gantry:"required"`
-	Identifier                   string              `yaml:"identifier" gantry:"required"`
-	Description                  string              `yaml:"description"`
-	Tags                         map[string]string   `yaml:"tags"`
-	OrgIdentifier                string              `yaml:"orgIdentifier"`
-	ProjectIdentifier            string              `yaml:"projectIdentifier"`
-	EnvironmentRef               string              `yaml:"environmentRef" gantry:"required"`
-	DeploymentType               string              `yaml:"deploymentType" gantry:"required"`
-	Type                         string              `yaml:"type" gantry:"required"`
-	AllowSimultaneousDeployments string              `yaml:"allowSimultaneousDeployments"`
-	Spec                         *InfrastructureSpec `yaml:"spec" gantry:"required"`
+	Entity                       `yaml:",inline"`
+	Typed[InfrastructureSpec]    `yaml:",inline"`
+	EnvironmentRef               string `yaml:"environmentRef" gantry:"required"`
+	DeploymentType               string `yaml:"deploymentType" gantry:"required"`
+	AllowSimultaneousDeployments string `yaml:"allowSimultaneousDeployments"`
 }
 
 // InfrastructureSpec is where a KubernetesDirect infrastructure deploys.
@@ -163,15 +129,8 @@ type InfrastructureSpec struct {
 
 // Connector is a `connector:` document. Gantry knows K8sCluster connectors.
 type Connector struct {
-	Node              *yaml.Node        `yaml:"-"`
-	Name              string            `yaml:"name" gantry:"required"`
-	Identifier        string            `yaml:"identifier" gantry:"required"`
-	Description       string            `yaml:"description"`
-	Tags              map[string]string `yaml:"tags"`
-	OrgIdentifier     string            `yaml:"orgIdentifier"`
-	ProjectIdentifier string            `yaml:"projectIdentifier"`
-	Type              string            `yaml:"type" gantry:"required"`
-	Spec              *ConnectorSpec    `yaml:"spec" gantry:"required"`
+	Entity               `yaml:",inline"`
+	Typed[ConnectorSpec] `yaml:",inline"`
 }
 
 // ConnectorSpec holds a K8sCluster connector's credential.
@@ -202,11 +161,7 @@ type K8sCredSpec struct {
 }
 
 // K8sAuth is ManualConfig's authentication; only ServiceAccount tokens are supported.
-type K8sAuth struct {
-	Node *yaml.Node   `yaml:"-"`
-	Type string       `yaml:"type" gantry:"required"`
-	Spec *K8sAuthSpec `yaml:"spec" gantry:"required"`
-}
+type K8sAuth = Typed[K8sAuthSpec]
 
 // K8sAuthSpec names the secrets holding the token and, optionally, the CA certificate.
 type K8sAuthSpec struct {

@@ -137,7 +137,7 @@ func (d *Decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 	}
 	fields := structFields(v.Type())
 	if f, ok := fields.byName["-node"]; ok {
-		v.Field(f).Set(reflect.ValueOf(n))
+		v.FieldByIndex(f).Set(reflect.ValueOf(n))
 	}
 	seen := map[string]bool{}
 	runs := d.runsType(n, v.Type())
@@ -148,7 +148,7 @@ func (d *Decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 			continue
 		}
 		idx, ok := fields.byName[k.Value]
-		if !ok && reference.HasField(path.Base(v.Type().PkgPath())+"."+v.Type().Name(), k.Value) {
+		if !ok && reference.HasField(RefName(v.Type()), k.Value) {
 			if what, ok := reference.Significant[k.Value]; ok && val.Kind == yaml.ScalarNode && val.Value == "true" {
 				d.Diags.Unsupportedf(d.Pos(k), "unsupported-field", "`%s: true` asks for %s, which Gantry does not run yet", k.Value, what)
 				continue
@@ -166,7 +166,7 @@ func (d *Decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 			continue
 		}
 		seen[k.Value] = true
-		d.decode(val, v.Field(idx), k.Value)
+		d.decode(val, v.FieldByIndex(idx), k.Value)
 	}
 	for _, name := range fields.required {
 		if !seen[name] {
@@ -185,37 +185,62 @@ func unknownKey(pos diag.Pos, key, what string, known []string) diag.Diagnostic 
 }
 
 type fieldSet struct {
-	byName   map[string]int
+	byName   map[string][]int // key → field index path (through inlined structs)
 	names    []string
 	required []string
 }
 
 var fieldCache sync.Map // reflect.Type -> fieldSet
 
-// structFields reads yaml tags; a `yaml:"-"` field named Node receives the mapping node.
+// structFields reads yaml tags; a `yaml:"-"` field named Node receives the mapping node. An
+// embedded struct tagged `yaml:",inline"` contributes its keys (and its Node) as if declared
+// in the outer struct: the shapes the reference repeats (Typed, Entity) are written once.
 func structFields(t reflect.Type) fieldSet {
 	if fs, ok := fieldCache.Load(t); ok {
 		return fs.(fieldSet)
 	}
-	fs := fieldSet{byName: map[string]int{}}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		tag := strings.Split(f.Tag.Get("yaml"), ",")[0]
-		if tag == "-" || tag == "" {
-			if f.Name == "Node" && f.Type == nodePtrType {
-				fs.byName["-node"] = i
-			}
-			continue
-		}
-		fs.byName[tag] = i
-		fs.names = append(fs.names, tag)
-		if f.Tag.Get("gantry") == "required" {
-			fs.required = append(fs.required, tag)
-		}
-	}
+	fs := fieldSet{byName: map[string][]int{}}
+	addFields(&fs, t, nil)
 	sort.Strings(fs.names)
 	fieldCache.Store(t, fs)
 	return fs
+}
+
+func addFields(fs *fieldSet, t reflect.Type, at []int) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		idx := append(append([]int(nil), at...), i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.Anonymous && opts == "inline" && f.Type.Kind() == reflect.Struct {
+			addFields(fs, f.Type, idx)
+			continue
+		}
+		if name == "-" || name == "" {
+			if f.Name == "Node" && f.Type == nodePtrType {
+				fs.byName["-node"] = idx
+			}
+			continue
+		}
+		fs.byName[name] = idx
+		fs.names = append(fs.names, name)
+		if f.Tag.Get("gantry") == "required" {
+			fs.required = append(fs.required, name)
+		}
+	}
+}
+
+// RefName is the name reference.Fields knows a decoded Go type by: package and type name, with
+// the type arguments of a generic shape named the same way ("pipeline.Typed[steps.Wait]").
+func RefName(t reflect.Type) string {
+	name := t.Name()
+	if open := strings.IndexByte(name, '['); open >= 0 {
+		args := strings.Split(name[open+1:len(name)-1], ",")
+		for i, a := range args {
+			args[i] = path.Base(a)
+		}
+		name = name[:open] + "[" + strings.Join(args, ",") + "]"
+	}
+	return path.Base(t.PkgPath()) + "." + name
 }
 
 func resolveAlias(n *yaml.Node) *yaml.Node {

@@ -10,21 +10,16 @@ import (
 
 // Pipeline is the `pipeline:` root object (spec 1.1).
 type Pipeline struct {
-	Node                 *yaml.Node        `yaml:"-"`
-	Name                 string            `yaml:"name" gantry:"required"`
-	Identifier           string            `yaml:"identifier" gantry:"required"`
-	OrgIdentifier        string            `yaml:"orgIdentifier"`
-	ProjectIdentifier    string            `yaml:"projectIdentifier"`
-	Description          string            `yaml:"description"`
-	Tags                 map[string]string `yaml:"tags"`
-	Timeout              string            `yaml:"timeout"`
-	AllowStageExecutions string            `yaml:"allowStageExecutions"`
-	DelegateSelectors    *yaml.Node        `yaml:"delegateSelectors"`
-	Properties           *yaml.Node        `yaml:"properties"`
-	Variables            []Variable        `yaml:"variables"`
-	FlowControl          *FlowControl      `yaml:"flowControl"`
-	NotificationRules    *yaml.Node        `yaml:"notificationRules"`
-	Stages               []StageElement    `yaml:"stages" gantry:"required"`
+	Node                 *yaml.Node `yaml:"-"`
+	Entity               `yaml:",inline"`
+	Timeout              string         `yaml:"timeout"`
+	AllowStageExecutions string         `yaml:"allowStageExecutions"`
+	DelegateSelectors    *yaml.Node     `yaml:"delegateSelectors"`
+	Properties           *yaml.Node     `yaml:"properties"`
+	Variables            []Variable     `yaml:"variables"`
+	FlowControl          *FlowControl   `yaml:"flowControl"`
+	NotificationRules    *yaml.Node     `yaml:"notificationRules"`
+	Stages               []StageElement `yaml:"stages" gantry:"required"`
 }
 
 // FlowControl declares barriers (spec 7.1).
@@ -35,9 +30,8 @@ type FlowControl struct {
 
 // Barrier is one declared barrier.
 type Barrier struct {
-	Node       *yaml.Node `yaml:"-"`
-	Name       string     `yaml:"name" gantry:"required"`
-	Identifier string     `yaml:"identifier" gantry:"required"`
+	Node     *yaml.Node `yaml:"-"`
+	Identity `yaml:",inline"`
 }
 
 // Variable is a pipeline, stage or step-group variable (spec 10.1).
@@ -61,9 +55,8 @@ type StageElement struct {
 // Stage is a stage (spec 1.3). When, Strategy and FailureStrategies stay raw because each may
 // also be a runtime input; Spec is decoded by stage type.
 type Stage struct {
-	Node              *yaml.Node        `yaml:"-"`
-	Name              string            `yaml:"name" gantry:"required"`
-	Identifier        string            `yaml:"identifier" gantry:"required"`
+	Node              *yaml.Node `yaml:"-"`
+	Identity          `yaml:",inline"`
 	Description       string            `yaml:"description"`
 	Type              string            `yaml:"type" gantry:"required"`
 	Tags              map[string]string `yaml:"tags"`
@@ -115,9 +108,8 @@ type StepElement struct {
 // Step is a step (spec 1.5). Spec is decoded by the step-type catalog.
 type Step struct {
 	Node              *yaml.Node `yaml:"-"`
+	Identity          `yaml:",inline"`
 	Type              string     `yaml:"type" gantry:"required"`
-	Name              string     `yaml:"name" gantry:"required"`
-	Identifier        string     `yaml:"identifier" gantry:"required"`
 	Description       string     `yaml:"description"`
 	Timeout           string     `yaml:"timeout"`
 	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
@@ -136,9 +128,8 @@ type Enforce struct {
 
 // StepGroup is a step group (spec 1.6).
 type StepGroup struct {
-	Node              *yaml.Node    `yaml:"-"`
-	Name              string        `yaml:"name" gantry:"required"`
-	Identifier        string        `yaml:"identifier" gantry:"required"`
+	Node              *yaml.Node `yaml:"-"`
+	Identity          `yaml:",inline"`
 	Description       string        `yaml:"description"`
 	When              *yaml.Node    `yaml:"when"`
 	FailureStrategies *yaml.Node    `yaml:"failureStrategies"`

@@ -33,27 +33,17 @@ type File struct {
 // InputSet is an `inputSet:` document (spec 12.1). Its pipeline part stays raw: it mirrors the
 // pipeline but holds only runtime-input values, so it is read by FQN, not by the strict model.
 type InputSet struct {
-	Node              *yaml.Node        `yaml:"-"`
-	Name              string            `yaml:"name" gantry:"required"`
-	Identifier        string            `yaml:"identifier" gantry:"required"`
-	OrgIdentifier     string            `yaml:"orgIdentifier"`
-	ProjectIdentifier string            `yaml:"projectIdentifier"`
-	Description       string            `yaml:"description"`
-	Tags              map[string]string `yaml:"tags"`
-	Pipeline          *yaml.Node        `yaml:"pipeline" gantry:"required"`
+	Node     *yaml.Node `yaml:"-"`
+	Entity   `yaml:",inline"`
+	Pipeline *yaml.Node `yaml:"pipeline" gantry:"required"`
 }
 
 // OverlayInputSet is an `overlayInputSet:` document (spec 12.2).
 type OverlayInputSet struct {
-	Node               *yaml.Node        `yaml:"-"`
-	Name               string            `yaml:"name" gantry:"required"`
-	Identifier         string            `yaml:"identifier" gantry:"required"`
-	OrgIdentifier      string            `yaml:"orgIdentifier"`
-	ProjectIdentifier  string            `yaml:"projectIdentifier"`
-	Description        string            `yaml:"description"`
-	Tags               map[string]string `yaml:"tags"`
-	PipelineIdentifier string            `yaml:"pipelineIdentifier"`
-	InputSetReferences []string          `yaml:"inputSetReferences" gantry:"required"`
+	Node               *yaml.Node `yaml:"-"`
+	Entity             `yaml:",inline"`
+	PipelineIdentifier string   `yaml:"pipelineIdentifier"`
+	InputSetReferences []string `yaml:"inputSetReferences" gantry:"required"`
 }
 
 type document struct {

@@ -5,18 +5,13 @@ import "gopkg.in/yaml.v3"
 // Template is a `template:` document (spec 19.2): a versioned step, step group, stage or
 // pipeline body that use sites link to and that is expanded in their place before validation.
 type Template struct {
-	Node              *yaml.Node        `yaml:"-"`
-	Name              string            `yaml:"name" gantry:"required"`
-	Identifier        string            `yaml:"identifier" gantry:"required"`
-	VersionLabel      string            `yaml:"versionLabel" gantry:"required"`
-	Type              string            `yaml:"type" gantry:"required"`
-	OrgIdentifier     string            `yaml:"orgIdentifier"`
-	ProjectIdentifier string            `yaml:"projectIdentifier"`
-	Description       string            `yaml:"description"`
-	Tags              map[string]string `yaml:"tags"`
-	Icon              string            `yaml:"icon"`
-	AllowedOverrides  []string          `yaml:"allowedOverrides"`
-	Variables         *yaml.Node        `yaml:"variables"`
+	Node             *yaml.Node `yaml:"-"`
+	Entity           `yaml:",inline"`
+	VersionLabel     string     `yaml:"versionLabel" gantry:"required"`
+	Type             string     `yaml:"type" gantry:"required"`
+	Icon             string     `yaml:"icon"`
+	AllowedOverrides []string   `yaml:"allowedOverrides"`
+	Variables        *yaml.Node `yaml:"variables"`
 	// Spec stays raw: it is a step, step group, stage or pipeline body with runtime inputs as
 	// its parameters, checked once wrapped in a pipeline of its own.
 	Spec *yaml.Node `yaml:"spec" gantry:"required"`

@@ -4,21 +4,16 @@ import "gopkg.in/yaml.v3"
 
 // Trigger is a `trigger:` document (spec 13.1).
 type Trigger struct {
-	Node                             *yaml.Node        `yaml:"-"`
-	Name                             string            `yaml:"name" gantry:"required"`
-	Identifier                       string            `yaml:"identifier" gantry:"required"`
-	Enabled                          string            `yaml:"enabled"`
-	Description                      string            `yaml:"description"`
-	Tags                             map[string]string `yaml:"tags"`
-	OrgIdentifier                    string            `yaml:"orgIdentifier"`
-	ProjectIdentifier                string            `yaml:"projectIdentifier"`
-	PipelineIdentifier               string            `yaml:"pipelineIdentifier" gantry:"required"`
-	PipelineBranchName               string            `yaml:"pipelineBranchName"`
-	StagesToExecute                  *yaml.Node        `yaml:"stagesToExecute"`
-	InputSetRefs                     []string          `yaml:"inputSetRefs"`
-	InputYaml                        string            `yaml:"inputYaml"`
-	EncryptedWebhookSecretIdentifier string            `yaml:"encryptedWebhookSecretIdentifier"`
-	Source                           *TriggerSource    `yaml:"source" gantry:"required"`
+	Node                             *yaml.Node `yaml:"-"`
+	Entity                           `yaml:",inline"`
+	Enabled                          string         `yaml:"enabled"`
+	PipelineIdentifier               string         `yaml:"pipelineIdentifier" gantry:"required"`
+	PipelineBranchName               string         `yaml:"pipelineBranchName"`
+	StagesToExecute                  *yaml.Node     `yaml:"stagesToExecute"`
+	InputSetRefs                     []string       `yaml:"inputSetRefs"`
+	InputYaml                        string         `yaml:"inputYaml"`
+	EncryptedWebhookSecretIdentifier string         `yaml:"encryptedWebhookSecretIdentifier"`
+	Source                           *TriggerSource `yaml:"source" gantry:"required"`
 }
 
 // TriggerSource is a trigger's `source`; Spec is decoded by type.

@@ -89,7 +89,7 @@ func (r *resolver) legacyService(s *pipeline.Stage, sc legacyServiceConfig) *pla
 			"stage %s: service definition type %s is valid in the reference, but Gantry deploys only Kubernetes services yet", s.Identifier, def.Type)
 		return nil
 	}
-	svc := &pipeline.Service{Identifier: pipeline.LocalRef(sc.ServiceRef), ServiceDefinition: def}
+	svc := &pipeline.Service{Entity: pipeline.Entity{Identity: pipeline.Identity{Identifier: pipeline.LocalRef(sc.ServiceRef)}}, ServiceDefinition: def}
 	if sc.Service != nil {
 		svc.Identifier, svc.Name, svc.Description, svc.Tags = sc.Service.Identifier, sc.Service.Name, sc.Service.Description, sc.Service.Tags
 	}
@@ -137,5 +137,8 @@ func (r *resolver) legacyInfrastructure(s *pipeline.Stage, li legacyInfrastructu
 	if id == "" {
 		id = s.Identifier + "_infrastructure"
 	}
-	return env, r.infrastructure(r.file, &pipeline.Infrastructure{Identifier: id, Name: id, EnvironmentRef: env.ID, Type: def.Type, Spec: def.Spec})
+	return env, r.infrastructure(r.file, &pipeline.Infrastructure{
+		Entity: pipeline.Entity{Identity: pipeline.Identity{Identifier: id, Name: id}}, EnvironmentRef: env.ID,
+		Typed: pipeline.Typed[pipeline.InfrastructureSpec]{Type: def.Type, Spec: def.Spec},
+	})
 }

@@ -2,7 +2,8 @@ package inputs
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -327,14 +328,7 @@ func deepCopy(n *yaml.Node) *yaml.Node {
 
 func isTrue(n *yaml.Node) bool { return n != nil && strings.EqualFold(n.Value, "true") }
 
-func sortedFQNs(m map[string]*yaml.Node) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedFQNs(m map[string]*yaml.Node) []string { return slices.Sorted(maps.Keys(m)) }
 
 // nestedInput is a runtime input inside a whole subtree (an environment's
 // `infrastructureDefinitions: <+input>`), addressed by its path below the subtree.

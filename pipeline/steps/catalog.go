@@ -3,9 +3,12 @@
 package steps
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
 )
 
 // Entry describes one step type.
@@ -54,14 +57,7 @@ func Lookup(typ string) (Entry, bool) {
 }
 
 // Types lists the known step types, sorted.
-func Types() []string {
-	out := make([]string, 0, len(catalog))
-	for t := range catalog {
-		out = append(out, t)
-	}
-	sort.Strings(out)
-	return out
-}
+func Types() []string { return slices.Sorted(maps.Keys(catalog)) }
 
 // NameTypeValue is an input, output or environment variable of a step.
 type NameTypeValue struct {
@@ -94,11 +90,7 @@ type ExecutionTarget struct {
 }
 
 // ScriptSource says where the script comes from.
-type ScriptSource struct {
-	Node *yaml.Node    `yaml:"-"`
-	Type string        `yaml:"type" gantry:"required"`
-	Spec *ScriptInline `yaml:"spec" gantry:"required"`
-}
+type ScriptSource = pipeline.Typed[ScriptInline]
 
 // ScriptInline holds an inline script or a file-store path.
 type ScriptInline struct {
@@ -229,29 +221,21 @@ type Container struct {
 	Reports         *yaml.Node        `yaml:"reports"`
 }
 
-// K8sRollingDeploy applies manifests and waits for steady state.
+// K8sRollingDeploy applies manifests and waits for steady state: a rolling rollback's settings
+// and skipDryRun.
 type K8sRollingDeploy struct {
-	Node              *yaml.Node `yaml:"-"`
-	SkipDryRun        string     `yaml:"skipDryRun"`
-	PruningEnabled    string     `yaml:"pruningEnabled"`
-	CommandFlags      *yaml.Node `yaml:"commandFlags"`
-	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+	K8sRollingRollback `yaml:",inline"`
+	SkipDryRun         string `yaml:"skipDryRun"`
 }
 
 // K8sRollingRollback restores the last successful release.
 type K8sRollingRollback struct {
-	Node              *yaml.Node `yaml:"-"`
-	PruningEnabled    string     `yaml:"pruningEnabled"`
-	CommandFlags      *yaml.Node `yaml:"commandFlags"`
-	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+	K8sSimple      `yaml:",inline"`
+	PruningEnabled string `yaml:"pruningEnabled"`
 }
 
 // InstanceSelection picks instances by count or percentage.
-type InstanceSelection struct {
-	Node *yaml.Node     `yaml:"-"`
-	Type string         `yaml:"type" gantry:"required"`
-	Spec *InstanceCount `yaml:"spec" gantry:"required"`
-}
+type InstanceSelection = pipeline.Typed[InstanceCount]
 
 // InstanceCount is the count or percentage.
 type InstanceCount struct {
@@ -262,43 +246,36 @@ type InstanceCount struct {
 
 // K8sCanaryDeploy deploys a canary copy.
 type K8sCanaryDeploy struct {
-	Node              *yaml.Node         `yaml:"-"`
+	K8sSimple         `yaml:",inline"`
 	InstanceSelection *InstanceSelection `yaml:"instanceSelection" gantry:"required"`
 	SkipDryRun        string             `yaml:"skipDryRun"`
 	TrafficRouting    *yaml.Node         `yaml:"trafficRouting"`
-	CommandFlags      *yaml.Node         `yaml:"commandFlags"`
-	DelegateSelectors *yaml.Node         `yaml:"delegateSelectors"`
 }
 
-// K8sSimple is the spec of steps with no settings of their own.
+// K8sSimple is the spec of K8s steps with no settings of their own, and the settings the
+// others share (all but K8sScale and K8sDelete).
 type K8sSimple struct {
 	Node              *yaml.Node `yaml:"-"`
 	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
 	CommandFlags      *yaml.Node `yaml:"commandFlags"`
 }
 
-// K8sBlueGreenDeploy deploys to the stage colour.
+// K8sBlueGreenDeploy deploys to the stage colour: a rolling deploy's settings and its own.
 type K8sBlueGreenDeploy struct {
-	Node                  *yaml.Node `yaml:"-"`
-	SkipDryRun            string     `yaml:"skipDryRun"`
-	PruningEnabled        string     `yaml:"pruningEnabled"`
+	K8sRollingDeploy      `yaml:",inline"`
 	SkipUnchangedManifest string     `yaml:"skipUnchangedManifest"`
 	TrafficRouting        *yaml.Node `yaml:"trafficRouting"`
-	CommandFlags          *yaml.Node `yaml:"commandFlags"`
-	DelegateSelectors     *yaml.Node `yaml:"delegateSelectors"`
 }
 
 // K8sApply applies selected manifest files.
 type K8sApply struct {
-	Node                 *yaml.Node `yaml:"-"`
+	K8sSimple            `yaml:",inline"`
 	FilePaths            *yaml.Node `yaml:"filePaths" gantry:"required"`
 	SkipDryRun           string     `yaml:"skipDryRun"`
 	SkipSteadyStateCheck string     `yaml:"skipSteadyStateCheck"`
 	SkipRendering        string     `yaml:"skipRendering"`
 	Overrides            *yaml.Node `yaml:"overrides"`
 	ManifestSource       *yaml.Node `yaml:"manifestSource"`
-	CommandFlags         *yaml.Node `yaml:"commandFlags"`
-	DelegateSelectors    *yaml.Node `yaml:"delegateSelectors"`
 }
 
 // K8sScale scales a workload.
@@ -318,11 +295,7 @@ type K8sDelete struct {
 }
 
 // DeleteResources selects what K8sDelete removes.
-type DeleteResources struct {
-	Node *yaml.Node    `yaml:"-"`
-	Type string        `yaml:"type" gantry:"required"`
-	Spec *DeleteTarget `yaml:"spec" gantry:"required"`
-}
+type DeleteResources = pipeline.Typed[DeleteTarget]
 
 // DeleteTarget lists names, manifest paths or the namespace.
 type DeleteTarget struct {
