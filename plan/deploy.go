@@ -1,5 +1,7 @@
 package plan
 
+import "strings"
+
 // Deployment is what a Deployment stage deploys, resolved from the service, environment,
 // infrastructure and connector files when the run was submitted (spec 15.1). Manifest and
 // values files are copied in, so every worker deploys exactly what was validated and a rerun
@@ -26,13 +28,54 @@ type Service struct {
 	Artifact    *Artifact         `json:"artifact,omitempty"`
 }
 
-// Manifest is a set of manifest files (in order) and values files (later ones win).
+// Manifest is a set of manifest files (in order) and values files (later ones win). Files of
+// a Local store are copied in when the run is submitted; those of a Git store are fetched by a
+// worker at the stage's service phase (Store says where), at one commit for the whole stage.
 type Manifest struct {
+	ID             string    `json:"id"`
+	Type           string    `json:"type"`
+	Files          []File    `json:"files,omitempty"`
+	Values         []File    `json:"values,omitempty"`
+	SkipVersioning bool      `json:"skipVersioning,omitempty"`
+	Store          *GitStore `json:"store,omitempty"`
+}
+
+// GitStore is where a manifest's files live in Git: a repository reached through a Git
+// connector, at a branch's head or a commit, with the paths of the manifest and values files.
+// Branch and Commit may hold expressions, rendered at the service phase.
+type GitStore struct {
+	Type        string       `json:"type"` // Git, Github, Gitlab, Bitbucket
+	Connector   GitConnector `json:"connector"`
+	RepoName    string       `json:"repoName,omitempty"` // for Account connectors
+	Branch      string       `json:"branch,omitempty"`
+	Commit      string       `json:"commit,omitempty"` // set: fetch this commit, not the branch's head
+	Paths       []string     `json:"paths,omitempty"`
+	ValuesPaths []string     `json:"valuesPaths,omitempty"`
+}
+
+// GitConnector says how a worker reaches a Git server. Secrets are named, never held.
+type GitConnector struct {
 	ID             string `json:"id"`
 	Type           string `json:"type"`
-	Files          []File `json:"files,omitempty"`
-	Values         []File `json:"values,omitempty"`
-	SkipVersioning bool   `json:"skipVersioning,omitempty"`
+	URL            string `json:"url"`
+	ConnectionType string `json:"connectionType"` // Account (URL + repoName) or Repo
+	Username       string `json:"username,omitempty"`
+	UsernameRef    string `json:"usernameRef,omitempty"`
+	PasswordRef    string `json:"passwordRef,omitempty"` // a password or a token
+	SSHKeyRef      string `json:"sshKeyRef,omitempty"`
+}
+
+// RepoURL is the repository a store names: the connector's URL, joined with the store's
+// repoName for an Account connector.
+func (g *GitStore) RepoURL() string {
+	if g.Connector.ConnectionType != "Account" || g.RepoName == "" {
+		return g.Connector.URL
+	}
+	base := g.Connector.URL
+	if !strings.HasSuffix(base, "/") && !strings.HasSuffix(base, ":") {
+		base += "/"
+	}
+	return base + g.RepoName
 }
 
 // File is a file's path (relative to its manifest store) and content.

@@ -1,0 +1,384 @@
+// Package gitstore fetches manifest and values files from Git repositories (the reference's
+// Git, Github, Gitlab and Bitbucket stores) with go-git: a branch's head through a shallow
+// clone, or a given commit, with HTTP (username and password or token) or SSH key auth from
+// the secret resolver. Each commit's files are cached on disk per worker, so the second deploy
+// of the same commit reads no repository.
+package gitstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// Fetcher fetches a store's files. Safe for concurrent use.
+type Fetcher struct {
+	Secrets secrets.Resolver
+	// CacheDir holds fetched files by repository and commit (default: the user's cache
+	// directory, gantry/git).
+	CacheDir string
+
+	locks sync.Map // cache key → *sync.Mutex
+}
+
+// Fetched is what a store held at the commit fetched.
+type Fetched struct {
+	Commit string      `json:"commit"`
+	Files  []plan.File `json:"files,omitempty"`
+	Values []plan.File `json:"values,omitempty"`
+	// Cached says the files came from the worker's cache, not the repository.
+	Cached bool `json:"cached,omitempty"`
+}
+
+// Fetch resolves the store's branch (unless it names a commit) and returns the files of its
+// paths and values paths at that commit. Failures are step failures with a category:
+// Authentication, Connectivity, Verification (no such repository, branch, commit or path) or
+// Unknown; their messages name the repository, the ref and the path, never a credential.
+func (f *Fetcher) Fetch(ctx context.Context, st *plan.GitStore) (Fetched, error) {
+	repoURL := st.RepoURL()
+	where := redact(repoURL)
+	auth, err := f.auth(ctx, st.Connector)
+	if err != nil {
+		return Fetched{}, err
+	}
+	commit := st.Commit
+	if commit == "" {
+		if st.Branch == "" {
+			return Fetched{}, activities.Fail(activities.Verification, "%s: the store names neither a branch nor a commit", where)
+		}
+		if commit, err = headOf(ctx, repoURL, st.Branch, auth); err != nil {
+			return Fetched{}, classify(err, "%s, branch %s", where, st.Branch)
+		}
+	}
+	key := cacheKey(repoURL, commit)
+	mu, _ := f.locks.LoadOrStore(key, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	dir := filepath.Join(f.cacheDir(), key)
+	wanted := append(append([]string(nil), st.Paths...), st.ValuesPaths...)
+	out := Fetched{Commit: commit, Cached: cached(dir, wanted)}
+	if !out.Cached {
+		if out.Commit, err = fetchInto(ctx, dir, repoURL, st.Branch, st.Commit, auth, wanted); err != nil {
+			return Fetched{}, err
+		}
+	}
+	for _, p := range st.Paths {
+		files, err := readTree(dir, p, true)
+		if err != nil {
+			return Fetched{}, activities.Fail(activities.Verification, "%s at %s: %v", where, short(out.Commit), err)
+		}
+		out.Files = append(out.Files, files...)
+	}
+	for _, p := range st.ValuesPaths {
+		files, err := readTree(dir, p, false)
+		if err != nil {
+			return Fetched{}, activities.Fail(activities.Verification, "%s at %s: values %v", where, short(out.Commit), err)
+		}
+		out.Values = append(out.Values, files...)
+	}
+	return out, nil
+}
+
+// headOf asks the server for a branch's head commit (git ls-remote).
+func headOf(ctx context.Context, repoURL, branch string, auth transport.AuthMethod) (string, error) {
+	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{repoURL}})
+	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if err != nil {
+		return "", err
+	}
+	want := plumbing.NewBranchReferenceName(branch)
+	for _, r := range refs {
+		if r.Name() == want {
+			return r.Hash().String(), nil
+		}
+	}
+	return "", fmt.Errorf("%w: no branch %q", plumbing.ErrReferenceNotFound, branch)
+}
+
+// fetchInto clones the commit (a branch's head shallowly, a named commit with its history, as
+// servers refuse a shallow fetch of an arbitrary commit) into memory and writes the files
+// under the wanted paths into dir. It returns the full commit hash.
+func fetchInto(ctx context.Context, dir, repoURL, branch, commit string, auth transport.AuthMethod, wanted []string) (string, error) {
+	where := redact(repoURL)
+	opts := &git.CloneOptions{URL: repoURL, Auth: auth, Tags: git.NoTags}
+	if commit == "" {
+		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewBranchReferenceName(branch), true, 1
+	}
+	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, opts)
+	if err != nil {
+		return "", classify(err, "%s, %s", where, refName(branch, commit))
+	}
+	var hash plumbing.Hash
+	if commit == "" {
+		head, err := repo.Head()
+		if err != nil {
+			return "", classify(err, "%s, branch %s", where, branch)
+		}
+		hash = head.Hash()
+	} else {
+		h, err := repo.ResolveRevision(plumbing.Revision(commit))
+		if err != nil {
+			return "", activities.Fail(activities.Verification, "%s: no commit %s", where, commit)
+		}
+		hash = *h
+	}
+	c, err := repo.CommitObject(hash)
+	if err != nil {
+		return "", classify(err, "%s, commit %s", where, short(hash.String()))
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return "", classify(err, "%s, commit %s", where, short(hash.String()))
+	}
+	for _, p := range wanted {
+		if err := writePath(tree, dir, p); err != nil {
+			return "", activities.Fail(activities.Verification, "%s at %s: %v", where, short(hash.String()), err)
+		}
+	}
+	return hash.String(), nil
+}
+
+// writePath copies a file, or every file under a folder, of the tree into dir, then marks the
+// path as complete (the mark is what a later fetch trusts).
+func writePath(tree *object.Tree, dir, p string) error {
+	clean := strings.Trim(path.Clean("/"+p), "/")
+	write := func(name string, f *object.File) error {
+		r, err := f.Reader()
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		return writeFile(filepath.Join(dir, "files", filepath.FromSlash(name)), r)
+	}
+	if f, err := tree.File(clean); err == nil {
+		if err := write(clean, f); err != nil {
+			return err
+		}
+	} else {
+		sub, err := tree.Tree(clean)
+		if clean == "" {
+			sub, err = tree, nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: no such file or folder", p)
+		}
+		err = sub.Files().ForEach(func(f *object.File) error { return write(path.Join(clean, f.Name), f) })
+		if err != nil {
+			return err
+		}
+	}
+	return writeFile(markOf(dir, p), strings.NewReader(p))
+}
+
+func writeFile(name string, r io.Reader) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".part-*")
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(tmp, r); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}
+
+func markOf(dir, p string) string {
+	sum := sha256.Sum256([]byte(p))
+	return filepath.Join(dir, "paths", hex.EncodeToString(sum[:8]))
+}
+
+func cached(dir string, wanted []string) bool {
+	for _, p := range wanted {
+		if _, err := os.Stat(markOf(dir, p)); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// readTree reads a cached file, or a folder's files in path order: for manifests its *.yaml,
+// *.yml and *.tpl files, for values every file.
+func readTree(dir, p string, manifests bool) ([]plan.File, error) {
+	clean := strings.Trim(path.Clean("/"+p), "/")
+	root := filepath.Join(dir, "files", filepath.FromSlash(clean))
+	st, err := os.Stat(root)
+	if err != nil {
+		return nil, fmt.Errorf("%s: no such file or folder", p)
+	}
+	var names []string
+	if !st.IsDir() {
+		names = []string{root}
+	} else {
+		err = filepath.WalkDir(root, func(n string, e os.DirEntry, err error) error {
+			if err != nil || e.IsDir() {
+				return err
+			}
+			switch filepath.Ext(n) {
+			case ".yaml", ".yml", ".tpl":
+				names = append(names, n)
+			default:
+				if !manifests {
+					names = append(names, n)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.Strings(names)
+		if len(names) == 0 {
+			return nil, fmt.Errorf("%s: folder holds no .yaml, .yml or .tpl files", p)
+		}
+	}
+	var out []plan.File
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			return nil, err
+		}
+		rel, _ := filepath.Rel(filepath.Join(dir, "files"), n)
+		out = append(out, plan.File{Path: filepath.ToSlash(rel), Text: string(b)})
+	}
+	return out, nil
+}
+
+// auth builds the connector's credentials from the secret resolver.
+func (f *Fetcher) auth(ctx context.Context, c plan.GitConnector) (transport.AuthMethod, error) {
+	resolve := func(ref, what string) (string, error) {
+		if f.Secrets == nil {
+			return "", activities.Fail(activities.Authentication, "connector %s: %s %q: no secret resolver on this worker", c.ID, what, ref)
+		}
+		v, err := f.Secrets.Resolve(ctx, ref)
+		if err != nil {
+			return "", activities.Fail(activities.Authentication, "connector %s: %s: %v", c.ID, what, err)
+		}
+		return v, nil
+	}
+	user := c.Username
+	if c.UsernameRef != "" {
+		v, err := resolve(c.UsernameRef, "usernameRef")
+		if err != nil {
+			return nil, err
+		}
+		user = v
+	}
+	switch {
+	case c.SSHKeyRef != "":
+		key, err := resolve(c.SSHKeyRef, "sshKeyRef")
+		if err != nil {
+			return nil, err
+		}
+		if user == "" {
+			user = "git"
+		}
+		keys, err := gitssh.NewPublicKeys(user, []byte(key), "")
+		if err != nil {
+			return nil, activities.Fail(activities.Authentication, "connector %s: sshKeyRef %s does not hold a private key this worker can read: %v", c.ID, c.SSHKeyRef, err)
+		}
+		// Host keys are checked against known_hosts ($SSH_KNOWN_HOSTS, else ~/.ssh/known_hosts).
+		cb, err := gitssh.NewKnownHostsCallback()
+		if err != nil {
+			return nil, activities.Fail(activities.Authentication, "connector %s: no known_hosts to check the server's key against (set SSH_KNOWN_HOSTS or fill ~/.ssh/known_hosts): %v", c.ID, err)
+		}
+		keys.HostKeyCallback = cb
+		return keys, nil
+	case c.PasswordRef != "":
+		pw, err := resolve(c.PasswordRef, "password or token")
+		if err != nil {
+			return nil, err
+		}
+		return &githttp.BasicAuth{Username: user, Password: pw}, nil
+	}
+	return nil, nil // anonymous
+}
+
+// classify turns a go-git error into a step failure of the right category.
+func classify(err error, format string, args ...any) error {
+	where := fmt.Sprintf(format, args...)
+	var netErr net.Error
+	var opErr *net.OpError
+	switch {
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		strings.Contains(err.Error(), "unable to authenticate"):
+		return activities.Fail(activities.Authentication, "%s: the server refused the connector's credentials: %v", where, err)
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		return activities.Fail(activities.Verification, "%s: repository not found", where)
+	case errors.Is(err, plumbing.ErrReferenceNotFound), errors.Is(err, git.NoMatchingRefSpecError{}):
+		return activities.Fail(activities.Verification, "%s: not found in the repository", where)
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &opErr), errors.As(err, &netErr),
+		strings.Contains(err.Error(), "connection refused"), strings.Contains(err.Error(), "no such host"):
+		return activities.Fail(activities.Connectivity, "%s: cannot reach the Git server: %v", where, err)
+	}
+	return activities.Fail(activities.Unknown, "%s: %v", where, err)
+}
+
+func (f *Fetcher) cacheDir() string {
+	if f.CacheDir != "" {
+		return f.CacheDir
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	return filepath.Join(base, "gantry", "git")
+}
+
+func cacheKey(repoURL, commit string) string {
+	sum := sha256.Sum256([]byte(redact(repoURL)))
+	return filepath.Join(hex.EncodeToString(sum[:8]), commit)
+}
+
+func refName(branch, commit string) string {
+	if commit != "" {
+		return "commit " + commit
+	}
+	return "branch " + branch
+}
+
+func short(commit string) string {
+	if len(commit) > 12 {
+		return commit[:12]
+	}
+	return commit
+}
+
+// redact drops a password written into a repository URL.
+func redact(repoURL string) string {
+	if u, err := url.Parse(repoURL); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return repoURL
+}

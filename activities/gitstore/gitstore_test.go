@@ -1,0 +1,148 @@
+package gitstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/internal/gittest"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+type secretMap map[string]string
+
+func (m secretMap) Resolve(_ context.Context, id string) (string, error) {
+	if v, ok := m[id]; ok {
+		return v, nil
+	}
+	return "", fmt.Errorf("no secret %q", id)
+}
+
+const deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+
+func setup(t *testing.T) (*gittest.Server, *Fetcher, string) {
+	srv := gittest.Start(t)
+	first := srv.NewRepo("app", map[string]string{
+		"k8s/deployment.yaml": deployment,
+		"k8s/service.yml":     "kind: Service\n",
+		"k8s/README.md":       "not a manifest",
+		"values/prod.yaml":    "replicas: 3\n",
+	})
+	f := &Fetcher{CacheDir: t.TempDir(), Secrets: secretMap{"git_user": srv.Username, "git_token": srv.Password, "git_key": srv.SSHKey}}
+	return srv, f, first
+}
+
+func httpStore(srv *gittest.Server) *plan.GitStore {
+	return &plan.GitStore{Type: "Git", Branch: "main", Paths: []string{"k8s"}, ValuesPaths: []string{"values/prod.yaml"},
+		Connector: plan.GitConnector{ID: "repo", Type: "Git", URL: srv.HTTPURL + "/app.git", ConnectionType: "Repo",
+			UsernameRef: "git_user", PasswordRef: "git_token"}}
+}
+
+func category(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Type()
+	}
+	return ""
+}
+
+// A branch's head over HTTP with a username and token: the manifests of the folder in path
+// order, the values file, the commit; the second fetch of the same commit reads the cache, and
+// a new commit on the branch is fetched anew.
+func TestFetchBranchOverHTTP(t *testing.T) {
+	srv, f, first := setup(t)
+	ctx := context.Background()
+	got, err := f.Fetch(ctx, httpStore(srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Commit != first || got.Cached {
+		t.Errorf("commit %s cached %v, want %s fetched", got.Commit, got.Cached, first)
+	}
+	if len(got.Files) != 2 || got.Files[0].Path != "k8s/deployment.yaml" || got.Files[0].Text != deployment || got.Files[1].Path != "k8s/service.yml" {
+		t.Errorf("files %+v", got.Files)
+	}
+	if len(got.Values) != 1 || got.Values[0].Text != "replicas: 3\n" {
+		t.Errorf("values %+v", got.Values)
+	}
+	again, err := f.Fetch(ctx, httpStore(srv))
+	if err != nil || !again.Cached || again.Commit != first || len(again.Files) != 2 {
+		t.Errorf("second fetch: %+v %v", again, err)
+	}
+	second := srv.Commit("app", "main", map[string]string{"values/prod.yaml": "replicas: 5\n"})
+	moved, err := f.Fetch(ctx, httpStore(srv))
+	if err != nil || moved.Cached || moved.Commit != second || moved.Values[0].Text != "replicas: 5\n" {
+		t.Errorf("after a new commit: %+v %v", moved, err)
+	}
+	// The first commit, by ID: its own files, though the branch has moved.
+	st := httpStore(srv)
+	st.Commit = first
+	pinned, err := f.Fetch(ctx, st)
+	if err != nil || pinned.Commit != first || pinned.Values[0].Text != "replicas: 3\n" {
+		t.Errorf("commit %s: %+v %v", first, pinned, err)
+	}
+}
+
+// An Account connector names the organization; the store names the repository.
+func TestFetchThroughAnAccountConnector(t *testing.T) {
+	srv, f, first := setup(t)
+	st := httpStore(srv)
+	st.Connector.ConnectionType, st.Connector.URL, st.RepoName = "Account", srv.HTTPURL, "app.git"
+	got, err := f.Fetch(context.Background(), st)
+	if err != nil || got.Commit != first {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+// SSH key auth, the server's key checked against known_hosts.
+func TestFetchOverSSH(t *testing.T) {
+	srv, f, first := setup(t)
+	t.Setenv("SSH_KNOWN_HOSTS", srv.KnownHosts)
+	st := httpStore(srv)
+	st.Connector = plan.GitConnector{ID: "repo", Type: "Git", URL: srv.SSHURL + "/app.git", ConnectionType: "Repo", SSHKeyRef: "git_key"}
+	got, err := f.Fetch(context.Background(), st)
+	if err != nil || got.Commit != first || len(got.Files) != 2 {
+		t.Fatalf("%+v %v", got, err)
+	}
+}
+
+// Each failure has its category and names the repository and the ref or path, never the token.
+func TestFetchFailures(t *testing.T) {
+	srv, f, _ := setup(t)
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		change func(*plan.GitStore)
+		want   activities.Category
+		says   string
+	}{
+		{"bad token", func(s *plan.GitStore) { s.Connector.PasswordRef = "wrong" }, activities.Authentication, "refused"},
+		{"no branch", func(s *plan.GitStore) { s.Branch = "release" }, activities.Verification, "branch release"},
+		{"no commit", func(s *plan.GitStore) { s.Commit = strings.Repeat("ab", 20) }, activities.Verification, "no commit"},
+		{"no path", func(s *plan.GitStore) { s.Paths = []string{"helm"} }, activities.Verification, "helm: no such file or folder"},
+		{"no repository", func(s *plan.GitStore) { s.Connector.URL = srv.HTTPURL + "/other.git" }, activities.Verification, "other.git"},
+		{"unreachable", func(s *plan.GitStore) { s.Connector.URL = "http://127.0.0.1:1/app.git" }, activities.Connectivity, "cannot reach"},
+	}
+	f.Secrets.(secretMap)["wrong"] = "not-the-token"
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := httpStore(srv)
+			c.change(st)
+			_, err := f.Fetch(ctx, st)
+			if err == nil {
+				t.Fatal("fetched")
+			}
+			if got := category(err); got != string(c.want) || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%s: %v, want %s saying %q", got, err, c.want, c.says)
+			}
+			if strings.Contains(err.Error(), srv.Password) || strings.Contains(err.Error(), "not-the-token") {
+				t.Errorf("the error shows a credential: %v", err)
+			}
+		})
+	}
+}
