@@ -21,7 +21,25 @@ const (
 	Http        = "gantry.Http"
 	Policy      = "gantry.Policy"
 	Kubernetes  = "gantry.Kubernetes"
+	// FetchManifests fetches a Git-stored manifest at a Deployment stage's service phase.
+	FetchManifests = "gantry.FetchManifests"
 )
+
+// FetchInput is a manifest's Git store, its branch and commit rendered.
+type FetchInput struct {
+	ExecutionID string        `json:"executionId"`
+	Manifest    string        `json:"manifest"`
+	Store       plan.GitStore `json:"store"`
+}
+
+// Fetched is what a Git store held at the commit fetched.
+type Fetched struct {
+	Commit string      `json:"commit"`
+	Files  []plan.File `json:"files,omitempty"`
+	Values []plan.File `json:"values,omitempty"`
+	// Cached says the files came from the worker's cache, not the repository.
+	Cached bool `json:"cached,omitempty"`
+}
 
 // ForStepType returns the activity that runs a step type, or "" when the type runs in
 // workflow code (Wait) or not at all.

@@ -132,6 +132,19 @@ func TestRecordHistories(t *testing.T) {
 		exec, _ := runPlan(t, env.starter, r.Plan)
 		recordExecution(t, out, exec.ID)
 	}
+	// The same stage with its manifests in Git (changeGitManifests): fetched at the service phase.
+	gitDir := k8sExample(t, "record-git")
+	gitService(t, gitDir)
+	gitFile := filepath.Join(gitDir, "dev.yaml")
+	if err := os.WriteFile(gitFile, []byte(strings.Replace(devPipeline, "identifier: web_dev", "identifier: web_git", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := load.File(gitFile, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v", err)
+	}
+	gitRun, _ := runPlan(t, env.starter, r.Plan)
+	recordExecution(t, out, gitRun.ID)
 }
 
 // recordExecution records the history of an execution's pipeline workflow and of every

@@ -46,14 +46,22 @@ type ManifestSpec struct {
 	EnableDeclarativeRollback string         `yaml:"enableDeclarativeRollback"`
 }
 
-// ManifestStore locates manifest files. Gantry reads `Local` stores: paths relative to the
-// service file, read when the run is submitted.
+// ManifestStore locates manifest files: `Local` stores name paths relative to the service
+// file, read when the run is submitted; Git stores (Git, Github, Gitlab, Bitbucket) name a
+// connector, a branch or commit and paths in the repository, fetched by a worker when the
+// stage starts.
 type ManifestStore = Typed[ManifestStoreSpec]
 
-// ManifestStoreSpec lists files and folders.
+// ManifestStoreSpec lists files and folders, and for Git stores where they are.
 type ManifestStoreSpec struct {
-	Node  *yaml.Node `yaml:"-"`
-	Paths []string   `yaml:"paths" gantry:"required"`
+	Node         *yaml.Node `yaml:"-"`
+	Paths        []string   `yaml:"paths"`
+	ConnectorRef string     `yaml:"connectorRef"`
+	GitFetchType string     `yaml:"gitFetchType"`
+	Branch       string     `yaml:"branch"`
+	CommitID     string     `yaml:"commitId"`
+	FolderPath   string     `yaml:"folderPath"`
+	RepoName     string     `yaml:"repoName"`
 }
 
 // ServiceArtifacts is the primary artifact and its sources.
@@ -127,17 +135,60 @@ type InfrastructureSpec struct {
 	ReleaseName  string     `yaml:"releaseName"`
 }
 
-// Connector is a `connector:` document. Gantry knows K8sCluster connectors.
+// Connector is a `connector:` document. Gantry knows K8sCluster connectors and the Git
+// connectors (Git, Github, Gitlab, Bitbucket); the spec is decoded by type.
 type Connector struct {
-	Entity               `yaml:",inline"`
-	Typed[ConnectorSpec] `yaml:",inline"`
+	Node   *yaml.Node `yaml:"-"`
+	Entity `yaml:",inline"`
+	Type   string     `yaml:"type" gantry:"required"`
+	Spec   *yaml.Node `yaml:"spec" gantry:"required"`
+
+	// Decoded from Spec by type: one of them is set.
+	K8s *K8sClusterSpec   `yaml:"-"`
+	Git *GitConnectorSpec `yaml:"-"` // type Git
+	SCM *SCMConnectorSpec `yaml:"-"` // type Github, Gitlab or Bitbucket
 }
 
-// ConnectorSpec holds a K8sCluster connector's credential.
-type ConnectorSpec struct {
+// K8sClusterSpec holds a K8sCluster connector's credential.
+type K8sClusterSpec struct {
 	Node              *yaml.Node     `yaml:"-"`
 	Credential        *K8sCredential `yaml:"credential" gantry:"required"`
 	DelegateSelectors []string       `yaml:"delegateSelectors"`
+}
+
+// GitConnectorSpec is a Git connector: any Git server, over HTTP (type Http, username and
+// password) or SSH (type Ssh, a key).
+type GitConnectorSpec struct {
+	Node              *yaml.Node      `yaml:"-"`
+	URL               string          `yaml:"url" gantry:"required"`
+	ConnectionType    string          `yaml:"connectionType" gantry:"required"`
+	Type              string          `yaml:"type" gantry:"required"`
+	Spec              *GitCredentials `yaml:"spec" gantry:"required"`
+	DelegateSelectors []string        `yaml:"delegateSelectors"`
+}
+
+// SCMConnectorSpec is a Github, Gitlab or Bitbucket connector: an account (organization) or
+// one repository, and how to authenticate.
+type SCMConnectorSpec struct {
+	Node              *yaml.Node             `yaml:"-"`
+	URL               string                 `yaml:"url" gantry:"required"`
+	Type              string                 `yaml:"type" gantry:"required"` // Account or Repo
+	Authentication    *Typed[GitCredentials] `yaml:"authentication" gantry:"required"`
+	DelegateSelectors []string               `yaml:"delegateSelectors"`
+}
+
+// GitCredentials are a Git connector's credentials: a username (or a secret holding it) with
+// a password or token secret, or an SSH key secret. Github, Gitlab and Bitbucket nest the HTTP
+// ones one level down, under the kind of HTTP credential (UsernameToken, UsernamePassword).
+type GitCredentials struct {
+	Node        *yaml.Node      `yaml:"-"`
+	Type        string          `yaml:"type"`
+	Spec        *GitCredentials `yaml:"spec"`
+	Username    string          `yaml:"username"`
+	UsernameRef string          `yaml:"usernameRef"`
+	PasswordRef string          `yaml:"passwordRef"`
+	TokenRef    string          `yaml:"tokenRef"`
+	SSHKeyRef   string          `yaml:"sshKeyRef"`
 }
 
 // K8sCredential is how the worker reaches the cluster:
@@ -201,4 +252,36 @@ type InfraRef struct {
 type UseFromStage struct {
 	Node  *yaml.Node `yaml:"-"`
 	Stage string     `yaml:"stage" gantry:"required"`
+}
+
+// decodeSpec decodes the connector's spec by its type (one of ConnectorKind.Runs; the spec of
+// another type was left undecoded and reported).
+func (c *Connector) decodeSpec(d *Decoder) {
+	if c.Spec == nil {
+		return
+	}
+	switch c.Type {
+	case "K8sCluster":
+		c.K8s = &K8sClusterSpec{}
+		d.Decode(c.Spec, c.K8s, "spec")
+	case "Git":
+		c.Git = &GitConnectorSpec{}
+		d.Decode(c.Spec, c.Git, "spec")
+	case "Github", "Gitlab", "Bitbucket":
+		c.SCM = &SCMConnectorSpec{}
+		d.Decode(c.Spec, c.SCM, "spec")
+	}
+}
+
+// Access says how the connector reaches its server: the K8s credential type, or Http or Ssh.
+func (c *Connector) Access() string {
+	switch {
+	case c.K8s != nil && c.K8s.Credential != nil:
+		return c.K8s.Credential.Type
+	case c.Git != nil:
+		return c.Git.Type
+	case c.SCM != nil && c.SCM.Authentication != nil:
+		return c.SCM.Authentication.Type
+	}
+	return ""
 }

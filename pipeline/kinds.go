@@ -57,10 +57,10 @@ var (
 		Runs: []string{"Kubernetes"}, Reference: reference.ServiceDefinitionTypes}
 	ManifestKind = Kind{What: "manifest type", Code: "unsupported-manifest-type",
 		Runs: []string{"K8sManifest", "Values"}, Reference: reference.ManifestTypes}
-	// Local is Gantry's own store: files beside the service.
+	// Local is Gantry's own store: files beside the service. Git stores are fetched by workers.
 	ManifestStoreKind = Kind{What: "manifest store", Code: "unsupported-manifest-store",
-		Runs: []string{"Local"}, Reference: reference.StoreTypes,
-		Hint: "Gantry reads manifests from files beside the service: `store: {type: Local, spec: {paths: [...]}}`"}
+		Runs: []string{"Local", "Git", "Github", "GitLab", "Bitbucket"}, Reference: reference.StoreTypes,
+		Hint: "Gantry reads manifests from files beside the service (`store: {type: Local, spec: {paths: [...]}}`) or from Git (`type: Git`, `Github`, `GitLab` or `Bitbucket`)"}
 	ArtifactSourceKind = Kind{What: "artifact source type", Code: "unsupported-artifact-type",
 		Runs:      []string{"DockerRegistry", "Gcr", "Ecr", "Acr", "Nexus3Registry", "ArtifactoryRegistry", "CustomArtifact"},
 		Reference: reference.ArtifactSourceTypes}
@@ -68,12 +68,17 @@ var (
 		Runs: []string{"KubernetesDirect"}, Reference: reference.InfrastructureTypes}
 	InfraDeploymentKind = Kind{What: "deployment type", Code: "unsupported-deployment-type",
 		Runs: []string{"Kubernetes"}, Reference: reference.ServiceDefinitionTypes}
-	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster"}}
+	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket"}}
 	TriggerSourceKind = Kind{What: "trigger source type", Code: "unsupported-trigger-type",
 		Runs: []string{"Webhook", "Scheduled"}, Reference: reference.TriggerSourceTypes}
 	WebhookKind = Kind{What: "webhook type", Code: "unsupported-trigger-type",
 		Runs: []string{"Github", "Gitlab", "Bitbucket", "Custom"}, Reference: reference.WebhookTypes}
 )
+
+// GitCredentialKind is the kind of a Github, Gitlab or Bitbucket connector's HTTP credentials.
+var GitCredentialKind = Kind{What: "Git HTTP credential type", Code: "unsupported-git-auth",
+	Runs: []string{"UsernameToken", "UsernamePassword"}, Reference: []string{"Anonymous", "GithubApp", "OAuth", "PersonalAccessToken"},
+	Hint: "Gantry authenticates to Git with a username and a token or password (`type: UsernameToken`), or an SSH key"}
 
 // typed are the objects whose `spec` is shaped by their `type`: when Gantry does not run the
 // type, the spec is left undecoded, so its reference fields are not reported as unknown.
@@ -84,6 +89,7 @@ var typed = map[reflect.Type]Kind{
 	reflect.TypeFor[ArtifactSource]():    ArtifactSourceKind,
 	reflect.TypeFor[Infrastructure]():    InfrastructureKind,
 	reflect.TypeFor[Connector]():         ConnectorKind,
+	reflect.TypeFor[GitCredentials]():    GitCredentialKind,
 }
 
 // runsType checks the `type` of a typed object; false means its spec is not decoded.

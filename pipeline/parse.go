@@ -121,6 +121,9 @@ func (f *File) Decode() diag.List {
 	}
 	f.InputSet, f.Overlay, f.Trigger = top.InputSet, top.Overlay, top.Trigger
 	f.Service, f.Environment, f.Infrastructure, f.Connector = top.Service, top.Environment, top.Infrastructure, top.Connector
+	if f.Connector != nil {
+		f.Connector.decodeSpec(d)
+	}
 	f.EnvGroup = top.EnvGroup
 	f.Template = top.Template
 	if top.Pipeline != nil {

@@ -1,6 +1,9 @@
 package plan
 
-import "strings"
+import (
+	"net/url"
+	"strings"
+)
 
 // Deployment is what a Deployment stage deploys, resolved from the service, environment,
 // infrastructure and connector files when the run was submitted (spec 15.1). Manifest and
@@ -76,6 +79,14 @@ func (g *GitStore) RepoURL() string {
 		base += "/"
 	}
 	return base + g.RepoName
+}
+
+// RepoDisplay is RepoURL for messages: a password written into the URL is masked.
+func (g *GitStore) RepoDisplay() string {
+	if u, err := url.Parse(g.RepoURL()); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return g.RepoURL()
 }
 
 // File is a file's path (relative to its manifest store) and content.

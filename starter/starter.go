@@ -450,13 +450,64 @@ func (s *Starter) Input(ctx context.Context, executionID string) (*workflows.Pip
 	return &in, nil
 }
 
-// Rerun starts a fresh execution of the same plan and inputs as an earlier one.
+// Rerun starts a fresh execution of the same plan and inputs as an earlier one. Manifests
+// stored in Git are fetched at the commits the earlier execution deployed, not at their
+// branches' heads.
 func (s *Starter) Rerun(ctx context.Context, executionID string, trig workflows.Trigger) (Execution, error) {
 	in, err := s.Input(ctx, executionID)
 	if err != nil {
 		return Execution{}, err
 	}
+	if res, err := s.Result(ctx, executionID); err == nil && res.Tree != nil {
+		pinCommits(in.Plan, res.Tree)
+	}
 	return s.start(ctx, in.Plan, trig, in.Settings, nil, "")
+}
+
+// pinCommits sets each Git store of a stage to the commit an earlier run of the stage
+// fetched (stage nodes' Manifests). An iteration of a multi-service stage records its own;
+// the stage's deployments take the first recorded for a manifest.
+func pinCommits(p *plan.Plan, tree *workflows.Node) {
+	fetched := map[string]map[string]string{} // stage ID → manifest → commit
+	tree.Walk(func(n *workflows.Node) {
+		if n.Kind != "stage" || len(n.Manifests) == 0 {
+			return
+		}
+		// An iteration's node has an ID of its own; its path starts with the stage's.
+		for _, stage := range []string{n.ID, strings.SplitN(n.Path, ".", 2)[0]} {
+			if fetched[stage] == nil {
+				fetched[stage] = map[string]string{}
+			}
+			for m, c := range n.Manifests {
+				if _, ok := fetched[stage][m]; !ok {
+					fetched[stage][m] = c
+				}
+			}
+		}
+	})
+	plan.Walk(p.Stages, nil, func(n *plan.Node, _ []string) {
+		commits := fetched[n.ID]
+		if n.Kind != plan.KindStage || commits == nil {
+			return
+		}
+		pin := func(d *plan.Deployment) {
+			if d == nil || d.Service == nil {
+				return
+			}
+			for i := range d.Service.Manifests {
+				m := &d.Service.Manifests[i]
+				if c, ok := commits[m.ID]; ok && m.Store != nil {
+					st := *m.Store
+					st.Commit = c
+					m.Store = &st
+				}
+			}
+		}
+		pin(n.Deploy)
+		for _, d := range n.Deploys {
+			pin(d)
+		}
+	})
 }
 
 // Retry starts a new execution of a failed one that skips the stages before fromStage and

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/gitstore"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
 	"github.com/gantry-cd/gantry/activities/logs"
@@ -35,6 +36,9 @@ type Options struct {
 	Secrets   secrets.Resolver
 	Logs      logs.Store
 	WorkDir   string // step workspaces; "" is the system temp directory
+	// GitCache holds the files of Git-stored manifests by commit; "" is the user's cache
+	// directory (gantry/git).
+	GitCache string
 	// MaxConcurrentSteps bounds step activities running at once on this worker (0: SDK default).
 	MaxConcurrentSteps int
 	// Policies evaluates Policy steps; nil makes them fail closed.
@@ -191,6 +195,8 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(stamped(ps.Run), activity.RegisterOptions{Name: activities.Policy})
 	ks := &k8sstep.Activity{Secrets: o.Secrets, Logs: o.Logs}
 	r.RegisterActivityWithOptions(stamped(ks.Run), activity.RegisterOptions{Name: activities.Kubernetes})
+	gs := &gitstore.Fetcher{Secrets: o.Secrets, CacheDir: o.GitCache}
+	r.RegisterActivityWithOptions(gs.Activity, activity.RegisterOptions{Name: activities.FetchManifests})
 	return sh.Close
 }
 

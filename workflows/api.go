@@ -64,6 +64,9 @@ const (
 	// changeOutcomeStatus: pipeline and stage workflows that end failed or aborted close Failed
 	// or Canceled for Temporal, with their result as the failure's details.
 	changeOutcomeStatus = "outcome-status"
+	// changeGitManifests: a Deployment stage fetches its Git-stored manifests at the service
+	// phase (only stages with such manifests, which no earlier version could run, record it).
+	changeGitManifests = "git-manifests"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients
@@ -297,6 +300,9 @@ type Node struct {
 	Policy *plan.PolicyRecord `json:"policy,omitempty"`
 	// Abort says who aborted the execution (pipeline node only).
 	Abort *Abort `json:"abort,omitempty"`
+	// Manifests records, on a Deployment stage, the commit each Git-stored manifest was
+	// fetched at (manifest identifier → commit); a rerun deploys the same commits.
+	Manifests map[string]string `json:"manifests,omitempty"`
 	// Template is the template and version the node was expanded from (spec 19.8).
 	Template *plan.TemplateRef `json:"template,omitempty"`
 	// Source names the batch workflow that holds this placeholder's iterations (big loops, see

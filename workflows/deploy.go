@@ -4,7 +4,12 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/expressions"
@@ -24,7 +29,7 @@ type deployTarget struct {
 // `<+service.*>`, `<+serviceVariables.*>`, `<+artifact(s).*>`, `<+manifests.*>`, `<+env.*>`,
 // `<+infra.*>` and `<+INFRA_KEY>` for the stage's steps. Failures in these phases are
 // expression errors, which retrying cannot fix, so they fail the stage.
-func (s *stageRun) deployContext() error {
+func (s *stageRun) deployContext(ctx workflow.Context) error {
 	d := s.in.Stage.Deploy
 	sv, env, inf := d.Service, d.Environment, d.Infra
 	render := func(text, what string) (string, error) {
@@ -42,6 +47,14 @@ func (s *stageRun) deployContext() error {
 		ms[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": "Local"}
 	}
 	s.root["manifests"] = ms
+	manifests := sv.Manifests
+	if slices.ContainsFunc(manifests, func(m plan.Manifest) bool { return m.Store != nil }) &&
+		workflow.GetVersion(ctx, changeGitManifests, workflow.DefaultVersion, 1) == 1 {
+		var err error
+		if manifests, err = s.fetchManifests(ctx, manifests, ms, render); err != nil {
+			return err
+		}
+	}
 	if a := sv.Artifact; a != nil {
 		tag, err := render(a.Tag, "artifact tag")
 		if err != nil {
@@ -105,11 +118,68 @@ func (s *stageRun) deployContext() error {
 	s.root["infra"] = map[string]any{"name": inf.Name, "infraIdentifier": inf.ID, "identifier": inf.ID,
 		"connectorRef": inf.Connector.ID, "connector": map[string]any{"name": inf.Connector.Name},
 		"namespace": ns, "releaseName": release, "tags": tagMap(inf.Tags)}
-	s.deploy = &deployTarget{namespace: ns, releaseName: release, connector: inf.Connector, manifests: sv.Manifests}
+	s.deploy = &deployTarget{namespace: ns, releaseName: release, connector: inf.Connector, manifests: manifests}
 	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: namespace %s, release %s",
 		sv.ID, env.ID, env.Type, inf.ID, ns, release))
 	return nil
 }
+
+// fetchManifests fetches the stage's Git-stored manifests on a worker, all at once, and
+// returns the manifests with their files. Each is fetched once, at one commit, for the whole
+// stage; the commit is published as `<+manifests.ID.commitId>` and recorded on the stage node.
+func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, published map[string]any, render func(text, what string) (string, error)) ([]plan.Manifest, error) {
+	out := slices.Clone(in)
+	futures := make([]workflow.Future, len(out))
+	for i, m := range out {
+		if m.Store == nil {
+			continue
+		}
+		st := *m.Store
+		var err error
+		if st.Branch, err = render(st.Branch, "manifest "+m.ID+" branch"); err != nil {
+			return nil, err
+		}
+		if st.Commit, err = render(st.Commit, "manifest "+m.ID+" commitId"); err != nil {
+			return nil, err
+		}
+		ref := "branch " + st.Branch
+		if st.Commit != "" {
+			ref = "commit " + st.Commit
+		}
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
+			StartToCloseTimeout: fetchTimeout,
+			Summary:             fmt.Sprintf("%s: fetch manifest %s from %s, %s", s.tree.Path, m.ID, st.RepoDisplay(), ref),
+			RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
+				MaximumInterval: 30 * time.Second, MaximumAttempts: s.in.Settings.InfraAttempts},
+		})
+		futures[i] = workflow.ExecuteActivity(actx, activities.FetchManifests, activities.FetchInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Store: st})
+		out[i].Store = &st
+	}
+	for i, f := range futures {
+		if f == nil {
+			continue
+		}
+		var got activities.Fetched
+		if err := f.Get(ctx, &got); err != nil {
+			return nil, err
+		}
+		m := &out[i]
+		m.Files, m.Values = got.Files, got.Values
+		published[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": m.Store.Type,
+			"commitId": got.Commit, "branch": m.Store.Branch, "repoName": m.Store.RepoName, "connectorRef": m.Store.Connector.ID}
+		if s.tree.Manifests == nil {
+			s.tree.Manifests = map[string]string{}
+		}
+		s.tree.Manifests[m.ID] = got.Commit
+		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("manifest %s: %s at commit %s (%d files, %d values files)",
+			m.ID, m.Store.RepoDisplay(), got.Commit, len(got.Files), len(got.Values)))
+	}
+	return out, nil
+}
+
+// fetchTimeout bounds one fetch of a Git-stored manifest (a clone of the repository).
+const fetchTimeout = 10 * time.Minute
 
 func tagMap(t map[string]string) map[string]any {
 	out := make(map[string]any, len(t))

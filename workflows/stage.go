@@ -223,8 +223,8 @@ func (s *stageRun) run(ctx workflow.Context) {
 		return
 	}
 	if st.Deploy != nil {
-		if err := s.deployContext(); err != nil {
-			s.finish(ctx, status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
+		if err := s.deployContext(ctx); err != nil {
+			s.finish(ctx, status.Failed, activities.Classify(err))
 			return
 		}
 	}

@@ -45,33 +45,24 @@ type Fetcher struct {
 	locks sync.Map // cache key → *sync.Mutex
 }
 
-// Fetched is what a store held at the commit fetched.
-type Fetched struct {
-	Commit string      `json:"commit"`
-	Files  []plan.File `json:"files,omitempty"`
-	Values []plan.File `json:"values,omitempty"`
-	// Cached says the files came from the worker's cache, not the repository.
-	Cached bool `json:"cached,omitempty"`
-}
-
 // Fetch resolves the store's branch (unless it names a commit) and returns the files of its
 // paths and values paths at that commit. Failures are step failures with a category:
 // Authentication, Connectivity, Verification (no such repository, branch, commit or path) or
 // Unknown; their messages name the repository, the ref and the path, never a credential.
-func (f *Fetcher) Fetch(ctx context.Context, st *plan.GitStore) (Fetched, error) {
+func (f *Fetcher) Fetch(ctx context.Context, st *plan.GitStore) (activities.Fetched, error) {
 	repoURL := st.RepoURL()
 	where := redact(repoURL)
 	auth, err := f.auth(ctx, st.Connector)
 	if err != nil {
-		return Fetched{}, err
+		return activities.Fetched{}, err
 	}
 	commit := st.Commit
 	if commit == "" {
 		if st.Branch == "" {
-			return Fetched{}, activities.Fail(activities.Verification, "%s: the store names neither a branch nor a commit", where)
+			return activities.Fetched{}, activities.Fail(activities.Verification, "%s: the store names neither a branch nor a commit", where)
 		}
 		if commit, err = headOf(ctx, repoURL, st.Branch, auth); err != nil {
-			return Fetched{}, classify(err, "%s, branch %s", where, st.Branch)
+			return activities.Fetched{}, classify(err, "%s, branch %s", where, st.Branch)
 		}
 	}
 	key := cacheKey(repoURL, commit)
@@ -80,27 +71,32 @@ func (f *Fetcher) Fetch(ctx context.Context, st *plan.GitStore) (Fetched, error)
 	defer mu.(*sync.Mutex).Unlock()
 	dir := filepath.Join(f.cacheDir(), key)
 	wanted := append(append([]string(nil), st.Paths...), st.ValuesPaths...)
-	out := Fetched{Commit: commit, Cached: cached(dir, wanted)}
+	out := activities.Fetched{Commit: commit, Cached: cached(dir, wanted)}
 	if !out.Cached {
 		if out.Commit, err = fetchInto(ctx, dir, repoURL, st.Branch, st.Commit, auth, wanted); err != nil {
-			return Fetched{}, err
+			return activities.Fetched{}, err
 		}
 	}
 	for _, p := range st.Paths {
 		files, err := readTree(dir, p, true)
 		if err != nil {
-			return Fetched{}, activities.Fail(activities.Verification, "%s at %s: %v", where, short(out.Commit), err)
+			return activities.Fetched{}, activities.Fail(activities.Verification, "%s at %s: %v", where, short(out.Commit), err)
 		}
 		out.Files = append(out.Files, files...)
 	}
 	for _, p := range st.ValuesPaths {
 		files, err := readTree(dir, p, false)
 		if err != nil {
-			return Fetched{}, activities.Fail(activities.Verification, "%s at %s: values %v", where, short(out.Commit), err)
+			return activities.Fetched{}, activities.Fail(activities.Verification, "%s at %s: values %v", where, short(out.Commit), err)
 		}
 		out.Values = append(out.Values, files...)
 	}
 	return out, nil
+}
+
+// Activity is the FetchManifests activity.
+func (f *Fetcher) Activity(ctx context.Context, in activities.FetchInput) (activities.Fetched, error) {
+	return f.Fetch(ctx, &in.Store)
 }
 
 // headOf asks the server for a branch's head commit (git ls-remote).

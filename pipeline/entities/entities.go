@@ -158,6 +158,9 @@ func (r *resolver) missing(pos diag.Pos, kind, ref, rootKey string) {
 }
 
 func (r *resolver) hint(kind string) string {
+	if len(r.c.Dirs) == 0 {
+		return fmt.Sprintf("put a file whose root key is `%s:` beside this one, or pass its folder with --entities", kind)
+	}
 	return fmt.Sprintf("put a file whose root key is `%s:` in %s, or pass its folder with --entities", kind, strings.Join(r.c.Dirs, ", "))
 }
 
@@ -286,6 +289,11 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	for _, me := range spec.Manifests {
 		m := me.Manifest
 		pm := plan.Manifest{ID: m.Identifier, Type: m.Type, SkipVersioning: m.Spec.SkipResourceVersioning == "true"}
+		if m.Spec.Store.Type != "Local" {
+			pm.Store = r.gitStore(f.Name, m.Spec)
+			out.Manifests = append(out.Manifests, pm)
+			continue
+		}
 		for _, p := range m.Spec.Store.Spec.Paths {
 			files, err := readTree(base, p)
 			if err != nil {
@@ -321,6 +329,67 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 		}
 	}
 	return out
+}
+
+// gitStore resolves a manifest's Git store and its connector; the worker fetches the files
+// when the stage starts.
+func (r *resolver) gitStore(file string, ms *pipeline.ManifestSpec) *plan.GitStore {
+	st := ms.Store
+	s := st.Spec
+	cf, ok := r.c.Connectors[pipeline.LocalRef(s.ConnectorRef)]
+	if !ok {
+		r.missing(pipeline.NodePos(file, pipeline.ValueAt(s.Node, "connectorRef")), "connector", s.ConnectorRef, "connector")
+		return nil
+	}
+	k := cf.Connector
+	gc := plan.GitConnector{ID: k.Identifier, Type: k.Type}
+	var cred *pipeline.GitCredentials
+	switch {
+	case k.Git != nil:
+		gc.URL, gc.ConnectionType, cred = k.Git.URL, k.Git.ConnectionType, k.Git.Spec
+		if k.Git.Type != "Ssh" {
+			cred = httpCredentials(cred)
+		}
+	case k.SCM != nil && k.SCM.Authentication != nil:
+		gc.URL, gc.ConnectionType, cred = k.SCM.URL, k.SCM.Type, k.SCM.Authentication.Spec
+		if k.SCM.Authentication.Type == "Http" && cred != nil {
+			cred = httpCredentials(cred.Spec)
+		}
+	default:
+		r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(s.Node, "connectorRef")), "connector",
+			"connector %s is a %s connector; a %s store needs a Git, Github, Gitlab or Bitbucket connector", k.Identifier, k.Type, st.Type)
+		return nil
+	}
+	if cred != nil {
+		gc.Username, gc.UsernameRef, gc.PasswordRef, gc.SSHKeyRef = cred.Username, cred.UsernameRef, cred.PasswordRef, cred.SSHKeyRef
+	}
+	out := &plan.GitStore{Type: st.Type, Connector: gc, RepoName: s.RepoName, Paths: s.Paths, ValuesPaths: ms.ValuesPaths}
+	if len(out.Paths) == 0 && s.FolderPath != "" {
+		out.Paths = []string{s.FolderPath}
+	}
+	if s.GitFetchType == "Commit" {
+		out.Commit = s.CommitID
+	} else {
+		out.Branch = s.Branch
+	}
+	if gc.ConnectionType == "Account" && s.RepoName == "" {
+		r.diags.Errorf(pipeline.NodePos(file, s.Node), "missing-field", "connector %s connects an account: the store needs `repoName`", k.Identifier).
+			SetHint("repoName: the repository's name under %s", gc.URL)
+	}
+	return out
+}
+
+// httpCredentials keeps a token as the password: Git over HTTP sends either the same way.
+func httpCredentials(c *pipeline.GitCredentials) *pipeline.GitCredentials {
+	if c == nil {
+		return nil
+	}
+	out := *c
+	out.SSHKeyRef = ""
+	if out.PasswordRef == "" {
+		out.PasswordRef = out.TokenRef
+	}
+	return &out
 }
 
 var templateLineRe = regexp.MustCompile(`^template: [^:]+:(\d+):`)
@@ -449,7 +518,12 @@ func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *pla
 		return nil
 	}
 	k := cf.Connector
-	cr := k.Spec.Credential
+	if k.K8s == nil || k.K8s.Credential == nil {
+		r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(in.Spec.Node, "connectorRef")), "connector",
+			"infrastructure %s: connector %s is a %s connector; a KubernetesDirect infrastructure needs a K8sCluster connector", in.Identifier, k.Identifier, k.Type)
+		return nil
+	}
+	cr := k.K8s.Credential
 	infra.Connector = plan.Connector{ID: k.Identifier, Name: k.Name, Type: cr.Type}
 	if s := cr.Spec; s != nil {
 		infra.Connector.MasterURL = s.MasterURL

@@ -30,6 +30,9 @@ func HasField(goType, key string) bool {
 // shows them.
 var EntityFields = map[string][]string{
 	"pipeline.Environment": {"overrides"},
+	// Used by the reference to test a connection and by its Git Experience and SCM APIs.
+	"pipeline.GitConnectorSpec": {"apiAccess", "branch", "executeOnDelegate", "proxy", "validationRepo"},
+	"pipeline.SCMConnectorSpec": {"apiAccess", "executeOnDelegate", "proxy", "validationRepo"},
 }
 
 // Significant are reference fields that change what a stage is when set to true: Gantry

@@ -37,6 +37,9 @@ func (c *checker) service(s *pipeline.Service) {
 		if mf.Spec == nil {
 			continue
 		}
+		if mf.Spec.Store != nil {
+			c.store(mf.Spec.Store)
+		}
 		c.boolean(mf.Spec.Node, "skipResourceVersioning", mf.Spec.SkipResourceVersioning)
 		c.boolean(mf.Spec.Node, "enableDeclarativeRollback", mf.Spec.EnableDeclarativeRollback)
 	}
@@ -88,10 +91,14 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 func (c *checker) connector(k *pipeline.Connector) {
 	c.identifier(k.Node, "identifier", k.Identifier, "connector")
 	c.name(k.Node, k.Name, "connector")
-	if k.Spec == nil || k.Spec.Credential == nil {
+	if k.Git != nil || k.SCM != nil {
+		c.gitConnector(k)
 		return
 	}
-	cr := k.Spec.Credential
+	if k.K8s == nil || k.K8s.Credential == nil {
+		return
+	}
+	cr := k.K8s.Credential
 	c.enum(cr.Node, "type", cr.Type, []string{"InheritFromDelegate", "Kubeconfig", "ManualConfig"}, "credential type")
 	s := cr.Spec
 	switch cr.Type {

@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/gittest"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// A service whose manifests live in a Github-type repository (a real Git server over HTTP
+// with a username and token from the secret resolver) deploys to the cluster: the stage
+// fetches them once at its service phase and records the commit; a new commit on the branch
+// is what the next run deploys, and a rerun of the first run deploys the first commit again.
+func TestK8sManifestsFromGit(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-git")
+	srv, first, files := gitService(t, dir)
+	file := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	const ns = "e2e-git-dev"
+	check := func(res *workflows.PipelineResult, commit string, replicas int32) {
+		t.Helper()
+		conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
+		stage := res.Tree.Find("deploy_dev")
+		if got := stage.Manifests["web"]; got != commit {
+			t.Errorf("stage fetched %q, want commit %s (notes %v)", got, commit, stage.Notes)
+		}
+		if d := deploymentOf(t, cs, ns, "web"); *d.Spec.Replicas != replicas {
+			t.Errorf("replicas %d, want %d (commit %s)", *d.Spec.Replicas, replicas, commit)
+		}
+	}
+	firstRun, res := runPlan(t, env.starter, r.Plan)
+	check(res, first, 2)
+	if !strings.Contains(strings.Join(res.Tree.Find("deploy_dev").Notes, "\n"), "manifest web: "+srv.HTTPURL+"/web.git at commit "+first) {
+		t.Errorf("notes %v", res.Tree.Find("deploy_dev").Notes)
+	}
+
+	second := srv.Commit("web", "main", map[string]string{"deploy/values.yaml": strings.Replace(files["deploy/values.yaml"],
+		"replicas: <+serviceVariables.replicas>", "replicas: 3", 1)})
+	_, res = runPlan(t, env.starter, r.Plan)
+	check(res, second, 3)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	again, err := env.starter.Rerun(ctx, firstRun.ID, workflows.Trigger{Type: "MANUAL", User: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = env.starter.Result(ctx, again.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(res, first, 2)
+}
+
+// gitService moves examples/k8s's web manifests and values into a Github-type repository on
+// a real Git server (an Account connector with a username and token from the secret
+// resolver) and points the service at it. It returns the server, the commit and the files.
+func gitService(t *testing.T, dir string) (*gittest.Server, string, map[string]string) {
+	t.Helper()
+	srv := gittest.Start(t)
+	files := map[string]string{}
+	for _, name := range []string{"manifests/configmap.yaml", "manifests/deployment.yaml", "manifests/service.yaml", "values.yaml"} {
+		b, err := os.ReadFile(filepath.Join(dir, "web", filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files["deploy/"+name] = string(b)
+	}
+	first := srv.NewRepo("web", files)
+	t.Setenv(secrets.EnvName("git_user"), srv.Username)
+	t.Setenv(secrets.EnvName("git_token"), srv.Password)
+	connector := fmt.Sprintf(`connector:
+  name: Web repository
+  identifier: web_repo
+  type: Github
+  spec:
+    url: %s
+    type: Account
+    validationRepo: web.git
+    authentication:
+      type: Http
+      spec:
+        type: UsernameToken
+        spec:
+          usernameRef: git_user
+          tokenRef: git_token
+`, srv.HTTPURL)
+	if err := os.WriteFile(filepath.Join(dir, "git-connector.yaml"), []byte(connector), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	service, err := os.ReadFile(filepath.Join(dir, "service.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := `              store:
+                type: Local
+                spec:
+                  paths: [web/manifests]
+              valuesPaths: [web/values.yaml]
+`
+	git := `              store:
+                type: Github
+                spec:
+                  connectorRef: web_repo
+                  repoName: web.git
+                  gitFetchType: Branch
+                  branch: main
+                  paths: [deploy/manifests]
+              valuesPaths: [deploy/values.yaml]
+`
+	if !strings.Contains(string(service), local) {
+		t.Fatalf("examples/k8s/service.yaml changed its store:\n%s", service)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(strings.Replace(string(service), local, git, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return srv, first, files
+}
+
+// A store whose credentials the server refuses fails the stage at its service phase with an
+// Authentication failure naming the repository and branch, and no credential.
+func TestK8sManifestsFromGitRefused(t *testing.T) {
+	cluster(t)
+	dir := k8sExample(t, "e2e-gitbad")
+	srv := gittest.Start(t)
+	srv.NewRepo("web", map[string]string{"deploy/manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
+	t.Setenv(secrets.EnvName("git_bad_token"), "not-the-token")
+	connector := fmt.Sprintf("connector:\n  name: Repo\n  identifier: web_repo\n  type: Git\n  spec:\n    url: %s/web.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: git_bad_token}\n", srv.HTTPURL, srv.Username)
+	if err := os.WriteFile(filepath.Join(dir, "git-connector.yaml"), []byte(connector), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	service, _ := os.ReadFile(filepath.Join(dir, "service.yaml"))
+	text := strings.Replace(string(service), "type: Local\n                spec:\n                  paths: [web/manifests]\n              valuesPaths: [web/values.yaml]",
+		"type: Git\n                spec: {connectorRef: web_repo, gitFetchType: Branch, branch: main, paths: [deploy/manifests]}", 1)
+	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	_, res := runPlan(t, env.starter, r.Plan)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "deploy_dev": status.Failed, "deploy_dev.rolling": status.NotStarted})
+	f := res.Tree.Find("deploy_dev").Failure
+	if f == nil || f.Category != "Authentication" || !strings.Contains(f.Message, "/web.git, branch main") || strings.Contains(f.Message, "not-the-token") {
+		t.Errorf("stage failure %+v", f)
+	}
+}

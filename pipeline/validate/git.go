@@ -1,0 +1,107 @@
+package validate
+
+import (
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+)
+
+// Git connectors and manifest stores (Git, Github, Gitlab, Bitbucket).
+
+// required reports a field a shape needs only in some forms (the parser reports the fields
+// every form needs), in the parser's words.
+func (c *checker) required(obj *yaml.Node, value any, key, what string) bool {
+	switch v := value.(type) {
+	case string:
+		if v != "" {
+			return true
+		}
+	case []string:
+		if len(v) > 0 {
+			return true
+		}
+	}
+	c.diags.Errorf(c.pos(obj), "missing-field", "%s is missing required field %q", what, key).
+		SetHint("add `%s:` to this %s", key, what)
+	return false
+}
+
+// store checks a manifest store's spec for its type.
+func (c *checker) store(st *pipeline.ManifestStore) {
+	s := st.Spec
+	if s == nil {
+		return
+	}
+	if st.Type == "Local" {
+		c.required(s.Node, s.Paths, "paths", "spec")
+		return
+	}
+	c.required(s.Node, s.ConnectorRef, "connectorRef", "spec")
+	if s.ConnectorRef != "" {
+		c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
+	}
+	if c.required(s.Node, s.GitFetchType, "gitFetchType", "spec") {
+		c.enum(s.Node, "gitFetchType", s.GitFetchType, []string{"Branch", "Commit"}, "gitFetchType")
+	}
+	switch s.GitFetchType {
+	case "Branch":
+		c.required(s.Node, s.Branch, "branch", "spec")
+	case "Commit":
+		c.required(s.Node, s.CommitID, "commitId", "spec")
+	}
+	if len(s.Paths) == 0 && s.FolderPath == "" {
+		c.diags.Errorf(c.pos(s.Node), "missing-field", "a %s store needs `paths` (or `folderPath`)", st.Type).
+			SetHint("paths: [path/in/the/repository.yaml]")
+	}
+}
+
+// gitConnector checks a Git connector's URL type and credentials.
+func (c *checker) gitConnector(k *pipeline.Connector) {
+	if g := k.Git; g != nil {
+		c.enum(g.Node, "connectionType", g.ConnectionType, []string{"Account", "Repo"}, "connectionType")
+		c.enum(g.Node, "type", g.Type, []string{"Http", "Ssh"}, "connection type")
+		if g.Spec != nil {
+			c.gitCredentials(g.Spec, g.Type, "passwordRef")
+		}
+		return
+	}
+	s := k.SCM
+	c.enum(s.Node, "type", s.Type, []string{"Account", "Repo"}, "URL type")
+	a := s.Authentication
+	if a == nil || a.Spec == nil {
+		return
+	}
+	c.enum(a.Node, "type", a.Type, []string{"Http", "Ssh"}, "authentication type")
+	if a.Type != "Http" {
+		c.gitCredentials(a.Spec, a.Type, "")
+		return
+	}
+	cred := a.Spec
+	secret := map[string]string{"UsernameToken": "tokenRef", "UsernamePassword": "passwordRef"}[cred.Type]
+	if secret == "" { // no type, or one the decoder reported
+		c.required(cred.Node, cred.Type, "type", "spec")
+		return
+	}
+	if cred.Spec == nil {
+		c.required(cred.Node, "", "spec", "spec")
+		return
+	}
+	c.gitCredentials(cred.Spec, "Http", secret)
+}
+
+// gitCredentials checks that HTTP credentials name a user and a secret, SSH ones a key.
+func (c *checker) gitCredentials(cr *pipeline.GitCredentials, kind, secret string) {
+	if kind == "Ssh" {
+		c.required(cr.Node, cr.SSHKeyRef, "sshKeyRef", "spec")
+		return
+	}
+	if cr.Username == "" && cr.UsernameRef == "" {
+		c.diags.Errorf(c.pos(cr.Node), "missing-field", "HTTP credentials need `username` or `usernameRef`").
+			SetHint("username: deployer")
+	}
+	if secret == "tokenRef" {
+		c.required(cr.Node, cr.TokenRef, "tokenRef", "spec")
+	} else {
+		c.required(cr.Node, cr.PasswordRef, "passwordRef", "spec")
+	}
+}
