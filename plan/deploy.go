@@ -140,3 +140,23 @@ type Connector struct {
 	Kubeconfig            string `json:"kubeconfig,omitempty"`
 	Context               string `json:"context,omitempty"`
 }
+
+// Pinned returns a copy of the deployment whose Git stores fetch the given commits (manifest
+// identifier → commit), the ones an earlier run of the stage deployed; d itself is unchanged.
+func (d *Deployment) Pinned(commits map[string]string) *Deployment {
+	if d == nil || d.Service == nil || len(commits) == 0 {
+		return d
+	}
+	out, sv := *d, *d.Service
+	sv.Manifests = append([]Manifest(nil), sv.Manifests...)
+	for i := range sv.Manifests {
+		m := &sv.Manifests[i]
+		if c, ok := commits[m.ID]; ok && m.Store != nil {
+			st := *m.Store
+			st.Commit = c
+			m.Store = &st
+		}
+	}
+	out.Service = &sv
+	return &out
+}

@@ -490,22 +490,9 @@ func pinCommits(p *plan.Plan, tree *workflows.Node) {
 		if n.Kind != plan.KindStage || commits == nil {
 			return
 		}
-		pin := func(d *plan.Deployment) {
-			if d == nil || d.Service == nil {
-				return
-			}
-			for i := range d.Service.Manifests {
-				m := &d.Service.Manifests[i]
-				if c, ok := commits[m.ID]; ok && m.Store != nil {
-					st := *m.Store
-					st.Commit = c
-					m.Store = &st
-				}
-			}
-		}
-		pin(n.Deploy)
-		for _, d := range n.Deploys {
-			pin(d)
+		n.Deploy = n.Deploy.Pinned(commits)
+		for k, d := range n.Deploys {
+			n.Deploys[k] = d.Pinned(commits)
 		}
 	})
 }

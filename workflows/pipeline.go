@@ -513,6 +513,12 @@ func (p *pipelineRun) runPipelineRollback(ctx workflow.Context) {
 		if len(n.Rollback) == 0 || p.stopped(ctx) {
 			continue
 		}
+		// The rollback deploys from the commits the stage fetched, not the branches' heads.
+		if ran := p.tree.Find(n.ID); ran != nil && len(ran.Manifests) > 0 {
+			pinned := *n
+			pinned.Deploy = n.Deploy.Pinned(ran.Manifests)
+			n = &pinned
+		}
 		p.execStage(ctx, n, t, StageInput{ExecutionID: p.id, Stage: n, Context: p.root, Settings: p.in.Settings,
 			Mode: ModePipelineRollback, PathPrefix: rb.Path},
 			p.id+"/pipelineRollback/"+n.ID, fmt.Sprintf("Rollback of stage %s of %s #%d", n.Name, p.in.Plan.Name, p.in.SequenceID))
