@@ -68,6 +68,14 @@ if [ -n "$kg" ] && [ -n "$kk" ]; then
     printf "  gantry K8sRollingDeploy %.0f  kubectl apply + rollout status %.0f  ratio %.2fx\n", g, k, g / k
   }'
 fi
+fc=$(unit FetchCached ms/fetch); fa=$(unit RefAdvertisement ms/fetch); fp=$(unit FetchCachedCommit ms/fetch); fo=$(unit FetchCold ms/fetch)
+if [ -n "$fc" ] && [ -n "$fa" ]; then
+  awk -v c="$fc" -v a="$fa" -v p="$fp" -v o="$fo" 'BEGIN {
+    print ""; print "manifests from a local Git server (git http-backend, 21 files; ms per fetch, median of runs)"
+    printf "  second deploy of a branch (cache hit) %.1f  vs the server answering its ref advertisement alone %.1f  ratio %.2fx (target < 20 ms)\n", c, a, c / a
+    printf "  second deploy of a named commit (rerun, rollback) %.2f  first fetch (shallow clone) %.1f\n", p, o
+  }'
+fi
 ts=$(unit ThroughputTopology started/s); tc=$(unit ThroughputTopology completed/s)
 es=$(unit ThroughputEmbedded started/s); ec=$(unit ThroughputEmbedded completed/s)
 if [ -n "$ts" ] && [ -n "$es" ]; then

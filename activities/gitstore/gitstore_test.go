@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -145,4 +147,86 @@ func TestFetchFailures(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkFetchCached is a deploy's fetch of a branch whose head the worker already holds:
+// the server is asked for the head (ls-remote over HTTP to a local git http-backend), the files
+// come from the cache. BenchmarkFetchCold is the first fetch of a commit (a shallow clone),
+// its baseline in the same run.
+func BenchmarkFetchCached(b *testing.B) {
+	srv, f := benchSetup(b)
+	st := httpStore(srv)
+	if _, err := f.Fetch(context.Background(), st); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		got, err := f.Fetch(context.Background(), st)
+		if err != nil || !got.Cached {
+			b.Fatalf("%+v %v", got, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/fetch")
+}
+
+// BenchmarkFetchCachedCommit is the same with the commit named (a rerun, a pipeline
+// rollback): no request to the server at all.
+func BenchmarkFetchCachedCommit(b *testing.B) {
+	srv, f := benchSetup(b)
+	st := httpStore(srv)
+	got, err := f.Fetch(context.Background(), st)
+	if err != nil {
+		b.Fatal(err)
+	}
+	st.Commit = got.Commit
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if got, err := f.Fetch(context.Background(), st); err != nil || !got.Cached {
+			b.Fatalf("%+v %v", got, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/fetch")
+}
+
+// BenchmarkRefAdvertisement is the baseline of BenchmarkFetchCached: the server's answer to
+// the one request a cached fetch makes (GET info/refs, git http-backend behind the test's
+// HTTP server), read by a plain HTTP client.
+func BenchmarkRefAdvertisement(b *testing.B) {
+	srv, _ := benchSetup(b)
+	req, _ := http.NewRequest(http.MethodGet, srv.HTTPURL+"/app.git/info/refs?service=git-upload-pack", nil)
+	req.SetBasicAuth(srv.Username, srv.Password)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/fetch")
+}
+
+func BenchmarkFetchCold(b *testing.B) {
+	srv, f := benchSetup(b)
+	st := httpStore(srv)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f.CacheDir = b.TempDir()
+		got, err := f.Fetch(context.Background(), st)
+		if err != nil || got.Cached {
+			b.Fatalf("%+v %v", got, err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/fetch")
+}
+
+func benchSetup(b *testing.B) (*gittest.Server, *Fetcher) {
+	srv := gittest.Start(b)
+	files := map[string]string{"values/prod.yaml": "replicas: 3\n"}
+	for i := 0; i < 20; i++ {
+		files[fmt.Sprintf("k8s/object-%02d.yaml", i)] = deployment
+	}
+	srv.NewRepo("app", files)
+	return srv, &Fetcher{CacheDir: b.TempDir(), Secrets: secretMap{"git_user": srv.Username, "git_token": srv.Password}}
 }
