@@ -23,7 +23,23 @@ const (
 	Kubernetes  = "gantry.Kubernetes"
 	// FetchManifests fetches a Git-stored manifest at a Deployment stage's service phase.
 	FetchManifests = "gantry.FetchManifests"
+	// ResolveArtifact resolves a Deployment stage's artifact tag to a digest at its service phase.
+	ResolveArtifact = "gantry.ResolveArtifact"
 )
+
+// ResolveInput is an artifact to resolve, its image path, tag and tag pattern rendered.
+type ResolveInput struct {
+	ExecutionID string        `json:"executionId"`
+	Artifact    plan.Artifact `json:"artifact"`
+}
+
+// Resolved is the image an artifact resolved to.
+type Resolved struct {
+	Tag    string `json:"tag"`
+	Digest string `json:"digest"`
+	// Image is the reference to deploy: registry/path:tag@digest.
+	Image string `json:"image"`
+}
 
 // FetchInput is a manifest's Git store, its branch and commit rendered.
 type FetchInput struct {

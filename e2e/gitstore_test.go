@@ -3,11 +3,19 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcr "github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
@@ -166,4 +174,94 @@ func TestK8sManifestsFromGitRefused(t *testing.T) {
 	if f == nil || f.Category != "Authentication" || !strings.Contains(f.Message, "/web.git, branch main") || strings.Contains(f.Message, "not-the-token") {
 		t.Errorf("stage failure %+v", f)
 	}
+}
+
+// A DockerRegistry artifact with a registry connector (a real OCI registry on loopback behind
+// basic auth) resolves to a digest at the service phase: the Deployment runs the image by
+// digest, a new image pushed under the same tag is what the next run deploys, and a rerun of
+// the first run deploys the first digest again.
+func TestK8sArtifactDigestFromRegistry(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-registry")
+	host, push, first := registryService(t, dir)
+	file := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	const ns = "e2e-registry-dev"
+	check := func(res *workflows.PipelineResult, digest string) {
+		t.Helper()
+		conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
+		want := host + "/library/nginx:1.27@" + digest
+		if got := res.Tree.Find("deploy_dev").Artifact; got != digest {
+			t.Errorf("stage resolved %q, want %s", got, digest)
+		}
+		if img := deploymentOf(t, cs, ns, "web").Spec.Template.Spec.Containers[0].Image; img != want {
+			t.Errorf("deployed %s, want %s", img, want)
+		}
+	}
+	firstRun, res := runPlan(t, env.starter, r.Plan)
+	check(res, first)
+	second := push()
+	_, res = runPlan(t, env.starter, r.Plan)
+	check(res, second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	again, err := env.starter.Rerun(ctx, firstRun.ID, workflows.Trigger{Type: "MANUAL", User: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = env.starter.Result(ctx, again.ID); err != nil {
+		t.Fatal(err)
+	}
+	check(res, first)
+}
+
+// registryService points examples/k8s's artifact at a real OCI registry on loopback (behind
+// basic auth, through a DockerRegistry connector) holding library/nginx:1.27. It returns the
+// registry's host, a function that pushes a new image under that tag, and the first digest.
+func registryService(t *testing.T, dir string) (string, func() string, string) {
+	t.Helper()
+	reg := ggcr.New()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "puller" || p != "pull-token" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	push := func() string {
+		img, err := random.Image(128, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := name.NewTag(host+"/library/nginx:1.27", name.Insecure)
+		if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: "puller", Password: "pull-token"})); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := img.Digest()
+		return d.String()
+	}
+	first := push()
+	t.Setenv(secrets.EnvName("registry_token"), "pull-token")
+	connector := fmt.Sprintf("connector:\n  name: Registry\n  identifier: registry\n  type: DockerRegistry\n  spec:\n    dockerRegistryUrl: %s\n    providerType: Other\n    auth:\n      type: UsernamePassword\n      spec: {username: puller, passwordRef: registry_token}\n", srv.URL)
+	if err := os.WriteFile(filepath.Join(dir, "registry-connector.yaml"), []byte(connector), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	service, _ := os.ReadFile(filepath.Join(dir, "service.yaml"))
+	text := strings.Replace(string(service), "              spec:\n                imagePath: library/nginx", "              spec:\n                connectorRef: registry\n                imagePath: library/nginx", 1)
+	if text == string(service) {
+		t.Fatalf("examples/k8s/service.yaml changed its artifact:\n%s", service)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return host, push, first
 }

@@ -145,6 +145,18 @@ func TestRecordHistories(t *testing.T) {
 	}
 	gitRun, _ := runPlan(t, env.starter, r.Plan)
 	recordExecution(t, out, gitRun.ID)
+	// The same stage with its artifact resolved through a registry (changeArtifactDigest).
+	regDir := k8sExample(t, "record-registry")
+	registryService(t, regDir)
+	regFile := filepath.Join(regDir, "dev.yaml")
+	if err := os.WriteFile(regFile, []byte(strings.Replace(devPipeline, "identifier: web_dev", "identifier: web_registry", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = load.File(regFile, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}}); err != nil || !r.OK() {
+		t.Fatalf("load: %v", err)
+	}
+	regRun, _ := runPlan(t, env.starter, r.Plan)
+	recordExecution(t, out, regRun.ID)
 }
 
 // recordExecution records the history of an execution's pipeline workflow and of every

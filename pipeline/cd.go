@@ -83,12 +83,15 @@ type ArtifactSource struct {
 	Identifier                string `yaml:"identifier" gantry:"required"`
 }
 
-// ArtifactSourceSpec is the image path and tag.
+// ArtifactSourceSpec is the image path and its tag, or a regular expression the tag matches;
+// with a DockerRegistry connector the tag is resolved to a digest when the stage starts.
 type ArtifactSourceSpec struct {
 	Node         *yaml.Node `yaml:"-"`
 	ConnectorRef string     `yaml:"connectorRef"`
 	ImagePath    string     `yaml:"imagePath" gantry:"required"`
-	Tag          string     `yaml:"tag" gantry:"required"`
+	Tag          string     `yaml:"tag"`
+	TagRegex     string     `yaml:"tagRegex"`
+	Digest       string     `yaml:"digest"`
 	Registry     string     `yaml:"registryHostname"`
 }
 
@@ -144,9 +147,10 @@ type Connector struct {
 	Spec   *yaml.Node `yaml:"spec" gantry:"required"`
 
 	// Decoded from Spec by type: one of them is set.
-	K8s *K8sClusterSpec   `yaml:"-"`
-	Git *GitConnectorSpec `yaml:"-"` // type Git
-	SCM *SCMConnectorSpec `yaml:"-"` // type Github, Gitlab or Bitbucket
+	K8s    *K8sClusterSpec     `yaml:"-"`
+	Docker *DockerRegistrySpec `yaml:"-"` // type DockerRegistry
+	Git    *GitConnectorSpec   `yaml:"-"` // type Git
+	SCM    *SCMConnectorSpec   `yaml:"-"` // type Github, Gitlab or Bitbucket
 }
 
 // K8sClusterSpec holds a K8sCluster connector's credential.
@@ -154,6 +158,23 @@ type K8sClusterSpec struct {
 	Node              *yaml.Node     `yaml:"-"`
 	Credential        *K8sCredential `yaml:"credential" gantry:"required"`
 	DelegateSelectors []string       `yaml:"delegateSelectors"`
+}
+
+// DockerRegistrySpec is a DockerRegistry connector: a registry's URL and its credentials.
+type DockerRegistrySpec struct {
+	Node              *yaml.Node    `yaml:"-"`
+	DockerRegistryURL string        `yaml:"dockerRegistryUrl" gantry:"required"`
+	ProviderType      string        `yaml:"providerType"`
+	Auth              *RegistryAuth `yaml:"auth" gantry:"required"`
+	DelegateSelectors []string      `yaml:"delegateSelectors"`
+}
+
+// RegistryAuth is Anonymous, or UsernamePassword with a username (or a secret holding it) and
+// a password secret.
+type RegistryAuth struct {
+	Node *yaml.Node      `yaml:"-"`
+	Type string          `yaml:"type" gantry:"required"`
+	Spec *GitCredentials `yaml:"spec"`
 }
 
 // GitConnectorSpec is a Git connector: any Git server, over HTTP (type Http, username and
@@ -264,6 +285,9 @@ func (c *Connector) decodeSpec(d *Decoder) {
 	case "K8sCluster":
 		c.K8s = &K8sClusterSpec{}
 		d.Decode(c.Spec, c.K8s, "spec")
+	case "DockerRegistry":
+		c.Docker = &DockerRegistrySpec{}
+		d.Decode(c.Spec, c.Docker, "spec")
 	case "Git":
 		c.Git = &GitConnectorSpec{}
 		d.Decode(c.Spec, c.Git, "spec")
@@ -278,6 +302,8 @@ func (c *Connector) Access() string {
 	switch {
 	case c.K8s != nil && c.K8s.Credential != nil:
 		return c.K8s.Credential.Type
+	case c.Docker != nil && c.Docker.Auth != nil:
+		return c.Docker.Auth.Type
 	case c.Git != nil:
 		return c.Git.Type
 	case c.SCM != nil && c.SCM.Authentication != nil:

@@ -68,7 +68,7 @@ var (
 		Runs: []string{"KubernetesDirect"}, Reference: reference.InfrastructureTypes}
 	InfraDeploymentKind = Kind{What: "deployment type", Code: "unsupported-deployment-type",
 		Runs: []string{"Kubernetes"}, Reference: reference.ServiceDefinitionTypes}
-	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket"}}
+	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket", "DockerRegistry"}}
 	TriggerSourceKind = Kind{What: "trigger source type", Code: "unsupported-trigger-type",
 		Runs: []string{"Webhook", "Scheduled"}, Reference: reference.TriggerSourceTypes}
 	WebhookKind = Kind{What: "webhook type", Code: "unsupported-trigger-type",

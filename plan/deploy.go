@@ -95,14 +95,28 @@ type File struct {
 	Text string `json:"text"`
 }
 
-// Artifact is the primary artifact.
+// Artifact is the primary artifact. With a registry connector (Connector), the tag (or the
+// highest tag matching TagRegex) is resolved to a digest by a worker when the stage starts;
+// Digest set pins it. Tag, TagRegex and ImagePath may hold expressions.
 type Artifact struct {
-	ID           string `json:"id"`
-	Type         string `json:"type"`
-	ConnectorRef string `json:"connectorRef,omitempty"`
-	Registry     string `json:"registry,omitempty"`
-	ImagePath    string `json:"imagePath"`
-	Tag          string `json:"tag"`
+	ID           string             `json:"id"`
+	Type         string             `json:"type"`
+	ConnectorRef string             `json:"connectorRef,omitempty"`
+	Registry     string             `json:"registry,omitempty"`
+	ImagePath    string             `json:"imagePath"`
+	Tag          string             `json:"tag"`
+	TagRegex     string             `json:"tagRegex,omitempty"`
+	Digest       string             `json:"digest,omitempty"`
+	Connector    *RegistryConnector `json:"connector,omitempty"`
+}
+
+// RegistryConnector says how a worker reaches an image registry. Secrets are named, never held.
+type RegistryConnector struct {
+	ID          string `json:"id"`
+	URL         string `json:"url"` // https://registry.example.com, or http:// for a plain one
+	Username    string `json:"username,omitempty"`
+	UsernameRef string `json:"usernameRef,omitempty"`
+	PasswordRef string `json:"passwordRef,omitempty"`
 }
 
 // Environment is a resolved environment with the overrides for the stage's service.
@@ -142,12 +156,18 @@ type Connector struct {
 }
 
 // Pinned returns a copy of the deployment whose Git stores fetch the given commits (manifest
-// identifier → commit), the ones an earlier run of the stage deployed; d itself is unchanged.
-func (d *Deployment) Pinned(commits map[string]string) *Deployment {
-	if d == nil || d.Service == nil || len(commits) == 0 {
+// identifier → commit) and whose artifact resolves to the given digest, the ones an earlier run
+// of the stage deployed; d itself is unchanged.
+func (d *Deployment) Pinned(commits map[string]string, digest string) *Deployment {
+	if d == nil || d.Service == nil || (len(commits) == 0 && digest == "") {
 		return d
 	}
 	out, sv := *d, *d.Service
+	if a := sv.Artifact; a != nil && a.Connector != nil && digest != "" {
+		pinned := *a
+		pinned.Digest = digest
+		sv.Artifact = &pinned
+	}
 	sv.Manifests = append([]Manifest(nil), sv.Manifests...)
 	for i := range sv.Manifests {
 		m := &sv.Manifests[i]

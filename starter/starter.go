@@ -465,16 +465,20 @@ func (s *Starter) Rerun(ctx context.Context, executionID string, trig workflows.
 }
 
 // pinCommits sets each Git store of a stage to the commit an earlier run of the stage
-// fetched (stage nodes' Manifests). An iteration of a multi-service stage records its own;
+// fetched (stage nodes' Manifests), and its artifact to the digest it resolved (Artifact). An iteration of a multi-service stage records its own;
 // the stage's deployments take the first recorded for a manifest.
 func pinCommits(p *plan.Plan, tree *workflows.Node) {
 	fetched := map[string]map[string]string{} // stage ID → manifest → commit
+	digests := map[string]string{}             // stage ID → artifact digest
 	tree.Walk(func(n *workflows.Node) {
-		if n.Kind != "stage" || len(n.Manifests) == 0 {
+		if n.Kind != "stage" || (len(n.Manifests) == 0 && n.Artifact == "") {
 			return
 		}
 		// An iteration's node has an ID of its own; its path starts with the stage's.
 		for _, stage := range []string{n.ID, strings.SplitN(n.Path, ".", 2)[0]} {
+			if _, ok := digests[stage]; !ok && n.Artifact != "" {
+				digests[stage] = n.Artifact
+			}
 			if fetched[stage] == nil {
 				fetched[stage] = map[string]string{}
 			}
@@ -486,13 +490,13 @@ func pinCommits(p *plan.Plan, tree *workflows.Node) {
 		}
 	})
 	plan.Walk(p.Stages, nil, func(n *plan.Node, _ []string) {
-		commits := fetched[n.ID]
-		if n.Kind != plan.KindStage || commits == nil {
+		commits, digest := fetched[n.ID], digests[n.ID]
+		if n.Kind != plan.KindStage || (commits == nil && digest == "") {
 			return
 		}
-		n.Deploy = n.Deploy.Pinned(commits)
+		n.Deploy = n.Deploy.Pinned(commits, digest)
 		for k, d := range n.Deploys {
-			n.Deploys[k] = d.Pinned(commits)
+			n.Deploys[k] = d.Pinned(commits, digest)
 		}
 	})
 }

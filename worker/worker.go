@@ -19,6 +19,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/gitstore"
+	"github.com/gantry-cd/gantry/activities/registry"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
 	"github.com/gantry-cd/gantry/activities/logs"
@@ -195,6 +196,8 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(stamped(ps.Run), activity.RegisterOptions{Name: activities.Policy})
 	ks := &k8sstep.Activity{Secrets: o.Secrets, Logs: o.Logs}
 	r.RegisterActivityWithOptions(stamped(ks.Run), activity.RegisterOptions{Name: activities.Kubernetes})
+	rs := &registry.Resolver{Secrets: o.Secrets}
+	r.RegisterActivityWithOptions(rs.Activity, activity.RegisterOptions{Name: activities.ResolveArtifact})
 	gs := &gitstore.Fetcher{Secrets: o.Secrets, CacheDir: o.GitCache}
 	r.RegisterActivityWithOptions(gs.Activity, activity.RegisterOptions{Name: activities.FetchManifests})
 	return sh.Close

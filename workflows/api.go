@@ -67,6 +67,9 @@ const (
 	// changeGitManifests: a Deployment stage fetches its Git-stored manifests at the service
 	// phase (only stages with such manifests, which no earlier version could run, record it).
 	changeGitManifests = "git-manifests"
+	// changeArtifactDigest: a Deployment stage whose artifact has a registry connector resolves
+	// its tag to a digest at the service phase (no earlier version could run such a stage).
+	changeArtifactDigest = "artifact-digest"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients
@@ -303,6 +306,9 @@ type Node struct {
 	// Manifests records, on a Deployment stage, the commit each Git-stored manifest was
 	// fetched at (manifest identifier → commit); a rerun deploys the same commits.
 	Manifests map[string]string `json:"manifests,omitempty"`
+	// Artifact records, on a Deployment stage, the digest its primary artifact resolved to
+	// (through a registry connector); a rerun deploys the same digest.
+	Artifact string `json:"artifact,omitempty"`
 	// Template is the template and version the node was expanded from (spec 19.8).
 	Template *plan.TemplateRef `json:"template,omitempty"`
 	// Source names the batch workflow that holds this placeholder's iterations (big loops, see

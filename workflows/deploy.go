@@ -70,6 +70,11 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 		}
 		art := map[string]any{"image": image, "imagePath": path, "tag": tag, "type": a.Type, "identifier": a.ID,
 			"connectorRef": a.ConnectorRef}
+		if a.Connector != nil && workflow.GetVersion(ctx, changeArtifactDigest, workflow.DefaultVersion, 1) == 1 {
+			if err := s.resolveArtifact(ctx, a, path, tag, art, render); err != nil {
+				return err
+			}
+		}
 		s.root["artifact"] = art
 		s.root["artifacts"] = map[string]any{"primary": art}
 	}
@@ -176,6 +181,35 @@ func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, publ
 			m.ID, m.Store.RepoDisplay(), got.Commit, len(got.Files), len(got.Values)))
 	}
 	return out, nil
+}
+
+// resolveArtifact resolves the artifact's tag (or the highest tag matching tagRegex) to a
+// digest on a worker, publishes `<+artifact.tag>`, `<+artifact.digest>` and `<+artifact.image>`
+// (registry/path:tag@digest, so every step deploys that one image) and records the digest on
+// the stage node.
+func (s *stageRun) resolveArtifact(ctx workflow.Context, a *plan.Artifact, path, tag string, art map[string]any, render func(text, what string) (string, error)) error {
+	in := *a
+	in.ImagePath, in.Tag = path, tag
+	regex, err := render(a.TagRegex, "artifact tagRegex")
+	if err != nil {
+		return err
+	}
+	in.TagRegex = regex
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
+		StartToCloseTimeout: fetchTimeout,
+		Summary:             fmt.Sprintf("%s: resolve artifact %s (%s)", s.tree.Path, a.ID, path),
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
+			MaximumInterval: 30 * time.Second, MaximumAttempts: s.in.Settings.InfraAttempts},
+	})
+	var got activities.Resolved
+	if err := workflow.ExecuteActivity(actx, activities.ResolveArtifact, activities.ResolveInput{ExecutionID: s.in.ExecutionID, Artifact: in}).Get(ctx, &got); err != nil {
+		return err
+	}
+	art["tag"], art["digest"], art["image"] = got.Tag, got.Digest, got.Image
+	s.tree.Artifact = got.Digest
+	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("artifact %s: %s", a.ID, got.Image))
+	return nil
 }
 
 // fetchTimeout bounds one fetch of a Git-stored manifest (a clone of the repository).

@@ -43,15 +43,17 @@ const gitRollbackPipeline = `pipeline:
           - onFailure: {errors: [AllErrors], action: {type: PipelineRollback}}
 `
 
-// A stage with a Git-stored manifest fetches it once at its service phase and records the
-// commit; a pipeline rollback runs the stage's rollback from that commit, though the branch
-// has moved on since.
+// A stage with a Git-stored manifest and a registry artifact fetches and resolves them once
+// at its service phase and records the commit and the digest; a pipeline rollback runs the
+// stage's rollback from that commit and digest, though the branch and tag have moved since.
 func TestGitManifestsFetchedOnceAndPinnedForPipelineRollback(t *testing.T) {
 	p := compile(t, "git_rollback.yaml", gitRollbackPipeline)
 	store := &plan.GitStore{Type: "Github", Branch: "main", Paths: []string{"k8s"},
 		Connector: plan.GitConnector{ID: "repo", Type: "Github", URL: "https://git.example.com/web.git", ConnectionType: "Repo"}}
 	p.Stages[0].Deploy = &plan.Deployment{Type: "Kubernetes",
-		Service:     &plan.Service{ID: "web", Name: "web", Type: "Kubernetes", Manifests: []plan.Manifest{{ID: "web", Type: "K8sManifest", Store: store}}},
+		Service: &plan.Service{ID: "web", Name: "web", Type: "Kubernetes", Manifests: []plan.Manifest{{ID: "web", Type: "K8sManifest", Store: store}},
+			Artifact: &plan.Artifact{ID: "img", Type: "DockerRegistry", ImagePath: "team/web", Tag: "1.0",
+				Connector: &plan.RegistryConnector{ID: "registry", URL: "https://registry.example.com"}}},
 		Environment: &plan.Environment{ID: "dev", Name: "dev", Type: "PreProduction"},
 		Infra:       &plan.Infrastructure{ID: "k", Name: "k", Namespace: "dev", Connector: plan.Connector{ID: "cluster"}}}
 
@@ -73,6 +75,18 @@ func TestGitManifestsFetchedOnceAndPinnedForPipelineRollback(t *testing.T) {
 			}
 			return activities.Fetched{Commit: commit, Files: []plan.File{{Path: "k8s/cm.yaml", Text: "kind: ConfigMap\n"}}}, nil
 		})
+	var digests []string // the digest each resolution was pinned to
+	env.OnActivity(activities.ResolveArtifact, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ResolveInput) (activities.Resolved, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			digests = append(digests, in.Artifact.Digest)
+			d := in.Artifact.Digest
+			if d == "" {
+				d = "sha256:" + string(rune('a'+len(digests)))
+			}
+			return activities.Resolved{Tag: in.Artifact.Tag, Digest: d, Image: "registry.example.com/team/web:1.0@" + d}, nil
+		})
 	env.ExecuteWorkflow(workflows.PipelineName, workflows.PipelineInput{Plan: p, SequenceID: 1, Trigger: workflows.Trigger{Type: "MANUAL"},
 		Settings: workflows.Settings{HeartbeatTimeout: time.Minute}})
 	var res workflows.PipelineResult
@@ -85,8 +99,11 @@ func TestGitManifestsFetchedOnceAndPinnedForPipelineRollback(t *testing.T) {
 	if len(asked) != 2 || asked[0] != "" || asked[1] != "c1" {
 		t.Errorf("fetches asked for %q, want the branch head, then c1 for the rollback", asked)
 	}
+	if len(digests) != 2 || digests[0] != "" || digests[1] != "sha256:b" {
+		t.Errorf("resolutions pinned to %q, want none, then sha256:b for the rollback", digests)
+	}
 	for _, path := range []string{"deploy", "pipelineRollback.deploy"} {
-		if n := res.Tree.Find(path); n == nil || n.Manifests["web"] != "c1" {
+		if n := res.Tree.Find(path); n == nil || n.Manifests["web"] != "c1" || n.Artifact != "sha256:b" {
 			t.Errorf("%s fetched %v", path, n)
 		}
 	}

@@ -514,9 +514,9 @@ func (p *pipelineRun) runPipelineRollback(ctx workflow.Context) {
 			continue
 		}
 		// The rollback deploys from the commits the stage fetched, not the branches' heads.
-		if ran := p.tree.Find(n.ID); ran != nil && len(ran.Manifests) > 0 {
+		if ran := p.tree.Find(n.ID); ran != nil && (len(ran.Manifests) > 0 || ran.Artifact != "") {
 			pinned := *n
-			pinned.Deploy = n.Deploy.Pinned(ran.Manifests)
+			pinned.Deploy = n.Deploy.Pinned(ran.Manifests, ran.Artifact)
 			n = &pinned
 		}
 		p.execStage(ctx, n, t, StageInput{ExecutionID: p.id, Stage: n, Context: p.root, Settings: p.in.Settings,

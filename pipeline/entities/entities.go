@@ -324,9 +324,35 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 		for _, src := range a.Primary.Sources {
 			if src.Identifier == a.Primary.PrimaryArtifactRef && src.Spec != nil {
 				out.Artifact = &plan.Artifact{ID: src.Identifier, Type: src.Type, ConnectorRef: src.Spec.ConnectorRef,
-					Registry: src.Spec.Registry, ImagePath: src.Spec.ImagePath, Tag: src.Spec.Tag}
+					Registry: src.Spec.Registry, ImagePath: src.Spec.ImagePath, Tag: src.Spec.Tag, TagRegex: src.Spec.TagRegex, Digest: src.Spec.Digest}
+				if src.Type == "DockerRegistry" && src.Spec.ConnectorRef != "" {
+					out.Artifact.Connector = r.registryConnector(f.Name, src.Spec)
+				}
 			}
 		}
+	}
+	return out
+}
+
+// registryConnector resolves a DockerRegistry artifact source's connector; the worker resolves
+// the tag to a digest through it when the stage starts.
+func (r *resolver) registryConnector(file string, s *pipeline.ArtifactSourceSpec) *plan.RegistryConnector {
+	pos := pipeline.NodePos(file, pipeline.ValueAt(s.Node, "connectorRef"))
+	cf, ok := r.c.Connectors[pipeline.LocalRef(s.ConnectorRef)]
+	if !ok {
+		// Without the connector the image is deployed by its tag, as before registries were read.
+		r.diags.Warnf(pos, "unresolved-artifact", "connector %q is not defined: the image is deployed by its tag as written, not resolved to a digest", s.ConnectorRef).
+			SetHint("%s", r.hint("connector"))
+		return nil
+	}
+	k := cf.Connector
+	if k.Docker == nil {
+		r.diags.Errorf(pos, "connector", "connector %s is a %s connector; a DockerRegistry artifact source needs a DockerRegistry connector", k.Identifier, k.Type)
+		return nil
+	}
+	out := &plan.RegistryConnector{ID: k.Identifier, URL: k.Docker.DockerRegistryURL}
+	if a := k.Docker.Auth; a != nil && a.Type == "UsernamePassword" && a.Spec != nil {
+		out.Username, out.UsernameRef, out.PasswordRef = a.Spec.Username, a.Spec.UsernameRef, a.Spec.PasswordRef
 	}
 	return out
 }

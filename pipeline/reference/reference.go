@@ -33,6 +33,7 @@ var EntityFields = map[string][]string{
 	// Used by the reference to test a connection and by its Git Experience and SCM APIs.
 	"pipeline.GitConnectorSpec": {"apiAccess", "branch", "executeOnDelegate", "proxy", "validationRepo"},
 	"pipeline.SCMConnectorSpec": {"apiAccess", "executeOnDelegate", "proxy", "validationRepo"},
+	"pipeline.DockerRegistrySpec": {"executeOnDelegate", "proxy"},
 }
 
 // Significant are reference fields that change what a stage is when set to true: Gantry

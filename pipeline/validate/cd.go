@@ -47,6 +47,10 @@ func (c *checker) service(s *pipeline.Service) {
 		found := false
 		for _, src := range a.Primary.Sources {
 			c.identifier(src.Node, "identifier", src.Identifier, "artifact source")
+			if s := src.Spec; s != nil && s.Tag == "" && s.TagRegex == "" && s.Digest == "" {
+				c.diags.Errorf(c.pos(s.Node), "missing-field", "artifact source %s needs `tag` or `tagRegex`", src.Identifier).
+					SetHint("tag: <+input> asks for it at run time")
+			}
 			found = found || src.Identifier == a.Primary.PrimaryArtifactRef
 		}
 		if !found && !dynamic(a.Primary.PrimaryArtifactRef) && a.Primary.PrimaryArtifactRef != "" {
@@ -93,6 +97,20 @@ func (c *checker) connector(k *pipeline.Connector) {
 	c.name(k.Node, k.Name, "connector")
 	if k.Git != nil || k.SCM != nil {
 		c.gitConnector(k)
+		return
+	}
+	if d := k.Docker; d != nil {
+		c.enum(d.Node, "providerType", d.ProviderType, []string{"DockerHub", "Harbor", "Quay", "Other"}, "providerType")
+		if a := d.Auth; a != nil {
+			c.enum(a.Node, "type", a.Type, []string{"Anonymous", "UsernamePassword"}, "auth type")
+			if a.Type == "UsernamePassword" {
+				if a.Spec == nil {
+					c.required(a.Node, "", "spec", "auth")
+				} else {
+					c.gitCredentials(a.Spec, "Http", "passwordRef")
+				}
+			}
+		}
 		return
 	}
 	if k.K8s == nil || k.K8s.Credential == nil {

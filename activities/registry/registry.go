@@ -1,0 +1,180 @@
+// Package registry resolves a service's image artifact against its registry (a DockerRegistry
+// connector) with go-containerregistry: a tag to its digest, or the highest tag matching a
+// regular expression, so that a stage deploys one image by digest and a rerun the same one.
+package registry
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// Resolver resolves artifacts. Safe for concurrent use.
+type Resolver struct {
+	Secrets secrets.Resolver
+}
+
+// Activity is the ResolveArtifact activity.
+func (r *Resolver) Activity(ctx context.Context, in activities.ResolveInput) (activities.Resolved, error) {
+	return r.Resolve(ctx, &in.Artifact)
+}
+
+// Resolve returns the artifact's tag, digest and image reference. A pinned digest is checked
+// to exist; otherwise the tag (or the highest tag matching TagRegex, compared as versions) is
+// resolved. Failures are step failures: Authentication, Connectivity, or Verification (no such
+// repository, tag or digest; no tag matches), naming the image, never a credential.
+func (r *Resolver) Resolve(ctx context.Context, a *plan.Artifact) (activities.Resolved, error) {
+	c := a.Connector
+	u, err := url.Parse(c.URL)
+	if err != nil || u.Host == "" {
+		return activities.Resolved{}, activities.Fail(activities.Verification, "connector %s: dockerRegistryUrl %q is not a URL", c.ID, c.URL)
+	}
+	var opts []name.Option
+	if u.Scheme == "http" {
+		opts = append(opts, name.Insecure)
+	}
+	host := u.Host
+	if host == "index.docker.io" || host == "registry-1.docker.io" || host == "hub.docker.com" {
+		host = name.DefaultRegistry
+	}
+	repo, err := name.NewRepository(host+"/"+strings.TrimPrefix(a.ImagePath, "/"), opts...)
+	if err != nil {
+		return activities.Resolved{}, activities.Fail(activities.Verification, "artifact %s: image path %q: %v", a.ID, a.ImagePath, err)
+	}
+	auth, err := r.auth(ctx, c)
+	if err != nil {
+		return activities.Resolved{}, err
+	}
+	ro := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}
+	tag := a.Tag
+	if a.Digest == "" && a.TagRegex != "" {
+		if tag, err = highestTag(repo, a.TagRegex, ro); err != nil {
+			return activities.Resolved{}, err
+		}
+	}
+	var ref name.Reference
+	if a.Digest != "" {
+		ref = repo.Digest(a.Digest)
+	} else {
+		if tag == "" {
+			return activities.Resolved{}, activities.Fail(activities.Verification, "artifact %s: neither a tag nor a tagRegex", a.ID)
+		}
+		ref = repo.Tag(tag)
+	}
+	desc, err := remote.Head(ref, ro...)
+	if err != nil {
+		return activities.Resolved{}, classify(err, ref.String())
+	}
+	out := activities.Resolved{Tag: tag, Digest: desc.Digest.String()}
+	out.Image = repo.String() + "@" + out.Digest
+	if tag != "" {
+		out.Image = repo.String() + ":" + tag + "@" + out.Digest
+	}
+	return out, nil
+}
+
+// highestTag lists the repository's tags and returns the highest matching pattern (the whole
+// tag must match), comparing dot-, dash- and underscore-separated parts numerically where both
+// are numbers: 1.10 is above 1.9.
+func highestTag(repo name.Repository, pattern string, ro []remote.Option) (string, error) {
+	re, err := regexp.Compile("^(?:" + pattern + ")$")
+	if err != nil {
+		return "", activities.Fail(activities.Verification, "tagRegex %q: %v", pattern, err)
+	}
+	tags, err := remote.List(repo, ro...)
+	if err != nil {
+		return "", classify(err, repo.String())
+	}
+	var matching []string
+	for _, t := range tags {
+		if re.MatchString(t) {
+			matching = append(matching, t)
+		}
+	}
+	if len(matching) == 0 {
+		return "", activities.Fail(activities.Verification, "%s: no tag matches %q (%d tags)", repo, pattern, len(tags))
+	}
+	return slices.MaxFunc(matching, compareVersions), nil
+}
+
+func compareVersions(a, b string) int {
+	split := func(s string) []string { return strings.FieldsFunc(s, func(r rune) bool { return r == '.' || r == '-' || r == '_' }) }
+	pa, pb := split(a), split(b)
+	for i := 0; i < len(pa) && i < len(pb); i++ {
+		na, ea := strconv.Atoi(pa[i])
+		nb, eb := strconv.Atoi(pb[i])
+		switch {
+		case ea == nil && eb == nil && na != nb:
+			if na < nb {
+				return -1
+			}
+			return 1
+		case (ea != nil || eb != nil) && pa[i] != pb[i]:
+			return strings.Compare(pa[i], pb[i])
+		}
+	}
+	return len(pa) - len(pb)
+}
+
+func (r *Resolver) auth(ctx context.Context, c *plan.RegistryConnector) (authn.Authenticator, error) {
+	if c.PasswordRef == "" {
+		return authn.Anonymous, nil
+	}
+	resolve := func(ref, what string) (string, error) {
+		if r.Secrets == nil {
+			return "", activities.Fail(activities.Authentication, "connector %s: %s %q: no secret resolver on this worker", c.ID, what, ref)
+		}
+		v, err := r.Secrets.Resolve(ctx, ref)
+		if err != nil {
+			return "", activities.Fail(activities.Authentication, "connector %s: %s: %v", c.ID, what, err)
+		}
+		return v, nil
+	}
+	user := c.Username
+	if c.UsernameRef != "" {
+		v, err := resolve(c.UsernameRef, "usernameRef")
+		if err != nil {
+			return nil, err
+		}
+		user = v
+	}
+	pw, err := resolve(c.PasswordRef, "passwordRef")
+	if err != nil {
+		return nil, err
+	}
+	return &authn.Basic{Username: user, Password: pw}, nil
+}
+
+func classify(err error, what string) error {
+	var te *transport.Error
+	if errors.As(err, &te) {
+		switch te.StatusCode {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return activities.Fail(activities.Authentication, "%s: the registry refused the connector's credentials (%d)", what, te.StatusCode)
+		case http.StatusNotFound:
+			return activities.Fail(activities.Verification, "%s: not found in the registry", what)
+		}
+		return activities.Fail(activities.Unknown, "%s: the registry answered %d", what, te.StatusCode)
+	}
+	var netErr net.Error
+	var opErr *net.OpError
+	if errors.As(err, &opErr) || errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
+		return activities.Fail(activities.Connectivity, "%s: cannot reach the registry: %v", what, err)
+	}
+	return activities.Fail(activities.Unknown, "%s: %v", what, err)
+}

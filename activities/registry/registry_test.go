@@ -1,0 +1,162 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	ggcr "github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+type secretMap map[string]string
+
+func (m secretMap) Resolve(_ context.Context, id string) (string, error) {
+	if v, ok := m[id]; ok {
+		return v, nil
+	}
+	return "", fmt.Errorf("no secret %q", id)
+}
+
+// testRegistry is a real OCI registry (go-containerregistry's) on loopback behind basic auth.
+type testRegistry struct {
+	url  string
+	host string
+}
+
+func startRegistry(t *testing.T) *testRegistry {
+	t.Helper()
+	reg := ggcr.New()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "puller" || p != "pull-token" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return &testRegistry{url: srv.URL, host: strings.TrimPrefix(srv.URL, "http://")}
+}
+
+// push pushes a random image under tag and returns its digest.
+func (r *testRegistry) push(t *testing.T, repo, tag string) v1.Hash {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.NewTag(r.host+"/"+repo+":"+tag, name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, remote.WithAuth(basic("puller", "pull-token"))); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := img.Digest()
+	return d
+}
+
+func basic(u, p string) authn.Authenticator { return &authn.Basic{Username: u, Password: p} }
+
+func artifact(r *testRegistry) *plan.Artifact {
+	return &plan.Artifact{ID: "web", Type: "DockerRegistry", ImagePath: "team/web", Tag: "1.2.0",
+		Connector: &plan.RegistryConnector{ID: "registry", URL: r.url, Username: "puller", PasswordRef: "registry_token"}}
+}
+
+func category(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Type()
+	}
+	return ""
+}
+
+// A tag resolves to its digest; the highest tag matching a pattern is picked by version; a
+// pinned digest is checked and kept though the tag has moved.
+func TestResolve(t *testing.T) {
+	reg := startRegistry(t)
+	r := &Resolver{Secrets: secretMap{"registry_token": "pull-token"}}
+	ctx := context.Background()
+	first := reg.push(t, "team/web", "1.2.0")
+	reg.push(t, "team/web", "1.9.0")
+	newest := reg.push(t, "team/web", "1.10.0")
+	reg.push(t, "team/web", "latest")
+
+	got, err := r.Resolve(ctx, artifact(reg))
+	if err != nil || got.Digest != first.String() || got.Image != reg.host+"/team/web:1.2.0@"+first.String() {
+		t.Fatalf("tag: %+v %v", got, err)
+	}
+	a := artifact(reg)
+	a.Tag, a.TagRegex = "", `1\.\d+\.\d+`
+	if got, err := r.Resolve(ctx, a); err != nil || got.Tag != "1.10.0" || got.Digest != newest.String() {
+		t.Errorf("tagRegex: %+v %v, want 1.10.0", got, err)
+	}
+	moved := reg.push(t, "team/web", "1.2.0") // the tag now names another image
+	a = artifact(reg)
+	a.Digest = first.String()
+	if got, err := r.Resolve(ctx, a); err != nil || got.Digest != first.String() || got.Tag != "1.2.0" {
+		t.Errorf("pinned: %+v %v", got, err)
+	}
+	if got, _ := r.Resolve(ctx, artifact(reg)); got.Digest != moved.String() {
+		t.Errorf("the tag resolved to %s after it moved, want %s", got.Digest, moved)
+	}
+}
+
+// Each failure has its category and names the image, never the token.
+func TestResolveFailures(t *testing.T) {
+	reg := startRegistry(t)
+	reg.push(t, "team/web", "1.2.0")
+	r := &Resolver{Secrets: secretMap{"registry_token": "pull-token", "wrong": "not-the-token"}}
+	cases := []struct {
+		name   string
+		change func(*plan.Artifact)
+		want   activities.Category
+		says   string
+	}{
+		{"bad token", func(a *plan.Artifact) { a.Connector.PasswordRef = "wrong" }, activities.Authentication, "refused"},
+		{"no tag", func(a *plan.Artifact) { a.Tag = "9.9.9" }, activities.Verification, "team/web:9.9.9: not found"},
+		{"no match", func(a *plan.Artifact) { a.Tag, a.TagRegex = "", `2\..*` }, activities.Verification, "no tag matches"},
+		{"no repository", func(a *plan.Artifact) { a.ImagePath = "team/api" }, activities.Verification, "team/api"},
+		{"unreachable", func(a *plan.Artifact) { a.Connector.URL = "http://127.0.0.1:1" }, activities.Connectivity, "cannot reach"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := artifact(reg)
+			c.change(a)
+			_, err := r.Resolve(context.Background(), a)
+			if err == nil {
+				t.Fatal("resolved")
+			}
+			if got := category(err); got != string(c.want) || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%s: %v, want %s saying %q", got, err, c.want, c.says)
+			}
+			if strings.Contains(err.Error(), "pull-token") || strings.Contains(err.Error(), "not-the-token") {
+				t.Errorf("the error shows a credential: %v", err)
+			}
+		})
+	}
+}
+
+func TestCompareVersions(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		less bool
+	}{{"1.9.0", "1.10.0", true}, {"1.2", "1.2.1", true}, {"v1-b", "v1-a", false}, {"build_7", "build_12", true}} {
+		if got := compareVersions(c.a, c.b) < 0; got != c.less {
+			t.Errorf("%s < %s = %v", c.a, c.b, got)
+		}
+	}
+}
