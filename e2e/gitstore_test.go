@@ -17,6 +17,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/gittest"
@@ -264,4 +266,78 @@ func registryService(t *testing.T, dir string) (string, func() string, string) {
 		t.Fatal(err)
 	}
 	return host, push, first
+}
+
+// A Kustomize manifest (a base and an overlay with a patch and a ConfigMap generator, beside
+// the service) is built with the Kustomize API and deployed by the rolling deploy; expressions
+// in it are rendered first.
+func TestK8sKustomizeManifest(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-kustomize")
+	files := map[string]string{
+		"kustomize/base/kustomization.yaml": "resources: [deployment.yaml]\n",
+		"kustomize/base/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "<+artifact.image>"}]}
+`,
+		"kustomize/overlays/dev/kustomization.yaml": "resources: [../../base]\ncommonLabels: {tier: <+env.identifier>}\npatches: [{path: replicas.yaml}]\nconfigMapGenerator: [{name: settings, literals: [GREETING=<+serviceVariables.greeting>]}]\n",
+		"kustomize/overlays/dev/replicas.yaml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n",
+	}
+	for p, text := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	service, _ := os.ReadFile(filepath.Join(dir, "service.yaml"))
+	text := strings.Replace(string(service), `            type: K8sManifest
+            spec:
+              store:
+                type: Local
+                spec:
+                  paths: [web/manifests]
+              valuesPaths: [web/values.yaml]
+`, `            type: Kustomize
+            spec:
+              store:
+                type: Local
+                spec: {folderPath: kustomize}
+              overlayConfiguration: {kustomizeYamlFolderPath: overlays/dev}
+`, 1)
+	if text == string(service) {
+		t.Fatalf("examples/k8s/service.yaml changed its manifests:\n%s", service)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	_, res := runPlan(t, env.starter, r.Plan)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
+	d := deploymentOf(t, cs, "e2e-kustomize-dev", "web")
+	if *d.Spec.Replicas != 3 || d.Labels["tier"] != "dev" || d.Spec.Template.Spec.Containers[0].Image != "library/nginx:1.27" {
+		t.Errorf("deployment: replicas %d, labels %v, image %s", *d.Spec.Replicas, d.Labels, d.Spec.Template.Spec.Containers[0].Image)
+	}
+	cms, err := cs.CoreV1().ConfigMaps("e2e-kustomize-dev").List(context.Background(), metav1.ListOptions{})
+	found := false
+	for _, cm := range cms.Items {
+		found = found || (strings.HasPrefix(cm.Name, "settings-") && cm.Data["GREETING"] == "hello from dev")
+	}
+	if err != nil || !found {
+		t.Errorf("no generated settings ConfigMap with the rendered greeting: %v %v", cms.Items, err)
+	}
 }

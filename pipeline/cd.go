@@ -44,6 +44,18 @@ type ManifestSpec struct {
 	ValuesPaths               []string       `yaml:"valuesPaths"`
 	SkipResourceVersioning    string         `yaml:"skipResourceVersioning"`
 	EnableDeclarativeRollback string         `yaml:"enableDeclarativeRollback"`
+	// Kustomize: the overlay to build below the store's folder; plugins and patch files are
+	// refused (unsupported).
+	OverlayConfiguration *OverlayConfiguration `yaml:"overlayConfiguration"`
+	PluginPath           string                `yaml:"pluginPath"`
+	PatchesPaths         []string              `yaml:"patchesPaths"`
+}
+
+// OverlayConfiguration names the folder, relative to a Kustomize store's folder, whose
+// kustomization is built.
+type OverlayConfiguration struct {
+	Node                    *yaml.Node `yaml:"-"`
+	KustomizeYamlFolderPath string     `yaml:"kustomizeYamlFolderPath" gantry:"required"`
 }
 
 // ManifestStore locates manifest files: `Local` stores name paths relative to the service

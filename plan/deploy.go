@@ -41,6 +41,9 @@ type Manifest struct {
 	Values         []File    `json:"values,omitempty"`
 	SkipVersioning bool      `json:"skipVersioning,omitempty"`
 	Store          *GitStore `json:"store,omitempty"`
+	// Kustomize is, for a Kustomize manifest, the folder (relative to the files' root) whose
+	// kustomization is built; Files then hold every file of the store's folder.
+	Kustomize string `json:"kustomize,omitempty"`
 }
 
 // GitStore is where a manifest's files live in Git: a repository reached through a Git
@@ -54,6 +57,9 @@ type GitStore struct {
 	Commit      string       `json:"commit,omitempty"` // set: fetch this commit, not the branch's head
 	Paths       []string     `json:"paths,omitempty"`
 	ValuesPaths []string     `json:"valuesPaths,omitempty"`
+	// AllFiles reads every file of the paths' folders, not only manifests (a kustomization's
+	// generators and patches).
+	AllFiles bool `json:"allFiles,omitempty"`
 }
 
 // GitConnector says how a worker reaches a Git server. Secrets are named, never held.

@@ -78,7 +78,7 @@ func (f *Fetcher) Fetch(ctx context.Context, st *plan.GitStore) (activities.Fetc
 		}
 	}
 	for _, p := range st.Paths {
-		files, err := readTree(dir, p, true)
+		files, err := readTree(dir, p, !st.AllFiles)
 		if err != nil {
 			return activities.Fetched{}, activities.Fail(activities.Verification, "%s at %s: %v", where, short(out.Commit), err)
 		}

@@ -101,6 +101,17 @@ func TestFetchThroughAnAccountConnector(t *testing.T) {
 	}
 }
 
+// A Kustomize folder is fetched whole: generators' files and patches, not only manifests.
+func TestFetchAllFiles(t *testing.T) {
+	srv, f, _ := setup(t)
+	st := httpStore(srv)
+	st.AllFiles, st.ValuesPaths = true, nil
+	got, err := f.Fetch(context.Background(), st)
+	if err != nil || len(got.Files) != 3 || got.Files[0].Path != "k8s/README.md" {
+		t.Fatalf("%+v %v", got.Files, err)
+	}
+}
+
 // SSH key auth, the server's key checked against known_hosts.
 func TestFetchOverSSH(t *testing.T) {
 	srv, f, first := setup(t)

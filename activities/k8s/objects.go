@@ -86,7 +86,11 @@ func (s *stepRun) render(o renderOptions) ([]*object, error) {
 			}
 		}
 		var objs []manifests.Object
-		if o.noRender {
+		if m.Type == "Kustomize" {
+			if objs, err = manifests.Kustomize(files, m.Kustomize); err != nil {
+				return nil, activities.Fail(activities.Unknown, "manifest %s: %s", m.ID, s.mask.Apply(err.Error()))
+			}
+		} else if o.noRender {
 			for _, f := range files {
 				more, err := manifests.Split(f.Path, []byte(f.Text))
 				if err != nil {

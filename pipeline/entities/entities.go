@@ -6,6 +6,7 @@ package entities
 import (
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -289,6 +290,12 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	for _, me := range spec.Manifests {
 		m := me.Manifest
 		pm := plan.Manifest{ID: m.Identifier, Type: m.Type, SkipVersioning: m.Spec.SkipResourceVersioning == "true"}
+		if m.Type == "Kustomize" {
+			if r.kustomize(f.Name, sv.Identifier, m, &pm) {
+				out.Manifests = append(out.Manifests, pm)
+			}
+			continue
+		}
 		if m.Spec.Store.Type != "Local" {
 			pm.Store = r.gitStore(f.Name, m.Spec)
 			out.Manifests = append(out.Manifests, pm)
@@ -428,8 +435,59 @@ func templatePos(base, path string, err error) diag.Pos {
 	return p
 }
 
+// kustomize resolves a Kustomize manifest: the store's folder, read whole (Local) or fetched
+// whole when the stage starts (Git), and the overlay to build below it. A Local one is built
+// now, so a broken kustomization is an error before a run.
+func (r *resolver) kustomize(file, service string, m *pipeline.Manifest, pm *plan.Manifest) bool {
+	spec, st := m.Spec, m.Spec.Store
+	if spec.PluginPath != "" {
+		r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.Key(spec.Node, "pluginPath")), "unsupported-field",
+			"manifest %s: Kustomize plugins (`pluginPath`) are valid in the reference, but Gantry does not run them yet", m.Identifier)
+		return false
+	}
+	if len(spec.PatchesPaths) > 0 {
+		r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.Key(spec.Node, "patchesPaths")), "unsupported-field",
+			"manifest %s: `patchesPaths` (KustomizePatches manifests) are valid in the reference, but Gantry does not apply them yet; list the patches in the kustomization", m.Identifier)
+		return false
+	}
+	folder := st.Spec.FolderPath
+	if folder == "" && len(st.Spec.Paths) > 0 {
+		folder = st.Spec.Paths[0]
+	}
+	pm.Kustomize = path.Clean(folder)
+	if o := spec.OverlayConfiguration; o != nil && o.KustomizeYamlFolderPath != "" {
+		pm.Kustomize = path.Join(folder, o.KustomizeYamlFolderPath)
+	}
+	if st.Type != "Local" {
+		if pm.Store = r.gitStore(file, spec); pm.Store != nil {
+			pm.Store.Paths, pm.Store.AllFiles = []string{folder}, true
+		}
+		return pm.Store != nil
+	}
+	base := filepath.Dir(file)
+	files, err := readTreeOf(base, folder, true)
+	if err != nil {
+		r.diags.Errorf(pipeline.NodePos(file, st.Spec.Node), "manifest", "service %s, manifest %s: %v", service, m.Identifier, err).
+			SetHint("paths are relative to %s", base)
+		return false
+	}
+	pm.Files = files
+	mf := make([]manifests.File, len(files))
+	for i, f := range files {
+		mf[i] = manifests.File{Path: f.Path, Text: f.Text}
+	}
+	if _, err := manifests.Kustomize(mf, pm.Kustomize); err != nil && !strings.Contains(err.Error(), "<+") {
+		r.diags.Errorf(pipeline.NodePos(file, st.Spec.Node), "manifest-kustomize", "service %s, manifest %s: %v", service, m.Identifier, err).
+			SetHint("`kustomize build %s` must succeed (expressions are rendered when the stage runs)", filepath.Join(base, pm.Kustomize))
+	}
+	return true
+}
+
 // readTree reads a file, or the *.yaml, *.yml and *.tpl files under a folder in path order.
-func readTree(base, rel string) ([]plan.File, error) {
+func readTree(base, rel string) ([]plan.File, error) { return readTreeOf(base, rel, false) }
+
+// readTreeOf is readTree; all reads every file under a folder.
+func readTreeOf(base, rel string, all bool) ([]plan.File, error) {
 	root := filepath.Join(base, rel)
 	st, err := os.Stat(root)
 	if err != nil {
@@ -443,11 +501,10 @@ func readTree(base, rel string) ([]plan.File, error) {
 			if err != nil {
 				return err
 			}
-			switch filepath.Ext(p) {
-			case ".yaml", ".yml", ".tpl":
-				if !e.IsDir() {
-					paths = append(paths, p)
-				}
+			switch ext := filepath.Ext(p); {
+			case e.IsDir():
+			case all, ext == ".yaml", ext == ".yml", ext == ".tpl":
+				paths = append(paths, p)
 			}
 			return nil
 		})

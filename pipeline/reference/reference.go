@@ -31,8 +31,8 @@ func HasField(goType, key string) bool {
 var EntityFields = map[string][]string{
 	"pipeline.Environment": {"overrides"},
 	// Used by the reference to test a connection and by its Git Experience and SCM APIs.
-	"pipeline.GitConnectorSpec": {"apiAccess", "branch", "executeOnDelegate", "proxy", "validationRepo"},
-	"pipeline.SCMConnectorSpec": {"apiAccess", "executeOnDelegate", "proxy", "validationRepo"},
+	"pipeline.GitConnectorSpec":   {"apiAccess", "branch", "executeOnDelegate", "proxy", "validationRepo"},
+	"pipeline.SCMConnectorSpec":   {"apiAccess", "executeOnDelegate", "proxy", "validationRepo"},
 	"pipeline.DockerRegistrySpec": {"executeOnDelegate", "proxy"},
 }
 

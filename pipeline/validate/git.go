@@ -33,7 +33,9 @@ func (c *checker) store(st *pipeline.ManifestStore) {
 		return
 	}
 	if st.Type == "Local" {
-		c.required(s.Node, s.Paths, "paths", "spec")
+		if s.FolderPath == "" { // a Kustomize folder may be given as folderPath
+			c.required(s.Node, s.Paths, "paths", "spec")
+		}
 		return
 	}
 	c.required(s.Node, s.ConnectorRef, "connectorRef", "spec")
