@@ -341,3 +341,65 @@ spec:
 		t.Errorf("no generated settings ConfigMap with the rendered greeting: %v %v", cms.Items, err)
 	}
 }
+
+// A HelmChart manifest whose chart is in Git (with a values file beside it) is rendered with
+// the Helm SDK for the stage's release and deployed by the rolling deploy; expressions in the
+// values are rendered first.
+func TestK8sHelmChartFromGit(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-helm")
+	srv := gittest.Start(t)
+	first := srv.NewRepo("charts", map[string]string{
+		"web/Chart.yaml":                "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"web/values.yaml":               "replicas: 1\nimage: nginx\n",
+		"web/templates/_helpers.tpl":    "{{- define \"web.labels\" -}}app: web\nrelease: {{ .Release.Name }}{{- end -}}\n",
+		"web/templates/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels:\n    {{- include \"web.labels\" . | nindent 4 }}\nspec:\n  replicas: {{ .Values.replicas }}\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: {{ .Values.image | quote }}}]}\n",
+		"web/templates/NOTES.txt":       "installed {{ .Release.Name }}\n",
+		"envs/dev.yaml":                 "replicas: <+serviceVariables.replicas>\nimage: <+artifact.image>\n",
+	})
+	t.Setenv(secrets.EnvName("git_token"), srv.Password)
+	connector := fmt.Sprintf("connector:\n  name: Charts\n  identifier: charts\n  type: Git\n  spec:\n    url: %s/charts.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: git_token}\n", srv.HTTPURL, srv.Username)
+	if err := os.WriteFile(filepath.Join(dir, "git-connector.yaml"), []byte(connector), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	service, _ := os.ReadFile(filepath.Join(dir, "service.yaml"))
+	text := strings.Replace(string(service), `            type: K8sManifest
+            spec:
+              store:
+                type: Local
+                spec:
+                  paths: [web/manifests]
+              valuesPaths: [web/values.yaml]
+`, `            type: HelmChart
+            spec:
+              store:
+                type: Git
+                spec: {connectorRef: charts, gitFetchType: Branch, branch: main, folderPath: web}
+              valuesPaths: [envs/dev.yaml]
+              helmVersion: V3
+`, 1)
+	if text == string(service) {
+		t.Fatalf("examples/k8s/service.yaml changed its manifests:\n%s", service)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	_, res := runPlan(t, env.starter, r.Plan)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
+	if got := res.Tree.Find("deploy_dev").Manifests["web"]; got != first {
+		t.Errorf("chart commit %q, want %s", got, first)
+	}
+	release := fmt.Sprint(res.Tree.Find("deploy_dev.rolling").Outputs["releaseName"])
+	d := deploymentOf(t, cs, "e2e-helm-dev", "web")
+	if *d.Spec.Replicas != 2 || d.Labels["release"] != release || d.Spec.Template.Spec.Containers[0].Image != "library/nginx:1.27" {
+		t.Errorf("deployment: replicas %d, labels %v (release %s), image %s", *d.Spec.Replicas, d.Labels, release, d.Spec.Template.Spec.Containers[0].Image)
+	}
+}

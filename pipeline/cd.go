@@ -49,6 +49,12 @@ type ManifestSpec struct {
 	OverlayConfiguration *OverlayConfiguration `yaml:"overlayConfiguration"`
 	PluginPath           string                `yaml:"pluginPath"`
 	PatchesPaths         []string              `yaml:"patchesPaths"`
+	// HelmChart: the chart is the store's folder; chartName and chartVersion name a chart of
+	// a chart repository (Http, OciHelmChart stores, not run yet).
+	ChartName    string `yaml:"chartName"`
+	ChartVersion string `yaml:"chartVersion"`
+	HelmVersion  string `yaml:"helmVersion"`
+	SubChartPath string `yaml:"subChartPath"`
 }
 
 // OverlayConfiguration names the folder, relative to a Kustomize store's folder, whose

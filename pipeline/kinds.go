@@ -56,7 +56,7 @@ var (
 	ServiceDefinitionKind = Kind{What: "service deployment type", Code: "unsupported-deployment-type",
 		Runs: []string{"Kubernetes"}, Reference: reference.ServiceDefinitionTypes}
 	ManifestKind = Kind{What: "manifest type", Code: "unsupported-manifest-type",
-		Runs: []string{"K8sManifest", "Values", "Kustomize"}, Reference: reference.ManifestTypes}
+		Runs: []string{"K8sManifest", "Values", "Kustomize", "HelmChart"}, Reference: reference.ManifestTypes}
 	// Local is Gantry's own store: files beside the service. Git stores are fetched by workers.
 	ManifestStoreKind = Kind{What: "manifest store", Code: "unsupported-manifest-store",
 		Runs: []string{"Local", "Git", "Github", "GitLab", "Bitbucket"}, Reference: reference.StoreTypes,

@@ -41,9 +41,10 @@ type Manifest struct {
 	Values         []File    `json:"values,omitempty"`
 	SkipVersioning bool      `json:"skipVersioning,omitempty"`
 	Store          *GitStore `json:"store,omitempty"`
-	// Kustomize is, for a Kustomize manifest, the folder (relative to the files' root) whose
-	// kustomization is built; Files then hold every file of the store's folder.
-	Kustomize string `json:"kustomize,omitempty"`
+	// Folder is, for a Kustomize manifest, the folder (relative to the files' root) whose
+	// kustomization is built, and for a HelmChart the chart's folder; Files then hold every
+	// file of the store's folder.
+	Folder string `json:"folder,omitempty"`
 }
 
 // GitStore is where a manifest's files live in Git: a repository reached through a Git

@@ -262,7 +262,7 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 		if err != nil {
 			return nil, err
 		}
-		in.Manifests = append(in.Manifests, plan.Manifest{ID: m.ID, Type: m.Type, Files: files, Values: values, SkipVersioning: m.SkipVersioning, Kustomize: m.Kustomize})
+		in.Manifests = append(in.Manifests, plan.Manifest{ID: m.ID, Type: m.Type, Files: files, Values: values, SkipVersioning: m.SkipVersioning, Folder: m.Folder})
 	}
 	return in, nil
 }

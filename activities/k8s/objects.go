@@ -86,11 +86,13 @@ func (s *stepRun) render(o renderOptions) ([]*object, error) {
 			}
 		}
 		var objs []manifests.Object
-		if m.Type == "Kustomize" {
-			if objs, err = manifests.Kustomize(files, m.Kustomize); err != nil {
-				return nil, activities.Fail(activities.Unknown, "manifest %s: %s", m.ID, s.mask.Apply(err.Error()))
-			}
-		} else if o.noRender {
+		switch {
+		case m.Type == "Kustomize":
+			objs, err = manifests.Kustomize(files, m.Folder)
+		case m.Type == "HelmChart":
+			objs, err = manifests.Helm(files, m.Folder, append(toFiles(m.Values, o.revision), values...),
+				manifests.Release{Name: s.in.ReleaseName, Namespace: s.in.Namespace, Revision: o.revision})
+		case o.noRender:
 			for _, f := range files {
 				more, err := manifests.Split(f.Path, []byte(f.Text))
 				if err != nil {
@@ -98,7 +100,10 @@ func (s *stepRun) render(o renderOptions) ([]*object, error) {
 				}
 				objs = append(objs, more...)
 			}
-		} else if objs, err = manifests.Render(files, vals); err != nil {
+		default:
+			objs, err = manifests.Render(files, vals)
+		}
+		if err != nil {
 			return nil, activities.Fail(activities.Unknown, "manifest %s: %s", m.ID, s.mask.Apply(err.Error()))
 		}
 		for _, obj := range objs {

@@ -253,7 +253,7 @@ var objects = []struct {
 	{"pipeline.ServiceSpec", false, []string{"KubernetesServiceSpec"}},
 	{"pipeline.ManifestElement", false, []string{"ManifestConfigWrapper"}},
 	{"pipeline.Manifest", false, []string{"ManifestConfig"}},
-	{"pipeline.ManifestSpec", false, []string{"K8sManifest", "ValuesManifest", "KustomizeManifest"}},
+	{"pipeline.ManifestSpec", false, []string{"K8sManifest", "ValuesManifest", "KustomizeManifest", "HelmChartManifest"}},
 	{"pipeline.Typed[pipeline.ManifestStoreSpec]", false, []string{"StoreConfigWrapper"}},
 	{"pipeline.ServiceArtifacts", false, []string{"ArtifactListConfig"}},
 	{"pipeline.PrimaryArtifact", false, []string{"PrimaryArtifact"}},

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -290,8 +291,8 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	for _, me := range spec.Manifests {
 		m := me.Manifest
 		pm := plan.Manifest{ID: m.Identifier, Type: m.Type, SkipVersioning: m.Spec.SkipResourceVersioning == "true"}
-		if m.Type == "Kustomize" {
-			if r.kustomize(f.Name, sv.Identifier, m, &pm) {
+		if m.Type == "Kustomize" || m.Type == "HelmChart" {
+			if r.folderManifest(f.Name, sv.Identifier, m, &pm) {
 				out.Manifests = append(out.Manifests, pm)
 			}
 			continue
@@ -435,11 +436,26 @@ func templatePos(base, path string, err error) diag.Pos {
 	return p
 }
 
-// kustomize resolves a Kustomize manifest: the store's folder, read whole (Local) or fetched
-// whole when the stage starts (Git), and the overlay to build below it. A Local one is built
-// now, so a broken kustomization is an error before a run.
-func (r *resolver) kustomize(file, service string, m *pipeline.Manifest, pm *plan.Manifest) bool {
+// folderManifest resolves a Kustomize or HelmChart manifest: the store's folder, read whole
+// (Local) or fetched whole when the stage starts (Git), the overlay to build below it, and a
+// chart's values files. A Local one is built now, so a broken kustomization or chart is an
+// error before a run.
+func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm *plan.Manifest) bool {
 	spec, st := m.Spec, m.Spec.Store
+	if m.Type == "HelmChart" {
+		for key, what := range map[string]string{"subChartPath": spec.SubChartPath} {
+			if what != "" {
+				r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.Key(spec.Node, key)), "unsupported-field",
+					"manifest %s: `%s` is valid in the reference, but Gantry renders the whole chart only yet", m.Identifier, key)
+				return false
+			}
+		}
+		if spec.HelmVersion != "" && spec.HelmVersion != "V3" {
+			r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.ValueAt(spec.Node, "helmVersion")), "unsupported-field",
+				"manifest %s: helmVersion %s is valid in the reference, but Gantry renders charts with Helm 3", m.Identifier, spec.HelmVersion)
+			return false
+		}
+	}
 	if spec.PluginPath != "" {
 		r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.Key(spec.Node, "pluginPath")), "unsupported-field",
 			"manifest %s: Kustomize plugins (`pluginPath`) are valid in the reference, but Gantry does not run them yet", m.Identifier)
@@ -454,9 +470,9 @@ func (r *resolver) kustomize(file, service string, m *pipeline.Manifest, pm *pla
 	if folder == "" && len(st.Spec.Paths) > 0 {
 		folder = st.Spec.Paths[0]
 	}
-	pm.Kustomize = path.Clean(folder)
+	pm.Folder = path.Clean(folder)
 	if o := spec.OverlayConfiguration; o != nil && o.KustomizeYamlFolderPath != "" {
-		pm.Kustomize = path.Join(folder, o.KustomizeYamlFolderPath)
+		pm.Folder = path.Join(folder, o.KustomizeYamlFolderPath)
 	}
 	if st.Type != "Local" {
 		if pm.Store = r.gitStore(file, spec); pm.Store != nil {
@@ -472,13 +488,33 @@ func (r *resolver) kustomize(file, service string, m *pipeline.Manifest, pm *pla
 		return false
 	}
 	pm.Files = files
+	for _, p := range spec.ValuesPaths {
+		vf, err := readTree(base, p)
+		if err != nil {
+			r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(spec.Node, "valuesPaths")), "manifest", "service %s, manifest %s: values %v", service, m.Identifier, err).
+				SetHint("paths are relative to %s", base)
+			return false
+		}
+		pm.Values = append(pm.Values, vf...)
+	}
 	mf := make([]manifests.File, len(files))
 	for i, f := range files {
 		mf[i] = manifests.File{Path: f.Path, Text: f.Text}
 	}
-	if _, err := manifests.Kustomize(mf, pm.Kustomize); err != nil && !strings.Contains(err.Error(), "<+") {
-		r.diags.Errorf(pipeline.NodePos(file, st.Spec.Node), "manifest-kustomize", "service %s, manifest %s: %v", service, m.Identifier, err).
-			SetHint("`kustomize build %s` must succeed (expressions are rendered when the stage runs)", filepath.Join(base, pm.Kustomize))
+	code, hint := "manifest-kustomize", fmt.Sprintf("`kustomize build %s` must succeed", filepath.Join(base, pm.Folder))
+	if m.Type == "HelmChart" {
+		code, hint = "manifest-helm", fmt.Sprintf("`helm template %s` must succeed", filepath.Join(base, pm.Folder))
+		vf := make([]manifests.File, len(pm.Values))
+		for i, f := range pm.Values {
+			vf[i] = manifests.File{Path: f.Path, Text: f.Text}
+		}
+		_, err = manifests.Helm(mf, pm.Folder, vf, manifests.Release{Name: "release", Namespace: "default"})
+	} else {
+		_, err = manifests.Kustomize(mf, pm.Folder)
+	}
+	// Expressions are rendered when the stage runs: a file that still holds one may not build yet.
+	if err != nil && !slices.ContainsFunc(files, func(f plan.File) bool { return strings.Contains(f.Text, "<+") }) {
+		r.diags.Errorf(pipeline.NodePos(file, st.Spec.Node), code, "service %s, manifest %s: %v", service, m.Identifier, err).SetHint("%s", hint)
 	}
 	return true
 }

@@ -26,8 +26,10 @@ func TestEntityAndTriggerKinds(t *testing.T) {
             type: HelmChart
             spec:
               store:
-                type: Github
-                spec: {connectorRef: gh, gitFetchType: Branch, folderPath: charts/api, branch: main}
+                type: Http
+                spec: {connectorRef: charts}
+              chartName: api
+              chartVersion: 1.4.0
               helmVersion: V3
 `
 	const localService = `service:
@@ -81,7 +83,9 @@ func TestEntityAndTriggerKinds(t *testing.T) {
 		code      string        // a diagnostic that must be present with that severity
 		absent    string        // a code that must not appear
 	}{
-		{"helm chart manifest", helmService, diag.Unsupported, "unsupported-manifest-type", "unknown-key"},
+		{"helm chart from a chart repository", helmService, diag.Unsupported, "unsupported-manifest-store", "unknown-key"},
+		{"kustomize plugins", strings.Replace(strings.Replace(strings.Replace(localService, "%s", "Git", 1), "type: K8sManifest", "type: Kustomize", 1),
+			"optionalValuesYaml: false", "pluginPath: plugins", 1), diag.Unsupported, "unsupported-field", "unknown-key"},
 		{"S3 store", strings.Replace(localService, "%s", "S3", 1), diag.Unsupported, "unsupported-manifest-store", "unknown-key"},
 		{"git store without its connector", strings.Replace(localService, "%s", "GitLab", 1), diag.Error, "missing-entity", "unknown-key"},
 		{"git store without a branch", strings.Replace(strings.Replace(localService, "%s", "Git", 1), ", branch: main", "", 1), diag.Error, "missing-field", ""},

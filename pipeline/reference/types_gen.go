@@ -591,7 +591,7 @@ var Fields = map[string][]string{
 	"pipeline.ServiceSpec":                       {"artifacts", "configFiles", "description", "hooks", "manifestConfigurations", "manifests", "variables"},
 	"pipeline.ManifestElement":                   {"description", "manifest"},
 	"pipeline.Manifest":                          {"description", "identifier", "spec", "type"},
-	"pipeline.ManifestSpec":                      {"commandFlags", "description", "enableDeclarativeRollback", "metadata", "optionalValuesYaml", "overlayConfiguration", "patchesPaths", "pluginPath", "skipResourceVersioning", "store", "valuesPaths"},
+	"pipeline.ManifestSpec":                      {"chartName", "chartVersion", "commandFlags", "description", "enableDeclarativeRollback", "helmVersion", "metadata", "optionalValuesYaml", "overlayConfiguration", "patchesPaths", "pluginPath", "skipResourceVersioning", "store", "subChartPath", "valuesPaths"},
 	"pipeline.Typed[pipeline.ManifestStoreSpec]": {"description", "metadata", "spec", "type"},
 	"pipeline.ServiceArtifacts":                  {"description", "primary", "sidecars"},
 	"pipeline.PrimaryArtifact":                   {"description", "primaryArtifactRef", "sources", "spec", "type"},
