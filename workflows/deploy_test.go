@@ -54,7 +54,10 @@ func TestDeploymentStageContext(t *testing.T) {
 	}
 	res := run(t, r.Plan)
 	conformance.Check(t, res.Tree, map[string]status.Status{"prod.show": status.Succeeded})
-	out := res.Tree.Find("prod.show").Outputs["outputVariables"].(map[string]any)
+	if st := res.Tree.Find("prod"); st.Failure != nil {
+		t.Fatalf("stage %s: %+v (notes %v)", st.Status, st.Failure, st.Notes)
+	}
+	out, _ := res.Tree.Find("prod.show").Outputs["outputVariables"].(map[string]any)
 	want := "web|platform|Production|Production|prod_cluster|gantry-prod|local_cluster|library/nginx:2.0|2.0|4|hello from production|K8sManifest"
 	if out["ctx"] != want {
 		t.Errorf("context\n got %v\nwant %s", out["ctx"], want)
