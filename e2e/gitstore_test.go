@@ -3,26 +3,20 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	ggcr "github.com/google/go-containerregistry/pkg/registry"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/gittest"
+	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -35,14 +29,7 @@ func TestK8sManifestsFromGit(t *testing.T) {
 	_, cs := cluster(t)
 	dir := k8sExample(t, "e2e-git")
 	srv, first, files := gitService(t, dir)
-	file := filepath.Join(dir, "dev.yaml")
-	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
-	if err != nil || !r.OK() {
-		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-	}
+	p := loadDev(t, dir)
 	const ns = "e2e-git-dev"
 	check := func(res *workflows.PipelineResult, commit string, replicas int32) {
 		t.Helper()
@@ -55,7 +42,7 @@ func TestK8sManifestsFromGit(t *testing.T) {
 			t.Errorf("replicas %d, want %d (commit %s)", *d.Spec.Replicas, replicas, commit)
 		}
 	}
-	firstRun, res := runPlan(t, env.starter, r.Plan)
+	firstRun, res := runPlan(t, env.starter, p)
 	check(res, first, 2)
 	if !strings.Contains(strings.Join(res.Tree.Find("deploy_dev").Notes, "\n"), "manifest web: "+srv.HTTPURL+"/web.git at commit "+first) {
 		t.Errorf("notes %v", res.Tree.Find("deploy_dev").Notes)
@@ -63,7 +50,7 @@ func TestK8sManifestsFromGit(t *testing.T) {
 
 	second := srv.Commit("web", "main", map[string]string{"deploy/values.yaml": strings.Replace(files["deploy/values.yaml"],
 		"replicas: <+serviceVariables.replicas>", "replicas: 3", 1)})
-	_, res = runPlan(t, env.starter, r.Plan)
+	_, res = runPlan(t, env.starter, p)
 	check(res, second, 3)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -112,13 +99,7 @@ func gitService(t *testing.T, dir string) (*gittest.Server, string, map[string]s
           usernameRef: git_user
           tokenRef: git_token
 `, srv.HTTPURL)
-	if err := os.WriteFile(filepath.Join(dir, "git-connector.yaml"), []byte(connector), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	service, err := os.ReadFile(filepath.Join(dir, "service.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, filepath.Join(dir, "git-connector.yaml"), connector)
 	local := `              store:
                 type: Local
                 spec:
@@ -135,12 +116,7 @@ func gitService(t *testing.T, dir string) (*gittest.Server, string, map[string]s
                   paths: [deploy/manifests]
               valuesPaths: [deploy/values.yaml]
 `
-	if !strings.Contains(string(service), local) {
-		t.Fatalf("examples/k8s/service.yaml changed its store:\n%s", service)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(strings.Replace(string(service), local, git, 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	rewriteService(t, dir, local, git)
 	return srv, first, files
 }
 
@@ -153,24 +129,11 @@ func TestK8sManifestsFromGitRefused(t *testing.T) {
 	srv.NewRepo("web", map[string]string{"deploy/manifests/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"})
 	t.Setenv(secrets.EnvName("git_bad_token"), "not-the-token")
 	connector := fmt.Sprintf("connector:\n  name: Repo\n  identifier: web_repo\n  type: Git\n  spec:\n    url: %s/web.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: git_bad_token}\n", srv.HTTPURL, srv.Username)
-	if err := os.WriteFile(filepath.Join(dir, "git-connector.yaml"), []byte(connector), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	service, _ := os.ReadFile(filepath.Join(dir, "service.yaml"))
-	text := strings.Replace(string(service), "type: Local\n                spec:\n                  paths: [web/manifests]\n              valuesPaths: [web/values.yaml]",
-		"type: Git\n                spec: {connectorRef: web_repo, gitFetchType: Branch, branch: main, paths: [deploy/manifests]}", 1)
-	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "dev.yaml")
-	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
-	if err != nil || !r.OK() {
-		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-	}
-	_, res := runPlan(t, env.starter, r.Plan)
+	writeFile(t, filepath.Join(dir, "git-connector.yaml"), connector)
+	rewriteService(t, dir, "type: Local\n                spec:\n                  paths: [web/manifests]\n              valuesPaths: [web/values.yaml]",
+		"type: Git\n                spec: {connectorRef: web_repo, gitFetchType: Branch, branch: main, paths: [deploy/manifests]}")
+	p := loadDev(t, dir)
+	_, res := runPlan(t, env.starter, p)
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "deploy_dev": status.Failed, "deploy_dev.rolling": status.NotStarted})
 	f := res.Tree.Find("deploy_dev").Failure
 	if f == nil || f.Category != "Authentication" || !strings.Contains(f.Message, "/web.git, branch main") || strings.Contains(f.Message, "not-the-token") {
@@ -186,14 +149,7 @@ func TestK8sArtifactDigestFromRegistry(t *testing.T) {
 	_, cs := cluster(t)
 	dir := k8sExample(t, "e2e-registry")
 	host, push, first := registryService(t, dir)
-	file := filepath.Join(dir, "dev.yaml")
-	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
-	if err != nil || !r.OK() {
-		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-	}
+	p := loadDev(t, dir)
 	const ns = "e2e-registry-dev"
 	check := func(res *workflows.PipelineResult, digest string) {
 		t.Helper()
@@ -206,10 +162,10 @@ func TestK8sArtifactDigestFromRegistry(t *testing.T) {
 			t.Errorf("deployed %s, want %s", img, want)
 		}
 	}
-	firstRun, res := runPlan(t, env.starter, r.Plan)
+	firstRun, res := runPlan(t, env.starter, p)
 	check(res, first)
 	second := push()
-	_, res = runPlan(t, env.starter, r.Plan)
+	_, res = runPlan(t, env.starter, p)
 	check(res, second)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -228,44 +184,13 @@ func TestK8sArtifactDigestFromRegistry(t *testing.T) {
 // registry's host, a function that pushes a new image under that tag, and the first digest.
 func registryService(t *testing.T, dir string) (string, func() string, string) {
 	t.Helper()
-	reg := ggcr.New()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != "puller" || p != "pull-token" {
-			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
-	push := func() string {
-		img, err := random.Image(128, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ref, _ := name.NewTag(host+"/library/nginx:1.27", name.Insecure)
-		if err := remote.Write(ref, img, remote.WithAuth(&authn.Basic{Username: "puller", Password: "pull-token"})); err != nil {
-			t.Fatal(err)
-		}
-		d, _ := img.Digest()
-		return d.String()
-	}
+	reg := registrytest.Start(t)
+	push := func() string { return reg.Push(t, "library/nginx", "1.27") }
 	first := push()
-	t.Setenv(secrets.EnvName("registry_token"), "pull-token")
-	connector := fmt.Sprintf("connector:\n  name: Registry\n  identifier: registry\n  type: DockerRegistry\n  spec:\n    dockerRegistryUrl: %s\n    providerType: Other\n    auth:\n      type: UsernamePassword\n      spec: {username: puller, passwordRef: registry_token}\n", srv.URL)
-	if err := os.WriteFile(filepath.Join(dir, "registry-connector.yaml"), []byte(connector), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	service, _ := os.ReadFile(filepath.Join(dir, "service.yaml"))
-	text := strings.Replace(string(service), "              spec:\n                imagePath: library/nginx", "              spec:\n                connectorRef: registry\n                imagePath: library/nginx", 1)
-	if text == string(service) {
-		t.Fatalf("examples/k8s/service.yaml changed its artifact:\n%s", service)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return host, push, first
+	t.Setenv(secrets.EnvName("registry_token"), registrytest.Password)
+	writeFile(t, filepath.Join(dir, "registry-connector.yaml"), fmt.Sprintf("connector:\n  name: Registry\n  identifier: registry\n  type: DockerRegistry\n  spec:\n    dockerRegistryUrl: %s\n    providerType: Other\n    auth:\n      type: UsernamePassword\n      spec: {username: %s, passwordRef: registry_token}\n", reg.URL, registrytest.Username))
+	rewriteService(t, dir, "              spec:\n                imagePath: library/nginx", "              spec:\n                connectorRef: registry\n                imagePath: library/nginx")
+	return reg.Host, push, first
 }
 
 // A Kustomize manifest (a base and an overlay with a patch and a ConfigMap generator, beside
@@ -289,16 +214,10 @@ spec:
 		"kustomize/overlays/dev/kustomization.yaml": "resources: [../../base]\ncommonLabels: {tier: <+env.identifier>}\npatches: [{path: replicas.yaml}]\nconfigMapGenerator: [{name: settings, literals: [GREETING=<+serviceVariables.greeting>]}]\n",
 		"kustomize/overlays/dev/replicas.yaml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n",
 	}
-	for p, text := range files {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, p), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	for name, text := range files {
+		writeFile(t, filepath.Join(dir, name), text)
 	}
-	service, _ := os.ReadFile(filepath.Join(dir, "service.yaml"))
-	text := strings.Replace(string(service), `            type: K8sManifest
+	rewriteService(t, dir, `            type: K8sManifest
             spec:
               store:
                 type: Local
@@ -311,22 +230,9 @@ spec:
                 type: Local
                 spec: {folderPath: kustomize}
               overlayConfiguration: {kustomizeYamlFolderPath: overlays/dev}
-`, 1)
-	if text == string(service) {
-		t.Fatalf("examples/k8s/service.yaml changed its manifests:\n%s", service)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "dev.yaml")
-	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
-	if err != nil || !r.OK() {
-		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-	}
-	_, res := runPlan(t, env.starter, r.Plan)
+`)
+	p := loadDev(t, dir)
+	_, res := runPlan(t, env.starter, p)
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
 	d := deploymentOf(t, cs, "e2e-kustomize-dev", "web")
 	if *d.Spec.Replicas != 3 || d.Labels["tier"] != "dev" || d.Spec.Template.Spec.Containers[0].Image != "library/nginx:1.27" {
@@ -359,11 +265,8 @@ func TestK8sHelmChartFromGit(t *testing.T) {
 	})
 	t.Setenv(secrets.EnvName("git_token"), srv.Password)
 	connector := fmt.Sprintf("connector:\n  name: Charts\n  identifier: charts\n  type: Git\n  spec:\n    url: %s/charts.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: git_token}\n", srv.HTTPURL, srv.Username)
-	if err := os.WriteFile(filepath.Join(dir, "git-connector.yaml"), []byte(connector), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	service, _ := os.ReadFile(filepath.Join(dir, "service.yaml"))
-	text := strings.Replace(string(service), `            type: K8sManifest
+	writeFile(t, filepath.Join(dir, "git-connector.yaml"), connector)
+	rewriteService(t, dir, `            type: K8sManifest
             spec:
               store:
                 type: Local
@@ -377,22 +280,9 @@ func TestK8sHelmChartFromGit(t *testing.T) {
                 spec: {connectorRef: charts, gitFetchType: Branch, branch: main, folderPath: web}
               valuesPaths: [envs/dev.yaml]
               helmVersion: V3
-`, 1)
-	if text == string(service) {
-		t.Fatalf("examples/k8s/service.yaml changed its manifests:\n%s", service)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(dir, "dev.yaml")
-	if err := os.WriteFile(file, []byte(devPipeline), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
-	if err != nil || !r.OK() {
-		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-	}
-	_, res := runPlan(t, env.starter, r.Plan)
+`)
+	p := loadDev(t, dir)
+	_, res := runPlan(t, env.starter, p)
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
 	if got := res.Tree.Find("deploy_dev").Manifests["web"]; got != first {
 		t.Errorf("chart commit %q, want %s", got, first)
@@ -401,5 +291,42 @@ func TestK8sHelmChartFromGit(t *testing.T) {
 	d := deploymentOf(t, cs, "e2e-helm-dev", "web")
 	if *d.Spec.Replicas != 2 || d.Labels["release"] != release || d.Spec.Template.Spec.Containers[0].Image != "library/nginx:1.27" {
 		t.Errorf("deployment: replicas %d, labels %v (release %s), image %s", *d.Spec.Replicas, d.Labels, release, d.Spec.Template.Spec.Containers[0].Image)
+	}
+}
+
+// rewriteService replaces old by new in the example's service.yaml, failing if the example
+// no longer holds old.
+func rewriteService(t *testing.T, dir, old, new string) {
+	t.Helper()
+	file := filepath.Join(dir, "service.yaml")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), old) {
+		t.Fatalf("examples/k8s/service.yaml no longer holds %q:\n%s", old, b)
+	}
+	writeFile(t, file, strings.Replace(string(b), old, new, 1))
+}
+
+// loadDev writes devPipeline beside the example's entities and loads it for a run (tag 1.27).
+func loadDev(t *testing.T, dir string) *plan.Plan {
+	t.Helper()
+	file := filepath.Join(dir, "dev.yaml")
+	writeFile(t, file, devPipeline)
+	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	return r.Plan
+}
+
+func writeFile(t *testing.T, file, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

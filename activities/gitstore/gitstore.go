@@ -273,27 +273,9 @@ func readTree(dir, p string, manifests bool) ([]plan.File, error) {
 
 // auth builds the connector's credentials from the secret resolver.
 func (f *Fetcher) auth(ctx context.Context, c plan.GitConnector) (transport.AuthMethod, error) {
-	resolve := func(ref, what string) (string, error) {
-		if f.Secrets == nil {
-			return "", activities.Fail(activities.Authentication, "connector %s: %s %q: no secret resolver on this worker", c.ID, what, ref)
-		}
-		v, err := f.Secrets.Resolve(ctx, ref)
-		if err != nil {
-			return "", activities.Fail(activities.Authentication, "connector %s: %s: %v", c.ID, what, err)
-		}
-		return v, nil
-	}
-	user := c.Username
-	if c.UsernameRef != "" {
-		v, err := resolve(c.UsernameRef, "usernameRef")
-		if err != nil {
-			return nil, err
-		}
-		user = v
-	}
 	switch {
 	case c.SSHKeyRef != "":
-		key, err := resolve(c.SSHKeyRef, "sshKeyRef")
+		user, key, err := secrets.Login(ctx, f.Secrets, c.ID, c.Username, c.UsernameRef, c.SSHKeyRef)
 		if err != nil {
 			return nil, err
 		}
@@ -312,7 +294,7 @@ func (f *Fetcher) auth(ctx context.Context, c plan.GitConnector) (transport.Auth
 		keys.HostKeyCallback = cb
 		return keys, nil
 	case c.PasswordRef != "":
-		pw, err := resolve(c.PasswordRef, "password or token")
+		user, pw, err := secrets.Login(ctx, f.Secrets, c.ID, c.Username, c.UsernameRef, c.PasswordRef)
 		if err != nil {
 			return nil, err
 		}

@@ -12,18 +12,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/plan"
 )
-
-type secretMap map[string]string
-
-func (m secretMap) Resolve(_ context.Context, id string) (string, error) {
-	if v, ok := m[id]; ok {
-		return v, nil
-	}
-	return "", fmt.Errorf("no secret %q", id)
-}
 
 const deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
 
@@ -35,7 +27,7 @@ func setup(t *testing.T) (*gittest.Server, *Fetcher, string) {
 		"k8s/README.md":       "not a manifest",
 		"values/prod.yaml":    "replicas: 3\n",
 	})
-	f := &Fetcher{CacheDir: t.TempDir(), Secrets: secretMap{"git_user": srv.Username, "git_token": srv.Password, "git_key": srv.SSHKey}}
+	f := &Fetcher{CacheDir: t.TempDir(), Secrets: secrets.Map{"git_user": srv.Username, "git_token": srv.Password, "git_key": srv.SSHKey}}
 	return srv, f, first
 }
 
@@ -141,7 +133,7 @@ func TestFetchFailures(t *testing.T) {
 		{"no repository", func(s *plan.GitStore) { s.Connector.URL = srv.HTTPURL + "/other.git" }, activities.Verification, "other.git"},
 		{"unreachable", func(s *plan.GitStore) { s.Connector.URL = "http://127.0.0.1:1/app.git" }, activities.Connectivity, "cannot reach"},
 	}
-	f.Secrets.(secretMap)["wrong"] = "not-the-token"
+	f.Secrets.(secrets.Map)["wrong"] = "not-the-token"
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st := httpStore(srv)
@@ -239,5 +231,5 @@ func benchSetup(b *testing.B) (*gittest.Server, *Fetcher) {
 		files[fmt.Sprintf("k8s/object-%02d.yaml", i)] = deployment
 	}
 	srv.NewRepo("app", files)
-	return srv, &Fetcher{CacheDir: b.TempDir(), Secrets: secretMap{"git_user": srv.Username, "git_token": srv.Password}}
+	return srv, &Fetcher{CacheDir: b.TempDir(), Secrets: secrets.Map{"git_user": srv.Username, "git_token": srv.Password}}
 }

@@ -135,25 +135,7 @@ func (r *Resolver) auth(ctx context.Context, c *plan.RegistryConnector) (authn.A
 	if c.PasswordRef == "" {
 		return authn.Anonymous, nil
 	}
-	resolve := func(ref, what string) (string, error) {
-		if r.Secrets == nil {
-			return "", activities.Fail(activities.Authentication, "connector %s: %s %q: no secret resolver on this worker", c.ID, what, ref)
-		}
-		v, err := r.Secrets.Resolve(ctx, ref)
-		if err != nil {
-			return "", activities.Fail(activities.Authentication, "connector %s: %s: %v", c.ID, what, err)
-		}
-		return v, nil
-	}
-	user := c.Username
-	if c.UsernameRef != "" {
-		v, err := resolve(c.UsernameRef, "usernameRef")
-		if err != nil {
-			return nil, err
-		}
-		user = v
-	}
-	pw, err := resolve(c.PasswordRef, "passwordRef")
+	user, pw, err := secrets.Login(ctx, r.Secrets, c.ID, c.Username, c.UsernameRef, c.PasswordRef)
 	if err != nil {
 		return nil, err
 	}

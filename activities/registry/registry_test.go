@@ -3,77 +3,20 @@ package registry
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	ggcr "github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/plan"
 )
 
-type secretMap map[string]string
-
-func (m secretMap) Resolve(_ context.Context, id string) (string, error) {
-	if v, ok := m[id]; ok {
-		return v, nil
-	}
-	return "", fmt.Errorf("no secret %q", id)
-}
-
-// testRegistry is a real OCI registry (go-containerregistry's) on loopback behind basic auth.
-type testRegistry struct {
-	url  string
-	host string
-}
-
-func startRegistry(t *testing.T) *testRegistry {
-	t.Helper()
-	reg := ggcr.New()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != "puller" || p != "pull-token" {
-			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	return &testRegistry{url: srv.URL, host: strings.TrimPrefix(srv.URL, "http://")}
-}
-
-// push pushes a random image under tag and returns its digest.
-func (r *testRegistry) push(t *testing.T, repo, tag string) v1.Hash {
-	t.Helper()
-	img, err := random.Image(256, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := name.NewTag(r.host+"/"+repo+":"+tag, name.Insecure)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.Write(ref, img, remote.WithAuth(basic("puller", "pull-token"))); err != nil {
-		t.Fatal(err)
-	}
-	d, _ := img.Digest()
-	return d
-}
-
-func basic(u, p string) authn.Authenticator { return &authn.Basic{Username: u, Password: p} }
-
-func artifact(r *testRegistry) *plan.Artifact {
+func artifact(r *registrytest.Registry) *plan.Artifact {
 	return &plan.Artifact{ID: "web", Type: "DockerRegistry", ImagePath: "team/web", Tag: "1.2.0",
-		Connector: &plan.RegistryConnector{ID: "registry", URL: r.url, Username: "puller", PasswordRef: "registry_token"}}
+		Connector: &plan.RegistryConnector{ID: "registry", URL: r.URL, Username: registrytest.Username, PasswordRef: "registry_token"}}
 }
 
 func category(err error) string {
@@ -87,39 +30,39 @@ func category(err error) string {
 // A tag resolves to its digest; the highest tag matching a pattern is picked by version; a
 // pinned digest is checked and kept though the tag has moved.
 func TestResolve(t *testing.T) {
-	reg := startRegistry(t)
-	r := &Resolver{Secrets: secretMap{"registry_token": "pull-token"}}
+	reg := registrytest.Start(t)
+	r := &Resolver{Secrets: secrets.Map{"registry_token": registrytest.Password}}
 	ctx := context.Background()
-	first := reg.push(t, "team/web", "1.2.0")
-	reg.push(t, "team/web", "1.9.0")
-	newest := reg.push(t, "team/web", "1.10.0")
-	reg.push(t, "team/web", "latest")
+	first := reg.Push(t, "team/web", "1.2.0")
+	reg.Push(t, "team/web", "1.9.0")
+	newest := reg.Push(t, "team/web", "1.10.0")
+	reg.Push(t, "team/web", "latest")
 
 	got, err := r.Resolve(ctx, artifact(reg))
-	if err != nil || got.Digest != first.String() || got.Image != reg.host+"/team/web:1.2.0@"+first.String() {
+	if err != nil || got.Digest != first || got.Image != reg.Host+"/team/web:1.2.0@"+first {
 		t.Fatalf("tag: %+v %v", got, err)
 	}
 	a := artifact(reg)
 	a.Tag, a.TagRegex = "", `1\.\d+\.\d+`
-	if got, err := r.Resolve(ctx, a); err != nil || got.Tag != "1.10.0" || got.Digest != newest.String() {
+	if got, err := r.Resolve(ctx, a); err != nil || got.Tag != "1.10.0" || got.Digest != newest {
 		t.Errorf("tagRegex: %+v %v, want 1.10.0", got, err)
 	}
-	moved := reg.push(t, "team/web", "1.2.0") // the tag now names another image
+	moved := reg.Push(t, "team/web", "1.2.0") // the tag now names another image
 	a = artifact(reg)
-	a.Digest = first.String()
-	if got, err := r.Resolve(ctx, a); err != nil || got.Digest != first.String() || got.Tag != "1.2.0" {
+	a.Digest = first
+	if got, err := r.Resolve(ctx, a); err != nil || got.Digest != first || got.Tag != "1.2.0" {
 		t.Errorf("pinned: %+v %v", got, err)
 	}
-	if got, _ := r.Resolve(ctx, artifact(reg)); got.Digest != moved.String() {
+	if got, _ := r.Resolve(ctx, artifact(reg)); got.Digest != moved {
 		t.Errorf("the tag resolved to %s after it moved, want %s", got.Digest, moved)
 	}
 }
 
 // Each failure has its category and names the image, never the token.
 func TestResolveFailures(t *testing.T) {
-	reg := startRegistry(t)
-	reg.push(t, "team/web", "1.2.0")
-	r := &Resolver{Secrets: secretMap{"registry_token": "pull-token", "wrong": "not-the-token"}}
+	reg := registrytest.Start(t)
+	reg.Push(t, "team/web", "1.2.0")
+	r := &Resolver{Secrets: secrets.Map{"registry_token": registrytest.Password, "wrong": "not-the-token"}}
 	cases := []struct {
 		name   string
 		change func(*plan.Artifact)
@@ -143,7 +86,7 @@ func TestResolveFailures(t *testing.T) {
 			if got := category(err); got != string(c.want) || !strings.Contains(err.Error(), c.says) {
 				t.Errorf("%s: %v, want %s saying %q", got, err, c.want, c.says)
 			}
-			if strings.Contains(err.Error(), "pull-token") || strings.Contains(err.Error(), "not-the-token") {
+			if strings.Contains(err.Error(), registrytest.Password) || strings.Contains(err.Error(), "not-the-token") {
 				t.Errorf("the error shows a credential: %v", err)
 			}
 		})
