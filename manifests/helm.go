@@ -86,4 +86,3 @@ func Helm(files []File, dir string, values []File, rel Release) ([]Object, error
 	}
 	return out, nil
 }
-

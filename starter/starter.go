@@ -469,7 +469,7 @@ func (s *Starter) Rerun(ctx context.Context, executionID string, trig workflows.
 // the stage's deployments take the first recorded for a manifest.
 func pinCommits(p *plan.Plan, tree *workflows.Node) {
 	fetched := map[string]map[string]string{} // stage ID → manifest → commit
-	digests := map[string]string{}             // stage ID → artifact digest
+	digests := map[string]string{}            // stage ID → artifact digest
 	tree.Walk(func(n *workflows.Node) {
 		if n.Kind != "stage" || (len(n.Manifests) == 0 && n.Artifact == "") {
 			return

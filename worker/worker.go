@@ -19,11 +19,11 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/gitstore"
-	"github.com/gantry-cd/gantry/activities/registry"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
 	"github.com/gantry-cd/gantry/activities/logs"
 	policystep "github.com/gantry-cd/gantry/activities/policy"
+	"github.com/gantry-cd/gantry/activities/registry"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/shell"
 	"github.com/gantry-cd/gantry/policies"

@@ -113,7 +113,9 @@ func highestTag(repo name.Repository, pattern string, ro []remote.Option) (strin
 }
 
 func compareVersions(a, b string) int {
-	split := func(s string) []string { return strings.FieldsFunc(s, func(r rune) bool { return r == '.' || r == '-' || r == '_' }) }
+	split := func(s string) []string {
+		return strings.FieldsFunc(s, func(r rune) bool { return r == '.' || r == '-' || r == '_' })
+	}
 	pa, pb := split(a), split(b)
 	for i := 0; i < len(pa) && i < len(pb); i++ {
 		na, ea := strconv.Atoi(pa[i])
