@@ -132,31 +132,19 @@ func TestRecordHistories(t *testing.T) {
 		exec, _ := runPlan(t, env.starter, r.Plan)
 		recordExecution(t, out, exec.ID)
 	}
-	// The same stage with its manifests in Git (changeGitManifests): fetched at the service phase.
-	gitDir := k8sExample(t, "record-git")
-	gitService(t, gitDir)
-	gitFile := filepath.Join(gitDir, "dev.yaml")
-	if err := os.WriteFile(gitFile, []byte(strings.Replace(devPipeline, "identifier: web_dev", "identifier: web_git", 1)), 0o644); err != nil {
-		t.Fatal(err)
+	// The same stage with its manifests in Git (changeGitManifests) and with its artifact
+	// resolved through a registry (changeArtifactDigest), each as a pipeline of its own.
+	for id, setup := range map[string]func(*testing.T, string){
+		"web_git":      func(t *testing.T, dir string) { gitService(t, dir) },
+		"web_registry": func(t *testing.T, dir string) { registryService(t, dir) },
+	} {
+		dir := k8sExample(t, "record-"+strings.TrimPrefix(id, "web_"))
+		setup(t, dir)
+		p := loadDev(t, dir)
+		p.Identifier = id
+		exec, _ := runPlan(t, env.starter, p)
+		recordExecution(t, out, exec.ID)
 	}
-	r, err := load.File(gitFile, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
-	if err != nil || !r.OK() {
-		t.Fatalf("load: %v", err)
-	}
-	gitRun, _ := runPlan(t, env.starter, r.Plan)
-	recordExecution(t, out, gitRun.ID)
-	// The same stage with its artifact resolved through a registry (changeArtifactDigest).
-	regDir := k8sExample(t, "record-registry")
-	registryService(t, regDir)
-	regFile := filepath.Join(regDir, "dev.yaml")
-	if err := os.WriteFile(regFile, []byte(strings.Replace(devPipeline, "identifier: web_dev", "identifier: web_registry", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if r, err = load.File(regFile, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}}); err != nil || !r.OK() {
-		t.Fatalf("load: %v", err)
-	}
-	regRun, _ := runPlan(t, env.starter, r.Plan)
-	recordExecution(t, out, regRun.ID)
 }
 
 // recordExecution records the history of an execution's pipeline workflow and of every
