@@ -47,6 +47,10 @@ type Manifest struct {
 	Folder string `json:"folder,omitempty"`
 }
 
+// MaxManifestBytes bounds the files one manifest carries: they travel in the run's plan or in
+// an activity's result, and Temporal refuses payloads above 2 MB.
+const MaxManifestBytes = 1 << 20
+
 // GitStore is where a manifest's files live in Git: a repository reached through a Git
 // connector, at a branch's head or a commit, with the paths of the manifest and values files.
 // Branch and Commit may hold expressions, rendered at the service phase.

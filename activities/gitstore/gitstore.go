@@ -260,10 +260,14 @@ func readTree(dir, p string, manifests bool) ([]plan.File, error) {
 		}
 	}
 	var out []plan.File
+	size := 0
 	for _, n := range names {
 		b, err := os.ReadFile(n)
 		if err != nil {
 			return nil, err
+		}
+		if size += len(b); size > plan.MaxManifestBytes {
+			return nil, fmt.Errorf("%s: more than %d KiB of files, too much to carry in a run (Temporal payloads stop at 2 MB)", p, plan.MaxManifestBytes>>10)
 		}
 		rel, _ := filepath.Rel(filepath.Join(dir, "files"), n)
 		out = append(out, plan.File{Path: filepath.ToSlash(rel), Text: string(b)})

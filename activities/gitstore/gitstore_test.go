@@ -104,6 +104,16 @@ func TestFetchAllFiles(t *testing.T) {
 	}
 }
 
+// A folder too large to carry in a run is refused with a Verification failure, not sent.
+func TestFetchTooLarge(t *testing.T) {
+	srv, f, _ := setup(t)
+	srv.Commit("app", "main", map[string]string{"k8s/big.yaml": strings.Repeat("# padding\n", 110000)})
+	_, err := f.Fetch(context.Background(), httpStore(srv))
+	if category(err) != string(activities.Verification) || !strings.Contains(err.Error(), "too much to carry") {
+		t.Fatalf("%v", err)
+	}
+}
+
 // SSH key auth, the server's key checked against known_hosts.
 func TestFetchOverSSH(t *testing.T) {
 	srv, f, first := setup(t)

@@ -553,10 +553,14 @@ func readTreeOf(base, rel string, all bool) ([]plan.File, error) {
 		}
 	}
 	var out []plan.File
+	size := 0
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
+		}
+		if size += len(b); size > plan.MaxManifestBytes {
+			return nil, fmt.Errorf("%s: more than %d KiB of files, too much to carry in a run (Temporal payloads stop at 2 MB)", rel, plan.MaxManifestBytes>>10)
 		}
 		r, _ := filepath.Rel(base, p)
 		out = append(out, plan.File{Path: filepath.ToSlash(r), Text: string(b)})
