@@ -64,7 +64,10 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 		if err != nil {
 			return err
 		}
-		image := path + ":" + tag
+		image := path
+		if tag != "" {
+			image += ":" + tag
+		}
 		if a.Registry != "" {
 			image = strings.TrimSuffix(a.Registry, "/") + "/" + image
 		}

@@ -62,7 +62,7 @@ func (r *Resolver) Resolve(ctx context.Context, a *plan.Artifact) (activities.Re
 	}
 	ro := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}
 	tag := a.Tag
-	if a.Digest == "" && a.TagRegex != "" {
+	if a.Digest == "" && (a.TagRegex != "" || tag == "") {
 		if tag, err = highestTag(repo, a.TagRegex, ro); err != nil {
 			return activities.Resolved{}, err
 		}
@@ -71,9 +71,6 @@ func (r *Resolver) Resolve(ctx context.Context, a *plan.Artifact) (activities.Re
 	if a.Digest != "" {
 		ref = repo.Digest(a.Digest)
 	} else {
-		if tag == "" {
-			return activities.Resolved{}, activities.Fail(activities.Verification, "artifact %s: neither a tag nor a tagRegex", a.ID)
-		}
 		ref = repo.Tag(tag)
 	}
 	desc, err := remote.Head(ref, ro...)
@@ -88,13 +85,20 @@ func (r *Resolver) Resolve(ctx context.Context, a *plan.Artifact) (activities.Re
 	return out, nil
 }
 
+// versionTag is a tag that reads as a version (1.4.2, v2, 20240501-3): without a tag or a
+// pattern, the latest is the highest of these, and `latest` only when the repository has none.
+var versionTag = regexp.MustCompile(`^v?\d+([._-].*)?$`)
+
 // highestTag lists the repository's tags and returns the highest matching pattern (the whole
 // tag must match), comparing dot-, dash- and underscore-separated parts numerically where both
-// are numbers: 1.10 is above 1.9.
+// are numbers: 1.10 is above 1.9. An empty pattern asks for the latest tag.
 func highestTag(repo name.Repository, pattern string, ro []remote.Option) (string, error) {
-	re, err := regexp.Compile("^(?:" + pattern + ")$")
-	if err != nil {
-		return "", activities.Fail(activities.Verification, "tagRegex %q: %v", pattern, err)
+	re := versionTag
+	if pattern != "" {
+		var err error
+		if re, err = regexp.Compile("^(?:" + pattern + ")$"); err != nil {
+			return "", activities.Fail(activities.Verification, "tagRegex %q: %v", pattern, err)
+		}
 	}
 	tags, err := remote.List(repo, ro...)
 	if err != nil {
@@ -106,10 +110,15 @@ func highestTag(repo name.Repository, pattern string, ro []remote.Option) (strin
 			matching = append(matching, t)
 		}
 	}
-	if len(matching) == 0 {
-		return "", activities.Fail(activities.Verification, "%s: no tag matches %q (%d tags)", repo, pattern, len(tags))
+	switch {
+	case len(matching) > 0:
+		return slices.MaxFunc(matching, compareVersions), nil
+	case pattern == "" && slices.Contains(tags, "latest"):
+		return "latest", nil
+	case pattern == "":
+		return "", activities.Fail(activities.Verification, "%s: no tag to deploy: the artifact names none and the repository has no version tag nor `latest` (%d tags)", repo, len(tags))
 	}
-	return slices.MaxFunc(matching, compareVersions), nil
+	return "", activities.Fail(activities.Verification, "%s: no tag matches %q (%d tags)", repo, pattern, len(tags))
 }
 
 func compareVersions(a, b string) int {

@@ -47,6 +47,16 @@ func TestResolve(t *testing.T) {
 	if got, err := r.Resolve(ctx, a); err != nil || got.Tag != "1.10.0" || got.Digest != newest {
 		t.Errorf("tagRegex: %+v %v, want 1.10.0", got, err)
 	}
+	a.Tag, a.TagRegex = "", ""
+	if got, err := r.Resolve(ctx, a); err != nil || got.Tag != "1.10.0" || got.Digest != newest {
+		t.Errorf("no tag: %+v %v, want the latest version, 1.10.0", got, err)
+	}
+	reg.Push(t, "team/api", "latest")
+	reg.Push(t, "team/api", "main")
+	a.ImagePath = "team/api"
+	if got, err := r.Resolve(ctx, a); err != nil || got.Tag != "latest" {
+		t.Errorf("no tag, no version tags: %+v %v, want latest", got, err)
+	}
 	moved := reg.Push(t, "team/web", "1.2.0") // the tag now names another image
 	a = artifact(reg)
 	a.Digest = first
@@ -62,6 +72,7 @@ func TestResolve(t *testing.T) {
 func TestResolveFailures(t *testing.T) {
 	reg := registrytest.Start(t)
 	reg.Push(t, "team/web", "1.2.0")
+	reg.Push(t, "team/docs", "main")
 	r := &Resolver{Secrets: secrets.Map{"registry_token": registrytest.Password, "wrong": "not-the-token"}}
 	cases := []struct {
 		name   string
@@ -72,6 +83,7 @@ func TestResolveFailures(t *testing.T) {
 		{"bad token", func(a *plan.Artifact) { a.Connector.PasswordRef = "wrong" }, activities.Authentication, "refused"},
 		{"no tag", func(a *plan.Artifact) { a.Tag = "9.9.9" }, activities.Verification, "team/web:9.9.9: not found"},
 		{"no match", func(a *plan.Artifact) { a.Tag, a.TagRegex = "", `2\..*` }, activities.Verification, "no tag matches"},
+		{"no tag to deploy", func(a *plan.Artifact) { a.Tag, a.ImagePath = "", "team/docs" }, activities.Verification, "no tag to deploy"},
 		{"no repository", func(a *plan.Artifact) { a.ImagePath = "team/api" }, activities.Verification, "team/api"},
 		{"unreachable", func(a *plan.Artifact) { a.Connector.URL = "http://127.0.0.1:1" }, activities.Connectivity, "cannot reach"},
 	}

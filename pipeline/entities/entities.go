@@ -336,6 +336,12 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 				if src.Type == "DockerRegistry" && src.Spec.ConnectorRef != "" {
 					out.Artifact.Connector = r.registryConnector(f.Name, src.Spec)
 				}
+				if a := out.Artifact; a.Tag == "" && a.TagRegex == "" && a.Digest == "" && a.Connector == nil {
+					// The latest tag is found by listing the registry's tags, through its connector.
+					r.diags.Unsupportedf(pipeline.NodePos(f.Name, src.Spec.Node), "unsupported-latest-tag",
+						"artifact source %s names no tag: Gantry deploys the latest tag only of a DockerRegistry source whose connector it can reach", src.Identifier).
+						SetHint("give `tag:` (or `tagRegex:`), or a DockerRegistry connector in `connectorRef`")
+				}
 			}
 		}
 	}

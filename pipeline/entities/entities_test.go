@@ -95,6 +95,8 @@ func TestReferenceErrors(t *testing.T) {
 			[]string{"manifest store S3 is valid in the reference, but Gantry does not run it yet", `service "web" (`, "uses what Gantry cannot run yet"}},
 		{"git store without its fields", map[string]string{"service.yaml": replaceIn(t, "service.yaml", "type: Local", "type: Github")},
 			[]string{`spec is missing required field "connectorRef"`, `spec is missing required field "gitFetchType"`}},
+		{"no tag and no connector", map[string]string{"service.yaml": replaceIn(t, "service.yaml", "                tag: <+pipeline.variables.tag>\n", "")},
+			[]string{"artifact source nginx names no tag", "give `tag:`"}},
 		{"duplicate environment", map[string]string{"env-dev2.yaml": replaceIn(t, "env-dev.yaml", "name: Development", "name: Dev again")},
 			[]string{`environment "dev" is defined twice`}},
 		{"bad namespace", map[string]string{"infra-dev.yaml": replaceIn(t, "infra-dev.yaml", "namespace: gantry-dev", "namespace: Gantry_Dev")},

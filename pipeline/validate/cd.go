@@ -47,10 +47,6 @@ func (c *checker) service(s *pipeline.Service) {
 		found := false
 		for _, src := range a.Primary.Sources {
 			c.identifier(src.Node, "identifier", src.Identifier, "artifact source")
-			if s := src.Spec; s != nil && s.Tag == "" && s.TagRegex == "" && s.Digest == "" {
-				c.diags.Errorf(c.pos(s.Node), "missing-field", "artifact source %s needs `tag` or `tagRegex`", src.Identifier).
-					SetHint("tag: <+input> asks for it at run time")
-			}
 			found = found || src.Identifier == a.Primary.PrimaryArtifactRef
 		}
 		if !found && !dynamic(a.Primary.PrimaryArtifactRef) && a.Primary.PrimaryArtifactRef != "" {
