@@ -23,6 +23,8 @@ const (
 	Kubernetes  = "gantry.Kubernetes"
 	// FetchManifests fetches a Git-stored manifest at a Deployment stage's service phase.
 	FetchManifests = "gantry.FetchManifests"
+	// FetchChart pulls a Helm chart from a chart repository at a Deployment stage's service phase.
+	FetchChart = "gantry.FetchChart"
 	// ResolveArtifact resolves a Deployment stage's artifact tag to a digest at its service phase.
 	ResolveArtifact = "gantry.ResolveArtifact"
 )
@@ -48,13 +50,34 @@ type FetchInput struct {
 	Store       plan.GitStore `json:"store"`
 }
 
-// Fetched is what a Git store held at the commit fetched.
+// ChartInput is a HelmChart manifest's chart repository, its version rendered.
+type ChartInput struct {
+	ExecutionID string         `json:"executionId"`
+	Manifest    string         `json:"manifest"`
+	Chart       plan.ChartRepo `json:"chart"`
+}
+
+// Fetched is what a Git store held at the commit fetched, or the chart pulled from a chart
+// repository (its files below the chart's name).
 type Fetched struct {
 	Commit string      `json:"commit"`
 	Files  []plan.File `json:"files,omitempty"`
 	Values []plan.File `json:"values,omitempty"`
 	// Cached says the files came from the worker's cache, not the repository.
 	Cached bool `json:"cached,omitempty"`
+	// Chart is the pulled chart's Chart.yaml; Digest its OCI manifest's digest.
+	Chart  *ChartMeta `json:"chartMeta,omitempty"`
+	Digest string     `json:"digest,omitempty"`
+}
+
+// ChartMeta is what a chart's Chart.yaml says of it, as `<+manifests.ID.helm.*>` publishes it.
+type ChartMeta struct {
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	AppVersion  string `json:"appVersion,omitempty"`
+	APIVersion  string `json:"apiVersion,omitempty"`
+	Description string `json:"description,omitempty"`
+	KubeVersion string `json:"kubeVersion,omitempty"`
 }
 
 // ForStepType returns the activity that runs a step type, or "" when the type runs in

@@ -49,8 +49,8 @@ type ManifestSpec struct {
 	OverlayConfiguration *OverlayConfiguration `yaml:"overlayConfiguration"`
 	PluginPath           string                `yaml:"pluginPath"`
 	PatchesPaths         []string              `yaml:"patchesPaths"`
-	// HelmChart: the chart is the store's folder; chartName and chartVersion name a chart of
-	// a chart repository (Http, OciHelmChart stores, not run yet).
+	// HelmChart: the chart is the store's folder (Local and Git stores), or chartName at
+	// chartVersion (the latest when empty) of a chart repository (Http and OciHelmChart stores).
 	ChartName    string `yaml:"chartName"`
 	ChartVersion string `yaml:"chartVersion"`
 	HelmVersion  string `yaml:"helmVersion"`
@@ -80,6 +80,20 @@ type ManifestStoreSpec struct {
 	CommitID     string     `yaml:"commitId"`
 	FolderPath   string     `yaml:"folderPath"`
 	RepoName     string     `yaml:"repoName"`
+	// OciHelmChart: the registry connector under config, and the repository path the chart
+	// is below.
+	BasePath string          `yaml:"basePath"`
+	Config   *OciChartConfig `yaml:"config"`
+}
+
+// OciChartConfig is an OciHelmChart store's registry: `Generic` names an OciHelmRepo connector
+// (ECR and GAR reach cloud registries through cloud connectors, not run yet).
+type OciChartConfig = Typed[OciChartConfigSpec]
+
+// OciChartConfigSpec names the registry's connector.
+type OciChartConfigSpec struct {
+	Node         *yaml.Node `yaml:"-"`
+	ConnectorRef string     `yaml:"connectorRef" gantry:"required"`
 }
 
 // ServiceArtifacts is the primary artifact and its sources.
@@ -169,6 +183,16 @@ type Connector struct {
 	Docker *DockerRegistrySpec `yaml:"-"` // type DockerRegistry
 	Git    *GitConnectorSpec   `yaml:"-"` // type Git
 	SCM    *SCMConnectorSpec   `yaml:"-"` // type Github, Gitlab or Bitbucket
+	Helm   *HelmRepoSpec       `yaml:"-"` // type HttpHelmRepo or OciHelmRepo
+}
+
+// HelmRepoSpec is an HttpHelmRepo connector (a chart repository serving index.yaml) or an
+// OciHelmRepo connector (an OCI registry holding charts): its URL and credentials.
+type HelmRepoSpec struct {
+	Node              *yaml.Node    `yaml:"-"`
+	HelmRepoURL       string        `yaml:"helmRepoUrl" gantry:"required"`
+	Auth              *RegistryAuth `yaml:"auth" gantry:"required"`
+	DelegateSelectors []string      `yaml:"delegateSelectors"`
 }
 
 // K8sClusterSpec holds a K8sCluster connector's credential.
@@ -312,6 +336,9 @@ func (c *Connector) decodeSpec(d *Decoder) {
 	case "Github", "Gitlab", "Bitbucket":
 		c.SCM = &SCMConnectorSpec{}
 		d.Decode(c.Spec, c.SCM, "spec")
+	case "HttpHelmRepo", "OciHelmRepo":
+		c.Helm = &HelmRepoSpec{}
+		d.Decode(c.Spec, c.Helm, "spec")
 	}
 }
 
@@ -326,6 +353,8 @@ func (c *Connector) Access() string {
 		return c.Git.Type
 	case c.SCM != nil && c.SCM.Authentication != nil:
 		return c.SCM.Authentication.Type
+	case c.Helm != nil && c.Helm.Auth != nil:
+		return c.Helm.Auth.Type
 	}
 	return ""
 }

@@ -59,8 +59,12 @@ var (
 		Runs: []string{"K8sManifest", "Values", "Kustomize", "HelmChart"}, Reference: reference.ManifestTypes}
 	// Local is Gantry's own store: files beside the service. Git stores are fetched by workers.
 	ManifestStoreKind = Kind{What: "manifest store", Code: "unsupported-manifest-store",
-		Runs: []string{"Local", "Git", "Github", "GitLab", "Bitbucket"}, Reference: reference.StoreTypes,
-		Hint: "Gantry reads manifests from files beside the service (`store: {type: Local, spec: {paths: [...]}}`) or from Git (`type: Git`, `Github`, `GitLab` or `Bitbucket`)"}
+		Runs: []string{"Local", "Git", "Github", "GitLab", "Bitbucket", "Http", "OciHelmChart"}, Reference: reference.StoreTypes,
+		Hint: "Gantry reads manifests from files beside the service (`store: {type: Local, spec: {paths: [...]}}`), from Git (`type: Git`, `Github`, `GitLab` or `Bitbucket`), and Helm charts from chart repositories (`Http`, `OciHelmChart`)"}
+	// OciChartConfigKind is an OciHelmChart store's registry kind.
+	OciChartConfigKind = Kind{What: "OCI chart registry type", Code: "unsupported-manifest-store",
+		Runs: []string{"Generic"}, Reference: []string{"ECR", "GAR"},
+		Hint: "Gantry pulls charts from any OCI registry through an OciHelmRepo connector (`config: {type: Generic, spec: {connectorRef: ...}}`)"}
 	ArtifactSourceKind = Kind{What: "artifact source type", Code: "unsupported-artifact-type",
 		Runs:      []string{"DockerRegistry", "Gcr", "Ecr", "Acr", "Nexus3Registry", "ArtifactoryRegistry", "CustomArtifact"},
 		Reference: reference.ArtifactSourceTypes}
@@ -68,7 +72,7 @@ var (
 		Runs: []string{"KubernetesDirect"}, Reference: reference.InfrastructureTypes}
 	InfraDeploymentKind = Kind{What: "deployment type", Code: "unsupported-deployment-type",
 		Runs: []string{"Kubernetes"}, Reference: reference.ServiceDefinitionTypes}
-	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket", "DockerRegistry"}}
+	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket", "DockerRegistry", "HttpHelmRepo", "OciHelmRepo"}}
 	TriggerSourceKind = Kind{What: "trigger source type", Code: "unsupported-trigger-type",
 		Runs: []string{"Webhook", "Scheduled"}, Reference: reference.TriggerSourceTypes}
 	WebhookKind = Kind{What: "webhook type", Code: "unsupported-trigger-type",
@@ -90,6 +94,7 @@ var typed = map[reflect.Type]Kind{
 	reflect.TypeFor[Infrastructure]():    InfrastructureKind,
 	reflect.TypeFor[Connector]():         ConnectorKind,
 	reflect.TypeFor[GitCredentials]():    GitCredentialKind,
+	reflect.TypeFor[OciChartConfig]():    OciChartConfigKind,
 }
 
 // runsType checks the `type` of a typed object; false means its spec is not decoded.

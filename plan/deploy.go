@@ -41,10 +41,34 @@ type Manifest struct {
 	Values         []File    `json:"values,omitempty"`
 	SkipVersioning bool      `json:"skipVersioning,omitempty"`
 	Store          *GitStore `json:"store,omitempty"`
+	// Chart is where a HelmChart of a chart repository is pulled from, at the service phase.
+	Chart *ChartRepo `json:"chart,omitempty"`
 	// Folder is, for a Kustomize manifest, the folder (relative to the files' root) whose
 	// kustomization is built, and for a HelmChart the chart's folder; Files then hold every
 	// file of the store's folder.
 	Folder string `json:"folder,omitempty"`
+}
+
+// ChartRepo is a Helm chart in a chart repository: an Http store (a repository serving
+// index.yaml) or an OciHelmChart store (an OCI registry, the chart at BasePath/Name). Version
+// may be a semver constraint or empty (the latest) and may hold expressions; ValuesPaths are
+// files inside the chart. Digest pins an OCI chart's manifest (a rerun's).
+type ChartRepo struct {
+	Type        string            `json:"type"` // Http or OciHelmChart
+	Connector   RegistryConnector `json:"connector"`
+	BasePath    string            `json:"basePath,omitempty"`
+	Name        string            `json:"name"`
+	Version     string            `json:"version,omitempty"`
+	Digest      string            `json:"digest,omitempty"`
+	ValuesPaths []string          `json:"valuesPaths,omitempty"`
+}
+
+// Pin is how a run records which chart it pulled: version, and @digest for an OCI chart.
+func (c *ChartRepo) Pin(version, digest string) string {
+	if digest == "" {
+		return version
+	}
+	return version + "@" + digest
 }
 
 // MaxManifestBytes bounds the files one manifest carries: they travel in the run's plan or in
@@ -121,7 +145,8 @@ type Artifact struct {
 	Connector    *RegistryConnector `json:"connector,omitempty"`
 }
 
-// RegistryConnector says how a worker reaches an image registry. Secrets are named, never held.
+// RegistryConnector says how a worker reaches an image registry or a chart repository.
+// Secrets are named, never held.
 type RegistryConnector struct {
 	ID          string `json:"id"`
 	URL         string `json:"url"` // https://registry.example.com, or http:// for a plain one
@@ -167,7 +192,7 @@ type Connector struct {
 }
 
 // Pinned returns a copy of the deployment whose Git stores fetch the given commits (manifest
-// identifier → commit) and whose artifact resolves to the given digest, the ones an earlier run
+// identifier → commit; for a chart of a repository, its ChartRepo.Pin) and whose artifact resolves to the given digest, the ones an earlier run
 // of the stage deployed; d itself is unchanged.
 func (d *Deployment) Pinned(commits map[string]string, digest string) *Deployment {
 	if d == nil || d.Service == nil || (len(commits) == 0 && digest == "") {
@@ -182,10 +207,16 @@ func (d *Deployment) Pinned(commits map[string]string, digest string) *Deploymen
 	sv.Manifests = append([]Manifest(nil), sv.Manifests...)
 	for i := range sv.Manifests {
 		m := &sv.Manifests[i]
-		if c, ok := commits[m.ID]; ok && m.Store != nil {
+		c, ok := commits[m.ID]
+		switch {
+		case ok && m.Store != nil:
 			st := *m.Store
 			st.Commit = c
 			m.Store = &st
+		case ok && m.Chart != nil:
+			ch := *m.Chart
+			ch.Version, ch.Digest, _ = strings.Cut(c, "@")
+			m.Chart = &ch
 		}
 	}
 	out.Service = &sv

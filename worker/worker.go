@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/charts"
 	"github.com/gantry-cd/gantry/activities/gitstore"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
@@ -200,6 +201,8 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(rs.Activity, activity.RegisterOptions{Name: activities.ResolveArtifact})
 	gs := &gitstore.Fetcher{Secrets: o.Secrets, CacheDir: o.GitCache}
 	r.RegisterActivityWithOptions(gs.Activity, activity.RegisterOptions{Name: activities.FetchManifests})
+	cs := &charts.Puller{Secrets: o.Secrets}
+	r.RegisterActivityWithOptions(cs.Activity, activity.RegisterOptions{Name: activities.FetchChart})
 	return sh.Close
 }
 

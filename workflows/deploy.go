@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"cmp"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
@@ -48,7 +49,7 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 	}
 	s.root["manifests"] = ms
 	manifests := sv.Manifests
-	if slices.ContainsFunc(manifests, func(m plan.Manifest) bool { return m.Store != nil }) &&
+	if slices.ContainsFunc(manifests, func(m plan.Manifest) bool { return m.Store != nil || m.Chart != nil }) &&
 		workflow.GetVersion(ctx, changeGitManifests, workflow.DefaultVersion, 1) == 1 {
 		var err error
 		if manifests, err = s.fetchManifests(ctx, manifests, ms, render); err != nil {
@@ -139,6 +140,18 @@ func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, publ
 	out := slices.Clone(in)
 	futures := make([]workflow.Future, len(out))
 	for i, m := range out {
+		if m.Chart != nil {
+			ch := *m.Chart
+			var err error
+			if ch.Version, err = render(ch.Version, "manifest "+m.ID+" chartVersion"); err != nil {
+				return nil, err
+			}
+			actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("pull chart %s %s for manifest %s from %s",
+				ch.Name, cmp.Or(ch.Version, "(latest)"), m.ID, ch.Connector.URL)))
+			futures[i] = workflow.ExecuteActivity(actx, activities.FetchChart, activities.ChartInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Chart: ch})
+			out[i].Chart = &ch
+			continue
+		}
 		if m.Store == nil {
 			continue
 		}
@@ -154,13 +167,7 @@ func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, publ
 		if st.Commit != "" {
 			ref = "commit " + st.Commit
 		}
-		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
-			StartToCloseTimeout: fetchTimeout,
-			Summary:             fmt.Sprintf("%s: fetch manifest %s from %s, %s", s.tree.Path, m.ID, st.RepoDisplay(), ref),
-			RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-				MaximumInterval: 30 * time.Second, MaximumAttempts: s.in.Settings.InfraAttempts},
-		})
+		actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("fetch manifest %s from %s, %s", m.ID, st.RepoDisplay(), ref)))
 		futures[i] = workflow.ExecuteActivity(actx, activities.FetchManifests, activities.FetchInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Store: st})
 		out[i].Store = &st
 	}
@@ -174,6 +181,10 @@ func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, publ
 		}
 		m := &out[i]
 		m.Files, m.Values = got.Files, got.Values
+		if m.Chart != nil {
+			s.pulledChart(m, got, published)
+			continue
+		}
 		published[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": m.Store.Type,
 			"commitId": got.Commit, "branch": m.Store.Branch, "repoName": m.Store.RepoName, "connectorRef": m.Store.Connector.ID}
 		if s.tree.Manifests == nil {
@@ -184,6 +195,37 @@ func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, publ
 			m.ID, m.Store.RepoDisplay(), got.Commit, len(got.Files), len(got.Values)))
 	}
 	return out, nil
+}
+
+// pulledChart publishes a chart pulled from a repository as `<+manifests.ID.*>` (chartName,
+// chartVersion, and Chart.yaml under helm) and records the version (and an OCI chart's digest)
+// on the stage node, so a rerun pulls the same chart.
+func (s *stageRun) pulledChart(m *plan.Manifest, got activities.Fetched, published map[string]any) {
+	ch, meta := m.Chart, got.Chart
+	ch.Version, ch.Digest = meta.Version, got.Digest
+	published[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": ch.Type, "connectorRef": ch.Connector.ID,
+		"chartName": ch.Name, "chartVersion": meta.Version,
+		"helm": map[string]any{"name": meta.Name, "version": meta.Version, "appVersion": meta.AppVersion, "apiVersion": meta.APIVersion,
+			"description": meta.Description, "kubeVersion": meta.KubeVersion,
+			"metadata": map[string]any{"url": ch.Connector.URL, "basePath": ch.BasePath, "chartName": ch.Name, "chartVersion": meta.Version}}}
+	if s.tree.Manifests == nil {
+		s.tree.Manifests = map[string]string{}
+	}
+	s.tree.Manifests[m.ID] = ch.Pin(meta.Version, got.Digest)
+	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("manifest %s: chart %s %s from %s (%d files)",
+		m.ID, ch.Name, s.tree.Manifests[m.ID], ch.Connector.URL, len(got.Files)))
+}
+
+// fetchOptions are the activity options of a service-phase fetch (a manifest, a chart, an
+// artifact): on this stage's task queue, retried as infrastructure is.
+func (s *stageRun) fetchOptions(ctx workflow.Context, what string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
+		StartToCloseTimeout: fetchTimeout,
+		Summary:             s.tree.Path + ": " + what,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
+			MaximumInterval: 30 * time.Second, MaximumAttempts: s.in.Settings.InfraAttempts},
+	}
 }
 
 // resolveArtifact resolves the artifact's tag (or the highest tag matching tagRegex) to a
@@ -198,13 +240,7 @@ func (s *stageRun) resolveArtifact(ctx workflow.Context, a *plan.Artifact, path,
 		return err
 	}
 	in.TagRegex = regex
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
-		StartToCloseTimeout: fetchTimeout,
-		Summary:             fmt.Sprintf("%s: resolve artifact %s (%s)", s.tree.Path, a.ID, path),
-		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
-			MaximumInterval: 30 * time.Second, MaximumAttempts: s.in.Settings.InfraAttempts},
-	})
+	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("resolve artifact %s (%s)", a.ID, path)))
 	var got activities.Resolved
 	if err := workflow.ExecuteActivity(actx, activities.ResolveArtifact, activities.ResolveInput{ExecutionID: s.in.ExecutionID, Artifact: in}).Get(ctx, &got); err != nil {
 		return err

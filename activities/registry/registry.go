@@ -6,6 +6,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -39,28 +40,14 @@ func (r *Resolver) Activity(ctx context.Context, in activities.ResolveInput) (ac
 // resolved. Failures are step failures: Authentication, Connectivity, or Verification (no such
 // repository, tag or digest; no tag matches), naming the image, never a credential.
 func (r *Resolver) Resolve(ctx context.Context, a *plan.Artifact) (activities.Resolved, error) {
-	c := a.Connector
-	u, err := url.Parse(c.URL)
-	if err != nil || u.Host == "" {
-		return activities.Resolved{}, activities.Fail(activities.Verification, "connector %s: dockerRegistryUrl %q is not a URL", c.ID, c.URL)
-	}
-	var opts []name.Option
-	if u.Scheme == "http" {
-		opts = append(opts, name.Insecure)
-	}
-	host := u.Host
-	if host == "index.docker.io" || host == "registry-1.docker.io" || host == "hub.docker.com" {
-		host = name.DefaultRegistry
-	}
-	repo, err := name.NewRepository(host+"/"+strings.TrimPrefix(a.ImagePath, "/"), opts...)
+	repo, err := Repository(a.Connector, a.ImagePath)
 	if err != nil {
-		return activities.Resolved{}, activities.Fail(activities.Verification, "artifact %s: image path %q: %v", a.ID, a.ImagePath, err)
+		return activities.Resolved{}, activities.Fail(activities.Verification, "artifact %s: %v", a.ID, err)
 	}
-	auth, err := r.auth(ctx, c)
+	ro, err := Options(ctx, r.Secrets, a.Connector)
 	if err != nil {
 		return activities.Resolved{}, err
 	}
-	ro := []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}
 	tag := a.Tag
 	if a.Digest == "" && (a.TagRegex != "" || tag == "") {
 		if tag, err = highestTag(repo, a.TagRegex, ro); err != nil {
@@ -142,15 +129,57 @@ func compareVersions(a, b string) int {
 	return len(pa) - len(pb)
 }
 
-func (r *Resolver) auth(ctx context.Context, c *plan.RegistryConnector) (authn.Authenticator, error) {
-	if c.PasswordRef == "" {
-		return authn.Anonymous, nil
+// Repository names the repository at path in the connector's registry. The URL may lack a
+// scheme or use oci:// (HTTPS either way); http:// reaches a plain-HTTP registry; a path in the
+// URL prefixes the repository (except /v2/, the API's root).
+func Repository(c *plan.RegistryConnector, path string) (name.Repository, error) {
+	raw := c.URL
+	if rest, ok := strings.CutPrefix(raw, "oci://"); ok {
+		raw = "https://" + rest
+	} else if !strings.Contains(raw, "://") {
+		raw = "https://" + raw
 	}
-	user, pw, err := secrets.Login(ctx, r.Secrets, c.ID, c.Username, c.UsernameRef, c.PasswordRef)
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return name.Repository{}, fmt.Errorf("connector %s: registry URL %q is not a URL", c.ID, c.URL)
+	}
+	var opts []name.Option
+	if u.Scheme == "http" {
+		opts = append(opts, name.Insecure)
+	}
+	host := u.Host
+	if host == "index.docker.io" || host == "registry-1.docker.io" || host == "hub.docker.com" {
+		host = name.DefaultRegistry
+	}
+	prefix := strings.Trim(u.Path, "/")
+	if prefix == "v2" || prefix == "v1" { // the registry API's root, as Docker registry URLs often end
+		prefix = ""
+	}
+	full := prefix + "/" + strings.Trim(path, "/")
+	repo, err := name.NewRepository(host+"/"+strings.Trim(full, "/"), opts...)
 	if err != nil {
-		return nil, err
+		return name.Repository{}, fmt.Errorf("path %q: %v", path, err)
 	}
-	return &authn.Basic{Username: user, Password: pw}, nil
+	return repo, nil
+}
+
+// Options are the remote options reaching the connector's registry with its credentials
+// (anonymous without a password secret).
+func Options(ctx context.Context, r secrets.Resolver, c *plan.RegistryConnector) ([]remote.Option, error) {
+	auth := authn.Anonymous
+	if c.PasswordRef != "" {
+		user, pw, err := secrets.Login(ctx, r, c.ID, c.Username, c.UsernameRef, c.PasswordRef)
+		if err != nil {
+			return nil, err
+		}
+		auth = &authn.Basic{Username: user, Password: pw}
+	}
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}, nil
+}
+
+// Classify turns a registry call's error about what into a step failure with its category.
+func Classify(err error, what string) error {
+	return classify(err, what)
 }
 
 func classify(err error, what string) error {

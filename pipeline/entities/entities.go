@@ -297,6 +297,12 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 			}
 			continue
 		}
+		if t := m.Spec.Store.Type; t == "Http" || t == "OciHelmChart" {
+			r.diags.Unsupportedf(pipeline.NodePos(f.Name, pipeline.ValueAt(m.Spec.Store.Node, "type")), "unsupported-manifest-store",
+				"manifest %s: a %s store holds Helm charts; Gantry reads it for HelmChart manifests only", m.Identifier, t).
+				SetHint("type: HelmChart, with chartName and chartVersion")
+			continue
+		}
 		if m.Spec.Store.Type != "Local" {
 			pm.Store = r.gitStore(f.Name, m.Spec)
 			out.Manifests = append(out.Manifests, pm)
@@ -419,6 +425,37 @@ func (r *resolver) gitStore(file string, ms *pipeline.ManifestSpec) *plan.GitSto
 	return out
 }
 
+// chartRepo resolves a HelmChart's chart repository (Http store) or OCI registry (OciHelmChart
+// store) and its connector; the worker pulls the chart when the stage starts.
+func (r *resolver) chartRepo(file string, m *pipeline.Manifest) *plan.ChartRepo {
+	spec, st := m.Spec, m.Spec.Store
+	ref, at, want := st.Spec.ConnectorRef, st.Spec.Node, "HttpHelmRepo"
+	if st.Type == "OciHelmChart" {
+		c := st.Spec.Config
+		if c == nil || c.Spec == nil { // reported by the validator, or ECR/GAR (unsupported)
+			return nil
+		}
+		ref, at, want = c.Spec.ConnectorRef, c.Spec.Node, "OciHelmRepo"
+	}
+	pos := pipeline.NodePos(file, pipeline.ValueAt(at, "connectorRef"))
+	cf, ok := r.c.Connectors[pipeline.LocalRef(ref)]
+	if !ok {
+		r.missing(pos, "connector", ref, "connector")
+		return nil
+	}
+	k := cf.Connector
+	if k.Helm == nil || k.Type != want {
+		r.diags.Errorf(pos, "connector", "connector %s is a %s connector; a %s store needs an %s connector", k.Identifier, k.Type, st.Type, want)
+		return nil
+	}
+	out := &plan.ChartRepo{Type: st.Type, Connector: plan.RegistryConnector{ID: k.Identifier, URL: k.Helm.HelmRepoURL},
+		BasePath: st.Spec.BasePath, Name: spec.ChartName, Version: spec.ChartVersion, ValuesPaths: spec.ValuesPaths}
+	if a := k.Helm.Auth; a != nil && a.Type == "UsernamePassword" && a.Spec != nil {
+		out.Connector.Username, out.Connector.UsernameRef, out.Connector.PasswordRef = a.Spec.Username, a.Spec.UsernameRef, a.Spec.PasswordRef
+	}
+	return out
+}
+
 // httpCredentials keeps a token as the password: Git over HTTP sends either the same way.
 func httpCredentials(c *pipeline.GitCredentials) *pipeline.GitCredentials {
 	if c == nil {
@@ -471,6 +508,11 @@ func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm
 		r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.Key(spec.Node, "patchesPaths")), "unsupported-field",
 			"manifest %s: `patchesPaths` (KustomizePatches manifests) are valid in the reference, but Gantry does not apply them yet; list the patches in the kustomization", m.Identifier)
 		return false
+	}
+	if st.Type == "Http" || st.Type == "OciHelmChart" {
+		pm.Chart = r.chartRepo(file, m)
+		pm.Folder = spec.ChartName // the chart's files are fetched below its name
+		return pm.Chart != nil
 	}
 	folder := st.Spec.FolderPath
 	if folder == "" && len(st.Spec.Paths) > 0 {

@@ -34,6 +34,7 @@ var EntityFields = map[string][]string{
 	"pipeline.GitConnectorSpec":   {"apiAccess", "branch", "executeOnDelegate", "proxy", "validationRepo"},
 	"pipeline.SCMConnectorSpec":   {"apiAccess", "executeOnDelegate", "proxy", "validationRepo"},
 	"pipeline.DockerRegistrySpec": {"executeOnDelegate", "proxy"},
+	"pipeline.HelmRepoSpec":       {"executeOnDelegate", "proxy"},
 }
 
 // Significant are reference fields that change what a stage is when set to true: Gantry

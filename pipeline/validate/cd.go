@@ -37,8 +37,11 @@ func (c *checker) service(s *pipeline.Service) {
 		if mf.Spec == nil {
 			continue
 		}
-		if mf.Spec.Store != nil {
-			c.store(mf.Spec.Store)
+		if st := mf.Spec.Store; st != nil {
+			c.store(st)
+			if (st.Type == "Http" || st.Type == "OciHelmChart") && mf.Type == "HelmChart" {
+				c.required(mf.Spec.Node, mf.Spec.ChartName, "chartName", "spec")
+			}
 		}
 		c.boolean(mf.Spec.Node, "skipResourceVersioning", mf.Spec.SkipResourceVersioning)
 		c.boolean(mf.Spec.Node, "enableDeclarativeRollback", mf.Spec.EnableDeclarativeRollback)
@@ -97,16 +100,11 @@ func (c *checker) connector(k *pipeline.Connector) {
 	}
 	if d := k.Docker; d != nil {
 		c.enum(d.Node, "providerType", d.ProviderType, []string{"DockerHub", "Harbor", "Quay", "Other"}, "providerType")
-		if a := d.Auth; a != nil {
-			c.enum(a.Node, "type", a.Type, []string{"Anonymous", "UsernamePassword"}, "auth type")
-			if a.Type == "UsernamePassword" {
-				if a.Spec == nil {
-					c.required(a.Node, "", "spec", "auth")
-				} else {
-					c.gitCredentials(a.Spec, "Http", "passwordRef")
-				}
-			}
-		}
+		c.registryAuth(d.Auth)
+		return
+	}
+	if h := k.Helm; h != nil {
+		c.registryAuth(h.Auth)
 		return
 	}
 	if k.K8s == nil || k.K8s.Credential == nil {
@@ -128,6 +126,22 @@ func (c *checker) connector(k *pipeline.Connector) {
 		if s != nil && (s.MasterURL != "" || s.Auth != nil) {
 			c.diags.Errorf(c.pos(s.Node), "credential", "%s credentials take no masterUrl or auth", cr.Type).
 				SetHint("use type ManualConfig to give a master URL and token")
+		}
+	}
+}
+
+// registryAuth checks a registry's or chart repository's auth: Anonymous, or a username (or
+// a secret holding it) and a password secret.
+func (c *checker) registryAuth(a *pipeline.RegistryAuth) {
+	if a == nil {
+		return
+	}
+	c.enum(a.Node, "type", a.Type, []string{"Anonymous", "UsernamePassword"}, "auth type")
+	if a.Type == "UsernamePassword" {
+		if a.Spec == nil {
+			c.required(a.Node, "", "spec", "auth")
+		} else {
+			c.gitCredentials(a.Spec, "Http", "passwordRef")
 		}
 	}
 }

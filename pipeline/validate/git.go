@@ -32,9 +32,20 @@ func (c *checker) store(st *pipeline.ManifestStore) {
 	if s == nil {
 		return
 	}
-	if st.Type == "Local" {
+	switch st.Type {
+	case "Local":
 		if s.FolderPath == "" { // a Kustomize folder may be given as folderPath
 			c.required(s.Node, s.Paths, "paths", "spec")
+		}
+		return
+	case "Http":
+		if c.required(s.Node, s.ConnectorRef, "connectorRef", "spec") {
+			c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
+		}
+		return
+	case "OciHelmChart":
+		if c.required(s.Node, map[bool]string{true: "config"}[s.Config != nil], "config", "spec") && s.Config.Spec != nil {
+			c.reference(s.Config.Spec.Node, "connectorRef", s.Config.Spec.ConnectorRef, "connector")
 		}
 		return
 	}
