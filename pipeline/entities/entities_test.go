@@ -97,6 +97,17 @@ func TestReferenceErrors(t *testing.T) {
 			[]string{`spec is missing required field "connectorRef"`, `spec is missing required field "gitFetchType"`}},
 		{"no tag and no connector", map[string]string{"service.yaml": replaceIn(t, "service.yaml", "                tag: <+pipeline.variables.tag>\n", "")},
 			[]string{"artifact source nginx names no tag", "give `tag:`"}},
+		{"chart repository without chartName", map[string]string{"service.yaml": chartStore(t, "type: Http\n                spec: {connectorRef: charts}", "HelmChart", ""),
+			"charts.yaml": helmRepoConnector("HttpHelmRepo")},
+			[]string{`spec is missing required field "chartName"`}},
+		{"chart repository store for plain manifests", map[string]string{"service.yaml": chartStore(t, "type: Http\n                spec: {connectorRef: charts}", "K8sManifest", "              chartName: web\n"),
+			"charts.yaml": helmRepoConnector("HttpHelmRepo")},
+			[]string{"a Http store holds Helm charts; Gantry reads it for HelmChart manifests only"}},
+		{"ECR chart registry", map[string]string{"service.yaml": chartStore(t, "type: OciHelmChart\n                spec: {config: {type: ECR, spec: {connectorRef: aws, region: us-east-1}}}", "HelmChart", "              chartName: web\n")},
+			[]string{"OCI chart registry type ECR is valid in the reference, but Gantry does not run it yet"}},
+		{"chart connector of another type", map[string]string{"service.yaml": chartStore(t, "type: OciHelmChart\n                spec: {config: {type: Generic, spec: {connectorRef: charts}}}", "HelmChart", "              chartName: web\n"),
+			"charts.yaml": helmRepoConnector("HttpHelmRepo")},
+			[]string{"connector charts is a HttpHelmRepo connector; a OciHelmChart store needs an OciHelmRepo connector"}},
 		{"duplicate environment", map[string]string{"env-dev2.yaml": replaceIn(t, "env-dev.yaml", "name: Development", "name: Dev again")},
 			[]string{`environment "dev" is defined twice`}},
 		{"bad namespace", map[string]string{"infra-dev.yaml": replaceIn(t, "infra-dev.yaml", "namespace: gantry-dev", "namespace: Gantry_Dev")},
@@ -143,5 +154,42 @@ func TestIgnoredFieldsWarn(t *testing.T) {
 	r, _ := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
 	if !r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "commandFlags is ignored") {
 		t.Errorf("want a warning and a valid pipeline:\n%s", r.Diags.Render(r.Sources))
+	}
+}
+
+// chartStore makes the example's manifest a typ manifest from store, with more spec fields.
+func chartStore(t *testing.T, store, typ, more string) string {
+	t.Helper()
+	text := replaceIn(t, "service.yaml", "type: Local\n                spec:\n                  paths: [web/manifests]\n              valuesPaths: [web/values.yaml]\n", store+"\n"+more)
+	return strings.Replace(text, "type: K8sManifest", "type: "+typ, 1)
+}
+
+func helmRepoConnector(typ string) string {
+	return "connector:\n  name: Charts\n  identifier: charts\n  type: " + typ + "\n  spec:\n    helmRepoUrl: https://charts.example.com\n    auth:\n      type: UsernamePassword\n      spec: {username: deployer, passwordRef: chart_token}\n"
+}
+
+// HelmChart manifests of chart repositories resolve to the repository, its connector, the
+// chart's name, version and values paths; the chart is pulled when the stage runs.
+func TestChartRepositoriesResolve(t *testing.T) {
+	for _, c := range []struct{ store, connector, url string }{
+		{"type: Http\n                spec: {connectorRef: charts}", "HttpHelmRepo", "https://charts.example.com"},
+		{"type: OciHelmChart\n                spec: {basePath: team/charts, config: {type: Generic, spec: {connectorRef: charts}}}", "OciHelmRepo", "https://charts.example.com"},
+	} {
+		dir := copyExample(t, map[string]string{
+			"service.yaml": chartStore(t, c.store, "HelmChart", "              chartName: web\n              chartVersion: <+pipeline.variables.tag>\n              valuesPaths: [values-prod.yaml]\n"),
+			"charts.yaml":  helmRepoConnector(c.connector)})
+		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
+		if err != nil || !r.OK() {
+			t.Fatalf("%s: %v\n%s", c.connector, err, r.Diags.Render(r.Sources))
+		}
+		m := r.Plan.Stages[0].Deploy.Service.Manifests[0]
+		ch := m.Chart
+		if ch == nil || ch.Name != "web" || ch.Version != "<+pipeline.variables.tag>" || ch.Connector.URL != c.url ||
+			ch.Connector.PasswordRef != "chart_token" || len(ch.ValuesPaths) != 1 || m.Folder != "web" || len(m.Files) != 0 {
+			t.Errorf("%s: manifest %+v chart %+v", c.connector, m, ch)
+		}
+		if c.connector == "OciHelmRepo" && ch.BasePath != "team/charts" {
+			t.Errorf("basePath %q", ch.BasePath)
+		}
 	}
 }

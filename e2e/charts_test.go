@@ -1,0 +1,115 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/charttest"
+	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/registrytest"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// webChart is a chart whose Deployment's replicas and image come from values, and whose
+// version shows in a label.
+var webChart = map[string]string{
+	"values.yaml":               "replicas: 1\nimage: nginx\n",
+	"templates/deployment.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels: {chart: {{ .Chart.Version | quote }}}\nspec:\n  replicas: {{ .Values.replicas }}\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: {{ .Values.image | quote }}}]}\n",
+}
+
+// chartService points examples/k8s's service at chart web of a chart repository, with a Values
+// manifest beside the service overriding replicas and image with expressions.
+func chartService(t *testing.T, dir, store string) {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "overrides.yaml"), "replicas: <+serviceVariables.replicas>\nimage: <+artifact.image>\n")
+	rewriteService(t, dir, `            type: K8sManifest
+            spec:
+              store:
+                type: Local
+                spec:
+                  paths: [web/manifests]
+              valuesPaths: [web/values.yaml]
+`, `            type: HelmChart
+            spec:
+`+store+`              chartName: web
+              chartVersion: ^1
+        - manifest:
+            identifier: overrides
+            type: Values
+            spec:
+              store:
+                type: Local
+                spec: {paths: [overrides.yaml]}
+`)
+}
+
+// A HelmChart of an HTTP chart repository (an HttpHelmRepo connector with basic auth): the
+// highest version matching the constraint is pulled, rendered with the Values manifest's
+// overrides and deployed; `<+manifests.web.helm.version>` is published; a rerun deploys the
+// version the first run pulled though a newer one was published since.
+func TestK8sHelmChartFromHTTPRepo(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-chartrepo")
+	repo := charttest.StartRepo(t)
+	repo.Add(t, charttest.Package(t, "web", "1.1.0", webChart))
+	repo.Add(t, charttest.Package(t, "web", "2.0.0", webChart))
+	t.Setenv(secrets.EnvName("chart_token"), charttest.Password)
+	writeFile(t, filepath.Join(dir, "chart-connector.yaml"), fmt.Sprintf("connector:\n  name: Charts\n  identifier: charts\n  type: HttpHelmRepo\n  spec:\n    helmRepoUrl: %s\n    auth:\n      type: UsernamePassword\n      spec: {username: %s, passwordRef: chart_token}\n", repo.URL, charttest.Username))
+	chartService(t, dir, "              store:\n                type: Http\n                spec: {connectorRef: charts}\n")
+	p := loadDev(t, dir)
+	check := func(res *workflows.PipelineResult, version string) {
+		t.Helper()
+		conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
+		if got := res.Tree.Find("deploy_dev").Manifests["web"]; got != version {
+			t.Errorf("pulled %q, want %s", got, version)
+		}
+		d := deploymentOf(t, cs, "e2e-chartrepo-dev", "web")
+		if *d.Spec.Replicas != 2 || d.Labels["chart"] != version || d.Spec.Template.Spec.Containers[0].Image != "library/nginx:1.27" {
+			t.Errorf("deployment: replicas %d, labels %v, image %s; want chart %s", *d.Spec.Replicas, d.Labels, d.Spec.Template.Spec.Containers[0].Image, version)
+		}
+	}
+	first, res := runPlan(t, env.starter, p)
+	check(res, "1.1.0")
+	if !strings.Contains(strings.Join(res.Tree.Find("deploy_dev").Notes, "\n"), "manifest web: chart web 1.1.0 from "+repo.URL) {
+		t.Errorf("notes %v", res.Tree.Find("deploy_dev").Notes)
+	}
+	repo.Add(t, charttest.Package(t, "web", "1.2.0", webChart))
+	_, res = runPlan(t, env.starter, p)
+	check(res, "1.2.0")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	again, err := env.starter.Rerun(ctx, first.ID, workflows.Trigger{Type: "MANUAL", User: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = env.starter.Result(ctx, again.ID); err != nil {
+		t.Fatal(err)
+	}
+	check(res, "1.1.0")
+}
+
+// A HelmChart of an OCI registry (an OciHelmRepo connector), pushed there as `helm push` does:
+// pulled by constraint below basePath, its digest recorded beside the version.
+func TestK8sHelmChartFromOCI(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-chartoci")
+	reg := registrytest.Start(t)
+	digest := charttest.PushOCI(t, reg, "team/charts", charttest.Package(t, "web", "1.4.0", webChart))
+	t.Setenv(secrets.EnvName("registry_token"), registrytest.Password)
+	writeFile(t, filepath.Join(dir, "oci-connector.yaml"), fmt.Sprintf("connector:\n  name: OCI charts\n  identifier: oci_charts\n  type: OciHelmRepo\n  spec:\n    helmRepoUrl: %s\n    auth:\n      type: UsernamePassword\n      spec: {username: %s, passwordRef: registry_token}\n", reg.URL, registrytest.Username))
+	chartService(t, dir, "              store:\n                type: OciHelmChart\n                spec:\n                  basePath: team/charts\n                  config: {type: Generic, spec: {connectorRef: oci_charts}}\n")
+	_, res := runPlan(t, env.starter, loadDev(t, dir))
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
+	if got := res.Tree.Find("deploy_dev").Manifests["web"]; got != "1.4.0@"+digest {
+		t.Errorf("pulled %q, want 1.4.0@%s", got, digest)
+	}
+	if d := deploymentOf(t, cs, "e2e-chartoci-dev", "web"); d.Labels["chart"] != "1.4.0" || *d.Spec.Replicas != 2 {
+		t.Errorf("deployment labels %v, replicas %d", d.Labels, *d.Spec.Replicas)
+	}
+}
