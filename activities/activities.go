@@ -97,8 +97,11 @@ func ForStepType(t string) string {
 	return ""
 }
 
-// IsKubernetes reports whether a step type is one of the Kubernetes steps (spec 15.2).
-func IsKubernetes(t string) bool { return strings.HasPrefix(t, "K8s") }
+// IsKubernetes reports whether a step type is one of the Kubernetes steps (spec 15.2) or the
+// NativeHelm steps: they run in one activity, on the stage's cluster.
+func IsKubernetes(t string) bool {
+	return strings.HasPrefix(t, "K8s") || t == "HelmDeploy" || t == "HelmRollback" || t == "HelmDelete"
+}
 
 // StepInput is what a step activity receives. Spec is the rendered spec; secrets appear in it
 // only as references (`<+secrets.getValue("id")>`), resolved inside the activity.

@@ -6,21 +6,15 @@ import (
 	"sort"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 )
 
-// Release names the Helm release a chart is rendered for (`.Release.*`).
-type Release struct {
-	Name, Namespace string
-	Revision        int
-}
-
-// Helm renders the chart in folder dir of files (paths relative to one root) client-side with
-// the Helm SDK, as `helm template` does: the chart's values.yaml, then each values file in
-// order (later ones win), its CRDs first, templates in name order, NOTES and partials left out.
-func Helm(files []File, dir string, values []File, rel Release) ([]Object, error) {
+// LoadChart loads the chart in folder dir of files (paths relative to one root) with the Helm
+// SDK's loader: its Chart.yaml, values, templates, CRDs and dependencies in charts/.
+func LoadChart(files []File, dir string) (*chart.Chart, error) {
 	root := strings.Trim(path.Clean("/"+dir), "/")
 	var buffered []*loader.BufferedFile
 	for _, f := range files {
@@ -40,6 +34,11 @@ func Helm(files []File, dir string, values []File, rel Release) ([]Object, error
 	if err != nil {
 		return nil, fmt.Errorf("chart %s: %v", root, err)
 	}
+	return ch, nil
+}
+
+// HelmValues merges values files in order, later ones winning, as `-f a -f b` does.
+func HelmValues(values []File) (map[string]any, error) {
 	vals := map[string]any{}
 	for _, v := range values {
 		m, err := chartutil.ReadValues([]byte(v.Text))
@@ -47,6 +46,28 @@ func Helm(files []File, dir string, values []File, rel Release) ([]Object, error
 			return nil, fmt.Errorf("values %s: %v", v.Path, err)
 		}
 		vals = chartutil.CoalesceTables(m, vals) // m wins over what came before
+	}
+	return vals, nil
+}
+
+// Release names the Helm release a chart is rendered for (`.Release.*`).
+type Release struct {
+	Name, Namespace string
+	Revision        int
+}
+
+// Helm renders the chart in folder dir of files (paths relative to one root) client-side with
+// the Helm SDK, as `helm template` does: the chart's values.yaml, then each values file in
+// order (later ones win), its CRDs first, templates in name order, NOTES and partials left out.
+func Helm(files []File, dir string, values []File, rel Release) ([]Object, error) {
+	root := strings.Trim(path.Clean("/"+dir), "/")
+	ch, err := LoadChart(files, dir)
+	if err != nil {
+		return nil, err
+	}
+	vals, err := HelmValues(values)
+	if err != nil {
+		return nil, err
 	}
 	if rel.Revision == 0 {
 		rel.Revision = 1

@@ -54,7 +54,7 @@ func (k Kind) Check(diags *diag.List, pos diag.Pos, value string) bool {
 // The kinds of the entity files' typed objects.
 var (
 	ServiceDefinitionKind = Kind{What: "service deployment type", Code: "unsupported-deployment-type",
-		Runs: []string{"Kubernetes"}, Reference: reference.ServiceDefinitionTypes}
+		Runs: []string{"Kubernetes", "NativeHelm"}, Reference: reference.ServiceDefinitionTypes}
 	ManifestKind = Kind{What: "manifest type", Code: "unsupported-manifest-type",
 		Runs: []string{"K8sManifest", "Values", "Kustomize", "HelmChart"}, Reference: reference.ManifestTypes}
 	// Local is Gantry's own store: files beside the service. Git stores are fetched by workers.
@@ -71,7 +71,7 @@ var (
 	InfrastructureKind = Kind{What: "infrastructure type", Code: "unsupported-infrastructure-type",
 		Runs: []string{"KubernetesDirect"}, Reference: reference.InfrastructureTypes}
 	InfraDeploymentKind = Kind{What: "deployment type", Code: "unsupported-deployment-type",
-		Runs: []string{"Kubernetes"}, Reference: reference.ServiceDefinitionTypes}
+		Runs: []string{"Kubernetes", "NativeHelm"}, Reference: reference.ServiceDefinitionTypes}
 	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket", "DockerRegistry", "HttpHelmRepo", "OciHelmRepo"}}
 	TriggerSourceKind = Kind{What: "trigger source type", Code: "unsupported-trigger-type",
 		Runs: []string{"Webhook", "Scheduled"}, Reference: reference.TriggerSourceTypes}

@@ -27,6 +27,7 @@ import (
 
 // client talks to one cluster.
 type client struct {
+	cfg    *rest.Config
 	cs     kubernetes.Interface
 	dyn    dynamic.Interface
 	mapper meta.RESTMapper
@@ -92,7 +93,7 @@ func newClient(cfg *rest.Config) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{cs: cs, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))}, nil
+	return &client{cfg: cfg, cs: cs, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))}, nil
 }
 
 // classify maps a Kubernetes API error to a failure category (spec 5.2), saying what was being

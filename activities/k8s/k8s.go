@@ -83,7 +83,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	s.logf("%s: release %s in namespace %s (connector %s)", in.Type, s.in.ReleaseName, s.in.Namespace, in.Deploy.Connector.ID)
 	switch in.Type {
-	case "K8sRollingDeploy", "K8sCanaryDeploy", "K8sBlueGreenDeploy", "K8sApply":
+	case "K8sRollingDeploy", "K8sCanaryDeploy", "K8sBlueGreenDeploy", "K8sApply", "HelmDeploy":
 		if err := s.ensureNamespace(); err != nil {
 			return activities.StepResult{}, err
 		}
@@ -110,6 +110,12 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out, err = s.delete()
 	case "K8sDryRun":
 		out, err = s.dryRun()
+	case "HelmDeploy":
+		out, err = s.helmDeploy()
+	case "HelmRollback":
+		out, err = s.helmRollback()
+	case "HelmDelete":
+		out, err = s.helmDelete()
 	default:
 		err = activities.Fail(activities.Unknown, "step type %s is not a Kubernetes step", in.Type)
 	}

@@ -22,7 +22,8 @@ import (
 // are refused by Compile, so a run never starts with a step it cannot perform.
 var Runnable = map[string]bool{"ShellScript": true, "Http": true, "Wait": true, "Barrier": true, "HarnessApproval": true, "Policy": true,
 	"K8sRollingDeploy": true, "K8sRollingRollback": true, "K8sCanaryDeploy": true, "K8sCanaryDelete": true,
-	"K8sBlueGreenDeploy": true, "K8sBGSwapServices": true, "K8sApply": true, "K8sScale": true, "K8sDelete": true, "K8sDryRun": true}
+	"K8sBlueGreenDeploy": true, "K8sBGSwapServices": true, "K8sApply": true, "K8sScale": true, "K8sDelete": true, "K8sDryRun": true,
+	"HelmDeploy": true, "HelmRollback": true, "HelmDelete": true}
 
 // Compile builds the plan of a merged pipeline. file names the source for diagnostics.
 func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {

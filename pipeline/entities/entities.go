@@ -239,6 +239,12 @@ func (r *resolver) finish(s *pipeline.Stage, d *plan.Deployment) {
 		if d.Type == "" {
 			d.Type = d.Service.Type
 		}
+		if d.Type != d.Service.Type && !strings.Contains(d.Type, "<+") {
+			r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(s.Spec, "deploymentType")), "deployment-type",
+				"stage %s deploys %s services; service %s is a %s service", s.Identifier, d.Type, d.Service.ID, d.Service.Type).
+				SetHint("use `deploymentType: %s`, or a %s service", d.Service.Type, d.Type)
+			return
+		}
 		r.out[s.Identifier] = d
 	}
 }
@@ -334,6 +340,9 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 		}
 		out.Manifests = append(out.Manifests, pm)
 	}
+	if out.Type == "NativeHelm" {
+		r.nativeHelmManifests(f.Name, sv.Identifier, spec)
+	}
 	if a := spec.Artifacts; a != nil && a.Primary != nil {
 		for _, src := range a.Primary.Sources {
 			if src.Identifier == a.Primary.PrimaryArtifactRef && src.Spec != nil {
@@ -352,6 +361,29 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 		}
 	}
 	return out
+}
+
+// nativeHelmManifests checks that a NativeHelm service deploys one HelmChart (with Values
+// manifests as overrides), as the reference requires.
+func (r *resolver) nativeHelmManifests(file, service string, spec *pipeline.ServiceSpec) {
+	charts := 0
+	for _, me := range spec.Manifests {
+		switch m := me.Manifest; m.Type {
+		case "HelmChart":
+			if charts++; charts == 2 {
+				r.diags.Errorf(pipeline.NodePos(file, m.Node), "manifest", "NativeHelm service %s has more than one HelmChart manifest; a Helm release deploys one chart", service)
+			}
+		case "Values":
+		default:
+			r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.ValueAt(m.Node, "type")), "unsupported-manifest-type",
+				"NativeHelm service %s: Gantry deploys a HelmChart manifest and Values overrides as a Helm release, not %s manifests", service, m.Type).
+				SetHint("use `type: Kubernetes` for %s manifests", m.Type)
+		}
+	}
+	if charts == 0 {
+		r.diags.Errorf(pipeline.NodePos(file, spec.Node), "manifest", "NativeHelm service %s has no HelmChart manifest", service).
+			SetHint("add a manifest of `type: HelmChart`")
+	}
 }
 
 // registryConnector resolves a DockerRegistry artifact source's connector; the worker resolves

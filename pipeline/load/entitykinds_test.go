@@ -26,8 +26,8 @@ func TestEntityAndTriggerKinds(t *testing.T) {
             type: HelmChart
             spec:
               store:
-                type: Http
-                spec: {connectorRef: charts}
+                type: OciHelmChart
+                spec: {config: {type: ECR, spec: {connectorRef: aws, region: us-east-1}}, basePath: charts}
               chartName: api
               chartVersion: 1.4.0
               helmVersion: V3
@@ -93,7 +93,7 @@ func TestEntityAndTriggerKinds(t *testing.T) {
 		{"reference fields of a manifest and an artifact", strings.Replace(strings.Replace(localService, "%s", "Local", 1),
 			"{connectorRef: gh, gitFetchType: Branch, paths: [k8s], repoName: web, branch: main}", "{paths: [k8s]}", 1),
 			diag.Warning, "reference-field-ignored", ""},
-		{"NativeHelm service", "service:\n  name: a\n  identifier: a\n  serviceDefinition:\n    type: NativeHelm\n    spec: {manifests: [], chartFoo: 1}\n",
+		{"ECS service", "service:\n  name: a\n  identifier: a\n  serviceDefinition:\n    type: ECS\n    spec: {manifests: [], taskFoo: 1}\n",
 			diag.Unsupported, "unsupported-deployment-type", "unknown-key"},
 		{"made-up service type", "service:\n  name: a\n  identifier: a\n  serviceDefinition:\n    type: Kubernetess\n    spec: {}\n",
 			diag.Error, "enum", ""},

@@ -48,6 +48,9 @@ func init() {
 	register(Entry{Type: "K8sScale", New: func() any { return &K8sScale{} }})
 	register(Entry{Type: "K8sDelete", New: func() any { return &K8sDelete{} }})
 	register(Entry{Type: "K8sDryRun", New: func() any { return &K8sSimple{} }})
+	register(Entry{Type: "HelmDeploy", New: func() any { return &HelmDeploy{} }})
+	register(Entry{Type: "HelmRollback", New: func() any { return &HelmRollback{} }})
+	register(Entry{Type: "HelmDelete", New: func() any { return &HelmDelete{} }})
 }
 
 // Lookup returns the catalog entry of a step type.
@@ -304,4 +307,37 @@ type DeleteTarget struct {
 	DeleteNamespace  string     `yaml:"deleteNamespace"`
 	ManifestPaths    *yaml.Node `yaml:"manifestPaths"`
 	AllManifestPaths string     `yaml:"allManifestPaths"`
+}
+
+// HelmSettings are what the NativeHelm steps share: where they run and the helm CLI's flags
+// and environment (Gantry uses the Helm SDK: warned about, not applied).
+type HelmSettings struct {
+	Node                 *yaml.Node `yaml:"-"`
+	DelegateSelectors    *yaml.Node `yaml:"delegateSelectors"`
+	CommandFlags         *yaml.Node `yaml:"commandFlags"`
+	EnvironmentVariables *yaml.Node `yaml:"environmentVariables"`
+}
+
+// HelmDeploy installs or upgrades the stage's Helm release.
+type HelmDeploy struct {
+	HelmSettings                `yaml:",inline"`
+	SkipSteadyStateCheck        string `yaml:"skipSteadyStateCheck"`
+	IgnoreReleaseHistFailStatus string `yaml:"ignoreReleaseHistFailStatus"`
+	UseUpgradeInstall           string `yaml:"useUpgradeInstall"`
+	RunChartTests               string `yaml:"runChartTests"`
+	SkipCleanup                 string `yaml:"skipCleanup"`
+}
+
+// HelmRollback rolls the release back to the revision before this execution's.
+type HelmRollback struct {
+	HelmSettings         `yaml:",inline"`
+	SkipSteadyStateCheck string `yaml:"skipSteadyStateCheck"`
+	RunChartTests        string `yaml:"runChartTests"`
+}
+
+// HelmDelete uninstalls a release.
+type HelmDelete struct {
+	HelmSettings `yaml:",inline"`
+	ReleaseName  string `yaml:"releaseName"`
+	DryRun       string `yaml:"dryRun"`
 }

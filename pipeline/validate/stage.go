@@ -126,11 +126,11 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 				"stage %s combines a looping strategy with multi-service or multi-environment deployment", s.Identifier).
 				SetHint("use either `strategy` or `services`/`environments` fan-out, not both")
 		}
-		if t := spec.DeploymentType; t != "" && t != "Kubernetes" && !dynamic(t) && reference.IsDeploymentType(t) {
+		if t := spec.DeploymentType; t != "" && t != "Kubernetes" && t != "NativeHelm" && !dynamic(t) && reference.IsDeploymentType(t) {
 			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(spec.Node, "deploymentType")), "unsupported-deployment-type",
-				"deployment type %s is valid in the reference, but Gantry deploys only Kubernetes services yet", t)
+				"deployment type %s is valid in the reference, but Gantry deploys only Kubernetes and NativeHelm services yet", t)
 		} else {
-			c.enum(spec.Node, "deploymentType", spec.DeploymentType, []string{"Kubernetes"}, "deploymentType")
+			c.enum(spec.Node, "deploymentType", spec.DeploymentType, []string{"Kubernetes", "NativeHelm"}, "deploymentType")
 		}
 		if spec.Service != nil && spec.Service.Kind == yaml.MappingNode {
 			if pipeline.Field(spec.Service, "serviceRef") == nil && pipeline.Field(spec.Service, "useFromStage") == nil {
@@ -279,7 +279,7 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 		}
 		return
 	}
-	if strings.HasPrefix(s.Type, "K8s") && ctx.stage.Type != "Deployment" {
+	if (strings.HasPrefix(s.Type, "K8s") || strings.HasPrefix(s.Type, "Helm")) && ctx.stage.Type != "Deployment" {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps deploy a service and run only in Deployment stages; stage %s is %s",
 			s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("move the step into a stage with `type: Deployment` and `deploymentType: Kubernetes`")
 	}
@@ -358,6 +358,17 @@ func (c *checker) stepSpec(s *pipeline.Step, spec any) {
 		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
 		c.ignoredK8s(sp.Overrides, "overrides", "put overriding values in the service's values files")
 		c.ignoredK8s(sp.ManifestSource, "manifestSource", "K8sApply applies the service's manifest files")
+	case *steps.HelmDeploy:
+		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry deploys with the Helm SDK, not the helm CLI")
+		c.ignoredK8s(sp.EnvironmentVariables, "environmentVariables", "Gantry deploys with the Helm SDK, not the helm CLI")
+		c.ignoredTrue(sp.Node, "runChartTests", sp.RunChartTests, "Gantry does not run chart tests yet")
+	case *steps.HelmRollback:
+		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry rolls back with the Helm SDK, not the helm CLI")
+		c.ignoredK8s(sp.EnvironmentVariables, "environmentVariables", "Gantry rolls back with the Helm SDK, not the helm CLI")
+		c.ignoredTrue(sp.Node, "runChartTests", sp.RunChartTests, "Gantry does not run chart tests yet")
+	case *steps.HelmDelete:
+		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry uninstalls with the Helm SDK, not the helm CLI")
+		c.ignoredK8s(sp.EnvironmentVariables, "environmentVariables", "Gantry uninstalls with the Helm SDK, not the helm CLI")
 	case *steps.K8sScale:
 		c.instanceSelection(sp.InstanceSelection)
 	case *steps.K8sDelete:
@@ -365,6 +376,14 @@ func (c *checker) stepSpec(s *pipeline.Step, spec any) {
 			c.enum(d.Node, "type", d.Type, []string{"ResourceName", "ReleaseName", "ManifestPath"}, "deleteResources.type")
 		}
 	}
+}
+
+// ignoredTrue warns about a boolean field Gantry accepts but does not act on when it is set.
+func (c *checker) ignoredTrue(obj *yaml.Node, key, value, why string) {
+	if value == "" || value == "false" {
+		return
+	}
+	c.diags.Warnf(c.pos(pipeline.ValueAt(obj, key)), "not-implemented", "%s is ignored: %s", key, why)
 }
 
 // ignoredK8s warns about a K8s step field Gantry accepts but does not act on.
