@@ -193,3 +193,55 @@ func TestChartRepositoriesResolve(t *testing.T) {
 		}
 	}
 }
+
+// examples/k8s/helm.yaml (NativeHelm) resolves; what the reference refuses or Gantry cannot
+// run is reported where it is written.
+func TestNativeHelm(t *testing.T) {
+	read := func(file string) string {
+		b, err := os.ReadFile(filepath.Join("..", "..", "examples", "k8s", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	r, err := load.File(filepath.Join(copyExample(t, nil), "helm.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	if d := r.Plan.Stages[0].Deploy; d.Type != "NativeHelm" || len(d.Service.Manifests) != 2 || d.Service.Manifests[0].Folder != "charts/web" || d.Infra.ReleaseName != "web" {
+		t.Errorf("deployment %+v", d)
+	}
+	cases := []struct {
+		name  string
+		edits map[string]string
+		ok    bool
+		want  string
+	}{
+		{"a Kubernetes service in a NativeHelm stage", map[string]string{"helm.yaml": strings.Replace(read("helm.yaml"), "serviceRef: web_helm", "serviceRef: web", 1)},
+			false, "stage deploy_dev deploys NativeHelm services; service web is a Kubernetes service"},
+		{"plain manifests in a NativeHelm service", map[string]string{"service-helm.yaml": strings.Replace(read("service-helm.yaml"), "type: Values", "type: K8sManifest", 1)},
+			false, "NativeHelm service web_helm: Gantry deploys a HelmChart manifest and Values overrides as a Helm release, not K8sManifest manifests"},
+		{"no chart", map[string]string{"service-helm.yaml": strings.Replace(read("service-helm.yaml"), "type: HelmChart", "type: Values", 1)},
+			false, "NativeHelm service web_helm has no HelmChart manifest"},
+		{"a Helm step outside a Deployment stage", map[string]string{"pipeline.yaml": strings.Replace(read("pipeline.yaml"), "type: HarnessApproval", "type: HelmDelete", 1)},
+			false, "HelmDelete steps deploy a service and run only in Deployment stages"},
+		{"chart tests", map[string]string{"helm.yaml": strings.Replace(read("helm.yaml"), "skipSteadyStateCheck: false", "runChartTests: true", 1)},
+			true, "runChartTests is ignored: Gantry does not run chart tests yet"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			file := "helm.yaml"
+			if _, ok := c.edits["pipeline.yaml"]; ok {
+				file = "pipeline.yaml"
+			}
+			r, err := load.File(filepath.Join(copyExample(t, c.edits), file), load.Options{ForRun: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := r.Diags.Render(r.Sources)
+			if r.OK() != c.ok || !strings.Contains(text, c.want) {
+				t.Errorf("ok %v, want %v, saying %q:\n%s", r.OK(), c.ok, c.want, text)
+			}
+		})
+	}
+}
