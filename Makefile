@@ -61,7 +61,8 @@ fuzz:
 
 # Prints Gantry's figures next to a baseline measured in the same run, and their ratios:
 # expression rendering vs raw expr, a 100-step pipeline vs a hand-written Temporal workflow, and a
-# 10-Deployment rolling deploy vs kubectl apply + rollout status on the same cluster, and 200
+# 10-Deployment rolling deploy vs kubectl apply + rollout status on the same cluster, a
+# 10-Deployment HelmDeploy vs the helm CLI's upgrade --install --wait (built by hack/helm), 200
 # concurrent 3-step pipelines on the PostgreSQL topology vs the embedded SQLite server, and the
 # marginal cost per short step (fast path on and off) vs drone-runner-exec.
 bench: k8s-tools browser-tools
@@ -73,6 +74,7 @@ bench: k8s-tools browser-tools
 	$(GO) test -run '^$$' -bench 'GantryMatrix5000' -benchtime 1x ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'WebhookDeliveries' -benchtime 200x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'RollingDeploy10|Kubectl10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
+	GANTRY_HELM_BIN=$$(hack/helm/build.sh) $(GO) test -run '^$$' -bench 'HelmDeploy10|HelmCLI10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Fetch|RefAdvertisement' -benchtime 20x -count 3 ./activities/gitstore | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 1x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 15x -count 3 ./e2e | tee -a .bench.out

@@ -68,6 +68,13 @@ if [ -n "$kg" ] && [ -n "$kk" ]; then
     printf "  gantry K8sRollingDeploy %.0f  kubectl apply + rollout status %.0f  ratio %.2fx\n", g, k, g / k
   }'
 fi
+hg=$(unit HelmDeploy10 ms/deploy); hc=$(unit HelmCLI10 ms/deploy)
+if [ -n "$hg" ] && [ -n "$hc" ]; then
+  awk -v g="$hg" -v c="$hc" 'BEGIN {
+    print ""; print "Helm release of a chart of 10 Deployments (2 replicas, new image each time), to ready (ms, median of runs)"
+    printf "  gantry HelmDeploy %.0f  helm upgrade --install --wait %.0f  ratio %.2fx (target <= 1.1)\n", g, c, g / c
+  }'
+fi
 fc=$(unit FetchCached ms/fetch); fa=$(unit RefAdvertisement ms/fetch); fp=$(unit FetchCachedCommit ms/fetch); fo=$(unit FetchCold ms/fetch)
 if [ -n "$fc" ] && [ -n "$fa" ]; then
   awk -v c="$fc" -v a="$fa" -v p="$fp" -v o="$fo" 'BEGIN {

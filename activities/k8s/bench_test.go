@@ -3,6 +3,7 @@ package k8s_test
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -67,6 +68,94 @@ func BenchmarkKubectl10(b *testing.B) {
 		}
 		if out, err := cluster.Kubectl("-n", "bench-kubectl", "rollout", "status", "-f", file, "--timeout", "5m"); err != nil {
 			b.Fatal(out, err)
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/deploy")
+}
+
+// tenDeploymentChart is a chart of 10 Deployments of 2 replicas each, the image tag a value.
+func tenDeploymentChart() map[string]string {
+	return map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: ten\nversion: 1.0.0\n",
+		"values.yaml": "tag: \"1.0\"\n",
+		"templates/deployments.yaml": `{{- range $i := until 10 }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: svc-{{ $i }}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: svc-{{ $i }}}}
+  template:
+    metadata: {labels: {app: svc-{{ $i }}}}
+    spec:
+      containers: [{name: app, image: "nginx:{{ $.Values.tag }}"}]
+{{- end }}
+`,
+	}
+}
+
+// helmCLI is the `helm` binary `make bench` builds (hack/helm/build.sh), or "" outside it.
+func helmCLI(b *testing.B) string {
+	bin := os.Getenv("GANTRY_HELM_BIN")
+	if bin == "" {
+		b.Skip("GANTRY_HELM_BIN is not set: `make bench` builds the helm CLI and sets it")
+	}
+	return bin
+}
+
+// helmDeploys counts BenchmarkHelmDeploy10's deploys of its release over the process.
+var helmDeploys int
+
+// BenchmarkHelmDeploy10 is a HelmDeploy step of a chart of 10 Deployments, from step start to
+// the release ready (Helm's wait), each iteration a new image. Compare with BenchmarkHelmCLI10.
+// The helm CLI then reads the same release history.
+func BenchmarkHelmDeploy10(b *testing.B) {
+	h := newHarness(b, "bench-helm-gantry")
+	var files []plan.File
+	for name, text := range tenDeploymentChart() {
+		files = append(files, plan.File{Path: "ten/" + name, Text: text})
+	}
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		ms := []plan.Manifest{{ID: "ten", Type: "HelmChart", Folder: "ten", Files: files},
+			{ID: "tag", Type: "Values", Files: []plan.File{{Path: "tag.yaml", Text: fmt.Sprintf("tag: \"1.%d\"\n", i)}}}}
+		start := time.Now()
+		_, f := h.run("HelmDeploy", `{}`, ms, false, 5*time.Minute)
+		if f != nil {
+			b.Fatalf("%s: %s", f.Category, f.Message)
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/deploy")
+	helmDeploys += b.N
+	if bin := os.Getenv("GANTRY_HELM_BIN"); bin != "" {
+		out, err := exec.Command(bin, "--kubeconfig", cluster.Kubeconfig, "-n", h.ns, "history", h.release, "--max", "100", "-o", "json").CombinedOutput()
+		if err != nil || strings.Count(string(out), `"revision"`) != min(helmDeploys, 10) || !strings.Contains(string(out), `"status":"deployed"`) {
+			b.Errorf("helm history of the release Gantry deployed %d times (10 kept): %v\n%s", helmDeploys, err, out)
+		}
+	}
+}
+
+// BenchmarkHelmCLI10 is the baseline: `helm upgrade --install --wait` of the same chart in the
+// same cluster.
+func BenchmarkHelmCLI10(b *testing.B) {
+	bin := helmCLI(b)
+	dir := filepath.Join(b.TempDir(), "ten")
+	for name, text := range tenDeploymentChart() {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		out, err := exec.Command(bin, "--kubeconfig", cluster.Kubeconfig, "upgrade", "--install", "ten", dir, "-n", "bench-helm-cli",
+			"--create-namespace", "--wait", "--timeout", "5m", "--set-string", fmt.Sprintf("tag=1.%d", i)).CombinedOutput()
+		if err != nil {
+			b.Fatalf("%v\n%s", err, out)
 		}
 		total += time.Since(start)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +29,7 @@ import (
 // client talks to one cluster.
 type client struct {
 	cfg    *rest.Config
+	disc   discovery.CachedDiscoveryInterface
 	cs     kubernetes.Interface
 	dyn    dynamic.Interface
 	mapper meta.RESTMapper
@@ -93,7 +95,8 @@ func newClient(cfg *rest.Config) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{cfg: cfg, cs: cs, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))}, nil
+	disc := memory.NewMemCacheClient(cs.Discovery())
+	return &client{cfg: cfg, disc: disc, cs: cs, dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(disc)}, nil
 }
 
 // classify maps a Kubernetes API error to a failure category (spec 5.2), saying what was being

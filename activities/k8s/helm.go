@@ -15,9 +15,7 @@ import (
 	"helm.sh/helm/v3/pkg/storage/driver"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -50,7 +48,7 @@ func executionLabel(exec string) string {
 // the step's log.
 func (s *stepRun) helmConfig() (*action.Configuration, error) {
 	cfg := new(action.Configuration)
-	getter := &restGetter{cfg: s.c.cfg, namespace: s.in.Namespace}
+	getter := &restGetter{c: s.c, namespace: s.in.Namespace}
 	if err := cfg.Init(getter, s.in.Namespace, "secret", func(format string, v ...any) { s.logf(format, v...) }); err != nil {
 		return nil, activities.Fail(activities.Unknown, "connector %s: Helm: %v", s.in.Connector.ID, err)
 	}
@@ -151,12 +149,17 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 	description := fmt.Sprintf("Gantry execution %s, step %s", s.exec, s.path)
 	s.logf("%s chart %s %s as release %s in namespace %s (wait: %v)", map[bool]string{true: "upgrade to", false: "install"}[len(revs) > 0],
 		ch.Name(), ch.Metadata.Version, s.in.ReleaseName, s.in.Namespace, wait)
+	// Steady state is watched as the K8s steps watch it (rollout status of every workload and
+	// Job of the release), not with Helm's polling wait: the step ends as soon as the release
+	// is ready, and a failed rollout fails it at once.
 	var rel *release.Release
 	if len(revs) == 0 {
 		in := action.NewInstall(cfg)
-		in.ReleaseName, in.Namespace, in.Wait, in.WaitForJobs, in.Timeout = s.in.ReleaseName, s.in.Namespace, wait, wait, s.helmWaitTimeout()
+		in.ReleaseName, in.Namespace, in.Timeout = s.in.ReleaseName, s.in.Namespace, s.helmWaitTimeout()
 		in.Labels, in.Description = labels, description
-		rel, err = in.RunWithContext(s.steadyCtx, ch, vals)
+		if rel, err = in.RunWithContext(s.steadyCtx, ch, vals); err == nil && wait {
+			err = s.helmSteady(cfg, rel)
+		}
 		if err != nil && !s.bool("skipCleanup") && s.ctx.Err() == nil {
 			// A release whose first install failed would make the next install refuse the name.
 			if _, uerr := action.NewUninstall(cfg).Run(s.in.ReleaseName); uerr == nil {
@@ -165,9 +168,11 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 		}
 	} else {
 		up := action.NewUpgrade(cfg)
-		up.Namespace, up.Wait, up.WaitForJobs, up.Timeout, up.MaxHistory = s.in.Namespace, wait, wait, s.helmWaitTimeout(), helmHistoryMax
+		up.Namespace, up.Timeout, up.MaxHistory = s.in.Namespace, s.helmWaitTimeout(), helmHistoryMax
 		up.Labels, up.Description = labels, description
-		rel, err = up.RunWithContext(s.steadyCtx, s.in.ReleaseName, ch, vals)
+		if rel, err = up.RunWithContext(s.steadyCtx, s.in.ReleaseName, ch, vals); err == nil && wait {
+			err = s.helmSteady(cfg, rel)
+		}
 	}
 	if err != nil {
 		return nil, s.helmFailure(err, "deploy chart %s %s as Helm release %s in namespace %s", ch.Name(), ch.Metadata.Version, s.in.ReleaseName, s.in.Namespace)
@@ -176,6 +181,31 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 	return map[string]any{"releaseName": rel.Name, "namespace": rel.Namespace, "newReleaseVersion": rel.Version,
 		"prevReleaseVersion": prev, "releaseRevision": rel.Version, "chartName": ch.Name(), "chartVersion": ch.Metadata.Version,
 		"appVersion": ch.Metadata.AppVersion, "status": rel.Info.Status.String()}, nil
+}
+
+// helmSteady waits until the release's workloads and Jobs reach steady state. A release that
+// does not is marked failed, as `helm upgrade --wait` leaves it.
+func (s *stepRun) helmSteady(cfg *action.Configuration, rel *release.Release) error {
+	objs, err := manifests.Split("release "+rel.Name, []byte(rel.Manifest))
+	if err != nil {
+		return activities.Fail(activities.Unknown, "read the manifest of Helm release %s revision %d: %v", rel.Name, rel.Version, err)
+	}
+	var mapped []*object
+	for _, o := range objs {
+		m, err := s.mapObject(o)
+		if err != nil {
+			return err
+		}
+		mapped = append(mapped, m)
+	}
+	err = s.waitSteady(mapped, true)
+	if err != nil && s.ctx.Err() == nil {
+		rel.SetStatus(release.StatusFailed, "steady state not reached: "+s.mask.Apply(activities.Classify(err).Message))
+		if uerr := cfg.Releases.Update(rel); uerr != nil {
+			s.logf("could not mark release %s revision %d failed: %v", rel.Name, rel.Version, uerr)
+		}
+	}
+	return err
 }
 
 // lastBefore is the revision the release had before this execution first changed it: the last
@@ -218,16 +248,21 @@ func (s *stepRun) helmRollback() (map[string]any, error) {
 		return map[string]any{"releaseName": s.in.ReleaseName, "rolledBack": true, "rollbackVersion": 0}, nil
 	}
 	rb := action.NewRollback(cfg)
-	rb.Version, rb.Wait, rb.WaitForJobs, rb.Timeout, rb.MaxHistory = prev, !s.bool("skipSteadyStateCheck"), !s.bool("skipSteadyStateCheck"), s.helmWaitTimeout(), helmHistoryMax
+	rb.Version, rb.Timeout, rb.MaxHistory = prev, s.helmWaitTimeout(), helmHistoryMax
 	s.logf("roll release %s back to revision %d", s.in.ReleaseName, prev)
 	if err := rb.Run(s.in.ReleaseName); err != nil {
 		return nil, s.helmFailure(err, "roll Helm release %s back to revision %d", s.in.ReleaseName, prev)
 	}
-	revs, err = s.helmHistory(cfg)
+	rel, err := cfg.Releases.Last(s.in.ReleaseName)
 	if err != nil {
-		return nil, err
+		return nil, classify(s.ctx, err, "read Helm release %s", s.in.ReleaseName)
 	}
-	now := revs[len(revs)-1].Version
+	if !s.bool("skipSteadyStateCheck") {
+		if err := s.helmSteady(cfg, rel); err != nil {
+			return nil, s.helmFailure(err, "roll Helm release %s back to revision %d", s.in.ReleaseName, prev)
+		}
+	}
+	now := rel.Version
 	return map[string]any{"releaseName": s.in.ReleaseName, "rolledBack": true, "rollbackVersion": prev, "newReleaseVersion": now}, nil
 }
 
@@ -278,29 +313,21 @@ func (s *stepRun) helmFailure(err error, format string, args ...any) error {
 	return classify(s.ctx, err, "%s", what)
 }
 
-// restGetter gives the Helm SDK the step's cluster connection (any connector type) and namespace.
+// restGetter gives the Helm SDK the step's cluster connection (any connector type), its
+// discovery cache and mapper (discovered once per step, shared with the K8s code), and the
+// namespace.
 type restGetter struct {
-	cfg       *rest.Config
+	c         *client
 	namespace string
 }
 
-func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.cfg), nil }
+func (g *restGetter) ToRESTConfig() (*rest.Config, error) { return rest.CopyConfig(g.c.cfg), nil }
 
 func (g *restGetter) ToDiscoveryClient() (discovery.CachedDiscoveryInterface, error) {
-	dc, err := discovery.NewDiscoveryClientForConfig(rest.CopyConfig(g.cfg))
-	if err != nil {
-		return nil, err
-	}
-	return memory.NewMemCacheClient(dc), nil
+	return g.c.disc, nil
 }
 
-func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) {
-	dc, err := g.ToDiscoveryClient()
-	if err != nil {
-		return nil, err
-	}
-	return restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(dc), dc, nil), nil
-}
+func (g *restGetter) ToRESTMapper() (meta.RESTMapper, error) { return g.c.mapper, nil }
 
 func (g *restGetter) ToRawKubeConfigLoader() clientcmd.ClientConfig {
 	return clientcmd.NewDefaultClientConfig(*clientcmdapi.NewConfig(), &clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: g.namespace}})
