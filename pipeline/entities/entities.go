@@ -511,6 +511,15 @@ func templatePos(base, path string, err error) diag.Pos {
 	return p
 }
 
+// subChart is the folder of the subchart a HelmChart deploys instead of its parent chart
+// (`subChartPath`): a path below the chart, or a bare name for charts/NAME.
+func subChart(p string) string {
+	if p == "" || strings.Contains(p, "/") {
+		return p
+	}
+	return path.Join("charts", p)
+}
+
 // folderManifest resolves a Kustomize or HelmChart manifest: the store's folder, read whole
 // (Local) or fetched whole when the stage starts (Git), the overlay to build below it, and a
 // chart's values files. A Local one is built now, so a broken kustomization or chart is an
@@ -518,13 +527,6 @@ func templatePos(base, path string, err error) diag.Pos {
 func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm *plan.Manifest) bool {
 	spec, st := m.Spec, m.Spec.Store
 	if m.Type == "HelmChart" {
-		for key, what := range map[string]string{"subChartPath": spec.SubChartPath} {
-			if what != "" {
-				r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.Key(spec.Node, key)), "unsupported-field",
-					"manifest %s: `%s` is valid in the reference, but Gantry renders the whole chart only yet", m.Identifier, key)
-				return false
-			}
-		}
 		if spec.HelmVersion != "" && spec.HelmVersion != "V3" {
 			r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.ValueAt(spec.Node, "helmVersion")), "unsupported-field",
 				"manifest %s: helmVersion %s is valid in the reference, but Gantry renders charts with Helm 3", m.Identifier, spec.HelmVersion)
@@ -543,14 +545,14 @@ func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm
 	}
 	if st.Type == "Http" || st.Type == "OciHelmChart" {
 		pm.Chart = r.chartRepo(file, m)
-		pm.Folder = spec.ChartName // the chart's files are fetched below its name
+		pm.Folder = path.Join(spec.ChartName, subChart(spec.SubChartPath)) // the chart's files are fetched below its name
 		return pm.Chart != nil
 	}
 	folder := st.Spec.FolderPath
 	if folder == "" && len(st.Spec.Paths) > 0 {
 		folder = st.Spec.Paths[0]
 	}
-	pm.Folder = path.Clean(folder)
+	pm.Folder = path.Join(path.Clean(folder), subChart(spec.SubChartPath))
 	if o := spec.OverlayConfiguration; o != nil && o.KustomizeYamlFolderPath != "" {
 		pm.Folder = path.Join(folder, o.KustomizeYamlFolderPath)
 	}
