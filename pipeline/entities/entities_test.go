@@ -227,7 +227,7 @@ func TestNativeHelm(t *testing.T) {
 		{"a Helm step outside a Deployment stage", map[string]string{"pipeline.yaml": strings.Replace(read("pipeline.yaml"), "type: HarnessApproval", "type: HelmDelete", 1)},
 			false, "HelmDelete steps deploy a service and run only in Deployment stages"},
 		{"a subchart", map[string]string{"service-helm.yaml": strings.Replace(read("service-helm.yaml"), "helmVersion: V3", "helmVersion: V3\n              subChartPath: cache", 1),
-			"charts/web/charts/cache/Chart.yaml":           "apiVersion: v2\nname: cache\nversion: 0.1.0\n",
+			"charts/web/charts/cache/Chart.yaml":            "apiVersion: v2\nname: cache\nversion: 0.1.0\n",
 			"charts/web/charts/cache/templates/broken.yaml": "kind: ConfigMap\nmetadata: {name: {{ .Values.name }\n"},
 			false, "charts/web/charts/cache"},
 		{"chart tests", map[string]string{"helm.yaml": strings.Replace(read("helm.yaml"), "skipSteadyStateCheck: false", "runChartTests: true", 1)},
