@@ -125,6 +125,8 @@ type DeployInput struct {
 	Manifests   []plan.Manifest `json:"manifests"`
 	// Rollback is set for a step in a rollback section.
 	Rollback bool `json:"rollback,omitempty"`
+	// StepSource says Manifests is a K8sApply step's own manifestSource, not the service's.
+	StepSource bool `json:"stepSource,omitempty"`
 }
 
 // ReleaseRevisionMarker stands for `<+kubernetes.release.revision>` in rendered manifests.

@@ -49,6 +49,19 @@ func chartService(t *testing.T, dir, store string) {
 `)
 }
 
+// httpChartService points examples/k8s's service at chart web (versions 1.1.0 and 2.0.0, the
+// service asking for ^1) of an HTTP chart repository behind basic auth.
+func httpChartService(t *testing.T, dir string) *charttest.Repo {
+	t.Helper()
+	repo := charttest.StartRepo(t)
+	repo.Add(t, charttest.Package(t, "web", "1.1.0", webChart))
+	repo.Add(t, charttest.Package(t, "web", "2.0.0", webChart))
+	t.Setenv(secrets.EnvName("chart_token"), charttest.Password)
+	writeFile(t, filepath.Join(dir, "chart-connector.yaml"), fmt.Sprintf("connector:\n  name: Charts\n  identifier: charts\n  type: HttpHelmRepo\n  spec:\n    helmRepoUrl: %s\n    auth:\n      type: UsernamePassword\n      spec: {username: %s, passwordRef: chart_token}\n", repo.URL, charttest.Username))
+	chartService(t, dir, "              store:\n                type: Http\n                spec: {connectorRef: charts}\n")
+	return repo
+}
+
 // A HelmChart of an HTTP chart repository (an HttpHelmRepo connector with basic auth): the
 // highest version matching the constraint is pulled, rendered with the Values manifest's
 // overrides and deployed; `<+manifests.web.helm.version>` is published; a rerun deploys the
@@ -56,12 +69,7 @@ func chartService(t *testing.T, dir, store string) {
 func TestK8sHelmChartFromHTTPRepo(t *testing.T) {
 	_, cs := cluster(t)
 	dir := k8sExample(t, "e2e-chartrepo")
-	repo := charttest.StartRepo(t)
-	repo.Add(t, charttest.Package(t, "web", "1.1.0", webChart))
-	repo.Add(t, charttest.Package(t, "web", "2.0.0", webChart))
-	t.Setenv(secrets.EnvName("chart_token"), charttest.Password)
-	writeFile(t, filepath.Join(dir, "chart-connector.yaml"), fmt.Sprintf("connector:\n  name: Charts\n  identifier: charts\n  type: HttpHelmRepo\n  spec:\n    helmRepoUrl: %s\n    auth:\n      type: UsernamePassword\n      spec: {username: %s, passwordRef: chart_token}\n", repo.URL, charttest.Username))
-	chartService(t, dir, "              store:\n                type: Http\n                spec: {connectorRef: charts}\n")
+	repo := httpChartService(t, dir)
 	p := loadDev(t, dir)
 	check := func(res *workflows.PipelineResult, version string) {
 		t.Helper()

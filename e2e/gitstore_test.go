@@ -330,3 +330,77 @@ func writeFile(t *testing.T, file, text string) {
 		t.Fatal(err)
 	}
 }
+
+// K8sApply steps with their own manifestSource: one from a Git repository (fetched at the
+// service phase, its commit recorded under the step's path) applied whole, one beside the
+// pipeline applied by filePaths with its own values; the service's manifests are deployed by
+// the rolling deploy as usual.
+func TestK8sApplyManifestSource(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-source")
+	p, commit := sourcePipeline(t, dir)
+	_, res := runPlan(t, env.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.from_git": status.Succeeded, "deploy_dev.local": status.Succeeded})
+	if got := res.Tree.Find("deploy_dev").Manifests["spec.execution.steps.from_git"]; got != commit {
+		t.Errorf("manifestSource fetched at %q, want %s", got, commit)
+	}
+	const ns = "e2e-source-dev"
+	cm, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "ops-settings", metav1.GetOptions{})
+	if err != nil || cm.Data["tag"] != "1.27" {
+		t.Errorf("ops-settings: %v %v", cm, err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "extra-one", metav1.GetOptions{}); err != nil {
+		t.Errorf("extra-one: %v", err)
+	}
+	if _, err := cs.CoreV1().ConfigMaps(ns).Get(context.Background(), "not-applied", metav1.GetOptions{}); err == nil {
+		t.Error("a file filePaths does not name was applied")
+	}
+	deploymentOf(t, cs, ns, "web") // the service's own manifests, deployed by the rolling step
+}
+
+// sourcePipeline writes devPipeline with two K8sApply steps of their own manifestSource (a Git
+// repository's folder, and files beside the pipeline with filePaths) and loads it; it returns
+// the plan and the Git repository's commit.
+func sourcePipeline(t *testing.T, dir string) (*plan.Plan, string) {
+	t.Helper()
+	srv := gittest.Start(t)
+	commit := srv.NewRepo("ops", map[string]string{"jobs/settings.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ops-settings}\ndata: {tag: \"<+artifact.tag>\"}\n"})
+	t.Setenv(secrets.EnvName("git_token"), srv.Password)
+	writeFile(t, filepath.Join(dir, "ops-connector.yaml"), fmt.Sprintf("connector:\n  name: Ops\n  identifier: ops\n  type: Git\n  spec:\n    url: %s/ops.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: git_token}\n", srv.HTTPURL, srv.Username))
+	writeFile(t, filepath.Join(dir, "extra/objects.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: extra-{{ .Values.suffix }}}\ndata: {a: b}\n")
+	writeFile(t, filepath.Join(dir, "extra/other.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: not-applied}\n")
+	writeFile(t, filepath.Join(dir, "extra-values.yaml"), "suffix: one\n")
+	pipeline := strings.Replace(devPipeline, `              - step:
+                  type: ShellScript`, `              - step:
+                  type: K8sApply
+                  name: From Git
+                  identifier: from_git
+                  spec:
+                    manifestSource:
+                      type: K8sManifest
+                      spec:
+                        store:
+                          type: Git
+                          spec: {connectorRef: ops, gitFetchType: Branch, branch: main, paths: [jobs]}
+              - step:
+                  type: K8sApply
+                  name: Local
+                  identifier: local
+                  spec:
+                    filePaths: [extra/objects.yaml]
+                    skipRendering: false
+                    manifestSource:
+                      type: K8sManifest
+                      spec:
+                        store: {type: Local, spec: {paths: [extra]}}
+                        valuesPaths: [extra-values.yaml]
+              - step:
+                  type: ShellScript`, 1)
+	file := filepath.Join(dir, "dev.yaml")
+	writeFile(t, file, pipeline)
+	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	return r.Plan, commit
+}

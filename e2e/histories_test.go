@@ -145,6 +145,27 @@ func TestRecordHistories(t *testing.T) {
 		exec, _ := runPlan(t, env.starter, p)
 		recordExecution(t, out, exec.ID)
 	}
+	// A chart pulled from a chart repository (FetchChart), K8sApply steps with their own
+	// manifestSource (changeStepManifests), and a NativeHelm release deployed and rolled back.
+	dir = k8sExample(t, "record-chart")
+	httpChartService(t, dir)
+	p := loadDev(t, dir)
+	p.Identifier = "web_chart"
+	exec, _ = runPlan(t, env.starter, p)
+	recordExecution(t, out, exec.ID)
+	p, _ = sourcePipeline(t, k8sExample(t, "record-source"))
+	p.Identifier = "web_source"
+	exec, _ = runPlan(t, env.starter, p)
+	recordExecution(t, out, exec.ID)
+	dir = k8sExample(t, "record-helm")
+	for _, sets := range [][]string{nil, {"pipeline.variables.smoke=fail"}} {
+		r, err := load.File(filepath.Join(dir, "helm.yaml"), load.Options{ForRun: true, Sets: sets})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v", err)
+		}
+		exec, _ := runPlan(t, env.starter, r.Plan)
+		recordExecution(t, out, exec.ID)
+	}
 }
 
 // recordExecution records the history of an execution's pipeline workflow and of every

@@ -17,6 +17,9 @@ type Deployment struct {
 	// ServiceFrom and EnvFrom name the earlier stage a `useFromStage` section propagates.
 	ServiceFrom string `json:"serviceFrom,omitempty"`
 	EnvFrom     string `json:"envFrom,omitempty"`
+	// StepManifests are K8sApply steps' own manifests (manifestSource), by the step's path
+	// below the stage (spec.execution.steps.ID, ...).
+	StepManifests map[string]Manifest `json:"stepManifests,omitempty"`
 }
 
 // Service is a resolved service.
@@ -220,5 +223,16 @@ func (d *Deployment) Pinned(commits map[string]string, digest string) *Deploymen
 		}
 	}
 	out.Service = &sv
+	if len(d.StepManifests) > 0 {
+		out.StepManifests = make(map[string]Manifest, len(d.StepManifests))
+		for k, m := range d.StepManifests {
+			if c, ok := commits[k]; ok && m.Store != nil {
+				st := *m.Store
+				st.Commit = c
+				m.Store = &st
+			}
+			out.StepManifests[k] = m
+		}
+	}
 	return &out
 }

@@ -70,6 +70,9 @@ const (
 	// changeArtifactDigest: a Deployment stage whose artifact has a registry connector resolves
 	// its tag to a digest at the service phase (no earlier version could run such a stage).
 	changeArtifactDigest = "artifact-digest"
+	// changeStepManifests: K8sApply steps apply their own manifestSource (accepted and ignored
+	// with a warning before), its Git-stored files fetched at the service phase.
+	changeStepManifests = "step-manifests"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients

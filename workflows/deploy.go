@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,8 @@ type deployTarget struct {
 	releaseName string
 	connector   plan.Connector
 	manifests   []plan.Manifest
+	// stepManifests are K8sApply steps' own manifests, by the step's FQN below the stage.
+	stepManifests map[string]plan.Manifest
 }
 
 // deployContext runs a Deployment stage's service and infrastructure phases (spec 1.3.1,
@@ -128,9 +131,36 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 		"connectorRef": inf.Connector.ID, "connector": map[string]any{"name": inf.Connector.Name},
 		"namespace": ns, "releaseName": release, "tags": tagMap(inf.Tags)}
 	s.deploy = &deployTarget{namespace: ns, releaseName: release, connector: inf.Connector, manifests: manifests}
+	if len(d.StepManifests) > 0 && workflow.GetVersion(ctx, changeStepManifests, workflow.DefaultVersion, 1) == 1 {
+		if s.deploy.stepManifests, err = s.stepSources(ctx, d.StepManifests, render); err != nil {
+			return err
+		}
+	}
 	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: namespace %s, release %s",
 		sv.ID, env.ID, env.Type, inf.ID, ns, release))
 	return nil
+}
+
+// stepSources fetches the Git-stored manifestSource of K8sApply steps with the service's
+// manifests' machinery, keyed (and recorded on the stage node) by the step's FQN below the
+// stage; they are not published as `<+manifests.*>`, which are the service's.
+func (s *stageRun) stepSources(ctx workflow.Context, in map[string]plan.Manifest, render func(text, what string) (string, error)) (map[string]plan.Manifest, error) {
+	keys := slices.Sorted(maps.Keys(in))
+	list := make([]plan.Manifest, len(keys))
+	for i, k := range keys {
+		list[i] = in[k]
+		list[i].ID = k
+	}
+	fetched, err := s.fetchManifests(ctx, list, map[string]any{}, render)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]plan.Manifest, len(keys))
+	for i, k := range keys {
+		fetched[i].ID = in[k].ID
+		out[k] = fetched[i]
+	}
+	return out, nil
 }
 
 // fetchManifests fetches the stage's Git-stored manifests on a worker, all at once, and
@@ -292,7 +322,11 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 	}
 	in := &activities.DeployInput{Namespace: s.deploy.namespace, ReleaseName: s.deploy.releaseName,
 		Connector: s.deploy.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback}
-	for _, m := range s.deploy.manifests {
+	ms := s.deploy.manifests
+	if src, ok := s.deploy.stepManifests[strings.TrimPrefix(fqn, s.fqn+".")]; ok {
+		ms, in.StepSource = []plan.Manifest{src}, true
+	}
+	for _, m := range ms {
 		files, err := renderFiles(m.Files)
 		if err != nil {
 			return nil, err

@@ -601,17 +601,20 @@ func pathMatcher(paths []string) (func(string) bool, map[string]bool) {
 // for workloads and Jobs unless skipSteadyStateCheck.
 func (s *stepRun) applyFiles() (map[string]any, error) {
 	paths := stringList(s.spec["filePaths"])
-	if len(paths) == 0 {
+	if len(paths) == 0 && !s.in.StepSource {
 		return nil, activities.Fail(activities.Unknown, "K8sApply needs at least one entry in filePaths")
 	}
 	match, used := pathMatcher(paths)
+	if len(paths) == 0 {
+		match = nil // all files of the step's manifestSource
+	}
 	objs, err := s.render(renderOptions{files: match, noRender: s.bool("skipRendering")})
 	if err != nil {
 		return nil, err
 	}
 	for _, p := range paths {
 		if !used[strings.TrimPrefix(p, "./")] {
-			return nil, activities.Fail(activities.Unknown, "filePaths entry %q matches no manifest file of the service", p)
+			return nil, activities.Fail(activities.Unknown, "filePaths entry %q matches no manifest file of the %s", p, map[bool]string{true: "step's manifestSource", false: "service"}[s.in.StepSource])
 		}
 	}
 	if !s.bool("skipDryRun") {

@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-cd/gantry/manifests"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/pipeline/validate"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -239,6 +240,7 @@ func (r *resolver) finish(s *pipeline.Stage, d *plan.Deployment) {
 		if d.Type == "" {
 			d.Type = d.Service.Type
 		}
+		d.StepManifests = r.stepManifests(s)
 		if d.Type != d.Service.Type && !strings.Contains(d.Type, "<+") {
 			r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(s.Spec, "deploymentType")), "deployment-type",
 				"stage %s deploys %s services; service %s is a %s service", s.Identifier, d.Type, d.Service.ID, d.Service.Type).
@@ -293,7 +295,6 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	out := &plan.Service{ID: sv.Identifier, Name: sv.Name, Description: sv.Description, Tags: sv.Tags, Type: sv.ServiceDefinition.Type}
 	spec := sv.ServiceDefinition.Spec
 	out.Variables = variables(spec.Variables)
-	base := filepath.Dir(f.Name)
 	for _, me := range spec.Manifests {
 		m := me.Manifest
 		pm := plan.Manifest{ID: m.Identifier, Type: m.Type, SkipVersioning: m.Spec.SkipResourceVersioning == "true"}
@@ -309,35 +310,7 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 				SetHint("type: HelmChart, with chartName and chartVersion")
 			continue
 		}
-		if m.Spec.Store.Type != "Local" {
-			pm.Store = r.gitStore(f.Name, m.Spec)
-			out.Manifests = append(out.Manifests, pm)
-			continue
-		}
-		for _, p := range m.Spec.Store.Spec.Paths {
-			files, err := readTree(base, p)
-			if err != nil {
-				r.diags.Errorf(pipeline.NodePos(f.Name, m.Spec.Store.Spec.Node), "manifest", "service %s, manifest %s: %v", sv.Identifier, m.Identifier, err).
-					SetHint("paths are relative to %s", base)
-				continue
-			}
-			for _, mf := range files {
-				if err := manifests.Check(manifests.File{Path: mf.Path, Text: mf.Text}); err != nil {
-					r.diags.Errorf(templatePos(base, mf.Path, err), "manifest-template", "%v", err).
-						SetHint("manifests are Go templates over .Values; check the braces and function names")
-				}
-			}
-			pm.Files = append(pm.Files, files...)
-		}
-		for _, p := range m.Spec.ValuesPaths {
-			files, err := readTree(base, p)
-			if err != nil {
-				r.diags.Errorf(pipeline.NodePos(f.Name, pipeline.ValueAt(m.Spec.Node, "valuesPaths")), "manifest", "service %s, manifest %s: values %v", sv.Identifier, m.Identifier, err).
-					SetHint("paths are relative to %s", base)
-				continue
-			}
-			pm.Values = append(pm.Values, files...)
-		}
+		r.filesManifest(f.Name, fmt.Sprintf("service %s, manifest %s", sv.Identifier, m.Identifier), m.Spec, &pm)
 		out.Manifests = append(out.Manifests, pm)
 	}
 	if out.Type == "NativeHelm" {
@@ -359,6 +332,72 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 				}
 			}
 		}
+	}
+	return out
+}
+
+// filesManifest resolves a manifest of files (K8sManifest, Values, a K8sApply step's
+// manifestSource) declared in file: a Git store, fetched when the stage starts, or Local files
+// read now, their templates parsed.
+func (r *resolver) filesManifest(file, what string, spec *pipeline.ManifestSpec, pm *plan.Manifest) {
+	if spec.Store.Type != "Local" {
+		pm.Store = r.gitStore(file, spec)
+		return
+	}
+	base := filepath.Dir(file)
+	for _, p := range spec.Store.Spec.Paths {
+		files, err := readTree(base, p)
+		if err != nil {
+			r.diags.Errorf(pipeline.NodePos(file, spec.Store.Spec.Node), "manifest", "%s: %v", what, err).
+				SetHint("paths are relative to %s", base)
+			continue
+		}
+		for _, mf := range files {
+			if err := manifests.Check(manifests.File{Path: mf.Path, Text: mf.Text}); err != nil {
+				r.diags.Errorf(templatePos(base, mf.Path, err), "manifest-template", "%v", err).
+					SetHint("manifests are Go templates over .Values; check the braces and function names")
+			}
+		}
+		pm.Files = append(pm.Files, files...)
+	}
+	for _, p := range spec.ValuesPaths {
+		files, err := readTree(base, p)
+		if err != nil {
+			r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(spec.Node, "valuesPaths")), "manifest", "%s: values %v", what, err).
+				SetHint("paths are relative to %s", base)
+			continue
+		}
+		pm.Values = append(pm.Values, files...)
+	}
+}
+
+// stepManifests resolves the manifestSource of the stage's K8sApply steps, keyed by the step's
+// path below the stage (spec.execution.steps...); Local paths are relative to the pipeline.
+func (r *resolver) stepManifests(s *pipeline.Stage) map[string]plan.Manifest {
+	if s.StageSpec == nil || s.StageSpec.Execution == nil {
+		return nil
+	}
+	out := map[string]plan.Manifest{}
+	visit := func(v pipeline.StepVisit) {
+		if v.Step == nil || v.Step.Type != "K8sApply" || v.Step.Spec == nil {
+			return
+		}
+		var sp steps.K8sApply
+		(&pipeline.Decoder{File: r.file, Diags: &diag.List{}}).Decode(v.Step.Spec, &sp, "K8sApply spec") // checked by validate
+		src := sp.ManifestSource
+		if src == nil || src.Spec == nil || src.Spec.Store == nil || src.Spec.Store.Spec == nil {
+			return
+		}
+		key := strings.Join(v.Path, ".")
+		pm := plan.Manifest{ID: v.Step.Identifier, Type: "K8sManifest", SkipVersioning: src.Spec.SkipResourceVersioning == "true"}
+		r.filesManifest(r.file, fmt.Sprintf("stage %s, step %s, manifestSource", s.Identifier, v.Step.Identifier), src.Spec, &pm)
+		out[key] = pm
+	}
+	ex := s.StageSpec.Execution
+	pipeline.WalkSteps(ex.Steps, false, []string{"spec", "execution", "steps"}, nil, visit)
+	pipeline.WalkSteps(ex.RollbackSteps, true, []string{"spec", "execution", "rollbackSteps"}, nil, visit)
+	if len(out) == 0 {
+		return nil
 	}
 	return out
 }

@@ -72,6 +72,7 @@ func (r *resolver) multi(s *pipeline.Stage) {
 	dec := &pipeline.Decoder{File: r.file, Diags: &r.diags}
 	at := func(n *yaml.Node) diag.Pos { return pipeline.NodePos(r.file, n) }
 	nerr := len(r.diags.Invalid()) + len(r.diags.UnsupportedOnly())
+	stepManifests := r.stepManifests(s) // every iteration applies the same step manifests
 
 	// S: the services, in order, and whether they run in parallel.
 	var services []*plan.Service
@@ -196,6 +197,7 @@ func (r *resolver) multi(s *pipeline.Stage) {
 		if d.Type == "" {
 			d.Type = d.Service.Type
 		}
+		d.StepManifests = stepManifests
 		m.Deploys[plan.DeployKey(item)] = d
 	}
 	if !servicesParallel && targetsParallel && multiServices {

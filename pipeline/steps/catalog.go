@@ -270,16 +270,20 @@ type K8sBlueGreenDeploy struct {
 	TrafficRouting        *yaml.Node `yaml:"trafficRouting"`
 }
 
-// K8sApply applies selected manifest files.
+// K8sApply applies selected manifest files: of the service's manifests, or of the step's own
+// manifestSource (then all of them when filePaths is absent).
 type K8sApply struct {
 	K8sSimple            `yaml:",inline"`
-	FilePaths            *yaml.Node `yaml:"filePaths" gantry:"required"`
-	SkipDryRun           string     `yaml:"skipDryRun"`
-	SkipSteadyStateCheck string     `yaml:"skipSteadyStateCheck"`
-	SkipRendering        string     `yaml:"skipRendering"`
-	Overrides            *yaml.Node `yaml:"overrides"`
-	ManifestSource       *yaml.Node `yaml:"manifestSource"`
+	FilePaths            *yaml.Node      `yaml:"filePaths"`
+	SkipDryRun           string          `yaml:"skipDryRun"`
+	SkipSteadyStateCheck string          `yaml:"skipSteadyStateCheck"`
+	SkipRendering        string          `yaml:"skipRendering"`
+	Overrides            *yaml.Node      `yaml:"overrides"`
+	ManifestSource       *ManifestSource `yaml:"manifestSource"`
 }
+
+// ManifestSource is a K8sApply step's own manifest: a K8sManifest's store and values paths.
+type ManifestSource = pipeline.Typed[pipeline.ManifestSpec]
 
 // K8sScale scales a workload.
 type K8sScale struct {

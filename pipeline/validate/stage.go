@@ -357,7 +357,16 @@ func (c *checker) stepSpec(s *pipeline.Step, spec any) {
 	case *steps.K8sApply:
 		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
 		c.ignoredK8s(sp.Overrides, "overrides", "put overriding values in the service's values files")
-		c.ignoredK8s(sp.ManifestSource, "manifestSource", "K8sApply applies the service's manifest files")
+		if sp.FilePaths == nil && sp.ManifestSource == nil {
+			c.diags.Errorf(c.pos(sp.Node), "missing-field", "K8sApply needs `filePaths` (files of the service's manifests) or `manifestSource`").
+				SetHint("filePaths: [jobs/migrate.yaml]")
+		}
+		if ms := sp.ManifestSource; ms != nil {
+			c.enum(ms.Node, "type", ms.Type, []string{"K8sManifest"}, "manifestSource type")
+			if ms.Spec != nil && ms.Spec.Store != nil {
+				c.store(ms.Spec.Store)
+			}
+		}
 	case *steps.HelmDeploy:
 		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry deploys with the Helm SDK, not the helm CLI")
 		c.ignoredK8s(sp.EnvironmentVariables, "environmentVariables", "Gantry deploys with the Helm SDK, not the helm CLI")
