@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,7 +12,9 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/charttest"
 	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/registrytest"
+	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -119,5 +122,48 @@ func TestK8sHelmChartFromOCI(t *testing.T) {
 	}
 	if d := deploymentOf(t, cs, "e2e-chartoci-dev", "web"); d.Labels["chart"] != "1.4.0" || *d.Spec.Replicas != 2 {
 		t.Errorf("deployment labels %v, replicas %d", d.Labels, *d.Spec.Replicas)
+	}
+}
+
+// examples/k8s/chart-git.yaml: the example chart read from a Git repository (a Github store);
+// the test serves the example's files from a real Git server in place of GitHub.
+func TestK8sExampleChartFromGit(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-chartgit")
+	srv := gittest.Start(t)
+	files := map[string]string{}
+	err := filepath.WalkDir(filepath.Join(dir, "charts"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(dir, p)
+		files["examples/k8s/"+filepath.ToSlash(rel)] = string(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := srv.NewRepo("gantry", files)
+	t.Setenv(secrets.EnvName("github_token"), srv.Password)
+	b, err := os.ReadFile(filepath.Join(dir, "connector-github.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(strings.Replace(string(b), "https://github.com/gantry-cd/gantry", srv.HTTPURL+"/gantry.git", 1), "x-access-token", srv.Username, 1)
+	writeFile(t, filepath.Join(dir, "connector-github.yaml"), text)
+	r, err := load.File(filepath.Join(dir, "chart-git.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	_, res := runPlan(t, env.starter, r.Plan)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
+	if got := res.Tree.Find("deploy_dev").Manifests["chart"]; got != commit {
+		t.Errorf("chart fetched at %q, want %s", got, commit)
+	}
+	release := fmt.Sprint(res.Tree.Find("deploy_dev.rolling").Outputs["releaseName"])
+	d := deploymentOf(t, cs, "e2e-chartgit-dev", release)
+	if *d.Spec.Replicas != 2 || d.Spec.Template.Spec.Containers[0].Image != "library/nginx:1.27" || d.Labels["chart"] != "web-1.0.0" {
+		t.Errorf("deployment %s: replicas %d, image %s, labels %v", release, *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Image, d.Labels)
 	}
 }

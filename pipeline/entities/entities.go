@@ -55,7 +55,15 @@ func Load(dirs []string) (*Catalog, diag.List) {
 		EnvGroups: map[string]*pipeline.File{},
 		Sources:   diag.Sources{}, Dirs: dirs}
 	var diags diag.List
+	seen := map[string]bool{}
 	for _, dir := range dirs {
+		// The pipeline's own folder is always read; naming it again (--entities .) is no error.
+		if abs, err := filepath.Abs(dir); err == nil {
+			if seen[abs] {
+				continue
+			}
+			seen[abs] = true
+		}
 		names, _ := filepath.Glob(filepath.Join(dir, "*.y*ml"))
 		sort.Strings(names)
 		for _, name := range names {
