@@ -18,13 +18,6 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 )
 
-// Runnable lists the step types the engine executes today. Other catalog types validate but
-// are refused by Compile, so a run never starts with a step it cannot perform.
-var Runnable = map[string]bool{"ShellScript": true, "Http": true, "Wait": true, "Barrier": true, "HarnessApproval": true, "Policy": true,
-	"K8sRollingDeploy": true, "K8sRollingRollback": true, "K8sCanaryDeploy": true, "K8sCanaryDelete": true,
-	"K8sBlueGreenDeploy": true, "K8sBGSwapServices": true, "K8sApply": true, "K8sScale": true, "K8sDelete": true, "K8sDryRun": true,
-	"HelmDeploy": true, "HelmRollback": true, "HelmDelete": true}
-
 // Compile builds the plan of a merged pipeline. file names the source for diagnostics.
 func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
 	c := &compiler{file: file}
@@ -198,10 +191,10 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "execution-input",
 			"the timeout of step %q cannot be an execution-time input (spec 1.10)", s.Identifier)
 	}
-	if !Runnable[s.Type] {
+	if !steps.Runs(s.Type) {
 		c.diags.Unsupportedf(pipeline.NodePos(c.file, s.Node), "unsupported-step-type",
 			"step %q has type %s, which this version of the engine validates but cannot run yet", s.Identifier, s.Type).
-			SetHint("runnable step types: %s", strings.Join(runnableTypes(), ", "))
+			SetHint("runnable step types: %s", strings.Join(steps.Runnable(), ", "))
 	}
 	return n
 }
@@ -247,15 +240,6 @@ func sortedKeys(m map[string]any) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func runnableTypes() []string {
-	var out []string
-	for t := range Runnable {
-		out = append(out, t)
 	}
 	sort.Strings(out)
 	return out

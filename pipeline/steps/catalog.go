@@ -19,6 +19,8 @@ type Entry struct {
 	// Unresolved says how unresolved expressions in the spec render (spec 9.9): "null",
 	// "verbatim" or "fail".
 	Unresolved string
+	// ValidateOnly types are checked but not run yet: a run with one is refused.
+	ValidateOnly bool
 }
 
 var catalog = map[string]Entry{}
@@ -37,7 +39,7 @@ func init() {
 	register(Entry{Type: "HarnessApproval", New: func() any { return &HarnessApproval{} }})
 	register(Entry{Type: "Barrier", New: func() any { return &Barrier{} }})
 	register(Entry{Type: "Policy", New: func() any { return &Policy{} }, Unresolved: "fail"})
-	register(Entry{Type: "Container", New: func() any { return &Container{} }})
+	register(Entry{Type: "Container", New: func() any { return &Container{} }, ValidateOnly: true})
 	register(Entry{Type: "K8sRollingDeploy", New: func() any { return &K8sRollingDeploy{} }})
 	register(Entry{Type: "K8sRollingRollback", New: func() any { return &K8sRollingRollback{} }})
 	register(Entry{Type: "K8sCanaryDeploy", New: func() any { return &K8sCanaryDeploy{} }})
@@ -61,6 +63,23 @@ func Lookup(typ string) (Entry, bool) {
 
 // Types lists the known step types, sorted.
 func Types() []string { return slices.Sorted(maps.Keys(catalog)) }
+
+// Runs reports whether the engine runs a step type (known and not ValidateOnly).
+func Runs(typ string) bool {
+	e, ok := catalog[typ]
+	return ok && !e.ValidateOnly
+}
+
+// Runnable lists the step types the engine runs, sorted.
+func Runnable() []string {
+	var out []string
+	for _, t := range Types() {
+		if Runs(t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
 
 // NameTypeValue is an input, output or environment variable of a step.
 type NameTypeValue struct {

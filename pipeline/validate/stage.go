@@ -267,7 +267,7 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	if !ok && reference.IsStepType(s.Type) {
 		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-step-type",
 			"step type %s is valid in the reference, but Gantry does not run %s steps yet", s.Type, s.Type).
-			SetHint("Gantry runs step types %s", strings.Join(steps.Types(), ", "))
+			SetHint("Gantry runs step types %s", strings.Join(steps.Runnable(), ", "))
 		return
 	}
 	if !ok {
