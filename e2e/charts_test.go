@@ -31,14 +31,7 @@ var webChart = map[string]string{
 func chartService(t *testing.T, dir, store string) {
 	t.Helper()
 	writeFile(t, filepath.Join(dir, "overrides.yaml"), "replicas: <+serviceVariables.replicas>\nimage: <+artifact.image>\n")
-	rewriteService(t, dir, `            type: K8sManifest
-            spec:
-              store:
-                type: Local
-                spec:
-                  paths: [web/manifests]
-              valuesPaths: [web/values.yaml]
-`, `            type: HelmChart
+	rewriteService(t, dir, localManifest, `            type: HelmChart
             spec:
 `+store+`              chartName: web
               chartVersion: ^1

@@ -217,14 +217,7 @@ spec:
 	for name, text := range files {
 		writeFile(t, filepath.Join(dir, name), text)
 	}
-	rewriteService(t, dir, `            type: K8sManifest
-            spec:
-              store:
-                type: Local
-                spec:
-                  paths: [web/manifests]
-              valuesPaths: [web/values.yaml]
-`, `            type: Kustomize
+	rewriteService(t, dir, localManifest, `            type: Kustomize
             spec:
               store:
                 type: Local
@@ -266,14 +259,7 @@ func TestK8sHelmChartFromGit(t *testing.T) {
 	t.Setenv(secrets.EnvName("git_token"), srv.Password)
 	connector := fmt.Sprintf("connector:\n  name: Charts\n  identifier: charts\n  type: Git\n  spec:\n    url: %s/charts.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: git_token}\n", srv.HTTPURL, srv.Username)
 	writeFile(t, filepath.Join(dir, "git-connector.yaml"), connector)
-	rewriteService(t, dir, `            type: K8sManifest
-            spec:
-              store:
-                type: Local
-                spec:
-                  paths: [web/manifests]
-              valuesPaths: [web/values.yaml]
-`, `            type: HelmChart
+	rewriteService(t, dir, localManifest, `            type: HelmChart
             spec:
               store:
                 type: Git
@@ -293,6 +279,16 @@ func TestK8sHelmChartFromGit(t *testing.T) {
 		t.Errorf("deployment: replicas %d, labels %v (release %s), image %s", *d.Spec.Replicas, d.Labels, release, d.Spec.Template.Spec.Containers[0].Image)
 	}
 }
+
+// localManifest is examples/k8s's web manifest (local files), which tests rewrite into others.
+const localManifest = `            type: K8sManifest
+            spec:
+              store:
+                type: Local
+                spec:
+                  paths: [web/manifests]
+              valuesPaths: [web/values.yaml]
+`
 
 // rewriteService replaces old by new in the example's service.yaml, failing if the example
 // no longer holds old.

@@ -2,11 +2,8 @@ package charts
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
-
-	"go.temporal.io/sdk/temporal"
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
@@ -32,14 +29,6 @@ func httpChart(r *charttest.Repo, version string) *plan.ChartRepo {
 func ociChart(reg *registrytest.Registry, version string) *plan.ChartRepo {
 	return &plan.ChartRepo{Type: "OciHelmChart", Name: "web", Version: version, BasePath: "team/charts",
 		Connector: plan.RegistryConnector{ID: "oci", URL: "http://" + reg.Host, Username: registrytest.Username, PasswordRef: "registry_token"}}
-}
-
-func category(err error) string {
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		return app.Type()
-	}
-	return ""
 }
 
 // A chart of an HTTP repository: an exact version, a constraint, the latest stable one; its
@@ -137,7 +126,7 @@ func TestPullFailures(t *testing.T) {
 			if err == nil {
 				t.Fatal("pulled")
 			}
-			if got := category(err); got != string(c.want) || !strings.Contains(err.Error(), c.saying) {
+			if got := activities.Classify(err).Category; got != c.want || !strings.Contains(err.Error(), c.saying) {
 				t.Errorf("%s: %v, want %s saying %q", got, err, c.want, c.saying)
 			}
 			for _, s := range sec {
