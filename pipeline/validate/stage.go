@@ -265,9 +265,13 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	}
 	entry, ok := steps.Lookup(s.Type)
 	if !ok && reference.IsStepType(s.Type) {
-		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-step-type",
-			"step type %s is valid in the reference, but Gantry does not run %s steps yet", s.Type, s.Type).
-			SetHint("Gantry runs step types %s", strings.Join(steps.Runnable(), ", "))
+		d := c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-step-type",
+			"step type %s is valid in the reference, but Gantry does not run %s steps yet", s.Type, s.Type)
+		if why, ok := unsupportedStepWhy[s.Type]; ok {
+			d.SetHint("%s", why)
+		} else {
+			d.SetHint("Gantry runs step types %s", strings.Join(steps.Runnable(), ", "))
+		}
 		return
 	}
 	if !ok {
@@ -434,4 +438,11 @@ func (c *checker) stepVars(vars []steps.NameTypeValue, what string, types []stri
 		seen[v.Name] = true
 		c.enum(v.Node, "type", v.Type, types, what+" type")
 	}
+}
+
+// unsupportedStepWhy says, for reference step types that wait on something Gantry does not run
+// yet, what that is.
+var unsupportedStepWhy = map[string]string{
+	"DownloadManifests": "DownloadManifests puts the service's manifests into a containerized step group's shared workspace for the container steps after it; Gantry does not run containerized step groups yet (its K8s and Helm steps fetch the manifests themselves)",
+	"Run":               "Run steps execute in containers of a containerized step group, which Gantry does not run yet; a ShellScript step runs the same script on a worker",
 }
