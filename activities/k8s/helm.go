@@ -120,8 +120,11 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 		return nil, err
 	}
 	revs, err := s.helmHistory(cfg)
-	if err != nil && !s.bool("ignoreReleaseHistFailStatus") {
-		return nil, err
+	if err != nil {
+		if !s.bool("ignoreReleaseHistFailStatus") {
+			return nil, err
+		}
+		s.logf("ignoring (ignoreReleaseHistFailStatus): %s", activities.Classify(err).Message)
 	}
 	mine := executionLabel(s.exec)
 	prev := 0
@@ -147,8 +150,11 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 	wait := !s.bool("skipSteadyStateCheck")
 	labels := map[string]string{LabelHelmExecution: mine}
 	description := fmt.Sprintf("Gantry execution %s, step %s", s.exec, s.path)
-	s.logf("%s chart %s %s as release %s in namespace %s (wait: %v)", map[bool]string{true: "upgrade to", false: "install"}[len(revs) > 0],
-		ch.Name(), ch.Metadata.Version, s.in.ReleaseName, s.in.Namespace, wait)
+	verb := "install"
+	if len(revs) > 0 {
+		verb = "upgrade to"
+	}
+	s.logf("%s chart %s %s as release %s in namespace %s (wait: %v)", verb, ch.Name(), ch.Metadata.Version, s.in.ReleaseName, s.in.Namespace, wait)
 	// Steady state is watched as the K8s steps watch it (rollout status of every workload and
 	// Job of the release), not with Helm's polling wait: the step ends as soon as the release
 	// is ready, and a failed rollout fails it at once.

@@ -614,7 +614,11 @@ func (s *stepRun) applyFiles() (map[string]any, error) {
 	}
 	for _, p := range paths {
 		if !used[strings.TrimPrefix(p, "./")] {
-			return nil, activities.Fail(activities.Unknown, "filePaths entry %q matches no manifest file of the %s", p, map[bool]string{true: "step's manifestSource", false: "service"}[s.in.StepSource])
+			of := "the service"
+			if s.in.StepSource {
+				of = "the step's manifestSource"
+			}
+			return nil, activities.Fail(activities.Unknown, "filePaths entry %q matches no manifest file of %s", p, of)
 		}
 	}
 	if !s.bool("skipDryRun") {
