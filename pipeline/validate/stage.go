@@ -246,6 +246,16 @@ func (c *checker) stepGroup(ctx *stageCtx, g *pipeline.StepGroup, rollback bool,
 	if len(g.Steps) == 0 && pipeline.Field(g.Node, "steps") != nil {
 		c.diags.Errorf(c.pos(pipeline.Field(g.Node, "steps")), "empty", "step group %s has no steps", g.Identifier)
 	}
+	// A containerized step group runs its steps in a pod on the user's cluster; running them on
+	// a worker instead would not be what was asked, so it is refused until Gantry runs pods.
+	if g.StepGroupInfra != nil {
+		c.diags.Unsupportedf(c.pos(pipeline.Key(g.Node, "stepGroupInfra")), "unsupported-field",
+			"step group %s is a containerized step group (`stepGroupInfra`): valid in the reference, but Gantry does not run step groups in pods yet", g.Identifier).
+			SetHint("remove stepGroupInfra to run the group's ShellScript, Http and K8s steps on Gantry's workers")
+	} else if g.SharedPaths != nil {
+		c.diags.Warnf(c.pos(pipeline.Key(g.Node, "sharedPaths")), "not-implemented",
+			"sharedPaths is ignored: it shares folders between the containers of a containerized step group, and step group %s is not one", g.Identifier)
+	}
 	inner := append(append([]*pipeline.StepGroup(nil), groups...), g)
 	c.stepList(ctx, g.Steps, rollback, inner)
 	c.stepList(ctx, g.RollbackSteps, true, inner)
