@@ -304,7 +304,7 @@ func TestContainerizedStepGroupRefused(t *testing.T) {
 	src := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Custom\n        spec:\n          execution:\n            steps:\n              - stepGroup:\n                  name: g\n                  identifier: g\n%s                  steps:\n                    - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: \"true\"}}}}\n"
 	for extra, want := range map[string]string{
 		"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci}}\n": "p.yaml:15:19: unsupported: step group g is a containerized step group",
-		"                  sharedPaths: [/cache]\n": "p.yaml:15:19: warning: sharedPaths is ignored",
+		"                  sharedPaths: [/cache]\n":                                                              "p.yaml:15:19: warning: sharedPaths is ignored",
 	} {
 		r := load.Bytes("p.yaml", []byte(strings.Replace(src, "%s", extra, 1)), load.Options{ForRun: true})
 		text := r.Diags.Render(r.Sources)
