@@ -292,8 +292,20 @@ type state struct {
 	missing string
 }
 
+// vms and envs are reused across evaluations: a fresh VM and environment map per expression
+// were most of an evaluation's cost. An evaluation may nest others (inner expressions, values
+// that hold expressions); each takes its own.
+var (
+	vms  = sync.Pool{New: func() any { return new(vm.VM) }}
+	envs = sync.Pool{New: func() any { return make(map[string]any, 4) }}
+)
+
 func (c *compiled) run(st *state) (any, error) {
-	env := make(map[string]any, 1+len(c.inner)+len(c.tr.strs))
+	env := envs.Get().(map[string]any)
+	defer func() {
+		clear(env)
+		envs.Put(env)
+	}()
 	env[scopeVar] = st
 	vals := make([]any, len(c.inner))
 	for i, in := range c.inner {
@@ -315,7 +327,9 @@ func (c *compiled) run(st *state) (any, error) {
 		}
 		env[strName(i)] = b.String()
 	}
-	out, err := vm.Run(c.prog, env)
+	machine := vms.Get().(*vm.VM)
+	out, err := machine.Run(c.prog, env)
+	vms.Put(machine)
 	if err != nil {
 		var ue *UnresolvedError
 		if errors.As(err, &ue) {
