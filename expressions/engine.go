@@ -307,7 +307,10 @@ func (c *compiled) run(st *state) (any, error) {
 		envs.Put(env)
 	}()
 	env[scopeVar] = st
-	vals := make([]any, len(c.inner))
+	var vals []any
+	if len(c.inner) > 0 {
+		vals = make([]any, len(c.inner))
+	}
 	for i, in := range c.inner {
 		v, err := in.run(st)
 		if err != nil {

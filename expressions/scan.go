@@ -165,5 +165,28 @@ func isIdentChar(c byte) bool {
 
 // placeholder names bind inner values into the translated program; users cannot write them
 // because identifiers starting with "__" are rejected.
-func innerName(i int) string { return fmt.Sprintf("__in%d__", i) }
-func strName(i int) string   { return fmt.Sprintf("__str%d__", i) }
+// innerName and strName name an expression's inner values in its environment; the first
+// names are made once, as every evaluation sets them.
+func innerName(i int) string {
+	if i < len(innerNames) {
+		return innerNames[i]
+	}
+	return fmt.Sprintf("__in%d__", i)
+}
+
+func strName(i int) string {
+	if i < len(strNames) {
+		return strNames[i]
+	}
+	return fmt.Sprintf("__str%d__", i)
+}
+
+var innerNames, strNames = names("__in%d__"), names("__str%d__")
+
+func names(format string) []string {
+	out := make([]string, 16)
+	for i := range out {
+		out[i] = fmt.Sprintf(format, i)
+	}
+	return out
+}
