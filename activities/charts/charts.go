@@ -65,7 +65,7 @@ func (p *Puller) Pull(ctx context.Context, c *plan.ChartRepo) (activities.Fetche
 		return activities.Fetched{}, err
 	}
 	where := fmt.Sprintf("chart %s from %s", c.Name, redact(c.Connector.URL))
-	files, err := loader.LoadArchiveFiles(bytes.NewReader(archive))
+	files, err := unpack(archive, "")
 	if err != nil {
 		return activities.Fetched{}, activities.Fail(activities.Verification, "%s: not a chart archive: %v", where, err)
 	}
@@ -97,6 +97,31 @@ func (p *Puller) Pull(ctx context.Context, c *plan.ChartRepo) (activities.Fetche
 			return activities.Fetched{}, activities.Fail(activities.Verification, "%s %s: no values file %s in the chart", where, out.Chart.Version, v)
 		}
 		out.Values = append(out.Values, out.Files[i])
+	}
+	return out, nil
+}
+
+// unpack reads a chart archive's files below dir, unpacking the archives of dependencies
+// (charts/NAME-VERSION.tgz, as `helm dependency update` leaves them) into charts/NAME-VERSION/:
+// files travel as text, which an archive's bytes would not survive, and Helm loads a
+// dependency from a folder as from an archive.
+func unpack(archive []byte, dir string) ([]*loader.BufferedFile, error) {
+	files, err := loader.LoadArchiveFiles(bytes.NewReader(archive))
+	if err != nil {
+		return nil, err
+	}
+	var out []*loader.BufferedFile
+	for _, f := range files {
+		name := path.Join(dir, f.Name)
+		if sub, ok := strings.CutSuffix(f.Name, ".tgz"); ok && path.Dir(f.Name) == "charts" {
+			inner, err := unpack(f.Data, path.Join(dir, sub))
+			if err != nil {
+				return nil, fmt.Errorf("dependency %s: %v", f.Name, err)
+			}
+			out = append(out, inner...)
+			continue
+		}
+		out = append(out, &loader.BufferedFile{Name: name, Data: f.Data})
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package charts
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -135,5 +136,45 @@ func TestPullFailures(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A chart with a packaged dependency (charts/NAME-VERSION.tgz, as `helm dependency update`
+// leaves it) arrives with the dependency unpacked, and renders with it.
+func TestPullPackagedDependency(t *testing.T) {
+	dep := charttest.Package(t, "cache", "0.2.0", map[string]string{
+		"values.yaml":          "size: 1\n",
+		"templates/cache.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cache-{{ .Values.size }}}\n",
+	})
+	parent := map[string][]byte{
+		"Chart.yaml":             []byte("apiVersion: v2\nname: web\nversion: 1.0.0\ndependencies: [{name: cache, version: 0.2.0}]\n"),
+		"values.yaml":            []byte("cache: {size: 3}\n"),
+		"templates/web.yaml":     []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n"),
+		"charts/cache-0.2.0.tgz": dep,
+	}
+	r := charttest.StartRepo(t)
+	r.Add(t, charttest.Archive(t, "web", parent))
+	got, err := (&Puller{Secrets: sec}).Pull(context.Background(), &plan.ChartRepo{Type: "Http", Name: "web",
+		Connector: plan.RegistryConnector{ID: "charts", URL: r.URL, Username: charttest.Username, PasswordRef: "chart_token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf := make([]manifests.File, len(got.Files))
+	for i, f := range got.Files {
+		mf[i] = manifests.File{Path: f.Path, Text: f.Text}
+	}
+	if !slices.ContainsFunc(got.Files, func(f plan.File) bool { return f.Path == "web/charts/cache-0.2.0/templates/cache.yaml" }) {
+		t.Errorf("the dependency's archive was not unpacked: %v", got.Files)
+	}
+	objs, err := manifests.Helm(mf, "web", nil, manifests.Release{Name: "rel", Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, o := range objs {
+		names = append(names, o.GetName())
+	}
+	if strings.Join(names, " ") != "cache-3 web" {
+		t.Errorf("rendered %v, want the dependency's object with the parent's values", names)
 	}
 }

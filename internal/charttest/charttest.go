@@ -5,13 +5,18 @@
 package charttest
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +62,31 @@ func Package(t testing.TB, name, version string, files map[string]string) []byte
 		t.Fatal(err)
 	}
 	return b
+}
+
+// Archive writes a chart archive of files as they are, below the chart's folder, as `helm
+// package` does for a folder (which keeps dependency archives in charts/ packed, unlike
+// Package); Chart.yaml must be among the files.
+func Archive(t testing.TB, name string, files map[string][]byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, n := range slices.Sorted(maps.Keys(files)) {
+		if err := tw.WriteHeader(&tar.Header{Name: name + "/" + n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(files[n]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 // Repo is an HTTP chart repository.
