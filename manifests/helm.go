@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"bytes"
 	"fmt"
 	"path"
 	"sort"
@@ -106,4 +107,40 @@ func Helm(files []File, dir string, values []File, rel Release) ([]Object, error
 		out = append(out, objs...)
 	}
 	return out, nil
+}
+
+// UnpackDependencyFiles is UnpackDependency for any file of a folder: the file itself when it
+// is not a packaged dependency.
+func UnpackDependencyFiles(name string, data []byte) ([]File, error) {
+	files, ok, err := UnpackDependency(name, data)
+	if err != nil || ok {
+		return files, err
+	}
+	return []File{{Path: name, Text: string(data)}}, nil
+}
+
+// UnpackDependency turns a chart's packaged dependency (a file charts/NAME.tgz anywhere in a
+// chart folder, as `helm dependency update` leaves it) into the files of charts/NAME/, which
+// Helm loads as it loads the archive; ok is false for any other file. Manifest files travel
+// as text in a run's payloads, which an archive's bytes would not survive.
+func UnpackDependency(name string, data []byte) (files []File, ok bool, err error) {
+	sub, isArchive := strings.CutSuffix(name, ".tgz")
+	if !isArchive || path.Base(path.Dir(name)) != "charts" {
+		return nil, false, nil
+	}
+	inner, err := loader.LoadArchiveFiles(bytes.NewReader(data))
+	if err != nil {
+		return nil, true, fmt.Errorf("dependency %s: %v", name, err)
+	}
+	for _, f := range inner {
+		more, nested, err := UnpackDependency(path.Join(sub, f.Name), f.Data)
+		if err != nil {
+			return nil, true, err
+		}
+		if !nested {
+			more = []File{{Path: path.Join(sub, f.Name), Text: string(f.Data)}}
+		}
+		files = append(files, more...)
+	}
+	return files, true, nil
 }

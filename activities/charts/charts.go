@@ -30,6 +30,7 @@ import (
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/registry"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/manifests"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -65,17 +66,17 @@ func (p *Puller) Pull(ctx context.Context, c *plan.ChartRepo) (activities.Fetche
 		return activities.Fetched{}, err
 	}
 	where := fmt.Sprintf("chart %s from %s", c.Name, redact(c.Connector.URL))
-	files, err := unpack(archive, "")
+	files, err := unpack(archive)
 	if err != nil {
 		return activities.Fetched{}, activities.Fail(activities.Verification, "%s: not a chart archive: %v", where, err)
 	}
 	total := 0
 	for _, f := range files {
-		total += len(f.Data)
-		out.Files = append(out.Files, plan.File{Path: path.Join(c.Name, f.Name), Text: string(f.Data)})
-		if f.Name == "Chart.yaml" {
+		total += len(f.Text)
+		out.Files = append(out.Files, plan.File{Path: path.Join(c.Name, f.Path), Text: f.Text})
+		if f.Path == "Chart.yaml" {
 			var meta activities.ChartMeta
-			if err := yaml.Unmarshal(f.Data, &meta); err != nil {
+			if err := yaml.Unmarshal([]byte(f.Text), &meta); err != nil {
 				return activities.Fetched{}, activities.Fail(activities.Verification, "%s: Chart.yaml: %v", where, err)
 			}
 			out.Chart = &meta
@@ -101,27 +102,20 @@ func (p *Puller) Pull(ctx context.Context, c *plan.ChartRepo) (activities.Fetche
 	return out, nil
 }
 
-// unpack reads a chart archive's files below dir, unpacking the archives of dependencies
-// (charts/NAME-VERSION.tgz, as `helm dependency update` leaves them) into charts/NAME-VERSION/:
-// files travel as text, which an archive's bytes would not survive, and Helm loads a
-// dependency from a folder as from an archive.
-func unpack(archive []byte, dir string) ([]*loader.BufferedFile, error) {
+// unpack reads a chart archive's files, its packaged dependencies unpacked (see
+// manifests.UnpackDependency).
+func unpack(archive []byte) ([]manifests.File, error) {
 	files, err := loader.LoadArchiveFiles(bytes.NewReader(archive))
 	if err != nil {
 		return nil, err
 	}
-	var out []*loader.BufferedFile
+	var out []manifests.File
 	for _, f := range files {
-		name := path.Join(dir, f.Name)
-		if sub, ok := strings.CutSuffix(f.Name, ".tgz"); ok && path.Dir(f.Name) == "charts" {
-			inner, err := unpack(f.Data, path.Join(dir, sub))
-			if err != nil {
-				return nil, fmt.Errorf("dependency %s: %v", f.Name, err)
-			}
-			out = append(out, inner...)
-			continue
+		inner, err := manifests.UnpackDependencyFiles(f.Name, f.Data)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, &loader.BufferedFile{Name: name, Data: f.Data})
+		out = append(out, inner...)
 	}
 	return out, nil
 }

@@ -32,6 +32,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/manifests"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -226,7 +227,7 @@ func cached(dir string, wanted []string) bool {
 
 // readTree reads a cached file, or a folder's files in path order: for manifests its *.yaml,
 // *.yml and *.tpl files, for values every file.
-func readTree(dir, p string, manifests bool) ([]plan.File, error) {
+func readTree(dir, p string, onlyManifests bool) ([]plan.File, error) {
 	clean := strings.Trim(path.Clean("/"+p), "/")
 	root := filepath.Join(dir, "files", filepath.FromSlash(clean))
 	st, err := os.Stat(root)
@@ -245,7 +246,7 @@ func readTree(dir, p string, manifests bool) ([]plan.File, error) {
 			case ".yaml", ".yml", ".tpl":
 				names = append(names, n)
 			default:
-				if !manifests {
+				if !onlyManifests {
 					names = append(names, n)
 				}
 			}
@@ -270,7 +271,13 @@ func readTree(dir, p string, manifests bool) ([]plan.File, error) {
 			return nil, fmt.Errorf("%s: more than %d KiB of files, too much to carry in a run (Temporal payloads stop at 2 MB)", p, plan.MaxManifestBytes>>10)
 		}
 		rel, _ := filepath.Rel(filepath.Join(dir, "files"), n)
-		out = append(out, plan.File{Path: filepath.ToSlash(rel), Text: string(b)})
+		files, err := manifests.UnpackDependencyFiles(filepath.ToSlash(rel), b)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			out = append(out, plan.File{Path: f.Path, Text: f.Text})
+		}
 	}
 	return out, nil
 }

@@ -692,7 +692,13 @@ func readTreeOf(base, rel string, all bool) ([]plan.File, error) {
 			return nil, fmt.Errorf("%s: more than %d KiB of files, too much to carry in a run (Temporal payloads stop at 2 MB)", rel, plan.MaxManifestBytes>>10)
 		}
 		r, _ := filepath.Rel(base, p)
-		out = append(out, plan.File{Path: filepath.ToSlash(r), Text: string(b)})
+		files, err := manifests.UnpackDependencyFiles(filepath.ToSlash(r), b)
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			out = append(out, plan.File{Path: f.Path, Text: f.Text})
+		}
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gantry-cd/gantry/internal/charttest"
 	"github.com/gantry-cd/gantry/pipeline/load"
 )
 
@@ -256,5 +257,24 @@ func TestNativeHelm(t *testing.T) {
 				t.Errorf("ok %v, want %v, saying %q:\n%s", r.OK(), c.ok, c.want, text)
 			}
 		})
+	}
+}
+
+// A Local chart's packaged dependency (charts/NAME.tgz) is carried unpacked, as the run's text
+// payloads would corrupt the archive, and the chart still renders with it at submit time.
+func TestLocalChartPackagedDependency(t *testing.T) {
+	dep := charttest.Package(t, "cache", "0.1.0", map[string]string{"templates/cache.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cache}\n"})
+	dir := copyExample(t, map[string]string{"charts/web/charts/cache-0.1.0.tgz": string(dep)})
+	r, err := load.File(filepath.Join(dir, "helm.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	var paths []string
+	for _, f := range r.Plan.Stages[0].Deploy.Service.Manifests[0].Files {
+		paths = append(paths, f.Path)
+	}
+	got := strings.Join(paths, " ")
+	if !strings.Contains(got, "charts/web/charts/cache-0.1.0/templates/cache.yaml") || strings.Contains(got, ".tgz") {
+		t.Errorf("chart files %v", paths)
 	}
 }
