@@ -280,8 +280,12 @@ func TestK8sInitStrategies(t *testing.T) {
 	for _, strategy := range cli.Strategies {
 		t.Run(strategy, func(t *testing.T) {
 			dir := k8sExample(t, "e2e-"+strategy)
-			src, err := cli.Scaffold{Strategy: strategy, Name: "web " + strategy, ID: "web_" + strategy, Service: "web",
-				Environment: "dev", Infrastructure: "dev_cluster"}.Render()
+			service, infra, ns := "web", "dev_cluster", "e2e-"+strategy+"-dev"
+			if strategy == "helm" { // a NativeHelm stage: the example's Helm service and infrastructure
+				service, infra, ns = "web_helm", "dev_helm", "e2e-helm-helm-dev"
+			}
+			src, err := cli.Scaffold{Strategy: strategy, Name: "web " + strategy, ID: "web_" + strategy, Service: service,
+				Environment: "dev", Infrastructure: infra}.Render()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -299,8 +303,7 @@ func TestK8sInitStrategies(t *testing.T) {
 				_, res := runPlan(t, env.starter, r.Plan)
 				conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded})
 			}
-			ns := "e2e-" + strategy + "-dev"
-			name := "web"
+			name := "web" // the Helm chart names its Deployment after the release, web
 			if strategy == "bluegreen" {
 				name = "web-green"
 			}
