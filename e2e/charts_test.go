@@ -1,13 +1,11 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/charttest"
@@ -86,15 +84,7 @@ func TestK8sHelmChartFromHTTPRepo(t *testing.T) {
 	repo.Add(t, charttest.Package(t, "web", "1.2.0", webChart))
 	_, res = runPlan(t, env.starter, p)
 	check(res, "1.2.0")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	again, err := env.starter.Rerun(ctx, first.ID, workflows.Trigger{Type: "MANUAL", User: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err = env.starter.Result(ctx, again.ID); err != nil {
-		t.Fatal(err)
-	}
+	res = rerun(t, first.ID)
 	check(res, "1.1.0")
 }
 

@@ -116,6 +116,22 @@ func compile(t *testing.T, name string, src []byte, opts load.Options) *plan.Pla
 }
 
 // runPlan starts a plan and waits for its result.
+// rerun starts `gantry rerun` of an execution and waits for its result.
+func rerun(t *testing.T, id string) *workflows.PipelineResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	again, err := env.starter.Rerun(ctx, id, workflows.Trigger{Type: "MANUAL", User: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.starter.Result(ctx, again.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
 func runPlan(t *testing.T, s *starter.Starter, p *plan.Plan) (starter.Execution, *workflows.PipelineResult) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

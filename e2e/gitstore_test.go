@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -53,16 +52,7 @@ func TestK8sManifestsFromGit(t *testing.T) {
 	_, res = runPlan(t, env.starter, p)
 	check(res, second, 3)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	again, err := env.starter.Rerun(ctx, firstRun.ID, workflows.Trigger{Type: "MANUAL", User: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err = env.starter.Result(ctx, again.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res = rerun(t, firstRun.ID)
 	check(res, first, 2)
 }
 
@@ -167,15 +157,7 @@ func TestK8sArtifactDigestFromRegistry(t *testing.T) {
 	second := push()
 	_, res = runPlan(t, env.starter, p)
 	check(res, second)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	again, err := env.starter.Rerun(ctx, firstRun.ID, workflows.Trigger{Type: "MANUAL", User: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err = env.starter.Result(ctx, again.ID); err != nil {
-		t.Fatal(err)
-	}
+	res = rerun(t, firstRun.ID)
 	check(res, first)
 }
 
