@@ -29,6 +29,7 @@ run-topology: build
 # Builds (once, cached outside the repo by go.sum) the Kubernetes binaries the tests start.
 k8s-tools:
 	@hack/k8s/build.sh >/dev/null
+	@hack/node/build.sh >/dev/null
 
 # Installs Debian's Chromium (apt-get) for the Web UI's browser tests when it is missing.
 browser-tools:

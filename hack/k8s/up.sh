@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Start etcd + kube-apiserver + kube-controller-manager + kube-scheduler + kwok on loopback.
 # Usage: up.sh <bindir> <statedir>   (bindir from build.sh: $(build.sh)/bin)
-# Ports: API_PORT (16443), ETCD_PORT (23790), ETCD_PEER_PORT (23800).
+# Ports: API_PORT (16443), ETCD_PORT (23790), ETCD_PEER_PORT (23800). KWOK=0: no kwok and no fake
+# node, for a real kubelet (hack/node/up.sh).
 # Writes <statedir>/kubeconfig and <statedir>/pids. Stop with down.sh <statedir>.
 set -euo pipefail
 BIN=${1:?bindir}; ST=${2:?statedir}
@@ -66,7 +67,8 @@ start kube-apiserver "$BIN/kube-apiserver" \
   --service-account-signing-key-file "$ST/pki/sa.key" \
   --service-cluster-ip-range 10.96.0.0/16 \
   --enable-priority-and-fairness=false \
-  --profiling=false
+  --profiling=false \
+  --kubelet-preferred-address-types Hostname,InternalIP
 for i in $(seq 1 600); do
   curl -sfk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:${API_PORT}/readyz" >/dev/null && break; sleep 0.1
 done
@@ -81,12 +83,17 @@ start kube-controller-manager "$BIN/kube-controller-manager" \
   --use-service-account-credentials=false \
   --node-monitor-grace-period=1h
 start kube-scheduler "$BIN/kube-scheduler" --kubeconfig "$ST/kubeconfig" --leader-elect=false --secure-port=0
+KC() { "$BIN/kubectl" --kubeconfig "$ST/kubeconfig" "$@"; }
+if [ "${KWOK:-1}" = 0 ]; then # a real kubelet joins instead (hack/node/up.sh)
+  for i in $(seq 1 300); do KC -n default get serviceaccount default >/dev/null 2>&1 && break; sleep 0.1; done
+  echo "control plane ready in $(( $(date +%s) - t0 ))s; KUBECONFIG=$ST/kubeconfig" >&2
+  exit 0
+fi
 start kwok "$BIN/kwok" --kubeconfig "$ST/kubeconfig" --config "$KWOK_STAGES" \
   --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
   --node-ip 127.0.0.1 --cidr 10.244.0.1/16 --server-address ""
 
 # --- one fake node managed by kwok
-KC() { "$BIN/kubectl" --kubeconfig "$ST/kubeconfig" "$@"; }
 KC apply -f - >/dev/null <<'EOF2'
 apiVersion: v1
 kind: Node

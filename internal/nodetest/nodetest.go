@@ -1,0 +1,238 @@
+// Package nodetest starts a single-node Kubernetes whose node really runs containers, for
+// tests: the control plane of hack/k8s, a kubelet, containerd with Debian's runc and a
+// registry on loopback (hack/node), filled with images built here from Debian's static
+// busybox and bash and from Gantry's own gantry-helper. There is one node per machine (the
+// kubelet's ports and host paths are fixed): Start takes a machine-wide lock that Stop
+// releases, so only one test process uses it at a time.
+package nodetest
+
+import (
+	"archive/tar"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/gantry-cd/gantry/internal/freeport"
+)
+
+// Images pushed by Start, as the node pulls them.
+const (
+	Busybox = "busybox:1"       // Debian's busybox-static as /bin/sh and its applets, bash-static as /bin/bash
+	Helper  = "gantry-helper:1" // Gantry's helper
+	Pause   = "pause:1"         // the pod sandbox
+)
+
+// Node is a running node and its control plane.
+type Node struct {
+	Kubeconfig string // admin kubeconfig
+	Registry   string // host:port of the loopback registry the node pulls from
+	Bin        string // kubectl and the control-plane binaries
+	state      string
+	hack       string
+	lock       *os.File
+}
+
+// Start builds what is missing (cached outside the repository, minutes when cold) and starts
+// the node with its state under dir. Always call Stop: it undoes the host changes.
+func Start(dir string) (*Node, error) {
+	root := repoRoot()
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "gantry-node.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	n := &Node{state: dir, hack: filepath.Join(root, "hack"), lock: lock, Kubeconfig: filepath.Join(dir, "cp", "kubeconfig")}
+	k8s, err := lastLine(filepath.Join(n.hack, "k8s", "build.sh"))
+	if err != nil {
+		n.unlock()
+		return nil, fmt.Errorf("build Kubernetes tools: %v", err)
+	}
+	node, err := lastLine(filepath.Join(n.hack, "node", "build.sh"))
+	if err != nil {
+		n.unlock()
+		return nil, fmt.Errorf("build the node's tools: %v", err)
+	}
+	n.Bin = filepath.Join(k8s, "bin")
+	ports, err := freeport.Ports(4)
+	if err != nil {
+		n.unlock()
+		return nil, err
+	}
+	n.Registry = "127.0.0.1:" + strconv.Itoa(ports[3])
+	cmd := exec.Command(filepath.Join(n.hack, "node", "up.sh"), n.Bin, node, dir)
+	cmd.Env = append(os.Environ(), "API_PORT="+strconv.Itoa(ports[0]), "ETCD_PORT="+strconv.Itoa(ports[1]),
+		"ETCD_PEER_PORT="+strconv.Itoa(ports[2]), "REGISTRY_PORT="+strconv.Itoa(ports[3]))
+	if b, err := cmd.CombinedOutput(); err != nil {
+		n.Stop()
+		return nil, fmt.Errorf("start the node: %v\n%s", err, b)
+	}
+	if err := n.pushImages(root, filepath.Join(node, "bin", "pause")); err != nil {
+		n.Stop()
+		return nil, err
+	}
+	return n, nil
+}
+
+// Stop stops the node, undoes its host changes and releases the machine-wide lock.
+func (n *Node) Stop() {
+	_, _ = run(filepath.Join(n.hack, "node", "down.sh"), n.state)
+	n.unlock()
+}
+
+func (n *Node) unlock() {
+	if n.lock != nil {
+		_ = syscall.Flock(int(n.lock.Fd()), syscall.LOCK_UN)
+		n.lock.Close()
+		n.lock = nil
+	}
+}
+
+// Image is the reference the node pulls an image of Start's by.
+func (n *Node) Image(image string) string { return n.Registry + "/" + image }
+
+// Kubectl runs kubectl against the cluster and returns its combined output.
+func (n *Node) Kubectl(args ...string) (string, error) {
+	return run(filepath.Join(n.Bin, "kubectl"), append([]string{"--kubeconfig", n.Kubeconfig}, args...)...)
+}
+
+// pushImages builds and pushes the sandbox, busybox and helper images.
+func (n *Node) pushImages(root, pause string) error {
+	tmp, err := os.MkdirTemp("", "gantry-helper-build")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	helper := filepath.Join(tmp, "gantry-helper")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", helper, "./cmd/gantry-helper")
+	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build gantry-helper: %v\n%s", err, b)
+	}
+	applets, err := run("/bin/busybox", "--list")
+	if err != nil {
+		return err
+	}
+	box := []file{{path: "bin/busybox", src: "/bin/busybox"}, {path: "bin/bash", src: "/bin/bash-static"}, {path: "tmp/", mode: 0o1777}}
+	for _, a := range strings.Fields(applets) {
+		if a != "busybox" && a != "bash" {
+			box = append(box, file{path: "bin/" + a, link: "busybox"})
+		}
+	}
+	images := []struct {
+		ref   string
+		files []file
+		cfg   v1.Config
+	}{
+		{Pause, []file{{path: "pause", src: pause}}, v1.Config{Entrypoint: []string{"/pause"}}},
+		{Busybox, box, v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=/bin"}}},
+		{Helper, []file{{path: "gantry-helper", src: helper}}, v1.Config{Entrypoint: []string{"/gantry-helper"}}},
+	}
+	for _, im := range images {
+		if err := push(n.Image(im.ref), im.files, im.cfg); err != nil {
+			return fmt.Errorf("push %s: %v", im.ref, err)
+		}
+	}
+	return nil
+}
+
+type file struct {
+	path, src, link string
+	mode            int64
+}
+
+// push writes a one-layer linux/amd64 image.
+func push(ref string, files []file, cfg v1.Config) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		h := &tar.Header{Name: f.path, Mode: 0o755}
+		switch {
+		case f.link != "":
+			h.Typeflag, h.Linkname = tar.TypeSymlink, f.link
+		case strings.HasSuffix(f.path, "/"):
+			h.Typeflag, h.Mode = tar.TypeDir, f.mode
+		default:
+			b, err := os.ReadFile(f.src)
+			if err != nil {
+				return err
+			}
+			h.Typeflag, h.Size = tar.TypeReg, int64(len(b))
+			if err := tw.WriteHeader(h); err != nil {
+				return err
+			}
+			if _, err := tw.Write(b); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		return err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture, cf.Config = "linux", runtime.GOARCH, cfg
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return err
+	}
+	r, err := name.ParseReference(ref, name.Insecure)
+	if err != nil {
+		return err
+	}
+	return remote.Write(r, img)
+}
+
+func lastLine(script string) (string, error) {
+	out, err := run(script)
+	if err != nil {
+		return "", err
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1], nil
+}
+
+func run(name string, args ...string) (string, error) {
+	var out, errb bytes.Buffer
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
