@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -27,7 +28,65 @@ const (
 	FetchChart = "gantry.FetchChart"
 	// ResolveArtifact resolves a Deployment stage's artifact tag to a digest at its service phase.
 	ResolveArtifact = "gantry.ResolveArtifact"
+	// PodStart creates a containerized step group's pod; PodStop deletes it; ContainerStep runs
+	// a step in its container.
+	PodStart      = "gantry.PodStart"
+	PodStop       = "gantry.PodStop"
+	ContainerStep = "gantry.ContainerStep"
 )
+
+// PodInput is a containerized step group's pod: where it runs (its infrastructure rendered)
+// and one container per container step, in order.
+type PodInput struct {
+	ExecutionID string `json:"executionId"`
+	// WorkflowID and RunID are the stage workflow's: a pod whose workflow has closed is
+	// garbage, whoever created it.
+	WorkflowID string         `json:"workflowId"`
+	RunID      string         `json:"runId"`
+	Group      string         `json:"group"` // the group's node path
+	Name       string         `json:"name"`  // the pod's name, unique per execution and group run
+	Pod        plan.Pod       `json:"pod"`
+	Containers []PodContainer `json:"containers"`
+	// Secrets are the secrets the steps reference: they reach the containers from a
+	// Kubernetes Secret created with the pod, never in the pod spec.
+	Secrets []string `json:"secrets,omitempty"`
+}
+
+// PodContainer is one step's container, its fields rendered.
+type PodContainer struct {
+	Name            string `json:"name"`
+	Step            string `json:"step"` // the step's node path
+	Type            string `json:"type"`
+	Image           string `json:"image"`
+	ConnectorRef    string `json:"connectorRef,omitempty"`
+	ImagePullPolicy string `json:"imagePullPolicy,omitempty"`
+	Privileged      bool   `json:"privileged,omitempty"`
+	RunAsUser       *int64 `json:"runAsUser,omitempty"`
+	CPU             string `json:"cpu,omitempty"`    // limit
+	Memory          string `json:"memory,omitempty"` // limit
+}
+
+var secretRef = regexp.MustCompile(`<\+secrets\.getValue\("([^"]+)"\)>`)
+
+// SecretRefs returns the secret identifiers a text references literally, each once, in order.
+func SecretRefs(s string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, m := range secretRef.FindAllStringSubmatch(s, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
+// PodStep is where a container step runs: its group's pod (recreated if it is gone) and its
+// own container in it.
+type PodStep struct {
+	Pod       PodInput `json:"pod"`
+	Container string   `json:"container"`
+}
 
 // ResolveInput is an artifact to resolve, its image path, tag and tag pattern rendered.
 type ResolveInput struct {
@@ -90,6 +149,8 @@ func ForStepType(t string) string {
 		return Http
 	case "Policy":
 		return Policy
+	case "Run", "Background", "Plugin":
+		return ContainerStep
 	}
 	if IsKubernetes(t) {
 		return Kubernetes
@@ -113,6 +174,8 @@ type StepInput struct {
 	Timeout     time.Duration   `json:"timeout"`
 	// Deploy is the deployment a Kubernetes step works on; nil for other steps.
 	Deploy *DeployInput `json:"deploy,omitempty"`
+	// Pod is a container step's pod and container; nil for other steps.
+	Pod *PodStep `json:"pod,omitempty"`
 }
 
 // DeployInput is a Deployment stage's target and manifests as a Kubernetes step sees them:

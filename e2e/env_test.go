@@ -68,6 +68,7 @@ func runMain(m *testing.M) int {
 	}
 	defer w.Stop()
 	defer stopCluster()
+	defer stopNode()
 	return m.Run()
 }
 

@@ -130,16 +130,16 @@ type Enforce struct {
 type StepGroup struct {
 	Node              *yaml.Node `yaml:"-"`
 	Identity          `yaml:",inline"`
-	Description       string        `yaml:"description"`
-	When              *yaml.Node    `yaml:"when"`
-	FailureStrategies *yaml.Node    `yaml:"failureStrategies"`
-	Variables         []Variable    `yaml:"variables"`
-	DelegateSelectors *yaml.Node    `yaml:"delegateSelectors"`
-	Strategy          *yaml.Node    `yaml:"strategy"`
-	StepGroupInfra    *yaml.Node    `yaml:"stepGroupInfra"`
-	SharedPaths       *yaml.Node    `yaml:"sharedPaths"`
-	Steps             []StepElement `yaml:"steps" gantry:"required"`
-	RollbackSteps     []StepElement `yaml:"rollbackSteps"`
+	Description       string          `yaml:"description"`
+	When              *yaml.Node      `yaml:"when"`
+	FailureStrategies *yaml.Node      `yaml:"failureStrategies"`
+	Variables         []Variable      `yaml:"variables"`
+	DelegateSelectors *yaml.Node      `yaml:"delegateSelectors"`
+	Strategy          *yaml.Node      `yaml:"strategy"`
+	StepGroupInfra    *StepGroupInfra `yaml:"stepGroupInfra"`
+	SharedPaths       *yaml.Node      `yaml:"sharedPaths"`
+	Steps             []StepElement   `yaml:"steps" gantry:"required"`
+	RollbackSteps     []StepElement   `yaml:"rollbackSteps"`
 }
 
 // StageWhen is a stage's `when` (spec 4.1).

@@ -98,6 +98,8 @@ type Node struct {
 	// Deploys are the deployments of a multi-service or multi-environment stage's iterations,
 	// by DeployKey of their matrix values (spec 21.2).
 	Deploys map[string]*Deployment `json:"deploys,omitempty"`
+	// Pod is a containerized step group's pod (spec: stepGroupInfra).
+	Pod *Pod `json:"pod,omitempty"`
 }
 
 // Strategy is a looping strategy. Exactly one of Axes, Times/Items or Parallelism is set.

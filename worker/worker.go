@@ -5,6 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -12,13 +19,10 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
-	"os"
-	"slices"
-	"sort"
-	"time"
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/charts"
+	"github.com/gantry-cd/gantry/activities/container"
 	"github.com/gantry-cd/gantry/activities/gitstore"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
@@ -35,9 +39,14 @@ import (
 // Options configure a worker.
 type Options struct {
 	TaskQueue string // "" is workflows.TaskQueue
-	Secrets   secrets.Resolver
-	Logs      logs.Store
-	WorkDir   string // step workspaces; "" is the system temp directory
+	// HelperImage is gantry-helper's image for containerized step groups; "" is
+	// container.DefaultHelperImage.
+	HelperImage string
+	// Log receives the activities' own log lines (nil: none).
+	Log     *zap.Logger
+	Secrets secrets.Resolver
+	Logs    logs.Store
+	WorkDir string // step workspaces; "" is the system temp directory
 	// GitCache holds the files of Git-stored manifests by commit; "" is the user's cache
 	// directory (gantry/git).
 	GitCache string
@@ -89,7 +98,7 @@ func Delegates(c client.Client, o Options) ([]sdkworker.Worker, error) {
 		}
 		w := sdkworker.New(c, workflows.SelectorQueue(tq, subset), sdkworker.Options{
 			MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout, DisableWorkflowWorker: true})
-		out = append(out, closing{w, registerActivities(w, o)})
+		out = append(out, closing{w, registerActivities(w, o, c)})
 	}
 	return out, nil
 }
@@ -107,7 +116,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	w := sdkworker.New(c, tq, sdkworker.Options{MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps,
 		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout})
 	RegisterWorkflows(w)
-	closeSteps := registerActivities(w, o)
+	closeSteps := registerActivities(w, o, c)
 	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, Internal: o.Internal, TaskQueue: tq, NoFastPath: o.NoFastPath}}
 	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 	// Sequence workflows poll a queue of their own: their tasks must not wait behind the
@@ -182,13 +191,14 @@ func Register(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }, o Options) {
 	RegisterWorkflows(r)
-	registerActivities(r, o)
+	registerActivities(r, o, nil)
 }
 
 // registerActivities registers the step activities and returns what releases their resources.
+// c, when set, lets the containerized step groups' activity find the pods of closed runs.
 func registerActivities(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
-}, o Options) (release func()) {
+}, o Options, c client.Client) (release func()) {
 	sh := &shell.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
 	r.RegisterActivityWithOptions(stamped(sh.Run), activity.RegisterOptions{Name: activities.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}
@@ -203,6 +213,23 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(gs.Activity, activity.RegisterOptions{Name: activities.FetchManifests})
 	cs := &charts.Puller{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(cs.Activity, activity.RegisterOptions{Name: activities.FetchChart})
+	pods := &container.Activity{Secrets: o.Secrets, Logs: o.Logs, HelperImage: o.HelperImage, Log: o.Log}
+	if c != nil {
+		pods.Closed = func(ctx context.Context, workflowID, runID string) (bool, error) {
+			d, err := c.DescribeWorkflowExecution(ctx, workflowID, runID)
+			var nf *serviceerror.NotFound
+			if errors.As(err, &nf) {
+				return true, nil // its history is gone: closed long ago
+			}
+			if err != nil {
+				return false, err
+			}
+			return d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+		}
+	}
+	r.RegisterActivityWithOptions(pods.Start, activity.RegisterOptions{Name: activities.PodStart})
+	r.RegisterActivityWithOptions(pods.Stop, activity.RegisterOptions{Name: activities.PodStop})
+	r.RegisterActivityWithOptions(stamped(pods.Step), activity.RegisterOptions{Name: activities.ContainerStep})
 	return sh.Close
 }
 

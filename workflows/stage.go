@@ -126,13 +126,14 @@ type stageRun struct {
 type frame struct {
 	parent   *frame
 	halted   bool
-	rollback bool           // a rollback section: an unhandled failure stops it (spec 5.10.4)
-	group    *plan.Node     // the group this frame runs, nil otherwise
-	retries  int            // RetryStepGroup re-runs done
-	retry    bool           // a step asked for the group to run again
-	interval string         // the wait before that run
-	undo     bool           // a step asked for StepGroupRollback
-	root     map[string]any // a loop iteration's expression roots (strategy, matrix, repeat)
+	rollback bool                 // a rollback section: an unhandled failure stops it (spec 5.10.4)
+	group    *plan.Node           // the group this frame runs, nil otherwise
+	retries  int                  // RetryStepGroup re-runs done
+	retry    bool                 // a step asked for the group to run again
+	interval string               // the wait before that run
+	undo     bool                 // a step asked for StepGroupRollback
+	root     map[string]any       // a loop iteration's expression roots (strategy, matrix, repeat)
+	pod      *activities.PodInput // a containerized group's pod
 }
 
 // rootFor returns the expression roots in effect in a frame.
@@ -383,6 +384,16 @@ func (s *stageRun) runGroup(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 		return
 	}
 	g := &frame{parent: fr, group: n}
+	if n.Pod != nil {
+		pod, f := s.startPod(ctx, n, t, fqn, fr)
+		if f != nil {
+			s.end(ctx, t, status.Failed, f)
+			data["status"] = string(status.Failed)
+			return
+		}
+		g.pod = pod
+		defer s.stopPod(ctx, pod)
+	}
 	for {
 		s.runList(ctx, n.Children, t.Children, fqn+".steps", child(data, "steps"), g)
 		if !g.retry || s.aborted || s.expired {

@@ -51,7 +51,7 @@ func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 	}
 	for {
 		t.Attempts++
-		st, f := s.attempt(ctx, n, t, fqn, data, s.rootFor(fr))
+		st, f := s.attempt(ctx, n, t, fqn, data, fr)
 		switch {
 		case st == status.Succeeded:
 			d.finish(status.Succeeded, nil)
@@ -110,7 +110,8 @@ func (s *stageRun) resolveInputs(ctx workflow.Context, n *plan.Node, t *Node, fq
 
 // attempt resolves a step's parameters and runs it once. It returns SUCCEEDED, or the broke
 // status and failure, or ABORTED when cancelled.
-func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn string, data, root map[string]any) (status.Status, *activities.Failure) {
+func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn string, data map[string]any, fr *frame) (status.Status, *activities.Failure) {
+	root := s.rootFor(fr)
 	t.Status = status.Running
 	scope := expressions.NewScope(root, fqn)
 	timeout, err := stepTimeout(n, scope)
@@ -150,7 +151,11 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 				return status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
 			}
 		}
-		outputs, failure = s.callActivity(actx, n, t, spec, timeout, deploy)
+		pod := stepPod(n, fr)
+		if inContainer(n.Type) && pod == nil {
+			return status.Failed, &activities.Failure{Category: activities.Unknown, Message: n.Type + " steps run only in a containerized step group"}
+		}
+		outputs, failure = s.callActivity(actx, n, t, spec, timeout, deploy, pod)
 		if failure == nil && n.Type == "Http" {
 			outputs, failure = httpOutcome(n, spec, outputs, root, fqn)
 		}
@@ -210,7 +215,7 @@ func deferredField(stepType string) func(string) bool {
 }
 
 // callActivity runs a step activity; a failure of category aborted means it was cancelled.
-func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration, deploy *activities.DeployInput) (map[string]any, *activities.Failure) {
+func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration, deploy *activities.DeployInput, pod *activities.PodStep) (map[string]any, *activities.Failure) {
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, &activities.Failure{Category: activities.Unknown, Message: "encode spec: " + err.Error()}
@@ -227,7 +232,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 			MaximumAttempts:    set.InfraAttempts,
 		},
 	}
-	if n.Type == "ShellScript" || deploy != nil {
+	if n.Type == "ShellScript" || deploy != nil || pod != nil {
 		ao.HeartbeatTimeout = set.HeartbeatTimeout
 	}
 	if len(n.Selectors) > 0 {
@@ -243,7 +248,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	}
 	s.activeSteps++
 	defer func() { s.activeSteps-- }()
-	in := activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: n.Type, Spec: raw, Timeout: timeout, Deploy: deploy}
+	in := activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: n.Type, Spec: raw, Timeout: timeout, Deploy: deploy, Pod: pod}
 	var res activities.StepResult
 	fast := s.fastPath(ctx, n, timeout, deploy)
 	if fast {

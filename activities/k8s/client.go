@@ -133,3 +133,14 @@ func isConnectivity(err error) bool {
 	return errors.As(err, &oe) || errors.As(err, &ue) || (errors.As(err, &ne) && ne.Timeout()) ||
 		strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "no such host")
 }
+
+// RestConfig is the connection to a connector's cluster, for the other activities that talk
+// to clusters (containerized step groups). Secrets it reads are added to mask.
+func RestConfig(ctx context.Context, c plan.Connector, r secrets.Resolver, mask *secrets.Masker) (*rest.Config, error) {
+	return restConfig(ctx, c, r, mask)
+}
+
+// Classify maps a Kubernetes API error to a step failure saying what was being done.
+func Classify(ctx context.Context, err error, format string, args ...any) error {
+	return classify(ctx, err, format, args...)
+}

@@ -122,6 +122,13 @@ func (m *Masker) Apply(s string) string {
 
 // Expand replaces every secret reference in s with its plaintext and registers it with m.
 func Expand(ctx context.Context, r Resolver, m *Masker, s string) (string, error) {
+	return ExpandTo(ctx, r, m, s, func(string) (string, bool) { return "", false })
+}
+
+// ExpandTo is Expand where stand-in, when it has one for a secret, replaces the reference
+// instead of the plaintext (which is still resolved and masked): a container step's pod
+// carries its secrets itself, so the command sent to it names them only.
+func ExpandTo(ctx context.Context, r Resolver, m *Masker, s string, standIn func(id string) (string, bool)) (string, error) {
 	if !strings.Contains(s, "<+secrets.") {
 		return s, nil
 	}
@@ -136,6 +143,9 @@ func Expand(ctx context.Context, r Resolver, m *Masker, s string) (string, error
 			return ref
 		}
 		m.Add(v)
+		if p, ok := standIn(id); ok {
+			return p
+		}
 		return v
 	})
 	return out, firstErr

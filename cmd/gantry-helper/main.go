@@ -128,7 +128,9 @@ func execute(req wire.Request, stdin *bufio.Reader, out io.Writer) wire.Result {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return wire.Result{Error: "create the step's scratch directory: " + err.Error()}
 	}
-	defer os.RemoveAll(dir)
+	if !req.Background { // a background program reads its script after the helper returned
+		defer os.RemoveAll(dir)
+	}
 	subst := substituter(req.Secrets)
 	argv, err := command(req, dir, subst)
 	if err != nil {

@@ -39,6 +39,8 @@ const (
 // Node is a running node and its control plane.
 type Node struct {
 	Kubeconfig string // admin kubeconfig
+	Server     string // https://127.0.0.1:PORT
+	Token      string // the admin bearer token
 	Registry   string // host:port of the loopback registry the node pulls from
 	Bin        string // kubectl and the control-plane binaries
 	state      string
@@ -76,6 +78,7 @@ func Start(dir string) (*Node, error) {
 		return nil, err
 	}
 	n.Registry = "127.0.0.1:" + strconv.Itoa(ports[3])
+	n.Server = "https://127.0.0.1:" + strconv.Itoa(ports[0])
 	cmd := exec.Command(filepath.Join(n.hack, "node", "up.sh"), n.Bin, node, dir)
 	cmd.Env = append(os.Environ(), "API_PORT="+strconv.Itoa(ports[0]), "ETCD_PORT="+strconv.Itoa(ports[1]),
 		"ETCD_PEER_PORT="+strconv.Itoa(ports[2]), "REGISTRY_PORT="+strconv.Itoa(ports[3]))
@@ -83,6 +86,12 @@ func Start(dir string) (*Node, error) {
 		n.Stop()
 		return nil, fmt.Errorf("start the node: %v\n%s", err, b)
 	}
+	tok, err := os.ReadFile(filepath.Join(dir, "cp", "pki", "tokens.csv"))
+	if err != nil {
+		n.Stop()
+		return nil, err
+	}
+	n.Token = strings.SplitN(string(tok), ",", 2)[0]
 	if err := n.pushImages(root, filepath.Join(node, "bin", "pause")); err != nil {
 		n.Stop()
 		return nil, err

@@ -128,6 +128,32 @@ func (c *Catalog) add(f *pipeline.File, diags *diag.List) {
 	m[id] = f
 }
 
+// clusterConnector resolves a K8sCluster connector reference found at obj's connectorRef.
+func (r *resolver) clusterConnector(file string, obj *yaml.Node, ref, where, needs string) (plan.Connector, bool) {
+	pos := pipeline.NodePos(file, pipeline.ValueAt(obj, "connectorRef"))
+	cf, ok := r.c.Connectors[pipeline.LocalRef(ref)]
+	if !ok {
+		r.missing(pos, "connector", ref, "connector")
+		return plan.Connector{}, false
+	}
+	k := cf.Connector
+	if k.K8s == nil || k.K8s.Credential == nil {
+		r.diags.Errorf(pos, "connector", "%sconnector %s is a %s connector; %s needs a K8sCluster connector", where, k.Identifier, k.Type, needs)
+		return plan.Connector{}, false
+	}
+	cr := k.K8s.Credential
+	out := plan.Connector{ID: k.Identifier, Name: k.Name, Type: cr.Type}
+	if s := cr.Spec; s != nil {
+		out.MasterURL = s.MasterURL
+		out.InsecureSkipTLSVerify = s.InsecureSkipTLSVerify == "true"
+		out.Kubeconfig, out.Context = s.Path, s.Context
+		if s.Auth != nil && s.Auth.Spec != nil {
+			out.TokenRef, out.CACertRef = s.Auth.Spec.ServiceAccountTokenRef, s.Auth.Spec.CACertRef
+		}
+	}
+	return out, true
+}
+
 // Resolve resolves every Deployment stage of a pipeline, by stage identifier. Problems are
 // reported at the reference in the pipeline file (or in the entity file they are about).
 func (c *Catalog) Resolve(file string, p *pipeline.Pipeline) (map[string]*plan.Deployment, diag.List) {
@@ -449,11 +475,7 @@ func (r *resolver) registryConnector(file string, s *pipeline.ArtifactSourceSpec
 		r.diags.Errorf(pos, "connector", "connector %s is a %s connector; a DockerRegistry artifact source needs a DockerRegistry connector", k.Identifier, k.Type)
 		return nil
 	}
-	out := &plan.RegistryConnector{ID: k.Identifier, URL: k.Docker.DockerRegistryURL}
-	if a := k.Docker.Auth; a != nil && a.Type == "UsernamePassword" && a.Spec != nil {
-		out.Username, out.UsernameRef, out.PasswordRef = a.Spec.Username, a.Spec.UsernameRef, a.Spec.PasswordRef
-	}
-	return out
+	return dockerRegistry(k)
 }
 
 // gitStore resolves a manifest's Git store and its connector; the worker fetches the files
@@ -770,26 +792,10 @@ func (r *resolver) infraOf(e *pipeline.Environment, ref pipeline.InfraRef) *plan
 // infrastructure resolves a KubernetesDirect infrastructure definition and its connector.
 func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *plan.Infrastructure {
 	infra := &plan.Infrastructure{ID: in.Identifier, Name: in.Name, Tags: in.Tags, Namespace: in.Spec.Namespace, ReleaseName: in.Spec.ReleaseName}
-	cf, ok := r.c.Connectors[pipeline.LocalRef(in.Spec.ConnectorRef)]
+	k, ok := r.clusterConnector(file, in.Spec.Node, in.Spec.ConnectorRef, "infrastructure "+in.Identifier+": ", "a KubernetesDirect infrastructure")
 	if !ok {
-		r.missing(pipeline.NodePos(file, pipeline.ValueAt(in.Spec.Node, "connectorRef")), "connector", in.Spec.ConnectorRef, "connector")
 		return nil
 	}
-	k := cf.Connector
-	if k.K8s == nil || k.K8s.Credential == nil {
-		r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(in.Spec.Node, "connectorRef")), "connector",
-			"infrastructure %s: connector %s is a %s connector; a KubernetesDirect infrastructure needs a K8sCluster connector", in.Identifier, k.Identifier, k.Type)
-		return nil
-	}
-	cr := k.K8s.Credential
-	infra.Connector = plan.Connector{ID: k.Identifier, Name: k.Name, Type: cr.Type}
-	if s := cr.Spec; s != nil {
-		infra.Connector.MasterURL = s.MasterURL
-		infra.Connector.InsecureSkipTLSVerify = s.InsecureSkipTLSVerify == "true"
-		infra.Connector.Kubeconfig, infra.Connector.Context = s.Path, s.Context
-		if s.Auth != nil && s.Auth.Spec != nil {
-			infra.Connector.TokenRef, infra.Connector.CACertRef = s.Auth.Spec.ServiceAccountTokenRef, s.Auth.Spec.CACertRef
-		}
-	}
+	infra.Connector = k
 	return infra
 }

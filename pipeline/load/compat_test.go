@@ -1,6 +1,7 @@
 package load_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -286,8 +287,8 @@ func TestRuntimeInputPositions(t *testing.T) {
 // Reference step types that wait on containerized step groups say so; others list what runs.
 func TestUnsupportedStepTypeHints(t *testing.T) {
 	for typ, want := range map[string]string{
-		"DownloadManifests": "Gantry does not run containerized step groups yet",
-		"JiraApproval":      "Gantry runs step types Barrier, HarnessApproval, HelmDelete",
+		"DownloadManifests": "does not copy manifests into them yet",
+		"JiraApproval":      "Gantry runs step types Background, Barrier, HarnessApproval, HelmDelete",
 	} {
 		src := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Custom\n        spec:\n          execution:\n            steps:\n              - step: {type: " + typ + ", name: x, identifier: x, spec: {}}\n"
 		r := load.Bytes("p.yaml", []byte(src), load.Options{})
@@ -298,18 +299,53 @@ func TestUnsupportedStepTypeHints(t *testing.T) {
 	}
 }
 
-// A containerized step group (stepGroupInfra) is refused as unsupported, not run on a worker;
-// sharedPaths outside one is a warning.
-func TestContainerizedStepGroupRefused(t *testing.T) {
-	src := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Custom\n        spec:\n          execution:\n            steps:\n              - stepGroup:\n                  name: g\n                  identifier: g\n%s                  steps:\n                    - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: \"true\"}}}}\n"
-	for extra, want := range map[string]string{
-		"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci}}\n": "p.yaml:15:19: unsupported: step group g is a containerized step group",
-		"                  sharedPaths: [/cache]\n":                                                              "p.yaml:15:19: warning: sharedPaths is ignored",
+// A containerized step group (stepGroupInfra) is planned with its pod, its connectors
+// resolved; what Gantry cannot run is unsupported, what is wrong an error, and sharedPaths
+// outside such a group a warning.
+func TestContainerizedStepGroupDiagnostics(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("connector.yaml", "connector:\n  name: k8s\n  identifier: k8s\n  type: K8sCluster\n  spec: {credential: {type: InheritFromDelegate}}\n")
+	write("hub.yaml", "connector:\n  name: hub\n  identifier: hub\n  type: DockerRegistry\n  spec: {dockerRegistryUrl: https://index.docker.io/v2/, providerType: DockerHub, auth: {type: Anonymous}}\n")
+	src := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Custom\n        spec:\n          execution:\n            steps:\n              - stepGroup:\n                  name: g\n                  identifier: g\n%s                  steps:\n                    - step: {type: %s, name: a, identifier: a, spec: %s}\n"
+	const run = "{image: alpine, connectorRef: hub, shell: Sh, command: \"true\"}"
+	const infra = "                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci}}\n"
+	for _, c := range []struct{ group, typ, spec, want string }{
+		{infra, "Run", run, ""},
+		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: nope, namespace: ci}}\n", "Run", run, `connector "nope" is not defined`},
+		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: hub, namespace: ci}}\n", "Run", run, "step group g: connector hub is a DockerRegistry connector"},
+		{infra, "Run", "{image: alpine, connectorRef: nope, command: \"true\"}", `connector "nope" is not defined`},
+		{"                  stepGroupInfra: {type: VM, spec: {connectorRef: k8s, namespace: ci}}\n", "Run", run, "unsupported: step group g runs on VM infrastructure"},
+		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci, os: Windows}}\n", "Run", run, "unsupported: the pod's os is Windows"},
+		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci, podSpecOverlay: x}}\n", "Run", run, "unsupported: podSpecOverlay is valid in the reference"},
+		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci, volumes: [{mountPath: /d, type: PersistentVolumeClaim, spec: {}}]}}\n", "Run", run, "a PersistentVolumeClaim volume needs spec.claimName"},
+		{infra, "Run", "{command: \"true\"}", "unsupported: Run step a has no image"},
+		{infra, "Run", "{image: alpine, command: \"true\", resources: {limits: {memory: lots}}}", `memory "lots" is not a Kubernetes quantity`},
+		{"", "Run", run, "unsupported: Run step a is outside a containerized step group"},
+		{"                  sharedPaths: [/cache]\n", "ShellScript", "{shell: Bash, source: {type: Inline, spec: {script: \"true\"}}}", "warning: sharedPaths is ignored"},
 	} {
-		r := load.Bytes("p.yaml", []byte(strings.Replace(src, "%s", extra, 1)), load.Options{ForRun: true})
+		file := write("p.yaml", fmt.Sprintf(src, c.group, c.typ, c.spec))
+		r, err := load.File(file, load.Options{ForRun: true})
+		if err != nil {
+			t.Fatal(err)
+		}
 		text := r.Diags.Render(r.Sources)
-		if !strings.Contains(text, want) || (r.Plan != nil) == strings.Contains(want, "unsupported") {
-			t.Errorf("%q: plan %v\n%s", extra, r.Plan != nil, text)
+		switch {
+		case c.want == "":
+			g := r.Plan.Stages[0].Children[0]
+			if !r.OK() || g.Pod == nil || g.Pod.Connector.ID != "k8s" || g.Pod.Registries["hub"].ID != "hub" {
+				t.Errorf("%s: want a plan with the group's pod\n%s", c.spec, text)
+			}
+		case !strings.Contains(text, c.want):
+			t.Errorf("%q %s: want %q\n%s", c.group, c.spec, c.want, text)
+		case strings.HasPrefix(c.want, "warning") != r.OK():
+			t.Errorf("%q: ok %v\n%s", c.group, r.OK(), text)
 		}
 	}
 }

@@ -115,14 +115,16 @@ func Bytes(name string, src []byte, opts Options) *Result {
 	}
 	var deploys map[string]*plan.Deployment
 	var multis map[string]*entities.Multi
-	if r.Merged != nil && !r.Diags.HasErrors() && hasDeployment(r.Merged) {
-		deploys, multis = r.resolveEntities(name, opts)
+	var pods map[string]*plan.Pod
+	if r.Merged != nil && !r.Diags.HasErrors() && (hasDeployment(r.Merged) || hasPods(r.Merged)) {
+		deploys, multis, pods = r.resolveEntities(name, opts)
 	}
 	if opts.ForRun && r.Merged != nil && !r.Diags.HasErrors() {
 		p, cd := compile.Compile(name, r.Merged)
 		r.Diags.Add(cd...)
 		if !cd.HasErrors() {
 			attachDeployments(p, deploys, multis)
+			attachPods(p, pods)
 			attachTemplates(p, r.Templates)
 			r.Plan = p
 		}
@@ -236,8 +238,22 @@ func hasDeployment(p *pipeline.Pipeline) bool {
 	return false
 }
 
-// resolveEntities resolves the Deployment stages against the entity files (spec 15.1).
-func (r *Result) resolveEntities(name string, opts Options) (map[string]*plan.Deployment, map[string]*entities.Multi) {
+// hasPods reports whether a pipeline has a containerized step group.
+func hasPods(p *pipeline.Pipeline) bool {
+	found := false
+	for _, s := range p.AllStages() {
+		if s.StageSpec != nil && s.StageSpec.Execution != nil {
+			pipeline.WalkSteps(s.StageSpec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
+				found = found || (v.Group != nil && v.Group.StepGroupInfra != nil)
+			})
+		}
+	}
+	return found
+}
+
+// resolveEntities resolves the Deployment stages against the entity files (spec 15.1), and the
+// connectors of the containerized step groups.
+func (r *Result) resolveEntities(name string, opts Options) (map[string]*plan.Deployment, map[string]*entities.Multi, map[string]*plan.Pod) {
 	dirs := opts.EntityDirs
 	if len(dirs) == 0 {
 		dirs = []string{filepath.Dir(name)}
@@ -248,6 +264,8 @@ func (r *Result) resolveEntities(name string, opts Options) (map[string]*plan.De
 		r.Sources[k] = v
 	}
 	out, multis, d := cat.ResolveAll(name, r.Merged)
+	pods, pd := cat.Pods(name, r.Merged)
+	d = append(d, pd...)
 	if !opts.ForRun {
 		// The pipeline itself is valid without its services and environments beside it; only
 		// a run needs them.
@@ -259,7 +277,7 @@ func (r *Result) resolveEntities(name string, opts Options) (map[string]*plan.De
 		}
 	}
 	r.Diags.Add(d...)
-	return out, multis
+	return out, multis, pods
 }
 
 // DefaultTemplateDirs are the template folders of a pipeline file: templates/ beside it and
@@ -286,6 +304,20 @@ func (r *Result) expand(name string, f *pipeline.File, opts Options) bool {
 	r.Diags.Add(ed...)
 	r.Templates = uses
 	return !ed.HasErrors()
+}
+
+// attachPods gives each containerized step group its pod.
+func attachPods(p *plan.Plan, pods map[string]*plan.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	plan.Walk(p.Stages, nil, func(n *plan.Node, path []string) {
+		if n.Kind == plan.KindGroup {
+			if pod, ok := pods[strings.Join(path, "/")]; ok {
+				n.Pod = pod
+			}
+		}
+	})
 }
 
 // attachTemplates records on each expanded node the template and version it came from.

@@ -40,6 +40,9 @@ func init() {
 	register(Entry{Type: "Barrier", New: func() any { return &Barrier{} }})
 	register(Entry{Type: "Policy", New: func() any { return &Policy{} }, Unresolved: "fail"})
 	register(Entry{Type: "Container", New: func() any { return &Container{} }, ValidateOnly: true})
+	register(Entry{Type: "Run", New: func() any { return &Run{} }})
+	register(Entry{Type: "Background", New: func() any { return &Background{} }})
+	register(Entry{Type: "Plugin", New: func() any { return &Plugin{} }})
 	register(Entry{Type: "K8sRollingDeploy", New: func() any { return &K8sRollingDeploy{} }})
 	register(Entry{Type: "K8sRollingRollback", New: func() any { return &K8sRollingRollback{} }})
 	register(Entry{Type: "K8sCanaryDeploy", New: func() any { return &K8sCanaryDeploy{} }})
@@ -241,6 +244,55 @@ type Container struct {
 	RunAsUser       string            `yaml:"runAsUser"`
 	Resources       *yaml.Node        `yaml:"resources"`
 	Reports         *yaml.Node        `yaml:"reports"`
+}
+
+// InContainer reports whether a step type runs in its own container of a containerized step
+// group's pod.
+func InContainer(t string) bool { return t == "Run" || t == "Background" || t == "Plugin" }
+
+// ContainerSettings are what the container steps share: the image, its registry, and how the
+// container runs.
+type ContainerSettings struct {
+	ConnectorRef    string                       `yaml:"connectorRef"`
+	Image           string                       `yaml:"image"`
+	ImagePullPolicy string                       `yaml:"imagePullPolicy"`
+	Privileged      string                       `yaml:"privileged"`
+	RunAsUser       string                       `yaml:"runAsUser"`
+	Resources       *pipeline.ContainerResources `yaml:"resources"`
+	Reports         *yaml.Node                   `yaml:"reports"`
+}
+
+// Run runs a command in its own container of a containerized step group.
+type Run struct {
+	Node              *yaml.Node `yaml:"-"`
+	ContainerSettings `yaml:",inline"`
+	RegistryRef       string            `yaml:"registryRef"`
+	Shell             string            `yaml:"shell"`
+	Command           string            `yaml:"command" gantry:"required"`
+	EnvVariables      map[string]string `yaml:"envVariables"`
+	OutputVariables   []NameTypeValue   `yaml:"outputVariables"`
+	OutputAlias       *OutputAlias      `yaml:"outputAlias"`
+}
+
+// Background starts a service container that keeps running while the group's later steps run.
+type Background struct {
+	Node              *yaml.Node `yaml:"-"`
+	ContainerSettings `yaml:",inline"`
+	Shell             string            `yaml:"shell"`
+	Command           string            `yaml:"command"`
+	Entrypoint        []string          `yaml:"entrypoint"`
+	EnvVariables      map[string]string `yaml:"envVariables"`
+	PortBindings      map[string]string `yaml:"portBindings"`
+}
+
+// Plugin runs a Drone-style plugin image: settings become PLUGIN_* environment variables.
+type Plugin struct {
+	Node              *yaml.Node `yaml:"-"`
+	ContainerSettings `yaml:",inline"`
+	RegistryRef       string     `yaml:"registryRef"`
+	Entrypoint        []string   `yaml:"entrypoint"`
+	Settings          *yaml.Node `yaml:"settings"`
+	Uses              string     `yaml:"uses"`
 }
 
 // K8sRollingDeploy applies manifests and waits for steady state: a rolling rollback's settings

@@ -246,16 +246,7 @@ func (c *checker) stepGroup(ctx *stageCtx, g *pipeline.StepGroup, rollback bool,
 	if len(g.Steps) == 0 && pipeline.Field(g.Node, "steps") != nil {
 		c.diags.Errorf(c.pos(pipeline.Field(g.Node, "steps")), "empty", "step group %s has no steps", g.Identifier)
 	}
-	// A containerized step group runs its steps in a pod on the user's cluster; running them on
-	// a worker instead would not be what was asked, so it is refused until Gantry runs pods.
-	if g.StepGroupInfra != nil {
-		c.diags.Unsupportedf(c.pos(pipeline.Key(g.Node, "stepGroupInfra")), "unsupported-field",
-			"step group %s is a containerized step group (`stepGroupInfra`): valid in the reference, but Gantry does not run step groups in pods yet", g.Identifier).
-			SetHint("remove stepGroupInfra to run the group's ShellScript, Http and K8s steps on Gantry's workers")
-	} else if g.SharedPaths != nil {
-		c.diags.Warnf(c.pos(pipeline.Key(g.Node, "sharedPaths")), "not-implemented",
-			"sharedPaths is ignored: it shares folders between the containers of a containerized step group, and step group %s is not one", g.Identifier)
-	}
+	c.podGroup(g, groups)
 	inner := append(append([]*pipeline.StepGroup(nil), groups...), g)
 	c.stepList(ctx, g.Steps, rollback, inner)
 	c.stepList(ctx, g.RollbackSteps, true, inner)
@@ -307,6 +298,9 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	spec := entry.New()
 	c.dec.Decode(s.Spec, spec, s.Type+" spec")
 	c.stepSpec(s, spec)
+	if steps.InContainer(s.Type) {
+		c.containerStep(s, spec, groups)
+	}
 	if s.Type == "Barrier" {
 		if b := spec.(*steps.Barrier); b.BarrierRef != "" {
 			c.barrierStep(ctx, s, b, rollback, groups)
@@ -453,6 +447,5 @@ func (c *checker) stepVars(vars []steps.NameTypeValue, what string, types []stri
 // unsupportedStepWhy says, for reference step types that wait on something Gantry does not run
 // yet, what that is.
 var unsupportedStepWhy = map[string]string{
-	"DownloadManifests": "DownloadManifests puts the service's manifests into a containerized step group's shared workspace for the container steps after it; Gantry does not run containerized step groups yet (its K8s and Helm steps fetch the manifests themselves)",
-	"Run":               "Run steps execute in containers of a containerized step group, which Gantry does not run yet; a ShellScript step runs the same script on a worker",
+	"DownloadManifests": "DownloadManifests puts the service's manifests into a containerized step group's shared workspace for the container steps after it; Gantry runs containerized step groups but does not copy manifests into them yet (its K8s and Helm steps fetch the manifests themselves; a GitClone-like Run step can fetch them)",
 }

@@ -44,7 +44,7 @@ const ResultPrefix = "\x1egantry-result "
 
 // SecretPrefix starts the names of the secret environment variables: the helper removes them
 // from the environment of the commands it runs.
-const SecretPrefix = "GANTRY_SECRET_"
+const SecretPrefix = "GANTRY_POD_SECRET_"
 
 // Paths inside every step container.
 const (

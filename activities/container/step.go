@@ -1,0 +1,533 @@
+package container
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"go.temporal.io/sdk/activity"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/container/wire"
+	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/registry"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// stepSpec is a container step's rendered spec, the fields of Run, Background and Plugin.
+type stepSpec struct {
+	Shell           string           `json:"shell"`
+	Command         string           `json:"command"`
+	Entrypoint      []string         `json:"entrypoint"`
+	EnvVariables    map[string]text  `json:"envVariables"`
+	OutputVariables []outputVariable `json:"outputVariables"`
+	Settings        map[string]any   `json:"settings"`
+}
+
+// outputVariable is published under Name; it reads the shell variable Value names, or Name.
+type outputVariable struct {
+	Name  string `json:"name"`
+	Type  string `json:"type"`
+	Value string `json:"value"`
+}
+
+func (o outputVariable) variable() string {
+	if o.Value != "" {
+		return o.Value
+	}
+	return o.Name
+}
+
+// Step runs one container step in its container of the group's pod.
+func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+	if in.Pod == nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s is not in a containerized step group", in.Type, in.StepPath)
+	}
+	var spec stepSpec
+	if err := json.Unmarshal(in.Spec, &spec); err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
+	}
+	inf, err := decodeInfra(in.Pod.Pod.Pod.Infra)
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	mask := &secrets.Masker{}
+	k, err := a.client(ctx, in.Pod.Pod.Pod.Connector, mask)
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	req, err := a.request(ctx, in, spec, mask)
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	info := activity.GetInfo(ctx)
+	log, err := a.Logs.OpenLazy(in.ExecutionID, in.StepPath,
+		fmt.Sprintf("# gantry: %s attempt %d in container %s of pod %s/%s", in.StepPath, info.Attempt, in.Pod.Container, inf.Namespace, in.Pod.Pod.Name))
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	defer log.Close()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if in.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(runCtx, in.Timeout)
+		defer cancel()
+	}
+	go heartbeat(runCtx)
+	if err := a.waitRunning(runCtx, k, in, inf, mask); err != nil {
+		return activities.StepResult{}, a.ended(ctx, runCtx, in, err)
+	}
+	res, last, err := a.exec(runCtx, k, string(inf.Namespace), in.Pod.Pod.Name, in.Pod.Container, req, log, mask)
+	if err != nil {
+		return activities.StepResult{}, a.ended(ctx, runCtx, in, err)
+	}
+	if log.Err() != nil {
+		return activities.StepResult{}, log.Err()
+	}
+	switch {
+	case res.Error != "" && res.ExitCode == 0:
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "container %s: %s", in.Pod.Container, mask.Apply(res.Error))
+	case res.Signal != "":
+		msg := fmt.Sprintf("container %s: the command was killed by signal %s", in.Pod.Container, res.Signal)
+		if res.Signal == "KILL" {
+			msg += " (out of memory, if the container has a memory limit)"
+		}
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s%s", msg, lastLine(last))
+	case res.ExitCode != 0:
+		msg := fmt.Sprintf("container %s: the command exited with code %d", in.Pod.Container, res.ExitCode)
+		if res.Error != "" {
+			msg += ": " + mask.Apply(res.Error)
+		}
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s%s", msg, lastLine(last))
+	}
+	if in.Type == "Background" {
+		log.Line(fmt.Sprintf("# gantry: started (pid %d); it runs until the step group ends", res.PID))
+		return activities.StepResult{}, nil
+	}
+	if len(spec.OutputVariables) == 0 {
+		return activities.StepResult{}, nil
+	}
+	outs := map[string]any{}
+	for _, o := range spec.OutputVariables {
+		v := res.Outputs[o.variable()]
+		if strings.EqualFold(o.Type, "Secret") {
+			mask.Add(v)
+			v = secrets.Mask
+		}
+		outs[o.Name] = v
+	}
+	return activities.StepResult{Outputs: map[string]any{"outputVariables": outs}}, nil
+}
+
+func lastLine(s string) string {
+	if s == "" {
+		return ""
+	}
+	return "; last output: " + s
+}
+
+// ended turns an error that ended a step early into its outcome: an abort stays an abort, the
+// step's own deadline is a Timeout.
+func (a *Activity) ended(ctx, runCtx context.Context, in activities.StepInput, err error) error {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		return activities.Fail(activities.Timeout, "container %s: the step ran longer than its timeout %s and was stopped", in.Pod.Container, in.Timeout)
+	}
+	return err
+}
+
+// request is what the helper runs: secrets the pod carries stand in as placeholders, the
+// others travel on the exec stream (never in the pod spec or history).
+func (a *Activity) request(ctx context.Context, in activities.StepInput, spec stepSpec, mask *secrets.Masker) (wire.Request, error) {
+	inPod := map[string]bool{}
+	for _, id := range in.Pod.Pod.Secrets {
+		inPod[id] = true
+	}
+	standIn := func(id string) (string, bool) {
+		if inPod[id] {
+			return Placeholder(id), true
+		}
+		return "", false
+	}
+	nonce := make([]byte, 12)
+	_, _ = rand.Read(nonce)
+	req := wire.Request{Shell: spec.Shell, Dir: wire.Workspace, Nonce: hex.EncodeToString(nonce), Env: map[string]string{}}
+	expand := func(what, s string) (string, error) {
+		out, err := secrets.ExpandTo(ctx, a.Secrets, mask, s, standIn)
+		if err != nil {
+			return "", activities.Fail(activities.Unknown, "%s: %v", what, err)
+		}
+		return out, nil
+	}
+	var err error
+	if req.Command, err = expand("command", spec.Command); err != nil {
+		return req, err
+	}
+	for k, v := range spec.EnvVariables {
+		if req.Env[k], err = expand("environment variable "+k, string(v)); err != nil {
+			return req, err
+		}
+	}
+	switch in.Type {
+	case "Plugin":
+		// Drone's convention: each setting is PLUGIN_<NAME>; lists are comma-joined, objects JSON.
+		for k, v := range spec.Settings {
+			s, err := expand("setting "+k, settingText(v))
+			if err != nil {
+				return req, err
+			}
+			req.Env["PLUGIN_"+strings.ToUpper(k)] = s
+		}
+		req.Command, req.Entrypoint = "", spec.Entrypoint
+		if len(req.Entrypoint) == 0 {
+			c, err := a.imageEntrypoint(ctx, in)
+			if err != nil {
+				return req, err
+			}
+			req.Entrypoint = c
+		}
+	case "Background":
+		req.Background = true
+		if len(spec.Entrypoint) > 0 {
+			req.Entrypoint = spec.Entrypoint
+		} else if req.Command == "" {
+			c, err := a.imageEntrypoint(ctx, in)
+			if err != nil {
+				return req, err
+			}
+			req.Entrypoint = c
+		}
+	}
+	for _, o := range spec.OutputVariables {
+		req.Outputs = append(req.Outputs, o.variable())
+	}
+	if len(in.Pod.Pod.Secrets) > 0 {
+		req.Secrets = map[string]string{}
+		for _, id := range in.Pod.Pod.Secrets {
+			req.Secrets[Placeholder(id)] = SecretEnv(id)
+		}
+	}
+	return req, nil
+}
+
+func settingText(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = settingText(e)
+		}
+		return strings.Join(parts, ",")
+	case map[string]any:
+		b, _ := json.Marshal(x)
+		return string(b)
+	case nil:
+		return ""
+	}
+	return fmt.Sprint(v)
+}
+
+// imageEntrypoint is the entrypoint and command the image's configuration names: the step
+// container's own runs gantry-helper instead, so the helper starts the image's program.
+func (a *Activity) imageEntrypoint(ctx context.Context, in activities.StepInput) ([]string, error) {
+	for _, c := range in.Pod.Pod.Containers {
+		if c.Name == in.Pod.Container {
+			cfg, err := imageConfig(ctx, c.Image, in.Pod.Pod.Pod.Registries[c.ConnectorRef], a.Secrets)
+			if err != nil {
+				return nil, err
+			}
+			ep := append(append([]string{}, cfg.Entrypoint...), cfg.Cmd...)
+			if len(ep) == 0 {
+				return nil, activities.Fail(activities.Unknown, "image %s names no entrypoint or command; set the step's entrypoint", c.Image)
+			}
+			return ep, nil
+		}
+	}
+	return nil, activities.Fail(activities.Unknown, "container %s is not in pod %s", in.Pod.Container, in.Pod.Pod.Name)
+}
+
+// pullFailures are container waiting reasons that mean the image will not start.
+var pullFailures = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true,
+	"ErrImageNeverPull": true, "CreateContainerConfigError": true, "CreateContainerError": true, "RunContainerError": true}
+
+// waitRunning waits until the step's container runs, recreating the pod once if it is gone
+// or can no longer run, within the group's init timeout.
+func (a *Activity) waitRunning(ctx context.Context, k *cluster, in activities.StepInput, inf *infra, mask *secrets.Masker) error {
+	ns, name, cname := string(inf.Namespace), in.Pod.Pod.Name, in.Pod.Container
+	deadline := time.Now().Add(inf.initTimeout())
+	recreated := false
+	for {
+		pod, err := k.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err) || (err == nil && !runs(pod)):
+			if recreated {
+				return activities.Fail(activities.Unknown, "pod %s/%s of step group %s is gone again after it was recreated", ns, name, in.Pod.Pod.Group)
+			}
+			why := "it no longer exists"
+			if err == nil {
+				why = podEnd(pod)
+			}
+			// A step of a run that closed (terminated) must not bring its pod back.
+			if a.Closed != nil {
+				if closed, cerr := a.Closed(ctx, in.Pod.Pod.WorkflowID, in.Pod.Pod.RunID); cerr == nil && closed {
+					return activities.Fail(activities.Unknown, "pod %s/%s: %s, and its run has ended", ns, name, why)
+				}
+			}
+			a.log().Sugar().Infow("recreating step group pod", "pod", name, "namespace", ns, "why", why)
+			if err := a.ensure(ctx, k, in.Pod.Pod, inf, mask, true); err != nil {
+				return err
+			}
+			recreated, deadline = true, time.Now().Add(inf.initTimeout())
+			continue
+		case err != nil:
+			return k8sstep.Classify(ctx, err, "read pod %s/%s", ns, name)
+		}
+		if ok, err := containerReady(pod, cname); ok || err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return activities.Fail(activities.Timeout, "container %s of pod %s/%s did not start within the init timeout %s: %s",
+				cname, ns, name, inf.initTimeout(), waiting(pod, cname))
+		}
+		if err := watchPod(ctx, k, ns, name, pod.ResourceVersion, time.Until(deadline)); err != nil {
+			return err
+		}
+	}
+}
+
+// containerReady reports whether a container runs, or why it never will.
+func containerReady(pod *corev1.Pod, name string) (bool, error) {
+	for _, s := range pod.Status.InitContainerStatuses {
+		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
+			return false, activities.Fail(activities.Unknown, "pod %s: Gantry's helper container %s failed (%s, exit code %d): %s", pod.Name, s.Name, t.Reason, t.ExitCode, t.Message)
+		}
+		if w := s.State.Waiting; w != nil && pullFailures[w.Reason] {
+			return false, activities.Fail(activities.Unknown, "pod %s: Gantry's helper image %s cannot be pulled (%s): %s; set the worker's --helper-image or the group's harnessImageConnectorRef", pod.Name, s.Image, w.Reason, w.Message)
+		}
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name != name {
+			continue
+		}
+		switch {
+		case s.State.Running != nil:
+			return true, nil
+		case s.State.Terminated != nil:
+			t := s.State.Terminated
+			return false, activities.Fail(activities.Unknown, "container %s of pod %s ended (%s, exit code %d) before its step ran%s", name, pod.Name, t.Reason, t.ExitCode, suffix(t.Message))
+		case s.State.Waiting != nil && pullFailures[s.State.Waiting.Reason]:
+			w := s.State.Waiting
+			cat := activities.Unknown
+			if strings.Contains(w.Message, "401") || strings.Contains(strings.ToLower(w.Message), "unauthorized") {
+				cat = activities.Authentication
+			}
+			return false, activities.Fail(cat, "container %s: image %s cannot be pulled (%s)%s", name, s.Image, w.Reason, suffix(w.Message))
+		}
+	}
+	return false, nil
+}
+
+func suffix(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
+}
+
+// podEnd says why a pod no longer runs.
+func podEnd(p *corev1.Pod) string {
+	if p.DeletionTimestamp != nil {
+		return "it is being deleted"
+	}
+	if p.Status.Reason != "" {
+		return fmt.Sprintf("%s: %s", p.Status.Reason, p.Status.Message)
+	}
+	return "its phase is " + string(p.Status.Phase)
+}
+
+// waiting says what a container waits for.
+func waiting(p *corev1.Pod, name string) string {
+	for _, s := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+		if s.Name == name || (s.State.Waiting != nil && s.Name == helperContainer) {
+			if w := s.State.Waiting; w != nil {
+				return fmt.Sprintf("container %s waits (%s)%s", s.Name, w.Reason, suffix(w.Message))
+			}
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status != corev1.ConditionTrue {
+			return fmt.Sprintf("the pod is not scheduled (%s)%s", c.Reason, suffix(c.Message))
+		}
+	}
+	return "the pod's phase is " + string(p.Status.Phase)
+}
+
+// watchPod returns when the pod changes after resourceVersion, or after at most d.
+func watchPod(ctx context.Context, k *cluster, ns, name, rv string, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	if d > 30*time.Second {
+		d = 30 * time.Second
+	}
+	secs := int64(d/time.Second) + 1
+	w, err := k.cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String(),
+		ResourceVersion: rv, TimeoutSeconds: &secs})
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(200 * time.Millisecond) // the next Get reports what is wrong
+		return nil
+	}
+	defer w.Stop()
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-w.ResultChan():
+	case <-timer.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
+}
+
+// exec runs the helper in a container and returns its result and the last line of output.
+func (a *Activity) exec(ctx context.Context, k *cluster, ns, pod, container string, req wire.Request, log *logs.Writer, mask *secrets.Masker) (wire.Result, string, error) {
+	u := k.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: []string{wire.Helper, "run"}, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec).URL()
+	ws, err := remotecommand.NewWebSocketExecutor(k.cfg, http.MethodGet, u.String())
+	if err != nil {
+		return wire.Result{}, "", activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(k.cfg, http.MethodPost, u)
+	if err != nil {
+		return wire.Result{}, "", activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return wire.Result{}, "", activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
+	}
+	line, _ := json.Marshal(req)
+	stdin, stdinW := io.Pipe()
+	go func() {
+		_, _ = stdinW.Write(append(line, '\n'))
+		<-ctx.Done() // closing stdin tells the helper to stop the command
+		stdinW.Close()
+	}()
+	out := &output{nonce: req.Nonce, log: log, mask: mask}
+	errOut := &output{log: log, mask: mask}
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: out, Stderr: errOut})
+	out.flush()
+	errOut.flush()
+	if out.result != nil {
+		return *out.result, out.last, nil
+	}
+	if ctx.Err() != nil {
+		return wire.Result{}, "", ctx.Err()
+	}
+	if err != nil {
+		return wire.Result{}, "", activities.Fail(activities.Unknown, "exec gantry-helper in container %s of pod %s/%s: %v", container, ns, pod, err)
+	}
+	return wire.Result{}, "", activities.Fail(activities.Unknown, "container %s of pod %s/%s: gantry-helper ended without a result%s", container, ns, pod, lastLine(errOut.last))
+}
+
+// output splits a stream into log lines (masked) and finds the helper's result line.
+type output struct {
+	nonce  string
+	log    *logs.Writer
+	mask   *secrets.Masker
+	buf    []byte
+	last   string
+	result *wire.Result
+}
+
+func (o *output) Write(p []byte) (int, error) {
+	o.buf = append(o.buf, p...)
+	for {
+		i := strings.IndexByte(string(o.buf), '\n')
+		if i < 0 {
+			break
+		}
+		o.line(string(o.buf[:i]))
+		o.buf = o.buf[i+1:]
+	}
+	return len(p), nil
+}
+
+func (o *output) flush() {
+	if len(o.buf) > 0 {
+		o.line(string(o.buf))
+		o.buf = nil
+	}
+}
+
+func (o *output) line(s string) {
+	if o.nonce != "" {
+		if i := strings.Index(s, wire.ResultPrefix+o.nonce+" "); i >= 0 {
+			var r wire.Result
+			if json.Unmarshal([]byte(s[i+len(wire.ResultPrefix)+len(o.nonce)+1:]), &r) == nil {
+				o.result = &r
+			}
+			s = s[:i]
+			if s == "" {
+				return
+			}
+		}
+	}
+	s = o.mask.Apply(strings.TrimSuffix(s, "\r"))
+	o.log.Line(s)
+	if t := strings.TrimSpace(s); t != "" {
+		o.last = t
+	}
+}
+
+// imageConfig reads an image's configuration from its registry, with the connector's
+// credentials when the step names one.
+func imageConfig(ctx context.Context, image string, c plan.RegistryConnector, r secrets.Resolver) (*v1.Config, error) {
+	ref, err := name.ParseReference(image)
+	if err != nil {
+		return nil, activities.Fail(activities.Unknown, "image %q: %v", image, err)
+	}
+	opts := []remote.Option{remote.WithContext(ctx)}
+	if c.ID != "" {
+		if opts, err = registry.Options(ctx, r, &c); err != nil {
+			return nil, err
+		}
+	}
+	img, err := remote.Image(ref, opts...)
+	if err != nil {
+		return nil, registry.Classify(err, "image "+image)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, registry.Classify(err, "image "+image)
+	}
+	return &cf.Config, nil
+}

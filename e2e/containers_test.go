@@ -1,0 +1,408 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/nodetest"
+	"github.com/gantry-cd/gantry/internal/topotest"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/worker"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// A real single-node Kubernetes whose node runs containers, started on first use and stopped by
+// TestMain, with a worker of its own whose helper image comes from the node's registry.
+var node struct {
+	once    sync.Once
+	n       *nodetest.Node
+	cs      kubernetes.Interface
+	starter *starter.Starter
+	dir     string
+	err     error
+}
+
+const (
+	nodeQueue       = "containers"
+	nodeTokenSecret = "node_e2e_token"
+)
+
+func realNode(t testing.TB) (*nodetest.Node, kubernetes.Interface) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real Kubernetes node")
+	}
+	node.once.Do(func() {
+		if node.dir, node.err = os.MkdirTemp("", "gantry-e2e-node-"); node.err != nil {
+			return
+		}
+		if node.n, node.err = nodetest.Start(node.dir); node.err != nil {
+			return
+		}
+		os.Setenv(secrets.EnvName(nodeTokenSecret), node.n.Token)
+		cfg, err := clientcmd.BuildConfigFromFlags("", node.n.Kubeconfig)
+		if err == nil {
+			node.cs, err = kubernetes.NewForConfig(cfg)
+		}
+		if node.err = err; err != nil {
+			return
+		}
+		w := worker.New(env.client, worker.Options{TaskQueue: nodeQueue, Logs: env.logs, Secrets: &secrets.Store{}, Internal: env.internal,
+			HelperImage: node.n.Image(nodetest.Helper)})
+		if node.err = w.Start(); node.err != nil {
+			return
+		}
+		node.starter = &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: nodeQueue}
+	})
+	if node.err != nil {
+		t.Fatalf("Kubernetes node: %v", node.err)
+	}
+	return node.n, node.cs
+}
+
+func stopNode() {
+	if node.n != nil {
+		node.n.Stop()
+	}
+	if node.dir != "" {
+		os.RemoveAll(node.dir)
+	}
+}
+
+// containerPipeline loads a pipeline of one Custom stage whose steps are a containerized step
+// group on the node; IMAGE in the steps is the node's busybox image.
+func containerPipeline(t *testing.T, id, groupSteps string) *plan.Plan {
+	t.Helper()
+	n, _ := realNode(t)
+	dir := t.TempDir()
+	connector := fmt.Sprintf(`connector:
+  name: Node
+  identifier: node
+  type: K8sCluster
+  spec:
+    credential:
+      type: ManualConfig
+      spec:
+        masterUrl: %s
+        insecureSkipTlsVerify: true
+        auth: {type: ServiceAccount, spec: {serviceAccountTokenRef: %s}}
+`, n.Server, nodeTokenSecret)
+	if err := os.WriteFile(filepath.Join(dir, "connector.yaml"), []byte(connector), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := `pipeline:
+  name: ` + id + `
+  identifier: ` + id + `
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - stepGroup:
+                  name: tools
+                  identifier: tools
+                  stepGroupInfra:
+                    type: KubernetesDirect
+                    spec: {connectorRef: node, namespace: default, initTimeout: 2m}
+                  sharedPaths: [/cache]
+                  steps:
+` + strings.ReplaceAll(groupSteps, "IMAGE", n.Image(nodetest.Busybox))
+	file := filepath.Join(dir, id+".yaml")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := load.File(file, load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	return r.Plan
+}
+
+// podsLeft lists the step group pods still in the namespace (not being deleted).
+func podsLeft(t *testing.T, cs kubernetes.Interface) []string {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/managed-by=gantry"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out = append(out, p.Name)
+		}
+	}
+	return out
+}
+
+// A group of container steps in one pod: a Background service reached by a later step, the
+// workspace and a shared path carrying files between steps, an output variable passed on, a
+// secret masked in the log; the pod is deleted when the group ends.
+func TestContainerizedStepGroup(t *testing.T) {
+	_, cs := realNode(t)
+	os.Setenv(secrets.EnvName("e2e_container_token"), "s3cr3t-container-value")
+	p := containerPipeline(t, "containers_ok", `                    - step:
+                        type: Background
+                        name: web
+                        identifier: web
+                        spec:
+                          image: IMAGE
+                          shell: Sh
+                          command: mkdir -p /tmp/www && echo pong > /tmp/www/ping && exec httpd -f -v -p 8080 -h /tmp/www
+                    - step:
+                        type: Run
+                        name: write
+                        identifier: write
+                        spec:
+                          image: IMAGE
+                          shell: Bash
+                          command: |
+                            echo "token is <+secrets.getValue("e2e_container_token")> in $BASH_VERSION"
+                            echo built > /harness/artifact
+                            echo cached > /cache/c
+                            VERSION=1.2.$GREETING_LEN
+                          envVariables: {GREETING_LEN: "3"}
+                          outputVariables: [{name: VERSION}]
+                    - step:
+                        type: Run
+                        name: read
+                        identifier: read
+                        spec:
+                          image: IMAGE
+                          shell: Sh
+                          command: |
+                            test "$(cat /harness/artifact)" = built
+                            test "$(cat /cache/c)" = cached
+                            test "$V" = 1.2.3
+                            for i in 1 2 3 4 5 6 7 8 9 10; do OUT=$(wget -q -O - http://127.0.0.1:8080/ping) && break; sleep 0.2; done
+                            echo "service said $OUT"
+                          envVariables:
+                            V: <+execution.steps.tools.steps.write.output.outputVariables.VERSION>
+                          outputVariables: [{name: OUT}]
+`)
+	exec, res := runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.tools": status.Succeeded,
+		"s.tools.web": status.Succeeded, "s.tools.write": status.Succeeded, "s.tools.read": status.Succeeded})
+	if out := res.Tree.Find("s.tools.read").Outputs["outputVariables"]; fmt.Sprint(out) != "map[OUT:pong]" {
+		t.Errorf("read outputs %v", out)
+		dumpLogs(t, exec.ID, "s.tools.web", "s.tools.read")
+	}
+	var log strings.Builder
+	if err := env.logs.Copy(&log, exec.ID, "s.tools.write"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "token is "+secrets.Mask+" in 5.") || strings.Contains(log.String(), "s3cr3t") {
+		t.Errorf("write's log does not mask the secret:\n%s", log.String())
+	}
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Errorf("pods left after the group: %v", left)
+	}
+}
+
+// A container's non-zero exit fails its step (the rest of the group is skipped); an image
+// that cannot be pulled fails its step naming the image; both delete the pod.
+func TestContainerizedStepFailures(t *testing.T) {
+	_, cs := realNode(t)
+	p := containerPipeline(t, "containers_exit", `                    - step:
+                        type: Run
+                        name: fail
+                        identifier: fail
+                        spec: {image: IMAGE, shell: Sh, command: "echo about to fail; exit 3"}
+                    - step:
+                        type: Run
+                        name: after
+                        identifier: after
+                        spec: {image: IMAGE, shell: Sh, command: "true"}
+`)
+	_, res := runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.tools.fail": status.Failed, "s.tools.after": status.Skipped})
+	if f := res.Tree.Find("s.tools.fail").Failure; f == nil || !strings.Contains(f.Message, "container step-fail: the command exited with code 3; last output: about to fail") {
+		t.Errorf("failure %+v", f)
+	}
+
+	p = containerPipeline(t, "containers_pull", `                    - step:
+                        type: Run
+                        name: missing
+                        identifier: missing
+                        spec: {image: "`+node.n.Image("no-such-image:1")+`", shell: Sh, command: "true"}
+`)
+	_, res = runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.tools.missing": status.Failed})
+	if f := res.Tree.Find("s.tools.missing").Failure; f == nil || !strings.Contains(f.Message, "no-such-image:1 cannot be pulled") {
+		t.Errorf("failure %+v", f)
+	}
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Errorf("pods left after the groups: %v", left)
+	}
+}
+
+// Aborting a pipeline while a container step runs stops the command and deletes the pod.
+func TestContainerizedStepAbort(t *testing.T) {
+	_, cs := realNode(t)
+	p := containerPipeline(t, "containers_abort", `                    - step:
+                        type: Run
+                        name: long
+                        identifier: long
+                        spec: {image: IMAGE, shell: Sh, command: "echo started; sleep 120"}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exec, err := node.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, ctx, exec.ID, "s.tools.long", "started")
+	if err := node.starter.Abort(ctx, exec.ID, "tester", "enough"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := node.starter.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Aborted, "s.tools.long": status.Aborted})
+	for len(podsLeft(t, cs)) > 0 && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Errorf("pods left after the abort: %v", left)
+	}
+}
+
+// A worker killed with SIGKILL while a container step runs: a new worker runs the step again
+// in the same pod and the group ends with its pod deleted. A run terminated outright leaves
+// its pod to the next group that starts in the namespace, which deletes it.
+func TestContainerizedWorkerSIGKILL(t *testing.T) {
+	n, cs := realNode(t)
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	queue := "containers-kill"
+	startWorker := func() *exec.Cmd {
+		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"),
+			"--helper-image", n.Image(nodetest.Helper))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
+	p := containerPipeline(t, "containers_kill", `                    - step:
+                        type: Run
+                        name: slow
+                        identifier: slow
+                        spec: {image: IMAGE, shell: Sh, command: "echo run >> /harness/runs; sleep 3; cat /harness/runs"}
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	w := startWorker()
+	execution, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{HeartbeatTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, s, execution.ID, "s.tools.slow", status.Running)
+	for len(podsLeft(t, cs)) == 0 && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the step's command runs
+	_ = w.Process.Signal(syscall.SIGKILL)
+	_, _ = w.Process.Wait()
+	w = startWorker()
+	defer func() { _ = w.Process.Signal(syscall.SIGTERM); _, _ = w.Process.Wait() }()
+	res, err := s.Result(ctx, execution.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.tools.slow": status.Succeeded})
+	for len(podsLeft(t, cs)) > 0 && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Fatalf("pods left after the group: %v", left)
+	}
+
+	// Terminated: nothing of the run deletes its pod; the next group in the namespace does.
+	execution, err = s.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, s, execution.ID, "s.tools.slow", status.Running)
+	for len(podsLeft(t, cs)) == 0 && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	orphan := podsLeft(t, cs)
+	if err := env.client.TerminateWorkflow(ctx, execution.ID, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	// The stage's workflow closes with its parent (terminated in turn, by the server).
+	pod, err := cs.CoreV1().Pods("default").Get(ctx, orphan[0], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		d, err := env.client.DescribeWorkflowExecution(ctx, pod.Annotations["gantry.io/workflow-id"], "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := podsLeft(t, cs); len(left) != 1 {
+		t.Fatalf("after the terminate: pods %v, want the orphan %v", left, orphan)
+	}
+	_, res = runPlan(t, s, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded})
+	for len(podsLeft(t, cs)) > 0 && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Errorf("the terminated run's pod %v is left after the next group", left)
+	}
+}
+
+// waitForLog waits until a step's log holds a text.
+func waitForLog(t *testing.T, ctx context.Context, execution, step, text string) {
+	t.Helper()
+	for {
+		var b strings.Builder
+		if env.logs.Copy(&b, execution, step) == nil && strings.Contains(b.String(), text) {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s's log never showed %q", step, text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func dumpLogs(t *testing.T, execution string, steps ...string) {
+	for _, s := range steps {
+		var b strings.Builder
+		_ = env.logs.Copy(&b, execution, s)
+		t.Logf("log of %s:\n%s", s, b.String())
+	}
+}

@@ -1,0 +1,101 @@
+package entities
+
+import (
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/compile"
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/steps"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// Pods resolves the connectors of every containerized step group of a pipeline: its cluster's,
+// and the Docker registries' of its steps' images. The result is keyed by PodKey.
+func (c *Catalog) Pods(file string, p *pipeline.Pipeline) (map[string]*plan.Pod, diag.List) {
+	r := &resolver{c: c, file: file}
+	out := map[string]*plan.Pod{}
+	for _, s := range p.AllStages() {
+		if s.StageSpec == nil || s.StageSpec.Execution == nil {
+			continue
+		}
+		visit := func(v pipeline.StepVisit) {
+			if g := v.Group; g != nil && g.StepGroupInfra != nil && g.StepGroupInfra.Type == "KubernetesDirect" && g.StepGroupInfra.Spec != nil {
+				if pod := r.pod(g); pod != nil {
+					out[PodKey(s.Identifier, v.Groups, g)] = pod
+				}
+			}
+		}
+		ex := s.StageSpec.Execution
+		pipeline.WalkSteps(ex.Steps, false, nil, nil, visit)
+		pipeline.WalkSteps(ex.RollbackSteps, true, nil, nil, visit)
+	}
+	return out, r.diags
+}
+
+// PodKey names a containerized step group: its stage's identifier and its groups' (the
+// enclosing ones, then its own), slash-joined as plan.Walk paths are.
+func PodKey(stage string, outer []*pipeline.StepGroup, g *pipeline.StepGroup) string {
+	ids := []string{stage}
+	for _, o := range outer {
+		ids = append(ids, o.Identifier)
+	}
+	return strings.Join(append(ids, g.Identifier), "/")
+}
+
+func (r *resolver) pod(g *pipeline.StepGroup) *plan.Pod {
+	spec := g.StepGroupInfra.Spec
+	if pipeline.IsRuntimeInput(spec.ConnectorRef) || strings.Contains(spec.ConnectorRef, "<+") {
+		r.diags.Unsupportedf(pipeline.NodePos(r.file, pipeline.ValueAt(spec.Node, "connectorRef")), "unsupported-expression",
+			"step group %s: the cluster connector is an expression; Gantry resolves connectors before the run", g.Identifier).
+			SetHint("name the connector")
+		return nil
+	}
+	k, ok := r.clusterConnector(r.file, spec.Node, spec.ConnectorRef, "step group "+g.Identifier+": ", "a containerized step group")
+	if !ok {
+		return nil
+	}
+	pod := &plan.Pod{Connector: k, Infra: compile.Value(spec.Node), Registries: map[string]plan.RegistryConnector{}}
+	if g.SharedPaths != nil {
+		pod.SharedPaths = compile.Value(g.SharedPaths)
+	}
+	r.dockerConnector(pod, spec.Node, "harnessImageConnectorRef", spec.HarnessImageConnectorRef)
+	pipeline.WalkSteps(g.Steps, false, nil, nil, func(v pipeline.StepVisit) {
+		if v.Step != nil && steps.InContainer(v.Step.Type) && v.Step.Spec != nil {
+			if ref := pipeline.Field(v.Step.Spec, "connectorRef"); ref != nil {
+				r.dockerConnector(pod, v.Step.Spec, "connectorRef", ref.Value)
+			}
+		}
+	})
+	return pod
+}
+
+// dockerConnector adds the DockerRegistry connector named at obj's key to the pod's.
+func (r *resolver) dockerConnector(pod *plan.Pod, obj *yaml.Node, key, ref string) {
+	if ref == "" || strings.Contains(ref, "<+") {
+		return
+	}
+	pos := pipeline.NodePos(r.file, pipeline.ValueAt(obj, key))
+	cf, ok := r.c.Connectors[pipeline.LocalRef(ref)]
+	if !ok {
+		r.missing(pos, "connector", ref, "connector")
+		return
+	}
+	k := cf.Connector
+	if k.Docker == nil {
+		r.diags.Errorf(pos, "connector", "connector %s is a %s connector; an image is pulled through a DockerRegistry connector", k.Identifier, k.Type)
+		return
+	}
+	pod.Registries[ref] = *dockerRegistry(k)
+}
+
+// dockerRegistry is a DockerRegistry connector as the worker uses it.
+func dockerRegistry(k *pipeline.Connector) *plan.RegistryConnector {
+	out := &plan.RegistryConnector{ID: k.Identifier, URL: k.Docker.DockerRegistryURL}
+	if a := k.Docker.Auth; a != nil && a.Type == "UsernamePassword" && a.Spec != nil {
+		out.Username, out.UsernameRef, out.PasswordRef = a.Spec.Username, a.Spec.UsernameRef, a.Spec.PasswordRef
+	}
+	return out
+}

@@ -1,0 +1,171 @@
+package validate
+
+import (
+	"gopkg.in/yaml.v3"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/steps"
+)
+
+// podGroup checks a containerized step group's infrastructure and shared paths.
+func (c *checker) podGroup(g *pipeline.StepGroup, groups []*pipeline.StepGroup) {
+	inf := g.StepGroupInfra
+	if inf == nil {
+		if g.SharedPaths != nil {
+			c.diags.Warnf(c.pos(pipeline.Key(g.Node, "sharedPaths")), "not-implemented",
+				"sharedPaths is ignored: it shares folders between the containers of a containerized step group, and step group %s is not one", g.Identifier)
+		}
+		return
+	}
+	for _, outer := range groups {
+		if outer.StepGroupInfra != nil {
+			c.diags.Unsupportedf(c.pos(pipeline.Key(g.Node, "stepGroupInfra")), "unsupported-field",
+				"step group %s is a containerized step group inside containerized step group %s; Gantry runs one pod per group and does not nest them", g.Identifier, outer.Identifier).
+				SetHint("remove stepGroupInfra here: the group's container steps then run in %s's pod", outer.Identifier)
+			return
+		}
+	}
+	c.enum(inf.Node, "type", inf.Type, []string{"KubernetesDirect", "Delegate", "Noop", "VM", "ECSDirect"}, "stepGroupInfra type")
+	if inf.Type != "KubernetesDirect" && inf.Type != "" && !dynamic(inf.Type) {
+		if inf.Type == "Delegate" || inf.Type == "Noop" || inf.Type == "VM" || inf.Type == "ECSDirect" {
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(inf.Node, "type")), "unsupported-field",
+				"step group %s runs on %s infrastructure; Gantry runs containerized step groups on Kubernetes (KubernetesDirect) only", g.Identifier, inf.Type)
+		}
+		return
+	}
+	if inf.Spec != nil {
+		c.podInfra(inf.Spec)
+	}
+	if n := g.SharedPaths; n != nil && n.Kind == yaml.SequenceNode {
+		for _, p := range n.Content {
+			if p.Value != "" && !dynamic(p.Value) && p.Value[0] != '/' {
+				c.diags.Errorf(c.pos(p), "shared-path", "shared path %q is not absolute", p.Value).SetHint("write it as a path in the containers, e.g. /root/.m2")
+			}
+		}
+	}
+}
+
+// podInfra checks the settings of a pod.
+func (c *checker) podInfra(s *pipeline.PodInfra) {
+	c.boolean(s.Node, "automountServiceAccountToken", s.AutomountServiceAccountToken)
+	c.duration(s.Node, "initTimeout", s.InitTimeout, "initTimeout")
+	c.enum(s.Node, "os", s.OS, []string{"Linux", "MacOS", "Windows"}, "os")
+	if s.OS == "MacOS" || s.OS == "Windows" {
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "os")), "unsupported-field",
+			"the pod's os is %s; Gantry's helper runs in Linux containers only", s.OS)
+	}
+	c.integer(s.Node, "runAsUser", s.RunAsUser, 0, false, "runAsUser")
+	c.enum(s.Node, "imagePullPolicy", s.ImagePullPolicy, []string{"Always", "Never", "IfNotPresent"}, "imagePullPolicy")
+	if s.PodSpecOverlay != "" {
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "podSpecOverlay")), "unsupported-field",
+			"podSpecOverlay is valid in the reference, but Gantry does not merge overlays into the pod it creates yet").
+			SetHint("set what it changes with the step group's own settings (volumes, tolerations, nodeSelector, ...)")
+	}
+	if sc := s.ContainerSecurityContext; sc != nil {
+		for _, kv := range [][2]string{{"allowPrivilegeEscalation", sc.AllowPrivilegeEscalation}, {"privileged", sc.Privileged},
+			{"readOnlyRootFilesystem", sc.ReadOnlyRootFilesystem}, {"runAsNonRoot", sc.RunAsNonRoot}} {
+			c.boolean(sc.Node, kv[0], kv[1])
+		}
+		c.integer(sc.Node, "runAsUser", sc.RunAsUser, 0, false, "runAsUser")
+		c.integer(sc.Node, "runAsGroup", sc.RunAsGroup, 0, false, "runAsGroup")
+		c.enum(sc.Node, "procMount", sc.ProcMount, []string{"Default", "Unmasked"}, "procMount")
+	}
+	for _, t := range s.Tolerations {
+		c.enum(t.Node, "operator", t.Operator, []string{"Exists", "Equal"}, "toleration operator")
+		c.enum(t.Node, "effect", t.Effect, []string{"NoSchedule", "PreferNoSchedule", "NoExecute"}, "toleration effect")
+		c.integer(t.Node, "tolerationSeconds", t.TolerationSeconds, 0, false, "tolerationSeconds")
+	}
+	mounts := map[string]bool{}
+	for _, v := range s.Volumes {
+		c.enum(v.Node, "type", v.Type, []string{"EmptyDir", "HostPath", "PersistentVolumeClaim", "ConfigMap", "Secret"}, "volume type")
+		if mounts[v.MountPath] {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(v.Node, "mountPath")), "duplicate-volume", "two volumes are mounted at %s; one volume per mount path", v.MountPath)
+		}
+		mounts[v.MountPath] = true
+		need := map[string]string{"HostPath": "path", "PersistentVolumeClaim": "claimName", "ConfigMap": "name", "Secret": "name"}[v.Type]
+		if need != "" && (v.Spec == nil || pipeline.Field(v.Spec.Node, need) == nil) {
+			c.diags.Errorf(c.pos(v.Node), "missing-field", "a %s volume needs spec.%s", v.Type, need)
+		}
+		if v.Spec != nil {
+			c.boolean(v.Spec.Node, "readOnly", v.Spec.ReadOnly)
+			c.boolean(v.Spec.Node, "optional", v.Spec.Optional)
+		}
+	}
+	c.resources(s.Resources)
+}
+
+func (c *checker) resources(r *pipeline.ContainerResources) {
+	if r == nil {
+		return
+	}
+	for _, a := range []*pipeline.ResourceAmount{r.Limits, r.Requests} {
+		if a == nil {
+			continue
+		}
+		c.quantity(a.Node, "cpu", a.CPU)
+		c.quantity(a.Node, "memory", a.Memory)
+	}
+}
+
+// containerStep checks a step that runs in a container of a containerized step group.
+func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.StepGroup) {
+	var pod *pipeline.StepGroup
+	for _, g := range groups {
+		if g.StepGroupInfra != nil {
+			pod = g
+		}
+	}
+	if pod == nil {
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-step-type",
+			"%s step %s is outside a containerized step group: in the reference it runs in a CI stage's build infrastructure, which Gantry does not run", s.Type, s.Identifier).
+			SetHint("put it in a step group with `stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: ..., namespace: ...}}`")
+		return
+	}
+	var set *steps.ContainerSettings
+	switch sp := spec.(type) {
+	case *steps.Run:
+		set = &sp.ContainerSettings
+		c.enum(sp.Node, "shell", sp.Shell, []string{"Sh", "Bash", "Python", "Pwsh", "Powershell"}, "shell")
+		c.stepVars(sp.OutputVariables, "output variable", []string{"String", "Secret"})
+		if sp.RegistryRef != "" {
+			c.diags.Warnf(c.pos(pipeline.ValueAt(sp.Node, "registryRef")), "not-implemented", "registryRef is ignored: Gantry pulls the image with connectorRef's credentials")
+		}
+	case *steps.Background:
+		set = &sp.ContainerSettings
+		c.enum(sp.Node, "shell", sp.Shell, []string{"Sh", "Bash", "Python", "Pwsh", "Powershell"}, "shell")
+		if len(sp.PortBindings) > 0 {
+			c.diags.Warnf(c.pos(pipeline.ValueAt(sp.Node, "portBindings")), "not-implemented",
+				"portBindings is ignored: the containers of a pod share its network, so later steps reach the service on localhost at its own port")
+		}
+	case *steps.Plugin:
+		set = &sp.ContainerSettings
+		if sp.Uses != "" && sp.Image == "" {
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(sp.Node, "uses")), "unsupported-field",
+				"`uses` names a plugin from Harness's plugin catalog, which Gantry does not have").SetHint("name the plugin's image with `image`")
+		}
+	}
+	if set.Image == "" && !(s.Type == "Plugin" && spec.(*steps.Plugin).Uses != "") {
+		c.diags.Unsupportedf(c.pos(s.Spec), "unsupported-field",
+			"%s step %s has no image: the reference then uses its own default image, which Gantry does not have", s.Type, s.Identifier).
+			SetHint("name the image, e.g. `image: alpine:3.20`")
+	}
+	c.enum(s.Spec, "imagePullPolicy", set.ImagePullPolicy, []string{"Always", "Never", "IfNotPresent"}, "imagePullPolicy")
+	c.boolean(s.Spec, "privileged", set.Privileged)
+	c.integer(s.Spec, "runAsUser", set.RunAsUser, 0, false, "runAsUser")
+	c.resources(set.Resources)
+	if set.Reports != nil {
+		c.diags.Warnf(c.pos(set.Reports), "not-implemented", "reports is ignored: Gantry does not collect test reports yet")
+	}
+}
+
+// quantity checks a Kubernetes resource quantity (cpu: 500m, memory: 1Gi).
+func (c *checker) quantity(obj *yaml.Node, key, value string) {
+	if value == "" || dynamic(value) {
+		return
+	}
+	if _, err := resource.ParseQuantity(value); err != nil {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(obj, key)), "quantity", "%s %q is not a Kubernetes quantity", key, value).
+			SetHint("for example cpu: 500m or memory: 512Mi")
+	}
+}

@@ -1,0 +1,15 @@
+package plan
+
+// Pod is where a containerized step group's container steps run: one pod per group run, on
+// the cluster of Connector.
+type Pod struct {
+	Connector Connector `json:"connector"`
+	// Infra is the stepGroupInfra spec as a value tree; its expressions are rendered when the
+	// group starts.
+	Infra any `json:"infra"`
+	// SharedPaths are folders shared between the group's containers, besides the workspace.
+	SharedPaths any `json:"sharedPaths,omitempty"`
+	// Registries are the Docker registry connectors the images are pulled with, by connector
+	// reference as the steps (and harnessImageConnectorRef) write it.
+	Registries map[string]RegistryConnector `json:"registries,omitempty"`
+}

@@ -1,0 +1,198 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// podTimeout bounds creating or deleting a group's pod (the steps wait for their containers).
+const podTimeout = 2 * time.Minute
+
+// podFor returns the pod of the containerized group a frame runs in, or nil.
+func (f *frame) podFor() *activities.PodInput {
+	for x := f; x != nil; x = x.parent {
+		if x.pod != nil {
+			return x.pod
+		}
+	}
+	return nil
+}
+
+// startPod creates a containerized group's pod: its infrastructure and its containers' images
+// rendered in the group's scope.
+func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*activities.PodInput, *activities.Failure) {
+	scope := expressions.NewScope(s.rootFor(fr), fqn)
+	opts := expressions.Options{Unresolved: expressions.UnresolvedFail}
+	infra, err := renderSpec(n.Pod.Infra, scope, opts, "", func(string) bool { return false })
+	if err != nil {
+		return nil, &activities.Failure{Category: activities.Unknown, Message: "stepGroupInfra: " + err.Error()}
+	}
+	shared, err := renderSpec(n.Pod.SharedPaths, scope, opts, "", func(string) bool { return false })
+	if err != nil {
+		return nil, &activities.Failure{Category: activities.Unknown, Message: "sharedPaths: " + err.Error()}
+	}
+	info := workflow.GetInfo(ctx)
+	pod := plan.Pod{Connector: n.Pod.Connector, Infra: infra, SharedPaths: shared, Registries: n.Pod.Registries}
+	in := &activities.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+		Group: t.Path, Name: podName(s.in.ExecutionID, t.Path, n.ID), Pod: pod}
+	seen := map[string]bool{}
+	var visit func(nodes []*plan.Node) *activities.Failure
+	visit = func(nodes []*plan.Node) *activities.Failure {
+		for _, c := range nodes {
+			if c.Kind == plan.KindStep && inContainer(c.Type) {
+				pc, f := podContainer(c, scope, t.Path)
+				if f != nil {
+					return f
+				}
+				if seen[pc.Name] {
+					continue
+				}
+				seen[pc.Name] = true
+				in.Containers = append(in.Containers, pc)
+				raw, _ := json.Marshal(c.Spec)
+				for _, id := range activities.SecretRefs(string(raw)) {
+					if !seen["secret:"+id] {
+						seen["secret:"+id] = true
+						in.Secrets = append(in.Secrets, id)
+					}
+				}
+			}
+			if f := visit(c.Children); f != nil {
+				return f
+			}
+			if f := visit(c.Rollback); f != nil {
+				return f
+			}
+		}
+		return nil
+	}
+	if f := visit(n.Children); f != nil {
+		return nil, f
+	}
+	if f := visit(n.Rollback); f != nil {
+		return nil, f
+	}
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, s.podOptions(t.Path+" (pod)")), activities.PodStart, in).Get(ctx, nil)
+	if err != nil {
+		return nil, activities.Classify(err)
+	}
+	return in, nil
+}
+
+// stopPod deletes a group's pod whatever ended the group, an abort included.
+func (s *stageRun) stopPod(ctx workflow.Context, pod *activities.PodInput) {
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, s.podOptions(pod.Group+" (pod cleanup)")), activities.PodStop, pod).Get(dctx, nil)
+	if err != nil {
+		workflow.GetLogger(ctx).Warn("delete step group pod", "pod", pod.Name, "error", err)
+	}
+}
+
+func (s *stageRun) podOptions(summary string) workflow.ActivityOptions {
+	return workflow.ActivityOptions{
+		StartToCloseTimeout: podTimeout,
+		Summary:             summary,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+			MaximumAttempts: s.in.Settings.InfraAttempts},
+	}
+}
+
+// podContainer is a container step's container, its image settings rendered.
+func podContainer(n *plan.Node, scope *expressions.Scope, group string) (activities.PodContainer, *activities.Failure) {
+	spec, _ := n.Spec.(map[string]any)
+	str := func(key string) (string, *activities.Failure) {
+		v, ok := spec[key].(string)
+		if !ok || !expressions.Has(v) {
+			return v, nil
+		}
+		out, err := expressions.RenderString(v, scope, expressions.Options{Unresolved: expressions.UnresolvedFail})
+		if err != nil {
+			return "", &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("step %s: %s: %v (a container's settings are rendered when its group starts)", n.ID, key, err)}
+		}
+		return out, nil
+	}
+	c := activities.PodContainer{Name: containerName(n.ID), Step: group + ".steps." + n.ID, Type: n.Type}
+	var f *activities.Failure
+	if c.Image, f = str("image"); f != nil {
+		return c, f
+	}
+	if c.ConnectorRef, f = str("connectorRef"); f != nil {
+		return c, f
+	}
+	if c.ImagePullPolicy, f = str("imagePullPolicy"); f != nil {
+		return c, f
+	}
+	priv, f := str("privileged")
+	if f != nil {
+		return c, f
+	}
+	c.Privileged = priv == "true"
+	uid, f := str("runAsUser")
+	if f != nil {
+		return c, f
+	}
+	if uid != "" {
+		var u int64
+		if _, err := fmt.Sscan(uid, &u); err != nil {
+			return c, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("step %s: runAsUser %q is not a number", n.ID, uid)}
+		}
+		c.RunAsUser = &u
+	}
+	if r, ok := spec["resources"].(map[string]any); ok {
+		if l, ok := r["limits"].(map[string]any); ok {
+			c.CPU, _ = l["cpu"].(string)
+			c.Memory, _ = l["memory"].(string)
+		}
+	}
+	return c, nil
+}
+
+// inContainer reports whether a step type runs in a container of its group's pod.
+func inContainer(stepType string) bool {
+	return activities.ForStepType(stepType) == activities.ContainerStep
+}
+
+// stepPod is where a container step runs; nil for other steps or outside a containerized group.
+func stepPod(n *plan.Node, fr *frame) *activities.PodStep {
+	if !inContainer(n.Type) {
+		return nil
+	}
+	pod := fr.podFor()
+	if pod == nil {
+		return nil
+	}
+	return &activities.PodStep{Pod: *pod, Container: containerName(n.ID)}
+}
+
+var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// containerName is a step's container name: its identifier as a DNS label.
+func containerName(id string) string {
+	name := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(strings.ReplaceAll(id, "_", "-")), ""), "-")
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	return "step-" + name
+}
+
+// podName names a group run's pod: unique per execution and group path, readable by its group.
+func podName(execution, path, id string) string {
+	sum := sha256.Sum256([]byte(execution + "\x00" + path))
+	short := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(strings.ReplaceAll(id, "_", "-")), ""), "-")
+	if len(short) > 30 {
+		short = short[:30]
+	}
+	return "gantry-" + short + "-" + hex.EncodeToString(sum[:6])
+}
