@@ -149,7 +149,7 @@ func ForStepType(t string) string {
 		return Http
 	case "Policy":
 		return Policy
-	case "Run", "Background", "Plugin":
+	case "Run", "Background", "Plugin", "Container":
 		return ContainerStep
 	}
 	if IsKubernetes(t) {

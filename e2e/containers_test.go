@@ -89,7 +89,20 @@ func stopNode() {
 
 // containerPipeline loads a pipeline of one Custom stage whose steps are a containerized step
 // group on the node; IMAGE in the steps is the node's busybox image.
-func containerPipeline(t *testing.T, id, groupSteps string) *plan.Plan {
+func containerPipeline(t testing.TB, id, groupSteps string) *plan.Plan {
+	return nodePipeline(t, id, `              - stepGroup:
+                  name: tools
+                  identifier: tools
+                  stepGroupInfra:
+                    type: KubernetesDirect
+                    spec: {connectorRef: node, namespace: default, initTimeout: 2m}
+                  sharedPaths: [/cache]
+                  steps:
+`+groupSteps)
+}
+
+// nodePipeline loads a pipeline of one Custom stage with steps, the connector "node" beside it.
+func nodePipeline(t testing.TB, id, steps string) *plan.Plan {
 	t.Helper()
 	n, _ := realNode(t)
 	dir := t.TempDir()
@@ -119,15 +132,7 @@ func containerPipeline(t *testing.T, id, groupSteps string) *plan.Plan {
         spec:
           execution:
             steps:
-              - stepGroup:
-                  name: tools
-                  identifier: tools
-                  stepGroupInfra:
-                    type: KubernetesDirect
-                    spec: {connectorRef: node, namespace: default, initTimeout: 2m}
-                  sharedPaths: [/cache]
-                  steps:
-` + strings.ReplaceAll(groupSteps, "IMAGE", n.Image(nodetest.Busybox))
+` + strings.ReplaceAll(steps, "IMAGE", n.Image(nodetest.Busybox))
 	file := filepath.Join(dir, id+".yaml")
 	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -216,6 +221,33 @@ func TestContainerizedStepGroup(t *testing.T) {
 	}
 	if left := podsLeft(t, cs); len(left) > 0 {
 		t.Errorf("pods left after the group: %v", left)
+	}
+}
+
+// A Container step runs in a pod of its own (spec 15.4), deleted after the step.
+func TestContainerStep(t *testing.T) {
+	_, cs := realNode(t)
+	p := nodePipeline(t, "container_step", `              - step:
+                  type: Container
+                  name: migrate
+                  identifier: migrate
+                  timeout: 2m
+                  spec:
+                    image: IMAGE
+                    shell: Sh
+                    command: SCHEMA_VERSION=$((40 + 2))
+                    infrastructure:
+                      type: KubernetesDirect
+                      spec: {connectorRef: node, namespace: default, resources: {limits: {cpu: 500m, memory: 64Mi}}}
+                    outputVariables: [{name: SCHEMA_VERSION}]
+`)
+	_, res := runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.migrate": status.Succeeded})
+	if out := res.Tree.Find("s.migrate").Outputs["outputVariables"]; fmt.Sprint(out) != "map[SCHEMA_VERSION:42]" {
+		t.Errorf("outputs %v", out)
+	}
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Errorf("pods left after the step: %v", left)
 	}
 }
 

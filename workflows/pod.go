@@ -30,8 +30,8 @@ func (f *frame) podFor() *activities.PodInput {
 	return nil
 }
 
-// startPod creates a containerized group's pod: its infrastructure and its containers' images
-// rendered in the group's scope.
+// startPod creates the pod of a containerized group (or of a Container step, n itself): its
+// infrastructure and its containers' images rendered in n's scope.
 func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*activities.PodInput, *activities.Failure) {
 	scope := expressions.NewScope(s.rootFor(fr), fqn)
 	opts := expressions.Options{Unresolved: expressions.UnresolvedFail}
@@ -51,8 +51,13 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 	var visit func(nodes []*plan.Node) *activities.Failure
 	visit = func(nodes []*plan.Node) *activities.Failure {
 		for _, c := range nodes {
-			if c.Kind == plan.KindStep && inContainer(c.Type) {
-				pc, f := podContainer(c, scope, t.Path)
+			// A Container step inside the group has a pod of its own.
+			if c.Kind == plan.KindStep && inContainer(c.Type) && (c.Pod == nil || c == n) {
+				step := t.Path + ".steps." + c.ID
+				if c == n {
+					step = t.Path
+				}
+				pc, f := podContainer(c, scope, step)
 				if f != nil {
 					return f
 				}
@@ -77,6 +82,11 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 			}
 		}
 		return nil
+	}
+	if n.Kind == plan.KindStep {
+		if f := visit([]*plan.Node{n}); f != nil {
+			return nil, f
+		}
 	}
 	if f := visit(n.Children); f != nil {
 		return nil, f
@@ -110,7 +120,7 @@ func (s *stageRun) podOptions(summary string) workflow.ActivityOptions {
 }
 
 // podContainer is a container step's container, its image settings rendered.
-func podContainer(n *plan.Node, scope *expressions.Scope, group string) (activities.PodContainer, *activities.Failure) {
+func podContainer(n *plan.Node, scope *expressions.Scope, step string) (activities.PodContainer, *activities.Failure) {
 	spec, _ := n.Spec.(map[string]any)
 	str := func(key string) (string, *activities.Failure) {
 		v, ok := spec[key].(string)
@@ -123,7 +133,7 @@ func podContainer(n *plan.Node, scope *expressions.Scope, group string) (activit
 		}
 		return out, nil
 	}
-	c := activities.PodContainer{Name: containerName(n.ID), Step: group + ".steps." + n.ID, Type: n.Type}
+	c := activities.PodContainer{Name: containerName(n.ID), Step: step, Type: n.Type}
 	var f *activities.Failure
 	if c.Image, f = str("image"); f != nil {
 		return c, f
@@ -164,12 +174,16 @@ func inContainer(stepType string) bool {
 	return activities.ForStepType(stepType) == activities.ContainerStep
 }
 
-// stepPod is where a container step runs; nil for other steps or outside a containerized group.
-func stepPod(n *plan.Node, fr *frame) *activities.PodStep {
+// stepPod is where a container step runs: a Container step's own pod, or its group's; nil
+// for other steps or outside a containerized group.
+func (s *stageRun) stepPod(n *plan.Node, t *Node, fr *frame) *activities.PodStep {
 	if !inContainer(n.Type) {
 		return nil
 	}
-	pod := fr.podFor()
+	pod := s.ownPods[t.Path]
+	if pod == nil {
+		pod = fr.podFor()
+	}
 	if pod == nil {
 		return nil
 	}

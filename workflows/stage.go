@@ -107,9 +107,10 @@ type stageRun struct {
 	pipelineRollback bool                // a PipelineRollback action fired
 	waiting          map[string]*pending // nodes waiting for a user, by path
 	running          map[string]*runningStep
-	loopPaths        map[string]bool   // paths of loop iterations: not part of currentStatus
-	activeSteps      int               // step activities running now (MaxRunningSteps)
-	barriers         map[string]string // barrier ref → outcome, as the pipeline reported it
+	ownPods          map[string]*activities.PodInput // Container steps' pods, by node path
+	loopPaths        map[string]bool                 // paths of loop iterations: not part of currentStatus
+	activeSteps      int                             // step activities running now (MaxRunningSteps)
+	barriers         map[string]string               // barrier ref → outcome, as the pipeline reported it
 	approvals        map[string]*approval
 	waitStatus       map[string]status.Status                // nodes waiting for users, by path
 	inputs           map[string]*inputWait                   // steps waiting for execution-time inputs

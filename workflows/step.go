@@ -43,6 +43,22 @@ func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		m.Timer(MetricStepDuration).Record(workflow.Now(ctx).Sub(begun))
 	}()
 	d := &dispatcher{s: s, ctx: ctx, n: n, t: t, fr: fr, data: data}
+	if n.Pod != nil { // a Container step: a pod of its own for all its attempts
+		pod, f := s.startPod(ctx, n, t, fqn, fr)
+		if f != nil {
+			t.Attempts++
+			d.finish(status.Failed, f)
+			return
+		}
+		if s.ownPods == nil {
+			s.ownPods = map[string]*activities.PodInput{}
+		}
+		s.ownPods[t.Path] = pod
+		defer func() {
+			s.stopPod(ctx, pod)
+			delete(s.ownPods, t.Path)
+		}()
+	}
 	if len(n.Inputs) > 0 {
 		var ok bool
 		if n, ok = s.resolveInputs(ctx, n, t, fqn, d); !ok {
@@ -151,7 +167,7 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 				return status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
 			}
 		}
-		pod := stepPod(n, fr)
+		pod := s.stepPod(n, t, fr)
 		if inContainer(n.Type) && pod == nil {
 			return status.Failed, &activities.Failure{Category: activities.Unknown, Message: n.Type + " steps run only in a containerized step group"}
 		}

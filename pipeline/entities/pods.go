@@ -23,8 +23,18 @@ func (c *Catalog) Pods(file string, p *pipeline.Pipeline) (map[string]*plan.Pod,
 		}
 		visit := func(v pipeline.StepVisit) {
 			if g := v.Group; g != nil && g.StepGroupInfra != nil && g.StepGroupInfra.Type == "KubernetesDirect" && g.StepGroupInfra.Spec != nil {
-				if pod := r.pod(g); pod != nil {
-					out[PodKey(s.Identifier, v.Groups, g)] = pod
+				if pod := r.pod(g.Identifier, g.StepGroupInfra.Spec, g.SharedPaths, g.Steps); pod != nil {
+					out[PodKey(s.Identifier, v.Groups, g.Identifier)] = pod
+				}
+			}
+			if st := v.Step; st != nil && st.Type == "Container" && st.Spec != nil {
+				var ct steps.Container
+				(&pipeline.Decoder{File: r.file, Diags: &diag.List{}}).Decode(st.Spec, &ct, "Container spec") // checked by validate
+				if inf := ct.Infrastructure; inf != nil && inf.Type == "KubernetesDirect" && inf.Spec != nil {
+					own := []pipeline.StepElement{{Step: st}}
+					if pod := r.pod(st.Identifier, inf.Spec, nil, own); pod != nil {
+						out[PodKey(s.Identifier, v.Groups, st.Identifier)] = pod
+					}
 				}
 			}
 		}
@@ -35,35 +45,35 @@ func (c *Catalog) Pods(file string, p *pipeline.Pipeline) (map[string]*plan.Pod,
 	return out, r.diags
 }
 
-// PodKey names a containerized step group: its stage's identifier and its groups' (the
-// enclosing ones, then its own), slash-joined as plan.Walk paths are.
-func PodKey(stage string, outer []*pipeline.StepGroup, g *pipeline.StepGroup) string {
+// PodKey names a containerized step group or a Container step: its stage's identifier, its
+// enclosing groups' and its own, slash-joined as plan.Walk paths are.
+func PodKey(stage string, outer []*pipeline.StepGroup, id string) string {
 	ids := []string{stage}
 	for _, o := range outer {
 		ids = append(ids, o.Identifier)
 	}
-	return strings.Join(append(ids, g.Identifier), "/")
+	return strings.Join(append(ids, id), "/")
 }
 
-func (r *resolver) pod(g *pipeline.StepGroup) *plan.Pod {
-	spec := g.StepGroupInfra.Spec
+// pod resolves the connectors of a pod: its cluster's, and the registries' of its steps.
+func (r *resolver) pod(id string, spec *pipeline.PodInfra, shared *yaml.Node, list []pipeline.StepElement) *plan.Pod {
 	if pipeline.IsRuntimeInput(spec.ConnectorRef) || strings.Contains(spec.ConnectorRef, "<+") {
 		r.diags.Unsupportedf(pipeline.NodePos(r.file, pipeline.ValueAt(spec.Node, "connectorRef")), "unsupported-expression",
-			"step group %s: the cluster connector is an expression; Gantry resolves connectors before the run", g.Identifier).
+			"%s: the cluster connector is an expression; Gantry resolves connectors before the run", id).
 			SetHint("name the connector")
 		return nil
 	}
-	k, ok := r.clusterConnector(r.file, spec.Node, spec.ConnectorRef, "step group "+g.Identifier+": ", "a containerized step group")
+	k, ok := r.clusterConnector(r.file, spec.Node, spec.ConnectorRef, id+": ", "a pod of container steps")
 	if !ok {
 		return nil
 	}
 	pod := &plan.Pod{Connector: k, Infra: compile.Value(spec.Node), Registries: map[string]plan.RegistryConnector{}}
-	if g.SharedPaths != nil {
-		pod.SharedPaths = compile.Value(g.SharedPaths)
+	if shared != nil {
+		pod.SharedPaths = compile.Value(shared)
 	}
 	r.dockerConnector(pod, spec.Node, "harnessImageConnectorRef", spec.HarnessImageConnectorRef)
-	pipeline.WalkSteps(g.Steps, false, nil, nil, func(v pipeline.StepVisit) {
-		if v.Step != nil && steps.InContainer(v.Step.Type) && v.Step.Spec != nil {
+	pipeline.WalkSteps(list, false, nil, nil, func(v pipeline.StepVisit) {
+		if v.Step != nil && (steps.InContainer(v.Step.Type) || v.Step.Type == "Container") && v.Step.Spec != nil {
 			if ref := pipeline.Field(v.Step.Spec, "connectorRef"); ref != nil {
 				r.dockerConnector(pod, v.Step.Spec, "connectorRef", ref.Value)
 			}

@@ -288,7 +288,7 @@ func TestRuntimeInputPositions(t *testing.T) {
 func TestUnsupportedStepTypeHints(t *testing.T) {
 	for typ, want := range map[string]string{
 		"DownloadManifests": "does not copy manifests into them yet",
-		"JiraApproval":      "Gantry runs step types Background, Barrier, HarnessApproval, HelmDelete",
+		"JiraApproval":      "Gantry runs step types Background, Barrier, Container, HarnessApproval",
 	} {
 		src := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Custom\n        spec:\n          execution:\n            steps:\n              - step: {type: " + typ + ", name: x, identifier: x, spec: {}}\n"
 		r := load.Bytes("p.yaml", []byte(src), load.Options{})
@@ -319,7 +319,7 @@ func TestContainerizedStepGroupDiagnostics(t *testing.T) {
 	for _, c := range []struct{ group, typ, spec, want string }{
 		{infra, "Run", run, ""},
 		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: nope, namespace: ci}}\n", "Run", run, `connector "nope" is not defined`},
-		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: hub, namespace: ci}}\n", "Run", run, "step group g: connector hub is a DockerRegistry connector"},
+		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: hub, namespace: ci}}\n", "Run", run, "g: connector hub is a DockerRegistry connector; a pod of container steps needs a K8sCluster connector"},
 		{infra, "Run", "{image: alpine, connectorRef: nope, command: \"true\"}", `connector "nope" is not defined`},
 		{"                  stepGroupInfra: {type: VM, spec: {connectorRef: k8s, namespace: ci}}\n", "Run", run, "unsupported: step group g runs on VM infrastructure"},
 		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci, os: Windows}}\n", "Run", run, "unsupported: the pod's os is Windows"},

@@ -244,7 +244,7 @@ func hasPods(p *pipeline.Pipeline) bool {
 	for _, s := range p.AllStages() {
 		if s.StageSpec != nil && s.StageSpec.Execution != nil {
 			pipeline.WalkSteps(s.StageSpec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
-				found = found || (v.Group != nil && v.Group.StepGroupInfra != nil)
+				found = found || (v.Group != nil && v.Group.StepGroupInfra != nil) || (v.Step != nil && v.Step.Type == "Container")
 			})
 		}
 	}
@@ -312,7 +312,7 @@ func attachPods(p *plan.Plan, pods map[string]*plan.Pod) {
 		return
 	}
 	plan.Walk(p.Stages, nil, func(n *plan.Node, path []string) {
-		if n.Kind == plan.KindGroup {
+		if n.Kind == plan.KindGroup || n.Type == "Container" {
 			if pod, ok := pods[strings.Join(path, "/")]; ok {
 				n.Pod = pod
 			}

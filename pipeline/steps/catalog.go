@@ -39,7 +39,7 @@ func init() {
 	register(Entry{Type: "HarnessApproval", New: func() any { return &HarnessApproval{} }})
 	register(Entry{Type: "Barrier", New: func() any { return &Barrier{} }})
 	register(Entry{Type: "Policy", New: func() any { return &Policy{} }, Unresolved: "fail"})
-	register(Entry{Type: "Container", New: func() any { return &Container{} }, ValidateOnly: true})
+	register(Entry{Type: "Container", New: func() any { return &Container{} }})
 	register(Entry{Type: "Run", New: func() any { return &Run{} }})
 	register(Entry{Type: "Background", New: func() any { return &Background{} }})
 	register(Entry{Type: "Plugin", New: func() any { return &Plugin{} }})
@@ -230,20 +230,22 @@ type PolicySpec struct {
 
 // Container runs a command in a container (spec 15.4).
 type Container struct {
-	Node            *yaml.Node        `yaml:"-"`
-	ConnectorRef    string            `yaml:"connectorRef"`
-	Image           string            `yaml:"image" gantry:"required"`
-	Shell           string            `yaml:"shell"`
-	Command         string            `yaml:"command" gantry:"required"`
-	Entrypoint      *yaml.Node        `yaml:"entrypoint"`
-	Infrastructure  *yaml.Node        `yaml:"infrastructure"`
-	EnvVariables    map[string]string `yaml:"envVariables"`
-	OutputVariables []NameTypeValue   `yaml:"outputVariables"`
-	Privileged      string            `yaml:"privileged"`
-	ImagePullPolicy string            `yaml:"imagePullPolicy"`
-	RunAsUser       string            `yaml:"runAsUser"`
-	Resources       *yaml.Node        `yaml:"resources"`
-	Reports         *yaml.Node        `yaml:"reports"`
+	Node            *yaml.Node                   `yaml:"-"`
+	ConnectorRef    string                       `yaml:"connectorRef"`
+	Image           string                       `yaml:"image"`
+	Shell           string                       `yaml:"shell"`
+	Command         string                       `yaml:"command" gantry:"required"`
+	Entrypoint      []string                     `yaml:"entrypoint"`
+	Infrastructure  *pipeline.StepGroupInfra     `yaml:"infrastructure" gantry:"required"`
+	Settings        *yaml.Node                   `yaml:"settings"`
+	Metadata        string                       `yaml:"metadata"`
+	EnvVariables    map[string]string            `yaml:"envVariables"`
+	OutputVariables []NameTypeValue              `yaml:"outputVariables"`
+	Privileged      string                       `yaml:"privileged"`
+	ImagePullPolicy string                       `yaml:"imagePullPolicy"`
+	RunAsUser       string                       `yaml:"runAsUser"`
+	Resources       *pipeline.ContainerResources `yaml:"resources"`
+	Reports         *yaml.Node                   `yaml:"reports"`
 }
 
 // InContainer reports whether a step type runs in its own container of a containerized step

@@ -116,7 +116,9 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 			pod = g
 		}
 	}
-	if pod == nil {
+	if ct, ok := spec.(*steps.Container); ok {
+		c.containerInfra(s, ct)
+	} else if pod == nil {
 		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-step-type",
 			"%s step %s is outside a containerized step group: in the reference it runs in a CI stage's build infrastructure, which Gantry does not run", s.Type, s.Identifier).
 			SetHint("put it in a step group with `stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: ..., namespace: ...}}`")
@@ -124,6 +126,14 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 	}
 	var set *steps.ContainerSettings
 	switch sp := spec.(type) {
+	case *steps.Container:
+		set = &steps.ContainerSettings{ConnectorRef: sp.ConnectorRef, Image: sp.Image, ImagePullPolicy: sp.ImagePullPolicy,
+			Privileged: sp.Privileged, RunAsUser: sp.RunAsUser, Resources: sp.Resources, Reports: sp.Reports}
+		c.enum(sp.Node, "shell", sp.Shell, []string{"Sh", "Bash", "Python", "Pwsh", "Powershell"}, "shell")
+		c.stepVars(sp.OutputVariables, "output variable", []string{"String", "Secret"})
+		if sp.Settings != nil {
+			c.diags.Warnf(c.pos(sp.Settings), "not-implemented", "settings is ignored: a Container step runs its command (settings configure Plugin steps)")
+		}
 	case *steps.Run:
 		set = &sp.ContainerSettings
 		c.enum(sp.Node, "shell", sp.Shell, []string{"Sh", "Bash", "Python", "Pwsh", "Powershell"}, "shell")
@@ -156,6 +166,23 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 	c.resources(set.Resources)
 	if set.Reports != nil {
 		c.diags.Warnf(c.pos(set.Reports), "not-implemented", "reports is ignored: Gantry does not collect test reports yet")
+	}
+}
+
+// containerInfra checks a Container step's own infrastructure: a pod of one step.
+func (c *checker) containerInfra(s *pipeline.Step, ct *steps.Container) {
+	inf := ct.Infrastructure
+	if inf == nil {
+		return
+	}
+	c.enum(inf.Node, "type", inf.Type, []string{"KubernetesDirect", "ECSDirect"}, "infrastructure type")
+	if inf.Type == "ECSDirect" {
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(inf.Node, "type")), "unsupported-field",
+			"Container step %s runs on ECSDirect infrastructure; Gantry runs Container steps on Kubernetes (KubernetesDirect) only", s.Identifier)
+		return
+	}
+	if inf.Spec != nil {
+		c.podInfra(inf.Spec)
 	}
 }
 

@@ -298,7 +298,7 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	spec := entry.New()
 	c.dec.Decode(s.Spec, spec, s.Type+" spec")
 	c.stepSpec(s, spec)
-	if steps.InContainer(s.Type) {
+	if steps.InContainer(s.Type) || s.Type == "Container" {
 		c.containerStep(s, spec, groups)
 	}
 	if s.Type == "Barrier" {
