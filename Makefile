@@ -77,6 +77,7 @@ bench: k8s-tools browser-tools
 	$(GO) test -run '^$$' -bench 'RollingDeploy10|Kubectl10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	GANTRY_HELM_BIN=$$(hack/helm/build.sh) $(GO) test -run '^$$' -bench 'HelmDeploy10|HelmCLI10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Fetch|RefAdvertisement' -benchtime 20x -count 3 ./activities/gitstore | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'ContainerGroup|KubectlRunExec' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 1x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 15x -count 3 ./e2e | tee -a .bench.out
 	hack/bench-drone.sh 15 3 | tee -a .bench.out

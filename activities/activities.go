@@ -81,6 +81,10 @@ func SecretRefs(s string) []string {
 	return out
 }
 
+// PodHelperContainer is the container every group pod has beside its steps' (gantry-helper's
+// image): GitClone steps write into the workspace from it.
+const PodHelperContainer = "gantry"
+
 // PodStep is where a container step runs: its group's pod (recreated if it is gone) and its
 // own container in it.
 type PodStep struct {
@@ -149,7 +153,7 @@ func ForStepType(t string) string {
 		return Http
 	case "Policy":
 		return Policy
-	case "Run", "Background", "Plugin", "Container":
+	case "Run", "Background", "Plugin", "Container", "GitClone":
 		return ContainerStep
 	}
 	if IsKubernetes(t) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/nodetest"
 	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline/load"
@@ -101,11 +102,17 @@ func containerPipeline(t testing.TB, id, groupSteps string) *plan.Plan {
 `+groupSteps)
 }
 
-// nodePipeline loads a pipeline of one Custom stage with steps, the connector "node" beside it.
-func nodePipeline(t testing.TB, id, steps string) *plan.Plan {
+// nodePipeline loads a pipeline of one Custom stage with steps, the connector "node" beside it
+// and the extra files (name, text pairs).
+func nodePipeline(t testing.TB, id, steps string, extra ...string) *plan.Plan {
 	t.Helper()
 	n, _ := realNode(t)
 	dir := t.TempDir()
+	for i := 0; i+1 < len(extra); i += 2 {
+		if err := os.WriteFile(filepath.Join(dir, extra[i]), []byte(extra[i+1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	connector := fmt.Sprintf(`connector:
   name: Node
   identifier: node
@@ -161,7 +168,7 @@ func podsLeft(t *testing.T, cs kubernetes.Interface) []string {
 }
 
 // A group of container steps in one pod: a Background service reached by a later step, the
-// workspace and a shared path carrying files between steps, an output variable passed on, a
+// workspace and a shared path carrying files between steps, a Plugin's settings as PLUGIN_*, an output variable passed on, a
 // secret masked in the log; the pod is deleted when the group ends.
 func TestContainerizedStepGroup(t *testing.T) {
 	_, cs := realNode(t)
@@ -189,6 +196,14 @@ func TestContainerizedStepGroup(t *testing.T) {
                           envVariables: {GREETING_LEN: "3"}
                           outputVariables: [{name: VERSION}]
                     - step:
+                        type: Plugin
+                        name: notify
+                        identifier: notify
+                        spec:
+                          image: IMAGE
+                          entrypoint: [sh, -c, 'echo "$PLUGIN_CHANNEL $PLUGIN_TAGS" > /harness/plugin']
+                          settings: {channel: deploys, tags: [a, b]}
+                    - step:
                         type: Run
                         name: read
                         identifier: read
@@ -196,6 +211,7 @@ func TestContainerizedStepGroup(t *testing.T) {
                           image: IMAGE
                           shell: Sh
                           command: |
+                            test "$(cat /harness/plugin)" = "deploys a,b"
                             test "$(cat /harness/artifact)" = built
                             test "$(cat /cache/c)" = cached
                             test "$V" = 1.2.3
@@ -207,7 +223,7 @@ func TestContainerizedStepGroup(t *testing.T) {
 `)
 	exec, res := runPlan(t, node.starter, p)
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.tools": status.Succeeded,
-		"s.tools.web": status.Succeeded, "s.tools.write": status.Succeeded, "s.tools.read": status.Succeeded})
+		"s.tools.web": status.Succeeded, "s.tools.write": status.Succeeded, "s.tools.notify": status.Succeeded, "s.tools.read": status.Succeeded})
 	if out := res.Tree.Find("s.tools.read").Outputs["outputVariables"]; fmt.Sprint(out) != "map[OUT:pong]" {
 		t.Errorf("read outputs %v", out)
 		dumpLogs(t, exec.ID, "s.tools.web", "s.tools.read")
@@ -248,6 +264,48 @@ func TestContainerStep(t *testing.T) {
 	}
 	if left := podsLeft(t, cs); len(left) > 0 {
 		t.Errorf("pods left after the step: %v", left)
+	}
+}
+
+// A GitClone step clones a repository from a real Git server (HTTP, basic auth) into the
+// workspace, .git included, for the group's later steps.
+func TestGitCloneStep(t *testing.T) {
+	realNode(t)
+	srv := gittest.Start(t)
+	commit := srv.NewRepo("app", map[string]string{"README.md": "hello from git\n"})
+	os.Setenv(secrets.EnvName("clone_token"), srv.Password)
+	conn := fmt.Sprintf("connector:\n  name: Repo\n  identifier: app_repo\n  type: Git\n  spec:\n    url: %s/app.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: clone_token}\n", srv.HTTPURL, srv.Username)
+	p := nodePipeline(t, "git_clone", `              - stepGroup:
+                  name: tools
+                  identifier: tools
+                  stepGroupInfra:
+                    type: KubernetesDirect
+                    spec: {connectorRef: node, namespace: default}
+                  steps:
+                    - step:
+                        type: GitClone
+                        name: clone
+                        identifier: clone
+                        spec: {connectorRef: app_repo, build: {type: branch, spec: {branch: main}}}
+                    - step:
+                        type: Run
+                        name: use
+                        identifier: use
+                        spec:
+                          image: IMAGE
+                          shell: Sh
+                          command: |
+                            README=$(cat /harness/app/README.md)
+                            HEAD=$(cat /harness/app/.git/HEAD)
+                          outputVariables: [{name: README}, {name: HEAD}]
+`, "git-connector.yaml", conn)
+	_, res := runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.tools.clone": status.Succeeded, "s.tools.use": status.Succeeded})
+	if got := res.Tree.Find("s.tools.clone").Outputs["commitSha"]; got != commit {
+		t.Errorf("cloned %v, want %s", got, commit)
+	}
+	if out := res.Tree.Find("s.tools.use").Outputs["outputVariables"]; fmt.Sprint(out) != "map[HEAD:ref: refs/heads/main README:hello from git]" {
+		t.Errorf("outputs %v", out)
 	}
 }
 

@@ -75,6 +75,14 @@ if [ -n "$hg" ] && [ -n "$hc" ]; then
     printf "  gantry HelmDeploy %.0f  helm upgrade --install --wait %.0f  ratio %.2fx (target <= 1.1)\n", g, c, g / c
   }'
 fi
+cf=$(unit ContainerGroup first-ms); kf=$(unit KubectlRunExec first-ms); cs=$(unit ContainerGroup step-ms); ks=$(unit KubectlRunExec step-ms)
+if [ -n "$cf" ] && [ -n "$kf" ]; then
+  awk -v cf="$cf" -v kf="$kf" -v cs="$cs" -v ks="$ks" 'BEGIN {
+    print ""; print "containerized step group on a real node, busybox image (ms, median of runs)"
+    printf "  group start to its first command run %.0f  kubectl run until the pod succeeded %.0f  ratio %.2fx (target <= 1.2)\n", cf, kf, cf / kf
+    printf "  each further step %.1f  kubectl exec %.1f  ratio %.2fx (target <= 1.2)\n", cs, ks, cs / ks
+  }'
+fi
 fc=$(unit FetchCached ms/fetch); fa=$(unit RefAdvertisement ms/fetch); fp=$(unit FetchCachedCommit ms/fetch); fo=$(unit FetchCold ms/fetch)
 if [ -n "$fc" ] && [ -n "$fa" ]; then
   awk -v c="$fc" -v a="$fa" -v p="$fp" -v o="$fo" 'BEGIN {

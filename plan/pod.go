@@ -12,4 +12,6 @@ type Pod struct {
 	// Registries are the Docker registry connectors the images are pulled with, by connector
 	// reference as the steps (and harnessImageConnectorRef) write it.
 	Registries map[string]RegistryConnector `json:"registries,omitempty"`
+	// Git are the Git connectors of its GitClone steps, by connector reference.
+	Git map[string]GitConnector `json:"git,omitempty"`
 }

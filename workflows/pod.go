@@ -44,7 +44,7 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 		return nil, &activities.Failure{Category: activities.Unknown, Message: "sharedPaths: " + err.Error()}
 	}
 	info := workflow.GetInfo(ctx)
-	pod := plan.Pod{Connector: n.Pod.Connector, Infra: infra, SharedPaths: shared, Registries: n.Pod.Registries}
+	pod := plan.Pod{Connector: n.Pod.Connector, Infra: infra, SharedPaths: shared, Registries: n.Pod.Registries, Git: n.Pod.Git}
 	in := &activities.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 		Group: t.Path, Name: podName(s.in.ExecutionID, t.Path, n.ID), Pod: pod}
 	seen := map[string]bool{}
@@ -52,7 +52,8 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 	visit = func(nodes []*plan.Node) *activities.Failure {
 		for _, c := range nodes {
 			// A Container step inside the group has a pod of its own.
-			if c.Kind == plan.KindStep && inContainer(c.Type) && (c.Pod == nil || c == n) {
+			// GitClone runs in the pod's own gantry container, which every pod has.
+			if c.Kind == plan.KindStep && inContainer(c.Type) && c.Type != "GitClone" && (c.Pod == nil || c == n) {
 				step := t.Path + ".steps." + c.ID
 				if c == n {
 					step = t.Path
@@ -186,6 +187,9 @@ func (s *stageRun) stepPod(n *plan.Node, t *Node, fr *frame) *activities.PodStep
 	}
 	if pod == nil {
 		return nil
+	}
+	if n.Type == "GitClone" {
+		return &activities.PodStep{Pod: *pod, Container: activities.PodHelperContainer}
 	}
 	return &activities.PodStep{Pod: *pod, Container: containerName(n.ID)}
 }

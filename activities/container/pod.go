@@ -300,6 +300,11 @@ func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte
 		}
 		spec.Containers = append(spec.Containers, k)
 	}
+	// Last, so that the steps' containers start first.
+	spec.Containers = append(spec.Containers, corev1.Container{
+		Name: activities.PodHelperContainer, Image: helperImage, Command: []string{"/gantry-helper", "wait"}, WorkingDir: wire.Workspace,
+		VolumeMounts: mounts, ImagePullPolicy: corev1.PullIfNotPresent,
+	})
 	return pod, secrets, nil
 }
 

@@ -75,10 +75,6 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	if err != nil {
 		return activities.StepResult{}, err
 	}
-	req, err := a.request(ctx, in, spec, mask)
-	if err != nil {
-		return activities.StepResult{}, err
-	}
 	info := activity.GetInfo(ctx)
 	log, err := a.Logs.OpenLazy(in.ExecutionID, in.StepPath,
 		fmt.Sprintf("# gantry: %s attempt %d in container %s of pod %s/%s", in.StepPath, info.Attempt, in.Pod.Container, inf.Namespace, in.Pod.Pod.Name))
@@ -96,6 +92,17 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	go heartbeat(runCtx)
 	if err := a.waitRunning(runCtx, k, in, inf, mask); err != nil {
 		return activities.StepResult{}, a.ended(ctx, runCtx, in, err)
+	}
+	if in.Type == "GitClone" {
+		res, err := a.gitClone(runCtx, k, string(inf.Namespace), in, log)
+		if err != nil {
+			return res, a.ended(ctx, runCtx, in, err)
+		}
+		return res, log.Err()
+	}
+	req, err := a.request(ctx, in, spec, mask)
+	if err != nil {
+		return activities.StepResult{}, err
 	}
 	res, last, err := a.exec(runCtx, k, string(inf.Namespace), in.Pod.Pod.Name, in.Pod.Container, req, log, mask)
 	if err != nil {
@@ -418,22 +425,6 @@ func watchPod(ctx context.Context, k *cluster, ns, name, rv string, d time.Durat
 
 // exec runs the helper in a container and returns its result and the last line of output.
 func (a *Activity) exec(ctx context.Context, k *cluster, ns, pod, container string, req wire.Request, log *logs.Writer, mask *secrets.Masker) (wire.Result, string, error) {
-	u := k.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: []string{wire.Helper, "run"}, Stdin: true, Stdout: true, Stderr: true}, scheme.ParameterCodec).URL()
-	ws, err := remotecommand.NewWebSocketExecutor(k.cfg, http.MethodGet, u.String())
-	if err != nil {
-		return wire.Result{}, "", activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
-	}
-	spdy, err := remotecommand.NewSPDYExecutor(k.cfg, http.MethodPost, u)
-	if err != nil {
-		return wire.Result{}, "", activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
-	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return wire.Result{}, "", activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
-	}
 	line, _ := json.Marshal(req)
 	stdin, stdinW := io.Pipe()
 	go func() {
@@ -443,7 +434,7 @@ func (a *Activity) exec(ctx context.Context, k *cluster, ns, pod, container stri
 	}()
 	out := &output{nonce: req.Nonce, log: log, mask: mask}
 	errOut := &output{log: log, mask: mask}
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: out, Stderr: errOut})
+	err := stream(ctx, k, ns, pod, container, []string{wire.Helper, "run"}, stdin, out, errOut)
 	out.flush()
 	errOut.flush()
 	if out.result != nil {
@@ -453,9 +444,34 @@ func (a *Activity) exec(ctx context.Context, k *cluster, ns, pod, container stri
 		return wire.Result{}, "", ctx.Err()
 	}
 	if err != nil {
-		return wire.Result{}, "", activities.Fail(activities.Unknown, "exec gantry-helper in container %s of pod %s/%s: %v", container, ns, pod, err)
+		return wire.Result{}, "", err
 	}
 	return wire.Result{}, "", activities.Fail(activities.Unknown, "container %s of pod %s/%s: gantry-helper ended without a result%s", container, ns, pod, lastLine(errOut.last))
+}
+
+// stream runs a command in a container through the exec API (WebSocket, else SPDY).
+func stream(ctx context.Context, k *cluster, ns, pod, container string, command []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	u := k.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec).URL()
+	ws, err := remotecommand.NewWebSocketExecutor(k.cfg, http.MethodGet, u.String())
+	if err != nil {
+		return activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(k.cfg, http.MethodPost, u)
+	if err != nil {
+		return activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
+	}
+	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+	if err != nil {
+		return activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
+	}
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	if err != nil && ctx.Err() == nil {
+		return activities.Fail(activities.Unknown, "exec %s in container %s of pod %s/%s: %v", command[len(command)-1], container, ns, pod, err)
+	}
+	return err
 }
 
 // output splits a stream into log lines (masked) and finds the helper's result line.
@@ -501,7 +517,10 @@ func (o *output) line(s string) {
 			}
 		}
 	}
-	s = o.mask.Apply(strings.TrimSuffix(s, "\r"))
+	s = strings.TrimSuffix(s, "\r")
+	if o.mask != nil {
+		s = o.mask.Apply(s)
+	}
 	o.log.Line(s)
 	if t := strings.TrimSpace(s); t != "" {
 		o.last = t

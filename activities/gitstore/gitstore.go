@@ -371,3 +371,14 @@ func redact(repoURL string) string {
 	}
 	return repoURL
 }
+
+// Auth is how this worker authenticates to a connector's Git server (nil: anonymous).
+func (f *Fetcher) Auth(ctx context.Context, c plan.GitConnector) (transport.AuthMethod, error) {
+	return f.auth(ctx, c)
+}
+
+// Classify turns a go-git error into a step failure with its category, saying what was done.
+func Classify(err error, format string, args ...any) error { return classify(err, format, args...) }
+
+// Redact is a repository URL without the credentials it may hold.
+func Redact(repoURL string) string { return redact(repoURL) }

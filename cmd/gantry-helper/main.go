@@ -7,6 +7,7 @@
 package main
 
 import (
+	"archive/tar"
 	"bufio"
 	"encoding/json"
 	"fmt"
@@ -25,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: gantry-helper install DIR | wait | run")
+		fmt.Fprintln(os.Stderr, "usage: gantry-helper install DIR | wait | run | untar DIR")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -42,6 +43,17 @@ func main() {
 		wait()
 	case "run":
 		os.Exit(run(os.Stdin, os.Stdout))
+	case "untar":
+		if len(os.Args) != 3 {
+			fmt.Fprintln(os.Stderr, "usage: gantry-helper untar DIR")
+			os.Exit(2)
+		}
+		n, err := untar(os.Stdin, os.Args[2])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gantry-helper untar:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("%d files written to %s\n", n, os.Args[2])
 	default:
 		fmt.Fprintf(os.Stderr, "gantry-helper: unknown command %q\n", os.Args[1])
 		os.Exit(2)
@@ -77,6 +89,57 @@ func install(dir string) error {
 		return err
 	}
 	return os.Rename(tmp, filepath.Join(dir, "bin", "gantry-helper"))
+}
+
+// untar writes a tar stream's files under dir (created), refusing paths that leave it.
+func untar(r io.Reader, dir string) (int, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
+	}
+	tr := tar.NewReader(r)
+	n := 0
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		name := filepath.Clean(h.Name)
+		if filepath.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+			return n, fmt.Errorf("%s leaves %s", h.Name, dir)
+		}
+		target := filepath.Join(dir, name)
+		mode := os.FileMode(h.Mode) & os.ModePerm
+		switch h.Typeflag {
+		case tar.TypeDir:
+			if err := os.MkdirAll(target, mode|0o700); err != nil {
+				return n, err
+			}
+		case tar.TypeSymlink:
+			_ = os.Remove(target)
+			if err := os.Symlink(h.Linkname, target); err != nil {
+				return n, err
+			}
+		case tar.TypeReg:
+			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+				return n, err
+			}
+			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+			if err != nil {
+				return n, err
+			}
+			if _, err := io.Copy(f, tr); err != nil {
+				f.Close()
+				return n, err
+			}
+			if err := f.Close(); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
 }
 
 // wait is a step container's main process: it keeps the container alive for the group's

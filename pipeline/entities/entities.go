@@ -483,32 +483,9 @@ func (r *resolver) registryConnector(file string, s *pipeline.ArtifactSourceSpec
 func (r *resolver) gitStore(file string, ms *pipeline.ManifestSpec) *plan.GitStore {
 	st := ms.Store
 	s := st.Spec
-	cf, ok := r.c.Connectors[pipeline.LocalRef(s.ConnectorRef)]
+	gc, ok := r.gitConnector(file, s.Node, s.ConnectorRef, fmt.Sprintf("a %s store", st.Type))
 	if !ok {
-		r.missing(pipeline.NodePos(file, pipeline.ValueAt(s.Node, "connectorRef")), "connector", s.ConnectorRef, "connector")
 		return nil
-	}
-	k := cf.Connector
-	gc := plan.GitConnector{ID: k.Identifier, Type: k.Type}
-	var cred *pipeline.GitCredentials
-	switch {
-	case k.Git != nil:
-		gc.URL, gc.ConnectionType, cred = k.Git.URL, k.Git.ConnectionType, k.Git.Spec
-		if k.Git.Type != "Ssh" {
-			cred = httpCredentials(cred)
-		}
-	case k.SCM != nil && k.SCM.Authentication != nil:
-		gc.URL, gc.ConnectionType, cred = k.SCM.URL, k.SCM.Type, k.SCM.Authentication.Spec
-		if k.SCM.Authentication.Type == "Http" && cred != nil {
-			cred = httpCredentials(cred.Spec)
-		}
-	default:
-		r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(s.Node, "connectorRef")), "connector",
-			"connector %s is a %s connector; a %s store needs a Git, Github, Gitlab or Bitbucket connector", k.Identifier, k.Type, st.Type)
-		return nil
-	}
-	if cred != nil {
-		gc.Username, gc.UsernameRef, gc.PasswordRef, gc.SSHKeyRef = cred.Username, cred.UsernameRef, cred.PasswordRef, cred.SSHKeyRef
 	}
 	out := &plan.GitStore{Type: st.Type, Connector: gc, RepoName: s.RepoName, Paths: s.Paths, ValuesPaths: ms.ValuesPaths}
 	if len(out.Paths) == 0 && s.FolderPath != "" {
@@ -520,7 +497,7 @@ func (r *resolver) gitStore(file string, ms *pipeline.ManifestSpec) *plan.GitSto
 		out.Branch = s.Branch
 	}
 	if gc.ConnectionType == "Account" && s.RepoName == "" {
-		r.diags.Errorf(pipeline.NodePos(file, s.Node), "missing-field", "connector %s connects an account: the store needs `repoName`", k.Identifier).
+		r.diags.Errorf(pipeline.NodePos(file, s.Node), "missing-field", "connector %s connects an account: the store needs `repoName`", gc.ID).
 			SetHint("repoName: the repository's name under %s", gc.URL)
 	}
 	return out
@@ -555,6 +532,38 @@ func (r *resolver) chartRepo(file string, m *pipeline.Manifest) *plan.ChartRepo 
 		out.Connector.Username, out.Connector.UsernameRef, out.Connector.PasswordRef = a.Spec.Username, a.Spec.UsernameRef, a.Spec.PasswordRef
 	}
 	return out
+}
+
+// gitConnector resolves a Git, Github, Gitlab or Bitbucket connector named at obj's connectorRef.
+func (r *resolver) gitConnector(file string, obj *yaml.Node, ref, needs string) (plan.GitConnector, bool) {
+	cf, ok := r.c.Connectors[pipeline.LocalRef(ref)]
+	if !ok {
+		r.missing(pipeline.NodePos(file, pipeline.ValueAt(obj, "connectorRef")), "connector", ref, "connector")
+		return plan.GitConnector{}, false
+	}
+	k := cf.Connector
+	gc := plan.GitConnector{ID: k.Identifier, Type: k.Type}
+	var cred *pipeline.GitCredentials
+	switch {
+	case k.Git != nil:
+		gc.URL, gc.ConnectionType, cred = k.Git.URL, k.Git.ConnectionType, k.Git.Spec
+		if k.Git.Type != "Ssh" {
+			cred = httpCredentials(cred)
+		}
+	case k.SCM != nil && k.SCM.Authentication != nil:
+		gc.URL, gc.ConnectionType, cred = k.SCM.URL, k.SCM.Type, k.SCM.Authentication.Spec
+		if k.SCM.Authentication.Type == "Http" && cred != nil {
+			cred = httpCredentials(cred.Spec)
+		}
+	default:
+		r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(obj, "connectorRef")), "connector",
+			"connector %s is a %s connector; %s needs a Git, Github, Gitlab or Bitbucket connector", k.Identifier, k.Type, needs)
+		return plan.GitConnector{}, false
+	}
+	if cred != nil {
+		gc.Username, gc.UsernameRef, gc.PasswordRef, gc.SSHKeyRef = cred.Username, cred.UsernameRef, cred.PasswordRef, cred.SSHKeyRef
+	}
+	return gc, true
 }
 
 // httpCredentials keeps a token as the password: Git over HTTP sends either the same way.

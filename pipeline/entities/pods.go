@@ -73,6 +73,17 @@ func (r *resolver) pod(id string, spec *pipeline.PodInfra, shared *yaml.Node, li
 	}
 	r.dockerConnector(pod, spec.Node, "harnessImageConnectorRef", spec.HarnessImageConnectorRef)
 	pipeline.WalkSteps(list, false, nil, nil, func(v pipeline.StepVisit) {
+		if v.Step != nil && v.Step.Type == "GitClone" && v.Step.Spec != nil {
+			if ref := pipeline.Field(v.Step.Spec, "connectorRef"); ref != nil && !strings.Contains(ref.Value, "<+") {
+				if gc, ok := r.gitConnector(r.file, v.Step.Spec, ref.Value, "a GitClone step"); ok {
+					if pod.Git == nil {
+						pod.Git = map[string]plan.GitConnector{}
+					}
+					pod.Git[ref.Value] = gc
+				}
+			}
+			return
+		}
 		if v.Step != nil && (steps.InContainer(v.Step.Type) || v.Step.Type == "Container") && v.Step.Spec != nil {
 			if ref := pipeline.Field(v.Step.Spec, "connectorRef"); ref != nil {
 				r.dockerConnector(pod, v.Step.Spec, "connectorRef", ref.Value)

@@ -43,6 +43,7 @@ func init() {
 	register(Entry{Type: "Run", New: func() any { return &Run{} }})
 	register(Entry{Type: "Background", New: func() any { return &Background{} }})
 	register(Entry{Type: "Plugin", New: func() any { return &Plugin{} }})
+	register(Entry{Type: "GitClone", New: func() any { return &GitClone{} }})
 	register(Entry{Type: "K8sRollingDeploy", New: func() any { return &K8sRollingDeploy{} }})
 	register(Entry{Type: "K8sRollingRollback", New: func() any { return &K8sRollingRollback{} }})
 	register(Entry{Type: "K8sCanaryDeploy", New: func() any { return &K8sCanaryDeploy{} }})
@@ -250,7 +251,9 @@ type Container struct {
 
 // InContainer reports whether a step type runs in its own container of a containerized step
 // group's pod.
-func InContainer(t string) bool { return t == "Run" || t == "Background" || t == "Plugin" }
+func InContainer(t string) bool {
+	return t == "Run" || t == "Background" || t == "Plugin" || t == "GitClone"
+}
 
 // ContainerSettings are what the container steps share: the image, its registry, and how the
 // container runs.
@@ -295,6 +298,41 @@ type Plugin struct {
 	Entrypoint        []string   `yaml:"entrypoint"`
 	Settings          *yaml.Node `yaml:"settings"`
 	Uses              string     `yaml:"uses"`
+}
+
+// GitClone clones a repository into the group's workspace.
+type GitClone struct {
+	Node                   *yaml.Node                   `yaml:"-"`
+	ConnectorRef           string                       `yaml:"connectorRef" gantry:"required"`
+	RepoName               string                       `yaml:"repoName"`
+	ProjectName            string                       `yaml:"projectName"`
+	Build                  *GitBuild                    `yaml:"build" gantry:"required"`
+	CloneDirectory         string                       `yaml:"cloneDirectory"`
+	Depth                  string                       `yaml:"depth"`
+	SSLVerify              string                       `yaml:"sslVerify"`
+	LFS                    string                       `yaml:"lfs"`
+	Debug                  string                       `yaml:"debug"`
+	FetchTags              string                       `yaml:"fetchTags"`
+	SparseCheckout         []string                     `yaml:"sparseCheckout"`
+	SubmoduleStrategy      string                       `yaml:"submoduleStrategy"`
+	PreFetchCommand        string                       `yaml:"preFetchCommand"`
+	OutputFilePathsContent []string                     `yaml:"outputFilePathsContent"`
+	Resources              *pipeline.ContainerResources `yaml:"resources"`
+	RunAsUser              string                       `yaml:"runAsUser"`
+	Privileged             string                       `yaml:"privileged"`
+	BaseImageConnectorRefs *yaml.Node                   `yaml:"baseImageConnectorRefs"`
+}
+
+// GitBuild is what a GitClone step checks out: `type: branch|tag|commitSha|PR` with its value.
+type GitBuild = pipeline.Typed[GitBuildSpec]
+
+// GitBuildSpec holds the branch, tag, commit or pull request number.
+type GitBuildSpec struct {
+	Node      *yaml.Node `yaml:"-"`
+	Branch    string     `yaml:"branch"`
+	Tag       string     `yaml:"tag"`
+	CommitSha string     `yaml:"commitSha"`
+	Number    string     `yaml:"number"`
 }
 
 // K8sRollingDeploy applies manifests and waits for steady state: a rolling rollback's settings

@@ -126,6 +126,9 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 	}
 	var set *steps.ContainerSettings
 	switch sp := spec.(type) {
+	case *steps.GitClone:
+		c.gitClone(sp)
+		return
 	case *steps.Container:
 		set = &steps.ContainerSettings{ConnectorRef: sp.ConnectorRef, Image: sp.Image, ImagePullPolicy: sp.ImagePullPolicy,
 			Privileged: sp.Privileged, RunAsUser: sp.RunAsUser, Resources: sp.Resources, Reports: sp.Reports}
@@ -166,6 +169,34 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 	c.resources(set.Resources)
 	if set.Reports != nil {
 		c.diags.Warnf(c.pos(set.Reports), "not-implemented", "reports is ignored: Gantry does not collect test reports yet")
+	}
+}
+
+// gitClone checks a GitClone step: what it checks out, and the settings Gantry does not act on.
+func (c *checker) gitClone(g *steps.GitClone) {
+	if b := g.Build; b != nil {
+		c.enum(b.Node, "type", b.Type, []string{"branch", "tag", "commitSha", "PR"}, "build type")
+		if b.Type == "PR" {
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(b.Node, "type")), "unsupported-field",
+				"GitClone of a pull request is valid in the reference, but Gantry clones branches, tags and commits only").
+				SetHint("clone the pull request's branch with `build: {type: branch, spec: {branch: ...}}`")
+		}
+		if b.Spec != nil {
+			key := map[string]string{"branch": "branch", "tag": "tag", "commitSha": "commitSha"}[b.Type]
+			if key != "" && pipeline.Field(b.Spec.Node, key) == nil {
+				c.diags.Errorf(c.pos(b.Spec.Node), "missing-field", "a %s build needs spec.%s", b.Type, key)
+			}
+		}
+	}
+	c.integer(g.Node, "depth", g.Depth, 0, false, "depth")
+	c.boolean(g.Node, "sslVerify", g.SSLVerify)
+	c.boolean(g.Node, "fetchTags", g.FetchTags)
+	for key, n := range map[string]*yaml.Node{"lfs": pipeline.ValueAt(g.Node, "lfs"), "submoduleStrategy": pipeline.ValueAt(g.Node, "submoduleStrategy"),
+		"preFetchCommand": pipeline.ValueAt(g.Node, "preFetchCommand"), "sparseCheckout": pipeline.ValueAt(g.Node, "sparseCheckout"),
+		"outputFilePathsContent": pipeline.ValueAt(g.Node, "outputFilePathsContent")} {
+		if n != nil && n.Value != "false" && n.Value != "" || (n != nil && n.Kind == yaml.SequenceNode && len(n.Content) > 0) {
+			c.diags.Warnf(c.pos(n), "not-implemented", "%s is ignored: Gantry clones the whole repository with go-git, without LFS, submodules or a pre-fetch command", key)
+		}
 	}
 }
 

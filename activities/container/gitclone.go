@@ -1,0 +1,182 @@
+package container
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/container/wire"
+	"github.com/gantry-cd/gantry/activities/gitstore"
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// gitCloneSpec is a GitClone step's rendered spec.
+type gitCloneSpec struct {
+	ConnectorRef string `json:"connectorRef"`
+	RepoName     string `json:"repoName"`
+	Build        struct {
+		Type string `json:"type"`
+		Spec struct {
+			Branch    string `json:"branch"`
+			Tag       string `json:"tag"`
+			CommitSha string `json:"commitSha"`
+		} `json:"spec"`
+	} `json:"build"`
+	CloneDirectory string `json:"cloneDirectory"`
+	Depth          text   `json:"depth"`
+	SSLVerify      text   `json:"sslVerify"`
+	FetchTags      text   `json:"fetchTags"`
+}
+
+// gitClone clones a repository on the worker with go-git (the connector's credentials never
+// enter the pod) and streams the working copy, .git included, into the workspace through the
+// pod's gantry container.
+func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activities.StepInput, log *logs.Writer) (activities.StepResult, error) {
+	var spec gitCloneSpec
+	if err := json.Unmarshal(in.Spec, &spec); err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone spec: %v", err)
+	}
+	conn, ok := in.Pod.Pod.Pod.Git[spec.ConnectorRef]
+	if !ok {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone: connector %q was not resolved before the run", spec.ConnectorRef)
+	}
+	repoURL := (&plan.GitStore{Connector: conn, RepoName: spec.RepoName}).RepoURL()
+	where := gitstore.Redact(repoURL)
+	auth, err := (&gitstore.Fetcher{Secrets: a.Secrets}).Auth(ctx, conn)
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	opts := &git.CloneOptions{URL: repoURL, Auth: auth, Tags: git.NoTags, InsecureSkipTLS: strings.EqualFold(string(spec.SSLVerify), "false")}
+	if strings.EqualFold(string(spec.FetchTags), "true") {
+		opts.Tags = git.AllTags
+	}
+	depth := 1
+	if spec.Depth != "" {
+		if depth, err = strconv.Atoi(string(spec.Depth)); err != nil {
+			return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone depth %q is not a number", spec.Depth)
+		}
+	}
+	ref := ""
+	switch spec.Build.Type {
+	case "branch":
+		ref = "branch " + spec.Build.Spec.Branch
+		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewBranchReferenceName(spec.Build.Spec.Branch), true, depth
+	case "tag":
+		ref = "tag " + spec.Build.Spec.Tag
+		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewTagReferenceName(spec.Build.Spec.Tag), true, depth
+	case "commitSha":
+		ref = "commit " + spec.Build.Spec.CommitSha // servers refuse a shallow fetch of any commit
+	default:
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone build type %q is not branch, tag or commitSha", spec.Build.Type)
+	}
+	tmp, err := os.MkdirTemp("", "gantry-clone-")
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	defer os.RemoveAll(tmp)
+	repo, err := git.PlainCloneContext(ctx, tmp, false, opts)
+	if err != nil {
+		return activities.StepResult{}, gitstore.Classify(err, "%s, %s", where, ref)
+	}
+	if spec.Build.Type == "commitSha" {
+		h, err := repo.ResolveRevision(plumbing.Revision(spec.Build.Spec.CommitSha))
+		if err != nil {
+			return activities.StepResult{}, activities.Fail(activities.Verification, "%s: no commit %s", where, spec.Build.Spec.CommitSha)
+		}
+		wt, err := repo.Worktree()
+		if err == nil {
+			err = wt.Checkout(&git.CheckoutOptions{Hash: *h, Force: true})
+		}
+		if err != nil {
+			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: check out %s: %v", where, spec.Build.Spec.CommitSha, err)
+		}
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return activities.StepResult{}, gitstore.Classify(err, "%s, %s", where, ref)
+	}
+	dest := cloneDirectory(spec.CloneDirectory, spec.RepoName, repoURL)
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tarDir(tmp, pw)) }()
+	out := &output{log: log, mask: nil}
+	err = stream(ctx, k, ns, in.Pod.Pod.Name, in.Pod.Container, []string{"/gantry-helper", "untar", dest}, pr, out, out)
+	pr.Close()
+	out.flush()
+	if err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone of %s into %s: %v%s", where, dest, err, lastLine(out.last))
+	}
+	log.Line(fmt.Sprintf("cloned %s, %s, at %s into %s", where, ref, head.Hash(), dest))
+	return activities.StepResult{Outputs: map[string]any{"commitSha": head.Hash().String(), "cloneDirectory": dest}}, nil
+}
+
+// cloneDirectory is where a clone goes: the step's cloneDirectory (relative to the workspace),
+// else the workspace's folder named after the repository.
+func cloneDirectory(dir, repoName, repoURL string) string {
+	if dir == "" {
+		name := repoName
+		if name == "" {
+			name = strings.TrimSuffix(path.Base(strings.TrimSuffix(repoURL, "/")), ".git")
+		}
+		dir = path.Base(name)
+	}
+	if !path.IsAbs(dir) {
+		dir = path.Join(wire.Workspace, dir)
+	}
+	return path.Clean(dir)
+}
+
+// tarDir writes the files under dir as a tar stream.
+func tarDir(dir string, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		if info.Mode()&os.ModeSymlink != 0 {
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		h, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(tw, f)
+			f.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
