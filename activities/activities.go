@@ -153,7 +153,7 @@ func ForStepType(t string) string {
 		return Http
 	case "Policy":
 		return Policy
-	case "Run", "Background", "Plugin", "Container", "GitClone":
+	case "Run", "Background", "Plugin", "Container", "GitClone", "DownloadManifests":
 		return ContainerStep
 	}
 	if IsKubernetes(t) {

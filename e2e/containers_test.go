@@ -309,6 +309,89 @@ func TestGitCloneStep(t *testing.T) {
 	}
 }
 
+// DownloadManifests writes a Deployment stage's service manifests (as the service phase
+// resolved them) into the group's workspace for its container steps.
+func TestDownloadManifestsStep(t *testing.T) {
+	realNode(t)
+	entities := []string{
+		"service.yaml", `service:
+  name: web
+  identifier: web
+  serviceDefinition:
+    type: Kubernetes
+    spec:
+      manifests:
+        - manifest:
+            identifier: web_manifests
+            type: K8sManifest
+            spec:
+              store: {type: Local, spec: {paths: [manifests]}}
+              valuesPaths: [values.yaml]
+`,
+		"manifests/deploy.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\ndata: {greeting: '{{ .Values.greeting }}'}\n",
+		"values.yaml", "greeting: hello\n",
+		"env.yaml", "environment:\n  name: dev\n  identifier: dev\n  type: PreProduction\n",
+		"infra.yaml", "infrastructureDefinition:\n  name: node\n  identifier: node_infra\n  environmentRef: dev\n  deploymentType: Kubernetes\n  type: KubernetesDirect\n  spec: {connectorRef: node, namespace: default, releaseName: web}\n",
+	}
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "manifests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(entities); i += 2 {
+		if err := os.WriteFile(filepath.Join(dir, entities[i]), []byte(entities[i+1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, _ := realNode(t)
+	connector := fmt.Sprintf("connector:\n  name: Node\n  identifier: node\n  type: K8sCluster\n  spec:\n    credential:\n      type: ManualConfig\n      spec:\n        masterUrl: %s\n        insecureSkipTlsVerify: true\n        auth: {type: ServiceAccount, spec: {serviceAccountTokenRef: %s}}\n", n.Server, nodeTokenSecret)
+	src := `pipeline:
+  name: download
+  identifier: download
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Deployment
+        spec:
+          deploymentType: Kubernetes
+          service: {serviceRef: web}
+          environment: {environmentRef: dev, infrastructureDefinitions: [{identifier: node_infra}]}
+          execution:
+            steps:
+              - stepGroup:
+                  name: tools
+                  identifier: tools
+                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: node, namespace: default}}
+                  steps:
+                    - step: {type: DownloadManifests, name: download, identifier: download, spec: {}}
+                    - step:
+                        type: Run
+                        name: check
+                        identifier: check
+                        spec:
+                          image: ` + n.Image(nodetest.Busybox) + `
+                          shell: Sh
+                          command: |
+                            VALUES=$(cat /harness/web_manifests/values.yaml)
+                            grep -q 'kind: ConfigMap' /harness/web_manifests/manifests/deploy.yaml
+                          outputVariables: [{name: VALUES}]
+`
+	for name, text := range map[string]string{"connector.yaml": connector, "download.yaml": src} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := load.File(filepath.Join(dir, "download.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	_, res := runPlan(t, node.starter, r.Plan)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.tools.download": status.Succeeded, "s.tools.check": status.Succeeded})
+	if out := res.Tree.Find("s.tools.check").Outputs["outputVariables"]; fmt.Sprint(out) != "map[VALUES:greeting: hello]" {
+		t.Errorf("outputs %v", out)
+	}
+}
+
 // A container's non-zero exit fails its step (the rest of the group is skipped); an image
 // that cannot be pulled fails its step naming the image; both delete the pod.
 func TestContainerizedStepFailures(t *testing.T) {

@@ -52,8 +52,8 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 	visit = func(nodes []*plan.Node) *activities.Failure {
 		for _, c := range nodes {
 			// A Container step inside the group has a pod of its own.
-			// GitClone runs in the pod's own gantry container, which every pod has.
-			if c.Kind == plan.KindStep && inContainer(c.Type) && c.Type != "GitClone" && (c.Pod == nil || c == n) {
+			// GitClone and DownloadManifests run in the pod's own gantry container, which every pod has.
+			if c.Kind == plan.KindStep && inContainer(c.Type) && c.Type != "GitClone" && c.Type != "DownloadManifests" && (c.Pod == nil || c == n) {
 				step := t.Path + ".steps." + c.ID
 				if c == n {
 					step = t.Path
@@ -188,7 +188,7 @@ func (s *stageRun) stepPod(n *plan.Node, t *Node, fr *frame) *activities.PodStep
 	if pod == nil {
 		return nil
 	}
-	if n.Type == "GitClone" {
+	if n.Type == "GitClone" || n.Type == "DownloadManifests" {
 		return &activities.PodStep{Pod: *pod, Container: activities.PodHelperContainer}
 	}
 	return &activities.PodStep{Pod: *pod, Container: containerName(n.ID)}

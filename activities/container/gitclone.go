@@ -122,6 +122,46 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 	return activities.StepResult{Outputs: map[string]any{"commitSha": head.Hash().String(), "cloneDirectory": dest}}, nil
 }
 
+// downloadManifests writes the stage service's manifests (their files and values files, as
+// the service phase resolved them) into the workspace: /harness/<manifest identifier>/<path>.
+func (a *Activity) downloadManifests(ctx context.Context, k *cluster, ns string, in activities.StepInput, log *logs.Writer) (activities.StepResult, error) {
+	if in.Deploy == nil || len(in.Deploy.Manifests) == 0 {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "DownloadManifests: the stage's service has no manifests")
+	}
+	var files []plan.File
+	var dirs []string
+	for _, m := range in.Deploy.Manifests {
+		for _, f := range append(append([]plan.File(nil), m.Files...), m.Values...) {
+			files = append(files, plan.File{Path: path.Join(m.ID, f.Path), Text: f.Text})
+		}
+		dirs = append(dirs, path.Join(wire.Workspace, m.ID))
+	}
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(tarFiles(files, pw)) }()
+	out := &output{log: log}
+	err := stream(ctx, k, ns, in.Pod.Pod.Name, in.Pod.Container, []string{"/gantry-helper", "untar", wire.Workspace}, pr, out, out)
+	pr.Close()
+	out.flush()
+	if err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "DownloadManifests into %s: %v%s", wire.Workspace, err, lastLine(out.last))
+	}
+	return activities.StepResult{Outputs: map[string]any{"manifests": strings.Join(dirs, ",")}}, nil
+}
+
+// tarFiles writes files as a tar stream.
+func tarFiles(files []plan.File, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.Path, Mode: 0o644, Size: int64(len(f.Text)), Typeflag: tar.TypeReg}); err != nil {
+			return err
+		}
+		if _, err := io.WriteString(tw, f.Text); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
 // cloneDirectory is where a clone goes: the step's cloneDirectory (relative to the workspace),
 // else the workspace's folder named after the repository.
 func cloneDirectory(dir, repoName, repoURL string) string {

@@ -93,8 +93,12 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	if err := a.waitRunning(runCtx, k, in, inf, mask); err != nil {
 		return activities.StepResult{}, a.ended(ctx, runCtx, in, err)
 	}
-	if in.Type == "GitClone" {
-		res, err := a.gitClone(runCtx, k, string(inf.Namespace), in, log)
+	if in.Type == "GitClone" || in.Type == "DownloadManifests" {
+		clone := a.gitClone
+		if in.Type == "DownloadManifests" {
+			clone = a.downloadManifests
+		}
+		res, err := clone(runCtx, k, string(inf.Namespace), in, log)
 		if err != nil {
 			return res, a.ended(ctx, runCtx, in, err)
 		}
@@ -122,6 +126,9 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s%s", msg, lastLine(last))
 	case res.ExitCode != 0:
 		msg := fmt.Sprintf("container %s: the command exited with code %d", in.Pod.Container, res.ExitCode)
+		if res.ExitCode == 137 {
+			msg += " (a process was killed: out of memory, if the container has a memory limit)"
+		}
 		if res.Error != "" {
 			msg += ": " + mask.Apply(res.Error)
 		}

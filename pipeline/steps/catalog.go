@@ -44,6 +44,7 @@ func init() {
 	register(Entry{Type: "Background", New: func() any { return &Background{} }})
 	register(Entry{Type: "Plugin", New: func() any { return &Plugin{} }})
 	register(Entry{Type: "GitClone", New: func() any { return &GitClone{} }})
+	register(Entry{Type: "DownloadManifests", New: func() any { return &DownloadManifests{} }})
 	register(Entry{Type: "K8sRollingDeploy", New: func() any { return &K8sRollingDeploy{} }})
 	register(Entry{Type: "K8sRollingRollback", New: func() any { return &K8sRollingRollback{} }})
 	register(Entry{Type: "K8sCanaryDeploy", New: func() any { return &K8sCanaryDeploy{} }})
@@ -252,7 +253,14 @@ type Container struct {
 // InContainer reports whether a step type runs in its own container of a containerized step
 // group's pod.
 func InContainer(t string) bool {
-	return t == "Run" || t == "Background" || t == "Plugin" || t == "GitClone"
+	return t == "Run" || t == "Background" || t == "Plugin" || t == "GitClone" || t == "DownloadManifests"
+}
+
+// DownloadManifests writes the stage service's manifests into its containerized step group's
+// workspace, /harness/<manifest identifier>.
+type DownloadManifests struct {
+	Node              *yaml.Node `yaml:"-"`
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
 }
 
 // ContainerSettings are what the container steps share: the image, its registry, and how the

@@ -120,7 +120,7 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 		c.containerInfra(s, ct)
 	} else if pod == nil {
 		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-step-type",
-			"%s step %s is outside a containerized step group: in the reference it runs in a CI stage's build infrastructure, which Gantry does not run", s.Type, s.Identifier).
+			"%s step %s is outside a containerized step group: in a CD stage the reference runs it in a group's pod (and in CI stages, which Gantry does not run, in their build infrastructure)", s.Type, s.Identifier).
 			SetHint("put it in a step group with `stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: ..., namespace: ...}}`")
 		return
 	}
@@ -128,6 +128,8 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 	switch sp := spec.(type) {
 	case *steps.GitClone:
 		c.gitClone(sp)
+		return
+	case *steps.DownloadManifests:
 		return
 	case *steps.Container:
 		set = &steps.ContainerSettings{ConnectorRef: sp.ConnectorRef, Image: sp.Image, ImagePullPolicy: sp.ImagePullPolicy,

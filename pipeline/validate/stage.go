@@ -301,6 +301,10 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	if steps.InContainer(s.Type) || s.Type == "Container" {
 		c.containerStep(s, spec, groups)
 	}
+	if s.Type == "DownloadManifests" && ctx.stage.Type != "Deployment" {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "DownloadManifests writes a service's manifests and runs only in Deployment stages; stage %s is %s",
+			ctx.stage.Identifier, ctx.stage.Type)
+	}
 	if s.Type == "Barrier" {
 		if b := spec.(*steps.Barrier); b.BarrierRef != "" {
 			c.barrierStep(ctx, s, b, rollback, groups)
@@ -446,6 +450,4 @@ func (c *checker) stepVars(vars []steps.NameTypeValue, what string, types []stri
 
 // unsupportedStepWhy says, for reference step types that wait on something Gantry does not run
 // yet, what that is.
-var unsupportedStepWhy = map[string]string{
-	"DownloadManifests": "DownloadManifests puts the service's manifests into a containerized step group's shared workspace for the container steps after it; Gantry runs containerized step groups but does not copy manifests into them yet (its K8s and Helm steps fetch the manifests themselves; a GitClone-like Run step can fetch them)",
-}
+var unsupportedStepWhy = map[string]string{}
