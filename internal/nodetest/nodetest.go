@@ -7,10 +7,8 @@
 package nodetest
 
 import (
-	"archive/tar"
 	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,14 +17,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/gantry-cd/gantry/internal/freeport"
+	"github.com/gantry-cd/gantry/internal/ociimage"
 )
 
 // Images pushed by Start, as the node pulls them.
@@ -138,88 +132,27 @@ func (n *Node) pushImages(root, pause string) error {
 	if err != nil {
 		return err
 	}
-	box := []file{{path: "bin/busybox", src: "/bin/busybox"}, {path: "bin/bash", src: "/bin/bash-static"}, {path: "tmp/", mode: 0o1777}}
+	box := []ociimage.File{{Path: "bin/busybox", Src: "/bin/busybox"}, {Path: "bin/bash", Src: "/bin/bash-static"}, {Path: "tmp/", Mode: 0o1777}}
 	for _, a := range strings.Fields(applets) {
 		if a != "busybox" && a != "bash" {
-			box = append(box, file{path: "bin/" + a, link: "busybox"})
+			box = append(box, ociimage.File{Path: "bin/" + a, Link: "busybox"})
 		}
 	}
 	images := []struct {
 		ref   string
-		files []file
+		files []ociimage.File
 		cfg   v1.Config
 	}{
-		{Pause, []file{{path: "pause", src: pause}}, v1.Config{Entrypoint: []string{"/pause"}}},
+		{Pause, []ociimage.File{{Path: "pause", Src: pause}}, v1.Config{Entrypoint: []string{"/pause"}}},
 		{Busybox, box, v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=/bin"}}},
-		{Helper, []file{{path: "gantry-helper", src: helper}}, v1.Config{Entrypoint: []string{"/gantry-helper"}}},
+		{Helper, []ociimage.File{{Path: "gantry-helper", Src: helper}}, v1.Config{Entrypoint: []string{"/gantry-helper"}}},
 	}
 	for _, im := range images {
-		if err := push(n.Image(im.ref), im.files, im.cfg); err != nil {
+		if err := ociimage.Push(n.Image(im.ref), im.files, im.cfg); err != nil {
 			return fmt.Errorf("push %s: %v", im.ref, err)
 		}
 	}
 	return nil
-}
-
-type file struct {
-	path, src, link string
-	mode            int64
-}
-
-// push writes a one-layer linux/amd64 image.
-func push(ref string, files []file, cfg v1.Config) error {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range files {
-		h := &tar.Header{Name: f.path, Mode: 0o755}
-		switch {
-		case f.link != "":
-			h.Typeflag, h.Linkname = tar.TypeSymlink, f.link
-		case strings.HasSuffix(f.path, "/"):
-			h.Typeflag, h.Mode = tar.TypeDir, f.mode
-		default:
-			b, err := os.ReadFile(f.src)
-			if err != nil {
-				return err
-			}
-			h.Typeflag, h.Size = tar.TypeReg, int64(len(b))
-			if err := tw.WriteHeader(h); err != nil {
-				return err
-			}
-			if _, err := tw.Write(b); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
-	if err != nil {
-		return err
-	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
-	if err != nil {
-		return err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture, cf.Config = "linux", runtime.GOARCH, cfg
-	if img, err = mutate.ConfigFile(img, cf); err != nil {
-		return err
-	}
-	r, err := name.ParseReference(ref, name.Insecure)
-	if err != nil {
-		return err
-	}
-	return remote.Write(r, img)
 }
 
 func lastLine(script string) (string, error) {
