@@ -4,6 +4,7 @@
 package activities
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/gantry-cd/gantry/plan"
@@ -79,6 +81,24 @@ func SecretRefs(s string) []string {
 		}
 	}
 	return out
+}
+
+// Heartbeat records an activity's heartbeats, a third of its heartbeat timeout apart, until
+// ctx ends (nothing without a timeout).
+func Heartbeat(ctx context.Context, timeout time.Duration) {
+	if timeout <= 0 {
+		return
+	}
+	t := time.NewTicker(timeout / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			activity.RecordHeartbeat(ctx)
+		}
+	}
 }
 
 // PodHelperContainer is the container every group pod has beside its steps' (gantry-helper's

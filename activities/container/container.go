@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -313,23 +312,5 @@ func (a *Activity) copyLog(ctx context.Context, k *cluster, ns string, in activi
 	w.Line(fmt.Sprintf("# gantry: output of the Background step's container %s while the group ran", c.Name))
 	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
 		w.Line(mask.Apply(line))
-	}
-}
-
-// heartbeat records heartbeats until ctx ends.
-func heartbeat(ctx context.Context) {
-	timeout := activity.GetInfo(ctx).HeartbeatTimeout
-	if timeout <= 0 {
-		return
-	}
-	t := time.NewTicker(timeout / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			activity.RecordHeartbeat(ctx)
-		}
 	}
 }

@@ -89,7 +89,7 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 		runCtx, cancel = context.WithTimeout(runCtx, in.Timeout)
 		defer cancel()
 	}
-	go heartbeat(runCtx)
+	go activities.Heartbeat(runCtx, info.HeartbeatTimeout)
 	if err := a.waitRunning(runCtx, k, in, inf, mask); err != nil {
 		return activities.StepResult{}, a.ended(ctx, runCtx, in, err)
 	}

@@ -142,7 +142,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		runCtx, cancel = context.WithTimeout(runCtx, in.Timeout)
 		defer cancel()
 	}
-	go heartbeat(runCtx, info.HeartbeatTimeout)
+	go activities.Heartbeat(runCtx, info.HeartbeatTimeout)
 
 	st := step{key: key, shell: shell, args: args, dir: dir, script: script, names: names, values: values, outs: spec.OutputVariables}
 	lastLine, code, runErr := a.run(runCtx, st, log, mask)
@@ -436,23 +436,6 @@ func readOutputs(dir string, outs []Variable, mask *secrets.Masker) (map[string]
 		out[o.Name] = mask.Apply(v)
 	}
 	return out, nil
-}
-
-// heartbeat reports liveness so a lost worker is noticed within the heartbeat timeout.
-func heartbeat(ctx context.Context, timeout time.Duration) {
-	if timeout <= 0 {
-		return
-	}
-	t := time.NewTicker(timeout / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			activity.RecordHeartbeat(ctx)
-		}
-	}
 }
 
 func str(v any) string {
