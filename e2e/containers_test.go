@@ -393,7 +393,8 @@ func TestDownloadManifestsStep(t *testing.T) {
 }
 
 // A container's non-zero exit fails its step (the rest of the group is skipped); an image
-// that cannot be pulled fails its step naming the image; both delete the pod.
+// that cannot be pulled fails its step naming the image; a step past its timeout is stopped
+// (Timeout); each deletes its pod.
 func TestContainerizedStepFailures(t *testing.T) {
 	_, cs := realNode(t)
 	p := containerPipeline(t, "containers_exit", `                    - step:
@@ -423,6 +424,22 @@ func TestContainerizedStepFailures(t *testing.T) {
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.tools.missing": status.Failed})
 	if f := res.Tree.Find("s.tools.missing").Failure; f == nil || !strings.Contains(f.Message, "no-such-image:1 cannot be pulled") {
 		t.Errorf("failure %+v", f)
+	}
+
+	p = containerPipeline(t, "containers_timeout", `                    - step:
+                        type: Run
+                        name: slow
+                        identifier: slow
+                        timeout: 10s
+                        spec: {image: IMAGE, shell: Sh, command: "sleep 60"}
+`)
+	_, res = runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.tools.slow": status.Expired})
+	if f := res.Tree.Find("s.tools.slow").Failure; f == nil || f.Category != "Timeout" || !strings.Contains(f.Message, "longer than its timeout 10s") {
+		t.Errorf("failure %+v", f)
+	}
+	for deadline := time.Now().Add(time.Minute); len(podsLeft(t, cs)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
 	}
 	if left := podsLeft(t, cs); len(left) > 0 {
 		t.Errorf("pods left after the groups: %v", left)
