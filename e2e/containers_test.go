@@ -394,7 +394,8 @@ func TestDownloadManifestsStep(t *testing.T) {
 
 // A container's non-zero exit fails its step (the rest of the group is skipped); an image
 // that cannot be pulled fails its step naming the image; a step past its timeout is stopped
-// (Timeout); each deletes its pod.
+// (Timeout); a process over the memory limit is killed; a pod that cannot be scheduled fails
+// at the init timeout (Timeout); each deletes its pod.
 func TestContainerizedStepFailures(t *testing.T) {
 	_, cs := realNode(t)
 	p := containerPipeline(t, "containers_exit", `                    - step:
@@ -436,6 +437,34 @@ func TestContainerizedStepFailures(t *testing.T) {
 	_, res = runPlan(t, node.starter, p)
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.tools.slow": status.Expired})
 	if f := res.Tree.Find("s.tools.slow").Failure; f == nil || f.Category != "Timeout" || !strings.Contains(f.Message, "longer than its timeout 10s") {
+		t.Errorf("failure %+v", f)
+	}
+	// A process over the container's memory limit is killed by the kernel.
+	p = containerPipeline(t, "containers_oom", `                    - step:
+                        type: Run
+                        name: hungry
+                        identifier: hungry
+                        spec: {image: IMAGE, shell: Sh, command: "dd if=/dev/zero of=/dev/null bs=64M count=1", resources: {limits: {memory: 24Mi}}}
+`)
+	_, res = runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.tools.hungry": status.Failed})
+	if f := res.Tree.Find("s.tools.hungry").Failure; f == nil || !strings.Contains(f.Message, "exited with code 137 (a process was killed: out of memory") {
+		t.Errorf("failure %+v", f)
+	}
+
+	// A pod that cannot be scheduled fails its first step at the group's init timeout.
+	p = nodePipeline(t, "containers_unschedulable", `              - stepGroup:
+                  name: tools
+                  identifier: tools
+                  stepGroupInfra:
+                    type: KubernetesDirect
+                    spec: {connectorRef: node, namespace: default, initTimeout: 10s, nodeSelector: {pool: nowhere}}
+                  steps:
+                    - step: {type: Run, name: first, identifier: first, spec: {image: IMAGE, shell: Sh, command: "true"}}
+`)
+	_, res = runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.tools.first": status.Expired})
+	if f := res.Tree.Find("s.tools.first").Failure; f == nil || f.Category != "Timeout" || !strings.Contains(f.Message, "did not start within the init timeout 10s: the pod is not scheduled") {
 		t.Errorf("failure %+v", f)
 	}
 	for deadline := time.Now().Add(time.Minute); len(podsLeft(t, cs)) > 0 && time.Now().Before(deadline); {
