@@ -14,12 +14,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/zapr"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
 
 	"github.com/gantry-cd/gantry/activities/container"
 	"github.com/gantry-cd/gantry/activities/logs"
@@ -214,6 +216,8 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		}
 	}
 	if withWorker {
+		// client-go's own messages (containerized steps' exec streams, watches) as zap lines.
+		klog.SetLogger(zapr.NewLogger(log.Named("client-go")))
 		secretsFile := f.secretsFile
 		if secretsFile == "" {
 			secretsFile = filepath.Join(f.dataDir, "secrets.yaml")
