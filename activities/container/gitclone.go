@@ -114,9 +114,9 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 	out := &output{log: log, mask: nil}
 	err = stream(ctx, k, ns, in.Pod.Pod.Name, in.Pod.Container, []string{"/gantry-helper", "untar", dest}, pr, out, out)
 	pr.Close()
-	out.flush()
+	_, last := out.flush()
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone of %s into %s: %v%s", where, dest, err, lastLine(out.last))
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone of %s into %s: %v%s", where, dest, err, lastLine(last))
 	}
 	log.Line(fmt.Sprintf("cloned %s, %s, at %s into %s", where, ref, head.Hash(), dest))
 	return activities.StepResult{Outputs: map[string]any{"commitSha": head.Hash().String(), "cloneDirectory": dest}}, nil
@@ -141,9 +141,9 @@ func (a *Activity) downloadManifests(ctx context.Context, k *cluster, ns string,
 	out := &output{log: log}
 	err := stream(ctx, k, ns, in.Pod.Pod.Name, in.Pod.Container, []string{"/gantry-helper", "untar", wire.Workspace}, pr, out, out)
 	pr.Close()
-	out.flush()
+	_, last := out.flush()
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "DownloadManifests into %s: %v%s", wire.Workspace, err, lastLine(out.last))
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "DownloadManifests into %s: %v%s", wire.Workspace, err, lastLine(last))
 	}
 	return activities.StepResult{Outputs: map[string]any{"manifests": strings.Join(dirs, ",")}}, nil
 }

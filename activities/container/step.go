@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -442,10 +443,10 @@ func (a *Activity) exec(ctx context.Context, k *cluster, ns, pod, container stri
 	out := &output{nonce: req.Nonce, log: log, mask: mask}
 	errOut := &output{log: log, mask: mask}
 	err := stream(ctx, k, ns, pod, container, []string{wire.Helper, "run"}, stdin, out, errOut)
-	out.flush()
-	errOut.flush()
-	if out.result != nil {
-		return *out.result, out.last, nil
+	result, last := out.flush()
+	_, errLast := errOut.flush()
+	if result != nil {
+		return *result, last, nil
 	}
 	if ctx.Err() != nil {
 		return wire.Result{}, "", ctx.Err()
@@ -453,7 +454,7 @@ func (a *Activity) exec(ctx context.Context, k *cluster, ns, pod, container stri
 	if err != nil {
 		return wire.Result{}, "", err
 	}
-	return wire.Result{}, "", activities.Fail(activities.Unknown, "container %s of pod %s/%s: gantry-helper ended without a result%s", container, ns, pod, lastLine(errOut.last))
+	return wire.Result{}, "", activities.Fail(activities.Unknown, "container %s of pod %s/%s: gantry-helper ended without a result%s", container, ns, pod, lastLine(errLast))
 }
 
 // stream runs a command in a container through the exec API (WebSocket, else SPDY).
@@ -481,8 +482,12 @@ func stream(ctx context.Context, k *cluster, ns, pod, container string, command 
 	return err
 }
 
-// output splits a stream into log lines (masked) and finds the helper's result line.
+// output splits a stream into log lines (masked) and finds the helper's result line. Its
+// writer may still run after the exec returned (a cancelled stream does not wait for its
+// copies), hence the lock.
 type output struct {
+	mu     sync.Mutex
+	done   bool // flushed: later writes are dropped
 	nonce  string
 	log    *logs.Writer
 	mask   *secrets.Masker
@@ -492,6 +497,11 @@ type output struct {
 }
 
 func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.done {
+		return len(p), nil // the step has ended; its log may be closed
+	}
 	o.buf = append(o.buf, p...)
 	for {
 		i := strings.IndexByte(string(o.buf), '\n')
@@ -504,11 +514,16 @@ func (o *output) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (o *output) flush() {
+// flush logs what is left of the stream and returns the result line and the last line.
+func (o *output) flush() (*wire.Result, string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done = true
 	if len(o.buf) > 0 {
 		o.line(string(o.buf))
 		o.buf = nil
 	}
+	return o.result, o.last
 }
 
 func (o *output) line(s string) {
