@@ -435,7 +435,7 @@ func TestContainerizedStepFailures(t *testing.T) {
                         spec: {image: IMAGE, shell: Sh, command: "sleep 60"}
 `)
 	_, res = runPlan(t, node.starter, p)
-	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.tools.slow": status.Expired})
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Expired, "s.tools.slow": status.Expired})
 	if f := res.Tree.Find("s.tools.slow").Failure; f == nil || f.Category != "Timeout" || !strings.Contains(f.Message, "longer than its timeout 10s") {
 		t.Errorf("failure %+v", f)
 	}
@@ -463,7 +463,7 @@ func TestContainerizedStepFailures(t *testing.T) {
                     - step: {type: Run, name: first, identifier: first, spec: {image: IMAGE, shell: Sh, command: "true"}}
 `)
 	_, res = runPlan(t, node.starter, p)
-	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.tools.first": status.Expired})
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Expired, "s.tools.first": status.Expired})
 	if f := res.Tree.Find("s.tools.first").Failure; f == nil || f.Category != "Timeout" || !strings.Contains(f.Message, "did not start within the init timeout 10s: the pod is not scheduled") {
 		t.Errorf("failure %+v", f)
 	}
