@@ -235,6 +235,12 @@ func TestContainerizedStepGroup(t *testing.T) {
 	if !strings.Contains(log.String(), "token is "+secrets.Mask+" in 5.") || strings.Contains(log.String(), "s3cr3t") {
 		t.Errorf("write's log does not mask the secret:\n%s", log.String())
 	}
+	// The Background service's own output (httpd -v logs each request) joins its step's log.
+	var web strings.Builder
+	if err := env.logs.Copy(&web, exec.ID, "s.tools.web"); err != nil || !strings.Contains(web.String(), "output of the Background step's container step-web") ||
+		!strings.Contains(web.String(), "/ping") {
+		t.Errorf("web's log:\n%s", web.String())
+	}
 	if left := podsLeft(t, cs); len(left) > 0 {
 		t.Errorf("pods left after the group: %v", left)
 	}

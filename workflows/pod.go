@@ -48,17 +48,18 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 	in := &activities.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 		Group: t.Path, Name: podName(s.in.ExecutionID, t.Path, n.ID), Pod: pod}
 	seen := map[string]bool{}
-	var visit func(nodes []*plan.Node) *activities.Failure
-	visit = func(nodes []*plan.Node) *activities.Failure {
+	// visit collects the containers of the steps below prefix, the node path of their parent.
+	var visit func(nodes []*plan.Node, prefix string) *activities.Failure
+	visit = func(nodes []*plan.Node, prefix string) *activities.Failure {
 		for _, c := range nodes {
-			// A Container step inside the group has a pod of its own.
-			// GitClone and DownloadManifests run in the pod's own gantry container, which every pod has.
+			path := prefix
+			if c.ID != "" && c != n {
+				path = prefix + "." + c.ID
+			}
+			// A Container step inside the group has a pod of its own; GitClone and
+			// DownloadManifests run in the pod's own gantry container, which every pod has.
 			if c.Kind == plan.KindStep && inContainer(c.Type) && c.Type != "GitClone" && c.Type != "DownloadManifests" && (c.Pod == nil || c == n) {
-				step := t.Path + ".steps." + c.ID
-				if c == n {
-					step = t.Path
-				}
-				pc, f := podContainer(c, scope, step)
+				pc, f := podContainer(c, scope, path)
 				if f != nil {
 					return f
 				}
@@ -75,24 +76,22 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 					}
 				}
 			}
-			if f := visit(c.Children); f != nil {
+			if f := visit(c.Children, path); f != nil {
 				return f
 			}
-			if f := visit(c.Rollback); f != nil {
+			if f := visit(c.Rollback, path+"."+rollbackID); f != nil {
 				return f
 			}
 		}
 		return nil
 	}
 	if n.Kind == plan.KindStep {
-		if f := visit([]*plan.Node{n}); f != nil {
+		if f := visit([]*plan.Node{n}, t.Path); f != nil {
 			return nil, f
 		}
-	}
-	if f := visit(n.Children); f != nil {
+	} else if f := visit(n.Children, t.Path); f != nil {
 		return nil, f
-	}
-	if f := visit(n.Rollback); f != nil {
+	} else if f := visit(n.Rollback, t.Path+"."+rollbackID); f != nil {
 		return nil, f
 	}
 	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, s.podOptions(t.Path+" (pod)")), activities.PodStart, in).Get(ctx, nil)
