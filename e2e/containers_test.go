@@ -238,7 +238,7 @@ func TestContainerizedStepGroup(t *testing.T) {
 	// The Background service's own output (httpd -v logs each request) joins its step's log.
 	var web strings.Builder
 	if err := env.logs.Copy(&web, exec.ID, "s.tools.web"); err != nil || !strings.Contains(web.String(), "output of the Background step's container step-web") ||
-		!strings.Contains(web.String(), "/ping") {
+		!strings.Contains(web.String(), "response:200") {
 		t.Errorf("web's log:\n%s", web.String())
 	}
 	if left := podsLeft(t, cs); len(left) > 0 {
