@@ -79,6 +79,21 @@ func (a *Activity) client(ctx context.Context, c plan.Connector, mask *secrets.M
 	return k, nil
 }
 
+// connect reads a pod's rendered infrastructure and returns it with its cluster's client and
+// the masker of the secrets used to reach it.
+func (a *Activity) connect(ctx context.Context, pod plan.Pod) (*infra, *cluster, *secrets.Masker, error) {
+	inf, err := decodeInfra(pod.Infra)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	mask := &secrets.Masker{}
+	k, err := a.client(ctx, pod.Connector, mask)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return inf, k, mask, nil
+}
+
 func (a *Activity) log() *zap.Logger {
 	if a.Log == nil {
 		return zap.NewNop()
@@ -89,12 +104,7 @@ func (a *Activity) log() *zap.Logger {
 // Start creates a group's pod and its Secrets, deleting first the pods of closed runs in its
 // namespace. It returns once the objects exist: each step waits for its own container.
 func (a *Activity) Start(ctx context.Context, in activities.PodInput) error {
-	inf, err := decodeInfra(in.Pod.Infra)
-	if err != nil {
-		return err
-	}
-	mask := &secrets.Masker{}
-	k, err := a.client(ctx, in.Pod.Connector, mask)
+	inf, k, mask, err := a.connect(ctx, in.Pod)
 	if err != nil {
 		return err
 	}
@@ -227,12 +237,7 @@ func (a *Activity) pullSecret(ctx context.Context, in activities.PodInput, inf *
 // Stop deletes a group's pod and Secrets, after copying the Background steps' output (their
 // containers' logs) into their step logs. A pod already gone is not an error.
 func (a *Activity) Stop(ctx context.Context, in activities.PodInput) error {
-	inf, err := decodeInfra(in.Pod.Infra)
-	if err != nil {
-		return err
-	}
-	mask := &secrets.Masker{}
-	k, err := a.client(ctx, in.Pod.Connector, mask)
+	inf, k, mask, err := a.connect(ctx, in.Pod)
 	if err != nil {
 		return err
 	}

@@ -67,12 +67,7 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
 	}
-	inf, err := decodeInfra(in.Pod.Pod.Pod.Infra)
-	if err != nil {
-		return activities.StepResult{}, err
-	}
-	mask := &secrets.Masker{}
-	k, err := a.client(ctx, in.Pod.Pod.Pod.Connector, mask)
+	inf, k, mask, err := a.connect(ctx, in.Pod.Pod.Pod)
 	if err != nil {
 		return activities.StepResult{}, err
 	}
