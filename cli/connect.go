@@ -52,6 +52,8 @@ type connFlags struct {
 	stopGrace   time.Duration
 	tags        []string
 	helperImage string
+	logBucket   logBucketFlags
+	secretMgr   secretManagerFlags
 }
 
 func (f *connFlags) add(cmd *cobra.Command) {
@@ -69,6 +71,18 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.maxSteps, "max-concurrent-steps", envInt("GANTRY_MAX_CONCURRENT_STEPS"), "steps this process's worker runs at once; 0 is the SDK default (env GANTRY_MAX_CONCURRENT_STEPS)")
 	cmd.Flags().BoolVar(&f.fastPath, "fast-path", os.Getenv("GANTRY_FAST_PATH") != "false", "run short ShellScript and Http steps as local activities on the stage's worker; false runs every step as a regular activity, for executions this process starts (env GANTRY_FAST_PATH=false)")
 	cmd.Flags().StringVar(&f.codecKeys, "codec-keys", os.Getenv("GANTRY_CODEC_KEYS"), "key file (mode 600) that turns on AES-256-GCM encryption of every Temporal payload; every worker and client of the namespace needs it (env GANTRY_CODEC_KEYS)")
+	f.logBucket.add(cmd)
+	f.secretMgr.add(cmd)
+}
+
+// secretStore is the process's secret resolver: GANTRY_SECRET_<ID>, the secrets file
+// (default DATA_DIR/secrets.yaml), then AWS Secrets Manager with --aws-secrets-region.
+func (f connFlags) secretStore(ctx context.Context) (*secrets.Store, error) {
+	file := f.secretsFile
+	if file == "" {
+		file = filepath.Join(f.dataDir, "secrets.yaml")
+	}
+	return f.secretMgr.resolver(ctx, file)
 }
 
 // dataConverter is Temporal's default, or the encrypting codec when --codec-keys is set.
@@ -129,6 +143,7 @@ type engine struct {
 	server    *devserver.Server
 	worker    sdkworker.Worker
 	logs      logs.Store
+	secrets   *secrets.Store
 	lock      *os.File
 	log       *zap.Logger
 	policies  *policies.Engine   // nil without --policies
@@ -155,7 +170,11 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 	if abs, err := filepath.Abs(f.dataDir); err == nil {
 		f.dataDir = abs
 	}
-	e := &engine{logs: logs.Store{Dir: filepath.Join(f.dataDir, "logs")}, log: log, remote: f.address != ""}
+	e := &engine{log: log, remote: f.address != ""}
+	var err error
+	if e.secrets, err = f.secretStore(ctx); err != nil {
+		return nil, err
+	}
 	addr := f.address
 	if addr == "" {
 		if info, ok := runningServer(f.dataDir); ok {
@@ -167,6 +186,10 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			addr = e.server.Address
 			withWorker = true
 		}
+	}
+	if e.logs, err = f.logBucket.store(ctx, filepath.Join(f.dataDir, "logs"), e.secrets, withWorker, log); err != nil {
+		e.close()
+		return nil, err
 	}
 	dc, err := f.dataConverter()
 	if err != nil {
@@ -218,13 +241,9 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 	if withWorker {
 		// client-go's own messages (containerized steps' exec streams, watches) as zap lines.
 		klog.SetLogger(zapr.NewLogger(log.Named("client-go")))
-		secretsFile := f.secretsFile
-		if secretsFile == "" {
-			secretsFile = filepath.Join(f.dataDir, "secrets.yaml")
-		}
 		wo := worker.Options{
 			TaskQueue:          f.taskQueue,
-			Secrets:            &secrets.Store{File: secretsFile},
+			Secrets:            e.secrets,
 			Logs:               e.logs,
 			WorkDir:            filepath.Join(f.dataDir, "work"),
 			Policies:           e.policies,
@@ -329,6 +348,12 @@ func (e *engine) close() {
 	}
 	if e.worker != nil {
 		e.worker.Stop()
+	}
+	if e.logs.Remote != nil {
+		// Ship the logs of the steps this process ran before it exits.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		e.logs.Remote.Stop(ctx)
+		cancel()
 	}
 	if e.httpSrv != nil {
 		_ = e.httpSrv.Close()

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
-	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/webui"
@@ -98,12 +97,25 @@ DATA_DIR/logs. Each attempt that printed something starts with a "# gantry:" lin
 worker that ran it; a step that printed nothing has an empty log.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			e := &engine{}
-			e.logs.Dir = conn.dataDir + "/logs"
-			if _, err := os.Stat(e.logs.Path(args[0], args[1])); err != nil {
-				return usageErr("no log for step %s of execution %s in %s (step paths are identifiers joined by dots, as `gantry status` shows them)", args[1], args[0], e.logs.Dir)
+			ctx := cmd.Context()
+			r, err := conn.secretStore(ctx)
+			if err != nil {
+				return usageErr("%v", err)
 			}
-			return e.logs.Copy(cmd.OutOrStdout(), args[0], args[1])
+			st, err := conn.logBucket.store(ctx, filepath.Join(conn.dataDir, "logs"), r, false, zap.NewNop())
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			where := st.Dir
+			if st.Remote != nil {
+				where += " or " + st.Remote.Bucket.URL("")
+			}
+			if ok, err := st.Exists(ctx, args[0], args[1]); err != nil {
+				return fmt.Errorf("read the log of step %s of execution %s: %v", args[1], args[0], err)
+			} else if !ok {
+				return usageErr("no log for step %s of execution %s in %s (step paths are identifiers joined by dots, as `gantry status` shows them)", args[1], args[0], where)
+			}
+			return st.Copy(ctx, cmd.OutOrStdout(), args[0], args[1])
 		},
 	}
 	conn.add(cmd)
@@ -145,12 +157,8 @@ their token to see encrypted payloads in plain text.`,
 			if identityFile == "" {
 				identityFile = filepath.Join(conn.dataDir, "users.yaml")
 			}
-			secretsFile := conn.secretsFile
-			if secretsFile == "" {
-				secretsFile = filepath.Join(conn.dataDir, "secrets.yaml")
-			}
 			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Log: log,
-				Secrets: &secrets.Store{File: secretsFile}, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies})
+				Secrets: e.secrets, Logs: e.logs, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies})
 			if pipelines != "" {
 				go syncSchedules(ctx, api, log)
 			}

@@ -229,7 +229,7 @@ func TestContainerizedStepGroup(t *testing.T) {
 		dumpLogs(t, exec.ID, "s.tools.web", "s.tools.read")
 	}
 	var log strings.Builder
-	if err := env.logs.Copy(&log, exec.ID, "s.tools.write"); err != nil {
+	if err := env.logs.Copy(context.Background(), &log, exec.ID, "s.tools.write"); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(log.String(), "token is "+secrets.Mask+" in 5.") || strings.Contains(log.String(), "s3cr3t") {
@@ -237,7 +237,7 @@ func TestContainerizedStepGroup(t *testing.T) {
 	}
 	// The Background service's own output (httpd -v logs each request) joins its step's log.
 	var web strings.Builder
-	if err := env.logs.Copy(&web, exec.ID, "s.tools.web"); err != nil || !strings.Contains(web.String(), "output of the Background step's container step-web") ||
+	if err := env.logs.Copy(context.Background(), &web, exec.ID, "s.tools.web"); err != nil || !strings.Contains(web.String(), "output of the Background step's container step-web") ||
 		!strings.Contains(web.String(), "response:200") {
 		t.Errorf("web's log:\n%s", web.String())
 	}
@@ -614,7 +614,7 @@ func waitForLog(t *testing.T, ctx context.Context, execution, step, text string)
 	t.Helper()
 	for {
 		var b strings.Builder
-		if env.logs.Copy(&b, execution, step) == nil && strings.Contains(b.String(), text) {
+		if env.logs.Copy(context.Background(), &b, execution, step) == nil && strings.Contains(b.String(), text) {
 			return
 		}
 		if ctx.Err() != nil {
@@ -627,7 +627,7 @@ func waitForLog(t *testing.T, ctx context.Context, execution, step, text string)
 func dumpLogs(t *testing.T, execution string, steps ...string) {
 	for _, s := range steps {
 		var b strings.Builder
-		_ = env.logs.Copy(&b, execution, s)
+		_ = env.logs.Copy(context.Background(), &b, execution, s)
 		t.Logf("log of %s:\n%s", s, b.String())
 	}
 }

@@ -110,7 +110,7 @@ func TestShellOutputsLogsAndSecretMasking(t *testing.T) {
 		t.Errorf("outputs %v", outs)
 	}
 	var b strings.Builder
-	if err := env.logs.Copy(&b, exec.ID, "s.use"); err != nil {
+	if err := env.logs.Copy(context.Background(), &b, exec.ID, "s.use"); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(b.String(), "hunter2") || !strings.Contains(b.String(), "password is "+secrets.Mask) || !strings.Contains(b.String(), "inline "+secrets.Mask) {

@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline/load"
@@ -48,6 +49,8 @@ type Options struct {
 	Events *triggers.EventLog
 	// Policies are evaluated on run for every start (API and triggers); nil disables them.
 	Policies *policies.Engine
+	// Logs are the step logs (with a bucket, those of every worker).
+	Logs logs.Store
 }
 
 // Server serves the API.
@@ -104,6 +107,7 @@ var Routes = []Route{
 	{"POST", "/api/v1/executions", func(s *Server) handlerFunc { return s.start }},
 	{"GET", "/api/v1/executions", func(s *Server) handlerFunc { return s.list }},
 	{"GET", "/api/v1/executions/{id}", func(s *Server) handlerFunc { return s.tree }},
+	{"GET", "/api/v1/executions/{id}/logs/{step}", func(s *Server) handlerFunc { return s.stepLog }},
 	{"POST", "/api/v1/executions/{id}/abort", func(s *Server) handlerFunc { return s.abort }},
 	{"POST", "/api/v1/executions/{id}/intervene", func(s *Server) handlerFunc { return s.intervene }},
 	{"POST", "/api/v1/executions/{id}/approve", func(s *Server) handlerFunc { return s.vote("APPROVE") }},
@@ -269,6 +273,28 @@ func (s *Server) tree(w http.ResponseWriter, r *http.Request, _ *identity.User) 
 		return
 	}
 	writeJSON(w, http.StatusOK, t)
+}
+
+// stepLog serves a step's log as text: from the log bucket when the workers ship to one, else
+// from this process's log directory.
+func (s *Server) stepLog(w http.ResponseWriter, r *http.Request, _ *identity.User) {
+	id, step := r.PathValue("id"), r.PathValue("step")
+	ok, err := s.o.Logs.Exists(r.Context(), id, step)
+	if err != nil {
+		s.internal(w, "read step log", err)
+		return
+	}
+	if !ok {
+		fail(w, http.StatusNotFound, "not-found", "no log for step %s of execution %s (step paths are identifiers joined by dots, as the tree shows them; a step that printed nothing has no log)", step, id)
+		return
+	}
+	var b strings.Builder
+	if err := s.o.Logs.Copy(r.Context(), &b, id, step); err != nil {
+		s.internal(w, "read step log", err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, b.String())
 }
 
 func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *identity.User) {

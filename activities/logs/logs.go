@@ -4,16 +4,22 @@ package logs
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 )
 
-// Store keeps logs under Dir/<execution>/<step path>.log.
-type Store struct{ Dir string }
+// Store keeps logs under Dir/<execution>/<step path>.log. With Remote, every attempt's log is
+// also shipped to a bucket when the attempt ends, so any process can read it.
+type Store struct {
+	Dir    string
+	Remote *Remote
+}
 
 // Path returns the log file of a step.
 func (s Store) Path(executionID, stepPath string) string {
@@ -38,6 +44,13 @@ type Writer struct {
 	// A lazy writer creates its file, starting with header, at the first line.
 	path, header string
 	err          error
+	// Shipping: the attempt's bytes are [start, end) of the file, opened at opened.
+	remote      *Remote
+	file        string
+	executionID string
+	stepPath    string
+	start, end  int64
+	opened      int64
 }
 
 // Open opens a step's log for appending (a retried attempt continues the same file).
@@ -62,7 +75,7 @@ func (s Store) OpenLazy(executionID, stepPath, header string) (*Writer, error) {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return nil, fmt.Errorf("create log directory: %w", err)
 	}
-	return &Writer{path: p, header: header}, nil
+	return &Writer{path: p, header: header, remote: s.Remote, file: p, executionID: executionID, stepPath: stepPath}, nil
 }
 
 // open creates or appends to the file; w.mu is held.
@@ -74,9 +87,24 @@ func (w *Writer) open() {
 		return
 	}
 	w.f, w.w = f, bufio.NewWriter(f)
-	if w.header != "" {
-		_, _ = w.w.WriteString(w.header + "\n")
+	if w.remote != nil {
+		if st, err := f.Stat(); err == nil {
+			w.start, w.end = st.Size(), st.Size()
+		}
+		w.opened = time.Now().UnixNano()
 	}
+	if w.header != "" {
+		w.write(w.header)
+	}
+}
+
+// write buffers one line; w.mu is held and the file is open.
+func (w *Writer) write(s string) {
+	n, _ := w.w.WriteString(s)
+	if w.w.WriteByte('\n') == nil {
+		n++
+	}
+	w.end += int64(n)
 }
 
 // Line appends one line and flushes it, so readers see output as it happens.
@@ -89,8 +117,7 @@ func (w *Writer) Line(s string) {
 	if w.f == nil {
 		return
 	}
-	_, _ = w.w.WriteString(s)
-	_ = w.w.WriteByte('\n')
+	w.write(s)
 	_ = w.w.Flush()
 }
 
@@ -109,11 +136,40 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	_ = w.w.Flush()
-	return w.f.Close()
+	err := w.f.Close()
+	w.f = nil
+	if w.remote != nil && w.end > w.start {
+		w.remote.ship(segment{file: w.file, executionID: w.executionID, stepPath: w.stepPath, start: w.start, end: w.end, opened: w.opened})
+	}
+	return err
 }
 
-// Copy writes a step's log to out; a step that wrote nothing has an empty log.
-func (s Store) Copy(out io.Writer, executionID, stepPath string) error {
+// Copy writes a step's log to out; a step that wrote nothing has an empty log. With Remote,
+// the log is read from the bucket (every attempt, whichever worker ran it), or from the local
+// file while the bucket has none of it yet (a step still running on this machine).
+func (s Store) Copy(ctx context.Context, out io.Writer, executionID, stepPath string) error {
+	if s.Remote != nil {
+		found, err := s.Remote.Copy(ctx, out, executionID, stepPath)
+		if err != nil || found {
+			return err
+		}
+	}
+	return s.copyLocal(out, executionID, stepPath)
+}
+
+// Exists reports whether a step has a log, here or in the bucket.
+func (s Store) Exists(ctx context.Context, executionID, stepPath string) (bool, error) {
+	if _, err := os.Stat(s.Path(executionID, stepPath)); err == nil {
+		return true, nil
+	}
+	if s.Remote == nil {
+		return false, nil
+	}
+	segs, err := s.Remote.segments(ctx, executionID, stepPath)
+	return len(segs) > 0, err
+}
+
+func (s Store) copyLocal(out io.Writer, executionID, stepPath string) error {
 	f, err := os.Open(s.Path(executionID, stepPath))
 	if os.IsNotExist(err) {
 		return nil

@@ -24,9 +24,11 @@ type Resolver interface {
 }
 
 // Store resolves secrets from the environment (GANTRY_SECRET_<ID>, the identifier upper-cased
-// with every other character turned into _) and then from a YAML file of id: value pairs.
+// with every other character turned into _), then from a YAML file of id: value pairs, then
+// from Next (a secret manager) when set.
 type Store struct {
 	File string
+	Next Resolver
 
 	once   sync.Once
 	values map[string]string
@@ -48,7 +50,7 @@ func EnvName(id string) string {
 }
 
 // Resolve implements Resolver.
-func (s *Store) Resolve(_ context.Context, id string) (string, error) {
+func (s *Store) Resolve(ctx context.Context, id string) (string, error) {
 	if v, ok := os.LookupEnv(EnvName(id)); ok {
 		return v, nil
 	}
@@ -58,6 +60,9 @@ func (s *Store) Resolve(_ context.Context, id string) (string, error) {
 	}
 	if v, ok := s.values[id]; ok {
 		return v, nil
+	}
+	if s.Next != nil {
+		return s.Next.Resolve(ctx, id)
 	}
 	where := "set " + EnvName(id)
 	if s.File != "" {

@@ -1,6 +1,7 @@
 package shell_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -145,7 +146,7 @@ func TestBackgroundChildDoesNotHoldTheStep(t *testing.T) {
 		t.Errorf("the step waited %s for its background child", d)
 	}
 	var out strings.Builder
-	if err := store.Copy(&out, "x-1", "s.bg"); err != nil || !strings.Contains(out.String(), "early") {
+	if err := store.Copy(context.Background(), &out, "x-1", "s.bg"); err != nil || !strings.Contains(out.String(), "early") {
 		t.Errorf("log %q (%v)", out.String(), err)
 	}
 }

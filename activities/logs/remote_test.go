@@ -1,0 +1,140 @@
+package logs_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/objstore"
+	"github.com/gantry-cd/gantry/internal/s3test"
+)
+
+func startS3(t *testing.T) *objstore.Bucket {
+	t.Helper()
+	srv, err := s3test.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx := context.Background()
+	if err := srv.Bucket(ctx, "logs"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := objstore.Open(ctx, objstore.Config{Location: "logs/gantry", Endpoint: srv.Endpoint, Region: s3test.Region,
+		AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func worker(t *testing.T, b *objstore.Bucket, dir string) logs.Store {
+	t.Helper()
+	st := logs.Store{Dir: dir, Remote: &logs.Remote{Bucket: b}}
+	if err := st.Remote.Start(context.Background(), dir); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func attempt(t *testing.T, st logs.Store, header string, lines ...string) {
+	t.Helper()
+	w, err := st.OpenLazy("exec-1", "s.build", header)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		w.Line(l)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, st logs.Store) string {
+	t.Helper()
+	var b strings.Builder
+	if err := st.Copy(context.Background(), &b, "exec-1", "s.build"); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// Attempts of one step run by two workers read as one log, in order, from a third process
+// that ran neither; a step that printed nothing ships nothing.
+func TestRemoteJoinsAttemptsOfWorkers(t *testing.T) {
+	b := startS3(t)
+	ctx := context.Background()
+	a, c := worker(t, b, t.TempDir()), worker(t, b, t.TempDir())
+	attempt(t, a, "# attempt 1 on a", "one", "two")
+	attempt(t, c, "# attempt 2 on c", "three")
+	attempt(t, a, "# attempt 3 on a", "four")
+	w, _ := a.OpenLazy("exec-1", "s.quiet", "# nothing")
+	_ = w.Close()
+	a.Remote.Stop(ctx)
+	c.Remote.Stop(ctx)
+
+	reader := logs.Store{Dir: t.TempDir(), Remote: &logs.Remote{Bucket: b}}
+	want := "# attempt 1 on a\none\ntwo\n# attempt 2 on c\nthree\n# attempt 3 on a\nfour\n"
+	if got := read(t, reader); got != want {
+		t.Fatalf("log read from the bucket:\n%q\nwant\n%q", got, want)
+	}
+	if ok, err := reader.Exists(ctx, "exec-1", "s.quiet"); ok || err != nil {
+		t.Fatalf("a step that printed nothing has a log in the bucket: %v %v", ok, err)
+	}
+	objs, err := b.List(ctx, "")
+	if err != nil || len(objs) != 3 {
+		t.Fatalf("objects: %v %v, want one per attempt", objs, err)
+	}
+	for _, o := range objs {
+		if !strings.HasPrefix(o.Key, "exec-1/s.build/") {
+			t.Fatalf("object %s is not below the bucket's prefix and the step's path", o.Key)
+		}
+	}
+}
+
+// A process killed before it shipped an attempt: the next process on the same log directory
+// ships the rest, once.
+func TestRemoteCatchesUpAfterAKill(t *testing.T) {
+	b := startS3(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	first := worker(t, b, dir)
+	attempt(t, first, "# shipped", "line")
+	first.Remote.Stop(ctx)
+	time.Sleep(10 * time.Millisecond)
+	// Written with no shipper, as a killed process leaves it: in the file, not in the bucket.
+	killed := logs.Store{Dir: dir}
+	attempt(t, killed, "# cut short", "lost line")
+	if err := os.Chtimes(filepath.Join(dir, "exec-1", "s.build.log"), time.Now(), time.Now()); err != nil {
+		t.Fatal(err)
+	}
+
+	next := worker(t, b, dir)
+	next.Remote.Stop(ctx)
+	reader := logs.Store{Dir: t.TempDir(), Remote: &logs.Remote{Bucket: b}}
+	want := "# shipped\nline\n# cut short\nlost line\n"
+	if got := read(t, reader); got != want {
+		t.Fatalf("after the restart the bucket holds\n%q\nwant\n%q", got, want)
+	}
+	again := worker(t, b, dir)
+	again.Remote.Stop(ctx)
+	if got := read(t, reader); got != want {
+		t.Fatalf("a second restart shipped again:\n%q", got)
+	}
+}
+
+// Without a bucket, or before the bucket has any of it, a step's log is the local file.
+func TestLocalWhileNotShipped(t *testing.T) {
+	b := startS3(t)
+	dir := t.TempDir()
+	st := logs.Store{Dir: dir, Remote: &logs.Remote{Bucket: b}} // reads only: never started
+	attempt(t, st, "# running here", "partial")
+	if got := read(t, st); got != "# running here\npartial\n" {
+		t.Fatalf("local log: %q", got)
+	}
+}
