@@ -18,6 +18,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/gantry-cd/gantry/internal/s3test"
 	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
@@ -48,7 +49,7 @@ func topologyPipeline(marks string) string {
         spec:
           execution:
             steps:
-              - step: {type: ShellScript, name: roll, identifier: roll, spec: {shell: Bash, ` + env + `, source: {type: Inline, spec: {script: "echo $PPID >> $MARKS/deploy; while [ ! -f $MARKS/go ]; do sleep 0.05; done; R=rolled-<+pipeline.stages.build.spec.execution.steps.version.output.outputVariables.v>-on-$PPID"}}, outputVariables: [{name: r, type: String, value: R}]}}
+              - step: {type: ShellScript, name: roll, identifier: roll, spec: {shell: Bash, ` + env + `, source: {type: Inline, spec: {script: "echo deploy attempt on $PPID; echo $PPID >> $MARKS/deploy; while [ ! -f $MARKS/go ]; do sleep 0.05; done; R=rolled-<+pipeline.stages.build.spec.execution.steps.version.output.outputVariables.v>-on-$PPID"}}, outputVariables: [{name: r, type: String, value: R}]}}
     - stage:
         name: sign_off
         identifier: sign_off
@@ -77,7 +78,19 @@ func TestTopologyWorkerKillAndServerRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts PostgreSQL and four gantry processes")
 	}
-	topo, bin := startTopology(t)
+	// Every process ships step logs to a real S3-compatible server; the API tier, which runs
+	// no step, reads them from there.
+	logsS3, err := s3test.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logsS3.Stop()
+	if err := logsS3.Bucket(context.Background(), "gantry-logs"); err != nil {
+		t.Fatal(err)
+	}
+	logEnv := []string{"GANTRY_LOGS_BUCKET=gantry-logs/topology", "GANTRY_LOGS_ENDPOINT=" + logsS3.Endpoint, "GANTRY_LOGS_REGION=" + s3test.Region,
+		"GANTRY_LOGS_ACCESS_KEY_ID=" + s3test.AccessKey, "GANTRY_LOGS_SECRET_REF=logs_key", "GANTRY_SECRET_LOGS_KEY=" + s3test.SecretKey}
+	topo, bin := startTopology(t, logEnv...)
 	marks := t.TempDir()
 	token := addUser(t, bin, filepath.Join(topo.Dir, "server"))
 
@@ -159,16 +172,63 @@ func TestTopologyWorkerKillAndServerRestart(t *testing.T) {
 	if runs := strings.Fields(readFile(filepath.Join(marks, "deploy"))); len(runs) != 2 {
 		t.Errorf("deploy step ran %d times, want 2 (the killed attempt and its retry): %v", len(runs), runs)
 	}
+
+	// The killed worker's attempt reaches the bucket when it starts again; then the API and
+	// `gantry logs` on a data directory that ran nothing show both attempts, in order.
+	if err := topo.StartComponent(victim); err != nil {
+		t.Fatal(err)
+	}
+	wantFirst := "deploy attempt on " + first + "\n"
+	wantRetry := "deploy attempt on " + second + "\n"
+	var log string
+	for {
+		log = apiText(t, topo.API, token, "/api/v1/executions/"+id+"/logs/deploy.roll")
+		if strings.Contains(log, wantFirst) && strings.Contains(log, wantRetry) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if i, j := strings.Index(log, wantFirst), strings.Index(log, wantRetry); i < 0 || j < i {
+		t.Fatalf("the API's log of deploy.roll lacks an attempt or has them out of order:\n%s", log)
+	}
+	cmd := exec.Command(bin, "logs", id, "deploy.roll", "--data-dir", t.TempDir())
+	cmd.Env = append(os.Environ(), logEnv...)
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != log {
+		t.Fatalf("gantry logs from the bucket: %v\n%s\nwant the API's\n%s", err, out, log)
+	}
+	for _, text := range []string{string(out), topo.Log("server")} {
+		if strings.Contains(text, s3test.SecretKey) {
+			t.Fatal("the log bucket's secret key appears in output")
+		}
+	}
+}
+
+// apiText GETs a text resource of the API.
+func apiText(t testing.TB, base, token, path string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", base+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET %s: %d %s", path, resp.StatusCode, b)
+	}
+	return string(b)
 }
 
 // startTopology builds gantry and starts the topology for one test.
-func startTopology(t testing.TB) (*topotest.Topology, string) {
+func startTopology(t testing.TB, env ...string) (*topotest.Topology, string) {
 	t.Helper()
 	bin, err := topotest.Build(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := topotest.Start(t.TempDir(), bin)
+	topo, err := topotest.Start(t.TempDir(), bin, env...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ type Topology struct {
 	API     string // http://host:port of gantry server
 	Gantry  string // the gantry binary the processes run
 	script  string
+	env     []string
 }
 
 // Build compiles the gantry binary into dir and returns its path.
@@ -40,8 +41,9 @@ func Build(dir string) (string, error) {
 	return bin, nil
 }
 
-// Start starts the topology with the gantry binary bin; its state lives in dir.
-func Start(dir, bin string) (*Topology, error) {
+// Start starts the topology with the gantry binary bin; its state lives in dir. env (NAME=VALUE)
+// is added to every component's environment.
+func Start(dir, bin string, env ...string) (*Topology, error) {
 	base, err := freeport.Consecutive(8)
 	if err != nil {
 		return nil, err
@@ -55,6 +57,8 @@ func Start(dir, bin string) (*Topology, error) {
 	cmd := exec.Command(t.script, "up", dir)
 	cmd.Env = append(os.Environ(), "GANTRY="+bin, "TEMPORAL_PORT="+strconv.Itoa(base), "PG_PORT="+strconv.Itoa(ports[0]),
 		"API_PORT="+strconv.Itoa(ports[1]), "METRICS_PORT="+strconv.Itoa(ports[2]))
+	cmd.Env = append(cmd.Env, env...)
+	t.env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Stop()
 		return nil, fmt.Errorf("start topology: %v\n%s", err, out)
@@ -93,6 +97,7 @@ func (t *Topology) Log(name string) string {
 func (t *Topology) run(args ...string) error {
 	var out bytes.Buffer
 	cmd := exec.Command(t.script, args...)
+	cmd.Env = append(os.Environ(), t.env...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("topology.sh %s: %v\n%s", strings.Join(args, " "), err, out.String())
