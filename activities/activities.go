@@ -30,6 +30,10 @@ const (
 	FetchChart = "gantry.FetchChart"
 	// ResolveArtifact resolves a Deployment stage's artifact tag to a digest at its service phase.
 	ResolveArtifact = "gantry.ResolveArtifact"
+	// FetchS3Manifests reads an S3-stored manifest; ResolveS3Artifact finds an AmazonS3
+	// artifact's object. Both at a Deployment stage's service phase.
+	FetchS3Manifests  = "gantry.FetchS3Manifests"
+	ResolveS3Artifact = "gantry.ResolveS3Artifact"
 	// PodStart creates a containerized step group's pod; PodStop deletes it; ContainerStep runs
 	// a step in its container.
 	PodStart      = "gantry.PodStart"
@@ -131,6 +135,31 @@ type FetchInput struct {
 	ExecutionID string        `json:"executionId"`
 	Manifest    string        `json:"manifest"`
 	Store       plan.GitStore `json:"store"`
+}
+
+// S3FetchInput is a manifest's S3 store, its bucket, region and paths rendered.
+type S3FetchInput struct {
+	ExecutionID string       `json:"executionId"`
+	Manifest    string       `json:"manifest"`
+	Store       plan.S3Store `json:"store"`
+}
+
+// S3ResolveInput is an AmazonS3 artifact source, its fields rendered.
+type S3ResolveInput struct {
+	ExecutionID string          `json:"executionId"`
+	ID          string          `json:"id"`
+	Artifact    plan.S3Artifact `json:"artifact"`
+}
+
+// S3Resolved is the object an AmazonS3 artifact resolved to.
+type S3Resolved struct {
+	Bucket   string `json:"bucketName"`
+	FilePath string `json:"filePath"`
+	Region   string `json:"region"`
+	ETag     string `json:"eTag"`
+	Size     int64  `json:"size"`
+	Modified string `json:"lastModified"`
+	URL      string `json:"url"`
 }
 
 // ChartInput is a HelmChart manifest's chart repository, its version rendered.

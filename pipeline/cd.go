@@ -84,6 +84,9 @@ type ManifestStoreSpec struct {
 	// is below.
 	BasePath string          `yaml:"basePath"`
 	Config   *OciChartConfig `yaml:"config"`
+	// S3: the bucket (and its region) the paths are keys or key prefixes in.
+	BucketName string `yaml:"bucketName"`
+	Region     string `yaml:"region"`
 }
 
 // OciChartConfig is an OciHelmChart store's registry: `Generic` names an OciHelmRepo connector
@@ -116,15 +119,21 @@ type ArtifactSource struct {
 }
 
 // ArtifactSourceSpec is the image path and its tag, or a regular expression the tag matches;
-// with a DockerRegistry connector the tag is resolved to a digest when the stage starts.
+// with a DockerRegistry connector the tag is resolved to a digest when the stage starts. An
+// AmazonS3 source is a file in a bucket: filePath, or the newest key matching filePathRegex.
 type ArtifactSourceSpec struct {
 	Node         *yaml.Node `yaml:"-"`
 	ConnectorRef string     `yaml:"connectorRef"`
-	ImagePath    string     `yaml:"imagePath" gantry:"required"`
+	ImagePath    string     `yaml:"imagePath"`
 	Tag          string     `yaml:"tag"`
 	TagRegex     string     `yaml:"tagRegex"`
 	Digest       string     `yaml:"digest"`
 	Registry     string     `yaml:"registryHostname"`
+	// AmazonS3.
+	BucketName    string `yaml:"bucketName"`
+	FilePath      string `yaml:"filePath"`
+	FilePathRegex string `yaml:"filePathRegex"`
+	Region        string `yaml:"region"`
 }
 
 // Environment is an `environment:` document.
@@ -184,6 +193,45 @@ type Connector struct {
 	Git    *GitConnectorSpec   `yaml:"-"` // type Git
 	SCM    *SCMConnectorSpec   `yaml:"-"` // type Github, Gitlab or Bitbucket
 	Helm   *HelmRepoSpec       `yaml:"-"` // type HttpHelmRepo or OciHelmRepo
+	Aws    *AwsConnectorSpec   `yaml:"-"` // type Aws
+}
+
+// AwsConnectorSpec is an Aws connector: how a worker signs requests to AWS.
+type AwsConnectorSpec struct {
+	Node                                *yaml.Node     `yaml:"-"`
+	Credential                          *AwsCredential `yaml:"credential" gantry:"required"`
+	ExecuteOnDelegate                   string         `yaml:"executeOnDelegate"`
+	DelegateSelectors                   []string       `yaml:"delegateSelectors"`
+	Proxy                               string         `yaml:"proxy"`
+	AwsSdkClientBackOffStrategyOverride *yaml.Node     `yaml:"awsSdkClientBackOffStrategyOverride"`
+}
+
+// AwsCredential is where the keys come from: ManualConfig (an access key, or a secret holding
+// it, and a secret key), InheritFromDelegate and Irsa (the worker's own AWS credentials), or
+// OidcAuthentication; optionally a role in another account to assume, and a default region.
+type AwsCredential struct {
+	Node               *yaml.Node         `yaml:"-"`
+	Type               string             `yaml:"type" gantry:"required"`
+	Spec               *AwsCredentialSpec `yaml:"spec"`
+	CrossAccountAccess *AwsCrossAccount   `yaml:"crossAccountAccess"`
+	Region             string             `yaml:"region"`
+}
+
+// AwsCredentialSpec holds ManualConfig's keys (or OidcAuthentication's role).
+type AwsCredentialSpec struct {
+	Node         *yaml.Node `yaml:"-"`
+	AccessKey    string     `yaml:"accessKey"`
+	AccessKeyRef string     `yaml:"accessKeyRef"`
+	SecretKeyRef string     `yaml:"secretKeyRef"`
+	IamRoleArn   string     `yaml:"iamRoleArn"`
+}
+
+// AwsCrossAccount is a role the connector's credentials assume, with the external ID the
+// role's trust policy demands.
+type AwsCrossAccount struct {
+	Node                *yaml.Node `yaml:"-"`
+	CrossAccountRoleArn string     `yaml:"crossAccountRoleArn" gantry:"required"`
+	ExternalID          string     `yaml:"externalId"`
 }
 
 // HelmRepoSpec is an HttpHelmRepo connector (a chart repository serving index.yaml) or an
@@ -339,6 +387,9 @@ func (c *Connector) decodeSpec(d *Decoder) {
 	case "HttpHelmRepo", "OciHelmRepo":
 		c.Helm = &HelmRepoSpec{}
 		d.Decode(c.Spec, c.Helm, "spec")
+	case "Aws":
+		c.Aws = &AwsConnectorSpec{}
+		d.Decode(c.Spec, c.Aws, "spec")
 	}
 }
 
@@ -355,6 +406,8 @@ func (c *Connector) Access() string {
 		return c.SCM.Authentication.Type
 	case c.Helm != nil && c.Helm.Auth != nil:
 		return c.Helm.Auth.Type
+	case c.Aws != nil && c.Aws.Credential != nil:
+		return c.Aws.Credential.Type
 	}
 	return ""
 }

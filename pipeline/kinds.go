@@ -59,20 +59,20 @@ var (
 		Runs: []string{"K8sManifest", "Values", "Kustomize", "HelmChart"}, Reference: reference.ManifestTypes}
 	// Local is Gantry's own store: files beside the service. Git stores are fetched by workers.
 	ManifestStoreKind = Kind{What: "manifest store", Code: "unsupported-manifest-store",
-		Runs: []string{"Local", "Git", "Github", "GitLab", "Bitbucket", "Http", "OciHelmChart"}, Reference: reference.StoreTypes,
-		Hint: "Gantry reads manifests from files beside the service (`store: {type: Local, spec: {paths: [...]}}`), from Git (`type: Git`, `Github`, `GitLab` or `Bitbucket`), and Helm charts from chart repositories (`Http`, `OciHelmChart`)"}
+		Runs: []string{"Local", "Git", "Github", "GitLab", "Bitbucket", "Http", "OciHelmChart", "S3"}, Reference: reference.StoreTypes,
+		Hint: "Gantry reads manifests from files beside the service (`store: {type: Local, spec: {paths: [...]}}`), from Git (`type: Git`, `Github`, `GitLab` or `Bitbucket`), from S3 buckets (`S3`), and Helm charts from chart repositories (`Http`, `OciHelmChart`)"}
 	// OciChartConfigKind is an OciHelmChart store's registry kind.
 	OciChartConfigKind = Kind{What: "OCI chart registry type", Code: "unsupported-manifest-store",
 		Runs: []string{"Generic"}, Reference: []string{"ECR", "GAR"},
 		Hint: "Gantry pulls charts from any OCI registry through an OciHelmRepo connector (`config: {type: Generic, spec: {connectorRef: ...}}`)"}
 	ArtifactSourceKind = Kind{What: "artifact source type", Code: "unsupported-artifact-type",
-		Runs:      []string{"DockerRegistry", "Gcr", "Ecr", "Acr", "Nexus3Registry", "ArtifactoryRegistry", "CustomArtifact"},
+		Runs:      []string{"DockerRegistry", "Gcr", "Ecr", "Acr", "Nexus3Registry", "ArtifactoryRegistry", "CustomArtifact", "AmazonS3"},
 		Reference: reference.ArtifactSourceTypes}
 	InfrastructureKind = Kind{What: "infrastructure type", Code: "unsupported-infrastructure-type",
 		Runs: []string{"KubernetesDirect"}, Reference: reference.InfrastructureTypes}
 	InfraDeploymentKind = Kind{What: "deployment type", Code: "unsupported-deployment-type",
 		Runs: []string{"Kubernetes", "NativeHelm"}, Reference: reference.ServiceDefinitionTypes}
-	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket", "DockerRegistry", "HttpHelmRepo", "OciHelmRepo"}}
+	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket", "DockerRegistry", "HttpHelmRepo", "OciHelmRepo", "Aws"}}
 	TriggerSourceKind = Kind{What: "trigger source type", Code: "unsupported-trigger-type",
 		Runs: []string{"Webhook", "Scheduled"}, Reference: reference.TriggerSourceTypes}
 	WebhookKind = Kind{What: "webhook type", Code: "unsupported-trigger-type",

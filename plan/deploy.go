@@ -46,6 +46,8 @@ type Manifest struct {
 	Store          *GitStore `json:"store,omitempty"`
 	// Chart is where a HelmChart of a chart repository is pulled from, at the service phase.
 	Chart *ChartRepo `json:"chart,omitempty"`
+	// S3 is a bucket the files are read from at the service phase.
+	S3 *S3Store `json:"s3,omitempty"`
 	// Folder is, for a Kustomize manifest, the folder (relative to the files' root) whose
 	// kustomization is built, and for a HelmChart the chart's folder; Files then hold every
 	// file of the store's folder.
@@ -146,6 +148,45 @@ type Artifact struct {
 	TagRegex     string             `json:"tagRegex,omitempty"`
 	Digest       string             `json:"digest,omitempty"`
 	Connector    *RegistryConnector `json:"connector,omitempty"`
+	// S3 is an AmazonS3 source: a file in a bucket, found when the stage starts.
+	S3 *S3Artifact `json:"s3,omitempty"`
+}
+
+// S3Artifact is a file in a bucket: FilePath, or the newest key matching FilePathRegex. Each
+// may hold expressions.
+type S3Artifact struct {
+	Connector     AwsConnector `json:"connector"`
+	Bucket        string       `json:"bucket"`
+	Region        string       `json:"region,omitempty"`
+	FilePath      string       `json:"filePath,omitempty"`
+	FilePathRegex string       `json:"filePathRegex,omitempty"`
+}
+
+// S3Store is a manifest's S3 bucket: Paths are object keys or key prefixes (folders) in it.
+type S3Store struct {
+	Connector   AwsConnector `json:"connector"`
+	Bucket      string       `json:"bucket"`
+	Region      string       `json:"region,omitempty"`
+	Paths       []string     `json:"paths"`
+	ValuesPaths []string     `json:"valuesPaths,omitempty"`
+}
+
+// AwsConnector says how a worker signs AWS requests. Secrets are named, never held.
+type AwsConnector struct {
+	ID string `json:"id"`
+	// Credential is ManualConfig (AccessKey or AccessKeyRef, and SecretKeyRef), or
+	// InheritFromDelegate or Irsa (the worker's default credential chain).
+	Credential   string `json:"credential"`
+	AccessKey    string `json:"accessKey,omitempty"`
+	AccessKeyRef string `json:"accessKeyRef,omitempty"`
+	SecretKeyRef string `json:"secretKeyRef,omitempty"`
+	// RoleARN is a role the credentials assume (cross-account access), with ExternalID.
+	RoleARN    string `json:"roleArn,omitempty"`
+	ExternalID string `json:"externalId,omitempty"`
+	// Region is the connector's default region.
+	Region string `json:"region,omitempty"`
+	// Selectors are the connector's delegate selectors: the workers that use it.
+	Selectors []string `json:"selectors,omitempty"`
 }
 
 // RegistryConnector says how a worker reaches an image registry or a chart repository.

@@ -29,6 +29,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	policystep "github.com/gantry-cd/gantry/activities/policy"
 	"github.com/gantry-cd/gantry/activities/registry"
+	"github.com/gantry-cd/gantry/activities/s3store"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/shell"
 	"github.com/gantry-cd/gantry/policies"
@@ -211,6 +212,9 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(rs.Activity, activity.RegisterOptions{Name: activities.ResolveArtifact})
 	gs := &gitstore.Fetcher{Secrets: o.Secrets, CacheDir: o.GitCache}
 	r.RegisterActivityWithOptions(gs.Activity, activity.RegisterOptions{Name: activities.FetchManifests})
+	s3r := &s3store.Reader{Secrets: o.Secrets}
+	r.RegisterActivityWithOptions(s3r.FetchManifests, activity.RegisterOptions{Name: activities.FetchS3Manifests})
+	r.RegisterActivityWithOptions(s3r.ResolveArtifact, activity.RegisterOptions{Name: activities.ResolveS3Artifact})
 	cs := &charts.Puller{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(cs.Activity, activity.RegisterOptions{Name: activities.FetchChart})
 	pods := &container.Activity{Secrets: o.Secrets, Logs: o.Logs, HelperImage: o.HelperImage, Log: o.Log}

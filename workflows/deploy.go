@@ -52,7 +52,7 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 	}
 	s.root["manifests"] = ms
 	manifests := sv.Manifests
-	if slices.ContainsFunc(manifests, func(m plan.Manifest) bool { return m.Store != nil || m.Chart != nil }) &&
+	if slices.ContainsFunc(manifests, func(m plan.Manifest) bool { return m.Store != nil || m.Chart != nil || m.S3 != nil }) &&
 		workflow.GetVersion(ctx, changeGitManifests, workflow.DefaultVersion, 1) == 1 {
 		var err error
 		if manifests, err = s.fetchManifests(ctx, manifests, ms, render); err != nil {
@@ -77,6 +77,12 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 		}
 		art := map[string]any{"image": image, "imagePath": path, "tag": tag, "type": a.Type, "identifier": a.ID,
 			"connectorRef": a.ConnectorRef}
+		if a.S3 != nil {
+			// An AmazonS3 source (only plans made since it exists have one).
+			if art, err = s.resolveS3Artifact(ctx, a, render); err != nil {
+				return err
+			}
+		}
 		if a.Connector != nil && workflow.GetVersion(ctx, changeArtifactDigest, workflow.DefaultVersion, 1) == 1 {
 			if err := s.resolveArtifact(ctx, a, path, tag, art, render); err != nil {
 				return err
@@ -182,6 +188,19 @@ func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, publ
 			out[i].Chart = &ch
 			continue
 		}
+		if m.S3 != nil {
+			st := *m.S3
+			var err error
+			if st, err = renderS3Store(st, m.ID, render); err != nil {
+				return nil, err
+			}
+			ao := s.fetchOptions(ctx, fmt.Sprintf("read manifest %s from s3://%s (%s)", m.ID, st.Bucket, strings.Join(st.Paths, ", ")))
+			ao.TaskQueue = connectorQueue(ao.TaskQueue, st.Connector.Selectors)
+			futures[i] = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), activities.FetchS3Manifests,
+				activities.S3FetchInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Store: st})
+			out[i].S3 = &st
+			continue
+		}
 		if m.Store == nil {
 			continue
 		}
@@ -213,6 +232,17 @@ func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, publ
 		m.Files, m.Values = got.Files, got.Values
 		if m.Chart != nil {
 			s.pulledChart(m, got, published)
+			continue
+		}
+		if st := m.S3; st != nil {
+			published[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": "S3", "bucketName": st.Bucket,
+				"region": st.Region, "paths": st.Paths, "connectorRef": st.Connector.ID, "digest": got.Digest}
+			if s.tree.Manifests == nil {
+				s.tree.Manifests = map[string]string{}
+			}
+			s.tree.Manifests[m.ID] = got.Digest
+			s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("manifest %s: s3://%s %s, %s (%d files, %d values files)",
+				m.ID, st.Bucket, strings.Join(st.Paths, ", "), got.Digest, len(got.Files), len(got.Values)))
 			continue
 		}
 		published[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": m.Store.Type,
@@ -279,6 +309,69 @@ func (s *stageRun) resolveArtifact(ctx workflow.Context, a *plan.Artifact, path,
 	s.tree.Artifact = got.Digest
 	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("artifact %s: %s", a.ID, got.Image))
 	return nil
+}
+
+// renderS3Store renders the expressions of an S3 store's bucket, region and paths.
+func renderS3Store(st plan.S3Store, id string, render func(text, what string) (string, error)) (plan.S3Store, error) {
+	var err error
+	if st.Bucket, err = render(st.Bucket, "manifest "+id+" bucketName"); err != nil {
+		return st, err
+	}
+	if st.Region, err = render(st.Region, "manifest "+id+" region"); err != nil {
+		return st, err
+	}
+	for _, list := range []*[]string{&st.Paths, &st.ValuesPaths} {
+		out := make([]string, len(*list))
+		for i, p := range *list {
+			if out[i], err = render(p, "manifest "+id+" paths"); err != nil {
+				return st, err
+			}
+		}
+		*list = out
+	}
+	return st, nil
+}
+
+// resolveS3Artifact finds an AmazonS3 artifact's object on a worker and returns what
+// `<+artifact.*>` publishes of it: bucketName, filePath, region, and metadata (url, eTag,
+// size, lastModified). The object is recorded on the stage node.
+func (s *stageRun) resolveS3Artifact(ctx workflow.Context, a *plan.Artifact, render func(text, what string) (string, error)) (map[string]any, error) {
+	in := *a.S3
+	for _, f := range []struct {
+		v    *string
+		what string
+	}{{&in.Bucket, "bucketName"}, {&in.Region, "region"}, {&in.FilePath, "filePath"}, {&in.FilePathRegex, "filePathRegex"}} {
+		var err error
+		if *f.v, err = render(*f.v, "artifact "+f.what); err != nil {
+			return nil, err
+		}
+	}
+	what := in.FilePath
+	if what == "" {
+		what = "newest match of " + in.FilePathRegex
+	}
+	ao := s.fetchOptions(ctx, fmt.Sprintf("find artifact %s in s3://%s (%s)", a.ID, in.Bucket, what))
+	ao.TaskQueue = connectorQueue(ao.TaskQueue, in.Connector.Selectors)
+	var got activities.S3Resolved
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), activities.ResolveS3Artifact,
+		activities.S3ResolveInput{ExecutionID: s.in.ExecutionID, ID: a.ID, Artifact: in}).Get(ctx, &got); err != nil {
+		return nil, err
+	}
+	s.tree.Artifact = got.URL + "#" + got.ETag
+	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("artifact %s: %s (ETag %s, %d bytes)", a.ID, got.URL, got.ETag, got.Size))
+	return map[string]any{"type": a.Type, "identifier": a.ID, "connectorRef": a.ConnectorRef, "bucketName": got.Bucket,
+		"filePath": got.FilePath, "filePathRegex": in.FilePathRegex, "region": got.Region,
+		"metadata": map[string]any{"url": got.URL, "eTag": got.ETag, "size": got.Size, "lastModified": got.Modified,
+			"bucketName": got.Bucket, "filePath": got.FilePath}}, nil
+}
+
+// connectorQueue is the task queue of work a connector does: its delegate selectors' queue
+// when it names some.
+func connectorQueue(base string, selectors []string) string {
+	if len(selectors) == 0 {
+		return base
+	}
+	return SelectorQueue(base, selectors)
 }
 
 // fetchTimeout bounds one fetch of a Git-stored manifest (a clone of the repository).

@@ -358,6 +358,13 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 				if src.Type == "DockerRegistry" && src.Spec.ConnectorRef != "" {
 					out.Artifact.Connector = r.registryConnector(f.Name, src.Spec)
 				}
+				if src.Type == "AmazonS3" {
+					if k, ok := r.awsConnector(f.Name, src.Spec.Node, src.Spec.ConnectorRef, "an AmazonS3 artifact source"); ok {
+						out.Artifact.S3 = &plan.S3Artifact{Connector: k, Bucket: src.Spec.BucketName, Region: src.Spec.Region,
+							FilePath: src.Spec.FilePath, FilePathRegex: src.Spec.FilePathRegex}
+					}
+					continue
+				}
 				if a := out.Artifact; a.Tag == "" && a.TagRegex == "" && a.Digest == "" && a.Connector == nil {
 					// The latest tag is found by listing the registry's tags, through its connector.
 					r.diags.Unsupportedf(pipeline.NodePos(f.Name, src.Spec.Node), "unsupported-latest-tag",
@@ -374,6 +381,10 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 // manifestSource) declared in file: a Git store, fetched when the stage starts, or Local files
 // read now, their templates parsed.
 func (r *resolver) filesManifest(file, what string, spec *pipeline.ManifestSpec, pm *plan.Manifest) {
+	if spec.Store.Type == "S3" {
+		pm.S3 = r.s3Store(file, spec)
+		return
+	}
 	if spec.Store.Type != "Local" {
 		pm.Store = r.gitStore(file, spec)
 		return
@@ -503,6 +514,50 @@ func (r *resolver) gitStore(file string, ms *pipeline.ManifestSpec) *plan.GitSto
 	return out
 }
 
+// s3Store resolves a manifest's S3 store and its Aws connector; the worker reads the objects
+// when the stage starts.
+func (r *resolver) s3Store(file string, ms *pipeline.ManifestSpec) *plan.S3Store {
+	s := ms.Store.Spec
+	k, ok := r.awsConnector(file, s.Node, s.ConnectorRef, "an S3 store")
+	if !ok {
+		return nil
+	}
+	out := &plan.S3Store{Connector: k, Bucket: s.BucketName, Region: s.Region, Paths: s.Paths, ValuesPaths: ms.ValuesPaths}
+	if len(out.Paths) == 0 && s.FolderPath != "" {
+		out.Paths = []string{s.FolderPath}
+	}
+	return out
+}
+
+// awsConnector resolves an Aws connector named at obj's connectorRef.
+func (r *resolver) awsConnector(file string, obj *yaml.Node, ref, needs string) (plan.AwsConnector, bool) {
+	pos := pipeline.NodePos(file, pipeline.ValueAt(obj, "connectorRef"))
+	cf, ok := r.c.Connectors[pipeline.LocalRef(ref)]
+	if !ok {
+		r.missing(pos, "connector", ref, "connector")
+		return plan.AwsConnector{}, false
+	}
+	k := cf.Connector
+	if k.Aws == nil || k.Aws.Credential == nil {
+		r.diags.Errorf(pos, "connector", "connector %s is a %s connector; %s needs an Aws connector", k.Identifier, k.Type, needs)
+		return plan.AwsConnector{}, false
+	}
+	return AwsConnector(k), true
+}
+
+// AwsConnector is an Aws connector as a worker uses it.
+func AwsConnector(k *pipeline.Connector) plan.AwsConnector {
+	cr := k.Aws.Credential
+	out := plan.AwsConnector{ID: k.Identifier, Credential: cr.Type, Region: cr.Region, Selectors: k.Aws.DelegateSelectors}
+	if s := cr.Spec; s != nil {
+		out.AccessKey, out.AccessKeyRef, out.SecretKeyRef = s.AccessKey, s.AccessKeyRef, s.SecretKeyRef
+	}
+	if x := cr.CrossAccountAccess; x != nil {
+		out.RoleARN, out.ExternalID = x.CrossAccountRoleArn, x.ExternalID
+	}
+	return out
+}
+
 // chartRepo resolves a HelmChart's chart repository (Http store) or OCI registry (OciHelmChart
 // store) and its connector; the worker pulls the chart when the stage starts.
 func (r *resolver) chartRepo(file string, m *pipeline.Manifest) *plan.ChartRepo {
@@ -619,6 +674,12 @@ func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm
 	if len(spec.PatchesPaths) > 0 {
 		r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.Key(spec.Node, "patchesPaths")), "unsupported-field",
 			"manifest %s: `patchesPaths` (KustomizePatches manifests) are valid in the reference, but Gantry does not apply them yet; list the patches in the kustomization", m.Identifier)
+		return false
+	}
+	if st.Type == "S3" {
+		r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.ValueAt(st.Node, "type")), "unsupported-manifest-store",
+			"manifest %s: Gantry reads K8sManifest and Values files from S3 stores, not %s folders (a chart in S3 is a .tgz Gantry does not unpack yet)", m.Identifier, m.Type).
+			SetHint("keep the %s in Git or beside the service (`type: Local`)", m.Type)
 		return false
 	}
 	if st.Type == "Http" || st.Type == "OciHelmChart" {

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"regexp"
+	"strings"
 
 	"github.com/gantry-cd/gantry/pipeline"
 )
@@ -51,6 +52,7 @@ func (c *checker) service(s *pipeline.Service) {
 		for _, src := range a.Primary.Sources {
 			c.identifier(src.Node, "identifier", src.Identifier, "artifact source")
 			found = found || src.Identifier == a.Primary.PrimaryArtifactRef
+			c.artifactSource(src)
 		}
 		if !found && !dynamic(a.Primary.PrimaryArtifactRef) && a.Primary.PrimaryArtifactRef != "" {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(a.Primary.Node, "primaryArtifactRef")), "unknown-reference",
@@ -91,9 +93,75 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 	}
 }
 
+// artifactSource checks the fields an artifact source's type needs: a file in a bucket for
+// AmazonS3, an image path for the registries.
+func (c *checker) artifactSource(src pipeline.ArtifactSource) {
+	s := src.Spec
+	if s == nil {
+		return
+	}
+	if src.Type != "AmazonS3" {
+		c.required(s.Node, s.ImagePath, "imagePath", "spec")
+		return
+	}
+	if c.required(s.Node, s.ConnectorRef, "connectorRef", "spec") {
+		c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
+	}
+	c.required(s.Node, s.BucketName, "bucketName", "spec")
+	if s.FilePath == "" && s.FilePathRegex == "" {
+		c.diags.Errorf(c.pos(s.Node), "missing-field", "an AmazonS3 artifact source needs `filePath` or `filePathRegex`").
+			SetHint("filePath: the object's key, e.g. builds/app-1.2.3.zip; or filePathRegex: a pattern, the newest matching object is deployed")
+	}
+}
+
+var awsCredentialKind = pipeline.Kind{What: "AWS credential type", Code: "unsupported-aws-credential",
+	Runs: []string{"ManualConfig", "InheritFromDelegate", "Irsa"}, Reference: []string{"OidcAuthentication"},
+	Hint: "Gantry signs with keys (ManualConfig) or the worker's own AWS credentials (InheritFromDelegate, Irsa)"}
+
+// awsConnector checks an Aws connector's credential.
+func (c *checker) awsConnector(a *pipeline.AwsConnectorSpec) {
+	cr := a.Credential
+	if cr == nil {
+		return
+	}
+	c.boolean(a.Node, "executeOnDelegate", a.ExecuteOnDelegate)
+	for _, k := range []string{"proxy", "awsSdkClientBackOffStrategyOverride"} {
+		if n := pipeline.ValueAt(a.Node, k); n != nil && !(k == "proxy" && n.Value == "false") {
+			c.diags.Warnf(c.pos(n), "reference-field-ignored", "`%s` is a field of the reference that Gantry does not act on yet; the AWS SDK's defaults apply", k)
+		}
+	}
+	if !awsCredentialKind.Check(&c.diags, c.pos(pipeline.ValueAt(cr.Node, "type")), cr.Type) {
+		return
+	}
+	s := cr.Spec
+	if cr.Type == "ManualConfig" {
+		if s == nil {
+			c.diags.Errorf(c.pos(cr.Node), "missing-field", "a ManualConfig credential needs spec.accessKey (or accessKeyRef) and spec.secretKeyRef").
+				SetHint("spec: {accessKey: AKIA..., secretKeyRef: aws_secret_key}")
+			return
+		}
+		if s.AccessKey == "" && s.AccessKeyRef == "" {
+			c.diags.Errorf(c.pos(s.Node), "missing-field", "a ManualConfig credential needs `accessKey` or `accessKeyRef`").
+				SetHint("accessKey: the key id, or accessKeyRef: a secret holding it")
+		}
+		c.required(s.Node, s.SecretKeyRef, "secretKeyRef", "spec")
+	} else if s != nil && (s.AccessKey != "" || s.AccessKeyRef != "" || s.SecretKeyRef != "") {
+		c.diags.Errorf(c.pos(s.Node), "credential", "%s credentials take no keys: the worker's own AWS credentials sign", cr.Type).
+			SetHint("use type ManualConfig to give keys")
+	}
+	if x := cr.CrossAccountAccess; x != nil && x.CrossAccountRoleArn != "" && !dynamic(x.CrossAccountRoleArn) && !strings.HasPrefix(x.CrossAccountRoleArn, "arn:") {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(x.Node, "crossAccountRoleArn")), "arn", "crossAccountRoleArn %q is not a role ARN", x.CrossAccountRoleArn).
+			SetHint("arn:aws:iam::ACCOUNT:role/NAME")
+	}
+}
+
 func (c *checker) connector(k *pipeline.Connector) {
 	c.identifier(k.Node, "identifier", k.Identifier, "connector")
 	c.name(k.Node, k.Name, "connector")
+	if k.Aws != nil {
+		c.awsConnector(k.Aws)
+		return
+	}
 	if k.Git != nil || k.SCM != nil {
 		c.gitConnector(k)
 		return

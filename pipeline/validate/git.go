@@ -48,6 +48,15 @@ func (c *checker) store(st *pipeline.ManifestStore) {
 			c.reference(s.Config.Spec.Node, "connectorRef", s.Config.Spec.ConnectorRef, "connector")
 		}
 		return
+	case "S3":
+		if c.required(s.Node, s.ConnectorRef, "connectorRef", "spec") {
+			c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
+		}
+		c.required(s.Node, s.BucketName, "bucketName", "spec")
+		if s.FolderPath == "" {
+			c.required(s.Node, s.Paths, "paths", "spec")
+		}
+		return
 	}
 	c.required(s.Node, s.ConnectorRef, "connectorRef", "spec")
 	if s.ConnectorRef != "" {
