@@ -26,10 +26,12 @@ run-k8s: build
 run-topology: build
 	hack/run-topology.sh
 
-# Builds (once, cached outside the repo by go.sum) the Kubernetes binaries the tests start.
+# Builds (once, cached outside the repo by go.sum) the Kubernetes binaries the tests start, and
+# versitygw, the S3-compatible server the AWS tests use (hack/s3).
 k8s-tools:
 	@hack/k8s/build.sh >/dev/null
 	@hack/node/build.sh >/dev/null
+	@hack/s3/build.sh >/dev/null
 
 # Installs Debian's Chromium (apt-get) for the Web UI's browser tests when it is missing.
 browser-tools:
@@ -65,7 +67,8 @@ fuzz:
 # 10-Deployment rolling deploy vs kubectl apply + rollout status on the same cluster, a
 # 10-Deployment HelmDeploy vs the helm CLI's upgrade --install --wait (built by hack/helm), 200
 # concurrent 3-step pipelines on the PostgreSQL topology vs the embedded SQLite server, and the
-# marginal cost per short step (fast path on and off) vs drone-runner-exec.
+# marginal cost per short step (fast path on and off) vs drone-runner-exec, and 100 printing steps
+# with their logs shipped to S3 (versitygw) vs logs on disk.
 bench: k8s-tools browser-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench OnRun -benchtime 20x -count 3 ./policies | tee -a .bench.out
@@ -78,6 +81,7 @@ bench: k8s-tools browser-tools
 	GANTRY_HELM_BIN=$$(hack/helm/build.sh) $(GO) test -run '^$$' -bench 'HelmDeploy10|HelmCLI10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Fetch|RefAdvertisement' -benchtime 20x -count 3 ./activities/gitstore | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'ContainerGroup|KubectlRunExec' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'LogsToS3' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 1x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 15x -count 3 ./e2e | tee -a .bench.out
 	hack/bench-drone.sh 15 3 | tee -a .bench.out

@@ -103,6 +103,13 @@ if [ -n "$ts" ] && [ -n "$es" ]; then
     printf "  per-step latency ms  topology p50 %.1f p99 %.1f  embedded p50 %.1f p99 %.1f\n", t50, t99, e50, e99
   }'
 fi
+ll=$(unit LogsToS3 local-ms/step); ls3=$(unit LogsToS3 s3-ms/step)
+if [ -n "$ll" ] && [ -n "$ls3" ]; then
+  awk -v l="$ll" -v s="$ls3" 'BEGIN {
+    print ""; print "100 sequential steps that each print a line (ms per step, median of runs; runs alternate): logs on disk vs also shipped to S3 (versitygw on the same machine)"
+    printf "  shipped to S3 %.3f  on disk %.3f  ratio %.2fx (target <= 1.05)\n", s, l, s / l
+  }'
+fi
 peer=$(unit DroneExec ms/step-marginal)
 if [ -n "$peer" ]; then
   echo; echo "marginal cost per step, (T100 - T20) / 80, of sequential \`true\` ShellScript steps (ms; runs of 20 and 100 steps alternate, median of the pairs, median of the -count runs)"

@@ -109,8 +109,12 @@ func Category(err error) activities.Category {
 
 // isAssumeRole reports an error of the STS AssumeRole a connector's credentials made.
 func isAssumeRole(err error) bool {
-	var op *smithy.OperationError
-	return errors.As(err, &op) && op.Service() == "STS" && op.Operation() == "AssumeRole"
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if op, ok := e.(*smithy.OperationError); ok && op.Service() == "STS" && op.Operation() == "AssumeRole" {
+			return true
+		}
+	}
+	return false
 }
 
 // Reason is err's message without the SDK's request details: the service's code and message.

@@ -165,7 +165,7 @@ func (s Store) Exists(ctx context.Context, executionID, stepPath string) (bool, 
 	if s.Remote == nil {
 		return false, nil
 	}
-	segs, err := s.Remote.segments(ctx, executionID, stepPath)
+	segs, err := s.Remote.pieces(ctx, executionID, stepPath, nil)
 	return len(segs) > 0, err
 }
 

@@ -1,6 +1,8 @@
 package logs
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -22,10 +25,12 @@ import (
 	"github.com/gantry-cd/gantry/activities/objstore"
 )
 
-// Remote ships step logs to a bucket and reads them back. Each attempt of a step becomes one
-// object, <execution>/<step path>/<opened, ns>-<log directory id>.log, written when the attempt
-// ends, in the background: a step never waits for the bucket. Reading a step's log lists its
-// objects and joins them in order, so retries run by different workers read as one log.
+// Remote ships step logs to a bucket and reads them back. Each attempt of a step is shipped when
+// it ends, in the background (a step never waits for the bucket): as the object
+// <execution>/<step path>/<opened, ns>-<log directory id>.log, or, when several small attempts
+// of an execution end within bundleWindow, as entries of one tar object
+// <execution>/~bundles/<opened>-<id>.tar. Reading a step's log gathers its attempts from both
+// and joins them in order, so retries run by different workers read as one log.
 //
 // An attempt whose shipping was cut short (the process was killed) is shipped when a process
 // next starts on the same log directory: Start compares each recently written log file with
@@ -120,34 +125,120 @@ func (r *Remote) ship(s segment) {
 	r.queue <- s
 }
 
+// Small attempts that end close together are shipped as one bundle object per execution: a
+// PUT per short step would cost more than the step (on S3 and, more so, on a server sharing
+// the machine). An attempt larger than bundleMaxSegment is an object of its own.
+const (
+	bundleWindow     = 100 * time.Millisecond
+	bundleMaxBytes   = 1 << 20
+	bundleMaxSegment = 64 << 10
+	bundleFolder     = "~bundles" // ~ is in no step path
+)
+
 func (r *Remote) run() {
 	for s := range r.queue {
-		r.put(s)
-		r.pending.Done()
+		batch := []segment{s}
+		size := s.end - s.start
+		deadline := time.NewTimer(bundleWindow)
+	collect:
+		for size < bundleMaxBytes {
+			select {
+			case next, ok := <-r.queue:
+				if !ok {
+					break collect
+				}
+				batch = append(batch, next)
+				size += next.end - next.start
+			case <-deadline.C:
+				break collect
+			}
+		}
+		deadline.Stop()
+		r.flush(batch)
+		for range batch {
+			r.pending.Done()
+		}
 	}
 	close(r.done)
 }
 
-func (r *Remote) put(s segment) {
+// flush ships a batch: per execution, its small attempts as one bundle (or alone when it is
+// the only one), its large ones one by one.
+func (r *Remote) flush(batch []segment) {
+	byExec := map[string][]segment{}
+	var order []string
+	for _, s := range batch {
+		if s.end-s.start > bundleMaxSegment {
+			r.putOne(s)
+			continue
+		}
+		if _, ok := byExec[s.executionID]; !ok {
+			order = append(order, s.executionID)
+		}
+		byExec[s.executionID] = append(byExec[s.executionID], s)
+	}
+	for _, exec := range order {
+		if segs := byExec[exec]; len(segs) == 1 {
+			r.putOne(segs[0])
+		} else {
+			r.putBundle(exec, segs)
+		}
+	}
+}
+
+func (r *Remote) putOne(s segment) {
 	key := r.key(s.executionID, s.stepPath, s.opened)
+	r.put(key, func() ([]byte, error) { return readRange(s.file, s.start, s.end) }, s.executionID, s.stepPath)
+}
+
+// putBundle writes segs (of one execution) as a tar of <step>/<opened>.log entries.
+func (r *Remote) putBundle(exec string, segs []segment) {
+	key := fmt.Sprintf("%s/%s/%020d-%s.tar", safe(exec), bundleFolder, segs[0].opened, r.id)
+	steps := make([]string, 0, len(segs))
+	for _, s := range segs {
+		steps = append(steps, s.stepPath)
+	}
+	r.put(key, func() ([]byte, error) {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		for _, s := range segs {
+			body, err := readRange(s.file, s.start, s.end)
+			if err != nil {
+				continue // the file is gone: ship the others
+			}
+			name := fmt.Sprintf("%s/%020d.log", safe(s.stepPath), s.opened)
+			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o600, Size: int64(len(body)), Format: tar.FormatPAX}); err != nil {
+				return nil, err
+			}
+			if _, err := tw.Write(body); err != nil {
+				return nil, err
+			}
+		}
+		err := tw.Close()
+		return buf.Bytes(), err
+	}, exec, strings.Join(steps, ","))
+}
+
+// put writes key with what body returns, retrying; a last failure is logged.
+func (r *Remote) put(key string, body func() ([]byte, error), exec, steps string) {
 	var err error
 	for try := 0; try < shipAttempts; try++ {
 		if try > 0 {
 			time.Sleep(time.Duration(1<<min(try, 6)) * 100 * time.Millisecond)
 		}
-		var body []byte
-		if body, err = readRange(s.file, s.start, s.end); err != nil {
+		var b []byte
+		if b, err = body(); err != nil {
 			break // the file is gone: nothing to retry
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err = r.Bucket.Put(ctx, key, body)
+		err = r.Bucket.Put(ctx, key, b)
 		cancel()
 		if err == nil {
 			return
 		}
 	}
-	r.Log.Error("a step log was not shipped to the log bucket; it stays on this worker",
-		zap.String("execution", s.executionID), zap.String("step", s.stepPath), zap.String("file", s.file),
+	r.Log.Error("step logs were not shipped to the log bucket; they stay on this worker",
+		zap.String("execution", exec), zap.String("steps", steps), zap.String("dir", r.dir),
 		zap.String("object", r.Bucket.URL(key)), zap.Error(err))
 }
 
@@ -187,26 +278,101 @@ func readRange(file string, start, end int64) ([]byte, error) {
 	return b, err
 }
 
-// segments lists a step's objects in order.
-func (r *Remote) segments(ctx context.Context, executionID, stepPath string) ([]objstore.Object, error) {
-	objs, err := r.Bucket.List(ctx, safe(executionID)+"/"+safe(stepPath)+"/")
+// piece is one shipped attempt of a step: an object of its own or an entry of a bundle.
+type piece struct {
+	opened string // zero-padded nanoseconds: sorts in time order
+	owner  string // the log directory id that shipped it
+	body   []byte // bundle entries carry their bytes
+	key    string // objects of their own are read when copied
+	size   int64
+}
+
+// pieces lists a step's shipped attempts in order. bundles caches an execution's bundle
+// entries across calls (catch-up asks for many steps of one execution).
+func (r *Remote) pieces(ctx context.Context, executionID, stepPath string, bundles map[string][]bundleEntry) ([]piece, error) {
+	exec, step := safe(executionID), safe(stepPath)
+	objs, err := r.Bucket.List(ctx, exec+"/"+step+"/")
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(objs, func(i, j int) bool { return objs[i].Key < objs[j].Key })
-	return objs, nil
+	var out []piece
+	for _, o := range objs {
+		name := strings.TrimSuffix(path.Base(o.Key), ".log")
+		opened, owner, _ := strings.Cut(name, "-")
+		out = append(out, piece{opened: opened, owner: owner, key: o.Key, size: o.Size})
+	}
+	entries, ok := bundles[exec]
+	if !ok {
+		if entries, err = r.bundleEntries(ctx, exec); err != nil {
+			return nil, err
+		}
+		if bundles != nil {
+			bundles[exec] = entries
+		}
+	}
+	for _, e := range entries {
+		if e.step == step {
+			out = append(out, piece{opened: e.opened, owner: e.owner, body: e.body, size: int64(len(e.body))})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].opened != out[j].opened {
+			return out[i].opened < out[j].opened
+		}
+		return out[i].owner < out[j].owner
+	})
+	return out, nil
+}
+
+type bundleEntry struct {
+	step, opened, owner string
+	body                []byte
+}
+
+// bundleEntries reads every bundle of an execution.
+func (r *Remote) bundleEntries(ctx context.Context, exec string) ([]bundleEntry, error) {
+	objs, err := r.Bucket.List(ctx, exec+"/"+bundleFolder+"/")
+	if err != nil {
+		return nil, err
+	}
+	var out []bundleEntry
+	for _, o := range objs {
+		_, owner, _ := strings.Cut(strings.TrimSuffix(path.Base(o.Key), ".tar"), "-")
+		b, err := r.Bucket.Get(ctx, o.Key)
+		if err != nil {
+			return nil, err
+		}
+		tr := tar.NewReader(bytes.NewReader(b))
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("log bundle %s: %w", r.Bucket.URL(o.Key), err)
+			}
+			body, err := io.ReadAll(tr)
+			if err != nil {
+				return nil, fmt.Errorf("log bundle %s: %w", r.Bucket.URL(o.Key), err)
+			}
+			out = append(out, bundleEntry{step: path.Dir(h.Name), opened: strings.TrimSuffix(path.Base(h.Name), ".log"), owner: owner, body: body})
+		}
+	}
+	return out, nil
 }
 
 // Copy writes a step's shipped log to out; found is false when the bucket has none of it.
 func (r *Remote) Copy(ctx context.Context, out io.Writer, executionID, stepPath string) (found bool, err error) {
-	segs, err := r.segments(ctx, executionID, stepPath)
-	if err != nil || len(segs) == 0 {
+	ps, err := r.pieces(ctx, executionID, stepPath, nil)
+	if err != nil || len(ps) == 0 {
 		return false, err
 	}
-	for _, o := range segs {
-		b, err := r.Bucket.Get(ctx, o.Key)
-		if err != nil {
-			return true, err
+	for _, p := range ps {
+		b := p.body
+		if p.key != "" {
+			if b, err = r.Bucket.Get(ctx, p.key); err != nil {
+				return true, err
+			}
 		}
 		if _, err := out.Write(b); err != nil {
 			return true, err
@@ -225,6 +391,7 @@ func (r *Remote) catchUp(ctx context.Context) {
 		}
 	}
 	execs, _ := os.ReadDir(r.dir)
+	bundles := map[string][]bundleEntry{}
 	for _, e := range execs {
 		if !e.IsDir() {
 			continue
@@ -236,15 +403,15 @@ func (r *Remote) catchUp(ctx context.Context) {
 				continue
 			}
 			step := strings.TrimSuffix(f.Name(), ".log")
-			segs, err := r.segments(ctx, e.Name(), step)
+			ps, err := r.pieces(ctx, e.Name(), step, bundles)
 			if err != nil {
 				r.Log.Warn("could not check a step log against the log bucket", zap.String("execution", e.Name()), zap.String("step", step), zap.Error(err))
 				return // the bucket is unreachable: the next start tries again
 			}
 			var shipped int64
-			for _, o := range segs {
-				if strings.HasSuffix(o.Key, "-"+r.id+".log") {
-					shipped += o.Size
+			for _, p := range ps {
+				if p.owner == r.id {
+					shipped += p.size
 				}
 			}
 			if info.Size() > shipped {
