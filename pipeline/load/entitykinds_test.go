@@ -111,6 +111,13 @@ func TestEntityAndTriggerKinds(t *testing.T) {
 			diag.Unsupported, "unsupported-git-auth", ""},
 		{"Git connector without a password", "connector:\n  name: g\n  identifier: g\n  type: Git\n  spec: {url: https://git.example.com/app.git, connectionType: Repo, type: Http, spec: {username: bot}}\n",
 			diag.Error, "missing-field", ""},
+		{"Aws connector with keys and a cross-account role", awsConnector("type: ManualConfig\n      spec: {accessKey: AKIAEXAMPLE, secretKeyRef: aws_secret}\n      crossAccountAccess: {crossAccountRoleArn: \"arn:aws:iam::1:role/r\", externalId: x}\n      region: eu-west-1"),
+			diag.Warning, "", "unknown-key"},
+		{"Aws connector without its secret key", awsConnector("type: ManualConfig\n      spec: {accessKey: AKIAEXAMPLE}"), diag.Error, "missing-field", ""},
+		{"Aws connector with OIDC", awsConnector("type: OidcAuthentication\n      spec: {iamRoleArn: \"arn:aws:iam::1:role/r\"}"), diag.Unsupported, "unsupported-aws-credential", "unknown-key"},
+		{"Aws connector of the worker with keys", awsConnector("type: InheritFromDelegate\n      spec: {secretKeyRef: s}"), diag.Error, "credential", ""},
+		{"Aws connector through a proxy", strings.Replace(awsConnector("type: Irsa"), "executeOnDelegate: true", "proxy: true", 1), diag.Warning, "reference-field-ignored", ""},
+		{"made-up Aws credential", awsConnector("type: Manual"), diag.Error, "enum", ""},
 		{"artifact trigger", "trigger:\n  name: t\n  identifier: t\n  pipelineIdentifier: p\n  source:\n    type: Artifact\n    spec: {type: DockerRegistry, spec: {connectorRef: d, imagePath: x, tag: <+trigger.artifact.build>}}\n",
 			diag.Unsupported, "unsupported-trigger-type", ""},
 		{"made-up trigger source", "trigger:\n  name: t\n  identifier: t\n  pipelineIdentifier: p\n  source:\n    type: Webhok\n    spec: {}\n",
@@ -160,4 +167,9 @@ func TestEntityAndTriggerKinds(t *testing.T) {
 			}
 		})
 	}
+}
+
+// awsConnector is an Aws connector file with the given credential body.
+func awsConnector(credential string) string {
+	return "connector:\n  name: aws\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      " + credential + "\n    executeOnDelegate: true\n"
 }
