@@ -30,6 +30,8 @@ const (
 	FetchChart = "gantry.FetchChart"
 	// ResolveArtifact resolves a Deployment stage's artifact tag to a digest at its service phase.
 	ResolveArtifact = "gantry.ResolveArtifact"
+	// AwsLambda runs the AwsLambdaDeploy and AwsLambdaRollback steps.
+	AwsLambda = "gantry.AwsLambda"
 	// FetchS3Manifests reads an S3-stored manifest; ResolveS3Artifact finds an AmazonS3
 	// artifact's object. Both at a Deployment stage's service phase.
 	FetchS3Manifests  = "gantry.FetchS3Manifests"
@@ -208,8 +210,14 @@ func ForStepType(t string) string {
 	if IsKubernetes(t) {
 		return Kubernetes
 	}
+	if IsAwsLambda(t) {
+		return AwsLambda
+	}
 	return ""
 }
+
+// IsAwsLambda reports whether a step type deploys or rolls back an AWS Lambda function.
+func IsAwsLambda(t string) bool { return t == "AwsLambdaDeploy" || t == "AwsLambdaRollback" }
 
 // IsKubernetes reports whether a step type is one of the Kubernetes steps (spec 15.2) or the
 // NativeHelm steps: they run in one activity, on the stage's cluster.
@@ -243,6 +251,19 @@ type DeployInput struct {
 	Rollback bool `json:"rollback,omitempty"`
 	// StepSource says Manifests is a K8sApply step's own manifestSource, not the service's.
 	StepSource bool `json:"stepSource,omitempty"`
+	// Aws and Region are an AwsLambda infrastructure's; Artifact is the code deployed.
+	Aws      *plan.AwsConnector `json:"aws,omitempty"`
+	Region   string             `json:"region,omitempty"`
+	Artifact *DeployArtifact    `json:"artifact,omitempty"`
+}
+
+// DeployArtifact is the primary artifact as a deployment step uses it: an object in S3 or an
+// image.
+type DeployArtifact struct {
+	Type   string `json:"type"`
+	Bucket string `json:"bucket,omitempty"`
+	Key    string `json:"key,omitempty"`
+	Image  string `json:"image,omitempty"`
 }
 
 // ReleaseRevisionMarker stands for `<+kubernetes.release.revision>` in rendered manifests.

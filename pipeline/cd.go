@@ -171,12 +171,14 @@ type Infrastructure struct {
 	AllowSimultaneousDeployments string `yaml:"allowSimultaneousDeployments"`
 }
 
-// InfrastructureSpec is where a KubernetesDirect infrastructure deploys.
+// InfrastructureSpec is where an infrastructure deploys: a KubernetesDirect cluster's
+// namespace, or an AwsLambda account's region.
 type InfrastructureSpec struct {
 	Node         *yaml.Node `yaml:"-"`
 	ConnectorRef string     `yaml:"connectorRef" gantry:"required"`
-	Namespace    string     `yaml:"namespace" gantry:"required"`
+	Namespace    string     `yaml:"namespace"`
 	ReleaseName  string     `yaml:"releaseName"`
+	Region       string     `yaml:"region"`
 }
 
 // Connector is a `connector:` document. Gantry knows K8sCluster connectors and the Git

@@ -212,14 +212,18 @@ type Environment struct {
 	GroupRef string `json:"groupRef,omitempty"`
 }
 
-// Infrastructure is a resolved infrastructure definition and its cluster connector.
+// Infrastructure is a resolved infrastructure definition: a cluster's namespace and connector,
+// or (Type AwsLambda) an AWS account's region and its Aws connector.
 type Infrastructure struct {
 	ID          string            `json:"id"`
 	Name        string            `json:"name"`
+	Type        string            `json:"type,omitempty"` // KubernetesDirect when empty
 	Tags        map[string]string `json:"tags,omitempty"`
 	Namespace   string            `json:"namespace"`
 	ReleaseName string            `json:"releaseName,omitempty"`
 	Connector   Connector         `json:"connector"`
+	Aws         *AwsConnector     `json:"aws,omitempty"`
+	Region      string            `json:"region,omitempty"`
 }
 
 // Connector says how a worker reaches the cluster. Secrets are named, never held.

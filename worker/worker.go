@@ -26,6 +26,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/gitstore"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
+	lambdastep "github.com/gantry-cd/gantry/activities/lambda"
 	"github.com/gantry-cd/gantry/activities/logs"
 	policystep "github.com/gantry-cd/gantry/activities/policy"
 	"github.com/gantry-cd/gantry/activities/registry"
@@ -212,6 +213,8 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(rs.Activity, activity.RegisterOptions{Name: activities.ResolveArtifact})
 	gs := &gitstore.Fetcher{Secrets: o.Secrets, CacheDir: o.GitCache}
 	r.RegisterActivityWithOptions(gs.Activity, activity.RegisterOptions{Name: activities.FetchManifests})
+	ls := &lambdastep.Activity{Secrets: o.Secrets, Logs: o.Logs}
+	r.RegisterActivityWithOptions(stamped(ls.Run), activity.RegisterOptions{Name: activities.AwsLambda})
 	s3r := &s3store.Reader{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(s3r.FetchManifests, activity.RegisterOptions{Name: activities.FetchS3Manifests})
 	r.RegisterActivityWithOptions(s3r.ResolveArtifact, activity.RegisterOptions{Name: activities.ResolveS3Artifact})

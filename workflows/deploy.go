@@ -24,6 +24,10 @@ type deployTarget struct {
 	releaseName string
 	connector   plan.Connector
 	manifests   []plan.Manifest
+	// aws and region are an AwsLambda infrastructure's; artifact the code its steps deploy.
+	aws      *plan.AwsConnector
+	region   string
+	artifact *activities.DeployArtifact
 	// stepManifests are K8sApply steps' own manifests, by the step's FQN below the stage.
 	stepManifests map[string]plan.Manifest
 }
@@ -137,6 +141,28 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 		"connectorRef": inf.Connector.ID, "connector": map[string]any{"name": inf.Connector.Name},
 		"namespace": ns, "releaseName": release, "tags": tagMap(inf.Tags)}
 	s.deploy = &deployTarget{namespace: ns, releaseName: release, connector: inf.Connector, manifests: manifests}
+	if inf.Aws != nil {
+		// An AwsLambda infrastructure (only plans made since it exists have one).
+		region, err := render(inf.Region, "infrastructure region")
+		if err != nil {
+			return err
+		}
+		infra := s.root["infra"].(map[string]any)
+		infra["connectorRef"], infra["region"], infra["type"] = inf.Aws.ID, region, inf.Type
+		infra["connector"] = map[string]any{"name": inf.Aws.ID}
+		s.deploy.aws, s.deploy.region = inf.Aws, region
+		if art, ok := s.root["artifact"].(map[string]any); ok {
+			s.deploy.artifact = &activities.DeployArtifact{Type: fmt.Sprint(art["type"])}
+			if sv.Artifact.S3 != nil {
+				s.deploy.artifact.Bucket, s.deploy.artifact.Key = fmt.Sprint(art["bucketName"]), fmt.Sprint(art["filePath"])
+			} else {
+				s.deploy.artifact.Image = fmt.Sprint(art["image"])
+			}
+		}
+		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: AWS Lambda in %s with connector %s",
+			sv.ID, env.ID, env.Type, inf.ID, region, inf.Aws.ID))
+		return nil
+	}
 	if len(d.StepManifests) > 0 && workflow.GetVersion(ctx, changeStepManifests, workflow.DefaultVersion, 1) == 1 {
 		if s.deploy.stepManifests, err = s.stepSources(ctx, d.StepManifests, render); err != nil {
 			return err
@@ -414,7 +440,8 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 		return out, nil
 	}
 	in := &activities.DeployInput{Namespace: s.deploy.namespace, ReleaseName: s.deploy.releaseName,
-		Connector: s.deploy.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback}
+		Connector: s.deploy.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback,
+		Aws: s.deploy.aws, Region: s.deploy.region, Artifact: s.deploy.artifact}
 	ms := s.deploy.manifests
 	if src, ok := s.deploy.stepManifests[strings.TrimPrefix(fqn, s.fqn+".")]; ok {
 		ms, in.StepSource = []plan.Manifest{src}, true

@@ -1,6 +1,7 @@
 // Package awsfake is a test double for the AWS services no emulator can run here: STS
-// (AssumeRole, GetCallerIdentity; the query protocol with XML answers) and Secrets Manager
-// (GetSecretValue; JSON 1.1 selected by X-Amz-Target). It answers the requests aws-sdk-go-v2
+// (AssumeRole, GetCallerIdentity; the query protocol with XML answers), Secrets Manager
+// (GetSecretValue; JSON 1.1 selected by X-Amz-Target) and Lambda (functions, versions and
+// tags; REST-JSON, lambda.go). It answers the requests aws-sdk-go-v2
 // sends, checks that they are SigV4-signed, and records which access key signed each call, so
 // tests see which credentials a connector produced.
 package awsfake
@@ -28,6 +29,11 @@ type Server struct {
 	secrets map[string]string
 	roles   map[string]Role
 	calls   []Call
+
+	functions  map[string]*lambdaFn
+	failUpdate map[string]string
+	// S3Get reads the zip a Lambda function's code names in S3 (nil: the code is the reference).
+	S3Get func(bucket, key string) ([]byte, error)
 }
 
 // Role is an assumable role: the external ID it demands ("" for none) and the keys it hands out.
@@ -47,7 +53,7 @@ type Call struct {
 
 // Start starts a fake on loopback.
 func Start() *Server {
-	s := &Server{secrets: map[string]string{}, roles: map[string]Role{}}
+	s := &Server{secrets: map[string]string{}, roles: map[string]Role{}, functions: map[string]*lambdaFn{}, failUpdate: map[string]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s
@@ -80,6 +86,10 @@ func (s *Server) Calls() []Call {
 var credRe = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=([^/]+)/\d{8}/([^/]+)/([^/]+)/aws4_request, SignedHeaders=[^,]+, Signature=[0-9a-f]{64}$`)
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/_code/") {
+		s.serveCode(w, r)
+		return
+	}
 	m := credRe.FindStringSubmatch(r.Header.Get("Authorization"))
 	if m == nil {
 		jsonErr(w, http.StatusForbidden, "MissingAuthenticationTokenException", "Request is missing a valid SigV4 Authentication header")
@@ -89,6 +99,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	if target := r.Header.Get("X-Amz-Target"); target != "" {
 		s.json(w, key, target, body)
+		return
+	}
+	if service == "lambda" {
+		s.lambda(w, r, key, body)
 		return
 	}
 	if service == "sts" {

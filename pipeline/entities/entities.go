@@ -350,6 +350,9 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	if out.Type == "NativeHelm" {
 		r.nativeHelmManifests(f.Name, sv.Identifier, spec)
 	}
+	if out.Type == "AwsLambda" {
+		r.lambdaManifests(f.Name, sv.Identifier, spec)
+	}
 	if a := spec.Artifacts; a != nil && a.Primary != nil {
 		for _, src := range a.Primary.Sources {
 			if src.Identifier == a.Primary.PrimaryArtifactRef && src.Spec != nil {
@@ -467,6 +470,31 @@ func (r *resolver) nativeHelmManifests(file, service string, spec *pipeline.Serv
 	if charts == 0 {
 		r.diags.Errorf(pipeline.NodePos(file, spec.Node), "manifest", "NativeHelm service %s has no HelmChart manifest", service).
 			SetHint("add a manifest of `type: HelmChart`")
+	}
+}
+
+// lambdaManifests checks that an AwsLambda service defines its function with one
+// AwsLambdaFunctionDefinition manifest and deploys a zip from S3 or an image.
+func (r *resolver) lambdaManifests(file, service string, spec *pipeline.ServiceSpec) {
+	defs := 0
+	for _, me := range spec.Manifests {
+		if m := me.Manifest; m.Type == "AwsLambdaFunctionDefinition" {
+			if defs++; defs == 2 {
+				r.diags.Errorf(pipeline.NodePos(file, m.Node), "manifest", "AwsLambda service %s has more than one AwsLambdaFunctionDefinition manifest; a service deploys one function", service)
+			}
+		} else if m.Type != "AwsLambdaFunctionAliasDefinition" { // that one is reported unsupported
+			r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(m.Node, "type")), "manifest",
+				"AwsLambda service %s: a %s manifest deploys to Kubernetes, not to Lambda", service, m.Type).
+				SetHint("an AwsLambda service has one manifest of `type: AwsLambdaFunctionDefinition`")
+		}
+	}
+	if defs == 0 {
+		r.diags.Errorf(pipeline.NodePos(file, spec.Node), "manifest", "AwsLambda service %s has no AwsLambdaFunctionDefinition manifest", service).
+			SetHint("add a manifest of `type: AwsLambdaFunctionDefinition`: the function's name, runtime, handler, role and settings, in JSON or YAML")
+	}
+	if spec.Artifacts == nil || spec.Artifacts.Primary == nil {
+		r.diags.Errorf(pipeline.NodePos(file, spec.Node), "artifact", "AwsLambda service %s has no primary artifact: the function's code", service).
+			SetHint("an AmazonS3 source (a .zip) or an image (Ecr, DockerRegistry)")
 	}
 }
 
@@ -859,9 +887,18 @@ func (r *resolver) infraOf(e *pipeline.Environment, ref pipeline.InfraRef) *plan
 	return r.infrastructure(inf.Name, inf.Infrastructure)
 }
 
-// infrastructure resolves a KubernetesDirect infrastructure definition and its connector.
+// infrastructure resolves an infrastructure definition and its connector: a KubernetesDirect
+// cluster, or an AwsLambda account.
 func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *plan.Infrastructure {
 	infra := &plan.Infrastructure{ID: in.Identifier, Name: in.Name, Tags: in.Tags, Namespace: in.Spec.Namespace, ReleaseName: in.Spec.ReleaseName}
+	if in.Type == "AwsLambda" {
+		k, ok := r.awsConnector(file, in.Spec.Node, in.Spec.ConnectorRef, "an AwsLambda infrastructure")
+		if !ok {
+			return nil
+		}
+		infra.Type, infra.Aws, infra.Region = in.Type, &k, in.Spec.Region
+		return infra
+	}
 	k, ok := r.clusterConnector(file, in.Spec.Node, in.Spec.ConnectorRef, "infrastructure "+in.Identifier+": ", "a KubernetesDirect infrastructure")
 	if !ok {
 		return nil

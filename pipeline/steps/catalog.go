@@ -58,6 +58,15 @@ func init() {
 	register(Entry{Type: "HelmDeploy", New: func() any { return &HelmDeploy{} }})
 	register(Entry{Type: "HelmRollback", New: func() any { return &HelmRollback{} }})
 	register(Entry{Type: "HelmDelete", New: func() any { return &HelmDelete{} }})
+	register(Entry{Type: "AwsLambdaDeploy", New: func() any { return &AwsLambda{} }})
+	register(Entry{Type: "AwsLambdaRollback", New: func() any { return &AwsLambda{} }})
+}
+
+// AwsLambda is the spec of AwsLambdaDeploy and AwsLambdaRollback: the stage's service,
+// infrastructure and artifact say what is deployed, the step only where it runs.
+type AwsLambda struct {
+	Node              *yaml.Node `yaml:"-"`
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
 }
 
 // Lookup returns the catalog entry of a step type.

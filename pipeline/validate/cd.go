@@ -86,6 +86,12 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 	c.boolean(i.Node, "allowSimultaneousDeployments", i.AllowSimultaneousDeployments)
 	if s := i.Spec; s != nil {
 		c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
+		switch i.Type {
+		case "KubernetesDirect":
+			c.required(s.Node, s.Namespace, "namespace", "spec")
+		case "AwsLambda":
+			c.required(s.Node, s.Region, "region", "spec")
+		}
 		if s.Namespace != "" && !dynamic(s.Namespace) && !dnsLabelRe.MatchString(s.Namespace) {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "namespace")), "namespace", "namespace %q is not a valid Kubernetes namespace name", s.Namespace).
 				SetHint("lower-case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit")

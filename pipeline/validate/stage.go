@@ -126,11 +126,11 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 				"stage %s combines a looping strategy with multi-service or multi-environment deployment", s.Identifier).
 				SetHint("use either `strategy` or `services`/`environments` fan-out, not both")
 		}
-		if t := spec.DeploymentType; t != "" && t != "Kubernetes" && t != "NativeHelm" && !dynamic(t) && reference.IsDeploymentType(t) {
+		if t := spec.DeploymentType; t != "" && t != "Kubernetes" && t != "NativeHelm" && t != "AwsLambda" && !dynamic(t) && reference.IsDeploymentType(t) {
 			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(spec.Node, "deploymentType")), "unsupported-deployment-type",
-				"deployment type %s is valid in the reference, but Gantry deploys only Kubernetes and NativeHelm services yet", t)
+				"deployment type %s is valid in the reference, but Gantry deploys only Kubernetes, NativeHelm and AwsLambda services yet", t)
 		} else {
-			c.enum(spec.Node, "deploymentType", spec.DeploymentType, []string{"Kubernetes", "NativeHelm"}, "deploymentType")
+			c.enum(spec.Node, "deploymentType", spec.DeploymentType, []string{"Kubernetes", "NativeHelm", "AwsLambda"}, "deploymentType")
 		}
 		if spec.Service != nil && spec.Service.Kind == yaml.MappingNode {
 			if pipeline.Field(spec.Service, "serviceRef") == nil && pipeline.Field(spec.Service, "useFromStage") == nil {
@@ -284,7 +284,7 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 		}
 		return
 	}
-	if (strings.HasPrefix(s.Type, "K8s") || strings.HasPrefix(s.Type, "Helm")) && ctx.stage.Type != "Deployment" {
+	if (strings.HasPrefix(s.Type, "K8s") || strings.HasPrefix(s.Type, "Helm") || strings.HasPrefix(s.Type, "AwsLambda")) && ctx.stage.Type != "Deployment" {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps deploy a service and run only in Deployment stages; stage %s is %s",
 			s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("move the step into a stage with `type: Deployment` and `deploymentType: Kubernetes`")
 	}

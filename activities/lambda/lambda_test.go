@@ -1,0 +1,120 @@
+package lambda_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/lambda"
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/internal/awsfake"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+type keys map[string]string
+
+func (k keys) Resolve(_ context.Context, id string) (string, error) {
+	if v, ok := k[id]; ok {
+		return v, nil
+	}
+	return "", fmt.Errorf("secret %s is not defined", id)
+}
+
+const definition = `{"functionName": "%s", "runtime": "python3.12", "handler": "app.handler",
+  "role": "arn:aws:iam::123456789012:role/lambda", "memorySize": %d, "timeout": 10,
+  "environment": {"variables": {"STAGE": "%s"}}}`
+
+type rig struct {
+	t    *testing.T
+	a    *lambda.Activity
+	fake *awsfake.Server
+	logs logs.Store
+}
+
+func (r *rig) step(typ, exec, fn string, memory int, key string) (map[string]any, *activities.Failure) {
+	r.t.Helper()
+	in := activities.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(`{}`), Timeout: time.Minute,
+		Deploy: &activities.DeployInput{Aws: &plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDDEPLOY", SecretKeyRef: "aws_secret"},
+			Region: "eu-west-1", Artifact: &activities.DeployArtifact{Type: "AmazonS3", Bucket: "builds", Key: key},
+			Manifests: []plan.Manifest{{ID: "fn", Type: "AwsLambdaFunctionDefinition", Files: []plan.File{{Path: "fn.json", Text: fmt.Sprintf(definition, fn, memory, exec)}}}}}}
+	res, err := r.a.Run(context.Background(), in)
+	if err != nil {
+		return nil, activities.Classify(err)
+	}
+	return res.Outputs, nil
+}
+
+// Deploys create, update and publish; a rollback restores the code and configuration of the
+// version the execution's deploy recorded, deletes a function it created, and does nothing
+// for an execution that changed nothing; a retried deploy keeps its first rollback record;
+// a failing update is a Verification failure with Lambda's reason.
+func TestDeployAndRollback(t *testing.T) {
+	fake := awsfake.Start()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", fake.URL)
+	fake.S3Get = func(bucket, key string) ([]byte, error) { return []byte("zip of " + bucket + "/" + key), nil }
+	r := &rig{t: t, fake: fake, logs: logs.Store{Dir: t.TempDir()}}
+	r.a = &lambda.Activity{Secrets: keys{"aws_secret": "deploy-secret"}, Logs: r.logs}
+
+	out, f := r.step("AwsLambdaDeploy", "exec-1", "orders", 128, "orders-1.zip")
+	if f != nil || out["version"] != "1" || out["previousVersion"] != "none" {
+		t.Fatalf("create: %v %+v", out, f)
+	}
+	out, f = r.step("AwsLambdaDeploy", "exec-2", "orders", 256, "orders-2.zip")
+	if f != nil || out["version"] != "2" || out["previousVersion"] != "1" || out["memorySize"] != int32(256) {
+		t.Fatalf("update: %v %+v", out, f)
+	}
+	v2, _ := fake.Function("orders")
+	out, f = r.step("AwsLambdaDeploy", "exec-3", "orders", 512, "orders-3.zip")
+	if f != nil || out["version"] != "3" || out["previousVersion"] != "2" {
+		t.Fatalf("third deploy: %v %+v", out, f)
+	}
+	// A retry of the same execution's deploy keeps version 2 as the one to go back to.
+	out, f = r.step("AwsLambdaDeploy", "exec-3", "orders", 512, "orders-3.zip")
+	if f != nil || out["previousVersion"] != "2" {
+		t.Fatalf("retried deploy: %v %+v", out, f)
+	}
+	out, f = r.step("AwsLambdaRollback", "exec-3", "orders", 512, "orders-3.zip")
+	if f != nil || out["rolledBackTo"] != "2" {
+		t.Fatalf("rollback: %v %+v", out, f)
+	}
+	now, _ := fake.Function("orders")
+	if string(now.Code) != "zip of builds/orders-2.zip" || now.Config["MemorySize"] != float64(256) || now.Config["CodeSha256"] != v2.Config["CodeSha256"] {
+		t.Fatalf("after the rollback $LATEST is %s, %v MB, env %v", now.Code, now.Config["MemorySize"], now.Config["Environment"])
+	}
+	if env := fmt.Sprint(now.Config["Environment"]); !strings.Contains(env, "exec-2") {
+		t.Fatalf("the rollback did not restore version 2's environment: %s", env)
+	}
+	if out, f = r.step("AwsLambdaRollback", "exec-9", "orders", 0, ""); f != nil || out["rolledBack"] != false {
+		t.Fatalf("rollback of an execution that changed nothing: %v %+v", out, f)
+	}
+
+	if _, f = r.step("AwsLambdaDeploy", "exec-4", "payments", 128, "payments-1.zip"); f != nil {
+		t.Fatal(f)
+	}
+	if out, f = r.step("AwsLambdaRollback", "exec-4", "payments", 128, "payments-1.zip"); f != nil || out["deleted"] != true {
+		t.Fatalf("rollback of a created function: %v %+v", out, f)
+	}
+	if _, ok := fake.Function("payments"); ok {
+		t.Fatal("the function the execution created is still there")
+	}
+
+	fake.FailNextUpdate("orders", "the image manifest is not valid")
+	_, f = r.step("AwsLambdaDeploy", "exec-5", "orders", 128, "orders-5.zip")
+	if f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "the image manifest is not valid") {
+		t.Fatalf("a failing update: %+v", f)
+	}
+	_, f = r.step("AwsLambdaDeploy", "exec-6", "orders", 128, "")
+	if f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "no artifact") {
+		t.Fatalf("no artifact: %+v", f)
+	}
+	for _, c := range fake.Calls() {
+		if c.Service == "lambda" && c.AccessKeyID != "AKIDDEPLOY" {
+			t.Fatalf("%s signed by %s", c.Action, c.AccessKeyID)
+		}
+	}
+}

@@ -1,0 +1,377 @@
+package awsfake
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// The Lambda part of the fake speaks Lambda's REST-JSON protocol. Functions keep their state
+// across calls as Lambda does: a create or update leaves the function Pending (State) or
+// InProgress (LastUpdateStatus) for a few reads before it is Active and Successful, a publish
+// during an update is refused, published versions are snapshots of $LATEST, and a version's
+// code can be downloaded from the Location URL GetFunction returns.
+
+// lambdaFn is one function: $LATEST, the published versions, and tags.
+type lambdaFn struct {
+	latest   lambdaVersion
+	versions []lambdaVersion
+	tags     map[string]string
+	settling int // reads left before $LATEST's create or update has finished
+}
+
+// lambdaVersion is a configuration with its code.
+type lambdaVersion struct {
+	Config map[string]any
+	Code   []byte
+	Image  string
+}
+
+// LambdaFunction is a function's state for tests.
+type LambdaFunction struct {
+	Config   map[string]any // $LATEST's configuration, as GetFunctionConfiguration answers
+	Code     []byte         // $LATEST's code (the bytes of the zip)
+	Image    string
+	Versions []string
+	Tags     map[string]string
+}
+
+// Function returns a function's state, or false when there is none.
+func (s *Server) Function(name string) (LambdaFunction, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.functions[name]
+	if !ok {
+		return LambdaFunction{}, false
+	}
+	out := LambdaFunction{Config: f.latest.Config, Code: f.latest.Code, Image: f.latest.Image, Tags: map[string]string{}}
+	for _, v := range f.versions {
+		out.Versions = append(out.Versions, fmt.Sprint(v.Config["Version"]))
+	}
+	for k, v := range f.tags {
+		out.Tags[k] = v
+	}
+	return out, true
+}
+
+// FailNextUpdate makes the next code or configuration update of function name fail, as a
+// function whose new code does not start does.
+func (s *Server) FailNextUpdate(name, reason string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failUpdate[name] = reason
+}
+
+func (s *Server) lambda(w http.ResponseWriter, r *http.Request, key string, body []byte) {
+	parts := strings.Split(strings.Trim(r.URL.EscapedPath(), "/"), "/")
+	for i, p := range parts {
+		parts[i], _ = url.PathUnescape(p)
+	}
+	var in map[string]any
+	_ = json.Unmarshal(body, &in)
+	qualifier := r.URL.Query().Get("Qualifier")
+	action := r.Method + " " + strings.Join(parts, "/")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	record := func(a string) {
+		params := map[string]string{}
+		for k, v := range in {
+			params[k] = fmt.Sprint(v)
+		}
+		s.calls = append(s.calls, Call{Service: "lambda", Action: a, AccessKeyID: key, Params: params})
+	}
+	switch {
+	case len(parts) == 2 && parts[1] == "functions" && r.Method == http.MethodPost:
+		record("CreateFunction")
+		s.createFunction(w, r, in)
+	case len(parts) >= 3 && parts[1] == "functions":
+		name := parts[2]
+		f, ok := s.functions[name]
+		if !ok {
+			record(action)
+			lambdaErr(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: arn:aws:lambda:us-east-1:123456789012:function:"+name)
+			return
+		}
+		rest := strings.Join(parts[3:], "/")
+		switch {
+		case rest == "" && r.Method == http.MethodGet:
+			record("GetFunction")
+			v, ok := f.version(qualifier)
+			if !ok {
+				lambdaErr(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name+":"+qualifier)
+				return
+			}
+			s.tick(f)
+			code := map[string]any{"RepositoryType": "S3", "Location": s.URL + "/_code/" + name + "/" + fmt.Sprint(v.Config["Version"])}
+			if v.Image != "" {
+				code = map[string]any{"RepositoryType": "ECR", "ImageUri": v.Image}
+			}
+			writeJSON(w, map[string]any{"Configuration": s.state(f, v), "Code": code, "Tags": f.tags})
+		case rest == "" && r.Method == http.MethodDelete:
+			record("DeleteFunction")
+			delete(s.functions, name)
+			w.WriteHeader(http.StatusNoContent)
+		case rest == "configuration" && r.Method == http.MethodGet:
+			record("GetFunctionConfiguration")
+			v, ok := f.version(qualifier)
+			if !ok {
+				lambdaErr(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+name+":"+qualifier)
+				return
+			}
+			st := s.state(f, v)
+			s.tick(f)
+			writeJSON(w, st)
+		case rest == "code" && r.Method == http.MethodPut:
+			record("UpdateFunctionCode")
+			if f.settling > 0 {
+				lambdaErr(w, http.StatusConflict, "ResourceConflictException", "The operation cannot be performed at this time. An update is in progress for resource: "+name)
+				return
+			}
+			code, image, err := s.codeOf(in)
+			if err != nil {
+				lambdaErr(w, http.StatusBadRequest, "InvalidParameterValueException", err.Error())
+				return
+			}
+			f.latest.Code, f.latest.Image = code, image
+			f.latest.Config["CodeSha256"] = sha(code, image)
+			f.latest.Config["CodeSize"] = len(code)
+			s.startUpdate(name, f)
+			writeJSON(w, s.state(f, f.latest))
+		case rest == "configuration" && r.Method == http.MethodPut:
+			record("UpdateFunctionConfiguration")
+			if f.settling > 0 {
+				lambdaErr(w, http.StatusConflict, "ResourceConflictException", "The operation cannot be performed at this time. An update is in progress for resource: "+name)
+				return
+			}
+			for k, v := range in {
+				if k != "FunctionName" {
+					f.latest.Config[k] = v
+				}
+			}
+			if l, ok := in["Layers"].([]any); ok {
+				var layers []any
+				for _, a := range l {
+					layers = append(layers, map[string]any{"Arn": a})
+				}
+				f.latest.Config["Layers"] = layers
+			}
+			s.startUpdate(name, f)
+			writeJSON(w, s.state(f, f.latest))
+		case rest == "versions" && r.Method == http.MethodPost:
+			record("PublishVersion")
+			if f.settling > 0 {
+				lambdaErr(w, http.StatusConflict, "ResourceConflictException", "The operation cannot be performed at this time. An update is in progress for resource: "+name)
+				return
+			}
+			v := f.publish()
+			writeJSON(w, s.state(f, v))
+		case rest == "versions" && r.Method == http.MethodGet:
+			record("ListVersionsByFunction")
+			list := []any{s.state(f, f.latest)}
+			for _, v := range f.versions {
+				list = append(list, s.state(f, v))
+			}
+			writeJSON(w, map[string]any{"Versions": list})
+		default:
+			record(action)
+			lambdaErr(w, http.StatusBadRequest, "UnknownOperationException", "the fake does not serve "+action)
+		}
+	case len(parts) == 3 && parts[1] == "tags" && r.Method == http.MethodPost:
+		record("TagResource")
+		arn := parts[2]
+		name := arn[strings.LastIndex(arn, ":")+1:]
+		f, ok := s.functions[name]
+		if !ok {
+			lambdaErr(w, http.StatusNotFound, "ResourceNotFoundException", "Function not found: "+arn)
+			return
+		}
+		tags, _ := in["Tags"].(map[string]any)
+		for k, v := range tags {
+			f.tags[k] = fmt.Sprint(v)
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		record(action)
+		lambdaErr(w, http.StatusBadRequest, "UnknownOperationException", "the fake does not serve "+action)
+	}
+}
+
+func (s *Server) createFunction(w http.ResponseWriter, r *http.Request, in map[string]any) {
+	name, _ := in["FunctionName"].(string)
+	if _, ok := s.functions[name]; ok {
+		lambdaErr(w, http.StatusConflict, "ResourceConflictException", "Function already exist: "+name)
+		return
+	}
+	for _, k := range []string{"FunctionName", "Role", "Code"} {
+		if in[k] == nil {
+			lambdaErr(w, http.StatusBadRequest, "InvalidParameterValueException", k+" is required")
+			return
+		}
+	}
+	codeIn, _ := in["Code"].(map[string]any)
+	code, image, err := s.codeOf(codeIn)
+	if err != nil {
+		lambdaErr(w, http.StatusBadRequest, "InvalidParameterValueException", err.Error())
+		return
+	}
+	cfg := map[string]any{}
+	for k, v := range in {
+		switch k {
+		case "Code", "Publish", "Tags":
+		default:
+			cfg[k] = v
+		}
+	}
+	if l, ok := in["Layers"].([]any); ok {
+		var layers []any
+		for _, a := range l {
+			layers = append(layers, map[string]any{"Arn": a})
+		}
+		cfg["Layers"] = layers
+	}
+	cfg["FunctionArn"] = "arn:aws:lambda:us-east-1:123456789012:function:" + name
+	cfg["Version"] = "$LATEST"
+	cfg["CodeSha256"], cfg["CodeSize"] = sha(code, image), len(code)
+	if cfg["MemorySize"] == nil {
+		cfg["MemorySize"] = 128
+	}
+	if cfg["Timeout"] == nil {
+		cfg["Timeout"] = 3
+	}
+	f := &lambdaFn{latest: lambdaVersion{Config: cfg, Code: code, Image: image}, tags: map[string]string{}, settling: 2}
+	if tags, ok := in["Tags"].(map[string]any); ok {
+		for k, v := range tags {
+			f.tags[k] = fmt.Sprint(v)
+		}
+	}
+	s.functions[name] = f
+	out := f.latest
+	if in["Publish"] == true {
+		// Lambda publishes version 1 once the function is created.
+		out = f.publish()
+	}
+	writeJSON(w, s.state(f, out))
+}
+
+// codeOf reads a Code (or UpdateFunctionCode) object: a zip from S3 (through S3Get), a zip
+// uploaded whole, or an image.
+func (s *Server) codeOf(in map[string]any) ([]byte, string, error) {
+	if img, _ := in["ImageUri"].(string); img != "" {
+		return nil, img, nil
+	}
+	if z, _ := in["ZipFile"].(string); z != "" {
+		b, err := base64.StdEncoding.DecodeString(z)
+		return b, "", err
+	}
+	bucket, _ := in["S3Bucket"].(string)
+	key, _ := in["S3Key"].(string)
+	if bucket == "" || key == "" {
+		return nil, "", fmt.Errorf("give ZipFile, S3Bucket and S3Key, or ImageUri")
+	}
+	if s.S3Get == nil {
+		return []byte("s3://" + bucket + "/" + key), "", nil
+	}
+	s.mu.Unlock() // S3Get may be slow; the handler holds the lock
+	b, err := s.S3Get(bucket, key)
+	s.mu.Lock()
+	if err != nil {
+		return nil, "", fmt.Errorf("Error occurred while GetObject. S3 Error Code: NoSuchKey. S3 Error Message: %v", err)
+	}
+	return b, "", nil
+}
+
+func (s *Server) startUpdate(name string, f *lambdaFn) {
+	f.settling = 2
+	if reason, ok := s.failUpdate[name]; ok {
+		delete(s.failUpdate, name)
+		f.latest.Config["LastUpdateStatus"] = "Failed"
+		f.latest.Config["LastUpdateStatusReason"] = reason
+		f.latest.Config["LastUpdateStatusReasonCode"] = "InvalidImage"
+		f.settling = -1
+	}
+}
+
+// tick counts a read of a settling function.
+func (s *Server) tick(f *lambdaFn) {
+	if f.settling > 0 {
+		f.settling--
+	}
+}
+
+// state is a version's configuration with the function's current State and LastUpdateStatus.
+func (s *Server) state(f *lambdaFn, v lambdaVersion) map[string]any {
+	out := map[string]any{}
+	for k, x := range v.Config {
+		out[k] = x
+	}
+	out["State"], out["LastUpdateStatus"] = "Active", "Successful"
+	if out["Version"] == "$LATEST" {
+		switch {
+		case f.settling == -1:
+			out["LastUpdateStatus"] = v.Config["LastUpdateStatus"]
+		case f.settling > 0 && len(f.versions) == 0:
+			out["State"], out["LastUpdateStatus"] = "Pending", "InProgress"
+		case f.settling > 0:
+			out["LastUpdateStatus"] = "InProgress"
+		}
+	}
+	return out
+}
+
+func (f *lambdaFn) version(q string) (lambdaVersion, bool) {
+	if q == "" || q == "$LATEST" {
+		return f.latest, true
+	}
+	for _, v := range f.versions {
+		if fmt.Sprint(v.Config["Version"]) == q {
+			return v, true
+		}
+	}
+	return lambdaVersion{}, false
+}
+
+func (f *lambdaFn) publish() lambdaVersion {
+	cfg := map[string]any{}
+	for k, v := range f.latest.Config {
+		cfg[k] = v
+	}
+	n := len(f.versions) + 1
+	cfg["Version"] = strconv.Itoa(n)
+	cfg["FunctionArn"] = fmt.Sprint(f.latest.Config["FunctionArn"]) + ":" + strconv.Itoa(n)
+	v := lambdaVersion{Config: cfg, Code: f.latest.Code, Image: f.latest.Image}
+	f.versions = append(f.versions, v)
+	return v
+}
+
+// serveCode serves a version's zip at its Location URL (unsigned, as a presigned URL is).
+func (s *Server) serveCode(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/_code/"), "/")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(parts) == 2 {
+		if f, ok := s.functions[parts[0]]; ok {
+			if v, ok := f.version(parts[1]); ok {
+				_, _ = w.Write(v.Code)
+				return
+			}
+		}
+	}
+	http.NotFound(w, r)
+}
+
+func sha(code []byte, image string) string {
+	h := sha256.Sum256(append(code, image...))
+	return base64.StdEncoding.EncodeToString(h[:])
+}
+
+func lambdaErr(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Amzn-ErrorType", code)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"Type": "User", "Message": msg})
+}
