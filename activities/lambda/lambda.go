@@ -149,7 +149,9 @@ func definition(d *activities.DeployInput) (*Definition, error) {
 	return nil, activities.Fail(activities.Verification, "the service has no AwsLambdaFunctionDefinition manifest")
 }
 
-func (r *run) logf(format string, args ...any) { r.log.Line(r.mask.Apply(fmt.Sprintf(format, args...))) }
+func (r *run) logf(format string, args ...any) {
+	r.log.Line(r.mask.Apply(fmt.Sprintf(format, args...)))
+}
 
 func (r *run) fail(err error, format string, args ...any) error {
 	return awsauth.Fail(err, "%s (region %s, connector %s)", fmt.Sprintf(format, args...), r.region, r.in.Deploy.Aws.ID)
@@ -472,4 +474,3 @@ func (r *run) download(ctx context.Context, url string) ([]byte, error) {
 	}
 	return io.ReadAll(io.LimitReader(resp.Body, 250<<20))
 }
-
