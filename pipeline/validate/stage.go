@@ -284,9 +284,17 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 		}
 		return
 	}
-	if (strings.HasPrefix(s.Type, "K8s") || strings.HasPrefix(s.Type, "Helm") || strings.HasPrefix(s.Type, "AwsLambda")) && ctx.stage.Type != "Deployment" {
+	deploys := strings.HasPrefix(s.Type, "K8s") || strings.HasPrefix(s.Type, "Helm") || strings.HasPrefix(s.Type, "AwsLambda")
+	if deploys && ctx.stage.Type != "Deployment" {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps deploy a service and run only in Deployment stages; stage %s is %s",
 			s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("move the step into a stage with `type: Deployment` and `deploymentType: Kubernetes`")
+	}
+	if n := pipeline.ValueAt(ctx.stage.Spec, "deploymentType"); deploys && ctx.stage.Type == "Deployment" && n != nil && !dynamic(n.Value) {
+		lambdaStep, lambdaStage := strings.HasPrefix(s.Type, "AwsLambda"), n.Value == "AwsLambda"
+		if lambdaStep != lambdaStage {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps do not run in stage %s, which deploys %s services",
+				s.Type, ctx.stage.Identifier, n.Value).SetHint("AwsLambdaDeploy and AwsLambdaRollback deploy AwsLambda services; the K8s and Helm steps deploy to Kubernetes")
+		}
 	}
 	if s.Type == "ShellScript" && strings.Contains(s.Name, ".") {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "name")), "name", "ShellScript step names cannot contain '.': %q", s.Name)

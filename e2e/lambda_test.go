@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/awsfake"
+	"github.com/gantry-cd/gantry/internal/s3test"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/status"
+)
+
+const lambdaPipeline = `pipeline:
+  name: Orders function
+  identifier: orders_fn
+  variables:
+    - {name: memory, type: String, value: <+input>}
+    - {name: fail, type: String, value: <+input>.default("no")}
+  stages:
+    - stage:
+        name: Deploy
+        identifier: deploy
+        type: Deployment
+        spec:
+          deploymentType: AwsLambda
+          service: {serviceRef: orders}
+          environment:
+            environmentRef: prod
+            infrastructureDefinitions: [{identifier: lambda_eu}]
+          execution:
+            steps:
+              - step: {type: AwsLambdaDeploy, name: Deploy, identifier: deploy_fn, timeout: 2m, spec: {}}
+              - step:
+                  type: ShellScript
+                  name: Check
+                  identifier: check
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: 'test "$FAIL" != yes'}}
+                    environmentVariables: [{name: FAIL, type: String, value: <+pipeline.variables.fail>}]
+                    outputVariables: [{name: seen, type: String, value: SEEN}]
+            rollbackSteps:
+              - step: {type: AwsLambdaRollback, name: Rollback, identifier: rollback_fn, timeout: 2m, spec: {}}
+        failureStrategies:
+          - onFailure: {errors: [AllErrors], action: {type: StageRollback}}
+`
+
+// lambdaEntities are the service (a function definition beside it, its code the newest zip in
+// a bucket), environment, infrastructure and Aws connector of lambdaPipeline.
+var lambdaEntities = map[string]string{
+	"service.yaml": `service:
+  name: Orders
+  identifier: orders
+  serviceDefinition:
+    type: AwsLambda
+    spec:
+      manifests:
+        - manifest:
+            identifier: fn
+            type: AwsLambdaFunctionDefinition
+            spec:
+              store: {type: Local, spec: {paths: [function.json]}}
+      artifacts:
+        primary:
+          primaryArtifactRef: zip
+          sources:
+            - identifier: zip
+              type: AmazonS3
+              spec: {connectorRef: aws, bucketName: builds, filePathRegex: 'orders/orders-.*\.zip'}
+`,
+	"function.json": `{"functionName": "orders", "runtime": "python3.12", "handler": "app.handler",
+ "role": "arn:aws:iam::123456789012:role/orders", "memorySize": <+pipeline.variables.memory>, "timeout": 10,
+ "environment": {"variables": {"ENV": "<+env.identifier>", "CODE": "<+artifact.filePath>"}}}
+`,
+	"env.yaml":   "environment:\n  name: prod\n  identifier: prod\n  type: Production\n",
+	"infra.yaml": "infrastructureDefinition:\n  name: Lambda EU\n  identifier: lambda_eu\n  environmentRef: prod\n  deploymentType: AwsLambda\n  type: AwsLambda\n  spec: {connectorRef: aws, region: eu-west-1}\n",
+	"aws.yaml": "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: " + s3test.AccessKey + ", secretKeyRef: aws_key}\n      region: " + s3test.Region + "\n    executeOnDelegate: true\n",
+}
+
+// An AwsLambda Deployment stage creates the function from its definition and the newest zip
+// in S3 (a real S3-compatible server; Lambda is the protocol fake), updates it on the next run
+// and publishes a version each time; when a later step fails, the stage rollback restores the
+// previous version's code and configuration.
+func TestAwsLambdaDeployment(t *testing.T) {
+	srv, err := s3test.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	ctx := context.Background()
+	if err := srv.Bucket(ctx, "builds"); err != nil {
+		t.Fatal(err)
+	}
+	fake := awsfake.Start()
+	defer fake.Close()
+	fake.S3Get = func(bucket, key string) ([]byte, error) {
+		out, err := srv.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
+		if err != nil {
+			return nil, err
+		}
+		defer out.Body.Close()
+		return io.ReadAll(out.Body)
+	}
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.Endpoint)
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", fake.URL)
+	t.Setenv(secrets.EnvName("aws_key"), s3test.SecretKey)
+	dir := t.TempDir()
+	for name, text := range lambdaEntities {
+		writeFile(t, filepath.Join(dir, name), text)
+	}
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), lambdaPipeline)
+	deploy := func(zip, memory, fail string) *status.Status {
+		t.Helper()
+		if zip != "" {
+			if err := srv.Put(ctx, "builds", zip, []byte("code of "+zip)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true,
+			Sets: []string{"pipeline.variables.memory=" + memory, "pipeline.variables.fail=" + fail}})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+		}
+		_, res := runPlan(t, env.starter, r.Plan)
+		st := res.Status
+		if fail == "no" && st != status.Succeeded {
+			b, _ := json.MarshalIndent(res.Tree, "", "  ")
+			t.Fatalf("run: %s\n%s", st, b)
+		}
+		return &st
+	}
+	deploy("orders/orders-1.zip", "128", "no")
+	fn, ok := fake.Function("orders")
+	if !ok || string(fn.Code) != "code of orders/orders-1.zip" || fmt.Sprint(fn.Config["MemorySize"]) != "128" || len(fn.Versions) != 1 {
+		t.Fatalf("after the first run: %v %s %v", ok, fn.Code, fn.Config)
+	}
+	if env := fmt.Sprint(fn.Config["Environment"]); !strings.Contains(env, "ENV:prod") || !strings.Contains(env, "CODE:orders/orders-1.zip") {
+		t.Fatalf("the definition's expressions: %s", env)
+	}
+	deploy("", "256", "no") // the same zip, more memory
+	fn, _ = fake.Function("orders")
+	if fmt.Sprint(fn.Config["MemorySize"]) != "256" || len(fn.Versions) != 2 {
+		t.Fatalf("after the second run: %v, versions %v", fn.Config["MemorySize"], fn.Versions)
+	}
+	if st := deploy("orders/orders-2.zip", "512", "yes"); *st == status.Succeeded {
+		t.Fatal("the failing run succeeded")
+	}
+	fn, _ = fake.Function("orders")
+	if string(fn.Code) != "code of orders/orders-1.zip" || fmt.Sprint(fn.Config["MemorySize"]) != "256" {
+		t.Fatalf("after the rollback $LATEST runs %s with %v MB, want version 2's code and memory", fn.Code, fn.Config["MemorySize"])
+	}
+	if fn.Tags["gantry-rollback-version"] != "2" {
+		t.Fatalf("rollback record %v", fn.Tags)
+	}
+}
