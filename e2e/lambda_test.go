@@ -83,7 +83,7 @@ var lambdaEntities = map[string]string{
 `,
 	"env.yaml":   "environment:\n  name: prod\n  identifier: prod\n  type: Production\n",
 	"infra.yaml": "infrastructureDefinition:\n  name: Lambda EU\n  identifier: lambda_eu\n  environmentRef: prod\n  deploymentType: AwsLambda\n  type: AwsLambda\n  spec: {connectorRef: aws, region: eu-west-1}\n",
-	"aws.yaml": "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: " + s3test.AccessKey + ", secretKeyRef: aws_key}\n      region: " + s3test.Region + "\n    executeOnDelegate: true\n",
+	"aws.yaml":   "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: " + s3test.AccessKey + ", secretKeyRef: aws_key}\n      region: " + s3test.Region + "\n    executeOnDelegate: true\n",
 }
 
 // An AwsLambda Deployment stage creates the function from its definition and the newest zip
