@@ -32,6 +32,8 @@ const (
 	ResolveArtifact = "gantry.ResolveArtifact"
 	// AwsLambda runs the AwsLambdaDeploy and AwsLambdaRollback steps.
 	AwsLambda = "gantry.AwsLambda"
+	// Ecs runs the ECS steps.
+	Ecs = "gantry.Ecs"
 	// FetchS3Manifests reads an S3-stored manifest; ResolveS3Artifact finds an AmazonS3
 	// artifact's object. Both at a Deployment stage's service phase.
 	FetchS3Manifests  = "gantry.FetchS3Manifests"
@@ -213,8 +215,14 @@ func ForStepType(t string) string {
 	if IsAwsLambda(t) {
 		return AwsLambda
 	}
+	if IsEcs(t) {
+		return Ecs
+	}
 	return ""
 }
+
+// IsEcs reports whether a step type works on the stage's ECS service.
+func IsEcs(t string) bool { return strings.HasPrefix(t, "Ecs") }
 
 // IsAwsLambda reports whether a step type deploys or rolls back an AWS Lambda function.
 func IsAwsLambda(t string) bool { return t == "AwsLambdaDeploy" || t == "AwsLambdaRollback" }
@@ -254,6 +262,7 @@ type DeployInput struct {
 	// Aws and Region are an AwsLambda infrastructure's; Artifact is the code deployed.
 	Aws      *plan.AwsConnector `json:"aws,omitempty"`
 	Region   string             `json:"region,omitempty"`
+	Cluster  string             `json:"cluster,omitempty"` // ECS
 	Artifact *DeployArtifact    `json:"artifact,omitempty"`
 }
 

@@ -179,6 +179,7 @@ type InfrastructureSpec struct {
 	Namespace    string     `yaml:"namespace"`
 	ReleaseName  string     `yaml:"releaseName"`
 	Region       string     `yaml:"region"`
+	Cluster      string     `yaml:"cluster"` // ECS
 }
 
 // Connector is a `connector:` document. Gantry knows K8sCluster connectors and the Git

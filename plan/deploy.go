@@ -213,7 +213,7 @@ type Environment struct {
 }
 
 // Infrastructure is a resolved infrastructure definition: a cluster's namespace and connector,
-// or (Type AwsLambda) an AWS account's region and its Aws connector.
+// or (Type AwsLambda, ECS) an AWS account's region (and ECS cluster) and its Aws connector.
 type Infrastructure struct {
 	ID          string            `json:"id"`
 	Name        string            `json:"name"`
@@ -224,6 +224,7 @@ type Infrastructure struct {
 	Connector   Connector         `json:"connector"`
 	Aws         *AwsConnector     `json:"aws,omitempty"`
 	Region      string            `json:"region,omitempty"`
+	Cluster     string            `json:"cluster,omitempty"` // ECS
 }
 
 // Connector says how a worker reaches the cluster. Secrets are named, never held.

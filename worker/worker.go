@@ -23,6 +23,7 @@ import (
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/charts"
 	"github.com/gantry-cd/gantry/activities/container"
+	ecsstep "github.com/gantry-cd/gantry/activities/ecs"
 	"github.com/gantry-cd/gantry/activities/gitstore"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
@@ -213,6 +214,8 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(rs.Activity, activity.RegisterOptions{Name: activities.ResolveArtifact})
 	gs := &gitstore.Fetcher{Secrets: o.Secrets, CacheDir: o.GitCache}
 	r.RegisterActivityWithOptions(gs.Activity, activity.RegisterOptions{Name: activities.FetchManifests})
+	es := &ecsstep.Activity{Secrets: o.Secrets, Logs: o.Logs}
+	r.RegisterActivityWithOptions(stamped(es.Run), activity.RegisterOptions{Name: activities.Ecs})
 	ls := &lambdastep.Activity{Secrets: o.Secrets, Logs: o.Logs}
 	r.RegisterActivityWithOptions(stamped(ls.Run), activity.RegisterOptions{Name: activities.AwsLambda})
 	s3r := &s3store.Reader{Secrets: o.Secrets}

@@ -27,6 +27,7 @@ type deployTarget struct {
 	// aws and region are an AwsLambda infrastructure's; artifact the code its steps deploy.
 	aws      *plan.AwsConnector
 	region   string
+	cluster  string
 	artifact *activities.DeployArtifact
 	// stepManifests are K8sApply steps' own manifests, by the step's FQN below the stage.
 	stepManifests map[string]plan.Manifest
@@ -148,9 +149,16 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 			return err
 		}
 		infra := s.root["infra"].(map[string]any)
+		cluster, err := render(inf.Cluster, "infrastructure cluster")
+		if err != nil {
+			return err
+		}
 		infra["connectorRef"], infra["region"], infra["type"] = inf.Aws.ID, region, inf.Type
 		infra["connector"] = map[string]any{"name": inf.Aws.ID}
 		s.deploy.aws, s.deploy.region = inf.Aws, region
+		if cluster != "" {
+			infra["cluster"], s.deploy.cluster = cluster, cluster
+		}
 		if art, ok := s.root["artifact"].(map[string]any); ok {
 			s.deploy.artifact = &activities.DeployArtifact{Type: fmt.Sprint(art["type"])}
 			if sv.Artifact.S3 != nil {
@@ -159,8 +167,17 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 				s.deploy.artifact.Image = fmt.Sprint(art["image"])
 			}
 		}
-		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: AWS Lambda in %s with connector %s",
-			sv.ID, env.ID, env.Type, inf.ID, region, inf.Aws.ID))
+		target := "AWS Lambda in " + region
+		if cluster != "" {
+			target = "ECS cluster " + cluster + " in " + region
+		}
+		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: %s with connector %s",
+			sv.ID, env.ID, env.Type, inf.ID, target, inf.Aws.ID))
+		if len(d.StepManifests) > 0 { // EcsRunTask steps' definitions
+			if s.deploy.stepManifests, err = s.stepSources(ctx, d.StepManifests, render); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	if len(d.StepManifests) > 0 && workflow.GetVersion(ctx, changeStepManifests, workflow.DefaultVersion, 1) == 1 {
@@ -441,7 +458,7 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 	}
 	in := &activities.DeployInput{Namespace: s.deploy.namespace, ReleaseName: s.deploy.releaseName,
 		Connector: s.deploy.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback,
-		Aws: s.deploy.aws, Region: s.deploy.region, Artifact: s.deploy.artifact}
+		Aws: s.deploy.aws, Region: s.deploy.region, Cluster: s.deploy.cluster, Artifact: s.deploy.artifact}
 	ms := s.deploy.manifests
 	if src, ok := s.deploy.stepManifests[strings.TrimPrefix(fqn, s.fqn+".")]; ok {
 		ms, in.StepSource = []plan.Manifest{src}, true

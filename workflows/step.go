@@ -162,7 +162,7 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		}
 	default:
 		var deploy *activities.DeployInput
-		if activities.IsKubernetes(n.Type) || activities.IsAwsLambda(n.Type) || n.Type == "DownloadManifests" {
+		if activities.IsKubernetes(n.Type) || activities.IsAwsLambda(n.Type) || activities.IsEcs(n.Type) || n.Type == "DownloadManifests" {
 			if deploy, err = s.deployInput(root, fqn); err != nil {
 				return status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
 			}

@@ -1,7 +1,8 @@
 // Package awsfake is a test double for the AWS services no emulator can run here: STS
 // (AssumeRole, GetCallerIdentity; the query protocol with XML answers), Secrets Manager
-// (GetSecretValue; JSON 1.1 selected by X-Amz-Target) and Lambda (functions, versions and
-// tags; REST-JSON, lambda.go). It answers the requests aws-sdk-go-v2
+// (GetSecretValue; JSON 1.1 selected by X-Amz-Target), Lambda (functions, versions and tags;
+// REST-JSON, lambda.go), and ECS with Application Auto Scaling (task definitions, services
+// whose deployments roll, tasks, scalable targets; JSON 1.1, ecs.go). It answers the requests aws-sdk-go-v2
 // sends, checks that they are SigV4-signed, and records which access key signed each call, so
 // tests see which credentials a connector produced.
 package awsfake
@@ -32,6 +33,14 @@ type Server struct {
 
 	functions  map[string]*lambdaFn
 	failUpdate map[string]string
+
+	services  map[string]*ecsService
+	taskDefs  map[string]map[string]any
+	revisions map[string]int
+	tasks     map[string]*ecsTask
+	taskSeq   int
+	targets   map[string]map[string]any
+	policies  map[string]map[string]map[string]any
 	// S3Get reads the zip a Lambda function's code names in S3 (nil: the code is the reference).
 	S3Get func(bucket, key string) ([]byte, error)
 }
@@ -53,7 +62,9 @@ type Call struct {
 
 // Start starts a fake on loopback.
 func Start() *Server {
-	s := &Server{secrets: map[string]string{}, roles: map[string]Role{}, functions: map[string]*lambdaFn{}, failUpdate: map[string]string{}}
+	s := &Server{secrets: map[string]string{}, roles: map[string]Role{}, functions: map[string]*lambdaFn{}, failUpdate: map[string]string{},
+		services: map[string]*ecsService{}, taskDefs: map[string]map[string]any{}, revisions: map[string]int{}, tasks: map[string]*ecsTask{},
+		targets: map[string]map[string]any{}, policies: map[string]map[string]map[string]any{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s
@@ -128,6 +139,14 @@ func (s *Server) json(w http.ResponseWriter, key, target string, body []byte) {
 		params[k] = fmt.Sprint(v)
 	}
 	s.record(Call{Service: service, Action: action, AccessKeyID: key, Params: params})
+	switch service {
+	case "AmazonEC2ContainerServiceV20141113":
+		s.ecs(w, action, in)
+		return
+	case "AnyScaleFrontendService":
+		s.autoscaling(w, action, in)
+		return
+	}
 	switch target {
 	case "secretsmanager.GetSecretValue":
 		id := params["SecretId"]

@@ -353,6 +353,9 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	if out.Type == "AwsLambda" {
 		r.lambdaManifests(f.Name, sv.Identifier, spec)
 	}
+	if out.Type == "ECS" {
+		r.ecsManifests(f.Name, sv.Identifier, spec)
+	}
 	if a := spec.Artifacts; a != nil && a.Primary != nil {
 		for _, src := range a.Primary.Sources {
 			if src.Identifier == a.Primary.PrimaryArtifactRef && src.Spec != nil {
@@ -427,6 +430,12 @@ func (r *resolver) stepManifests(s *pipeline.Stage) map[string]plan.Manifest {
 	}
 	out := map[string]plan.Manifest{}
 	visit := func(v pipeline.StepVisit) {
+		if v.Step != nil && v.Step.Type == "EcsRunTask" && v.Step.Spec != nil {
+			if pm, ok := r.runTaskFiles(s, v.Step); ok {
+				out[strings.Join(v.Path, ".")] = pm
+			}
+			return
+		}
 		if v.Step == nil || v.Step.Type != "K8sApply" || v.Step.Spec == nil {
 			return
 		}
@@ -448,6 +457,31 @@ func (r *resolver) stepManifests(s *pipeline.Stage) map[string]plan.Manifest {
 		return nil
 	}
 	return out
+}
+
+// runTaskFiles reads an EcsRunTask step's task definition and RunTask request definition
+// (Local stores, relative to the pipeline) into a manifest: Files hold the task definition,
+// Values the request.
+func (r *resolver) runTaskFiles(s *pipeline.Stage, st *pipeline.Step) (plan.Manifest, bool) {
+	var sp steps.EcsRunTask
+	(&pipeline.Decoder{File: r.file, Diags: &diag.List{}}).Decode(st.Spec, &sp, "EcsRunTask spec") // checked by validate
+	pm := plan.Manifest{ID: st.Identifier, Type: "EcsRunTask"}
+	read := func(store *pipeline.ManifestStore, field string) []plan.File {
+		if store == nil || store.Spec == nil {
+			return nil
+		}
+		if store.Type != "Local" {
+			r.diags.Unsupportedf(pipeline.NodePos(r.file, pipeline.ValueAt(store.Node, "type")), "unsupported-manifest-store",
+				"step %s: Gantry reads an EcsRunTask %s from files beside the pipeline (`type: Local`) only yet, not from %s stores", st.Identifier, field, store.Type)
+			return nil
+		}
+		var tmp plan.Manifest
+		r.filesManifest(r.file, fmt.Sprintf("stage %s, step %s, %s", s.Identifier, st.Identifier, field), &pipeline.ManifestSpec{Node: store.Node, Store: store}, &tmp)
+		return tmp.Files
+	}
+	pm.Files = read(sp.TaskDefinition, "taskDefinition")
+	pm.Values = read(sp.RunTaskRequestDefinition, "runTaskRequestDefinition")
+	return pm, len(pm.Files)+len(pm.Values) > 0
 }
 
 // nativeHelmManifests checks that a NativeHelm service deploys one HelmChart (with Values
@@ -495,6 +529,31 @@ func (r *resolver) lambdaManifests(file, service string, spec *pipeline.ServiceS
 	if spec.Artifacts == nil || spec.Artifacts.Primary == nil {
 		r.diags.Errorf(pipeline.NodePos(file, spec.Node), "artifact", "AwsLambda service %s has no primary artifact: the function's code", service).
 			SetHint("an AmazonS3 source (a .zip) or an image (Ecr, DockerRegistry)")
+	}
+}
+
+// ecsManifests checks that an ECS service has one task definition and one service definition,
+// and at most scaling definitions beside them.
+func (r *resolver) ecsManifests(file, service string, spec *pipeline.ServiceSpec) {
+	count := map[string]int{}
+	for _, me := range spec.Manifests {
+		m := me.Manifest
+		switch m.Type {
+		case "EcsTaskDefinition", "EcsServiceDefinition", "EcsScalableTargetDefinition", "EcsScalingPolicyDefinition":
+			if count[m.Type]++; count[m.Type] == 2 && (m.Type == "EcsTaskDefinition" || m.Type == "EcsServiceDefinition") {
+				r.diags.Errorf(pipeline.NodePos(file, m.Node), "manifest", "ECS service %s has more than one %s manifest; a service deploys one", service, m.Type)
+			}
+		default:
+			r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(m.Node, "type")), "manifest",
+				"ECS service %s: a %s manifest does not deploy to ECS", service, m.Type).
+				SetHint("an ECS service has an EcsTaskDefinition and an EcsServiceDefinition, and optionally EcsScalableTargetDefinition and EcsScalingPolicyDefinition manifests")
+		}
+	}
+	for _, t := range []string{"EcsTaskDefinition", "EcsServiceDefinition"} {
+		if count[t] == 0 {
+			r.diags.Errorf(pipeline.NodePos(file, spec.Node), "manifest", "ECS service %s has no %s manifest", service, t).
+				SetHint("add a manifest of `type: %s` (JSON or YAML, in the reference's form)", t)
+		}
 	}
 }
 
@@ -891,12 +950,12 @@ func (r *resolver) infraOf(e *pipeline.Environment, ref pipeline.InfraRef) *plan
 // cluster, or an AwsLambda account.
 func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *plan.Infrastructure {
 	infra := &plan.Infrastructure{ID: in.Identifier, Name: in.Name, Tags: in.Tags, Namespace: in.Spec.Namespace, ReleaseName: in.Spec.ReleaseName}
-	if in.Type == "AwsLambda" {
-		k, ok := r.awsConnector(file, in.Spec.Node, in.Spec.ConnectorRef, "an AwsLambda infrastructure")
+	if in.Type == "AwsLambda" || in.Type == "ECS" {
+		k, ok := r.awsConnector(file, in.Spec.Node, in.Spec.ConnectorRef, "an "+in.Type+" infrastructure")
 		if !ok {
 			return nil
 		}
-		infra.Type, infra.Aws, infra.Region = in.Type, &k, in.Spec.Region
+		infra.Type, infra.Aws, infra.Region, infra.Cluster = in.Type, &k, in.Spec.Region, in.Spec.Cluster
 		return infra
 	}
 	k, ok := r.clusterConnector(file, in.Spec.Node, in.Spec.ConnectorRef, "infrastructure "+in.Identifier+": ", "a KubernetesDirect infrastructure")

@@ -60,10 +60,34 @@ func init() {
 	register(Entry{Type: "HelmDelete", New: func() any { return &HelmDelete{} }})
 	register(Entry{Type: "AwsLambdaDeploy", New: func() any { return &AwsLambda{} }})
 	register(Entry{Type: "AwsLambdaRollback", New: func() any { return &AwsLambda{} }})
+	register(Entry{Type: "EcsRollingDeploy", New: func() any { return &EcsRollingDeploy{} }})
+	register(Entry{Type: "EcsRollingRollback", New: func() any { return &AwsLambda{} }})
+	register(Entry{Type: "EcsCanaryDeploy", New: func() any { return &AwsLambda{} }})
+	register(Entry{Type: "EcsCanaryDelete", New: func() any { return &AwsLambda{} }})
+	register(Entry{Type: "EcsRunTask", New: func() any { return &EcsRunTask{} }})
 }
 
-// AwsLambda is the spec of AwsLambdaDeploy and AwsLambdaRollback: the stage's service,
-// infrastructure and artifact say what is deployed, the step only where it runs.
+// EcsRollingDeploy updates (or creates) the stage's ECS service with a new task definition.
+type EcsRollingDeploy struct {
+	AwsLambda                     `yaml:",inline"`
+	SameAsAlreadyRunningInstances string `yaml:"sameAsAlreadyRunningInstances"`
+	ForceNewDeployment            string `yaml:"forceNewDeployment"`
+	SkipApplicationScaling        string `yaml:"skipApplicationScaling"`
+}
+
+// EcsRunTask runs a task: a task definition from a store (or an existing one's ARN), with a
+// RunTask request definition, and waits for it to stop unless skipSteadyStateCheck.
+type EcsRunTask struct {
+	AwsLambda                `yaml:",inline"`
+	TaskDefinition           *pipeline.ManifestStore `yaml:"taskDefinition"`
+	TaskDefinitionArn        string                  `yaml:"taskDefinitionArn"`
+	RunTaskRequestDefinition *pipeline.ManifestStore `yaml:"runTaskRequestDefinition"`
+	SkipSteadyStateCheck     string                  `yaml:"skipSteadyStateCheck"`
+}
+
+// AwsLambda is the spec of AwsLambdaDeploy, AwsLambdaRollback and the ECS steps that take no
+// settings: the stage's service, infrastructure and artifact say what is deployed, the step
+// only where it runs.
 type AwsLambda struct {
 	Node              *yaml.Node `yaml:"-"`
 	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`

@@ -91,6 +91,9 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 			c.required(s.Node, s.Namespace, "namespace", "spec")
 		case "AwsLambda":
 			c.required(s.Node, s.Region, "region", "spec")
+		case "ECS":
+			c.required(s.Node, s.Region, "region", "spec")
+			c.required(s.Node, s.Cluster, "cluster", "spec")
 		}
 		if s.Namespace != "" && !dynamic(s.Namespace) && !dnsLabelRe.MatchString(s.Namespace) {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "namespace")), "namespace", "namespace %q is not a valid Kubernetes namespace name", s.Namespace).

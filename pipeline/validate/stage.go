@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -126,11 +127,11 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 				"stage %s combines a looping strategy with multi-service or multi-environment deployment", s.Identifier).
 				SetHint("use either `strategy` or `services`/`environments` fan-out, not both")
 		}
-		if t := spec.DeploymentType; t != "" && t != "Kubernetes" && t != "NativeHelm" && t != "AwsLambda" && !dynamic(t) && reference.IsDeploymentType(t) {
+		if t := spec.DeploymentType; t != "" && !slices.Contains(deploymentTypes, t) && !dynamic(t) && reference.IsDeploymentType(t) {
 			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(spec.Node, "deploymentType")), "unsupported-deployment-type",
-				"deployment type %s is valid in the reference, but Gantry deploys only Kubernetes, NativeHelm and AwsLambda services yet", t)
+				"deployment type %s is valid in the reference, but Gantry deploys only %s services yet", t, strings.Join(deploymentTypes, ", "))
 		} else {
-			c.enum(spec.Node, "deploymentType", spec.DeploymentType, []string{"Kubernetes", "NativeHelm", "AwsLambda"}, "deploymentType")
+			c.enum(spec.Node, "deploymentType", spec.DeploymentType, deploymentTypes, "deploymentType")
 		}
 		if spec.Service != nil && spec.Service.Kind == yaml.MappingNode {
 			if pipeline.Field(spec.Service, "serviceRef") == nil && pipeline.Field(spec.Service, "useFromStage") == nil {
@@ -284,16 +285,15 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 		}
 		return
 	}
-	deploys := strings.HasPrefix(s.Type, "K8s") || strings.HasPrefix(s.Type, "Helm") || strings.HasPrefix(s.Type, "AwsLambda")
+	deploys := stepDeploys(s.Type) != ""
 	if deploys && ctx.stage.Type != "Deployment" {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps deploy a service and run only in Deployment stages; stage %s is %s",
 			s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("move the step into a stage with `type: Deployment` and `deploymentType: Kubernetes`")
 	}
-	if n := pipeline.ValueAt(ctx.stage.Spec, "deploymentType"); deploys && ctx.stage.Type == "Deployment" && n != nil && !dynamic(n.Value) {
-		lambdaStep, lambdaStage := strings.HasPrefix(s.Type, "AwsLambda"), n.Value == "AwsLambda"
-		if lambdaStep != lambdaStage {
+	if n := pipeline.ValueAt(ctx.stage.Spec, "deploymentType"); deploys && ctx.stage.Type == "Deployment" && n != nil && n.Value != "" && !dynamic(n.Value) {
+		if want := stepDeploys(s.Type); want != n.Value && !(want == "Kubernetes" && n.Value == "NativeHelm") {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps do not run in stage %s, which deploys %s services",
-				s.Type, ctx.stage.Identifier, n.Value).SetHint("AwsLambdaDeploy and AwsLambdaRollback deploy AwsLambda services; the K8s and Helm steps deploy to Kubernetes")
+				s.Type, ctx.stage.Identifier, n.Value).SetHint("the K8s and Helm steps deploy to Kubernetes, the AwsLambda steps AwsLambda services, the Ecs steps ECS services")
 		}
 	}
 	if s.Type == "ShellScript" && strings.Contains(s.Name, ".") {
@@ -459,3 +459,19 @@ func (c *checker) stepVars(vars []steps.NameTypeValue, what string, types []stri
 // unsupportedStepWhy says, for reference step types that wait on something Gantry does not run
 // yet, what that is.
 var unsupportedStepWhy = map[string]string{}
+
+// deploymentTypes are the deployment types Gantry runs.
+var deploymentTypes = []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS"}
+
+// stepDeploys is the deployment type a step type deploys ("" for steps of every stage).
+func stepDeploys(t string) string {
+	switch {
+	case strings.HasPrefix(t, "K8s"), strings.HasPrefix(t, "Helm"):
+		return "Kubernetes"
+	case strings.HasPrefix(t, "AwsLambda"):
+		return "AwsLambda"
+	case strings.HasPrefix(t, "Ecs"):
+		return "ECS"
+	}
+	return ""
+}

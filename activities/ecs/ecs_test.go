@@ -1,0 +1,142 @@
+package ecs_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/ecs"
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/internal/awsfake"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+type keys map[string]string
+
+func (k keys) Resolve(_ context.Context, id string) (string, error) {
+	if v, ok := k[id]; ok {
+		return v, nil
+	}
+	return "", fmt.Errorf("secret %s is not defined", id)
+}
+
+const taskDef = `family: web
+networkMode: awsvpc
+requiresCompatibilities: [FARGATE]
+cpu: "256"
+memory: "512"
+containerDefinitions:
+  - name: web
+    image: %s
+    essential: true
+    portMappings: [{containerPort: 80, protocol: tcp}]
+`
+
+const serviceDef = `{"serviceName": "web", "launchType": "FARGATE", "desiredCount": %d,
+ "networkConfiguration": {"awsvpcConfiguration": {"subnets": ["subnet-1"], "securityGroups": ["sg-1"], "assignPublicIp": "ENABLED"}},
+ "deploymentConfiguration": {"maximumPercent": 200, "minimumHealthyPercent": 100}}`
+
+func step(t *testing.T, a *ecs.Activity, typ, exec, image string, count int, spec string, extra ...plan.Manifest) (map[string]any, *activities.Failure) {
+	t.Helper()
+	ms := []plan.Manifest{
+		{ID: "td", Type: "EcsTaskDefinition", Files: []plan.File{{Path: "task.yaml", Text: fmt.Sprintf(taskDef, image)}}},
+		{ID: "sd", Type: "EcsServiceDefinition", Files: []plan.File{{Path: "service.json", Text: fmt.Sprintf(serviceDef, count)}}},
+		{ID: "st", Type: "EcsScalableTargetDefinition", Files: []plan.File{{Path: "target.yaml", Text: fmt.Sprintf("minCapacity: %d\nmaxCapacity: %d\n", count, count*3)}}},
+		{ID: "sp", Type: "EcsScalingPolicyDefinition", Files: []plan.File{{Path: "policy.yaml", Text: "policyName: cpu\npolicyType: TargetTrackingScaling\ntargetTrackingScalingPolicyConfiguration:\n  targetValue: 60\n  predefinedMetricSpecification: {predefinedMetricType: ECSServiceAverageCPUUtilization}\n"}}},
+	}
+	in := activities.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(spec), Timeout: time.Minute,
+		Deploy: &activities.DeployInput{Aws: &plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDECS", SecretKeyRef: "k"},
+			Region: "eu-west-1", Cluster: "prod", Manifests: append(ms, extra...)}}
+	res, err := a.Run(context.Background(), in)
+	if err != nil {
+		return nil, activities.Classify(err)
+	}
+	return res.Outputs, nil
+}
+
+// Rolling deploys create and update the service and wait for its rollout to complete, applying
+// its scaling; a rollback restores the task definition, desired count and scalable target it
+// recorded (or deletes a service it created); a failed rollout is a Verification failure;
+// canaries come and go; a task that exits non-zero fails its EcsRunTask step.
+func TestEcsSteps(t *testing.T) {
+	fake := awsfake.Start()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
+	t.Setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", fake.URL)
+	a := &ecs.Activity{Secrets: keys{"k": "secret"}, Logs: logs.Store{Dir: t.TempDir()}}
+
+	out, f := step(t, a, "EcsRollingDeploy", "exec-1", "nginx:1.26", 2, `{}`)
+	if f != nil || out["taskDefinitionArn"] != "arn:aws:ecs:us-east-1:123456789012:task-definition/web:1" || out["previousTaskDefinitionArn"] != "none" || out["runningCount"] != int32(2) {
+		t.Fatalf("create: %v %+v", out, f)
+	}
+	out, f = step(t, a, "EcsRollingDeploy", "exec-2", "nginx:1.27", 3, `{}`)
+	if f != nil || !strings.HasSuffix(fmt.Sprint(out["taskDefinitionArn"]), "web:2") || !strings.HasSuffix(fmt.Sprint(out["previousTaskDefinitionArn"]), "web:1") || out["runningCount"] != int32(3) {
+		t.Fatalf("update: %v %+v", out, f)
+	}
+	if mn, mx, ok := fake.ScalableTarget("service/prod/web"); !ok || mn != 3 || mx != 9 {
+		t.Fatalf("scalable target %d..%d %v", mn, mx, ok)
+	}
+	if out, f = step(t, a, "EcsRollingDeploy", "exec-3", "nginx:1.28", 4, `{"sameAsAlreadyRunningInstances": true}`); f != nil || out["desiredCount"] != int32(3) {
+		t.Fatalf("sameAsAlreadyRunningInstances: %v %+v", out, f)
+	}
+	out, f = step(t, a, "EcsRollingRollback", "exec-3", "nginx:1.28", 4, `{}`)
+	if f != nil || out["rolledBack"] != true {
+		t.Fatalf("rollback: %v %+v", out, f)
+	}
+	sv, _ := fake.Service("web")
+	if !strings.HasSuffix(sv.TaskDefinition, "web:2") || sv.DesiredCount != 3 || sv.Deployments != 1 {
+		t.Fatalf("after the rollback: %+v", sv)
+	}
+	if mn, mx, _ := fake.ScalableTarget("service/prod/web"); mn != 3 || mx != 9 {
+		t.Fatalf("the rollback left the scalable target at %d..%d, want 3..9", mn, mx)
+	}
+	if out, f = step(t, a, "EcsRollingRollback", "exec-7", "nginx:1.28", 4, `{}`); f != nil || out["rolledBack"] != false {
+		t.Fatalf("rollback of an execution that changed nothing: %v %+v", out, f)
+	}
+
+	_, f = step(t, a, "EcsRollingDeploy", "exec-4", "crashloop:1", 3, `{}`)
+	if f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "circuit breaker") {
+		t.Fatalf("a failed rollout: %+v", f)
+	}
+
+	if out, f = step(t, a, "EcsCanaryDeploy", "exec-5", "nginx:1.29", 3, `{}`); f != nil || out["canaryServiceName"] != "webCanary" || out["desiredCount"] != int32(1) {
+		t.Fatalf("canary: %v %+v", out, f)
+	}
+	if out, f = step(t, a, "EcsCanaryDelete", "exec-5", "nginx:1.29", 3, `{}`); f != nil || out["deleted"] != true {
+		t.Fatalf("canary delete: %v %+v", out, f)
+	}
+	if _, ok := fake.Service("webCanary"); ok {
+		t.Fatal("the canary service is still there")
+	}
+
+	run := func(command string) (map[string]any, *activities.Failure) {
+		return step(t, a, "EcsRunTask", "exec-6", "busybox", 1, `{}`, plan.Manifest{ID: "migrate", Type: "EcsRunTask",
+			Files:  []plan.File{{Path: "migrate.yaml", Text: fmt.Sprintf(taskDef, "migrations:1")}},
+			Values: []plan.File{{Path: "run.yaml", Text: "launchType: FARGATE\noverrides:\n  containerOverrides: [{name: web, command: [sh, -c, '" + command + "']}]\n"}}})
+	}
+	if out, f = run("migrate up"); f != nil || len(out["taskArns"].([]string)) != 1 {
+		t.Fatalf("run task: %v %+v", out, f)
+	}
+	if _, f = run("exit 1"); f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "container web exited with code 1") {
+		t.Fatalf("a failing task: %+v", f)
+	}
+
+	// A service this execution created is deleted by its rollback.
+	fake2 := awsfake.Start()
+	defer fake2.Close()
+	t.Setenv("AWS_ENDPOINT_URL_ECS", fake2.URL)
+	t.Setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", fake2.URL)
+	if _, f = step(t, a, "EcsRollingDeploy", "exec-8", "nginx:1", 1, `{}`); f != nil {
+		t.Fatal(f)
+	}
+	if out, f = step(t, a, "EcsRollingRollback", "exec-8", "nginx:1", 1, `{}`); f != nil || out["deleted"] != true {
+		t.Fatalf("rollback of a created service: %v %+v", out, f)
+	}
+	if _, ok := fake2.Service("web"); ok {
+		t.Fatal("the service the execution created is still there")
+	}
+}

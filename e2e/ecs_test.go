@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/awsfake"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/status"
+)
+
+const ecsPipeline = `pipeline:
+  name: Web on ECS
+  identifier: web_ecs
+  variables:
+    - {name: tag, type: String, value: <+input>}
+    - {name: fail, type: String, value: <+input>.default("no")}
+  stages:
+    - stage:
+        name: Deploy
+        identifier: deploy
+        type: Deployment
+        spec:
+          deploymentType: ECS
+          service: {serviceRef: web}
+          environment:
+            environmentRef: prod
+            infrastructureDefinitions: [{identifier: ecs_eu}]
+          execution:
+            steps:
+              - step:
+                  type: EcsRunTask
+                  name: Migrate
+                  identifier: migrate
+                  timeout: 2m
+                  spec:
+                    taskDefinition: {type: Local, spec: {paths: [migrate-task.yaml]}}
+                    runTaskRequestDefinition: {type: Local, spec: {paths: [migrate-run.yaml]}}
+              - step: {type: EcsRollingDeploy, name: Deploy, identifier: rolling, timeout: 2m, spec: {}}
+              - step:
+                  type: ShellScript
+                  name: Check
+                  identifier: check
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: 'test "$FAIL" != yes'}}
+                    environmentVariables: [{name: FAIL, type: String, value: <+pipeline.variables.fail>}]
+            rollbackSteps:
+              - step: {type: EcsRollingRollback, name: Rollback, identifier: rollback, timeout: 2m, spec: {}}
+        failureStrategies:
+          - onFailure: {errors: [AllErrors], action: {type: StageRollback}}
+`
+
+var ecsEntities = map[string]string{
+	"service.yaml": `service:
+  name: Web
+  identifier: web
+  serviceDefinition:
+    type: ECS
+    spec:
+      manifests:
+        - manifest: {identifier: task, type: EcsTaskDefinition, spec: {store: {type: Local, spec: {paths: [task.yaml]}}}}
+        - manifest: {identifier: svc, type: EcsServiceDefinition, spec: {store: {type: Local, spec: {paths: [service.json]}}}}
+        - manifest: {identifier: target, type: EcsScalableTargetDefinition, spec: {store: {type: Local, spec: {paths: [target.yaml]}}}}
+      artifacts:
+        primary:
+          primaryArtifactRef: nginx
+          sources:
+            - {identifier: nginx, type: DockerRegistry, spec: {imagePath: library/nginx, tag: <+pipeline.variables.tag>}}
+`,
+	"task.yaml": "family: web\nnetworkMode: awsvpc\nrequiresCompatibilities: [FARGATE]\ncpu: \"256\"\nmemory: \"512\"\ncontainerDefinitions:\n  - {name: web, image: <+artifact.image>, essential: true}\n",
+	"service.json": `{"serviceName": "<+service.identifier>-<+env.identifier>", "launchType": "FARGATE", "desiredCount": 2,
+ "networkConfiguration": {"awsvpcConfiguration": {"subnets": ["subnet-1"], "securityGroups": ["sg-1"]}}}
+`,
+	"target.yaml":       "minCapacity: 2\nmaxCapacity: 6\n",
+	"migrate-task.yaml": "family: web-migrate\ncontainerDefinitions:\n  - {name: migrate, image: <+artifact.image>, essential: true}\n",
+	"migrate-run.yaml":  "launchType: FARGATE\n",
+	"env.yaml":          "environment:\n  name: prod\n  identifier: prod\n  type: Production\n",
+	"infra.yaml":        "infrastructureDefinition:\n  name: ECS EU\n  identifier: ecs_eu\n  environmentRef: prod\n  deploymentType: ECS\n  type: ECS\n  spec: {connectorRef: aws, region: eu-west-1, cluster: prod-cluster}\n",
+	"aws.yaml":          "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: AKIDECS, secretKeyRef: aws_key}\n",
+}
+
+// An ECS Deployment stage runs a one-off task, rolls the service out (creating it first, then
+// updating it) and waits for its steady state; when a later step fails, the stage rollback
+// puts the previous task definition and desired count back.
+func TestEcsDeployment(t *testing.T) {
+	fake := awsfake.Start()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
+	t.Setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", fake.URL)
+	t.Setenv(secrets.EnvName("aws_key"), "ecs-secret")
+	dir := t.TempDir()
+	for name, text := range ecsEntities {
+		writeFile(t, filepath.Join(dir, name), text)
+	}
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), ecsPipeline)
+	deploy := func(tag, fail string) status.Status {
+		t.Helper()
+		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true,
+			Sets: []string{"pipeline.variables.tag=" + tag, "pipeline.variables.fail=" + fail}})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+		}
+		_, res := runPlan(t, env.starter, r.Plan)
+		if fail == "no" && res.Status != status.Succeeded {
+			for _, c := range res.Tree.Find("deploy").Children {
+				t.Logf("%s %s %+v", c.Path, c.Status, c.Failure)
+			}
+			t.Fatalf("run: %s", res.Status)
+		}
+		if fail == "no" {
+			if got := res.Tree.Find("deploy.rolling").Outputs["serviceName"]; got != "web-prod" {
+				t.Fatalf("outputs %v", res.Tree.Find("deploy.rolling").Outputs)
+			}
+		}
+		return res.Status
+	}
+	deploy("1.26", "no")
+	deploy("1.27", "no")
+	sv, ok := fake.Service("web-prod")
+	if !ok || !strings.HasSuffix(sv.TaskDefinition, "web:2") || sv.DesiredCount != 2 {
+		t.Fatalf("after two runs: %+v %v", sv, ok)
+	}
+	if mn, mx, ok := fake.ScalableTarget("service/prod-cluster/web-prod"); !ok || mn != 2 || mx != 6 {
+		t.Fatalf("scalable target %d..%d", mn, mx)
+	}
+	if st := deploy("1.28", "yes"); st == status.Succeeded {
+		t.Fatal("the failing run succeeded")
+	}
+	sv, _ = fake.Service("web-prod")
+	if !strings.HasSuffix(sv.TaskDefinition, "web:2") || sv.Tags["gantry-rollback-task-definition"] == "" {
+		t.Fatalf("after the rollback the service runs %s (tags %v), want web:2", sv.TaskDefinition, sv.Tags)
+	}
+	ran := 0
+	for _, c := range fake.Calls() {
+		if c.Action == "RunTask" {
+			ran++
+			if !strings.Contains(c.Params["taskDefinition"], "web-migrate") || c.Params["cluster"] != "prod-cluster" {
+				t.Fatalf("RunTask %v", c.Params)
+			}
+		}
+	}
+	if ran != 3 {
+		t.Fatalf("%d RunTask calls, want one per run", ran)
+	}
+	_ = context.Background
+}
