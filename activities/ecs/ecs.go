@@ -24,7 +24,6 @@ import (
 	astypes "github.com/aws/aws-sdk-go-v2/service/applicationautoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
-	"go.temporal.io/sdk/activity"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-cd/gantry/activities"
@@ -59,31 +58,17 @@ type run struct {
 
 // Run runs an ECS step.
 func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
-	d := in.Deploy
-	if d == nil || d.Aws == nil || d.Cluster == "" {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s needs a Deployment stage with deploymentType ECS", in.Type, in.StepPath)
-	}
-	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
-	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "open step log: %v", err)
-	}
-	defer log.Close()
-	hctx, stop := context.WithCancel(ctx)
-	defer stop()
-	if activity.IsActivity(ctx) {
-		go activities.Heartbeat(hctx, activity.GetInfo(ctx).HeartbeatTimeout)
-	}
-	if in.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, in.Timeout)
-		defer cancel()
-	}
-	r := &run{in: in, d: d, log: log, mask: &secrets.Masker{}}
-	cfg, err := awsauth.Config(ctx, *d.Aws, d.Region, a.Secrets, r.mask)
+	st, err := awsauth.Start(ctx, in, a.Logs, a.Secrets, "ECS")
 	if err != nil {
 		return activities.StepResult{}, err
 	}
-	r.c, r.scaling = ecs.NewFromConfig(cfg), applicationautoscaling.NewFromConfig(cfg)
+	defer st.End()
+	ctx, d := st.Ctx, in.Deploy
+	if d.Cluster == "" {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s needs a Deployment stage with deploymentType ECS", in.Type, in.StepPath)
+	}
+	r := &run{in: in, d: d, log: st.Log, mask: st.Mask}
+	r.c, r.scaling = ecs.NewFromConfig(st.Cfg), applicationautoscaling.NewFromConfig(st.Cfg)
 	var spec struct {
 		SameAsAlreadyRunningInstances any `json:"sameAsAlreadyRunningInstances"`
 		ForceNewDeployment            any `json:"forceNewDeployment"`

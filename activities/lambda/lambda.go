@@ -23,7 +23,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
-	"go.temporal.io/sdk/activity"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-cd/gantry/activities"
@@ -86,31 +85,14 @@ type run struct {
 
 // Run runs an AwsLambdaDeploy or AwsLambdaRollback step.
 func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
-	d := in.Deploy
-	if d == nil || d.Aws == nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s needs a Deployment stage with deploymentType AwsLambda", in.Type, in.StepPath)
-	}
-	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
-	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "open step log: %v", err)
-	}
-	defer log.Close()
-	hctx, stop := context.WithCancel(ctx)
-	defer stop()
-	if activity.IsActivity(ctx) {
-		go activities.Heartbeat(hctx, activity.GetInfo(ctx).HeartbeatTimeout)
-	}
-	if in.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, in.Timeout)
-		defer cancel()
-	}
-	r := &run{a: a, in: in, log: log, mask: &secrets.Masker{}, region: d.Region}
-	cfg, err := awsauth.Config(ctx, *d.Aws, d.Region, a.Secrets, r.mask)
+	st, err := awsauth.Start(ctx, in, a.Logs, a.Secrets, "AwsLambda")
 	if err != nil {
 		return activities.StepResult{}, err
 	}
-	r.c = lambda.NewFromConfig(cfg)
+	defer st.End()
+	ctx, d := st.Ctx, in.Deploy
+	r := &run{a: a, in: in, log: st.Log, mask: st.Mask, region: d.Region}
+	r.c = lambda.NewFromConfig(st.Cfg)
 	def, err := definition(d)
 	if err != nil {
 		return activities.StepResult{}, err
