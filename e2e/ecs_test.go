@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/worker"
 )
 
 const ecsPipeline = `pipeline:
@@ -80,13 +82,25 @@ var ecsEntities = map[string]string{
 	"migrate-run.yaml":  "launchType: FARGATE\n",
 	"env.yaml":          "environment:\n  name: prod\n  identifier: prod\n  type: Production\n",
 	"infra.yaml":        "infrastructureDefinition:\n  name: ECS EU\n  identifier: ecs_eu\n  environmentRef: prod\n  deploymentType: ECS\n  type: ECS\n  spec: {connectorRef: aws, region: eu-west-1, cluster: prod-cluster}\n",
-	"aws.yaml":          "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: AKIDECS, secretKeyRef: aws_key}\n",
+	"aws.yaml":          "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: AKIDECS, secretKeyRef: aws_key}\n    delegateSelectors: [aws-eu]\n",
 }
 
 // An ECS Deployment stage runs a one-off task, rolls the service out (creating it first, then
 // updating it) and waits for its steady state; when a later step fails, the stage rollback
-// puts the previous task definition and desired count back.
+// puts the previous task definition and desired count back. The ECS steps run on a worker
+// with the tags of the connector's delegate selectors.
 func TestEcsDeployment(t *testing.T) {
+	tagged := logs.Store{Dir: t.TempDir()}
+	ws, err := worker.Delegates(env.client, worker.Options{Logs: tagged, Secrets: &secrets.Store{}, Tags: []string{"aws-eu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+	}
 	fake := awsfake.Start()
 	defer fake.Close()
 	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
@@ -104,7 +118,7 @@ func TestEcsDeployment(t *testing.T) {
 		if err != nil || !r.OK() {
 			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
 		}
-		_, res := runPlan(t, env.starter, r.Plan)
+		exec, res := runPlan(t, env.starter, r.Plan)
 		if fail == "no" && res.Status != status.Succeeded {
 			for _, c := range res.Tree.Find("deploy").Children {
 				t.Logf("%s %s %+v", c.Path, c.Status, c.Failure)
@@ -114,6 +128,11 @@ func TestEcsDeployment(t *testing.T) {
 		if fail == "no" {
 			if got := res.Tree.Find("deploy.rolling").Outputs["serviceName"]; got != "web-prod" {
 				t.Fatalf("outputs %v", res.Tree.Find("deploy.rolling").Outputs)
+			}
+			for _, step := range []string{"deploy.rolling", "deploy.migrate"} {
+				if ok, _ := tagged.Exists(context.Background(), exec.ID, step); !ok {
+					t.Fatalf("step %s did not run on the worker tagged aws-eu", step)
+				}
 			}
 		}
 		return res.Status
@@ -146,5 +165,4 @@ func TestEcsDeployment(t *testing.T) {
 	if ran != 3 {
 		t.Fatalf("%d RunTask calls, want one per run", ran)
 	}
-	_ = context.Background
 }

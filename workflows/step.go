@@ -251,10 +251,14 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	if n.Type == "ShellScript" || deploy != nil || pod != nil {
 		ao.HeartbeatTimeout = set.HeartbeatTimeout
 	}
-	if len(n.Selectors) > 0 {
+	selectors := n.Selectors
+	if len(selectors) == 0 && deploy != nil && deploy.Aws != nil {
+		selectors = deploy.Aws.Selectors // an AWS step without its own runs where its connector says
+	}
+	if len(selectors) > 0 {
 		// Only workers with these tags poll this queue; none within the wait is a
 		// DelegateProvisioning failure, not a hang.
-		ao.TaskQueue = SelectorQueue(ao.TaskQueue, n.Selectors)
+		ao.TaskQueue = SelectorQueue(ao.TaskQueue, selectors)
 		ao.ScheduleToStartTimeout = set.DelegateWait
 	}
 	// Temporal allows 2,000 pending activities per workflow: a stage keeps well below it
@@ -290,7 +294,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		f := activities.Classify(err)
 		if f.Category == activities.DelegateProvisioning {
 			f.Message = fmt.Sprintf("no worker with delegate selectors %v picked up the step within %s; start one with `gantry worker --tags %s`",
-				n.Selectors, set.DelegateWait, strings.Join(n.Selectors, ","))
+				selectors, set.DelegateWait, strings.Join(selectors, ","))
 		}
 		return activities.Details(err).Outputs, f
 	}

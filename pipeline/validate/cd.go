@@ -135,7 +135,7 @@ func (c *checker) awsConnector(a *pipeline.AwsConnectorSpec) {
 	}
 	c.boolean(a.Node, "executeOnDelegate", a.ExecuteOnDelegate)
 	for _, k := range []string{"proxy", "awsSdkClientBackOffStrategyOverride"} {
-		if n := pipeline.ValueAt(a.Node, k); n != nil && !(k == "proxy" && n.Value == "false") {
+		if n := pipeline.Field(a.Node, k); n != nil && !(k == "proxy" && n.Value == "false") {
 			c.diags.Warnf(c.pos(n), "reference-field-ignored", "`%s` is a field of the reference that Gantry does not act on yet; the AWS SDK's defaults apply", k)
 		}
 	}

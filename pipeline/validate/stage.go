@@ -290,7 +290,7 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps deploy a service and run only in Deployment stages; stage %s is %s",
 			s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("move the step into a stage with `type: Deployment` and `deploymentType: Kubernetes`")
 	}
-	if n := pipeline.ValueAt(ctx.stage.Spec, "deploymentType"); deploys && ctx.stage.Type == "Deployment" && n != nil && n.Value != "" && !dynamic(n.Value) {
+	if n := pipeline.Field(ctx.stage.Spec, "deploymentType"); deploys && ctx.stage.Type == "Deployment" && n != nil && n.Value != "" && !dynamic(n.Value) {
 		if want := stepDeploys(s.Type); want != n.Value && !(want == "Kubernetes" && n.Value == "NativeHelm") {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps do not run in stage %s, which deploys %s services",
 				s.Type, ctx.stage.Identifier, n.Value).SetHint("the K8s and Helm steps deploy to Kubernetes, the AwsLambda steps AwsLambda services, the Ecs steps ECS services")
