@@ -4,7 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/gantry-cd/gantry/activities"
@@ -109,5 +112,44 @@ func TestConnectorCredentials(t *testing.T) {
 	_, err = whoAmI(t, fake, plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "A", SecretKeyRef: "nope"}, keys)
 	if f := activities.Classify(err); f == nil || f.Category != activities.Authentication || !strings.Contains(f.Message, "connector aws: secret key") {
 		t.Fatalf("a missing secret: %+v", f)
+	}
+}
+
+// The other categories: a missing permission, an unreachable endpoint, a request cut by the
+// step's timeout; each message names what was done.
+func TestFailureCategories(t *testing.T) {
+	fake := awsfake.Start()
+	defer fake.Close()
+	fake.Deny("GetSecretValue")
+	keys := resolver{"aws_secret": "s"}
+	c := plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKID", SecretKeyRef: "aws_secret", Region: "eu-west-1"}
+	get := func(ctx context.Context, endpoint string) error {
+		t.Setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", endpoint)
+		cfg, err := awsauth.Config(ctx, c, "", keys, nil)
+		if err != nil {
+			return err
+		}
+		cfg.RetryMaxAttempts = 1
+		_, err = secretsmanager.NewFromConfig(cfg).GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String("db")})
+		return awsauth.Fail(err, "read secret db")
+	}
+	ctx := context.Background()
+	for name, c := range map[string]struct {
+		err  func() error
+		want activities.Category
+	}{
+		"denied":      {func() error { return get(ctx, fake.URL) }, activities.Authorization},
+		"unreachable": {func() error { return get(ctx, "http://127.0.0.1:1") }, activities.Connectivity},
+		"timeout": {func() error {
+			tctx, cancel := context.WithTimeout(ctx, time.Nanosecond)
+			defer cancel()
+			time.Sleep(time.Millisecond)
+			return get(tctx, fake.URL)
+		}, activities.Timeout},
+	} {
+		f := activities.Classify(c.err())
+		if f == nil || f.Category != c.want || !strings.HasPrefix(f.Message, "read secret db: ") {
+			t.Errorf("%s: %+v, want %s", name, f, c.want)
+		}
 	}
 }

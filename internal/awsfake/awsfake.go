@@ -41,6 +41,7 @@ type Server struct {
 	taskSeq   int
 	targets   map[string]map[string]any
 	policies  map[string]map[string]map[string]any
+	denied    map[string]bool
 	// S3Get reads the zip a Lambda function's code names in S3 (nil: the code is the reference).
 	S3Get func(bucket, key string) ([]byte, error)
 }
@@ -64,7 +65,7 @@ type Call struct {
 func Start() *Server {
 	s := &Server{secrets: map[string]string{}, roles: map[string]Role{}, functions: map[string]*lambdaFn{}, failUpdate: map[string]string{},
 		services: map[string]*ecsService{}, taskDefs: map[string]map[string]any{}, revisions: map[string]int{}, tasks: map[string]*ecsTask{},
-		targets: map[string]map[string]any{}, policies: map[string]map[string]map[string]any{}}
+		targets: map[string]map[string]any{}, policies: map[string]map[string]map[string]any{}, denied: map[string]bool{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s
@@ -85,6 +86,14 @@ func (s *Server) AddRole(arn string, r Role) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.roles[arn] = r
+}
+
+// Deny makes every call of a JSON-protocol action ("GetSecretValue", "UpdateService") fail
+// with AccessDeniedException, as a missing IAM permission does.
+func (s *Server) Deny(action string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.denied[action] = true
 }
 
 // Calls returns the requests answered so far.
@@ -139,6 +148,13 @@ func (s *Server) json(w http.ResponseWriter, key, target string, body []byte) {
 		params[k] = fmt.Sprint(v)
 	}
 	s.record(Call{Service: service, Action: action, AccessKeyID: key, Params: params})
+	s.mu.Lock()
+	denied := s.denied[action]
+	s.mu.Unlock()
+	if denied {
+		jsonErr(w, http.StatusBadRequest, "AccessDeniedException", "User: arn:aws:iam::123456789012:user/"+key+" is not authorized to perform: "+action)
+		return
+	}
 	switch service {
 	case "AmazonEC2ContainerServiceV20141113":
 		s.ecs(w, action, in)
