@@ -49,3 +49,17 @@ func TestEcsStage(t *testing.T) {
 		t.Errorf("blue-green:\n%s", text)
 	}
 }
+
+// examples/aws's ECS and Lambda pipelines load for a run with no diagnostic but the warnings
+// of fields Gantry does not act on.
+func TestAwsExamples(t *testing.T) {
+	for file, sets := range map[string][]string{"ecs.yaml": {"pipeline.variables.tag=1.27"}, "lambda.yaml": nil} {
+		r, err := load.File(filepath.Join("..", "..", "examples", "aws", file), load.Options{ForRun: true, Sets: sets})
+		if err != nil || !r.OK() || r.Plan == nil || len(r.Diags.Invalid()) > 0 {
+			t.Fatalf("%s: %v\n%s", file, err, r.Diags.Render(r.Sources))
+		}
+		if d := r.Plan.Stages[0].Deploy; d == nil || d.Infra.Aws == nil || d.Infra.Aws.ID != "aws_prod" {
+			t.Fatalf("%s: deployment %+v", file, d)
+		}
+	}
+}
