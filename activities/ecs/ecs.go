@@ -1,5 +1,5 @@
 // Package ecs runs the ECS steps with aws-sdk-go-v2: EcsRollingDeploy and EcsRollingRollback,
-// EcsCanaryDeploy and EcsCanaryDelete, and EcsRunTask.
+// EcsCanaryDeploy and EcsCanaryDelete, EcsRunTask, and the blue-green steps (bluegreen.go).
 //
 // A rolling deploy registers the service's task definition, updates the service (or creates
 // it), applies its scaling definitions, and waits for the reference's steady state: the
@@ -24,6 +24,7 @@ import (
 	astypes "github.com/aws/aws-sdk-go-v2/service/applicationautoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-cd/gantry/activities"
@@ -52,6 +53,7 @@ type run struct {
 	d       *activities.DeployInput
 	c       *ecs.Client
 	scaling *applicationautoscaling.Client
+	elb     *elb.Client
 	log     *logs.Writer
 	mask    *secrets.Masker
 }
@@ -68,7 +70,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s needs a Deployment stage with deploymentType ECS", in.Type, in.StepPath)
 	}
 	r := &run{in: in, d: d, log: st.Log, mask: st.Mask}
-	r.c, r.scaling = ecs.NewFromConfig(st.Cfg), applicationautoscaling.NewFromConfig(st.Cfg)
+	r.c, r.scaling, r.elb = ecs.NewFromConfig(st.Cfg), applicationautoscaling.NewFromConfig(st.Cfg), elb.NewFromConfig(st.Cfg)
 	var spec struct {
 		SameAsAlreadyRunningInstances any `json:"sameAsAlreadyRunningInstances"`
 		ForceNewDeployment            any `json:"forceNewDeployment"`
@@ -77,6 +79,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		SkipSteadyStateCheck          any `json:"skipSteadyStateCheck"`
 	}
 	_ = json.Unmarshal(in.Spec, &spec)
+	var bg bgSpec
+	_ = json.Unmarshal(in.Spec, &bg)
 	var out map[string]any
 	switch in.Type {
 	case "EcsRollingDeploy":
@@ -89,6 +93,12 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out, err = r.canaryDelete(ctx)
 	case "EcsRunTask":
 		out, err = r.runTask(ctx, spec.TaskDefinitionArn, truthy(spec.SkipSteadyStateCheck))
+	case "EcsBlueGreenCreateService":
+		out, err = r.blueGreenCreate(ctx, bg)
+	case "EcsBlueGreenSwapTargetGroups":
+		out, err = r.blueGreenSwap(ctx, bg)
+	case "EcsBlueGreenRollback":
+		out, err = r.blueGreenRollback(ctx)
 	default:
 		err = activities.Fail(activities.Unknown, "Gantry does not run %s steps", in.Type)
 	}

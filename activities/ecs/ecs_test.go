@@ -37,6 +37,7 @@ containerDefinitions:
 `
 
 const serviceDef = `{"serviceName": "web", "launchType": "FARGATE", "desiredCount": %d,
+ "loadBalancers": [{"targetGroupArn": "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web-a/1", "containerName": "web", "containerPort": 80}],
  "networkConfiguration": {"awsvpcConfiguration": {"subnets": ["subnet-1"], "securityGroups": ["sg-1"], "assignPublicIp": "ENABLED"}},
  "deploymentConfiguration": {"maximumPercent": 200, "minimumHealthyPercent": 100}}`
 
@@ -138,5 +139,86 @@ func TestEcsSteps(t *testing.T) {
 	}
 	if _, ok := fake2.Service("web"); ok {
 		t.Fatal("the service the execution created is still there")
+	}
+}
+
+// Blue-green: the green service starts behind the stage target group; the swap points the prod
+// listener rule at it and the stage one at the old service, which is downsized; a rollback
+// after a swap points them back and restores the old service; a rollback before a swap only
+// deletes the green service; a green service an earlier run left is deleted.
+func TestEcsBlueGreen(t *testing.T) {
+	fake := awsfake.Start()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
+	t.Setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", fake.URL)
+	t.Setenv("AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2", fake.URL)
+	const (
+		lb       = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/web/1"
+		prodL    = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener/app/web/1/80"
+		prodRule = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener-rule/app/web/1/80/1"
+		stageL   = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener/app/web/1/8080"
+		tgA      = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web-a/1"
+		tgB      = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web-b/2"
+	)
+	fake.AddListener(prodL, prodRule, tgA)
+	fake.AddListener(stageL, "", tgB)
+	a := &ecs.Activity{Secrets: keys{"k": "secret"}, Logs: logs.Store{Dir: t.TempDir()}}
+	bgSpec := `{"loadBalancer": "` + lb + `", "prodListener": "` + prodL + `", "prodListenerRuleArn": "` + prodRule + `", "stageListener": "` + stageL + `", "sameAsAlreadyRunningInstances": true}`
+	withLB := func(typ, exec, image, spec string) (map[string]any, *activities.Failure) {
+		t.Helper()
+		return step(t, a, typ, exec, image, 2, spec)
+	}
+	if _, f := withLB("EcsRollingDeploy", "exec-1", "nginx:1", `{}`); f != nil {
+		t.Fatal(f)
+	}
+	out, f := withLB("EcsBlueGreenCreateService", "exec-2", "nginx:2", bgSpec)
+	if f != nil || out["greenServiceName"] != "web__2" || out["blueServiceName"] != "web" || out["stageTargetGroupArn"] != tgB || out["prodTargetGroupArn"] != tgA {
+		t.Fatalf("create green: %v %+v", out, f)
+	}
+	if _, f = withLB("EcsBlueGreenSwapTargetGroups", "exec-2", "nginx:2", `{}`); f != nil {
+		t.Fatal(f)
+	}
+	if fake.Forwards(prodRule) != tgB || fake.Forwards(stageL) != tgA {
+		t.Fatalf("after the swap prod forwards to %s, stage to %s", fake.Forwards(prodRule), fake.Forwards(stageL))
+	}
+	if old, _ := fake.Service("web"); old.DesiredCount != 0 {
+		t.Fatalf("the old service was not downsized: %+v", old)
+	}
+	// The next release: web__2 is blue now; web, left as green, is deleted; a rollback before
+	// the swap deletes the new green service and leaves the listeners alone.
+	out, f = withLB("EcsBlueGreenCreateService", "exec-3", "nginx:3", bgSpec)
+	if f != nil || out["blueServiceName"] != "web__2" || out["stageTargetGroupArn"] != tgA {
+		t.Fatalf("second release: %v %+v", out, f)
+	}
+	if _, ok := fake.Service("web"); ok {
+		t.Fatal("the green service an earlier run left is still there")
+	}
+	if out, f = withLB("EcsBlueGreenRollback", "exec-3", "nginx:3", `{}`); f != nil || out["deletedServiceName"] != "web__3" {
+		t.Fatalf("rollback before the swap: %v %+v", out, f)
+	}
+	if fake.Forwards(prodRule) != tgB {
+		t.Fatal("a rollback before the swap moved the prod listener")
+	}
+	// A release swapped, then rolled back.
+	if _, f = withLB("EcsBlueGreenCreateService", "exec-4", "nginx:4", bgSpec); f != nil {
+		t.Fatal(f)
+	}
+	if _, f = withLB("EcsBlueGreenSwapTargetGroups", "exec-4", "nginx:4", `{}`); f != nil {
+		t.Fatal(f)
+	}
+	if fake.Forwards(prodRule) != tgA {
+		t.Fatalf("second swap: prod forwards to %s", fake.Forwards(prodRule))
+	}
+	if out, f = withLB("EcsBlueGreenRollback", "exec-4", "nginx:4", `{}`); f != nil || out["deletedServiceName"] != "web__4" {
+		t.Fatalf("rollback after the swap: %v %+v", out, f)
+	}
+	if fake.Forwards(prodRule) != tgB || fake.Forwards(stageL) != tgA {
+		t.Fatalf("after the rollback prod forwards to %s, stage to %s", fake.Forwards(prodRule), fake.Forwards(stageL))
+	}
+	if blue, _ := fake.Service("web__2"); blue.DesiredCount != 2 || blue.Tags["gantry-bg-role"] != "blue" {
+		t.Fatalf("the restored blue service: %+v", blue)
+	}
+	if _, f = withLB("EcsBlueGreenSwapTargetGroups", "exec-9", "nginx:4", `{}`); f == nil || !strings.Contains(f.Message, "run EcsBlueGreenCreateService first") {
+		t.Fatalf("a swap without a green service: %+v", f)
 	}
 }

@@ -42,6 +42,8 @@ type Server struct {
 	targets   map[string]map[string]any
 	policies  map[string]map[string]map[string]any
 	denied    map[string]bool
+	listeners map[string]string // listener ARN → target group
+	rules     map[string]string // rule ARN → target group
 	// S3Get reads the zip a Lambda function's code names in S3 (nil: the code is the reference).
 	S3Get func(bucket, key string) ([]byte, error)
 }
@@ -65,7 +67,8 @@ type Call struct {
 func Start() *Server {
 	s := &Server{secrets: map[string]string{}, roles: map[string]Role{}, functions: map[string]*lambdaFn{}, failUpdate: map[string]string{},
 		services: map[string]*ecsService{}, taskDefs: map[string]map[string]any{}, revisions: map[string]int{}, tasks: map[string]*ecsTask{},
-		targets: map[string]map[string]any{}, policies: map[string]map[string]map[string]any{}, denied: map[string]bool{}}
+		targets: map[string]map[string]any{}, policies: map[string]map[string]map[string]any{}, denied: map[string]bool{},
+		listeners: map[string]string{}, rules: map[string]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s
@@ -128,6 +131,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if service == "sts" {
 		form, _ := url.ParseQuery(string(body))
 		s.sts(w, key, form)
+		return
+	}
+	if service == "elasticloadbalancing" {
+		form, _ := url.ParseQuery(string(body))
+		s.elb(w, key, form)
 		return
 	}
 	jsonErr(w, http.StatusBadRequest, "UnknownOperationException", "the fake does not serve "+service+" "+r.Method+" "+r.URL.Path)

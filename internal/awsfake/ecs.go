@@ -142,7 +142,9 @@ func (s *Server) ecs(w http.ResponseWriter, action string, in map[string]any) {
 		var out []any
 		names, _ := in["services"].([]any)
 		for _, n := range names {
-			sv, ok := s.services[fmt.Sprint(n)]
+			name := fmt.Sprint(n)
+			name = name[strings.LastIndex(name, "/")+1:] // an ARN names the service last
+			sv, ok := s.services[name]
 			if !ok {
 				continue
 			}
@@ -150,6 +152,14 @@ func (s *Server) ecs(w http.ResponseWriter, action string, in map[string]any) {
 			out = append(out, sv.view(true))
 		}
 		writeJSON(w, map[string]any{"services": out, "failures": []any{}})
+	case "ListServices":
+		var arns []any
+		for _, sv := range s.services {
+			if sv.desc["cluster"] == in["cluster"] {
+				arns = append(arns, sv.desc["serviceArn"])
+			}
+		}
+		writeJSON(w, map[string]any{"serviceArns": arns})
 	case "DeleteService":
 		name, _ := in["service"].(string)
 		sv, ok := s.services[name]

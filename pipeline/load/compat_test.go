@@ -289,7 +289,7 @@ func TestRuntimeInputPositions(t *testing.T) {
 func TestUnsupportedStepTypeHints(t *testing.T) {
 	for typ, want := range map[string]string{
 		"DownloadManifests": "is outside a containerized step group",
-		"JiraApproval":      "Gantry runs step types AwsLambdaDeploy, AwsLambdaRollback, Background, Barrier, Container, DownloadManifests, EcsCanaryDelete",
+		"JiraApproval":      "Gantry runs step types AwsLambdaDeploy, AwsLambdaRollback, Background, Barrier, Container, DownloadManifests, EcsBlueGreenCreateService",
 	} {
 		src := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Custom\n        spec:\n          execution:\n            steps:\n              - step: {type: " + typ + ", name: x, identifier: x, spec: {}}\n"
 		r := load.Bytes("p.yaml", []byte(src), load.Options{})

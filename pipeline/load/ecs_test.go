@@ -41,12 +41,12 @@ func TestEcsStage(t *testing.T) {
 		strings.Contains(text, "unknown key") {
 		t.Errorf("diagnostics:\n%s", text)
 	}
-	bg := strings.Replace(files["pipeline.yaml"], "type: EcsRollingDeploy", "type: EcsBlueGreenSwapTargetGroups", 1)
+	bg := strings.Replace(files["pipeline.yaml"], "type: EcsRollingDeploy", "type: EcsBlueGreenTrafficShift", 1)
 	if err := os.WriteFile(filepath.Join(dir, "pipeline.yaml"), []byte(bg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if text := load1(); !strings.Contains(text, "unsupported: step type EcsBlueGreenSwapTargetGroups is valid in the reference, but Gantry does not run") {
-		t.Errorf("blue-green:\n%s", text)
+	if text := load1(); !strings.Contains(text, "unsupported: step type EcsBlueGreenTrafficShift is valid in the reference, but Gantry does not run") {
+		t.Errorf("traffic shift:\n%s", text)
 	}
 }
 

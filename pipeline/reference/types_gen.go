@@ -617,6 +617,8 @@ var Fields = map[string][]string{
 	"steps.K8sScale":                             {"delegateSelectors", "description", "instanceSelection", "skipSteadyStateCheck", "workload"},
 	"steps.K8sDelete":                            {"commandFlags", "delegateSelectors", "deleteResources", "description"},
 	"steps.AwsLambda":                            {"delegateSelectors", "description"},
+	"steps.EcsBlueGreenCreateService":            {"delegateSelectors", "description", "enableAutoScalingInSwapStep", "isTrafficShift", "loadBalancer", "prodListener", "prodListenerRuleArn", "sameAsAlreadyRunningInstances", "stageListener", "stageListenerRuleArn", "stageTargetGroupArn", "updateGreenService"},
+	"steps.EcsBlueGreenSwapTargetGroups":         {"delegateSelectors", "description", "doNotDownsizeOldService", "downsizeOldServiceDelayInSecs"},
 	"steps.EcsRollingDeploy":                     {"delegateSelectors", "description", "forceNewDeployment", "sameAsAlreadyRunningInstances", "skipApplicationScaling"},
 	"steps.EcsRunTask":                           {"delegateSelectors", "description", "runTaskRequestDefinition", "skipSteadyStateCheck", "taskDefinition", "taskDefinitionArn"},
 	"pipeline.Trigger":                           {"description", "enabled", "encryptedWebhookSecretIdentifier", "identifier", "inputSetRefs", "inputYaml", "name", "orgIdentifier", "pipelineBranchName", "pipelineIdentifier", "projectIdentifier", "source", "stagesToExecute", "tags"},

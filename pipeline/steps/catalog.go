@@ -65,6 +65,28 @@ func init() {
 	register(Entry{Type: "EcsCanaryDeploy", New: func() any { return &AwsLambda{} }})
 	register(Entry{Type: "EcsCanaryDelete", New: func() any { return &AwsLambda{} }})
 	register(Entry{Type: "EcsRunTask", New: func() any { return &EcsRunTask{} }})
+	register(Entry{Type: "EcsBlueGreenCreateService", New: func() any { return &EcsBlueGreenCreateService{} }})
+	register(Entry{Type: "EcsBlueGreenSwapTargetGroups", New: func() any { return &EcsBlueGreenSwapTargetGroups{} }})
+	register(Entry{Type: "EcsBlueGreenRollback", New: func() any { return &AwsLambda{} }})
+}
+
+// EcsBlueGreenCreateService starts the new version as a green service behind the stage
+// listener: the load balancer's prod and stage listeners (and rules) say where traffic goes.
+type EcsBlueGreenCreateService struct {
+	AwsLambda                     `yaml:",inline"`
+	LoadBalancer                  string `yaml:"loadBalancer"`
+	ProdListener                  string `yaml:"prodListener"`
+	ProdListenerRuleArn           string `yaml:"prodListenerRuleArn"`
+	StageListener                 string `yaml:"stageListener"`
+	StageListenerRuleArn          string `yaml:"stageListenerRuleArn"`
+	SameAsAlreadyRunningInstances string `yaml:"sameAsAlreadyRunningInstances"`
+}
+
+// EcsBlueGreenSwapTargetGroups sends prod traffic to the green service and downsizes the old one.
+type EcsBlueGreenSwapTargetGroups struct {
+	AwsLambda                     `yaml:",inline"`
+	DoNotDownsizeOldService       string `yaml:"doNotDownsizeOldService"`
+	DownsizeOldServiceDelayInSecs string `yaml:"downsizeOldServiceDelayInSecs"`
 }
 
 // EcsRollingDeploy updates (or creates) the stage's ECS service with a new task definition.
