@@ -166,3 +166,77 @@ func TestEcsDeployment(t *testing.T) {
 		t.Fatalf("%d RunTask calls, want one per run", ran)
 	}
 }
+
+// A blue-green ECS stage: the green service starts behind the stage listener, the swap sends
+// prod traffic to it; when a later step fails, the stage rollback points the listeners back,
+// restores the old service and deletes the green one.
+func TestEcsBlueGreenDeployment(t *testing.T) {
+	fake := awsfake.Start()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
+	t.Setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", fake.URL)
+	t.Setenv("AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2", fake.URL)
+	t.Setenv(secrets.EnvName("aws_key"), "ecs-secret")
+	const (
+		prodRule = "arn:aws:elasticloadbalancing:eu-west-1:1:listener-rule/app/web/1/80/1"
+		prodL    = "arn:aws:elasticloadbalancing:eu-west-1:1:listener/app/web/1/80"
+		stageL   = "arn:aws:elasticloadbalancing:eu-west-1:1:listener/app/web/1/8080"
+		tgA      = "arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/web-a/1"
+		tgB      = "arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/web-b/2"
+	)
+	fake.AddListener(prodL, prodRule, tgA)
+	fake.AddListener(stageL, "", tgB)
+	dir := t.TempDir()
+	for name, text := range ecsEntities {
+		if name == "service.json" {
+			text = strings.Replace(text, `"desiredCount": 2,`, `"desiredCount": 2, "loadBalancers": [{"targetGroupArn": "`+tgA+`", "containerName": "web", "containerPort": 80}],`, 1)
+		}
+		if name == "aws.yaml" {
+			text = strings.Replace(text, "    delegateSelectors: [aws-eu]\n", "", 1)
+		}
+		writeFile(t, filepath.Join(dir, name), text)
+	}
+	bg := strings.Replace(ecsPipeline, `              - step: {type: EcsRollingDeploy, name: Deploy, identifier: rolling, timeout: 2m, spec: {}}`,
+		`              - step:
+                  type: EcsBlueGreenCreateService
+                  name: Green
+                  identifier: green
+                  timeout: 2m
+                  spec: {loadBalancer: "arn:aws:elasticloadbalancing:eu-west-1:1:loadbalancer/app/web/1", prodListener: "`+prodL+`", prodListenerRuleArn: "`+prodRule+`", stageListener: "`+stageL+`", sameAsAlreadyRunningInstances: true}
+              - step: {type: EcsBlueGreenSwapTargetGroups, name: Swap, identifier: swap, timeout: 2m, spec: {doNotDownsizeOldService: false}}`, 1)
+	bg = strings.Replace(bg, "type: EcsRollingRollback", "type: EcsBlueGreenRollback", 1)
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), bg)
+	run := func(tag, fail string) status.Status {
+		t.Helper()
+		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true,
+			Sets: []string{"pipeline.variables.tag=" + tag, "pipeline.variables.fail=" + fail}})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+		}
+		_, res := runPlan(t, env.starter, r.Plan)
+		if fail == "no" && res.Status != status.Succeeded {
+			for _, c := range res.Tree.Find("deploy").Children {
+				t.Logf("%s %s %+v", c.Path, c.Status, c.Failure)
+			}
+			t.Fatalf("run: %s", res.Status)
+		}
+		return res.Status
+	}
+	run("1.26", "no")
+	if fake.Forwards(prodRule) != tgB {
+		t.Fatalf("after the first release prod forwards to %s", fake.Forwards(prodRule))
+	}
+	if st := run("1.27", "yes"); st == status.Succeeded {
+		t.Fatal("the failing release succeeded")
+	}
+	if fake.Forwards(prodRule) != tgB || fake.Forwards(stageL) != tgA {
+		t.Fatalf("after the rollback prod forwards to %s, stage to %s", fake.Forwards(prodRule), fake.Forwards(stageL))
+	}
+	blue, ok := fake.Service("web-prod__1")
+	if !ok || blue.DesiredCount != 2 || blue.Tags["gantry-bg-role"] != "blue" {
+		t.Fatalf("the first release's service after the rollback: %+v %v", blue, ok)
+	}
+	if _, ok := fake.Service("web-prod__2"); ok {
+		t.Fatal("the failed release's green service is still there")
+	}
+}
