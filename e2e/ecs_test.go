@@ -9,7 +9,6 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/awsfake"
-	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/worker"
 )
@@ -113,18 +112,7 @@ func TestEcsDeployment(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "pipeline.yaml"), ecsPipeline)
 	deploy := func(tag, fail string) status.Status {
 		t.Helper()
-		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true,
-			Sets: []string{"pipeline.variables.tag=" + tag, "pipeline.variables.fail=" + fail}})
-		if err != nil || !r.OK() {
-			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-		}
-		exec, res := runPlan(t, env.starter, r.Plan)
-		if fail == "no" && res.Status != status.Succeeded {
-			for _, c := range res.Tree.Find("deploy").Children {
-				t.Logf("%s %s %+v", c.Path, c.Status, c.Failure)
-			}
-			t.Fatalf("run: %s", res.Status)
-		}
+		exec, res := runDeployment(t, dir, fail, "pipeline.variables.tag="+tag)
 		if fail == "no" {
 			if got := res.Tree.Find("deploy.rolling").Outputs["serviceName"]; got != "web-prod" {
 				t.Fatalf("outputs %v", res.Tree.Find("deploy.rolling").Outputs)
@@ -208,18 +196,7 @@ func TestEcsBlueGreenDeployment(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "pipeline.yaml"), bg)
 	run := func(tag, fail string) status.Status {
 		t.Helper()
-		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true,
-			Sets: []string{"pipeline.variables.tag=" + tag, "pipeline.variables.fail=" + fail}})
-		if err != nil || !r.OK() {
-			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-		}
-		_, res := runPlan(t, env.starter, r.Plan)
-		if fail == "no" && res.Status != status.Succeeded {
-			for _, c := range res.Tree.Find("deploy").Children {
-				t.Logf("%s %s %+v", c.Path, c.Status, c.Failure)
-			}
-			t.Fatalf("run: %s", res.Status)
-		}
+		_, res := runDeployment(t, dir, fail, "pipeline.variables.tag="+tag)
 		return res.Status
 	}
 	run("1.26", "no")

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/internal/s3test"
-	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/status"
 )
 
@@ -125,18 +123,8 @@ func TestAwsLambdaDeployment(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true,
-			Sets: []string{"pipeline.variables.memory=" + memory, "pipeline.variables.fail=" + fail}})
-		if err != nil || !r.OK() {
-			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-		}
-		_, res := runPlan(t, env.starter, r.Plan)
-		st := res.Status
-		if fail == "no" && st != status.Succeeded {
-			b, _ := json.MarshalIndent(res.Tree, "", "  ")
-			t.Fatalf("run: %s\n%s", st, b)
-		}
-		return &st
+		_, res := runDeployment(t, dir, fail, "pipeline.variables.memory="+memory)
+		return &res.Status
 	}
 	deploy("orders/orders-1.zip", "128", "no")
 	fn, ok := fake.Function("orders")

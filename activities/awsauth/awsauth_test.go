@@ -17,18 +17,7 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 )
 
-type resolver map[string]string
-
-func (r resolver) Resolve(_ context.Context, id string) (string, error) {
-	if v, ok := r[id]; ok {
-		return v, nil
-	}
-	return "", &missing{id}
-}
-
-type missing struct{ id string }
-
-func (m *missing) Error() string { return "secret " + m.id + " is not defined" }
+type resolver = awsfake.Secrets
 
 // whoAmI signs a GetCallerIdentity with the connector's configuration and returns the access
 // key the fake saw.
@@ -49,7 +38,7 @@ func whoAmI(t *testing.T, fake *awsfake.Server, c plan.AwsConnector, r secrets.R
 	if last.Action != "GetCallerIdentity" {
 		t.Fatalf("last call %+v", last)
 	}
-	if v := r.(resolver)[c.SecretKeyRef]; v != "" && mask.Apply("key "+v) != "key "+secrets.Mask {
+	if v := r.(awsfake.Secrets)[c.SecretKeyRef]; v != "" && mask.Apply("key "+v) != "key "+secrets.Mask {
 		t.Fatal("the secret key is not masked")
 	}
 	return last.AccessKeyID, nil

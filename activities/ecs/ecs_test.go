@@ -15,15 +15,6 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 )
 
-type keys map[string]string
-
-func (k keys) Resolve(_ context.Context, id string) (string, error) {
-	if v, ok := k[id]; ok {
-		return v, nil
-	}
-	return "", fmt.Errorf("secret %s is not defined", id)
-}
-
 const taskDef = `family: web
 networkMode: awsvpc
 requiresCompatibilities: [FARGATE]
@@ -68,7 +59,7 @@ func TestEcsSteps(t *testing.T) {
 	defer fake.Close()
 	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
 	t.Setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", fake.URL)
-	a := &ecs.Activity{Secrets: keys{"k": "secret"}, Logs: logs.Store{Dir: t.TempDir()}}
+	a := &ecs.Activity{Secrets: awsfake.Secrets{"k": "secret"}, Logs: logs.Store{Dir: t.TempDir()}}
 
 	out, f := step(t, a, "EcsRollingDeploy", "exec-1", "nginx:1.26", 2, `{}`)
 	if f != nil || out["taskDefinitionArn"] != "arn:aws:ecs:us-east-1:123456789012:task-definition/web:1" || out["previousTaskDefinitionArn"] != "none" || out["runningCount"] != int32(2) {
@@ -162,7 +153,7 @@ func TestEcsBlueGreen(t *testing.T) {
 	)
 	fake.AddListener(prodL, prodRule, tgA)
 	fake.AddListener(stageL, "", tgB)
-	a := &ecs.Activity{Secrets: keys{"k": "secret"}, Logs: logs.Store{Dir: t.TempDir()}}
+	a := &ecs.Activity{Secrets: awsfake.Secrets{"k": "secret"}, Logs: logs.Store{Dir: t.TempDir()}}
 	bgSpec := `{"loadBalancer": "` + lb + `", "prodListener": "` + prodL + `", "prodListenerRuleArn": "` + prodRule + `", "stageListener": "` + stageL + `", "sameAsAlreadyRunningInstances": true}`
 	withLB := func(typ, exec, image, spec string) (map[string]any, *activities.Failure) {
 		t.Helper()

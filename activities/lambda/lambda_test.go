@@ -15,15 +15,6 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 )
 
-type keys map[string]string
-
-func (k keys) Resolve(_ context.Context, id string) (string, error) {
-	if v, ok := k[id]; ok {
-		return v, nil
-	}
-	return "", fmt.Errorf("secret %s is not defined", id)
-}
-
 const definition = `{"functionName": "%s", "runtime": "python3.12", "handler": "app.handler",
   "role": "arn:aws:iam::123456789012:role/lambda", "memorySize": %d, "timeout": 10,
   "environment": {"variables": {"STAGE": "%s"}}}`
@@ -58,7 +49,7 @@ func TestDeployAndRollback(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", fake.URL)
 	fake.S3Get = func(bucket, key string) ([]byte, error) { return []byte("zip of " + bucket + "/" + key), nil }
 	r := &rig{t: t, fake: fake, logs: logs.Store{Dir: t.TempDir()}}
-	r.a = &lambda.Activity{Secrets: keys{"aws_secret": "deploy-secret"}, Logs: r.logs}
+	r.a = &lambda.Activity{Secrets: awsfake.Secrets{"aws_secret": "deploy-secret"}, Logs: r.logs}
 
 	out, f := r.step("AwsLambdaDeploy", "exec-1", "orders", 128, "orders-1.zip")
 	if f != nil || out["version"] != "1" || out["previousVersion"] != "none" {

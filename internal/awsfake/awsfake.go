@@ -8,6 +8,7 @@
 package awsfake
 
 import (
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -297,4 +298,15 @@ func jsonErr(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("X-Amzn-ErrorType", code)
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"__type": code, "message": msg})
+}
+
+// Secrets is a secret resolver over a map, for tests of steps that sign with a connector's keys.
+type Secrets map[string]string
+
+// Resolve implements secrets.Resolver.
+func (s Secrets) Resolve(_ context.Context, id string) (string, error) {
+	if v, ok := s[id]; ok {
+		return v, nil
+	}
+	return "", fmt.Errorf("secret %s is not defined", id)
 }
