@@ -52,8 +52,8 @@ const lambdaPipeline = `pipeline:
           - onFailure: {errors: [AllErrors], action: {type: StageRollback}}
 `
 
-// lambdaEntities are the service (a function definition beside it, its code the newest zip in
-// a bucket), environment, infrastructure and Aws connector of lambdaPipeline.
+// lambdaEntities are the service (a function definition and its code, the newest zip, in a
+// bucket), environment, infrastructure and Aws connector of lambdaPipeline.
 var lambdaEntities = map[string]string{
 	"service.yaml": `service:
   name: Orders
@@ -66,7 +66,7 @@ var lambdaEntities = map[string]string{
             identifier: fn
             type: AwsLambdaFunctionDefinition
             spec:
-              store: {type: Local, spec: {paths: [function.json]}}
+              store: {type: S3, spec: {connectorRef: aws, bucketName: builds, paths: [orders/function.json]}}
       artifacts:
         primary:
           primaryArtifactRef: zip
@@ -84,8 +84,8 @@ var lambdaEntities = map[string]string{
 	"aws.yaml":   "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: " + s3test.AccessKey + ", secretKeyRef: aws_key}\n      region: " + s3test.Region + "\n    executeOnDelegate: true\n",
 }
 
-// An AwsLambda Deployment stage creates the function from its definition and the newest zip
-// in S3 (a real S3-compatible server; Lambda is the protocol fake), updates it on the next run
+// An AwsLambda Deployment stage creates the function from its definition (kept in an S3 store)
+// and the newest zip in S3 (a real S3-compatible server; Lambda is the protocol fake), updates it on the next run
 // and publishes a version each time; when a later step fails, the stage rollback restores the
 // previous version's code and configuration.
 func TestAwsLambdaDeployment(t *testing.T) {
@@ -113,6 +113,12 @@ func TestAwsLambdaDeployment(t *testing.T) {
 	t.Setenv(secrets.EnvName("aws_key"), s3test.SecretKey)
 	dir := t.TempDir()
 	for name, text := range lambdaEntities {
+		if name == "function.json" { // the definition is kept in the bucket beside the builds
+			if err := srv.Put(ctx, "builds", "orders/function.json", []byte(text)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
 		writeFile(t, filepath.Join(dir, name), text)
 	}
 	writeFile(t, filepath.Join(dir, "pipeline.yaml"), lambdaPipeline)
