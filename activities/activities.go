@@ -43,6 +43,10 @@ const (
 	PodStart      = "gantry.PodStart"
 	PodStop       = "gantry.PodStop"
 	ContainerStep = "gantry.ContainerStep"
+	// Notify sends one notification delivery (notify.Delivery); ExecutionClosed tells a
+	// notifier whether the pipeline execution it serves has closed.
+	Notify          = "gantry.Notify"
+	ExecutionClosed = "gantry.ExecutionClosed"
 )
 
 // PodInput is a containerized step group's pod: where it runs (its infrastructure rendered)

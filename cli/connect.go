@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -54,6 +55,7 @@ type connFlags struct {
 	helperImage string
 	logBucket   logBucketFlags
 	secretMgr   secretManagerFlags
+	notify      notifyFlags
 }
 
 func (f *connFlags) add(cmd *cobra.Command) {
@@ -73,6 +75,7 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.codecKeys, "codec-keys", os.Getenv("GANTRY_CODEC_KEYS"), "key file (mode 600) that turns on AES-256-GCM encryption of every Temporal payload; every worker and client of the namespace needs it (env GANTRY_CODEC_KEYS)")
 	f.logBucket.add(cmd)
 	f.secretMgr.add(cmd)
+	f.notify.add(cmd)
 }
 
 // secretStore is the process's secret resolver: GANTRY_SECRET_<ID>, the secrets file
@@ -150,9 +153,10 @@ type engine struct {
 	metrics   *metrics.Metrics   // nil without --metrics-listen
 	delegates []sdkworker.Worker // activity workers for the --tags selector queues
 	httpSrv   *http.Server
-	remote    bool   // connected to a cluster (--address): steps run on other processes
-	address   string // the Temporal frontend this process talks to
-	uiURL     string // the Web UI serving it, when one is known
+	remote    bool                   // connected to a cluster (--address): steps run on other processes
+	address   string                 // the Temporal frontend this process talks to
+	uiURL     string                 // the Web UI serving it, when one is known
+	uiLink    atomic.Pointer[string] // uiURL, for the worker's notifications (set while they run)
 }
 
 // serverInfo is written to DATA_DIR/server.json while a process serves the embedded server, so
@@ -179,6 +183,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 	if addr == "" {
 		if info, ok := runningServer(f.dataDir); ok {
 			addr, e.uiURL = info.Address, info.UI
+			e.uiLink.Store(&info.UI)
 		} else {
 			if err := e.startEmbedded(ctx, f); err != nil {
 				return nil, err
@@ -254,6 +259,12 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			Tags:               f.tags,
 			NoFastPath:         !f.fastPath,
 			Internal:           e.internal,
+			Notify: f.notify.sender(f.dataDir, e.secrets, func() string {
+				if u := e.uiLink.Load(); u != nil {
+					return *u
+				}
+				return ""
+			}),
 		}
 		e.worker = worker.New(c, wo)
 		if err := os.MkdirAll(filepath.Join(f.dataDir, "work"), 0o700); err != nil {
@@ -305,6 +316,7 @@ func (e *engine) startEmbedded(ctx context.Context, f connFlags) error {
 // its embedded server can link their executions to it.
 func (e *engine) announceUI(dataDir, url string) {
 	e.uiURL = url
+	e.uiLink.Store(&url)
 	if e.server == nil {
 		return
 	}

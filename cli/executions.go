@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -43,6 +44,11 @@ func statusCmd() *cobra.Command {
 				return writeJSON(cmd.OutOrStdout(), args[0], &workflows.PipelineResult{Status: tree.Status, Tree: tree})
 			}
 			printTree(cmd.OutOrStdout(), tree)
+			records, done, err := e.starter.Notifications(ctx, args[0])
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			printNotifications(cmd.OutOrStdout(), records, done)
 			return nil
 		},
 	}
@@ -261,3 +267,32 @@ func syncSchedules(ctx context.Context, api *server.Server, log *zap.Logger) {
 }
 
 func eventsPath(dataDir string) string { return filepath.Join(dataDir, "trigger-events.jsonl") }
+
+// printNotifications lists an execution's notification deliveries, failures with their reason.
+func printNotifications(w io.Writer, records []workflows.DeliveryRecord, done bool) {
+	if len(records) == 0 {
+		return
+	}
+	count := map[string]int{}
+	for _, r := range records {
+		count[r.Status]++
+	}
+	state := "still sending"
+	if done {
+		state = "done"
+	}
+	fmt.Fprintf(w, "\nNotifications: %d delivered, %d failed, %d pending (%s)\n", count[workflows.DeliveryDelivered],
+		count[workflows.DeliveryFailed], count[workflows.DeliveryPending], state)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, r := range records {
+		what := fmt.Sprintf("%d attempt(s)", r.Attempts)
+		if r.Code != 0 {
+			what += fmt.Sprintf(", last code %d", r.Code)
+		}
+		if r.Error != "" && r.Status != workflows.DeliveryDelivered {
+			what += ": " + r.Error
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\trule %s\t%s\t%s\n", r.Status, r.Event, r.Node, r.Rule, r.Target, what)
+	}
+	tw.Flush()
+}

@@ -14,7 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -29,9 +31,51 @@ type User struct {
 	TokenHashes []string `yaml:"tokenHashes,omitempty"`
 }
 
+// Group is a user group's own settings: where notifications to the group go besides its
+// members' e-mail addresses (spec 20.3). Values may be secret references
+// (<+secrets.getValue("id")>), resolved when a notification is sent.
+type Group struct {
+	Name              string `yaml:"name"`
+	SlackWebhookURL   string `yaml:"slackWebhookUrl,omitempty"`
+	MsTeamsWebhookURL string `yaml:"msTeamsWebhookUrl,omitempty"`
+	PagerDutyKey      string `yaml:"pagerDutyKey,omitempty"`
+}
+
 // Directory is the content of the identity file.
 type Directory struct {
-	Users []User `yaml:"users"`
+	Users  []User  `yaml:"users"`
+	Groups []Group `yaml:"groups,omitempty"`
+}
+
+// Group returns a group by name: declared under groups, or only named by its members. A
+// scoped reference (account.ops, org.ops) names the group ops.
+func (d *Directory) Group(ref string) (Group, bool) {
+	name := ref
+	if i := strings.LastIndexByte(ref, '.'); i >= 0 && (strings.HasPrefix(ref, "account.") || strings.HasPrefix(ref, "org.")) {
+		name = ref[i+1:]
+	}
+	for _, g := range d.Groups {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	for _, u := range d.Users {
+		if slices.Contains(u.Groups, name) {
+			return Group{Name: name}, true
+		}
+	}
+	return Group{}, false
+}
+
+// Emails are the e-mail addresses of a group's members that have one.
+func (d *Directory) Emails(group string) []string {
+	var out []string
+	for _, u := range d.Users {
+		if u.Email != "" && slices.Contains(u.Groups, group) {
+			out = append(out, u.Email)
+		}
+	}
+	return out
 }
 
 // ErrUnauthenticated means the token matches no user.
@@ -53,6 +97,13 @@ func Load(path string) (*Directory, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&d); err != nil && err.Error() != "EOF" {
 		return nil, fmt.Errorf("identity file %s: %w", path, err)
+	}
+	groups := map[string]bool{}
+	for _, g := range d.Groups {
+		if !nameRe.MatchString(g.Name) || groups[g.Name] {
+			return nil, fmt.Errorf("identity file %s: group name %q must be unique and 1-128 letters, digits or _.@-", path, g.Name)
+		}
+		groups[g.Name] = true
 	}
 	seen := map[string]bool{}
 	for _, u := range d.Users {

@@ -12,14 +12,14 @@ import (
 type Pipeline struct {
 	Node                 *yaml.Node `yaml:"-"`
 	Entity               `yaml:",inline"`
-	Timeout              string         `yaml:"timeout"`
-	AllowStageExecutions string         `yaml:"allowStageExecutions"`
-	DelegateSelectors    *yaml.Node     `yaml:"delegateSelectors"`
-	Properties           *yaml.Node     `yaml:"properties"`
-	Variables            []Variable     `yaml:"variables"`
-	FlowControl          *FlowControl   `yaml:"flowControl"`
-	NotificationRules    *yaml.Node     `yaml:"notificationRules"`
-	Stages               []StageElement `yaml:"stages" gantry:"required"`
+	Timeout              string             `yaml:"timeout"`
+	AllowStageExecutions string             `yaml:"allowStageExecutions"`
+	DelegateSelectors    *yaml.Node         `yaml:"delegateSelectors"`
+	Properties           *yaml.Node         `yaml:"properties"`
+	Variables            []Variable         `yaml:"variables"`
+	FlowControl          *FlowControl       `yaml:"flowControl"`
+	NotificationRules    []NotificationRule `yaml:"notificationRules"`
+	Stages               []StageElement     `yaml:"stages" gantry:"required"`
 }
 
 // FlowControl declares barriers (spec 7.1).

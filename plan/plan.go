@@ -12,6 +12,8 @@ type Plan struct {
 	File        string            `json:"file,omitempty"`
 	Identifier  string            `json:"identifier"`
 	Name        string            `json:"name"`
+	Org         string            `json:"org,omitempty"`
+	Project     string            `json:"project,omitempty"`
 	Description string            `json:"description,omitempty"`
 	Tags        map[string]string `json:"tags,omitempty"`
 	Timeout     string            `json:"timeout,omitempty"`
@@ -21,6 +23,8 @@ type Plan struct {
 	Policy *PolicyRecord `json:"policy,omitempty"`
 	// Template is the pipeline template the pipeline was expanded from (spec 19.8).
 	Template *TemplateRef `json:"template,omitempty"`
+	// Notifications are the pipeline's enabled notification rules (spec 20).
+	Notifications []NotificationRule `json:"notifications,omitempty"`
 }
 
 // PolicyRecord is an on-run policy decision as recorded with an execution.

@@ -108,6 +108,7 @@ var Routes = []Route{
 	{"GET", "/api/v1/executions", func(s *Server) handlerFunc { return s.list }},
 	{"GET", "/api/v1/executions/{id}", func(s *Server) handlerFunc { return s.tree }},
 	{"GET", "/api/v1/executions/{id}/logs/{step}", func(s *Server) handlerFunc { return s.stepLog }},
+	{"GET", "/api/v1/executions/{id}/notifications", func(s *Server) handlerFunc { return s.notifications }},
 	{"POST", "/api/v1/executions/{id}/abort", func(s *Server) handlerFunc { return s.abort }},
 	{"POST", "/api/v1/executions/{id}/intervene", func(s *Server) handlerFunc { return s.intervene }},
 	{"POST", "/api/v1/executions/{id}/approve", func(s *Server) handlerFunc { return s.vote("APPROVE") }},
@@ -295,6 +296,19 @@ func (s *Server) stepLog(w http.ResponseWriter, r *http.Request, _ *identity.Use
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = io.WriteString(w, b.String())
+}
+
+// notifications serves an execution's notification delivery records.
+func (s *Server) notifications(w http.ResponseWriter, r *http.Request, _ *identity.User) {
+	records, done, err := s.o.Starter.Notifications(r.Context(), r.PathValue("id"))
+	if err != nil {
+		s.callErr(w, err)
+		return
+	}
+	if records == nil {
+		records = []workflows.DeliveryRecord{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deliveries": records, "done": done})
 }
 
 func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *identity.User) {

@@ -29,6 +29,7 @@ import (
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
 	lambdastep "github.com/gantry-cd/gantry/activities/lambda"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/notify"
 	policystep "github.com/gantry-cd/gantry/activities/policy"
 	"github.com/gantry-cd/gantry/activities/registry"
 	"github.com/gantry-cd/gantry/activities/s3store"
@@ -69,6 +70,9 @@ type Options struct {
 	// worker also runs the sequence and cron workflows there. nil: only the pipelines'
 	// namespace.
 	Internal client.Client
+	// Notify configures notification deliveries: SMTP server, PagerDuty endpoint, UI links
+	// and the identity file user groups resolve through. Its Secrets default to Secrets.
+	Notify notify.Sender
 }
 
 // MaxTags bounds a worker's tags: it polls one task queue per non-empty subset.
@@ -225,22 +229,40 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(cs.Activity, activity.RegisterOptions{Name: activities.FetchChart})
 	pods := &container.Activity{Secrets: o.Secrets, Logs: o.Logs, HelperImage: o.HelperImage, Log: o.Log}
 	if c != nil {
-		pods.Closed = func(ctx context.Context, workflowID, runID string) (bool, error) {
-			d, err := c.DescribeWorkflowExecution(ctx, workflowID, runID)
-			var nf *serviceerror.NotFound
-			if errors.As(err, &nf) {
-				return true, nil // its history is gone: closed long ago
-			}
-			if err != nil {
-				return false, err
-			}
-			return d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
-		}
+		pods.Closed = closedFunc(c)
 	}
 	r.RegisterActivityWithOptions(pods.Start, activity.RegisterOptions{Name: activities.PodStart})
 	r.RegisterActivityWithOptions(pods.Stop, activity.RegisterOptions{Name: activities.PodStop})
 	r.RegisterActivityWithOptions(stamped(pods.Step), activity.RegisterOptions{Name: activities.ContainerStep})
+	sender := o.Notify
+	if sender.Secrets == nil {
+		sender.Secrets = o.Secrets
+	}
+	na := &notify.Activity{Sender: &sender, Log: o.Log}
+	r.RegisterActivityWithOptions(na.Run, activity.RegisterOptions{Name: activities.Notify})
+	r.RegisterActivityWithOptions(func(ctx context.Context, executionID string) (bool, error) {
+		if c == nil {
+			return false, nil
+		}
+		return closedFunc(c)(ctx, executionID, "")
+	}, activity.RegisterOptions{Name: activities.ExecutionClosed})
 	return sh.Close
+}
+
+// closedFunc tells whether a workflow run has closed ("" run: its latest); a run whose
+// history is gone closed long ago.
+func closedFunc(c client.Client) func(ctx context.Context, workflowID, runID string) (bool, error) {
+	return func(ctx context.Context, workflowID, runID string) (bool, error) {
+		d, err := c.DescribeWorkflowExecution(ctx, workflowID, runID)
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+	}
 }
 
 // stamped wraps a step activity so its result says which process ran it and for how long.
@@ -278,6 +300,7 @@ func RegisterWorkflows(r WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(workflows.StageBatch, workflow.RegisterOptions{Name: workflows.StageBatchName})
 	r.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
 	r.RegisterWorkflowWithOptions(workflows.Cron, workflow.RegisterOptions{Name: workflows.CronName})
+	r.RegisterWorkflowWithOptions(workflows.Notifier, workflow.RegisterOptions{Name: workflows.NotifierName})
 }
 
 // Logger adapts zap to the Temporal SDK's logger, so SDK and Gantry logs share one format.

@@ -73,6 +73,10 @@ const (
 	// changeStepManifests: K8sApply steps apply their own manifestSource (accepted and ignored
 	// with a warning before), its Git-stored files fetched at the service phase.
 	changeStepManifests = "step-manifests"
+	// changeNotifications: events a notification rule selects start the execution's notifier
+	// and signal their deliveries (only executions with rules, which no earlier version ran,
+	// record it).
+	changeNotifications = "notifications"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients
@@ -150,6 +154,8 @@ type Settings struct {
 	// LoopBatchSize is the most iterations of a loop one workflow runs (0: BatchSize); bigger
 	// loops run in batch workflows. Smaller batches trade more workflows for shorter histories.
 	LoopBatchSize int `json:"loopBatchSize,omitempty"`
+	// Notify is the notification delivery retry schedule (zero: DefaultNotifySettings).
+	Notify NotifySettings `json:"notify,omitempty"`
 }
 
 // batchSize is the loop batch size these settings ask for.
@@ -244,6 +250,8 @@ type StageInput struct {
 	Settings   Settings       `json:"settings"`
 	// Batch makes the workflow run a slice of a big loop's iterations for its stage.
 	Batch *BatchInput `json:"batch,omitempty"`
+	// Notify lets the stage raise step events (nil: the pipeline has no notification rule).
+	Notify *Notifications `json:"notify,omitempty"`
 }
 
 // BatchInput is one slice of a loop's iterations, run in a child workflow so that no single

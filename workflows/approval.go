@@ -91,6 +91,9 @@ func (s *stageRun) approvalStep(ctx workflow.Context, t *Node, spec any, timeout
 	case !done:
 		return nil, &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("no decision within %s", timeout)}
 	}
+	if a.result == "APPROVED" {
+		s.stepEvent(ctx, activities.EventPipelineResumed, t, status.Running)
+	}
 	out := map[string]any{"approvalActivities": anyList(a.activities), "approverInputs": a.lastInputs()}
 	child(s.root, "approval")["approvalActivities"] = out["approvalActivities"]
 	if a.result == "REJECTED" {

@@ -61,7 +61,7 @@ func (s *stageRun) runBatches(ctx workflow.Context, n *plan.Node, t *Node, lp *l
 				WorkflowTaskTimeout: stageTaskTimeout(s.in.Settings),
 				StaticSummary:       fmt.Sprintf("Iterations %d-%d of %s in stage %s", b[0].Index, b[len(b)-1].Index, t.Path, s.in.Stage.ID),
 			})
-			in := StageInput{ExecutionID: s.in.ExecutionID, Stage: s.in.Stage, Settings: s.in.Settings, Batch: &BatchInput{
+			in := StageInput{ExecutionID: s.in.ExecutionID, Stage: s.in.Stage, Settings: s.in.Settings, Notify: s.in.Notify, Batch: &BatchInput{
 				Node: n, Iterations: b, Total: len(lp.iterations), Concurrency: lp.concurrency, SkipQueued: lp.skipQueued,
 				Prefix: prefix, ParentPath: parent, Root: batchRoot,
 			}}

@@ -25,6 +25,9 @@ type dispatcher struct {
 func (d *dispatcher) finish(st status.Status, f *activities.Failure) {
 	d.data["status"] = string(st)
 	d.s.end(d.ctx, d.t, st, f)
+	if failed(st) { // the attempt's status after the failure strategy (spec 20.2.1)
+		d.s.stepEvent(d.ctx, activities.EventStepFailed, d.t, st)
+	}
 }
 
 func (d *dispatcher) note(format string, args ...any) {

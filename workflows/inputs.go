@@ -54,6 +54,7 @@ func (s *stageRun) askInputs(ctx workflow.Context, n *plan.Node, t *Node, timeou
 		return nil, &activities.Failure{Category: activities.InputTimeout, Message: fmt.Sprintf("no execution-time input within %s", timeout)}
 	}
 	t.Notes = append(t.Notes, "inputs supplied by "+w.by)
+	s.stepEvent(ctx, activities.EventPipelineResumed, t, status.Running)
 	return w.values, nil
 }
 

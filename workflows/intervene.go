@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"github.com/gantry-cd/gantry/activities"
 	"slices"
 	"strings"
 	"time"
@@ -70,6 +71,9 @@ func (s *stageRun) waitForUser(ctx workflow.Context, t *Node, fr *frame, act *pl
 	delete(s.waiting, t.Path)
 	t.Actions = nil
 	s.setWaiting(ctx, t.Path, "")
+	if decided && err == nil {
+		s.stepEvent(ctx, activities.EventPipelineResumed, t, status.Running)
+	}
 	if err != nil {
 		return nil, "", false
 	}
@@ -89,6 +93,9 @@ func (s *stageRun) setWaiting(ctx workflow.Context, path string, st status.Statu
 		delete(s.waitStatus, path)
 	} else {
 		s.waitStatus[path] = st
+		if t := s.waitNode(path); t != nil {
+			s.stepEvent(ctx, activities.EventWaitingForUserAction, t, st)
+		}
 	}
 	s.publish(ctx)
 	var all []status.Status

@@ -34,6 +34,7 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 	// Bookkeeping after an abort or timeout still needs a live context.
 	final, _ := workflow.NewDisconnectedContext(ctx)
 	p.upsert(final, status.Running)
+	p.pipelineEvent(final, activities.EventPipelineStart, status.Running)
 	if err := renderVariables(in.Plan.Variables, child(p.data, "variables"), p.root, "pipeline"); err != nil {
 		p.tree.Failure = &activities.Failure{Category: activities.Unknown, Message: err.Error()}
 		p.finish(final, status.Errored)
@@ -80,6 +81,9 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 // tells the outcome (see closing).
 func (p *pipelineRun) result(ctx workflow.Context, stages map[string]any) (*PipelineResult, error) {
 	res := &PipelineResult{Status: p.tree.Status, Tree: p.tree, Stages: stages}
+	if p.out != nil {
+		p.out.close(ctx)
+	}
 	if err := closing(ctx, res.Status, p.tree, *res); err != nil {
 		return nil, err
 	}
@@ -151,7 +155,10 @@ type pipelineRun struct {
 	loopOf     map[string]string                       // iteration → looped stage, for stage loops run in batches
 	batchRuns  map[string]workflow.ChildWorkflowFuture // running stage batches by workflow ID
 	barriers   *barriers
-	rollback   bool // a PipelineRollback action fired
+	raiser     *raiser                 // nil without notification rules
+	out        *outbox                 // the deliveries on their way to the notifier
+	notes      workflow.ReceiveChannel // deliveries raised by stages
+	rollback   bool                    // a PipelineRollback action fired
 	aborted    bool
 	expired    bool
 }
@@ -189,9 +196,24 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	}
 	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now, Policy: pl.Policy, Template: pl.Template}
 	tree.Children = newTree(pl.Stages, "")
-	return &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: root, data: data, tree: tree,
+	p := &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: root, data: data, tree: tree,
 		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]map[string]status.Status{},
 		loopOf: map[string]string{}, batchRuns: map[string]workflow.ChildWorkflowFuture{}, barriers: newBarriers(pl)}
+	if len(pl.Notifications) > 0 {
+		base := activities.NotifyEvent{ExecutionID: p.id, Namespace: info.Namespace, Pipeline: pl.Identifier, PipelineName: pl.Name,
+			Org: pl.Org, Project: pl.Project, SequenceID: int(in.SequenceID), TriggerType: in.Trigger.Type, TriggeredBy: in.Trigger.User}
+		p.raiser = newRaiser(&Notifications{Rules: pl.Notifications, Base: base})
+		p.out = &outbox{executionID: p.id, summary: fmt.Sprintf("%s #%d", pl.Name, in.SequenceID), settings: in.Settings.Notify}
+	}
+	return p
+}
+
+// notifications is what stages and batches get to raise their own events.
+func (p *pipelineRun) notifications() *Notifications {
+	if p.raiser == nil {
+		return nil
+	}
+	return p.raiser.n
 }
 
 // registerHandlers installs the tree query, the abort update and the waiting signal.
@@ -199,6 +221,7 @@ func (p *pipelineRun) registerHandlers(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return p.tree, nil }); err != nil {
 		return err
 	}
+	p.listenNotifications(ctx)
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateAbort,
 		func(ctx workflow.Context, req AbortRequest) (string, error) {
 			p.abort(ctx, req.User, req.Reason)
@@ -463,6 +486,8 @@ func (p *pipelineRun) execStage(ctx workflow.Context, n *plan.Node, t *Node, in 
 	t.Status, t.StartedAt = status.Running, &now
 	p.running = append(p.running, n.ID)
 	p.upsertStage(ctx)
+	in.Notify = p.notifications()
+	p.stageEvent(ctx, activities.EventStageStart, n, t, in.Context)
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          id,
 		TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
@@ -480,7 +505,11 @@ func (p *pipelineRun) execStage(ctx workflow.Context, n *plan.Node, t *Node, in 
 	p.running = remove(p.running, n.ID)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	p.upsertStage(dctx)
-	return stageOutcome(ctx, n, t, res, err)
+	res = stageOutcome(ctx, n, t, res, err)
+	if typ := stageEndType(t.Status); typ != "" {
+		p.stageEvent(dctx, typ, n, t, withStageData(in.Context, n.ID, res.Data))
+	}
+	return res
 }
 
 // stageOutcome puts a stage workflow's tree in t, or, when the workflow failed, an ERRORED
@@ -540,6 +569,13 @@ func (p *pipelineRun) finish(ctx workflow.Context, st status.Status) {
 	p.data["status"] = string(st)
 	p.upsert(ctx, st)
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"pipeline": p.in.Plan.Identifier, "status": string(st)}).Counter(MetricExecutionsFinished).Inc(1)
+	switch {
+	case st == status.Succeeded || st == status.IgnoreFailed:
+		p.pipelineEvent(ctx, activities.EventPipelineSuccess, st)
+	case failed(st) || st == status.Aborted:
+		p.pipelineEvent(ctx, activities.EventPipelineFailed, st)
+	}
+	p.pipelineEvent(ctx, activities.EventPipelineEnd, st)
 }
 
 func (p *pipelineRun) upsert(ctx workflow.Context, st status.Status) {

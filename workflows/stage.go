@@ -119,6 +119,8 @@ type stageRun struct {
 	fastUnflushed    time.Duration                           // fast-path step time not yet persisted in history
 	fastTask         int                                     // history length when those steps ran
 	signals          []workflow.Future                       // signals sent to other workflows, for settle
+	raiser           *raiser                                 // nil without notification rules
+	stepInfo         map[string]stepNote                     // steps' base paths and scopes, for their events
 	batchRuns        map[string]workflow.ChildWorkflowFuture // running loop batches by workflow ID
 }
 
@@ -206,7 +208,8 @@ func newStageRun(ctx workflow.Context, in StageInput) *stageRun {
 	}
 	return &stageRun{in: in, root: root, data: data, tree: tree, fqn: "pipeline.stages." + st.ID,
 		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{}, loopPaths: map[string]bool{}, barriers: map[string]string{},
-		approvals: map[string]*approval{}, waitStatus: map[string]status.Status{}, inputs: map[string]*inputWait{}}
+		approvals: map[string]*approval{}, waitStatus: map[string]status.Status{}, inputs: map[string]*inputWait{},
+		raiser: newRaiser(in.Notify), stepInfo: map[string]stepNote{}}
 }
 
 func (s *stageRun) run(ctx workflow.Context) {

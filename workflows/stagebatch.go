@@ -31,13 +31,15 @@ type StageBatchInput struct {
 	Settings Settings       `json:"settings"`
 	// Of names the execution in the stages' summaries ("<pipeline> #<sequence>").
 	Of string `json:"of"`
+	// Notify lets the batch raise its iterations' stage events.
+	Notify *Notifications `json:"notify,omitempty"`
 }
 
 // StageBatch runs a slice of a looped stage's iterations and returns their trees (Tree's
 // children), their expression data by identifier (Data) and the identifiers of the
 // iterations that ran (Ran), for a pipeline rollback.
 func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) {
-	b := &stageBatch{in: in, running: map[string]workflow.ChildWorkflowFuture{}}
+	b := &stageBatch{in: in, running: map[string]workflow.ChildWorkflowFuture{}, raiser: newRaiser(in.Notify)}
 	b.tree = &Node{Kind: "batch", Status: status.Running}
 	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return b.tree, nil }); err != nil {
 		return nil, err
@@ -91,6 +93,10 @@ func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) 
 			b.aborted = b.aborted || res.Aborted
 		})
 	b.tree.Status = rollupChildren(b.tree.Children)
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	for _, f := range b.signals { // the pipeline has every event before the batch ends
+		_ = f.Get(dctx, nil)
+	}
 	return &StageResult{Tree: b.tree, Data: data, Ran: ran, Aborted: b.aborted, PipelineRollback: b.rollback}, nil
 }
 
@@ -106,6 +112,19 @@ type stageBatch struct {
 	aborted  bool
 	rollback bool
 	expired  bool
+	raiser   *raiser           // nil without notification rules
+	signals  []workflow.Future // notifications sent to the pipeline
+}
+
+// event raises a stage event of an iteration.
+func (b *stageBatch) event(ctx workflow.Context, typ string, n *plan.Node, t *Node, root map[string]any) {
+	if !b.raiser.wants("stage") {
+		return
+	}
+	signalRaise(ctx, b.raiser, b.in.ExecutionID, stageEvent(typ, n, t, root), root, "pipeline.stages."+n.ID,
+		func(ctx workflow.Context, id, name string, arg any) {
+			b.signals = append(b.signals, workflow.SignalExternalWorkflow(ctx, id, "", name, arg))
+		})
 }
 
 // runStage runs one iteration's stage workflow (the same ID it has outside a batch, so users
@@ -124,6 +143,8 @@ func (b *stageBatch) runStage(ctx workflow.Context, n *plan.Node, t *Node, in St
 	})
 	_ = workflow.Await(ctx, func() bool { return b.starting < b.wave })
 	b.starting++
+	in.Notify = b.in.Notify
+	b.event(ctx, activities.EventStageStart, n, t, in.Context)
 	f := workflow.ExecuteChildWorkflow(cctx, StageName, in)
 	b.running[n.ID] = f
 	_ = f.GetChildWorkflowExecution().Get(ctx, nil)
@@ -131,7 +152,11 @@ func (b *stageBatch) runStage(ctx workflow.Context, n *plan.Node, t *Node, in St
 	var res StageResult
 	err := ResultFrom(f.Get(ctx, &res), &res)
 	delete(b.running, n.ID)
-	return stageOutcome(ctx, n, t, res, err)
+	res = stageOutcome(ctx, n, t, res, err)
+	if typ := stageEndType(t.Status); typ != "" {
+		b.event(ctx, typ, n, t, withStageData(in.Context, n.ID, res.Data))
+	}
+	return res
 }
 
 // sortedIDs returns a map's keys in order: workflow code must not range over a map.
@@ -207,7 +232,7 @@ func (p *pipelineRun) runStageBatches(ctx workflow.Context, n *plan.Node, t *Nod
 			})
 			f := workflow.ExecuteChildWorkflow(cctx, StageBatchName, StageBatchInput{ExecutionID: p.id, Stage: n, Iterations: b,
 				Total: len(lp.iterations), Concurrency: lp.concurrency, SkipQueued: lp.skipQueued, Root: root, Settings: p.in.Settings,
-				Of: fmt.Sprintf("%s #%d", p.in.Plan.Name, p.in.SequenceID)})
+				Of: fmt.Sprintf("%s #%d", p.in.Plan.Name, p.in.SequenceID), Notify: p.notifications()})
 			p.batchRuns[ph.Source] = f
 			var res StageResult
 			err := ResultFrom(f.Get(ctx, &res), &res)

@@ -43,6 +43,7 @@ func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		m.Timer(MetricStepDuration).Record(workflow.Now(ctx).Sub(begun))
 	}()
 	d := &dispatcher{s: s, ctx: ctx, n: n, t: t, fr: fr, data: data}
+	s.noteStep(n, t, fqn, fr)
 	if n.Pod != nil { // a Container step: a pod of its own for all its attempts
 		pod, f := s.startPod(ctx, n, t, fqn, fr)
 		if f != nil {
@@ -84,6 +85,7 @@ func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		if !d.handle(st, f, n.OnFailure[string(f.Category)], false) {
 			return
 		}
+		s.stepEvent(ctx, activities.EventStepFailed, t, st) // this attempt failed; the next one runs
 	}
 }
 
@@ -117,6 +119,7 @@ func (s *stageRun) resolveInputs(ctx workflow.Context, n *plan.Node, t *Node, fq
 			if !d.handle(status.Failed, f, act, false) {
 				return nil, false
 			} // a Retry asks again
+			s.stepEvent(ctx, activities.EventStepFailed, t, status.Failed)
 		}
 	}
 	c := *n

@@ -258,6 +258,11 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	c.identifier(s.Node, "identifier", s.Identifier, "step")
 	c.name(s.Node, s.Name, "step")
 	c.unique(ctx, s.Node, s.Identifier, rollback, "step", groups)
+	path := []string{ctx.stage.Identifier}
+	for _, g := range groups {
+		path = append(path, g.Identifier)
+	}
+	c.stepPaths[strings.Join(append(path, s.Identifier), ".")] = true
 	c.timeout(s.Node, s.Timeout, "step")
 	c.when(s.When, false)
 	c.strategy(s.Strategy)

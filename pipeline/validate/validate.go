@@ -27,6 +27,8 @@ type checker struct {
 	sum   Summary
 
 	stageIDs map[string]*yaml.Node
+	// stepPaths are the steps' base paths (stage.group.step), for notification step filters
+	stepPaths map[string]bool
 	barriers map[string]bool
 	// positions of Barrier steps by barrier identifier, for deadlock detection
 	barrierUses map[string][]barrierUse
@@ -38,7 +40,7 @@ func File(f *pipeline.File) (Summary, diag.List) { return FileWith(f, nil) }
 
 // FileWith validates a file with the templates that links inside a template file resolve to.
 func FileWith(f *pipeline.File, lib *templates.Library) (Summary, diag.List) {
-	c := &checker{file: f.Name, src: f.Src, stageIDs: map[string]*yaml.Node{}, barriers: map[string]bool{},
+	c := &checker{file: f.Name, src: f.Src, stageIDs: map[string]*yaml.Node{}, stepPaths: map[string]bool{}, barriers: map[string]bool{},
 		barrierUses: map[string][]barrierUse{}, lib: lib}
 	c.dec = &pipeline.Decoder{File: f.Name, Diags: &c.diags}
 	if f.Pipeline != nil {
@@ -108,6 +110,7 @@ func (c *checker) pipeline(p *pipeline.Pipeline) {
 		c.stageElement(&p.Stages[i], i, false)
 	}
 	c.checkBarriers()
+	c.notificationRules(p.NotificationRules)
 }
 
 func (c *checker) stageElement(e *pipeline.StageElement, index int, inParallel bool) {
