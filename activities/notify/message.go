@@ -196,14 +196,14 @@ func SlackMessage(ev activities.NotifyEvent, links Links) map[string]any {
 	} else {
 		line = slackEscape(line)
 	}
-	var fields []map[string]any
-	for _, f := range s.Facts {
-		if len(fields) == 10 { // Slack's limit per section
-			break
+	var blocks []map[string]any
+	for i := 0; i < len(s.Facts); i += 10 { // Slack takes at most 10 fields per section
+		var fields []map[string]any
+		for _, f := range s.Facts[i:min(i+10, len(s.Facts))] {
+			fields = append(fields, map[string]any{"type": "mrkdwn", "text": fmt.Sprintf("*%s*\n%s", f.Name, slackEscape(f.Value))})
 		}
-		fields = append(fields, map[string]any{"type": "mrkdwn", "text": fmt.Sprintf("*%s*\n%s", f.Name, slackEscape(f.Value))})
+		blocks = append(blocks, map[string]any{"type": "section", "fields": fields})
 	}
-	blocks := []map[string]any{{"type": "section", "fields": fields}}
 	if s.Error != "" {
 		blocks = append(blocks, map[string]any{"type": "section", "text": map[string]any{"type": "mrkdwn", "text": "*Error*\n```" + slackEscape(clip(s.Error, 2900)) + "```"}})
 	}
