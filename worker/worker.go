@@ -196,8 +196,8 @@ func (w closing) Run(interrupt <-chan any) error {
 func Register(r interface {
 	WorkflowRegistry
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
-}, o Options) {
-	RegisterWorkflows(r)
+}, o Options, exceptWorkflows ...string) {
+	RegisterWorkflows(r, exceptWorkflows...)
 	registerActivities(r, o, nil)
 }
 
@@ -293,14 +293,20 @@ type WorkflowRegistry interface {
 	RegisterWorkflowWithOptions(any, workflow.RegisterOptions)
 }
 
-// RegisterWorkflows registers the workflows under their names.
-func RegisterWorkflows(r WorkflowRegistry) {
-	r.RegisterWorkflowWithOptions(workflows.Pipeline, workflow.RegisterOptions{Name: workflows.PipelineName})
-	r.RegisterWorkflowWithOptions(workflows.Stage, workflow.RegisterOptions{Name: workflows.StageName})
-	r.RegisterWorkflowWithOptions(workflows.StageBatch, workflow.RegisterOptions{Name: workflows.StageBatchName})
-	r.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
-	r.RegisterWorkflowWithOptions(workflows.Cron, workflow.RegisterOptions{Name: workflows.CronName})
-	r.RegisterWorkflowWithOptions(workflows.Notifier, workflow.RegisterOptions{Name: workflows.NotifierName})
+// RegisterWorkflows registers the workflows under their names, but those named in except (a
+// test registering its own stand-in).
+func RegisterWorkflows(r WorkflowRegistry, except ...string) {
+	for _, w := range []struct {
+		name string
+		fn   any
+	}{
+		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch},
+		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
+	} {
+		if !slices.Contains(except, w.name) {
+			r.RegisterWorkflowWithOptions(w.fn, workflow.RegisterOptions{Name: w.name})
+		}
+	}
 }
 
 // Logger adapts zap to the Temporal SDK's logger, so SDK and Gantry logs share one format.

@@ -21,9 +21,9 @@ const NotifierName = "gantry.Notifier"
 // QueryNotifications returns a notifier's delivery records ([]DeliveryRecord).
 const QueryNotifications = "notifications"
 
-// signalNotify carries deliveries (NotifyBatch): from stages to their pipeline, and from the
+// SignalNotify carries deliveries (NotifyBatch): from stages to their pipeline, and from the
 // pipeline to its notifier.
-const signalNotify = "notify"
+const SignalNotify = "notify"
 
 // NotifierID is the workflow ID of an execution's notifier.
 func NotifierID(executionID string) string { return executionID + "/notifications" }
@@ -129,7 +129,7 @@ func Notifier(ctx workflow.Context, in NotifierInput) (*NotifierResult, error) {
 	if err := workflow.SetQueryHandler(ctx, QueryNotifications, func() ([]DeliveryRecord, error) { return n.records, nil }); err != nil {
 		return nil, err
 	}
-	ch := workflow.GetSignalChannel(ctx, signalNotify)
+	ch := workflow.GetSignalChannel(ctx, SignalNotify)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var b NotifyBatch

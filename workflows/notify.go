@@ -114,7 +114,7 @@ func (o *outbox) forward(ctx workflow.Context) {
 		b := NotifyBatch{Deliveries: o.pending[:n:n]}
 		o.pending = o.pending[n:]
 		b.Final = o.final && len(o.pending) == 0
-		if err := f.SignalChildWorkflow(ctx, signalNotify, b).Get(ctx, nil); err != nil {
+		if err := f.SignalChildWorkflow(ctx, SignalNotify, b).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Error("notifications: could not hand deliveries to the notifier", "error", err, "deliveries", len(b.Deliveries))
 		}
 		if b.Final {
@@ -146,7 +146,7 @@ func (p *pipelineRun) listenNotifications(ctx workflow.Context) {
 	if p.raiser == nil {
 		return
 	}
-	p.notes = workflow.GetSignalChannel(ctx, signalNotify)
+	p.notes = workflow.GetSignalChannel(ctx, SignalNotify)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var b NotifyBatch
@@ -277,7 +277,7 @@ func signalRaise(ctx workflow.Context, r *raiser, executionID string, ev activit
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	for len(ds) > 0 {
 		n := min(len(ds), maxBatch)
-		send(dctx, executionID, signalNotify, NotifyBatch{Deliveries: ds[:n:n]})
+		send(dctx, executionID, SignalNotify, NotifyBatch{Deliveries: ds[:n:n]})
 		ds = ds[n:]
 	}
 }

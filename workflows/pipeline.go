@@ -34,12 +34,12 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 	// Bookkeeping after an abort or timeout still needs a live context.
 	final, _ := workflow.NewDisconnectedContext(ctx)
 	p.upsert(final, status.Running)
-	p.pipelineEvent(final, activities.EventPipelineStart, status.Running)
 	if err := renderVariables(in.Plan.Variables, child(p.data, "variables"), p.root, "pipeline"); err != nil {
 		p.tree.Failure = &activities.Failure{Category: activities.Unknown, Message: err.Error()}
 		p.finish(final, status.Errored)
 		return p.result(final, nil)
 	}
+	p.pipelineEvent(final, activities.EventPipelineStart, status.Running) // rules read <+pipeline.variables>
 	// Executions started before pipeline and stage timeouts were enforced replay without them.
 	if workflow.GetVersion(ctx, changeTimeouts, workflow.DefaultVersion, 1) == 1 {
 		if err := p.startTimer(body); err != nil {
