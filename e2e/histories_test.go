@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
@@ -308,3 +309,53 @@ const batchesRecordPipeline = `pipeline:
                   - step: {type: Barrier, name: stages, identifier: stages, timeout: 5m, spec: {barrierRef: stages}}
                   - step: {type: Barrier, name: steps, identifier: steps, timeout: 5m, spec: {barrierRef: steps}}
 `
+
+// TestRecordNotificationHistories records an execution with notification rules
+// (changeNotifications): stage, step and pipeline events handed to its notifier, whose own
+// history (retries included) is recorded once it is done.
+func TestRecordNotificationHistories(t *testing.T) {
+	if !*updateHistories {
+		t.Skip("records only with -update-histories")
+	}
+	out := filepath.Join("..", "workflows", "testdata", "histories")
+	h := newHooks(t, func(path string, n int) int {
+		if path == "/flaky" && n == 1 {
+			return 503
+		}
+		return 200
+	})
+	src := `pipeline:
+  name: notify record
+  identifier: notify_record
+  notificationRules:
+    - {name: all, identifier: all, enabled: true, pipelineEvents: [{type: AllEvents}], notificationMethod: {type: Webhook, spec: {webhookUrl: "` + h.srv.URL + `/all"}}}
+    - {name: flaky, identifier: flaky, enabled: true, pipelineEvents: [{type: PipelineEnd}], notificationMethod: {type: Webhook, spec: {webhookUrl: "` + h.srv.URL + `/flaky"}}}
+  stages:
+    - stage:
+        name: build
+        identifier: build
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: compile
+                  identifier: compile
+                  timeout: 1m
+                  spec: {shell: Bash, source: {type: Inline, spec: {script: "exit 3"}}}
+                  failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: Ignore}}}]
+              - step: {type: ShellScript, name: test, identifier: test, timeout: 1m, spec: {shell: Bash, source: {type: Inline, spec: {script: "exit 1"}}}}
+`
+	ctx := context.Background()
+	exec, err := env.starter.Start(ctx, compile(t, "notify_record.yaml", []byte(src), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"},
+		workflows.Settings{Notify: workflows.NotifySettings{FirstRetry: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.starter.Result(ctx, exec.ID); err != nil {
+		t.Fatal(err)
+	}
+	deliveries(t, env.starter, exec.ID)
+	recordExecution(t, out, exec.ID)
+}
