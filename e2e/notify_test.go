@@ -22,6 +22,7 @@ import (
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/internal/smtptest"
 	"github.com/gantry-cd/gantry/internal/topotest"
+	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
@@ -397,5 +398,74 @@ func TestNotificationWorkerKilled(t *testing.T) {
 	}
 	if len(records) != 1 || records[0].Status != workflows.DeliveryDelivered || records[0].Attempts != 2 || records[0].Key != keys[0] {
 		t.Errorf("records %+v", records)
+	}
+}
+
+// TriggerFailed: a custom trigger matches but its pipeline has a runtime input it does not
+// answer; the pipeline's TriggerFailed rule is told (once per delivery ID) and the webhook's
+// answer keys the notification's records.
+func TestNotificationTriggerFailed(t *testing.T) {
+	h := newHooks(t, nil)
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "p.yaml"), []byte(`pipeline:
+  name: trigger failed
+  identifier: trigger_failed_e2e
+  variables: [{name: region, type: String, required: true, value: <+input>}]
+  notificationRules:
+    - {name: tf, identifier: tf, enabled: true, pipelineEvents: [{type: TriggerFailed}], notificationMethod: {type: Webhook, spec: {webhookUrl: "`+h.srv.URL+`/tf"}}}
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec: {execution: {steps: [{step: {type: ShellScript, name: a, identifier: a, timeout: 1m, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}}]}}
+`), 0o600)
+	_ = os.WriteFile(filepath.Join(dir, "bot.yaml"), []byte(`trigger:
+  name: bot
+  identifier: tf_bot
+  pipelineIdentifier: trigger_failed_e2e
+  source: {type: Webhook, spec: {type: Custom, spec: {payloadConditions: []}}}
+`), 0o600)
+	idFile := filepath.Join(dir, "users.yaml")
+	d := &identity.Directory{}
+	tok, _ := d.AddUser("releasebot", "", nil)
+	_ = d.Save(idFile)
+	api := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile, PipelinesDir: dir}))
+	defer api.Close()
+	post := func() map[string]any {
+		req, _ := http.NewRequest("POST", api.URL+"/api/v1/webhooks/custom/tf_bot", strings.NewReader(`{}`))
+		req.Header.Set("X-Api-Key", tok)
+		req.Header.Set("Idempotency-Key", "job-7")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return out
+	}
+	first, second := post(), post()
+	results, _ := first["results"].([]any)
+	if len(results) != 1 {
+		t.Fatalf("webhook answer %v", first)
+	}
+	r := results[0].(map[string]any)
+	key, _ := r["notifications"].(string)
+	if r["status"] != "INVALID_RUNTIME_INPUT_YAML" || key == "" || !strings.Contains(toJSON(second), key) {
+		t.Fatalf("answers %v and %v", first, second)
+	}
+	records := deliveries(t, env.starter, key)["tf"]
+	calls := h.to("/tf")
+	if len(records) != 1 || records[0].Status != workflows.DeliveryDelivered || len(calls) != 1 {
+		t.Fatalf("records %+v, %d calls", records, len(calls))
+	}
+	ev := calls[0].Body["eventData"].(map[string]any)
+	if ev["eventType"] != "TriggerFailed" || ev["triggerIdentifier"] != "tf_bot" || ev["pipelineIdentifier"] != "trigger_failed_e2e" ||
+		!strings.Contains(fmt.Sprint(ev["errorMessage"]), "region") {
+		t.Errorf("TriggerFailed payload %v", ev)
+	}
+	if _, ok := ev["planExecutionId"]; ok {
+		t.Error("a TriggerFailed event has no execution")
 	}
 }

@@ -13,6 +13,9 @@ import (
 
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/compile"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/workflows"
@@ -28,6 +31,9 @@ type Result struct {
 	Reason      string `json:"reason,omitempty"`
 	ExecutionID string `json:"executionId,omitempty"`
 	Duplicate   bool   `json:"duplicate,omitempty"`
+	// Notifications keys the records of the TriggerFailed notifications of a failed start
+	// (GET /api/v1/executions/{key}/notifications).
+	Notifications string `json:"notifications,omitempty"`
 }
 
 // readBody reads a webhook body within MaxBody.
@@ -172,8 +178,9 @@ func (s *Server) fire(ctx context.Context, reg *triggers.Registry, t *pipeline.T
 			reason = errs[0].String()
 		}
 		rec.Status, rec.Reason = triggers.StatusInvalidInputYaml, reason
+		rec.Notifications = s.triggerFailed(ctx, res, t, ev, kind, reason)
 		s.record(rec)
-		return Result{Trigger: t.Identifier, Status: rec.Status, Reason: reason}
+		return Result{Trigger: t.Identifier, Status: rec.Status, Reason: reason, Notifications: rec.Notifications}
 	}
 	key := ""
 	if ev.DeliveryID != "" {
@@ -183,13 +190,34 @@ func (s *Server) fire(ctx context.Context, reg *triggers.Registry, t *pipeline.T
 	exec, started, err := s.o.Starter.StartOnce(ctx, key, res.Plan, trig, s.o.Settings)
 	if err != nil {
 		rec.Status, rec.Reason = triggers.StatusException, err.Error()
+		rec.Notifications = s.triggerFailed(ctx, res, t, ev, kind, "could not start the pipeline: "+err.Error())
 		s.record(rec)
 		s.o.Log.Error("trigger could not start its pipeline", zap.String("trigger", t.Identifier), zap.Error(err))
-		return Result{Trigger: t.Identifier, Status: rec.Status, Reason: "could not start the pipeline"}
+		return Result{Trigger: t.Identifier, Status: rec.Status, Reason: "could not start the pipeline", Notifications: rec.Notifications}
 	}
 	rec.Status, rec.ExecutionID, rec.Duplicate = triggers.StatusRequested, exec.ID, !started
 	s.record(rec)
 	return Result{Trigger: t.Identifier, Status: rec.Status, ExecutionID: exec.ID, Duplicate: !started}
+}
+
+// triggerFailed tells the pipeline's TriggerFailed rules that a trigger could not start it;
+// it returns the key of the notifications' records, or "".
+func (s *Server) triggerFailed(ctx context.Context, res *load.Result, t *pipeline.Trigger, ev *triggers.Event, kind, reason string) string {
+	if res == nil || res.Merged == nil {
+		return "" // the pipeline itself does not load: it has no rules to read
+	}
+	p := res.Merged
+	rules := compile.Notifications(p.NotificationRules)
+	var vars []plan.Variable
+	for _, v := range p.Variables {
+		vars = append(vars, plan.Variable{Name: v.Name, Type: v.Type, Value: v.Value})
+	}
+	id, err := s.o.Starter.NotifyTriggerFailed(ctx, rules, starter.FailedTrigger{Pipeline: p.Identifier, PipelineName: p.Name, Variables: vars,
+		Trigger: t.Identifier, TriggerName: t.Name, Type: kind, Delivery: ev.DeliveryID, Reason: reason})
+	if err != nil {
+		s.o.Log.Error("TriggerFailed notifications not sent", zap.String("trigger", t.Identifier), zap.Error(err))
+	}
+	return id
 }
 
 func listensTo(t *pipeline.Trigger, provider string) bool {

@@ -15,13 +15,13 @@ import (
 // none when no rule selected any of its events. Done says the notifier has finished: every
 // record is DELIVERED or FAILED for good.
 func (s *Starter) Notifications(ctx context.Context, executionID string) (records []workflows.DeliveryRecord, done bool, err error) {
-	if _, err := s.Client.DescribeWorkflowExecution(ctx, executionID, ""); err != nil {
-		return nil, false, notFound(executionID, err)
-	}
 	id := workflows.NotifierID(executionID)
 	desc, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
 	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
+	if errors.As(err, &nf) { // no rule selected an event yet, or no such execution
+		if _, err := s.Client.DescribeWorkflowExecution(ctx, executionID, ""); err != nil {
+			return nil, false, notFound(executionID, err)
+		}
 		return nil, false, nil
 	}
 	if err != nil {

@@ -19,6 +19,9 @@ type Record struct {
 	Reason      string    `json:"reason,omitempty"`
 	ExecutionID string    `json:"executionId,omitempty"`
 	Duplicate   bool      `json:"duplicate,omitempty"`
+	// Notifications is the workflow that tells the pipeline's TriggerFailed rules of a
+	// failed start (its records: `gantry status` or the API take it as an execution ID).
+	Notifications string `json:"notifications,omitempty"`
 }
 
 // EventLog appends records to a JSON-lines file (one per server data directory).

@@ -37,12 +37,12 @@ func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
 	for i := range p.Stages {
 		out.Stages = append(out.Stages, c.stageElement(&p.Stages[i]))
 	}
-	out.Notifications = notifications(p.NotificationRules)
+	out.Notifications = Notifications(p.NotificationRules)
 	return out, c.diags.Sort()
 }
 
-// notifications are the enabled rules (spec 20.1: a rule without `enabled: true` never fires).
-func notifications(rules []pipeline.NotificationRule) []plan.NotificationRule {
+// Notifications are the enabled rules (spec 20.1: a rule without `enabled: true` never fires).
+func Notifications(rules []pipeline.NotificationRule) []plan.NotificationRule {
 	var out []plan.NotificationRule
 	for _, r := range rules {
 		m := r.NotificationMethod
