@@ -197,7 +197,17 @@ func (p *pipelineRun) stageEvent(ctx workflow.Context, typ string, n *plan.Node,
 	if !p.raiser.wants("stage") {
 		return
 	}
+	root = startingStage(typ, n, root)
 	p.raise(ctx, stageEvent(typ, n, t, root), root, "pipeline.stages."+n.ID)
+}
+
+// startingStage gives a stage that starts its identity in the scope, so its StageStart
+// renders <+stage.identifier> and <+stage.name>.
+func startingStage(typ string, n *plan.Node, root map[string]any) map[string]any {
+	if typ != activities.EventStageStart {
+		return root
+	}
+	return withStageData(root, n.ID, map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type})
 }
 
 // stageEvent is the event of a stage node; its end status picks success or failure.

@@ -121,6 +121,7 @@ func (b *stageBatch) event(ctx workflow.Context, typ string, n *plan.Node, t *No
 	if !b.raiser.wants("stage") {
 		return
 	}
+	root = startingStage(typ, n, root)
 	signalRaise(ctx, b.raiser, b.in.ExecutionID, stageEvent(typ, n, t, root), root, "pipeline.stages."+n.ID,
 		func(ctx workflow.Context, id, name string, arg any) {
 			b.signals = append(b.signals, workflow.SignalExternalWorkflow(ctx, id, "", name, arg))
