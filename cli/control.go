@@ -49,6 +49,32 @@ func abortCmd() *cobra.Command {
 	return cmd
 }
 
+// pauseCmd builds pause and resume.
+func pauseCmd(pause bool) *cobra.Command {
+	var conn connFlags
+	use, short := "resume EXECUTION", "Resume a paused execution"
+	if pause {
+		use, short = "pause EXECUTION", "Pause an execution: running steps finish, no stage or step starts until it resumes"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
+				msg, err := e.starter.Pause(ctx, args[0], currentUser(), pause)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s %s\n", args[0], msg)
+				return nil
+			})
+		},
+	}
+	conn.add(cmd)
+	return cmd
+}
+
 func interveneCmd() *cobra.Command {
 	var conn connFlags
 	var action string

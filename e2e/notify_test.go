@@ -469,3 +469,72 @@ func TestNotificationTriggerFailed(t *testing.T) {
 		t.Error("a TriggerFailed event has no execution")
 	}
 }
+
+// C114 (c): a user pauses an execution while a step runs: the step finishes, the next one does
+// not start while PAUSED, and resuming runs it; PipelinePaused then PipelineResumed are told.
+func TestPauseResumeNotifies(t *testing.T) {
+	h := newHooks(t, nil)
+	s := notifyWorker(t, "notify-pause", notify.Sender{}, secrets.Map{})
+	marks := filepath.Join(t.TempDir(), "marks")
+	src := `pipeline:
+  name: paused
+  identifier: paused_e2e
+  notificationRules:
+    - {name: all, identifier: all, enabled: true, pipelineEvents: [{type: AllEvents}], notificationMethod: {type: Webhook, spec: {webhookUrl: "` + h.srv.URL + `/all"}}}
+  stages:
+    - stage:
+        name: s1
+        identifier: s1
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: a, identifier: a, timeout: 10m, spec: {shell: Bash, source: {type: Inline, spec: {script: "echo a >> ` + marks + `; sleep 2"}}}}
+              - step: {type: ShellScript, name: b, identifier: b, timeout: 10m, spec: {shell: Bash, source: {type: Inline, spec: {script: "echo b >> ` + marks + `"}}}}
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exec, err := s.Start(ctx, compile(t, "paused.yaml", []byte(src), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(readFile(marks), "a") {
+		if ctx.Err() != nil {
+			t.Fatal("step a never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if msg, err := s.Pause(ctx, exec.ID, "ops", true); err != nil || msg != "paused by ops" {
+		t.Fatalf("pause: %q %v", msg, err)
+	}
+	if _, err := s.Pause(ctx, exec.ID, "ops", true); err == nil {
+		t.Error("a second pause was accepted")
+	}
+	waitFor(t, ctx, s, exec.ID, "s1.a", status.Succeeded)
+	time.Sleep(2 * time.Second) // long enough for step b to start if the pause did not hold it
+	tree, err := s.Tree(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := tree.Find("s1.b"); b.Status != status.NotStarted || strings.Contains(readFile(marks), "b") || tree.Status != status.Paused {
+		t.Fatalf("while paused: pipeline %s, step b %s, marks %q", tree.Status, b.Status, readFile(marks))
+	}
+	if _, err := s.Pause(ctx, exec.ID, "ops", false); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Result(ctx, exec.ID)
+	if err != nil || res.Status != status.Succeeded || !strings.Contains(readFile(marks), "b") {
+		t.Fatalf("after resume: %v %v", res, err)
+	}
+	deliveries(t, s, exec.ID)
+	var events []string
+	for _, c := range h.to("/all") {
+		ev := c.Body["eventData"].(map[string]any)
+		if strings.HasPrefix(ev["eventType"].(string), "Pipeline") {
+			events = append(events, ev["eventType"].(string)+"/"+ev["nodeStatus"].(string))
+		}
+	}
+	if want := "PipelineStart/started PipelinePaused/paused PipelineResumed/resumed PipelineSuccess/completed PipelineEnd/completed"; strings.Join(events, " ") != want {
+		t.Errorf("events %v, want %s", events, want)
+	}
+}

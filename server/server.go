@@ -110,6 +110,8 @@ var Routes = []Route{
 	{"GET", "/api/v1/executions/{id}/logs/{step}", func(s *Server) handlerFunc { return s.stepLog }},
 	{"GET", "/api/v1/executions/{id}/notifications", func(s *Server) handlerFunc { return s.notifications }},
 	{"POST", "/api/v1/executions/{id}/abort", func(s *Server) handlerFunc { return s.abort }},
+	{"POST", "/api/v1/executions/{id}/pause", func(s *Server) handlerFunc { return s.pause(true) }},
+	{"POST", "/api/v1/executions/{id}/resume", func(s *Server) handlerFunc { return s.pause(false) }},
 	{"POST", "/api/v1/executions/{id}/intervene", func(s *Server) handlerFunc { return s.intervene }},
 	{"POST", "/api/v1/executions/{id}/approve", func(s *Server) handlerFunc { return s.vote("APPROVE") }},
 	{"POST", "/api/v1/executions/{id}/reject", func(s *Server) handlerFunc { return s.vote("REJECT") }},
@@ -335,6 +337,18 @@ func (s *Server) abort(w http.ResponseWriter, r *http.Request, u *identity.User)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"message": "abort requested by " + u.Name})
+}
+
+// pause pauses or resumes an execution as the caller.
+func (s *Server) pause(pause bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, u *identity.User) {
+		msg, err := s.o.Starter.Pause(r.Context(), r.PathValue("id"), u.Name, pause)
+		if err != nil {
+			s.callErr(w, err)
+			return
+		}
+		writeJSON(w, http.StatusAccepted, map[string]any{"message": msg})
+	}
 }
 
 func (s *Server) intervene(w http.ResponseWriter, r *http.Request, u *identity.User) {

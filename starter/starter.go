@@ -397,6 +397,20 @@ func (s *Starter) Abort(ctx context.Context, executionID, user, reason string) e
 	return nil
 }
 
+// Pause pauses a running execution (pause true) or resumes a paused one: running steps
+// finish, and nothing new starts until it resumes (spec 3.4).
+func (s *Starter) Pause(ctx context.Context, executionID, user string, pause bool) (string, error) {
+	name := workflows.UpdateResume
+	if pause {
+		name = workflows.UpdatePause
+	}
+	var msg string
+	if err := s.update(ctx, executionID, name, workflows.PauseRequest{User: user}, &msg); err != nil {
+		return "", updateErr(executionID, err)
+	}
+	return msg, nil
+}
+
 // Intervene sends a user's decision on a node to the stage workflow that owns it. Invalid
 // requests are rejected by the workflow's validator with the reason.
 func (s *Starter) Intervene(ctx context.Context, executionID string, req workflows.InterventionRequest) (string, error) {

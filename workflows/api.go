@@ -38,6 +38,12 @@ const (
 	UpdateIntervene = "intervene"
 	// UpdateAbort aborts a pipeline execution (AbortRequest).
 	UpdateAbort = "abort"
+	// UpdatePause pauses a pipeline execution and UpdateResume resumes it (PauseRequest): while
+	// paused, running steps finish but no stage or step starts (spec 3.4).
+	UpdatePause  = "pause"
+	UpdateResume = "resume"
+	// signalPause tells stages and batches the execution was paused (true) or resumed (false).
+	signalPause = "pause"
 	// signalExpire tells a stage that its pipeline's timeout fired.
 	signalExpire = "expire"
 	// signalWaiting tells the pipeline how many nodes of a stage wait for intervention.
@@ -110,6 +116,11 @@ type InterventionRequest struct {
 type AbortRequest struct {
 	User   string `json:"user"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// PauseRequest asks a pipeline execution to pause or resume.
+type PauseRequest struct {
+	User string `json:"user"`
 }
 
 // Abort records who stopped an execution.

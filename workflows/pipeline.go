@@ -159,6 +159,7 @@ type pipelineRun struct {
 	out        *outbox                 // the deliveries on their way to the notifier
 	notes      workflow.ReceiveChannel // deliveries raised by stages
 	rollback   bool                    // a PipelineRollback action fired
+	paused     bool                    // a user paused the execution: no stage or step starts
 	aborted    bool
 	expired    bool
 }
@@ -237,6 +238,9 @@ func (p *pipelineRun) registerHandlers(ctx workflow.Context) error {
 			return nil
 		}})
 	if err != nil {
+		return err
+	}
+	if err := p.registerPause(ctx); err != nil {
 		return err
 	}
 	workflow.Go(ctx, p.listenBarriers)
@@ -414,6 +418,9 @@ func (p *pipelineRun) runStageLoop(ctx workflow.Context, n *plan.Node, t *Node) 
 // runOneStage evaluates a stage's when and runs it; root holds the expression roots (loop
 // roots for an iteration of a looped stage).
 func (p *pipelineRun) runOneStage(ctx workflow.Context, n *plan.Node, t *Node, root map[string]any) {
+	if p.paused {
+		_ = workflow.Await(ctx, func() bool { return !p.paused || p.aborted || p.expired })
+	}
 	if p.stopped(ctx) || p.rollback {
 		return
 	}

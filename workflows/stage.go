@@ -67,6 +67,7 @@ func (s *stageRun) listen(ctx workflow.Context) error {
 	if err := s.registerInput(ctx); err != nil {
 		return err
 	}
+	s.listenPause(ctx)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		workflow.GetSignalChannel(ctx, signalExpire).Receive(ctx, nil)
 		s.expire()
@@ -119,6 +120,7 @@ type stageRun struct {
 	fastUnflushed    time.Duration                           // fast-path step time not yet persisted in history
 	fastTask         int                                     // history length when those steps ran
 	signals          []workflow.Future                       // signals sent to other workflows, for settle
+	paused           bool                                    // the execution is paused: no node starts
 	raiser           *raiser                                 // nil without notification rules
 	stepInfo         map[string]stepNote                     // steps' base paths and scopes, for their events
 	batchRuns        map[string]workflow.ChildWorkflowFuture // running loop batches by workflow ID
@@ -325,6 +327,9 @@ func (s *stageRun) runRollback(ctx workflow.Context, nodes []*plan.Node, t *Node
 }
 
 func (s *stageRun) runNode(ctx workflow.Context, n *plan.Node, t *Node, prefix string, container map[string]any, fr *frame) {
+	if !s.waitResumed(ctx, fr) {
+		return
+	}
 	if n.Kind == plan.KindParallel {
 		s.runParallel(ctx, n, t, prefix, container, fr)
 		return

@@ -45,6 +45,19 @@ func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) 
 		return nil, err
 	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
+		ch := workflow.GetSignalChannel(ctx, signalPause)
+		for {
+			var pause bool
+			if !ch.Receive(ctx, &pause) {
+				return
+			}
+			b.paused = pause
+			for _, id := range sortedIDs(b.running) {
+				b.running[id].SignalChildWorkflow(ctx, signalPause, pause)
+			}
+		}
+	})
+	workflow.Go(ctx, func(ctx workflow.Context) {
 		workflow.GetSignalChannel(ctx, signalExpire).Receive(ctx, nil)
 		b.expired = true
 		for _, id := range sortedIDs(b.running) {
@@ -73,6 +86,9 @@ func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) 
 			b.tree.Children[i].Status, b.tree.Children[i].EndedAt = status.Skipped, &now
 		},
 		func(ctx workflow.Context, i int) {
+			if b.paused {
+				_ = workflow.Await(ctx, func() bool { return !b.paused || b.aborted || b.expired })
+			}
 			n, t := children[i], b.tree.Children[i]
 			root := iterationRoot(in.Root, in.Stage.ID, in.Iterations[i], in.Total)
 			ok, err := evalWhen(root, "pipeline.stages."+n.ID, n.When)
@@ -112,6 +128,7 @@ type stageBatch struct {
 	aborted  bool
 	rollback bool
 	expired  bool
+	paused   bool              // the execution is paused: no iteration starts
 	raiser   *raiser           // nil without notification rules
 	signals  []workflow.Future // notifications sent to the pipeline
 }

@@ -103,8 +103,6 @@ func TestNotificationRules(t *testing.T) {
 			"url", diag.Error, 7},
 		"custom template": {`    - {name: r, identifier: r, enabled: true, template: {templateRef: t, versionLabel: v1}, pipelineEvents: [{type: PipelineEnd}], notificationMethod: {type: Webhook, spec: {webhookUrl: "http://h"}}}`,
 			"unsupported-notification-template", diag.Unsupported, 7},
-		"paused is never raised": {`    - {name: r, identifier: r, enabled: true, pipelineEvents: [{type: PipelinePaused}], notificationMethod: {type: Webhook, spec: {webhookUrl: "http://h"}}}`,
-			"event-never-raised", diag.Warning, 7},
 		"identifier required": {`    - {name: r, enabled: true, pipelineEvents: [{type: PipelineEnd}], notificationMethod: {type: Webhook, spec: {webhookUrl: "http://h"}}}`,
 			"missing-field", diag.Error, 7},
 		"duplicate identifier": {`    - {name: r, identifier: r, enabled: true, pipelineEvents: [{type: PipelineEnd}], notificationMethod: {type: Webhook, spec: {webhookUrl: "http://h"}}}

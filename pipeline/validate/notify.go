@@ -81,9 +81,6 @@ func (c *checker) pipelineEvent(e *pipeline.PipelineEvent) {
 		}
 		return
 	}
-	if e.Type == "PipelinePaused" {
-		c.diags.Warnf(typeAt, "event-never-raised", "Gantry has no user pause yet, so PipelinePaused is never raised; the entry is accepted and ignored")
-	}
 	stageEvent := slices.Contains(stageEventTypes, e.Type)
 	switch {
 	case stageEvent && len(e.ForStages) == 0:
