@@ -351,3 +351,66 @@ func TestNotifyRetriedStep(t *testing.T) {
 		t.Errorf("%s: %q %v", st, got, ds)
 	}
 }
+
+// updateCallbacks fails the test when an update is refused or fails.
+type updateCallbacks struct {
+	t    *testing.T
+	name string
+}
+
+func (u updateCallbacks) Accept()          {}
+func (u updateCallbacks) Reject(err error) { u.t.Errorf("%s refused: %v", u.name, err) }
+func (u updateCallbacks) Complete(_ any, err error) {
+	if err != nil {
+		u.t.Errorf("%s failed: %v", u.name, err)
+	}
+}
+
+// Spec 3.4 Pause / Resume: a pause while a step runs lets it finish, and nothing starts until
+// the resume an hour later; PipelinePaused and PipelineResumed are raised in between.
+func TestPauseHoldsNewSteps(t *testing.T) {
+	stage := `    - stage:
+        name: s1
+        identifier: s1
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: a, identifier: a, timeout: 1m, spec: {shell: Bash, source: {type: Inline, spec: {script: "sleep 0.2"}}}}
+              - step: {type: ShellScript, name: b, identifier: b, timeout: 1m, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}
+`
+	p := compile(t, "p.yaml", notifyPipeline("[{type: PipelinePaused}, {type: PipelineResumed}]", stage))
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	worker.Register(env, worker.Options{Logs: logs.Store{Dir: t.TempDir()}}, workflows.NotifierName)
+	log := &eventLog{}
+	env.RegisterWorkflowWithOptions(log.workflow, workflow.RegisterOptions{Name: workflows.NotifierName})
+	start := env.Now()
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.UpdatePause, "pause-1", updateCallbacks{t, "pause"}, workflows.PauseRequest{User: "ops"})
+	}, time.Millisecond)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.UpdateResume, "resume-1", updateCallbacks{t, "resume"}, workflows.PauseRequest{User: "ops"})
+	}, time.Hour)
+	env.ExecuteWorkflow(workflows.PipelineName, workflows.PipelineInput{Plan: p, SequenceID: 1, Trigger: workflows.Trigger{Type: "MANUAL"},
+		Settings: workflows.Settings{HeartbeatTimeout: time.Minute}})
+	var res workflows.PipelineResult
+	if err := env.GetWorkflowResult(&res); err != nil || res.Status != status.Succeeded {
+		t.Fatalf("%v %v", res.Status, err)
+	}
+	b := res.Tree.Find("s1.b")
+	if b.StartedAt.Sub(start) < time.Hour {
+		t.Errorf("step b started %s after the start, before the resume", b.StartedAt.Sub(start))
+	}
+	var got []string
+	for _, d := range log.ds {
+		got = append(got, d.Event.Type+" "+string(d.Event.Status))
+	}
+	if strings.Join(got, "; ") != "PipelinePaused PAUSED; PipelineResumed RUNNING" {
+		t.Errorf("events %q", got)
+	}
+	if !strings.Contains(strings.Join(res.Tree.Notes, " "), "paused by ops") {
+		t.Errorf("notes %v", res.Tree.Notes)
+	}
+}
