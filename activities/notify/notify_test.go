@@ -276,3 +276,23 @@ func TestEmail(t *testing.T) {
 		t.Errorf("bad password: %v", err)
 	}
 }
+
+// Implicit TLS (SMTPS): the connection is TLS from the first byte.
+func TestEmailImplicitTLS(t *testing.T) {
+	srv := smtptest.StartImplicitTLS(t, "gantry", "pw")
+	s := sender()
+	s.Secrets = secrets.Map{"smtp": "pw"}
+	s.SMTP = notify.SMTP{Host: srv.Host, Port: srv.Port, Security: "tls", Username: "gantry", PasswordRef: "smtp", From: "cd@example.org", InsecureSkipVerify: true}
+	if _, err := s.Send(context.Background(), activities.Delivery{Key: "k", Channel: "Email", Recipients: []string{"a@example.org"}, Event: failedEvent()}); err != nil {
+		t.Fatal(err)
+	}
+	if len(srv.Messages()) != 1 {
+		t.Fatalf("%d messages", len(srv.Messages()))
+	}
+	s.SMTP.Security = "starttls" // a plain-text greeting expected, a TLS server met: the attempt fails
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := s.Send(ctx, activities.Delivery{Key: "k", Channel: "Email", Recipients: []string{"a@example.org"}, Event: failedEvent()}); err == nil {
+		t.Error("STARTTLS against an SMTPS port succeeded")
+	}
+}

@@ -48,16 +48,25 @@ type Server struct {
 
 // Start starts a server requiring STARTTLS and AUTH PLAIN with user and password, stopped
 // when the test ends.
-func Start(t testing.TB, user, password string) *Server {
+func Start(t testing.TB, user, password string) *Server { return start(t, user, password, false) }
+
+// StartImplicitTLS starts a server that speaks TLS from the first byte (SMTPS, as on port 465).
+func StartImplicitTLS(t testing.TB, user, password string) *Server { return start(t, user, password, true) }
+
+func start(t testing.TB, user, password string, implicit bool) *Server {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	cert := selfSigned(t)
+	if implicit {
+		l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}})
+	}
 	s := &Server{Host: "127.0.0.1", Port: l.Addr().(*net.TCPAddr).Port, Username: user, Password: password, reject: map[string]int{}}
 	srv := smtp.NewServer(backend{s})
 	srv.Domain = "localhost"
-	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
 	srv.ReadTimeout, srv.WriteTimeout = 30*time.Second, 30*time.Second
 	go func() { _ = srv.Serve(l) }()
 	t.Cleanup(func() { _ = srv.Close() })
