@@ -51,7 +51,9 @@ type Server struct {
 func Start(t testing.TB, user, password string) *Server { return start(t, user, password, false) }
 
 // StartImplicitTLS starts a server that speaks TLS from the first byte (SMTPS, as on port 465).
-func StartImplicitTLS(t testing.TB, user, password string) *Server { return start(t, user, password, true) }
+func StartImplicitTLS(t testing.TB, user, password string) *Server {
+	return start(t, user, password, true)
+}
 
 func start(t testing.TB, user, password string, implicit bool) *Server {
 	t.Helper()
