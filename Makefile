@@ -68,7 +68,8 @@ fuzz:
 # 10-Deployment HelmDeploy vs the helm CLI's upgrade --install --wait (built by hack/helm), 200
 # concurrent 3-step pipelines on the PostgreSQL topology vs the embedded SQLite server, and the
 # marginal cost per short step (fast path on and off) vs drone-runner-exec, and 100 printing steps
-# with their logs shipped to S3 (versitygw) vs logs on disk.
+# with their logs shipped to S3 (versitygw) vs logs on disk, and a pipeline with notification
+# rules vs the same without.
 bench: k8s-tools browser-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench OnRun -benchtime 20x -count 3 ./policies | tee -a .bench.out
@@ -82,6 +83,7 @@ bench: k8s-tools browser-tools
 	$(GO) test -run '^$$' -bench 'Fetch|RefAdvertisement' -benchtime 20x -count 3 ./activities/gitstore | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'ContainerGroup|KubectlRunExec' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'LogsToS3' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'Notifications' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 1x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 15x -count 3 ./e2e | tee -a .bench.out
 	hack/bench-drone.sh 15 3 | tee -a .bench.out

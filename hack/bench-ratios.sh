@@ -110,6 +110,13 @@ if [ -n "$ll" ] && [ -n "$ls3" ]; then
     printf "  shipped to S3 %.3f  on disk %.3f  ratio %.2fx (target <= 1.05)\n", s, l, s / l
   }'
 fi
+np=$(unit Notifications plain-ms); nn=$(unit Notifications notified-ms); nd=$(unit Notifications all-delivered-ms)
+if [ -n "$np" ] && [ -n "$nn" ]; then
+  awk -v p="$np" -v n="$nn" -v d="$nd" 'BEGIN {
+    print ""; print "20-step pipeline (ms, median of runs; runs alternate): with a rule selecting every event (5 webhook deliveries) vs without rules"
+    printf "  with notifications %.1f  without %.1f  ratio %.2fx (target <= 1.05); all 5 delivered %.1f ms after the start\n", n, p, n / p, d
+  }'
+fi
 peer=$(unit DroneExec ms/step-marginal)
 if [ -n "$peer" ]; then
   echo; echo "marginal cost per step, (T100 - T20) / 80, of sequential \`true\` ShellScript steps (ms; runs of 20 and 100 steps alternate, median of the pairs, median of the -count runs)"

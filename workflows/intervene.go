@@ -2,13 +2,13 @@ package workflows
 
 import (
 	"fmt"
-	"github.com/gantry-cd/gantry/activities"
 	"slices"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/status"

@@ -1,12 +1,12 @@
 package workflows
 
 import (
-	"github.com/gantry-cd/gantry/activities"
 	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
