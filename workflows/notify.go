@@ -137,7 +137,7 @@ func (p *pipelineRun) raise(ctx workflow.Context, ev activities.NotifyEvent, roo
 	if p.raiser == nil {
 		return
 	}
-	p.pullNotifications()
+	p.pullNotifications(ctx)
 	p.out.add(ctx, p.raiser.deliveries(ctx, ev, root, fqn))
 }
 
@@ -154,14 +154,14 @@ func (p *pipelineRun) listenNotifications(ctx workflow.Context) {
 				return
 			}
 			p.out.add(ctx, b.Deliveries)
-			p.pullNotifications()
+			p.pullNotifications(ctx)
 		}
 	})
 }
 
 // pullNotifications takes the deliveries that have arrived: a stage's step events come before
 // the stage's own end event even when both arrive in one workflow task.
-func (p *pipelineRun) pullNotifications() {
+func (p *pipelineRun) pullNotifications(ctx workflow.Context) {
 	if p.notes == nil {
 		return
 	}
@@ -170,7 +170,7 @@ func (p *pipelineRun) pullNotifications() {
 		if !p.notes.ReceiveAsync(&b) {
 			return
 		}
-		p.out.pending = append(p.out.pending, b.Deliveries...)
+		p.out.add(ctx, b.Deliveries)
 	}
 }
 

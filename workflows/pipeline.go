@@ -82,6 +82,7 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 func (p *pipelineRun) result(ctx workflow.Context, stages map[string]any) (*PipelineResult, error) {
 	res := &PipelineResult{Status: p.tree.Status, Tree: p.tree, Stages: stages}
 	if p.out != nil {
+		p.pullNotifications(ctx) // what stages raised after the listener stopped (a cancellation)
 		p.out.close(ctx)
 	}
 	if err := closing(ctx, res.Status, p.tree, *res); err != nil {
