@@ -23,8 +23,9 @@ import (
 
 // attempt is one call of the delivery activity the test saw.
 type attempt struct {
-	key string
-	at  time.Time
+	key   string
+	at    time.Time
+	queue string
 }
 
 // runNotifier runs a notifier in the test suite with batches signalled at start; answer says
@@ -41,7 +42,7 @@ func runNotifier(t *testing.T, batches []workflows.NotifyBatch, answer func(d ac
 		mu.Lock()
 		counts[d.Key]++
 		n := counts[d.Key]
-		seen = append(seen, attempt{d.Key, env.Now()})
+		seen = append(seen, attempt{d.Key, env.Now(), activity.GetInfo(ctx).TaskQueue})
 		mu.Unlock()
 		if err := answer(d, n); err != nil {
 			return activities.DeliveryResult{}, err
@@ -137,6 +138,7 @@ func TestNotifierRetries(t *testing.T) {
 // unresolved target fails without an attempt.
 func TestNotifierOrderAndDuplicates(t *testing.T) {
 	first, second, other := delivery("first", "r", 0), delivery("second", "r", 0), delivery("other", "r", 1)
+	other.Selectors = []string{"dmz"} // executeOnDelegate: sent by a worker with that tag
 	bad := delivery("bad", "u", 0)
 	bad.Unresolved = "UNRESOLVED_EXPRESSION: url: pipeline.variables.missing is not defined"
 	records, seen := runNotifier(t, []workflows.NotifyBatch{
@@ -156,6 +158,9 @@ func TestNotifierOrderAndDuplicates(t *testing.T) {
 		switch a.key {
 		case "other":
 			otherAt = a.at
+			if !strings.HasSuffix(a.queue, "@dmz") {
+				t.Errorf("a delivery with selectors ran on queue %s", a.queue)
+			}
 		default:
 			order = append(order, a.key)
 			if a.key == "first" {
