@@ -69,8 +69,12 @@ func (s NotifySettings) withDefaults() NotifySettings {
 	return d
 }
 
-// NotifyBatch is deliveries in emission order; Final says the pipeline sends no more.
+// NotifyBatch is deliveries in emission order; Final says the pipeline sends no more. Seq
+// numbers a pipeline's batches from 1: it sends them without waiting for each to arrive, and
+// the notifier takes them in order. Batches without Seq (stages to their pipeline, a failed
+// trigger) are taken as they come.
 type NotifyBatch struct {
+	Seq        int                   `json:"seq,omitempty"`
 	Deliveries []activities.Delivery `json:"deliveries,omitempty"`
 	Final      bool                  `json:"final,omitempty"`
 }
@@ -94,10 +98,14 @@ type DeliveryRecord struct {
 // NotifierInput starts a notifier, or continues one with nothing left to send (Records and
 // Closed carried over).
 type NotifierInput struct {
-	ExecutionID string           `json:"executionId"`
-	Settings    NotifySettings   `json:"settings"`
-	Records     []DeliveryRecord `json:"records,omitempty"`
-	Closed      bool             `json:"closed,omitempty"`
+	ExecutionID string         `json:"executionId"`
+	Settings    NotifySettings `json:"settings"`
+	// Initial are the deliveries known when the pipeline started the notifier.
+	Initial []activities.Delivery `json:"initial,omitempty"`
+	// NextSeq is the Seq of the next batch to take (0: 1).
+	NextSeq int              `json:"nextSeq,omitempty"`
+	Records []DeliveryRecord `json:"records,omitempty"`
+	Closed  bool             `json:"closed,omitempty"`
 }
 
 // NotifierResult is a notifier's final records.
@@ -117,12 +125,14 @@ type notifier struct {
 	queues  map[string][]activities.Delivery // per (rule, target), in emission order
 	busy    map[string]bool                  // queues whose sender runs
 	closed  bool
+	next    int                 // Seq of the next batch to take
+	early   map[int]NotifyBatch // batches that arrived before an earlier one
 }
 
 // Notifier is the notifier workflow.
 func Notifier(ctx workflow.Context, in NotifierInput) (*NotifierResult, error) {
 	n := &notifier{in: in, set: in.Settings.withDefaults(), records: in.Records, index: map[string]int{},
-		queues: map[string][]activities.Delivery{}, busy: map[string]bool{}, closed: in.Closed}
+		queues: map[string][]activities.Delivery{}, busy: map[string]bool{}, closed: in.Closed, next: max(in.NextSeq, 1), early: map[int]NotifyBatch{}}
 	for i, r := range n.records {
 		n.index[r.Key] = i
 	}
@@ -130,6 +140,7 @@ func Notifier(ctx workflow.Context, in NotifierInput) (*NotifierResult, error) {
 		return nil, err
 	}
 	ch := workflow.GetSignalChannel(ctx, SignalNotify)
+	n.enqueue(ctx, in.Initial)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var b NotifyBatch
@@ -157,9 +168,9 @@ func Notifier(ctx workflow.Context, in NotifierInput) (*NotifierResult, error) {
 				}
 				n.take(ctx, b)
 			}
-			if n.idle() {
+			if n.idle() && len(n.early) == 0 {
 				return nil, workflow.NewContinueAsNewError(ctx, NotifierName, NotifierInput{
-					ExecutionID: in.ExecutionID, Settings: in.Settings, Records: n.records, Closed: n.closed})
+					ExecutionID: in.ExecutionID, Settings: in.Settings, Records: n.records, Closed: n.closed, NextSeq: n.next})
 			}
 			continue
 		}
@@ -171,6 +182,23 @@ func Notifier(ctx workflow.Context, in NotifierInput) (*NotifierResult, error) {
 }
 
 func (n *notifier) take(ctx workflow.Context, b NotifyBatch) {
+	if b.Seq == 0 {
+		n.takeNow(ctx, b)
+		return
+	}
+	n.early[b.Seq] = b
+	for {
+		next, ok := n.early[n.next]
+		if !ok {
+			return
+		}
+		delete(n.early, n.next)
+		n.next++
+		n.takeNow(ctx, next)
+	}
+}
+
+func (n *notifier) takeNow(ctx workflow.Context, b NotifyBatch) {
 	n.enqueue(ctx, b.Deliveries)
 	if b.Final {
 		n.closed = true

@@ -103,24 +103,42 @@ func (o *outbox) forward(ctx workflow.Context) {
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON, // deliveries outlive the pipeline
 		StaticSummary:     "Notifications of " + o.summary,
 	})
-	f := workflow.ExecuteChildWorkflow(cctx, NotifierName, NotifierInput{ExecutionID: o.executionID, Settings: o.settings})
+	f := workflow.ExecuteChildWorkflow(cctx, NotifierName, NotifierInput{ExecutionID: o.executionID, Settings: o.settings, Initial: o.take()})
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("notifications: the notifier workflow did not start; this execution's notifications are not sent", "error", err)
 		return
 	}
+	// Batches go out as they come, without waiting for the earlier ones to arrive (their Seq
+	// keeps them in order); the pipeline waits for them all only before it closes, since
+	// Temporal drops a signal whose sender has closed.
+	var sent []workflow.Future
+	seq := 0
 	for {
 		_ = workflow.Await(ctx, func() bool { return len(o.pending) > 0 || o.final })
-		n := min(len(o.pending), maxBatch)
-		b := NotifyBatch{Deliveries: o.pending[:n:n]}
-		o.pending = o.pending[n:]
-		b.Final = o.final && len(o.pending) == 0
-		if err := f.SignalChildWorkflow(ctx, SignalNotify, b).Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Error("notifications: could not hand deliveries to the notifier", "error", err, "deliveries", len(b.Deliveries))
-		}
-		if b.Final {
-			return
+		final := o.final
+		for len(o.pending) > 0 || final {
+			seq++
+			b := NotifyBatch{Seq: seq, Deliveries: o.take()}
+			b.Final = final && len(o.pending) == 0
+			sent = append(sent, f.SignalChildWorkflow(ctx, SignalNotify, b))
+			if b.Final {
+				for _, s := range sent {
+					if err := s.Get(ctx, nil); err != nil {
+						workflow.GetLogger(ctx).Error("notifications: could not hand deliveries to the notifier", "error", err)
+					}
+				}
+				return
+			}
 		}
 	}
+}
+
+// take removes the next batch of pending deliveries.
+func (o *outbox) take() []activities.Delivery {
+	n := min(len(o.pending), maxBatch)
+	out := o.pending[:n:n]
+	o.pending = o.pending[n:]
+	return out
 }
 
 // close sends what is left and tells the notifier the pipeline is done.

@@ -190,16 +190,23 @@ type eventLog struct {
 
 func (l *eventLog) workflow(ctx workflow.Context, in workflows.NotifierInput) (*workflows.NotifierResult, error) {
 	ch := workflow.GetSignalChannel(ctx, workflows.SignalNotify)
-	for {
+	batches := []workflows.NotifyBatch{{Deliveries: in.Initial}}
+	// Until the final batch and every batch before it have arrived.
+	for finalSeq := -1; finalSeq < 0 || len(batches)-1 < finalSeq; {
 		var b workflows.NotifyBatch
 		ch.Receive(ctx, &b)
-		l.mu.Lock()
-		l.ds = append(l.ds, b.Deliveries...)
-		l.mu.Unlock()
+		batches = append(batches, b)
 		if b.Final {
-			return &workflows.NotifierResult{}, nil
+			finalSeq = b.Seq
 		}
 	}
+	sort.Slice(batches, func(i, j int) bool { return batches[i].Seq < batches[j].Seq })
+	l.mu.Lock()
+	for _, b := range batches {
+		l.ds = append(l.ds, b.Deliveries...)
+	}
+	l.mu.Unlock()
+	return &workflows.NotifierResult{}, nil
 }
 
 // events runs a pipeline in the test suite with a recording notifier and returns its status
@@ -431,5 +438,22 @@ func TestPauseHoldsNewSteps(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(res.Tree.Notes, " "), "paused by ops") {
 		t.Errorf("notes %v", res.Tree.Notes)
+	}
+}
+
+// The pipeline sends its batches without waiting for each to arrive: the notifier takes them
+// by Seq, so a batch that overtook an earlier one waits for it.
+func TestNotifierTakesBatchesInSeqOrder(t *testing.T) {
+	_, seen := runNotifier(t, []workflows.NotifyBatch{
+		{Seq: 2, Deliveries: []activities.Delivery{delivery("second", "r", 0)}},
+		{Seq: 3, Final: true},
+		{Seq: 1, Deliveries: []activities.Delivery{delivery("first", "r", 0)}},
+	}, func(activities.Delivery, int) error { return nil })
+	var order []string
+	for _, a := range seen {
+		order = append(order, a.key)
+	}
+	if strings.Join(order, " ") != "first second" {
+		t.Errorf("order %v", order)
 	}
 }
