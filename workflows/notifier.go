@@ -113,9 +113,13 @@ type NotifierResult struct {
 	Records []DeliveryRecord `json:"records"`
 }
 
-// idleCheck is how long a notifier with nothing to send waits before it asks whether its
-// pipeline still runs (a terminated pipeline never sends Final).
-const idleCheck = time.Hour
+// A notifier learns that its pipeline is done from a Final batch, sent when the pipeline's last
+// events have deliveries. Otherwise (and for a terminated pipeline) it asks whether the
+// pipeline has closed whenever it has been idle for firstIdleCheck, doubling up to idleCheck.
+const (
+	firstIdleCheck = time.Second
+	idleCheck      = time.Hour
+)
 
 type notifier struct {
 	in      NotifierInput
@@ -150,8 +154,9 @@ func Notifier(ctx workflow.Context, in NotifierInput) (*NotifierResult, error) {
 			n.take(ctx, b)
 		}
 	})
+	wait := firstIdleCheck
 	for {
-		ok, err := workflow.AwaitWithTimeout(ctx, idleCheck, func() bool {
+		ok, err := workflow.AwaitWithTimeout(ctx, wait, func() bool {
 			return (n.closed && n.idle()) || (n.idle() && workflow.GetInfo(ctx).GetContinueAsNewSuggested())
 		})
 		if err != nil {
@@ -177,6 +182,7 @@ func Notifier(ctx workflow.Context, in NotifierInput) (*NotifierResult, error) {
 		if n.idle() && n.pipelineClosed(ctx) {
 			break
 		}
+		wait = min(wait*2, idleCheck)
 	}
 	return &NotifierResult{Records: n.records}, nil
 }

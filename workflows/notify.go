@@ -103,32 +103,39 @@ func (o *outbox) forward(ctx workflow.Context) {
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_ABANDON, // deliveries outlive the pipeline
 		StaticSummary:     "Notifications of " + o.summary,
 	})
-	f := workflow.ExecuteChildWorkflow(cctx, NotifierName, NotifierInput{ExecutionID: o.executionID, Settings: o.settings, Initial: o.take()})
+	in := NotifierInput{ExecutionID: o.executionID, Settings: o.settings, Initial: o.take()}
+	in.Closed = o.final && len(o.pending) == 0 // started at the pipeline's end: everything is in its input
+	f := workflow.ExecuteChildWorkflow(cctx, NotifierName, in)
 	if err := f.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Error("notifications: the notifier workflow did not start; this execution's notifications are not sent", "error", err)
 		return
 	}
+	if in.Closed {
+		return
+	}
 	// Batches go out as they come, without waiting for the earlier ones to arrive (their Seq
 	// keeps them in order); the pipeline waits for them all only before it closes, since
-	// Temporal drops a signal whose sender has closed.
+	// Temporal drops a signal whose sender has closed. With nothing left to send at the end,
+	// no Final batch goes out: the notifier finds the pipeline closed by itself, and the
+	// pipeline closes without waiting for a round trip.
 	var sent []workflow.Future
 	seq := 0
 	for {
 		_ = workflow.Await(ctx, func() bool { return len(o.pending) > 0 || o.final })
 		final := o.final
-		for len(o.pending) > 0 || final {
+		for len(o.pending) > 0 {
 			seq++
 			b := NotifyBatch{Seq: seq, Deliveries: o.take()}
 			b.Final = final && len(o.pending) == 0
 			sent = append(sent, f.SignalChildWorkflow(ctx, SignalNotify, b))
-			if b.Final {
-				for _, s := range sent {
-					if err := s.Get(ctx, nil); err != nil {
-						workflow.GetLogger(ctx).Error("notifications: could not hand deliveries to the notifier", "error", err)
-					}
+		}
+		if final {
+			for _, s := range sent {
+				if err := s.Get(ctx, nil); err != nil {
+					workflow.GetLogger(ctx).Error("notifications: could not hand deliveries to the notifier", "error", err)
 				}
-				return
 			}
+			return
 		}
 	}
 }

@@ -3,9 +3,11 @@ package workflows_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,7 +51,15 @@ func runNotifier(t *testing.T, batches []workflows.NotifyBatch, answer func(d ac
 		}
 		return activities.DeliveryResult{Code: 200}, nil
 	}, activity.RegisterOptions{Name: activities.Notify})
-	env.RegisterActivityWithOptions(func(context.Context, string) (bool, error) { return false, nil }, activity.RegisterOptions{Name: activities.ExecutionClosed})
+	// Without a Final batch the notifier finds the pipeline closed by asking.
+	final := slices.ContainsFunc(batches, func(b workflows.NotifyBatch) bool { return b.Final })
+	var asked atomic.Int32
+	env.RegisterActivityWithOptions(func(context.Context, string) (bool, error) { asked.Add(1); return !final, nil }, activity.RegisterOptions{Name: activities.ExecutionClosed})
+	t.Cleanup(func() {
+		if !final && asked.Load() == 0 {
+			t.Error("the notifier ended without a Final batch and without asking whether the pipeline closed")
+		}
+	})
 	for _, b := range batches {
 		b := b
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(workflows.SignalNotify, b) }, 0)
@@ -184,29 +194,39 @@ func TestNotifierOrderAndDuplicates(t *testing.T) {
 
 // eventLog is the test notifier: it records the deliveries the pipeline hands over.
 type eventLog struct {
-	mu sync.Mutex
-	ds []activities.Delivery
+	mu      sync.Mutex
+	batches []workflows.NotifyBatch
 }
 
 func (l *eventLog) workflow(ctx workflow.Context, in workflows.NotifierInput) (*workflows.NotifierResult, error) {
 	ch := workflow.GetSignalChannel(ctx, workflows.SignalNotify)
-	batches := []workflows.NotifyBatch{{Deliveries: in.Initial}}
-	// Until the final batch and every batch before it have arrived.
-	for finalSeq := -1; finalSeq < 0 || len(batches)-1 < finalSeq; {
-		var b workflows.NotifyBatch
-		ch.Receive(ctx, &b)
-		batches = append(batches, b)
-		if b.Final {
-			finalSeq = b.Seq
-		}
-	}
-	sort.Slice(batches, func(i, j int) bool { return batches[i].Seq < batches[j].Seq })
 	l.mu.Lock()
-	for _, b := range batches {
-		l.ds = append(l.ds, b.Deliveries...)
-	}
+	l.batches = append(l.batches, workflows.NotifyBatch{Deliveries: in.Initial})
 	l.mu.Unlock()
+	// Like the real notifier: done at a Final batch, or once idle (the pipeline has closed).
+	for closed := in.Closed; !closed; {
+		var b workflows.NotifyBatch
+		if ok, _ := ch.ReceiveWithTimeout(ctx, 24*time.Hour, &b); !ok {
+			break
+		}
+		l.mu.Lock()
+		l.batches = append(l.batches, b)
+		l.mu.Unlock()
+		closed = b.Final
+	}
 	return &workflows.NotifierResult{}, nil
+}
+
+// deliveries are the deliveries handed over, in Seq order.
+func (l *eventLog) deliveries() []activities.Delivery {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	sort.SliceStable(l.batches, func(i, j int) bool { return l.batches[i].Seq < l.batches[j].Seq })
+	var out []activities.Delivery
+	for _, b := range l.batches {
+		out = append(out, b.Deliveries...)
+	}
+	return out
 }
 
 // events runs a pipeline in the test suite with a recording notifier and returns its status
@@ -230,10 +250,10 @@ func events(t *testing.T, src string) (status.Status, []string, []activities.Del
 		_ = env.GetWorkflowResult(&res)
 	}
 	var out []string
-	for _, d := range log.ds {
+	for _, d := range log.deliveries() {
 		out = append(out, fmt.Sprintf("%s %s %s", d.Event.Type, d.Event.Node, d.Event.Status))
 	}
-	return res.Status, out, log.ds
+	return res.Status, out, log.deliveries()
 }
 
 const notifyBase = `pipeline:
@@ -430,7 +450,7 @@ func TestPauseHoldsNewSteps(t *testing.T) {
 		t.Errorf("step b started %s after the start, before the resume", b.StartedAt.Sub(start))
 	}
 	var got []string
-	for _, d := range log.ds {
+	for _, d := range log.deliveries() {
 		got = append(got, d.Event.Type+" "+string(d.Event.Status))
 	}
 	if strings.Join(got, "; ") != "PipelinePaused PAUSED; PipelineResumed RUNNING" {
@@ -455,5 +475,15 @@ func TestNotifierTakesBatchesInSeqOrder(t *testing.T) {
 	}
 	if strings.Join(order, " ") != "first second" {
 		t.Errorf("order %v", order)
+	}
+}
+
+// A pipeline whose last events raised nothing sends no Final batch: its notifier finishes what
+// it has and ends once it finds the pipeline closed.
+func TestNotifierEndsWhenThePipelineClosed(t *testing.T) {
+	records, _ := runNotifier(t, []workflows.NotifyBatch{{Seq: 1, Deliveries: []activities.Delivery{delivery("only", "r", 0)}}},
+		func(activities.Delivery, int) error { return nil })
+	if len(records) != 1 || records[0].Status != workflows.DeliveryDelivered {
+		t.Errorf("records %+v", records)
 	}
 }
