@@ -6,9 +6,9 @@ package activities
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -270,7 +270,7 @@ func (d *Delivery) render(render func(string) (string, error)) string {
 	d.RoutingKey = one("key", d.RoutingKey)
 	if len(d.Headers) > 0 {
 		h := make(map[string]string, len(d.Headers))
-		for _, k := range sortedKeys(d.Headers) {
+		for _, k := range slices.Sorted(maps.Keys(d.Headers)) {
 			h[k] = one("header "+k, d.Headers[k])
 		}
 		d.Headers = h
@@ -286,15 +286,6 @@ func (d *Delivery) render(render func(string) (string, error)) string {
 		return ""
 	}
 	return UnresolvedExpression + ": " + MaskRefs(strings.Join(problems, "; "))
-}
-
-func sortedKeys(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // DeliveryFailure is what a failed delivery attempt tells the notifier workflow, as the

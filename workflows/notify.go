@@ -273,22 +273,12 @@ func withStageData(root map[string]any, id string, data map[string]any) map[stri
 	if data == nil {
 		return root
 	}
-	pl := child(root, "pipeline")
-	stages := make(map[string]any, len(child(pl, "stages"))+1)
-	for k, v := range child(pl, "stages") {
-		stages[k] = v
-	}
+	pl := copyMap(child(root, "pipeline"))
+	stages := copyMap(child(pl, "stages"))
 	stages[id] = data
-	plc := make(map[string]any, len(pl))
-	for k, v := range pl {
-		plc[k] = v
-	}
-	plc["stages"] = stages
-	out := make(map[string]any, len(root))
-	for k, v := range root {
-		out[k] = v
-	}
-	out["pipeline"] = plc
+	pl["stages"] = stages
+	out := copyMap(root)
+	out["pipeline"] = pl
 	return out
 }
 

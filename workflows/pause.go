@@ -69,6 +69,20 @@ func (p *pipelineRun) setPaused(ctx workflow.Context, pause bool, user string) {
 // listenPause follows the pipeline's pause and resume in a stage, and passes them on to the
 // stage's loop batches.
 func (s *stageRun) listenPause(ctx workflow.Context) {
+	followPause(ctx, func(pause bool) {
+		s.paused = pause
+		if !s.tree.Status.Final() { // shown while nothing of the stage runs any more
+			s.tree.Status = status.Running
+			if pause {
+				s.tree.Status = status.Paused
+			}
+		}
+	}, func() map[string]workflow.ChildWorkflowFuture { return s.batchRuns })
+}
+
+// followPause calls set at every pause (true) or resume (false) signal and passes the signal
+// on to the running children.
+func followPause(ctx workflow.Context, set func(bool), children func() map[string]workflow.ChildWorkflowFuture) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		ch := workflow.GetSignalChannel(ctx, signalPause)
 		for {
@@ -76,15 +90,10 @@ func (s *stageRun) listenPause(ctx workflow.Context) {
 			if !ch.Receive(ctx, &pause) {
 				return
 			}
-			s.paused = pause
-			if !s.tree.Status.Final() { // shown while nothing of the stage runs any more
-				s.tree.Status = status.Running
-				if pause {
-					s.tree.Status = status.Paused
-				}
-			}
-			for _, id := range sortedIDs(s.batchRuns) {
-				s.batchRuns[id].SignalChildWorkflow(ctx, signalPause, pause)
+			set(pause)
+			running := children()
+			for _, id := range sortedIDs(running) {
+				running[id].SignalChildWorkflow(ctx, signalPause, pause)
 			}
 		}
 	})

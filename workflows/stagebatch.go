@@ -44,19 +44,7 @@ func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) 
 	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return b.tree, nil }); err != nil {
 		return nil, err
 	}
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		ch := workflow.GetSignalChannel(ctx, signalPause)
-		for {
-			var pause bool
-			if !ch.Receive(ctx, &pause) {
-				return
-			}
-			b.paused = pause
-			for _, id := range sortedIDs(b.running) {
-				b.running[id].SignalChildWorkflow(ctx, signalPause, pause)
-			}
-		}
-	})
+	followPause(ctx, func(pause bool) { b.paused = pause }, func() map[string]workflow.ChildWorkflowFuture { return b.running })
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		workflow.GetSignalChannel(ctx, signalExpire).Receive(ctx, nil)
 		b.expired = true
