@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -55,6 +56,11 @@ type Engine struct {
 	Timeout  time.Duration
 	prepared map[string]preparedPolicy // policy name → prepared deny and warn queries
 	modules  map[string]string
+	compiler *ast.Compiler
+	// together holds, per list of policies, one query that evaluates all their rules at once,
+	// so helpers they share (gantrylib.steps walks the whole pipeline) are computed once per
+	// decision instead of once per rule.
+	together sync.Map // string → *jointQuery
 }
 
 type preparedPolicy struct {
@@ -77,7 +83,7 @@ func LoadFS(ctx context.Context, fsys fs.FS, name string) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policies in %s do not compile:\n%v", name, err)
 	}
-	e := &Engine{prepared: map[string]preparedPolicy{}, Timeout: DefaultTimeout, modules: modules}
+	e := &Engine{prepared: map[string]preparedPolicy{}, Timeout: DefaultTimeout, modules: modules, compiler: compiler}
 	for _, pkg := range packages(compiler) {
 		pol := strings.TrimPrefix(pkg, "gantry.")
 		deny, err := prepare(ctx, compiler, "data."+pkg+".deny")
@@ -273,16 +279,31 @@ func (e *Engine) Evaluate(ctx context.Context, sets []string, input any) (*Decis
 	if err != nil {
 		return nil, fmt.Errorf("policy input: %w", err)
 	}
+	var chosen []Set
+	var names []string
 	for _, name := range sets {
 		i := slices.IndexFunc(e.Sets, func(s Set) bool { return s.Identifier == name })
 		if i < 0 {
 			return nil, fmt.Errorf("policy set %q is not defined", name)
 		}
-		set := e.Sets[i]
+		chosen = append(chosen, e.Sets[i])
+		for _, pol := range e.Sets[i].Policies {
+			if !slices.Contains(names, pol) {
+				names = append(names, pol)
+			}
+		}
+	}
+	start := time.Now()
+	results := e.evalTogether(ctx, names, parsed)
+	shared := time.Since(start)
+	for _, set := range chosen {
 		start := time.Now()
 		sr := SetResult{Set: set.Identifier, Severity: set.Severity, Status: "pass"}
 		for _, pol := range set.Policies {
-			pr := e.evalPolicy(ctx, pol, parsed)
+			pr, ok := results[pol]
+			if !ok {
+				pr = e.evalPolicy(ctx, pol, parsed)
+			}
 			switch {
 			case len(pr.Deny) > 0 || pr.Error != "":
 				if set.Severity == SeverityError {
@@ -296,6 +317,9 @@ func (e *Engine) Evaluate(ctx context.Context, sets []string, input any) (*Decis
 			sr.Policies = append(sr.Policies, pr)
 		}
 		sr.Duration = time.Since(start)
+		if results != nil {
+			sr.Duration = shared // the sets were decided together
+		}
 		switch {
 		case sr.Status == "error":
 			d.Status = "error"
@@ -305,6 +329,103 @@ func (e *Engine) Evaluate(ctx context.Context, sets []string, input any) (*Decis
 		d.Sets = append(d.Sets, sr)
 	}
 	return d, nil
+}
+
+// jointQuery evaluates the deny and warn rules of several policies in one query.
+type jointQuery struct {
+	q     rego.PreparedEvalQuery
+	rules []jointRule // one per expression of the query, in order
+	err   error       // preparing failed: evaluate policy by policy
+}
+
+type jointRule struct {
+	policy string
+	warn   bool
+}
+
+// evalTogether evaluates the policies in one query and returns their results, or nil when that
+// query cannot decide them all (a rule undefined or not a set, an error, the timeout): the
+// caller then evaluates each policy on its own, which attributes errors and timeouts to the
+// policy that caused them.
+func (e *Engine) evalTogether(ctx context.Context, names []string, input ast.Value) map[string]PolicyResult {
+	if len(names) < 2 || e.compiler == nil {
+		return nil
+	}
+	key := strings.Join(names, "\x00")
+	v, ok := e.together.Load(key)
+	if !ok {
+		v, _ = e.together.LoadOrStore(key, e.prepareTogether(ctx, names))
+	}
+	j := v.(*jointQuery)
+	if j.err != nil {
+		return nil
+	}
+	timeout := e.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	rs, err := j.q.Eval(ctx, rego.EvalParsedInput(input))
+	if err != nil || len(rs) != 1 || len(rs[0].Expressions) != len(j.rules) {
+		return nil
+	}
+	out := make(map[string]PolicyResult, len(names))
+	for _, n := range names {
+		out[n] = PolicyResult{Policy: n}
+	}
+	for i, ex := range rs[0].Expressions {
+		msgs, err := messageList(ex.Value)
+		if err != nil {
+			return nil
+		}
+		r := j.rules[i]
+		pr := out[r.policy]
+		if r.warn {
+			pr.Warn = msgs
+		} else {
+			pr.Deny = msgs
+		}
+		out[r.policy] = pr
+	}
+	return out
+}
+
+// prepareTogether prepares the joint query of the rules the policies define; a policy
+// without a warn rule has no warnings, as when its own query is undefined.
+func (e *Engine) prepareTogether(ctx context.Context, names []string) *jointQuery {
+	j := &jointQuery{}
+	var exprs []string
+	for _, n := range names {
+		if _, ok := e.prepared[n]; !ok {
+			return &jointQuery{err: fmt.Errorf("policy %q is not loaded", n)}
+		}
+		for _, warn := range []bool{false, true} {
+			rule := "data.gantry." + n + ".deny"
+			if warn {
+				rule = "data.gantry." + n + ".warn"
+			}
+			ref, err := ast.ParseRef(rule)
+			if err != nil {
+				return &jointQuery{err: err}
+			}
+			if len(e.compiler.GetRulesExact(ref)) == 0 {
+				continue
+			}
+			exprs = append(exprs, rule)
+			j.rules = append(j.rules, jointRule{policy: n, warn: warn})
+		}
+	}
+	if len(exprs) == 0 {
+		return &jointQuery{err: errors.New("no rules")}
+	}
+	j.q, j.err = rego.New(
+		rego.Query(strings.Join(exprs, "; ")),
+		rego.Compiler(e.compiler),
+		rego.Capabilities(capabilities()),
+		rego.StrictBuiltinErrors(true),
+	).PrepareForEval(ctx)
+	return j
 }
 
 func (e *Engine) evalPolicy(ctx context.Context, pol string, input ast.Value) PolicyResult {
@@ -339,14 +460,26 @@ func messages(ctx context.Context, q rego.PreparedEvalQuery, input ast.Value, ti
 	var out []string
 	for _, r := range rs {
 		for _, ex := range r.Expressions {
-			list, ok := ex.Value.([]any)
-			if !ok {
-				return nil, fmt.Errorf("deny and warn must be sets of messages, got %T", ex.Value)
+			list, err := messageList(ex.Value)
+			if err != nil {
+				return nil, err
 			}
-			for _, m := range list {
-				out = append(out, fmt.Sprint(m))
-			}
+			out = append(out, list...)
 		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// messageList reads a deny or warn set's value as sorted strings.
+func messageList(v any) ([]string, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("deny and warn must be sets of messages, got %T", v)
+	}
+	var out []string
+	for _, m := range list {
+		out = append(out, fmt.Sprint(m))
 	}
 	sort.Strings(out)
 	return out, nil

@@ -5,9 +5,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/ast"
 )
 
 // The starter library's own Rego tests pass (what `gantry policy test policies/library` runs).
@@ -98,5 +101,68 @@ deny contains "never" if {
 	}
 	if d.Status != "warning" || errs[0] == "" || !strings.Contains(errs[1], "timed out") {
 		t.Errorf("status %s errors %q", d.Status, errs)
+	}
+}
+
+// Policies decided together in one query give exactly what each gives on its own, and a
+// policy the joint query cannot decide (an undefined or non-set rule) still gets its own verdict.
+func TestJointEvaluationMatchesSeparate(t *testing.T) {
+	e := library(t)
+	var names []string
+	for _, s := range e.Sets {
+		if s.Action == OnRun {
+			names = append(names, s.Policies...)
+		}
+	}
+	prod := twentyStages()
+	stages := prod["pipeline"].(map[string]any)["stages"].([]any)
+	stages[3].(map[string]any)["stage"].(map[string]any)["tags"] = map[string]any{"env": "production"}
+	stages[4].(map[string]any)["stage"].(map[string]any)["spec"].(map[string]any)["execution"].(map[string]any)["steps"] = []any{
+		map[string]any{"step": map[string]any{"identifier": "c", "type": "Container", "spec": map[string]any{"image": "docker.io/x"}}},
+		map[string]any{"step": map[string]any{"identifier": "sh", "type": "ShellScript", "spec": map[string]any{"source": map[string]any{"spec": map[string]any{"script": "curl x | sh"}}}}}}
+	for i, input := range []map[string]any{twentyStages(), prod, {"pipeline": map[string]any{"identifier": "p", "timeout": "3d",
+		"variables": []any{map[string]any{"name": "api_key", "type": "String", "value": "x"}}}}} {
+		parsed, err := ast.InterfaceToValue(input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		joint := e.evalTogether(context.Background(), names, parsed)
+		if joint == nil {
+			t.Fatalf("input %d: the joint query did not decide", i)
+		}
+		denials := 0
+		for _, n := range names {
+			alone := e.evalPolicy(context.Background(), n, parsed)
+			if !reflect.DeepEqual(joint[n], alone) {
+				t.Errorf("input %d, %s: together %+v, alone %+v", i, n, joint[n], alone)
+			}
+			denials += len(alone.Deny)
+		}
+		if i > 0 && denials == 0 {
+			t.Errorf("input %d denies nothing: the comparison proves little", i)
+		}
+	}
+
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "maybe.rego"), []byte("package gantry.maybe\nimport rego.v1\ndeny := {\"on\"} if input.on\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "odd.rego"), []byte("package gantry.odd\nimport rego.v1\ndeny := \"not a set\"\nwarn contains \"w\" if input.on\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "fine.rego"), []byte("package gantry.fine\nimport rego.v1\nwarn contains \"careful\" if true\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "sets.yaml"), []byte("policySets:\n  - {identifier: s, severity: error, action: onrun, global: true, policies: [maybe, fine]}\n"+
+		"  - {identifier: t, severity: error, action: onrun, global: true, policies: [odd, fine]}\n"), 0o600)
+	e, err := Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.Evaluate(context.Background(), []string{"s"}, map[string]any{})
+	if err != nil || d.Status != "warning" || len(d.Sets[0].Policies[0].Deny) != 0 || d.Sets[0].Policies[1].Warn[0] != "careful" {
+		t.Errorf("undefined deny: %+v %v", d, err)
+	}
+	d, _ = e.Evaluate(context.Background(), []string{"s"}, map[string]any{"on": true})
+	if d.Status != "error" || d.Sets[0].Policies[0].Deny[0] != "on" {
+		t.Errorf("defined deny: %+v", d)
+	}
+	d, _ = e.Evaluate(context.Background(), []string{"t"}, map[string]any{})
+	if d.Status != "error" || !strings.Contains(d.Sets[0].Policies[0].Error, "must be sets") || d.Sets[0].Policies[1].Error != "" {
+		t.Errorf("a deny that is not a set: %+v", d)
 	}
 }
