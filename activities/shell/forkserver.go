@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,9 +34,13 @@ type forkServer struct {
 	// spare is an empty workspace a step of the stage left, for the next one: checking that a
 	// directory is still empty costs far less than creating one (ext4: ~50 µs with removal).
 	spare string
+	// preforked: the shell forks each step's subshell ahead, right after the previous step
+	// ended (bashInit), instead of when the step's command arrives.
+	preforked bool
+	step      atomic.Int64 // preforked: the PID and process group of the subshell of the step
 }
 
-// forkInit is what the shell runs first. It survives the signals a step sends its process group
+// forkInit is what dash runs first. It survives the signals a step sends its process group
 // (`kill 0`); subshells reset these traps, so steps see default signal handling. The watcher
 // waits on the lifeline (fd 3): a line means a quiet shutdown, end of file means the worker died
 // and the group (the running step included) is killed. dash's read returns 1 when a trapped
@@ -46,8 +51,40 @@ exec 3<&-
 echo gantry-ready
 `
 
+// bashInit is what bash runs first. Forking bash costs about twice what forking dash does, and
+// bash reads commands from a pipe a byte at a time, so bash forks the subshell of the next step
+// ahead, right after the previous step ended and while the worker still finishes it: the
+// subshell waits for one line naming its body and output, then becomes the step. Job control
+// (set -m) gives each step a process group of its own (so `kill 0` in a step reaches neither
+// the shell nor other steps, and the shell needs no traps that could interrupt its wait) and
+// leaves SIGINT and SIGQUIT at their defaults in the asynchronous subshell. The shell reports
+// each subshell's PID (its group) before the step's command is sent, so a timeout or abort can
+// kill it. When the worker dies, the watcher kills the shell's group and the group of each of
+// its children (the running step). End of the commands (the worker closed the server) ends
+// the shell. The loop is one command, which bash reads whole before it runs any of it: a
+// subshell reading the pipe must find nothing of the script there.
+const bashInit = `{ trap 's=1' HUP INT TERM USR1 USR2 ALRM; while :; do s=; read -r l <&3 && exit 0; [ -n "$s" ] || { read -r -a c </proc/$$/task/$$/children; kill -9 -- "${c[@]/#/-}" 0; }; done; } </dev/null >/dev/null 2>&1 &
+exec 3<&-
+{
+set -m
+exec 4<&0
+echo gantry-ready
+while :; do
+( IFS=' ' read -r __gantry_i __gantry_o <&4 || { kill -9 "$$"; exit 255; }; exec 4<&- </dev/null >"$__gantry_o" 2>&1; . "$__gantry_i" ) & __gantry_p=$!
+echo "gantry-pid:$__gantry_p"
+wait "$__gantry_p"; __gantry_rc=$?
+echo "gantry-rc:$__gantry_rc"
+done
+}
+`
+
+// preforkedPrefix starts a preforked step's body: it forgets the shell's own names, so the
+// step sees a shell state as fresh as a foreground subshell's.
+const preforkedPrefix = "unset __gantry_i __gantry_o __gantry_p __gantry_rc; "
+
 const (
 	statusPrefix = "gantry-rc:"
+	pidPrefix    = "gantry-pid:"
 	// maxForkBody keeps a step's body within a pipe's default buffer, so it is written before
 	// the subshell reads it; bigger scripts start their own shell.
 	maxForkBody = 60 * 1024
@@ -80,9 +117,14 @@ func startForkServer(shell string, args []string) (*forkServer, error) {
 		closeAll([]*os.File{pipes[1], pipes[2], pipes[5]})
 		return nil, err
 	}
-	f := &forkServer{cmd: cmd, commands: pipes[1], statusR: pipes[2], status: bufio.NewReader(pipes[2]), lifeline: pipes[5]}
+	f := &forkServer{cmd: cmd, commands: pipes[1], statusR: pipes[2], status: bufio.NewReader(pipes[2]), lifeline: pipes[5],
+		preforked: strings.HasPrefix(filepath.Base(shell), "bash")}
 	_ = f.statusR.SetReadDeadline(time.Now().Add(5 * time.Second))
-	_, err = f.commands.WriteString(forkInit)
+	init := forkInit
+	if f.preforked {
+		init = bashInit
+	}
+	_, err = f.commands.WriteString(init)
 	var line string
 	if err == nil {
 		line, err = f.status.ReadString('\n')
@@ -100,6 +142,16 @@ func startForkServer(shell string, args []string) (*forkServer, error) {
 // returns the subshell's exit status (-1 when the shell was killed before reporting it) and
 // whether the subshell read the body, which is false only when the step did not start.
 func (f *forkServer) run(ctx context.Context, body string, out *os.File) (code int, ran bool, err error) {
+	if f.preforked {
+		body = preforkedPrefix + body
+		// The subshell was forked when the previous step ended: its PID is waiting here.
+		pid, err := f.expect(pidPrefix)
+		if err != nil {
+			f.kill()
+			return 0, false, err
+		}
+		f.step.Store(int64(pid))
+	}
 	br, bw, err := os.Pipe()
 	if err != nil {
 		return 0, false, err
@@ -114,32 +166,44 @@ func (f *forkServer) run(ctx context.Context, body string, out *os.File) (code i
 	// so their descriptor numbers cannot name anything else meanwhile.
 	pid := os.Getpid()
 	line := fmt.Sprintf("(. /proc/%d/fd/%d) </dev/null >/proc/%d/fd/%d 2>&1; echo \"%s$?\"\n", pid, fdOf(br), pid, fdOf(out), statusPrefix)
+	if f.preforked {
+		line = fmt.Sprintf("/proc/%d/fd/%d /proc/%d/fd/%d\n", pid, fdOf(br), pid, fdOf(out))
+	}
 	stop := context.AfterFunc(ctx, f.kill)
 	defer stop()
 	code = -1
 	if _, err = f.commands.WriteString(line); err == nil {
-		for {
-			var l string
-			if l, err = f.status.ReadString('\n'); err != nil {
-				break
-			}
-			if s, ok := strings.CutPrefix(strings.TrimSuffix(l, "\n"), statusPrefix); ok {
-				code, err = strconv.Atoi(s)
-				break
-			}
-		}
+		code, err = f.expect(statusPrefix)
 	}
 	if err != nil {
-		f.broken.Store(true) // killed (timeout, abort, `kill -9 0`) or gone
+		code = -1
+		f.kill() // killed (timeout, abort, `kill -9 0`) or gone: nothing of it may go on running
 	}
 	unread, ierr := unreadBytes(fdOf(br))
 	return code, ierr == nil && unread < len(body), nil
 }
 
+// expect reads the shell's output up to the next line with prefix and returns its number;
+// other lines (bash's notes on jobs killed by a signal) are skipped.
+func (f *forkServer) expect(prefix string) (int, error) {
+	for {
+		l, err := f.status.ReadString('\n')
+		if err != nil {
+			return 0, err
+		}
+		if s, ok := strings.CutPrefix(strings.TrimSuffix(l, "\n"), prefix); ok {
+			return strconv.Atoi(s)
+		}
+	}
+}
+
 // kill ends the shell's whole process group: the shell, its watcher, the running step and what
-// the stage's steps left running in the background.
+// the stage's steps left running in the background; for bash, also the running step's group.
 func (f *forkServer) kill() {
 	f.broken.Store(true)
+	if pid := f.step.Load(); pid > 0 {
+		_ = syscall.Kill(-int(pid), syscall.SIGKILL)
+	}
 	_ = syscall.Kill(-f.cmd.Process.Pid, syscall.SIGKILL)
 }
 

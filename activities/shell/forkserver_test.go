@@ -12,17 +12,35 @@ import (
 	"time"
 )
 
-func startTestForkServer(t *testing.T) *forkServer {
-	t.Helper()
+// forkShells are the shells fork servers run: dash forks each step when its command arrives,
+// bash has the step's subshell forked ahead, in a process group of its own (bashInit).
+var forkShells = []struct {
+	name, path string
+	args       []string
+}{{"sh", "/bin/sh", nil}, {"bash", "bash", []string{"--noprofile", "--norc"}}}
+
+// eachForkShell runs a test against a fork server of each shell.
+func eachForkShell(t *testing.T, test func(t *testing.T, f *forkServer)) {
 	if !canFork {
 		t.Skip("fork servers need Linux")
 	}
-	f, err := startForkServer("/bin/sh", nil)
-	if err != nil {
-		t.Fatal(err)
+	for _, sh := range forkShells {
+		t.Run(sh.name, func(t *testing.T) {
+			path := sh.path
+			if path == "bash" {
+				path = bashPath()
+			}
+			f, err := startForkServer(path, sh.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.preforked != (sh.name == "bash") {
+				t.Fatalf("%s preforked: %v", path, f.preforked)
+			}
+			t.Cleanup(func() { f.kill(); f.close() })
+			test(t, f)
+		})
 	}
-	t.Cleanup(func() { f.kill(); f.close() })
-	return f
 }
 
 func runBody(t *testing.T, f *forkServer, ctx context.Context, script string) (int, string) {
@@ -53,13 +71,40 @@ func runBody(t *testing.T, f *forkServer, ctx context.Context, script string) (i
 // Each step gets a fresh subshell: what one step sets does not reach the next, and a step that
 // signals its process group (`kill 0`, a common cleanup idiom) does not take the server down.
 func TestForkServerStepsAreIsolated(t *testing.T) {
-	f := startTestForkServer(t)
+	eachForkShell(t, testStepsAreIsolated)
+}
+
+func testStepsAreIsolated(t *testing.T, f *forkServer) {
 	ctx := context.Background()
 	if code, out := runBody(t, f, ctx, "X=1; cd /; echo \"$A $PWD\"; exit 3"); code != 3 || !strings.HasPrefix(out, "it's /\n") {
 		t.Fatalf("code %d output %q", code, out)
 	}
 	if code, out := runBody(t, f, ctx, "echo \"x=${X-unset} $PWD\""); code != 0 || strings.Contains(out, "x=1") || strings.Contains(out, " /\n") {
 		t.Fatalf("state leaked between steps: code %d output %q", code, out)
+	}
+	// A step's programs start with no signal ignored, and the server's names are not the step's.
+	if code, out := runBody(t, f, ctx, "grep SigIgn /proc/self/status; set | grep -c __gantry; echo \"$# ${__gantry_p-none}\""); code != 0 ||
+		!strings.Contains(out, "SigIgn:\t0000000000000000\n0\n0 none\n") {
+		t.Fatalf("fresh state: code %d output %q", code, out)
+	}
+	if !f.preforked {
+		// A signal the server catches while a step runs does not cut short its wait for the step.
+		if code, _ := runBody(t, f, ctx, "kill -USR1 $$; kill -TERM $$; sleep 0.2; exit 7"); code != 7 {
+			t.Fatalf("signal to the server: code %d", code)
+		}
+	} else {
+		// Each step has a process group of its own: not the server's, not the previous step's.
+		var groups []string
+		for i := 0; i < 2; i++ {
+			code, out := runBody(t, f, ctx, "cut -d' ' -f5 /proc/self/stat")
+			if code != 0 || strings.TrimSpace(out) != strconv.FormatInt(f.step.Load(), 10) || strings.TrimSpace(out) == strconv.Itoa(f.cmd.Process.Pid) {
+				t.Fatalf("step group %q, step %d, server %d", out, f.step.Load(), f.cmd.Process.Pid)
+			}
+			groups = append(groups, out)
+		}
+		if groups[0] == groups[1] {
+			t.Fatalf("two steps in group %s", groups[0])
+		}
 	}
 	if code, _ := runBody(t, f, ctx, "kill 0; sleep 5"); code != 128+int(syscall.SIGTERM) {
 		t.Fatalf("kill 0: code %d", code)
@@ -72,7 +117,10 @@ func TestForkServerStepsAreIsolated(t *testing.T) {
 // When the worker dies its lifeline closes, and the watcher kills the group: no step keeps
 // running behind a lost worker's back.
 func TestForkServerDiesWithTheWorker(t *testing.T) {
-	f := startTestForkServer(t)
+	eachForkShell(t, testDiesWithTheWorker)
+}
+
+func testDiesWithTheWorker(t *testing.T, f *forkServer) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -101,7 +149,10 @@ func TestForkServerDiesWithTheWorker(t *testing.T) {
 
 // A cancelled step is killed with the server's group; the server is not used again.
 func TestForkServerCancel(t *testing.T) {
-	f := startTestForkServer(t)
+	eachForkShell(t, testCancel)
+}
+
+func testCancel(t *testing.T, f *forkServer) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
