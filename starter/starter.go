@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -40,16 +39,10 @@ type Starter struct {
 	// Log receives a line for each decision sent again; nil logs nothing.
 	Log *zap.Logger
 
-	resent        atomic.Int64
-	sequenceSlots sync.Map // pipeline identifier -> chan struct{}: this process's in-flight sequence updates
-	adopted       sync.Map // pipeline identifier -> true: its sequence workflow is in the internal namespace
+	resent    atomic.Int64
+	sequences sync.Map // pipeline identifier -> *numberBatcher: this process's sequence updates
+	adopted   sync.Map // pipeline identifier -> true: its sequence workflow is in the internal namespace
 }
-
-// sequenceInFlight bounds the sequence updates one process keeps in flight per pipeline,
-// below Temporal's limit of in-flight updates per workflow (history.maxInFlightUpdates,
-// default 10). Past that limit the server refuses an update and the SDK backs off for up to
-// seconds, so a burst of starts (webhook deliveries) queues here, in order, instead.
-const sequenceInFlight = 8
 
 func (s *Starter) queue() string {
 	if s.TaskQueue == "" {
@@ -92,20 +85,7 @@ func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 		return Execution{}, err
 	}
 	id := fmt.Sprintf("%s-%d", p.Identifier, seq)
-	opts := client.StartWorkflowOptions{
-		ID:                                       id,
-		TaskQueue:                                s.queue(),
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
-		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
-			workflows.AttrPipeline.ValueSet(p.Identifier),
-			workflows.AttrStatus.ValueSet(string(status.Running)),
-			workflows.AttrTrigger.ValueSet(trig.Type),
-		),
-		StaticSummary: fmt.Sprintf("Pipeline %s #%d", p.Name, seq),
-		StaticDetails: details(p),
-	}
-	run, err := s.Client.ExecuteWorkflow(ctx, opts, workflows.PipelineName, workflows.PipelineInput{
+	run, err := s.Client.ExecuteWorkflow(ctx, StartOptions(p, id, s.queue(), seq, trig.Type), workflows.PipelineName, workflows.PipelineInput{
 		Plan: p, SequenceID: seq, Trigger: trig, Settings: set, Resume: resume,
 	})
 	if err != nil {
@@ -114,48 +94,22 @@ func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 	return Execution{ID: id, RunID: run.GetRunID(), SequenceID: seq}, nil
 }
 
-// nextSequence takes the pipeline's next sequence number from its sequence workflow, starting
-// that workflow on first use.
-func (s *Starter) nextSequence(ctx context.Context, pipelineID, updateID string) (int64, error) {
-	if updateID == "" {
-		updateID = uuid.NewString() // fixed before the first attempt: a resend takes no second number
+// StartOptions are the options an execution of p starts with: its ID, search attributes and
+// the summary and details the Temporal UI shows.
+func StartOptions(p *plan.Plan, id, taskQueue string, seq int64, trigger string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{
+		ID:                                       id,
+		TaskQueue:                                taskQueue,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		TypedSearchAttributes: temporal.NewSearchAttributes(
+			workflows.AttrPipeline.ValueSet(p.Identifier),
+			workflows.AttrStatus.ValueSet(string(status.Running)),
+			workflows.AttrTrigger.ValueSet(trigger),
+		),
+		StaticSummary: fmt.Sprintf("Pipeline %s #%d", p.Name, seq),
+		StaticDetails: details(p),
 	}
-	slots, _ := s.sequenceSlots.LoadOrStore(pipelineID, make(chan struct{}, sequenceInFlight))
-	select {
-	case slots.(chan struct{}) <- struct{}{}:
-		defer func() { <-slots.(chan struct{}) }()
-	case <-ctx.Done():
-		return 0, fmt.Errorf("take a sequence number for pipeline %s: %w", pipelineID, ctx.Err())
-	}
-	if err := s.adoptSequence(ctx, pipelineID); err != nil {
-		return 0, err
-	}
-	var n int64
-	err := s.resend(ctx, sequenceID(pipelineID), workflows.UpdateNext, updateID, func() error {
-		// An operation runs once; each attempt gets its own.
-		op := s.internal().NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-			ID:                       sequenceID(pipelineID),
-			TaskQueue:                workflows.SequenceQueue(s.queue()),
-			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			StaticSummary:            "Sequence numbers of pipeline " + pipelineID,
-		}, workflows.SequenceName, int64(0))
-		h, err := s.internal().UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-			StartWorkflowOperation: op,
-			UpdateOptions: client.UpdateWorkflowOptions{
-				UpdateID:     updateID,
-				UpdateName:   workflows.UpdateNext,
-				WaitForStage: client.WorkflowUpdateStageCompleted,
-			},
-		})
-		if err == nil {
-			err = h.Get(ctx, &n)
-		}
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("take a sequence number for pipeline %s (is a gantry worker running on task queue %s?): %w", pipelineID, s.queue(), err)
-	}
-	return n, nil
 }
 
 // details is the execution's static details in the Temporal UI (markdown).

@@ -28,6 +28,9 @@ const (
 	QueryTree = "tree"
 	// UpdateNext hands out the next sequence number of a pipeline.
 	UpdateNext = "next"
+	// UpdateNextBatch hands out one sequence number per key of its argument ([]string, in
+	// order; "" is a number for no key), so concurrent starts of a pipeline share one update.
+	UpdateNextBatch = "nextBatch"
 	// UpdateHandover ends a sequence workflow of a pipelines' namespace, returning its state
 	// (SequenceState) for the internal namespace's.
 	UpdateHandover = "handover"

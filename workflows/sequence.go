@@ -39,24 +39,42 @@ func Sequence(ctx workflow.Context, last int64, kept []KeyedNumber) (*SequenceSt
 		known[k.Key] = k.Number
 	}
 	handed, handedOver := 0, false
-	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateNext, func(ctx workflow.Context) (int64, error) {
-		id := workflow.GetCurrentUpdateInfo(ctx).ID
-		if n, ok := known[id]; ok {
-			return n, nil // a key seen before this run continued as new
+	// take hands out the next number, or the number a key already has.
+	take := func(key string) int64 {
+		if n, ok := known[key]; ok && key != "" {
+			return n
 		}
 		last++
 		handed++
-		if _, err := uuid.Parse(id); err != nil {
-			known[id] = last
-			kept = append(kept, KeyedNumber{Key: id, Number: last})
+		if key != "" {
+			known[key] = last
+			kept = append(kept, KeyedNumber{Key: key, Number: last})
 		}
-		return last, nil
-	}, workflow.UpdateHandlerOptions{Validator: func(ctx workflow.Context) error {
+		return last
+	}
+	notMoved := func() error {
 		if handedOver {
 			return temporal.NewApplicationError("this sequence moved to the internal namespace", ErrConflict)
 		}
 		return nil
-	}})
+	}
+	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateNext, func(ctx workflow.Context) (int64, error) {
+		id := workflow.GetCurrentUpdateInfo(ctx).ID
+		if _, err := uuid.Parse(id); err == nil {
+			id = "" // a random update ID is no key
+		}
+		return take(id), nil
+	}, workflow.UpdateHandlerOptions{Validator: func(workflow.Context) error { return notMoved() }})
+	if err != nil {
+		return nil, err
+	}
+	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateNextBatch, func(ctx workflow.Context, keys []string) ([]int64, error) {
+		numbers := make([]int64, len(keys))
+		for i, k := range keys {
+			numbers[i] = take(k)
+		}
+		return numbers, nil
+	}, workflow.UpdateHandlerOptions{Validator: func(workflow.Context, []string) error { return notMoved() }})
 	if err != nil {
 		return nil, err
 	}
