@@ -42,10 +42,24 @@ bw=$(unit GantryMatrix5000 ms/run); bh=$(unit GantryMatrix5000 max-history-event
 if [ -n "$bw" ]; then
   printf "\nmatrix of 5,000 steps (maxConcurrency 100): %.1f s wall, largest workflow history %s events (Temporal's cap: 51,200)\n" "$(awk -v w="$bw" 'BEGIN { print w / 1000 }')" "$bh"
 fi
-wd=$(unit WebhookDeliveries deliveries/s); w50=$(unit WebhookDeliveries p50-ms); w99=$(unit WebhookDeliveries p99-ms)
-if [ -n "$wd" ]; then
-  printf "\nwebhooks: %.0f signed GitHub deliveries/s accepted and started (8 clients), request to workflow started p50 %.1f ms, p99 %.1f ms\n" "$wd" "$w50" "$w99"
+wd=$(unit WebhookDeliveries deliveries/s); wr=$(unit WebhookDeliveries raw-starts/s)
+if [ -n "$wd" ] && [ -n "$wr" ]; then
+  awk -v d="$wd" -v r="$wr" -v q="$(unit WebhookDeliveries ratio)" -v p="$(unit WebhookDeliveries p50-ms)" -v rp="$(unit WebhookDeliveries raw-p50-ms)" \
+      -v w="$(grep '^BenchmarkWebhookDeliveries-' "$out" | awk '{for (i = 1; i <= NF; i++) if ($i == "worst-p99-ms") print $(i-1)}' | sort -n | tail -1)" \
+      -v rw="$(grep '^BenchmarkWebhookDeliveries-' "$out" | awk '{for (i = 1; i <= NF; i++) if ($i == "raw-worst-p99-ms") print $(i-1)}' | sort -n | tail -1)" 'BEGIN {
+    print ""; print "webhook bursts, 8 clients, 200 starts a burst (median of rounds; rounds alternate): signed GitHub deliveries vs raw StartWorkflowExecution of the same pipeline"
+    printf "  deliveries %.0f/s  raw starts %.0f/s  ratio %.2fx (target >= 0.8x); p50 %.1f vs %.1f ms; worst p99 of any round %.1f ms (target < 150) vs %.1f ms\n", d, r, q, p, rp, w, rw
+  }'
 fi
+for topo in Embedded Topology; do
+  sr=$(unit "Scale$topo" starts/s)
+  [ -n "$sr" ] || continue
+  awk -v t="$topo" -v s="$sr" -v w="$(unit "Scale$topo" s-until-all-wait)" -v m="$(unit "Scale$topo" KiB-per-waiting-run)" \
+      -v a="$(unit "Scale$topo" s-to-approve-all)" -v d="$(unit "Scale$topo" s-until-all-succeeded)" 'BEGIN {
+    if (t == "Embedded") { print ""; print "executions waiting for an approval at once, started and approved through the HTTP API (8 clients)" }
+    printf "  %-9s started %.0f/s, all waiting after %.1f s, %.0f KiB per waiting execution, all approved in %.1f s, all succeeded after %.1f s\n", t, s, w, m, a, d
+  }'
+done
 pp=$(unit OnRunPrepared µs/eval); pu=$(unit OnRunUnprepared µs/eval)
 if [ -n "$pp" ] && [ -n "$pu" ]; then
   awk -v p="$pp" -v u="$pu" 'BEGIN {

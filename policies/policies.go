@@ -99,7 +99,30 @@ func LoadFS(ctx context.Context, fsys fs.FS, name string) (*Engine, error) {
 	if err := e.readSets(fsys, name); err != nil {
 		return nil, err
 	}
+	// Prepared now, the joint query of the global on-run sets, which every decision needs
+	// when no project or tag adds a set.
+	if names := e.policiesOf(e.OnRunSets(Scope{})); len(names) > 1 {
+		e.together.Store(strings.Join(names, "\x00"), e.prepareTogether(ctx, names))
+	}
 	return e, nil
+}
+
+// policiesOf lists the policies of the named sets, each once, in order.
+func (e *Engine) policiesOf(sets []string) []string {
+	var names []string
+	for _, name := range sets {
+		for _, s := range e.Sets {
+			if s.Identifier != name {
+				continue
+			}
+			for _, pol := range s.Policies {
+				if !slices.Contains(names, pol) {
+					names = append(names, pol)
+				}
+			}
+		}
+	}
+	return names
 }
 
 // readModules reads the Rego files of a tree; tests only when withTests.
@@ -280,21 +303,15 @@ func (e *Engine) Evaluate(ctx context.Context, sets []string, input any) (*Decis
 		return nil, fmt.Errorf("policy input: %w", err)
 	}
 	var chosen []Set
-	var names []string
 	for _, name := range sets {
 		i := slices.IndexFunc(e.Sets, func(s Set) bool { return s.Identifier == name })
 		if i < 0 {
 			return nil, fmt.Errorf("policy set %q is not defined", name)
 		}
 		chosen = append(chosen, e.Sets[i])
-		for _, pol := range e.Sets[i].Policies {
-			if !slices.Contains(names, pol) {
-				names = append(names, pol)
-			}
-		}
 	}
 	start := time.Now()
-	results := e.evalTogether(ctx, names, parsed)
+	results := e.evalTogether(ctx, e.policiesOf(sets), parsed)
 	shared := time.Since(start)
 	for _, set := range chosen {
 		start := time.Now()
