@@ -97,6 +97,8 @@ func BenchmarkWebhookDeliveries(b *testing.B) {
 		ratio = append(ratio, hook.rate/raw.rate)
 		hookP50, rawP50 = append(hookP50, hook.p50), append(rawP50, raw.p50)
 		worstP99, rawWorstP99 = max(worstP99, hook.p99), max(rawWorstP99, raw.p99)
+		b.Logf("round %d: deliveries %.0f/s p50 %.1f p99 %.1f ms, raw starts %.0f/s p50 %.1f p99 %.1f ms",
+			round, hook.rate, hook.p50, hook.p99, raw.rate, raw.p50, raw.p99)
 	}
 	b.StopTimer()
 	b.ReportMetric(median(hookRate), "deliveries/s")
