@@ -259,23 +259,8 @@ func addUser(t testing.TB, bin, dataDir string) string {
 
 func apiCall(t testing.TB, base, token, method, path string, body any, want int, into any) {
 	t.Helper()
-	b, _ := json.Marshal(body)
-	req, _ := http.NewRequest(method, base+path, bytes.NewReader(b))
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	rb, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != want {
-		t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, rb, want)
-	}
-	if into != nil {
-		if err := json.Unmarshal(rb, into); err != nil {
-			t.Fatalf("%s %s: %v in %s", method, path, err, rb)
-		}
+	if err := call(base, token, method, path, body, want, into); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -166,13 +166,7 @@ func Notifier(ctx workflow.Context, in NotifierInput) (*NotifierResult, error) {
 			break
 		}
 		if ok { // a long history: go on in a fresh run once what arrived is taken
-			for {
-				var b NotifyBatch
-				if !ch.ReceiveAsync(&b) {
-					break
-				}
-				n.take(ctx, b)
-			}
+			n.takeArrived(ctx, ch)
 			if n.idle() && len(n.early) == 0 {
 				return nil, workflow.NewContinueAsNewError(ctx, NotifierName, NotifierInput{
 					ExecutionID: in.ExecutionID, Settings: in.Settings, Records: n.records, Closed: n.closed, NextSeq: n.next})
@@ -180,11 +174,30 @@ func Notifier(ctx workflow.Context, in NotifierInput) (*NotifierResult, error) {
 			continue
 		}
 		if n.idle() && n.pipelineClosed(ctx) {
-			break
+			// The pipeline's last batch can arrive while the notifier asks (the pipeline closes
+			// right after sending it): what arrived is sent before the notifier ends. Only a
+			// history that recorded this end can take the other branch, and such a notifier has
+			// completed, so no running execution replays differently.
+			n.takeArrived(ctx, ch)
+			if n.idle() && len(n.early) == 0 {
+				break
+			}
+			n.closed = true
 		}
 		wait = min(wait*2, idleCheck)
 	}
 	return &NotifierResult{Records: n.records}, nil
+}
+
+// takeArrived takes the batches that have arrived and not been taken yet.
+func (n *notifier) takeArrived(ctx workflow.Context, ch workflow.ReceiveChannel) {
+	for {
+		var b NotifyBatch
+		if !ch.ReceiveAsync(&b) {
+			return
+		}
+		n.take(ctx, b)
+	}
 }
 
 func (n *notifier) take(ctx workflow.Context, b NotifyBatch) {

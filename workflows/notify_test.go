@@ -487,3 +487,35 @@ func TestNotifierEndsWhenThePipelineClosed(t *testing.T) {
 		t.Errorf("records %+v", records)
 	}
 }
+
+// The pipeline's last batch arrives while the notifier asks whether the pipeline closed (it
+// closes right after sending that batch): the notifier sends it before it ends.
+func TestNotifierSendsTheBatchThatArrivesWhileItAsks(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.Notifier, workflow.RegisterOptions{Name: workflows.NotifierName})
+	var mu sync.Mutex
+	var sent []string
+	env.RegisterActivityWithOptions(func(ctx context.Context, d activities.Delivery) (activities.DeliveryResult, error) {
+		mu.Lock()
+		sent = append(sent, d.Key)
+		mu.Unlock()
+		return activities.DeliveryResult{Code: 200}, nil
+	}, activity.RegisterOptions{Name: activities.Notify})
+	env.RegisterActivityWithOptions(func(context.Context, string) (bool, error) {
+		env.SignalWorkflow(workflows.SignalNotify, workflows.NotifyBatch{Seq: 2, Final: true,
+			Deliveries: []activities.Delivery{delivery("last", "r", 0)}})
+		return true, nil
+	}, activity.RegisterOptions{Name: activities.ExecutionClosed})
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(workflows.SignalNotify, workflows.NotifyBatch{Seq: 1, Deliveries: []activities.Delivery{delivery("first", "r", 0)}})
+	}, 0)
+	env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{ExecutionID: "p-1"})
+	var res workflows.NotifierResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(sent, " ") != "first last" || len(res.Records) != 2 || res.Records[1].Status != workflows.DeliveryDelivered {
+		t.Errorf("sent %v, records %+v", sent, res.Records)
+	}
+}
