@@ -145,8 +145,22 @@ func readModules(fsys fs.FS, name string, withTests bool) (map[string]string, er
 	return modules, nil
 }
 
+// compile parses and compiles the modules against the capabilities queries run with, so a
+// call of a network builtin fails here, at its position, rather than at evaluation.
 func compile(modules map[string]string) (*ast.Compiler, error) {
-	return ast.CompileModulesWithOpt(modules, ast.CompileOpts{ParserOptions: ast.ParserOptions{RegoVersion: ast.RegoV1}})
+	parsed := make(map[string]*ast.Module, len(modules))
+	for name, src := range modules {
+		m, err := ast.ParseModuleWithOpts(name, src, ast.ParserOptions{RegoVersion: ast.RegoV1})
+		if err != nil {
+			return nil, err
+		}
+		parsed[name] = m
+	}
+	c := ast.NewCompiler().WithCapabilities(capabilities())
+	if c.Compile(parsed); c.Failed() {
+		return nil, c.Errors
+	}
+	return c, nil
 }
 
 func (e *Engine) readSets(fsys fs.FS, name string) error {
@@ -200,15 +214,15 @@ func packages(c *ast.Compiler) []string {
 }
 
 func prepare(ctx context.Context, c *ast.Compiler, query string) (rego.PreparedEvalQuery, error) {
-	return rego.New(
+	return rego.New(append(builtinOptions(),
 		rego.Query(query),
 		rego.Compiler(c),
 		rego.Capabilities(capabilities()),
 		rego.StrictBuiltinErrors(true),
-	).PrepareForEval(ctx)
+	)...).PrepareForEval(ctx)
 }
 
-// capabilities leave out builtins that reach the network.
+// capabilities leave out builtins that reach the network and add Gantry's own.
 func capabilities() *ast.Capabilities {
 	c := ast.CapabilitiesForThisVersion()
 	var keep []*ast.Builtin
@@ -217,6 +231,9 @@ func capabilities() *ast.Capabilities {
 			continue
 		}
 		keep = append(keep, b)
+	}
+	for _, b := range gantryBuiltins {
+		keep = append(keep, b.decl)
 	}
 	c.Builtins = keep
 	return c
@@ -436,12 +453,7 @@ func (e *Engine) prepareTogether(ctx context.Context, names []string) *jointQuer
 	if len(exprs) == 0 {
 		return &jointQuery{err: errors.New("no rules")}
 	}
-	j.q, j.err = rego.New(
-		rego.Query(strings.Join(exprs, "; ")),
-		rego.Compiler(e.compiler),
-		rego.Capabilities(capabilities()),
-		rego.StrictBuiltinErrors(true),
-	).PrepareForEval(ctx)
+	j.q, j.err = prepare(ctx, e.compiler, strings.Join(exprs, "; "))
 	return j
 }
 

@@ -166,3 +166,46 @@ func TestJointEvaluationMatchesSeparate(t *testing.T) {
 		t.Errorf("a deny that is not a set: %+v", d)
 	}
 }
+
+// gantry.find_all is available to every policy; a call with names that are not a set of
+// strings fails that policy (closed), and a network builtin is refused when the policies load,
+// at its position.
+func TestGantryBuiltins(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "shells.rego"), []byte(`package gantry.shells
+import rego.v1
+deny contains s.identifier if {
+	some s in gantry.find_all(input, {"step"}).step
+	s.type == "ShellScript"
+}
+`), 0o600)
+	os.WriteFile(filepath.Join(dir, "wrong.rego"), []byte(`package gantry.wrong
+import rego.v1
+deny contains "x" if count(gantry.find_all(input, input.names).step) > 0
+`), 0o600)
+	os.WriteFile(filepath.Join(dir, "sets.yaml"), []byte("policySets:\n  - {identifier: s, severity: error, action: onrun, global: true, policies: [shells, wrong]}\n"), 0o600)
+	e, err := Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := map[string]any{"names": "step", "stages": []any{map[string]any{"stage": map[string]any{"steps": []any{
+		map[string]any{"step": map[string]any{"identifier": "one", "type": "ShellScript"}},
+		map[string]any{"stepGroup": map[string]any{"steps": []any{map[string]any{"step": map[string]any{"identifier": "two", "type": "ShellScript"}}}}},
+		map[string]any{"step": map[string]any{"identifier": "three", "type": "Http"}}}}}}}
+	d, err := e.Evaluate(context.Background(), []string{"s"}, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Sets[0].Policies[0].Deny; !reflect.DeepEqual(got, []string{"one", "two"}) {
+		t.Errorf("find_all found %v, want one and two", got)
+	}
+	if e := d.Sets[0].Policies[1].Error; !strings.Contains(e, "gantry.find_all") || !strings.Contains(e, "must be set") {
+		t.Errorf("names that are not a set: %q", e)
+	}
+
+	dir = t.TempDir()
+	os.WriteFile(filepath.Join(dir, "net.rego"), []byte("package gantry.net\nimport rego.v1\ndeny contains \"x\" if {\n\thttp.send({\"method\": \"GET\", \"url\": \"http://x\"})\n}\n"), 0o600)
+	if _, err := Load(context.Background(), dir); err == nil || !strings.Contains(err.Error(), "net.rego:4") {
+		t.Errorf("http.send: %v", err)
+	}
+}

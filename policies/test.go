@@ -21,7 +21,7 @@ func Test(ctx context.Context, dir string) ([]TestResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policies in %s: %w", dir, err)
 	}
-	ch, err := tester.NewRunner().SetModules(modules).RunTests(ctx, nil)
+	ch, err := tester.NewRunner().AddCustomBuiltins(testBuiltins()).SetModules(modules).RunTests(ctx, nil)
 	if err != nil {
 		return nil, err
 	}

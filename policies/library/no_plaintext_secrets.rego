@@ -1,11 +1,12 @@
 # Secrets belong in the secret store (type Secret or <+secrets.getValue(...)>), not in YAML.
 package gantry.no_plaintext_secrets
 
+import data.gantrylib
 import rego.v1
 
 deny contains msg if {
-	walk(input.pipeline, [_, v])
-	some variable in v.variables
+	some variables in gantrylib.variable_lists
+	some variable in variables
 	variable.type == "String"
 	regex.match(`(?i)(password|passwd|secret|token|api_?key|private_?key)`, variable.name)
 	value := object.get(variable, "value", "")
