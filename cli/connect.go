@@ -354,7 +354,13 @@ func (e *engine) serveMetrics(addr string, log *zap.Logger) error {
 }
 
 func (e *engine) close() {
-	// The worker first: running steps get the shutdown grace to finish.
+	if e.starter != nil {
+		// Sequence numbers taken ahead go back while the sequence workflows' worker still runs.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		e.starter.Close(ctx)
+		cancel()
+	}
+	// The worker next: running steps get the shutdown grace to finish.
 	for _, d := range e.delegates {
 		d.Stop()
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -166,6 +167,35 @@ func TestRecordHistories(t *testing.T) {
 		}
 		exec, _ := runPlan(t, env.starter, r.Plan)
 		recordExecution(t, out, exec.ID)
+	}
+}
+
+// TestRecordKeyedHistories records the histories of keyed starts that took a number ahead
+// (changeBindKey): one records its key and runs, a repeat of the key from another starter
+// finds it taken and ends SKIPPED. Run it alone with -update-histories to record only these.
+func TestRecordKeyedHistories(t *testing.T) {
+	if !*updateHistories {
+		t.Skip("records only with -update-histories")
+	}
+	ctx := context.Background()
+	out := filepath.Join("..", "workflows", "testdata", "histories")
+	p := compile(t, "keyed.yaml", []byte(conformance.Progression(1)[0].YAML), load.Options{})
+	p.Identifier = "keyed_record"
+	trig := workflows.Trigger{Type: "WEBHOOK", User: "hook"}
+	for _, key := range []string{"delivery/Github/t/record-1", "delivery/Github/t/record-1"} {
+		s := &starter.Starter{Client: env.client, Internal: env.internal}
+		if _, err := s.Start(ctx, p, trig, workflows.Settings{}); err != nil { // takes numbers ahead
+			t.Fatal(err)
+		}
+		exec, started, err := s.StartOnce(ctx, key, p, trig, workflows.Settings{})
+		if err != nil || !started {
+			t.Fatalf("keyed start: %v %v", started, err)
+		}
+		if _, err := s.Result(ctx, exec.ID); err != nil {
+			t.Fatal(err)
+		}
+		recordExecution(t, out, exec.ID)
+		s.Close(ctx)
 	}
 }
 

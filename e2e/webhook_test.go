@@ -7,10 +7,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -417,5 +419,96 @@ func TestSequenceMovesToItsOwnQueue(t *testing.T) {
 	}
 	if *updateHistories {
 		writeRunHistory(t, seqID, run.GetRunID(), filepath.Join("..", "workflows", "testdata", "histories", "sequence_moves_queue.json"))
+	}
+}
+
+// Starts in a burst take numbers taken ahead; a keyed start that takes one records its key
+// from the execution. A repeat in the same process starts nothing; a repeat another process
+// serves from its own numbers ahead starts an execution that finds the key taken and ends
+// SKIPPED without running anything; a repeat that process has to ask the sequence for gets
+// the first number. Numbers left over go back when the starter closes.
+func TestKeyedStartsWithNumbersTakenAhead(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	p := compile(t, "ahead.yaml", []byte(conformance.Progression(1)[0].YAML), load.Options{})
+	p.Identifier = "numbers_ahead"
+	trig := workflows.Trigger{Type: "WEBHOOK"}
+	a := &starter.Starter{Client: env.client, Internal: env.internal}
+	first, err := a.Start(ctx, p, trig, workflows.Settings{}) // takes numbers ahead
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Four concurrent deliveries of one key and one more afterwards: one execution.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ids []string
+	startedCount := 0
+	for i := 0; i < 5; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			exec, started, err := a.StartOnce(ctx, "delivery/github/t/ahead-1", p, trig, workflows.Settings{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ids = append(ids, exec.ID)
+			if started {
+				startedCount++
+			}
+		}()
+		if i == 3 {
+			wg.Wait()
+		}
+	}
+	wg.Wait()
+	if startedCount != 1 || len(ids) != 5 || slices.ContainsFunc(ids, func(id string) bool { return id != ids[0] }) {
+		t.Fatalf("one key started %d executions: %v", startedCount, ids)
+	}
+	keyed := ids[0]
+	if keyed != fmt.Sprintf("numbers_ahead-%d", first.SequenceID+1) {
+		t.Errorf("the keyed start is %s, want the number after %s (taken ahead)", keyed, first.ID)
+	}
+	res, err := a.Result(ctx, keyed)
+	if err != nil || res.Status != status.Succeeded {
+		t.Fatalf("keyed execution: %v %v", res, err)
+	}
+
+	// Another process asks the sequence for the key, and gets its number.
+	c := &starter.Starter{Client: env.client, Internal: env.internal}
+	again, started, err := c.StartOnce(ctx, "delivery/github/t/ahead-1", p, trig, workflows.Settings{})
+	if err != nil || started || again.ID != keyed {
+		t.Errorf("asked for the key: %s started %v (%v), want the duplicate %s", again.ID, started, err, keyed)
+	}
+	// A third takes a number ahead for it, and its execution finds the key taken.
+	b := &starter.Starter{Client: env.client, Internal: env.internal}
+	if _, err := b.Start(ctx, p, trig, workflows.Settings{}); err != nil { // takes numbers ahead
+		t.Fatal(err)
+	}
+	repeat, started, err := b.StartOnce(ctx, "delivery/github/t/ahead-1", p, trig, workflows.Settings{})
+	if err != nil || !started || repeat.ID == keyed {
+		t.Fatalf("repeat from numbers ahead: %s started %v %v", repeat.ID, started, err)
+	}
+	res, err = b.Result(ctx, repeat.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.Skipped || res.Tree.Children[0].Status != status.NotStarted ||
+		!strings.Contains(strings.Join(res.Tree.Notes, " "), "which started execution "+keyed) {
+		t.Errorf("the repeat ran or does not say why not: %s %+v", res.Status, res.Tree.Notes)
+	}
+
+	// Closing gives the numbers left over back: the next start follows the last one used.
+	for _, s := range []*starter.Starter{a, c, b} {
+		s.Close(ctx)
+	}
+	next, err := (&starter.Starter{Client: env.client, Internal: env.internal}).Start(ctx, p, trig, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.SequenceID != repeat.SequenceID+1 {
+		t.Errorf("after the starters closed the next number is %d, want %d", next.SequenceID, repeat.SequenceID+1)
 	}
 }

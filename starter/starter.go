@@ -40,7 +40,7 @@ type Starter struct {
 	Log *zap.Logger
 
 	resent    atomic.Int64
-	sequences sync.Map // pipeline identifier -> *numberBatcher: this process's sequence updates
+	sequences sync.Map // pipeline identifier -> *numbers: this process's sequence numbers
 	adopted   sync.Map // pipeline identifier -> true: its sequence workflow is in the internal namespace
 }
 
@@ -64,8 +64,10 @@ func (s *Starter) Start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 }
 
 // StartOnce starts at most one execution per key, however often and however concurrently it
-// is called, across restarts: the key is the sequence update's ID, so every call gets the same
-// sequence number and so the same workflow ID. Started is false for a repeat.
+// is called, across restarts: every call gets the key's sequence number and so its workflow
+// ID. Started is false for a repeat. Once in a while (a repeat that reaches another gantry
+// process during a burst, see nextSequence) a repeat starts an execution that finds its key
+// taken and ends SKIPPED before anything runs.
 func (s *Starter) StartOnce(ctx context.Context, key string, p *plan.Plan, trig workflows.Trigger, set workflows.Settings) (Execution, bool, error) {
 	exec, err := s.start(ctx, p, trig, set, nil, key)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
@@ -80,14 +82,16 @@ func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 		trig.Type = "MANUAL"
 	}
 	set.NoFastPath = set.NoFastPath || s.NoFastPath
-	seq, err := s.nextSequence(ctx, p.Identifier, key)
+	seq, bound, err := s.nextSequence(ctx, p.Identifier, key)
 	if err != nil {
 		return Execution{}, err
 	}
+	in := workflows.PipelineInput{Plan: p, SequenceID: seq, Trigger: trig, Settings: set, Resume: resume}
+	if !bound {
+		in.Key = key // taken ahead: the execution records its key
+	}
 	id := fmt.Sprintf("%s-%d", p.Identifier, seq)
-	run, err := s.Client.ExecuteWorkflow(ctx, StartOptions(p, id, s.queue(), seq, trig.Type), workflows.PipelineName, workflows.PipelineInput{
-		Plan: p, SequenceID: seq, Trigger: trig, Settings: set, Resume: resume,
-	})
+	run, err := s.Client.ExecuteWorkflow(ctx, StartOptions(p, id, s.queue(), seq, trig.Type), workflows.PipelineName, in)
 	if err != nil {
 		return Execution{ID: id, SequenceID: seq}, fmt.Errorf("start pipeline %s: %w", p.Identifier, err)
 	}

@@ -126,6 +126,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	closeSteps := registerActivities(w, o, c)
 	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, Internal: o.Internal, TaskQueue: tq, NoFastPath: o.NoFastPath}}
 	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
+	w.RegisterActivityWithOptions(st.Starter.BindKey, activity.RegisterOptions{Name: workflows.BindActivity})
 	// Sequence workflows poll a queue of their own: their tasks must not wait behind the
 	// pipelines a burst of webhook deliveries starts. The pipelines' namespace keeps one for
 	// the sequence workflows of older Gantry versions until they hand over.
@@ -139,13 +140,14 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		in.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 		side = append(side, in)
 	}
-	return withSide{closing{w, closeSteps}, side}
+	return withSide{closing{w, closeSteps}, side, st.Starter}
 }
 
 // withSide runs the main worker together with the sequence queues' workers.
 type withSide struct {
 	closing
-	side []sdkworker.Worker
+	side    []sdkworker.Worker
+	starter *starter.Starter // the cron starts': its numbers taken ahead go back at Stop
 }
 
 func (w withSide) Start() error {
@@ -168,6 +170,9 @@ func (w withSide) Run(interrupt <-chan any) error {
 }
 
 func (w withSide) Stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	w.starter.Close(ctx) // while the sequence workflows' worker still runs
+	cancel()
 	w.closing.Stop()
 	for _, s := range w.side {
 		s.Stop()

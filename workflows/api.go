@@ -31,6 +31,14 @@ const (
 	// UpdateNextBatch hands out one sequence number per key of its argument ([]string, in
 	// order; "" is a number for no key), so concurrent starts of a pipeline share one update.
 	UpdateNextBatch = "nextBatch"
+	// UpdateBind records the number an idempotency key started ([]KeyedNumber: a start that
+	// took a number taken ahead, without its key) unless the key started another number
+	// before; it answers each key's number ([]int64). A differing answer means the start was a
+	// repeat of that key's.
+	UpdateBind = "bind"
+	// UpdateGiveBack returns numbers taken ahead that no start used ([]int64): the sequence
+	// carries on below them when nothing above them was handed out since.
+	UpdateGiveBack = "giveBack"
 	// UpdateHandover ends a sequence workflow of a pipelines' namespace, returning its state
 	// (SequenceState) for the internal namespace's.
 	UpdateHandover = "handover"
@@ -86,6 +94,10 @@ const (
 	// and signal their deliveries (only executions with rules, which no earlier version ran,
 	// record it).
 	changeNotifications = "notifications"
+	// changeBindKey: an execution started with a number taken ahead records its trigger's
+	// idempotency key with the sequence workflow before anything runs, and ends SKIPPED when
+	// the key had started another execution.
+	changeBindKey = "bind-key"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients
@@ -225,6 +237,10 @@ type PipelineInput struct {
 	Settings   Settings   `json:"settings"`
 	// Resume makes this execution a retry of an earlier one (spec 14).
 	Resume *Resume `json:"resume,omitempty"`
+	// Key is the idempotency key (a trigger delivery) of an execution whose number was taken
+	// ahead, before the key was known: the execution records it before anything runs (see
+	// BindActivity).
+	Key string `json:"key,omitempty"`
 }
 
 // Resume carries the stages a retried execution does not run again.

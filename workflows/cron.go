@@ -23,6 +23,17 @@ type CronInput struct {
 	Plan    *plan.Plan `json:"plan"`
 }
 
+// BindActivity records an execution's idempotency key with its pipeline's sequence workflow
+// (BindRequest) and returns the number of the execution the key started first.
+const BindActivity = "gantry.BindKey"
+
+// BindRequest asks BindActivity to record that Key started execution Number of Pipeline.
+type BindRequest struct {
+	Pipeline string `json:"pipeline"`
+	Key      string `json:"key"`
+	Number   int64  `json:"number"`
+}
+
 // StartRequest asks StartActivity to start a pipeline at most once per key.
 type StartRequest struct {
 	Key     string     `json:"key"`

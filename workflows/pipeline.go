@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/activities"
@@ -26,6 +28,11 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 	p := newPipelineRun(ctx, in)
 	if err := p.registerHandlers(ctx); err != nil {
 		return nil, err
+	}
+	if in.Key != "" && workflow.GetVersion(ctx, changeBindKey, workflow.DefaultVersion, 1) == 1 {
+		if first := p.bindKey(ctx); first != in.SequenceID {
+			return p.repeat(ctx, first)
+		}
 	}
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"pipeline": in.Plan.Identifier, "trigger": in.Trigger.Type}).Counter(MetricExecutionsStarted).Inc(1)
 	body, cancel := workflow.WithCancel(ctx)
@@ -75,6 +82,37 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 	}
 	p.finish(final, st)
 	return p.result(final, p.resultStages())
+}
+
+// bindKey records the execution's idempotency key with the sequence workflow and returns the
+// number of the execution the key started first: this one's, unless the start repeated a
+// delivery another gantry process (or this one before a restart) had started already. When the
+// key cannot be recorded for minutes, the execution runs: a delivery the server accepted is
+// not dropped because the sequence workflow is unreachable.
+func (p *pipelineRun) bindKey(ctx workflow.Context) int64 {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		ScheduleToCloseTimeout: 5 * time.Minute,
+		StartToCloseTimeout:    time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 100 * time.Millisecond, MaximumInterval: 10 * time.Second},
+		Summary:                "record the trigger's idempotency key",
+	})
+	var first int64
+	req := BindRequest{Pipeline: p.in.Plan.Identifier, Key: p.in.Key, Number: p.in.SequenceID}
+	if err := workflow.ExecuteLocalActivity(lctx, BindActivity, req).Get(ctx, &first); err != nil {
+		p.tree.Notes = append(p.tree.Notes, "the trigger's idempotency key could not be recorded ("+err.Error()+"); the execution ran")
+		return p.in.SequenceID
+	}
+	return first
+}
+
+// repeat ends an execution that repeated a start of its key: nothing ran, nothing is notified.
+func (p *pipelineRun) repeat(ctx workflow.Context, first int64) (*PipelineResult, error) {
+	now := workflow.Now(ctx)
+	p.tree.Status, p.tree.EndedAt = status.Skipped, &now
+	p.tree.Notes = append(p.tree.Notes, fmt.Sprintf("not run: a repeat of %s, which started execution %s-%d", p.in.Key, p.in.Plan.Identifier, first))
+	p.data["status"] = string(status.Skipped)
+	p.upsert(ctx, status.Skipped)
+	return p.result(ctx, nil)
 }
 
 // result is what the pipeline workflow returns: its final tree, and for Temporal a close that

@@ -78,6 +78,46 @@ func Sequence(ctx workflow.Context, last int64, kept []KeyedNumber) (*SequenceSt
 	if err != nil {
 		return nil, err
 	}
+	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateBind, func(ctx workflow.Context, binds []KeyedNumber) ([]int64, error) {
+		numbers := make([]int64, len(binds))
+		for i, b := range binds {
+			if n, ok := known[b.Key]; ok {
+				numbers[i] = n
+				continue
+			}
+			known[b.Key] = b.Number
+			kept = append(kept, b)
+			numbers[i] = b.Number
+		}
+		return numbers, nil
+	}, workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, binds []KeyedNumber) error {
+		for _, b := range binds {
+			if b.Key == "" || b.Number < 1 || b.Number > last {
+				return refuse(ErrInvalid, "key %q with number %d: only keys and numbers this sequence handed out can be bound", b.Key, b.Number)
+			}
+		}
+		return notMoved()
+	}})
+	if err != nil {
+		return nil, err
+	}
+	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateGiveBack, func(ctx workflow.Context, numbers []int64) (int64, error) {
+		unused := make(map[int64]bool, len(numbers))
+		for _, n := range numbers {
+			unused[n] = true
+		}
+		bound := make(map[int64]bool, len(kept))
+		for _, k := range kept {
+			bound[k.Number] = true
+		}
+		for last > 0 && unused[last] && !bound[last] {
+			last--
+		}
+		return last, nil
+	}, workflow.UpdateHandlerOptions{Validator: func(workflow.Context, []int64) error { return notMoved() }})
+	if err != nil {
+		return nil, err
+	}
 	err = workflow.SetUpdateHandler(ctx, UpdateHandover, func(ctx workflow.Context) (*SequenceState, error) {
 		handedOver = true
 		return &SequenceState{Last: last, Kept: kept}, nil

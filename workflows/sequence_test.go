@@ -95,3 +95,57 @@ func TestSequenceBatchesContinueAsNew(t *testing.T) {
 		t.Fatalf("after 500 numbers: %v", env.GetWorkflowError())
 	}
 }
+
+// refusedCallback expects an update to be refused.
+type refusedCallback struct {
+	t       *testing.T
+	refused *bool
+}
+
+func (c refusedCallback) Accept()          {}
+func (c refusedCallback) Reject(err error) { *c.refused = true }
+func (c refusedCallback) Complete(v any, err error) {
+	c.t.Errorf("update completed with %v %v, want it refused", v, err)
+}
+
+// A key bound to a number taken ahead keeps its first number; only numbers the sequence
+// handed out can be bound; numbers given back lower the sequence while they are its last ones
+// and unbound.
+func TestSequenceBindAndGiveBack(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
+	var ahead, binds, last, after []int64
+	refused := false
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.UpdateNextBatch, "ahead", numbersCallback{t, &ahead}, []string{"", "", ""})
+	}, time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.UpdateBind, "b1", numbersCallback{t, &binds}, []workflows.KeyedNumber{{Key: "k1", Number: 12}})
+		env.UpdateWorkflow(workflows.UpdateBind, "b2", numbersCallback{t, &binds}, []workflows.KeyedNumber{{Key: "k1", Number: 13}, {Key: "d4", Number: 13}})
+		env.UpdateWorkflow(workflows.UpdateBind, "b3", refusedCallback{t, &refused}, []workflows.KeyedNumber{{Key: "k2", Number: 99}})
+	}, 2*time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.UpdateGiveBack, "g1", numbersCallback{t, &last}, []int64{12, 13})
+	}, 3*time.Second)
+	env.RegisterDelayedCallback(func() {
+		env.UpdateWorkflow(workflows.UpdateNextBatch, "after", numbersCallback{t, &after}, []string{"k1", ""})
+	}, 4*time.Second)
+	env.RegisterDelayedCallback(env.CancelWorkflow, 5*time.Second)
+	env.ExecuteWorkflow(workflows.SequenceName, int64(10), []workflows.KeyedNumber{{Key: "d4", Number: 7}})
+	if want := []int64{11, 12, 13}; !slices.Equal(ahead, want) {
+		t.Errorf("numbers ahead %v, want %v", ahead, want)
+	}
+	if want := []int64{12, 12, 7}; !slices.Equal(binds, want) {
+		t.Errorf("binds answered %v, want %v (a key keeps its first number)", binds, want)
+	}
+	if !refused {
+		t.Error("a number never handed out was bound")
+	}
+	if want := []int64{12}; !slices.Equal(last, want) {
+		t.Errorf("after giving back 12 and 13 the sequence stands at %v, want %v (12 is bound)", last, want)
+	}
+	if want := []int64{12, 13}; !slices.Equal(after, want) {
+		t.Errorf("after the give-back %v, want %v", after, want)
+	}
+}
