@@ -34,21 +34,34 @@ type forkServer struct {
 	// spare is an empty workspace a step of the stage left, for the next one: checking that a
 	// directory is still empty costs far less than creating one (ext4: ~50 µs with removal).
 	spare string
-	// preforked: the shell forks each step's subshell ahead, right after the previous step
-	// ended (bashInit), instead of when the step's command arrives.
-	preforked bool
-	step      atomic.Int64 // preforked: the PID and process group of the subshell of the step
+	// jobs: bash runs each step's subshell as a job of its own (bashInit), and reports its PID
+	// (its process group) before the step's command is sent; dash's subshells run in the
+	// shell's process group (forkInit).
+	jobs bool
+	step atomic.Int64 // jobs: the PID and process group of the subshell of the step
 }
 
-// forkInit is what dash runs first. It survives the signals a step sends its process group
-// (`kill 0`); subshells reset these traps, so steps see default signal handling. The watcher
-// waits on the lifeline (fd 3): a line means a quiet shutdown, end of file means the worker died
-// and the group (the running step included) is killed. dash's read returns 1 when a trapped
-// signal interrupts it, so the watcher reads again unless a signal did not come.
+// forkInit is what dash runs first. Like bash (bashInit), dash forks the subshell of the next
+// step ahead, right after the previous step ended and while the worker still finishes it: the
+// subshell waits for one line naming its body and output, then becomes the step. It is a
+// foreground subshell, so it starts with default signal handling (an asynchronous one would
+// ignore SIGINT and SIGQUIT for good; dash has no job control without a terminal), in the
+// shell's process group: the shell survives the signals a step sends its group (`kill 0`), and
+// its traps are reset in the subshell. The watcher waits on the lifeline (fd 3): a line means a
+// quiet shutdown, end of file means the worker died and the group (the running step included)
+// is killed. dash's read returns 1 when a trapped signal interrupts it, so the watcher reads
+// again unless a signal did not come. The loop is one command, which dash reads whole before
+// it runs any of it, so a subshell reading the pipe finds nothing of the script there; end of
+// the commands (the worker closed the server) ends the shell.
 const forkInit = `trap : HUP INT TERM USR1 USR2 ALRM
 { trap 's=1' HUP INT TERM USR1 USR2 ALRM; while :; do s=; read -r l <&3 && exit 0; [ -n "$s" ] || kill -9 0; done; } </dev/null >/dev/null 2>&1 &
 exec 3<&-
+exec 4<&0
 echo gantry-ready
+while :; do
+( IFS=' ' read -r __gantry_i __gantry_o <&4 || { kill -9 "$$"; exit 255; }; exec 4<&- </dev/null >"$__gantry_o" 2>&1; . "$__gantry_i" )
+echo "gantry-rc:$?"
+done
 `
 
 // bashInit is what bash runs first. Forking bash costs about twice what forking dash does, and
@@ -78,8 +91,8 @@ done
 }
 `
 
-// preforkedPrefix starts a preforked step's body: it forgets the shell's own names, so the
-// step sees a shell state as fresh as a foreground subshell's.
+// preforkedPrefix starts a step's body: it forgets the shell's own names, so the step sees a
+// shell state as fresh as a shell of its own.
 const preforkedPrefix = "unset __gantry_i __gantry_o __gantry_p __gantry_rc; "
 
 const (
@@ -118,10 +131,10 @@ func startForkServer(shell string, args []string) (*forkServer, error) {
 		return nil, err
 	}
 	f := &forkServer{cmd: cmd, commands: pipes[1], statusR: pipes[2], status: bufio.NewReader(pipes[2]), lifeline: pipes[5],
-		preforked: strings.HasPrefix(filepath.Base(shell), "bash")}
+		jobs: strings.HasPrefix(filepath.Base(shell), "bash")}
 	_ = f.statusR.SetReadDeadline(time.Now().Add(5 * time.Second))
 	init := forkInit
-	if f.preforked {
+	if f.jobs {
 		init = bashInit
 	}
 	_, err = f.commands.WriteString(init)
@@ -142,8 +155,8 @@ func startForkServer(shell string, args []string) (*forkServer, error) {
 // returns the subshell's exit status (-1 when the shell was killed before reporting it) and
 // whether the subshell read the body, which is false only when the step did not start.
 func (f *forkServer) run(ctx context.Context, body string, out *os.File) (code int, ran bool, err error) {
-	if f.preforked {
-		body = preforkedPrefix + body
+	body = preforkedPrefix + body
+	if f.jobs {
 		// The subshell was forked when the previous step ended: its PID is waiting here.
 		pid, err := f.expect(pidPrefix)
 		if err != nil {
@@ -165,10 +178,7 @@ func (f *forkServer) run(ctx context.Context, body string, out *os.File) (code i
 	// The subshell opens our pipe ends through /proc: they stay open here until it reported,
 	// so their descriptor numbers cannot name anything else meanwhile.
 	pid := os.Getpid()
-	line := fmt.Sprintf("(. /proc/%d/fd/%d) </dev/null >/proc/%d/fd/%d 2>&1; echo \"%s$?\"\n", pid, fdOf(br), pid, fdOf(out), statusPrefix)
-	if f.preforked {
-		line = fmt.Sprintf("/proc/%d/fd/%d /proc/%d/fd/%d\n", pid, fdOf(br), pid, fdOf(out))
-	}
+	line := fmt.Sprintf("/proc/%d/fd/%d /proc/%d/fd/%d\n", pid, fdOf(br), pid, fdOf(out))
 	stop := context.AfterFunc(ctx, f.kill)
 	defer stop()
 	code = -1

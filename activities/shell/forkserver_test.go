@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// forkShells are the shells fork servers run: dash forks each step when its command arrives,
-// bash has the step's subshell forked ahead, in a process group of its own (bashInit).
+// forkShells are the shells fork servers run; both fork each step's subshell ahead, dash in the
+// server's process group (forkInit), bash in a process group of its own (bashInit).
 var forkShells = []struct {
 	name, path string
 	args       []string
@@ -34,8 +34,8 @@ func eachForkShell(t *testing.T, test func(t *testing.T, f *forkServer)) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if f.preforked != (sh.name == "bash") {
-				t.Fatalf("%s preforked: %v", path, f.preforked)
+			if f.jobs != (sh.name == "bash") {
+				t.Fatalf("%s jobs: %v", path, f.jobs)
 			}
 			t.Cleanup(func() { f.kill(); f.close() })
 			test(t, f)
@@ -88,7 +88,7 @@ func testStepsAreIsolated(t *testing.T, f *forkServer) {
 		out != ignoredSignals(t)+"\n0\n0 none\n" {
 		t.Fatalf("fresh state: code %d output %q", code, out)
 	}
-	if !f.preforked {
+	if !f.jobs {
 		// A signal the server catches while a step runs does not cut short its wait for the step.
 		if code, _ := runBody(t, f, ctx, "kill -USR1 $$; kill -TERM $$; sleep 0.2; exit 7"); code != 7 {
 			t.Fatalf("signal to the server: code %d", code)
