@@ -44,6 +44,25 @@ func BenchmarkOnRunPrepared(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/eval")
 }
 
+// BenchmarkOnRunNewPipeline is BenchmarkOnRunPrepared with a pipeline the engine has not seen
+// in each decision (its identifier changes), so the input is converted every time.
+func BenchmarkOnRunNewPipeline(b *testing.B) {
+	sub, _ := fs.Sub(Library, "library")
+	e, err := LoadFS(context.Background(), sub, "library")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sets, input := e.OnRunSets(Scope{}), twentyStages()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		input["pipeline"].(map[string]any)["identifier"] = fmt.Sprintf("p%d", i)
+		if _, err := e.Evaluate(context.Background(), sets, input); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N), "µs/eval")
+}
+
 // BenchmarkOnRunUnprepared does the same work compiling and preparing the queries on every
 // evaluation (the baseline).
 func BenchmarkOnRunUnprepared(b *testing.B) {
@@ -61,7 +80,7 @@ func BenchmarkOnRunUnprepared(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for _, q := range queries {
-			opts := []func(*rego.Rego){rego.Query(q), rego.Input(input), rego.SetRegoVersion(ast.RegoV1)}
+			opts := append(builtinOptions(), rego.Query(q), rego.Input(input), rego.SetRegoVersion(ast.RegoV1))
 			for name, src := range modules {
 				opts = append(opts, rego.Module(name, src))
 			}

@@ -61,6 +61,7 @@ type Engine struct {
 	// so helpers they share (gantrylib.steps walks the whole pipeline) are computed once per
 	// decision instead of once per rule.
 	together sync.Map // string → *jointQuery
+	inputs   inputCache
 }
 
 type preparedPolicy struct {
@@ -315,7 +316,7 @@ func (e *Engine) OnRunSets(sc Scope) []string {
 func (e *Engine) Evaluate(ctx context.Context, sets []string, input any) (*Decision, error) {
 	d := &Decision{Status: "pass"}
 	// Convert the input once for every query of every set.
-	parsed, err := ast.InterfaceToValue(input)
+	parsed, err := e.inputs.valueOf(input)
 	if err != nil {
 		return nil, fmt.Errorf("policy input: %w", err)
 	}

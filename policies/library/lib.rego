@@ -18,9 +18,9 @@ steps := found.step
 variable_lists := found.variables
 
 # A stage deploys to production when its environment says so or it is tagged env: production.
-production(stage) if contains(lower(object.get(stage, ["spec", "environment", "environmentRef"], "")), "prod")
+production(stage) if contains(lower(stage.spec.environment.environmentRef), "prod")
 
-production(stage) if lower(object.get(stage, ["tags", "env"], "")) == "production"
+production(stage) if lower(stage.tags.env) == "production"
 
 # Seconds in a Harness duration such as 1d, 2h30m or 45m.
 seconds(d) := sum([n |
