@@ -7,6 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/status"
 )
 
@@ -20,11 +21,31 @@ func (s *stageRun) publish(ctx workflow.Context) {
 	if s.tree == nil {
 		return
 	}
-	workflow.SetCurrentDetails(ctx, TreeMarkdown(s.tree, s.in.ExecutionID, workflow.Now(ctx)))
+	workflow.SetCurrentDetails(ctx, s.details.render(s.tree, s.in.ExecutionID, workflow.Now(ctx)))
 }
 
 // TreeMarkdown renders a node tree as a markdown list.
 func TreeMarkdown(root *Node, executionID string, now time.Time) string {
+	var r treeRenderer
+	return r.render(root, executionID, now)
+}
+
+// A treeRenderer renders a stage's tree again after each change. The line of a node that ended
+// does not change until the node does, so it is kept: a stage of many steps would otherwise
+// format every line of its tree after each step.
+type treeRenderer struct {
+	ended map[*Node]renderedLine
+}
+
+type renderedLine struct {
+	status           status.Status
+	started, endedAt time.Time
+	failure          *activities.Failure
+	depth            int
+	line             string
+}
+
+func (r *treeRenderer) render(root *Node, executionID string, now time.Time) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** %s %s\n\n", nodeLabel(root), symbolOf(root.Status), root.Status)
 	lines := 0
@@ -44,30 +65,54 @@ func TreeMarkdown(root *Node, executionID string, now time.Time) string {
 				return
 			}
 			lines++
-			fmt.Fprintf(&b, "%s- %s %s · %s", strings.Repeat("  ", depth), symbolOf(c.Status), nodeLabel(c), c.Status)
-			if c.StartedAt != nil {
-				end := now
-				if c.EndedAt != nil {
-					end = *c.EndedAt
-				}
-				fmt.Fprintf(&b, " · %s", end.Sub(*c.StartedAt).Round(time.Millisecond))
-			}
-			switch c.Status {
-			case status.ApprovalWaiting:
-				fmt.Fprintf(&b, " — approve with `gantry approve %s --step %s` (or `gantry reject`)", executionID, c.Path)
-			case status.InterventionWaiting:
-				fmt.Fprintf(&b, " — decide with `gantry intervene %s %s --action %s`", executionID, c.Path, strings.Join(c.Actions, "|"))
-			case status.InputWaiting:
-				fmt.Fprintf(&b, " — answer with `gantry input %s --step %s --set KEY=VALUE` (%s)", executionID, c.Path, strings.Join(c.Inputs, ", "))
-			}
-			if c.Failure != nil {
-				fmt.Fprintf(&b, " — %s: %s", c.Failure.Category, oneLine(c.Failure.Message))
-			}
-			b.WriteByte('\n')
+			b.WriteString(r.line(c, depth, executionID, now))
 			walk(c, depth+1)
 		}
 	}
 	walk(root, 0)
+	return b.String()
+}
+
+// line is a node's line, kept once the node ended.
+func (r *treeRenderer) line(c *Node, depth int, executionID string, now time.Time) string {
+	if c.EndedAt == nil || c.StartedAt == nil {
+		return nodeLine(c, depth, executionID, now)
+	}
+	if l, ok := r.ended[c]; ok && l.status == c.Status && l.started.Equal(*c.StartedAt) && l.endedAt.Equal(*c.EndedAt) &&
+		l.failure == c.Failure && l.depth == depth {
+		return l.line
+	}
+	line := nodeLine(c, depth, executionID, now)
+	if r.ended == nil || len(r.ended) > 2*maxDetailLines {
+		// Nodes a loop or a retry replaced leave lines behind: start over now and then.
+		r.ended = map[*Node]renderedLine{}
+	}
+	r.ended[c] = renderedLine{c.Status, *c.StartedAt, *c.EndedAt, c.Failure, depth, line}
+	return line
+}
+
+func nodeLine(c *Node, depth int, executionID string, now time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s- %s %s · %s", strings.Repeat("  ", depth), symbolOf(c.Status), nodeLabel(c), c.Status)
+	if c.StartedAt != nil {
+		end := now
+		if c.EndedAt != nil {
+			end = *c.EndedAt
+		}
+		fmt.Fprintf(&b, " · %s", end.Sub(*c.StartedAt).Round(time.Millisecond))
+	}
+	switch c.Status {
+	case status.ApprovalWaiting:
+		fmt.Fprintf(&b, " — approve with `gantry approve %s --step %s` (or `gantry reject`)", executionID, c.Path)
+	case status.InterventionWaiting:
+		fmt.Fprintf(&b, " — decide with `gantry intervene %s %s --action %s`", executionID, c.Path, strings.Join(c.Actions, "|"))
+	case status.InputWaiting:
+		fmt.Fprintf(&b, " — answer with `gantry input %s --step %s --set KEY=VALUE` (%s)", executionID, c.Path, strings.Join(c.Inputs, ", "))
+	}
+	if c.Failure != nil {
+		fmt.Fprintf(&b, " — %s: %s", c.Failure.Category, oneLine(c.Failure.Message))
+	}
+	b.WriteByte('\n')
 	return b.String()
 }
 

@@ -30,3 +30,38 @@ func TestTreeMarkdown(t *testing.T) {
 		}
 	}
 }
+
+// A stage renders its tree after every change, keeping the lines of ended nodes: each render
+// is what rendering afresh gives, as nodes start, end, fail and run again.
+func TestTreeRendererKeepsOnlyWhatDidNotChange(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { x := t0.Add(d); return &x }
+	a := &Node{ID: "a", Path: "s.a", Type: "ShellScript", Status: status.Running, StartedAt: at(0)}
+	b := &Node{ID: "b", Path: "s.b", Type: "ShellScript", Status: status.NotStarted}
+	root := &Node{ID: "s", Type: "Custom", Status: status.Running, Children: []*Node{a, b}}
+	var r treeRenderer
+	check := func(step string, now time.Duration) {
+		t.Helper()
+		if got, want := r.render(root, "p-1", t0.Add(now)), TreeMarkdown(root, "p-1", t0.Add(now)); got != want {
+			t.Fatalf("%s: kept lines differ from a fresh render:\n%s\nwant:\n%s", step, got, want)
+		}
+	}
+	check("a running", time.Second)
+	a.Status, a.EndedAt = status.Succeeded, at(2*time.Second)
+	check("a ended", 3*time.Second)
+	b.Status, b.StartedAt = status.Running, at(3*time.Second)
+	check("b running", 4*time.Second)
+	b.Status, b.EndedAt, b.Failure = status.Failed, at(5*time.Second), &activities.Failure{Category: activities.Unknown, Message: "exit 1"}
+	check("b failed", 5*time.Second)
+	// A retry runs b again, and it ends differently.
+	b.Status, b.StartedAt, b.EndedAt, b.Failure = status.Running, at(6*time.Second), nil, nil
+	check("b again", 7*time.Second)
+	b.Status, b.EndedAt = status.Succeeded, at(8*time.Second)
+	check("b succeeded", 9*time.Second)
+	// A node moved under a group renders at its new depth.
+	root.Children = []*Node{{ID: "g", Path: "s.g", Type: "StepGroup", Status: status.Running, StartedAt: at(0), Children: []*Node{a, b}}}
+	check("in a group", 10*time.Second)
+	if len(r.ended) != 2 {
+		t.Fatalf("the renderer keeps %d lines, want the 2 ended steps'", len(r.ended))
+	}
+}

@@ -97,8 +97,9 @@ type stageRun struct {
 	root     map[string]any // {"pipeline": ...}: what expressions read
 	data     map[string]any // this stage's node in root
 	tree     *Node
-	fqn      string  // pipeline.stages.<id>
-	terminal []ended // terminal nodes so far, for currentStatus (spec 4.3)
+	details  treeRenderer // renders tree for publish
+	fqn      string       // pipeline.stages.<id>
+	terminal []ended      // terminal nodes so far, for currentStatus (spec 4.3)
 
 	forward          *frame // the execution steps; halted when progression must stop
 	cancelBody       workflow.CancelFunc
