@@ -73,7 +73,8 @@ fuzz:
 # waiting for approvals at once (embedded and topology; GANTRY_SCALE_RUNS sets the number).
 bench: k8s-tools browser-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
-	$(GO) test -run '^$$' -bench OnRun -benchtime 20x -count 3 ./policies | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'OnRun(Prepared|NewPipeline)' -benchtime 500x -count 3 ./policies | tee -a .bench.out
+	$(GO) test -run '^$$' -bench OnRunUnprepared -benchtime 20x -count 3 ./policies | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Expand200|LoadTemplated200|LoadInline200' -benchtime 10x -count 3 ./pipeline/templates | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Gantry100Steps$$|Raw100Steps|GantryMatrix200|RawFanout200' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Gantry100StepsUIPolled|Gantry100StepsWithUI' -benchtime 5x -count 5 ./e2e | tee .bench-ui.out
