@@ -26,14 +26,20 @@ func twentyStages() map[string]any {
 		"variables": []any{map[string]any{"name": "region", "type": "String", "value": "eu"}}, "stages": stages}}
 }
 
-// BenchmarkOnRunPrepared evaluates the starter library's on-run sets with the queries prepared
-// once, as gantry does.
-func BenchmarkOnRunPrepared(b *testing.B) {
+// starterLibrary loads the embedded starter library.
+func starterLibrary(tb testing.TB) *Engine {
 	sub, _ := fs.Sub(Library, "library")
 	e, err := LoadFS(context.Background(), sub, "library")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	return e
+}
+
+// BenchmarkOnRunPrepared evaluates the starter library's on-run sets with the queries prepared
+// once, as gantry does.
+func BenchmarkOnRunPrepared(b *testing.B) {
+	e := starterLibrary(b)
 	sets, input := e.OnRunSets(Scope{}), twentyStages()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -47,11 +53,7 @@ func BenchmarkOnRunPrepared(b *testing.B) {
 // BenchmarkOnRunNewPipeline is BenchmarkOnRunPrepared with a pipeline the engine has not seen
 // in each decision (its identifier changes), so the input is converted every time.
 func BenchmarkOnRunNewPipeline(b *testing.B) {
-	sub, _ := fs.Sub(Library, "library")
-	e, err := LoadFS(context.Background(), sub, "library")
-	if err != nil {
-		b.Fatal(err)
-	}
+	e := starterLibrary(b)
 	sets, input := e.OnRunSets(Scope{}), twentyStages()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

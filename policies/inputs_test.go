@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"strings"
 	"testing"
 
@@ -93,11 +92,7 @@ func TestInputCacheIsBounded(t *testing.T) {
 // Decisions over a pipeline decided before follow its changes: a plain-text secret added to a
 // pipeline seen twice is denied.
 func TestDecisionsFollowChangedPipelines(t *testing.T) {
-	sub, _ := fs.Sub(Library, "library")
-	e, err := LoadFS(context.Background(), sub, "library")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := starterLibrary(t)
 	sets, in := e.OnRunSets(Scope{}), twentyStages()
 	for range 3 {
 		d, err := e.Evaluate(context.Background(), sets, in)
@@ -127,11 +122,7 @@ func TestDecisionsFollowChangedPipelines(t *testing.T) {
 
 // Decisions running at once share cached values (run under -race).
 func TestConcurrentDecisionsShareCachedInputs(t *testing.T) {
-	sub, _ := fs.Sub(Library, "library")
-	e, err := LoadFS(context.Background(), sub, "library")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := starterLibrary(t)
 	sets := e.OnRunSets(Scope{})
 	want, err := e.Evaluate(context.Background(), sets, twentyStages())
 	if err != nil {
