@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -28,7 +26,6 @@ import (
 	"go.temporal.io/server/common/log"
 	"go.temporal.io/server/common/membership/static"
 	"go.temporal.io/server/common/metrics"
-	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	"go.temporal.io/server/common/primitives"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
 	"go.temporal.io/server/temporal"
@@ -39,7 +36,8 @@ import (
 
 // Options configure the embedded server.
 type Options struct {
-	// DataDir holds the SQLite database; "" keeps everything in memory (lost on Stop).
+	// DataDir holds the SQLite databases (temporal.db and visibility.db); "" keeps everything
+	// in memory (lost on Stop).
 	DataDir   string
 	Namespace string
 	// Extra are further namespaces to create, without search attributes (Gantry's internal one).
@@ -67,9 +65,6 @@ type Server struct {
 	Address   string // frontend host:port
 	Namespace string
 }
-
-// dbFile is the SQLite file name inside DataDir.
-const dbFile = "temporal.db"
 
 // Start starts the server and returns once its frontend accepts calls and the search attributes
 // are registered.
@@ -108,10 +103,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 			o.HistoryShards = 4
 		}
 	} else {
-		if sqlCfg, err = sqliteStore(o.DataDir); err != nil {
+		var visCfg config.SQL
+		if sqlCfg, visCfg, err = sqliteStores(o.DataDir); err != nil {
 			return nil, err
 		}
-		stores = map[string]config.DataStore{"default": {SQL: &sqlCfg}, "visibility": {SQL: &sqlCfg}}
+		stores = map[string]config.DataStore{"default": {SQL: &sqlCfg}, "visibility": {SQL: &visCfg}}
 		if o.HistoryShards == 0 {
 			o.HistoryShards = 1
 		}
@@ -255,35 +251,6 @@ func (s *Server) prepareNamespace(ctx context.Context, o Options) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// sqliteStore is the SQLite config for dataDir ("" keeps the database in memory), with the
-// schema created on first use.
-func sqliteStore(dataDir string) (config.SQL, error) {
-	sqlCfg := config.SQL{PluginName: sqliteplugin.PluginName, ConnectAttributes: map[string]string{}}
-	if dataDir == "" {
-		sqlCfg.ConnectAttributes["mode"] = "memory"
-		sqlCfg.ConnectAttributes["cache"] = "shared"
-		sqlCfg.DatabaseName = fmt.Sprintf("gantry%d", time.Now().UnixNano())
-		return sqlCfg, nil
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return sqlCfg, fmt.Errorf("embedded temporal: create data directory: %w", err)
-	}
-	path := filepath.Join(dataDir, dbFile)
-	sqlCfg.DatabaseName = path
-	sqlCfg.ConnectAttributes["mode"] = "rwc"
-	// Keys without "_": the plugin adds the _pragma= prefix itself. WAL halves the cost
-	// of every history write compared with the default rollback journal.
-	sqlCfg.ConnectAttributes["journal_mode"] = "wal"
-	sqlCfg.ConnectAttributes["synchronous"] = "normal"
-	sqlCfg.ConnectAttributes["busy_timeout"] = "10000"
-	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-		if err := sqliteschema.SetupSchema(&sqlCfg); err != nil {
-			return sqlCfg, fmt.Errorf("embedded temporal: create schema in %s: %w", path, err)
-		}
-	}
-	return sqlCfg, nil
 }
 
 // listenPorts returns the IP and the eight ports of the four services (gRPC and membership

@@ -1,0 +1,168 @@
+package devserver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.temporal.io/server/common/config"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+)
+
+// The embedded server keeps executions and visibility (the list of executions the UI and the
+// API search) in two SQLite files. Temporal's SQLite plugin opens one connection per file and
+// every query of a file waits for it; a visibility write updates ~60 indexes (3-5 ms of CPU
+// here), so in one file it held up the starts, tasks and timers queued behind it.
+const (
+	dbFile         = "temporal.db"   // executions, task queues, namespaces
+	visibilityFile = "visibility.db" // executions_visibility
+)
+
+// visibilityCopied is visibility.db's user_version once the records a data directory of an
+// earlier release kept in temporal.db have been copied into it (or there were none).
+const visibilityCopied = 1
+
+// sqliteStores are the SQLite configs of the executions and the visibility store in dataDir
+// ("" keeps both in memory), with the schemas created on first use and the visibility records
+// of an earlier single-file data directory moved over.
+func sqliteStores(dataDir string) (main, vis config.SQL, err error) {
+	if dataDir == "" {
+		stamp := time.Now().UnixNano()
+		return memoryStore(fmt.Sprintf("gantry%d", stamp)), memoryStore(fmt.Sprintf("gantry%d-visibility", stamp)), nil
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return main, vis, fmt.Errorf("embedded temporal: create data directory: %w", err)
+	}
+	mainPath, visPath := filepath.Join(dataDir, dbFile), filepath.Join(dataDir, visibilityFile)
+	if main, err = fileStore(mainPath); err != nil {
+		return main, vis, err
+	}
+	if vis, err = fileStore(visPath); err != nil {
+		return main, vis, err
+	}
+	if err := moveVisibility(mainPath, visPath); err != nil {
+		return main, vis, fmt.Errorf("embedded temporal: move the visibility records of %s to %s: %w (the data directory is unchanged; the next start tries again)", mainPath, visPath, err)
+	}
+	return main, vis, nil
+}
+
+// memoryStore is an in-memory database, shared by the server's connections while one is open.
+func memoryStore(name string) config.SQL {
+	return config.SQL{PluginName: sqliteplugin.PluginName, DatabaseName: name,
+		ConnectAttributes: map[string]string{"mode": "memory", "cache": "shared"}}
+}
+
+// fileStore is the config of the database at path, its schema created if the file is new.
+func fileStore(path string) (config.SQL, error) {
+	cfg := config.SQL{PluginName: sqliteplugin.PluginName, DatabaseName: path, ConnectAttributes: map[string]string{
+		"mode": "rwc",
+		// Keys without "_": the plugin adds the _pragma= prefix itself. WAL halves the cost
+		// of every write compared with the default rollback journal.
+		"journal_mode": "wal",
+		"synchronous":  "normal",
+		"busy_timeout": "10000",
+	}}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		// The plugin creates Temporal's whole schema in a file; the visibility file keeps the
+		// executions tables empty, as temporal.db keeps its visibility table.
+		if err := sqliteschema.SetupSchema(&cfg); err != nil {
+			return cfg, fmt.Errorf("embedded temporal: create schema in %s: %w", path, err)
+		}
+	}
+	return cfg, nil
+}
+
+// moveVisibility copies the visibility records temporal.db holds (a data directory of a
+// release that kept one file) into visibility.db, marks visibility.db as complete in the same
+// transaction, and then deletes them from temporal.db, where nothing reads them any more. A start
+// that stops halfway leaves visibility.db unmarked or temporal.db's copies in place; the next
+// start finishes the job.
+func moveVisibility(mainPath, visPath string) error {
+	db, err := sql.Open("sqlite", "file:"+mainPath+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx := context.Background()
+	conn, err := db.Conn(ctx) // ATTACH holds for one connection only
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "ATTACH DATABASE ? AS vis", visPath); err != nil {
+		return err
+	}
+	var version int
+	if err := conn.QueryRowContext(ctx, "PRAGMA vis.user_version").Scan(&version); err != nil {
+		return err
+	}
+	if version < visibilityCopied {
+		if err := copyVisibility(ctx, conn, "main", "vis", fmt.Sprintf("PRAGMA vis.user_version = %d", visibilityCopied)); err != nil {
+			return err
+		}
+	}
+	var left int
+	if err := conn.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM main.executions_visibility)").Scan(&left); err != nil || left == 0 {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, "DELETE FROM main.executions_visibility")
+	return err
+}
+
+// copyVisibility copies every record of from's executions_visibility into to's, whose triggers
+// fill its full-text indexes, and runs then in the same transaction.
+func copyVisibility(ctx context.Context, conn *sql.Conn, from, to, then string) error {
+	cols, err := storedColumns(ctx, conn, from)
+	if err != nil {
+		return err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	list := strings.Join(cols, ", ")
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("INSERT OR REPLACE INTO %s.executions_visibility (%s) SELECT %s FROM %s.executions_visibility", to, list, list, from)); err != nil {
+		return err
+	}
+	if then != "" {
+		if _, err := tx.ExecContext(ctx, then); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// storedColumns names the columns of schema's executions_visibility that are not generated
+// from others (the search attribute columns are derived from the search_attributes JSON).
+func storedColumns(ctx context.Context, conn *sql.Conn, schema string) ([]string, error) {
+	rows, err := conn.QueryContext(ctx, fmt.Sprintf("SELECT name, hidden FROM pragma_table_xinfo('executions_visibility', '%s')", schema))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var cols []string
+	for rows.Next() {
+		var name string
+		var hidden int
+		if err := rows.Scan(&name, &hidden); err != nil {
+			return nil, err
+		}
+		if hidden == 0 { // 2 and 3 are generated columns
+			cols = append(cols, `"`+name+`"`)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("no executions_visibility table in %s", schema)
+	}
+	return cols, nil
+}
