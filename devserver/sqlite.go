@@ -24,13 +24,9 @@ const (
 	visibilityFile = "visibility.db" // executions_visibility
 )
 
-// visibilityCopied is visibility.db's user_version once the records a data directory of an
-// earlier release kept in temporal.db have been copied into it (or there were none).
-const visibilityCopied = 1
-
 // sqliteStores are the SQLite configs of the executions and the visibility store in dataDir
-// ("" keeps both in memory), with the schemas created on first use and the visibility records
-// of an earlier single-file data directory moved over.
+// ("" keeps both in memory), with the schemas created on first use and any visibility records
+// in temporal.db moved over.
 func sqliteStores(dataDir string) (main, vis config.SQL, err error) {
 	if dataDir == "" {
 		stamp := time.Now().UnixNano()
@@ -47,7 +43,7 @@ func sqliteStores(dataDir string) (main, vis config.SQL, err error) {
 		return main, vis, err
 	}
 	if err := moveVisibility(mainPath, visPath); err != nil {
-		return main, vis, fmt.Errorf("embedded temporal: move the visibility records of %s to %s: %w (the data directory is unchanged; the next start tries again)", mainPath, visPath, err)
+		return main, vis, fmt.Errorf("embedded temporal: move the visibility records of %s to %s: %w (the next start tries again)", mainPath, visPath, err)
 	}
 	return main, vis, nil
 }
@@ -78,11 +74,11 @@ func fileStore(path string) (config.SQL, error) {
 	return cfg, nil
 }
 
-// moveVisibility copies the visibility records temporal.db holds (a data directory of a
-// release that kept one file) into visibility.db, marks visibility.db as complete in the same
-// transaction, and then deletes them from temporal.db, where nothing reads them any more. A start
-// that stops halfway leaves visibility.db unmarked or temporal.db's copies in place; the next
-// start finishes the job.
+// moveVisibility moves the visibility records temporal.db holds (a data directory of a release
+// that kept one file, or one such release ran on it again) into visibility.db, replacing any
+// record of the same run there, and then deletes them from temporal.db. A transaction that
+// writes two files is not atomic across them in WAL mode, so copy and delete are two: a crash
+// between them leaves the records in both, and the next start moves them again.
 func moveVisibility(mainPath, visPath string) error {
 	db, err := sql.Open("sqlite", "file:"+mainPath+"?_pragma=busy_timeout(10000)")
 	if err != nil {
@@ -95,44 +91,40 @@ func moveVisibility(mainPath, visPath string) error {
 		return err
 	}
 	defer conn.Close()
+	var left int
+	if err := conn.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM executions_visibility)").Scan(&left); err != nil || left == 0 {
+		return err
+	}
 	if _, err := conn.ExecContext(ctx, "ATTACH DATABASE ? AS vis", visPath); err != nil {
 		return err
 	}
-	var version int
-	if err := conn.QueryRowContext(ctx, "PRAGMA vis.user_version").Scan(&version); err != nil {
-		return err
-	}
-	if version < visibilityCopied {
-		if err := copyVisibility(ctx, conn, "main", "vis", fmt.Sprintf("PRAGMA vis.user_version = %d", visibilityCopied)); err != nil {
-			return err
-		}
-	}
-	var left int
-	if err := conn.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM main.executions_visibility)").Scan(&left); err != nil || left == 0 {
+	if err := copyVisibility(ctx, conn, "main", "vis"); err != nil {
 		return err
 	}
 	_, err = conn.ExecContext(ctx, "DELETE FROM main.executions_visibility")
 	return err
 }
 
-// copyVisibility copies every record of from's executions_visibility into to's, whose triggers
-// fill its full-text indexes, and runs then in the same transaction.
-func copyVisibility(ctx context.Context, conn *sql.Conn, from, to, then string) error {
+// copyVisibility copies every record of from's executions_visibility into to's, in one
+// transaction that first deletes to's records of the same runs. Deleting and inserting (not
+// REPLACE, which skips the delete trigger) keeps to's full-text indexes, maintained by its
+// triggers, in step.
+func copyVisibility(ctx context.Context, conn *sql.Conn, from, to string) error {
 	cols, err := storedColumns(ctx, conn, from)
 	if err != nil {
 		return err
 	}
+	list := strings.Join(cols, ", ")
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	list := strings.Join(cols, ", ")
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("INSERT OR REPLACE INTO %s.executions_visibility (%s) SELECT %s FROM %s.executions_visibility", to, list, list, from)); err != nil {
-		return err
-	}
-	if then != "" {
-		if _, err := tx.ExecContext(ctx, then); err != nil {
+	for _, stmt := range []string{
+		fmt.Sprintf("DELETE FROM %s.executions_visibility WHERE (namespace_id, run_id) IN (SELECT namespace_id, run_id FROM %s.executions_visibility)", to, from),
+		fmt.Sprintf("INSERT INTO %s.executions_visibility (%s) SELECT %s FROM %s.executions_visibility", to, list, list, from),
+	} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return err
 		}
 	}

@@ -55,7 +55,7 @@ func TestVisibilityOfEarlierDataDirectoryMoves(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "ATTACH DATABASE ? AS old", filepath.Join(before, visibilityFile)); err != nil {
 		t.Fatal(err)
 	}
-	if err := copyVisibility(ctx, conn, "old", "main", ""); err != nil {
+	if err := copyVisibility(ctx, conn, "old", "main"); err != nil {
 		t.Fatal(err)
 	}
 	// The server of the next start may write the record of "recorded-before" again from its
@@ -75,10 +75,6 @@ func TestVisibilityOfEarlierDataDirectoryMoves(t *testing.T) {
 	if n := count(t, filepath.Join(earlier, dbFile)); n != 0 {
 		t.Errorf("temporal.db still holds %d visibility records", n)
 	}
-	var version int
-	if err := open(t, filepath.Join(earlier, visibilityFile)).QueryRow("PRAGMA user_version").Scan(&version); err != nil || version != visibilityCopied {
-		t.Errorf("visibility.db user_version %d %v, want %d", version, err, visibilityCopied)
-	}
 
 	// Moving again (a start after a finished move) changes nothing.
 	if err := moveVisibility(filepath.Join(earlier, dbFile), filepath.Join(earlier, visibilityFile)); err != nil {
@@ -89,9 +85,9 @@ func TestVisibilityOfEarlierDataDirectoryMoves(t *testing.T) {
 	}
 }
 
-// TestVisibilityMoveResumes finishes a move that stopped before visibility.db was marked
-// (records copied in a transaction that never committed) or before temporal.db's copies were
-// deleted.
+// TestVisibilityMoveResumes moves records that temporal.db holds alone (no move begun) and
+// that both files hold (a move stopped between its copy and its delete, or an earlier release
+// run on the directory again), keeping visibility.db's full-text index in step.
 func TestVisibilityMoveResumes(t *testing.T) {
 	dir := t.TempDir()
 	mainPath, visPath := filepath.Join(dir, dbFile), filepath.Join(dir, visibilityFile)
@@ -104,33 +100,46 @@ func TestVisibilityMoveResumes(t *testing.T) {
 	db := open(t, mainPath)
 	insert := `INSERT INTO executions_visibility (namespace_id, run_id, start_time, execution_time, workflow_id,
 		workflow_type_name, status, history_length, history_size_bytes, state_transition_count, memo, encoding, task_queue, search_attributes)
-		VALUES ('ns', ?, '2026-11-26 01:00:00+00:00', '2026-11-26 01:00:00+00:00', ?, 'T', 1, 1, 1, 1, x'', 'Proto3', 'q', '{"Keyword01":"a","Text01":"deploy to prod"}')`
-	for _, id := range []string{"r1", "r2"} {
-		if _, err := db.Exec(insert, id, "wf-"+id); err != nil {
+		VALUES ('ns', ?, '2026-11-26 01:00:00+00:00', '2026-11-26 01:00:00+00:00', ?, 'T', ?, 1, 1, 1, x'', 'Proto3', 'q', json_object('Text01', ?))`
+	add := func(run, text string, status int) {
+		t.Helper()
+		if _, err := db.Exec(insert, run, "wf-"+run, status, text); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Stopped before the mark: visibility.db is unmarked and empty.
+	matches := func(word string) int {
+		t.Helper()
+		var n int
+		if err := open(t, visPath).QueryRow("SELECT count(*) FROM executions_visibility_fts_text WHERE executions_visibility_fts_text MATCH ?", word).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	add("r1", "deploy to prod", 1)
+	add("r2", "deploy to prod", 1)
 	if err := moveVisibility(mainPath, visPath); err != nil {
 		t.Fatal(err)
 	}
 	if n, m := count(t, visPath), count(t, mainPath); n != 2 || m != 0 {
 		t.Fatalf("after the move visibility.db holds %d, temporal.db %d; want 2 and 0", n, m)
 	}
-	// The full-text index of the copy was filled by visibility.db's triggers.
-	var hits int
-	if err := open(t, visPath).QueryRow("SELECT count(*) FROM executions_visibility_fts_text WHERE executions_visibility_fts_text MATCH 'prod'").Scan(&hits); err != nil || hits != 2 {
-		t.Errorf("full-text matches %d %v, want 2", hits, err)
+	if n := matches("prod"); n != 2 {
+		t.Errorf("full-text matches for prod: %d, want 2", n)
 	}
-	// Stopped after the mark, before the delete: the copies left in temporal.db go.
-	if _, err := db.Exec(insert, "r1", "wf-r1"); err != nil {
-		t.Fatal(err)
-	}
+	// r1 again in temporal.db, changed: it replaces visibility.db's r1, text index included.
+	add("r1", "deploy to staging", 2)
 	if err := moveVisibility(mainPath, visPath); err != nil {
 		t.Fatal(err)
 	}
 	if n, m := count(t, visPath), count(t, mainPath); n != 2 || m != 0 {
-		t.Fatalf("after resuming visibility.db holds %d, temporal.db %d; want 2 and 0", n, m)
+		t.Fatalf("after moving again visibility.db holds %d, temporal.db %d; want 2 and 0", n, m)
+	}
+	var status int
+	if err := open(t, visPath).QueryRow("SELECT status FROM executions_visibility WHERE run_id = 'r1'").Scan(&status); err != nil || status != 2 {
+		t.Errorf("r1's status %d %v, want 2 (the record moved last)", status, err)
+	}
+	if p, s := matches("prod"), matches("staging"); p != 1 || s != 1 {
+		t.Errorf("full-text matches: prod %d, staging %d; want 1 and 1", p, s)
 	}
 }
 
