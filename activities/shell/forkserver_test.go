@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -84,7 +85,7 @@ func testStepsAreIsolated(t *testing.T, f *forkServer) {
 	}
 	// A step's programs ignore no signal the worker does not (the race detector's runtime
 	// ignores one), and the server's names are not the step's.
-	if code, out := runBody(t, f, ctx, "grep SigIgn /proc/self/status; set | grep -c __gantry; echo \"$# ${__gantry_p-none}\""); code != 0 ||
+	if code, out := runBody(t, f, ctx, "grep SigIgn /proc/self/status; set | grep -c __gantry; echo \"$# ${__gantry_i-none}\"; trap"); code != 0 ||
 		out != ignoredSignals(t)+"\n0\n0 none\n" {
 		t.Fatalf("fresh state: code %d output %q", code, out)
 	}
@@ -107,12 +108,63 @@ func testStepsAreIsolated(t *testing.T, f *forkServer) {
 			t.Fatalf("two steps in group %s", groups[0])
 		}
 	}
-	if code, _ := runBody(t, f, ctx, "kill 0; sleep 5"); code != 128+int(syscall.SIGTERM) {
-		t.Fatalf("kill 0: code %d", code)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		if code, _ := runBody(t, f, ctx, fmt.Sprintf("kill -%d 0; sleep 5", sig)); code != 128+int(sig) {
+			t.Fatalf("kill -%d 0: code %d", sig, code)
+		}
+		if code, out := runBody(t, f, ctx, "echo still here"); code != 0 || out != "still here\n" {
+			t.Fatalf("after kill -%d 0: code %d output %q", sig, code, out)
+		}
 	}
-	if code, out := runBody(t, f, ctx, "echo still here"); code != 0 || out != "still here\n" {
-		t.Fatalf("after kill 0: code %d output %q", code, out)
+}
+
+// A bash fork server forks from one CPU when the worker may use several (a dash server is not
+// bound), and the steps of both run on all of the worker's CPUs, as in a shell of their own.
+func TestForkServerCPUs(t *testing.T) {
+	eachForkShell(t, testCPUs)
+}
+
+func testCPUs(t *testing.T, f *forkServer) {
+	worker := cpusAllowed(t, "self")
+	bound := f.jobs && strings.ContainsAny(worker, ",-")
+	servers := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		g := f
+		if i == 1 {
+			var err error
+			if g, err = startForkServer(f.cmd.Path, f.cmd.Args[1:len(f.cmd.Args)-1]); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { g.kill(); g.close() }()
+		}
+		code, out := runBody(t, g, context.Background(), "grep Cpus_allowed_list /proc/self/status")
+		if code != 0 || strings.TrimSpace(strings.TrimPrefix(out, "Cpus_allowed_list:")) != worker {
+			t.Fatalf("step: code %d output %q; worker's CPUs %s", code, out, worker)
+		}
+		server := cpusAllowed(t, strconv.Itoa(g.cmd.Process.Pid))
+		if (g.release != nil) != bound || bound == (server == worker) || bound && strings.ContainsAny(server, ",-") {
+			t.Fatalf("server on CPUs %s, worker's %s, bound %v", server, worker, g.release != nil)
+		}
+		servers[server] = true
 	}
+	if bound && len(servers) != 2 {
+		t.Fatalf("two servers on the same CPU: %v", servers)
+	}
+}
+
+// cpusAllowed returns the Cpus_allowed_list of a process ("self" or a PID).
+func cpusAllowed(t *testing.T, pid string) string {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatal("no Cpus_allowed_list in /proc/" + pid + "/status")
+	return ""
 }
 
 // When the worker dies its lifeline closes, and the watcher kills the group: no step keeps
@@ -200,4 +252,39 @@ func running(pid int) bool {
 	}
 	_, rest, _ := strings.Cut(string(b), ") ")
 	return !strings.HasPrefix(rest, "Z")
+}
+
+// BenchmarkForkServerStep runs `true` steps through a fork server of each shell, and as the
+// baseline, in a shell of their own started per step (what the worker does without fork
+// servers). Run with -benchtime 500x and alternate builds: this machine's fork cost drifts.
+func BenchmarkForkServerStep(b *testing.B) {
+	if !canFork {
+		b.Skip("fork servers need Linux")
+	}
+	for _, sh := range forkShells {
+		path := sh.path
+		if path == "bash" {
+			path = bashPath()
+		}
+		body := forkBody(b.TempDir(), []string{"A"}, []string{"x"}, "true", "")
+		b.Run(sh.name+"/fork-server", func(b *testing.B) {
+			f, err := startForkServer(path, sh.args)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer f.close()
+			for i := 0; i < b.N; i++ {
+				if code, ran, err := f.run(context.Background(), body, os.Stderr); err != nil || !ran || code != 0 {
+					b.Fatal(code, ran, err)
+				}
+			}
+		})
+		b.Run(sh.name+"/own-shell", func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if err := exec.Command(path, append(sh.args, "-c", body)...).Run(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -14,3 +14,6 @@ func procAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true
 const canFork = false
 
 func unreadBytes(int) (int, error) { return 0, errors.New("not supported") }
+
+// pinToOneCPU does nothing: fork servers run on Linux only.
+func pinToOneCPU(int) func(int) error { return nil }
