@@ -84,9 +84,14 @@ func testStepsAreIsolated(t *testing.T, f *forkServer) {
 		t.Fatalf("state leaked between steps: code %d output %q", code, out)
 	}
 	// A step's programs ignore no signal the worker does not (the race detector's runtime
-	// ignores one), and the server's names are not the step's.
+	// ignores one), the server's names are not the step's, and it lists the traps a shell of
+	// its own would (the signals its parent ignores).
+	own, err := exec.Command(f.cmd.Path, append(f.cmd.Args[1:len(f.cmd.Args)-1], "-c", "trap")...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if code, out := runBody(t, f, ctx, "grep SigIgn /proc/self/status; set | grep -c __gantry; echo \"$# ${__gantry_i-none}\"; trap"); code != 0 ||
-		out != ignoredSignals(t)+"\n0\n0 none\n" {
+		out != ignoredSignals(t)+"\n0\n0 none\n"+string(own) {
 		t.Fatalf("fresh state: code %d output %q", code, out)
 	}
 	if !f.jobs {
