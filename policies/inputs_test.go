@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -148,6 +149,40 @@ func TestConcurrentDecisionsShareCachedInputs(t *testing.T) {
 	for range 8 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// toValue converts as ast.InterfaceToValue does, for random JSON documents whose objects repeat
+// keys at every depth (shared key terms) and mix every scalar type.
+func TestToValueConvertsAsOPA(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 2))
+	keys := []string{"step", "spec", "type", "identifier", "", "é"}
+	var gen func(depth int) any
+	gen = func(depth int) any {
+		switch n := rnd.IntN(9); {
+		case depth > 4 || n == 0:
+			return []any{nil, true, false, "x", "", 3, int64(-4), 2.5, json.Number("7"), json.Number("1e3")}[rnd.IntN(10)]
+		case n < 4:
+			list := make([]any, rnd.IntN(4))
+			for i := range list {
+				list[i] = gen(depth + 1)
+			}
+			return list
+		default:
+			m := map[string]any{}
+			for range rnd.IntN(5) {
+				m[keys[rnd.IntN(len(keys))]] = gen(depth + 1)
+			}
+			return m
+		}
+	}
+	for i := range 500 {
+		in := gen(0)
+		got, err := toValue(in)
+		want, wantErr := ast.InterfaceToValue(in)
+		if (err != nil) != (wantErr != nil) || err == nil && (got.Compare(want) != 0 || got.Hash() != want.Hash() || got.String() != want.String()) {
+			t.Fatalf("document %d: %#v converted to %v (%v), want %v (%v)", i, in, got, err, want, wantErr)
 		}
 	}
 }
