@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -62,7 +61,7 @@ exec 3<&-
 exec 4<&0
 echo gantry-ready
 while :; do
-( IFS=' ' read -r __gantry_i __gantry_o <&4 || { kill -9 "$$"; exit 255; }; exec 4<&- </dev/null >"$__gantry_o" 2>&1; . "$__gantry_i" )
+( IFS=' ' read -r __gantry_i __gantry_o <&4 || { kill -9 "$$"; exit 255; }; exec 4<&- </dev/null >"$__gantry_w$__gantry_o" 2>&1; . "$__gantry_w$__gantry_i" )
 echo "gantry-rc:$?"
 done
 `
@@ -86,7 +85,7 @@ set -m
 exec 4<&0
 echo gantry-ready
 while :; do
-( IFS=' ' read -r __gantry_i __gantry_o <&4 || { kill -9 "$$"; exit 255; }; exec 4<&- </dev/null >"$__gantry_o" 2>&1; . "$__gantry_i" ) & __gantry_p=$!
+( IFS=' ' read -r __gantry_i __gantry_o <&4 || { kill -9 "$$"; exit 255; }; exec 4<&- </dev/null >"$__gantry_w$__gantry_o" 2>&1; . "$__gantry_w$__gantry_i" ) & __gantry_p=$!
 echo "gantry-pid:$__gantry_p"
 wait "$__gantry_p"; __gantry_rc=$?
 echo "gantry-rc:$__gantry_rc"
@@ -96,7 +95,7 @@ done
 
 // preforkedPrefix starts a step's body: it forgets the shell's own names, so the step sees a
 // shell state as fresh as a shell of its own.
-const preforkedPrefix = "unset __gantry_i __gantry_o __gantry_p __gantry_rc; "
+const preforkedPrefix = "unset __gantry_w __gantry_i __gantry_o __gantry_p __gantry_rc; "
 
 const (
 	statusPrefix = "gantry-rc:"
@@ -146,7 +145,9 @@ func startForkServer(shell string, args []string) (*forkServer, error) {
 	if f.jobs {
 		init = bashInit
 	}
-	_, err = f.commands.WriteString(init)
+	// The subshells read two descriptor numbers per step, a byte at a time: the directory they
+	// are in is set once.
+	_, err = f.commands.WriteString("__gantry_w=/proc/" + strconv.Itoa(os.Getpid()) + "/fd/\n" + init)
 	var line string
 	if err == nil {
 		line, err = f.status.ReadString('\n')
@@ -165,6 +166,11 @@ func startForkServer(shell string, args []string) (*forkServer, error) {
 // whether the subshell read the body, which is false only when the step did not start.
 func (f *forkServer) run(ctx context.Context, body string, out *os.File) (code int, ran bool, err error) {
 	body = preforkedPrefix + body
+	br, err := bodyPipe(body)
+	if err != nil {
+		return 0, false, err
+	}
+	defer syscall.Close(br)
 	if f.jobs {
 		// The subshell was forked when the previous step ended: its PID is waiting here.
 		pid, err := f.expect(pidPrefix)
@@ -180,20 +186,9 @@ func (f *forkServer) run(ctx context.Context, body string, out *os.File) (code i
 			}
 		}
 	}
-	br, bw, err := os.Pipe()
-	if err != nil {
-		return 0, false, err
-	}
-	defer br.Close()
-	_, err = bw.WriteString(body)
-	_ = bw.Close()
-	if err != nil {
-		return 0, false, err
-	}
-	// The subshell opens our pipe ends through /proc: they stay open here until it reported,
-	// so their descriptor numbers cannot name anything else meanwhile.
-	pid := os.Getpid()
-	line := fmt.Sprintf("/proc/%d/fd/%d /proc/%d/fd/%d\n", pid, fdOf(br), pid, fdOf(out))
+	// The subshell opens the body and out through /proc/<worker>/fd/ (forkDir): both stay open
+	// here until it reported, so their descriptor numbers cannot name anything else meanwhile.
+	line := strconv.Itoa(br) + " " + strconv.Itoa(fdOf(out)) + "\n"
 	stop := context.AfterFunc(ctx, f.kill)
 	defer stop()
 	code = -1
@@ -204,7 +199,7 @@ func (f *forkServer) run(ctx context.Context, body string, out *os.File) (code i
 		code = -1
 		f.kill() // killed (timeout, abort, `kill -9 0`) or gone: nothing of it may go on running
 	}
-	unread, ierr := unreadBytes(fdOf(br))
+	unread, ierr := unreadBytes(br)
 	return code, ierr == nil && unread < len(body), nil
 }
 
@@ -353,21 +348,6 @@ func (p *forkPool) keepWorkspace(key, dir string) bool {
 	}
 	f.spare = dir
 	return true
-}
-
-// emptyWorkspace reports whether dir is still the empty, private directory MkdirTemp made.
-func emptyWorkspace(dir string) bool {
-	fi, err := os.Lstat(dir)
-	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
-		return false
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return false
-	}
-	defer d.Close()
-	_, err = d.Readdirnames(1)
-	return err == io.EOF
 }
 
 // closeAll ends the idle fork servers; steps after it start their own shell.

@@ -4,6 +4,8 @@ package shell
 
 import (
 	"errors"
+	"io"
+	"os"
 	"syscall"
 )
 
@@ -17,3 +19,20 @@ func unreadBytes(int) (int, error) { return 0, errors.New("not supported") }
 
 // pinToOneCPU does nothing: fork servers run on Linux only.
 func pinToOneCPU(int) func(int) error { return nil }
+
+func bodyPipe(string) (int, error) { return -1, errors.New("not supported") }
+
+// emptyWorkspace reports whether dir is still the empty, private directory MkdirTemp made.
+func emptyWorkspace(dir string) bool {
+	fi, err := os.Lstat(dir)
+	if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+		return false
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return false
+	}
+	defer d.Close()
+	_, err = d.Readdirnames(1)
+	return err == io.EOF
+}

@@ -351,8 +351,10 @@ func (a *Activity) run(ctx context.Context, st step, log *logs.Writer, mask *sec
 const outputGrace = 2 * time.Second
 
 var (
-	errNoFork    = errors.New("no fork server for this step")
-	errWorkspace = errors.New("step workspace")
+	errNoFork = errors.New("no fork server for this step")
+	// errBodyTooBig: the step's body did not fit in the pipe it is handed over in.
+	errBodyTooBig = errors.New("the step's body does not fit in a pipe")
+	errWorkspace  = errors.New("step workspace")
 )
 
 // forked runs the step in a subshell of the stage's fork server; errNoFork means it did not run.
@@ -370,6 +372,9 @@ func (a *Activity) forked(ctx context.Context, st step, out *os.File) (int, erro
 	}
 	code, ran, err := f.run(ctx, body, out)
 	a.forks.give(st.key, f)
+	if errors.Is(err, errBodyTooBig) {
+		return 0, errNoFork
+	}
 	if err != nil || (!ran && ctx.Err() == nil) {
 		// The step did not start: this worker's steps start their own shells from now on.
 		a.forks.disable(fmt.Errorf("%w: %v", errForkDidNotRun, err))
