@@ -2,7 +2,8 @@
 # The non-durable peer of BenchmarkShortSteps: drone-runner-exec running pipelines of 20 and
 # 100 sequential `true` steps, printed as benchmark lines for hack/bench-ratios.sh.
 # drone-runner-exec is built in a scratch module under ~/.cache (it is for measuring only, not
-# a dependency of gantry). Usage: bench-drone.sh [RUNS_PER_COUNT] [COUNT]
+# a dependency of gantry). Usage: bench-drone.sh [RUNS_PER_COUNT] [COUNT]; bench-drone.sh --bin
+# builds it if needed and prints its path (BenchmarkShortSteps runs it between its own runs).
 set -euo pipefail
 VERSION=v1.0.0-beta.10
 RUNS=${1:-10}; COUNT=${2:-3}
@@ -12,8 +13,9 @@ if [ ! -x "$BIN" ]; then
   mkdir -p "$CACHE/src"
   (cd "$CACHE/src" && { [ -f go.mod ] || go mod init scratch >/dev/null 2>&1; } &&
     GOFLAGS=-mod=mod go get "github.com/drone-runners/drone-runner-exec@$VERSION" >/dev/null 2>&1 &&
-    GOFLAGS=-mod=mod go build -o "$BIN" github.com/drone-runners/drone-runner-exec)
+    GOFLAGS=-mod=mod go build -o "$BIN" github.com/drone-runners/drone-runner-exec) >&2
 fi
+if [ "$RUNS" = --bin ]; then echo "$BIN"; exit 0; fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/root"
