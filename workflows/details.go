@@ -30,11 +30,12 @@ func TreeMarkdown(root *Node, executionID string, now time.Time) string {
 	return r.render(root, executionID, now)
 }
 
-// A treeRenderer renders a stage's tree again after each change. The line of a node that ended
-// does not change until the node does, so it is kept: a stage of many steps would otherwise
-// format every line of its tree after each step.
+// A treeRenderer renders a stage's tree again after each change. The line of a node that ended,
+// or has not started, does not change until the node does, so it is kept: a stage of many steps
+// would otherwise format every line of its tree after each step.
 type treeRenderer struct {
-	ended map[*Node]renderedLine
+	kept map[*Node]renderedLine
+	size int // of the last render, to size the next
 }
 
 type renderedLine struct {
@@ -47,6 +48,7 @@ type renderedLine struct {
 
 func (r *treeRenderer) render(root *Node, executionID string, now time.Time) string {
 	var b strings.Builder
+	b.Grow(r.size)
 	fmt.Fprintf(&b, "**%s** %s %s\n\n", nodeLabel(root), symbolOf(root.Status), root.Status)
 	lines := 0
 	var walk func(n *Node, depth int)
@@ -70,25 +72,39 @@ func (r *treeRenderer) render(root *Node, executionID string, now time.Time) str
 		}
 	}
 	walk(root, 0)
+	r.size = b.Len()
 	return b.String()
 }
 
-// line is a node's line, kept once the node ended.
+// line is a node's line, kept while the node has not started and once it ended. A running
+// node's line shows the time it has run; a waiting one's, how to answer it.
 func (r *treeRenderer) line(c *Node, depth int, executionID string, now time.Time) string {
-	if c.EndedAt == nil || c.StartedAt == nil {
+	if (c.StartedAt != nil && c.EndedAt == nil) || waiting(c.Status) {
 		return nodeLine(c, depth, executionID, now)
 	}
-	if l, ok := r.ended[c]; ok && l.status == c.Status && l.started.Equal(*c.StartedAt) && l.endedAt.Equal(*c.EndedAt) &&
+	var started, ended time.Time
+	if c.StartedAt != nil {
+		started = *c.StartedAt
+	}
+	if c.EndedAt != nil {
+		ended = *c.EndedAt
+	}
+	if l, ok := r.kept[c]; ok && l.status == c.Status && l.started.Equal(started) && l.endedAt.Equal(ended) &&
 		l.failure == c.Failure && l.depth == depth {
 		return l.line
 	}
 	line := nodeLine(c, depth, executionID, now)
-	if r.ended == nil || len(r.ended) > 2*maxDetailLines {
+	if r.kept == nil || len(r.kept) > 2*maxDetailLines {
 		// Nodes a loop or a retry replaced leave lines behind: start over now and then.
-		r.ended = map[*Node]renderedLine{}
+		r.kept = map[*Node]renderedLine{}
 	}
-	r.ended[c] = renderedLine{c.Status, *c.StartedAt, *c.EndedAt, c.Failure, depth, line}
+	r.kept[c] = renderedLine{c.Status, started, ended, c.Failure, depth, line}
 	return line
+}
+
+// waiting reports whether a node waits for a person, which its line says how to answer.
+func waiting(st status.Status) bool {
+	return st == status.ApprovalWaiting || st == status.InterventionWaiting || st == status.InputWaiting
 }
 
 func nodeLine(c *Node, depth int, executionID string, now time.Time) string {
