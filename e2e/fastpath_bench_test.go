@@ -106,6 +106,9 @@ type dronePeer struct {
 	files     [2]string
 }
 
+// dronePeerSteps are the sizes of the peer's two pipelines.
+var dronePeerSteps = [2]int{20, 100}
+
 // newDronePeer returns the peer named by GANTRY_DRONE_BIN, or nil when it is not set.
 func newDronePeer(b *testing.B) *dronePeer {
 	bin := os.Getenv("GANTRY_DRONE_BIN")
@@ -117,7 +120,7 @@ func newDronePeer(b *testing.B) *dronePeer {
 	if err := os.Mkdir(p.root, 0o755); err != nil {
 		b.Fatal(err)
 	}
-	for i, n := range []int{20, 100} {
+	for i, n := range dronePeerSteps {
 		var y strings.Builder
 		y.WriteString("kind: pipeline\ntype: exec\nname: default\nclone:\n  disable: true\n\nsteps:\n")
 		for j := 1; j <= n; j++ {
@@ -141,8 +144,8 @@ func (p *dronePeer) marginal(b *testing.B) float64 {
 			b.Fatalf("drone-runner-exec %s: %v\n%s", f, err, out)
 		}
 		t[i] = ms(time.Since(t0))
-		if want := map[int]int{0: 20, 1: 100}[i]; strings.Count(string(out), "+ true") != want {
-			b.Fatalf("drone-runner-exec ran %d steps of %d:\n%s", strings.Count(string(out), "+ true"), want, out)
+		if ran := strings.Count(string(out), "+ true"); ran != dronePeerSteps[i] {
+			b.Fatalf("drone-runner-exec ran %d steps of %d:\n%s", ran, dronePeerSteps[i], out)
 		}
 	}
 	return (t[1] - t[0]) / 80

@@ -186,8 +186,9 @@ func (f *forkServer) run(ctx context.Context, body string, out *os.File) (code i
 			}
 		}
 	}
-	// The subshell opens the body and out through /proc/<worker>/fd/ (forkDir): both stay open
-	// here until it reported, so their descriptor numbers cannot name anything else meanwhile.
+	// The subshell opens the body and out through /proc/<worker>/fd/ (its $__gantry_w): both
+	// stay open here until it reported, so their descriptor numbers cannot name anything else
+	// meanwhile.
 	line := strconv.Itoa(br) + " " + strconv.Itoa(fdOf(out)) + "\n"
 	stop := context.AfterFunc(ctx, f.kill)
 	defer stop()
