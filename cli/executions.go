@@ -132,6 +132,7 @@ func serverCmd() *cobra.Command {
 	var conn connFlags
 	var listen, pipelines, identityFile string
 	var templateDirs []string
+	var strict bool
 	var uiListen string
 	var uiGroups []string
 	runWorker := true
@@ -163,7 +164,7 @@ their token to see encrypted payloads in plain text.`,
 			if identityFile == "" {
 				identityFile = filepath.Join(conn.dataDir, "users.yaml")
 			}
-			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Log: log,
+			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Strict: strict, Log: log,
 				Secrets: e.secrets, Logs: e.logs, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies})
 			if pipelines != "" {
 				go syncSchedules(ctx, api, log)
@@ -201,6 +202,7 @@ their token to see encrypted payloads in plain text.`,
 	uiFlags(cmd, &uiGroups)
 	cmd.Flags().StringVar(&pipelines, "pipelines", "", "directory of pipeline files that start requests may name")
 	templatesFlag(cmd, &templateDirs)
+	strictFlag(cmd, &strict)
 	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file (default DATA_DIR/users.yaml)")
 	cmd.Flags().BoolVar(&runWorker, "run-worker", true, "also run pipelines and steps in this process; false makes it an API tier in front of separate `gantry worker`s (needs --address)")
 	conn.add(cmd)

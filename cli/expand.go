@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
@@ -12,6 +13,13 @@ import (
 )
 
 // templatesFlag adds --templates; its default is GANTRY_TEMPLATES, a path list.
+// strictFlag is --strict: unknown keys, which the reference ignores and Gantry warns about, are
+// errors (default $GANTRY_STRICT).
+func strictFlag(cmd *cobra.Command, strict *bool) {
+	def, _ := strconv.ParseBool(os.Getenv("GANTRY_STRICT"))
+	cmd.Flags().BoolVar(strict, "strict", def, "make every unknown key an error instead of a warning (default $GANTRY_STRICT)")
+}
+
 func templatesFlag(cmd *cobra.Command, dirs *[]string) {
 	var def []string
 	if env := os.Getenv("GANTRY_TEMPLATES"); env != "" {

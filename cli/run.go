@@ -86,6 +86,7 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 	cmd.Flags().StringArrayVar(&opts.InputSets, "input-set", nil, "input set or overlay file to merge (repeatable, in precedence order)")
 	cmd.Flags().StringArrayVar(&opts.EntityDirs, "entities", nil, "folder of service, environment, infrastructure and connector files (repeatable; the pipeline's folder is always searched)")
 	templatesFlag(cmd, &opts.TemplateDirs)
+	strictFlag(cmd, &opts.Strict)
 	cmd.Flags().StringArrayVar(&opts.Sets, "set", nil, "runtime input value as FQN=VALUE (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text (live progress and final tree) or json (final execution as one document)")
 	cmd.Flags().BoolVar(&showLogs, "logs", false, "stream step output while steps run")

@@ -45,12 +45,13 @@ func triggersCmd() *cobra.Command {
 	events.Flags().IntVar(&limit, "limit", 50, "at most this many deliveries")
 
 	var headers []string
+	var strict bool
 	test := &cobra.Command{
 		Use:   "test TRIGGER.yaml PAYLOAD.json [--header Name=Value ...]",
 		Short: "Show whether a payload would fire a trigger, and the trigger values it would pass, without starting anything",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := load.File(args[0], load.Options{})
+			r, err := load.File(args[0], load.Options{Strict: strict})
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -100,6 +101,7 @@ func triggersCmd() *cobra.Command {
 		},
 	}
 	test.Flags().StringArrayVar(&headers, "header", nil, "request header Name=Value (repeatable), e.g. X-GitHub-Event=push")
+	strictFlag(test, &strict)
 	cmd.AddCommand(events, test)
 	return cmd
 }

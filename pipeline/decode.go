@@ -14,10 +14,10 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/reference"
 )
 
-// Decoder turns yaml.Node trees into the typed model. Unlike yaml.Unmarshal it rejects unknown
-// keys and missing required fields (tag `gantry:"required"`), reports every problem with its
-// line and column, and records each object's mapping node in its `Node` field so validators can
-// point at any key later.
+// Decoder turns yaml.Node trees into the typed model. Unlike yaml.Unmarshal it reports unknown
+// keys (warnings, as the reference ignores them) and rejects missing required fields (tag
+// `gantry:"required"`), reports every problem with its line and column, and records each
+// object's mapping node in its `Node` field so validators can point at any key later.
 //
 // Leaf fields are strings on purpose: almost every Harness field may hold an expression or a
 // runtime input, so typed checks (durations, numbers, enums) belong to the validators.
@@ -141,8 +141,12 @@ func (d *Decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 	}
 	seen := map[string]bool{}
 	runs := d.runsType(n, v.Type())
+	unexpanded := Unexpanded(n)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
+		if unexpanded && k.Value == "template" {
+			continue // the link to a template that was not found, reported by the expander
+		}
 		if !runs && k.Value == "spec" {
 			seen[k.Value] = true // shaped by a type Gantry does not run: reported once, at the type
 			continue
@@ -157,7 +161,7 @@ func (d *Decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 			continue
 		}
 		if !ok || k.Value == "-node" {
-			d.Diags.Add(unknownKey(d.Pos(k), k.Value, what, fields.names))
+			d.Diags.Add(unknownKey(d.Pos(k), k.Value, what, fields.names, reference.IsClosed(RefName(v.Type()))))
 			continue
 		}
 		if seen[k.Value] {
@@ -169,15 +173,21 @@ func (d *Decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
 		d.decode(val, v.FieldByIndex(idx), k.Value)
 	}
 	for _, name := range fields.required {
-		if !seen[name] {
+		if !seen[name] && !(unexpanded && name != "identifier" && name != "name") {
 			d.Diags.Errorf(d.Pos(n), "missing-field", "%s is missing required field %q", what, name).
 				SetHint("add `%s:` to this %s", name, what)
 		}
 	}
 }
 
-func unknownKey(pos diag.Pos, key, what string, known []string) diag.Diagnostic {
-	dg := diag.Errorf(pos, "unknown-key", "unknown key %q in %s", key, what)
+// unknownKey reports a key the object does not define. The reference's parser ignores such keys
+// wherever its schema leaves the object open, and real pipelines carry them, so it is a warning
+// (an error under --strict, see diag.List.Strict); in an object the schema closes it is an error.
+func unknownKey(pos diag.Pos, key, what string, known []string, closed bool) diag.Diagnostic {
+	dg := diag.Warnf(pos, diag.UnknownKey, "unknown key %q in %s; ignored, as the reference ignores it", key, what)
+	if closed {
+		dg = diag.Errorf(pos, diag.UnknownKey, "unknown key %q in %s, which the reference's schema closes to the keys it defines", key, what)
+	}
 	if s := Closest(key, known); s != "" {
 		return dg.WithHint("did you mean %q?", s)
 	}

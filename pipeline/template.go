@@ -27,6 +27,9 @@ type TemplateLink struct {
 	Label             *yaml.Node `yaml:"label"`
 	TemplateVariables *yaml.Node `yaml:"templateVariables"`
 	Description       string     `yaml:"description"`
+	// GitBranch is the branch of a remote template's repository (the reference's Git
+	// Experience); Gantry's templates come from folders, so it is reported as ignored.
+	GitBranch string `yaml:"gitBranch"`
 }
 
 // HasVariables reports whether the template declares template variables (an empty list, as
@@ -35,3 +38,14 @@ func (t *Template) HasVariables() bool {
 	return t.Variables != nil && !(t.Variables.Kind == yaml.SequenceNode && len(t.Variables.Content) == 0) &&
 		!(t.Variables.Kind == yaml.ScalarNode && (t.Variables.Tag == "!!null" || t.Variables.Value == ""))
 }
+
+// unexpandedTag marks a node whose template link was left unexpanded because the template is
+// not among those found (a plain validate; templates.Library.Partial).
+const unexpandedTag = "!gantry/unexpanded-template"
+
+// MarkUnexpanded marks n, a stage, step group, step or pipeline that links a template not found:
+// the decoder then expects none of the fields the template would have supplied.
+func MarkUnexpanded(n *yaml.Node) { n.Tag = unexpandedTag }
+
+// Unexpanded reports whether n links a template that was not found (MarkUnexpanded).
+func Unexpanded(n *yaml.Node) bool { return n != nil && n.Tag == unexpandedTag }

@@ -41,8 +41,10 @@ type Options struct {
 	PipelinesDir string
 	// TemplateDirs are template folders beyond the pipelines directory's templates/ (spec 19.4).
 	TemplateDirs []string
-	Log          *zap.Logger
-	Settings     workflows.Settings
+	// Strict makes unknown keys errors in the pipelines started and the triggers loaded.
+	Strict   bool
+	Log      *zap.Logger
+	Settings workflows.Settings
 	// Secrets resolves webhook secrets (encryptedWebhookSecretIdentifier).
 	Secrets secrets.Resolver
 	// Events records every webhook delivery (gantry triggers events).
@@ -222,7 +224,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		templateDirs = append(load.DefaultTemplateDirs(filepath.Join(s.o.PipelinesDir, "pipeline.yaml")), templateDirs...)
 		beside = s.o.PipelinesDir
 	}
-	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Policies: s.o.Policies, EntityDirs: entityDirs,
+	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Strict: s.o.Strict, Policies: s.o.Policies, EntityDirs: entityDirs,
 		TemplateDirs: templateDirs, TemplatesBeside: beside,
 		PolicyMeta: map[string]any{"user": map[string]any{"name": u.Name, "email": u.Email}, "userGroups": u.Groups,
 			"trigger": "MANUAL", "timestamp": time.Now().UTC().Format(time.RFC3339)}})

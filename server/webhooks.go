@@ -258,7 +258,7 @@ func (s *Server) registry() *triggers.Registry {
 	}
 	fp := triggers.Fingerprint(s.o.PipelinesDir)
 	if s.reg == nil || fp != s.regFP {
-		reg, diags := triggers.LoadDir(s.o.PipelinesDir, s.o.TemplateDirs...)
+		reg, diags := triggers.LoadDir(s.o.PipelinesDir, s.o.Strict, s.o.TemplateDirs...)
 		for _, d := range diags {
 			s.o.Log.Warn("pipelines directory: file left out", zap.String("diagnostic", d.String()))
 		}

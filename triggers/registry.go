@@ -23,7 +23,9 @@ type Registry struct {
 	Policies *policies.Engine
 	// TemplateDirs are template folders beyond the directory's own templates/.
 	TemplateDirs []string
-	Triggers     []*Loaded
+	// Strict makes unknown keys errors in the directory's files (`--strict`).
+	Strict   bool
+	Triggers []*Loaded
 	pipelines    map[string]string // pipeline identifier → file
 	inputSets    map[string]string // input set identifier → file
 }
@@ -35,14 +37,14 @@ type Loaded struct {
 }
 
 // LoadDir reads every *.yaml of dir. Invalid files are reported and left out; an invalid
-// trigger never fires.
-func LoadDir(dir string, templateDirs ...string) (*Registry, diag.List) {
-	r := &Registry{Dir: dir, pipelines: map[string]string{}, inputSets: map[string]string{}, TemplateDirs: templateDirs}
+// trigger never fires. strict makes unknown keys errors (`--strict`).
+func LoadDir(dir string, strict bool, templateDirs ...string) (*Registry, diag.List) {
+	r := &Registry{Dir: dir, pipelines: map[string]string{}, inputSets: map[string]string{}, TemplateDirs: templateDirs, Strict: strict}
 	var diags diag.List
 	files, _ := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	sort.Strings(files)
 	for _, f := range files {
-		res, err := load.File(f, load.Options{TemplateDirs: templateDirs})
+		res, err := load.File(f, load.Options{TemplateDirs: templateDirs, Strict: strict})
 		if err != nil {
 			diags.Errorf(diag.Pos{File: f}, "io", "%v", err)
 			continue
@@ -72,7 +74,7 @@ func (r *Registry) Load(t *pipeline.Trigger) (*load.Result, error) {
 	if !ok {
 		return nil, fmt.Errorf("trigger %s starts pipeline %s, which is not in %s", t.Identifier, t.PipelineIdentifier, r.Dir)
 	}
-	opts := load.Options{ForRun: true, Policies: r.Policies,
+	opts := load.Options{ForRun: true, Policies: r.Policies, Strict: r.Strict,
 		PolicyMeta: map[string]any{"trigger": "trigger " + t.Identifier, "user": map[string]any{"name": "trigger " + t.Identifier}}}
 	for _, ref := range t.InputSetRefs {
 		f, ok := r.inputSets[ref]

@@ -2,7 +2,8 @@
 // harness/harness-schema: v0/pipeline.json and v0/trigger.json), the facts Gantry's validator
 // needs: the step, stage, deployment, infrastructure, manifest, store, artifact and trigger types
 // the reference defines, and the fields of the objects Gantry decodes (so a field of the
-// reference that Gantry does not act on is a warning, not an unknown key). It prints Go source;
+// reference that Gantry does not act on is a warning, not an unknown key), and which of those
+// objects the reference closes to keys it does not define. It prints Go source;
 // the schemas themselves stay outside this repository.
 //
 //	go run ./hack/refschema PATH/TO/v0/pipeline.json PATH/TO/v0/trigger.json | gofmt > pipeline/reference/types_gen.go
@@ -196,33 +197,54 @@ func main() {
 
 	fmt.Println("// Fields are the field names the reference defines for the objects Gantry decodes, by Go type.")
 	fmt.Println("var Fields = map[string][]string{")
+	closed := map[string]bool{}
 	for _, o := range objects {
 		s := p
 		if o.trigger {
 			s = t
 		}
 		into := map[string]bool{}
-		for _, src := range o.from {
-			switch {
-			case strings.HasPrefix(src, "@"):
-				s.fields(s.at(src[1:]), into, map[string]bool{})
-			case strings.HasPrefix(src, "*"):
-				for title, objs := range s.byTitle {
-					if strings.HasSuffix(title, src[1:]) {
-						for _, obj := range objs {
-							s.fields(obj, into, map[string]bool{})
-						}
-					}
-				}
-			default:
-				for _, obj := range s.titled(src) {
-					s.fields(obj, into, map[string]bool{})
-				}
+		for _, obj := range s.sources(o.from) {
+			s.fields(obj, into, map[string]bool{})
+			if obj["additionalProperties"] == false {
+				closed[o.goType] = true
 			}
 		}
 		fmt.Printf("\t%q: %s,\n", o.goType, goList(into))
 	}
 	fmt.Println("}")
+	fmt.Println()
+	// Most objects of the reference are open: its parser ignores keys they do not define, and
+	// Gantry warns about them. An object whose schema forbids other keys is closed.
+	fmt.Println("// Closed are the objects Gantry decodes whose reference schema forbids keys it does not define")
+	fmt.Println("// (additionalProperties: false): an unknown key there is an error, not a warning.")
+	fmt.Printf("var Closed = []string%s\n", goList(closed))
+}
+
+// sources are the definitions a Go type stands for: a title, "*X" for every definition whose
+// title ends in X, "@path" for a definition by path.
+func (s *schema) sources(from []string) []map[string]any {
+	var out []map[string]any
+	for _, src := range from {
+		switch {
+		case strings.HasPrefix(src, "@"):
+			out = append(out, s.at(src[1:]))
+		case strings.HasPrefix(src, "*"):
+			titles := make([]string, 0, len(s.byTitle))
+			for title := range s.byTitle {
+				titles = append(titles, title)
+			}
+			sort.Strings(titles)
+			for _, title := range titles {
+				if strings.HasSuffix(title, src[1:]) {
+					out = append(out, s.byTitle[title]...)
+				}
+			}
+		default:
+			out = append(out, s.titled(src)...)
+		}
+	}
+	return out
 }
 
 // objects maps the Go types Gantry decodes to the reference definitions whose fields they stand

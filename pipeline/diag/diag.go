@@ -189,6 +189,23 @@ func (l List) Sort() List {
 	return dedup
 }
 
+// UnknownKey is the code of a key that an object does not define. The reference ignores such
+// keys, so they are warnings unless the object is closed or the check is strict.
+const UnknownKey = "unknown-key"
+
+// Strict returns the list with every unknown-key warning made an error (`--strict`: for teams
+// that want a typo to fail rather than be ignored, as the reference would ignore it).
+func (l List) Strict() List {
+	out := append(List(nil), l...)
+	for i := range out {
+		if out[i].Code == UnknownKey && out[i].Severity == Warning {
+			out[i].Severity = Error
+			out[i].Message = strings.Replace(out[i].Message, "; ignored, as the reference ignores it", " (--strict)", 1)
+		}
+	}
+	return out
+}
+
 // Err returns the list as an error when it holds errors, else nil.
 func (l List) Err() error {
 	if !l.HasErrors() {

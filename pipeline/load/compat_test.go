@@ -107,7 +107,10 @@ func TestStepSharesGroupIdentifier(t *testing.T) {
 		ok    bool
 	}{
 		{"", true},
-		{"              - step: {type: ShellScript, name: other, identifier: other, spec: {shell: Bash, source: {type: Inline, spec: {script: \"true\"}}}}\n", false},
+		// The same identifier in another list (here the stage's, beside the group) is valid (spec 1.8 revised).
+		{"              - step: {type: ShellScript, name: other, identifier: other, spec: {shell: Bash, source: {type: Inline, spec: {script: \"true\"}}}}\n", true},
+		// Siblings may not share one.
+		{"                    - step: {type: ShellScript, name: other, identifier: other, spec: {shell: Bash, source: {type: Inline, spec: {script: \"true\"}}}}\n", false},
 	} {
 		if err := os.WriteFile(file, []byte(strings.Replace(src, "%s", c.extra, 1)), 0o644); err != nil {
 			t.Fatal(err)
@@ -167,24 +170,28 @@ func TestRuntimeInputForAList(t *testing.T) {
 }
 
 // Fields the reference defines but Gantry does not act on are warnings that say so; ones that
-// change what runs are unsupported; keys the reference does not define stay errors.
+// change what runs are unsupported; keys the reference does not define are warnings (it ignores
+// them), errors under --strict.
 func TestReferenceFields(t *testing.T) {
 	base := readFile(t, "../../examples/k8s/pipeline.yaml")
 	file := filepath.Join(t.TempDir(), "pipeline.yaml")
 	for _, c := range []struct {
-		with string
-		sev  diag.Severity
-		code string
+		with   string
+		strict bool
+		sev    diag.Severity
+		code   string
 	}{
-		{"gitOpsEnabled: false", diag.Warning, "reference-field-ignored"},
-		{"gitOpsEnabled: true", diag.Unsupported, "unsupported-field"},
-		{"gitOpsEnabeld: false", diag.Error, "unknown-key"},
+		{"gitOpsEnabled: false", false, diag.Warning, "reference-field-ignored"},
+		{"gitOpsEnabled: true", false, diag.Unsupported, "unsupported-field"},
+		{"gitOpsEnabeld: false", false, diag.Warning, "unknown-key"},
+		{"gitOpsEnabeld: false", true, diag.Error, "unknown-key"},
+		{"gitOpsEnabled: false", true, diag.Warning, "reference-field-ignored"},
 	} {
 		src := strings.Replace(base, "deploymentType: Kubernetes", "deploymentType: Kubernetes\n          "+c.with, 1)
 		if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r, err := load.File(file, load.Options{})
+		r, err := load.File(file, load.Options{Strict: c.strict})
 		if err != nil {
 			t.Fatal(err)
 		}

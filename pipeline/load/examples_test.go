@@ -32,7 +32,8 @@ func TestExamplesAreValid(t *testing.T) {
 }
 
 // Each broken example names its expected diagnostic in a "# want: line:col: message" header;
-// the validator must report exactly that, at that position.
+// the validator must report exactly that, at that position. A "# strict:" second line validates
+// it with --strict, and checks that without it the file is valid (warnings only).
 func TestInvalidExamples(t *testing.T) {
 	files, _ := filepath.Glob("../../examples/invalid/*.yaml")
 	if len(files) < 20 {
@@ -49,7 +50,11 @@ func TestInvalidExamples(t *testing.T) {
 			if !ok {
 				t.Fatalf("first line must be '# want: line:col: message'")
 			}
-			r := load.Bytes(f, src, load.Options{})
+			strict := strings.HasPrefix(strings.SplitN(string(src), "\n", 3)[1], "# strict:")
+			if strict && !load.Bytes(f, src, load.Options{}).OK() {
+				t.Fatalf("without --strict the file should be valid (unknown keys are warnings)")
+			}
+			r := load.Bytes(f, src, load.Options{Strict: strict})
 			if r.OK() {
 				t.Fatalf("file validated, want error %q", want)
 			}

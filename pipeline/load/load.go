@@ -44,6 +44,9 @@ type Options struct {
 	// ForRun makes open required runtime inputs errors, as a run request must supply them, and
 	// compiles the plan (refusing step types the engine cannot run).
 	ForRun bool
+	// Strict makes every unknown key an error (`--strict`); by default the keys the reference
+	// ignores are warnings.
+	Strict bool
 }
 
 // Result is a loaded file.
@@ -86,11 +89,11 @@ func Bytes(name string, src []byte, opts Options) *Result {
 	r.File = f
 	r.Diags.Add(diags...)
 	if f.Root == nil {
-		r.Diags = r.Diags.Sort()
+		r.finish(opts)
 		return r
 	}
 	if templates.Uses(f.Root) && !r.expand(name, f, opts) {
-		r.Diags = r.Diags.Sort()
+		r.finish(opts)
 		return r
 	}
 	r.Diags.Add(f.Decode()...)
@@ -99,6 +102,7 @@ func Bytes(name string, src []byte, opts Options) *Result {
 		// A template's own links resolve to the templates beside it and in the folders given.
 		var ld diag.List
 		lib, ld = templates.Load(opts.TemplateDirs, filepath.Dir(name))
+		lib.Partial = !opts.ForRun
 		r.Diags.Add(ld...)
 		for k, v := range lib.Sources {
 			r.Sources[k] = v
@@ -132,8 +136,20 @@ func Bytes(name string, src []byte, opts Options) *Result {
 	if opts.ForRun && opts.Policies != nil && r.Plan != nil {
 		r.checkPolicies(name, opts)
 	}
-	r.Diags = r.Diags.Sort()
+	r.finish(opts)
 	return r
+}
+
+// finish applies --strict and sorts the diagnostics; a strict load with an unknown key has no
+// plan to run.
+func (r *Result) finish(opts Options) {
+	if opts.Strict {
+		r.Diags = r.Diags.Strict()
+		if r.Diags.HasErrors() {
+			r.Plan = nil
+		}
+	}
+	r.Diags = r.Diags.Sort()
 }
 
 func (r *Result) mergeInputs(name string, f *pipeline.File, opts Options) {
@@ -296,6 +312,7 @@ func DefaultTemplateDirs(path string) []string {
 // means the links could not all be expanded, so the pipeline is not checked further.
 func (r *Result) expand(name string, f *pipeline.File, opts Options) bool {
 	lib, ld := templates.Load(opts.TemplateDirs, opts.TemplatesBeside)
+	lib.Partial = !opts.ForRun // like services and environments, a plain validate needs no template
 	r.Diags.Add(ld...)
 	for k, v := range lib.Sources {
 		r.Sources[k] = v

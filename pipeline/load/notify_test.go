@@ -96,7 +96,7 @@ func TestNotificationRules(t *testing.T) {
 		"no target": {`    - {name: r, identifier: r, enabled: true, pipelineEvents: [{type: PipelineEnd}], notificationMethod: {type: Email, spec: {}}}`,
 			"missing-field", diag.Error, 7},
 		"field of another channel": {`    - {name: r, identifier: r, enabled: true, pipelineEvents: [{type: PipelineEnd}], notificationMethod: {type: Email, spec: {recipients: [a@b.c], webhookUrl: "http://h"}}}`,
-			"unknown-key", diag.Error, 7},
+			"unknown-key", diag.Warning, 7},
 		"datadog needs an apiKey": {`    - {name: r, identifier: r, enabled: true, pipelineEvents: [{type: PipelineEnd}], notificationMethod: {type: Datadog, spec: {url: "https://api.datadoghq.com/api/v1/events"}}}`,
 			"missing-field", diag.Error, 7},
 		"not a URL": {`    - {name: r, identifier: r, enabled: true, pipelineEvents: [{type: PipelineEnd}], notificationMethod: {type: Slack, spec: {webhookUrl: "hooks/x"}}}`,

@@ -25,6 +25,10 @@ func HasField(goType, key string) bool {
 	return has(Fields[goType], key) || has(EntityFields[goType], key)
 }
 
+// IsClosed reports whether the reference's schema forbids keys it does not define in the object
+// decoded into the Go type named goType; elsewhere its parser ignores them.
+func IsClosed(goType string) bool { return slices.Contains(Closed, goType) }
+
 // EntityFields are fields of the reference's entity files (service, environment,
 // infrastructure definition) that its published schema does not cover, as its documentation
 // shows them.

@@ -628,3 +628,7 @@ var Fields = map[string][]string{
 	"pipeline.Condition":                         {"key", "operator", "value"},
 	"pipeline.CronSpec":                          {"expression", "timezone", "type"},
 }
+
+// Closed are the objects Gantry decodes whose reference schema forbids keys it does not define
+// (additionalProperties: false): an unknown key there is an error, not a warning.
+var Closed = []string{}

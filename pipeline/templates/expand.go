@@ -131,6 +131,15 @@ func (e *expander) steps(list *yaml.Node, prefix, stageType string) {
 	}
 }
 
+// linkName is a link's template as written, with its version: ref@version, or ref alone for the
+// stable version.
+func linkName(l pipeline.TemplateLink) string {
+	if l.VersionLabel == "" {
+		return l.TemplateRef
+	}
+	return l.TemplateRef + "@" + l.VersionLabel
+}
+
 // useSiteKeys are the keys a use site may hold beside `template` (spec 19.3).
 var useSiteKeys = map[string][]string{
 	"Step":      {"identifier", "name", "description", "template"},
@@ -174,7 +183,18 @@ func (e *expander) link(n *yaml.Node, kind, prefix, stageType string) (ok bool, 
 	if len(e.scopes) > 0 {
 		from = e.scopes[len(e.scopes)-1]
 	}
+	if l.GitBranch != "" {
+		e.diags.Warnf(e.pos(pipeline.Key(tl, "gitBranch")), "ignored-field",
+			"gitBranch %s is ignored: Gantry reads templates from its template folders, not from a Git store", l.GitBranch).
+			SetHint("check out that branch of the templates' repository into a folder given with --templates")
+	}
 	doc, le := e.lib.find(l.TemplateRef, l.VersionLabel, from)
+	if le != nil && le.code == MissingTemplate && e.lib.Partial {
+		e.diags.Warnf(e.pos(at), MissingTemplate, "template %s is not among the templates found; its body was not checked", linkName(l)).
+			SetHint("Gantry looked in %s; a run needs the template there (account- and org-level templates and those kept in another repository too)", e.lib.where())
+		pipeline.MarkUnexpanded(n)
+		return false, noop
+	}
 	if le != nil {
 		e.diags.Errorf(e.pos(at), le.code, "%s", le.msg).SetHint("%s", le.hint)
 		return false, noop
@@ -449,7 +469,7 @@ func (e *expander) overrides(body, ov *yaml.Node, kind string, doc *Doc) {
 				}
 			}
 			slices.Sort(fields)
-			e.diags.Errorf(e.pos(k), "unknown-key", "templateOverrides of a %s template cannot set %s", kind, k.Value).
+			e.diags.Errorf(e.pos(k), "override-field", "templateOverrides of a %s template cannot set %s", kind, k.Value).
 				SetHint("a %s template's overridable fields: %s", kind, strings.Join(fields, ", "))
 		case name == "ExecutionStrategy":
 			e.diags.Unsupportedf(e.pos(k), "unsupported-template-feature", "templateOverrides.runMode (ExecutionStrategy) is not supported: Gantry's stages have no run modes")

@@ -45,6 +45,10 @@ type Library struct {
 	byID    map[string][]*Doc
 	Sources diag.Sources
 	Dirs    []string
+	// Partial says the templates found may not be all there are (a plain validate: account- and
+	// org-level templates, and templates kept in another repository, live elsewhere). A link to
+	// a template not found is then a warning and its body is not checked; a run needs it.
+	Partial bool
 }
 
 // Empty reports whether the library holds no template.
@@ -158,6 +162,10 @@ type lookupError struct {
 	code, msg, hint string
 }
 
+// MissingTemplate is the code of a link to a template, or a version of it, that is not among
+// the templates found.
+const MissingTemplate = "missing-template"
+
 // find resolves a reference (`[account.|org.]id`) and an optional version label made from a
 // document at scope from.
 func (l *Library) find(ref, version, from string) (*Doc, *lookupError) {
@@ -192,7 +200,7 @@ func (l *Library) find(ref, version, from string) (*Doc, *lookupError) {
 		if others := l.byID[id]; len(others) > 0 {
 			hint = fmt.Sprintf("template %s exists at %s scope (%s): link it as %s", id, others[0].scope, others[0].File, prefixFor(others[0].scope)+id)
 		}
-		return nil, &lookupError{"template-not-found", fmt.Sprintf("template %s is not defined", ref), hint}
+		return nil, &lookupError{MissingTemplate, fmt.Sprintf("template %s is not defined", ref), hint}
 	}
 	owners := map[string]string{}
 	for _, d := range cands {
@@ -216,7 +224,7 @@ func (l *Library) find(ref, version, from string) (*Doc, *lookupError) {
 	}
 	sort.Strings(labels)
 	if version != "" {
-		return nil, &lookupError{"template-version-not-found", fmt.Sprintf("template %s has no version %s", ref, version),
+		return nil, &lookupError{MissingTemplate, fmt.Sprintf("template %s has no version %s", ref, version),
 			fmt.Sprintf("versions: %s", strings.Join(labels, ", "))}
 	}
 	var stable []*Doc

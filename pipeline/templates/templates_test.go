@@ -300,7 +300,7 @@ func TestC94ScopePrefixes(t *testing.T) {
 		return pipelineOf("              - step:\n                  identifier: x\n                  name: x\n                  template:\n                    templateRef: " + ref + "\n")
 	}
 	wantOK(t, project(t, map[string]string{"templates/smoke.yaml": smokeAccount, "pipeline.yaml": link("account.smoke")}, forRun()))
-	wantCode(t, project(t, map[string]string{"templates/smoke.yaml": smokeAccount, "pipeline.yaml": link("smoke")}, forRun()), "template-not-found")
+	wantCode(t, project(t, map[string]string{"templates/smoke.yaml": smokeAccount, "pipeline.yaml": link("smoke")}, forRun()), "missing-template")
 	group := `template:
   name: g
   identifier: g

@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/diag"
 )
 
 // Notification event types by level (spec 20.2.1).
@@ -138,7 +139,7 @@ func (c *checker) notificationMethod(rule string, m *pipeline.NotificationMethod
 			continue
 		}
 		if !slices.Contains(allowed, k.Value) {
-			c.diags.Errorf(c.pos(k), "unknown-key", "a %s channel has no field %q", m.Type, k.Value).
+			c.diags.Warnf(c.pos(k), diag.UnknownKey, "a %s channel has no field %q; ignored, as the reference ignores it", m.Type, k.Value).
 				SetHint("%s channels take: %s", m.Type, strings.Join(allowed, ", "))
 		}
 	}

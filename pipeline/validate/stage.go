@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 
@@ -22,8 +23,16 @@ type stageCtx struct {
 	inParallel bool
 	looped     bool
 	concurrent bool // looped with all iterations running at once
-	forward    map[string]*yaml.Node
-	rollback   map[string]*yaml.Node
+	// names are the step and step group identifiers of each steps list (spec 1.8: unique
+	// among siblings), by the list's group and whether it is a rollback list.
+	names map[siblings]map[string]*yaml.Node
+}
+
+// siblings names one steps list of a stage: the stage's own (group nil) or a group's, forward or
+// rollback; a parallel block's members belong to the list that holds the block.
+type siblings struct {
+	group    *pipeline.StepGroup
+	rollback bool
 }
 
 func (c *checker) stage(s *pipeline.Stage, index int, inParallel bool) {
@@ -43,7 +52,7 @@ func (c *checker) stage(s *pipeline.Stage, index int, inParallel bool) {
 	looped, concurrent := c.strategy(s.Strategy)
 	c.failureStrategies(s.FailureStrategies, fsCtx{level: "stage"})
 	ctx := &stageCtx{stage: s, index: index, inParallel: inParallel, looped: looped, concurrent: concurrent,
-		forward: map[string]*yaml.Node{}, rollback: map[string]*yaml.Node{}}
+		names: map[siblings]map[string]*yaml.Node{}}
 
 	if s.Type != "" && pipeline.Canonical(pipeline.StageTypes, s.Type) != s.Type && reference.IsStageType(s.Type) {
 		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-stage-type",
@@ -78,6 +87,7 @@ func (c *checker) stage(s *pipeline.Stage, index int, inParallel bool) {
 	}
 	c.stepList(ctx, ex.Steps, false, nil)
 	c.stepList(ctx, ex.RollbackSteps, true, nil)
+	c.ambiguousReferences(ctx)
 }
 
 func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
@@ -207,26 +217,30 @@ func (c *checker) stepElement(ctx *stageCtx, e *pipeline.StepElement, rollback b
 	}
 }
 
-// unique registers a step or group identifier in its stage's namespace; rollbackSteps trees are
-// a namespace of their own (spec 1.8 Decision). A step or group may share the identifier of a
-// group that encloses it, as the reference accepts: their paths still differ (g.g).
+// unique registers a step or group identifier among its siblings (spec 1.8 revised): two steps of
+// one stage may share an identifier in different step groups, as their paths differ; rollbackSteps
+// lists are namespaces of their own.
 func (c *checker) unique(ctx *stageCtx, obj *yaml.Node, id string, rollback bool, what string, groups []*pipeline.StepGroup) {
 	if id == "" {
 		return
 	}
-	ns := ctx.forward
-	if rollback {
-		ns = ctx.rollback
+	key := siblings{rollback: rollback}
+	if len(groups) > 0 {
+		key.group = groups[len(groups)-1]
+	}
+	ns := ctx.names[key]
+	if ns == nil {
+		ns = map[string]*yaml.Node{}
+		ctx.names[key] = ns
 	}
 	at := pipeline.ValueAt(obj, "identifier")
-	for _, g := range groups {
-		if g.Identifier == id && ns[id] == pipeline.ValueAt(g.Node, "identifier") {
-			return
-		}
-	}
 	if prev, ok := ns[id]; ok {
-		c.diags.Errorf(c.pos(at), "duplicate-identifier", "%s identifier %q is already used in stage %s at line %d", what, id, ctx.stage.Identifier, pipeline.Line(prev)).
-			SetHint("step and step group identifiers must be unique within their stage, across groups and parallel blocks")
+		where := "stage " + ctx.stage.Identifier
+		if key.group != nil {
+			where = "step group " + key.group.Identifier
+		}
+		c.diags.Errorf(c.pos(at), "duplicate-identifier", "%s identifier %q is already used in %s at line %d", what, id, where, pipeline.Line(prev)).
+			SetHint("steps and step groups of one list (parallel blocks included) need distinct identifiers")
 		return
 	}
 	ns[id] = at
@@ -479,4 +493,45 @@ func stepDeploys(t string) string {
 		return "ECS"
 	}
 	return ""
+}
+
+// relativeStepRef finds the relative references that name a step by identifier alone:
+// <+execution.steps.X...> and <+steps.X...>.
+var relativeStepRef = regexp.MustCompile(`<\+(?:execution\.steps|steps)\.([a-zA-Z_][0-9a-zA-Z_]*)`)
+
+// ambiguousReferences warns about a relative reference to a step identifier that several steps of
+// the stage share in different step groups (spec 1.8 revised). Gantry resolves references by
+// path, so it reaches at most the one directly in the list it names (and renders an unresolved
+// reference as spec 9.9 says), but the reader cannot tell which step was meant.
+func (c *checker) ambiguousReferences(ctx *stageCtx) {
+	ex := ctx.stage.StageSpec.Execution
+	fqns := map[string][]string{}
+	for _, list := range []struct {
+		steps []pipeline.StepElement
+		name  string
+	}{{ex.Steps, "steps"}, {ex.RollbackSteps, "rollbackSteps"}} {
+		pipeline.WalkSteps(list.steps, list.name == "rollbackSteps", []string{"pipeline", "stages", ctx.stage.Identifier, "spec", "execution", list.name}, nil,
+			func(v pipeline.StepVisit) {
+				if v.Step != nil && v.Step.Identifier != "" {
+					fqns[v.Step.Identifier] = append(fqns[v.Step.Identifier], strings.Join(v.Path, "."))
+				}
+			})
+	}
+	reported := map[string]bool{}
+	var visit func(n *yaml.Node)
+	visit = func(n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode {
+			for _, m := range relativeStepRef.FindAllStringSubmatch(n.Value, -1) {
+				if paths := fqns[m[1]]; len(paths) > 1 && !reported[m[0]] {
+					reported[m[0]] = true
+					c.diags.Warnf(c.pos(n), "ambiguous-reference", "%s...> matches %d steps of stage %s: %s", m[0], len(paths), ctx.stage.Identifier, strings.Join(paths, ", ")).
+						SetHint("write the step's full path (<+pipeline.stages...>): a relative reference reaches only a step directly in the list it names")
+				}
+			}
+		}
+		for _, ch := range n.Content {
+			visit(ch)
+		}
+	}
+	visit(ctx.stage.Node)
 }
