@@ -24,10 +24,10 @@ type Registry struct {
 	// TemplateDirs are template folders beyond the directory's own templates/.
 	TemplateDirs []string
 	// Strict makes unknown keys errors in the directory's files (`--strict`).
-	Strict   bool
-	Triggers []*Loaded
-	pipelines    map[string]string // pipeline identifier → file
-	inputSets    map[string]string // input set identifier → file
+	Strict    bool
+	Triggers  []*Loaded
+	pipelines map[string]string // pipeline identifier → file
+	inputSets map[string]string // input set identifier → file
 }
 
 // Loaded is one valid trigger file.
