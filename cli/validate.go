@@ -118,6 +118,8 @@ func report(out io.Writer, path string, r *load.Result) bool {
 		fmt.Fprintf(out, "ok %s: input set %s\n", path, f.InputSet.Identifier)
 	case f.Trigger != nil:
 		fmt.Fprintf(out, "ok %s: trigger %s (%s) for pipeline %s\n", path, f.Trigger.Identifier, f.Trigger.Source.Type, f.Trigger.PipelineIdentifier)
+	case f.Service != nil && (f.Service.ServiceDefinition == nil || f.Service.ServiceDefinition.Spec == nil):
+		fmt.Fprintf(out, "ok %s: service %s (no service definition yet)\n", path, f.Service.Identifier)
 	case f.Service != nil:
 		fmt.Fprintf(out, "ok %s: service %s (%s, %d manifests)\n", path, f.Service.Identifier, f.Service.ServiceDefinition.Type, len(f.Service.ServiceDefinition.Spec.Manifests))
 	case f.Environment != nil:

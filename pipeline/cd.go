@@ -11,7 +11,9 @@ type Service struct {
 	Node              *yaml.Node `yaml:"-"`
 	Entity            `yaml:",inline"`
 	GitOpsEnabled     string             `yaml:"gitOpsEnabled"`
-	ServiceDefinition *ServiceDefinition `yaml:"serviceDefinition" gantry:"required"`
+	// ServiceDefinition is what the service deploys; a service may be declared without one
+	// (the reference creates such services), but a stage cannot deploy it.
+	ServiceDefinition *ServiceDefinition `yaml:"serviceDefinition"`
 }
 
 // ServiceDefinition is a service's deployment type and what it deploys.
@@ -105,11 +107,31 @@ type ServiceArtifacts struct {
 	Primary *PrimaryArtifact `yaml:"primary"`
 }
 
-// PrimaryArtifact picks one of its sources.
+// PrimaryArtifact picks one of its sources, or is one artifact itself (`type` and `spec`, the
+// legacy v1 form that serviceConfig stages carry).
 type PrimaryArtifact struct {
-	Node               *yaml.Node       `yaml:"-"`
-	PrimaryArtifactRef string           `yaml:"primaryArtifactRef" gantry:"required"`
-	Sources            []ArtifactSource `yaml:"sources" gantry:"required"`
+	Node               *yaml.Node          `yaml:"-"`
+	PrimaryArtifactRef string              `yaml:"primaryArtifactRef"`
+	Sources            []ArtifactSource    `yaml:"sources"`
+	Type               string              `yaml:"type"`
+	Spec               *ArtifactSourceSpec `yaml:"spec"`
+}
+
+// LegacySource is the identifier the legacy form's one artifact is known by.
+const LegacySource = "primary"
+
+// Selected is the artifact source deployed: the legacy form's artifact, or the source that
+// primaryArtifactRef names; nil when none is chosen yet.
+func (p *PrimaryArtifact) Selected() *ArtifactSource {
+	if p.Type != "" && p.Spec != nil {
+		return &ArtifactSource{Typed: Typed[ArtifactSourceSpec]{Node: p.Node, Type: p.Type, Spec: p.Spec}, Identifier: LegacySource}
+	}
+	for i := range p.Sources {
+		if p.Sources[i].Identifier == p.PrimaryArtifactRef {
+			return &p.Sources[i]
+		}
+	}
+	return nil
 }
 
 // ArtifactSource is an image in a registry.
@@ -134,6 +156,11 @@ type ArtifactSourceSpec struct {
 	FilePath      string `yaml:"filePath"`
 	FilePathRegex string `yaml:"filePathRegex"`
 	Region        string `yaml:"region"`
+	// CustomArtifact: the version deployed (Gantry deploys it as the image). Versions listed
+	// by a script (versionRegex with scripts) are not supported.
+	Version      string     `yaml:"version"`
+	VersionRegex string     `yaml:"versionRegex"`
+	Scripts      *yaml.Node `yaml:"scripts"`
 }
 
 // Environment is an `environment:` document.

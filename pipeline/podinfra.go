@@ -10,7 +10,7 @@ type StepGroupInfra = Typed[PodInfra]
 type PodInfra struct {
 	Node                         *yaml.Node        `yaml:"-"`
 	ConnectorRef                 string            `yaml:"connectorRef" gantry:"required"`
-	Namespace                    string            `yaml:"namespace" gantry:"required"`
+	Namespace                    string            `yaml:"namespace"` // DefaultNamespace when empty
 	Annotations                  map[string]string `yaml:"annotations"`
 	Labels                       map[string]string `yaml:"labels"`
 	AutomountServiceAccountToken string            `yaml:"automountServiceAccountToken"`
@@ -30,6 +30,10 @@ type PodInfra struct {
 	// Resources is a Container step's own infrastructure's container resources.
 	Resources *ContainerResources `yaml:"resources"`
 }
+
+// DefaultNamespace is where a pod whose infrastructure names no namespace runs, as Kubernetes
+// itself defaults an object without one.
+const DefaultNamespace = "default"
 
 // SecurityContext is the Kubernetes securityContext of the group's containers.
 type SecurityContext struct {

@@ -326,11 +326,21 @@ func (r *resolver) service(ss pipeline.DeploymentStageService) *plan.Service {
 // plan.
 func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	sv := f.Service
+	if sv.ServiceDefinition == nil || sv.ServiceDefinition.Spec == nil {
+		// The reference lets a service be declared before what it deploys; a stage cannot
+		// deploy it. Like a missing service, a plain validate says so as a warning.
+		r.diags.Errorf(pipeline.NodePos(f.Name, sv.Node), "missing-entity", "service %s has no serviceDefinition with a spec, so there is nothing to deploy", sv.Identifier).
+			SetHint("give the service `serviceDefinition: {type: Kubernetes, spec: {manifests: [...]}}`")
+		return nil
+	}
 	out := &plan.Service{ID: sv.Identifier, Name: sv.Name, Description: sv.Description, Tags: sv.Tags, Type: sv.ServiceDefinition.Type}
 	spec := sv.ServiceDefinition.Spec
 	out.Variables = variables(spec.Variables)
 	for _, me := range spec.Manifests {
 		m := me.Manifest
+		if m == nil || m.Spec == nil || m.Spec.Store == nil {
+			continue // a manifest without its spec or store, reported when the service was checked
+		}
 		pm := plan.Manifest{ID: m.Identifier, Type: m.Type, SkipVersioning: m.Spec.SkipResourceVersioning == "true"}
 		if m.Type == "Kustomize" || m.Type == "HelmChart" {
 			if r.folderManifest(f.Name, sv.Identifier, m, &pm) {
@@ -357,28 +367,37 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 		r.ecsManifests(f.Name, sv.Identifier, spec)
 	}
 	if a := spec.Artifacts; a != nil && a.Primary != nil {
-		for _, src := range a.Primary.Sources {
-			if src.Identifier == a.Primary.PrimaryArtifactRef && src.Spec != nil {
-				out.Artifact = &plan.Artifact{ID: src.Identifier, Type: src.Type, ConnectorRef: src.Spec.ConnectorRef,
-					Registry: src.Spec.Registry, ImagePath: src.Spec.ImagePath, Tag: src.Spec.Tag, TagRegex: src.Spec.TagRegex, Digest: src.Spec.Digest}
-				if src.Type == "DockerRegistry" && src.Spec.ConnectorRef != "" {
-					out.Artifact.Connector = r.registryConnector(f.Name, src.Spec)
-				}
-				if src.Type == "AmazonS3" {
-					if k, ok := r.awsConnector(f.Name, src.Spec.Node, src.Spec.ConnectorRef, "an AmazonS3 artifact source"); ok {
-						out.Artifact.S3 = &plan.S3Artifact{Connector: k, Bucket: src.Spec.BucketName, Region: src.Spec.Region,
-							FilePath: src.Spec.FilePath, FilePathRegex: src.Spec.FilePathRegex}
-					}
-					continue
-				}
-				if a := out.Artifact; a.Tag == "" && a.TagRegex == "" && a.Digest == "" && a.Connector == nil {
-					// The latest tag is found by listing the registry's tags, through its connector.
-					r.diags.Unsupportedf(pipeline.NodePos(f.Name, src.Spec.Node), "unsupported-latest-tag",
-						"artifact source %s names no tag: Gantry deploys the latest tag only of a DockerRegistry source whose connector it can reach", src.Identifier).
-						SetHint("give `tag:` (or `tagRegex:`), or a DockerRegistry connector in `connectorRef`")
-				}
-			}
+		if src := a.Primary.Selected(); src != nil && src.Spec != nil {
+			out.Artifact = r.artifact(f.Name, src)
 		}
+	}
+	return out
+}
+
+// artifact resolves the primary artifact source a service deploys, declared in file.
+func (r *resolver) artifact(file string, src *pipeline.ArtifactSource) *plan.Artifact {
+	out := &plan.Artifact{ID: src.Identifier, Type: src.Type, ConnectorRef: src.Spec.ConnectorRef,
+		Registry: src.Spec.Registry, ImagePath: src.Spec.ImagePath, Tag: src.Spec.Tag, TagRegex: src.Spec.TagRegex, Digest: src.Spec.Digest}
+	if src.Type == "CustomArtifact" {
+		// A custom source's version is the artifact itself: the image deployed.
+		out.ImagePath, out.Tag = src.Spec.Version, ""
+		return out
+	}
+	if src.Type == "DockerRegistry" && src.Spec.ConnectorRef != "" {
+		out.Connector = r.registryConnector(file, src.Spec)
+	}
+	if src.Type == "AmazonS3" {
+		if k, ok := r.awsConnector(file, src.Spec.Node, src.Spec.ConnectorRef, "an AmazonS3 artifact source"); ok {
+			out.S3 = &plan.S3Artifact{Connector: k, Bucket: src.Spec.BucketName, Region: src.Spec.Region,
+				FilePath: src.Spec.FilePath, FilePathRegex: src.Spec.FilePathRegex}
+		}
+		return out
+	}
+	if out.Tag == "" && out.TagRegex == "" && out.Digest == "" && out.Connector == nil {
+		// The latest tag is found by listing the registry's tags, through its connector.
+		r.diags.Unsupportedf(pipeline.NodePos(file, src.Spec.Node), "unsupported-latest-tag",
+			"artifact source %s names no tag: Gantry deploys the latest tag only of a DockerRegistry source whose connector it can reach", src.Identifier).
+			SetHint("give `tag:` (or `tagRegex:`), or a DockerRegistry connector in `connectorRef`")
 	}
 	return out
 }

@@ -68,6 +68,9 @@ func (r *resolver) pod(id string, spec *pipeline.PodInfra, shared *yaml.Node, li
 		return nil
 	}
 	pod := &plan.Pod{Connector: k, Infra: compile.Value(spec.Node), Registries: map[string]plan.RegistryConnector{}}
+	if m, ok := pod.Infra.(map[string]any); ok && spec.Namespace == "" {
+		m["namespace"] = pipeline.DefaultNamespace
+	}
 	if shared != nil {
 		pod.SharedPaths = compile.Value(shared)
 	}

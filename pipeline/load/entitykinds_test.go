@@ -87,7 +87,7 @@ func TestEntityAndTriggerKinds(t *testing.T) {
 		{"kustomize plugins", strings.Replace(strings.Replace(strings.Replace(localService, "%s", "Git", 1), "type: K8sManifest", "type: Kustomize", 1),
 			"optionalValuesYaml: false", "pluginPath: plugins", 1), diag.Unsupported, "unsupported-field", "unknown-key"},
 		{"Gcs store", strings.Replace(localService, "%s", "Gcs", 1), diag.Unsupported, "unsupported-manifest-store", "unknown-key"},
-		{"git store without its connector", strings.Replace(localService, "%s", "GitLab", 1), diag.Error, "missing-entity", "unknown-key"},
+		{"git store without its connector", strings.Replace(localService, "%s", "GitLab", 1), diag.Warning, "missing-entity", "unknown-key"},
 		{"git store without a branch", strings.Replace(strings.Replace(localService, "%s", "Git", 1), ", branch: main", "", 1), diag.Error, "missing-field", ""},
 		{"made-up store", strings.Replace(localService, "%s", "Gitt", 1), diag.Error, "enum", ""},
 		{"reference fields of a manifest and an artifact", strings.Replace(strings.Replace(localService, "%s", "Local", 1),

@@ -115,7 +115,7 @@ func Bytes(name string, src []byte, opts Options) *Result {
 		r.mergeInputs(name, f, opts)
 	}
 	if f.Service != nil && !r.Diags.HasErrors() {
-		r.Diags.Add(entities.CheckService(f)...)
+		r.Diags.Add(runNeeds(entities.CheckService(f), opts)...)
 	}
 	var deploys map[string]*plan.Deployment
 	var multis map[string]*entities.Multi
@@ -282,18 +282,23 @@ func (r *Result) resolveEntities(name string, opts Options) (map[string]*plan.De
 	out, multis, d := cat.ResolveAll(name, r.Merged)
 	pods, pd := cat.Pods(name, r.Merged)
 	d = append(d, pd...)
-	if !opts.ForRun {
-		// The pipeline itself is valid without its services and environments beside it; only
-		// a run needs them.
-		for i := range d {
-			if (d[i].Code == "missing-entity" || d[i].Code == "missing-input") && d[i].Severity == diag.Error {
-				d[i].Severity = diag.Warning
-				d[i].Message += " (a run needs it)"
-			}
+	r.Diags.Add(runNeeds(d, opts)...)
+	return out, multis, pods
+}
+
+// runNeeds makes what only a run needs (entities and their inputs) warnings for a plain
+// validate: a pipeline is valid without its services and environments beside it.
+func runNeeds(d diag.List, opts Options) diag.List {
+	if opts.ForRun {
+		return d
+	}
+	for i := range d {
+		if (d[i].Code == "missing-entity" || d[i].Code == "missing-input") && d[i].Severity == diag.Error {
+			d[i].Severity = diag.Warning
+			d[i].Message += " (a run needs it)"
 		}
 	}
-	r.Diags.Add(d...)
-	return out, multis, pods
+	return d
 }
 
 // DefaultTemplateDirs are the template folders of a pipeline file: templates/ beside it and

@@ -385,6 +385,9 @@ func (e *expander) scalarInput(dst, v *yaml.Node, where string) {
 		if dst.Kind == yaml.ScalarNode && dst.Value == v.Value {
 			return // repeats a fixed value, as exported templateInputs sometimes do
 		}
+		if dst.Kind != yaml.ScalarNode && pipeline.IsRuntimeInput(v.Value) && holdsInput(dst) {
+			return // <+input> for a list or object whose own runtime inputs stay open, as the reference writes them
+		}
 		e.notRuntime(v, where)
 		return
 	}
@@ -417,6 +420,14 @@ func (e *expander) scalarInput(dst, v *yaml.Node, where string) {
 		return
 	}
 	dst.Value = combined
+}
+
+// holdsInput reports whether a list or object holds a runtime input somewhere inside.
+func holdsInput(n *yaml.Node) bool {
+	if n.Kind == yaml.ScalarNode {
+		return isInput(n)
+	}
+	return slices.ContainsFunc(n.Content, holdsInput)
 }
 
 func (e *expander) notRuntime(n *yaml.Node, where string) {

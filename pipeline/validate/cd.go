@@ -54,6 +54,9 @@ func (c *checker) service(s *pipeline.Service) {
 			found = found || src.Identifier == a.Primary.PrimaryArtifactRef
 			c.artifactSource(src)
 		}
+		if a.Primary.Type != "" && a.Primary.Spec != nil {
+			c.artifactSource(*a.Primary.Selected()) // the legacy form's one artifact
+		}
 		if !found && !dynamic(a.Primary.PrimaryArtifactRef) && a.Primary.PrimaryArtifactRef != "" {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(a.Primary.Node, "primaryArtifactRef")), "unknown-reference",
 				"primaryArtifactRef %q names no artifact source", a.Primary.PrimaryArtifactRef).SetHint("use the identifier of one of `sources`")
@@ -107,6 +110,15 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 func (c *checker) artifactSource(src pipeline.ArtifactSource) {
 	s := src.Spec
 	if s == nil {
+		return
+	}
+	if src.Type == "CustomArtifact" {
+		if s.Version == "" && (s.VersionRegex != "" || s.Scripts != nil) {
+			c.diags.Unsupportedf(c.pos(s.Node), "unsupported-artifact-type", "a CustomArtifact source whose versions a script lists is not supported: Gantry deploys a `version` given in the source or at run time").
+				SetHint("give `version:` (an image reference, or <+input>)")
+			return
+		}
+		c.required(s.Node, s.Version, "version", "spec")
 		return
 	}
 	if src.Type != "AmazonS3" {

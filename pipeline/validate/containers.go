@@ -48,6 +48,10 @@ func (c *checker) podGroup(g *pipeline.StepGroup, groups []*pipeline.StepGroup) 
 
 // podInfra checks the settings of a pod.
 func (c *checker) podInfra(s *pipeline.PodInfra) {
+	if s.Namespace == "" {
+		c.diags.Warnf(c.pos(s.Node), "default-namespace", "the pod's infrastructure names no namespace; it runs in namespace %s", pipeline.DefaultNamespace).
+			SetHint("give `namespace:` to choose another")
+	}
 	c.boolean(s.Node, "automountServiceAccountToken", s.AutomountServiceAccountToken)
 	c.duration(s.Node, "initTimeout", s.InitTimeout, "initTimeout")
 	c.enum(s.Node, "os", s.OS, []string{"Linux", "MacOS", "Windows"}, "os")
