@@ -8,12 +8,16 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/pipeline/steps"
+	"github.com/gantry-cd/gantry/pipeline/validate"
 )
 
 func validateCmd() *cobra.Command {
 	var opts load.Options
 	var output string
+	var listTypes bool
 	cmd := &cobra.Command{
 		Use:   "validate FILE...",
 		Short: "Check pipelines and input sets without running them",
@@ -25,16 +29,25 @@ file:line:col with a hint.
 
 Three verdicts: errors (broken input, with file:line:col and a hint), unsupported (valid in the
 reference, but Gantry cannot run it yet: the code begins with "unsupported" and names what), and
-warnings (accepted, but said: for example a field Gantry does not act on).
+warnings (accepted, but said: for example a field Gantry does not act on, or a key the reference
+does not define, which it ignores; --strict makes unknown keys errors).
 --output json prints, per file, whether it is valid and every diagnostic (severity, code, file,
-line, column, message, hint).
+line, column, message, hint). --list-types prints the stage, deployment and step types Gantry runs.
 
 Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O error.`,
-		Args: cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if listTypes {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.MinimumNArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if output != "text" && output != "json" {
 				return usageErr("--output must be text or json, got %q", output)
+			}
+			if listTypes {
+				return printTypes(out, output)
 			}
 			invalid := false
 			var files []jsonValidation
@@ -68,6 +81,7 @@ Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().BoolVar(&listTypes, "list-types", false, "print the stage, deployment and step types Gantry runs, and exit")
 	cmd.Flags().StringArrayVar(&opts.InputSets, "input-set", nil, "input set or overlay file to merge (repeatable, in precedence order)")
 	cmd.Flags().StringArrayVar(&opts.Sets, "set", nil, "runtime input value as FQN=VALUE, e.g. pipeline.variables.region=eu (repeatable)")
 	cmd.Flags().StringArrayVar(&opts.EntityDirs, "entities", nil, "folder of service, environment, infrastructure and connector files (repeatable; the pipeline's folder is always searched)")
@@ -75,6 +89,23 @@ Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O
 	strictFlag(cmd, &opts.Strict)
 	cmd.Flags().BoolVar(&opts.ForRun, "for-run", false, "also fail when a required runtime input has no value, as a run would")
 	return cmd
+}
+
+// printTypes prints what Gantry runs: the list unsupported-step-type hints point to.
+func printTypes(out io.Writer, output string) error {
+	types := struct {
+		Stages      []string `json:"stages"`
+		Deployments []string `json:"deployments"`
+		Steps       []string `json:"steps"`
+	}{pipeline.StageTypes, validate.DeploymentTypes(), steps.Runnable()}
+	if output == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(types)
+	}
+	fmt.Fprintf(out, "stage types: %s\ndeployment types: %s\nstep types: %s\n",
+		strings.Join(types.Stages, ", "), strings.Join(types.Deployments, ", "), strings.Join(types.Steps, ", "))
+	return nil
 }
 
 // report prints a loaded file's diagnostics and summary; it returns false when the file is invalid.

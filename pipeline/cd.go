@@ -8,9 +8,9 @@ import "gopkg.in/yaml.v3"
 
 // Service is a `service:` document.
 type Service struct {
-	Node              *yaml.Node `yaml:"-"`
-	Entity            `yaml:",inline"`
-	GitOpsEnabled     string             `yaml:"gitOpsEnabled"`
+	Node          *yaml.Node `yaml:"-"`
+	Entity        `yaml:",inline"`
+	GitOpsEnabled string `yaml:"gitOpsEnabled"`
 	// ServiceDefinition is what the service deploys; a service may be declared without one
 	// (the reference creates such services), but a stage cannot deploy it.
 	ServiceDefinition *ServiceDefinition `yaml:"serviceDefinition"`

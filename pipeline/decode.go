@@ -54,7 +54,9 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 		return
 	}
 	if v.Type() == nodePtrType {
-		v.Set(reflect.ValueOf(n))
+		if !isNull(n) { // `when:` with no value is no condition, as the reference reads it
+			v.Set(reflect.ValueOf(n))
+		}
 		return
 	}
 	// The reference lets a runtime input stand for a whole list or object (`<+input>`); its
@@ -131,6 +133,11 @@ func (d *Decoder) decodeMap(n *yaml.Node, v reflect.Value, what string) {
 }
 
 func (d *Decoder) decodeStruct(n *yaml.Node, v reflect.Value, what string) {
+	if isNull(n) {
+		// An object key with no value is the empty object, as the reference reads `spec:`; its
+		// required fields are still required.
+		n = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column}
+	}
 	if n.Kind != yaml.MappingNode {
 		d.Diags.Errorf(d.Pos(n), "type", "%s must be a mapping, got %s", what, kindName(n))
 		return

@@ -140,11 +140,12 @@ func linkName(l pipeline.TemplateLink) string {
 	return l.TemplateRef + "@" + l.VersionLabel
 }
 
-// useSiteKeys are the keys a use site may hold beside `template` (spec 19.3).
+// useSiteKeys are the keys a use site may hold beside `template` (spec 19.3). A stage's tags
+// are its own, as the reference keeps them at the use site (its exports write `tags: {}` there).
 var useSiteKeys = map[string][]string{
 	"Step":      {"identifier", "name", "description", "template"},
 	"StepGroup": {"identifier", "name", "description", "template"},
-	"Stage":     {"identifier", "name", "description", "template"},
+	"Stage":     {"identifier", "name", "description", "tags", "template"},
 	"Pipeline":  {"name", "identifier", "orgIdentifier", "projectIdentifier", "description", "tags", "notificationRules", "template"},
 }
 

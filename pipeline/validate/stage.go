@@ -288,19 +288,21 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	if !ok && reference.IsStepType(s.Type) {
 		d := c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-step-type",
 			"step type %s is valid in the reference, but Gantry does not run %s steps yet", s.Type, s.Type)
-		if why, ok := unsupportedStepWhy[s.Type]; ok {
-			d.SetHint("%s", why)
+		// The list once per file, so the file's other problems stay visible.
+		if c.listedStepTypes {
+			d.SetHint("`gantry validate --list-types` lists the step types Gantry runs")
 		} else {
-			d.SetHint("Gantry runs step types %s", strings.Join(steps.Runnable(), ", "))
+			c.listedStepTypes = true
+			d.SetHint("Gantry runs step types %s (`gantry validate --list-types`)", strings.Join(steps.Runnable(), ", "))
 		}
 		return
 	}
 	if !ok {
 		d := c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "unknown-step-type", "step type %q is not known", s.Type)
 		if sug := pipeline.Closest(s.Type, reference.StepTypes); sug != "" {
-			d.SetHint("did you mean %q? known types: %s", sug, strings.Join(steps.Types(), ", "))
+			d.SetHint("did you mean %q? `gantry validate --list-types` lists the step types Gantry runs", sug)
 		} else {
-			d.SetHint("known types: %s", strings.Join(steps.Types(), ", "))
+			d.SetHint("`gantry validate --list-types` lists the step types Gantry runs")
 		}
 		return
 	}
@@ -319,8 +321,13 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "name")), "name", "ShellScript step names cannot contain '.': %q", s.Name)
 	}
 	if s.Spec == nil {
-		c.diags.Errorf(c.pos(s.Node), "missing-field", "%s step %s is missing required field \"spec\"", s.Type, s.Identifier)
-		return
+		if key := pipeline.Key(s.Node, "spec"); key != s.Node {
+			// `spec:` with no value is the empty spec, as the reference reads it.
+			s.Spec = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: key.Line, Column: key.Column}
+		} else {
+			c.diags.Errorf(c.pos(s.Node), "missing-field", "%s step %s is missing required field \"spec\"", s.Type, s.Identifier)
+			return
+		}
 	}
 	spec := entry.New()
 	c.dec.Decode(s.Spec, spec, s.Type+" spec")
@@ -475,11 +482,9 @@ func (c *checker) stepVars(vars []steps.NameTypeValue, what string, types []stri
 	}
 }
 
-// unsupportedStepWhy says, for reference step types that wait on something Gantry does not run
-// yet, what that is.
-var unsupportedStepWhy = map[string]string{}
+// DeploymentTypes are the deployment types Gantry runs.
+func DeploymentTypes() []string { return slices.Clone(deploymentTypes) }
 
-// deploymentTypes are the deployment types Gantry runs.
 var deploymentTypes = []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS"}
 
 // stepDeploys is the deployment type a step type deploys ("" for steps of every stage).

@@ -29,7 +29,9 @@ type checker struct {
 	stageIDs map[string]*yaml.Node
 	// stepPaths are the steps' base paths (stage.group.step), for notification step filters
 	stepPaths map[string]bool
-	barriers  map[string]bool
+	// listedStepTypes: the file's first unsupported step type has listed the runnable ones.
+	listedStepTypes bool
+	barriers        map[string]bool
 	// positions of Barrier steps by barrier identifier, for deadlock detection
 	barrierUses map[string][]barrierUse
 	lib         *templates.Library // for template files: what their own links resolve to
