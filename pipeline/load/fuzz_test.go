@@ -2,17 +2,15 @@ package load_test
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/gantry-cd/gantry/pipeline/load"
 )
 
-// FuzzLoad: the loader never panics on any input, and every diagnostic has a position.
+// FuzzLoad: the loader never panics on any input, and every diagnostic has a position. It starts
+// from every pipeline, template, entity, input set and trigger file of the repository.
 func FuzzLoad(f *testing.F) {
-	files, _ := filepath.Glob("../../examples/*.yaml")
-	bad, _ := filepath.Glob("../../examples/invalid/*.yaml")
-	for _, p := range append(files, bad...) {
+	for _, p := range repositoryInputs(f) {
 		if b, err := os.ReadFile(p); err == nil {
 			f.Add(b)
 		}
