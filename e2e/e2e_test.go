@@ -310,3 +310,65 @@ func TestSequenceIDSurvivesRestart(t *testing.T) {
 		srv.Stop()
 	}
 }
+
+// Steps of different step groups may share an identifier (spec 1.8 revised, issue 50): each runs
+// as its own node with its own log and outputs, and a full path reaches each.
+func TestSameStepIdentifierInTwoGroups(t *testing.T) {
+	group := func(id, word string) string {
+		return `              - stepGroup:
+                  name: ` + id + `
+                  identifier: ` + id + `
+                  steps:
+                    - step:
+                        type: ShellScript
+                        name: probe
+                        identifier: probe
+                        spec:
+                          shell: Bash
+                          source: {type: Inline, spec: {script: "WORD=` + word + `; echo probing ` + word + `"}}
+                          outputVariables: [{name: word, type: String, value: WORD}]
+`
+	}
+	src := `pipeline:
+  name: twins
+  identifier: twins
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+` + group("canary", "first") + group("prod", "second") + `              - step:
+                  type: ShellScript
+                  name: report
+                  identifier: report
+                  spec:
+                    shell: Bash
+                    source:
+                      type: Inline
+                      spec:
+                        script: |
+                          BOTH="<+execution.steps.canary.steps.probe.output.outputVariables.word>+<+pipeline.stages.s.spec.execution.steps.prod.steps.probe.output.outputVariables.word>"
+                    outputVariables: [{name: both, type: String, value: BOTH}]
+`
+	exec, res := runPlan(t, env.starter, compile(t, "twins.yaml", []byte(src), load.Options{}))
+	if res.Status != status.Succeeded {
+		t.Fatalf("%s: %s", exec.ID, res.Status)
+	}
+	for path, word := range map[string]string{"s.canary.probe": "first", "s.prod.probe": "second"} {
+		n := res.Tree.Find(path)
+		if n == nil || n.Status != status.Succeeded || n.Outputs["outputVariables"].(map[string]any)["word"] != word {
+			t.Errorf("%s: %+v", path, n)
+			continue
+		}
+		var b strings.Builder
+		if err := env.logs.Copy(context.Background(), &b, exec.ID, path); err != nil || !strings.Contains(b.String(), "probing "+word) {
+			t.Errorf("%s: log %q (%v)", path, b.String(), err)
+		}
+	}
+	if got := res.Tree.Find("s.report").Outputs["outputVariables"].(map[string]any)["both"]; got != "first+second" {
+		t.Errorf("report read %v", got)
+	}
+}
