@@ -371,4 +371,12 @@ func TestSameStepIdentifierInTwoGroups(t *testing.T) {
 	if got := res.Tree.Find("s.report").Outputs["outputVariables"].(map[string]any)["both"]; got != "first+second" {
 		t.Errorf("report read %v", got)
 	}
+
+	// A relative reference that both steps match fails the step that evaluates it.
+	ambiguous := strings.Replace(src, "<+execution.steps.canary.steps.probe.output", "<+execution.steps.probe.output", 1)
+	exec, res = runPlan(t, env.starter, compile(t, "twins.yaml", []byte(ambiguous), load.Options{}))
+	n := res.Tree.Find("s.report")
+	if res.Status != status.Failed || n == nil || n.Failure == nil || !strings.Contains(n.Failure.Message, "matches 2 steps in different step groups") {
+		t.Fatalf("%s: %s, report %+v", exec.ID, res.Status, n)
+	}
 }

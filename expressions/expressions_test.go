@@ -361,3 +361,33 @@ func TestReferenceNestedSemantics(t *testing.T) {
 		t.Errorf("null operand: %v", err)
 	}
 }
+
+// A relative reference to a step identifier that steps of several step groups share, and that
+// reaches none by path, is an evaluation error naming them (spec 1.8 revised, issue 50); one
+// that reaches a step by path, or matches one nested step, is not.
+func TestAmbiguousRelativeStepReference(t *testing.T) {
+	step := func(word string) map[string]any {
+		return map[string]any{"status": "SUCCEEDED", "output": map[string]any{"outputVariables": map[string]any{"w": word}}}
+	}
+	data := map[string]any{"pipeline": map[string]any{"stages": map[string]any{"s": map[string]any{
+		"spec": map[string]any{"execution": map[string]any{"steps": map[string]any{
+			"canary": map[string]any{"steps": map[string]any{"approve": step("a"), "only": step("o")}},
+			"prod":   map[string]any{"steps": map[string]any{"approve": step("b")}},
+			"report": map[string]any{},
+		}}}}}}}
+	scope := NewScope(data, "pipeline.stages.s.spec.execution.steps.report")
+	_, err := Render("<+execution.steps.approve.output.outputVariables.w>", Text, scope, Options{})
+	if err == nil || !strings.Contains(err.Error(), "canary.steps.approve, prod.steps.approve") {
+		t.Fatalf("want an ambiguity error naming both steps, got %v", err)
+	}
+	for src, want := range map[string]any{
+		"<+execution.steps.canary.steps.approve.output.outputVariables.w>": "a",
+		"<+execution.steps.only.output.outputVariables.w>":                 "null",
+		"<+steps.prod.steps.approve.output.outputVariables.w>":             "b",
+	} {
+		got, err := Render(src, Text, scope, Options{})
+		if err != nil || ToString(got) != want {
+			t.Errorf("%s = %v (%v), want %v", src, got, err, want)
+		}
+	}
+}

@@ -125,6 +125,10 @@ func strOp(a, b any, f func(s, x string) bool) (any, error) {
 func (st *state) ref(segs []any) (any, error) {
 	v := st.scope.resolve(segs)
 	if v == nil {
+		if paths := st.scope.ambiguousStep(segs); paths != nil {
+			return nil, fmt.Errorf("<+%s> matches %d steps in different step groups (%s); write the step's full path",
+				PathString(segs), len(paths), strings.Join(paths, ", "))
+		}
 		if st.missing == "" {
 			st.missing = PathString(segs)
 		}

@@ -186,3 +186,42 @@ func PathString(segs []any) string {
 	}
 	return strings.Join(parts, ".")
 }
+
+// ambiguousStep reports the paths of the steps that a relative reference to a step by identifier
+// (<+execution.steps.X...>, <+steps.X...>) could mean when it reaches none by path: the steps of
+// that identifier nested in different step groups below the list it names (spec 1.8 revised).
+// Such a reference is an evaluation error rather than null, since the reader cannot tell which
+// step was meant. Fewer than two matches return nil.
+func (s *Scope) ambiguousStep(segs []any) []string {
+	first, _ := segs[0].(string)
+	var list any
+	var id string
+	switch {
+	case first == "execution" && len(segs) >= 3 && segs[1] == "steps":
+		node, _ := s.aliasNode("execution")
+		list, id = index(node, "steps"), ToString(segs[2])
+	case first == "steps" && len(segs) >= 2:
+		list, _ = s.aliasNode("steps")
+		id = ToString(segs[1])
+	default:
+		return nil
+	}
+	var found []string
+	var visit func(list any, path string)
+	visit = func(list any, path string) {
+		m, _ := list.(map[string]any)
+		for _, k := range sortedKeys(m) {
+			if k == id {
+				found = append(found, path+k)
+			}
+			for _, inner := range []string{"steps", "rollbackSteps"} {
+				visit(index(m[k], inner), path+k+"."+inner+".")
+			}
+		}
+	}
+	visit(list, "")
+	if len(found) < 2 {
+		return nil
+	}
+	return found
+}

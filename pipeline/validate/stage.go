@@ -505,9 +505,8 @@ func stepDeploys(t string) string {
 var relativeStepRef = regexp.MustCompile(`<\+(?:execution\.steps|steps)\.([a-zA-Z_][0-9a-zA-Z_]*)`)
 
 // ambiguousReferences warns about a relative reference to a step identifier that several steps of
-// the stage share in different step groups (spec 1.8 revised). Gantry resolves references by
-// path, so it reaches at most the one directly in the list it names (and renders an unresolved
-// reference as spec 9.9 says), but the reader cannot tell which step was meant.
+// the stage share in different step groups (spec 1.8 revised): it reaches a step only directly
+// in the list it names, and evaluating it when it reaches none fails, naming the steps.
 func (c *checker) ambiguousReferences(ctx *stageCtx) {
 	ex := ctx.stage.StageSpec.Execution
 	fqns := map[string][]string{}
@@ -530,7 +529,7 @@ func (c *checker) ambiguousReferences(ctx *stageCtx) {
 				if paths := fqns[m[1]]; len(paths) > 1 && !reported[m[0]] {
 					reported[m[0]] = true
 					c.diags.Warnf(c.pos(n), "ambiguous-reference", "%s...> matches %d steps of stage %s: %s", m[0], len(paths), ctx.stage.Identifier, strings.Join(paths, ", ")).
-						SetHint("write the step's full path (<+pipeline.stages...>): a relative reference reaches only a step directly in the list it names")
+						SetHint("write the step's path through its group (<+execution.steps.GROUP.steps.ID...>): evaluated, this reference fails")
 				}
 			}
 		}
