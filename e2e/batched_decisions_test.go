@@ -198,6 +198,7 @@ func TestStageLoopInBatches(t *testing.T) {
                         approverInputs:
                           - {name: region, selectOneFrom: [eu, us]}
                           - {name: zones, selectManyFrom: [a, b, c]}
+                          - {name: tier, allowedValues: "gold, silver"}
                   - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: "V=<+strategy.iteration>"}}, outputVariables: [{name: v, type: String, value: V}]}}
         - stage:
             name: other
@@ -225,14 +226,15 @@ func TestStageLoopInBatches(t *testing.T) {
 	}
 	waitFor(t, ctx, env.starter, exec.ID, "s_44.gate", status.ApprovalWaiting)
 	waitPending(t, ctx, exec.ID, "s_44.gate")
-	// Approver inputs with the reference's selectOneFrom and selectManyFrom are checked.
-	for _, bad := range []map[string]string{{"region": "ap"}, {"zones": "a,d"}} {
+	// Approver inputs with the reference's selectOneFrom and selectManyFrom are checked, and
+	// choices given as one comma-separated string, as the reference's schema types them.
+	for _, bad := range []map[string]string{{"region": "ap"}, {"zones": "a,d"}, {"tier": "bronze"}} {
 		if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "s_44.gate", Action: "APPROVE", User: "ann", Groups: []string{"release_managers"}, Inputs: bad}); err == nil {
 			t.Errorf("approver inputs %v were accepted", bad)
 		}
 	}
 	if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "s_44.gate", Action: "APPROVE", User: "ann", Groups: []string{"release_managers"},
-		Inputs: map[string]string{"region": "eu", "zones": "a, c"}}); err != nil {
+		Inputs: map[string]string{"region": "eu", "zones": "a, c", "tier": "silver"}}); err != nil {
 		t.Fatalf("approve: %v", err)
 	}
 	res, err := env.starter.Result(ctx, exec.ID)

@@ -143,17 +143,8 @@ func newApproval(m map[string]any, root map[string]any) (*approval, error) {
 			if v, ok := im["regex"].(string); ok {
 				in.Regex = v
 			}
-			for _, key := range []string{"allowedValues", "selectOneFrom"} {
-				av, _ := im[key].([]any)
-				for _, x := range av {
-					in.Allowed = append(in.Allowed, expressions.ToString(x))
-				}
-			}
-			if av, ok := im["selectManyFrom"].([]any); ok {
-				for _, x := range av {
-					in.Many = append(in.Many, expressions.ToString(x))
-				}
-			}
+			in.Allowed = append(choices(im["allowedValues"]), choices(im["selectOneFrom"])...)
+			in.Many = choices(im["selectManyFrom"])
 			a.inputs = append(a.inputs, in)
 		}
 	}
@@ -162,6 +153,25 @@ func newApproval(m map[string]any, root map[string]any) (*approval, error) {
 		a.view.Inputs = append(a.view.Inputs, in.Name)
 	}
 	return a, nil
+}
+
+// choices reads an approver input's values: a list, or a string of comma-separated values (as
+// the reference's schema types them, and as an expression renders them).
+func choices(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case []any:
+		for _, e := range x {
+			out = append(out, expressions.ToString(e))
+		}
+	case string:
+		for _, e := range strings.Split(x, ",") {
+			if e = strings.TrimSpace(e); e != "" {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 // validate is the update validator: an invalid vote is refused and leaves no trace.

@@ -196,6 +196,9 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 		Spec:      Value(s.Spec),
 		OnFailure: overlay(inherited, c.level(s.FailureStrategies, "")),
 	}
+	if n.Spec == nil {
+		n.Spec = map[string]any{} // `spec:` with no value is the empty spec
+	}
 	if e, ok := steps.Lookup(s.Type); ok {
 		n.Unresolved = e.Unresolved
 	}

@@ -238,16 +238,18 @@ type Approvers struct {
 
 // ApproverInput is a value approvers fill in.
 type ApproverInput struct {
-	Node          *yaml.Node `yaml:"-"`
-	Name          string     `yaml:"name" gantry:"required"`
-	DefaultValue  string     `yaml:"defaultValue"`
-	Required      string     `yaml:"required"`
-	AllowedValues []string   `yaml:"allowedValues"`
-	SelectOneFrom []string   `yaml:"selectOneFrom"`
+	Node         *yaml.Node `yaml:"-"`
+	Name         string     `yaml:"name" gantry:"required"`
+	DefaultValue string     `yaml:"defaultValue"`
+	Required     string     `yaml:"required"`
+	// The choices are a list, or one string (the reference's schema types them so): values
+	// separated by commas, or an expression that renders to them when the step starts.
+	AllowedValues *yaml.Node `yaml:"allowedValues"`
+	SelectOneFrom *yaml.Node `yaml:"selectOneFrom"`
 	// SelectManyFrom takes a comma-separated selection of its values.
-	SelectManyFrom []string `yaml:"selectManyFrom"`
-	Regex          string   `yaml:"regex"`
-	Description    string   `yaml:"description"`
+	SelectManyFrom *yaml.Node `yaml:"selectManyFrom"`
+	Regex          string     `yaml:"regex"`
+	Description    string     `yaml:"description"`
 }
 
 // AutoApproval approves at a deadline.

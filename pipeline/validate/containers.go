@@ -165,7 +165,7 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 		}
 	}
 	if set.Image == "" && !(s.Type == "Plugin" && spec.(*steps.Plugin).Uses != "") {
-		c.diags.Unsupportedf(c.pos(s.Spec), "unsupported-field",
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "spec")), "unsupported-field",
 			"%s step %s has no image: the reference then uses its own default image, which Gantry does not have", s.Type, s.Identifier).
 			SetHint("name the image, e.g. `image: alpine:3.20`")
 	}

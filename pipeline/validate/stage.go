@@ -195,7 +195,7 @@ func (c *checker) stepList(ctx *stageCtx, list []pipeline.StepElement, rollback 
 }
 
 func (c *checker) stepElement(ctx *stageCtx, e *pipeline.StepElement, rollback bool, groups []*pipeline.StepGroup, inParallel bool) {
-	if n := countKeys(e.Node); n != 1 {
+	if n := countKeys(e.Node, "step", "stepGroup", "parallel"); n != 1 {
 		c.diags.Errorf(c.pos(e.Node), "element", "a steps entry must have exactly one key, `step`, `stepGroup` or `parallel`; found %d", n)
 		return
 	}
@@ -320,17 +320,18 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	if s.Type == "ShellScript" && strings.Contains(s.Name, ".") {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "name")), "name", "ShellScript step names cannot contain '.': %q", s.Name)
 	}
-	if s.Spec == nil {
-		if key := pipeline.Key(s.Node, "spec"); key != s.Node {
-			// `spec:` with no value is the empty spec, as the reference reads it.
-			s.Spec = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: key.Line, Column: key.Column}
-		} else {
+	specNode := s.Spec
+	if specNode == nil {
+		key := pipeline.Key(s.Node, "spec")
+		if key == s.Node {
 			c.diags.Errorf(c.pos(s.Node), "missing-field", "%s step %s is missing required field \"spec\"", s.Type, s.Identifier)
 			return
 		}
+		// `spec:` with no value is the empty spec, as the reference reads it (compile too).
+		specNode = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: key.Line, Column: key.Column}
 	}
 	spec := entry.New()
-	c.dec.Decode(s.Spec, spec, s.Type+" spec")
+	c.dec.Decode(specNode, spec, s.Type+" spec")
 	c.stepSpec(s, spec)
 	if steps.InContainer(s.Type) || s.Type == "Container" {
 		c.containerStep(s, spec, groups)
@@ -383,6 +384,14 @@ func (c *checker) stepSpec(s *pipeline.Step, spec any) {
 		}
 		if aa := sp.AutoApproval; aa != nil {
 			c.enum(aa.Node, "action", aa.Action, []string{"APPROVE"}, "autoApproval.action")
+		}
+		for _, in := range sp.ApproverInputs {
+			for key, n := range map[string]*yaml.Node{"allowedValues": in.AllowedValues, "selectOneFrom": in.SelectOneFrom, "selectManyFrom": in.SelectManyFrom} {
+				if n != nil && !scalarList(n) {
+					c.diags.Errorf(c.pos(n), "type", "approver input %s: %s must be a list of values or one string of comma-separated values", in.Name, key).
+						SetHint("write `%s: [a, b]` or `%s: a,b`", key, key)
+				}
+			}
 		}
 	case *steps.Policy:
 		c.enum(sp.Node, "type", sp.Type, []string{"Custom"}, "Policy type")
@@ -538,4 +547,12 @@ func (c *checker) ambiguousReferences(ctx *stageCtx) {
 		}
 	}
 	visit(ctx.stage.Node)
+}
+
+// scalarList reports whether n is one scalar or a list of scalars.
+func scalarList(n *yaml.Node) bool {
+	if n.Kind == yaml.ScalarNode {
+		return true
+	}
+	return n.Kind == yaml.SequenceNode && !slices.ContainsFunc(n.Content, func(e *yaml.Node) bool { return e.Kind != yaml.ScalarNode })
 }

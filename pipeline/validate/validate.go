@@ -5,6 +5,8 @@
 package validate
 
 import (
+	"slices"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
@@ -116,7 +118,7 @@ func (c *checker) pipeline(p *pipeline.Pipeline) {
 }
 
 func (c *checker) stageElement(e *pipeline.StageElement, index int, inParallel bool) {
-	if n := countKeys(e.Node); n != 1 {
+	if n := countKeys(e.Node, "stage", "parallel"); n != 1 {
 		c.diags.Errorf(c.pos(e.Node), "element", "a stages entry must have exactly one key, `stage` or `parallel`; found %d", n)
 		return
 	}
@@ -137,9 +139,17 @@ func (c *checker) stageElement(e *pipeline.StageElement, index int, inParallel b
 	}
 }
 
-func countKeys(n *yaml.Node) int {
+// countKeys counts the keys of a list element that are among its wrappers; other keys are the
+// decoder's unknown keys (the reference's exports add some, such as isContainerStepGroup).
+func countKeys(n *yaml.Node, wrappers ...string) int {
 	if n == nil || n.Kind != yaml.MappingNode {
 		return 0
 	}
-	return len(n.Content) / 2
+	count := 0
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if slices.Contains(wrappers, n.Content[i].Value) {
+			count++
+		}
+	}
+	return count
 }
