@@ -13,8 +13,10 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -59,7 +61,7 @@ func main() {
 	}
 	fmt.Printf("\nschema-valid pipelines: %d; ok %d, unsupported %d, error %d (schema-invalid, left out: %d)\n",
 		counts["ok"]+counts["unsupported"]+counts["error"], counts["ok"], counts["unsupported"], counts["error"], counts["schema-invalid"])
-	for _, r := range sortedKeys(reasons) {
+	for _, r := range slices.Sorted(maps.Keys(reasons)) {
 		fmt.Printf("  %4d %s\n", reasons[r], r)
 	}
 }
@@ -292,15 +294,6 @@ func (p *ecmaPattern) MatchString(s string) bool {
 }
 
 func (p *ecmaPattern) String() string { return (*regexp2.Regexp)(p).String() }
-
-func sortedKeys(m map[string]int) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "refcorpus:", err)
