@@ -130,6 +130,9 @@ func report(out io.Writer, path string, r *load.Result) bool {
 		s := r.Summary
 		line := fmt.Sprintf("ok %s: pipeline %s: %d %s, %d %s", path, f.Pipeline.Identifier,
 			s.Stages, plural(s.Stages, "stage", "stages"), s.Steps, plural(s.Steps, "step", "steps"))
+		if pipeline.Unexpanded(f.Pipeline.Node) {
+			line = fmt.Sprintf("ok %s: pipeline %s, from a pipeline template not found (not checked inside)", path, f.Pipeline.Identifier)
+		}
 		if s.Groups > 0 {
 			line += fmt.Sprintf(", %d step %s", s.Groups, plural(s.Groups, "group", "groups"))
 		}

@@ -114,6 +114,20 @@ func TestMissingTemplateIsAWarningUntilARun(t *testing.T) {
 		t.Fatalf("for a run a missing template is an error:\n%s", r.Diags.Render(r.Sources))
 	}
 
+	// A whole pipeline from a template not found: its stages are unknown, so a notification
+	// rule's stage filter is not judged.
+	whole := `pipeline:
+  name: p
+  identifier: p
+  template: {templateRef: account.golden, versionLabel: "1"}
+  notificationRules:
+    - {name: n, identifier: n, enabled: true, pipelineEvents: [{type: StageFailed, forStages: [deploy]}], notificationMethod: {type: Email, spec: {recipients: [a@b.c]}}}
+`
+	r = loadIn(t, map[string]string{"pipeline.yaml": whole}, "pipeline.yaml", load.Options{})
+	if got := onlyWarnings(t, r); len(got) != 1 || got["missing-template"] != 1 {
+		t.Fatalf("a pipeline from a template not found: want only missing-template, got %v\n%s", got, r.Diags.Render(r.Sources))
+	}
+
 	// With the template present, its gitBranch is still reported as ignored and the link expands.
 	files["templates/smoke.yaml"] = `template:
   name: smoke

@@ -92,9 +92,10 @@ func (c *checker) pipelineEvent(e *pipeline.PipelineEvent) {
 			SetHint("remove forStages from this entry")
 	}
 	// A filter naming no stage or step is a warning: the reference keeps such rules (its own
-	// examples carry them), which then never fire for that name.
+	// examples carry them), which then never fire for that name. Where part of the pipeline
+	// comes from a template not found, its stages and steps are unknown: nothing is said.
 	for i, id := range e.ForStages {
-		if id != "AllStages" && c.stageIDs[id] == nil {
+		if id != "AllStages" && c.stageIDs[id] == nil && !c.partial {
 			c.diags.Warnf(c.pos(pipeline.Field(e.Node, "forStages").Content[i]), "unknown-stage", "forStages names stage %q, which the pipeline does not have; the rule never fires for it", id).
 				SetHint("use AllStages or one of: %s", strings.Join(sortedKeys(c.stageIDs), ", "))
 		}
@@ -105,7 +106,7 @@ func (c *checker) pipelineEvent(e *pipeline.PipelineEvent) {
 		return
 	}
 	for i, p := range e.ForSteps {
-		if p != "AllSteps" && !c.stepPaths[p] {
+		if p != "AllSteps" && !c.stepPaths[p] && !c.partial {
 			d := c.diags.Warnf(c.pos(pipeline.Field(e.Node, "forSteps").Content[i]), "unknown-step", "forSteps names step %q, which the pipeline does not have; the rule never fires for it", p)
 			if s := pipeline.Closest(p, sortedKeys(c.stepPaths)); s != "" {
 				d.SetHint("did you mean %q? a step is named by its stage, step groups and identifier joined by '.', e.g. deploy.canary.canary_25", s)

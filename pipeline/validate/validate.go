@@ -33,6 +33,9 @@ type checker struct {
 	stepPaths map[string]bool
 	// listedStepTypes: the file's first unsupported step type has listed the runnable ones.
 	listedStepTypes bool
+	// partial: part of the pipeline comes from a template that was not found (a plain
+	// validate), so its stages and steps are not all known.
+	partial bool
 	barriers        map[string]bool
 	// positions of Barrier steps by barrier identifier, for deadlock detection
 	barrierUses map[string][]barrierUse
@@ -48,6 +51,7 @@ func FileWith(f *pipeline.File, lib *templates.Library) (Summary, diag.List) {
 		barrierUses: map[string][]barrierUse{}, lib: lib}
 	c.dec = &pipeline.Decoder{File: f.Name, Diags: &c.diags}
 	if f.Pipeline != nil {
+		c.partial = holdsUnexpanded(f.Pipeline.Node)
 		c.pipeline(f.Pipeline)
 		c.scalars(pipeline.Field(f.Root, "pipeline"), "")
 	}
@@ -152,4 +156,9 @@ func countKeys(n *yaml.Node, wrappers ...string) int {
 		}
 	}
 	return count
+}
+
+// holdsUnexpanded reports whether n or a node below it links a template that was not found.
+func holdsUnexpanded(n *yaml.Node) bool {
+	return n != nil && (pipeline.Unexpanded(n) || slices.ContainsFunc(n.Content, holdsUnexpanded))
 }
