@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -49,5 +51,37 @@ func TestEval(t *testing.T) {
 	code, out, _ = run("eval", "--strict", `<+pipeline.variables.missing>`)
 	if code != ExitInvalid || !strings.Contains(out, "unresolved expression <+pipeline.variables.missing>") {
 		t.Errorf("strict: code %d out %q", code, out)
+	}
+}
+
+// Keys the reference ignores are warnings unless --strict; a template not found is a warning for
+// validate and an error for expand, which prints what a run would run (issue 50).
+func TestValidateStrictAndMissingTemplates(t *testing.T) {
+	file := "../examples/invalid/03-unknown-step-key.yaml"
+	if code, out, _ := run("validate", file); code != ExitOK || !strings.Contains(out, `warning: unknown key "timout" in step; ignored, as the reference ignores it`) {
+		t.Errorf("lenient: code %d, out %q", code, out)
+	}
+	if code, out, _ := run("validate", "--strict", file); code != ExitInvalid || !strings.Contains(out, `unknown key "timout" in step (--strict)`) {
+		t.Errorf("--strict: code %d, out %q", code, out)
+	}
+	t.Setenv("GANTRY_STRICT", "true")
+	if code, _, _ := run("validate", file); code != ExitInvalid {
+		t.Errorf("GANTRY_STRICT=true: code %d", code)
+	}
+	t.Setenv("GANTRY_STRICT", "")
+	if code, out, _ := run("validate", "--list-types"); code != ExitOK || !strings.Contains(out, "step types: ") || !strings.Contains(out, "ShellScript") {
+		t.Errorf("--list-types: code %d, out %q", code, out)
+	}
+
+	p := filepath.Join(t.TempDir(), "p.yaml")
+	src := "pipeline:\n  name: p\n  identifier: p\n  template: {templateRef: account.golden, versionLabel: \"1\"}\n"
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := run("validate", p); code != ExitOK || !strings.Contains(out, "warning: template account.golden@1 is not among the templates found") {
+		t.Errorf("validate: code %d, out %q", code, out)
+	}
+	if code, out, errs := run("expand", p); code != ExitInvalid || out != "" || !strings.Contains(errs, "account.golden@1 is not among the templates found") {
+		t.Errorf("expand: code %d, out %q, stderr %q", code, out, errs)
 	}
 }

@@ -9,7 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/pipeline/templates"
 )
 
 // templatesFlag adds --templates; its default is GANTRY_TEMPLATES, a path list.
@@ -43,6 +45,12 @@ gantry validate reports them, and nothing is printed.`,
 			r, err := load.File(args[0], opts)
 			if err != nil {
 				return usageErr("%v", err)
+			}
+			// What a run would run needs every template: one not found is an error here.
+			for i := range r.Diags {
+				if r.Diags[i].Code == templates.MissingTemplate {
+					r.Diags[i].Severity = diag.Error
+				}
 			}
 			if len(r.Diags) > 0 {
 				fmt.Fprint(cmd.ErrOrStderr(), r.Diags.Render(r.Sources))
