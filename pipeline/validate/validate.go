@@ -35,8 +35,8 @@ type checker struct {
 	listedStepTypes bool
 	// partial: part of the pipeline comes from a template that was not found (a plain
 	// validate), so its stages and steps are not all known.
-	partial bool
-	barriers        map[string]bool
+	partial  bool
+	barriers map[string]bool
 	// positions of Barrier steps by barrier identifier, for deadlock detection
 	barrierUses map[string][]barrierUse
 	lib         *templates.Library // for template files: what their own links resolve to
