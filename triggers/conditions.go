@@ -1,5 +1,6 @@
-// Package triggers holds what deciding a trigger needs before any I/O: the condition operators
-// of spec 13.3 and webhook signature checks. (Wiring triggers into the server is issue 7.)
+// Package triggers decides whether a trigger fires: its conditions (the operators of spec
+// 13.3), webhook signatures and payloads, and the directory of trigger, pipeline and input set
+// files the server reads them from.
 package triggers
 
 import (

@@ -1,3 +1,7 @@
+// Package notify sends notification deliveries (spec 20): e-mail through SMTP, Slack and
+// Microsoft Teams incoming webhooks, PagerDuty and Datadog events and plain webhooks, one
+// attempt per activity execution, with secrets masked in what is sent back and logged. The
+// notifier workflow decides what to send and when to retry.
 package notify
 
 import (
