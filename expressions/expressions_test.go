@@ -374,6 +374,11 @@ func TestAmbiguousRelativeStepReference(t *testing.T) {
 			"canary": map[string]any{"steps": map[string]any{"approve": step("a"), "only": step("o")}},
 			"prod":   map[string]any{"steps": map[string]any{"approve": step("b")}},
 			"report": map[string]any{},
+			// A step inside a group of its own identifier, and a step of the list itself whose
+			// output is missing: neither is ambiguous (earlier histories render as before).
+			"outer": map[string]any{"steps": map[string]any{"check": map[string]any{"steps": map[string]any{"check": step("c")}}}},
+			"top":   map[string]any{"status": "RUNNING"},
+			"g":     map[string]any{"steps": map[string]any{"top": step("t")}},
 		}}}}}}}
 	scope := NewScope(data, "pipeline.stages.s.spec.execution.steps.report")
 	_, err := Render("<+execution.steps.approve.output.outputVariables.w>", Text, scope, Options{})
@@ -384,6 +389,8 @@ func TestAmbiguousRelativeStepReference(t *testing.T) {
 		"<+execution.steps.canary.steps.approve.output.outputVariables.w>": "a",
 		"<+execution.steps.only.output.outputVariables.w>":                 "null",
 		"<+steps.prod.steps.approve.output.outputVariables.w>":             "b",
+		"<+execution.steps.check.output.outputVariables.w>":                "null",
+		"<+execution.steps.top.output.outputVariables.w>":                  "null",
 	} {
 		got, err := Render(src, Text, scope, Options{})
 		if err != nil || ToString(got) != want {

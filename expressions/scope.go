@@ -2,6 +2,7 @@ package expressions
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -188,10 +189,11 @@ func PathString(segs []any) string {
 }
 
 // ambiguousStep reports the paths of the steps that a relative reference to a step by identifier
-// (<+execution.steps.X...>, <+steps.X...>) could mean when it reaches none by path: the steps of
-// that identifier nested in different step groups below the list it names (spec 1.8 revised).
-// Such a reference is an evaluation error rather than null, since the reader cannot tell which
-// step was meant. Fewer than two matches return nil.
+// (<+execution.steps.X...>, <+steps.X...>) could mean when the list it names has no node X: the
+// nodes of that identifier nested in different step groups below it, none enclosing another
+// (spec 1.8 revised). Such a reference is an evaluation error rather than null, since the reader
+// cannot tell which step was meant. A step inside a group of its own identifier (allowed before
+// 1.8 was revised) is not ambiguous, so earlier histories render as they did. Otherwise nil.
 func (s *Scope) ambiguousStep(segs []any) []string {
 	first, _ := segs[0].(string)
 	var list any
@@ -205,6 +207,9 @@ func (s *Scope) ambiguousStep(segs []any) []string {
 		id = ToString(segs[1])
 	default:
 		return nil
+	}
+	if index(list, id) != nil {
+		return nil // the list has X itself: the reference names it, whatever it lacks
 	}
 	var found []string
 	var visit func(list any, path string)
@@ -220,8 +225,15 @@ func (s *Scope) ambiguousStep(segs []any) []string {
 		}
 	}
 	visit(list, "")
-	if len(found) < 2 {
+	// Keep the matches that no other match encloses; two or more of them are ambiguous.
+	var apart []string
+	for _, p := range found {
+		if !slices.ContainsFunc(found, func(q string) bool { return q != p && strings.HasPrefix(p, q+".") }) {
+			apart = append(apart, p)
+		}
+	}
+	if len(apart) < 2 {
 		return nil
 	}
-	return found
+	return apart
 }

@@ -369,6 +369,13 @@ func TestSameIdentifierInDifferentStepGroups(t *testing.T) {
 		!strings.Contains(amb[0].Message, "pipeline.stages.s.spec.execution.steps.prod.steps.approve") {
 		t.Fatalf("want an ambiguous-reference warning naming both steps:\n%s", r.Diags.Render(r.Sources))
 	}
+	// Inside a group, <+steps.approve> names the group's own step: not ambiguous.
+	inside := strings.Replace(group("canary"), "                    - step: {name: approve", `                    - step: {name: use, identifier: use, type: ShellScript, spec: {shell: Bash, source: {type: Inline, spec: {script: "echo <+steps.approve.status>"}}}}
+                    - step: {name: approve`, 1)
+	r = loadIn(t, map[string]string{"pipeline.yaml": customStage("", inside+group("prod"))}, "pipeline.yaml", load.Options{ForRun: true})
+	if !r.OK() || len(codes(r.Diags, diag.Warning, "ambiguous-reference")) != 0 {
+		t.Fatalf("a reference to the group's own step is not ambiguous:\n%s", r.Diags.Render(r.Sources))
+	}
 	twice := strings.Replace(group("canary"), "                    - step:", "                    - step: {name: approve, identifier: approve, type: Wait, spec: {duration: 20s}}\n                    - step:", 1)
 	r = loadIn(t, map[string]string{"pipeline.yaml": customStage("", twice)}, "pipeline.yaml", load.Options{})
 	if len(codes(r.Diags, diag.Error, "duplicate-identifier")) != 1 {

@@ -510,12 +510,13 @@ func stepDeploys(t string) string {
 }
 
 // relativeStepRef finds the relative references that name a step by identifier alone:
-// <+execution.steps.X...> and <+steps.X...>.
-var relativeStepRef = regexp.MustCompile(`<\+(?:execution\.steps|steps)\.([a-zA-Z_][0-9a-zA-Z_]*)`)
+// <+execution.steps.X...> (group 1 "execution.steps") and <+steps.X...> (group 1 "steps").
+var relativeStepRef = regexp.MustCompile(`<\+(execution\.steps|steps)\.([a-zA-Z_][0-9a-zA-Z_]*)`)
 
-// ambiguousReferences warns about a relative reference to a step identifier that several steps of
-// the stage share in different step groups (spec 1.8 revised): it reaches a step only directly
-// in the list it names, and evaluating it when it reaches none fails, naming the steps.
+// ambiguousReferences warns about a relative reference to a step identifier that the list it
+// names lacks and that several steps of the stage share in different step groups (spec 1.8
+// revised): evaluating it fails, naming them, since the reader cannot tell which was meant.
+// <+execution.steps.X> names the stage's list; <+steps.X> the list of the step it is in.
 func (c *checker) ambiguousReferences(ctx *stageCtx) {
 	ex := ctx.stage.StageSpec.Execution
 	fqns := map[string][]string{}
@@ -531,22 +532,72 @@ func (c *checker) ambiguousReferences(ctx *stageCtx) {
 			})
 	}
 	reported := map[string]bool{}
-	var visit func(n *yaml.Node)
-	visit = func(n *yaml.Node) {
-		if n.Kind == yaml.ScalarNode {
-			for _, m := range relativeStepRef.FindAllStringSubmatch(n.Value, -1) {
-				if paths := fqns[m[1]]; len(paths) > 1 && !reported[m[0]] {
-					reported[m[0]] = true
-					c.diags.Warnf(c.pos(n), "ambiguous-reference", "%s...> matches %d steps of stage %s: %s", m[0], len(paths), ctx.stage.Identifier, strings.Join(paths, ", ")).
-						SetHint("write the step's path through its group (<+execution.steps.GROUP.steps.ID...>): evaluated, this reference fails")
+	check := func(n *yaml.Node, root string, list map[string]bool) {
+		scalars(n, func(s *yaml.Node) {
+			for _, m := range relativeStepRef.FindAllStringSubmatch(s.Value, -1) {
+				paths := fqns[m[2]]
+				if m[1] != root || list[m[2]] || len(paths) < 2 || reported[m[0]] {
+					continue
+				}
+				reported[m[0]] = true
+				c.diags.Warnf(c.pos(s), "ambiguous-reference", "%s...> matches %d steps of stage %s: %s", m[0], len(paths), ctx.stage.Identifier, strings.Join(paths, ", ")).
+					SetHint("write the step's path through its group (<+execution.steps.GROUP.steps.ID...>): evaluated, this reference fails")
+			}
+		})
+	}
+	check(ctx.stage.Node, "execution.steps", identifiers(ex.Steps))
+	for _, steps := range [][]pipeline.StepElement{ex.Steps, ex.RollbackSteps} {
+		pipeline.WalkSteps(steps, false, nil, nil, func(v pipeline.StepVisit) {
+			if v.Step == nil {
+				return
+			}
+			own := steps
+			if len(v.Groups) > 0 {
+				g := v.Groups[len(v.Groups)-1]
+				own = g.Steps
+				if v.Rollback && !slices.ContainsFunc(g.Steps, func(e pipeline.StepElement) bool { return holds(e, v.Step) }) {
+					own = g.RollbackSteps
 				}
 			}
-		}
-		for _, ch := range n.Content {
-			visit(ch)
+			check(v.Step.Node, "steps", identifiers(own))
+		})
+	}
+}
+
+// identifiers are the identifiers of a steps list's steps and groups, parallel blocks included.
+func identifiers(list []pipeline.StepElement) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range list {
+		switch {
+		case e.Step != nil:
+			out[e.Step.Identifier] = true
+		case e.StepGroup != nil:
+			out[e.StepGroup.Identifier] = true
+		default:
+			for id := range identifiers(e.Parallel) {
+				out[id] = true
+			}
 		}
 	}
-	visit(ctx.stage.Node)
+	return out
+}
+
+// holds reports whether a steps list element is, or has in its parallel block, the step s.
+func holds(e pipeline.StepElement, s *pipeline.Step) bool {
+	return e.Step == s || slices.ContainsFunc(e.Parallel, func(p pipeline.StepElement) bool { return holds(p, s) })
+}
+
+// scalars calls fn for every scalar below n.
+func scalars(n *yaml.Node, fn func(*yaml.Node)) {
+	if n == nil {
+		return
+	}
+	if n.Kind == yaml.ScalarNode {
+		fn(n)
+	}
+	for _, ch := range n.Content {
+		scalars(ch, fn)
+	}
 }
 
 // scalarList reports whether n is one scalar or a list of scalars.
