@@ -132,20 +132,14 @@ func voteCmd(action string) *cobra.Command {
 			if err != nil {
 				return &exitError{code: ExitInvalid, err: err}
 			}
-			vals := map[string]string{}
-			for _, kv := range inputs {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return usageErr("--input %q: want NAME=VALUE", kv)
-				}
-				vals[k] = v
+			vals, err := pairs("--input", "NAME=VALUE", inputs)
+			if err != nil {
+				return err
 			}
 			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
-				path := step
-				if path == "" {
-					if path, err = onlyWaiting(ctx, e, args[0], status.ApprovalWaiting); err != nil {
-						return err
-					}
+				path, err := waitingStep(ctx, e, args[0], step, status.ApprovalWaiting)
+				if err != nil {
+					return err
 				}
 				msg, err := e.starter.Approve(ctx, args[0], workflows.ApprovalRequest{Path: path, Action: action, User: u.Name,
 					Email: u.Email, Groups: u.Groups, Comments: comment, Inputs: vals})
@@ -163,6 +157,33 @@ func voteCmd(action string) *cobra.Command {
 	conn.add(cmd)
 	id.add(cmd)
 	return cmd
+}
+
+// pairs reads a repeatable flag of NAME=VALUE pairs (form names them in the usage error).
+func pairs(flag, form string, list []string) (map[string]string, error) {
+	out := map[string]string{}
+	return out, eachPair(flag, form, list, func(k, v string) { out[k] = v })
+}
+
+// eachPair calls fn with each NAME=VALUE pair of a repeatable flag, in order.
+func eachPair(flag, form string, list []string, fn func(k, v string)) error {
+	for _, kv := range list {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return usageErr("%s %q: want %s", flag, kv, form)
+		}
+		fn(k, v)
+	}
+	return nil
+}
+
+// waitingStep is the step a decision is for: the one named with --step, or else the
+// execution's only step in the waiting status.
+func waitingStep(ctx context.Context, e *engine, id, step string, st status.Status) (string, error) {
+	if step != "" {
+		return step, nil
+	}
+	return onlyWaiting(ctx, e, id, st)
 }
 
 // onlyWaiting finds the single step of an execution in a waiting status.
@@ -200,20 +221,14 @@ func inputCmd() *cobra.Command {
 			if err != nil {
 				return &exitError{code: ExitInvalid, err: err}
 			}
-			vals := map[string]string{}
-			for _, kv := range sets {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return usageErr("--set %q: want KEY=VALUE", kv)
-				}
-				vals[k] = v
+			vals, err := pairs("--set", "KEY=VALUE", sets)
+			if err != nil {
+				return err
 			}
 			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
-				path := step
-				if path == "" {
-					if path, err = onlyWaiting(ctx, e, args[0], status.InputWaiting); err != nil {
-						return err
-					}
+				path, err := waitingStep(ctx, e, args[0], step, status.InputWaiting)
+				if err != nil {
+					return err
 				}
 				msg, err := e.starter.SupplyInputs(ctx, args[0], workflows.InputRequest{Path: path, User: u.Name, Values: vals})
 				if err != nil {

@@ -85,3 +85,18 @@ func TestValidateStrictAndMissingTemplates(t *testing.T) {
 		t.Errorf("expand: code %d, out %q, stderr %q", code, out, errs)
 	}
 }
+
+// NAME=VALUE flags (approve --input, input --set, triggers test --header) share one reader.
+func TestPairs(t *testing.T) {
+	got, err := pairs("--input", "NAME=VALUE", []string{"region=eu", "note=a=b"})
+	if err != nil || got["region"] != "eu" || got["note"] != "a=b" || len(got) != 2 {
+		t.Errorf("pairs: %v %v", got, err)
+	}
+	if _, err := pairs("--set", "KEY=VALUE", []string{"nope"}); err == nil || !strings.Contains(err.Error(), `--set "nope": want KEY=VALUE`) {
+		t.Errorf("missing '=': %v", err)
+	}
+	var seen []string
+	if err := eachPair("--header", "Name=Value", []string{"X-A=1", "X-A=2"}, func(k, v string) { seen = append(seen, k+":"+v) }); err != nil || strings.Join(seen, ",") != "X-A:1,X-A:2" {
+		t.Errorf("eachPair keeps repeats in order: %v %v", seen, err)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -64,12 +63,8 @@ func triggersCmd() *cobra.Command {
 				return usageErr("%v", err)
 			}
 			h := http.Header{}
-			for _, kv := range headers {
-				k, v, ok := strings.Cut(kv, "=")
-				if !ok {
-					return usageErr("--header %q: want Name=Value", kv)
-				}
-				h.Add(k, v)
+			if err := eachPair("--header", "Name=Value", headers, h.Add); err != nil {
+				return err
 			}
 			t := r.File.Trigger
 			provider := "Custom"
