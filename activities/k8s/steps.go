@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
@@ -298,40 +299,26 @@ func (s *stepRun) canaryDeploy() (map[string]any, error) {
 	return map[string]any{"canaryWorkload": "Deployment/" + dep.GetName(), "targetInstances": n, "releaseNumber": int64(rev)}, nil
 }
 
+// canaryKinds are what a canary deployment leaves behind: its workload and its configuration.
+var canaryKinds = []struct {
+	kind string
+	gvr  schema.GroupVersionResource
+}{
+	{"Deployment", schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}},
+	{"ConfigMap", schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}},
+	{"Secret", schema.GroupVersionResource{Version: "v1", Resource: "secrets"}},
+}
+
 // canaryDelete deletes the canary workload and configuration of the release.
 func (s *stepRun) canaryDelete() (map[string]any, error) {
 	sel := LabelRelease + "=" + s.in.ReleaseName + "," + LabelTrack + "=canary"
 	var deleted []any
-	bg := metav1.DeletePropagationBackground
-	deps, err := s.c.cs.AppsV1().Deployments(s.in.Namespace).List(s.ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, classify(s.ctx, err, "list canary deployments")
-	}
-	for _, d := range deps.Items {
-		if err := s.c.cs.AppsV1().Deployments(s.in.Namespace).Delete(s.ctx, d.Name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
-			return nil, classify(s.ctx, err, "delete Deployment/%s", d.Name)
+	for _, k := range canaryKinds {
+		ids, err := s.deleteBySelector(k.kind, k.gvr, sel)
+		if err != nil {
+			return nil, err
 		}
-		deleted = append(deleted, s.in.Namespace+"/Deployment/"+d.Name)
-	}
-	cms, err := s.c.cs.CoreV1().ConfigMaps(s.in.Namespace).List(s.ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, classify(s.ctx, err, "list canary ConfigMaps")
-	}
-	for _, c := range cms.Items {
-		if err := s.c.cs.CoreV1().ConfigMaps(s.in.Namespace).Delete(s.ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return nil, classify(s.ctx, err, "delete ConfigMap/%s", c.Name)
-		}
-		deleted = append(deleted, s.in.Namespace+"/ConfigMap/"+c.Name)
-	}
-	secs, err := s.c.cs.CoreV1().Secrets(s.in.Namespace).List(s.ctx, metav1.ListOptions{LabelSelector: sel})
-	if err != nil {
-		return nil, classify(s.ctx, err, "list canary Secrets")
-	}
-	for _, c := range secs.Items {
-		if err := s.c.cs.CoreV1().Secrets(s.in.Namespace).Delete(s.ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return nil, classify(s.ctx, err, "delete Secret/%s", c.Name)
-		}
-		deleted = append(deleted, s.in.Namespace+"/Secret/"+c.Name)
+		deleted = append(deleted, ids...)
 	}
 	if len(deleted) == 0 {
 		s.logf("no canary workload to delete")
@@ -340,6 +327,25 @@ func (s *stepRun) canaryDelete() (map[string]any, error) {
 		s.logf("deleted %s", d)
 	}
 	return map[string]any{"deletedResourceIds": nonNil(deleted)}, nil
+}
+
+// deleteBySelector deletes the objects of one kind in the step's namespace that a label selector
+// matches (dependents in the background), and returns their ids, namespace/Kind/name.
+func (s *stepRun) deleteBySelector(kind string, gvr schema.GroupVersionResource, sel string) ([]any, error) {
+	res := s.c.dyn.Resource(gvr).Namespace(s.in.Namespace)
+	list, err := res.List(s.ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, classify(s.ctx, err, "list canary %ss", kind)
+	}
+	bg := metav1.DeletePropagationBackground
+	var ids []any
+	for _, o := range list.Items {
+		if err := res.Delete(s.ctx, o.GetName(), metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
+			return nil, classify(s.ctx, err, "delete %s/%s", kind, o.GetName())
+		}
+		ids = append(ids, s.in.Namespace+"/"+kind+"/"+o.GetName())
+	}
+	return ids, nil
 }
 
 // bgServices finds the primary and stage Services of a blue-green manifest: annotated with
