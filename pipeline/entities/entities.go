@@ -219,14 +219,8 @@ func (r *resolver) stage(s *pipeline.Stage) {
 		dec.Decode(spec.Service, &ss, "stage service")
 		switch {
 		case ss.UseFromStage != nil:
-			prev, ok := r.out[ss.UseFromStage.Stage]
-			if !ok && r.seen[ss.UseFromStage.Stage] {
-				return // that stage's own error is reported
-			}
-			if !ok || prev.Service == nil {
-				r.diags.Errorf(pipeline.NodePos(r.file, ss.UseFromStage.Node), "unknown-reference",
-					"stage %s: useFromStage %q is not an earlier Deployment stage with a service", s.Identifier, ss.UseFromStage.Stage).
-					SetHint("name a Deployment stage that comes before this one")
+			prev := r.useFromStage(s, ss.UseFromStage, "a service", func(d *plan.Deployment) bool { return d.Service != nil })
+			if prev == nil {
 				return
 			}
 			d.Service, d.ServiceFrom = prev.Service, ss.UseFromStage.Stage
@@ -239,14 +233,8 @@ func (r *resolver) stage(s *pipeline.Stage) {
 		dec.Decode(spec.Environment, &se, "stage environment")
 		switch {
 		case se.UseFromStage != nil:
-			prev, ok := r.out[se.UseFromStage.Stage]
-			if !ok && r.seen[se.UseFromStage.Stage] {
-				return // that stage's own error is reported
-			}
-			if !ok || prev.Environment == nil {
-				r.diags.Errorf(pipeline.NodePos(r.file, se.UseFromStage.Node), "unknown-reference",
-					"stage %s: useFromStage %q is not an earlier Deployment stage with an environment", s.Identifier, se.UseFromStage.Stage).
-					SetHint("name a Deployment stage that comes before this one")
+			prev := r.useFromStage(s, se.UseFromStage, "an environment", func(d *plan.Deployment) bool { return d.Environment != nil })
+			if prev == nil {
 				return
 			}
 			d.Environment, d.Infra, d.EnvFrom = prev.Environment, prev.Infra, se.UseFromStage.Stage
@@ -983,4 +971,21 @@ func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *pla
 	}
 	infra.Connector = k
 	return infra
+}
+
+// useFromStage is the deployment of the earlier stage a `useFromStage` names, when it has what
+// is wanted (what: "a service"); nil, reported, otherwise. A stage whose own resolution failed is
+// reported there, not again.
+func (r *resolver) useFromStage(s *pipeline.Stage, u *pipeline.UseFromStage, what string, has func(*plan.Deployment) bool) *plan.Deployment {
+	prev, ok := r.out[u.Stage]
+	if !ok && r.seen[u.Stage] {
+		return nil
+	}
+	if !ok || !has(prev) {
+		r.diags.Errorf(pipeline.NodePos(r.file, u.Node), "unknown-reference",
+			"stage %s: useFromStage %q is not an earlier Deployment stage with %s", s.Identifier, u.Stage, what).
+			SetHint("name a Deployment stage that comes before this one")
+		return nil
+	}
+	return prev
 }
