@@ -4,16 +4,15 @@
 package kubetest
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 
 	"github.com/gantry-cd/gantry/internal/freeport"
+	"github.com/gantry-cd/gantry/internal/testproc"
 )
 
 // Cluster is a running control plane.
@@ -30,8 +29,8 @@ type Cluster struct {
 // Start builds the binaries if their cache is cold (minutes, once per version set) and starts
 // a cluster whose state lives in dir. Stop it with Stop.
 func Start(dir string) (*Cluster, error) {
-	hack := hackDir()
-	out, err := run(filepath.Join(hack, "build.sh"))
+	hack := testproc.Hack("k8s")
+	out, err := testproc.Run(filepath.Join(hack, "build.sh"))
 	if err != nil {
 		return nil, fmt.Errorf("build Kubernetes tools: %v", err)
 	}
@@ -64,25 +63,10 @@ func Start(dir string) (*Cluster, error) {
 
 // Stop stops the processes.
 func (c *Cluster) Stop() {
-	_, _ = run(filepath.Join(c.hack, "down.sh"), c.state)
+	_, _ = testproc.Run(filepath.Join(c.hack, "down.sh"), c.state)
 }
 
 // Kubectl runs kubectl against the cluster and returns its combined output.
 func (c *Cluster) Kubectl(args ...string) (string, error) {
-	return run(filepath.Join(c.Bin, "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
-}
-
-func run(name string, args ...string) (string, error) {
-	var out, errb bytes.Buffer
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, errb.String())
-	}
-	return out.String(), nil
-}
-
-func hackDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "hack", "k8s")
+	return testproc.Run(filepath.Join(c.Bin, "kubectl"), append([]string{"--kubeconfig", c.Kubeconfig}, args...)...)
 }

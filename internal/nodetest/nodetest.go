@@ -7,12 +7,10 @@
 package nodetest
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/gantry-cd/gantry/internal/freeport"
 	"github.com/gantry-cd/gantry/internal/ociimage"
+	"github.com/gantry-cd/gantry/internal/testproc"
 )
 
 // Images pushed by Start, as the node pulls them.
@@ -45,7 +44,7 @@ type Node struct {
 // Start builds what is missing (cached outside the repository, minutes when cold) and starts
 // the node with its state under dir. Always call Stop: it undoes the host changes.
 func Start(dir string) (*Node, error) {
-	root := repoRoot()
+	root := testproc.RepoRoot()
 	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "gantry-node.lock"), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return nil, err
@@ -95,7 +94,7 @@ func Start(dir string) (*Node, error) {
 
 // Stop stops the node, undoes its host changes and releases the machine-wide lock.
 func (n *Node) Stop() {
-	_, _ = run(filepath.Join(n.hack, "node", "down.sh"), n.state)
+	_, _ = testproc.Run(filepath.Join(n.hack, "node", "down.sh"), n.state)
 	n.unlock()
 }
 
@@ -112,7 +111,7 @@ func (n *Node) Image(image string) string { return n.Registry + "/" + image }
 
 // Kubectl runs kubectl against the cluster and returns its combined output.
 func (n *Node) Kubectl(args ...string) (string, error) {
-	return run(filepath.Join(n.Bin, "kubectl"), append([]string{"--kubeconfig", n.Kubeconfig}, args...)...)
+	return testproc.Run(filepath.Join(n.Bin, "kubectl"), append([]string{"--kubeconfig", n.Kubeconfig}, args...)...)
 }
 
 // pushImages builds and pushes the sandbox, busybox and helper images.
@@ -128,7 +127,7 @@ func (n *Node) pushImages(root, pause string) error {
 	if b, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build gantry-helper: %v\n%s", err, b)
 	}
-	applets, err := run("/bin/busybox", "--list")
+	applets, err := testproc.Run("/bin/busybox", "--list")
 	if err != nil {
 		return err
 	}
@@ -156,25 +155,10 @@ func (n *Node) pushImages(root, pause string) error {
 }
 
 func lastLine(script string) (string, error) {
-	out, err := run(script)
+	out, err := testproc.Run(script)
 	if err != nil {
 		return "", err
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return lines[len(lines)-1], nil
-}
-
-func run(name string, args ...string) (string, error) {
-	var out, errb bytes.Buffer
-	cmd := exec.Command(name, args...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("%s %s: %v: %s", filepath.Base(name), strings.Join(args, " "), err, errb.String())
-	}
-	return out.String(), nil
-}
-
-func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/gantry-cd/gantry/internal/freeport"
+	"github.com/gantry-cd/gantry/internal/testproc"
 )
 
 // The server's root credentials.
@@ -38,8 +38,7 @@ type Server struct {
 
 // Start builds versitygw if its cache is cold (about a minute, once) and serves dir.
 func Start(dir string) (*Server, error) {
-	_, file, _, _ := runtime.Caller(0)
-	out, err := exec.Command(filepath.Join(filepath.Dir(file), "..", "..", "hack", "s3", "build.sh")).Output()
+	out, err := exec.Command(testproc.Hack("s3", "build.sh")).Output()
 	if err != nil {
 		return nil, fmt.Errorf("build versitygw (hack/s3/build.sh): %v", err)
 	}

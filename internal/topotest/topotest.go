@@ -9,12 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/gantry-cd/gantry/internal/freeport"
+	"github.com/gantry-cd/gantry/internal/testproc"
 )
 
 // Workers are the names of the topology's worker processes.
@@ -34,7 +34,7 @@ type Topology struct {
 func Build(dir string) (string, error) {
 	bin := filepath.Join(dir, "gantry")
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/gantry")
-	cmd.Dir = filepath.Join(hackDir(), "..", "..")
+	cmd.Dir = testproc.RepoRoot()
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build gantry: %v\n%s", err, out)
 	}
@@ -52,7 +52,7 @@ func Start(dir, bin string, env ...string) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Topology{Dir: dir, Gantry: bin, script: filepath.Join(hackDir(), "topology.sh"),
+	t := &Topology{Dir: dir, Gantry: bin, script: testproc.Hack("topology", "topology.sh"),
 		Address: "127.0.0.1:" + strconv.Itoa(base), API: "http://127.0.0.1:" + strconv.Itoa(ports[1])}
 	cmd := exec.Command(t.script, "up", dir)
 	cmd.Env = append(os.Environ(), "GANTRY="+bin, "TEMPORAL_PORT="+strconv.Itoa(base), "PG_PORT="+strconv.Itoa(ports[0]),
@@ -103,9 +103,4 @@ func (t *Topology) run(args ...string) error {
 		return fmt.Errorf("topology.sh %s: %v\n%s", strings.Join(args, " "), err, out.String())
 	}
 	return nil
-}
-
-func hackDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "hack", "topology")
 }
