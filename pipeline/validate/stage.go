@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -531,9 +532,15 @@ func (c *checker) ambiguousReferences(ctx *stageCtx) {
 				}
 			})
 	}
+	if !slices.ContainsFunc(slices.Collect(maps.Values(fqns)), func(p []string) bool { return len(p) > 1 }) {
+		return // no identifier is shared: nothing can be ambiguous (the common case, kept cheap)
+	}
 	reported := map[string]bool{}
 	check := func(n *yaml.Node, root string, list map[string]bool) {
 		scalars(n, func(s *yaml.Node) {
+			if !strings.Contains(s.Value, "steps.") {
+				return
+			}
 			for _, m := range relativeStepRef.FindAllStringSubmatch(s.Value, -1) {
 				paths := fqns[m[2]]
 				if m[1] != root || list[m[2]] || len(paths) < 2 || reported[m[0]] {
