@@ -302,7 +302,7 @@ var objects = []struct {
 	{"steps.K8sApply", false, []string{"K8sApplyStepInfo"}},
 	{"steps.K8sScale", false, []string{"K8sScaleStepInfo"}},
 	{"steps.K8sDelete", false, []string{"K8sDeleteStepInfo"}},
-	{"steps.AwsLambda", false, []string{"AwsLambdaDeployStepInfo", "AwsLambdaRollbackStepInfo", "EcsRollingRollbackStepInfo", "EcsCanaryDeployStepInfo",
+	{"steps.SelectorsOnly", false, []string{"AwsLambdaDeployStepInfo", "AwsLambdaRollbackStepInfo", "EcsRollingRollbackStepInfo", "EcsCanaryDeployStepInfo",
 		"EcsCanaryDeleteStepInfo", "EcsBlueGreenRollbackStepInfo"}},
 	{"steps.EcsBlueGreenCreateService", false, []string{"EcsBlueGreenCreateServiceStepInfo"}},
 	{"steps.EcsBlueGreenSwapTargetGroups", false, []string{"EcsBlueGreenSwapTargetGroupsStepInfo"}},

@@ -58,22 +58,22 @@ func init() {
 	register(Entry{Type: "HelmDeploy", New: func() any { return &HelmDeploy{} }})
 	register(Entry{Type: "HelmRollback", New: func() any { return &HelmRollback{} }})
 	register(Entry{Type: "HelmDelete", New: func() any { return &HelmDelete{} }})
-	register(Entry{Type: "AwsLambdaDeploy", New: func() any { return &AwsLambda{} }})
-	register(Entry{Type: "AwsLambdaRollback", New: func() any { return &AwsLambda{} }})
+	register(Entry{Type: "AwsLambdaDeploy", New: func() any { return &SelectorsOnly{} }})
+	register(Entry{Type: "AwsLambdaRollback", New: func() any { return &SelectorsOnly{} }})
 	register(Entry{Type: "EcsRollingDeploy", New: func() any { return &EcsRollingDeploy{} }})
-	register(Entry{Type: "EcsRollingRollback", New: func() any { return &AwsLambda{} }})
-	register(Entry{Type: "EcsCanaryDeploy", New: func() any { return &AwsLambda{} }})
-	register(Entry{Type: "EcsCanaryDelete", New: func() any { return &AwsLambda{} }})
+	register(Entry{Type: "EcsRollingRollback", New: func() any { return &SelectorsOnly{} }})
+	register(Entry{Type: "EcsCanaryDeploy", New: func() any { return &SelectorsOnly{} }})
+	register(Entry{Type: "EcsCanaryDelete", New: func() any { return &SelectorsOnly{} }})
 	register(Entry{Type: "EcsRunTask", New: func() any { return &EcsRunTask{} }})
 	register(Entry{Type: "EcsBlueGreenCreateService", New: func() any { return &EcsBlueGreenCreateService{} }})
 	register(Entry{Type: "EcsBlueGreenSwapTargetGroups", New: func() any { return &EcsBlueGreenSwapTargetGroups{} }})
-	register(Entry{Type: "EcsBlueGreenRollback", New: func() any { return &AwsLambda{} }})
+	register(Entry{Type: "EcsBlueGreenRollback", New: func() any { return &SelectorsOnly{} }})
 }
 
 // EcsBlueGreenCreateService starts the new version as a green service behind the stage
 // listener: the load balancer's prod and stage listeners (and rules) say where traffic goes.
 type EcsBlueGreenCreateService struct {
-	AwsLambda                     `yaml:",inline"`
+	SelectorsOnly                 `yaml:",inline"`
 	LoadBalancer                  string `yaml:"loadBalancer"`
 	ProdListener                  string `yaml:"prodListener"`
 	ProdListenerRuleArn           string `yaml:"prodListenerRuleArn"`
@@ -84,14 +84,14 @@ type EcsBlueGreenCreateService struct {
 
 // EcsBlueGreenSwapTargetGroups sends prod traffic to the green service and downsizes the old one.
 type EcsBlueGreenSwapTargetGroups struct {
-	AwsLambda                     `yaml:",inline"`
+	SelectorsOnly                 `yaml:",inline"`
 	DoNotDownsizeOldService       string `yaml:"doNotDownsizeOldService"`
 	DownsizeOldServiceDelayInSecs string `yaml:"downsizeOldServiceDelayInSecs"`
 }
 
 // EcsRollingDeploy updates (or creates) the stage's ECS service with a new task definition.
 type EcsRollingDeploy struct {
-	AwsLambda                     `yaml:",inline"`
+	SelectorsOnly                 `yaml:",inline"`
 	SameAsAlreadyRunningInstances string `yaml:"sameAsAlreadyRunningInstances"`
 	ForceNewDeployment            string `yaml:"forceNewDeployment"`
 	SkipApplicationScaling        string `yaml:"skipApplicationScaling"`
@@ -100,17 +100,17 @@ type EcsRollingDeploy struct {
 // EcsRunTask runs a task: a task definition from a store (or an existing one's ARN), with a
 // RunTask request definition, and waits for it to stop unless skipSteadyStateCheck.
 type EcsRunTask struct {
-	AwsLambda                `yaml:",inline"`
+	SelectorsOnly            `yaml:",inline"`
 	TaskDefinition           *pipeline.ManifestStore `yaml:"taskDefinition"`
 	TaskDefinitionArn        string                  `yaml:"taskDefinitionArn"`
 	RunTaskRequestDefinition *pipeline.ManifestStore `yaml:"runTaskRequestDefinition"`
 	SkipSteadyStateCheck     string                  `yaml:"skipSteadyStateCheck"`
 }
 
-// AwsLambda is the spec of AwsLambdaDeploy, AwsLambdaRollback and the ECS steps that take no
-// settings: the stage's service, infrastructure and artifact say what is deployed, the step
+// SelectorsOnly is the spec of AwsLambdaDeploy, AwsLambdaRollback and the ECS steps that take
+// no settings: the stage's service, infrastructure and artifact say what is deployed, the step
 // only where it runs.
-type AwsLambda struct {
+type SelectorsOnly struct {
 	Node              *yaml.Node `yaml:"-"`
 	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
 }
