@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -198,43 +197,6 @@ type ChartMeta struct {
 	APIVersion  string `json:"apiVersion,omitempty"`
 	Description string `json:"description,omitempty"`
 	KubeVersion string `json:"kubeVersion,omitempty"`
-}
-
-// ForStepType returns the activity that runs a step type, or "" when the type runs in
-// workflow code (Wait) or not at all.
-func ForStepType(t string) string {
-	switch t {
-	case "ShellScript":
-		return ShellScript
-	case "Http":
-		return Http
-	case "Policy":
-		return Policy
-	case "Run", "Background", "Plugin", "Container", "GitClone", "DownloadManifests":
-		return ContainerStep
-	}
-	if IsKubernetes(t) {
-		return Kubernetes
-	}
-	if IsAwsLambda(t) {
-		return AwsLambda
-	}
-	if IsEcs(t) {
-		return Ecs
-	}
-	return ""
-}
-
-// IsEcs reports whether a step type works on the stage's ECS service.
-func IsEcs(t string) bool { return strings.HasPrefix(t, "Ecs") }
-
-// IsAwsLambda reports whether a step type deploys or rolls back an AWS Lambda function.
-func IsAwsLambda(t string) bool { return t == "AwsLambdaDeploy" || t == "AwsLambdaRollback" }
-
-// IsKubernetes reports whether a step type is one of the Kubernetes steps (spec 15.2) or the
-// NativeHelm steps: they run in one activity, on the stage's cluster.
-func IsKubernetes(t string) bool {
-	return strings.HasPrefix(t, "K8s") || t == "HelmDeploy" || t == "HelmRollback" || t == "HelmDelete"
 }
 
 // StepInput is what a step activity receives. Spec is the rendered spec; secrets appear in it

@@ -104,7 +104,43 @@ type Node struct {
 	Deploys map[string]*Deployment `json:"deploys,omitempty"`
 	// Pod is a containerized step group's pod (spec: stepGroupInfra).
 	Pod *Pod `json:"pod,omitempty"`
+	// Traits are what the engine needs to know of a step's type to run it, copied from the
+	// step catalog, so that workflows read the node and never compare type names.
+	Traits *Traits `json:"traits,omitempty"`
 }
+
+// Traits are the facts about a step type that decide how a step runs.
+type Traits struct {
+	// Activity is the activity that runs the step; "" when workflow code runs it (Builtin).
+	Activity string `json:"activity,omitempty"`
+	// Builtin names the workflow logic that runs the step: "wait", "approval" or "barrier".
+	Builtin string `json:"builtin,omitempty"`
+	// Deployment says the activity receives the stage's service, environment and
+	// infrastructure.
+	Deployment bool `json:"deployment,omitempty"`
+	// Container says where in a pod the step runs: ContainerOwn (a container of its own) or
+	// ContainerHelper (the pod's gantry helper container); "" outside any pod.
+	Container string `json:"container,omitempty"`
+	// OwnPod says the step brings its own pod (its infrastructure) instead of its group's.
+	OwnPod bool `json:"ownPod,omitempty"`
+	// Heartbeat says the activity heartbeats, so that a lost worker is noticed before the
+	// step's timeout.
+	Heartbeat bool `json:"heartbeat,omitempty"`
+	// FastPath says the step may run as a local activity on the stage's worker.
+	FastPath bool `json:"fastPath,omitempty"`
+	// Deferred are the spec fields rendered after the activity returned, from its outputs
+	// (paths as ".field" and ".list[].field").
+	Deferred []string `json:"deferred,omitempty"`
+	// Outcome names the workflow logic that turns the activity's outputs into the step's
+	// outcome: "http" (assertion and output variables).
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// Where a container step runs in its pod.
+const (
+	ContainerOwn    = "own"
+	ContainerHelper = "helper"
+)
 
 // Strategy is a looping strategy. Exactly one of Axes, Times/Items or Parallelism is set.
 // Numeric fields stay text: they may be expressions rendered when the loop starts.

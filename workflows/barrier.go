@@ -37,7 +37,7 @@ func barrierRefs(stage *plan.Node) []string {
 	var refs []string
 	seen := map[string]bool{}
 	plan.Walk(stage.Children, nil, func(n *plan.Node, _ []string) {
-		if n.Kind != plan.KindStep || n.Type != "Barrier" {
+		if n.Kind != plan.KindStep || traitsOf(n).Builtin != "barrier" {
 			return
 		}
 		m, _ := n.Spec.(map[string]any)

@@ -26,7 +26,7 @@ type pending struct {
 // runningStep is a step attempt a user may mark while it runs.
 type runningStep struct {
 	cancel   workflow.CancelFunc
-	stepType string
+	builtin  string // the step's plan.Traits.Builtin
 	decision string
 	user     string
 }
@@ -155,7 +155,7 @@ func (s *stageRun) validateIntervention(req InterventionRequest) error {
 	}
 	if r := s.running[req.Path]; r != nil {
 		allowed := []string{"MarkAsFailure"}
-		if r.stepType == "Wait" {
+		if r.builtin == "wait" {
 			allowed = append(allowed, "MarkAsSuccess")
 		}
 		if !slices.Contains(allowed, req.Action) {

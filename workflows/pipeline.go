@@ -25,6 +25,7 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 	if in.Plan == nil {
 		return nil, fmt.Errorf("pipeline workflow started without a plan")
 	}
+	backfillTraits(in.Plan.Stages)
 	p := newPipelineRun(ctx, in)
 	if err := p.registerHandlers(ctx); err != nil {
 		return nil, err

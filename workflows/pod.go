@@ -58,7 +58,7 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 			}
 			// A Container step inside the group has a pod of its own; GitClone and
 			// DownloadManifests run in the pod's own gantry container, which every pod has.
-			if c.Kind == plan.KindStep && inContainer(c.Type) && c.Type != "GitClone" && c.Type != "DownloadManifests" && (c.Pod == nil || c == n) {
+			if c.Kind == plan.KindStep && traitsOf(c).Container == plan.ContainerOwn && (c.Pod == nil || c == n) {
 				pc, f := podContainer(c, scope, path)
 				if f != nil {
 					return f
@@ -169,15 +169,11 @@ func podContainer(n *plan.Node, scope *expressions.Scope, step string) (activiti
 	return c, nil
 }
 
-// inContainer reports whether a step type runs in a container of its group's pod.
-func inContainer(stepType string) bool {
-	return activities.ForStepType(stepType) == activities.ContainerStep
-}
-
 // stepPod is where a container step runs: a Container step's own pod, or its group's; nil
 // for other steps or outside a containerized group.
 func (s *stageRun) stepPod(n *plan.Node, t *Node, fr *frame) *activities.PodStep {
-	if !inContainer(n.Type) {
+	where := traitsOf(n).Container
+	if where == "" {
 		return nil
 	}
 	pod := s.ownPods[t.Path]
@@ -187,7 +183,7 @@ func (s *stageRun) stepPod(n *plan.Node, t *Node, fr *frame) *activities.PodStep
 	if pod == nil {
 		return nil
 	}
-	if n.Type == "GitClone" || n.Type == "DownloadManifests" {
+	if where == plan.ContainerHelper {
 		return &activities.PodStep{Pod: *pod, Container: activities.PodHelperContainer}
 	}
 	return &activities.PodStep{Pod: *pod, Container: containerName(n.ID)}

@@ -17,7 +17,9 @@ import (
 // Stage is the stage child workflow: it runs one stage's execution steps (and its rollback
 // steps when a failure strategy asks for them) and returns the stage's node tree and data.
 func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
+	backfillTraits([]*plan.Node{in.Stage})
 	if in.Batch != nil {
+		backfillTraits([]*plan.Node{in.Batch.Node})
 		return runBatch(ctx, in)
 	}
 	s := newStageRun(ctx, in)

@@ -39,6 +39,7 @@ type StageBatchInput struct {
 // children), their expression data by identifier (Data) and the identifiers of the
 // iterations that ran (Ran), for a pipeline rollback.
 func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) {
+	backfillTraits([]*plan.Node{in.Stage})
 	b := &stageBatch{in: in, running: map[string]workflow.ChildWorkflowFuture{}, raiser: newRaiser(in.Notify)}
 	b.tree = &Node{Kind: "batch", Status: status.Running}
 	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return b.tree, nil }); err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,7 +138,8 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 	if err != nil {
 		return status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
 	}
-	spec, err := renderSpec(n.Spec, scope, unresolvedMode(n.Unresolved), "", deferredField(n.Type))
+	tr := traitsOf(n)
+	spec, err := renderSpec(n.Spec, scope, unresolvedMode(n.Unresolved), "", deferredField(tr))
 	if err != nil {
 		return status.Failed, &activities.Failure{Category: activities.Unknown, Message: "resolve spec: " + err.Error()}
 	}
@@ -147,35 +149,35 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 
 	actx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
-	r := &runningStep{cancel: cancel, stepType: n.Type}
+	r := &runningStep{cancel: cancel, builtin: tr.Builtin}
 	s.running[t.Path] = r
 	defer delete(s.running, t.Path)
 
 	var outputs map[string]any
 	var failure *activities.Failure
-	switch n.Type {
-	case "Wait":
+	switch tr.Builtin {
+	case "wait":
 		failure = s.wait(actx, t, spec)
-	case "HarnessApproval":
+	case "approval":
 		outputs, failure = s.approvalStep(actx, t, spec, timeout, root)
-	case "Barrier":
+	case "barrier":
 		outputs, failure = s.barrierStep(actx, t, spec, timeout)
 		if outputs != nil {
 			data["barrier"] = outputs
 		}
 	default:
 		var deploy *activities.DeployInput
-		if activities.IsKubernetes(n.Type) || activities.IsAwsLambda(n.Type) || activities.IsEcs(n.Type) || n.Type == "DownloadManifests" {
+		if tr.Deployment {
 			if deploy, err = s.deployInput(root, fqn); err != nil {
 				return status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
 			}
 		}
 		pod := s.stepPod(n, t, fr)
-		if inContainer(n.Type) && pod == nil {
+		if tr.Container != "" && pod == nil {
 			return status.Failed, &activities.Failure{Category: activities.Unknown, Message: n.Type + " steps run only in a containerized step group"}
 		}
 		outputs, failure = s.callActivity(actx, n, t, spec, timeout, deploy, pod)
-		if failure == nil && n.Type == "Http" {
+		if failure == nil && tr.Outcome == "http" {
 			outputs, failure = httpOutcome(n, spec, outputs, root, fqn)
 		}
 	}
@@ -224,13 +226,17 @@ func stepTimeout(n *plan.Node, scope *expressions.Scope) (time.Duration, error) 
 }
 
 // deferredField reports the spec fields a step type renders after it ran.
-func deferredField(stepType string) func(string) bool {
-	if stepType != "Http" {
-		return func(string) bool { return false }
+func deferredField(tr plan.Traits) func(string) bool {
+	return func(path string) bool { return slices.Contains(tr.Deferred, path) }
+}
+
+// traitsOf returns a step's traits; a node without any (not a step, or of a type the catalog
+// no longer has) has none set.
+func traitsOf(n *plan.Node) plan.Traits {
+	if n.Traits == nil {
+		return plan.Traits{}
 	}
-	return func(path string) bool {
-		return path == ".assertion" || path == ".outputVariables[].value"
-	}
+	return *n.Traits
 }
 
 // callActivity runs a step activity; a failure of category aborted means it was cancelled.
@@ -251,7 +257,8 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 			MaximumAttempts:    set.InfraAttempts,
 		},
 	}
-	if n.Type == "ShellScript" || deploy != nil || pod != nil {
+	tr := traitsOf(n)
+	if tr.Heartbeat {
 		ao.HeartbeatTimeout = set.HeartbeatTimeout
 	}
 	selectors := n.Selectors
@@ -277,9 +284,9 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	if fast {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout: ao.StartToCloseTimeout, RetryPolicy: ao.RetryPolicy, Summary: ao.Summary})
-		err = workflow.ExecuteLocalActivity(lctx, activities.ForStepType(n.Type), in).Get(ctx, &res)
+		err = workflow.ExecuteLocalActivity(lctx, tr.Activity, in).Get(ctx, &res)
 	} else {
-		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), activities.ForStepType(n.Type), in).Get(ctx, &res)
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), tr.Activity, in).Get(ctx, &res)
 	}
 	if res.Worker != "" {
 		t.Worker = res.Worker
@@ -311,7 +318,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 // completes.
 func (s *stageRun) fastPath(ctx workflow.Context, n *plan.Node, timeout time.Duration, deploy *activities.DeployInput) bool {
 	set := s.in.Settings
-	if set.NoFastPath || (n.Type != "ShellScript" && n.Type != "Http") || deploy != nil ||
+	if set.NoFastPath || !traitsOf(n).FastPath || deploy != nil ||
 		len(n.Selectors) > 0 || timeout > set.FastPathMaxTimeout || isConcurrent(ctx) {
 		return false
 	}

@@ -201,21 +201,16 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 	}
 	if e, ok := steps.Lookup(s.Type); ok {
 		n.Unresolved = e.Unresolved
-	}
-	if s.Type == "Policy" {
-		typedPayload(n.Spec, pipeline.Field(pipeline.Field(s.Spec, "policySpec"), "payload"))
+		n.Traits = steps.TraitsOf(s.Type)
+		for _, path := range e.Typed {
+			typedField(n.Spec, s.Spec, path)
+		}
 	}
 	n.Selectors = c.selectorList(pipeline.Field(s.Spec, "delegateSelectors"), c.selectorList(s.DelegateSelectors, c.selectors))
 	n.Inputs = execInputs(n.Spec, []string{"spec"}, nil)
 	if s.Enforce != nil && len(s.Enforce.PolicySets) > 0 {
 		c.diags.Warnf(pipeline.NodePos(c.file, s.Enforce.Node), "not-implemented",
 			"step %q: enforce.policySets (On Step Start policies) is not implemented yet and is ignored", s.Identifier)
-	}
-	if m, ok := n.Spec.(map[string]any); ok && s.Type == "HarnessApproval" {
-		if m["autoApproval"] != nil || m["isAutoRejectEnabled"] == "true" {
-			c.diags.Warnf(pipeline.NodePos(c.file, s.Node), "not-implemented",
-				"step %q: autoApproval and isAutoRejectEnabled are not implemented yet and are ignored; the approval waits for people", s.Identifier)
-		}
 	}
 	if strings.Contains(s.Timeout, "executionInput()") {
 		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "execution-input",
@@ -331,18 +326,23 @@ func (c *compiler) decode(n *yaml.Node, out any) {
 	d.Decode(n, out, "when")
 }
 
-// typedPayload keeps a Policy payload written as a mapping or sequence as the JSON document it
-// describes (numbers, booleans and nulls typed as YAML reads them), not as strings: policies
-// compare input.replicas > 10. Strings still carry expressions for rendering at run time.
-func typedPayload(spec any, payload *yaml.Node) {
+// typedField keeps the mapping or list at path in a step's spec as the document it describes
+// (numbers, booleans and nulls typed as YAML reads them), not as the strings Value makes of
+// them: a Policy payload's policies compare input.replicas > 10.
+func typedField(spec any, node *yaml.Node, path []string) {
 	m, _ := spec.(map[string]any)
-	ps, _ := m["policySpec"].(map[string]any)
-	if ps == nil || payload == nil || (payload.Kind != yaml.MappingNode && payload.Kind != yaml.SequenceNode) {
+	for _, k := range path[:len(path)-1] {
+		m, _ = m[k].(map[string]any)
+		node = pipeline.Field(node, k)
+	}
+	last := path[len(path)-1]
+	v := pipeline.Field(node, last)
+	if m == nil || v == nil || (v.Kind != yaml.MappingNode && v.Kind != yaml.SequenceNode) {
 		return
 	}
-	var v any
-	if err := payload.Decode(&v); err == nil {
-		ps["payload"] = v
+	var typed any
+	if err := v.Decode(&typed); err == nil {
+		m[last] = typed
 	}
 }
 

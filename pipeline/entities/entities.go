@@ -437,25 +437,23 @@ func (r *resolver) stepManifests(s *pipeline.Stage) map[string]plan.Manifest {
 	}
 	out := map[string]plan.Manifest{}
 	visit := func(v pipeline.StepVisit) {
-		if v.Step != nil && v.Step.Type == "EcsRunTask" && v.Step.Spec != nil {
-			if pm, ok := r.runTaskFiles(s, v.Step); ok {
+		if v.Step == nil || v.Step.Spec == nil {
+			return
+		}
+		e, _ := steps.Lookup(v.Step.Type)
+		if e.New == nil {
+			return
+		}
+		switch sp := e.New().(type) {
+		case *steps.EcsRunTask:
+			(&pipeline.Decoder{File: r.file, Diags: &diag.List{}}).Decode(v.Step.Spec, sp, "EcsRunTask spec") // checked by validate
+			if pm, ok := r.runTaskFiles(s, v.Step, sp); ok {
 				out[strings.Join(v.Path, ".")] = pm
 			}
-			return
+		case *steps.K8sApply:
+			(&pipeline.Decoder{File: r.file, Diags: &diag.List{}}).Decode(v.Step.Spec, sp, "K8sApply spec") // checked by validate
+			r.applyManifest(s, v, sp, out)
 		}
-		if v.Step == nil || v.Step.Type != "K8sApply" || v.Step.Spec == nil {
-			return
-		}
-		var sp steps.K8sApply
-		(&pipeline.Decoder{File: r.file, Diags: &diag.List{}}).Decode(v.Step.Spec, &sp, "K8sApply spec") // checked by validate
-		src := sp.ManifestSource
-		if src == nil || src.Spec == nil || src.Spec.Store == nil || src.Spec.Store.Spec == nil {
-			return
-		}
-		key := strings.Join(v.Path, ".")
-		pm := plan.Manifest{ID: v.Step.Identifier, Type: "K8sManifest", SkipVersioning: src.Spec.SkipResourceVersioning == "true"}
-		r.filesManifest(r.file, fmt.Sprintf("stage %s, step %s, manifestSource", s.Identifier, v.Step.Identifier), src.Spec, &pm)
-		out[key] = pm
 	}
 	ex := s.StageSpec.Execution
 	pipeline.WalkSteps(ex.Steps, false, []string{"spec", "execution", "steps"}, nil, visit)
@@ -466,12 +464,21 @@ func (r *resolver) stepManifests(s *pipeline.Stage) map[string]plan.Manifest {
 	return out
 }
 
+// applyManifest resolves a K8sApply step's own manifestSource into out, keyed by its path.
+func (r *resolver) applyManifest(s *pipeline.Stage, v pipeline.StepVisit, sp *steps.K8sApply, out map[string]plan.Manifest) {
+	src := sp.ManifestSource
+	if src == nil || src.Spec == nil || src.Spec.Store == nil || src.Spec.Store.Spec == nil {
+		return
+	}
+	pm := plan.Manifest{ID: v.Step.Identifier, Type: "K8sManifest", SkipVersioning: src.Spec.SkipResourceVersioning == "true"}
+	r.filesManifest(r.file, fmt.Sprintf("stage %s, step %s, manifestSource", s.Identifier, v.Step.Identifier), src.Spec, &pm)
+	out[strings.Join(v.Path, ".")] = pm
+}
+
 // runTaskFiles reads an EcsRunTask step's task definition and RunTask request definition
 // (Local stores, relative to the pipeline) into a manifest: Files hold the task definition,
 // Values the request.
-func (r *resolver) runTaskFiles(s *pipeline.Stage, st *pipeline.Step) (plan.Manifest, bool) {
-	var sp steps.EcsRunTask
-	(&pipeline.Decoder{File: r.file, Diags: &diag.List{}}).Decode(st.Spec, &sp, "EcsRunTask spec") // checked by validate
+func (r *resolver) runTaskFiles(s *pipeline.Stage, st *pipeline.Step, sp *steps.EcsRunTask) (plan.Manifest, bool) {
 	pm := plan.Manifest{ID: st.Identifier, Type: "EcsRunTask"}
 	read := func(store *pipeline.ManifestStore, field string) []plan.File {
 		if store == nil || store.Spec == nil {

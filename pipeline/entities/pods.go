@@ -27,7 +27,7 @@ func (c *Catalog) Pods(file string, p *pipeline.Pipeline) (map[string]*plan.Pod,
 					out[PodKey(s.Identifier, v.Groups, g.Identifier)] = pod
 				}
 			}
-			if st := v.Step; st != nil && st.Type == "Container" && st.Spec != nil {
+			if st := v.Step; st != nil && steps.Traits(st.Type).OwnPod && st.Spec != nil {
 				var ct steps.Container
 				(&pipeline.Decoder{File: r.file, Diags: &diag.List{}}).Decode(st.Spec, &ct, "Container spec") // checked by validate
 				if inf := ct.Infrastructure; inf != nil && inf.Type == "KubernetesDirect" && inf.Spec != nil {
@@ -76,18 +76,20 @@ func (r *resolver) pod(id string, spec *pipeline.PodInfra, shared *yaml.Node, li
 	}
 	r.dockerConnector(pod, spec.Node, "harnessImageConnectorRef", spec.HarnessImageConnectorRef)
 	pipeline.WalkSteps(list, false, nil, nil, func(v pipeline.StepVisit) {
-		if v.Step != nil && v.Step.Type == "GitClone" && v.Step.Spec != nil {
+		if v.Step == nil || v.Step.Spec == nil {
+			return
+		}
+		switch e, _ := steps.Lookup(v.Step.Type); e.Connector {
+		case "Git":
 			if ref := pipeline.Field(v.Step.Spec, "connectorRef"); ref != nil && !strings.Contains(ref.Value, "<+") {
-				if gc, ok := r.gitConnector(r.file, v.Step.Spec, ref.Value, "a GitClone step"); ok {
+				if gc, ok := r.gitConnector(r.file, v.Step.Spec, ref.Value, "a "+v.Step.Type+" step"); ok {
 					if pod.Git == nil {
 						pod.Git = map[string]plan.GitConnector{}
 					}
 					pod.Git[ref.Value] = gc
 				}
 			}
-			return
-		}
-		if v.Step != nil && (steps.InContainer(v.Step.Type) || v.Step.Type == "Container") && v.Step.Spec != nil {
+		case "DockerRegistry":
 			if ref := pipeline.Field(v.Step.Spec, "connectorRef"); ref != nil {
 				r.dockerConnector(pod, v.Step.Spec, "connectorRef", ref.Value)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/entities"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
+	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/pipeline/templates"
 	"github.com/gantry-cd/gantry/pipeline/validate"
 	"github.com/gantry-cd/gantry/plan"
@@ -260,7 +261,7 @@ func hasPods(p *pipeline.Pipeline) bool {
 	for _, s := range p.AllStages() {
 		if s.StageSpec != nil && s.StageSpec.Execution != nil {
 			pipeline.WalkSteps(s.StageSpec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
-				found = found || (v.Group != nil && v.Group.StepGroupInfra != nil) || (v.Step != nil && v.Step.Type == "Container")
+				found = found || (v.Group != nil && v.Group.StepGroupInfra != nil) || (v.Step != nil && steps.Traits(v.Step.Type).OwnPod)
 			})
 		}
 	}
@@ -334,7 +335,7 @@ func attachPods(p *plan.Plan, pods map[string]*plan.Pod) {
 		return
 	}
 	plan.Walk(p.Stages, nil, func(n *plan.Node, path []string) {
-		if n.Kind == plan.KindGroup || n.Type == "Container" {
+		if n.Kind == plan.KindGroup || (n.Traits != nil && n.Traits.OwnPod) {
 			if pod, ok := pods[strings.Join(path, "/")]; ok {
 				n.Pod = pod
 			}

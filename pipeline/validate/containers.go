@@ -128,43 +128,15 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 			SetHint("put it in a step group with `stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: ..., namespace: ...}}`")
 		return
 	}
-	var set *steps.ContainerSettings
-	switch sp := spec.(type) {
-	case *steps.GitClone:
-		c.gitClone(sp)
-		return
-	case *steps.DownloadManifests:
-		return
-	case *steps.Container:
-		set = &steps.ContainerSettings{ConnectorRef: sp.ConnectorRef, Image: sp.Image, ImagePullPolicy: sp.ImagePullPolicy,
-			Privileged: sp.Privileged, RunAsUser: sp.RunAsUser, Resources: sp.Resources, Reports: sp.Reports}
-		c.enum(sp.Node, "shell", sp.Shell, []string{"Sh", "Bash", "Python", "Pwsh", "Powershell"}, "shell")
-		c.stepVars(sp.OutputVariables, "output variable", []string{"String", "Secret"})
-		if sp.Settings != nil {
-			c.diags.Warnf(c.pos(sp.Settings), "not-implemented", "settings is ignored: a Container step runs its command (settings configure Plugin steps)")
-		}
-	case *steps.Run:
-		set = &sp.ContainerSettings
-		c.enum(sp.Node, "shell", sp.Shell, []string{"Sh", "Bash", "Python", "Pwsh", "Powershell"}, "shell")
-		c.stepVars(sp.OutputVariables, "output variable", []string{"String", "Secret"})
-		if sp.RegistryRef != "" {
-			c.diags.Warnf(c.pos(pipeline.ValueAt(sp.Node, "registryRef")), "not-implemented", "registryRef is ignored: Gantry pulls the image with connectorRef's credentials")
-		}
-	case *steps.Background:
-		set = &sp.ContainerSettings
-		c.enum(sp.Node, "shell", sp.Shell, []string{"Sh", "Bash", "Python", "Pwsh", "Powershell"}, "shell")
-		if len(sp.PortBindings) > 0 {
-			c.diags.Warnf(c.pos(pipeline.ValueAt(sp.Node, "portBindings")), "not-implemented",
-				"portBindings is ignored: the containers of a pod share its network, so later steps reach the service on localhost at its own port")
-		}
-	case *steps.Plugin:
-		set = &sp.ContainerSettings
-		if sp.Uses != "" && sp.Image == "" {
-			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(sp.Node, "uses")), "unsupported-field",
-				"`uses` names a plugin from Harness's plugin catalog, which Gantry does not have").SetHint("name the plugin's image with `image`")
-		}
+	if ck, ok := spec.(steps.Checked); ok {
+		ck.Check(specChecker{c})
 	}
-	if set.Image == "" && !(s.Type == "Plugin" && spec.(*steps.Plugin).Uses != "") {
+	im, ok := spec.(steps.Imaged)
+	if !ok {
+		return // it runs in the pod's helper container
+	}
+	set, needsImage := im.ImageSettings()
+	if set.Image == "" && needsImage {
 		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "spec")), "unsupported-field",
 			"%s step %s has no image: the reference then uses its own default image, which Gantry does not have", s.Type, s.Identifier).
 			SetHint("name the image, e.g. `image: alpine:3.20`")
@@ -175,34 +147,6 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 	c.resources(set.Resources)
 	if set.Reports != nil {
 		c.diags.Warnf(c.pos(set.Reports), "not-implemented", "reports is ignored: Gantry does not collect test reports yet")
-	}
-}
-
-// gitClone checks a GitClone step: what it checks out, and the settings Gantry does not act on.
-func (c *checker) gitClone(g *steps.GitClone) {
-	if b := g.Build; b != nil {
-		c.enum(b.Node, "type", b.Type, []string{"branch", "tag", "commitSha", "PR"}, "build type")
-		if b.Type == "PR" {
-			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(b.Node, "type")), "unsupported-field",
-				"GitClone of a pull request is valid in the reference, but Gantry clones branches, tags and commits only").
-				SetHint("clone the pull request's branch with `build: {type: branch, spec: {branch: ...}}`")
-		}
-		if b.Spec != nil {
-			key := map[string]string{"branch": "branch", "tag": "tag", "commitSha": "commitSha"}[b.Type]
-			if key != "" && pipeline.Field(b.Spec.Node, key) == nil {
-				c.diags.Errorf(c.pos(b.Spec.Node), "missing-field", "a %s build needs spec.%s", b.Type, key)
-			}
-		}
-	}
-	c.integer(g.Node, "depth", g.Depth, 0, false, "depth")
-	c.boolean(g.Node, "sslVerify", g.SSLVerify)
-	c.boolean(g.Node, "fetchTags", g.FetchTags)
-	for key, n := range map[string]*yaml.Node{"lfs": pipeline.ValueAt(g.Node, "lfs"), "submoduleStrategy": pipeline.ValueAt(g.Node, "submoduleStrategy"),
-		"preFetchCommand": pipeline.ValueAt(g.Node, "preFetchCommand"), "sparseCheckout": pipeline.ValueAt(g.Node, "sparseCheckout"),
-		"outputFilePathsContent": pipeline.ValueAt(g.Node, "outputFilePathsContent")} {
-		if n != nil && n.Value != "false" && n.Value != "" || (n != nil && n.Kind == yaml.SequenceNode && len(n.Content) > 0) {
-			c.diags.Warnf(c.pos(n), "not-implemented", "%s is ignored: Gantry clones the whole repository with go-git, without LFS, submodules or a pre-fetch command", key)
-		}
 	}
 }
 

@@ -307,19 +307,19 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 		}
 		return
 	}
-	deploys := stepDeploys(s.Type) != ""
+	deploys := entry.Deploys != ""
 	if deploys && ctx.stage.Type != "Deployment" {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps deploy a service and run only in Deployment stages; stage %s is %s",
 			s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("move the step into a stage with `type: Deployment` and `deploymentType: Kubernetes`")
 	}
 	if n := pipeline.Field(ctx.stage.Spec, "deploymentType"); deploys && ctx.stage.Type == "Deployment" && n != nil && n.Value != "" && !dynamic(n.Value) {
-		if want := stepDeploys(s.Type); want != n.Value && !(want == "Kubernetes" && n.Value == "NativeHelm") {
+		if want := entry.Deploys; want != n.Value && !(want == "Kubernetes" && n.Value == "NativeHelm") {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps do not run in stage %s, which deploys %s services",
 				s.Type, ctx.stage.Identifier, n.Value).SetHint("the K8s and Helm steps deploy to Kubernetes, the AwsLambda steps AwsLambda services, the Ecs steps ECS services")
 		}
 	}
-	if s.Type == "ShellScript" && strings.Contains(s.Name, ".") {
-		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "name")), "name", "ShellScript step names cannot contain '.': %q", s.Name)
+	if entry.NoDotInName && strings.Contains(s.Name, ".") {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "name")), "name", "%s step names cannot contain '.': %q", s.Type, s.Name)
 	}
 	specNode := s.Spec
 	if specNode == nil {
@@ -333,145 +333,17 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	}
 	spec := entry.New()
 	c.dec.Decode(specNode, spec, s.Type+" spec")
-	c.stepSpec(s, spec)
-	if steps.InContainer(s.Type) || s.Type == "Container" {
-		c.containerStep(s, spec, groups)
+	if entry.Traits.Container != "" {
+		c.containerStep(s, spec, groups) // checked in its pod, or refused outside one
+	} else if ck, ok := spec.(steps.Checked); ok {
+		ck.Check(specChecker{c})
 	}
-	if s.Type == "DownloadManifests" && ctx.stage.Type != "Deployment" {
-		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "DownloadManifests writes a service's manifests and runs only in Deployment stages; stage %s is %s",
-			ctx.stage.Identifier, ctx.stage.Type)
+	if entry.DeploymentStage && !deploys && ctx.stage.Type != "Deployment" {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s works on the stage's service and runs only in Deployment stages; stage %s is %s",
+			s.Type, ctx.stage.Identifier, ctx.stage.Type)
 	}
-	if s.Type == "Barrier" {
-		if b := spec.(*steps.Barrier); b.BarrierRef != "" {
-			c.barrierStep(ctx, s, b, rollback, groups)
-		}
-	}
-}
-
-func (c *checker) stepSpec(s *pipeline.Step, spec any) {
-	switch sp := spec.(type) {
-	case *steps.ShellScript:
-		c.enum(sp.Node, "shell", sp.Shell, []string{"Bash", "PowerShell", "Sh"}, "shell")
-		c.boolean(sp.Node, "onDelegate", sp.OnDelegate)
-		if sp.Source != nil {
-			c.enum(sp.Source.Node, "type", sp.Source.Type, []string{"Inline", "Harness"}, "script source type")
-			if sp.Source.Spec != nil && sp.Source.Type == "Inline" && pipeline.Field(sp.Source.Spec.Node, "script") == nil {
-				c.diags.Errorf(c.pos(sp.Source.Spec.Node), "missing-field", "inline script source is missing required field \"script\"")
-			}
-		}
-		c.stepVars(sp.EnvironmentVariables, "environment variable", []string{"String", "Number", "Secret"})
-		c.stepVars(sp.OutputVariables, "output variable", []string{"String", "Secret"})
-		if sp.OutputAlias != nil {
-			c.enum(sp.OutputAlias.Node, "scope", sp.OutputAlias.Scope, []string{"Pipeline", "Stage", "StepGroup"}, "outputAlias.scope")
-		}
-	case *steps.Http:
-		c.enum(sp.Node, "method", sp.Method, []string{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"}, "HTTP method")
-		c.stepVars(sp.InputVariables, "input variable", []string{"String", "Number", "Secret"})
-		c.stepVars(sp.OutputVariables, "output variable", []string{"String", "Number", "Secret"})
-	case *steps.Wait:
-		c.duration(sp.Node, "duration", sp.Duration, "Wait duration")
-	case *steps.HarnessApproval:
-		if strings.TrimSpace(sp.ApprovalMessage) == "" && pipeline.Field(sp.Node, "approvalMessage") != nil {
-			c.diags.Errorf(c.pos(pipeline.ValueAt(sp.Node, "approvalMessage")), "empty", "approvalMessage cannot be empty")
-		}
-		c.boolean(sp.Node, "includePipelineExecutionHistory", sp.IncludePipelineExecutionHistory)
-		c.boolean(sp.Node, "isAutoRejectEnabled", sp.IsAutoRejectEnabled)
-		if a := sp.Approvers; a != nil {
-			c.integer(a.Node, "minimumCount", a.MinimumCount, 1, false, "approvers.minimumCount")
-			c.boolean(a.Node, "disallowPipelineExecutor", a.DisallowPipelineExecutor)
-			if g := a.UserGroups; g != nil && g.Kind == yaml.SequenceNode && len(g.Content) == 0 {
-				c.diags.Errorf(c.pos(g), "empty", "approvers.userGroups needs at least one group; nobody could approve")
-			}
-		}
-		if aa := sp.AutoApproval; aa != nil {
-			c.enum(aa.Node, "action", aa.Action, []string{"APPROVE"}, "autoApproval.action")
-		}
-		for _, in := range sp.ApproverInputs {
-			for key, n := range map[string]*yaml.Node{"allowedValues": in.AllowedValues, "selectOneFrom": in.SelectOneFrom, "selectManyFrom": in.SelectManyFrom} {
-				if n != nil && !scalarList(n) {
-					c.diags.Errorf(c.pos(n), "type", "approver input %s: %s must be a list of values or one string of comma-separated values", in.Name, key).
-						SetHint("write `%s: [a, b]` or `%s: a,b`", key, key)
-				}
-			}
-		}
-	case *steps.Policy:
-		c.enum(sp.Node, "type", sp.Type, []string{"Custom"}, "Policy type")
-		if g := sp.PolicySets; g != nil && g.Kind == yaml.SequenceNode && len(g.Content) == 0 {
-			c.diags.Errorf(c.pos(g), "empty", "policySets needs at least one policy set")
-		}
-	case *steps.K8sCanaryDeploy:
-		c.instanceSelection(sp.InstanceSelection)
-		c.ignoredK8s(sp.TrafficRouting, "trafficRouting", "traffic is not shifted by a service mesh; the canary shares the Service's traffic by pod count")
-		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
-	case *steps.K8sRollingDeploy:
-		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
-	case *steps.K8sRollingRollback:
-		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
-	case *steps.K8sBlueGreenDeploy:
-		c.ignoredK8s(sp.TrafficRouting, "trafficRouting", "traffic moves only when K8sBGSwapServices swaps the Services")
-		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
-	case *steps.K8sApply:
-		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry applies through the Kubernetes API, not kubectl")
-		c.ignoredK8s(sp.Overrides, "overrides", "put overriding values in the service's values files")
-		if sp.FilePaths == nil && sp.ManifestSource == nil {
-			c.diags.Errorf(c.pos(sp.Node), "missing-field", "K8sApply needs `filePaths` (files of the service's manifests) or `manifestSource`").
-				SetHint("filePaths: [jobs/migrate.yaml]")
-		}
-		if ms := sp.ManifestSource; ms != nil {
-			c.enum(ms.Node, "type", ms.Type, []string{"K8sManifest"}, "manifestSource type")
-			if ms.Spec != nil && ms.Spec.Store != nil {
-				c.store(ms.Spec.Store)
-			}
-		}
-	case *steps.HelmDeploy:
-		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry deploys with the Helm SDK, not the helm CLI")
-		c.ignoredK8s(sp.EnvironmentVariables, "environmentVariables", "Gantry deploys with the Helm SDK, not the helm CLI")
-		c.ignoredTrue(sp.Node, "runChartTests", sp.RunChartTests, "Gantry does not run chart tests yet")
-	case *steps.HelmRollback:
-		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry rolls back with the Helm SDK, not the helm CLI")
-		c.ignoredK8s(sp.EnvironmentVariables, "environmentVariables", "Gantry rolls back with the Helm SDK, not the helm CLI")
-		c.ignoredTrue(sp.Node, "runChartTests", sp.RunChartTests, "Gantry does not run chart tests yet")
-	case *steps.HelmDelete:
-		c.ignoredK8s(sp.CommandFlags, "commandFlags", "Gantry uninstalls with the Helm SDK, not the helm CLI")
-		c.ignoredK8s(sp.EnvironmentVariables, "environmentVariables", "Gantry uninstalls with the Helm SDK, not the helm CLI")
-	case *steps.K8sScale:
-		c.instanceSelection(sp.InstanceSelection)
-	case *steps.K8sDelete:
-		if d := sp.DeleteResources; d != nil {
-			c.enum(d.Node, "type", d.Type, []string{"ResourceName", "ReleaseName", "ManifestPath"}, "deleteResources.type")
-		}
-	}
-}
-
-// ignoredTrue warns about a boolean field Gantry accepts but does not act on when it is set.
-func (c *checker) ignoredTrue(obj *yaml.Node, key, value, why string) {
-	if value == "" || value == "false" {
-		return
-	}
-	c.diags.Warnf(c.pos(pipeline.ValueAt(obj, key)), "not-implemented", "%s is ignored: %s", key, why)
-}
-
-// ignoredK8s warns about a K8s step field Gantry accepts but does not act on.
-func (c *checker) ignoredK8s(n *yaml.Node, key, why string) {
-	if n == nil || (n.Kind == yaml.SequenceNode && len(n.Content) == 0) || (n.Kind == yaml.MappingNode && len(n.Content) == 0) {
-		return
-	}
-	c.diags.Warnf(c.pos(n), "not-implemented", "%s is ignored: %s", key, why)
-}
-
-func (c *checker) instanceSelection(is *steps.InstanceSelection) {
-	if is == nil {
-		return
-	}
-	c.enum(is.Node, "type", is.Type, []string{"Count", "Percentage"}, "instanceSelection.type")
-	if is.Spec == nil {
-		return
-	}
-	switch is.Type {
-	case "Count":
-		c.integer(is.Spec.Node, "count", is.Spec.Count, 1, false, "instance count")
-	case "Percentage":
-		c.integer(is.Spec.Node, "percentage", is.Spec.Percentage, 1, false, "instance percentage")
+	if b, ok := spec.(*steps.Barrier); ok && b.BarrierRef != "" {
+		c.barrierStep(ctx, s, b, rollback, groups)
 	}
 }
 
@@ -496,19 +368,6 @@ func (c *checker) stepVars(vars []steps.NameTypeValue, what string, types []stri
 func DeploymentTypes() []string { return slices.Clone(deploymentTypes) }
 
 var deploymentTypes = []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS"}
-
-// stepDeploys is the deployment type a step type deploys ("" for steps of every stage).
-func stepDeploys(t string) string {
-	switch {
-	case strings.HasPrefix(t, "K8s"), strings.HasPrefix(t, "Helm"):
-		return "Kubernetes"
-	case strings.HasPrefix(t, "AwsLambda"):
-		return "AwsLambda"
-	case strings.HasPrefix(t, "Ecs"):
-		return "ECS"
-	}
-	return ""
-}
 
 // relativeStepRef finds the relative references that name a step by identifier alone:
 // <+execution.steps.X...> (group 1 "execution.steps") and <+steps.X...> (group 1 "steps").
@@ -605,12 +464,4 @@ func scalars(n *yaml.Node, fn func(*yaml.Node)) {
 	for _, ch := range n.Content {
 		scalars(ch, fn)
 	}
-}
-
-// scalarList reports whether n is one scalar or a list of scalars.
-func scalarList(n *yaml.Node) bool {
-	if n.Kind == yaml.ScalarNode {
-		return true
-	}
-	return n.Kind == yaml.SequenceNode && !slices.ContainsFunc(n.Content, func(e *yaml.Node) bool { return e.Kind != yaml.ScalarNode })
 }

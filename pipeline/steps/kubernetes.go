@@ -1,0 +1,217 @@
+package steps
+
+import (
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+)
+
+// K8sRollingDeploy applies manifests and waits for steady state: a rolling rollback's settings
+// and skipDryRun.
+type K8sRollingDeploy struct {
+	K8sRollingRollback `yaml:",inline"`
+	SkipDryRun         string `yaml:"skipDryRun"`
+}
+
+// K8sRollingRollback restores the last successful release.
+type K8sRollingRollback struct {
+	K8sSimple      `yaml:",inline"`
+	PruningEnabled string `yaml:"pruningEnabled"`
+}
+
+// InstanceSelection picks instances by count or percentage.
+type InstanceSelection = pipeline.Typed[InstanceCount]
+
+// InstanceCount is the count or percentage.
+type InstanceCount struct {
+	Node       *yaml.Node `yaml:"-"`
+	Count      string     `yaml:"count"`
+	Percentage string     `yaml:"percentage"`
+}
+
+// K8sCanaryDeploy deploys a canary copy.
+type K8sCanaryDeploy struct {
+	K8sSimple         `yaml:",inline"`
+	InstanceSelection *InstanceSelection `yaml:"instanceSelection" gantry:"required"`
+	SkipDryRun        string             `yaml:"skipDryRun"`
+	TrafficRouting    *yaml.Node         `yaml:"trafficRouting"`
+}
+
+// K8sSimple is the spec of K8s steps with no settings of their own, and the settings the
+// others share (all but K8sScale and K8sDelete).
+type K8sSimple struct {
+	Node              *yaml.Node `yaml:"-"`
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+	CommandFlags      *yaml.Node `yaml:"commandFlags"`
+}
+
+// K8sBlueGreenDeploy deploys to the stage colour: a rolling deploy's settings and its own.
+type K8sBlueGreenDeploy struct {
+	K8sRollingDeploy      `yaml:",inline"`
+	SkipUnchangedManifest string     `yaml:"skipUnchangedManifest"`
+	TrafficRouting        *yaml.Node `yaml:"trafficRouting"`
+}
+
+// K8sApply applies selected manifest files: of the service's manifests, or of the step's own
+// manifestSource (then all of them when filePaths is absent).
+type K8sApply struct {
+	K8sSimple            `yaml:",inline"`
+	FilePaths            *yaml.Node      `yaml:"filePaths"`
+	SkipDryRun           string          `yaml:"skipDryRun"`
+	SkipSteadyStateCheck string          `yaml:"skipSteadyStateCheck"`
+	SkipRendering        string          `yaml:"skipRendering"`
+	Overrides            *yaml.Node      `yaml:"overrides"`
+	ManifestSource       *ManifestSource `yaml:"manifestSource"`
+}
+
+// ManifestSource is a K8sApply step's own manifest: a K8sManifest's store and values paths.
+type ManifestSource = pipeline.Typed[pipeline.ManifestSpec]
+
+// K8sScale scales a workload.
+type K8sScale struct {
+	Node                 *yaml.Node         `yaml:"-"`
+	Workload             string             `yaml:"workload" gantry:"required"`
+	InstanceSelection    *InstanceSelection `yaml:"instanceSelection" gantry:"required"`
+	SkipSteadyStateCheck string             `yaml:"skipSteadyStateCheck"`
+	DelegateSelectors    *yaml.Node         `yaml:"delegateSelectors"`
+}
+
+// K8sDelete deletes resources.
+type K8sDelete struct {
+	Node              *yaml.Node       `yaml:"-"`
+	DeleteResources   *DeleteResources `yaml:"deleteResources" gantry:"required"`
+	DelegateSelectors *yaml.Node       `yaml:"delegateSelectors"`
+}
+
+// DeleteResources selects what K8sDelete removes.
+type DeleteResources = pipeline.Typed[DeleteTarget]
+
+// DeleteTarget lists names, manifest paths or the namespace.
+type DeleteTarget struct {
+	Node             *yaml.Node `yaml:"-"`
+	ResourceNames    *yaml.Node `yaml:"resourceNames"`
+	DeleteNamespace  string     `yaml:"deleteNamespace"`
+	ManifestPaths    *yaml.Node `yaml:"manifestPaths"`
+	AllManifestPaths string     `yaml:"allManifestPaths"`
+}
+
+// HelmSettings are what the NativeHelm steps share: where they run and the helm CLI's flags
+// and environment (Gantry uses the Helm SDK: warned about, not applied).
+type HelmSettings struct {
+	Node                 *yaml.Node `yaml:"-"`
+	DelegateSelectors    *yaml.Node `yaml:"delegateSelectors"`
+	CommandFlags         *yaml.Node `yaml:"commandFlags"`
+	EnvironmentVariables *yaml.Node `yaml:"environmentVariables"`
+}
+
+// HelmDeploy installs or upgrades the stage's Helm release.
+type HelmDeploy struct {
+	HelmSettings                `yaml:",inline"`
+	SkipSteadyStateCheck        string `yaml:"skipSteadyStateCheck"`
+	IgnoreReleaseHistFailStatus string `yaml:"ignoreReleaseHistFailStatus"`
+	UseUpgradeInstall           string `yaml:"useUpgradeInstall"`
+	RunChartTests               string `yaml:"runChartTests"`
+	SkipCleanup                 string `yaml:"skipCleanup"`
+}
+
+// HelmRollback rolls the release back to the revision before this execution's.
+type HelmRollback struct {
+	HelmSettings         `yaml:",inline"`
+	SkipSteadyStateCheck string `yaml:"skipSteadyStateCheck"`
+	RunChartTests        string `yaml:"runChartTests"`
+}
+
+// HelmDelete uninstalls a release.
+type HelmDelete struct {
+	HelmSettings `yaml:",inline"`
+	ReleaseName  string `yaml:"releaseName"`
+	DryRun       string `yaml:"dryRun"`
+}
+
+// kubectlFlags is why the K8s steps' kubectl flags are ignored.
+const kubectlFlags = "Gantry applies through the Kubernetes API, not kubectl"
+
+// Check warns of the settings Gantry does not act on.
+func (sp *K8sCanaryDeploy) Check(c Checker) {
+	checkInstanceSelection(c, sp.InstanceSelection)
+	c.Ignored(sp.TrafficRouting, "trafficRouting", "traffic is not shifted by a service mesh; the canary shares the Service's traffic by pod count")
+	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
+}
+
+// Check warns of the settings Gantry does not act on.
+func (sp *K8sRollingDeploy) Check(c Checker) {
+	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
+}
+
+// Check warns of the settings Gantry does not act on.
+func (sp *K8sRollingRollback) Check(c Checker) {
+	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
+}
+
+// Check warns of the settings Gantry does not act on.
+func (sp *K8sBlueGreenDeploy) Check(c Checker) {
+	c.Ignored(sp.TrafficRouting, "trafficRouting", "traffic moves only when K8sBGSwapServices swaps the Services")
+	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
+}
+
+// Check checks that the step names its files, and its own manifest's store.
+func (sp *K8sApply) Check(c Checker) {
+	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
+	c.Ignored(sp.Overrides, "overrides", "put overriding values in the service's values files")
+	if sp.FilePaths == nil && sp.ManifestSource == nil {
+		c.Error(sp.Node, "missing-field", "K8sApply needs `filePaths` (files of the service's manifests) or `manifestSource`").
+			SetHint("filePaths: [jobs/migrate.yaml]")
+	}
+	if ms := sp.ManifestSource; ms != nil {
+		c.Enum(ms.Node, "type", ms.Type, []string{"K8sManifest"}, "manifestSource type")
+		if ms.Spec != nil && ms.Spec.Store != nil {
+			c.Store(ms.Spec.Store)
+		}
+	}
+}
+
+// Check warns of the helm CLI settings the Helm SDK has no use for.
+func (sp *HelmDeploy) Check(c Checker) {
+	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry deploys with the Helm SDK, not the helm CLI")
+	c.Ignored(sp.EnvironmentVariables, "environmentVariables", "Gantry deploys with the Helm SDK, not the helm CLI")
+	ignoredTrue(c, sp.Node, "runChartTests", sp.RunChartTests, "Gantry does not run chart tests yet")
+}
+
+// Check warns of the helm CLI settings the Helm SDK has no use for.
+func (sp *HelmRollback) Check(c Checker) {
+	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry rolls back with the Helm SDK, not the helm CLI")
+	c.Ignored(sp.EnvironmentVariables, "environmentVariables", "Gantry rolls back with the Helm SDK, not the helm CLI")
+	ignoredTrue(c, sp.Node, "runChartTests", sp.RunChartTests, "Gantry does not run chart tests yet")
+}
+
+// Check warns of the helm CLI settings the Helm SDK has no use for.
+func (sp *HelmDelete) Check(c Checker) {
+	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry uninstalls with the Helm SDK, not the helm CLI")
+	c.Ignored(sp.EnvironmentVariables, "environmentVariables", "Gantry uninstalls with the Helm SDK, not the helm CLI")
+}
+
+// Check checks the instance selection.
+func (sp *K8sScale) Check(c Checker) { checkInstanceSelection(c, sp.InstanceSelection) }
+
+// Check checks what is deleted.
+func (sp *K8sDelete) Check(c Checker) {
+	if d := sp.DeleteResources; d != nil {
+		c.Enum(d.Node, "type", d.Type, []string{"ResourceName", "ReleaseName", "ManifestPath"}, "deleteResources.type")
+	}
+}
+
+func checkInstanceSelection(c Checker, is *InstanceSelection) {
+	if is == nil {
+		return
+	}
+	c.Enum(is.Node, "type", is.Type, []string{"Count", "Percentage"}, "instanceSelection.type")
+	if is.Spec == nil {
+		return
+	}
+	switch is.Type {
+	case "Count":
+		c.Integer(is.Spec.Node, "count", is.Spec.Count, 1, false, "instance count")
+	case "Percentage":
+		c.Integer(is.Spec.Node, "percentage", is.Spec.Percentage, 1, false, "instance percentage")
+	}
+}

@@ -1,0 +1,230 @@
+package steps
+
+import (
+	"slices"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+)
+
+// NameTypeValue is an input, output or environment variable of a step.
+type NameTypeValue struct {
+	Node  *yaml.Node `yaml:"-"`
+	Name  string     `yaml:"name" gantry:"required"`
+	Type  string     `yaml:"type"`
+	Value string     `yaml:"value"`
+}
+
+// ShellScript runs a script (spec 11.1).
+type ShellScript struct {
+	Node                  *yaml.Node       `yaml:"-"`
+	Shell                 string           `yaml:"shell" gantry:"required"`
+	OnDelegate            string           `yaml:"onDelegate"`
+	ExecutionTarget       *ExecutionTarget `yaml:"executionTarget"`
+	Source                *ScriptSource    `yaml:"source" gantry:"required"`
+	EnvironmentVariables  []NameTypeValue  `yaml:"environmentVariables"`
+	OutputVariables       []NameTypeValue  `yaml:"outputVariables"`
+	DelegateSelectors     *yaml.Node       `yaml:"delegateSelectors"`
+	IncludeInfraSelectors string           `yaml:"includeInfraSelectors"`
+	OutputAlias           *OutputAlias     `yaml:"outputAlias"`
+}
+
+// ExecutionTarget is the remote host of a ShellScript step.
+type ExecutionTarget struct {
+	Node             *yaml.Node `yaml:"-"`
+	Host             string     `yaml:"host"`
+	ConnectorRef     string     `yaml:"connectorRef"`
+	WorkingDirectory string     `yaml:"workingDirectory"`
+}
+
+// ScriptSource says where the script comes from.
+type ScriptSource = pipeline.Typed[ScriptInline]
+
+// ScriptInline holds an inline script or a file-store path.
+type ScriptInline struct {
+	Node   *yaml.Node `yaml:"-"`
+	Script string     `yaml:"script"`
+	File   string     `yaml:"file"`
+}
+
+// OutputAlias publishes outputs under an exported alias (spec 11.4).
+type OutputAlias struct {
+	Node  *yaml.Node `yaml:"-"`
+	Key   string     `yaml:"key" gantry:"required"`
+	Scope string     `yaml:"scope" gantry:"required"`
+}
+
+// Http calls a URL (spec 15.3).
+type Http struct {
+	Node              *yaml.Node      `yaml:"-"`
+	URL               string          `yaml:"url" gantry:"required"`
+	Method            string          `yaml:"method" gantry:"required"`
+	Headers           []KeyValue      `yaml:"headers"`
+	RequestBody       string          `yaml:"requestBody"`
+	Assertion         string          `yaml:"assertion"`
+	InputVariables    []NameTypeValue `yaml:"inputVariables"`
+	OutputVariables   []NameTypeValue `yaml:"outputVariables"`
+	Certificate       string          `yaml:"certificate"`
+	CertificateKey    string          `yaml:"certificateKey"`
+	DelegateSelectors *yaml.Node      `yaml:"delegateSelectors"`
+}
+
+// KeyValue is an HTTP header.
+type KeyValue struct {
+	Node  *yaml.Node `yaml:"-"`
+	Key   string     `yaml:"key" gantry:"required"`
+	Value string     `yaml:"value"`
+}
+
+// Wait pauses for a duration (spec 15.5).
+type Wait struct {
+	Node     *yaml.Node `yaml:"-"`
+	Duration string     `yaml:"duration" gantry:"required"`
+}
+
+// HarnessApproval waits for people to approve (spec 8.1).
+type HarnessApproval struct {
+	Node                            *yaml.Node      `yaml:"-"`
+	ApprovalMessage                 string          `yaml:"approvalMessage" gantry:"required"`
+	IncludePipelineExecutionHistory string          `yaml:"includePipelineExecutionHistory" gantry:"required"`
+	IsAutoRejectEnabled             string          `yaml:"isAutoRejectEnabled"`
+	Approvers                       *Approvers      `yaml:"approvers" gantry:"required"`
+	ApproverInputs                  []ApproverInput `yaml:"approverInputs"`
+	AutoApproval                    *AutoApproval   `yaml:"autoApproval"`
+	CallbackID                      string          `yaml:"callbackId"`
+}
+
+// Approvers says who may approve.
+type Approvers struct {
+	Node                     *yaml.Node `yaml:"-"`
+	UserGroups               *yaml.Node `yaml:"userGroups" gantry:"required"`
+	MinimumCount             string     `yaml:"minimumCount" gantry:"required"`
+	DisallowPipelineExecutor string     `yaml:"disallowPipelineExecutor" gantry:"required"`
+}
+
+// ApproverInput is a value approvers fill in.
+type ApproverInput struct {
+	Node         *yaml.Node `yaml:"-"`
+	Name         string     `yaml:"name" gantry:"required"`
+	DefaultValue string     `yaml:"defaultValue"`
+	Required     string     `yaml:"required"`
+	// The choices are a list, or one string (the reference's schema types them so): values
+	// separated by commas, or an expression that renders to them when the step starts.
+	AllowedValues *yaml.Node `yaml:"allowedValues"`
+	SelectOneFrom *yaml.Node `yaml:"selectOneFrom"`
+	// SelectManyFrom takes a comma-separated selection of its values.
+	SelectManyFrom *yaml.Node `yaml:"selectManyFrom"`
+	Regex          string     `yaml:"regex"`
+	Description    string     `yaml:"description"`
+}
+
+// AutoApproval approves at a deadline.
+type AutoApproval struct {
+	Node              *yaml.Node `yaml:"-"`
+	Action            string     `yaml:"action" gantry:"required"`
+	ScheduledDeadline *Deadline  `yaml:"scheduledDeadline" gantry:"required"`
+	Comments          string     `yaml:"comments"`
+}
+
+// Deadline is a wall-clock time in a time zone.
+type Deadline struct {
+	Node     *yaml.Node `yaml:"-"`
+	TimeZone string     `yaml:"timeZone" gantry:"required"`
+	Time     string     `yaml:"time" gantry:"required"`
+}
+
+// Barrier waits for the other stages at a barrier (spec 7).
+type Barrier struct {
+	Node       *yaml.Node `yaml:"-"`
+	BarrierRef string     `yaml:"barrierRef" gantry:"required"`
+}
+
+// Policy evaluates policy sets against a payload (spec 15.6).
+type Policy struct {
+	Node       *yaml.Node  `yaml:"-"`
+	PolicySets *yaml.Node  `yaml:"policySets" gantry:"required"`
+	Type       string      `yaml:"type" gantry:"required"`
+	PolicySpec *PolicySpec `yaml:"policySpec" gantry:"required"`
+}
+
+// PolicySpec holds the payload.
+type PolicySpec struct {
+	Node    *yaml.Node `yaml:"-"`
+	Payload *yaml.Node `yaml:"payload" gantry:"required"` // JSON text or a mapping
+}
+
+// Check checks the shell, the script source and the variables.
+func (sp *ShellScript) Check(c Checker) {
+	c.Enum(sp.Node, "shell", sp.Shell, []string{"Bash", "PowerShell", "Sh"}, "shell")
+	c.Boolean(sp.Node, "onDelegate", sp.OnDelegate)
+	if sp.Source != nil {
+		c.Enum(sp.Source.Node, "type", sp.Source.Type, []string{"Inline", "Harness"}, "script source type")
+		if sp.Source.Spec != nil && sp.Source.Type == "Inline" && pipeline.Field(sp.Source.Spec.Node, "script") == nil {
+			c.Error(sp.Source.Spec.Node, "missing-field", "inline script source is missing required field \"script\"")
+		}
+	}
+	c.Variables(sp.EnvironmentVariables, "environment variable", []string{"String", "Number", "Secret"})
+	c.Variables(sp.OutputVariables, "output variable", []string{"String", "Secret"})
+	if sp.OutputAlias != nil {
+		c.Enum(sp.OutputAlias.Node, "scope", sp.OutputAlias.Scope, []string{"Pipeline", "Stage", "StepGroup"}, "outputAlias.scope")
+	}
+}
+
+// Check checks the method and the variables.
+func (sp *Http) Check(c Checker) {
+	c.Enum(sp.Node, "method", sp.Method, []string{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"}, "HTTP method")
+	c.Variables(sp.InputVariables, "input variable", []string{"String", "Number", "Secret"})
+	c.Variables(sp.OutputVariables, "output variable", []string{"String", "Number", "Secret"})
+}
+
+// Check checks the duration.
+func (sp *Wait) Check(c Checker) {
+	c.Duration(sp.Node, "duration", sp.Duration, "Wait duration")
+}
+
+// Check checks the message, who approves and the approver inputs.
+func (sp *HarnessApproval) Check(c Checker) {
+	if strings.TrimSpace(sp.ApprovalMessage) == "" && pipeline.Field(sp.Node, "approvalMessage") != nil {
+		c.Error(pipeline.ValueAt(sp.Node, "approvalMessage"), "empty", "approvalMessage cannot be empty")
+	}
+	c.Boolean(sp.Node, "includePipelineExecutionHistory", sp.IncludePipelineExecutionHistory)
+	c.Boolean(sp.Node, "isAutoRejectEnabled", sp.IsAutoRejectEnabled)
+	if a := sp.Approvers; a != nil {
+		c.Integer(a.Node, "minimumCount", a.MinimumCount, 1, false, "approvers.minimumCount")
+		c.Boolean(a.Node, "disallowPipelineExecutor", a.DisallowPipelineExecutor)
+		if g := a.UserGroups; g != nil && g.Kind == yaml.SequenceNode && len(g.Content) == 0 {
+			c.Error(g, "empty", "approvers.userGroups needs at least one group; nobody could approve")
+		}
+	}
+	if aa := sp.AutoApproval; aa != nil {
+		c.Enum(aa.Node, "action", aa.Action, []string{"APPROVE"}, "autoApproval.action")
+		c.Ignored(pipeline.ValueAt(sp.Node, "autoApproval"), "autoApproval", "Gantry does not approve at a deadline yet; the approval waits for people")
+	}
+	ignoredTrue(c, sp.Node, "isAutoRejectEnabled", sp.IsAutoRejectEnabled, "Gantry does not reject automatically yet; the approval waits for people")
+	for _, in := range sp.ApproverInputs {
+		for key, n := range map[string]*yaml.Node{"allowedValues": in.AllowedValues, "selectOneFrom": in.SelectOneFrom, "selectManyFrom": in.SelectManyFrom} {
+			if n != nil && !scalarList(n) {
+				c.Error(n, "type", "approver input %s: %s must be a list of values or one string of comma-separated values", in.Name, key).
+					SetHint("write `%s: [a, b]` or `%s: a,b`", key, key)
+			}
+		}
+	}
+}
+
+// scalarList reports whether n is one scalar or a list of scalars.
+func scalarList(n *yaml.Node) bool {
+	if n.Kind == yaml.ScalarNode {
+		return true
+	}
+	return n.Kind == yaml.SequenceNode && !slices.ContainsFunc(n.Content, func(e *yaml.Node) bool { return e.Kind != yaml.ScalarNode })
+}
+
+// Check checks the policy type and that there is a policy set.
+func (sp *Policy) Check(c Checker) {
+	c.Enum(sp.Node, "type", sp.Type, []string{"Custom"}, "Policy type")
+	if g := sp.PolicySets; g != nil && g.Kind == yaml.SequenceNode && len(g.Content) == 0 {
+		c.Error(g, "empty", "policySets needs at least one policy set")
+	}
+}
