@@ -19,7 +19,7 @@ import (
 )
 
 // Compile builds the plan of a merged pipeline. file names the source for diagnostics.
-func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
+func Compile(file string, p *pipeline.Pipeline, resolved Resolved) (*plan.Plan, diag.List) {
 	c := &compiler{file: file}
 	c.selectors = c.selectorList(p.DelegateSelectors, nil)
 	out := &plan.Plan{
@@ -38,6 +38,7 @@ func Compile(file string, p *pipeline.Pipeline) (*plan.Plan, diag.List) {
 		out.Stages = append(out.Stages, c.stageElement(&p.Stages[i]))
 	}
 	out.Notifications = Notifications(p.NotificationRules)
+	resolved.place(out)
 	return out, c.diags.Sort()
 }
 
@@ -193,7 +194,7 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 		Kind:     plan.KindStep, ID: s.Identifier, Name: s.Name, Type: s.Type,
 		Description: s.Description, Timeout: s.Timeout,
 		When:      c.stepWhen(s.When, rollback),
-		Spec:      Value(s.Spec),
+		Spec:      pipeline.Value(s.Spec),
 		OnFailure: overlay(inherited, c.level(s.FailureStrategies, "")),
 	}
 	if n.Spec == nil {
@@ -344,37 +345,4 @@ func typedField(spec any, node *yaml.Node, path []string) {
 	if err := v.Decode(&typed); err == nil {
 		m[last] = typed
 	}
-}
-
-// Value converts a YAML node into plain data: mappings to map[string]any, sequences to []any,
-// scalars to strings (null to nil). Strings keep expressions for rendering at run time.
-func Value(n *yaml.Node) any {
-	if n == nil {
-		return nil
-	}
-	switch n.Kind {
-	case yaml.DocumentNode:
-		if len(n.Content) == 0 {
-			return nil
-		}
-		return Value(n.Content[0])
-	case yaml.AliasNode:
-		return Value(n.Alias)
-	case yaml.MappingNode:
-		m := make(map[string]any, len(n.Content)/2)
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			m[n.Content[i].Value] = Value(n.Content[i+1])
-		}
-		return m
-	case yaml.SequenceNode:
-		l := make([]any, 0, len(n.Content))
-		for _, x := range n.Content {
-			l = append(l, Value(x))
-		}
-		return l
-	}
-	if n.Tag == "!!null" {
-		return nil
-	}
-	return n.Value
 }

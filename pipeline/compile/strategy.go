@@ -24,13 +24,13 @@ func (c *compiler) strategy(n *yaml.Node) *plan.Strategy {
 			k, v := s.Matrix.Content[i].Value, s.Matrix.Content[i+1]
 			switch k {
 			case "exclude":
-				out.Exclude = Value(v)
+				out.Exclude = pipeline.Value(v)
 			case "maxConcurrency":
 				out.MaxConcurrency = v.Value
 			case "nodeName":
 				out.NodeName = v.Value
 			default:
-				axis := plan.Axis{Key: k, Values: Value(v)}
+				axis := plan.Axis{Key: k, Values: pipeline.Value(v)}
 				if v.Kind == yaml.ScalarNode && expressionish(v.Value) {
 					dynamic = append(dynamic, axis)
 				} else {
@@ -41,7 +41,7 @@ func (c *compiler) strategy(n *yaml.Node) *plan.Strategy {
 		out.Axes = append(out.Axes, dynamic...)
 	case s.Repeat != nil:
 		r := s.Repeat
-		out.Times, out.Items = r.Times, Value(r.Items)
+		out.Times, out.Items = r.Times, pipeline.Value(r.Items)
 		out.Start, out.End, out.Unit, out.PartitionSize = r.Start, r.End, r.Unit, r.PartitionSize
 		if r.MaxConcurrency != "" {
 			out.MaxConcurrency = r.MaxConcurrency

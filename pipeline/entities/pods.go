@@ -6,7 +6,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
-	"github.com/gantry-cd/gantry/pipeline/compile"
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/plan"
@@ -67,12 +66,12 @@ func (r *resolver) pod(id string, spec *pipeline.PodInfra, shared *yaml.Node, li
 	if !ok {
 		return nil
 	}
-	pod := &plan.Pod{Connector: k, Infra: compile.Value(spec.Node), Registries: map[string]plan.RegistryConnector{}}
+	pod := &plan.Pod{Connector: k, Infra: pipeline.Value(spec.Node), Registries: map[string]plan.RegistryConnector{}}
 	if m, ok := pod.Infra.(map[string]any); ok && spec.Namespace == "" {
 		m["namespace"] = pipeline.DefaultNamespace
 	}
 	if shared != nil {
-		pod.SharedPaths = compile.Value(shared)
+		pod.SharedPaths = pipeline.Value(shared)
 	}
 	r.dockerConnector(pod, spec.Node, "harnessImageConnectorRef", spec.HarnessImageConnectorRef)
 	pipeline.WalkSteps(list, false, nil, nil, func(v pipeline.StepVisit) {

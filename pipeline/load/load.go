@@ -1,13 +1,14 @@
-// Package load is Gantry's one front end from files to a checked pipeline: parse, validate,
-// merge runtime inputs, validate again. `gantry validate`, `gantry run`, the webhook server and
-// tests all go through it, so no entry point can skip a check.
+// Package load is Gantry's one front end from files to a checked pipeline, in this order:
+// parse → expand template links → validate → merge runtime inputs (and validate the merged
+// pipeline) → resolve entities and pods → compile (the one producer of the plan) → on-run
+// policies. `gantry validate`, `gantry run`, the API, the webhook server and tests all go
+// through it, so no entry point can skip a check.
 package load
 
 import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -125,12 +126,9 @@ func Bytes(name string, src []byte, opts Options) *Result {
 		deploys, multis, pods = r.resolveEntities(name, opts)
 	}
 	if opts.ForRun && r.Merged != nil && !r.Diags.HasErrors() {
-		p, cd := compile.Compile(name, r.Merged)
+		p, cd := compile.Compile(name, r.Merged, compile.Resolved{Deploys: deploys, Multis: multis, Pods: pods, Templates: r.Templates})
 		r.Diags.Add(cd...)
 		if !cd.HasErrors() {
-			attachDeployments(p, deploys, multis)
-			attachPods(p, pods)
-			attachTemplates(p, r.Templates)
 			r.Plan = p
 		}
 	}
@@ -214,7 +212,7 @@ func (r *Result) checkPolicies(name string, opts Options) {
 	for k, v := range opts.PolicyMeta {
 		meta[k] = v
 	}
-	doc := compile.Value(p.Node)
+	doc := pipeline.Value(p.Node)
 	retainLinks(doc, r.Templates)
 	input := map[string]any{"pipeline": doc, "metadata": meta}
 	d, err := opts.Policies.Evaluate(context.Background(), sets, input)
@@ -275,7 +273,7 @@ func (r *Result) resolveEntities(name string, opts Options) (map[string]*plan.De
 	if len(dirs) == 0 {
 		dirs = []string{filepath.Dir(name)}
 	}
-	cat, d := entities.Load(dirs)
+	cat, d := entities.Load(dirs, func(f *pipeline.File) diag.List { _, d := validate.File(f); return d })
 	r.Diags.Add(d...)
 	for k, v := range cat.Sources {
 		r.Sources[k] = v
@@ -329,37 +327,6 @@ func (r *Result) expand(name string, f *pipeline.File, opts Options) bool {
 	return !ed.HasErrors()
 }
 
-// attachPods gives each containerized step group its pod.
-func attachPods(p *plan.Plan, pods map[string]*plan.Pod) {
-	if len(pods) == 0 {
-		return
-	}
-	plan.Walk(p.Stages, nil, func(n *plan.Node, path []string) {
-		if n.Kind == plan.KindGroup || (n.Traits != nil && n.Traits.OwnPod) {
-			if pod, ok := pods[strings.Join(path, "/")]; ok {
-				n.Pod = pod
-			}
-		}
-	})
-}
-
-// attachTemplates records on each expanded node the template and version it came from.
-func attachTemplates(p *plan.Plan, uses []templates.Use) {
-	byPath := map[string]templates.Use{}
-	for _, u := range uses {
-		if u.Kind == "Pipeline" {
-			p.Template = &plan.TemplateRef{Ref: u.Ref, Version: u.Version}
-			continue
-		}
-		byPath[strings.Join(u.IDs(), "/")] = u
-	}
-	plan.Walk(p.Stages, nil, func(n *plan.Node, path []string) {
-		if u, ok := byPath[strings.Join(path, "/")]; ok && n.ID != "" && n.Postfix == "" {
-			n.Template = &plan.TemplateRef{Ref: u.Ref, Version: u.Version}
-		}
-	})
-}
-
 // retainLinks puts each expanded node's `template` object back beside its expanded keys in the
 // document policies see, so a policy can require or forbid templates (spec 19.8).
 func retainLinks(doc any, uses []templates.Use) {
@@ -369,7 +336,7 @@ func retainLinks(doc any, uses []templates.Use) {
 			node = findByID(node, id)
 		}
 		if node != nil {
-			node["template"] = compile.Value(u.Link)
+			node["template"] = pipeline.Value(u.Link)
 		}
 	}
 }
@@ -399,19 +366,4 @@ func findByID(n any, id string) map[string]any {
 		}
 	}
 	return nil
-}
-
-// attachDeployments gives each Deployment stage node its resolved deployment, and each
-// multi-deployment stage its implicit loop and the deployment of every iteration.
-func attachDeployments(p *plan.Plan, deploys map[string]*plan.Deployment, multis map[string]*entities.Multi) {
-	plan.Walk(p.Stages, nil, func(n *plan.Node, _ []string) {
-		if n.Kind == plan.KindStage {
-			if d, ok := deploys[n.ID]; ok {
-				n.Deploy = d
-			}
-			if m, ok := multis[n.ID]; ok {
-				n.Strategy, n.Deploys = m.Strategy, m.Deploys
-			}
-		}
-	})
 }

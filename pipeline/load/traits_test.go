@@ -52,7 +52,9 @@ func TestStepNodesCarryTheirTraits(t *testing.T) {
 		}
 	}
 	check("sh", func(tr plan.Traits) bool { return tr.Activity == activities.ShellScript && tr.FastPath && tr.Heartbeat })
-	check("call", func(tr plan.Traits) bool { return tr.Activity == activities.Http && tr.Outcome == "http" && len(tr.Deferred) == 2 })
+	check("call", func(tr plan.Traits) bool {
+		return tr.Activity == activities.Http && tr.Outcome == "http" && len(tr.Deferred) == 2
+	})
 	check("pause", func(tr plan.Traits) bool { return tr.Builtin == "wait" && tr.Activity == "" })
 	check("undo", func(tr plan.Traits) bool { return tr.Activity == activities.ShellScript })
 }

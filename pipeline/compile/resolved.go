@@ -1,0 +1,72 @@
+package compile
+
+import (
+	"strings"
+
+	"github.com/gantry-cd/gantry/pipeline/entities"
+	"github.com/gantry-cd/gantry/pipeline/templates"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// Resolved is what the front end resolved before compiling: the entities of the Deployment
+// stages and the pods of the containerized step groups (pipeline/entities), and the template
+// links it expanded (pipeline/templates). Compile places each on its node.
+type Resolved struct {
+	Deploys   map[string]*plan.Deployment // by stage identifier
+	Multis    map[string]*entities.Multi  // multi-service and multi-environment stages
+	Pods      map[string]*plan.Pod        // by entities.PodKey
+	Templates []templates.Use
+}
+
+// place gives the compiled nodes what was resolved for them.
+func (r Resolved) place(p *plan.Plan) {
+	deployments(p, r.Deploys, r.Multis)
+	pods(p, r.Pods)
+	templateRefs(p, r.Templates)
+}
+
+// deployments gives each Deployment stage node its resolved deployment, and each
+// multi-deployment stage its implicit loop and the deployment of every iteration.
+func deployments(p *plan.Plan, deploys map[string]*plan.Deployment, multis map[string]*entities.Multi) {
+	plan.Walk(p.Stages, nil, func(n *plan.Node, _ []string) {
+		if n.Kind == plan.KindStage {
+			if d, ok := deploys[n.ID]; ok {
+				n.Deploy = d
+			}
+			if m, ok := multis[n.ID]; ok {
+				n.Strategy, n.Deploys = m.Strategy, m.Deploys
+			}
+		}
+	})
+}
+
+// pods gives each containerized step group its pod.
+func pods(p *plan.Plan, pods map[string]*plan.Pod) {
+	if len(pods) == 0 {
+		return
+	}
+	plan.Walk(p.Stages, nil, func(n *plan.Node, path []string) {
+		if n.Kind == plan.KindGroup || (n.Traits != nil && n.Traits.OwnPod) {
+			if pod, ok := pods[strings.Join(path, "/")]; ok {
+				n.Pod = pod
+			}
+		}
+	})
+}
+
+// templateRefs records on each expanded node the template and version it came from.
+func templateRefs(p *plan.Plan, uses []templates.Use) {
+	byPath := map[string]templates.Use{}
+	for _, u := range uses {
+		if u.Kind == "Pipeline" {
+			p.Template = &plan.TemplateRef{Ref: u.Ref, Version: u.Version}
+			continue
+		}
+		byPath[strings.Join(u.IDs(), "/")] = u
+	}
+	plan.Walk(p.Stages, nil, func(n *plan.Node, path []string) {
+		if u, ok := byPath[strings.Join(path, "/")]; ok && n.ID != "" && n.Postfix == "" {
+			n.Template = &plan.TemplateRef{Ref: u.Ref, Version: u.Version}
+		}
+	})
+}
