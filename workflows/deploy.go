@@ -40,7 +40,6 @@ type deployTarget struct {
 // expression errors, which retrying cannot fix, so they fail the stage.
 func (s *stageRun) deployContext(ctx workflow.Context) error {
 	d := s.in.Stage.Deploy
-	sv, env, inf := d.Service, d.Environment, d.Infra
 	render := func(text, what string) (string, error) {
 		out, err := expressions.RenderString(text, expressions.NewScope(s.root, s.fqn), expressions.Options{})
 		if err != nil {
@@ -48,7 +47,28 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 		}
 		return out, nil
 	}
-	// Service phase.
+	manifests, err := s.servicePhase(ctx, d.Service, render)
+	if err != nil {
+		return err
+	}
+	if err := s.artifactPhase(ctx, d.Service.Artifact, render); err != nil {
+		return err
+	}
+	envVars, err := s.serviceVariables(d.Service, d.Environment)
+	if err != nil {
+		return err
+	}
+	s.environmentPhase(d.Environment, envVars)
+	return s.infrastructurePhase(ctx, d, manifests, render)
+}
+
+// renderFunc renders a text of the deployment with the stage's expressions; what names it in
+// errors.
+type renderFunc func(text, what string) (string, error)
+
+// servicePhase publishes <+service.*> and <+manifests.*> and fetches the manifests stored
+// outside the plan (Git, chart repositories, S3); it returns the service's manifests.
+func (s *stageRun) servicePhase(ctx workflow.Context, sv *plan.Service, render renderFunc) ([]plan.Manifest, error) {
 	s.root["service"] = map[string]any{"name": sv.Name, "identifier": sv.ID, "description": sv.Description,
 		"tags": tagMap(sv.Tags), "type": sv.Type, "gitOpsEnabled": false}
 	ms := map[string]any{}
@@ -61,50 +81,62 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 		workflow.GetVersion(ctx, changeGitManifests, workflow.DefaultVersion, 1) == 1 {
 		var err error
 		if manifests, err = s.fetchManifests(ctx, manifests, ms, render); err != nil {
+			return nil, err
+		}
+	}
+	return manifests, nil
+}
+
+// artifactPhase resolves the primary artifact (an image tag to its digest, an S3 object) and
+// publishes <+artifact.*>.
+func (s *stageRun) artifactPhase(ctx workflow.Context, a *plan.Artifact, render renderFunc) error {
+	if a == nil {
+		return nil
+	}
+	tag, err := render(a.Tag, "artifact tag")
+	if err != nil {
+		return err
+	}
+	path, err := render(a.ImagePath, "artifact imagePath")
+	if err != nil {
+		return err
+	}
+	image := path
+	if tag != "" {
+		image += ":" + tag
+	}
+	if a.Registry != "" {
+		image = strings.TrimSuffix(a.Registry, "/") + "/" + image
+	}
+	art := map[string]any{"image": image, "imagePath": path, "tag": tag, "type": a.Type, "identifier": a.ID,
+		"connectorRef": a.ConnectorRef}
+	if a.S3 != nil {
+		// An AmazonS3 source (only plans made since it exists have one).
+		if art, err = s.resolveS3Artifact(ctx, a, render); err != nil {
 			return err
 		}
 	}
-	if a := sv.Artifact; a != nil {
-		tag, err := render(a.Tag, "artifact tag")
-		if err != nil {
+	if a.Connector != nil && workflow.GetVersion(ctx, changeArtifactDigest, workflow.DefaultVersion, 1) == 1 {
+		if err := s.resolveArtifact(ctx, a, path, tag, art, render); err != nil {
 			return err
 		}
-		path, err := render(a.ImagePath, "artifact imagePath")
-		if err != nil {
-			return err
-		}
-		image := path
-		if tag != "" {
-			image += ":" + tag
-		}
-		if a.Registry != "" {
-			image = strings.TrimSuffix(a.Registry, "/") + "/" + image
-		}
-		art := map[string]any{"image": image, "imagePath": path, "tag": tag, "type": a.Type, "identifier": a.ID,
-			"connectorRef": a.ConnectorRef}
-		if a.S3 != nil {
-			// An AmazonS3 source (only plans made since it exists have one).
-			if art, err = s.resolveS3Artifact(ctx, a, render); err != nil {
-				return err
-			}
-		}
-		if a.Connector != nil && workflow.GetVersion(ctx, changeArtifactDigest, workflow.DefaultVersion, 1) == 1 {
-			if err := s.resolveArtifact(ctx, a, path, tag, art, render); err != nil {
-				return err
-			}
-		}
-		s.root["artifact"] = art
-		s.root["artifacts"] = map[string]any{"primary": art}
 	}
-	// Variables: service definition, then environment-level, then service-specific overrides
-	// (spec 10.3 levels 5, 4, 3).
+	s.root["artifact"] = art
+	s.root["artifacts"] = map[string]any{"primary": art}
+	return nil
+}
+
+// serviceVariables publishes <+serviceVariables.*>: the service definition's, then the
+// environment's, then the environment's overrides for the service (spec 10.3 levels 5, 4, 3).
+// It returns the environment's own variables.
+func (s *stageRun) serviceVariables(sv *plan.Service, env *plan.Environment) (map[string]any, error) {
 	svars := map[string]any{}
 	if err := renderVariables(sv.Variables, svars, s.root, s.fqn); err != nil {
-		return fmt.Errorf("service %s: %v", sv.ID, err)
+		return nil, fmt.Errorf("service %s: %v", sv.ID, err)
 	}
 	envVars := map[string]any{}
 	if err := renderVariables(env.Variables, envVars, s.root, s.fqn); err != nil {
-		return fmt.Errorf("environment %s: %v", env.ID, err)
+		return nil, fmt.Errorf("environment %s: %v", env.ID, err)
 	}
 	for k, v := range envVars {
 		if _, ok := svars[k]; ok {
@@ -112,16 +144,27 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 		}
 	}
 	if err := renderVariables(env.ServiceOverrides, svars, s.root, s.fqn); err != nil {
-		return fmt.Errorf("environment %s, overrides of service %s: %v", env.ID, sv.ID, err)
+		return nil, fmt.Errorf("environment %s, overrides of service %s: %v", env.ID, sv.ID, err)
 	}
 	s.root["serviceVariables"] = svars
 	s.root["serviceVariableOverrides"] = svars
-	// Environment and infrastructure phase.
+	return envVars, nil
+}
+
+// environmentPhase publishes <+env.*>.
+func (s *stageRun) environmentPhase(env *plan.Environment, envVars map[string]any) {
 	s.root["env"] = map[string]any{"name": env.Name, "identifier": env.ID, "description": env.Description,
 		"type": env.Type, "tags": tagMap(env.Tags), "variables": envVars}
 	if env.GroupRef != "" {
 		s.root["env"].(map[string]any)["envGroupRef"] = env.GroupRef
 	}
+}
+
+// infrastructurePhase renders the infrastructure (namespace, release name, and for AWS the
+// region and cluster), publishes <+infra.*> and <+INFRA_KEY>, sets the stage's deploy
+// target and fetches the steps' own manifests.
+func (s *stageRun) infrastructurePhase(ctx workflow.Context, d *plan.Deployment, manifests []plan.Manifest, render renderFunc) error {
+	sv, env, inf := d.Service, d.Environment, d.Infra
 	ns, err := render(inf.Namespace, "infrastructure namespace")
 	if err != nil {
 		return err
@@ -143,42 +186,7 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 		"namespace": ns, "releaseName": release, "tags": tagMap(inf.Tags)}
 	s.deploy = &deployTarget{namespace: ns, releaseName: release, connector: inf.Connector, manifests: manifests}
 	if inf.Aws != nil {
-		// An AwsLambda infrastructure (only plans made since it exists have one).
-		region, err := render(inf.Region, "infrastructure region")
-		if err != nil {
-			return err
-		}
-		infra := s.root["infra"].(map[string]any)
-		cluster, err := render(inf.Cluster, "infrastructure cluster")
-		if err != nil {
-			return err
-		}
-		infra["connectorRef"], infra["region"], infra["type"] = inf.Aws.ID, region, inf.Type
-		infra["connector"] = map[string]any{"name": inf.Aws.ID}
-		s.deploy.aws, s.deploy.region = inf.Aws, region
-		if cluster != "" {
-			infra["cluster"], s.deploy.cluster = cluster, cluster
-		}
-		if art, ok := s.root["artifact"].(map[string]any); ok {
-			s.deploy.artifact = &activities.DeployArtifact{Type: fmt.Sprint(art["type"])}
-			if sv.Artifact.S3 != nil {
-				s.deploy.artifact.Bucket, s.deploy.artifact.Key = fmt.Sprint(art["bucketName"]), fmt.Sprint(art["filePath"])
-			} else {
-				s.deploy.artifact.Image = fmt.Sprint(art["image"])
-			}
-		}
-		target := "AWS Lambda in " + region
-		if cluster != "" {
-			target = "ECS cluster " + cluster + " in " + region
-		}
-		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: %s with connector %s",
-			sv.ID, env.ID, env.Type, inf.ID, target, inf.Aws.ID))
-		if len(d.StepManifests) > 0 { // EcsRunTask steps' definitions
-			if s.deploy.stepManifests, err = s.stepSources(ctx, d.StepManifests, render); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.awsInfrastructure(ctx, d, render)
 	}
 	if len(d.StepManifests) > 0 && workflow.GetVersion(ctx, changeStepManifests, workflow.DefaultVersion, 1) == 1 {
 		if s.deploy.stepManifests, err = s.stepSources(ctx, d.StepManifests, render); err != nil {
@@ -187,6 +195,48 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 	}
 	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: namespace %s, release %s",
 		sv.ID, env.ID, env.Type, inf.ID, ns, release))
+	return nil
+}
+
+// awsInfrastructure is the infrastructure phase of an AwsLambda or ECS infrastructure (only
+// plans made since they exist have one): the region, the cluster, and the artifact the
+// AWS steps deploy.
+func (s *stageRun) awsInfrastructure(ctx workflow.Context, d *plan.Deployment, render renderFunc) error {
+	sv, env, inf := d.Service, d.Environment, d.Infra
+	region, err := render(inf.Region, "infrastructure region")
+	if err != nil {
+		return err
+	}
+	infra := s.root["infra"].(map[string]any)
+	cluster, err := render(inf.Cluster, "infrastructure cluster")
+	if err != nil {
+		return err
+	}
+	infra["connectorRef"], infra["region"], infra["type"] = inf.Aws.ID, region, inf.Type
+	infra["connector"] = map[string]any{"name": inf.Aws.ID}
+	s.deploy.aws, s.deploy.region = inf.Aws, region
+	if cluster != "" {
+		infra["cluster"], s.deploy.cluster = cluster, cluster
+	}
+	if art, ok := s.root["artifact"].(map[string]any); ok {
+		s.deploy.artifact = &activities.DeployArtifact{Type: fmt.Sprint(art["type"])}
+		if sv.Artifact.S3 != nil {
+			s.deploy.artifact.Bucket, s.deploy.artifact.Key = fmt.Sprint(art["bucketName"]), fmt.Sprint(art["filePath"])
+		} else {
+			s.deploy.artifact.Image = fmt.Sprint(art["image"])
+		}
+	}
+	target := "AWS Lambda in " + region
+	if cluster != "" {
+		target = "ECS cluster " + cluster + " in " + region
+	}
+	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: %s with connector %s",
+		sv.ID, env.ID, env.Type, inf.ID, target, inf.Aws.ID))
+	if len(d.StepManifests) > 0 { // EcsRunTask steps' definitions
+		if s.deploy.stepManifests, err = s.stepSources(ctx, d.StepManifests, render); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

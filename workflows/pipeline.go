@@ -14,7 +14,6 @@ import (
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
-	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/status"
 )
 
@@ -342,22 +341,10 @@ func (p *pipelineRun) stopped(ctx workflow.Context) bool {
 
 // startTimer expires the pipeline when its timeout fires: running stages end EXPIRED.
 func (p *pipelineRun) startTimer(ctx workflow.Context) error {
-	text := p.in.Plan.Timeout
-	if text == "" {
+	if p.in.Plan.Timeout == "" {
 		return nil
 	}
-	v, err := expressions.RenderString(text, expressions.NewScope(p.root, "pipeline"), expressions.Options{})
-	if err != nil {
-		return fmt.Errorf("pipeline timeout: %v", err)
-	}
-	d, err := duration.Parse(v)
-	if err != nil {
-		return fmt.Errorf("pipeline timeout %q: %v", v, err)
-	}
-	workflow.Go(ctx, func(ctx workflow.Context) {
-		if workflow.Sleep(ctx, d) != nil {
-			return
-		}
+	return afterTimeout(ctx, "pipeline", p.in.Plan.Timeout, expressions.NewScope(p.root, "pipeline"), func(ctx workflow.Context) {
 		p.expired = true
 		for _, id := range p.running {
 			if f := p.children[id]; f != nil { // a batched stage loop has no stage child
@@ -368,7 +355,6 @@ func (p *pipelineRun) startTimer(ctx workflow.Context) error {
 			p.batchRuns[id].SignalChildWorkflow(ctx, signalExpire, nil)
 		}
 	})
-	return nil
 }
 
 func (p *pipelineRun) runElement(ctx workflow.Context, n *plan.Node, t *Node) {

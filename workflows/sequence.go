@@ -34,114 +34,141 @@ type KeyedNumber struct {
 // state over through the "handover" update and completes with it as its result, so that the
 // sequence workflow of the internal namespace carries on from where it stopped.
 func Sequence(ctx workflow.Context, last int64, kept []KeyedNumber) (*SequenceState, error) {
-	known := make(map[string]int64, len(kept))
+	q := &sequence{last: last, kept: kept, known: make(map[string]int64, len(kept))}
 	for _, k := range kept {
-		known[k.Key] = k.Number
+		q.known[k.Key] = k.Number
 	}
-	handed, handedOver := 0, false
-	// take hands out the next number, or the number a key already has.
-	take := func(key string) int64 {
-		if n, ok := known[key]; ok && key != "" {
-			return n
-		}
-		last++
-		handed++
-		if key != "" {
-			known[key] = last
-			kept = append(kept, KeyedNumber{Key: key, Number: last})
-		}
-		return last
+	if err := q.handle(ctx); err != nil {
+		return nil, err
 	}
-	notMoved := func() error {
-		if handedOver {
-			return temporal.NewApplicationError("this sequence moved to the internal namespace", ErrConflict)
-		}
-		return nil
+	if err := workflow.Await(ctx, func() bool {
+		return (q.handedOver || q.handed >= sequenceBatch) && workflow.AllHandlersFinished(ctx)
+	}); err != nil {
+		return nil, err
 	}
+	if q.handedOver {
+		return q.state(), nil
+	}
+	if len(q.kept) > SequenceKeysKept {
+		q.kept = q.kept[len(q.kept)-SequenceKeysKept:]
+	}
+	// A sequence workflow started on the pipelines' queue moves to its own (see SequenceQueue).
+	if tq := workflow.GetInfo(ctx).TaskQueueName; !strings.HasSuffix(tq, SequenceQueue("")) &&
+		workflow.GetVersion(ctx, changeSequenceQueue, workflow.DefaultVersion, 1) == 1 {
+		ctx = workflow.WithWorkflowTaskQueue(ctx, SequenceQueue(tq))
+	}
+	return nil, workflow.NewContinueAsNewError(ctx, SequenceName, q.last, q.kept)
+}
+
+// sequence is a sequence workflow's state in one run.
+type sequence struct {
+	last       int64
+	kept       []KeyedNumber    // keyed numbers, oldest first
+	known      map[string]int64 // kept, by key
+	handed     int              // numbers handed out in this run
+	handedOver bool
+}
+
+func (q *sequence) state() *SequenceState { return &SequenceState{Last: q.last, Kept: q.kept} }
+
+// take hands out the next number, or the number a key already has.
+func (q *sequence) take(key string) int64 {
+	if n, ok := q.known[key]; ok && key != "" {
+		return n
+	}
+	q.last++
+	q.handed++
+	if key != "" {
+		q.known[key] = q.last
+		q.kept = append(q.kept, KeyedNumber{Key: key, Number: q.last})
+	}
+	return q.last
+}
+
+// bind gives keys the numbers a caller already took (a pipeline binding its start's key).
+func (q *sequence) bind(binds []KeyedNumber) []int64 {
+	numbers := make([]int64, len(binds))
+	for i, b := range binds {
+		if n, ok := q.known[b.Key]; ok {
+			numbers[i] = n
+			continue
+		}
+		q.known[b.Key] = b.Number
+		q.kept = append(q.kept, b)
+		numbers[i] = b.Number
+	}
+	return numbers
+}
+
+// giveBack takes back the last numbers when they are among the unused ones and unbound, and
+// returns the last number handed out.
+func (q *sequence) giveBack(numbers []int64) int64 {
+	unused := make(map[int64]bool, len(numbers))
+	for _, n := range numbers {
+		unused[n] = true
+	}
+	bound := make(map[int64]bool, len(q.kept))
+	for _, k := range q.kept {
+		bound[k.Number] = true
+	}
+	for q.last > 0 && unused[q.last] && !bound[q.last] {
+		q.last--
+	}
+	return q.last
+}
+
+func (q *sequence) notMoved() error {
+	if q.handedOver {
+		return temporal.NewApplicationError("this sequence moved to the internal namespace", ErrConflict)
+	}
+	return nil
+}
+
+// handle registers the sequence's updates.
+func (q *sequence) handle(ctx workflow.Context) error {
 	err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateNext, func(ctx workflow.Context) (int64, error) {
 		id := workflow.GetCurrentUpdateInfo(ctx).ID
 		if _, err := uuid.Parse(id); err == nil {
 			id = "" // a random update ID is no key
 		}
-		return take(id), nil
-	}, workflow.UpdateHandlerOptions{Validator: func(workflow.Context) error { return notMoved() }})
+		return q.take(id), nil
+	}, workflow.UpdateHandlerOptions{Validator: func(workflow.Context) error { return q.notMoved() }})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateNextBatch, func(ctx workflow.Context, keys []string) ([]int64, error) {
 		numbers := make([]int64, len(keys))
 		for i, k := range keys {
-			numbers[i] = take(k)
+			numbers[i] = q.take(k)
 		}
 		return numbers, nil
-	}, workflow.UpdateHandlerOptions{Validator: func(workflow.Context, []string) error { return notMoved() }})
+	}, workflow.UpdateHandlerOptions{Validator: func(workflow.Context, []string) error { return q.notMoved() }})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateBind, func(ctx workflow.Context, binds []KeyedNumber) ([]int64, error) {
-		numbers := make([]int64, len(binds))
-		for i, b := range binds {
-			if n, ok := known[b.Key]; ok {
-				numbers[i] = n
-				continue
-			}
-			known[b.Key] = b.Number
-			kept = append(kept, b)
-			numbers[i] = b.Number
-		}
-		return numbers, nil
+		return q.bind(binds), nil
 	}, workflow.UpdateHandlerOptions{Validator: func(_ workflow.Context, binds []KeyedNumber) error {
 		for _, b := range binds {
-			if b.Key == "" || b.Number < 1 || b.Number > last {
+			if b.Key == "" || b.Number < 1 || b.Number > q.last {
 				return refuse(ErrInvalid, "key %q with number %d: only keys and numbers this sequence handed out can be bound", b.Key, b.Number)
 			}
 		}
-		return notMoved()
+		return q.notMoved()
 	}})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	err = workflow.SetUpdateHandlerWithOptions(ctx, UpdateGiveBack, func(ctx workflow.Context, numbers []int64) (int64, error) {
-		unused := make(map[int64]bool, len(numbers))
-		for _, n := range numbers {
-			unused[n] = true
-		}
-		bound := make(map[int64]bool, len(kept))
-		for _, k := range kept {
-			bound[k.Number] = true
-		}
-		for last > 0 && unused[last] && !bound[last] {
-			last--
-		}
-		return last, nil
-	}, workflow.UpdateHandlerOptions{Validator: func(workflow.Context, []int64) error { return notMoved() }})
+		return q.giveBack(numbers), nil
+	}, workflow.UpdateHandlerOptions{Validator: func(workflow.Context, []int64) error { return q.notMoved() }})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	err = workflow.SetUpdateHandler(ctx, UpdateHandover, func(ctx workflow.Context) (*SequenceState, error) {
-		handedOver = true
-		return &SequenceState{Last: last, Kept: kept}, nil
+	return workflow.SetUpdateHandler(ctx, UpdateHandover, func(ctx workflow.Context) (*SequenceState, error) {
+		q.handedOver = true
+		return q.state(), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if err := workflow.Await(ctx, func() bool {
-		return (handedOver || handed >= sequenceBatch) && workflow.AllHandlersFinished(ctx)
-	}); err != nil {
-		return nil, err
-	}
-	if handedOver {
-		return &SequenceState{Last: last, Kept: kept}, nil
-	}
-	if len(kept) > SequenceKeysKept {
-		kept = kept[len(kept)-SequenceKeysKept:]
-	}
-	// A sequence workflow started on the pipelines' queue moves to its own (see SequenceQueue).
-	if q := workflow.GetInfo(ctx).TaskQueueName; !strings.HasSuffix(q, SequenceQueue("")) &&
-		workflow.GetVersion(ctx, changeSequenceQueue, workflow.DefaultVersion, 1) == 1 {
-		ctx = workflow.WithWorkflowTaskQueue(ctx, SequenceQueue(q))
-	}
-	return nil, workflow.NewContinueAsNewError(ctx, SequenceName, last, kept)
 }
 
 // SequenceState is where a sequence stands: the last number handed out and the keyed numbers

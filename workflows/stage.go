@@ -260,17 +260,24 @@ func (s *stageRun) run(ctx workflow.Context) {
 // startTimer expires the stage when its timeout fires (spec 1.10): running nodes end
 // EXPIRED, nothing else starts, and no failure strategy runs for them.
 func (s *stageRun) startTimer(ctx workflow.Context, text string) error {
-	v, err := expressions.RenderString(text, expressions.NewScope(s.root, s.fqn), expressions.Options{})
+	return afterTimeout(ctx, "stage", text, expressions.NewScope(s.root, s.fqn), func(workflow.Context) { s.expire() })
+}
+
+// afterTimeout renders a pipeline's or stage's timeout and calls expire in a coroutine when it
+// has passed, unless the context is cancelled first (the run ended). what names the node in
+// errors.
+func afterTimeout(ctx workflow.Context, what, text string, scope *expressions.Scope, expire func(workflow.Context)) error {
+	v, err := expressions.RenderString(text, scope, expressions.Options{})
 	if err != nil {
-		return fmt.Errorf("stage timeout: %v", err)
+		return fmt.Errorf("%s timeout: %v", what, err)
 	}
 	d, err := duration.Parse(v)
 	if err != nil {
-		return fmt.Errorf("stage timeout %q: %v", v, err)
+		return fmt.Errorf("%s timeout %q: %v", what, v, err)
 	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		if workflow.Sleep(ctx, d) == nil {
-			s.expire()
+			expire(ctx)
 		}
 	})
 	return nil

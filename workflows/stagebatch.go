@@ -184,23 +184,9 @@ func (p *pipelineRun) runStageBatches(ctx workflow.Context, n *plan.Node, t *Nod
 		byID[c.ID] = c
 		p.loopOf[c.ID] = n.ID
 	}
-	var batches [][]iteration
-	size := p.in.Settings.batchSize()
-	for i := 0; i < len(lp.iterations); i += size {
-		batches = append(batches, lp.iterations[i:min(i+size, len(lp.iterations))])
-	}
-	t.Children = make([]*Node, len(batches))
-	for k, b := range batches {
-		t.Children[k] = &Node{Path: fmt.Sprintf("%s/batch_%d", n.ID, k), ID: fmt.Sprintf("batch_%d", k), Kind: "batch",
-			Status: status.NotStarted, Source: fmt.Sprintf("%s/%s/batch-%d", p.id, n.ID, k),
-			Name: fmt.Sprintf("%s iterations %d-%d", n.Name, b[0].Index, b[len(b)-1].Index)}
-	}
-	// A snapshot: the live root gains each finished iteration's data, which later batches'
-	// inputs must not carry.
-	root := copyMap(p.contextFor(n, p.root))
-	pd := copyMap(root["pipeline"].(map[string]any))
-	pd["stages"] = copyMap(child(pd, "stages"))
-	root["pipeline"] = pd
+	batches := splitBatches(lp.iterations, p.in.Settings.batchSize())
+	t.Children = p.batchNodes(n, batches)
+	root := p.batchRoot(n)
 	stages := child(p.data, "stages")
 	// With maxConcurrency, one batch at a time runs that many iterations: never more at once.
 	parallel := p.in.Settings.parallelBatches()
@@ -249,33 +235,69 @@ func (p *pipelineRun) runStageBatches(ctx workflow.Context, n *plan.Node, t *Nod
 				dctx, _ := workflow.NewDisconnectedContext(ctx)
 				p.upsertStage(dctx)
 			}
-			end := workflow.Now(ctx)
-			ph.EndedAt = &end
-			if err != nil || res.Tree == nil {
-				ph.Status, ph.Source = status.Errored, ""
-				if ctx.Err() != nil {
-					ph.Status = status.Aborted
-				}
-				ph.Failure = &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("stage batch workflow: %v", err)}
-				failed = true
-				return
-			}
-			ph.Status = rollupChildren(res.Tree.Children)
-			for _, c := range res.Tree.Children {
-				if d, ok := res.Data[c.ID]; ok {
-					stages[c.ID] = d
-				}
-				p.stageEnded(ctx, c.ID, c.Status)
-			}
-			for _, id := range res.Ran {
-				p.ran = append(p.ran, byID[id])
-			}
-			p.rollback = p.rollback || res.PipelineRollback
-			p.aborted = p.aborted || res.Aborted
-			if ph.Status.Broke() {
+			if p.batchEnded(ctx, ph, res, err, stages, byID) {
 				failed = true
 			}
 		})
 	}
 	wg.Wait(ctx)
+}
+
+// splitBatches cuts a loop's iterations into batches of size.
+func splitBatches(its []iteration, size int) [][]iteration {
+	var batches [][]iteration
+	for i := 0; i < len(its); i += size {
+		batches = append(batches, its[i:min(i+size, len(its))])
+	}
+	return batches
+}
+
+// batchNodes are the tree's placeholders of a loop's batches, one per batch workflow.
+func (p *pipelineRun) batchNodes(n *plan.Node, batches [][]iteration) []*Node {
+	out := make([]*Node, len(batches))
+	for k, b := range batches {
+		out[k] = &Node{Path: fmt.Sprintf("%s/batch_%d", n.ID, k), ID: fmt.Sprintf("batch_%d", k), Kind: "batch",
+			Status: status.NotStarted, Source: fmt.Sprintf("%s/%s/batch-%d", p.id, n.ID, k),
+			Name: fmt.Sprintf("%s iterations %d-%d", n.Name, b[0].Index, b[len(b)-1].Index)}
+	}
+	return out
+}
+
+// batchRoot is the expression root the batches start from: a snapshot, since the live root
+// gains each finished iteration's data, which later batches' inputs must not carry.
+func (p *pipelineRun) batchRoot(n *plan.Node) map[string]any {
+	root := copyMap(p.contextFor(n, p.root))
+	pd := copyMap(root["pipeline"].(map[string]any))
+	pd["stages"] = copyMap(child(pd, "stages"))
+	root["pipeline"] = pd
+	return root
+}
+
+// batchEnded records a finished batch workflow: its placeholder's status, its iterations'
+// data and statuses, the stages it ran and whether it asked for a pipeline rollback or was
+// aborted. It reports whether the batch broke.
+func (p *pipelineRun) batchEnded(ctx workflow.Context, ph *Node, res StageResult, err error, stages map[string]any, byID map[string]*plan.Node) bool {
+	end := workflow.Now(ctx)
+	ph.EndedAt = &end
+	if err != nil || res.Tree == nil {
+		ph.Status, ph.Source = status.Errored, ""
+		if ctx.Err() != nil {
+			ph.Status = status.Aborted
+		}
+		ph.Failure = &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("stage batch workflow: %v", err)}
+		return true
+	}
+	ph.Status = rollupChildren(res.Tree.Children)
+	for _, c := range res.Tree.Children {
+		if d, ok := res.Data[c.ID]; ok {
+			stages[c.ID] = d
+		}
+		p.stageEnded(ctx, c.ID, c.Status)
+	}
+	for _, id := range res.Ran {
+		p.ran = append(p.ran, byID[id])
+	}
+	p.rollback = p.rollback || res.PipelineRollback
+	p.aborted = p.aborted || res.Aborted
+	return ph.Status.Broke()
 }

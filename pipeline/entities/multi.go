@@ -70,14 +70,51 @@ type target struct {
 func (r *resolver) multi(s *pipeline.Stage) {
 	spec := s.StageSpec
 	dec := &pipeline.Decoder{File: r.file, Diags: &r.diags}
-	at := func(n *yaml.Node) diag.Pos { return pipeline.NodePos(r.file, n) }
 	nerr := len(r.diags.Invalid()) + len(r.diags.UnsupportedOnly())
 	stepManifests := r.stepManifests(s) // every iteration applies the same step manifests
+	f := fanout{servicesParallel: true, targetsParallel: true}
+	if !r.multiServices(s, dec, &f) || !r.multiTargets(s, dec, &f) {
+		return
+	}
+	r.targetsOnce(s, f.targets)
+	if len(r.diags.Invalid())+len(r.diags.UnsupportedOnly()) > nerr || len(f.services) == 0 || len(f.targets) == 0 || slices.Contains(f.services, nil) {
+		return // reported, or open runtime inputs a run fills
+	}
+	var cfg multiDeploymentConfig
+	if n := pipeline.Field(spec.Node, "multiDeploymentConfig"); n != nil {
+		dec.Decode(n, &cfg, "multiDeploymentConfig")
+	}
+	m := &Multi{Deploys: map[string]*plan.Deployment{}, Strategy: &plan.Strategy{ItemsAsMatrix: true, OnFailure: cfg.OnFailure, When: cfg.When}}
+	if spec.Services != nil {
+		m.services, m.serviceRefs, m.servicesParallel = f.services, f.serviceRefs, f.servicesParallel
+	}
+	f.multiServices, f.multiTargets = spec.Services != nil, spec.Environments != nil || spec.EnvironmentGroup != nil
+	m.Strategy.Items = f.iterations(func(item map[string]any, si int, t target) {
+		m.Deploys[plan.DeployKey(item)] = deployment(spec.DeploymentType, f.services[si], t, stepManifests)
+	})
+	m.Strategy.MaxConcurrency = strconv.Itoa(f.concurrency(len(m.Strategy.Items.([]any))))
+	if cfg.MaxConcurrency != "" {
+		m.Strategy.MaxConcurrency = cfg.MaxConcurrency
+	}
+	r.multis[s.Identifier] = m
+}
 
-	// S: the services, in order, and whether they run in parallel.
-	var services []*plan.Service
-	var serviceRefs []string
-	servicesParallel := true
+// fanout is what a multi-deployment stage deploys: its services and its targets (environment
+// and infrastructure pairs), and whether each runs in parallel.
+type fanout struct {
+	services                    []*plan.Service
+	serviceRefs                 []string
+	servicesParallel            bool
+	targets                     []target
+	targetsParallel             bool
+	multiServices, multiTargets bool // several services, several targets
+}
+
+// multiServices resolves the stage's services, in order (S), and whether they run in
+// parallel; false when the stage cannot be resolved (reported).
+func (r *resolver) multiServices(s *pipeline.Stage, dec *pipeline.Decoder, f *fanout) bool {
+	spec := s.StageSpec
+	at := func(n *yaml.Node) diag.Pos { return pipeline.NodePos(r.file, n) }
 	switch {
 	case spec.Services != nil:
 		var sec servicesSection
@@ -91,148 +128,154 @@ func (r *resolver) multi(s *pipeline.Stage) {
 						"stage %s: services.useFromStage %q is not an earlier stage deploying several services", s.Identifier, sec.UseFromStage.Stage).
 						SetHint("name an earlier Deployment stage with `services`; for a single service use `service: {useFromStage: ...}`")
 				}
-				return
+				return false
 			}
-			services, serviceRefs, servicesParallel = prev.services, prev.serviceRefs, prev.servicesParallel
-			break
+			f.services, f.serviceRefs, f.servicesParallel = prev.services, prev.serviceRefs, prev.servicesParallel
+			return true
 		}
 		list, ok := r.literalList(s, sec.Values, "services.values", spec.Services)
 		if !ok {
-			return
+			return false
 		}
 		for _, el := range list {
 			var ss pipeline.DeploymentStageService
 			dec.Decode(el, &ss, "service")
-			if slices.Contains(serviceRefs, ss.ServiceRef) {
+			if slices.Contains(f.serviceRefs, ss.ServiceRef) {
 				r.diags.Errorf(at(pipeline.ValueAt(el, "serviceRef")), "duplicate-identifier", "stage %s deploys service %s twice", s.Identifier, ss.ServiceRef).
 					SetHint("each service may appear once: its iterations would be indistinguishable")
 				continue
 			}
-			serviceRefs = append(serviceRefs, ss.ServiceRef)
-			services = append(services, r.service(ss))
+			f.serviceRefs = append(f.serviceRefs, ss.ServiceRef)
+			f.services = append(f.services, r.service(ss))
 		}
-		servicesParallel = r.parallel(s, sec.Metadata, "services")
+		f.servicesParallel = r.parallel(s, sec.Metadata, "services")
 	case spec.Service != nil:
 		var ss pipeline.DeploymentStageService
 		dec.Decode(spec.Service, &ss, "stage service")
 		if ss.UseFromStage != nil || ss.ServiceRef == "" || pipeline.IsRuntimeInput(ss.ServiceRef) {
 			r.diags.Unsupportedf(at(spec.Service), "unsupported-deployment-form", "stage %s: a propagated or open service with several environments is not supported yet", s.Identifier)
-			return
+			return false
 		}
-		services, serviceRefs = []*plan.Service{r.service(ss)}, []string{""}
+		f.services, f.serviceRefs = []*plan.Service{r.service(ss)}, []string{""}
 	}
+	return true
+}
 
-	// T: the targets, in order, and whether they run in parallel.
-	var targets []target
-	targetsParallel := true
+// multiTargets resolves the stage's targets, in order (T), and whether they run in parallel;
+// false when the stage cannot be resolved (reported).
+func (r *resolver) multiTargets(s *pipeline.Stage, dec *pipeline.Decoder, f *fanout) bool {
+	spec := s.StageSpec
 	switch {
 	case spec.Environments != nil:
 		var sec environmentsSection
 		dec.Decode(spec.Environments, &sec, "environments")
 		list, ok := r.literalList(s, sec.Values, "environments.values", spec.Environments)
 		if !ok {
-			return
+			return false
 		}
 		for _, el := range list {
-			targets = append(targets, r.targets(s, el, "")...)
+			f.targets = append(f.targets, r.targets(s, el, "")...)
 		}
-		targetsParallel = r.parallel(s, sec.Metadata, "environments")
+		f.targetsParallel = r.parallel(s, sec.Metadata, "environments")
 	case spec.EnvironmentGroup != nil:
 		var sec environmentGroupSection
 		dec.Decode(spec.EnvironmentGroup, &sec, "environmentGroup")
-		targets = r.groupTargets(s, sec)
-		targetsParallel = r.parallel(s, sec.Metadata, "environmentGroup")
+		f.targets = r.groupTargets(s, sec)
+		f.targetsParallel = r.parallel(s, sec.Metadata, "environmentGroup")
 	case spec.Environment != nil:
 		var se pipeline.DeploymentStageEnvironment
 		dec.Decode(spec.Environment, &se, "stage environment")
 		if se.UseFromStage != nil || pipeline.IsRuntimeInput(se.EnvironmentRef) {
-			r.diags.Unsupportedf(at(spec.Environment), "unsupported-deployment-form", "stage %s: a propagated or open environment with several services is not supported yet", s.Identifier)
-			return
+			r.diags.Unsupportedf(pipeline.NodePos(r.file, spec.Environment), "unsupported-deployment-form",
+				"stage %s: a propagated or open environment with several services is not supported yet", s.Identifier)
+			return false
 		}
-		targets = r.targets(s, spec.Environment, "")
+		f.targets = r.targets(s, spec.Environment, "")
 	}
+	return true
+}
+
+// targetsOnce reports an (environment, infrastructure) pair a stage deploys to twice.
+func (r *resolver) targetsOnce(s *pipeline.Stage, targets []target) {
 	seen := map[string]bool{}
 	for _, t := range targets {
 		if k := t.envRef + "/" + t.infraID; seen[k] {
-			r.diags.Errorf(at(spec.Node), "duplicate-identifier", "stage %s deploys to environment %s, infrastructure %s twice", s.Identifier, t.envRef, t.infraID).
+			r.diags.Errorf(pipeline.NodePos(r.file, s.StageSpec.Node), "duplicate-identifier", "stage %s deploys to environment %s, infrastructure %s twice", s.Identifier, t.envRef, t.infraID).
 				SetHint("each (environment, infrastructure) pair may appear once")
 		} else {
 			seen[k] = true
 		}
 	}
-	if len(r.diags.Invalid())+len(r.diags.UnsupportedOnly()) > nerr || len(services) == 0 || len(targets) == 0 || slices.Contains(services, nil) {
-		return // reported, or open runtime inputs a run fills
-	}
+}
 
-	var cfg multiDeploymentConfig
-	if n := pipeline.Field(spec.Node, "multiDeploymentConfig"); n != nil {
-		dec.Decode(n, &cfg, "multiDeploymentConfig")
-	}
-	m := &Multi{Deploys: map[string]*plan.Deployment{}, Strategy: &plan.Strategy{ItemsAsMatrix: true, OnFailure: cfg.OnFailure, When: cfg.When}}
-	if spec.Services != nil {
-		m.services, m.serviceRefs, m.servicesParallel = services, serviceRefs, servicesParallel
-	}
-	// Iteration order (spec 21.2): target-major, unless services are serial and targets parallel.
-	multiServices, multiTargets := spec.Services != nil, spec.Environments != nil || spec.EnvironmentGroup != nil
+// iterations lists the loop's items in iteration order (spec 21.2): target-major, unless
+// services are serial and targets parallel. each is called with every item, the index of its
+// service and its target.
+func (f *fanout) iterations(each func(item map[string]any, si int, t target)) []any {
 	var items []any
 	add := func(si int, t target) {
 		item := map[string]any{}
-		if multiServices {
-			item["serviceRef"] = serviceRefs[si]
+		if f.multiServices {
+			item["serviceRef"] = f.serviceRefs[si]
 		}
-		if multiTargets {
+		if f.multiTargets {
 			item["environmentRef"] = t.envRef
 			item["identifier"] = t.infraID
 		}
 		items = append(items, item)
-		envFile := t.env.Environment
-		env := &plan.Environment{ID: envFile.Identifier, Name: envFile.Name, Description: envFile.Description, Tags: envFile.Tags,
-			Type: envFile.Type, Variables: variables(envFile.Variables), GroupRef: t.groupRef}
-		d := &plan.Deployment{Type: spec.DeploymentType, Service: services[si], Environment: env, Infra: t.infra}
-		for _, o := range envFile.ServiceOverrides {
-			if o.ServiceRef == d.Service.ID {
-				d.Environment = withOverrides(d.Environment, variables(o.Variables))
-			}
-		}
-		if d.Type == "" {
-			d.Type = d.Service.Type
-		}
-		d.StepManifests = stepManifests
-		m.Deploys[plan.DeployKey(item)] = d
+		each(item, si, t)
 	}
-	if !servicesParallel && targetsParallel && multiServices {
-		for si := range services {
-			for _, t := range targets {
+	if !f.servicesParallel && f.targetsParallel && f.multiServices {
+		for si := range f.services {
+			for _, t := range f.targets {
 				add(si, t)
 			}
 		}
 	} else {
-		for _, t := range targets {
-			for si := range services {
+		for _, t := range f.targets {
+			for si := range f.services {
 				add(si, t)
 			}
 		}
 	}
-	m.Strategy.Items = items
-	// Concurrency (spec 21.2 table); multiDeploymentConfig.maxConcurrency replaces it.
-	concurrency := len(items)
+	return items
+}
+
+// concurrency is how many of the loop's items run at once (spec 21.2 table), before
+// multiDeploymentConfig.maxConcurrency.
+func (f *fanout) concurrency(items int) int {
 	switch {
-	case !multiServices:
-		concurrency = map[bool]int{true: len(items), false: 1}[targetsParallel]
-	case !multiTargets:
-		concurrency = map[bool]int{true: len(items), false: 1}[servicesParallel]
-	case servicesParallel && !targetsParallel:
-		concurrency = len(services)
-	case !servicesParallel && targetsParallel:
-		concurrency = len(targets)
-	case !servicesParallel && !targetsParallel:
-		concurrency = 1
+	case !f.multiServices:
+		return map[bool]int{true: items, false: 1}[f.targetsParallel]
+	case !f.multiTargets:
+		return map[bool]int{true: items, false: 1}[f.servicesParallel]
+	case f.servicesParallel && !f.targetsParallel:
+		return len(f.services)
+	case !f.servicesParallel && f.targetsParallel:
+		return len(f.targets)
+	case !f.servicesParallel && !f.targetsParallel:
+		return 1
 	}
-	m.Strategy.MaxConcurrency = strconv.Itoa(concurrency)
-	if cfg.MaxConcurrency != "" {
-		m.Strategy.MaxConcurrency = cfg.MaxConcurrency
+	return items
+}
+
+// deployment is one iteration's deployment: a service to a target, with the environment's
+// overrides for that service.
+func deployment(typ string, sv *plan.Service, t target, stepManifests map[string]plan.Manifest) *plan.Deployment {
+	envFile := t.env.Environment
+	env := &plan.Environment{ID: envFile.Identifier, Name: envFile.Name, Description: envFile.Description, Tags: envFile.Tags,
+		Type: envFile.Type, Variables: variables(envFile.Variables), GroupRef: t.groupRef}
+	d := &plan.Deployment{Type: typ, Service: sv, Environment: env, Infra: t.infra}
+	for _, o := range envFile.ServiceOverrides {
+		if o.ServiceRef == d.Service.ID {
+			d.Environment = withOverrides(d.Environment, variables(o.Variables))
+		}
 	}
-	r.multis[s.Identifier] = m
+	if d.Type == "" {
+		d.Type = d.Service.Type
+	}
+	d.StepManifests = stepManifests
+	return d
 }
 
 // literalList is a list section's elements; a list that is still a runtime input (plain
