@@ -15,6 +15,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 func notifyCmd() *cobra.Command {
@@ -115,13 +116,11 @@ func sampleDeliveries(p *plan.Plan, typ string) []activities.Delivery {
 		if !activities.Matches(rule, ev) {
 			continue
 		}
-		scope := expressions.NewScope(root, "pipeline")
+		fqn := "pipeline"
 		if ev.Stage != "" {
-			scope = expressions.NewScope(root, "pipeline.stages."+ev.Stage)
+			fqn = "pipeline.stages." + ev.Stage
 		}
-		out = append(out, activities.Deliveries([]plan.NotificationRule{rule}, ev, func(s string) (string, error) {
-			return expressions.RenderString(s, scope, expressions.Options{Unresolved: expressions.UnresolvedFail})
-		})...)
+		out = append(out, workflows.NotifyDeliveries([]plan.NotificationRule{rule}, ev, root, fqn)...)
 	}
 	return out
 }

@@ -50,10 +50,7 @@ func (r *raiser) deliveries(ctx workflow.Context, ev activities.NotifyEvent, roo
 	k := ev.Node + "\x00" + ev.Type
 	r.times[k]++
 	ev.Occurrence = r.times[k]
-	scope := expressions.NewScope(root, fqn)
-	ds := activities.Deliveries(r.n.Rules, ev, func(s string) (string, error) {
-		return expressions.RenderString(s, scope, expressions.Options{Unresolved: expressions.UnresolvedFail})
-	})
+	ds := NotifyDeliveries(r.n.Rules, ev, root, fqn)
 	if len(ds) == 0 {
 		return nil
 	}
@@ -63,6 +60,16 @@ func (r *raiser) deliveries(ctx workflow.Context, ev activities.NotifyEvent, roo
 		return nil
 	}
 	return ds
+}
+
+// NotifyDeliveries are the deliveries rules make of an event, their target fields rendered in
+// the scope of the node that raised it (root and fqn; an unresolved expression fails the
+// delivery); secrets stay references. `gantry notify test` renders its samples with it.
+func NotifyDeliveries(rules []plan.NotificationRule, ev activities.NotifyEvent, root map[string]any, fqn string) []activities.Delivery {
+	scope := expressions.NewScope(root, fqn)
+	return activities.Deliveries(rules, ev, func(s string) (string, error) {
+		return expressions.RenderString(s, scope, expressions.Options{Unresolved: expressions.UnresolvedFail})
+	})
 }
 
 // maxBatch bounds the deliveries of one signal: many loop iterations' events must not make a
