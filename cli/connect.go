@@ -15,14 +15,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-logr/zapr"
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
-	sdkworker "go.temporal.io/sdk/worker"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-	"k8s.io/klog/v2"
 
 	"github.com/gantry-cd/gantry/activities/container"
 	"github.com/gantry-cd/gantry/activities/logs"
@@ -140,23 +137,22 @@ func defaultDataDir() string {
 // engine is a connection to Temporal, with the embedded server and a local worker when this
 // process runs them.
 type engine struct {
-	client    client.Client
-	internal  client.Client // the internal namespace: sequence workflows, cron schedules
-	starter   *starter.Starter
-	server    *devserver.Server
-	worker    sdkworker.Worker
-	logs      logs.Store
-	secrets   *secrets.Store
-	lock      *os.File
-	log       *zap.Logger
-	policies  *policies.Engine   // nil without --policies
-	metrics   *metrics.Metrics   // nil without --metrics-listen
-	delegates []sdkworker.Worker // activity workers for the --tags selector queues
-	httpSrv   *http.Server
-	remote    bool                   // connected to a cluster (--address): steps run on other processes
-	address   string                 // the Temporal frontend this process talks to
-	uiURL     string                 // the Web UI serving it, when one is known
-	uiLink    atomic.Pointer[string] // uiURL, for the worker's notifications (set while they run)
+	client   client.Client
+	internal client.Client // the internal namespace: sequence workflows, cron schedules
+	starter  *starter.Starter
+	server   *devserver.Server
+	workers  *worker.Process // the worker and its delegate workers, when this process runs them
+	logs     logs.Store
+	secrets  *secrets.Store
+	lock     *os.File
+	log      *zap.Logger
+	policies *policies.Engine // nil without --policies
+	metrics  *metrics.Metrics // nil without --metrics-listen
+	httpSrv  *http.Server
+	remote   bool                   // connected to a cluster (--address): steps run on other processes
+	address  string                 // the Temporal frontend this process talks to
+	uiURL    string                 // the Web UI serving it, when one is known
+	uiLink   atomic.Pointer[string] // uiURL, for the worker's notifications (set while they run)
 }
 
 // serverInfo is written to DATA_DIR/server.json while a process serves the embedded server, so
@@ -244,8 +240,6 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		}
 	}
 	if withWorker {
-		// client-go's own messages (containerized steps' exec streams, watches) as zap lines.
-		klog.SetLogger(zapr.NewLogger(log.Named("client-go")))
 		wo := worker.Options{
 			TaskQueue:          f.taskQueue,
 			Secrets:            e.secrets,
@@ -266,24 +260,9 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 				return ""
 			}),
 		}
-		e.worker = worker.New(c, wo)
-		if err := os.MkdirAll(filepath.Join(f.dataDir, "work"), 0o700); err != nil {
+		if e.workers, err = worker.Start(c, wo); err != nil {
 			e.close()
 			return nil, err
-		}
-		if err := e.worker.Start(); err != nil {
-			e.close()
-			return nil, fmt.Errorf("start worker: %w", err)
-		}
-		if e.delegates, err = worker.Delegates(c, wo); err != nil {
-			e.close()
-			return nil, fmt.Errorf("--tags: %w", err)
-		}
-		for _, d := range e.delegates {
-			if err := d.Start(); err != nil {
-				e.close()
-				return nil, fmt.Errorf("start delegate worker: %w", err)
-			}
 		}
 	}
 	return e, nil
@@ -361,11 +340,8 @@ func (e *engine) close() {
 		cancel()
 	}
 	// The worker next: running steps get the shutdown grace to finish.
-	for _, d := range e.delegates {
-		d.Stop()
-	}
-	if e.worker != nil {
-		e.worker.Stop()
+	if e.workers != nil {
+		e.workers.Stop()
 	}
 	if e.logs.Remote != nil {
 		// Ship the logs of the steps this process ran before it exits.

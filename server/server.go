@@ -26,6 +26,7 @@ import (
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
+	"github.com/gantry-cd/gantry/triggers/directory"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -60,7 +61,7 @@ type Server struct {
 	o     Options
 	mux   *http.ServeMux
 	regMu sync.Mutex
-	reg   *triggers.Registry
+	reg   *directory.Registry
 	regFP string
 }
 

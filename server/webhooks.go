@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
+	"github.com/gantry-cd/gantry/triggers/directory"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -158,7 +159,7 @@ func (s *Server) customWebhook(w http.ResponseWriter, r *http.Request) {
 
 // fire evaluates one trigger and, when it matches, starts its pipeline at most once per
 // delivery (the delivery ID is the idempotency key, kept in Temporal, not in memory).
-func (s *Server) fire(ctx context.Context, reg *triggers.Registry, t *pipeline.Trigger, ev *triggers.Event, provider, user, kind string) Result {
+func (s *Server) fire(ctx context.Context, reg *directory.Registry, t *pipeline.Trigger, ev *triggers.Event, provider, user, kind string) Result {
 	rec := triggers.Record{Provider: provider, DeliveryID: ev.DeliveryID, Trigger: t.Identifier}
 	v := triggers.Evaluate(t, ev)
 	if !v.Match {
@@ -250,15 +251,15 @@ func (s *Server) record(r triggers.Record) {
 }
 
 // registry returns the triggers directory, reloading it when its files changed.
-func (s *Server) registry() *triggers.Registry {
+func (s *Server) registry() *directory.Registry {
 	s.regMu.Lock()
 	defer s.regMu.Unlock()
 	if s.o.PipelinesDir == "" {
-		return &triggers.Registry{}
+		return &directory.Registry{}
 	}
-	fp := triggers.Fingerprint(s.o.PipelinesDir)
+	fp := directory.Fingerprint(s.o.PipelinesDir)
 	if s.reg == nil || fp != s.regFP {
-		reg, diags := triggers.LoadDir(s.o.PipelinesDir, s.o.Strict, s.o.TemplateDirs...)
+		reg, diags := directory.LoadDir(s.o.PipelinesDir, s.o.Strict, s.o.TemplateDirs...)
 		for _, d := range diags {
 			s.o.Log.Warn("pipelines directory: file left out", zap.String("diagnostic", d.String()))
 		}
@@ -302,5 +303,5 @@ func (s *Server) Fingerprint() string {
 	if s.o.PipelinesDir == "" {
 		return ""
 	}
-	return triggers.Fingerprint(s.o.PipelinesDir)
+	return directory.Fingerprint(s.o.PipelinesDir)
 }

@@ -1,6 +1,6 @@
 // Package triggers decides whether a trigger fires: its conditions (the operators of spec
-// 13.3), webhook signatures and payloads, and the directory of trigger, pipeline and input set
-// files the server reads them from.
+// 13.3), webhook signatures and payloads, and the log of what each delivery did. The folder
+// of trigger files a server reads is triggers/directory.
 package triggers
 
 import (

@@ -1,4 +1,6 @@
-// Package worker registers Gantry's workflows and step activities on a Temporal worker.
+// Package worker runs a Gantry worker process: Start wires the step activities to their
+// dependencies and starts the worker of the pipelines' task queue and its delegate workers;
+// Register puts the same workflows and activities on any registry (tests, replayers).
 package worker
 
 import (

@@ -1,11 +1,11 @@
-package triggers_test
+package directory_test
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/gantry-cd/gantry/triggers"
+	"github.com/gantry-cd/gantry/triggers/directory"
 )
 
 // A pipelines directory whose pipeline carries a key the reference ignores: its triggers fire
@@ -45,14 +45,14 @@ func TestRegistryStrict(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	reg, diags := triggers.LoadDir(dir, false)
+	reg, diags := directory.LoadDir(dir, false)
 	if len(diags) != 0 || len(reg.Triggers) != 1 {
 		t.Fatalf("lenient: want the trigger and no problem, got %d triggers: %v", len(reg.Triggers), diags)
 	}
 	if r, err := reg.Load(reg.Triggers[0].Trigger); err != nil || !r.OK() {
 		t.Fatalf("lenient: the trigger's pipeline loads: %v %v", err, r.Diags)
 	}
-	reg, diags = triggers.LoadDir(dir, true)
+	reg, diags = directory.LoadDir(dir, true)
 	if len(diags) != 1 || diags[0].Code != "unknown-key" {
 		t.Fatalf("strict: want the pipeline left out for its unknown key, got %v", diags)
 	}

@@ -1,4 +1,7 @@
-package triggers
+// Package directory is the folder of trigger, pipeline and input set files a server fires
+// triggers from: it loads them (each checked as `gantry validate` would), and loads the
+// pipeline a trigger starts with the trigger's inputs applied.
+package directory
 
 import (
 	"fmt"
