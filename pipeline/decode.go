@@ -22,8 +22,10 @@ import (
 // Leaf fields are strings on purpose: almost every Harness field may hold an expression or a
 // runtime input, so typed checks (durations, numbers, enums) belong to the validators.
 type Decoder struct {
-	File  string
-	Diags *diag.List
+	File string
+	// Origins are the nodes copied into the file's tree from templates (nil: none).
+	Origins *Origins
+	Diags   *diag.List
 }
 
 var (
@@ -40,7 +42,7 @@ func holdsString(t reflect.Type) bool {
 }
 
 // Pos returns the position of a node in the decoder's file.
-func (d *Decoder) Pos(n *yaml.Node) diag.Pos { return NodePos(d.File, n) }
+func (d *Decoder) Pos(n *yaml.Node) diag.Pos { return Source{File: d.File, Origins: d.Origins}.Pos(n) }
 
 // Decode fills out (a pointer to a struct, slice or string) from n. what names the object in
 // messages ("stage", "step spec").

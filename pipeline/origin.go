@@ -2,17 +2,11 @@ package pipeline
 
 import (
 	"fmt"
-	"sync"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline/diag"
 )
-
-// Nodes copied into a pipeline from another file (a template) keep their place in that file:
-// CopyNode adds origin×originStride to their line numbers, and NodePos and OffsetPos read it
-// back, so a problem inside a template is reported in the template file, with the use site.
-const originStride = 1 << 24
 
 // Origin is a file nodes were copied from and how they got into the pipeline.
 type Origin struct {
@@ -21,76 +15,91 @@ type Origin struct {
 	Via  string // "template smoke@v1 used at p.yaml:12:9"
 }
 
-// origins is process-wide and append-only: its size is bounded by the distinct (file, use
-// site) pairs ever expanded, since an origin is registered once per pair.
-var origins = struct {
-	sync.RWMutex
-	list  []Origin
-	index map[string]int
-}{index: map[string]int{}}
-
-// RegisterOrigin returns the id of an origin, registering it on first use.
-func RegisterOrigin(o Origin) int {
-	key := o.File + "\x00" + o.Via
-	origins.Lock()
-	defer origins.Unlock()
-	if id, ok := origins.index[key]; ok {
-		origins.list[id-1].Src = o.Src
-		return id
-	}
-	origins.list = append(origins.list, o)
-	origins.index[key] = len(origins.list)
-	return len(origins.list)
+// Origins records the nodes of one tree that were copied into it from other files (template
+// bodies): each keeps its place in the file it came from, so a problem inside a template is
+// reported in the template file, with the use site. The tree's own nodes are not recorded. A
+// load keeps one per file it expands (File.Origins); copies made with Copy keep their origins.
+type Origins struct {
+	of map[*yaml.Node]*Origin
 }
 
-// originOf decodes a line number: the origin (if the node was copied) and the line in it.
-func originOf(line int) (Origin, int, bool) {
-	if line < originStride {
-		return Origin{}, line, false
+// NewOrigins returns an empty record.
+func NewOrigins() *Origins { return &Origins{of: map[*yaml.Node]*Origin{}} }
+
+// Of returns the origin of a copied node; nil for a node of the tree's own file (or a nil
+// record).
+func (o *Origins) Of(n *yaml.Node) *Origin {
+	if o == nil || n == nil {
+		return nil
 	}
-	origins.RLock()
-	defer origins.RUnlock()
-	id := line / originStride
-	if id > len(origins.list) {
-		return Origin{}, line % originStride, false
-	}
-	return origins.list[id-1], line % originStride, true
+	return o.of[n]
 }
 
-// Line is a node's line in the file it came from.
-func Line(n *yaml.Node) int { return n.Line % originStride }
+// CopyFrom deep-copies n, a node of another file, recording every copy as coming from from.
+func (o *Origins) CopyFrom(n *yaml.Node, from *Origin) *yaml.Node {
+	return o.copy(n, func(*yaml.Node) *Origin { return from })
+}
 
-// CopyNode deep-copies n; with origin > 0 every copied node is marked as coming from it.
-func CopyNode(n *yaml.Node, origin int) *yaml.Node {
+// Copy deep-copies n; the copies of copied nodes keep their origins. A nil record copies a tree
+// that has no copied nodes.
+func (o *Origins) Copy(n *yaml.Node) *yaml.Node { return o.copy(n, o.Of) }
+
+func (o *Origins) copy(n *yaml.Node, origin func(*yaml.Node) *Origin) *yaml.Node {
 	if n == nil {
 		return nil
 	}
 	c := *n
-	if origin > 0 && c.Line > 0 {
-		c.Line = origin*originStride + c.Line%originStride
+	if from := origin(n); from != nil && o != nil {
+		o.of[&c] = from
 	}
 	if n.Alias != nil {
-		c.Alias = CopyNode(n.Alias, origin)
+		c.Alias = o.copy(n.Alias, origin)
 	}
 	if len(n.Content) > 0 {
 		c.Content = make([]*yaml.Node, len(n.Content))
 		for i, k := range n.Content {
-			c.Content[i] = CopyNode(k, origin)
+			c.Content[i] = o.copy(k, origin)
 		}
 	}
 	return &c
 }
 
-// NodePos returns the position of a node: in file, or in the file it was copied from.
-func NodePos(file string, n *yaml.Node) diag.Pos {
-	if n == nil {
-		return diag.Pos{File: file}
-	}
-	if o, line, ok := originOf(n.Line); ok {
-		return diag.Pos{File: o.File, Line: line, Col: n.Column, Via: o.Via}
-	}
-	return diag.Pos{File: file, Line: n.Line, Col: n.Column}
+// CopyNode deep-copies a tree that has no copied nodes (a file as parsed).
+func CopyNode(n *yaml.Node) *yaml.Node { return (*Origins)(nil).Copy(n) }
+
+// Source is what positions are computed against: a file, its text, and the nodes copied into
+// its tree from other files.
+type Source struct {
+	File    string
+	Src     []byte
+	Origins *Origins
 }
+
+// Pos returns the position of a node: in the source's file, or, for a copied node, in the
+// file it was copied from, with the use site.
+func (s Source) Pos(n *yaml.Node) diag.Pos {
+	if n == nil {
+		return diag.Pos{File: s.File}
+	}
+	if o := s.Origins.Of(n); o != nil {
+		return diag.Pos{File: o.File, Line: n.Line, Col: n.Column, Via: o.Via}
+	}
+	return diag.Pos{File: s.File, Line: n.Line, Col: n.Column}
+}
+
+// OffsetPos is OffsetPos in the source's file, or in the file a copied node came from.
+func (s Source) OffsetPos(n *yaml.Node, offset int) diag.Pos {
+	if o := s.Origins.Of(n); o != nil {
+		p := OffsetPos(o.File, o.Src, n, offset)
+		p.Via = o.Via
+		return p
+	}
+	return OffsetPos(s.File, s.Src, n, offset)
+}
+
+// NodePos returns the position of a node of a file that has no copied nodes (an entity, input
+// set or template file as parsed). A pipeline's nodes are positioned by its Source.
+func NodePos(file string, n *yaml.Node) diag.Pos { return Source{File: file}.Pos(n) }
 
 // ViaUse describes a use site for Origin.Via.
 func ViaUse(what string, at diag.Pos) string { return fmt.Sprintf("%s used at %s", what, at) }

@@ -14,9 +14,11 @@ import (
 
 // File is one parsed YAML file: a pipeline, an input set, an overlay input set or a trigger.
 type File struct {
-	Name     string
-	Src      []byte
-	Root     *yaml.Node // the mapping under the document
+	Name string
+	Src  []byte
+	Root *yaml.Node // the mapping under the document
+	// Origins are the nodes template expansion copied into Root (nil: none).
+	Origins  *Origins
 	Pipeline *Pipeline
 	InputSet *InputSet
 	Overlay  *OverlayInputSet
@@ -104,7 +106,7 @@ func ParseYAML(name string, src []byte) (*File, diag.List) {
 func (f *File) Decode() diag.List {
 	var diags diag.List
 	name, root := f.Name, f.Root
-	d := &Decoder{File: name, Diags: &diags}
+	d := &Decoder{File: name, Origins: f.Origins, Diags: &diags}
 	var top document
 	d.Decode(root, &top, "document root")
 	roots := 0
@@ -115,7 +117,7 @@ func (f *File) Decode() diag.List {
 		}
 	}
 	if roots != 1 {
-		diags.Errorf(NodePos(name, root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, template, service, environment, infrastructureDefinition, environmentGroup or connector").
+		diags.Errorf(f.Source().Pos(root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, template, service, environment, infrastructureDefinition, environmentGroup or connector").
 			SetHint("put the pipeline under a top-level `pipeline:` key")
 		return diags
 	}
@@ -132,11 +134,14 @@ func (f *File) Decode() diag.List {
 	return diags
 }
 
+// Source is what positions in the file are computed against.
+func (f *File) Source() Source { return Source{File: f.Name, Src: f.Src, Origins: f.Origins} }
+
 // DecodePipeline decodes a pipeline mapping (the value under `pipeline:`), for example one that
-// input sets were merged into.
-func DecodePipeline(file string, n *yaml.Node) (*Pipeline, diag.List) {
+// input sets were merged into; origins are its nodes copied from templates.
+func DecodePipeline(file string, origins *Origins, n *yaml.Node) (*Pipeline, diag.List) {
 	var diags diag.List
-	p := decodePipeline(&Decoder{File: file, Diags: &diags}, n)
+	p := decodePipeline(&Decoder{File: file, Origins: origins, Diags: &diags}, n)
 	return p, diags
 }
 

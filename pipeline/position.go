@@ -13,15 +13,9 @@ import (
 // the middle of an expression is reported at its own line and column. Block scalars (`|`, `>`)
 // start on the line after the key; each value line is found in the source to get its indent.
 // Escapes in double-quoted scalars can shift the column slightly; the line is always right for
-// literal blocks and plain or single-quoted values.
+// literal blocks and plain or single-quoted values. A node copied from another file is
+// positioned by its Source.
 func OffsetPos(file string, src []byte, n *yaml.Node, offset int) diag.Pos {
-	if o, line, ok := originOf(n.Line); ok {
-		local := *n
-		local.Line = line
-		p := OffsetPos(o.File, o.Src, &local, offset)
-		p.Via = o.Via
-		return p
-	}
 	if offset > len(n.Value) {
 		offset = len(n.Value)
 	}

@@ -20,7 +20,7 @@ import (
 
 // Compile builds the plan of a merged pipeline. file names the source for diagnostics.
 func Compile(file string, p *pipeline.Pipeline, resolved Resolved) (*plan.Plan, diag.List) {
-	c := &compiler{file: file}
+	c := &compiler{file: file, src: pipeline.Source{File: file, Origins: resolved.Origins}}
 	c.selectors = c.selectorList(p.DelegateSelectors, nil)
 	out := &plan.Plan{
 		Version:     plan.Version,
@@ -68,6 +68,7 @@ func Notifications(rules []pipeline.NotificationRule) []plan.NotificationRule {
 
 type compiler struct {
 	file  string
+	src   pipeline.Source // positions, templates' copied nodes included
 	diags diag.List
 	// selectors are the delegate selectors in effect where the compiler is (spec 1.9: the most
 	// specific non-empty list of pipeline, stage, step group, step).
@@ -82,7 +83,7 @@ func (c *compiler) selectorList(n *yaml.Node, inherited []string) []string {
 	var out []string
 	for _, e := range n.Content {
 		if strings.Contains(e.Value, "<+") {
-			c.diags.Unsupportedf(pipeline.NodePos(c.file, e), "unsupported-expression-selector", "delegate selector %q is an expression; this version routes by fixed selectors", e.Value).
+			c.diags.Unsupportedf(c.src.Pos(e), "unsupported-expression-selector", "delegate selector %q is an expression; this version routes by fixed selectors", e.Value).
 				SetHint("write the selector itself, e.g. `delegateSelectors: [gpu]`")
 			continue
 		}
@@ -108,7 +109,7 @@ func (c *compiler) variables(vs []pipeline.Variable) []plan.Variable {
 	var out []plan.Variable
 	for _, v := range vs {
 		if strings.Contains(v.Value, "executionInput()") {
-			c.diags.Unsupportedf(pipeline.NodePos(c.file, v.Node), "unsupported-variable-execution-input",
+			c.diags.Unsupportedf(c.src.Pos(v.Node), "unsupported-variable-execution-input",
 				"variable %s asks for an execution-time input; only step fields can be execution-time inputs in this version", v.Name).
 				SetHint("supply it as a runtime input (--set or an input set)")
 		}
@@ -210,15 +211,15 @@ func (c *compiler) step(s *pipeline.Step, rollback bool, inherited map[string]*p
 	n.Selectors = c.selectorList(pipeline.Field(s.Spec, "delegateSelectors"), c.selectorList(s.DelegateSelectors, c.selectors))
 	n.Inputs = execInputs(n.Spec, []string{"spec"}, nil)
 	if s.Enforce != nil && len(s.Enforce.PolicySets) > 0 {
-		c.diags.Warnf(pipeline.NodePos(c.file, s.Enforce.Node), "not-implemented",
+		c.diags.Warnf(c.src.Pos(s.Enforce.Node), "not-implemented",
 			"step %q: enforce.policySets (On Step Start policies) is not implemented yet and is ignored", s.Identifier)
 	}
 	if strings.Contains(s.Timeout, "executionInput()") {
-		c.diags.Errorf(pipeline.NodePos(c.file, s.Node), "execution-input",
+		c.diags.Errorf(c.src.Pos(s.Node), "execution-input",
 			"the timeout of step %q cannot be an execution-time input (spec 1.10)", s.Identifier)
 	}
 	if !steps.Runs(s.Type) {
-		c.diags.Unsupportedf(pipeline.NodePos(c.file, s.Node), "unsupported-step-type",
+		c.diags.Unsupportedf(c.src.Pos(s.Node), "unsupported-step-type",
 			"step %q has type %s, which this version of the engine validates but cannot run yet", s.Identifier, s.Type).
 			SetHint("runnable step types: %s", strings.Join(steps.Runnable(), ", "))
 	}
@@ -323,7 +324,7 @@ func condition(status, cond, success, failure string) string {
 }
 
 func (c *compiler) decode(n *yaml.Node, out any) {
-	d := &pipeline.Decoder{File: c.file, Diags: &c.diags}
+	d := &pipeline.Decoder{File: c.file, Origins: c.src.Origins, Diags: &c.diags}
 	d.Decode(n, out, "when")
 }
 

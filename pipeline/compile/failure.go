@@ -17,7 +17,7 @@ func (c *compiler) level(n *yaml.Node, group string) map[string]*plan.Action {
 		return nil
 	}
 	var list []pipeline.FailureStrategy
-	d := &pipeline.Decoder{File: c.file, Diags: &c.diags}
+	d := &pipeline.Decoder{File: c.file, Origins: c.src.Origins, Diags: &c.diags}
 	d.Decode(n, &list, "failure strategy")
 	out := map[string]*plan.Action{}
 	var all *plan.Action
@@ -47,7 +47,7 @@ func (c *compiler) level(n *yaml.Node, group string) map[string]*plan.Action {
 
 func (c *compiler) action(a *pipeline.Action, group string) *plan.Action {
 	out := &plan.Action{Type: pipeline.Canonical(pipeline.ActionTypes, a.Type), Group: group}
-	d := &pipeline.Decoder{File: c.file, Diags: &c.diags}
+	d := &pipeline.Decoder{File: c.file, Origins: c.src.Origins, Diags: &c.diags}
 	switch out.Type {
 	case "Retry", "RetryStepGroup":
 		var rs pipeline.RetrySpec

@@ -3,6 +3,7 @@ package compile
 import (
 	"strings"
 
+	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/entities"
 	"github.com/gantry-cd/gantry/pipeline/templates"
 	"github.com/gantry-cd/gantry/plan"
@@ -16,6 +17,8 @@ type Resolved struct {
 	Multis    map[string]*entities.Multi  // multi-service and multi-environment stages
 	Pods      map[string]*plan.Pod        // by entities.PodKey
 	Templates []templates.Use
+	// Origins are the pipeline's nodes copied from templates, positioned in their files.
+	Origins *pipeline.Origins
 }
 
 // place gives the compiled nodes what was resolved for them.

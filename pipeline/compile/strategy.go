@@ -14,7 +14,7 @@ func (c *compiler) strategy(n *yaml.Node) *plan.Strategy {
 		return nil
 	}
 	var s pipeline.Strategy
-	d := &pipeline.Decoder{File: c.file, Diags: &c.diags}
+	d := &pipeline.Decoder{File: c.file, Origins: c.src.Origins, Diags: &c.diags}
 	d.Decode(n, &s, "strategy")
 	out := &plan.Strategy{MaxConcurrency: s.MaxConcurrency, When: s.When, OnFailure: s.OnFailure, Parallelism: s.Parallelism}
 	switch {

@@ -11,7 +11,7 @@ import (
 
 // clusterConnector resolves a K8sCluster connector reference found at obj's connectorRef.
 func (r *resolver) clusterConnector(file string, obj *yaml.Node, ref, where, needs string) (plan.Connector, bool) {
-	pos := pipeline.NodePos(file, pipeline.ValueAt(obj, "connectorRef"))
+	pos := r.at(file, pipeline.ValueAt(obj, "connectorRef"))
 	cf, ok := r.c.Connectors[pipeline.LocalRef(ref)]
 	if !ok {
 		r.missing(pos, "connector", ref, "connector")
@@ -38,7 +38,7 @@ func (r *resolver) clusterConnector(file string, obj *yaml.Node, ref, where, nee
 // registryConnector resolves a DockerRegistry artifact source's connector; the worker resolves
 // the tag to a digest through it when the stage starts.
 func (r *resolver) registryConnector(file string, s *pipeline.ArtifactSourceSpec) *plan.RegistryConnector {
-	pos := pipeline.NodePos(file, pipeline.ValueAt(s.Node, "connectorRef"))
+	pos := r.at(file, pipeline.ValueAt(s.Node, "connectorRef"))
 	cf, ok := r.c.Connectors[pipeline.LocalRef(s.ConnectorRef)]
 	if !ok {
 		// Without the connector the image is deployed by its tag, as before registries were read.
@@ -73,7 +73,7 @@ func (r *resolver) gitStore(file string, ms *pipeline.ManifestSpec) *plan.GitSto
 		out.Branch = s.Branch
 	}
 	if gc.ConnectionType == "Account" && s.RepoName == "" {
-		r.diags.Errorf(pipeline.NodePos(file, s.Node), "missing-field", "connector %s connects an account: the store needs `repoName`", gc.ID).
+		r.diags.Errorf(r.at(file, s.Node), "missing-field", "connector %s connects an account: the store needs `repoName`", gc.ID).
 			SetHint("repoName: the repository's name under %s", gc.URL)
 	}
 	return out
@@ -96,7 +96,7 @@ func (r *resolver) s3Store(file string, ms *pipeline.ManifestSpec) *plan.S3Store
 
 // awsConnector resolves an Aws connector named at obj's connectorRef.
 func (r *resolver) awsConnector(file string, obj *yaml.Node, ref, needs string) (plan.AwsConnector, bool) {
-	pos := pipeline.NodePos(file, pipeline.ValueAt(obj, "connectorRef"))
+	pos := r.at(file, pipeline.ValueAt(obj, "connectorRef"))
 	cf, ok := r.c.Connectors[pipeline.LocalRef(ref)]
 	if !ok {
 		r.missing(pos, "connector", ref, "connector")
@@ -135,7 +135,7 @@ func (r *resolver) chartRepo(file string, m *pipeline.Manifest) *plan.ChartRepo 
 		}
 		ref, at, want = c.Spec.ConnectorRef, c.Spec.Node, "OciHelmRepo"
 	}
-	pos := pipeline.NodePos(file, pipeline.ValueAt(at, "connectorRef"))
+	pos := r.at(file, pipeline.ValueAt(at, "connectorRef"))
 	cf, ok := r.c.Connectors[pipeline.LocalRef(ref)]
 	if !ok {
 		r.missing(pos, "connector", ref, "connector")
@@ -158,7 +158,7 @@ func (r *resolver) chartRepo(file string, m *pipeline.Manifest) *plan.ChartRepo 
 func (r *resolver) gitConnector(file string, obj *yaml.Node, ref, needs string) (plan.GitConnector, bool) {
 	cf, ok := r.c.Connectors[pipeline.LocalRef(ref)]
 	if !ok {
-		r.missing(pipeline.NodePos(file, pipeline.ValueAt(obj, "connectorRef")), "connector", ref, "connector")
+		r.missing(r.at(file, pipeline.ValueAt(obj, "connectorRef")), "connector", ref, "connector")
 		return plan.GitConnector{}, false
 	}
 	k := cf.Connector
@@ -176,7 +176,7 @@ func (r *resolver) gitConnector(file string, obj *yaml.Node, ref, needs string) 
 			cred = httpCredentials(cred.Spec)
 		}
 	default:
-		r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(obj, "connectorRef")), "connector",
+		r.diags.Errorf(r.at(file, pipeline.ValueAt(obj, "connectorRef")), "connector",
 			"connector %s is a %s connector; %s needs a Git, Github, Gitlab or Bitbucket connector", k.Identifier, k.Type, needs)
 		return plan.GitConnector{}, false
 	}

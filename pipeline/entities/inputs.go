@@ -19,15 +19,15 @@ func (r *resolver) withInputs(f *pipeline.File, root string, in *yaml.Node, wher
 	if !hasInputs(pipeline.Field(f.Root, root)) && (in == nil || in.Kind != yaml.MappingNode) {
 		return f
 	}
-	copied := pipeline.CopyNode(f.Root, 0)
+	copied := pipeline.CopyNode(f.Root)
 	obj := pipeline.Field(copied, root)
 	if in != nil && in.Kind == yaml.MappingNode {
-		r.diags.Add(templates.Fill(r.file, what, obj, in, where)...)
+		r.diags.Add(templates.Fill(r.src, what, obj, in, where)...)
 	}
 	applyDefaults(obj)
 	open := openInputs(obj, root)
 	for _, o := range open {
-		r.diags.Errorf(pipeline.NodePos(f.Name, o.node), "missing-input", "%s %s has no value for its runtime input %s", what,
+		r.diags.Errorf(r.at(f.Name, o.node), "missing-input", "%s %s has no value for its runtime input %s", what,
 			scalarOf(pipeline.Field(obj, "identifier")), o.path).
 			SetHint("give it in the stage's %s, or a .default() in the file", where)
 	}

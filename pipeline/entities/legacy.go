@@ -54,7 +54,7 @@ type legacyInfraDef struct {
 // legacy resolves a v1 Deployment stage.
 func (r *resolver) legacy(s *pipeline.Stage, d *plan.Deployment) {
 	spec := s.StageSpec
-	dec := &pipeline.Decoder{File: r.file, Diags: &r.diags}
+	dec := &pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &r.diags}
 	if spec.ServiceConfig != nil {
 		var sc legacyServiceConfig
 		dec.Decode(spec.ServiceConfig, &sc, "serviceConfig")
@@ -71,7 +71,7 @@ func (r *resolver) legacy(s *pipeline.Stage, d *plan.Deployment) {
 func (r *resolver) legacyService(s *pipeline.Stage, sc legacyServiceConfig) *plan.Service {
 	for key, n := range map[string]*yaml.Node{"useFromStage": sc.UseFromStage, "stageOverrides": sc.StageOverrides} {
 		if n != nil {
-			r.diags.Unsupportedf(pipeline.NodePos(r.file, pipeline.Key(sc.Node, key)), "unsupported-field",
+			r.diags.Unsupportedf(r.at(r.file, pipeline.Key(sc.Node, key)), "unsupported-field",
 				"stage %s: serviceConfig.%s (legacy form) is not supported yet", s.Identifier, key).
 				SetHint("reference the service with `service: {serviceRef: ...}` or `useFromStage` in the current form")
 			return nil
@@ -85,7 +85,7 @@ func (r *resolver) legacyService(s *pipeline.Stage, sc legacyServiceConfig) *pla
 		return r.service(pipeline.DeploymentStageService{Node: sc.Node, ServiceRef: sc.ServiceRef})
 	}
 	if def.Type != "Kubernetes" {
-		r.diags.Unsupportedf(pipeline.NodePos(r.file, pipeline.ValueAt(def.Node, "type")), "unsupported-deployment-type",
+		r.diags.Unsupportedf(r.at(r.file, pipeline.ValueAt(def.Node, "type")), "unsupported-deployment-type",
 			"stage %s: service definition type %s is valid in the reference, but Gantry deploys only Kubernetes services yet", s.Identifier, def.Type)
 		return nil
 	}
@@ -104,7 +104,7 @@ func (r *resolver) legacyService(s *pipeline.Stage, sc legacyServiceConfig) *pla
 
 func (r *resolver) legacyInfrastructure(s *pipeline.Stage, li legacyInfrastructure) (*plan.Environment, *plan.Infrastructure) {
 	if li.UseFromStage != nil {
-		r.diags.Unsupportedf(pipeline.NodePos(r.file, pipeline.Key(li.Node, "useFromStage")), "unsupported-field",
+		r.diags.Unsupportedf(r.at(r.file, pipeline.Key(li.Node, "useFromStage")), "unsupported-field",
 			"stage %s: infrastructure.useFromStage (legacy form) is not supported yet", s.Identifier).
 			SetHint("use `environment: {useFromStage: {stage: ...}}` in the current form")
 		return nil, nil
@@ -126,12 +126,12 @@ func (r *resolver) legacyInfrastructure(s *pipeline.Stage, li legacyInfrastructu
 		return env, nil
 	}
 	if def.Type != "KubernetesDirect" {
-		r.diags.Unsupportedf(pipeline.NodePos(r.file, pipeline.ValueAt(def.Node, "type")), "unsupported-infrastructure-type",
+		r.diags.Unsupportedf(r.at(r.file, pipeline.ValueAt(def.Node, "type")), "unsupported-infrastructure-type",
 			"stage %s: infrastructure type %s is valid in the reference, but Gantry deploys only to KubernetesDirect yet", s.Identifier, def.Type)
 		return env, nil
 	}
 	if def.Provisioner != nil {
-		r.diags.Warnf(pipeline.NodePos(r.file, pipeline.Key(def.Node, "provisioner")), "not-implemented", "provisioner steps are not run; the infrastructure must exist")
+		r.diags.Warnf(r.at(r.file, pipeline.Key(def.Node, "provisioner")), "not-implemented", "provisioner steps are not run; the infrastructure must exist")
 	}
 	id := li.InfrastructureKey
 	if id == "" {

@@ -33,7 +33,7 @@ func (r *resolver) filesManifest(file, what string, spec *pipeline.ManifestSpec,
 	for _, p := range spec.Store.Spec.Paths {
 		files, err := readTree(base, p)
 		if err != nil {
-			r.diags.Errorf(pipeline.NodePos(file, spec.Store.Spec.Node), "manifest", "%s: %v", what, err).
+			r.diags.Errorf(r.at(file, spec.Store.Spec.Node), "manifest", "%s: %v", what, err).
 				SetHint("paths are relative to %s", base)
 			continue
 		}
@@ -48,7 +48,7 @@ func (r *resolver) filesManifest(file, what string, spec *pipeline.ManifestSpec,
 	for _, p := range spec.ValuesPaths {
 		files, err := readTree(base, p)
 		if err != nil {
-			r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(spec.Node, "valuesPaths")), "manifest", "%s: values %v", what, err).
+			r.diags.Errorf(r.at(file, pipeline.ValueAt(spec.Node, "valuesPaths")), "manifest", "%s: values %v", what, err).
 				SetHint("paths are relative to %s", base)
 			continue
 		}
@@ -73,12 +73,12 @@ func (r *resolver) stepManifests(s *pipeline.Stage) map[string]plan.Manifest {
 		}
 		switch sp := e.New().(type) {
 		case *steps.EcsRunTask:
-			(&pipeline.Decoder{File: r.file, Diags: &diag.List{}}).Decode(v.Step.Spec, sp, "EcsRunTask spec") // checked by validate
+			(&pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &diag.List{}}).Decode(v.Step.Spec, sp, "EcsRunTask spec") // checked by validate
 			if pm, ok := r.runTaskFiles(s, v.Step, sp); ok {
 				out[strings.Join(v.Path, ".")] = pm
 			}
 		case *steps.K8sApply:
-			(&pipeline.Decoder{File: r.file, Diags: &diag.List{}}).Decode(v.Step.Spec, sp, "K8sApply spec") // checked by validate
+			(&pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &diag.List{}}).Decode(v.Step.Spec, sp, "K8sApply spec") // checked by validate
 			r.applyManifest(s, v, sp, out)
 		}
 	}
@@ -112,7 +112,7 @@ func (r *resolver) runTaskFiles(s *pipeline.Stage, st *pipeline.Step, sp *steps.
 			return nil
 		}
 		if store.Type != "Local" {
-			r.diags.Unsupportedf(pipeline.NodePos(r.file, pipeline.ValueAt(store.Node, "type")), "unsupported-manifest-store",
+			r.diags.Unsupportedf(r.at(r.file, pipeline.ValueAt(store.Node, "type")), "unsupported-manifest-store",
 				"step %s: Gantry reads an EcsRunTask %s from files beside the pipeline (`type: Local`) only yet, not from %s stores", st.Identifier, field, store.Type)
 			return nil
 		}
@@ -133,17 +133,17 @@ func (r *resolver) nativeHelmManifests(file, service string, spec *pipeline.Serv
 		switch m := me.Manifest; m.Type {
 		case "HelmChart":
 			if charts++; charts == 2 {
-				r.diags.Errorf(pipeline.NodePos(file, m.Node), "manifest", "NativeHelm service %s has more than one HelmChart manifest; a Helm release deploys one chart", service)
+				r.diags.Errorf(r.at(file, m.Node), "manifest", "NativeHelm service %s has more than one HelmChart manifest; a Helm release deploys one chart", service)
 			}
 		case "Values":
 		default:
-			r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.ValueAt(m.Node, "type")), "unsupported-manifest-type",
+			r.diags.Unsupportedf(r.at(file, pipeline.ValueAt(m.Node, "type")), "unsupported-manifest-type",
 				"NativeHelm service %s: Gantry deploys a HelmChart manifest and Values overrides as a Helm release, not %s manifests", service, m.Type).
 				SetHint("use `type: Kubernetes` for %s manifests", m.Type)
 		}
 	}
 	if charts == 0 {
-		r.diags.Errorf(pipeline.NodePos(file, spec.Node), "manifest", "NativeHelm service %s has no HelmChart manifest", service).
+		r.diags.Errorf(r.at(file, spec.Node), "manifest", "NativeHelm service %s has no HelmChart manifest", service).
 			SetHint("add a manifest of `type: HelmChart`")
 	}
 }
@@ -155,20 +155,20 @@ func (r *resolver) lambdaManifests(file, service string, spec *pipeline.ServiceS
 	for _, me := range spec.Manifests {
 		if m := me.Manifest; m.Type == "AwsLambdaFunctionDefinition" {
 			if defs++; defs == 2 {
-				r.diags.Errorf(pipeline.NodePos(file, m.Node), "manifest", "AwsLambda service %s has more than one AwsLambdaFunctionDefinition manifest; a service deploys one function", service)
+				r.diags.Errorf(r.at(file, m.Node), "manifest", "AwsLambda service %s has more than one AwsLambdaFunctionDefinition manifest; a service deploys one function", service)
 			}
 		} else if m.Type != "AwsLambdaFunctionAliasDefinition" { // that one is reported unsupported
-			r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(m.Node, "type")), "manifest",
+			r.diags.Errorf(r.at(file, pipeline.ValueAt(m.Node, "type")), "manifest",
 				"AwsLambda service %s: a %s manifest deploys to Kubernetes, not to Lambda", service, m.Type).
 				SetHint("an AwsLambda service has one manifest of `type: AwsLambdaFunctionDefinition`")
 		}
 	}
 	if defs == 0 {
-		r.diags.Errorf(pipeline.NodePos(file, spec.Node), "manifest", "AwsLambda service %s has no AwsLambdaFunctionDefinition manifest", service).
+		r.diags.Errorf(r.at(file, spec.Node), "manifest", "AwsLambda service %s has no AwsLambdaFunctionDefinition manifest", service).
 			SetHint("add a manifest of `type: AwsLambdaFunctionDefinition`: the function's name, runtime, handler, role and settings, in JSON or YAML")
 	}
 	if spec.Artifacts == nil || spec.Artifacts.Primary == nil {
-		r.diags.Errorf(pipeline.NodePos(file, spec.Node), "artifact", "AwsLambda service %s has no primary artifact: the function's code", service).
+		r.diags.Errorf(r.at(file, spec.Node), "artifact", "AwsLambda service %s has no primary artifact: the function's code", service).
 			SetHint("an AmazonS3 source (a .zip) or an image (Ecr, DockerRegistry)")
 	}
 }
@@ -182,17 +182,17 @@ func (r *resolver) ecsManifests(file, service string, spec *pipeline.ServiceSpec
 		switch m.Type {
 		case "EcsTaskDefinition", "EcsServiceDefinition", "EcsScalableTargetDefinition", "EcsScalingPolicyDefinition":
 			if count[m.Type]++; count[m.Type] == 2 && (m.Type == "EcsTaskDefinition" || m.Type == "EcsServiceDefinition") {
-				r.diags.Errorf(pipeline.NodePos(file, m.Node), "manifest", "ECS service %s has more than one %s manifest; a service deploys one", service, m.Type)
+				r.diags.Errorf(r.at(file, m.Node), "manifest", "ECS service %s has more than one %s manifest; a service deploys one", service, m.Type)
 			}
 		default:
-			r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(m.Node, "type")), "manifest",
+			r.diags.Errorf(r.at(file, pipeline.ValueAt(m.Node, "type")), "manifest",
 				"ECS service %s: a %s manifest does not deploy to ECS", service, m.Type).
 				SetHint("an ECS service has an EcsTaskDefinition and an EcsServiceDefinition, and optionally EcsScalableTargetDefinition and EcsScalingPolicyDefinition manifests")
 		}
 	}
 	for _, t := range []string{"EcsTaskDefinition", "EcsServiceDefinition"} {
 		if count[t] == 0 {
-			r.diags.Errorf(pipeline.NodePos(file, spec.Node), "manifest", "ECS service %s has no %s manifest", service, t).
+			r.diags.Errorf(r.at(file, spec.Node), "manifest", "ECS service %s has no %s manifest", service, t).
 				SetHint("add a manifest of `type: %s` (JSON or YAML, in the reference's form)", t)
 		}
 	}
@@ -225,23 +225,23 @@ func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm
 	spec, st := m.Spec, m.Spec.Store
 	if m.Type == "HelmChart" {
 		if spec.HelmVersion != "" && spec.HelmVersion != "V3" {
-			r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.ValueAt(spec.Node, "helmVersion")), "unsupported-field",
+			r.diags.Unsupportedf(r.at(file, pipeline.ValueAt(spec.Node, "helmVersion")), "unsupported-field",
 				"manifest %s: helmVersion %s is valid in the reference, but Gantry renders charts with Helm 3", m.Identifier, spec.HelmVersion)
 			return false
 		}
 	}
 	if spec.PluginPath != "" {
-		r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.Key(spec.Node, "pluginPath")), "unsupported-field",
+		r.diags.Unsupportedf(r.at(file, pipeline.Key(spec.Node, "pluginPath")), "unsupported-field",
 			"manifest %s: Kustomize plugins (`pluginPath`) are valid in the reference, but Gantry does not run them yet", m.Identifier)
 		return false
 	}
 	if len(spec.PatchesPaths) > 0 {
-		r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.Key(spec.Node, "patchesPaths")), "unsupported-field",
+		r.diags.Unsupportedf(r.at(file, pipeline.Key(spec.Node, "patchesPaths")), "unsupported-field",
 			"manifest %s: `patchesPaths` (KustomizePatches manifests) are valid in the reference, but Gantry does not apply them yet; list the patches in the kustomization", m.Identifier)
 		return false
 	}
 	if st.Type == "S3" {
-		r.diags.Unsupportedf(pipeline.NodePos(file, pipeline.ValueAt(st.Node, "type")), "unsupported-manifest-store",
+		r.diags.Unsupportedf(r.at(file, pipeline.ValueAt(st.Node, "type")), "unsupported-manifest-store",
 			"manifest %s: Gantry reads K8sManifest and Values files from S3 stores, not %s folders (a chart in S3 is a .tgz Gantry does not unpack yet)", m.Identifier, m.Type).
 			SetHint("keep the %s in Git or beside the service (`type: Local`)", m.Type)
 		return false
@@ -268,7 +268,7 @@ func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm
 	base := filepath.Dir(file)
 	files, err := readTreeOf(base, folder, true)
 	if err != nil {
-		r.diags.Errorf(pipeline.NodePos(file, st.Spec.Node), "manifest", "service %s, manifest %s: %v", service, m.Identifier, err).
+		r.diags.Errorf(r.at(file, st.Spec.Node), "manifest", "service %s, manifest %s: %v", service, m.Identifier, err).
 			SetHint("paths are relative to %s", base)
 		return false
 	}
@@ -276,7 +276,7 @@ func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm
 	for _, p := range spec.ValuesPaths {
 		vf, err := readTree(base, p)
 		if err != nil {
-			r.diags.Errorf(pipeline.NodePos(file, pipeline.ValueAt(spec.Node, "valuesPaths")), "manifest", "service %s, manifest %s: values %v", service, m.Identifier, err).
+			r.diags.Errorf(r.at(file, pipeline.ValueAt(spec.Node, "valuesPaths")), "manifest", "service %s, manifest %s: values %v", service, m.Identifier, err).
 				SetHint("paths are relative to %s", base)
 			return false
 		}
@@ -299,7 +299,7 @@ func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm
 	}
 	// Expressions are rendered when the stage runs: a file that still holds one may not build yet.
 	if err != nil && !slices.ContainsFunc(files, func(f plan.File) bool { return strings.Contains(f.Text, "<+") }) {
-		r.diags.Errorf(pipeline.NodePos(file, st.Spec.Node), code, "service %s, manifest %s: %v", service, m.Identifier, err).SetHint("%s", hint)
+		r.diags.Errorf(r.at(file, st.Spec.Node), code, "service %s, manifest %s: %v", service, m.Identifier, err).SetHint("%s", hint)
 	}
 	return true
 }

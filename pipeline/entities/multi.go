@@ -69,7 +69,7 @@ type target struct {
 // multi resolves a stage with `services`, `environments` or `environmentGroup`.
 func (r *resolver) multi(s *pipeline.Stage) {
 	spec := s.StageSpec
-	dec := &pipeline.Decoder{File: r.file, Diags: &r.diags}
+	dec := &pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &r.diags}
 	nerr := len(r.diags.Invalid()) + len(r.diags.UnsupportedOnly())
 	stepManifests := r.stepManifests(s) // every iteration applies the same step manifests
 	f := fanout{servicesParallel: true, targetsParallel: true}
@@ -114,7 +114,7 @@ type fanout struct {
 // parallel; false when the stage cannot be resolved (reported).
 func (r *resolver) multiServices(s *pipeline.Stage, dec *pipeline.Decoder, f *fanout) bool {
 	spec := s.StageSpec
-	at := func(n *yaml.Node) diag.Pos { return pipeline.NodePos(r.file, n) }
+	at := func(n *yaml.Node) diag.Pos { return r.at(r.file, n) }
 	switch {
 	case spec.Services != nil:
 		var sec servicesSection
@@ -186,7 +186,7 @@ func (r *resolver) multiTargets(s *pipeline.Stage, dec *pipeline.Decoder, f *fan
 		var se pipeline.DeploymentStageEnvironment
 		dec.Decode(spec.Environment, &se, "stage environment")
 		if se.UseFromStage != nil || pipeline.IsRuntimeInput(se.EnvironmentRef) {
-			r.diags.Unsupportedf(pipeline.NodePos(r.file, spec.Environment), "unsupported-deployment-form",
+			r.diags.Unsupportedf(r.at(r.file, spec.Environment), "unsupported-deployment-form",
 				"stage %s: a propagated or open environment with several services is not supported yet", s.Identifier)
 			return false
 		}
@@ -200,7 +200,7 @@ func (r *resolver) targetsOnce(s *pipeline.Stage, targets []target) {
 	seen := map[string]bool{}
 	for _, t := range targets {
 		if k := t.envRef + "/" + t.infraID; seen[k] {
-			r.diags.Errorf(pipeline.NodePos(r.file, s.StageSpec.Node), "duplicate-identifier", "stage %s deploys to environment %s, infrastructure %s twice", s.Identifier, t.envRef, t.infraID).
+			r.diags.Errorf(r.at(r.file, s.StageSpec.Node), "duplicate-identifier", "stage %s deploys to environment %s, infrastructure %s twice", s.Identifier, t.envRef, t.infraID).
 				SetHint("each (environment, infrastructure) pair may appear once")
 		} else {
 			seen[k] = true
@@ -283,20 +283,20 @@ func deployment(typ string, sv *plan.Service, t target, stepManifests map[string
 func (r *resolver) literalList(s *pipeline.Stage, n *yaml.Node, what string, section *yaml.Node) ([]*yaml.Node, bool) {
 	switch {
 	case n == nil:
-		r.diags.Errorf(pipeline.NodePos(r.file, section), "missing-field", "stage %s: %s is missing", s.Identifier, what)
+		r.diags.Errorf(r.at(r.file, section), "missing-field", "stage %s: %s is missing", s.Identifier, what)
 		return nil, false
 	case n.Kind == yaml.ScalarNode && pipeline.IsRuntimeInput(n.Value):
 		return nil, false // open: a run supplies it (validate lists it)
 	case n.Kind == yaml.ScalarNode && strings.Contains(n.Value, "<+"):
-		r.diags.Unsupportedf(pipeline.NodePos(r.file, n), "unsupported-deployment-form",
+		r.diags.Unsupportedf(r.at(r.file, n), "unsupported-deployment-form",
 			"stage %s: %s as an expression resolved when the stage starts is not supported yet", s.Identifier, what).
 			SetHint("give the list, or a runtime input (<+input>) that the run fills")
 		return nil, false
 	case n.Kind != yaml.SequenceNode:
-		r.diags.Errorf(pipeline.NodePos(r.file, n), "type", "stage %s: %s must be a list", s.Identifier, what)
+		r.diags.Errorf(r.at(r.file, n), "type", "stage %s: %s must be a list", s.Identifier, what)
 		return nil, false
 	case len(n.Content) == 0:
-		r.diags.Errorf(pipeline.NodePos(r.file, n), "empty", "stage %s: %s is empty", s.Identifier, what).
+		r.diags.Errorf(r.at(r.file, n), "empty", "stage %s: %s is empty", s.Identifier, what).
 			SetHint("list at least one; a stage with nothing to deploy has no iterations")
 		return nil, false
 	}
@@ -314,7 +314,7 @@ func (r *resolver) parallel(s *pipeline.Stage, m *parallelMeta, what string) boo
 	case "false":
 		return false
 	}
-	at := pipeline.NodePos(r.file, pipeline.ValueAt(m.Node, "parallel"))
+	at := r.at(r.file, pipeline.ValueAt(m.Node, "parallel"))
 	if strings.Contains(m.Parallel, "<+") {
 		r.diags.Unsupportedf(at, "unsupported-deployment-form", "stage %s: %s.metadata.parallel as an expression is not supported yet", s.Identifier, what).
 			SetHint("write true or false, or a runtime input the run fills")
@@ -333,7 +333,7 @@ func (r *resolver) unsupportedSelection(el *yaml.Node) bool {
 	found := false
 	for key, what := range selectionFields {
 		if v := pipeline.Field(el, key); v != nil && !(v.Kind == yaml.SequenceNode && len(v.Content) == 0) && v.Tag != "!!null" {
-			r.diags.Unsupportedf(pipeline.NodePos(r.file, pipeline.Key(el, key)), "unsupported-field", "`%s` asks for %s, which Gantry does not do yet", key, what).
+			r.diags.Unsupportedf(r.at(r.file, pipeline.Key(el, key)), "unsupported-field", "`%s` asks for %s, which Gantry does not do yet", key, what).
 				SetHint("list the environments and infrastructure definitions instead")
 			found = true
 		}
@@ -347,7 +347,7 @@ func (r *resolver) targets(s *pipeline.Stage, el *yaml.Node, groupRef string) []
 		return nil
 	}
 	var se pipeline.DeploymentStageEnvironment
-	(&pipeline.Decoder{File: r.file, Diags: &r.diags}).Decode(el, &se, "environment")
+	(&pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &r.diags}).Decode(el, &se, "environment")
 	if pipeline.IsRuntimeInput(se.EnvironmentRef) {
 		return nil
 	}
@@ -366,7 +366,7 @@ func (r *resolver) targets(s *pipeline.Stage, el *yaml.Node, groupRef string) []
 	case se.DeployToAll == "true":
 		refs = r.allInfras(e.Identifier)
 		if len(refs) == 0 {
-			r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(el, "deployToAll")), "empty", "environment %s has no infrastructure definitions to deploy to", e.Identifier)
+			r.diags.Errorf(r.at(r.file, pipeline.ValueAt(el, "deployToAll")), "empty", "environment %s has no infrastructure definitions to deploy to", e.Identifier)
 		}
 	case infraList != nil && infraList.Kind == yaml.ScalarNode && pipeline.IsRuntimeInput(infraList.Value):
 		return nil // open: a run supplies it
@@ -374,10 +374,10 @@ func (r *resolver) targets(s *pipeline.Stage, el *yaml.Node, groupRef string) []
 		refs = se.InfrastructureDefinitions
 	case pipeline.Field(el, "infrastructureDefinition") != nil:
 		var one pipeline.InfraRef
-		(&pipeline.Decoder{File: r.file, Diags: &r.diags}).Decode(pipeline.Field(el, "infrastructureDefinition"), &one, "infrastructure definition")
+		(&pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &r.diags}).Decode(pipeline.Field(el, "infrastructureDefinition"), &one, "infrastructure definition")
 		refs = []pipeline.InfraRef{one}
 	default:
-		r.diags.Errorf(pipeline.NodePos(r.file, el), "infrastructure", "stage %s: environment %s needs deployToAll: true or infrastructure definitions", s.Identifier, e.Identifier)
+		r.diags.Errorf(r.at(r.file, el), "infrastructure", "stage %s: environment %s needs deployToAll: true or infrastructure definitions", s.Identifier, e.Identifier)
 		return nil
 	}
 	var out []target
@@ -411,7 +411,7 @@ func (r *resolver) groupTargets(s *pipeline.Stage, sec environmentGroupSection) 
 	if r.unsupportedSelection(sec.Node) {
 		return nil
 	}
-	at := pipeline.NodePos(r.file, pipeline.ValueAt(sec.Node, "envGroupRef"))
+	at := r.at(r.file, pipeline.ValueAt(sec.Node, "envGroupRef"))
 	if pipeline.IsRuntimeInput(sec.EnvGroupRef) {
 		return nil
 	}
@@ -438,7 +438,7 @@ func (r *resolver) groupTargets(s *pipeline.Stage, sec environmentGroupSection) 
 	for _, el := range list {
 		ref := pipeline.Field(el, "environmentRef")
 		if ref != nil && !slices.Contains(g.EnvGroup.EnvIdentifiers, pipeline.LocalRef(ref.Value)) {
-			r.diags.Errorf(pipeline.NodePos(r.file, ref), "unknown-reference", "environment %s is not in environment group %s", ref.Value, g.EnvGroup.Identifier).
+			r.diags.Errorf(r.at(r.file, ref), "unknown-reference", "environment %s is not in environment group %s", ref.Value, g.EnvGroup.Identifier).
 				SetHint("the group holds %s", strings.Join(g.EnvGroup.EnvIdentifiers, ", "))
 			continue
 		}

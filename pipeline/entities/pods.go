@@ -13,8 +13,8 @@ import (
 
 // Pods resolves the connectors of every containerized step group of a pipeline: its cluster's,
 // and the Docker registries' of its steps' images. The result is keyed by PodKey.
-func (c *Catalog) Pods(file string, p *pipeline.Pipeline) (map[string]*plan.Pod, diag.List) {
-	r := &resolver{c: c, file: file}
+func (c *Catalog) Pods(src pipeline.Source, p *pipeline.Pipeline) (map[string]*plan.Pod, diag.List) {
+	r := &resolver{c: c, file: src.File, src: src}
 	out := map[string]*plan.Pod{}
 	for _, s := range p.AllStages() {
 		if s.StageSpec == nil || s.StageSpec.Execution == nil {
@@ -28,7 +28,7 @@ func (c *Catalog) Pods(file string, p *pipeline.Pipeline) (map[string]*plan.Pod,
 			}
 			if st := v.Step; st != nil && steps.Traits(st.Type).OwnPod && st.Spec != nil {
 				var ct steps.Container
-				(&pipeline.Decoder{File: r.file, Diags: &diag.List{}}).Decode(st.Spec, &ct, "Container spec") // checked by validate
+				(&pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &diag.List{}}).Decode(st.Spec, &ct, "Container spec") // checked by validate
 				if inf := ct.Infrastructure; inf != nil && inf.Type == "KubernetesDirect" && inf.Spec != nil {
 					own := []pipeline.StepElement{{Step: st}}
 					if pod := r.pod(st.Identifier, inf.Spec, nil, own); pod != nil {
@@ -57,7 +57,7 @@ func PodKey(stage string, outer []*pipeline.StepGroup, id string) string {
 // pod resolves the connectors of a pod: its cluster's, and the registries' of its steps.
 func (r *resolver) pod(id string, spec *pipeline.PodInfra, shared *yaml.Node, list []pipeline.StepElement) *plan.Pod {
 	if pipeline.IsRuntimeInput(spec.ConnectorRef) || strings.Contains(spec.ConnectorRef, "<+") {
-		r.diags.Unsupportedf(pipeline.NodePos(r.file, pipeline.ValueAt(spec.Node, "connectorRef")), "unsupported-expression",
+		r.diags.Unsupportedf(r.at(r.file, pipeline.ValueAt(spec.Node, "connectorRef")), "unsupported-expression",
 			"%s: the cluster connector is an expression; Gantry resolves connectors before the run", id).
 			SetHint("name the connector")
 		return nil
@@ -102,7 +102,7 @@ func (r *resolver) dockerConnector(pod *plan.Pod, obj *yaml.Node, key, ref strin
 	if ref == "" || strings.Contains(ref, "<+") {
 		return
 	}
-	pos := pipeline.NodePos(r.file, pipeline.ValueAt(obj, key))
+	pos := r.at(r.file, pipeline.ValueAt(obj, key))
 	cf, ok := r.c.Connectors[pipeline.LocalRef(ref)]
 	if !ok {
 		r.missing(pos, "connector", ref, "connector")

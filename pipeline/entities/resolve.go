@@ -13,15 +13,15 @@ import (
 
 // Resolve resolves every Deployment stage of a pipeline, by stage identifier. Problems are
 // reported at the reference in the pipeline file (or in the entity file they are about).
-func (c *Catalog) Resolve(file string, p *pipeline.Pipeline) (map[string]*plan.Deployment, diag.List) {
-	out, _, d := c.ResolveAll(file, p)
+func (c *Catalog) Resolve(src pipeline.Source, p *pipeline.Pipeline) (map[string]*plan.Deployment, diag.List) {
+	out, _, d := c.ResolveAll(src, p)
 	return out, d
 }
 
 // ResolveAll is Resolve with the multi-service and multi-environment stages, each resolved
 // into its implicit loop (spec 21).
-func (c *Catalog) ResolveAll(file string, p *pipeline.Pipeline) (map[string]*plan.Deployment, map[string]*Multi, diag.List) {
-	r := &resolver{c: c, file: file, out: map[string]*plan.Deployment{}, multis: map[string]*Multi{}, seen: map[string]bool{}}
+func (c *Catalog) ResolveAll(src pipeline.Source, p *pipeline.Pipeline) (map[string]*plan.Deployment, map[string]*Multi, diag.List) {
+	r := &resolver{c: c, file: src.File, src: src, out: map[string]*plan.Deployment{}, multis: map[string]*Multi{}, seen: map[string]bool{}}
 	for _, s := range p.AllStages() {
 		if s.Type != "Deployment" || s.StageSpec == nil {
 			continue
@@ -33,7 +33,8 @@ func (c *Catalog) ResolveAll(file string, p *pipeline.Pipeline) (map[string]*pla
 
 type resolver struct {
 	c      *Catalog
-	file   string
+	file   string          // the pipeline file
+	src    pipeline.Source // positions in the pipeline file, templates' copied nodes included
 	diags  diag.List
 	out    map[string]*plan.Deployment
 	multis map[string]*Multi // multi-service and multi-environment stages
@@ -62,7 +63,7 @@ func (r *resolver) stage(s *pipeline.Stage) {
 	defer func() { r.seen[s.Identifier] = true }()
 	spec := s.StageSpec
 	d := &plan.Deployment{Type: spec.DeploymentType}
-	dec := &pipeline.Decoder{File: r.file, Diags: &diag.List{}} // shapes were checked by validate
+	dec := &pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &diag.List{}} // shapes were checked by validate
 	if spec.Services != nil || spec.Environments != nil || spec.EnvironmentGroup != nil {
 		r.multi(s)
 		return
@@ -121,7 +122,7 @@ func (r *resolver) finish(s *pipeline.Stage, d *plan.Deployment) {
 		}
 		d.StepManifests = r.stepManifests(s)
 		if d.Type != d.Service.Type && !strings.Contains(d.Type, "<+") {
-			r.diags.Errorf(pipeline.NodePos(r.file, pipeline.ValueAt(s.Spec, "deploymentType")), "deployment-type",
+			r.diags.Errorf(r.at(r.file, pipeline.ValueAt(s.Spec, "deploymentType")), "deployment-type",
 				"stage %s deploys %s services; service %s is a %s service", s.Identifier, d.Type, d.Service.ID, d.Service.Type).
 				SetHint("use `deploymentType: %s`, or a %s service", d.Service.Type, d.Type)
 			return
@@ -147,7 +148,7 @@ func variables(vs []pipeline.Variable) []plan.Variable {
 // CheckService reads a service file's manifest and values files and parses the templates, as
 // a run would.
 func CheckService(f *pipeline.File) diag.List {
-	r := &resolver{c: &Catalog{Services: map[string]*pipeline.File{f.Service.Identifier: f}}, file: f.Name, seen: map[string]bool{}}
+	r := &resolver{c: &Catalog{Services: map[string]*pipeline.File{f.Service.Identifier: f}}, file: f.Name, src: f.Source(), seen: map[string]bool{}}
 	r.service(pipeline.DeploymentStageService{ServiceRef: f.Service.Identifier})
 	return r.diags
 }
@@ -158,7 +159,7 @@ func (r *resolver) service(ss pipeline.DeploymentStageService) *plan.Service {
 	}
 	f, ok := r.c.Services[pipeline.LocalRef(ss.ServiceRef)]
 	if !ok {
-		r.missing(pipeline.NodePos(r.file, pipeline.ValueAt(ss.Node, "serviceRef")), "service", ss.ServiceRef, "service")
+		r.missing(r.at(r.file, pipeline.ValueAt(ss.Node, "serviceRef")), "service", ss.ServiceRef, "service")
 		return nil
 	}
 	if f = r.withInputs(f, "service", ss.ServiceInputs, "serviceInputs"); f == nil {
@@ -174,7 +175,7 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	if sv.ServiceDefinition == nil || sv.ServiceDefinition.Spec == nil {
 		// The reference lets a service be declared before what it deploys; a stage cannot
 		// deploy it. Like a missing service, a plain validate says so as a warning.
-		r.diags.Errorf(pipeline.NodePos(f.Name, sv.Node), "missing-entity", "service %s has no serviceDefinition with a spec, so there is nothing to deploy", sv.Identifier).
+		r.diags.Errorf(r.at(f.Name, sv.Node), "missing-entity", "service %s has no serviceDefinition with a spec, so there is nothing to deploy", sv.Identifier).
 			SetHint("give the service `serviceDefinition: {type: Kubernetes, spec: {manifests: [...]}}`")
 		return nil
 	}
@@ -194,7 +195,7 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 			continue
 		}
 		if t := m.Spec.Store.Type; t == "Http" || t == "OciHelmChart" {
-			r.diags.Unsupportedf(pipeline.NodePos(f.Name, pipeline.ValueAt(m.Spec.Store.Node, "type")), "unsupported-manifest-store",
+			r.diags.Unsupportedf(r.at(f.Name, pipeline.ValueAt(m.Spec.Store.Node, "type")), "unsupported-manifest-store",
 				"manifest %s: a %s store holds Helm charts; Gantry reads it for HelmChart manifests only", m.Identifier, t).
 				SetHint("type: HelmChart, with chartName and chartVersion")
 			continue
@@ -240,7 +241,7 @@ func (r *resolver) artifact(file string, src *pipeline.ArtifactSource) *plan.Art
 	}
 	if out.Tag == "" && out.TagRegex == "" && out.Digest == "" && out.Connector == nil {
 		// The latest tag is found by listing the registry's tags, through its connector.
-		r.diags.Unsupportedf(pipeline.NodePos(file, src.Spec.Node), "unsupported-latest-tag",
+		r.diags.Unsupportedf(r.at(file, src.Spec.Node), "unsupported-latest-tag",
 			"artifact source %s names no tag: Gantry deploys the latest tag only of a DockerRegistry source whose connector it can reach", src.Identifier).
 			SetHint("give `tag:` (or `tagRegex:`), or a DockerRegistry connector in `connectorRef`")
 	}
@@ -252,7 +253,7 @@ func (r *resolver) artifact(file string, src *pipeline.ArtifactSource) *plan.Art
 func (r *resolver) environmentByRef(obj *yaml.Node, ref string) (*pipeline.File, *plan.Environment) {
 	f, ok := r.c.Environments[pipeline.LocalRef(ref)]
 	if !ok {
-		r.missing(pipeline.NodePos(r.file, pipeline.ValueAt(obj, "environmentRef")), "environment", ref, "environment")
+		r.missing(r.at(r.file, pipeline.ValueAt(obj, "environmentRef")), "environment", ref, "environment")
 		return nil, nil
 	}
 	if f = r.withInputs(f, "environment", pipeline.Field(obj, "environmentInputs"), "environmentInputs"); f == nil {
@@ -278,7 +279,7 @@ func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnv
 		return env, nil // an open runtime input
 	}
 	if se.DeployToAll == "true" || len(se.InfrastructureDefinitions) != 1 {
-		r.diags.Errorf(pipeline.NodePos(r.file, se.Node), "infrastructure", "stage %s must deploy to exactly one infrastructure definition", s.Identifier).
+		r.diags.Errorf(r.at(r.file, se.Node), "infrastructure", "stage %s must deploy to exactly one infrastructure definition", s.Identifier).
 			SetHint("list one under `infrastructureDefinitions`; to deploy to several, loop the stage with a matrix strategy")
 		return env, nil
 	}
@@ -287,7 +288,7 @@ func (r *resolver) environment(s *pipeline.Stage, se pipeline.DeploymentStageEnv
 
 // infraOf resolves an infrastructure definition of environment e.
 func (r *resolver) infraOf(e *pipeline.Environment, ref pipeline.InfraRef) *plan.Infrastructure {
-	at := pipeline.NodePos(r.file, pipeline.ValueAt(ref.Node, "identifier"))
+	at := r.at(r.file, pipeline.ValueAt(ref.Node, "identifier"))
 	inf, ok := r.c.Infras[InfraKey(e.Identifier, ref.Identifier)]
 	if !ok {
 		for _, other := range r.c.Infras {
@@ -335,10 +336,19 @@ func (r *resolver) useFromStage(s *pipeline.Stage, u *pipeline.UseFromStage, wha
 		return nil
 	}
 	if !ok || !has(prev) {
-		r.diags.Errorf(pipeline.NodePos(r.file, u.Node), "unknown-reference",
+		r.diags.Errorf(r.at(r.file, u.Node), "unknown-reference",
 			"stage %s: useFromStage %q is not an earlier Deployment stage with %s", s.Identifier, u.Stage, what).
 			SetHint("name a Deployment stage that comes before this one")
 		return nil
 	}
 	return prev
+}
+
+// at is the position of a node of file: the pipeline's (where nodes copied from templates keep
+// their own files) or an entity file's.
+func (r *resolver) at(file string, n *yaml.Node) diag.Pos {
+	if file == r.file {
+		return r.src.Pos(n)
+	}
+	return pipeline.NodePos(file, n)
 }

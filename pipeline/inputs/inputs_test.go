@@ -84,7 +84,7 @@ func merge(t *testing.T, sources ...*inputs.Source) *inputs.Result {
 	if err := yaml.Unmarshal([]byte(c67Pipeline), &root); err != nil {
 		t.Fatal(err)
 	}
-	res, diags := inputs.Merge("p.yaml", root.Content[0], sources)
+	res, diags := inputs.Merge(pipeline.Source{File: "p.yaml"}, root.Content[0], sources)
 	if diags.HasErrors() {
 		t.Fatalf("errors: %v", diags.Err())
 	}
@@ -144,7 +144,7 @@ func TestOpenInputsAndStageValues(t *testing.T) {
 func TestIdentityMismatchIgnored(t *testing.T) {
 	var root yaml.Node
 	_ = yaml.Unmarshal([]byte(c67Pipeline), &root)
-	_, diags := inputs.Merge("p.yaml", root.Content[0], []*inputs.Source{
+	_, diags := inputs.Merge(pipeline.Source{File: "p.yaml"}, root.Content[0], []*inputs.Source{
 		source(t, "S1", "stages: [{stage: {identifier: s1, type: CI, timeout: 30m}}]")})
 	if len(diags) != 1 || !strings.Contains(diags[0].Message, `has type "Custom" in the pipeline but "CI" here`) {
 		t.Fatalf("got %v", diags)

@@ -153,9 +153,10 @@ type Result struct {
 // Merge applies defaults, then each source in order, to the runtime inputs of a pipeline
 // (spec 12.3). Values for fixed fields, unknown FQNs or nodes whose identity differs are ignored
 // with a warning; values failing allowedValues/regex are errors at the value's own position.
-func Merge(file string, root *yaml.Node, sources []*Source) (*Result, diag.List) {
+// src positions the pipeline's nodes; the merged tree's copies keep their origins in it.
+func Merge(src pipeline.Source, root *yaml.Node, sources []*Source) (*Result, diag.List) {
 	var diags diag.List
-	res := &Result{Root: deepCopy(root), Values: map[string]*yaml.Node{}}
+	res := &Result{Root: src.Origins.Copy(root), Values: map[string]*yaml.Node{}}
 	fields := map[string]leaf{}
 	fixed := map[string]bool{}
 	ids := map[string]map[string]string{}
@@ -226,7 +227,7 @@ func Merge(file string, root *yaml.Node, sources []*Source) (*Result, diag.List)
 		if nested, ok := subtrees[fqn]; ok {
 			// An unanswered condition input is false (spec C13), not a missing value.
 			required := !strings.HasSuffix(fqn, ".when")
-			res.Open = append(res.Open, mergeNested(file, nested, chosen[fqn], chosen, res.Values, required)...)
+			res.Open = append(res.Open, mergeNested(src, nested, chosen[fqn], chosen, res.Values, required)...)
 			continue
 		}
 		l, in := fields[fqn], specs[fqn]
@@ -238,7 +239,7 @@ func Merge(file string, root *yaml.Node, sources []*Source) (*Result, diag.List)
 			case in.ExecutionInput:
 				// Asked when its node starts, even with a default (spec 9.7); the default
 				// pre-fills the answer and is what ProceedWithDefaultValues uses.
-				res.Open = append(res.Open, Open{FQN: fqn, Pos: pipeline.NodePos(file, l.node), ExecutionInput: true})
+				res.Open = append(res.Open, Open{FQN: fqn, Pos: src.Pos(l.node), ExecutionInput: true})
 				continue
 			case in.Default != nil:
 				val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *in.Default}
@@ -248,7 +249,7 @@ func Merge(file string, root *yaml.Node, sources []*Source) (*Result, diag.List)
 				// An optional variable is empty, unless its allowedValues or regex refuse that.
 				val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
 			default:
-				res.Open = append(res.Open, Open{FQN: fqn, Pos: pipeline.NodePos(file, l.node), Required: true})
+				res.Open = append(res.Open, Open{FQN: fqn, Pos: src.Pos(l.node), Required: true})
 				continue
 			}
 		} else if in != nil {
@@ -395,7 +396,7 @@ func lookupPath(n *yaml.Node, path []string) *yaml.Node {
 // mergeNested fills the runtime inputs inside a whole subtree from the subtree an input set
 // gave (whole), a value given for the input's own FQN, or the input's default; the rest stay
 // open.
-func mergeNested(file string, nested []nestedInput, whole *yaml.Node, chosen map[string]*yaml.Node, values map[string]*yaml.Node, required bool) []Open {
+func mergeNested(src pipeline.Source, nested []nestedInput, whole *yaml.Node, chosen map[string]*yaml.Node, values map[string]*yaml.Node, required bool) []Open {
 	var open []Open
 	for _, in := range nested {
 		val := chosen[in.fqn]
@@ -405,7 +406,7 @@ func mergeNested(file string, nested []nestedInput, whole *yaml.Node, chosen map
 		if val == nil || (val.Kind == yaml.ScalarNode && IsRuntimeInput(val.Value)) {
 			spec, err := Parse(in.node.Value)
 			if err != nil || spec.Default == nil {
-				open = append(open, Open{FQN: in.fqn, Pos: pipeline.NodePos(file, in.node), Required: required})
+				open = append(open, Open{FQN: in.fqn, Pos: src.Pos(in.node), Required: required})
 				continue
 			}
 			val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *spec.Default}

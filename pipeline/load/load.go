@@ -126,7 +126,7 @@ func Bytes(name string, src []byte, opts Options) *Result {
 		deploys, multis, pods = r.resolveEntities(name, opts)
 	}
 	if opts.ForRun && r.Merged != nil && !r.Diags.HasErrors() {
-		p, cd := compile.Compile(name, r.Merged, compile.Resolved{Deploys: deploys, Multis: multis, Pods: pods, Templates: r.Templates})
+		p, cd := compile.Compile(name, r.Merged, compile.Resolved{Deploys: deploys, Multis: multis, Pods: pods, Templates: r.Templates, Origins: f.Origins})
 		r.Diags.Add(cd...)
 		if !cd.HasErrors() {
 			r.Plan = p
@@ -163,7 +163,7 @@ func (r *Result) mergeInputs(name string, f *pipeline.File, opts Options) {
 		r.Diags.Add(sd...)
 		sources = append(sources, s)
 	}
-	merged, md := inputs.Merge(name, pipeline.Field(f.Root, "pipeline"), sources)
+	merged, md := inputs.Merge(f.Source(), pipeline.Field(f.Root, "pipeline"), sources)
 	r.Diags.Add(md...)
 	r.Open = merged.Open
 	r.Values = map[string]any{}
@@ -177,10 +177,10 @@ func (r *Result) mergeInputs(name string, f *pipeline.File, opts Options) {
 	// Values that came from inputs are checked like the rest of the pipeline; duplicates of
 	// earlier diagnostics collapse when the list is sorted.
 	if len(merged.Values) > 0 {
-		p, pd := pipeline.DecodePipeline(name, merged.Root)
+		p, pd := pipeline.DecodePipeline(name, f.Origins, merged.Root)
 		r.Diags.Add(pd...)
 		r.Merged = p
-		mf := &pipeline.File{Name: name, Src: f.Src, Root: wrap(merged.Root), Pipeline: p}
+		mf := &pipeline.File{Name: name, Src: f.Src, Root: wrap(merged.Root), Pipeline: p, Origins: f.Origins}
 		_, vd := validate.File(mf)
 		r.Diags.Add(vd...)
 	}
@@ -216,7 +216,7 @@ func (r *Result) checkPolicies(name string, opts Options) {
 	retainLinks(doc, r.Templates)
 	input := map[string]any{"pipeline": doc, "metadata": meta}
 	d, err := opts.Policies.Evaluate(context.Background(), sets, input)
-	at := pipeline.NodePos(name, p.Node)
+	at := r.File.Source().Pos(p.Node)
 	if err != nil {
 		r.Diags.Errorf(at, "policy", "policy evaluation failed, so the run is refused: %v", err)
 		r.Plan = nil
@@ -278,8 +278,8 @@ func (r *Result) resolveEntities(name string, opts Options) (map[string]*plan.De
 	for k, v := range cat.Sources {
 		r.Sources[k] = v
 	}
-	out, multis, d := cat.ResolveAll(name, r.Merged)
-	pods, pd := cat.Pods(name, r.Merged)
+	out, multis, d := cat.ResolveAll(r.File.Source(), r.Merged)
+	pods, pd := cat.Pods(r.File.Source(), r.Merged)
 	d = append(d, pd...)
 	r.Diags.Add(runNeeds(d, opts)...)
 	return out, multis, pods
@@ -321,7 +321,8 @@ func (r *Result) expand(name string, f *pipeline.File, opts Options) bool {
 	for k, v := range lib.Sources {
 		r.Sources[k] = v
 	}
-	uses, ed := templates.Expand(name, f.Root, lib)
+	f.Origins = pipeline.NewOrigins()
+	uses, ed := templates.Expand(name, f.Origins, f.Root, lib)
 	r.Diags.Add(ed...)
 	r.Templates = uses
 	return !ed.HasErrors()

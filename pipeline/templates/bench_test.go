@@ -133,7 +133,7 @@ func BenchmarkExpand200(b *testing.B) {
 	for b.Loop() {
 		f, _ := pipeline.ParseYAML(l, src)
 		lib, _ := templates.Load(dirs, "")
-		if _, d := templates.Expand(l, f.Root, lib); d.HasErrors() {
+		if _, d := templates.Expand(l, pipeline.NewOrigins(), f.Root, lib); d.HasErrors() {
 			b.Fatal(d)
 		}
 	}

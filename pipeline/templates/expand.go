@@ -45,8 +45,8 @@ func Uses(root *yaml.Node) bool {
 }
 
 type expander struct {
-	lib  *Library
-	file string
+	lib *Library
+	src pipeline.Source // the file expanded, and the record of the nodes copied into it
 	// filling names what Fill fills ("service"); empty when expanding template links.
 	filling string
 	diags   diag.List
@@ -57,14 +57,15 @@ type expander struct {
 }
 
 // Expand replaces, in place, every template link of the pipeline under root (a file's root
-// mapping) with the template's body (spec 19.5), nested links included.
-func Expand(file string, root *yaml.Node, lib *Library) ([]Use, diag.List) {
-	return expand(file, root, lib, nil)
+// mapping) with the template's body (spec 19.5), nested links included. origins records the
+// nodes copied in, for their positions (nil: not kept).
+func Expand(file string, origins *pipeline.Origins, root *yaml.Node, lib *Library) ([]Use, diag.List) {
+	return expand(file, origins, root, lib, nil)
 }
 
 // ExpandIn expands the links of a pipeline that wraps the body of template t, as links inside
 // t resolve: from t's scope.
-func ExpandIn(t *pipeline.Template, file string, root *yaml.Node, lib *Library) ([]Use, diag.List) {
+func ExpandIn(t *pipeline.Template, file string, origins *pipeline.Origins, root *yaml.Node, lib *Library) ([]Use, diag.List) {
 	scope := scopeAccount
 	switch {
 	case t.OrgIdentifier != "" && t.ProjectIdentifier != "":
@@ -72,14 +73,17 @@ func ExpandIn(t *pipeline.Template, file string, root *yaml.Node, lib *Library) 
 	case t.OrgIdentifier != "":
 		scope = scopeOrg
 	}
-	return expand(file, root, lib, []string{scope})
+	return expand(file, origins, root, lib, []string{scope})
 }
 
-func expand(file string, root *yaml.Node, lib *Library, scopes []string) ([]Use, diag.List) {
+func expand(file string, origins *pipeline.Origins, root *yaml.Node, lib *Library, scopes []string) ([]Use, diag.List) {
 	if lib == nil {
 		lib = &Library{byID: map[string][]*Doc{}}
 	}
-	e := &expander{lib: lib, file: file, scopes: scopes}
+	if origins == nil {
+		origins = pipeline.NewOrigins()
+	}
+	e := &expander{lib: lib, src: pipeline.Source{File: file, Origins: origins}, scopes: scopes}
 	if p := pipeline.Field(root, "pipeline"); p != nil {
 		if ok, done := e.link(p, "Pipeline", "pipeline", ""); ok {
 			e.stages(pipeline.Field(p, "stages"))
@@ -89,7 +93,7 @@ func expand(file string, root *yaml.Node, lib *Library, scopes []string) ([]Use,
 	return e.uses, e.diags
 }
 
-func (e *expander) pos(n *yaml.Node) diag.Pos { return pipeline.NodePos(e.file, n) }
+func (e *expander) pos(n *yaml.Node) diag.Pos { return e.src.Pos(n) }
 
 func (e *expander) stages(list *yaml.Node) {
 	for _, el := range items(list) {
@@ -166,7 +170,7 @@ func (e *expander) link(n *yaml.Node, kind, prefix, stageType string) (ok bool, 
 		}
 	}
 	var l pipeline.TemplateLink
-	(&pipeline.Decoder{File: e.file, Diags: &e.diags}).Decode(tl, &l, "template link")
+	(&pipeline.Decoder{File: e.src.File, Origins: e.src.Origins, Diags: &e.diags}).Decode(tl, &l, "template link")
 	if l.TemplateRef == "" {
 		return false, noop
 	}
@@ -232,9 +236,8 @@ func (e *expander) link(n *yaml.Node, kind, prefix, stageType string) (ok bool, 
 		e.diags.Unsupportedf(pipeline.NodePos(doc.File, pipeline.Key(t.Node, "variables")), "unsupported-template-feature",
 			"template variables are not supported (the reference does not document what they do)")
 	}
-	origin := pipeline.RegisterOrigin(pipeline.Origin{File: doc.File, Src: doc.Src,
+	body := e.src.Origins.CopyFrom(t.Spec, &pipeline.Origin{File: doc.File, Src: doc.Src,
 		Via: pipeline.ViaUse("template "+doc.Key(), e.pos(at))})
-	body := pipeline.CopyNode(t.Spec, origin)
 	if kind == "StepGroup" {
 		if st := pipeline.Field(body, "stageType"); st != nil {
 			if stageType != "" && st.Value != stageType {
@@ -648,9 +651,9 @@ func (u Use) IDs() []string {
 // Fill fills the runtime inputs of dst from in as templateInputs fill a template's (every value
 // must land on a runtime input, identity keys must agree, lists match by identity), for the
 // inputs of services, environments and infrastructures (serviceInputs, environmentInputs,
-// infrastructure inputs). where names in in messages; positions are in file.
-func Fill(file, what string, dst, in *yaml.Node, where string) diag.List {
-	e := &expander{file: file, filling: what}
+// infrastructure inputs). where names in in messages; positions are in src.
+func Fill(src pipeline.Source, what string, dst, in *yaml.Node, where string) diag.List {
+	e := &expander{src: src, filling: what}
 	e.inputs(dst, in, where)
 	return e.diags
 }

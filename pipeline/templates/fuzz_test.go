@@ -30,7 +30,7 @@ func FuzzExpand(f *testing.F) {
 		if file.Root == nil {
 			return
 		}
-		templates.Expand("p.yaml", file.Root, lib)
+		templates.Expand("p.yaml", pipeline.NewOrigins(), file.Root, lib)
 		file.Decode()
 	})
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
@@ -537,7 +536,6 @@ func TestTemplateFileValidatesAlone(t *testing.T) {
 	if ok, text := hasCode(r, "unsupported-template-kind"); !ok {
 		t.Errorf("CustomDeployment template:\n%s", text)
 	}
-	_ = pipeline.Line
 }
 
 // On-run policies see the expanded pipeline with each link's `template` object kept beside the
@@ -562,5 +560,57 @@ deny contains sprintf("step %s links echo_t v1", [s.identifier]) if {
 		load.Options{ForRun: true, Policies: engine})
 	if r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "step say links echo_t v1") {
 		t.Errorf("the policy did not see the link:\n%s", r.Diags.Render(r.Sources))
+	}
+}
+
+// Positions found after validation point into the template too: a runtime input the template
+// leaves open (input merging) and a service it names that does not exist (entity resolution),
+// each with the use site; and two loads of the same files agree (no state kept between loads).
+func TestLaterPhasesPointIntoTheTemplate(t *testing.T) {
+	tmpl := `template:
+  name: dep
+  identifier: dep
+  versionLabel: v1
+  type: Stage
+  spec:
+    type: Deployment
+    spec:
+      deploymentType: Kubernetes
+      service:
+        serviceRef: nowhere
+      environment:
+        environmentRef: dev
+        infrastructureDefinitions:
+          - identifier: k8s
+      execution:
+        steps:
+          - step:
+              type: ShellScript
+              name: a
+              identifier: a
+              timeout: TIMEOUT
+              spec: {shell: Sh, source: {type: Inline, spec: {script: 'true'}}}
+`
+	p := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: deploy\n        identifier: deploy\n        template:\n          templateRef: account.dep\n          versionLabel: v1\n"
+	for _, c := range []struct{ timeout, code string }{{"<+input>", "missing-input"}, {"1m", "missing-entity"}} {
+		want := map[string]int{"missing-input": 22, "missing-entity": 11}[c.code]
+		files := map[string]string{"templates/dep.yaml": strings.Replace(tmpl, "TIMEOUT", c.timeout, 1), "pipeline.yaml": p}
+		for round := range 2 {
+			r := project(t, files, forRun())
+			var found *diag.Diagnostic
+			for i, d := range r.Diags {
+				if d.Code == c.code {
+					found = &r.Diags[i]
+					break // the first, in file order
+				}
+			}
+			if found == nil {
+				t.Fatalf("round %d: no %s diagnostic:\n%s", round, c.code, r.Diags.Render(r.Sources))
+			}
+			if !strings.HasSuffix(found.Pos.File, filepath.Join("templates", "dep.yaml")) || found.Pos.Line != want ||
+				!strings.Contains(found.Pos.Via, "template dep@v1 used at ") || !strings.Contains(found.Pos.Via, "pipeline.yaml:9:") {
+				t.Errorf("round %d: %s at %+v, want templates/dep.yaml:%d via the use site", round, c.code, found.Pos, want)
+			}
+		}
 	}
 }

@@ -45,10 +45,10 @@ func (c *checker) checkBarriers() {
 		for _, u := range uses[1:] {
 			switch {
 			case u.rollback != first.rollback:
-				c.diags.Errorf(c.pos(u.at), "barrier-deadlock", "Barrier Deadlock Detected: barrier %q is used in both steps and rollbackSteps (line %d)", ref, pipeline.Line(first.at)).
+				c.diags.Errorf(c.pos(u.at), "barrier-deadlock", "Barrier Deadlock Detected: barrier %q is used in both steps and rollbackSteps (line %d)", ref, first.at.Line).
 					SetHint("forward and rollback steps never run at the same time; use a separate barrier")
 			case u.stage == first.stage || u.stage.stage == first.stage.stage:
-				c.diags.Errorf(c.pos(u.at), "barrier-deadlock", "Barrier Deadlock Detected: barrier %q is used twice in stage %s (also line %d)", ref, u.stage.stage.Identifier, pipeline.Line(first.at)).
+				c.diags.Errorf(c.pos(u.at), "barrier-deadlock", "Barrier Deadlock Detected: barrier %q is used twice in stage %s (also line %d)", ref, u.stage.stage.Identifier, first.at.Line).
 					SetHint("every Barrier step of one stage must use a distinct barrierRef")
 			case u.stage.index != first.stage.index:
 				c.diags.Errorf(c.pos(u.at), "barrier-deadlock", "Barrier Deadlock Detected: barrier %q is used by stages %s and %s, which run one after the other", ref, first.stage.stage.Identifier, u.stage.stage.Identifier).

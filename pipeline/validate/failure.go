@@ -64,9 +64,9 @@ func (c *checker) failureStrategies(n *yaml.Node, ctx fsCtx) {
 			case !seen:
 				byCategory[cat] = mapping{action, at}
 			case cat == "AllErrors":
-				c.diags.Errorf(c.pos(at), "duplicate-category", "AllErrors appears twice in one failureStrategies list (first at line %d)", pipeline.Line(prev.at))
+				c.diags.Errorf(c.pos(at), "duplicate-category", "AllErrors appears twice in one failureStrategies list (first at line %d)", prev.at.Line)
 			case prev.action != action && action != "" && prev.action != "":
-				c.diags.Errorf(c.pos(at), "conflicting-category", "error category %s is mapped to %s here and to %s at line %d", cat, action, prev.action, pipeline.Line(prev.at)).
+				c.diags.Errorf(c.pos(at), "conflicting-category", "error category %s is mapped to %s here and to %s at line %d", cat, action, prev.action, prev.at.Line).
 					SetHint("a category may map to only one action per level; remove one of the entries")
 			}
 		}

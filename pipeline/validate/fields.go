@@ -233,7 +233,7 @@ func (c *checker) scalar(n *yaml.Node, key string) {
 	if inputs.IsRuntimeInput(v) {
 		if _, err := inputs.Parse(v); err != nil {
 			pe := err.(*inputs.ParseError)
-			d := c.diags.Errorf(pipeline.OffsetPos(c.file, c.src, n, pe.Offset), "runtime-input", "invalid runtime input: %s", pe.Message)
+			d := c.diags.Errorf(c.src.OffsetPos(n, pe.Offset), "runtime-input", "invalid runtime input: %s", pe.Message)
 			if pe.Hint != "" {
 				d.SetHint("%s", pe.Hint)
 			}
@@ -251,7 +251,7 @@ func (c *checker) scalar(n *yaml.Node, key string) {
 	}
 	if _, err := expressions.Compile(v, mode); err != nil {
 		ee := err.(*expressions.Error)
-		c.diags.Errorf(pipeline.OffsetPos(c.file, c.src, n, ee.Offset), "expression", "invalid expression: %s", ee.Message).
+		c.diags.Errorf(c.src.OffsetPos(n, ee.Offset), "expression", "invalid expression: %s", ee.Message).
 			SetHint("expressions look like <+pipeline.variables.name>; wrap operators in an outer <+...>, e.g. <+<+a> == \"x\">")
 	}
 }

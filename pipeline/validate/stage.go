@@ -42,7 +42,7 @@ func (c *checker) stage(s *pipeline.Stage, index int, inParallel bool) {
 	c.name(s.Node, s.Name, "stage")
 	if prev, ok := c.stageIDs[s.Identifier]; ok && s.Identifier != "" {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "identifier")), "duplicate-identifier",
-			"stage identifier %q is already used at line %d", s.Identifier, pipeline.Line(prev)).
+			"stage identifier %q is already used at line %d", s.Identifier, prev.Line).
 			SetHint("stage identifiers must be unique across the whole pipeline, parallel blocks included")
 	} else if s.Identifier != "" {
 		c.stageIDs[s.Identifier] = pipeline.ValueAt(s.Node, "identifier")
@@ -240,7 +240,7 @@ func (c *checker) unique(ctx *stageCtx, obj *yaml.Node, id string, rollback bool
 		if key.group != nil {
 			where = "step group " + key.group.Identifier
 		}
-		c.diags.Errorf(c.pos(at), "duplicate-identifier", "%s identifier %q is already used in %s at line %d", what, id, where, pipeline.Line(prev)).
+		c.diags.Errorf(c.pos(at), "duplicate-identifier", "%s identifier %q is already used in %s at line %d", what, id, where, prev.Line).
 			SetHint("steps and step groups of one list (parallel blocks included) need distinct identifiers")
 		return
 	}

@@ -54,14 +54,17 @@ func (c *checker) template(t *pipeline.Template) {
 	wrapped := wrapTemplate(t)
 	root := wrapIn("pipeline", wrapped)
 	if templates.Uses(root) {
-		_, d := templates.ExpandIn(t, c.file, root, c.lib)
+		// The links' bodies are positioned in their own files.
+		c.src.Origins = pipeline.NewOrigins()
+		c.dec.Origins = c.src.Origins
+		_, d := templates.ExpandIn(t, c.file, c.src.Origins, root, c.lib)
 		c.diags.Add(d...)
 		if d.HasErrors() {
 			return
 		}
 		wrapped = pipeline.Field(root, "pipeline")
 	}
-	p, d := pipeline.DecodePipeline(c.file, wrapped)
+	p, d := pipeline.DecodePipeline(c.file, c.src.Origins, wrapped)
 	c.diags.Add(d...)
 	c.pipeline(p)
 	c.scalars(wrapped, "")
@@ -70,7 +73,7 @@ func (c *checker) template(t *pipeline.Template) {
 // wrapTemplate puts a template's body in the smallest pipeline that holds it; the wrapper's
 // nodes have no position, so diagnostics point into the body.
 func wrapTemplate(t *pipeline.Template) *yaml.Node {
-	body := pipeline.CopyNode(t.Spec, 0)
+	body := pipeline.CopyNode(t.Spec)
 	named := func(kind string) *yaml.Node {
 		n := &yaml.Node{Kind: yaml.MappingNode}
 		setScalar(n, "identifier", t.Identifier)

@@ -23,7 +23,7 @@ type Summary struct {
 
 type checker struct {
 	file  string
-	src   []byte
+	src   pipeline.Source // positions: the file, and the nodes copied into it from templates
 	diags diag.List
 	dec   *pipeline.Decoder
 	sum   Summary
@@ -47,9 +47,9 @@ func File(f *pipeline.File) (Summary, diag.List) { return FileWith(f, nil) }
 
 // FileWith validates a file with the templates that links inside a template file resolve to.
 func FileWith(f *pipeline.File, lib *templates.Library) (Summary, diag.List) {
-	c := &checker{file: f.Name, src: f.Src, stageIDs: map[string]*yaml.Node{}, stepPaths: map[string]bool{}, barriers: map[string]bool{},
+	c := &checker{file: f.Name, src: f.Source(), stageIDs: map[string]*yaml.Node{}, stepPaths: map[string]bool{}, barriers: map[string]bool{},
 		barrierUses: map[string][]barrierUse{}, lib: lib}
-	c.dec = &pipeline.Decoder{File: f.Name, Diags: &c.diags}
+	c.dec = &pipeline.Decoder{File: f.Name, Origins: f.Origins, Diags: &c.diags}
 	if f.Pipeline != nil {
 		c.partial = holdsUnexpanded(f.Pipeline.Node)
 		c.pipeline(f.Pipeline)
@@ -90,7 +90,7 @@ func FileWith(f *pipeline.File, lib *templates.Library) (Summary, diag.List) {
 	return c.sum, c.diags
 }
 
-func (c *checker) pos(n *yaml.Node) diag.Pos { return pipeline.NodePos(c.file, n) }
+func (c *checker) pos(n *yaml.Node) diag.Pos { return c.src.Pos(n) }
 
 func (c *checker) pipeline(p *pipeline.Pipeline) {
 	c.identifier(p.Node, "identifier", p.Identifier, "pipeline")
