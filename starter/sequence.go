@@ -26,9 +26,8 @@ import (
 //
 // numbers is one pipeline's state in this process.
 type numbers struct {
-	mu       sync.Mutex
-	waiting  []*numberRequest
-	inFlight int
+	mu    sync.Mutex
+	queue batchQueue[*numberRequest] // starts waiting for an update
 	// keys maps the idempotency keys this process started, or is starting, to their request.
 	keys     map[string]*numberRequest
 	keyOrder []*numberRequest
@@ -98,11 +97,7 @@ func (s *Starter) nextSequence(ctx context.Context, pipelineID, key string) (n i
 	}
 	// Starts outran the spares: take more ahead from now on.
 	b.ahead = min(maxAhead, max(minAhead, 2*b.ahead))
-	b.waiting = append(b.waiting, r)
-	lead := b.inFlight < batchesInFlight
-	if lead {
-		b.inFlight++
-	}
+	lead := b.queue.add(r)
 	b.mu.Unlock()
 	if lead {
 		// Sent on behalf of every caller, so no caller's cancellation cuts it short.
@@ -144,13 +139,11 @@ func (s *Starter) sendBatches(ctx context.Context, pipelineID string, b *numbers
 	defer cancel()
 	for {
 		b.mu.Lock()
-		if len(b.waiting) == 0 {
-			b.inFlight--
+		batch := b.queue.take()
+		if len(batch) == 0 {
 			b.mu.Unlock()
 			return
 		}
-		batch := b.waiting[:min(len(b.waiting), maxBatch)]
-		b.waiting = b.waiting[len(batch):]
 		extra := min(maxBatch-len(batch), max(0, b.ahead-len(b.spares)))
 		b.mu.Unlock()
 		keys := make([]string, len(batch), len(batch)+extra)
@@ -204,9 +197,9 @@ func (s *Starter) refill(ctx context.Context, pipelineID string, b *numbers) {
 func (s *Starter) addSpares(pipelineID string, b *numbers, spare []int64) {
 	b.spares = append(b.spares, spare...)
 	b.lastUse = time.Now()
-	for len(b.waiting) > 0 && len(b.spares) > 0 {
-		r := b.waiting[0]
-		b.waiting = b.waiting[1:]
+	for len(b.queue.waiting) > 0 && len(b.spares) > 0 {
+		r := b.queue.waiting[0]
+		b.queue.waiting = b.queue.waiting[1:]
 		r.n, r.bound = b.spares[0], r.key == ""
 		b.spares = b.spares[1:]
 		close(r.done)
@@ -339,9 +332,8 @@ func (s *Starter) sequenceUpdate(ctx context.Context, pipelineID, name, updateID
 // workflow (history.maxInFlightUpdates, default 10), past which the server refuses updates and
 // the SDK backs off for up to seconds.
 type batcher[T any] struct {
-	mu       sync.Mutex
-	waiting  []*call[T]
-	inFlight int
+	mu    sync.Mutex
+	queue batchQueue[*call[T]]
 }
 
 type call[T any] struct {
@@ -355,11 +347,7 @@ type call[T any] struct {
 func (b *batcher[T]) do(ctx context.Context, arg T, send func(context.Context, []T) ([]int64, error)) (int64, error) {
 	c := &call[T]{arg: arg, done: make(chan struct{})}
 	b.mu.Lock()
-	b.waiting = append(b.waiting, c)
-	lead := b.inFlight < batchesInFlight
-	if lead {
-		b.inFlight++
-	}
+	lead := b.queue.add(c)
 	b.mu.Unlock()
 	if lead {
 		go b.sendAll(context.WithoutCancel(ctx), send)
@@ -377,14 +365,11 @@ func (b *batcher[T]) sendAll(ctx context.Context, send func(context.Context, []T
 	defer cancel()
 	for {
 		b.mu.Lock()
-		if len(b.waiting) == 0 {
-			b.inFlight--
-			b.mu.Unlock()
+		batch := b.queue.take()
+		b.mu.Unlock()
+		if len(batch) == 0 {
 			return
 		}
-		batch := b.waiting[:min(len(b.waiting), maxBatch)]
-		b.waiting = b.waiting[len(batch):]
-		b.mu.Unlock()
 		args := make([]T, len(batch))
 		for i, c := range batch {
 			args[i] = c.arg
@@ -398,4 +383,33 @@ func (b *batcher[T]) sendAll(ctx context.Context, send func(context.Context, []T
 			close(c.done)
 		}
 	}
+}
+
+// batchQueue is what the starter's batchers share: the calls waiting for the next update, and
+// the senders draining them, at most batchesInFlight, each sending batches of up to maxBatch
+// until none wait. Its owner's lock guards it.
+type batchQueue[T any] struct {
+	waiting  []T
+	inFlight int
+}
+
+// add queues x and reports whether the caller is to start a sender.
+func (q *batchQueue[T]) add(x T) bool {
+	q.waiting = append(q.waiting, x)
+	if q.inFlight < batchesInFlight {
+		q.inFlight++
+		return true
+	}
+	return false
+}
+
+// take returns a sender's next batch; none means the sender stops.
+func (q *batchQueue[T]) take() []T {
+	if len(q.waiting) == 0 {
+		q.inFlight--
+		return nil
+	}
+	batch := q.waiting[:min(len(q.waiting), maxBatch)]
+	q.waiting = q.waiting[len(batch):]
+	return batch
 }
