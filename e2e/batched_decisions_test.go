@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"strings"
 	"testing"
 	"time"
@@ -14,78 +15,9 @@ import (
 // batchedDecisionsPipeline loops a step group 201 times (two batch workflows); only the last
 // iteration, in the second batch, meets a barrier, an approval, an execution input and a
 // failure that waits for a manual intervention. Stage s2 meets the barrier alongside.
-const batchedDecisionsPipeline = `pipeline:
-  name: batched_decisions
-  identifier: batched_decisions
-  flowControl:
-    barriers:
-      - {name: sync, identifier: sync}
-  stages:
-    - parallel:
-        - stage:
-            name: s1
-            identifier: s1
-            type: Custom
-            spec:
-              execution:
-                steps:
-                  - stepGroup:
-                      name: g
-                      identifier: g
-                      strategy: {repeat: {times: 201, maxConcurrency: 100}}
-                      when: {stageStatus: Success}
-                      steps:
-                        - step:
-                            type: Barrier
-                            name: meet
-                            identifier: meet
-                            timeout: 5m
-                            when: {stageStatus: Success, condition: "<+strategy.iteration> == 200"}
-                            spec: {barrierRef: sync}
-                        - step:
-                            type: HarnessApproval
-                            name: gate
-                            identifier: gate
-                            timeout: 1h
-                            when: {stageStatus: Success, condition: "<+strategy.iteration> == 200"}
-                            spec:
-                              approvalMessage: go?
-                              includePipelineExecutionHistory: false
-                              approvers: {userGroups: [org.release_managers], minimumCount: 1, disallowPipelineExecutor: false}
-                        - step:
-                            type: ShellScript
-                            name: ask
-                            identifier: ask
-                            timeout: 10m
-                            when: {stageStatus: Success, condition: "<+strategy.iteration> == 200"}
-                            spec:
-                              shell: Bash
-                              source: {type: Inline, spec: {script: "C=$COLOR"}}
-                              environmentVariables:
-                                - {name: COLOR, type: String, value: "<+input>.allowedValues(blue,green).executionInput()"}
-                              outputVariables:
-                                - {name: c, type: String, value: C}
-                        - step:
-                            type: ShellScript
-                            name: fail
-                            identifier: fail
-                            timeout: 10m
-                            when: {stageStatus: Success, condition: "<+strategy.iteration> == 200"}
-                            failureStrategies:
-                              - onFailure:
-                                  errors: [AllErrors]
-                                  action: {type: ManualIntervention, spec: {timeout: 1h, onTimeout: {action: {type: MarkAsFailure}}}}
-                            spec: {shell: Bash, source: {type: Inline, spec: {script: exit 3}}}
-        - stage:
-            name: s2
-            identifier: s2
-            type: Custom
-            spec:
-              execution:
-                steps:
-                  - step: {type: Barrier, name: meet, identifier: meet, timeout: 5m, spec: {barrierRef: sync}}
-                  - step: {type: ShellScript, name: after, identifier: after, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}
-`
+//
+//go:embed testdata/pipelines/batched_decisions.yaml
+var batchedDecisionsPipeline string
 
 // Decisions reach iterations that run in batch workflows (loops of more than BatchSize
 // iterations), through the same starter calls the CLI and the API use; barriers inside
@@ -168,55 +100,7 @@ func waitPending(t *testing.T, ctx context.Context, id, path string) {
 // its iterations meet a barrier with another stage, one waits for an approval that the pending
 // list shows and the starter reaches, and a later stage reads an iteration's output.
 func TestStageLoopInBatches(t *testing.T) {
-	src := `pipeline:
-  name: stage_batches
-  identifier: stage_batches
-  flowControl:
-    barriers:
-      - {name: sync, identifier: sync}
-  stages:
-    - parallel:
-        - stage:
-            name: s
-            identifier: s
-            type: Custom
-            strategy: {repeat: {times: 45}}
-            spec:
-              execution:
-                steps:
-                  - step: {type: Barrier, name: meet, identifier: meet, timeout: 5m, spec: {barrierRef: sync}}
-                  - step:
-                      type: HarnessApproval
-                      name: gate
-                      identifier: gate
-                      timeout: 1h
-                      when: {stageStatus: Success, condition: "<+strategy.iteration> == 44"}
-                      spec:
-                        approvalMessage: go?
-                        includePipelineExecutionHistory: false
-                        approvers: {userGroups: [account.release_managers], minimumCount: 1, disallowPipelineExecutor: false}
-                        approverInputs:
-                          - {name: region, selectOneFrom: [eu, us]}
-                          - {name: zones, selectManyFrom: [a, b, c]}
-                          - {name: tier, allowedValues: "gold, silver"}
-                  - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: "V=<+strategy.iteration>"}}, outputVariables: [{name: v, type: String, value: V}]}}
-        - stage:
-            name: other
-            identifier: other
-            type: Custom
-            spec:
-              execution:
-                steps:
-                  - step: {type: Barrier, name: meet, identifier: meet, timeout: 5m, spec: {barrierRef: sync}}
-    - stage:
-        name: last
-        identifier: last
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: "L=<+pipeline.stages.s_44.spec.execution.steps.a.output.outputVariables.v>"}}, outputVariables: [{name: l, type: String, value: L}]}}
-`
+	src := stageBatchesPipeline
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	p := compile(t, "stage_batches.yaml", []byte(src), load.Options{})
@@ -260,3 +144,8 @@ func TestStageLoopInBatches(t *testing.T) {
 	}
 	checkHistories(t, exec.ID, exec.ID+"/s/batch-0", exec.ID+"/s/batch-2")
 }
+
+// Pipelines of the tests above.
+
+//go:embed testdata/pipelines/stage_batches.yaml
+var stageBatchesPipeline string

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"os/exec"
@@ -350,32 +351,7 @@ func TestDownloadManifestsStep(t *testing.T) {
 	}
 	n, _ := realNode(t)
 	connector := fmt.Sprintf("connector:\n  name: Node\n  identifier: node\n  type: K8sCluster\n  spec:\n    credential:\n      type: ManualConfig\n      spec:\n        masterUrl: %s\n        insecureSkipTlsVerify: true\n        auth: {type: ServiceAccount, spec: {serviceAccountTokenRef: %s}}\n", n.Server, nodeTokenSecret)
-	src := `pipeline:
-  name: download
-  identifier: download
-  stages:
-    - stage:
-        name: s
-        identifier: s
-        type: Deployment
-        spec:
-          deploymentType: Kubernetes
-          service: {serviceRef: web}
-          environment: {environmentRef: dev, infrastructureDefinitions: [{identifier: node_infra}]}
-          execution:
-            steps:
-              - stepGroup:
-                  name: tools
-                  identifier: tools
-                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: node, namespace: default}}
-                  steps:
-                    - step: {type: DownloadManifests, name: download, identifier: download, spec: {}}
-                    - step:
-                        type: Run
-                        name: check
-                        identifier: check
-                        spec:
-                          image: ` + n.Image(nodetest.Busybox) + `
+	src := downloadPipeline + n.Image(nodetest.Busybox) + `
                           shell: Sh
                           command: |
                             VALUES=$(cat /harness/web_manifests/values.yaml)
@@ -631,3 +607,8 @@ func dumpLogs(t *testing.T, execution string, steps ...string) {
 		t.Logf("log of %s:\n%s", s, b.String())
 	}
 }
+
+// Pipelines of the tests above.
+
+//go:embed testdata/pipelines/download.yaml
+var downloadPipeline string

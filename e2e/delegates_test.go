@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"os"
 	"strings"
 	"testing"
@@ -31,48 +32,7 @@ func TestDelegateSelectors(t *testing.T) {
 		}
 		defer w.Stop()
 	}
-	src := `pipeline:
-  name: delegates
-  identifier: delegates
-  stages:
-    - stage:
-        name: s
-        identifier: s
-        type: Custom
-        delegateSelectors: [linux]
-        spec:
-          execution:
-            steps:
-              - step:
-                  type: ShellScript
-                  name: stage selectors
-                  identifier: inherits
-                  spec: {shell: Bash, source: {type: Inline, spec: {script: echo inherited}}}
-              - step:
-                  type: ShellScript
-                  name: own selectors
-                  identifier: gpu
-                  spec: {shell: Bash, delegateSelectors: [gpu, linux], source: {type: Inline, spec: {script: echo gpu}}}
-              - step:
-                  type: ShellScript
-                  name: nobody has windows
-                  identifier: windows
-                  failureStrategies:
-                    - onFailure: {errors: [DelegateProvisioning], action: {type: Ignore}}
-                  spec: {shell: Bash, delegateSelectors: [windows], source: {type: Inline, spec: {script: echo never}}}
-    - stage:
-        name: plain
-        identifier: plain
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step:
-                  type: ShellScript
-                  name: anywhere
-                  identifier: anywhere
-                  spec: {shell: Bash, source: {type: Inline, spec: {script: echo main}}}
-`
+	src := delegatesPipeline
 	p := compile(t, "delegates.yaml", []byte(src), load.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -99,3 +59,8 @@ func TestDelegateSelectors(t *testing.T) {
 		}
 	}
 }
+
+// Pipelines of the tests above.
+
+//go:embed testdata/pipelines/delegates.yaml
+var delegatesPipeline string

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -69,37 +70,7 @@ func TestExamples(t *testing.T) {
 
 func TestShellOutputsLogsAndSecretMasking(t *testing.T) {
 	t.Setenv(secrets.EnvName("db_password"), "hunter2-very-secret")
-	src := `pipeline:
-  name: secrets
-  identifier: secrets_demo
-  stages:
-    - stage:
-        name: s
-        identifier: s
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step:
-                  type: ShellScript
-                  name: use
-                  identifier: use
-                  spec:
-                    shell: Bash
-                    source:
-                      type: Inline
-                      spec:
-                        script: |
-                          echo "password is $PASS"
-                          echo "inline <+secrets.getValue("db_password")>"
-                          LEN=${#PASS}
-                          COPY=$PASS
-                    environmentVariables:
-                      - {name: PASS, type: Secret, value: db_password}
-                    outputVariables:
-                      - {name: len, type: String, value: LEN}
-                      - {name: copy, type: String, value: COPY}
-`
+	src := secretsDemoPipeline
 	exec, res := runPlan(t, env.starter, compile(t, "secrets.yaml", []byte(src), load.Options{}))
 	n := res.Tree.Find("s.use")
 	if res.Status != status.Succeeded {
@@ -215,19 +186,7 @@ func TestHttpStep(t *testing.T) {
 }
 
 func TestLiveTreeAndSearchAttributes(t *testing.T) {
-	src := `pipeline:
-  name: live
-  identifier: live_tree
-  stages:
-    - stage:
-        name: s
-        identifier: s
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: "exit 0"}}}}
-              - step: {type: ShellScript, name: b, identifier: b, spec: {shell: Bash, source: {type: Inline, spec: {script: "while [ ! -f \"$GO_FILE\" ]; do sleep 0.05; done"}}, environmentVariables: [{name: GO_FILE, type: String, value: "` + filepath.Join(t.TempDir(), "go") + `"}]}}
+	src := liveTreePipeline + filepath.Join(t.TempDir(), "go") + `"}]}}
 `
 	p := compile(t, "live.yaml", []byte(src), load.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -329,18 +288,7 @@ func TestSameStepIdentifierInTwoGroups(t *testing.T) {
                           outputVariables: [{name: word, type: String, value: WORD}]
 `
 	}
-	src := `pipeline:
-  name: twins
-  identifier: twins
-  stages:
-    - stage:
-        name: s
-        identifier: s
-        type: Custom
-        spec:
-          execution:
-            steps:
-` + group("canary", "first") + group("prod", "second") + `              - step:
+	src := twinsPipeline + group("canary", "first") + group("prod", "second") + `              - step:
                   type: ShellScript
                   name: report
                   identifier: report
@@ -380,3 +328,14 @@ func TestSameStepIdentifierInTwoGroups(t *testing.T) {
 		t.Fatalf("%s: %s, report %+v", exec.ID, res.Status, n)
 	}
 }
+
+// Pipelines of the tests above.
+
+//go:embed testdata/pipelines/secrets_demo.yaml
+var secretsDemoPipeline string
+
+//go:embed testdata/pipelines/live_tree.yaml
+var liveTreePipeline string
+
+//go:embed testdata/pipelines/twins.yaml
+var twinsPipeline string

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,47 +14,8 @@ import (
 	"github.com/gantry-cd/gantry/worker"
 )
 
-const ecsPipeline = `pipeline:
-  name: Web on ECS
-  identifier: web_ecs
-  variables:
-    - {name: tag, type: String, value: <+input>}
-    - {name: fail, type: String, value: <+input>.default("no")}
-  stages:
-    - stage:
-        name: Deploy
-        identifier: deploy
-        type: Deployment
-        spec:
-          deploymentType: ECS
-          service: {serviceRef: web}
-          environment:
-            environmentRef: prod
-            infrastructureDefinitions: [{identifier: ecs_eu}]
-          execution:
-            steps:
-              - step:
-                  type: EcsRunTask
-                  name: Migrate
-                  identifier: migrate
-                  timeout: 2m
-                  spec:
-                    taskDefinition: {type: Local, spec: {paths: [migrate-task.yaml]}}
-                    runTaskRequestDefinition: {type: Local, spec: {paths: [migrate-run.yaml]}}
-              - step: {type: EcsRollingDeploy, name: Deploy, identifier: rolling, timeout: 2m, spec: {}}
-              - step:
-                  type: ShellScript
-                  name: Check
-                  identifier: check
-                  spec:
-                    shell: Bash
-                    source: {type: Inline, spec: {script: 'test "$FAIL" != yes'}}
-                    environmentVariables: [{name: FAIL, type: String, value: <+pipeline.variables.fail>}]
-            rollbackSteps:
-              - step: {type: EcsRollingRollback, name: Rollback, identifier: rollback, timeout: 2m, spec: {}}
-        failureStrategies:
-          - onFailure: {errors: [AllErrors], action: {type: StageRollback}}
-`
+//go:embed testdata/pipelines/web_ecs.yaml
+var ecsPipeline string
 
 var ecsEntities = map[string]string{
 	"service.yaml": `service:

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -164,20 +165,7 @@ func TestAbortKillsRunningStep(t *testing.T) {
 
 func abortRunningStep(t *testing.T, timeout string) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	src := `pipeline:
-  name: abort
-  identifier: abort_me
-  stages:
-    - stage:
-        name: s1
-        identifier: s1
-        type: Custom
-        failureStrategies:
-          - onFailure: {errors: [AllErrors], action: {type: StageRollback}}
-        spec:
-          execution:
-            steps:
-              - step: {type: ShellScript, name: a, identifier: a, timeout: ` + timeout + `, spec: {shell: Bash, source: {type: Inline, spec: {script: "sleep 600 & echo $! > ` + pidFile + `; wait"}}}}
+	src := abortMePipeline + timeout + `, spec: {shell: Bash, source: {type: Inline, spec: {script: "sleep 600 & echo $! > ` + pidFile + `; wait"}}}}
               - step: {type: ShellScript, name: b, identifier: b, spec: {shell: Bash, source: {type: Inline, spec: {script: exit 0}}}}
             rollbackSteps:
               - step: {type: ShellScript, name: r, identifier: r, spec: {shell: Bash, source: {type: Inline, spec: {script: exit 0}}}}
@@ -247,19 +235,7 @@ func abortRunningStep(t *testing.T, timeout string) {
 
 // Cancelling the workflow through Temporal (as the Temporal UI does) aborts it too.
 func TestTemporalCancelAborts(t *testing.T) {
-	src := `pipeline:
-  name: cancel
-  identifier: cancel_me
-  stages:
-    - stage:
-        name: s1
-        identifier: s1
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step: {type: Wait, name: w, identifier: w, spec: {duration: 1h}}
-`
+	src := cancelMePipeline
 	p := compile(t, "cancel.yaml", []byte(src), load.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -284,26 +260,7 @@ func TestTemporalCancelAborts(t *testing.T) {
 // Retry from a stage copies the earlier stages (statuses and outputs) and runs the rest.
 func TestRetryFromStageAndRerun(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "fixed")
-	src := `pipeline:
-  name: retry
-  identifier: retry_me
-  stages:
-    - stage:
-        name: build
-        identifier: build
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step: {type: ShellScript, name: v, identifier: v, spec: {shell: Bash, source: {type: Inline, spec: {script: "V=$RANDOM"}}, outputVariables: [{name: v, type: String, value: V}]}}
-    - stage:
-        name: deploy
-        identifier: deploy
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step: {type: ShellScript, name: d, identifier: d, spec: {shell: Bash, source: {type: Inline, spec: {script: "test -f ` + marker + ` || exit 1; D=<+pipeline.stages.build.spec.execution.steps.v.output.outputVariables.v>/<+pipeline.resumedExecutionId>"}}, outputVariables: [{name: d, type: String, value: D}]}}
+	src := retryMePipeline + marker + ` || exit 1; D=<+pipeline.stages.build.spec.execution.steps.v.output.outputVariables.v>/<+pipeline.resumedExecutionId>"}}, outputVariables: [{name: d, type: String, value: D}]}}
 `
 	p := compile(t, "retry.yaml", []byte(src), load.Options{})
 	first, res := runPlan(t, env.starter, p)
@@ -343,3 +300,14 @@ func TestRetryFromStageAndRerun(t *testing.T) {
 		t.Logf("rerun built the same random value (unlikely but possible)")
 	}
 }
+
+// Pipelines of the tests above.
+
+//go:embed testdata/pipelines/abort_me.yaml
+var abortMePipeline string
+
+//go:embed testdata/pipelines/cancel_me.yaml
+var cancelMePipeline string
+
+//go:embed testdata/pipelines/retry_me.yaml
+var retryMePipeline string

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"flag"
 	"fmt"
 	"os"
@@ -263,82 +264,14 @@ func writeRunHistory(t *testing.T, id, runID, path string) {
 	}
 }
 
-const outcomeFailedPipeline = `pipeline:
-  name: outcome failed
-  identifier: outcome_failed
-  stages:
-    - stage:
-        name: build
-        identifier: build
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step: {type: ShellScript, name: compile, identifier: compile, timeout: 10s, spec: {shell: Bash, source: {type: Inline, spec: {script: "echo broken; exit 2"}}}}
-`
+//go:embed testdata/pipelines/outcome_failed.yaml
+var outcomeFailedPipeline string
 
-const fastPathPipeline = `pipeline:
-  name: fastpath
-  identifier: fastpath
-  stages:
-    - stage:
-        name: s
-        identifier: s
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step: {type: ShellScript, name: a, identifier: a, timeout: 10s, spec: {shell: Bash, source: {type: Inline, spec: {script: "A=1; sleep 0.6"}}, outputVariables: [{name: a, type: String, value: A}]}}
-              - parallel:
-                  - step: {type: ShellScript, name: b, identifier: b, timeout: 10s, spec: {shell: Bash, source: {type: Inline, spec: {script: "sleep 0.6"}}}}
-                  - step: {type: ShellScript, name: c, identifier: c, timeout: 10s, spec: {shell: Bash, source: {type: Inline, spec: {script: "echo <+execution.steps.a.output.outputVariables.a>"}}}}
-              - step:
-                  type: ShellScript
-                  name: flaky
-                  identifier: flaky
-                  timeout: 10s
-                  spec: {shell: Bash, source: {type: Inline, spec: {script: "exit 1"}}}
-                  failureStrategies:
-                    - onFailure: {errors: [AllErrors], action: {type: Retry, spec: {retryCount: 1, retryIntervals: [10s], onRetryFailure: {action: {type: Ignore}}}}}
-              - step: {type: ShellScript, name: slow, identifier: slow, timeout: 10m, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}
-`
+//go:embed testdata/pipelines/fastpath.yaml
+var fastPathPipeline string
 
-const batchesRecordPipeline = `pipeline:
-  name: batches_record
-  identifier: batches_record
-  flowControl:
-    barriers:
-      - {name: stages, identifier: stages}
-      - {name: steps, identifier: steps}
-  stages:
-    - parallel:
-        - stage:
-            name: s
-            identifier: s
-            type: Custom
-            strategy: {repeat: {times: 3}}
-            spec:
-              execution:
-                steps:
-                  - step: {type: Barrier, name: meet, identifier: meet, timeout: 5m, spec: {barrierRef: stages}}
-        - stage:
-            name: t
-            identifier: t
-            type: Custom
-            spec:
-              execution:
-                steps:
-                  - step: {type: Barrier, name: meet, identifier: meet, timeout: 5m, strategy: {repeat: {times: 3}}, spec: {barrierRef: steps}}
-        - stage:
-            name: u
-            identifier: u
-            type: Custom
-            spec:
-              execution:
-                steps:
-                  - step: {type: Barrier, name: stages, identifier: stages, timeout: 5m, spec: {barrierRef: stages}}
-                  - step: {type: Barrier, name: steps, identifier: steps, timeout: 5m, spec: {barrierRef: steps}}
-`
+//go:embed testdata/pipelines/batches_record.yaml
+var batchesRecordPipeline string
 
 // TestRecordNotificationHistories records an execution with notification rules
 // (changeNotifications): stage, step and pipeline events handed to its notifier, whose own

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,56 +116,8 @@ func k8sExample(t *testing.T, suffix string) string {
 	return dir
 }
 
-const devPipeline = `pipeline:
-  name: Web dev
-  identifier: web_dev
-  variables:
-    - {name: tag, type: String, value: <+input>}
-    - {name: zone, type: String, value: <+input>.default("")}
-  stages:
-    - stage:
-        name: Deploy dev
-        identifier: deploy_dev
-        type: Deployment
-        spec:
-          deploymentType: Kubernetes
-          service: {serviceRef: web}
-          environment:
-            environmentRef: dev
-            infrastructureDefinitions: [{identifier: dev_cluster}]
-          execution:
-            steps:
-              - step:
-                  type: K8sRollingDeploy
-                  name: Rolling deploy
-                  identifier: rolling
-                  timeout: 2m
-                  spec: {skipDryRun: false}
-              - step:
-                  type: ShellScript
-                  name: Report
-                  identifier: report
-                  spec:
-                    shell: Bash
-                    source: {type: Inline, spec: {script: 'echo ok'}}
-                    outputVariables:
-                      - {name: context, type: String, value: ctx}
-                    environmentVariables:
-                      - name: ctx
-                        type: String
-                        value: <+service.name>|<+env.type>|<+infra.namespace>|<+artifact.image>|<+serviceVariables.greeting>|<+execution.steps.rolling.output.releaseNumber>
-            rollbackSteps:
-              - step:
-                  type: K8sRollingRollback
-                  name: Rollback
-                  identifier: rollback
-                  timeout: 2m
-                  spec: {}
-        failureStrategies:
-          - onFailure:
-              errors: [AllErrors]
-              action: {type: StageRollback}
-`
+//go:embed testdata/pipelines/web_dev.yaml
+var devPipeline string
 
 func deploymentOf(t *testing.T, cs kubernetes.Interface, ns, name string) *appsv1.Deployment {
 	t.Helper()

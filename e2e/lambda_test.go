@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -17,40 +18,8 @@ import (
 	"github.com/gantry-cd/gantry/status"
 )
 
-const lambdaPipeline = `pipeline:
-  name: Orders function
-  identifier: orders_fn
-  variables:
-    - {name: memory, type: String, value: <+input>}
-    - {name: fail, type: String, value: <+input>.default("no")}
-  stages:
-    - stage:
-        name: Deploy
-        identifier: deploy
-        type: Deployment
-        spec:
-          deploymentType: AwsLambda
-          service: {serviceRef: orders}
-          environment:
-            environmentRef: prod
-            infrastructureDefinitions: [{identifier: lambda_eu}]
-          execution:
-            steps:
-              - step: {type: AwsLambdaDeploy, name: Deploy, identifier: deploy_fn, timeout: 2m, spec: {}}
-              - step:
-                  type: ShellScript
-                  name: Check
-                  identifier: check
-                  spec:
-                    shell: Bash
-                    source: {type: Inline, spec: {script: 'test "$FAIL" != yes'}}
-                    environmentVariables: [{name: FAIL, type: String, value: <+pipeline.variables.fail>}]
-                    outputVariables: [{name: seen, type: String, value: SEEN}]
-            rollbackSteps:
-              - step: {type: AwsLambdaRollback, name: Rollback, identifier: rollback_fn, timeout: 2m, spec: {}}
-        failureStrategies:
-          - onFailure: {errors: [AllErrors], action: {type: StageRollback}}
-`
+//go:embed testdata/pipelines/orders_fn.yaml
+var lambdaPipeline string
 
 // lambdaEntities are the service (a function definition and its code, the newest zip, in a
 // bucket), environment, infrastructure and Aws connector of lambdaPipeline.

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -101,43 +102,7 @@ deny contains sprintf("%d replicas is more than 10", [input.replicas]) if input.
 	}
 	defer w.Stop()
 	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
-	src := `pipeline:
-  name: policy step
-  identifier: policy_step
-  variables:
-    - {name: replicas, type: String, value: "20"}
-  stages:
-    - stage:
-        name: s
-        identifier: s
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step:
-                  type: Policy
-                  name: small
-                  identifier: small
-                  spec: {policySets: [capacity], type: Custom, policySpec: {payload: '{"replicas": 3}'}}
-              - step:
-                  type: Policy
-                  name: big
-                  identifier: big
-                  spec: {policySets: [capacity], type: Custom, policySpec: {payload: '{"replicas": <+pipeline.variables.replicas>}'}}
-                  failureStrategies: [{onFailure: {errors: [PolicyEvaluationFailure], action: {type: Ignore}}}]
-              - step:
-                  type: Policy
-                  name: mapped
-                  identifier: mapped
-                  spec:
-                    policySets: [capacity]
-                    type: Custom
-                    policySpec:
-                      payload:
-                        replicas: 30
-                        owner: <+pipeline.variables.replicas>
-                  failureStrategies: [{onFailure: {errors: [PolicyEvaluationFailure], action: {type: Ignore}}}]
-`
+	src := policyStepPipeline
 	_, res := runPlan(t, s, compile(t, "policy.yaml", []byte(src), load.Options{}))
 	conformance.Check(t, res.Tree, map[string]status.Status{"s.small": status.Succeeded, "s.big": status.IgnoreFailed})
 	if got := res.Tree.Find("s.small").Outputs["status"]; got != "pass" {
@@ -156,3 +121,8 @@ deny contains sprintf("%d replicas is more than 10", [input.replicas]) if input.
 		t.Errorf("mapped outputs %v, strategy %+v", mapped.Outputs, mapped.Strategy)
 	}
 }
+
+// Pipelines of the tests above.
+
+//go:embed testdata/pipelines/policy_step.yaml
+var policyStepPipeline string

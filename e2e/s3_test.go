@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,38 +17,9 @@ import (
 )
 
 // s3Pipeline deploys the web service and reports what the stage took from S3.
-const s3Pipeline = `pipeline:
-  name: Web from S3
-  identifier: web_s3
-  stages:
-    - stage:
-        name: Deploy dev
-        identifier: deploy_dev
-        type: Deployment
-        spec:
-          deploymentType: Kubernetes
-          service: {serviceRef: web}
-          environment:
-            environmentRef: dev
-            infrastructureDefinitions: [{identifier: dev_cluster}]
-          execution:
-            steps:
-              - step: {type: K8sRollingDeploy, name: Rolling deploy, identifier: rolling, timeout: 2m, spec: {skipDryRun: false}}
-              - step:
-                  type: ShellScript
-                  name: Report
-                  identifier: report
-                  spec:
-                    shell: Bash
-                    source: {type: Inline, spec: {script: 'echo ok'}}
-                    outputVariables: [{name: took, type: String, value: took}]
-                    environmentVariables:
-                      - {name: took, type: String, value: "<+artifact.bucketName>|<+artifact.filePath>|<+manifests.web.store>|<+manifests.web.bucketName>"}
-            rollbackSteps:
-              - step: {type: K8sRollingRollback, name: Rollback, identifier: rollback, timeout: 2m, spec: {}}
-        failureStrategies:
-          - onFailure: {errors: [AllErrors], action: {type: StageRollback}}
-`
+//
+//go:embed testdata/pipelines/web_s3.yaml
+var s3Pipeline string
 
 // A service whose manifests and values live in an S3 bucket (a real S3-compatible server,
 // signed with an Aws connector's keys from the secret resolver) and whose artifact is the

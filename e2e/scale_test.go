@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	_ "embed"
 	"fmt"
 	"os"
 	"strings"
@@ -54,22 +55,7 @@ func TestScaleMatrixOf5000Steps(t *testing.T) {
 	for i := range vals {
 		vals[i] = fmt.Sprint(i)
 	}
-	src := `pipeline:
-  name: big
-  identifier: big_matrix
-  stages:
-    - stage:
-        name: s
-        identifier: s
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step:
-                  type: ShellScript
-                  name: t
-                  identifier: t
-                  strategy: {matrix: {n: [` + strings.Join(vals, ", ") + `]}}
+	src := bigMatrixPipeline + strings.Join(vals, ", ") + `]}}
                   spec: {shell: Bash, source: {type: Inline, spec: {script: "V=<+matrix.n>"}}, outputVariables: [{name: v, type: String, value: V}]}
               - step: {type: ShellScript, name: last, identifier: last, spec: {shell: Bash, source: {type: Inline, spec: {script: "L=<+execution.steps.t_4999.output.outputVariables.v>"}}, outputVariables: [{name: l, type: String, value: L}]}}
 `
@@ -205,3 +191,8 @@ func TestScaleStageMatrixOf3000(t *testing.T) {
 		}
 	}
 }
+
+// Pipelines of the tests above.
+
+//go:embed testdata/pipelines/big_matrix.yaml
+var bigMatrixPipeline string

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -34,32 +35,8 @@ import (
 	"github.com/gantry-cd/gantry/workflows"
 )
 
-const hookPipeline = `pipeline:
-  name: on push
-  identifier: on_push
-  variables:
-    - {name: sha, type: String, value: <+input>}
-  stages:
-    - stage:
-        name: build
-        identifier: build
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step:
-                  type: ShellScript
-                  name: show
-                  identifier: show
-                  spec:
-                    shell: Bash
-                    source: {type: Inline, spec: {script: "B=<+trigger.branch>; S=<+pipeline.variables.sha>; U=<+trigger.gitUser>; T=<+pipeline.triggerType>"}}
-                    outputVariables:
-                      - {name: b, type: String, value: B}
-                      - {name: s, type: String, value: S}
-                      - {name: u, type: String, value: U}
-                      - {name: t, type: String, value: T}
-`
+//go:embed testdata/pipelines/on_push.yaml
+var hookPipeline string
 
 const hookTrigger = `trigger:
   name: main pushes
