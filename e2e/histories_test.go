@@ -62,6 +62,9 @@ func TestRecordHistories(t *testing.T) {
 	// The fast path: local activities, retried and parallel ones, a flush after 1 s of steps,
 	// next to a regular activity.
 	sources["fastpath.yaml"] = []byte(fastPathPipeline)
+	// Plan nodes that carry their step types' traits (the step catalog), beside the histories
+	// recorded before, whose nodes have none.
+	sources["traits.yaml"] = []byte(traitsRecordPipeline)
 	for _, path := range sortedKeys(sources) {
 		exec, _ := runPlan(t, env.starter, compile(t, path, sources[path], load.Options{}))
 		recordExecution(t, out, exec.ID)
@@ -322,3 +325,6 @@ func TestRecordNotificationHistories(t *testing.T) {
 	deliveries(t, env.starter, exec.ID)
 	recordExecution(t, out, exec.ID)
 }
+
+//go:embed testdata/pipelines/traits_record.yaml
+var traitsRecordPipeline string
