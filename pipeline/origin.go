@@ -37,31 +37,69 @@ func (o *Origins) Of(n *yaml.Node) *Origin {
 
 // CopyFrom deep-copies n, a node of another file, recording every copy as coming from from.
 func (o *Origins) CopyFrom(n *yaml.Node, from *Origin) *yaml.Node {
-	return o.copy(n, func(*yaml.Node) *Origin { return from })
+	return o.copy(n, func(*yaml.Node) *Origin { return from }, nil)
 }
 
 // Copy deep-copies n; the copies of copied nodes keep their origins. A nil record copies a tree
 // that has no copied nodes.
-func (o *Origins) Copy(n *yaml.Node) *yaml.Node { return o.copy(n, o.Of) }
+func (o *Origins) Copy(n *yaml.Node) *yaml.Node { return o.copy(n, o.Of, nil) }
 
-func (o *Origins) copy(n *yaml.Node, origin func(*yaml.Node) *Origin) *yaml.Node {
+// CopyWith is Copy calling visit with each node and its copy, once the copy is complete.
+func (o *Origins) CopyWith(n *yaml.Node, visit func(orig, cp *yaml.Node)) *yaml.Node {
+	return o.copy(n, o.Of, visit)
+}
+
+func (o *Origins) copy(n *yaml.Node, origin func(*yaml.Node) *Origin, visit func(orig, cp *yaml.Node)) *yaml.Node {
 	if n == nil {
 		return nil
 	}
-	c := *n
-	if from := origin(n); from != nil && o != nil {
-		o.of[&c] = from
+	// One allocation for all the copies: template bodies are copied often, node by node.
+	c := copier{o: o, origin: origin, visit: visit, slab: make([]yaml.Node, countNodes(n))}
+	return c.copy(n)
+}
+
+type copier struct {
+	o      *Origins
+	origin func(*yaml.Node) *Origin
+	visit  func(orig, cp *yaml.Node)
+	slab   []yaml.Node
+}
+
+func (c *copier) copy(n *yaml.Node) *yaml.Node {
+	if n == nil {
+		return nil
+	}
+	cp := &c.slab[0]
+	c.slab = c.slab[1:]
+	*cp = *n
+	if from := c.origin(n); from != nil && c.o != nil {
+		c.o.of[cp] = from
 	}
 	if n.Alias != nil {
-		c.Alias = o.copy(n.Alias, origin)
+		cp.Alias = c.copy(n.Alias)
 	}
 	if len(n.Content) > 0 {
-		c.Content = make([]*yaml.Node, len(n.Content))
+		cp.Content = make([]*yaml.Node, len(n.Content))
 		for i, k := range n.Content {
-			c.Content[i] = o.copy(k, origin)
+			cp.Content[i] = c.copy(k)
 		}
 	}
-	return &c
+	if c.visit != nil {
+		c.visit(n, cp)
+	}
+	return cp
+}
+
+// countNodes counts the nodes a deep copy of n makes (aliased nodes once per alias).
+func countNodes(n *yaml.Node) int {
+	if n == nil {
+		return 0
+	}
+	count := 1 + countNodes(n.Alias)
+	for _, k := range n.Content {
+		count += countNodes(k)
+	}
+	return count
 }
 
 // CopyNode deep-copies a tree that has no copied nodes (a file as parsed).

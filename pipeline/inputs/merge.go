@@ -156,7 +156,8 @@ type Result struct {
 // src positions the pipeline's nodes; the merged tree's copies keep their origins in it.
 func Merge(src pipeline.Source, root *yaml.Node, sources []*Source) (*Result, diag.List) {
 	var diags diag.List
-	res := &Result{Root: src.Origins.Copy(root), Values: map[string]*yaml.Node{}}
+	res := &Result{Root: root, Values: map[string]*yaml.Node{}}
+	pending := map[*yaml.Node]*yaml.Node{} // runtime-input nodes of root → their values
 	fields := map[string]leaf{}
 	fixed := map[string]bool{}
 	ids := map[string]map[string]string{}
@@ -227,7 +228,7 @@ func Merge(src pipeline.Source, root *yaml.Node, sources []*Source) (*Result, di
 		if nested, ok := subtrees[fqn]; ok {
 			// An unanswered condition input is false (spec C13), not a missing value.
 			required := !strings.HasSuffix(fqn, ".when")
-			res.Open = append(res.Open, mergeNested(src, nested, chosen[fqn], chosen, res.Values, required)...)
+			res.Open = append(res.Open, mergeNested(src, nested, chosen[fqn], chosen, res.Values, pending, required)...)
 			continue
 		}
 		l, in := fields[fqn], specs[fqn]
@@ -262,7 +263,15 @@ func Merge(src pipeline.Source, root *yaml.Node, sources []*Source) (*Result, di
 			}
 		}
 		res.Values[fqn] = val
-		replace(l.node, val)
+		pending[l.node] = val
+	}
+	if len(pending) > 0 {
+		// The values go into a copy: the pipeline as written stays as it was.
+		res.Root = src.Origins.CopyWith(root, func(orig, cp *yaml.Node) {
+			if val, ok := pending[orig]; ok {
+				replace(cp, val)
+			}
+		})
 	}
 	return res, diags
 }
@@ -396,7 +405,7 @@ func lookupPath(n *yaml.Node, path []string) *yaml.Node {
 // mergeNested fills the runtime inputs inside a whole subtree from the subtree an input set
 // gave (whole), a value given for the input's own FQN, or the input's default; the rest stay
 // open.
-func mergeNested(src pipeline.Source, nested []nestedInput, whole *yaml.Node, chosen map[string]*yaml.Node, values map[string]*yaml.Node, required bool) []Open {
+func mergeNested(src pipeline.Source, nested []nestedInput, whole *yaml.Node, chosen map[string]*yaml.Node, values map[string]*yaml.Node, pending map[*yaml.Node]*yaml.Node, required bool) []Open {
 	var open []Open
 	for _, in := range nested {
 		val := chosen[in.fqn]
@@ -412,7 +421,7 @@ func mergeNested(src pipeline.Source, nested []nestedInput, whole *yaml.Node, ch
 			val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *spec.Default}
 		}
 		values[in.fqn] = val
-		replace(in.node, val)
+		pending[in.node] = val
 	}
 	return open
 }
