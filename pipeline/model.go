@@ -86,8 +86,65 @@ type StageSpec struct {
 	// MultiDeploymentConfig tunes the fan-out of services × environments (spec 21.2).
 	MultiDeploymentConfig *yaml.Node `yaml:"multiDeploymentConfig"`
 	ServiceConfig         *yaml.Node `yaml:"serviceConfig"`
-	Infrastructure        *yaml.Node `yaml:"infrastructure"`
-	Execution             *Execution `yaml:"execution" gantry:"required"`
+	// Infrastructure is a legacy Deployment stage's infrastructure, or where a CI stage's
+	// steps run (CIInfrastructure).
+	Infrastructure *yaml.Node `yaml:"infrastructure"`
+	Execution      *Execution `yaml:"execution" gantry:"required"`
+	// CI stages (spec 22.1).
+	CloneCodebase       string     `yaml:"cloneCodebase"`
+	Runtime             *yaml.Node `yaml:"runtime"`
+	Platform            *yaml.Node `yaml:"platform"`
+	SharedPaths         *yaml.Node `yaml:"sharedPaths"`
+	ServiceDependencies *yaml.Node `yaml:"serviceDependencies"`
+	Caching             *yaml.Node `yaml:"caching"`
+	BuildIntelligence   *yaml.Node `yaml:"buildIntelligence"`
+	SlsaProvenance      *yaml.Node `yaml:"slsa_provenance"`
+}
+
+// CIInfrastructure is where a CI stage's steps run (spec 22.1): `KubernetesDirect` with the
+// pod's settings, or `UseFromStage` naming an earlier CI stage whose infrastructure it reuses.
+type CIInfrastructure struct {
+	Node         *yaml.Node `yaml:"-"`
+	Type         string     `yaml:"type" gantry:"required"`
+	Spec         *PodInfra  `yaml:"spec"`
+	UseFromStage string     `yaml:"useFromStage"`
+}
+
+// Properties are a pipeline's module properties; Gantry reads the CI codebase (spec 22.3).
+type Properties struct {
+	Node *yaml.Node    `yaml:"-"`
+	CI   *CIProperties `yaml:"ci"`
+}
+
+// CIProperties hold the pipeline's codebase.
+type CIProperties struct {
+	Node     *yaml.Node `yaml:"-"`
+	Codebase *Codebase  `yaml:"codebase"`
+}
+
+// Codebase is the repository CI stages with cloneCodebase clone into /harness (spec 22.3).
+// Build is a mapping ({type, spec}) or a runtime input that a run fills.
+type Codebase struct {
+	Node            *yaml.Node `yaml:"-"`
+	ConnectorRef    string     `yaml:"connectorRef" gantry:"required"`
+	RepoName        string     `yaml:"repoName"`
+	Build           *yaml.Node `yaml:"build" gantry:"required"`
+	Depth           string     `yaml:"depth"`
+	SslVerify       string     `yaml:"sslVerify"`
+	PrCloneStrategy string     `yaml:"prCloneStrategy"`
+	Resources       *yaml.Node `yaml:"resources"`
+}
+
+// CodebaseBuild is what a codebase clone checks out: `type: branch | tag | PR | commitSha`.
+type CodebaseBuild = Typed[CodebaseBuildSpec]
+
+// CodebaseBuildSpec holds the branch, tag, pull request number or commit.
+type CodebaseBuildSpec struct {
+	Node      *yaml.Node `yaml:"-"`
+	Branch    string     `yaml:"branch"`
+	Tag       string     `yaml:"tag"`
+	Number    string     `yaml:"number"`
+	CommitSha string     `yaml:"commitSha"`
 }
 
 // Execution is a stage's execution section (spec 1.4).

@@ -64,7 +64,7 @@ type document struct {
 }
 
 // StageTypes are the stage types the engine runs.
-var StageTypes = []string{"Approval", "Custom", "Deployment"}
+var StageTypes = []string{"Approval", "CI", "Custom", "Deployment"}
 
 // Parse reads one YAML document. It reports syntax errors, unknown keys, missing required fields
 // and wrong shapes; semantic checks are the validator's.
@@ -157,7 +157,7 @@ func decodePipeline(d *Decoder, n *yaml.Node) *Pipeline {
 func decodeStageSpecs(d *Decoder, e *StageElement) {
 	if e.Stage != nil && e.Stage.Spec != nil {
 		switch e.Stage.Type {
-		case "Deployment", "Custom", "Approval":
+		case "Deployment", "Custom", "Approval", "CI":
 			e.Stage.StageSpec = &StageSpec{}
 			d.Decode(e.Stage.Spec, e.Stage.StageSpec, e.Stage.Type+" stage spec")
 		}

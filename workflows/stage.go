@@ -238,6 +238,16 @@ func (s *stageRun) run(ctx workflow.Context) {
 			return
 		}
 	}
+	if st.Pod != nil && s.in.Mode != ModePipelineRollback {
+		// A CI stage: one pod for all its steps (spec 22.1), deleted however the stage ends.
+		pod, f := s.startPod(body, st, s.tree, s.fqn, s.forward)
+		if f != nil {
+			s.finish(ctx, status.Failed, f)
+			return
+		}
+		s.forward.pod = pod
+		defer s.stopPod(ctx, pod)
+	}
 	execution := child(child(s.data, "spec"), "execution")
 	if s.in.Mode == ModePipelineRollback {
 		child(s.root, "ambiance")["metadata"] = map[string]any{"executionMode": ModePipelineRollback}

@@ -21,6 +21,7 @@ import (
 // Compile builds the plan of a merged pipeline. file names the source for diagnostics.
 func Compile(file string, p *pipeline.Pipeline, resolved Resolved) (*plan.Plan, diag.List) {
 	c := &compiler{file: file, src: pipeline.Source{File: file, Origins: resolved.Origins}}
+	c.codebase = c.codebaseOf(p)
 	c.selectors = c.selectorList(p.DelegateSelectors, nil)
 	out := &plan.Plan{
 		Version:     plan.Version,
@@ -67,9 +68,10 @@ func Notifications(rules []pipeline.NotificationRule) []plan.NotificationRule {
 }
 
 type compiler struct {
-	file  string
-	src   pipeline.Source // positions, templates' copied nodes included
-	diags diag.List
+	codebase *pipeline.Codebase // the pipeline's CI codebase (spec 22.3)
+	file     string
+	src      pipeline.Source // positions, templates' copied nodes included
+	diags    diag.List
 	// selectors are the delegate selectors in effect where the compiler is (spec 1.9: the most
 	// specific non-empty list of pipeline, stage, step group, step).
 	selectors []string
@@ -143,9 +145,32 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 			// Rollback steps do not inherit the stage's failure strategies (spec 5.4).
 			n.Children = c.steps(s.StageSpec.Execution.Steps, false, c.level(s.FailureStrategies, ""))
 			n.Rollback = c.steps(s.StageSpec.Execution.RollbackSteps, true, nil)
+			if s.StageSpec.CloneCodebase == "true" && c.codebase != nil {
+				clone := c.cloneCodebase(c.level(s.FailureStrategies, ""))
+				n.Children = append([]*plan.Node{clone}, n.Children...)
+			}
 		})
 	}
 	return n
+}
+
+// cloneCodebase is the step a CI stage with cloneCodebase starts with (spec 22.1): the
+// pipeline's codebase cloned into the workspace, /harness, by the worker.
+func (c *compiler) cloneCodebase(onFailure map[string]*plan.Action) *plan.Node {
+	cb := c.codebase
+	depth := cb.Depth
+	if depth == "" {
+		depth = "50" // the reference's default
+	}
+	spec := map[string]any{"connectorRef": cb.ConnectorRef, "repoName": cb.RepoName, "build": pipeline.Value(cb.Build),
+		"depth": depth, "cloneDirectory": "/harness"}
+	if cb.SslVerify != "" {
+		spec["sslVerify"] = cb.SslVerify
+	}
+	e, _ := steps.Lookup(steps.CloneStepType)
+	return &plan.Node{Kind: plan.KindStep, ID: steps.CloneStepID, Name: "Clone codebase", Type: steps.CloneStepType,
+		Spec: spec, Unresolved: e.Unresolved, Traits: steps.TraitsOf(steps.CloneStepType), OnFailure: onFailure,
+		Selectors: c.selectors, Inputs: execInputs(spec, []string{"spec"}, nil)}
 }
 
 // steps compiles a steps list; inherited is the failure strategy its steps inherit.
@@ -346,4 +371,17 @@ func typedField(spec any, node *yaml.Node, path []string) {
 	if err := v.Decode(&typed); err == nil {
 		m[last] = typed
 	}
+}
+
+// codebaseOf is the pipeline's CI codebase, or nil.
+func (c *compiler) codebaseOf(p *pipeline.Pipeline) *pipeline.Codebase {
+	if p.Properties == nil {
+		return nil
+	}
+	var props pipeline.Properties
+	(&pipeline.Decoder{File: c.file, Origins: c.src.Origins, Diags: &diag.List{}}).Decode(p.Properties, &props, "properties") // checked by validate
+	if props.CI == nil {
+		return nil
+	}
+	return props.CI.Codebase
 }

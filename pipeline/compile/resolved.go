@@ -43,13 +43,13 @@ func deployments(p *plan.Plan, deploys map[string]*plan.Deployment, multis map[s
 	})
 }
 
-// pods gives each containerized step group its pod.
+// pods gives each CI stage, containerized step group and Container step its pod.
 func pods(p *plan.Plan, pods map[string]*plan.Pod) {
 	if len(pods) == 0 {
 		return
 	}
 	plan.Walk(p.Stages, nil, func(n *plan.Node, path []string) {
-		if n.Kind == plan.KindGroup || (n.Traits != nil && n.Traits.OwnPod) {
+		if n.Kind == plan.KindGroup || n.Kind == plan.KindStage || (n.Traits != nil && n.Traits.OwnPod) {
 			if pod, ok := pods[strings.Join(path, "/")]; ok {
 				n.Pod = pod
 			}

@@ -16,9 +16,15 @@ import (
 func (c *Catalog) Pods(src pipeline.Source, p *pipeline.Pipeline) (map[string]*plan.Pod, diag.List) {
 	r := &resolver{c: c, file: src.File, src: src}
 	out := map[string]*plan.Pod{}
+	ciInfras := map[string]*pipeline.PodInfra{} // CI stages' KubernetesDirect infrastructure
 	for _, s := range p.AllStages() {
 		if s.StageSpec == nil || s.StageSpec.Execution == nil {
 			continue
+		}
+		if s.Type == "CI" {
+			if pod := r.ciPod(s, p, ciInfras); pod != nil {
+				out[s.Identifier] = pod
+			}
 		}
 		visit := func(v pipeline.StepVisit) {
 			if g := v.Group; g != nil && g.StepGroupInfra != nil && g.StepGroupInfra.Type == "KubernetesDirect" && g.StepGroupInfra.Spec != nil {
@@ -42,6 +48,50 @@ func (c *Catalog) Pods(src pipeline.Source, p *pipeline.Pipeline) (map[string]*p
 		pipeline.WalkSteps(ex.RollbackSteps, true, nil, nil, visit)
 	}
 	return out, r.diags
+}
+
+// ciPod resolves a CI stage's pod (spec 22.1): its infrastructure's, or an earlier CI
+// stage's (UseFromStage), with the codebase's Git connector when the stage clones it.
+func (r *resolver) ciPod(s *pipeline.Stage, p *pipeline.Pipeline, infras map[string]*pipeline.PodInfra) *plan.Pod {
+	spec := s.StageSpec
+	if spec.Infrastructure == nil {
+		return nil
+	}
+	dec := &pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &diag.List{}} // checked by validate
+	var inf pipeline.CIInfrastructure
+	dec.Decode(spec.Infrastructure, &inf, "infrastructure")
+	podInfra := inf.Spec
+	switch inf.Type {
+	case "KubernetesDirect":
+	case "UseFromStage":
+		podInfra = infras[inf.UseFromStage]
+	default:
+		return nil
+	}
+	if podInfra == nil {
+		return nil
+	}
+	infras[s.Identifier] = podInfra
+	pod := r.pod(s.Identifier, podInfra, spec.SharedPaths, spec.Execution.Steps)
+	if pod == nil || spec.CloneCodebase != "true" || p.Properties == nil {
+		return pod
+	}
+	var props pipeline.Properties
+	dec.Decode(p.Properties, &props, "properties")
+	if props.CI == nil || props.CI.Codebase == nil {
+		return pod
+	}
+	cb := props.CI.Codebase
+	if strings.Contains(cb.ConnectorRef, "<+") {
+		return pod
+	}
+	if gc, ok := r.gitConnector(r.file, cb.Node, cb.ConnectorRef, "the codebase"); ok {
+		if pod.Git == nil {
+			pod.Git = map[string]plan.GitConnector{}
+		}
+		pod.Git[cb.ConnectorRef] = gc
+	}
+	return pod
 }
 
 // PodKey names a containerized step group or a Container step: its stage's identifier, its

@@ -291,12 +291,16 @@ func TestRuntimeInputPositions(t *testing.T) {
 	}
 }
 
-// Steps that belong in containerized step groups say so outside one; unsupported types list
-// what runs.
+// Steps that belong in containerized step groups say so outside one (an error naming where
+// they run, spec 22); unsupported types list what runs.
 func TestUnsupportedStepTypeHints(t *testing.T) {
+	src := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Deployment\n        spec:\n          execution:\n            steps:\n              - step: {type: DownloadManifests, name: x, identifier: x, spec: {}}\n"
+	r := load.Bytes("p.yaml", []byte(src), load.Options{})
+	if text := r.Diags.Render(r.Sources); r.OK() || !strings.Contains(text, "DownloadManifests step x is outside a containerized step group: it runs in a group's pod") {
+		t.Errorf("DownloadManifests:\n%s", text)
+	}
 	for typ, want := range map[string]string{
-		"DownloadManifests": "is outside a containerized step group",
-		"JiraApproval":      "Gantry runs step types AwsLambdaDeploy, AwsLambdaRollback, Background, Barrier, Container, DownloadManifests, EcsBlueGreenCreateService",
+		"JiraApproval": "Gantry runs step types AwsLambdaDeploy, AwsLambdaRollback, Background, Barrier, Container, DownloadManifests, EcsBlueGreenCreateService",
 	} {
 		src := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Custom\n        spec:\n          execution:\n            steps:\n              - step: {type: " + typ + ", name: x, identifier: x, spec: {}}\n"
 		r := load.Bytes("p.yaml", []byte(src), load.Options{})
@@ -335,7 +339,7 @@ func TestContainerizedStepGroupDiagnostics(t *testing.T) {
 		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci, volumes: [{mountPath: /d, type: PersistentVolumeClaim, spec: {}}]}}\n", "Run", run, "a PersistentVolumeClaim volume needs spec.claimName"},
 		{infra, "Run", "{command: \"true\"}", "unsupported: Run step a has no image"},
 		{infra, "Run", "{image: alpine, command: \"true\", resources: {limits: {memory: lots}}}", `memory "lots" is not a Kubernetes quantity`},
-		{"", "Run", run, "unsupported: Run step a is outside a containerized step group"},
+		{"", "Run", run, "Run step a is outside a containerized step group: it runs in a container, in a CI stage or in a group's pod"},
 		{"                  sharedPaths: [/cache]\n", "ShellScript", "{shell: Bash, source: {type: Inline, spec: {script: \"true\"}}}", "warning: sharedPaths is ignored"},
 	} {
 		file := write("p.yaml", fmt.Sprintf(src, c.group, c.typ, c.spec))

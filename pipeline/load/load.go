@@ -253,11 +253,13 @@ func hasDeployment(p *pipeline.Pipeline) bool {
 	return false
 }
 
-// hasPods reports whether a pipeline has a containerized step group.
+// hasPods reports whether a pipeline has a pod to run: a CI stage, a containerized step group
+// or a Container step.
 func hasPods(p *pipeline.Pipeline) bool {
 	found := false
 	for _, s := range p.AllStages() {
 		if s.StageSpec != nil && s.StageSpec.Execution != nil {
+			found = found || s.Type == "CI"
 			pipeline.WalkSteps(s.StageSpec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
 				found = found || (v.Group != nil && v.Group.StepGroupInfra != nil) || (v.Step != nil && steps.Traits(v.Step.Type).OwnPod)
 			})

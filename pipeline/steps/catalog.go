@@ -97,6 +97,13 @@ var entries = []Entry{
 	{Type: "EcsBlueGreenRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "ECS", Traits: ecs},
 }
 
+// The step a CI stage with cloneCodebase starts with: the pipeline's codebase cloned into the
+// workspace (spec 22.1). Its identifier is reserved in such stages.
+const (
+	CloneStepType = "GitClone"
+	CloneStepID   = "cloneCodebase"
+)
+
 func withOwnPod(t plan.Traits) plan.Traits     { t.OwnPod = true; return t }
 func withDeployment(t plan.Traits) plan.Traits { t.Deployment = true; return t }
 

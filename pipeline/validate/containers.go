@@ -113,19 +113,25 @@ func (c *checker) resources(r *pipeline.ContainerResources) {
 }
 
 // containerStep checks a step that runs in a container of a containerized step group.
-func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.StepGroup) {
-	var pod *pipeline.StepGroup
+// A CI stage's steps all run in the stage's pod (inCIStage).
+func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.StepGroup, inCIStage bool) {
+	inPod := inCIStage
 	for _, g := range groups {
-		if g.StepGroupInfra != nil {
-			pod = g
-		}
+		inPod = inPod || g.StepGroupInfra != nil
 	}
 	if ct, ok := spec.(*steps.Container); ok {
 		c.containerInfra(s, ct)
-	} else if pod == nil {
-		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-step-type",
-			"%s step %s is outside a containerized step group: in a CD stage the reference runs it in a group's pod (and in CI stages, which Gantry does not run, in their build infrastructure)", s.Type, s.Identifier).
-			SetHint("put it in a step group with `stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: ..., namespace: ...}}`")
+	} else if !inPod {
+		e, _ := steps.Lookup(s.Type)
+		if e.DeploymentStage {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-placement",
+				"%s step %s is outside a containerized step group: it runs in a group's pod", s.Type, s.Identifier).
+				SetHint("put it in a step group with `stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: ..., namespace: ...}}`")
+			return
+		}
+		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-placement",
+			"%s step %s is outside a containerized step group: it runs in a container, in a CI stage or in a group's pod", s.Type, s.Identifier).
+			SetHint("move it into a CI stage, or into a step group with `stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: ..., namespace: ...}}`")
 		return
 	}
 	if ck, ok := spec.(steps.Checked); ok {

@@ -97,7 +97,12 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 			c.diags.Errorf(c.pos(pipeline.Key(spec.Node, key)), "stage-spec", "%s stages do not take `%s`", s.Type, key).SetHint("%s", why)
 		}
 	}
+	if s.Type != "CI" {
+		c.ciKeysOutsideCI(s, spec)
+	}
 	switch s.Type {
+	case "CI":
+		c.ciStage(s, spec)
 	case "Approval":
 		for _, k := range []string{"deploymentType", "service", "services", "environment", "environments", "environmentGroup", "serviceConfig", "infrastructure"} {
 			forbid(k, "an Approval stage only has execution steps")
@@ -262,7 +267,13 @@ func (c *checker) stepGroup(ctx *stageCtx, g *pipeline.StepGroup, rollback bool,
 	if len(g.Steps) == 0 && pipeline.Field(g.Node, "steps") != nil {
 		c.diags.Errorf(c.pos(pipeline.Field(g.Node, "steps")), "empty", "step group %s has no steps", g.Identifier)
 	}
-	c.podGroup(g, groups)
+	if ctx.stage.Type == "CI" && g.StepGroupInfra != nil {
+		c.diags.Unsupportedf(c.pos(pipeline.Key(g.Node, "stepGroupInfra")), "unsupported-field",
+			"step group %s has its own stepGroupInfra in CI stage %s; Gantry runs a CI stage's steps in the stage's one pod", g.Identifier, ctx.stage.Identifier).
+			SetHint("remove stepGroupInfra: the group's steps run in the stage's pod")
+	} else {
+		c.podGroup(g, groups)
+	}
 	inner := append(append([]*pipeline.StepGroup(nil), groups...), g)
 	c.stepList(ctx, g.Steps, rollback, inner)
 	c.stepList(ctx, g.RollbackSteps, true, inner)
@@ -334,7 +345,7 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	spec := entry.New()
 	c.dec.Decode(specNode, spec, s.Type+" spec")
 	if entry.Traits.Container != "" {
-		c.containerStep(s, spec, groups) // checked in its pod, or refused outside one
+		c.containerStep(s, spec, groups, ctx.stage.Type == "CI") // checked in its pod, or refused outside one
 	} else if ck, ok := spec.(steps.Checked); ok {
 		ck.Check(specChecker{c})
 	}

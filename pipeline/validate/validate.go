@@ -40,6 +40,10 @@ type checker struct {
 	// positions of Barrier steps by barrier identifier, for deadlock detection
 	barrierUses map[string][]barrierUse
 	lib         *templates.Library // for template files: what their own links resolve to
+	// codebase is the pipeline's CI codebase; ciInfras the CI stages so far with an
+	// infrastructure a later stage may use (spec 22).
+	codebase *pipeline.Codebase
+	ciInfras map[string]bool
 }
 
 // File validates a parsed pipeline file. Parse diagnostics are not repeated here.
@@ -48,7 +52,7 @@ func File(f *pipeline.File) (Summary, diag.List) { return FileWith(f, nil) }
 // FileWith validates a file with the templates that links inside a template file resolve to.
 func FileWith(f *pipeline.File, lib *templates.Library) (Summary, diag.List) {
 	c := &checker{file: f.Name, src: f.Source(), stageIDs: map[string]*yaml.Node{}, stepPaths: map[string]bool{}, barriers: map[string]bool{},
-		barrierUses: map[string][]barrierUse{}, lib: lib}
+		barrierUses: map[string][]barrierUse{}, lib: lib, ciInfras: map[string]bool{}}
 	c.dec = &pipeline.Decoder{File: f.Name, Origins: f.Origins, Diags: &c.diags}
 	if f.Pipeline != nil {
 		c.partial = holdsUnexpanded(f.Pipeline.Node)
@@ -98,6 +102,7 @@ func (c *checker) pipeline(p *pipeline.Pipeline) {
 	c.timeout(p.Node, p.Timeout, "pipeline")
 	c.boolean(p.Node, "allowStageExecutions", p.AllowStageExecutions)
 	c.variables(p.Variables, "pipeline")
+	c.codebase = c.codebaseOf(p)
 	if p.FlowControl != nil {
 		seen := map[string]bool{}
 		for _, b := range p.FlowControl.Barriers {

@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/gittest"
+	"github.com/gantry-cd/gantry/internal/nodetest"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/status"
+)
+
+// ciPipeline loads a pipeline whose codebase is repository app of srv (branch main) and whose
+// stages (YAML list items) run on the node; IMAGE is the node's busybox image.
+func ciPipeline(t *testing.T, srv *gittest.Server, id, stages string) *plan.Plan {
+	t.Helper()
+	n, _ := realNode(t)
+	dir := t.TempDir()
+	os.Setenv(secrets.EnvName("ci_clone_token"), srv.Password)
+	files := map[string]string{
+		"node.yaml": fmt.Sprintf("connector:\n  name: Node\n  identifier: node\n  type: K8sCluster\n  spec:\n    credential:\n      type: ManualConfig\n      spec:\n        masterUrl: %s\n        insecureSkipTlsVerify: true\n        auth: {type: ServiceAccount, spec: {serviceAccountTokenRef: %s}}\n", n.Server, nodeTokenSecret),
+		"git.yaml":  fmt.Sprintf("connector:\n  name: Repo\n  identifier: app_git\n  type: Git\n  spec:\n    url: %s/app.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: ci_clone_token}\n", srv.HTTPURL, srv.Username),
+		id + ".yaml": `pipeline:
+  name: ` + id + `
+  identifier: ` + id + `
+  properties:
+    ci:
+      codebase:
+        connectorRef: app_git
+        build: {type: branch, spec: {branch: main}}
+  stages:
+` + strings.ReplaceAll(stages, "IMAGE", n.Image(nodetest.Busybox)),
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := load.File(filepath.Join(dir, id+".yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	return r.Plan
+}
+
+// C130: a CI stage clones the codebase into /harness and runs its steps as containers of one
+// pod sharing the workspace; an output variable of one step reaches the next; no pod is left.
+func TestC130CIStageOnePodSharedWorkspace(t *testing.T) {
+	_, cs := realNode(t)
+	srv := gittest.Start(t)
+	commit := srv.NewRepo("app", map[string]string{"hello.txt": "hello from the codebase\n"})
+	p := ciPipeline(t, srv, "c130", `    - stage:
+        name: build
+        identifier: build
+        type: CI
+        spec:
+          cloneCodebase: true
+          infrastructure:
+            type: KubernetesDirect
+            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
+          execution:
+            steps:
+              - step:
+                  type: Run
+                  name: a
+                  identifier: a
+                  spec:
+                    image: IMAGE
+                    shell: Sh
+                    command: cat hello.txt > out.txt; export V=1
+                    outputVariables: [{name: V}]
+              - step:
+                  type: Run
+                  name: b
+                  identifier: b
+                  spec:
+                    image: IMAGE
+                    shell: Sh
+                    command: |
+                      cat out.txt
+                      TEXT=$(cat out.txt)
+                      FROM_A=<+execution.steps.a.output.outputVariables.V>
+                      HOST=$(hostname)
+                    outputVariables: [{name: TEXT}, {name: FROM_A}, {name: HOST}]
+              - step:
+                  type: Run
+                  name: c
+                  identifier: c
+                  spec:
+                    image: IMAGE
+                    shell: Sh
+                    command: HOST=$(hostname)
+                    outputVariables: [{name: HOST}]
+`)
+	_, res := runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "build.cloneCodebase": status.Succeeded,
+		"build.a": status.Succeeded, "build.b": status.Succeeded, "build.c": status.Succeeded})
+	if got := res.Tree.Find("build.cloneCodebase").Outputs["commitSha"]; got != commit {
+		t.Errorf("cloned %v, want %s", got, commit)
+	}
+	b, _ := res.Tree.Find("build.b").Outputs["outputVariables"].(map[string]any)
+	c, _ := res.Tree.Find("build.c").Outputs["outputVariables"].(map[string]any)
+	if b["TEXT"] != "hello from the codebase" || b["FROM_A"] != "1" {
+		t.Errorf("b's outputs %v", b)
+	}
+	if b["HOST"] == nil || b["HOST"] != c["HOST"] {
+		t.Errorf("steps b and c ran in different pods: %v, %v", b["HOST"], c["HOST"])
+	}
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Errorf("pods left after the stage: %v", left)
+	}
+}
+
+// C131 (exit code): a failing Run step fails its CI stage with the command's exit code, and
+// the stage's pod is deleted.
+func TestC131CIStageExitCode(t *testing.T) {
+	_, cs := realNode(t)
+	srv := gittest.Start(t)
+	srv.NewRepo("app", map[string]string{"README.md": "x\n"})
+	p := ciPipeline(t, srv, "c131", `    - stage:
+        name: test
+        identifier: test
+        type: CI
+        spec:
+          cloneCodebase: false
+          infrastructure:
+            type: KubernetesDirect
+            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
+          execution:
+            steps:
+              - step: {type: Run, name: fail, identifier: fail, spec: {image: IMAGE, shell: Sh, command: exit 3}}
+`)
+	_, res := runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "test.fail": status.Failed})
+	if f := res.Tree.Find("test.fail").Failure; f == nil || !strings.Contains(f.Message, "exited with code 3") {
+		t.Errorf("failure %+v", f)
+	}
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Errorf("pods left after the stage: %v", left)
+	}
+}

@@ -1,0 +1,103 @@
+package load_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// The connectors a CI pipeline of these tests names.
+var ciConnectors = map[string]string{
+	"k8s.yaml": "connector:\n  name: k8s\n  identifier: k8s\n  type: K8sCluster\n  spec: {credential: {type: InheritFromDelegate}}\n",
+	"git.yaml": "connector:\n  name: git\n  identifier: git\n  type: Git\n  spec: {url: https://git.example.com/app.git, connectionType: Repo, type: Http, spec: {username: u, passwordRef: pw}}\n",
+}
+
+// ciPipeline is a pipeline with the codebase of connector git and the stage specs given (each
+// the YAML under one CI stage's spec, indented for it), stages named s1, s2, ...
+func ciPipeline(specs ...string) string {
+	var b strings.Builder
+	b.WriteString("pipeline:\n  name: p\n  identifier: p\n  properties:\n    ci:\n      codebase: {connectorRef: git, build: {type: branch, spec: {branch: main}}}\n  stages:\n")
+	for i, s := range specs {
+		fmt.Fprintf(&b, "    - stage:\n        name: s%d\n        identifier: s%d\n        type: CI\n        spec:\n%s", i+1, i+1, s)
+	}
+	return b.String()
+}
+
+const (
+	ciK8s   = "          infrastructure: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci}}\n"
+	ciSteps = "          execution:\n            steps:\n              - step: {type: Run, name: a, identifier: a, spec: {image: alpine, shell: Sh, command: make}}\n"
+)
+
+// A CI stage is planned with its pod (connectors resolved, the codebase's among them) and starts
+// with the codebase clone; a later stage's UseFromStage gets a pod of the same infrastructure.
+func TestCIStagePlan(t *testing.T) {
+	files := map[string]string{"p.yaml": ciPipeline("          cloneCodebase: true\n"+ciK8s+ciSteps,
+		"          infrastructure: {type: UseFromStage, useFromStage: s1}\n"+ciSteps)}
+	for k, v := range ciConnectors {
+		files[k] = v
+	}
+	r := loadIn(t, files, "p.yaml", load.Options{ForRun: true})
+	if !r.OK() || len(r.Diags) > 0 {
+		t.Fatalf("want a clean plan:\n%s", r.Diags.Render(r.Sources))
+	}
+	s1, s2 := r.Plan.Stages[0], r.Plan.Stages[1]
+	if s1.Pod == nil || s1.Pod.Connector.ID != "k8s" || s1.Pod.Git["git"].URL == "" {
+		t.Fatalf("stage s1's pod: %+v", s1.Pod)
+	}
+	clone := s1.Children[0]
+	if clone.ID != "cloneCodebase" || clone.Traits == nil || clone.Traits.Activity != activities.ContainerStep || clone.Traits.Container != plan.ContainerHelper {
+		t.Errorf("s1 starts with %+v", clone)
+	}
+	if spec, _ := clone.Spec.(map[string]any); spec["cloneDirectory"] != "/harness" || spec["depth"] != "50" || spec["connectorRef"] != "git" {
+		t.Errorf("clone spec %v", clone.Spec)
+	}
+	if s2.Pod == nil || s2.Pod.Connector.ID != "k8s" || len(s2.Children) != 1 || s2.Pod.Git != nil {
+		t.Errorf("stage s2 (UseFromStage, no clone): pod %+v, %d steps", s2.Pod, len(s2.Children))
+	}
+}
+
+// What a CI stage cannot be gets its verdict before a run (spec 22).
+func TestCIStageVerdicts(t *testing.T) {
+	for _, c := range []struct {
+		spec string
+		sev  diag.Severity
+		want string
+	}{
+		{ciSteps, diag.Error, "CI stage s1 has no infrastructure"},
+		{"          runtime: {type: Cloud, spec: {}}\n" + ciSteps, diag.Unsupported, "stage s1 runs on runtime Cloud"},
+		{"          infrastructure: {type: VM, spec: {poolName: p}}\n" + ciSteps, diag.Unsupported, "stage s1 runs on VM infrastructure"},
+		{"          infrastructure: {type: UseFromStage, useFromStage: s9}\n" + ciSteps, diag.Error, `useFromStage "s9" is not an earlier CI stage`},
+		{ciK8s + "          platform: {os: MacOS, arch: Arm64}\n" + ciSteps, diag.Unsupported, "platform os MacOS"},
+		{ciK8s + "          caching: {enabled: true}\n" + ciSteps, diag.Warning, "caching is ignored"},
+		{ciK8s + "          slsa_provenance: {enabled: true}\n" + ciSteps, diag.Unsupported, "slsa_provenance would attest"},
+		{ciK8s + "          serviceDependencies: [{identifier: db, name: db, type: Service, spec: {image: postgres}}]\n" + ciSteps, diag.Unsupported, "serviceDependencies are not started yet"},
+		{ciK8s + "          sharedPaths: [cache]\n" + ciSteps, diag.Error, `shared path "cache" is not absolute`},
+		{ciK8s + "          deploymentType: Kubernetes\n" + ciSteps, diag.Error, "CI stages do not take `deploymentType`"},
+		{ciK8s + ciSteps + "            rollbackSteps:\n              - step: {type: Run, name: r, identifier: r, spec: {image: alpine, command: x}}\n", diag.Error, "CI stages have no rollback section"},
+		{ciK8s + "          execution:\n            steps:\n              - step: {type: BuildAndPushDockerRegistry, name: b, identifier: b, spec: {connectorRef: hub, repo: app, tags: [v1]}}\n", diag.Unsupported, "Gantry does not run BuildAndPushDockerRegistry steps yet"},
+	} {
+		files := map[string]string{"p.yaml": ciPipeline(c.spec)}
+		for k, v := range ciConnectors {
+			files[k] = v
+		}
+		r := loadIn(t, files, "p.yaml", load.Options{})
+		found := false
+		for _, d := range r.Diags {
+			found = found || (d.Severity == c.sev && strings.Contains(d.Message, c.want))
+		}
+		if !found {
+			t.Errorf("want %s %q:\n%s", c.sev, c.want, r.Diags.Render(r.Sources))
+		}
+	}
+	// cloneCodebase needs the pipeline's codebase.
+	src := strings.Replace(ciPipeline("          cloneCodebase: true\n"+ciK8s+ciSteps), "  properties:\n    ci:\n      codebase: {connectorRef: git, build: {type: branch, spec: {branch: main}}}\n", "", 1)
+	r := load.Bytes("p.yaml", []byte(src), load.Options{})
+	if len(codes(r.Diags, diag.Error, "missing-codebase")) != 1 {
+		t.Errorf("want missing-codebase:\n%s", r.Diags.Render(r.Sources))
+	}
+}

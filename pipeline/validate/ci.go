@@ -1,0 +1,160 @@
+package validate
+
+import (
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/steps"
+)
+
+// ciStageKeys are the stage spec fields only CI stages take (spec 22.1).
+var ciStageKeys = []string{"cloneCodebase", "runtime", "platform", "sharedPaths", "serviceDependencies", "caching", "buildIntelligence", "slsa_provenance"}
+
+// ciKeysOutsideCI warns about CI stage fields in another stage: the reference ignores keys its
+// schema does not give a stage type.
+func (c *checker) ciKeysOutsideCI(s *pipeline.Stage, spec *pipeline.StageSpec) {
+	for _, k := range ciStageKeys {
+		if pipeline.Field(spec.Node, k) != nil {
+			c.diags.Warnf(c.pos(pipeline.Key(spec.Node, k)), "unknown-key", "unknown key %q in %s stage spec; ignored, as the reference ignores it", k, s.Type).
+				SetHint("%s is a field of CI stages", k)
+		}
+	}
+}
+
+// ciStage checks a CI stage (spec 22.1): where its steps run, the codebase it clones, and the
+// vendor-hosted features Gantry does not have.
+func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.StageSpec) {
+	for _, k := range []string{"deploymentType", "service", "services", "environment", "environments", "environmentGroup", "serviceConfig"} {
+		if pipeline.Field(spec.Node, k) != nil {
+			c.diags.Errorf(c.pos(pipeline.Key(spec.Node, k)), "stage-spec", "CI stages do not take `%s`", k).
+				SetHint("deploy what the CI stage built in a Deployment stage after it")
+		}
+	}
+	if ex := spec.Execution; ex != nil && pipeline.Field(ex.Node, "rollbackSteps") != nil {
+		c.diags.Errorf(c.pos(pipeline.Key(ex.Node, "rollbackSteps")), "stage-spec", "CI stages have no rollback section").
+			SetHint("a failed build has nothing to roll back; use a failure strategy")
+	}
+	c.boolean(spec.Node, "cloneCodebase", spec.CloneCodebase)
+	if spec.CloneCodebase == "true" && c.codebase == nil {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(spec.Node, "cloneCodebase")), "missing-codebase",
+			"stage %s clones the codebase, but the pipeline has none", s.Identifier).
+			SetHint("add `properties: {ci: {codebase: {connectorRef: my_git, repoName: app, build: <+input>}}}` to the pipeline, or set cloneCodebase: false")
+	}
+	if spec.CloneCodebase == "true" && spec.Execution != nil {
+		pipeline.WalkSteps(spec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
+			if v.Step != nil && len(v.Groups) == 0 && v.Step.Identifier == steps.CloneStepID {
+				c.diags.Errorf(c.pos(pipeline.ValueAt(v.Step.Node, "identifier")), "duplicate-identifier",
+					"step identifier %s is the codebase clone's in a stage with cloneCodebase", steps.CloneStepID).SetHint("rename the step")
+			}
+		})
+	}
+	switch {
+	case spec.Infrastructure != nil:
+		c.ciInfrastructure(s, spec.Infrastructure)
+	case spec.Runtime != nil:
+		typ := scalarValue(pipeline.Field(spec.Runtime, "type"))
+		c.diags.Unsupportedf(c.pos(spec.Runtime), "unsupported-runtime",
+			"stage %s runs on runtime %s, the reference's hosted or local build machines; Gantry runs CI stages on a Kubernetes cluster you name", s.Identifier, typ).
+			SetHint("replace runtime with `infrastructure: {type: KubernetesDirect, spec: {connectorRef: my_cluster, namespace: ci}}`")
+	default:
+		c.diags.Errorf(c.pos(spec.Node), "missing-field", "CI stage %s has no infrastructure", s.Identifier).
+			SetHint("add `infrastructure: {type: KubernetesDirect, spec: {connectorRef: my_cluster, namespace: ci}}`")
+	}
+	if p := spec.Platform; p != nil && p.Kind == yaml.MappingNode {
+		if os := scalarValue(pipeline.Field(p, "os")); os != "" && os != "Linux" && !dynamic(os) {
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(p, "os")), "unsupported-field", "platform os %s: Gantry runs CI steps in Linux containers only", os)
+		}
+	}
+	if n := spec.SharedPaths; n != nil && n.Kind == yaml.SequenceNode {
+		for _, p := range n.Content {
+			if p.Value != "" && !dynamic(p.Value) && p.Value[0] != '/' {
+				c.diags.Errorf(c.pos(p), "shared-path", "shared path %q is not absolute", p.Value).SetHint("write it as a path in the containers, e.g. /root/.m2")
+			}
+		}
+	}
+	if n := spec.ServiceDependencies; n != nil && !(n.Kind == yaml.SequenceNode && len(n.Content) == 0) {
+		c.diags.Unsupportedf(c.pos(n), "unsupported-field", "serviceDependencies are not started yet").
+			SetHint("start the service with a Background step at the top of the stage")
+	}
+	for key, why := range map[string]string{
+		"caching":           "steps run without the reference's hosted cache",
+		"buildIntelligence": "builds run in full; the reference's build cache is a hosted feature",
+	} {
+		if n := pipeline.Field(spec.Node, key); enabled(n) {
+			c.diags.Warnf(c.pos(n), "not-implemented", "%s is ignored: %s", key, why)
+		}
+	}
+	if n := spec.SlsaProvenance; enabled(n) {
+		c.diags.Unsupportedf(c.pos(n), "unsupported-field", "slsa_provenance would attest the images the stage builds; Gantry does not generate provenance")
+	}
+}
+
+// enabled reports whether a feature block (`{enabled: true, ...}`) is switched on.
+func enabled(n *yaml.Node) bool {
+	e := pipeline.Field(n, "enabled")
+	return e != nil && (e.Value == "true" || dynamic(e.Value))
+}
+
+// ciInfrastructure checks where a CI stage's steps run, and records it for later stages'
+// useFromStage.
+func (c *checker) ciInfrastructure(s *pipeline.Stage, n *yaml.Node) {
+	var inf pipeline.CIInfrastructure
+	c.dec.Decode(n, &inf, "infrastructure")
+	switch inf.Type {
+	case "KubernetesDirect":
+		if inf.Spec == nil {
+			c.diags.Errorf(c.pos(n), "missing-field", "KubernetesDirect infrastructure needs `spec` (connectorRef, namespace)")
+			return
+		}
+		c.podInfra(inf.Spec)
+		c.ciInfras[s.Identifier] = true
+	case "UseFromStage":
+		switch {
+		case inf.UseFromStage == "":
+			c.diags.Errorf(c.pos(n), "missing-field", "UseFromStage infrastructure needs `useFromStage`: an earlier CI stage")
+		case !c.ciInfras[inf.UseFromStage]:
+			c.diags.Errorf(c.pos(pipeline.ValueAt(n, "useFromStage")), "unknown-reference",
+				"stage %s: useFromStage %q is not an earlier CI stage with KubernetesDirect infrastructure", s.Identifier, inf.UseFromStage)
+		default:
+			c.ciInfras[s.Identifier] = true
+		}
+	case "VM", "Docker", "HostedVm":
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(n, "type")), "unsupported-field",
+			"stage %s runs on %s infrastructure; Gantry runs CI stages on Kubernetes (KubernetesDirect) only", s.Identifier, inf.Type)
+	default:
+		c.enum(n, "type", inf.Type, []string{"KubernetesDirect", "UseFromStage", "VM", "Docker", "HostedVm"}, "infrastructure type")
+	}
+}
+
+// codebaseOf checks the pipeline's CI codebase (spec 22.3) and returns it.
+func (c *checker) codebaseOf(p *pipeline.Pipeline) *pipeline.Codebase {
+	if p.Properties == nil {
+		return nil
+	}
+	var props pipeline.Properties
+	c.dec.Decode(p.Properties, &props, "properties")
+	if props.CI == nil || props.CI.Codebase == nil {
+		return nil
+	}
+	cb := props.CI.Codebase
+	c.integer(cb.Node, "depth", cb.Depth, 0, false, "codebase depth")
+	c.boolean(cb.Node, "sslVerify", cb.SslVerify)
+	c.enum(cb.Node, "prCloneStrategy", cb.PrCloneStrategy, []string{"MergeCommit", "SourceBranch"}, "prCloneStrategy")
+	if b := cb.Build; b != nil && b.Kind == yaml.MappingNode {
+		var build pipeline.CodebaseBuild
+		c.dec.Decode(b, &build, "codebase build")
+		c.enum(build.Node, "type", build.Type, []string{"branch", "tag", "PR", "commitSha"}, "build type")
+		if build.Type == "PR" {
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(build.Node, "type")), "unsupported-field",
+				"a codebase build of a pull request is valid in the reference, but Gantry clones branches, tags and commits only yet").
+				SetHint("build the pull request's branch with `build: {type: branch, spec: {branch: ...}}`")
+		}
+		if build.Spec != nil {
+			key := map[string]string{"branch": "branch", "tag": "tag", "PR": "number", "commitSha": "commitSha"}[build.Type]
+			if key != "" && pipeline.Field(build.Spec.Node, key) == nil {
+				c.diags.Errorf(c.pos(build.Spec.Node), "missing-field", "a %s build needs spec.%s", build.Type, key)
+			}
+		}
+	}
+	return cb
+}
