@@ -211,6 +211,9 @@ type StepInput struct {
 	Deploy *DeployInput `json:"deploy,omitempty"`
 	// Pod is a container step's pod and container; nil for other steps.
 	Pod *PodStep `json:"pod,omitempty"`
+	// Env are built-in environment variables of a container step (a CI stage's `CI`,
+	// `HARNESS_*` and `DRONE_*`, spec 22.2); the step's own variables override them.
+	Env map[string]string `json:"env,omitempty"`
 }
 
 // DeployInput is a Deployment stage's target and manifests as a Kubernetes step sees them:

@@ -87,7 +87,11 @@ func TestC130CIStageOnePodSharedWorkspace(t *testing.T) {
                       TEXT=$(cat out.txt)
                       FROM_A=<+execution.steps.a.output.outputVariables.V>
                       HOST=$(hostname)
-                    outputVariables: [{name: TEXT}, {name: FROM_A}, {name: HOST}]
+                      SHA=<+codebase.commitSha>
+                      SHORT=<+codebase.shortCommitSha>
+                      BR=<+codebase.branch>
+                      DRONE="$CI $HARNESS_WORKSPACE $DRONE_BRANCH $DRONE_COMMIT_SHA $DRONE_REPO_NAME $DRONE_STEP_NAME"
+                    outputVariables: [{name: TEXT}, {name: FROM_A}, {name: HOST}, {name: SHA}, {name: SHORT}, {name: BR}, {name: DRONE}]
               - step:
                   type: Run
                   name: c
@@ -108,6 +112,12 @@ func TestC130CIStageOnePodSharedWorkspace(t *testing.T) {
 	c, _ := res.Tree.Find("build.c").Outputs["outputVariables"].(map[string]any)
 	if b["TEXT"] != "hello from the codebase" || b["FROM_A"] != "1" {
 		t.Errorf("b's outputs %v", b)
+	}
+	if b["SHA"] != commit || b["SHORT"] != commit[:7] || b["BR"] != "main" {
+		t.Errorf("<+codebase.*>: %v %v %v, want %s on main", b["SHA"], b["SHORT"], b["BR"], commit)
+	}
+	if want := "true /harness main " + commit + " app b"; b["DRONE"] != want {
+		t.Errorf("built-in variables %q, want %q", b["DRONE"], want)
 	}
 	if b["HOST"] == nil || b["HOST"] != c["HOST"] {
 		t.Errorf("steps b and c ran in different pods: %v, %v", b["HOST"], c["HOST"])

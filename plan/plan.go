@@ -25,6 +25,19 @@ type Plan struct {
 	Template *TemplateRef `json:"template,omitempty"`
 	// Notifications are the pipeline's enabled notification rules (spec 20).
 	Notifications []NotificationRule `json:"notifications,omitempty"`
+	// Codebase is the repository the pipeline's CI stages build (spec 22.3).
+	Codebase *Codebase `json:"codebase,omitempty"`
+}
+
+// Codebase is the pipeline's CI codebase as `<+codebase.*>` shows it; the build's values may
+// be expressions, rendered when the pipeline starts.
+type Codebase struct {
+	RepoURL   string `json:"repoUrl,omitempty"`
+	BuildType string `json:"buildType,omitempty"` // branch, tag, PR or commitSha
+	Branch    string `json:"branch,omitempty"`
+	Tag       string `json:"tag,omitempty"`
+	PRNumber  string `json:"prNumber,omitempty"`
+	CommitSha string `json:"commitSha,omitempty"`
 }
 
 // PolicyRecord is an on-run policy decision as recorded with an execution.

@@ -234,6 +234,9 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 		root["trigger"] = in.Trigger.Data
 		root["eventPayload"] = in.Trigger.Data["payload"]
 	}
+	if pl.Codebase != nil {
+		root["codebase"] = codebaseContext(pl.Codebase, root)
+	}
 	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now, Policy: pl.Policy, Template: pl.Template}
 	tree.Children = newTree(pl.Stages, "")
 	p := &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: root, data: data, tree: tree,

@@ -177,8 +177,11 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 			return status.Failed, &activities.Failure{Category: activities.Unknown, Message: n.Type + " steps run only in a containerized step group"}
 		}
 		outputs, failure = s.callActivity(actx, n, t, spec, timeout, deploy, pod)
-		if failure == nil && tr.Outcome == "http" {
+		switch {
+		case failure == nil && tr.Outcome == "http":
 			outputs, failure = httpOutcome(n, spec, outputs, root, fqn)
+		case failure == nil && tr.Outcome == "codebase":
+			s.codebaseCloned(outputs)
 		}
 	}
 	if outputs != nil {
@@ -279,6 +282,9 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	s.activeSteps++
 	defer func() { s.activeSteps-- }()
 	in := activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: n.Type, Spec: raw, Timeout: timeout, Deploy: deploy, Pod: pod}
+	if pod != nil && s.in.Stage.Pod != nil { // a step of a CI stage
+		in.Env = s.ciEnv(n.Name)
+	}
 	var res activities.StepResult
 	fast := s.fastPath(ctx, n, timeout, deploy)
 	if fast {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -183,7 +184,10 @@ func (a *Activity) request(ctx context.Context, in activities.StepInput, spec st
 	}
 	nonce := make([]byte, 12)
 	_, _ = rand.Read(nonce)
-	req := wire.Request{Shell: spec.Shell, Dir: wire.Workspace, Nonce: hex.EncodeToString(nonce), Env: map[string]string{}}
+	req := wire.Request{Shell: spec.Shell, Dir: wire.Workspace, Nonce: hex.EncodeToString(nonce), Env: maps.Clone(in.Env)}
+	if req.Env == nil {
+		req.Env = map[string]string{}
+	}
 	expand := func(what, s string) (string, error) {
 		out, err := secrets.ExpandTo(ctx, a.Secrets, mask, s, standIn)
 		if err != nil {

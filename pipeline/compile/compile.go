@@ -5,6 +5,8 @@ package compile
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +41,7 @@ func Compile(file string, p *pipeline.Pipeline, resolved Resolved) (*plan.Plan, 
 		out.Stages = append(out.Stages, c.stageElement(&p.Stages[i]))
 	}
 	out.Notifications = Notifications(p.NotificationRules)
+	out.Codebase = c.planCodebase(resolved.Pods)
 	resolved.place(out)
 	return out, c.diags.Sort()
 }
@@ -168,9 +171,36 @@ func (c *compiler) cloneCodebase(onFailure map[string]*plan.Action) *plan.Node {
 		spec["sslVerify"] = cb.SslVerify
 	}
 	e, _ := steps.Lookup(steps.CloneStepType)
+	traits := steps.TraitsOf(steps.CloneStepType)
+	traits.Outcome = "codebase" // its commit becomes <+codebase.commitSha>
 	return &plan.Node{Kind: plan.KindStep, ID: steps.CloneStepID, Name: "Clone codebase", Type: steps.CloneStepType,
-		Spec: spec, Unresolved: e.Unresolved, Traits: steps.TraitsOf(steps.CloneStepType), OnFailure: onFailure,
+		Spec: spec, Unresolved: e.Unresolved, Traits: traits, OnFailure: onFailure,
 		Selectors: c.selectors, Inputs: execInputs(spec, []string{"spec"}, nil)}
+}
+
+// planCodebase is the codebase as <+codebase.*> shows it; its repository URL is the one the CI
+// stages' pods resolved.
+func (c *compiler) planCodebase(pods map[string]*plan.Pod) *plan.Codebase {
+	cb := c.codebase
+	if cb == nil {
+		return nil
+	}
+	out := &plan.Codebase{}
+	for _, key := range slices.Sorted(maps.Keys(pods)) {
+		if gc, ok := pods[key].Git[cb.ConnectorRef]; ok {
+			out.RepoURL = (&plan.GitStore{Connector: gc, RepoName: cb.RepoName}).RepoDisplay()
+			break
+		}
+	}
+	if cb.Build != nil && cb.Build.Kind == yaml.MappingNode {
+		var b pipeline.CodebaseBuild
+		(&pipeline.Decoder{File: c.file, Origins: c.src.Origins, Diags: &diag.List{}}).Decode(cb.Build, &b, "codebase build") // checked by validate
+		out.BuildType = b.Type
+		if b.Spec != nil {
+			out.Branch, out.Tag, out.PRNumber, out.CommitSha = b.Spec.Branch, b.Spec.Tag, b.Spec.Number, b.Spec.CommitSha
+		}
+	}
+	return out
 }
 
 // steps compiles a steps list; inherited is the failure strategy its steps inherit.
