@@ -1,11 +1,17 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
@@ -13,7 +19,9 @@ import (
 	"github.com/gantry-cd/gantry/internal/nodetest"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/triggers"
 )
 
 // ciPipeline loads a pipeline whose codebase is repository app of srv (branch main) and whose
@@ -153,5 +161,114 @@ func TestC131CIStageExitCode(t *testing.T) {
 	}
 	if left := podsLeft(t, cs); len(left) > 0 {
 		t.Errorf("pods left after the stage: %v", left)
+	}
+}
+
+// C133: a signed push webhook for branch feature at commit c starts a pipeline whose codebase
+// build is left to the run; the CI stage clones feature at c (not the branch's newer head),
+// and <+codebase.branch> and <+codebase.commitSha> say so.
+func TestC133PushWebhookBuildsItsCommit(t *testing.T) {
+	realNode(t)
+	srv := gittest.Start(t)
+	srv.NewRepo("app", map[string]string{"version.txt": "main\n"})
+	pushed := srv.Commit("app", "feature", map[string]string{"version.txt": "pushed\n"})
+	srv.Commit("app", "feature", map[string]string{"version.txt": "newer\n"})
+	n, _ := realNode(t)
+	dir := t.TempDir()
+	os.Setenv(secrets.EnvName("ci_clone_token"), srv.Password)
+	t.Setenv(secrets.EnvName("ci_hook_secret"), "hush")
+	files := map[string]string{
+		"node.yaml": fmt.Sprintf("connector:\n  name: Node\n  identifier: node\n  type: K8sCluster\n  spec:\n    credential:\n      type: ManualConfig\n      spec:\n        masterUrl: %s\n        insecureSkipTlsVerify: true\n        auth: {type: ServiceAccount, spec: {serviceAccountTokenRef: %s}}\n", n.Server, nodeTokenSecret),
+		"git.yaml":  fmt.Sprintf("connector:\n  name: Repo\n  identifier: app_git\n  type: Git\n  spec:\n    url: %s/app.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: ci_clone_token}\n", srv.HTTPURL, srv.Username),
+		"c133.yaml": `pipeline:
+  name: c133
+  identifier: c133
+  properties:
+    ci:
+      codebase:
+        connectorRef: app_git
+        build: <+input>
+  stages:
+    - stage:
+        name: build
+        identifier: build
+        type: CI
+        spec:
+          cloneCodebase: true
+          infrastructure:
+            type: KubernetesDirect
+            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
+          execution:
+            steps:
+              - step:
+                  type: Run
+                  name: show
+                  identifier: show
+                  spec:
+                    image: ` + n.Image(nodetest.Busybox) + `
+                    shell: Sh
+                    command: |
+                      VERSION=$(cat version.txt)
+                      BRANCH=<+codebase.branch>
+                      SHA=<+codebase.commitSha>
+                    outputVariables: [{name: VERSION}, {name: BRANCH}, {name: SHA}]
+`,
+		"c133.trigger.yaml": `trigger:
+  name: feature pushes
+  identifier: feature_push
+  pipelineIdentifier: c133
+  encryptedWebhookSecretIdentifier: ci_hook_secret
+  source:
+    type: Webhook
+    spec:
+      type: Github
+      spec:
+        type: Push
+        spec:
+          repoName: app
+          payloadConditions:
+            - {key: targetBranch, operator: Equals, value: feature}
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := httptest.NewServer(server.New(server.Options{Starter: node.starter, IdentityFile: filepath.Join(dir, "none.yaml"),
+		PipelinesDir: dir, Secrets: &secrets.Store{}, Events: &triggers.EventLog{Path: filepath.Join(t.TempDir(), "events.jsonl")}}))
+	defer api.Close()
+	payload := []byte(fmt.Sprintf(`{"ref": "refs/heads/feature", "before": "0000000000000000000000000000000000000000", "after": %q,
+  "repository": {"name": "app", "full_name": "acme/app", "html_url": %q, "default_branch": "main"},
+  "pusher": {"name": "dev"}, "sender": {"login": "dev"}, "head_commit": {"id": %q, "message": "pushed"}}`, pushed, srv.HTTPURL+"/app", pushed))
+	req, _ := http.NewRequest("POST", api.URL+"/api/v1/webhooks/github", bytes.NewReader(payload))
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Delivery", "c133-1")
+	req.Header.Set("X-Hub-Signature-256", sign(payload, "hush"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Results []struct {
+			ExecutionID string `json:"executionId"`
+			Status      string `json:"status"`
+			Reason      string `json:"reason"`
+		} `json:"results"`
+	}
+	json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != 202 || len(out.Results) != 1 || out.Results[0].ExecutionID == "" {
+		t.Fatalf("delivery: %d %+v", resp.StatusCode, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := node.starter.Result(ctx, out.Results[0].ExecutionID)
+	if err != nil || res.Status != status.Succeeded {
+		t.Fatalf("%+v %v", res, err)
+	}
+	got, _ := res.Tree.Find("build.show").Outputs["outputVariables"].(map[string]any)
+	if got["VERSION"] != "pushed" || got["BRANCH"] != "feature" || got["SHA"] != pushed {
+		t.Errorf("built %v, want version pushed of branch feature at %s", got, pushed)
 	}
 }

@@ -167,7 +167,7 @@ func (s *Server) fire(ctx context.Context, reg *directory.Registry, t *pipeline.
 		s.record(rec)
 		return Result{Trigger: t.Identifier, Status: v.Status, Reason: v.Reason}
 	}
-	res, err := reg.Load(t)
+	res, err := reg.LoadFor(t, ev.Data())
 	if res != nil {
 		logDecision(s.o.Log, t.PipelineIdentifier, res.Policy)
 	}

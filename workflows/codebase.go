@@ -25,6 +25,17 @@ func codebaseContext(cb *plan.Codebase, root map[string]any) map[string]any {
 	}
 	out := map[string]any{"repoUrl": cb.RepoURL, "build": map[string]any{"type": cb.BuildType},
 		"branch": render(cb.Branch), "tag": render(cb.Tag), "prNumber": render(cb.PRNumber), "commitSha": render(cb.CommitSha)}
+	// A webhook run builds the commit its event named (spec 22.3, C133).
+	if ev, ok := root["trigger"].(map[string]any); ok && ev["type"] == "Webhook" {
+		str := func(k string) string { v, _ := ev[k].(string); return v }
+		if out["commitSha"] == "" {
+			out["commitSha"] = str("commitSha")
+		}
+		out["prTitle"], out["sourceBranch"], out["targetBranch"], out["gitUserId"] = str("prTitle"), str("sourceBranch"), str("targetBranch"), str("gitUser")
+		if out["repoUrl"] == "" {
+			out["repoUrl"] = str("repoUrl")
+		}
+	}
 	setShortSha(out)
 	return out
 }

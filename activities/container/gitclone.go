@@ -36,9 +36,12 @@ type gitCloneSpec struct {
 		} `json:"spec"`
 	} `json:"build"`
 	CloneDirectory string `json:"cloneDirectory"`
-	Depth          text   `json:"depth"`
-	SSLVerify      text   `json:"sslVerify"`
-	FetchTags      text   `json:"fetchTags"`
+	// Checkout is the commit a CI stage's codebase clone checks out on its branch or tag: the
+	// commit a webhook event named (not a field of the reference's GitClone step).
+	Checkout  string `json:"checkout"`
+	Depth     text   `json:"depth"`
+	SSLVerify text   `json:"sslVerify"`
+	FetchTags text   `json:"fetchTags"`
 }
 
 // gitClone clones a repository on the worker with go-git (the connector's credentials never
@@ -91,17 +94,21 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 	if err != nil {
 		return activities.StepResult{}, gitstore.Classify(err, "%s, %s", where, ref)
 	}
+	commit := spec.Checkout
 	if spec.Build.Type == "commitSha" {
-		h, err := repo.ResolveRevision(plumbing.Revision(spec.Build.Spec.CommitSha))
+		commit = spec.Build.Spec.CommitSha
+	}
+	if commit != "" {
+		h, err := repo.ResolveRevision(plumbing.Revision(commit))
 		if err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Verification, "%s: no commit %s", where, spec.Build.Spec.CommitSha)
+			return activities.StepResult{}, activities.Fail(activities.Verification, "%s, %s: no commit %s (a clone of depth %d)", where, ref, commit, depth)
 		}
 		wt, err := repo.Worktree()
 		if err == nil {
 			err = wt.Checkout(&git.CheckoutOptions{Hash: *h, Force: true})
 		}
 		if err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: check out %s: %v", where, spec.Build.Spec.CommitSha, err)
+			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: check out %s: %v", where, commit, err)
 		}
 	}
 	head, err := repo.Head()

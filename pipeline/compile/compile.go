@@ -166,7 +166,7 @@ func (c *compiler) cloneCodebase(onFailure map[string]*plan.Action) *plan.Node {
 		depth = "50" // the reference's default
 	}
 	spec := map[string]any{"connectorRef": cb.ConnectorRef, "repoName": cb.RepoName, "build": pipeline.Value(cb.Build),
-		"depth": depth, "cloneDirectory": "/harness"}
+		"depth": depth, "cloneDirectory": "/harness", "checkout": "<+codebase.commitSha>"}
 	if cb.SslVerify != "" {
 		spec["sslVerify"] = cb.SslVerify
 	}

@@ -25,6 +25,7 @@ type Source struct {
 var wholeSubtrees = map[string]bool{
 	"service": true, "environment": true, "environmentGroup": true, "services": true,
 	"environments": true, "template": true, "when": true, "strategy": true, "failureStrategies": true,
+	"build": true, // a codebase's or GitClone step's build: {type, spec} as one value
 }
 
 // leaf is one addressable value of a pipeline-shaped tree.
@@ -145,7 +146,7 @@ type Open struct {
 
 // Result is a merged pipeline.
 type Result struct {
-	Root   *yaml.Node            // a merged copy of the pipeline mapping; the original is untouched
+	Root   *yaml.Node            // the pipeline mapping with the values applied, in a copy (the original when none applies)
 	Values map[string]*yaml.Node // the values applied, by FQN (the <+inputSet> document)
 	Open   []Open
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"gopkg.in/yaml.v3"
@@ -70,9 +71,51 @@ func LoadDir(dir string, strict bool, templateDirs ...string) (*Registry, diag.L
 	return r, diags
 }
 
+// codebaseBuildFQN is the runtime input a pipeline leaves for the build its CI stages clone.
+const codebaseBuildFQN = "pipeline.properties.ci.codebase.build"
+
+// LoadFor is Load for a delivery: a codebase build the pipeline leaves open (`build: <+input>`)
+// is filled from the event (spec 22.3): a push's branch or tag, a pull request's number.
+func (r *Registry) LoadFor(t *pipeline.Trigger, event map[string]any) (*load.Result, error) {
+	res, err := r.Load(t)
+	if err != nil || res == nil || !slices.ContainsFunc(res.Open, func(o inputs.Open) bool { return o.FQN == codebaseBuildFQN }) {
+		return res, err
+	}
+	build := codebaseBuild(event)
+	if build == nil {
+		return res, err
+	}
+	return r.load(t, inputs.SourceFromTree("trigger "+t.Identifier+" event", t.Identifier, build))
+}
+
+// codebaseBuild is the codebase build an event asks for, as the value under `pipeline:` of
+// an input set; nil when the event names none.
+func codebaseBuild(event map[string]any) *yaml.Node {
+	str := func(k string) string { v, _ := event[k].(string); return v }
+	var typ, key, value string
+	switch {
+	case str("event") == "PR" && str("prNumber") != "":
+		typ, key, value = "PR", "number", str("prNumber")
+	case str("tag") != "":
+		typ, key, value = "tag", "tag", str("tag")
+	case str("branch") != "":
+		typ, key, value = "branch", "branch", str("branch")
+	default:
+		return nil
+	}
+	var doc yaml.Node
+	text := fmt.Sprintf("properties: {ci: {codebase: {build: {type: %s, spec: {%s: %q}}}}}", typ, key, value)
+	if yaml.Unmarshal([]byte(text), &doc) != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	return doc.Content[0]
+}
+
 // Load loads the pipeline a trigger starts, with its inputSetRefs, inputYaml and extra --set
 // values applied, ready to run.
-func (r *Registry) Load(t *pipeline.Trigger) (*load.Result, error) {
+func (r *Registry) Load(t *pipeline.Trigger) (*load.Result, error) { return r.load(t) }
+
+func (r *Registry) load(t *pipeline.Trigger, extra ...*inputs.Source) (*load.Result, error) {
 	file, ok := r.pipelines[t.PipelineIdentifier]
 	if !ok {
 		return nil, fmt.Errorf("trigger %s starts pipeline %s, which is not in %s", t.Identifier, t.PipelineIdentifier, r.Dir)
@@ -95,6 +138,7 @@ func (r *Registry) Load(t *pipeline.Trigger) (*load.Result, error) {
 			opts.Inputs = append(opts.Inputs, inputs.SourceFromTree("trigger "+t.Identifier+" inputYaml", t.Identifier, p))
 		}
 	}
+	opts.Inputs = append(opts.Inputs, extra...)
 	opts.TemplateDirs = r.TemplateDirs
 	return load.File(file, opts)
 }
