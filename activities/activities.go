@@ -250,6 +250,8 @@ const ReleaseRevisionMarker = "__GANTRY_RELEASE_REVISION__"
 // StepResult is what a step activity returns on success.
 type StepResult struct {
 	Outputs map[string]any `json:"outputs,omitempty"`
+	// Tests summarises the test reports a step named (JUnit), nil without any.
+	Tests *TestSummary `json:"tests,omitempty"`
 	// Worker, Started and Ended say who ran the step and when, by the worker's clock: workflow
 	// time stands still while a workflow task runs several fast-path steps.
 	Worker  string    `json:"worker,omitempty"`
@@ -262,6 +264,25 @@ type StepResult struct {
 type FailureDetails struct {
 	Worker  string         `json:"worker"`
 	Outputs map[string]any `json:"outputs,omitempty"`
+	Tests   *TestSummary   `json:"tests,omitempty"`
+}
+
+// TestSummary is what a step's test reports say: how many tests ran, failed (errors
+// included) and were skipped, and the first failing tests' names.
+type TestSummary struct {
+	Total   int      `json:"total"`
+	Failed  int      `json:"failed"`
+	Skipped int      `json:"skipped,omitempty"`
+	Reports int      `json:"reports"`           // report files read
+	Failing []string `json:"failing,omitempty"` // "class.name", the first MaxFailing
+}
+
+// MaxFailing bounds the failing test names a summary keeps.
+const MaxFailing = 20
+
+// FailWithTests is Fail for a step whose test reports were read.
+func FailWithTests(c Category, tests *TestSummary, format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), string(c), nil, FailureDetails{Tests: tests})
 }
 
 // Details returns a step failure's details (zero if it has none).

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
@@ -274,6 +275,16 @@ func detail(n *workflows.Node) string {
 	if n.Failure != nil {
 		parts = append(parts, fmt.Sprintf("%s: %s", n.Failure.Category, n.Failure.Message))
 	}
+	if t := n.Tests; t != nil {
+		tests := fmt.Sprintf("tests: %d, %d failed", t.Total, t.Failed)
+		if t.Skipped > 0 {
+			tests += fmt.Sprintf(", %d skipped", t.Skipped)
+		}
+		if len(t.Failing) > 0 {
+			tests += " (" + strings.Join(t.Failing, ", ") + ")"
+		}
+		parts = append(parts, tests)
+	}
 	if len(n.Notes) > 0 {
 		parts = append(parts, "["+strings.Join(n.Notes, "; ")+"]")
 	}
@@ -327,6 +338,8 @@ type jsonNode struct {
 	EndedAt   *time.Time `json:"endedAt,omitempty"`
 	// Failure is set on every node that failed (or whose failure a strategy settled).
 	Failure *jsonFailure `json:"failure,omitempty"`
+	// Tests summarise a step's test reports: total, failed, skipped, failing test names.
+	Tests *activities.TestSummary `json:"tests,omitempty"`
 }
 
 // jsonFailure is why a node failed and what its failure strategy did about it.
@@ -365,7 +378,7 @@ func writeJSON(out io.Writer, id string, res *workflows.PipelineResult) error {
 			typ = "StepGroup"
 		}
 		doc.Nodes = append(doc.Nodes, jsonNode{Path: n.Path, Type: typ, Status: string(n.Status), Attempts: n.Attempts, Outputs: n.Outputs,
-			Worker: n.Worker, StartedAt: n.StartedAt, EndedAt: n.EndedAt, Failure: failureOf(n)})
+			Worker: n.Worker, StartedAt: n.StartedAt, EndedAt: n.EndedAt, Failure: failureOf(n), Tests: n.Tests})
 	})
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")

@@ -135,8 +135,9 @@ func TestC130CIStageOnePodSharedWorkspace(t *testing.T) {
 	}
 }
 
-// C131 (exit code): a failing Run step fails its CI stage with the command's exit code, and
-// the stage's pod is deleted.
+// C131: a Run step's JUnit report becomes its test summary (3 tests, 1 failed, named), read
+// although the command failed (its failure strategy ignores it); a failing Run step fails its
+// CI stage with the command's exit code; the stage's pod is deleted.
 func TestC131CIStageExitCode(t *testing.T) {
 	_, cs := realNode(t)
 	srv := gittest.Start(t)
@@ -152,10 +153,33 @@ func TestC131CIStageExitCode(t *testing.T) {
             spec: {connectorRef: node, namespace: default, initTimeout: 2m}
           execution:
             steps:
+              - step:
+                  type: Run
+                  name: unit
+                  identifier: unit
+                  failureStrategies:
+                    - onFailure: {errors: [AllErrors], action: {type: Ignore}}
+                  spec:
+                    image: IMAGE
+                    shell: Sh
+                    command: |
+                      mkdir -p reports
+                      cat > reports/unit.xml <<'XML'
+                      <testsuites><testsuite name="pkg">
+                        <testcase classname="pkg" name="TestA"/>
+                        <testcase classname="pkg" name="TestB"><failure message="boom"/></testcase>
+                        <testcase classname="pkg" name="TestC"/>
+                      </testsuite></testsuites>
+                      XML
+                      exit 1
+                    reports: {type: JUnit, spec: {paths: ["reports/*.xml"]}}
               - step: {type: Run, name: fail, identifier: fail, spec: {image: IMAGE, shell: Sh, command: exit 3}}
 `)
 	_, res := runPlan(t, node.starter, p)
-	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "test.fail": status.Failed})
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "test.unit": status.IgnoreFailed, "test.fail": status.Failed})
+	if got := res.Tree.Find("test.unit").Tests; got == nil || got.Total != 3 || got.Failed != 1 || got.Reports != 1 || fmt.Sprint(got.Failing) != "[pkg.TestB]" {
+		t.Errorf("test summary %+v", got)
+	}
 	if f := res.Tree.Find("test.fail").Failure; f == nil || !strings.Contains(f.Message, "exited with code 3") {
 		t.Errorf("failure %+v", f)
 	}

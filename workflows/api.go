@@ -329,6 +329,8 @@ type Node struct {
 	Worker  string              `json:"worker,omitempty"`
 	Failure *activities.Failure `json:"failure,omitempty"`
 	Outputs map[string]any      `json:"outputs,omitempty"`
+	// Tests summarises the test reports of the step's last attempt (spec 22.2).
+	Tests *activities.TestSummary `json:"tests,omitempty"`
 	// Actions lists what a user may do now (intervention choices while waiting).
 	Actions []string `json:"actions,omitempty"`
 	// Approval describes a HarnessApproval step while it waits.

@@ -299,6 +299,9 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	} else if w := activities.FailedOn(err); w != "" {
 		t.Worker = w
 	}
+	if t.Tests = res.Tests; err != nil {
+		t.Tests = activities.Details(err).Tests
+	}
 	if fast && !res.Started.IsZero() {
 		s.flushFastPath(ctx, res.Ended.Sub(res.Started))
 	}

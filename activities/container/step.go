@@ -1,6 +1,8 @@
 package container
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -43,6 +45,12 @@ type stepSpec struct {
 	EnvVariables    map[string]text  `json:"envVariables"`
 	OutputVariables []outputVariable `json:"outputVariables"`
 	Settings        map[string]any   `json:"settings"`
+	Reports         *struct {
+		Type string `json:"type"`
+		Spec struct {
+			Paths []string `json:"paths"`
+		} `json:"spec"`
+	} `json:"reports"`
 }
 
 // outputVariable is published under Name; it reads the shell variable Value names, or Name.
@@ -112,15 +120,17 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	if log.Err() != nil {
 		return activities.StepResult{}, log.Err()
 	}
+	// Test reports are read however the command ended: a test run that fails exits non-zero.
+	tests := a.testReports(runCtx, k, string(inf.Namespace), in, spec, log)
 	switch {
 	case res.Error != "" && res.ExitCode == 0:
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "container %s: %s", in.Pod.Container, mask.Apply(res.Error))
+		return activities.StepResult{}, activities.FailWithTests(activities.Unknown, tests, "container %s: %s", in.Pod.Container, mask.Apply(res.Error))
 	case res.Signal != "":
 		msg := fmt.Sprintf("container %s: the command was killed by signal %s", in.Pod.Container, res.Signal)
 		if res.Signal == "KILL" {
 			msg += " (out of memory, if the container has a memory limit)"
 		}
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s%s", msg, lastLine(last))
+		return activities.StepResult{}, activities.FailWithTests(activities.Unknown, tests, "%s%s", msg, lastLine(last))
 	case res.ExitCode != 0:
 		msg := fmt.Sprintf("container %s: the command exited with code %d", in.Pod.Container, res.ExitCode)
 		if res.ExitCode == 137 {
@@ -129,14 +139,14 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 		if res.Error != "" {
 			msg += ": " + mask.Apply(res.Error)
 		}
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s%s", msg, lastLine(last))
+		return activities.StepResult{}, activities.FailWithTests(activities.Unknown, tests, "%s%s", msg, lastLine(last))
 	}
 	if in.Type == "Background" {
 		log.Line(fmt.Sprintf("# gantry: started (pid %d); it runs until the step group ends", res.PID))
 		return activities.StepResult{}, nil
 	}
 	if len(spec.OutputVariables) == 0 {
-		return activities.StepResult{}, nil
+		return activities.StepResult{Tests: tests}, nil
 	}
 	outs := map[string]any{}
 	for _, o := range spec.OutputVariables {
@@ -147,7 +157,45 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 		}
 		outs[o.Name] = v
 	}
-	return activities.StepResult{Outputs: map[string]any{"outputVariables": outs}}, nil
+	return activities.StepResult{Outputs: map[string]any{"outputVariables": outs}, Tests: tests}, nil
+}
+
+// testReports reads the JUnit reports a step names from its pod (through the helper
+// container, which shares the workspace) into a summary; nil when it names none. A report
+// that cannot be read is a line in the step's log, not a failure of the step.
+func (a *Activity) testReports(ctx context.Context, k *cluster, ns string, in activities.StepInput, spec stepSpec, log *logs.Writer) *activities.TestSummary {
+	r := spec.Reports
+	if r == nil || len(r.Spec.Paths) == 0 || (r.Type != "" && r.Type != "JUnit") {
+		return nil
+	}
+	var out bytes.Buffer
+	var errs strings.Builder
+	cmd := append([]string{"/gantry-helper", "reports", wire.Workspace}, r.Spec.Paths...)
+	if err := stream(ctx, k, ns, in.Pod.Pod.Name, activities.PodHelperContainer, cmd, nil, &out, &errs); err != nil {
+		log.Line(fmt.Sprintf("# gantry: test reports %v could not be read: %v %s", r.Spec.Paths, err, strings.TrimSpace(errs.String())))
+		return nil
+	}
+	sum := &activities.TestSummary{}
+	tr := tar.NewReader(&out)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		data, err := io.ReadAll(tr)
+		if err == nil {
+			err = addJUnit(sum, data)
+		}
+		if err != nil {
+			log.Line(fmt.Sprintf("# gantry: test report %s is not JUnit XML: %v", h.Name, err))
+		}
+	}
+	if sum.Reports == 0 {
+		log.Line(fmt.Sprintf("# gantry: no test report matches %v", r.Spec.Paths))
+	} else {
+		log.Line(fmt.Sprintf("# gantry: tests: %d, failed: %d, skipped: %d (%d reports)", sum.Total, sum.Failed, sum.Skipped, sum.Reports))
+	}
+	return sum
 }
 
 func lastLine(s string) string {

@@ -151,8 +151,12 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 	c.boolean(s.Spec, "privileged", set.Privileged)
 	c.integer(s.Spec, "runAsUser", set.RunAsUser, 0, false, "runAsUser")
 	c.resources(set.Resources)
-	if set.Reports != nil {
-		c.diags.Warnf(c.pos(set.Reports), "not-implemented", "reports is ignored: Gantry does not collect test reports yet")
+	if r := set.Reports; r != nil && r.Kind == yaml.MappingNode {
+		c.enum(r, "type", scalarValue(pipeline.Field(r, "type")), []string{"JUnit"}, "reports type")
+		if paths := pipeline.Field(pipeline.Field(r, "spec"), "paths"); paths == nil {
+			c.diags.Errorf(c.pos(r), "missing-field", "reports needs `spec.paths`: the JUnit files the step writes").
+				SetHint("reports: {type: JUnit, spec: {paths: [\"reports/*.xml\"]}}")
+		}
 	}
 }
 
