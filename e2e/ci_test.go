@@ -17,6 +17,7 @@ import (
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/nodetest"
+	"github.com/gantry-cd/gantry/internal/s3test"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/server"
@@ -26,7 +27,7 @@ import (
 
 // ciPipeline loads a pipeline whose codebase is repository app of srv (branch main) and whose
 // stages (YAML list items) run on the node; IMAGE is the node's busybox image.
-func ciPipeline(t *testing.T, srv *gittest.Server, id, stages string) *plan.Plan {
+func ciPipeline(t *testing.T, srv *gittest.Server, id, stages string, extra ...string) *plan.Plan {
 	t.Helper()
 	n, _ := realNode(t)
 	dir := t.TempDir()
@@ -44,6 +45,9 @@ func ciPipeline(t *testing.T, srv *gittest.Server, id, stages string) *plan.Plan
         build: {type: branch, spec: {branch: main}}
   stages:
 ` + strings.ReplaceAll(stages, "IMAGE", n.Image(nodetest.Busybox)),
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		files[extra[i]] = extra[i+1]
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
@@ -294,5 +298,60 @@ func TestC133PushWebhookBuildsItsCommit(t *testing.T) {
 	got, _ := res.Tree.Find("build.show").Outputs["outputVariables"].(map[string]any)
 	if got["VERSION"] != "pushed" || got["BRANCH"] != "feature" || got["SHA"] != pushed {
 		t.Errorf("built %v, want version pushed of branch feature at %s", got, pushed)
+	}
+}
+
+// SaveCacheS3 and RestoreCacheS3 on a real S3 server (versitygw): a first restore finds no
+// cache and succeeds; a saved directory (gzip) comes back in the next CI stage's new pod.
+func TestCICacheS3(t *testing.T) {
+	realNode(t)
+	git := gittest.Start(t)
+	git.NewRepo("app", map[string]string{"README.md": "x\n"})
+	s3, err := s3test.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s3.Stop()
+	if err := s3.Bucket(context.Background(), "cache"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(secrets.EnvName("ci_aws_secret"), s3test.SecretKey)
+	aws := "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: " + s3test.AccessKey + ", secretKeyRef: ci_aws_secret}\n      region: " + s3test.Region + "\n    executeOnDelegate: true\n"
+	cache := "{connectorRef: aws, region: " + s3test.Region + ", bucket: cache, key: deps-v1, endpoint: " + s3.Endpoint + ", archiveFormat: Gzip"
+	p := ciPipeline(t, git, "cache_s3", `    - stage:
+        name: build
+        identifier: build
+        type: CI
+        spec:
+          infrastructure:
+            type: KubernetesDirect
+            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
+          execution:
+            steps:
+              - step: {type: RestoreCacheS3, name: restore, identifier: restore, spec: `+cache+`}}
+              - step: {type: Run, name: make, identifier: make, spec: {image: IMAGE, shell: Sh, command: "mkdir -p deps/lib && echo built > deps/lib/a.txt"}}
+              - step: {type: SaveCacheS3, name: save, identifier: save, spec: `+cache+`, sourcePaths: [deps]}}
+    - stage:
+        name: test
+        identifier: test
+        type: CI
+        spec:
+          infrastructure: {type: UseFromStage, useFromStage: build}
+          execution:
+            steps:
+              - step: {type: RestoreCacheS3, name: restore, identifier: restore, spec: `+cache+`, failIfKeyNotFound: true}}
+              - step: {type: Run, name: use, identifier: use, spec: {image: IMAGE, shell: Sh, command: "LIB=$(cat deps/lib/a.txt)", outputVariables: [{name: LIB}]}}
+`, "aws.yaml", aws)
+	_, res := runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "build.restore": status.Succeeded, "build.save": status.Succeeded,
+		"test.restore": status.Succeeded, "test.use": status.Succeeded})
+	if got := res.Tree.Find("build.restore").Outputs["restored"]; got != "false" {
+		t.Errorf("the first restore found a cache: %v", got)
+	}
+	if got := res.Tree.Find("test.restore").Outputs["restored"]; got != "true" {
+		t.Errorf("the second restore: %v", got)
+	}
+	if out, _ := res.Tree.Find("test.use").Outputs["outputVariables"].(map[string]any); out["LIB"] != "built" {
+		t.Errorf("restored file: %v", out)
 	}
 }

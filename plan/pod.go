@@ -14,4 +14,7 @@ type Pod struct {
 	Registries map[string]RegistryConnector `json:"registries,omitempty"`
 	// Git are the Git connectors of its GitClone steps, by connector reference.
 	Git map[string]GitConnector `json:"git,omitempty"`
+	// Aws are the Aws connectors of its cache steps (SaveCacheS3, RestoreCacheS3), by
+	// connector reference.
+	Aws map[string]AwsConnector `json:"aws,omitempty"`
 }

@@ -98,12 +98,12 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	if err := a.waitRunning(runCtx, k, in, inf, mask); err != nil {
 		return activities.StepResult{}, a.ended(ctx, runCtx, in, err)
 	}
-	if in.Type == "GitClone" || in.Type == "DownloadManifests" {
-		clone := a.gitClone
-		if in.Type == "DownloadManifests" {
-			clone = a.downloadManifests
-		}
-		res, err := clone(runCtx, k, string(inf.Namespace), in, log)
+	// The steps the worker does for the pod through its helper container.
+	helperSteps := map[string]func(context.Context, *cluster, string, activities.StepInput, *logs.Writer) (activities.StepResult, error){
+		"GitClone": a.gitClone, "DownloadManifests": a.downloadManifests, "SaveCacheS3": a.saveCache, "RestoreCacheS3": a.restoreCache,
+	}
+	if do, ok := helperSteps[in.Type]; ok {
+		res, err := do(runCtx, k, string(inf.Namespace), in, log)
 		if err != nil {
 			return res, a.ended(ctx, runCtx, in, err)
 		}

@@ -26,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: gantry-helper install DIR | wait | run | untar DIR | reports DIR PATTERN...")
+		fmt.Fprintln(os.Stderr, "usage: gantry-helper install DIR | wait | run | untar DIR | tar DIR PATH... | reports DIR PATTERN...")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -54,6 +54,15 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("%d files written to %s\n", n, os.Args[2])
+	case "tar":
+		if len(os.Args) < 4 {
+			fmt.Fprintln(os.Stderr, "usage: gantry-helper tar DIR PATH...")
+			os.Exit(2)
+		}
+		if err := tarPaths(os.Stdout, os.Args[2], os.Args[3:]); err != nil {
+			fmt.Fprintln(os.Stderr, "gantry-helper tar:", err)
+			os.Exit(1)
+		}
 	case "reports":
 		if len(os.Args) < 4 {
 			fmt.Fprintln(os.Stderr, "usage: gantry-helper reports DIR PATTERN...")

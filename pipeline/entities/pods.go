@@ -138,6 +138,15 @@ func (r *resolver) pod(id string, spec *pipeline.PodInfra, shared *yaml.Node, li
 					pod.Git[ref.Value] = gc
 				}
 			}
+		case "Aws":
+			if ref := pipeline.Field(v.Step.Spec, "connectorRef"); ref != nil && !strings.Contains(ref.Value, "<+") {
+				if ac, ok := r.awsConnector(r.file, v.Step.Spec, ref.Value, "a "+v.Step.Type+" step"); ok {
+					if pod.Aws == nil {
+						pod.Aws = map[string]plan.AwsConnector{}
+					}
+					pod.Aws[ref.Value] = ac
+				}
+			}
 		case "DockerRegistry":
 			if ref := pipeline.Field(v.Step.Spec, "connectorRef"); ref != nil {
 				r.dockerConnector(pod, v.Step.Spec, "connectorRef", ref.Value)

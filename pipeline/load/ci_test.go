@@ -79,6 +79,8 @@ func TestCIStageVerdicts(t *testing.T) {
 		{ciK8s + "          sharedPaths: [cache]\n" + ciSteps, diag.Error, `shared path "cache" is not absolute`},
 		{ciK8s + "          deploymentType: Kubernetes\n" + ciSteps, diag.Error, "CI stages do not take `deploymentType`"},
 		{ciK8s + ciSteps + "            rollbackSteps:\n              - step: {type: Run, name: r, identifier: r, spec: {image: alpine, command: x}}\n", diag.Error, "CI stages have no rollback section"},
+		{ciK8s + "          execution:\n            steps:\n              - step: {type: SaveCacheS3, name: c, identifier: c, spec: {connectorRef: aws, bucket: b, key: k, sourcePaths: [x], archiveFormat: Zstd}}\n", diag.Unsupported, "archiveFormat Zstd"},
+		{ciK8s + "          execution:\n            steps:\n              - step: {type: RestoreCacheS3, name: c, identifier: c, spec: {bucket: b, key: k}}\n", diag.Error, `missing required field "connectorRef"`},
 		{ciK8s + "          execution:\n            steps:\n              - step: {type: BuildAndPushDockerRegistry, name: b, identifier: b, spec: {connectorRef: hub, repo: app, tags: [v1]}}\n", diag.Unsupported, "Gantry does not run BuildAndPushDockerRegistry steps yet"},
 	} {
 		files := map[string]string{"p.yaml": ciPipeline(c.spec)}

@@ -68,6 +68,8 @@ var entries = []Entry{
 	{Type: "Background", New: func() any { return &Background{} }, Connector: "DockerRegistry", Traits: container},
 	{Type: "Plugin", New: func() any { return &Plugin{} }, Connector: "DockerRegistry", Traits: container},
 	{Type: "GitClone", New: func() any { return &GitClone{} }, Connector: "Git", Traits: helper},
+	{Type: "SaveCacheS3", New: func() any { return &SaveCacheS3{} }, Connector: "Aws", Traits: helper},
+	{Type: "RestoreCacheS3", New: func() any { return &RestoreCacheS3{} }, Connector: "Aws", Traits: helper},
 	{Type: "DownloadManifests", New: func() any { return &DownloadManifests{} }, DeploymentStage: true, Traits: withDeployment(helper)},
 
 	{Type: "K8sRollingDeploy", New: func() any { return &K8sRollingDeploy{} }, Deploys: "Kubernetes", Traits: kubernetes},
