@@ -125,6 +125,12 @@ func nodeLine(c *Node, depth int, executionID string, now time.Time) string {
 	case status.InputWaiting:
 		fmt.Fprintf(&b, " — answer with `gantry input %s --step %s --set KEY=VALUE` (%s)", executionID, c.Path, strings.Join(c.Inputs, ", "))
 	}
+	if t := c.Tests; t != nil {
+		fmt.Fprintf(&b, " · tests: %d, %d failed", t.Total, t.Failed)
+		if len(t.Failing) > 0 {
+			fmt.Fprintf(&b, " (%s)", oneLine(strings.Join(t.Failing, ", ")))
+		}
+	}
 	if c.Failure != nil {
 		fmt.Fprintf(&b, " — %s: %s", c.Failure.Category, oneLine(c.Failure.Message))
 	}

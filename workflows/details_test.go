@@ -19,12 +19,15 @@ func TestTreeMarkdown(t *testing.T) {
 		{Kind: "parallel", Children: []*Node{
 			{ID: "fix", Path: "deploy.fix", Type: "ShellScript", Status: status.InterventionWaiting, StartedAt: &t0, Actions: []string{"Retry", "Abort"}},
 		}},
+		{ID: "unit", Path: "deploy.unit", Type: "Run", Status: status.IgnoreFailed, StartedAt: &t0, EndedAt: &t1,
+			Tests: &activities.TestSummary{Total: 3, Failed: 1, Failing: []string{"pkg.TestB"}}},
 	}}
 	md := TreeMarkdown(root, "p-1", t1.Add(time.Second))
 	for _, want := range []string{
 		"**deploy (Deployment)** ⏸ INTERVENTION_WAITING",
 		"- ✗ build (ShellScript) · FAILED · 1.5s — Unknown: exit 1 more",
 		"- ⏸ fix (ShellScript) · INTERVENTION_WAITING · 2.5s — decide with `gantry intervene p-1 deploy.fix --action Retry|Abort`",
+		"- ✓ unit (Run) · IGNORE_FAILED · 1.5s · tests: 3, 1 failed (pkg.TestB)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
