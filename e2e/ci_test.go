@@ -31,11 +31,8 @@ func ciPipeline(t *testing.T, srv *gittest.Server, id, stages string, extra ...s
 	t.Helper()
 	n, _ := realNode(t)
 	dir := t.TempDir()
-	os.Setenv(secrets.EnvName("ci_clone_token"), srv.Password)
-	files := map[string]string{
-		"node.yaml": fmt.Sprintf("connector:\n  name: Node\n  identifier: node\n  type: K8sCluster\n  spec:\n    credential:\n      type: ManualConfig\n      spec:\n        masterUrl: %s\n        insecureSkipTlsVerify: true\n        auth: {type: ServiceAccount, spec: {serviceAccountTokenRef: %s}}\n", n.Server, nodeTokenSecret),
-		"git.yaml":  fmt.Sprintf("connector:\n  name: Repo\n  identifier: app_git\n  type: Git\n  spec:\n    url: %s/app.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: ci_clone_token}\n", srv.HTTPURL, srv.Username),
-		id + ".yaml": `pipeline:
+	files := ciConnectors(t, srv)
+	files[id+".yaml"] = `pipeline:
   name: ` + id + `
   identifier: ` + id + `
   properties:
@@ -44,8 +41,7 @@ func ciPipeline(t *testing.T, srv *gittest.Server, id, stages string, extra ...s
         connectorRef: app_git
         build: {type: branch, spec: {branch: main}}
   stages:
-` + strings.ReplaceAll(stages, "IMAGE", n.Image(nodetest.Busybox)),
-	}
+` + strings.ReplaceAll(stages, "IMAGE", n.Image(nodetest.Busybox))
 	for i := 0; i+1 < len(extra); i += 2 {
 		files[extra[i]] = extra[i+1]
 	}
@@ -59,6 +55,17 @@ func ciPipeline(t *testing.T, srv *gittest.Server, id, stages string, extra ...s
 		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
 	}
 	return r.Plan
+}
+
+// ciConnectors are the files of the connectors a CI pipeline of these tests uses: node (the
+// real node's cluster) and app_git (repository app of srv).
+func ciConnectors(t *testing.T, srv *gittest.Server) map[string]string {
+	n, _ := realNode(t)
+	t.Setenv(secrets.EnvName("ci_clone_token"), srv.Password)
+	return map[string]string{
+		"node.yaml": fmt.Sprintf("connector:\n  name: Node\n  identifier: node\n  type: K8sCluster\n  spec:\n    credential:\n      type: ManualConfig\n      spec:\n        masterUrl: %s\n        insecureSkipTlsVerify: true\n        auth: {type: ServiceAccount, spec: {serviceAccountTokenRef: %s}}\n", n.Server, nodeTokenSecret),
+		"git.yaml":  fmt.Sprintf("connector:\n  name: Repo\n  identifier: app_git\n  type: Git\n  spec:\n    url: %s/app.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: ci_clone_token}\n", srv.HTTPURL, srv.Username),
+	}
 }
 
 // C130: a CI stage clones the codebase into /harness and runs its steps as containers of one
@@ -203,12 +210,9 @@ func TestC133PushWebhookBuildsItsCommit(t *testing.T) {
 	srv.Commit("app", "feature", map[string]string{"version.txt": "newer\n"})
 	n, _ := realNode(t)
 	dir := t.TempDir()
-	os.Setenv(secrets.EnvName("ci_clone_token"), srv.Password)
 	t.Setenv(secrets.EnvName("ci_hook_secret"), "hush")
-	files := map[string]string{
-		"node.yaml": fmt.Sprintf("connector:\n  name: Node\n  identifier: node\n  type: K8sCluster\n  spec:\n    credential:\n      type: ManualConfig\n      spec:\n        masterUrl: %s\n        insecureSkipTlsVerify: true\n        auth: {type: ServiceAccount, spec: {serviceAccountTokenRef: %s}}\n", n.Server, nodeTokenSecret),
-		"git.yaml":  fmt.Sprintf("connector:\n  name: Repo\n  identifier: app_git\n  type: Git\n  spec:\n    url: %s/app.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: ci_clone_token}\n", srv.HTTPURL, srv.Username),
-		"c133.yaml": `pipeline:
+	files := ciConnectors(t, srv)
+	files["c133.yaml"] = `pipeline:
   name: c133
   identifier: c133
   properties:
@@ -240,8 +244,8 @@ func TestC133PushWebhookBuildsItsCommit(t *testing.T) {
                       BRANCH=<+codebase.branch>
                       SHA=<+codebase.commitSha>
                     outputVariables: [{name: VERSION}, {name: BRANCH}, {name: SHA}]
-`,
-		"c133.trigger.yaml": `trigger:
+`
+	files["c133.trigger.yaml"] = `trigger:
   name: feature pushes
   identifier: feature_push
   pipelineIdentifier: c133
@@ -256,8 +260,7 @@ func TestC133PushWebhookBuildsItsCommit(t *testing.T) {
           repoName: app
           payloadConditions:
             - {key: targetBranch, operator: Equals, value: feature}
-`,
-	}
+`
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)

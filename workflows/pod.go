@@ -44,7 +44,7 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 		return nil, &activities.Failure{Category: activities.Unknown, Message: "sharedPaths: " + err.Error()}
 	}
 	info := workflow.GetInfo(ctx)
-	pod := plan.Pod{Connector: n.Pod.Connector, Infra: infra, SharedPaths: shared, Registries: n.Pod.Registries, Git: n.Pod.Git}
+	pod := plan.Pod{Connector: n.Pod.Connector, Infra: infra, SharedPaths: shared, Registries: n.Pod.Registries, Git: n.Pod.Git, Aws: n.Pod.Aws}
 	in := &activities.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 		Group: t.Path, Name: podName(s.in.ExecutionID, t.Path, n.ID), Pod: pod}
 	seen := map[string]bool{}

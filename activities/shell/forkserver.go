@@ -196,7 +196,9 @@ func (f *forkServer) run(ctx context.Context, body string, out *os.File) (code i
 	if _, err = f.commands.WriteString(line); err == nil {
 		code, err = f.expect(statusPrefix)
 	}
-	if err != nil {
+	// A cancelled step's status is not its own: the shell may report the step killed (137)
+	// between the two kills of f.kill, before it dies itself.
+	if err != nil || ctx.Err() != nil {
 		code = -1
 		f.kill() // killed (timeout, abort, `kill -9 0`) or gone: nothing of it may go on running
 	}
