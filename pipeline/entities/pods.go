@@ -130,23 +130,13 @@ func (r *resolver) pod(id string, spec *pipeline.PodInfra, shared *yaml.Node, li
 		}
 		switch e, _ := steps.Lookup(v.Step.Type); e.Connector {
 		case "Git":
-			if ref := pipeline.Field(v.Step.Spec, "connectorRef"); ref != nil && !strings.Contains(ref.Value, "<+") {
-				if gc, ok := r.gitConnector(r.file, v.Step.Spec, ref.Value, "a "+v.Step.Type+" step"); ok {
-					if pod.Git == nil {
-						pod.Git = map[string]plan.GitConnector{}
-					}
-					pod.Git[ref.Value] = gc
-				}
-			}
+			keepConnector(&pod.Git, v.Step.Spec, func(ref string) (plan.GitConnector, bool) {
+				return r.gitConnector(r.file, v.Step.Spec, ref, "a "+v.Step.Type+" step")
+			})
 		case "Aws":
-			if ref := pipeline.Field(v.Step.Spec, "connectorRef"); ref != nil && !strings.Contains(ref.Value, "<+") {
-				if ac, ok := r.awsConnector(r.file, v.Step.Spec, ref.Value, "a "+v.Step.Type+" step"); ok {
-					if pod.Aws == nil {
-						pod.Aws = map[string]plan.AwsConnector{}
-					}
-					pod.Aws[ref.Value] = ac
-				}
-			}
+			keepConnector(&pod.Aws, v.Step.Spec, func(ref string) (plan.AwsConnector, bool) {
+				return r.awsConnector(r.file, v.Step.Spec, ref, "a "+v.Step.Type+" step")
+			})
 		case "DockerRegistry":
 			if ref := pipeline.Field(v.Step.Spec, "connectorRef"); ref != nil {
 				r.dockerConnector(pod, v.Step.Spec, "connectorRef", ref.Value)
@@ -182,4 +172,19 @@ func dockerRegistry(k *pipeline.Connector) *plan.RegistryConnector {
 		out.Username, out.UsernameRef, out.PasswordRef = a.Spec.Username, a.Spec.UsernameRef, a.Spec.PasswordRef
 	}
 	return out
+}
+
+// keepConnector resolves the connector a step's connectorRef names and keeps it in *m by that
+// reference; a reference that is an expression is resolved by nobody before the run.
+func keepConnector[C any](m *map[string]C, spec *yaml.Node, resolve func(ref string) (C, bool)) {
+	ref := pipeline.Field(spec, "connectorRef")
+	if ref == nil || strings.Contains(ref.Value, "<+") {
+		return
+	}
+	if c, ok := resolve(ref.Value); ok {
+		if *m == nil {
+			*m = map[string]C{}
+		}
+		(*m)[ref.Value] = c
+	}
 }
