@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	awssdk "github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
@@ -305,7 +309,8 @@ func TestC133PushWebhookBuildsItsCommit(t *testing.T) {
 }
 
 // SaveCacheS3 and RestoreCacheS3 on a real S3 server (versitygw): a first restore finds no
-// cache and succeeds; a saved directory (gzip) comes back in the next CI stage's new pod.
+// cache and succeeds; a saved directory (gzip) comes back in the next CI stage's new pod, and
+// S3Upload puts a file of it under its target, its prefix stripped.
 func TestCICacheS3(t *testing.T) {
 	realNode(t)
 	git := gittest.Start(t)
@@ -344,6 +349,7 @@ func TestCICacheS3(t *testing.T) {
             steps:
               - step: {type: RestoreCacheS3, name: restore, identifier: restore, spec: `+cache+`, failIfKeyNotFound: true}}
               - step: {type: Run, name: use, identifier: use, spec: {image: IMAGE, shell: Sh, command: "LIB=$(cat deps/lib/a.txt)", outputVariables: [{name: LIB}]}}
+              - step: {type: S3Upload, name: upload, identifier: upload, spec: {connectorRef: aws, region: `+s3test.Region+`, bucket: cache, endpoint: `+s3.Endpoint+`, sourcePath: "deps/**/*.txt", target: artifacts, stripPrefix: deps}}
 `, "aws.yaml", aws)
 	_, res := runPlan(t, node.starter, p)
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "build.restore": status.Succeeded, "build.save": status.Succeeded,
@@ -356,5 +362,13 @@ func TestCICacheS3(t *testing.T) {
 	}
 	if out, _ := res.Tree.Find("test.use").Outputs["outputVariables"].(map[string]any); out["LIB"] != "built" {
 		t.Errorf("restored file: %v", out)
+	}
+	obj, err := s3.Client().GetObject(context.Background(), &awss3.GetObjectInput{Bucket: awssdk.String("cache"), Key: awssdk.String("artifacts/lib/a.txt")})
+	if err != nil {
+		t.Fatalf("S3Upload's object: %v (outputs %v)", err, res.Tree.Find("test.upload").Outputs)
+	}
+	defer obj.Body.Close()
+	if b, _ := io.ReadAll(obj.Body); string(b) != "built\n" {
+		t.Errorf("uploaded %q", b)
 	}
 }

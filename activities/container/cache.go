@@ -1,6 +1,7 @@
 package container
 
 import (
+	"archive/tar"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -32,6 +34,10 @@ type cacheSpec struct {
 	SourcePaths       []string `json:"sourcePaths"`
 	Override          text     `json:"override"`
 	FailIfKeyNotFound text     `json:"failIfKeyNotFound"`
+	// S3Upload's.
+	SourcePath  string `json:"sourcePath"`
+	Target      string `json:"target"`
+	StripPrefix string `json:"stripPrefix"`
 }
 
 // maxCache bounds a cache archive, which the worker holds in memory while it moves it.
@@ -146,4 +152,46 @@ func (l *limited) Write(p []byte) (int, error) {
 	}
 	l.left -= int64(len(p))
 	return l.w.Write(p)
+}
+
+// s3Upload uploads the workspace files sourcePath matches (a path or a pattern, relative to
+// /harness; `**` spans directories) to bucket/target: each under target joined with its path
+// below the workspace, stripPrefix removed, as the reference's S3 upload plugin names them.
+func (a *Activity) s3Upload(ctx context.Context, k *cluster, ns string, in activities.StepInput, log *logs.Writer) (activities.StepResult, error) {
+	b, spec, err := a.cacheBucket(ctx, in, "S3Upload")
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	var files, errs bytes.Buffer
+	cmd := []string{"/gantry-helper", "reports", wire.Workspace, spec.SourcePath}
+	if err := stream(ctx, k, ns, in.Pod.Pod.Name, activities.PodHelperContainer, cmd, nil, limitWriter(&files, maxCache), &errs); err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "S3Upload: find %s: %v %s", spec.SourcePath, err, strings.TrimSpace(errs.String()))
+	}
+	tr := tar.NewReader(&files)
+	var keys []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return activities.StepResult{}, activities.Fail(activities.Unknown, "S3Upload: read the files of %s: %v", spec.SourcePath, err)
+		}
+		body, err := io.ReadAll(tr)
+		if err != nil {
+			return activities.StepResult{}, err
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(h.Name, wire.Workspace), "/")
+		rel = strings.TrimPrefix(strings.TrimPrefix(rel, strings.TrimPrefix(spec.StripPrefix, "/")), "/")
+		key := path.Join(spec.Target, rel)
+		if err := b.Put(ctx, key, body); err != nil {
+			return activities.StepResult{}, awsauth.Fail(err, "S3Upload: write %s with connector %s", b.URL(key), spec.ConnectorRef)
+		}
+		log.Line(fmt.Sprintf("uploaded %s to %s (%d bytes)", h.Name, b.URL(key), len(body)))
+		keys = append(keys, key)
+	}
+	if len(keys) == 0 {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "S3Upload: no file of the workspace matches %s", spec.SourcePath)
+	}
+	return activities.StepResult{Outputs: map[string]any{"uploaded": strings.Join(keys, ",")}}, nil
 }

@@ -100,7 +100,7 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	}
 	// The steps the worker does for the pod through its helper container.
 	helperSteps := map[string]func(context.Context, *cluster, string, activities.StepInput, *logs.Writer) (activities.StepResult, error){
-		"GitClone": a.gitClone, "DownloadManifests": a.downloadManifests, "SaveCacheS3": a.saveCache, "RestoreCacheS3": a.restoreCache,
+		"GitClone": a.gitClone, "DownloadManifests": a.downloadManifests, "SaveCacheS3": a.saveCache, "RestoreCacheS3": a.restoreCache, "S3Upload": a.s3Upload,
 	}
 	if do, ok := helperSteps[in.Type]; ok {
 		res, err := do(runCtx, k, string(inf.Namespace), in, log)

@@ -65,3 +65,30 @@ func (sp *RestoreCacheS3) Check(c Checker) {
 	c.Boolean(sp.Node, "failIfKeyNotFound", sp.FailIfKeyNotFound)
 	ignoredTrue(c, sp.Node, "preserveMetadata", sp.PreserveMetadata, "files are restored with the archive's modes")
 }
+
+// S3Upload uploads the workspace files sourcePath matches to bucket/target (spec 22.2).
+type S3Upload struct {
+	Node                   *yaml.Node                   `yaml:"-"`
+	ConnectorRef           string                       `yaml:"connectorRef" gantry:"required"`
+	Region                 string                       `yaml:"region" gantry:"required"`
+	Bucket                 string                       `yaml:"bucket" gantry:"required"`
+	SourcePath             string                       `yaml:"sourcePath" gantry:"required"`
+	Target                 string                       `yaml:"target"`
+	StripPrefix            string                       `yaml:"stripPrefix"`
+	Endpoint               string                       `yaml:"endpoint"`
+	BaseImageConnectorRefs *yaml.Node                   `yaml:"baseImageConnectorRefs"`
+	Resources              *pipeline.ContainerResources `yaml:"resources"`
+	RunAsUser              string                       `yaml:"runAsUser"`
+	Description            string                       `yaml:"description"`
+}
+
+// Check warns of the container settings the worker-run upload has no use for.
+func (sp *S3Upload) Check(c Checker) {
+	c.Integer(sp.Node, "runAsUser", sp.RunAsUser, 0, false, "runAsUser")
+	if sp.BaseImageConnectorRefs != nil {
+		c.Ignored(sp.BaseImageConnectorRefs, "baseImageConnectorRefs", "the worker uploads the files; no image is pulled")
+	}
+	if sp.Resources != nil {
+		c.Ignored(sp.Resources.Node, "resources", "the worker uploads the files; the step has no container of its own")
+	}
+}

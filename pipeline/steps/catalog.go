@@ -70,6 +70,7 @@ var entries = []Entry{
 	{Type: "GitClone", New: func() any { return &GitClone{} }, Connector: "Git", Traits: helper},
 	{Type: "SaveCacheS3", New: func() any { return &SaveCacheS3{} }, Connector: "Aws", Traits: helper},
 	{Type: "RestoreCacheS3", New: func() any { return &RestoreCacheS3{} }, Connector: "Aws", Traits: helper},
+	{Type: "S3Upload", New: func() any { return &S3Upload{} }, Connector: "Aws", Traits: helper},
 	{Type: "DownloadManifests", New: func() any { return &DownloadManifests{} }, DeploymentStage: true, Traits: withDeployment(helper)},
 
 	{Type: "K8sRollingDeploy", New: func() any { return &K8sRollingDeploy{} }, Deploys: "Kubernetes", Traits: kubernetes},
