@@ -372,3 +372,47 @@ func TestCICacheS3(t *testing.T) {
 		t.Errorf("uploaded %q", b)
 	}
 }
+
+// A CI stage's service dependency starts before its steps (after the codebase clone) and
+// serves them on localhost until the stage ends; its args follow the image's entrypoint.
+func TestCIServiceDependency(t *testing.T) {
+	realNode(t)
+	srv := gittest.Start(t)
+	srv.NewRepo("app", map[string]string{"hello.txt": "served from the codebase\n"})
+	p := ciPipeline(t, srv, "ci_service", `    - stage:
+        name: build
+        identifier: build
+        type: CI
+        spec:
+          cloneCodebase: true
+          infrastructure:
+            type: KubernetesDirect
+            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
+          serviceDependencies:
+            - identifier: web
+              name: web
+              type: Service
+              spec:
+                image: IMAGE
+                entrypoint: [httpd]
+                args: ["-f", "-p", "8081", "-h", "/harness"]
+          execution:
+            steps:
+              - step:
+                  type: Run
+                  name: get
+                  identifier: get
+                  spec:
+                    image: IMAGE
+                    shell: Sh
+                    command: |
+                      for i in 1 2 3 4 5 6 7 8 9 10; do BODY=$(wget -qO- http://127.0.0.1:8081/hello.txt) && break; sleep 0.5; done
+                    outputVariables: [{name: BODY}]
+`)
+	_, res := runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "build.cloneCodebase": status.Succeeded,
+		"build.web": status.Succeeded, "build.get": status.Succeeded})
+	if out, _ := res.Tree.Find("build.get").Outputs["outputVariables"].(map[string]any); out["BODY"] != "served from the codebase" {
+		t.Errorf("the step read %v", out)
+	}
+}

@@ -110,6 +110,33 @@ type CIInfrastructure struct {
 	UseFromStage string     `yaml:"useFromStage"`
 }
 
+// DependencyElement is a CI stage's service dependency (spec 22.1): a container started before
+// the first step and kept running to the end of the stage, as a Background step.
+type DependencyElement struct {
+	Node        *yaml.Node      `yaml:"-"`
+	Identifier  string          `yaml:"identifier" gantry:"required"`
+	Name        string          `yaml:"name"`
+	Type        string          `yaml:"type" gantry:"required"`
+	Description string          `yaml:"description"`
+	Spec        *DependencySpec `yaml:"spec"`
+}
+
+// DependencySpec is the container of a service dependency.
+type DependencySpec struct {
+	Node            *yaml.Node          `yaml:"-"`
+	Image           string              `yaml:"image"`
+	ConnectorRef    string              `yaml:"connectorRef"`
+	EnvVariables    map[string]string   `yaml:"envVariables"`
+	Entrypoint      []string            `yaml:"entrypoint"`
+	Args            []string            `yaml:"args"`
+	Privileged      string              `yaml:"privileged"`
+	ImagePullPolicy string              `yaml:"imagePullPolicy"`
+	RunAsUser       string              `yaml:"runAsUser"`
+	PortBindings    map[string]string   `yaml:"portBindings"`
+	Resources       *ContainerResources `yaml:"resources"`
+	Description     string              `yaml:"description"`
+}
+
 // Properties are a pipeline's module properties; Gantry reads the CI codebase (spec 22.3).
 type Properties struct {
 	Node *yaml.Node    `yaml:"-"`

@@ -12,6 +12,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,7 @@ type stepSpec struct {
 	Shell           string           `json:"shell"`
 	Command         string           `json:"command"`
 	Entrypoint      []string         `json:"entrypoint"`
+	Args            []string         `json:"args"` // a CI stage's service dependency's, after the entrypoint
 	EnvVariables    map[string]text  `json:"envVariables"`
 	OutputVariables []outputVariable `json:"outputVariables"`
 	Settings        map[string]any   `json:"settings"`
@@ -264,7 +266,7 @@ func (a *Activity) request(ctx context.Context, in activities.StepInput, spec st
 		}
 		req.Command, req.Entrypoint = "", spec.Entrypoint
 		if len(req.Entrypoint) == 0 {
-			c, err := a.imageEntrypoint(ctx, in)
+			c, err := a.imageEntrypoint(ctx, in, nil)
 			if err != nil {
 				return req, err
 			}
@@ -273,9 +275,9 @@ func (a *Activity) request(ctx context.Context, in activities.StepInput, spec st
 	case "Background":
 		req.Background = true
 		if len(spec.Entrypoint) > 0 {
-			req.Entrypoint = spec.Entrypoint
-		} else if req.Command == "" {
-			c, err := a.imageEntrypoint(ctx, in)
+			req.Entrypoint = append(slices.Clone(spec.Entrypoint), spec.Args...)
+		} else if req.Command == "" || len(spec.Args) > 0 {
+			c, err := a.imageEntrypoint(ctx, in, spec.Args)
 			if err != nil {
 				return req, err
 			}
@@ -313,16 +315,21 @@ func settingText(v any) string {
 	return fmt.Sprint(v)
 }
 
-// imageEntrypoint is the entrypoint and command the image's configuration names: the step
-// container's own runs gantry-helper instead, so the helper starts the image's program.
-func (a *Activity) imageEntrypoint(ctx context.Context, in activities.StepInput) ([]string, error) {
+// imageEntrypoint is what the step's image runs, as its configuration names it: its
+// entrypoint, then args when given (as Docker's args replace the image's command), else its
+// command. The step container's own runs gantry-helper instead, so the helper starts it.
+func (a *Activity) imageEntrypoint(ctx context.Context, in activities.StepInput, args []string) ([]string, error) {
 	for _, c := range in.Pod.Pod.Containers {
 		if c.Name == in.Pod.Container {
 			cfg, err := imageConfig(ctx, c.Image, in.Pod.Pod.Pod.Registries[c.ConnectorRef], a.Secrets)
 			if err != nil {
 				return nil, err
 			}
-			ep := append(append([]string{}, cfg.Entrypoint...), cfg.Cmd...)
+			cmd := cfg.Cmd
+			if len(args) > 0 {
+				cmd = args
+			}
+			ep := append(append([]string{}, cfg.Entrypoint...), cmd...)
 			if len(ep) == 0 {
 				return nil, activities.Fail(activities.Unknown, "image %s names no entrypoint or command; set the step's entrypoint", c.Image)
 			}

@@ -148,6 +148,9 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 			// Rollback steps do not inherit the stage's failure strategies (spec 5.4).
 			n.Children = c.steps(s.StageSpec.Execution.Steps, false, c.level(s.FailureStrategies, ""))
 			n.Rollback = c.steps(s.StageSpec.Execution.RollbackSteps, true, nil)
+			if deps := c.serviceDependencies(s.StageSpec.ServiceDependencies, c.level(s.FailureStrategies, "")); len(deps) > 0 {
+				n.Children = append(deps, n.Children...)
+			}
 			if s.StageSpec.CloneCodebase == "true" && c.codebase != nil {
 				clone := c.cloneCodebase(c.level(s.FailureStrategies, ""))
 				n.Children = append([]*plan.Node{clone}, n.Children...)
@@ -176,6 +179,34 @@ func (c *compiler) cloneCodebase(onFailure map[string]*plan.Action) *plan.Node {
 	return &plan.Node{Kind: plan.KindStep, ID: steps.CloneStepID, Name: "Clone codebase", Type: steps.CloneStepType,
 		Spec: spec, Unresolved: e.Unresolved, Traits: traits, OnFailure: onFailure,
 		Selectors: c.selectors, Inputs: execInputs(spec, []string{"spec"}, nil)}
+}
+
+// serviceDependencies are a CI stage's service dependencies as the Background steps they are
+// (spec 22.1): started, after the codebase clone, before the stage's first step.
+func (c *compiler) serviceDependencies(n *yaml.Node, onFailure map[string]*plan.Action) []*plan.Node {
+	if n == nil || n.Kind != yaml.SequenceNode {
+		return nil
+	}
+	var deps []pipeline.DependencyElement
+	(&pipeline.Decoder{File: c.file, Origins: c.src.Origins, Diags: &diag.List{}}).Decode(n, &deps, "serviceDependencies") // checked by validate
+	var out []*plan.Node
+	for _, d := range deps {
+		if d.Spec == nil {
+			continue
+		}
+		spec, _ := pipeline.Value(d.Spec.Node).(map[string]any)
+		delete(spec, "portBindings")
+		delete(spec, "description")
+		name := d.Name
+		if name == "" {
+			name = d.Identifier
+		}
+		e, _ := steps.Lookup(steps.ServiceStepType)
+		out = append(out, &plan.Node{Kind: plan.KindStep, ID: d.Identifier, Name: name, Type: steps.ServiceStepType,
+			Spec: spec, Unresolved: e.Unresolved, Traits: steps.TraitsOf(steps.ServiceStepType), OnFailure: onFailure,
+			Selectors: c.selectors, Inputs: execInputs(spec, []string{"spec"}, nil)})
+	}
+	return out
 }
 
 // planCodebase is the codebase as <+codebase.*> shows it; its repository URL is the one the CI

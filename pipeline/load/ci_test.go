@@ -36,7 +36,7 @@ const (
 // A CI stage is planned with its pod (connectors resolved, the codebase's among them) and starts
 // with the codebase clone; a later stage's UseFromStage gets a pod of the same infrastructure.
 func TestCIStagePlan(t *testing.T) {
-	files := map[string]string{"p.yaml": ciPipeline("          cloneCodebase: true\n"+ciK8s+ciSteps,
+	files := map[string]string{"p.yaml": ciPipeline("          cloneCodebase: true\n"+ciK8s+"          serviceDependencies: [{identifier: db, name: db, type: Service, spec: {image: postgres:16, args: [-c, fsync=off]}}]\n"+ciSteps,
 		"          infrastructure: {type: UseFromStage, useFromStage: s1}\n"+ciSteps)}
 	for k, v := range ciConnectors {
 		files[k] = v
@@ -55,6 +55,11 @@ func TestCIStagePlan(t *testing.T) {
 	}
 	if spec, _ := clone.Spec.(map[string]any); spec["cloneDirectory"] != "/harness" || spec["depth"] != "50" || spec["connectorRef"] != "git" {
 		t.Errorf("clone spec %v", clone.Spec)
+	}
+	if deps := s1.Children[1]; deps.ID != "db" || deps.Type != "Background" || deps.Traits == nil || deps.Traits.Container != plan.ContainerOwn {
+		t.Errorf("s1's service dependency: %+v", deps)
+	} else if spec, _ := deps.Spec.(map[string]any); spec["image"] != "postgres:16" || fmt.Sprint(spec["args"]) != "[-c fsync=off]" {
+		t.Errorf("service dependency spec %v", deps.Spec)
 	}
 	if s2.Pod == nil || s2.Pod.Connector.ID != "k8s" || len(s2.Children) != 1 || s2.Pod.Git != nil {
 		t.Errorf("stage s2 (UseFromStage, no clone): pod %+v, %d steps", s2.Pod, len(s2.Children))
@@ -75,7 +80,8 @@ func TestCIStageVerdicts(t *testing.T) {
 		{ciK8s + "          platform: {os: MacOS, arch: Arm64}\n" + ciSteps, diag.Unsupported, "platform os MacOS"},
 		{ciK8s + "          caching: {enabled: true}\n" + ciSteps, diag.Warning, "caching is ignored"},
 		{ciK8s + "          slsa_provenance: {enabled: true}\n" + ciSteps, diag.Unsupported, "slsa_provenance would attest"},
-		{ciK8s + "          serviceDependencies: [{identifier: db, name: db, type: Service, spec: {image: postgres}}]\n" + ciSteps, diag.Unsupported, "serviceDependencies are not started yet"},
+		{ciK8s + "          serviceDependencies: [{identifier: db, name: db, type: Service, spec: {connectorRef: hub}}]\n" + ciSteps, diag.Error, "service dependency db names no image"},
+		{ciK8s + "          serviceDependencies: [{identifier: db, type: Database, spec: {image: postgres}}]\n" + ciSteps, diag.Error, `service dependency type "Database" is not one of Service`},
 		{ciK8s + "          sharedPaths: [cache]\n" + ciSteps, diag.Error, `shared path "cache" is not absolute`},
 		{ciK8s + "          deploymentType: Kubernetes\n" + ciSteps, diag.Error, "CI stages do not take `deploymentType`"},
 		{ciK8s + ciSteps + "            rollbackSteps:\n              - step: {type: Run, name: r, identifier: r, spec: {image: alpine, command: x}}\n", diag.Error, "CI stages have no rollback section"},

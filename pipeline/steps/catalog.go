@@ -107,6 +107,9 @@ const (
 	CloneStepID   = "cloneCodebase"
 )
 
+// ServiceStepType is the step type a CI stage's service dependencies run as.
+const ServiceStepType = "Background"
+
 func withOwnPod(t plan.Traits) plan.Traits     { t.OwnPod = true; return t }
 func withDeployment(t plan.Traits) plan.Traits { t.Deployment = true; return t }
 

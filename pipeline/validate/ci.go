@@ -72,9 +72,26 @@ func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.StageSpec) {
 			}
 		}
 	}
-	if n := spec.ServiceDependencies; n != nil && !(n.Kind == yaml.SequenceNode && len(n.Content) == 0) {
-		c.diags.Unsupportedf(c.pos(n), "unsupported-field", "serviceDependencies are not started yet").
-			SetHint("start the service with a Background step at the top of the stage")
+	if n := spec.ServiceDependencies; n != nil && n.Kind == yaml.SequenceNode {
+		var deps []pipeline.DependencyElement
+		c.dec.Decode(n, &deps, "serviceDependencies")
+		for _, d := range deps {
+			c.identifier(d.Node, "identifier", d.Identifier, "service dependency")
+			c.enum(d.Node, "type", d.Type, []string{"Service"}, "service dependency type")
+			if d.Spec == nil || d.Spec.Image == "" {
+				c.diags.Errorf(c.pos(d.Node), "missing-field", "service dependency %s names no image", d.Identifier).
+					SetHint("spec: {image: postgres:16}")
+				continue
+			}
+			c.boolean(d.Spec.Node, "privileged", d.Spec.Privileged)
+			c.enum(d.Spec.Node, "imagePullPolicy", d.Spec.ImagePullPolicy, []string{"Always", "Never", "IfNotPresent"}, "imagePullPolicy")
+			c.integer(d.Spec.Node, "runAsUser", d.Spec.RunAsUser, 0, false, "runAsUser")
+			c.resources(d.Spec.Resources)
+			if len(d.Spec.PortBindings) > 0 {
+				c.diags.Warnf(c.pos(pipeline.ValueAt(d.Spec.Node, "portBindings")), "not-implemented",
+					"portBindings is ignored: the containers of a pod share its network, so steps reach the service on localhost at its own port")
+			}
+		}
 	}
 	for key, why := range map[string]string{
 		"caching":           "steps run without the reference's hosted cache",
