@@ -20,6 +20,8 @@ type Pipeline struct {
 	FlowControl          *FlowControl       `yaml:"flowControl"`
 	NotificationRules    []NotificationRule `yaml:"notificationRules"`
 	Stages               []StageElement     `yaml:"stages" gantry:"required"`
+	// Codebase is properties.ci.codebase, decoded with the pipeline (spec 22.3); nil without.
+	Codebase *Codebase `yaml:"-"`
 }
 
 // FlowControl declares barriers (spec 7.1).

@@ -151,6 +151,13 @@ func decodePipeline(d *Decoder, n *yaml.Node) *Pipeline {
 	for i := range p.Stages {
 		decodeStageSpecs(d, &p.Stages[i])
 	}
+	if p.Properties != nil {
+		var props Properties
+		d.Decode(p.Properties, &props, "properties")
+		if props.CI != nil {
+			p.Codebase = props.CI.Codebase
+		}
+	}
 	return p
 }
 

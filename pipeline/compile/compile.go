@@ -23,7 +23,7 @@ import (
 // Compile builds the plan of a merged pipeline. file names the source for diagnostics.
 func Compile(file string, p *pipeline.Pipeline, resolved Resolved) (*plan.Plan, diag.List) {
 	c := &compiler{file: file, src: pipeline.Source{File: file, Origins: resolved.Origins}}
-	c.codebase = c.codebaseOf(p)
+	c.codebase = p.Codebase
 	c.selectors = c.selectorList(p.DelegateSelectors, nil)
 	out := &plan.Plan{
 		Version:     plan.Version,
@@ -432,17 +432,4 @@ func typedField(spec any, node *yaml.Node, path []string) {
 	if err := v.Decode(&typed); err == nil {
 		m[last] = typed
 	}
-}
-
-// codebaseOf is the pipeline's CI codebase, or nil.
-func (c *compiler) codebaseOf(p *pipeline.Pipeline) *pipeline.Codebase {
-	if p.Properties == nil {
-		return nil
-	}
-	var props pipeline.Properties
-	(&pipeline.Decoder{File: c.file, Origins: c.src.Origins, Diags: &diag.List{}}).Decode(p.Properties, &props, "properties") // checked by validate
-	if props.CI == nil {
-		return nil
-	}
-	return props.CI.Codebase
 }

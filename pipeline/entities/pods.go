@@ -73,15 +73,10 @@ func (r *resolver) ciPod(s *pipeline.Stage, p *pipeline.Pipeline, infras map[str
 	}
 	infras[s.Identifier] = podInfra
 	pod := r.pod(s.Identifier, podInfra, spec.SharedPaths, spec.Execution.Steps)
-	if pod == nil || spec.CloneCodebase != "true" || p.Properties == nil {
+	cb := p.Codebase
+	if pod == nil || spec.CloneCodebase != "true" || cb == nil {
 		return pod
 	}
-	var props pipeline.Properties
-	dec.Decode(p.Properties, &props, "properties")
-	if props.CI == nil || props.CI.Codebase == nil {
-		return pod
-	}
-	cb := props.CI.Codebase
 	if strings.Contains(cb.ConnectorRef, "<+") {
 		return pod
 	}

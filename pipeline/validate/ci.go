@@ -145,15 +145,10 @@ func (c *checker) ciInfrastructure(s *pipeline.Stage, n *yaml.Node) {
 
 // codebaseOf checks the pipeline's CI codebase (spec 22.3) and returns it.
 func (c *checker) codebaseOf(p *pipeline.Pipeline) *pipeline.Codebase {
-	if p.Properties == nil {
+	cb := p.Codebase
+	if cb == nil {
 		return nil
 	}
-	var props pipeline.Properties
-	c.dec.Decode(p.Properties, &props, "properties")
-	if props.CI == nil || props.CI.Codebase == nil {
-		return nil
-	}
-	cb := props.CI.Codebase
 	c.integer(cb.Node, "depth", cb.Depth, 0, false, "codebase depth")
 	c.boolean(cb.Node, "sslVerify", cb.SslVerify)
 	c.enum(cb.Node, "prCloneStrategy", cb.PrCloneStrategy, []string{"MergeCommit", "SourceBranch"}, "prCloneStrategy")
