@@ -36,23 +36,24 @@ import (
 // connFlags select the Temporal server: an external cluster (--address) or the embedded one
 // with its state in --data-dir.
 type connFlags struct {
-	address     string
-	namespace   string
-	dataDir     string
-	taskQueue   string
-	secretsFile string
-	policyDir   string
-	codecKeys   string
-	fastPath    bool
-	secure      secureFlags
-	maxSteps    int
-	metricsAddr string
-	stopGrace   time.Duration
-	tags        []string
-	helperImage string
-	logBucket   logBucketFlags
-	secretMgr   secretManagerFlags
-	notify      notifyFlags
+	address       string
+	namespace     string
+	dataDir       string
+	taskQueue     string
+	secretsFile   string
+	policyDir     string
+	codecKeys     string
+	fastPath      bool
+	secure        secureFlags
+	maxSteps      int
+	metricsAddr   string
+	stopGrace     time.Duration
+	tags          []string
+	helperImage   string
+	buildkitImage string
+	logBucket     logBucketFlags
+	secretMgr     secretManagerFlags
+	notify        notifyFlags
 }
 
 func (f *connFlags) add(cmd *cobra.Command) {
@@ -67,6 +68,7 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-listen", os.Getenv("GANTRY_METRICS_LISTEN"), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9090 (env GANTRY_METRICS_LISTEN)")
 	cmd.Flags().DurationVar(&f.stopGrace, "shutdown-grace", 0, "on SIGTERM, how long running steps of this process's worker may finish before they are cancelled (and retried by another worker)")
 	cmd.Flags().StringVar(&f.helperImage, "helper-image", envOr("GANTRY_HELPER_IMAGE", container.DefaultHelperImage), "gantry-helper's image, pulled into the pods of containerized step groups (env GANTRY_HELPER_IMAGE)")
+	cmd.Flags().StringVar(&f.buildkitImage, "buildkit-image", envOr("GANTRY_BUILDKIT_IMAGE", container.DefaultBuildKitImage), "the image BuildAndPush steps build in, made by hack/buildkit-image (env GANTRY_BUILDKIT_IMAGE)")
 	cmd.Flags().IntVar(&f.maxSteps, "max-concurrent-steps", envInt("GANTRY_MAX_CONCURRENT_STEPS"), "steps this process's worker runs at once; 0 is the SDK default (env GANTRY_MAX_CONCURRENT_STEPS)")
 	cmd.Flags().BoolVar(&f.fastPath, "fast-path", os.Getenv("GANTRY_FAST_PATH") != "false", "run short ShellScript and Http steps as local activities on the stage's worker; false runs every step as a regular activity, for executions this process starts (env GANTRY_FAST_PATH=false)")
 	cmd.Flags().StringVar(&f.codecKeys, "codec-keys", os.Getenv("GANTRY_CODEC_KEYS"), "key file (mode 600) that turns on AES-256-GCM encryption of every Temporal payload; every worker and client of the namespace needs it (env GANTRY_CODEC_KEYS)")
@@ -249,6 +251,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			MaxConcurrentSteps: f.maxSteps,
 			StopTimeout:        f.stopGrace,
 			HelperImage:        f.helperImage,
+			BuildKitImage:      f.buildkitImage,
 			Log:                log,
 			Tags:               f.tags,
 			NoFastPath:         !f.fastPath,

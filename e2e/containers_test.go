@@ -68,7 +68,7 @@ func realNode(t testing.TB) (*nodetest.Node, kubernetes.Interface) {
 			return
 		}
 		w := worker.New(env.client, worker.Options{TaskQueue: nodeQueue, Logs: env.logs, Secrets: &secrets.Store{}, Internal: env.internal,
-			HelperImage: node.n.Image(nodetest.Helper)})
+			HelperImage: node.n.Image(nodetest.Helper), BuildKitImage: node.n.Image(nodetest.BuildKit)})
 		if node.err = w.Start(); node.err != nil {
 			return
 		}

@@ -145,7 +145,8 @@ type Traits struct {
 	// (paths as ".field" and ".list[].field").
 	Deferred []string `json:"deferred,omitempty"`
 	// Outcome names the workflow logic that turns the activity's outputs into the step's
-	// outcome: "http" (assertion and output variables).
+	// outcome: "http" (assertion and output variables), "codebase" (the commit a clone
+	// checked out), "artifact" (the images a build pushed, as the step's artifact_<id>).
 	Outcome string `json:"outcome,omitempty"`
 }
 

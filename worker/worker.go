@@ -48,6 +48,9 @@ type Options struct {
 	// HelperImage is gantry-helper's image for containerized step groups; "" is
 	// container.DefaultHelperImage.
 	HelperImage string
+	// BuildKitImage is the image BuildAndPush steps run in; "" is
+	// container.DefaultBuildKitImage.
+	BuildKitImage string
 	// Log receives the activities' own log lines (nil: none).
 	Log     *zap.Logger
 	Secrets secrets.Resolver
@@ -234,7 +237,7 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(s3r.ResolveArtifact, activity.RegisterOptions{Name: activities.ResolveS3Artifact})
 	cs := &charts.Puller{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(cs.Activity, activity.RegisterOptions{Name: activities.FetchChart})
-	pods := &container.Activity{Secrets: o.Secrets, Logs: o.Logs, HelperImage: o.HelperImage, Log: o.Log}
+	pods := &container.Activity{Secrets: o.Secrets, Logs: o.Logs, HelperImage: o.HelperImage, BuildKitImage: o.BuildKitImage, Log: o.Log}
 	if c != nil {
 		pods.Closed = closedFunc(c)
 	}

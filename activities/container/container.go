@@ -40,6 +40,9 @@ type Activity struct {
 	// HelperImage is gantry-helper's image; "" is DefaultHelperImage. A group's
 	// harnessImageConnectorRef pulls it from that connector's registry instead.
 	HelperImage string
+	// BuildKitImage is the image BuildAndPush steps run in; "" is DefaultBuildKitImage. It
+	// follows harnessImageConnectorRef as the helper's image does.
+	BuildKitImage string
 	// Closed reports whether a workflow run has closed: the pods of closed runs are deleted
 	// when a group starts in their namespace. nil: no garbage collection.
 	Closed func(ctx context.Context, workflowID, runID string) (bool, error)
@@ -129,7 +132,7 @@ func (a *Activity) ensure(ctx context.Context, k *cluster, in activities.PodInpu
 	if err != nil {
 		return err
 	}
-	pod, objs, err := podObjects(in, inf, data, pull, a.helperImage(in, inf))
+	pod, objs, err := podObjects(in, inf, data, pull, a.ownImage(a.HelperImage, DefaultHelperImage, in, inf), a.ownImage(a.BuildKitImage, DefaultBuildKitImage, in, inf))
 	if err != nil {
 		return err
 	}
@@ -182,12 +185,11 @@ func (a *Activity) deleteAndWait(ctx context.Context, k *cluster, ns, name strin
 	}
 }
 
-// helperImage is gantry-helper's image, from the group's harnessImageConnectorRef registry
-// when it names one.
-func (a *Activity) helperImage(in activities.PodInput, inf *infra) string {
-	img := a.HelperImage
+// ownImage is one of Gantry's images (the helper's, BuildKit's): img or def, from the group's
+// harnessImageConnectorRef registry when it names one.
+func (a *Activity) ownImage(img, def string, in activities.PodInput, inf *infra) string {
 	if img == "" {
-		img = DefaultHelperImage
+		img = def
 	}
 	if r, ok := in.Pod.Registries[string(inf.HarnessImageConnectorRef)]; ok && inf.HarnessImageConnectorRef != "" {
 		path := img
@@ -216,17 +218,9 @@ func (a *Activity) pullSecret(ctx context.Context, in activities.PodInput, inf *
 		if ref == "" || !ok || r.PasswordRef == "" {
 			continue
 		}
-		user := r.Username
-		if r.UsernameRef != "" {
-			u, err := a.Secrets.Resolve(ctx, r.UsernameRef)
-			if err != nil {
-				return nil, activities.Fail(activities.Authentication, "connector %s: username secret %q: %v", r.ID, r.UsernameRef, err)
-			}
-			user = u
-		}
-		pw, err := a.Secrets.Resolve(ctx, r.PasswordRef)
+		user, pw, err := a.registryLogin(ctx, r)
 		if err != nil {
-			return nil, activities.Fail(activities.Authentication, "connector %s: password secret %q: %v", r.ID, r.PasswordRef, err)
+			return nil, err
 		}
 		mask.Add(pw)
 		creds[registryHost(r)] = [2]string{user, pw}

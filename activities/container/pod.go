@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/container/wire"
@@ -102,6 +105,7 @@ type infra struct {
 		} `json:"spec"`
 	} `json:"volumes"`
 	ImagePullPolicy text `json:"imagePullPolicy"`
+	PodSpecOverlay  text `json:"podSpecOverlay"`
 	Resources       *struct {
 		Limits, Requests *struct{ CPU, Memory text }
 	} `json:"resources"`
@@ -160,7 +164,7 @@ func intOf(t text) (*int64, error) {
 
 // podObjects builds the group's pod and the Secrets it reads: one with the steps' secrets,
 // and one with the registry credentials of its images when any has credentials.
-func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte, pull []byte, helperImage string) (*corev1.Pod, []*corev1.Secret, error) {
+func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte, pull []byte, helperImage, buildkitImage string) (*corev1.Pod, []*corev1.Secret, error) {
 	ns := string(inf.Namespace)
 	meta := func(name string) metav1.ObjectMeta {
 		m := metav1.ObjectMeta{Name: name, Namespace: ns,
@@ -280,6 +284,13 @@ func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte
 		ImagePullPolicy: corev1.PullIfNotPresent,
 	}}
 	for _, c := range in.Containers {
+		if buildStep(c.Type) {
+			// BuildKit runs each RUN line in a container of its own: it needs privileges.
+			c.Image, c.Privileged = buildkitImage, true
+			if c.ImagePullPolicy == "" {
+				c.ImagePullPolicy = string(corev1.PullIfNotPresent)
+			}
+		}
 		k := corev1.Container{
 			Name: c.Name, Image: c.Image, Command: []string{wire.Helper, "wait"}, WorkingDir: wire.Workspace,
 			VolumeMounts: mounts, ImagePullPolicy: corev1.PullPolicy(c.ImagePullPolicy),
@@ -305,7 +316,62 @@ func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte
 		Name: activities.PodHelperContainer, Image: helperImage, Command: []string{"/gantry-helper", "wait"}, WorkingDir: wire.Workspace,
 		VolumeMounts: mounts, ImagePullPolicy: corev1.PullIfNotPresent,
 	})
+	if err := overlay(pod, string(inf.PodSpecOverlay)); err != nil {
+		return nil, nil, err
+	}
 	return pod, secrets, nil
+}
+
+// overlay merges a podSpecOverlay into the pod, as the reference does: a partial pod
+// (`metadata` labels and annotations, `spec`) or a bare pod spec, merged strategically
+// (lists of containers, volumes, ... by name). It changes the containers Gantry made, never
+// adds one, and leaves the init containers alone.
+func overlay(pod *corev1.Pod, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return nil
+	}
+	var doc map[string]any
+	if err := yaml.Unmarshal([]byte(text), &doc); err != nil || doc == nil {
+		return activities.Fail(activities.Unknown, "podSpecOverlay is not a YAML mapping (%v)", err)
+	}
+	specPatch, ok := doc["spec"].(map[string]any)
+	if !ok {
+		specPatch = doc
+	}
+	if md, ok := doc["metadata"].(map[string]any); ok {
+		for key, into := range map[string]map[string]string{"labels": pod.Labels, "annotations": pod.Annotations} {
+			m, _ := md[key].(map[string]any)
+			for k, v := range m {
+				if _, ours := into[k]; !ours {
+					into[k] = fmt.Sprint(v)
+				}
+			}
+		}
+	}
+	orig, err := json.Marshal(pod.Spec)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(specPatch)
+	if err != nil {
+		return err
+	}
+	merged, err := strategicpatch.StrategicMergePatch(orig, patch, corev1.PodSpec{})
+	if err != nil {
+		return activities.Fail(activities.Unknown, "podSpecOverlay: %v", err)
+	}
+	var out corev1.PodSpec
+	if err := json.Unmarshal(merged, &out); err != nil {
+		return activities.Fail(activities.Unknown, "podSpecOverlay: %v", err)
+	}
+	ours := map[string]bool{}
+	for _, c := range pod.Spec.Containers {
+		ours[c.Name] = true
+	}
+	out.Containers = slices.DeleteFunc(out.Containers, func(c corev1.Container) bool { return !ours[c.Name] })
+	out.InitContainers = pod.Spec.InitContainers
+	pod.Spec = out
+	return nil
 }
 
 // securityContext is the group's container security context with the step's own settings.

@@ -35,6 +35,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/registry"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -74,9 +75,9 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	if in.Pod == nil {
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s is not in a containerized step group", in.Type, in.StepPath)
 	}
-	var spec stepSpec
-	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
+	spec, err := decodeStepSpec(in)
+	if err != nil {
+		return activities.StepResult{}, err
 	}
 	inf, k, mask, err := a.connect(ctx, in.Pod.Pod.Pod)
 	if err != nil {
@@ -111,10 +112,17 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 		}
 		return res, log.Err()
 	}
-	req, err := a.request(ctx, in, spec, mask)
+	var req wire.Request
+	var image built
+	if buildStep(in.Type) {
+		req, image, err = a.buildRequest(ctx, in, mask)
+	} else {
+		req, err = a.request(ctx, in, spec, mask)
+	}
 	if err != nil {
 		return activities.StepResult{}, err
 	}
+	req.Nonce = nonce()
 	res, last, err := a.exec(runCtx, k, string(inf.Namespace), in.Pod.Pod.Name, in.Pod.Container, req, log, mask)
 	if err != nil {
 		return activities.StepResult{}, a.ended(ctx, runCtx, in, err)
@@ -142,6 +150,9 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 			msg += ": " + mask.Apply(res.Error)
 		}
 		return activities.StepResult{}, activities.FailWithTests(activities.Unknown, tests, "%s%s", msg, lastLine(last))
+	}
+	if buildStep(in.Type) {
+		return activities.StepResult{Outputs: publishedImages(image, res.Outputs["digest"])}, nil
 	}
 	if in.Type == "Background" {
 		log.Line(fmt.Sprintf("# gantry: started (pid %d); it runs until the step group ends", res.PID))
@@ -232,9 +243,7 @@ func (a *Activity) request(ctx context.Context, in activities.StepInput, spec st
 		}
 		return "", false
 	}
-	nonce := make([]byte, 12)
-	_, _ = rand.Read(nonce)
-	req := wire.Request{Shell: spec.Shell, Dir: wire.Workspace, Nonce: hex.EncodeToString(nonce), Env: maps.Clone(in.Env)}
+	req := wire.Request{Shell: spec.Shell, Dir: wire.Workspace, Env: maps.Clone(in.Env)}
 	if req.Env == nil {
 		req.Env = map[string]string{}
 	}
@@ -294,6 +303,50 @@ func (a *Activity) request(ctx context.Context, in activities.StepInput, spec st
 		}
 	}
 	return req, nil
+}
+
+// nonce marks a request's result line.
+func nonce() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// decodeStepSpec reads a container step's spec; a RunTests step becomes the Run step it is:
+// preCommand, its build tool with args, then postCommand.
+func decodeStepSpec(in activities.StepInput) (stepSpec, error) {
+	var spec stepSpec
+	if in.Type != "RunTests" {
+		if err := json.Unmarshal(in.Spec, &spec); err != nil {
+			return spec, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
+		}
+		return spec, nil
+	}
+	var rt struct {
+		stepSpec
+		Args        string `json:"args"`
+		BuildTool   string `json:"buildTool"`
+		PreCommand  string `json:"preCommand"`
+		PostCommand string `json:"postCommand"`
+	}
+	if err := json.Unmarshal(in.Spec, &rt); err != nil {
+		return spec, activities.Fail(activities.Unknown, "RunTests spec: %v", err)
+	}
+	tool, ok := steps.TestTools[rt.BuildTool]
+	if !ok {
+		return spec, activities.Fail(activities.Unknown, "RunTests: buildTool %q is not one Gantry knows", rt.BuildTool)
+	}
+	var cmd []string
+	if c := strings.TrimSpace(rt.PreCommand); c != "" {
+		cmd = append(cmd, c)
+	}
+	cmd = append(cmd, strings.TrimSpace(tool+" "+rt.Args))
+	if c := strings.TrimSpace(rt.PostCommand); c != "" {
+		cmd = append(cmd, c)
+	}
+	spec = rt.stepSpec
+	spec.Command, spec.Args = strings.Join(cmd, "\n"), nil
+	return spec, nil
 }
 
 func settingText(v any) string {

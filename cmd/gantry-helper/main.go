@@ -26,7 +26,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: gantry-helper install DIR | wait | run | untar DIR | tar DIR PATH... | reports DIR PATTERN...")
+		fmt.Fprintln(os.Stderr, "usage: gantry-helper install DIR | wait | run | untar DIR | tar DIR PATH... | reports DIR PATTERN... | build BUILDCTL-ARG...")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -63,6 +63,8 @@ func main() {
 			fmt.Fprintln(os.Stderr, "gantry-helper tar:", err)
 			os.Exit(1)
 		}
+	case "build":
+		os.Exit(build(os.Args[2:]))
 	case "reports":
 		if len(os.Args) < 4 {
 			fmt.Fprintln(os.Stderr, "usage: gantry-helper reports DIR PATTERN...")

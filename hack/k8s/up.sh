@@ -68,6 +68,7 @@ start kube-apiserver "$BIN/kube-apiserver" \
   --service-cluster-ip-range 10.96.0.0/16 \
   --enable-priority-and-fairness=false \
   --profiling=false \
+  --allow-privileged=true \
   --kubelet-preferred-address-types Hostname,InternalIP
 for i in $(seq 1 600); do
   curl -sfk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:${API_PORT}/readyz" >/dev/null && break; sleep 0.1

@@ -1,9 +1,9 @@
 // Package nodetest starts a single-node Kubernetes whose node really runs containers, for
 // tests: the control plane of hack/k8s, a kubelet, containerd with Debian's runc and a
 // registry on loopback (hack/node), filled with images built here from Debian's static
-// busybox and bash and from Gantry's own gantry-helper. There is one node per machine (the
-// kubelet's ports and host paths are fixed): Start takes a machine-wide lock that Stop
-// releases, so only one test process uses it at a time.
+// busybox and bash, from Gantry's own gantry-helper and from BuildKit (hack/buildkit). There
+// is one node per machine (the kubelet's ports and host paths are fixed): Start takes a
+// machine-wide lock that Stop releases, so only one test process uses it at a time.
 package nodetest
 
 import (
@@ -27,6 +27,8 @@ const (
 	Busybox = "busybox:1"       // Debian's busybox-static as /bin/sh and its applets, bash-static as /bin/bash
 	Helper  = "gantry-helper:1" // Gantry's helper
 	Pause   = "pause:1"         // the pod sandbox
+	// BuildKit is the image BuildAndPush steps run in (hack/buildkit): a worker's --buildkit-image.
+	BuildKit = "gantry-buildkit:1"
 )
 
 // Node is a running node and its control plane.
@@ -137,6 +139,10 @@ func (n *Node) pushImages(root, pause string) error {
 			box = append(box, ociimage.File{Path: "bin/" + a, Link: "busybox"})
 		}
 	}
+	kit, kitConfig, err := ociimage.BuildKitImage()
+	if err != nil {
+		return err
+	}
 	images := []struct {
 		ref   string
 		files []ociimage.File
@@ -145,6 +151,7 @@ func (n *Node) pushImages(root, pause string) error {
 		{Pause, []ociimage.File{{Path: "pause", Src: pause}}, v1.Config{Entrypoint: []string{"/pause"}}},
 		{Busybox, box, v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=/bin"}}},
 		{Helper, []ociimage.File{{Path: "gantry-helper", Src: helper}}, v1.Config{Entrypoint: []string{"/gantry-helper"}}},
+		{BuildKit, kit, kitConfig},
 	}
 	for _, im := range images {
 		if err := ociimage.Push(n.Image(im.ref), im.files, im.cfg); err != nil {

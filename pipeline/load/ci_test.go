@@ -87,7 +87,12 @@ func TestCIStageVerdicts(t *testing.T) {
 		{ciK8s + ciSteps + "            rollbackSteps:\n              - step: {type: Run, name: r, identifier: r, spec: {image: alpine, command: x}}\n", diag.Error, "CI stages have no rollback section"},
 		{ciK8s + "          execution:\n            steps:\n              - step: {type: SaveCacheS3, name: c, identifier: c, spec: {connectorRef: aws, bucket: b, key: k, sourcePaths: [x], archiveFormat: Zstd}}\n", diag.Unsupported, "archiveFormat Zstd"},
 		{ciK8s + "          execution:\n            steps:\n              - step: {type: RestoreCacheS3, name: c, identifier: c, spec: {bucket: b, key: k}}\n", diag.Error, `missing required field "connectorRef"`},
-		{ciK8s + "          execution:\n            steps:\n              - step: {type: BuildAndPushDockerRegistry, name: b, identifier: b, spec: {connectorRef: hub, repo: app, tags: [v1]}}\n", diag.Unsupported, "Gantry does not run BuildAndPushDockerRegistry steps yet"},
+		{ciK8s + "          execution:\n            steps:\n              - step: {type: BuildAndPushECR, name: b, identifier: b, spec: {connectorRef: aws, account: \"1\", region: r, imageName: app, tags: [v1]}}\n", diag.Unsupported, "Gantry does not run BuildAndPushECR steps yet"},
+		{ciK8s + "          execution:\n            steps:\n              - step: {type: BuildAndPushDockerRegistry, name: b, identifier: b, spec: {connectorRef: hub, repo: app, tags: [v1], runAsUser: \"1000\"}}\n", diag.Unsupported, "runAsUser 1000 would need rootless BuildKit"},
+		{ciK8s + "          execution:\n            steps:\n              - step: {type: BuildAndPushDockerRegistry, name: b, identifier: b, spec: {connectorRef: hub, repo: app, tags: [v1], optimize: true}}\n", diag.Warning, "optimize is ignored"},
+		{ciK8s + "          execution:\n            steps:\n              - step: {type: BuildAndPushDockerRegistry, name: b, identifier: b, spec: {connectorRef: hub, repo: app}}\n", diag.Error, `missing required field "tags"`},
+		{ciK8s + "          execution:\n            steps:\n              - step: {type: RunTests, name: t, identifier: t, spec: {image: maven, language: Java, buildTool: Maven, args: test, runOnlySelectedTests: true}}\n", diag.Warning, "runOnlySelectedTests is ignored: test selection is the vendor's Test Intelligence"},
+		{ciK8s + "          execution:\n            steps:\n              - step: {type: RunTests, name: t, identifier: t, spec: {image: maven, language: Java, buildTool: Ant}}\n", diag.Error, "buildTool"},
 	} {
 		files := map[string]string{"p.yaml": ciPipeline(c.spec)}
 		for k, v := range ciConnectors {

@@ -300,7 +300,7 @@ func TestUnsupportedStepTypeHints(t *testing.T) {
 		t.Errorf("DownloadManifests:\n%s", text)
 	}
 	for typ, want := range map[string]string{
-		"JiraApproval": "Gantry runs step types AwsLambdaDeploy, AwsLambdaRollback, Background, Barrier, Container, DownloadManifests, EcsBlueGreenCreateService",
+		"JiraApproval": "Gantry runs step types AwsLambdaDeploy, AwsLambdaRollback, Background, Barrier, BuildAndPushDockerRegistry, Container, DownloadManifests, EcsBlueGreenCreateService",
 	} {
 		src := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Custom\n        spec:\n          execution:\n            steps:\n              - step: {type: " + typ + ", name: x, identifier: x, spec: {}}\n"
 		r := load.Bytes("p.yaml", []byte(src), load.Options{})
@@ -335,7 +335,8 @@ func TestContainerizedStepGroupDiagnostics(t *testing.T) {
 		{infra, "Run", "{image: alpine, connectorRef: nope, command: \"true\"}", `connector "nope" is not defined`},
 		{"                  stepGroupInfra: {type: VM, spec: {connectorRef: k8s, namespace: ci}}\n", "Run", run, "unsupported: step group g runs on VM infrastructure"},
 		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci, os: Windows}}\n", "Run", run, "unsupported: the pod's os is Windows"},
-		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci, podSpecOverlay: x}}\n", "Run", run, "unsupported: podSpecOverlay is valid in the reference"},
+		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci, podSpecOverlay: x}}\n", "Run", run, "podSpecOverlay is not a YAML mapping"},
+		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci, podSpecOverlay: \"spec: {hostNetwork: true}\"}}\n", "Run", run, ""},
 		{"                  stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: k8s, namespace: ci, volumes: [{mountPath: /d, type: PersistentVolumeClaim, spec: {}}]}}\n", "Run", run, "a PersistentVolumeClaim volume needs spec.claimName"},
 		{infra, "Run", "{command: \"true\"}", "unsupported: Run step a has no image"},
 		{infra, "Run", "{image: alpine, command: \"true\", resources: {limits: {memory: lots}}}", `memory "lots" is not a Kubernetes quantity`},

@@ -67,6 +67,8 @@ var entries = []Entry{
 	{Type: "Run", New: func() any { return &Run{} }, Connector: "DockerRegistry", Traits: container},
 	{Type: "Background", New: func() any { return &Background{} }, Connector: "DockerRegistry", Traits: container},
 	{Type: "Plugin", New: func() any { return &Plugin{} }, Connector: "DockerRegistry", Traits: container},
+	{Type: "RunTests", New: func() any { return &RunTests{} }, Connector: "DockerRegistry", Traits: container},
+	{Type: "BuildAndPushDockerRegistry", New: func() any { return &BuildAndPush{} }, Connector: "DockerRegistry", Traits: withOutcome(container, "artifact")},
 	{Type: "GitClone", New: func() any { return &GitClone{} }, Connector: "Git", Traits: helper},
 	{Type: "SaveCacheS3", New: func() any { return &SaveCacheS3{} }, Connector: "Aws", Traits: helper},
 	{Type: "RestoreCacheS3", New: func() any { return &RestoreCacheS3{} }, Connector: "Aws", Traits: helper},
@@ -112,6 +114,10 @@ const ServiceStepType = "Background"
 
 func withOwnPod(t plan.Traits) plan.Traits     { t.OwnPod = true; return t }
 func withDeployment(t plan.Traits) plan.Traits { t.Deployment = true; return t }
+func withOutcome(t plan.Traits, o string) plan.Traits {
+	t.Outcome = o
+	return t
+}
 
 var catalog = index(entries)
 

@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"strings"
+
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -61,10 +63,13 @@ func (c *checker) podInfra(s *pipeline.PodInfra) {
 	}
 	c.integer(s.Node, "runAsUser", s.RunAsUser, 0, false, "runAsUser")
 	c.enum(s.Node, "imagePullPolicy", s.ImagePullPolicy, []string{"Always", "Never", "IfNotPresent"}, "imagePullPolicy")
-	if s.PodSpecOverlay != "" {
-		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "podSpecOverlay")), "unsupported-field",
-			"podSpecOverlay is valid in the reference, but Gantry does not merge overlays into the pod it creates yet").
-			SetHint("set what it changes with the step group's own settings (volumes, tolerations, nodeSelector, ...)")
+	if o := s.PodSpecOverlay; o != "" && !strings.Contains(o, "<+") {
+		var overlay yaml.Node
+		if err := yaml.Unmarshal([]byte(o), &overlay); err != nil || len(overlay.Content) != 1 || overlay.Content[0].Kind != yaml.MappingNode {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "podSpecOverlay")), "invalid-value",
+				"podSpecOverlay is not a YAML mapping: it is a partial pod (`spec: ...`) or pod spec merged into the pod Gantry creates").
+				SetHint("podSpecOverlay: |\n  spec:\n    hostNetwork: true")
+		}
 	}
 	if sc := s.ContainerSecurityContext; sc != nil {
 		for _, kv := range [][2]string{{"allowPrivilegeEscalation", sc.AllowPrivilegeEscalation}, {"privileged", sc.Privileged},

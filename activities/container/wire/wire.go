@@ -55,3 +55,11 @@ const (
 	// Workspace is the shared working directory of the group's steps.
 	Workspace = "/harness"
 )
+
+// Environment of `gantry-helper build` (BuildAndPush steps), sent with the request and never in
+// the pod spec: buildkitd's configuration (the registries that speak plain HTTP) and the Docker
+// config holding the push credentials.
+const (
+	BuildConfigEnv = "GANTRY_BUILDKITD_CONFIG"
+	BuildAuthEnv   = "GANTRY_BUILD_AUTH"
+)

@@ -1,0 +1,31 @@
+package ociimage
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/gantry-cd/gantry/internal/testproc"
+)
+
+// BuildKitImage builds BuildKit and runc (hack/buildkit, cached outside the repository) and
+// returns the files and configuration of the image BuildAndPush steps run in: the three
+// programs, a /tmp, and the host's CA bundle so that the daemon trusts public registries.
+func BuildKitImage() ([]File, v1.Config, error) {
+	out, err := testproc.Run(testproc.Hack("buildkit", "build.sh"))
+	if err != nil {
+		return nil, v1.Config{}, err
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	bin := filepath.Join(lines[len(lines)-1], "bin")
+	files := []File{{Path: "tmp/", Mode: 0o1777}}
+	for _, p := range []string{"buildkitd", "buildctl", "runc"} {
+		files = append(files, File{Path: "usr/bin/" + p, Src: filepath.Join(bin, p)})
+	}
+	if _, err := os.Stat("/etc/ssl/certs/ca-certificates.crt"); err == nil {
+		files = append(files, File{Path: "etc/ssl/certs/ca-certificates.crt", Src: "/etc/ssl/certs/ca-certificates.crt"})
+	}
+	return files, v1.Config{Env: []string{"PATH=/usr/bin:/bin"}}, nil
+}

@@ -1,0 +1,98 @@
+package steps
+
+import (
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+)
+
+// BuildAndPush builds a Dockerfile in the stage's pod with BuildKit and pushes the image with
+// each of its tags (BuildAndPushDockerRegistry: repo on a DockerRegistry connector).
+type BuildAndPush struct {
+	Node                   *yaml.Node                   `yaml:"-"`
+	ConnectorRef           string                       `yaml:"connectorRef" gantry:"required"`
+	Repo                   string                       `yaml:"repo" gantry:"required"`
+	Tags                   []string                     `yaml:"tags" gantry:"required"`
+	Context                string                       `yaml:"context"`
+	Dockerfile             string                       `yaml:"dockerfile"`
+	Target                 string                       `yaml:"target"`
+	Labels                 map[string]string            `yaml:"labels"`
+	BuildArgs              map[string]string            `yaml:"buildArgs"`
+	CacheFrom              []string                     `yaml:"cacheFrom"`
+	CacheTo                string                       `yaml:"cacheTo"`
+	RemoteCacheRepo        string                       `yaml:"remoteCacheRepo"`
+	Caching                string                       `yaml:"caching"`
+	Optimize               string                       `yaml:"optimize"`
+	BaseImageConnectorRefs *yaml.Node                   `yaml:"baseImageConnectorRefs"`
+	Resources              *pipeline.ContainerResources `yaml:"resources"`
+	RunAsUser              string                       `yaml:"runAsUser"`
+}
+
+// Check warns of the settings Gantry does not act on.
+func (b *BuildAndPush) Check(c Checker) {
+	ignoredTrue(c, b.Node, "optimize", b.Optimize, "BuildKit snapshots layers itself; `optimize` tunes the reference's kaniko")
+	ignoredTrue(c, b.Node, "caching", b.Caching,
+		"the vendor's hosted build cache; BuildKit caches layers within the stage's pod, and remoteCacheRepo, cacheFrom and cacheTo name registry caches")
+	c.Ignored(b.BaseImageConnectorRefs, "baseImageConnectorRefs",
+		"base images are pulled with connectorRef's credentials when they are on its registry, else anonymously")
+	if v := b.RunAsUser; v != "" && v != "0" && !strings.Contains(v, "<+") {
+		c.Unsupported(pipeline.ValueAt(b.Node, "runAsUser"), "unsupported-field",
+			"BuildAndPush steps run BuildKit as root in a privileged container; runAsUser %s would need rootless BuildKit", v)
+	}
+}
+
+// RunTests runs a build tool's tests as a Run step: preCommand, the tool with args, then
+// postCommand. Test selection (Test Intelligence) is the vendor's: every test runs.
+type RunTests struct {
+	Node                 *yaml.Node `yaml:"-"`
+	ContainerSettings    `yaml:",inline"`
+	Language             string            `yaml:"language" gantry:"required"`
+	BuildTool            string            `yaml:"buildTool" gantry:"required"`
+	Args                 string            `yaml:"args"`
+	PreCommand           string            `yaml:"preCommand"`
+	PostCommand          string            `yaml:"postCommand"`
+	Shell                string            `yaml:"shell"`
+	EnvVariables         map[string]string `yaml:"envVariables"`
+	OutputVariables      []NameTypeValue   `yaml:"outputVariables"`
+	RunOnlySelectedTests string            `yaml:"runOnlySelectedTests"`
+	EnableTestSplitting  string            `yaml:"enableTestSplitting"`
+	TestSplitStrategy    string            `yaml:"testSplitStrategy"`
+	TestAnnotations      string            `yaml:"testAnnotations"`
+	TestGlobs            string            `yaml:"testGlobs"`
+	TestRoot             string            `yaml:"testRoot"`
+	Packages             string            `yaml:"packages"`
+	Namespaces           string            `yaml:"namespaces"`
+	BuildEnvironment     string            `yaml:"buildEnvironment"`
+	FrameworkVersion     string            `yaml:"frameworkVersion"`
+	PythonVersion        string            `yaml:"pythonVersion"`
+}
+
+// TestTools are the commands RunTests runs for each buildTool, args following.
+var TestTools = map[string]string{
+	"Maven": "mvn", "Gradle": "gradle", "Bazel": "bazel", "Dotnet": "dotnet", "Nunitconsole": "nunit3-console",
+	"SBT": "sbt", "Pytest": "pytest", "Unittest": "python3 -m unittest", "Rspec": "bundle exec rspec",
+}
+
+// ImageSettings returns the container's settings.
+func (sp *RunTests) ImageSettings() (*ContainerSettings, bool) { return &sp.ContainerSettings, true }
+
+// Check checks the tool and shell, and warns that test selection runs every test.
+func (sp *RunTests) Check(c Checker) {
+	c.Enum(sp.Node, "language", sp.Language, []string{"Java", "Kotlin", "Scala", "Csharp", "Python", "Ruby"}, "language")
+	tools := make([]string, 0, len(TestTools))
+	for t := range TestTools {
+		tools = append(tools, t)
+	}
+	c.Enum(sp.Node, "buildTool", sp.BuildTool, tools, "buildTool")
+	c.Enum(sp.Node, "shell", sp.Shell, containerShells, "shell")
+	c.Variables(sp.OutputVariables, "output variable", []string{"String", "Secret"})
+	ignoredTrue(c, sp.Node, "runOnlySelectedTests", sp.RunOnlySelectedTests,
+		"test selection is the vendor's Test Intelligence: Gantry runs every test")
+	ignoredTrue(c, sp.Node, "enableTestSplitting", sp.EnableTestSplitting,
+		"test splitting is the vendor's: Gantry runs every test in this step")
+	for _, k := range []string{"testAnnotations", "testGlobs", "testRoot", "packages", "namespaces", "testSplitStrategy"} {
+		c.Ignored(pipeline.ValueAt(sp.Node, k), k, "it guides the vendor's test selection; Gantry runs every test")
+	}
+}
