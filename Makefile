@@ -26,11 +26,13 @@ run-k8s: build
 run-topology: build
 	hack/run-topology.sh
 
-# Builds (once, cached outside the repo by go.sum) the Kubernetes binaries the tests start, and
-# versitygw, the S3-compatible server the AWS tests use (hack/s3).
+# Builds (once, cached outside the repo by go.sum) the Kubernetes binaries the tests start,
+# BuildKit and runc for the node's BuildAndPush image (hack/buildkit), and versitygw, the
+# S3-compatible server the AWS tests use (hack/s3).
 k8s-tools:
 	@hack/k8s/build.sh >/dev/null
 	@hack/node/build.sh >/dev/null
+	@hack/buildkit/build.sh >/dev/null
 	@hack/s3/build.sh >/dev/null
 
 # Installs Debian's Chromium (apt-get) for the Web UI's browser tests when it is missing.
