@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/webui"
@@ -133,6 +134,7 @@ func serverCmd() *cobra.Command {
 	var listen, pipelines, identityFile string
 	var templateDirs []string
 	var strict bool
+	var buildInfra pipeline.BuildInfra
 	var uiListen string
 	var uiGroups []string
 	runWorker := true
@@ -164,7 +166,7 @@ their token to see encrypted payloads in plain text.`,
 			if identityFile == "" {
 				identityFile = filepath.Join(conn.dataDir, "users.yaml")
 			}
-			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Strict: strict, Log: log,
+			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Strict: strict, BuildInfra: &buildInfra, Log: log,
 				Secrets: e.secrets, Logs: e.logs, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies})
 			if pipelines != "" {
 				go syncSchedules(ctx, api, log)
@@ -203,6 +205,7 @@ their token to see encrypted payloads in plain text.`,
 	cmd.Flags().StringVar(&pipelines, "pipelines", "", "directory of pipeline files that start requests may name")
 	templatesFlag(cmd, &templateDirs)
 	strictFlag(cmd, &strict)
+	buildInfraFlags(cmd, &buildInfra)
 	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file (default DATA_DIR/users.yaml)")
 	cmd.Flags().BoolVar(&runWorker, "run-worker", true, "also run pipelines and steps in this process; false makes it an API tier in front of separate `gantry worker`s (needs --address)")
 	conn.add(cmd)

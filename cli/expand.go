@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/pipeline/templates"
@@ -20,6 +21,16 @@ import (
 func strictFlag(cmd *cobra.Command, strict *bool) {
 	def, _ := strconv.ParseBool(os.Getenv("GANTRY_STRICT"))
 	cmd.Flags().BoolVar(strict, "strict", def, "make every unknown key an error instead of a warning (default $GANTRY_STRICT)")
+}
+
+// buildInfraFlags name the build infrastructure of CI stages that name a runtime (spec 22.1).
+func buildInfraFlags(cmd *cobra.Command, b *pipeline.BuildInfra) {
+	cmd.Flags().StringVar(&b.Connector, "ci-connector", os.Getenv("GANTRY_CI_CONNECTOR"),
+		"K8sCluster connector that runs the CI stages naming a runtime (Cloud, Docker) instead of an infrastructure (env GANTRY_CI_CONNECTOR)")
+	cmd.Flags().StringVar(&b.Namespace, "ci-namespace", envOr("GANTRY_CI_NAMESPACE", pipeline.DefaultNamespace),
+		"namespace of those stages' pods (env GANTRY_CI_NAMESPACE)")
+	cmd.Flags().StringVar(&b.Image, "ci-image", os.Getenv("GANTRY_CI_IMAGE"),
+		"image of their container steps that name none, as the reference's hosted machines give one (env GANTRY_CI_IMAGE)")
 }
 
 func templatesFlag(cmd *cobra.Command, dirs *[]string) {

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
@@ -88,6 +89,8 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 	cmd.Flags().StringArrayVar(&opts.EntityDirs, "entities", nil, "folder of service, environment, infrastructure and connector files (repeatable; the pipeline's folder is always searched)")
 	templatesFlag(cmd, &opts.TemplateDirs)
 	strictFlag(cmd, &opts.Strict)
+	opts.BuildInfra = &pipeline.BuildInfra{}
+	buildInfraFlags(cmd, opts.BuildInfra)
 	cmd.Flags().StringArrayVar(&opts.Sets, "set", nil, "runtime input value as FQN=VALUE (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text (live progress and final tree) or json (final execution as one document)")
 	cmd.Flags().BoolVar(&showLogs, "logs", false, "stream step output while steps run")

@@ -87,6 +87,8 @@ Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O
 	cmd.Flags().StringArrayVar(&opts.EntityDirs, "entities", nil, "folder of service, environment, infrastructure and connector files (repeatable; the pipeline's folder is always searched)")
 	templatesFlag(cmd, &opts.TemplateDirs)
 	strictFlag(cmd, &opts.Strict)
+	opts.BuildInfra = &pipeline.BuildInfra{}
+	buildInfraFlags(cmd, opts.BuildInfra)
 	cmd.Flags().BoolVar(&opts.ForRun, "for-run", false, "also fail when a required runtime input has no value, as a run would")
 	return cmd
 }

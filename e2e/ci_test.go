@@ -22,6 +22,7 @@ import (
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/nodetest"
 	"github.com/gantry-cd/gantry/internal/s3test"
+	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/server"
@@ -32,6 +33,12 @@ import (
 // ciPipeline loads a pipeline whose codebase is repository app of srv (branch main) and whose
 // stages (YAML list items) run on the node; IMAGE is the node's busybox image.
 func ciPipeline(t *testing.T, srv *gittest.Server, id, stages string, extra ...string) *plan.Plan {
+	t.Helper()
+	return ciPipelineWith(t, srv, id, stages, load.Options{ForRun: true}, extra...)
+}
+
+// ciPipelineWith is ciPipeline loaded with opts.
+func ciPipelineWith(t *testing.T, srv *gittest.Server, id, stages string, opts load.Options, extra ...string) *plan.Plan {
 	t.Helper()
 	n, _ := realNode(t)
 	dir := t.TempDir()
@@ -54,7 +61,7 @@ func ciPipeline(t *testing.T, srv *gittest.Server, id, stages string, extra ...s
 			t.Fatal(err)
 		}
 	}
-	r, err := load.File(filepath.Join(dir, id+".yaml"), load.Options{ForRun: true})
+	r, err := load.File(filepath.Join(dir, id+".yaml"), opts)
 	if err != nil || !r.OK() {
 		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
 	}
@@ -144,6 +151,35 @@ func TestC130CIStageOnePodSharedWorkspace(t *testing.T) {
 	}
 	if b["HOST"] == nil || b["HOST"] != c["HOST"] {
 		t.Errorf("steps b and c ran in different pods: %v, %v", b["HOST"], c["HOST"])
+	}
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Errorf("pods left after the stage: %v", left)
+	}
+}
+
+// C134: a CI stage that names a runtime (the reference's hosted machines) runs on the build
+// infrastructure the operator names: the node's connector and namespace, and the default image
+// for its step that names none.
+func TestC134RuntimeRunsOnBuildInfrastructure(t *testing.T) {
+	n, cs := realNode(t)
+	srv := gittest.Start(t)
+	srv.NewRepo("app", map[string]string{"hello.txt": "hi\n"})
+	p := ciPipelineWith(t, srv, "c134", `    - stage:
+        name: build
+        identifier: build
+        type: CI
+        spec:
+          cloneCodebase: true
+          platform: {os: Linux, arch: Amd64}
+          runtime: {type: Cloud, spec: {}}
+          execution:
+            steps:
+              - step: {type: Run, name: a, identifier: a, spec: {shell: Sh, command: "T=$(cat hello.txt)", outputVariables: [{name: T}]}}
+`, load.Options{ForRun: true, BuildInfra: &pipeline.BuildInfra{Connector: "node", Namespace: "default", Image: n.Image(nodetest.Busybox)}})
+	_, res := runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "build.a": status.Succeeded})
+	if got := res.Tree.Find("build.a").Outputs["outputVariables"]; fmt.Sprint(got) != "map[T:hi]" {
+		t.Errorf("outputs %v", got)
 	}
 	if left := podsLeft(t, cs); len(left) > 0 {
 		t.Errorf("pods left after the stage: %v", left)

@@ -22,6 +22,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
@@ -43,9 +44,11 @@ type Options struct {
 	// TemplateDirs are template folders beyond the pipelines directory's templates/ (spec 19.4).
 	TemplateDirs []string
 	// Strict makes unknown keys errors in the pipelines started and the triggers loaded.
-	Strict   bool
-	Log      *zap.Logger
-	Settings workflows.Settings
+	Strict bool
+	// BuildInfra runs the CI stages that name a runtime (--ci-connector); nil: none.
+	BuildInfra *pipeline.BuildInfra
+	Log        *zap.Logger
+	Settings   workflows.Settings
 	// Secrets resolves webhook secrets (encryptedWebhookSecretIdentifier).
 	Secrets secrets.Resolver
 	// Events records every webhook delivery (gantry triggers events).
@@ -225,7 +228,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		templateDirs = append(load.DefaultTemplateDirs(filepath.Join(s.o.PipelinesDir, "pipeline.yaml")), templateDirs...)
 		beside = s.o.PipelinesDir
 	}
-	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Strict: s.o.Strict, Policies: s.o.Policies, EntityDirs: entityDirs,
+	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Strict: s.o.Strict, BuildInfra: s.o.BuildInfra, Policies: s.o.Policies, EntityDirs: entityDirs,
 		TemplateDirs: templateDirs, TemplatesBeside: beside,
 		PolicyMeta: map[string]any{"user": map[string]any{"name": u.Name, "email": u.Email}, "userGroups": u.Groups,
 			"trigger": "MANUAL", "timestamp": time.Now().UTC().Format(time.RFC3339)}})

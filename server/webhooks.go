@@ -263,7 +263,7 @@ func (s *Server) registry() *directory.Registry {
 		for _, d := range diags {
 			s.o.Log.Warn("pipelines directory: file left out", zap.String("diagnostic", d.String()))
 		}
-		reg.Policies = s.o.Policies
+		reg.Policies, reg.BuildInfra = s.o.Policies, s.o.BuildInfra
 		s.reg, s.regFP = reg, fp
 	}
 	return s.reg

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
@@ -112,5 +113,45 @@ func TestCIStageVerdicts(t *testing.T) {
 	r := load.Bytes("p.yaml", []byte(src), load.Options{})
 	if len(codes(r.Diags, diag.Error, "missing-codebase")) != 1 {
 		t.Errorf("want missing-codebase:\n%s", r.Diags.Render(r.Sources))
+	}
+}
+
+// C134: a CI stage on a runtime is unsupported-runtime without a build infrastructure, naming
+// the setting; with one it runs there, and its steps without an image get the default image.
+func TestC134RuntimeOnBuildInfrastructure(t *testing.T) {
+	stage := "          runtime: {type: Cloud, spec: {}}\n          platform: {os: Linux, arch: Amd64}\n" +
+		"          execution:\n            steps:\n              - step: {type: Run, name: a, identifier: a, spec: {shell: Sh, command: make}}\n" +
+		"              - step: {type: Run, name: b, identifier: b, spec: {image: golang:1.22, shell: Sh, command: make}}\n"
+	files := map[string]string{"p.yaml": ciPipeline(stage)}
+	for k, v := range ciConnectors {
+		files[k] = v
+	}
+	r := loadIn(t, files, "p.yaml", load.Options{ForRun: true})
+	if d := codes(r.Diags, diag.Unsupported, "unsupported-runtime"); len(d) != 1 || !strings.Contains(d[0].Hint, "--ci-connector") {
+		t.Fatalf("want unsupported-runtime naming --ci-connector:\n%s", r.Diags.Render(r.Sources))
+	}
+	r = loadIn(t, files, "p.yaml", load.Options{ForRun: true, BuildInfra: &pipeline.BuildInfra{Connector: "k8s", Namespace: "builds", Image: "alpine:3.20"}})
+	if !r.OK() || len(r.Diags) > 0 {
+		t.Fatalf("want a clean plan:\n%s", r.Diags.Render(r.Sources))
+	}
+	s1 := r.Plan.Stages[0]
+	if s1.Pod == nil || s1.Pod.Connector.ID != "k8s" || s1.Pod.Infra.(map[string]any)["namespace"] != "builds" {
+		t.Fatalf("stage s1's pod: %+v", s1.Pod)
+	}
+	for id, want := range map[string]string{"a": "alpine:3.20", "b": "golang:1.22"} {
+		var n *plan.Node
+		for _, c := range s1.Children {
+			if c.ID == id {
+				n = c
+			}
+		}
+		if spec, _ := n.Spec.(map[string]any); spec["image"] != want {
+			t.Errorf("step %s's image %v, want %s", id, spec["image"], want)
+		}
+	}
+	// A missing build connector is said at the runtime.
+	r = loadIn(t, files, "p.yaml", load.Options{ForRun: true, BuildInfra: &pipeline.BuildInfra{Connector: "nope", Namespace: "builds", Image: "alpine:3.20"}})
+	if text := r.Diags.Render(r.Sources); r.OK() || !strings.Contains(text, `"nope"`) || !strings.Contains(text, "runtime: {type: Cloud") {
+		t.Errorf("missing build connector:\n%s", text)
 	}
 }

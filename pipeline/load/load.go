@@ -49,6 +49,9 @@ type Options struct {
 	// Strict makes every unknown key an error (`--strict`); by default the keys the reference
 	// ignores are warnings.
 	Strict bool
+	// BuildInfra runs the CI stages that name a runtime (spec 22.1); nil: they are
+	// unsupported-runtime.
+	BuildInfra *pipeline.BuildInfra
 }
 
 // Result is a loaded file.
@@ -99,6 +102,7 @@ func Bytes(name string, src []byte, opts Options) *Result {
 		return r
 	}
 	r.Diags.Add(f.Decode()...)
+	pipeline.ApplyBuildInfra(f.Pipeline, opts.BuildInfra)
 	var lib *templates.Library
 	if f.Template != nil {
 		// A template's own links resolve to the templates beside it and in the folders given.

@@ -54,8 +54,8 @@ func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.StageSpec) {
 	case spec.Runtime != nil:
 		typ := scalarValue(pipeline.Field(spec.Runtime, "type"))
 		c.diags.Unsupportedf(c.pos(spec.Runtime), "unsupported-runtime",
-			"stage %s runs on runtime %s, the reference's hosted or local build machines; Gantry runs CI stages on a Kubernetes cluster you name", s.Identifier, typ).
-			SetHint("replace runtime with `infrastructure: {type: KubernetesDirect, spec: {connectorRef: my_cluster, namespace: ci}}`")
+			"stage %s runs on runtime %s, the reference's hosted or local build machines, and no build infrastructure is configured; Gantry runs CI stages on a Kubernetes cluster you name", s.Identifier, typ).
+			SetHint("name one with --ci-connector K8S_CONNECTOR --ci-namespace NS [--ci-image DEFAULT_IMAGE] (env GANTRY_CI_CONNECTOR, GANTRY_CI_NAMESPACE, GANTRY_CI_IMAGE) on gantry run, validate and server, or replace runtime with `infrastructure: {type: KubernetesDirect, spec: {connectorRef: my_cluster, namespace: ci}}`")
 	default:
 		c.diags.Errorf(c.pos(spec.Node), "missing-field", "CI stage %s has no infrastructure", s.Identifier).
 			SetHint("add `infrastructure: {type: KubernetesDirect, spec: {connectorRef: my_cluster, namespace: ci}}`")

@@ -28,10 +28,12 @@ type Registry struct {
 	// TemplateDirs are template folders beyond the directory's own templates/.
 	TemplateDirs []string
 	// Strict makes unknown keys errors in the directory's files (`--strict`).
-	Strict    bool
-	Triggers  []*Loaded
-	pipelines map[string]string // pipeline identifier → file
-	inputSets map[string]string // input set identifier → file
+	Strict bool
+	// BuildInfra runs the CI stages that name a runtime; nil: none.
+	BuildInfra *pipeline.BuildInfra
+	Triggers   []*Loaded
+	pipelines  map[string]string // pipeline identifier → file
+	inputSets  map[string]string // input set identifier → file
 }
 
 // Loaded is one valid trigger file.
@@ -120,7 +122,7 @@ func (r *Registry) load(t *pipeline.Trigger, extra ...*inputs.Source) (*load.Res
 	if !ok {
 		return nil, fmt.Errorf("trigger %s starts pipeline %s, which is not in %s", t.Identifier, t.PipelineIdentifier, r.Dir)
 	}
-	opts := load.Options{ForRun: true, Policies: r.Policies, Strict: r.Strict,
+	opts := load.Options{ForRun: true, Policies: r.Policies, Strict: r.Strict, BuildInfra: r.BuildInfra,
 		PolicyMeta: map[string]any{"trigger": "trigger " + t.Identifier, "user": map[string]any{"name": "trigger " + t.Identifier}}}
 	for _, ref := range t.InputSetRefs {
 		f, ok := r.inputSets[ref]
