@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,7 +20,10 @@ import (
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/nodetest"
+	"github.com/gantry-cd/gantry/internal/topotest"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // buildFiles are the files beside a pipeline that builds on the node and deploys what it
@@ -169,6 +176,99 @@ func TestC132BuildPushDeploy(t *testing.T) {
 		t.Errorf("the deployed container printed %q", logs)
 	}
 	_ = cs.AppsV1().Deployments("default").Delete(context.Background(), "c132-app", metav1.DeleteOptions{})
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Errorf("pods left after the stage: %v", left)
+	}
+}
+
+// A CI stage aborted while a step runs ends ABORTED with its pod deleted; a worker killed with
+// SIGKILL mid-stage loses nothing: a new worker runs the step again in the same pod, the clone
+// and the step's outputs are there, and no pod is left.
+func TestCIStageAbortAndWorkerSIGKILL(t *testing.T) {
+	n, cs := realNode(t)
+	srv := gittest.Start(t)
+	commit := srv.NewRepo("app", map[string]string{"hello.txt": "hi\n"})
+	stage := func(command string) string {
+		return `    - stage:
+        name: build
+        identifier: build
+        type: CI
+        spec:
+          cloneCodebase: true
+          infrastructure:
+            type: KubernetesDirect
+            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
+          execution:
+            steps:
+              - step: {type: Run, name: long, identifier: long, spec: {image: IMAGE, shell: Sh, command: "` + command + `", outputVariables: [{name: R}]}}
+`
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	p := ciPipeline(t, srv, "ci_abort", stage("echo started; sleep 120"))
+	execution, err := node.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, ctx, execution.ID, "build.long", "started")
+	if err := node.starter.Abort(ctx, execution.ID, "tester", "enough"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := node.starter.Result(ctx, execution.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Aborted, "build.cloneCodebase": status.Succeeded, "build.long": status.Aborted})
+	for len(podsLeft(t, cs)) > 0 && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Errorf("pods left after the abort: %v", left)
+	}
+
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, queue := t.TempDir(), "ci-kill"
+	startWorker := func() *exec.Cmd {
+		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"),
+			"--helper-image", n.Image(nodetest.Helper))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
+	p = ciPipeline(t, srv, "ci_kill", stage("echo run >> /harness/runs; sleep 3; R=$(cat hello.txt)-$(wc -l < /harness/runs)"))
+	w := startWorker()
+	execution, err = s.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{HeartbeatTimeout: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, s, execution.ID, "build.long", status.Running)
+	time.Sleep(time.Second) // the step's command runs
+	_ = w.Process.Signal(syscall.SIGKILL)
+	_, _ = w.Process.Wait()
+	w = startWorker()
+	defer func() { _ = w.Process.Signal(syscall.SIGTERM); _, _ = w.Process.Wait() }()
+	res, err = s.Result(ctx, execution.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "build.cloneCodebase": status.Succeeded, "build.long": status.Succeeded})
+	if got := res.Tree.Find("build.cloneCodebase").Outputs["commitSha"]; got != commit {
+		t.Errorf("clone at %v, want %s", got, commit)
+	}
+	// The retried command ran in the same pod: the workspace still holds the first run's line.
+	if got := fmt.Sprint(res.Tree.Find("build.long").Outputs["outputVariables"]); got != "map[R:hi-2]" {
+		t.Errorf("outputs %s, want the second run in the same workspace", got)
+	}
+	for len(podsLeft(t, cs)) > 0 && ctx.Err() == nil {
+		time.Sleep(100 * time.Millisecond)
+	}
 	if left := podsLeft(t, cs); len(left) > 0 {
 		t.Errorf("pods left after the stage: %v", left)
 	}
