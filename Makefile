@@ -72,7 +72,9 @@ fuzz:
 # marginal cost per short step (fast path on and off) vs drone-runner-exec, and 100 printing steps
 # with their logs shipped to S3 (versitygw) vs logs on disk, and a pipeline with notification
 # rules vs the same without, webhook bursts vs raw workflow starts, and 2,000 executions
-# waiting for approvals at once (embedded and topology; GANTRY_SCALE_RUNS sets the number).
+# waiting for approvals at once (embedded and topology; GANTRY_SCALE_RUNS sets the number), and
+# a CI stage of 5 Run steps vs a hand-written pod of the same containers, BuildAndPush vs the
+# same BuildKit build driven by hand, and a CI stage with its S3 cache restored vs cold.
 bench: k8s-tools browser-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench 'OnRun(Prepared|NewPipeline)' -benchtime 500x -count 3 ./policies | tee -a .bench.out
@@ -87,6 +89,8 @@ bench: k8s-tools browser-tools
 	GANTRY_HELM_BIN=$$(hack/helm/build.sh) $(GO) test -run '^$$' -bench 'HelmDeploy10|HelmCLI10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Fetch|RefAdvertisement' -benchtime 20x -count 3 ./activities/gitstore | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'ContainerGroup|KubectlRunExec' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'CIStage5Runs|HandPod5|BuildAndPush|BuildDirect' -benchtime 3x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'CacheRestore' -benchtime 2x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'LogsToS3' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Notifications' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 1x -count 3 ./e2e | tee -a .bench.out

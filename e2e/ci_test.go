@@ -32,13 +32,13 @@ import (
 
 // ciPipeline loads a pipeline whose codebase is repository app of srv (branch main) and whose
 // stages (YAML list items) run on the node; IMAGE is the node's busybox image.
-func ciPipeline(t *testing.T, srv *gittest.Server, id, stages string, extra ...string) *plan.Plan {
+func ciPipeline(t testing.TB, srv *gittest.Server, id, stages string, extra ...string) *plan.Plan {
 	t.Helper()
 	return ciPipelineWith(t, srv, id, stages, load.Options{ForRun: true}, extra...)
 }
 
 // ciPipelineWith is ciPipeline loaded with opts.
-func ciPipelineWith(t *testing.T, srv *gittest.Server, id, stages string, opts load.Options, extra ...string) *plan.Plan {
+func ciPipelineWith(t testing.TB, srv *gittest.Server, id, stages string, opts load.Options, extra ...string) *plan.Plan {
 	t.Helper()
 	n, _ := realNode(t)
 	dir := t.TempDir()
@@ -70,7 +70,7 @@ func ciPipelineWith(t *testing.T, srv *gittest.Server, id, stages string, opts l
 
 // ciConnectors are the files of the connectors a CI pipeline of these tests uses: node (the
 // real node's cluster) and app_git (repository app of srv).
-func ciConnectors(t *testing.T, srv *gittest.Server) map[string]string {
+func ciConnectors(t testing.TB, srv *gittest.Server) map[string]string {
 	n, _ := realNode(t)
 	t.Setenv(secrets.EnvName("ci_clone_token"), srv.Password)
 	return map[string]string{

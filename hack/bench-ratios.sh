@@ -97,6 +97,29 @@ if [ -n "$cf" ] && [ -n "$kf" ]; then
     printf "  each further step %.1f  kubectl exec %.1f  ratio %.2fx (target <= 1.2)\n", cs, ks, cs / ks
   }'
 fi
+ci=$(unit CIStage5Runs stage-ms); hp=$(unit HandPod5Containers stage-ms); hi=$(unit HandPod5InitContainers stage-ms)
+if [ -n "$ci" ] && [ -n "$hp" ]; then
+  awk -v c="$ci" -v p="$hp" -v i="$hi" 'BEGIN {
+    print ""; print "CI stage of 5 Run steps (`true`, busybox) on a real node vs the same 5 containers in one hand-written pod, created to Succeeded and deleted (ms, median of runs)"
+    printf "  CI stage %.0f  pod of 5 containers side by side %.0f  ratio %.2fx (target <= 1.2)", c, p, c / p
+    if (i != "") printf ";  as init containers in order %.0f  ratio %.2fx", i, c / i
+    print ""
+  }'
+fi
+bp=$(unit BuildAndPush build-ms); bd=$(unit BuildDirect build-ms)
+if [ -n "$bp" ] && [ -n "$bd" ]; then
+  awk -v g="$bp" -v d="$bd" 'BEGIN {
+    print ""; print "Dockerfile (FROM busybox, one RUN line) built cold with BuildKit in a pod on the node and pushed to the loopback registry (ms, median of runs)"
+    printf "  BuildAndPushDockerRegistry step %.0f  buildkitd + buildctl driven by kubectl exec %.0f  ratio %.2fx (target <= 1.1)\n", g, d, g / d
+  }'
+fi
+cc=$(unit CacheRestore cold-ms); ch=$(unit CacheRestore cached-ms)
+if [ -n "$cc" ] && [ -n "$ch" ]; then
+  awk -v c="$cc" -v h="$ch" 'BEGIN {
+    print ""; print "CI stage restoring 2,000 dependency files from S3 (versitygw) before an install that runs only without them (ms, median of runs)"
+    printf "  cached %.0f  cold %.0f  ratio %.2fx\n", h, c, h / c
+  }'
+fi
 fc=$(unit FetchCached ms/fetch); fa=$(unit RefAdvertisement ms/fetch); fp=$(unit FetchCachedCommit ms/fetch); fo=$(unit FetchCold ms/fetch)
 if [ -n "$fc" ] && [ -n "$fa" ]; then
   awk -v c="$fc" -v a="$fa" -v p="$fp" -v o="$fo" 'BEGIN {
