@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/nodetest"
@@ -271,5 +273,59 @@ func TestCIStageAbortAndWorkerSIGKILL(t *testing.T) {
 	}
 	if left := podsLeft(t, cs); len(left) > 0 {
 		t.Errorf("pods left after the stage: %v", left)
+	}
+}
+
+// BuildAndPushECR logs in to the account's registry with an ECR authorization token of the Aws
+// connector (the protocol fake hands out the node's registry as the account's) and pushes the
+// image built in the stage's pod there; the token's password never reaches the step's log.
+func TestCIBuildAndPushECR(t *testing.T) {
+	n, _ := realNode(t)
+	srv := gittest.Start(t)
+	srv.NewRepo("app", map[string]string{"Dockerfile": "FROM " + n.Image(nodetest.Busybox) + "\nRUN echo ecr > /built.txt\n"})
+	fake := awsfake.Start()
+	defer fake.Close()
+	fake.SetRegistry("http://" + n.Registry)
+	t.Setenv("AWS_ENDPOINT_URL_ECR", fake.URL)
+	t.Setenv(secrets.EnvName("ecr_key"), "ecr-secret")
+	p := ciPipeline(t, srv, "ecr", `    - stage:
+        name: build
+        identifier: build
+        type: CI
+        spec:
+          cloneCodebase: true
+          infrastructure:
+            type: KubernetesDirect
+            spec:
+              connectorRef: node
+              namespace: default
+              initTimeout: 2m
+              podSpecOverlay: "spec: {hostNetwork: true}"
+          execution:
+            steps:
+              - step: {type: BuildAndPushECR, name: image, identifier: image, timeout: 5m, spec: {connectorRef: aws, account: "123456789012", region: eu-west-1, imageName: team/app, tags: [v1]}}
+`, "aws.yaml", "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: AKIDECR, secretKeyRef: ecr_key}\n")
+	exec, res := runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "build.image": status.Succeeded})
+	ref, _ := name.ParseReference(n.Registry+"/team/app:v1", name.Insecure)
+	d, err := remote.Head(ref)
+	if err != nil {
+		t.Fatalf("team/app:v1 was not pushed: %v", err)
+	}
+	art := res.Tree.Find("build.image").Outputs["stepArtifacts"].(map[string]any)["publishedImageArtifacts"].([]any)[0].(map[string]any)
+	if art["digest"] != d.Digest.String() || art["imageName"] != n.Registry+"/team/app" {
+		t.Errorf("published %v, pushed %s", art, d.Digest)
+	}
+	login := false
+	for _, c := range fake.Calls() {
+		login = login || (c.Action == "GetAuthorizationToken" && c.AccessKeyID == "AKIDECR" && strings.Contains(c.Params["registryIds"], "123456789012"))
+	}
+	if !login {
+		t.Errorf("no ECR login with the connector's key for the account: %+v", fake.Calls())
+	}
+	var log strings.Builder
+	_ = env.logs.Copy(context.Background(), &log, exec.ID, "build.image")
+	if strings.Contains(log.String(), "ecr-token-for-") || !strings.Contains(log.String(), "pushed") {
+		t.Errorf("step log:\n%s", log.String())
 	}
 }

@@ -2,13 +2,17 @@ package container
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"path"
 	"sort"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/service/ecr"
+
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/awsauth"
 	"github.com/gantry-cd/gantry/activities/container/wire"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/plan"
@@ -19,21 +23,28 @@ import (
 const DefaultBuildKitImage = "ghcr.io/gantry-cd/gantry-buildkit:1"
 
 // buildStep says whether a step type builds an image with BuildKit in its container.
-func buildStep(typ string) bool { return typ == "BuildAndPushDockerRegistry" }
+func buildStep(typ string) bool {
+	return typ == "BuildAndPushDockerRegistry" || typ == "BuildAndPushECR"
+}
 
-// buildSpec is a BuildAndPushDockerRegistry step's rendered spec.
+// buildSpec is a BuildAndPush step's rendered spec: BuildAndPushDockerRegistry's repo, or
+// BuildAndPushECR's account, region and imageName.
 type buildSpec struct {
-	ConnectorRef    string          `json:"connectorRef"`
-	Repo            string          `json:"repo"`
-	Tags            []text          `json:"tags"`
-	Context         string          `json:"context"`
-	Dockerfile      string          `json:"dockerfile"`
-	Target          string          `json:"target"`
-	Labels          map[string]text `json:"labels"`
-	BuildArgs       map[string]text `json:"buildArgs"`
-	CacheFrom       []string        `json:"cacheFrom"`
-	CacheTo         string          `json:"cacheTo"`
-	RemoteCacheRepo string          `json:"remoteCacheRepo"`
+	ConnectorRef     string          `json:"connectorRef"`
+	Repo             string          `json:"repo"`
+	Account          text            `json:"account"`
+	Region           string          `json:"region"`
+	ImageName        string          `json:"imageName"`
+	RemoteCacheImage string          `json:"remoteCacheImage"`
+	Tags             []text          `json:"tags"`
+	Context          string          `json:"context"`
+	Dockerfile       string          `json:"dockerfile"`
+	Target           string          `json:"target"`
+	Labels           map[string]text `json:"labels"`
+	BuildArgs        map[string]text `json:"buildArgs"`
+	CacheFrom        []string        `json:"cacheFrom"`
+	CacheTo          string          `json:"cacheTo"`
+	RemoteCacheRepo  string          `json:"remoteCacheRepo"`
 }
 
 // built is what a build pushed: one image under several tags.
@@ -50,22 +61,19 @@ func (a *Activity) buildRequest(ctx context.Context, in activities.StepInput, ma
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
 		return wire.Request{}, built{}, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
 	}
-	r, ok := in.Pod.Pod.Pod.Registries[spec.ConnectorRef]
-	if !ok {
-		return wire.Request{}, built{}, activities.Fail(activities.Unknown, "%s: connector %q was not resolved before the run", in.Type, spec.ConnectorRef)
+	reg, err := a.pushTarget(ctx, in, spec)
+	if err != nil {
+		return wire.Request{}, built{}, err
 	}
-	if len(spec.Tags) == 0 {
-		return wire.Request{}, built{}, activities.Fail(activities.Unknown, "%s: no tags to push", in.Type)
-	}
-	out := built{image: imageName(r, spec.Repo)}
+	out := built{image: reg.image}
 	names := make([]string, 0, len(spec.Tags))
 	for _, t := range spec.Tags {
 		out.tags = append(out.tags, string(t))
 		names = append(names, out.image+":"+string(t))
 	}
-	context := workspacePath(spec.Context, ".")
+	contextDir := workspacePath(spec.Context, ".")
 	dockerfile := workspacePath(spec.Dockerfile, "Dockerfile")
-	args := []string{"--frontend", "dockerfile.v0", "--local", "context=" + context,
+	args := []string{"--frontend", "dockerfile.v0", "--local", "context=" + contextDir,
 		"--local", "dockerfile=" + path.Dir(dockerfile), "--opt", "filename=" + path.Base(dockerfile)}
 	if spec.Target != "" {
 		args = append(args, "--opt", "target="+spec.Target)
@@ -76,6 +84,9 @@ func (a *Activity) buildRequest(ctx context.Context, in activities.StepInput, ma
 	for _, k := range sortedKeys(spec.Labels) {
 		args = append(args, "--opt", "label:"+k+"="+string(spec.Labels[k]))
 	}
+	if spec.RemoteCacheRepo == "" {
+		spec.RemoteCacheRepo = spec.RemoteCacheImage
+	}
 	if c := spec.RemoteCacheRepo; c != "" {
 		args = append(args, "--import-cache", "type=registry,ref="+c, "--export-cache", "type=registry,mode=max,ref="+c)
 	}
@@ -85,26 +96,17 @@ func (a *Activity) buildRequest(ctx context.Context, in activities.StepInput, ma
 	if spec.CacheTo != "" {
 		args = append(args, "--export-cache", spec.CacheTo)
 	}
-	host := registryHost(r)
-	plain := strings.HasPrefix(r.URL, "http://")
 	output := fmt.Sprintf("type=image,%q,push=true", "name="+strings.Join(names, ","))
-	if plain {
+	config := ""
+	if reg.plain {
 		output += ",registry.insecure=true"
+		config = fmt.Sprintf("[registry.%q]\n  http = true\n  insecure = true\n", reg.host)
 	}
 	args = append(args, "--output", output)
-
-	config := ""
-	if plain {
-		config = fmt.Sprintf("[registry.%q]\n  http = true\n  insecure = true\n", host)
-	}
 	creds := map[string][2]string{}
-	if r.PasswordRef != "" {
-		user, pw, err := a.registryLogin(ctx, r)
-		if err != nil {
-			return wire.Request{}, built{}, err
-		}
-		mask.Add(pw)
-		creds[host] = [2]string{user, pw}
+	if reg.password != "" {
+		mask.Add(reg.password)
+		creds[reg.host] = [2]string{reg.user, reg.password}
 	}
 	auth := dockerConfig(creds)
 	if auth == nil {
@@ -118,6 +120,66 @@ func (a *Activity) buildRequest(ctx context.Context, in activities.StepInput, ma
 	req := wire.Request{Entrypoint: append([]string{wire.Helper, "build"}, args...), Dir: wire.Workspace,
 		Env: env, Outputs: []string{"digest"}}
 	return req, out, nil
+}
+
+// pushTarget is where a build pushes and with which credentials.
+type pushTarget struct {
+	host, image    string // the registry's host; the repository on it, without a tag
+	plain          bool   // the registry speaks plain HTTP
+	user, password string
+}
+
+// pushTarget resolves a build's registry: the DockerRegistry connector's, or the ECR
+// registry of the account, logged in with an authorization token of the Aws connector.
+func (a *Activity) pushTarget(ctx context.Context, in activities.StepInput, spec buildSpec) (pushTarget, error) {
+	if in.Type == "BuildAndPushECR" {
+		return a.ecrTarget(ctx, in, spec)
+	}
+	r, ok := in.Pod.Pod.Pod.Registries[spec.ConnectorRef]
+	if !ok {
+		return pushTarget{}, activities.Fail(activities.Unknown, "%s: connector %q was not resolved before the run", in.Type, spec.ConnectorRef)
+	}
+	t := pushTarget{host: registryHost(r), image: imageName(r, spec.Repo), plain: strings.HasPrefix(r.URL, "http://")}
+	if r.PasswordRef != "" {
+		var err error
+		if t.user, t.password, err = a.registryLogin(ctx, r); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// ecrTarget logs in to the account's ECR registry in the step's region.
+func (a *Activity) ecrTarget(ctx context.Context, in activities.StepInput, spec buildSpec) (pushTarget, error) {
+	conn, ok := in.Pod.Pod.Pod.Aws[spec.ConnectorRef]
+	if !ok {
+		return pushTarget{}, activities.Fail(activities.Unknown, "BuildAndPushECR: connector %q was not resolved before the run", spec.ConnectorRef)
+	}
+	cfg, err := awsauth.Config(ctx, conn, spec.Region, a.Secrets, nil)
+	if err != nil {
+		return pushTarget{}, err
+	}
+	in2 := &ecr.GetAuthorizationTokenInput{}
+	if spec.Account != "" {
+		in2.RegistryIds = []string{string(spec.Account)}
+	}
+	out, err := ecr.NewFromConfig(cfg).GetAuthorizationToken(ctx, in2)
+	if err != nil {
+		return pushTarget{}, awsauth.Fail(err, "BuildAndPushECR: log in to ECR of account %s in %s with connector %s", spec.Account, spec.Region, spec.ConnectorRef)
+	}
+	if len(out.AuthorizationData) == 0 || out.AuthorizationData[0].AuthorizationToken == nil || out.AuthorizationData[0].ProxyEndpoint == nil {
+		return pushTarget{}, activities.Fail(activities.Unknown, "BuildAndPushECR: ECR returned no authorization token")
+	}
+	d := out.AuthorizationData[0]
+	raw, err := base64.StdEncoding.DecodeString(*d.AuthorizationToken)
+	user, pw, ok := strings.Cut(string(raw), ":")
+	if err != nil || !ok {
+		return pushTarget{}, activities.Fail(activities.Authentication, "BuildAndPushECR: ECR's authorization token is not user:password")
+	}
+	endpoint := *d.ProxyEndpoint
+	host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(endpoint, "https://"), "http://"), "/")
+	return pushTarget{host: host, image: host + "/" + strings.TrimPrefix(spec.ImageName, "/"), plain: strings.HasPrefix(endpoint, "http://"),
+		user: user, password: pw}, nil
 }
 
 // registryLogin resolves a registry connector's user name and password.

@@ -2,13 +2,15 @@
 // (AssumeRole, GetCallerIdentity; the query protocol with XML answers), Secrets Manager
 // (GetSecretValue; JSON 1.1 selected by X-Amz-Target), Lambda (functions, versions and tags;
 // REST-JSON, lambda.go), and ECS with Application Auto Scaling (task definitions, services
-// whose deployments roll, tasks, scalable targets; JSON 1.1, ecs.go). It answers the requests aws-sdk-go-v2
+// whose deployments roll, tasks, scalable targets; JSON 1.1, ecs.go), and ECR's
+// GetAuthorizationToken (a registry of the test's choosing). It answers the requests aws-sdk-go-v2
 // sends, checks that they are SigV4-signed, and records which access key signed each call, so
 // tests see which credentials a connector produced.
 package awsfake
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -43,6 +45,8 @@ type Server struct {
 	targets   map[string]map[string]any
 	policies  map[string]map[string]map[string]any
 	denied    map[string]bool
+	// registry is the proxyEndpoint ECR's GetAuthorizationToken hands out (SetRegistry).
+	registry  string
 	listeners map[string]string // listener ARN → target group
 	rules     map[string]string // rule ARN → target group
 	// S3Get reads the zip a Lambda function's code names in S3 (nil: the code is the reference).
@@ -83,6 +87,14 @@ func (s *Server) SetSecret(name, value string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.secrets[name] = value
+}
+
+// SetRegistry makes ECR's GetAuthorizationToken hand out endpoint (https://HOST or
+// http://HOST for a plain-HTTP registry) as the account's registry.
+func (s *Server) SetRegistry(endpoint string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.registry = endpoint
 }
 
 // AddRole makes a role assumable.
@@ -173,6 +185,16 @@ func (s *Server) json(w http.ResponseWriter, key, target string, body []byte) {
 		return
 	}
 	switch target {
+	case "AmazonEC2ContainerRegistry_V20150921.GetAuthorizationToken":
+		s.mu.Lock()
+		endpoint := s.registry
+		s.mu.Unlock()
+		if endpoint == "" {
+			endpoint = "https://123456789012.dkr.ecr.us-east-1.amazonaws.com"
+		}
+		token := base64.StdEncoding.EncodeToString([]byte("AWS:ecr-token-for-" + key))
+		writeJSON(w, map[string]any{"authorizationData": []any{map[string]any{"authorizationToken": token,
+			"expiresAt": float64(time.Now().Add(12 * time.Hour).Unix()), "proxyEndpoint": endpoint}}})
 	case "secretsmanager.GetSecretValue":
 		id := params["SecretId"]
 		s.mu.Lock()

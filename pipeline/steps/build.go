@@ -8,13 +8,8 @@ import (
 	"github.com/gantry-cd/gantry/pipeline"
 )
 
-// BuildAndPush builds a Dockerfile in the stage's pod with BuildKit and pushes the image with
-// each of its tags (BuildAndPushDockerRegistry: repo on a DockerRegistry connector).
-type BuildAndPush struct {
-	Node                   *yaml.Node                   `yaml:"-"`
-	ConnectorRef           string                       `yaml:"connectorRef" gantry:"required"`
-	Repo                   string                       `yaml:"repo" gantry:"required"`
-	Tags                   []string                     `yaml:"tags" gantry:"required"`
+// BuildSettings are what the BuildAndPush steps share: how the image is built.
+type BuildSettings struct {
 	Context                string                       `yaml:"context"`
 	Dockerfile             string                       `yaml:"dockerfile"`
 	Target                 string                       `yaml:"target"`
@@ -22,7 +17,6 @@ type BuildAndPush struct {
 	BuildArgs              map[string]string            `yaml:"buildArgs"`
 	CacheFrom              []string                     `yaml:"cacheFrom"`
 	CacheTo                string                       `yaml:"cacheTo"`
-	RemoteCacheRepo        string                       `yaml:"remoteCacheRepo"`
 	Caching                string                       `yaml:"caching"`
 	Optimize               string                       `yaml:"optimize"`
 	BaseImageConnectorRefs *yaml.Node                   `yaml:"baseImageConnectorRefs"`
@@ -30,15 +24,44 @@ type BuildAndPush struct {
 	RunAsUser              string                       `yaml:"runAsUser"`
 }
 
+// BuildAndPush builds a Dockerfile in the stage's pod with BuildKit and pushes the image with
+// each of its tags to repo on a DockerRegistry connector's registry.
+type BuildAndPush struct {
+	Node            *yaml.Node `yaml:"-"`
+	ConnectorRef    string     `yaml:"connectorRef" gantry:"required"`
+	Repo            string     `yaml:"repo" gantry:"required"`
+	Tags            []string   `yaml:"tags" gantry:"required"`
+	RemoteCacheRepo string     `yaml:"remoteCacheRepo"`
+	BuildSettings   `yaml:",inline"`
+}
+
+// BuildAndPushECR is BuildAndPush to the ECR registry of an account, logged in with an Aws
+// connector.
+type BuildAndPushECR struct {
+	Node             *yaml.Node `yaml:"-"`
+	ConnectorRef     string     `yaml:"connectorRef" gantry:"required"`
+	Account          string     `yaml:"account" gantry:"required"`
+	Region           string     `yaml:"region" gantry:"required"`
+	ImageName        string     `yaml:"imageName" gantry:"required"`
+	Tags             []string   `yaml:"tags" gantry:"required"`
+	RemoteCacheImage string     `yaml:"remoteCacheImage"`
+	BuildSettings    `yaml:",inline"`
+}
+
 // Check warns of the settings Gantry does not act on.
-func (b *BuildAndPush) Check(c Checker) {
-	ignoredTrue(c, b.Node, "optimize", b.Optimize, "BuildKit snapshots layers itself; `optimize` tunes the reference's kaniko")
-	ignoredTrue(c, b.Node, "caching", b.Caching,
-		"the vendor's hosted build cache; BuildKit caches layers within the stage's pod, and remoteCacheRepo, cacheFrom and cacheTo name registry caches")
+func (b *BuildAndPush) Check(c Checker) { b.BuildSettings.check(c, b.Node) }
+
+// Check warns of the settings Gantry does not act on.
+func (b *BuildAndPushECR) Check(c Checker) { b.BuildSettings.check(c, b.Node) }
+
+func (b *BuildSettings) check(c Checker, node *yaml.Node) {
+	ignoredTrue(c, node, "optimize", b.Optimize, "BuildKit snapshots layers itself; `optimize` tunes the reference's kaniko")
+	ignoredTrue(c, node, "caching", b.Caching,
+		"the vendor's hosted build cache; BuildKit caches layers within the stage's pod, and remote cache images, cacheFrom and cacheTo name registry caches")
 	c.Ignored(b.BaseImageConnectorRefs, "baseImageConnectorRefs",
 		"base images are pulled with connectorRef's credentials when they are on its registry, else anonymously")
 	if v := b.RunAsUser; v != "" && v != "0" && !strings.Contains(v, "<+") {
-		c.Unsupported(pipeline.ValueAt(b.Node, "runAsUser"), "unsupported-field",
+		c.Unsupported(pipeline.ValueAt(node, "runAsUser"), "unsupported-field",
 			"BuildAndPush steps run BuildKit as root in a privileged container; runAsUser %s would need rootless BuildKit", v)
 	}
 }

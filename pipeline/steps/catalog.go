@@ -69,6 +69,7 @@ var entries = []Entry{
 	{Type: "Plugin", New: func() any { return &Plugin{} }, Connector: "DockerRegistry", Traits: container},
 	{Type: "RunTests", New: func() any { return &RunTests{} }, Connector: "DockerRegistry", Traits: container},
 	{Type: "BuildAndPushDockerRegistry", New: func() any { return &BuildAndPush{} }, Connector: "DockerRegistry", Traits: withOutcome(container, "artifact")},
+	{Type: "BuildAndPushECR", New: func() any { return &BuildAndPushECR{} }, Connector: "Aws", Traits: withOutcome(container, "artifact")},
 	{Type: "GitClone", New: func() any { return &GitClone{} }, Connector: "Git", Traits: helper},
 	{Type: "SaveCacheS3", New: func() any { return &SaveCacheS3{} }, Connector: "Aws", Traits: helper},
 	{Type: "RestoreCacheS3", New: func() any { return &RestoreCacheS3{} }, Connector: "Aws", Traits: helper},
