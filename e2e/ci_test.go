@@ -452,3 +452,113 @@ func TestCIServiceDependency(t *testing.T) {
 		t.Errorf("the step read %v", out)
 	}
 }
+
+// A pull request webhook builds the pull request: with the default prCloneStrategy
+// (MergeCommit) the merge into its target the Git server computed (the target's newer
+// commit included), with SourceBranch its head; <+codebase.*> names the pull request and its
+// head commit either way. One delivery starts both pipelines.
+func TestCIPullRequestClones(t *testing.T) {
+	n, _ := realNode(t)
+	srv := gittest.Start(t)
+	srv.NewRepo("app", map[string]string{"base.txt": "old\n"})
+	head, merge := srv.PullRequest("app", 7, "main", map[string]string{"feature.txt": "feature\n"}, map[string]string{"base.txt": "new\n"})
+	dir := t.TempDir()
+	t.Setenv(secrets.EnvName("ci_hook_secret"), "hush")
+	files := ciConnectors(t, srv)
+	for id, strategy := range map[string]string{"pr_merge": "", "pr_source": "\n        prCloneStrategy: SourceBranch"} {
+		files[id+".yaml"] = `pipeline:
+  name: ` + id + `
+  identifier: ` + id + `
+  properties:
+    ci:
+      codebase:
+        connectorRef: app_git
+        build: <+input>` + strategy + `
+  stages:
+    - stage:
+        name: build
+        identifier: build
+        type: CI
+        spec:
+          cloneCodebase: true
+          infrastructure:
+            type: KubernetesDirect
+            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
+          execution:
+            steps:
+              - step:
+                  type: Run
+                  name: show
+                  identifier: show
+                  spec:
+                    image: ` + n.Image(nodetest.Busybox) + `
+                    shell: Sh
+                    command: |
+                      BASE=$(cat base.txt); FEATURE=$(cat feature.txt); HEAD=$(git rev-parse HEAD 2>/dev/null || true)
+                      PR=<+codebase.prNumber>; SHA=<+codebase.commitSha>; SOURCE=<+codebase.sourceBranch>; TYPE=<+codebase.build.type>
+                    outputVariables: [{name: BASE}, {name: FEATURE}, {name: PR}, {name: SHA}, {name: SOURCE}, {name: TYPE}]
+`
+		files[id+".trigger.yaml"] = `trigger:
+  name: pull requests
+  identifier: ` + id + `_prs
+  pipelineIdentifier: ` + id + `
+  encryptedWebhookSecretIdentifier: ci_hook_secret
+  source:
+    type: Webhook
+    spec:
+      type: Github
+      spec:
+        type: PullRequest
+        spec: {repoName: app}
+`
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := httptest.NewServer(server.New(server.Options{Starter: node.starter, IdentityFile: filepath.Join(dir, "none.yaml"),
+		PipelinesDir: dir, Secrets: &secrets.Store{}, Events: &triggers.EventLog{Path: filepath.Join(t.TempDir(), "events.jsonl")}}))
+	defer api.Close()
+	payload := []byte(fmt.Sprintf(`{"action": "opened", "number": 7,
+  "pull_request": {"number": 7, "title": "Add a feature", "head": {"ref": "feature", "sha": %q}, "base": {"ref": "main", "sha": "0000000000000000000000000000000000000000"}},
+  "repository": {"name": "app", "full_name": "acme/app", "html_url": %q, "default_branch": "main"}, "sender": {"login": "dev"}}`, head, srv.HTTPURL+"/app"))
+	req, _ := http.NewRequest("POST", api.URL+"/api/v1/webhooks/github", bytes.NewReader(payload))
+	req.Header.Set("X-GitHub-Event", "pull_request")
+	req.Header.Set("X-GitHub-Delivery", "pr-7")
+	req.Header.Set("X-Hub-Signature-256", sign(payload, "hush"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Results []struct {
+			Pipeline    string `json:"pipeline"`
+			ExecutionID string `json:"executionId"`
+		} `json:"results"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || len(out.Results) != 2 {
+		t.Fatalf("delivery: %d %+v", resp.StatusCode, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	want := map[string]string{"pr_merge": "new", "pr_source": "old"}
+	for _, r := range out.Results {
+		res, err := node.starter.Result(ctx, r.ExecutionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := res.Tree.Find("").Name
+		conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded})
+		got, _ := res.Tree.Find("build.show").Outputs["outputVariables"].(map[string]any)
+		if got["BASE"] != want[id] || got["FEATURE"] != "feature" || got["PR"] != "7" || got["SHA"] != head || got["SOURCE"] != "feature" || got["TYPE"] != "PR" {
+			t.Errorf("%s built %v, want base %q, the feature, PR 7 at %s", id, got, want[id], head)
+		}
+		cloned := res.Tree.Find("build.cloneCodebase").Outputs["commitSha"]
+		if (id == "pr_merge" && cloned != merge) || (id == "pr_source" && cloned != head) {
+			t.Errorf("%s cloned %v (merge %s, head %s)", id, cloned, merge, head)
+		}
+	}
+}

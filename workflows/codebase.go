@@ -51,6 +51,10 @@ func (s *stageRun) codebaseCloned(outputs map[string]any) {
 	if !ok {
 		return
 	}
+	// A pull request's commit is its head, as the event said, not the merge a clone built.
+	if build, _ := cb["build"].(map[string]any); build["type"] == "PR" && cb["commitSha"] != "" {
+		return
+	}
 	if sha, _ := outputs["commitSha"].(string); sha != "" {
 		cb["commitSha"] = sha
 		setShortSha(cb)

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/gantry-cd/gantry/activities"
@@ -33,9 +35,13 @@ type gitCloneSpec struct {
 			Branch    string `json:"branch"`
 			Tag       string `json:"tag"`
 			CommitSha string `json:"commitSha"`
+			Number    text   `json:"number"`
 		} `json:"spec"`
 	} `json:"build"`
-	CloneDirectory string `json:"cloneDirectory"`
+	// PrCloneStrategy is how a CI stage's codebase clone builds a pull request: MergeCommit
+	// (the default: the pull request merged into its target) or SourceBranch (its head).
+	PrCloneStrategy string `json:"prCloneStrategy"`
+	CloneDirectory  string `json:"cloneDirectory"`
 	// Checkout is the commit a CI stage's codebase clone checks out on its branch or tag: the
 	// commit a webhook event named (not a field of the reference's GitClone step).
 	Checkout  string `json:"checkout"`
@@ -82,21 +88,31 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewTagReferenceName(spec.Build.Spec.Tag), true, depth
 	case "commitSha":
 		ref = "commit " + spec.Build.Spec.CommitSha // servers refuse a shallow fetch of any commit
+	case "PR":
+		ref = "pull request " + string(spec.Build.Spec.Number)
 	default:
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone build type %q is not branch, tag or commitSha", spec.Build.Type)
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone build type %q is not branch, tag, PR or commitSha", spec.Build.Type)
 	}
 	tmp, err := os.MkdirTemp("", "gantry-clone-")
 	if err != nil {
 		return activities.StepResult{}, err
 	}
 	defer os.RemoveAll(tmp)
-	repo, err := git.PlainCloneContext(ctx, tmp, false, opts)
+	var repo *git.Repository
+	if spec.Build.Type == "PR" {
+		repo, err = clonePullRequest(ctx, tmp, conn, spec, opts, depth)
+	} else {
+		repo, err = git.PlainCloneContext(ctx, tmp, false, opts)
+	}
 	if err != nil {
 		return activities.StepResult{}, gitstore.Classify(err, "%s, %s", where, ref)
 	}
 	commit := spec.Checkout
-	if spec.Build.Type == "commitSha" {
+	switch {
+	case spec.Build.Type == "commitSha":
 		commit = spec.Build.Spec.CommitSha
+	case spec.Build.Type == "PR":
+		commit = "" // the pull request's ref names what to build; its head commit is not the merge
 	}
 	if commit != "" {
 		h, err := repo.ResolveRevision(plumbing.Revision(commit))
@@ -127,6 +143,57 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 	}
 	log.Line(fmt.Sprintf("cloned %s, %s, at %s into %s", where, ref, head.Hash(), dest))
 	return activities.StepResult{Outputs: map[string]any{"commitSha": head.Hash().String(), "cloneDirectory": dest}}, nil
+}
+
+// pullRequestRef is the ref a Git server publishes a pull request under: its head, or the
+// merge into its target the server computed (GitHub, Gitea and Bitbucket refs/pull/N/...,
+// GitLab refs/merge-requests/N/...).
+func pullRequestRef(conn plan.GitConnector, number, strategy string) string {
+	base, head, merge := "refs/pull/", "/head", "/merge"
+	if conn.Type == "Gitlab" {
+		base = "refs/merge-requests/"
+	}
+	if strategy == "SourceBranch" {
+		return base + number + head
+	}
+	return base + number + merge
+}
+
+// clonePullRequest fetches a pull request's ref into a new repository and checks it out: with
+// MergeCommit, the merge the server computed; with SourceBranch, the pull request's head.
+func clonePullRequest(ctx context.Context, dir string, conn plan.GitConnector, spec gitCloneSpec, opts *git.CloneOptions, depth int) (*git.Repository, error) {
+	number := strings.TrimSpace(string(spec.Build.Spec.Number))
+	if number == "" {
+		return nil, activities.Fail(activities.Unknown, "a pull request build names no number")
+	}
+	ref := pullRequestRef(conn, number, spec.PrCloneStrategy)
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{opts.URL}}); err != nil {
+		return nil, err
+	}
+	local := plumbing.NewBranchReferenceName("pr-" + number)
+	err = repo.FetchContext(ctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: []config.RefSpec{config.RefSpec("+" + ref + ":" + local.String())},
+		Depth: depth, Auth: opts.Auth, InsecureSkipTLS: opts.InsecureSkipTLS, Tags: git.NoTags})
+	var missing git.NoMatchingRefSpecError
+	switch {
+	case errors.As(err, &missing) && spec.PrCloneStrategy != "SourceBranch":
+		return nil, activities.Fail(activities.Verification, "the Git server has no %s: the pull request does not merge cleanly, or the server publishes no merge refs; set the codebase's prCloneStrategy: SourceBranch to build its head", ref)
+	case errors.As(err, &missing):
+		return nil, activities.Fail(activities.Verification, "the Git server has no %s: is %s a pull request of this repository?", ref, number)
+	case err != nil:
+		return nil, err
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		return nil, err
+	}
+	if err := wt.Checkout(&git.CheckoutOptions{Branch: local, Force: true}); err != nil {
+		return nil, err
+	}
+	return repo, nil
 }
 
 // downloadManifests writes the stage service's manifests (their files and values files, as

@@ -88,7 +88,36 @@ func (s *Server) Commit(name, branch string, files map[string]string) string {
 	return s.commit(work, files)
 }
 
+// PullRequest publishes pull request number of NAME.git as a hosted Git server does: a commit
+// of files on a branch from base, as refs/pull/N/head, and its merge into base (a merge
+// commit, base having moved on with baseFiles first) as refs/pull/N/merge. It returns the
+// head and the merge commits.
+func (s *Server) PullRequest(name string, number int, base string, files, baseFiles map[string]string) (head, merge string) {
+	s.t.Helper()
+	work := filepath.Join(s.t.TempDir(), name)
+	s.git("", "clone", "-q", filepath.Join(s.Root, name+".git"), work)
+	s.git(work, "checkout", "-q", "-b", fmt.Sprintf("pr-%d", number), "origin/"+base)
+	head = s.commitOnly(work, files)
+	s.git(work, "push", "-q", "origin", fmt.Sprintf("HEAD:refs/pull/%d/head", number))
+	s.git(work, "checkout", "-q", "-B", base, "origin/"+base)
+	if len(baseFiles) > 0 {
+		s.commitOnly(work, baseFiles)
+		s.git(work, "push", "-q", "origin", "HEAD:"+base)
+	}
+	s.git(work, "-c", "user.name=gantry", "-c", "user.email=gantry@example.com", "merge", "-q", "--no-ff", "-m", "merge", head)
+	merge = strings.TrimSpace(s.git(work, "rev-parse", "HEAD"))
+	s.git(work, "push", "-q", "origin", fmt.Sprintf("HEAD:refs/pull/%d/merge", number))
+	return head, merge
+}
+
 func (s *Server) commit(work string, files map[string]string) string {
+	sha := s.commitOnly(work, files)
+	s.git(work, "push", "-q", "origin", "HEAD")
+	return sha
+}
+
+// commitOnly commits files in a working copy without pushing.
+func (s *Server) commitOnly(work string, files map[string]string) string {
 	for p, text := range files {
 		full := filepath.Join(work, filepath.FromSlash(p))
 		if text == "" {
@@ -104,7 +133,6 @@ func (s *Server) commit(work string, files map[string]string) string {
 		s.git(work, "add", p)
 	}
 	s.git(work, "-c", "user.name=gantry", "-c", "user.email=gantry@example.com", "commit", "-q", "-m", "change")
-	s.git(work, "push", "-q", "origin", "HEAD")
 	return strings.TrimSpace(s.git(work, "rev-parse", "HEAD"))
 }
 

@@ -173,6 +173,9 @@ func (c *compiler) cloneCodebase(onFailure map[string]*plan.Action) *plan.Node {
 	if cb.SslVerify != "" {
 		spec["sslVerify"] = cb.SslVerify
 	}
+	if cb.PrCloneStrategy != "" {
+		spec["prCloneStrategy"] = cb.PrCloneStrategy
+	}
 	e, _ := steps.Lookup(steps.CloneStepType)
 	traits := steps.TraitsOf(steps.CloneStepType)
 	traits.Outcome = "codebase" // its commit becomes <+codebase.commitSha>

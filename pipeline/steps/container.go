@@ -179,13 +179,8 @@ func (sp *Plugin) Check(c Checker) {
 func (g *GitClone) Check(c Checker) {
 	if b := g.Build; b != nil {
 		c.Enum(b.Node, "type", b.Type, []string{"branch", "tag", "commitSha", "PR"}, "build type")
-		if b.Type == "PR" {
-			c.Unsupported(pipeline.ValueAt(b.Node, "type"), "unsupported-field",
-				"GitClone of a pull request is valid in the reference, but Gantry clones branches, tags and commits only").
-				SetHint("clone the pull request's branch with `build: {type: branch, spec: {branch: ...}}`")
-		}
 		if b.Spec != nil {
-			key := map[string]string{"branch": "branch", "tag": "tag", "commitSha": "commitSha"}[b.Type]
+			key := map[string]string{"branch": "branch", "tag": "tag", "commitSha": "commitSha", "PR": "number"}[b.Type]
 			if key != "" && pipeline.Field(b.Spec.Node, key) == nil {
 				c.Error(b.Spec.Node, "missing-field", "a %s build needs spec.%s", b.Type, key)
 			}

@@ -156,11 +156,6 @@ func (c *checker) codebaseOf(p *pipeline.Pipeline) *pipeline.Codebase {
 		var build pipeline.CodebaseBuild
 		c.dec.Decode(b, &build, "codebase build")
 		c.enum(build.Node, "type", build.Type, []string{"branch", "tag", "PR", "commitSha"}, "build type")
-		if build.Type == "PR" {
-			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(build.Node, "type")), "unsupported-field",
-				"a codebase build of a pull request is valid in the reference, but Gantry clones branches, tags and commits only yet").
-				SetHint("build the pull request's branch with `build: {type: branch, spec: {branch: ...}}`")
-		}
 		if build.Spec != nil {
 			key := map[string]string{"branch": "branch", "tag": "tag", "PR": "number", "commitSha": "commitSha"}[build.Type]
 			if key != "" && pipeline.Field(build.Spec.Node, key) == nil {
