@@ -2,6 +2,7 @@ package load_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -154,5 +155,26 @@ func TestC134RuntimeOnBuildInfrastructure(t *testing.T) {
 	r = loadIn(t, files, "p.yaml", load.Options{ForRun: true, BuildInfra: &pipeline.BuildInfra{Connector: "nope", Namespace: "builds", Image: "alpine:3.20"}})
 	if text := r.Diags.Render(r.Sources); r.OK() || !strings.Contains(text, `"nope"`) || !strings.Contains(text, "runtime: {type: Cloud") {
 		t.Errorf("missing build connector:\n%s", text)
+	}
+}
+
+// examples/ci (a CI stage that tests, caches and builds, then a Deployment stage) loads for a
+// run without a diagnostic, its trigger too.
+func TestCIExample(t *testing.T) {
+	r, err := load.File(filepath.Join("..", "..", "examples", "ci", "pipeline.yaml"),
+		load.Options{ForRun: true, Sets: []string{"pipeline.properties.ci.codebase.build={type: branch, spec: {branch: main}}"}})
+	if err != nil || !r.OK() || r.Plan == nil || len(r.Diags) > 0 {
+		t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	build, ship := r.Plan.Stages[0], r.Plan.Stages[1]
+	if build.Pod == nil || build.Pod.Connector.ID != "build_cluster" || build.Pod.Git["app_repo"].URL == "" || build.Pod.Aws["aws"].ID != "aws" {
+		t.Errorf("build stage's pod %+v", build.Pod)
+	}
+	if ship.Deploy == nil || ship.Deploy.Service.ID != "app" {
+		t.Errorf("ship stage %+v", ship.Deploy)
+	}
+	tr, err := load.File(filepath.Join("..", "..", "examples", "ci", "trigger.yaml"), load.Options{})
+	if err != nil || !tr.OK() || len(tr.Diags) > 0 {
+		t.Fatalf("trigger: %v\n%s", err, tr.Diags.Render(tr.Sources))
 	}
 }
