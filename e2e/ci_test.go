@@ -283,7 +283,8 @@ func TestC133PushWebhookBuildsItsCommit(t *testing.T) {
                       VERSION=$(cat version.txt)
                       BRANCH=<+codebase.branch>
                       SHA=<+codebase.commitSha>
-                    outputVariables: [{name: VERSION}, {name: BRANCH}, {name: SHA}]
+                      MSG="<+codebase.commitMessage>"
+                    outputVariables: [{name: VERSION}, {name: BRANCH}, {name: SHA}, {name: MSG}]
 `
 	files["c133.trigger.yaml"] = `trigger:
   name: feature pushes
@@ -339,7 +340,7 @@ func TestC133PushWebhookBuildsItsCommit(t *testing.T) {
 		t.Fatalf("%+v %v", res, err)
 	}
 	got, _ := res.Tree.Find("build.show").Outputs["outputVariables"].(map[string]any)
-	if got["VERSION"] != "pushed" || got["BRANCH"] != "feature" || got["SHA"] != pushed {
+	if got["VERSION"] != "pushed" || got["BRANCH"] != "feature" || got["SHA"] != pushed || got["MSG"] != "pushed" {
 		t.Errorf("built %v, want version pushed of branch feature at %s", got, pushed)
 	}
 }
@@ -495,8 +496,8 @@ func TestCIPullRequestClones(t *testing.T) {
                     shell: Sh
                     command: |
                       BASE=$(cat base.txt); FEATURE=$(cat feature.txt); HEAD=$(git rev-parse HEAD 2>/dev/null || true)
-                      PR=<+codebase.prNumber>; SHA=<+codebase.commitSha>; SOURCE=<+codebase.sourceBranch>; TYPE=<+codebase.build.type>
-                    outputVariables: [{name: BASE}, {name: FEATURE}, {name: PR}, {name: SHA}, {name: SOURCE}, {name: TYPE}]
+                      PR=<+codebase.prNumber>; SHA=<+codebase.commitSha>; SOURCE=<+codebase.sourceBranch>; TYPE=<+codebase.build.type>; STATE=<+codebase.state>
+                    outputVariables: [{name: BASE}, {name: FEATURE}, {name: PR}, {name: SHA}, {name: SOURCE}, {name: TYPE}, {name: STATE}]
 `
 		files[id+".trigger.yaml"] = `trigger:
   name: pull requests
@@ -521,7 +522,7 @@ func TestCIPullRequestClones(t *testing.T) {
 		PipelinesDir: dir, Secrets: &secrets.Store{}, Events: &triggers.EventLog{Path: filepath.Join(t.TempDir(), "events.jsonl")}}))
 	defer api.Close()
 	payload := []byte(fmt.Sprintf(`{"action": "opened", "number": 7,
-  "pull_request": {"number": 7, "title": "Add a feature", "head": {"ref": "feature", "sha": %q}, "base": {"ref": "main", "sha": "0000000000000000000000000000000000000000"}},
+  "pull_request": {"number": 7, "title": "Add a feature", "state": "open", "head": {"ref": "feature", "sha": %q}, "base": {"ref": "main", "sha": "0000000000000000000000000000000000000000"}},
   "repository": {"name": "app", "full_name": "acme/app", "html_url": %q, "default_branch": "main"}, "sender": {"login": "dev"}}`, head, srv.HTTPURL+"/app"))
 	req, _ := http.NewRequest("POST", api.URL+"/api/v1/webhooks/github", bytes.NewReader(payload))
 	req.Header.Set("X-GitHub-Event", "pull_request")
@@ -553,7 +554,7 @@ func TestCIPullRequestClones(t *testing.T) {
 		id := res.Tree.Find("").Name
 		conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded})
 		got, _ := res.Tree.Find("build.show").Outputs["outputVariables"].(map[string]any)
-		if got["BASE"] != want[id] || got["FEATURE"] != "feature" || got["PR"] != "7" || got["SHA"] != head || got["SOURCE"] != "feature" || got["TYPE"] != "PR" {
+		if got["BASE"] != want[id] || got["FEATURE"] != "feature" || got["PR"] != "7" || got["SHA"] != head || got["SOURCE"] != "feature" || got["TYPE"] != "PR" || got["STATE"] != "open" {
 			t.Errorf("%s built %v, want base %q, the feature, PR 7 at %s", id, got, want[id], head)
 		}
 		cloned := res.Tree.Find("build.cloneCodebase").Outputs["commitSha"]

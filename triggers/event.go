@@ -28,6 +28,10 @@ type Event struct {
 	Sender       string
 	Tag          string
 	ChangedFiles []string
+	// CommitMessage is the pushed or pull request head commit's message, when the payload
+	// says; State a pull request's state (open, closed, merged).
+	CommitMessage string
+	State         string
 }
 
 // Parse normalises a delivery of a provider from its headers and raw body.
@@ -50,6 +54,7 @@ func Parse(provider string, h http.Header, body []byte) (*Event, error) {
 			ev.CommitSha, ev.BaseSha = str(p, "after"), str(p, "before")
 			ev.Sender = str(p, "sender", "login")
 			ev.ChangedFiles = commitFiles(p["commits"])
+			ev.CommitMessage = str(p, "head_commit", "message")
 		case "pull_request":
 			ev.Type = "PullRequest"
 			ev.Action = githubAction(str(p, "action"))
@@ -58,6 +63,10 @@ func Parse(provider string, h http.Header, body []byte) (*Event, error) {
 			ev.CommitSha, ev.BaseSha = str(p, "pull_request", "head", "sha"), str(p, "pull_request", "base", "sha")
 			ev.PRNumber, ev.PRTitle = str(p, "pull_request", "number"), str(p, "pull_request", "title")
 			ev.Sender = str(p, "sender", "login")
+			ev.State = str(p, "pull_request", "state")
+			if str(p, "pull_request", "merged") == "true" {
+				ev.State = "merged"
+			}
 		case "release":
 			ev.Type, ev.Action = "Release", githubAction(str(p, "action"))
 			ev.Tag = str(p, "release", "tag_name")
@@ -75,6 +84,11 @@ func Parse(provider string, h http.Header, body []byte) (*Event, error) {
 			ev.CommitSha, ev.BaseSha = str(p, "after"), str(p, "before")
 			ev.Sender = str(p, "user_username")
 			ev.ChangedFiles = commitFiles(p["commits"])
+			if cs, ok := p["commits"].([]any); ok && len(cs) > 0 {
+				if c, ok := cs[len(cs)-1].(map[string]any); ok {
+					ev.CommitMessage = str(c, "message")
+				}
+			}
 		case "Merge Request Hook":
 			ev.Type = "MergeRequest"
 			ev.Action = githubAction(str(p, "object_attributes", "action"))
@@ -83,6 +97,7 @@ func Parse(provider string, h http.Header, body []byte) (*Event, error) {
 			ev.CommitSha = str(p, "object_attributes", "last_commit", "id")
 			ev.PRNumber, ev.PRTitle = str(p, "object_attributes", "iid"), str(p, "object_attributes", "title")
 			ev.Sender = str(p, "user", "username")
+			ev.CommitMessage, ev.State = str(p, "object_attributes", "last_commit", "message"), str(p, "object_attributes", "state")
 		default:
 			return nil, fmt.Errorf("GitLab event %q is not supported", h.Get("X-Gitlab-Event"))
 		}
@@ -99,6 +114,7 @@ func Parse(provider string, h http.Header, body []byte) (*Event, error) {
 					ev.Tag, ev.Branch, ev.TargetBranch = ev.Branch, "", ""
 				}
 				ev.CommitSha = str(ch, "new", "target", "hash")
+				ev.CommitMessage = strings.TrimSpace(str(ch, "new", "target", "message"))
 			}
 		case strings.HasPrefix(key, "pullrequest:"):
 			ev.Type = "PullRequest"
@@ -107,6 +123,7 @@ func Parse(provider string, h http.Header, body []byte) (*Event, error) {
 			ev.Branch = ev.SourceBranch
 			ev.CommitSha = str(p, "pullrequest", "source", "commit", "hash")
 			ev.PRNumber, ev.PRTitle = str(p, "pullrequest", "id"), str(p, "pullrequest", "title")
+			ev.State = strings.ToLower(str(p, "pullrequest", "state"))
 		default:
 			return nil, fmt.Errorf("Bitbucket event %q is not supported", key)
 		}
@@ -237,7 +254,8 @@ func (ev *Event) Data() map[string]any {
 	return map[string]any{
 		"type": typ, "event": event, "branch": ev.Branch, "sourceBranch": ev.SourceBranch, "targetBranch": ev.TargetBranch,
 		"prNumber": ev.PRNumber, "prTitle": ev.PRTitle, "commitSha": ev.CommitSha, "baseCommitSha": ev.BaseSha,
-		"repoUrl": ev.RepoURL, "gitUser": ev.Sender, "tag": ev.Tag, "header": headers, "payload": ev.Payload,
+		"repoUrl": ev.RepoURL, "gitUser": ev.Sender, "tag": ev.Tag, "commitMessage": ev.CommitMessage, "prState": ev.State,
+		"header": headers, "payload": ev.Payload,
 		"eventPayload": string(ev.Raw),
 	}
 }

@@ -111,6 +111,10 @@ func TestPullRequestsAcrossProviders(t *testing.T) {
 		if ev.SourceBranch != "feature/retries" || ev.PRNumber == "" || ev.CommitSha == "" {
 			t.Errorf("%s: %+v", c.provider, ev)
 		}
+		// <+codebase.state> (spec 22.3): each provider's word for an open pull request.
+		if want := map[string]string{"Github": "open", "Gitlab": "opened", "Bitbucket": "open"}[c.provider]; ev.State != want {
+			t.Errorf("%s: state %q, want %q", c.provider, ev.State, want)
+		}
 	}
 }
 

@@ -32,6 +32,7 @@ func codebaseContext(cb *plan.Codebase, root map[string]any) map[string]any {
 			out["commitSha"] = str("commitSha")
 		}
 		out["prTitle"], out["sourceBranch"], out["targetBranch"], out["gitUserId"] = str("prTitle"), str("sourceBranch"), str("targetBranch"), str("gitUser")
+		out["commitMessage"], out["state"] = str("commitMessage"), str("prState")
 		if out["repoUrl"] == "" {
 			out["repoUrl"] = str("repoUrl")
 		}
