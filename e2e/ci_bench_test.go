@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/nodetest"
 	"github.com/gantry-cd/gantry/internal/s3test"
@@ -18,6 +17,26 @@ import (
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
+
+// timedRun runs a plan on the node's worker and returns how long its node at path ran,
+// failing unless it succeeded.
+func timedRun(b *testing.B, p *plan.Plan, path string) time.Duration {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	exec, err := node.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "bench"}, workflows.Settings{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	res, err := node.starter.Result(ctx, exec.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := res.Tree.Find(path)
+	if n == nil || n.Status != status.Succeeded || n.StartedAt == nil || n.EndedAt == nil {
+		b.Fatalf("%s: %+v", path, n)
+	}
+	return n.EndedAt.Sub(*n.StartedAt)
+}
 
 // BenchmarkCIStage5Runs runs a CI stage of 5 Run steps (`true`) on the real node: stage-ms is
 // the stage's wall time, its pod created and deleted. Baseline: BenchmarkHandPod5Containers.
@@ -29,34 +48,10 @@ func BenchmarkCIStage5Runs(b *testing.B) {
 	for i := 1; i <= 5; i++ {
 		fmt.Fprintf(&steps, "              - step: {type: Run, name: s%d, identifier: s%d, spec: {image: IMAGE, shell: Sh, command: \"true\"}}\n", i, i)
 	}
-	p := ciPipeline(b, srv, "ci_bench", `    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          infrastructure:
-            type: KubernetesDirect
-            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
-          execution:
-            steps:
-`+steps.String())
+	p := ciPipeline(b, srv, "ci_bench", ciStage("build", ciStageOpts{})+steps.String())
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		exec, err := node.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "bench"}, workflows.Settings{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := node.starter.Result(ctx, exec.ID)
-		cancel()
-		if err != nil {
-			b.Fatal(err)
-		}
-		st := res.Tree.Find("build")
-		if st == nil || st.Status != status.Succeeded || st.StartedAt == nil || st.EndedAt == nil {
-			b.Fatalf("stage %+v", st)
-		}
-		total += st.EndedAt.Sub(*st.StartedAt)
+		total += timedRun(b, p, "build")
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "stage-ms")
 }
@@ -112,40 +107,11 @@ func BenchmarkBuildAndPush(b *testing.B) {
 	n, _ := realNode(b)
 	srv := gittest.Start(b)
 	srv.NewRepo("app", map[string]string{"Dockerfile": benchDockerfile(n)})
-	p := ciPipeline(b, srv, "build_bench", `    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          cloneCodebase: true
-          infrastructure:
-            type: KubernetesDirect
-            spec:
-              connectorRef: node
-              namespace: default
-              initTimeout: 2m
-              podSpecOverlay: "spec: {hostNetwork: true}"
-          execution:
-            steps:
-              - step: {type: BuildAndPushDockerRegistry, name: image, identifier: image, spec: {connectorRef: reg, repo: bench-gantry, tags: [<+pipeline.sequenceId>]}}
+	p := ciPipeline(b, srv, "build_bench", ciStage("build", ciStageOpts{Clone: true, HostNetwork: true})+`              - step: {type: BuildAndPushDockerRegistry, name: image, identifier: image, spec: {connectorRef: reg, repo: bench-gantry, tags: [<+pipeline.sequenceId>]}}
 `, buildFiles(n, "bench-app")...)
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		exec, err := node.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "bench"}, workflows.Settings{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := node.starter.Result(ctx, exec.ID)
-		cancel()
-		if err != nil {
-			b.Fatal(err)
-		}
-		st := res.Tree.Find("build.image")
-		if st == nil || st.Status != status.Succeeded || st.StartedAt == nil || st.EndedAt == nil {
-			b.Fatalf("build step %+v", st)
-		}
-		total += st.EndedAt.Sub(*st.StartedAt)
+		total += timedRun(b, p, "build.image")
 	}
 	b.ReportMetric(float64(total.Microseconds())/1000/float64(b.N), "build-ms")
 }
@@ -204,55 +170,19 @@ func BenchmarkCacheRestore(b *testing.B) {
 	realNode(b)
 	git := gittest.Start(b)
 	git.NewRepo("app", map[string]string{"README.md": "x\n"})
-	s3, err := s3test.Start(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s3.Stop()
-	if err := s3.Bucket(context.Background(), "cache"); err != nil {
-		b.Fatal(err)
-	}
-	b.Setenv(secrets.EnvName("ci_aws_secret"), s3test.SecretKey)
-	aws := "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: " + s3test.AccessKey + ", secretKeyRef: ci_aws_secret}\n      region: " + s3test.Region + "\n    executeOnDelegate: true\n"
+	s3, aws := ciS3(b)
 	pipelineFor := func(key string) *plan.Plan {
 		cache := "{connectorRef: aws, region: " + s3test.Region + ", bucket: cache, key: " + key + ", endpoint: " + s3.Endpoint + ", archiveFormat: Gzip, override: false"
-		return ciPipeline(b, git, "cache_bench", `    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          infrastructure:
-            type: KubernetesDirect
-            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
-          execution:
-            steps:
-              - step: {type: RestoreCacheS3, name: restore, identifier: restore, spec: `+cache+`}}
+		return ciPipeline(b, git, "cache_bench", ciStage("build", ciStageOpts{})+`              - step: {type: RestoreCacheS3, name: restore, identifier: restore, spec: `+cache+`}}
               - step: {type: Run, name: install, identifier: install, spec: {image: IMAGE, shell: Sh, command: "[ -d deps ] || { mkdir deps && for i in $(seq 2000); do echo dependency $i > deps/$i.txt; done && sleep 2; }"}}
               - step: {type: SaveCacheS3, name: save, identifier: save, spec: `+cache+`, sourcePaths: [deps]}}
 `, "aws.yaml", aws)
 	}
-	run := func(p *plan.Plan) time.Duration {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		exec, err := node.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "bench"}, workflows.Settings{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := node.starter.Result(ctx, exec.ID)
-		if err != nil {
-			b.Fatal(err)
-		}
-		st := res.Tree.Find("build")
-		if st == nil || st.Status != status.Succeeded {
-			b.Fatalf("stage %+v", st)
-		}
-		return st.EndedAt.Sub(*st.StartedAt)
-	}
 	var cold, cached time.Duration
 	for i := 0; i < b.N; i++ {
 		p := pipelineFor(fmt.Sprintf("deps-%d-%d", time.Now().UnixNano(), i))
-		cold += run(p)
-		cached += run(p)
+		cold += timedRun(b, p, "build")
+		cached += timedRun(b, p, "build")
 	}
 	b.ReportMetric(float64(cold.Microseconds())/1000/float64(b.N), "cold-ms")
 	b.ReportMetric(float64(cached.Microseconds())/1000/float64(b.N), "cached-ms")

@@ -1,15 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -30,10 +24,8 @@ import (
 	"github.com/gantry-cd/gantry/internal/nodetest"
 	"github.com/gantry-cd/gantry/internal/s3test"
 	"github.com/gantry-cd/gantry/internal/topotest"
-	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
-	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -96,25 +88,7 @@ func TestC132BuildPushDeploy(t *testing.T) {
 		"Dockerfile": "FROM " + n.Image(nodetest.Busybox) + "\nARG GREETING=unset\nRUN echo \"$GREETING from RUN at $(date +%s)\" > /built.txt\n" +
 			"LABEL stage=c132\nCMD [\"sh\", \"-c\", \"cat /built.txt; sleep 3600\"]\n",
 	})
-	p := ciPipeline(t, srv, "c132", `    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          cloneCodebase: true
-          infrastructure:
-            type: KubernetesDirect
-            spec:
-              connectorRef: node
-              namespace: default
-              initTimeout: 2m
-              # BuildKit reaches the loopback registry on the node's own network.
-              podSpecOverlay: |
-                spec:
-                  hostNetwork: true
-          execution:
-            steps:
-              - step:
+	p := ciPipeline(t, srv, "c132", ciStage("build", ciStageOpts{Clone: true, HostNetwork: true})+`              - step:
                   type: BuildAndPushDockerRegistry
                   name: image
                   identifier: image
@@ -200,18 +174,7 @@ func TestCIStageAbortAndWorkerSIGKILL(t *testing.T) {
 	srv := gittest.Start(t)
 	commit := srv.NewRepo("app", map[string]string{"hello.txt": "hi\n"})
 	stage := func(command string) string {
-		return `    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          cloneCodebase: true
-          infrastructure:
-            type: KubernetesDirect
-            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
-          execution:
-            steps:
-              - step: {type: Run, name: long, identifier: long, spec: {image: IMAGE, shell: Sh, command: "` + command + `", outputVariables: [{name: R}]}}
+		return ciStage("build", ciStageOpts{Clone: true}) + `              - step: {type: Run, name: long, identifier: long, spec: {image: IMAGE, shell: Sh, command: "` + command + `", outputVariables: [{name: R}]}}
 `
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -242,16 +205,8 @@ func TestCIStageAbortAndWorkerSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, queue := t.TempDir(), "ci-kill"
-	startWorker := func() *exec.Cmd {
-		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"),
-			"--helper-image", n.Image(nodetest.Helper))
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
+	queue := "ci-kill"
+	startWorker := workerProcess(t, n, bin, queue, t.TempDir())
 	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
 	p = ciPipeline(t, srv, "ci_kill", stage("echo run >> /harness/runs; sleep 3; R=$(cat hello.txt)-$(wc -l < /harness/runs)"))
 	w := startWorker()
@@ -297,22 +252,7 @@ func TestCIBuildAndPushECR(t *testing.T) {
 	fake.SetRegistry("http://" + n.Registry)
 	t.Setenv("AWS_ENDPOINT_URL_ECR", fake.URL)
 	t.Setenv(secrets.EnvName("ecr_key"), "ecr-secret")
-	p := ciPipeline(t, srv, "ecr", `    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          cloneCodebase: true
-          infrastructure:
-            type: KubernetesDirect
-            spec:
-              connectorRef: node
-              namespace: default
-              initTimeout: 2m
-              podSpecOverlay: "spec: {hostNetwork: true}"
-          execution:
-            steps:
-              - step: {type: BuildAndPushECR, name: image, identifier: image, timeout: 5m, spec: {connectorRef: aws, account: "123456789012", region: eu-west-1, imageName: team/app, tags: [v1]}}
+	p := ciPipeline(t, srv, "ecr", ciStage("build", ciStageOpts{Clone: true, HostNetwork: true})+`              - step: {type: BuildAndPushECR, name: image, identifier: image, timeout: 5m, spec: {connectorRef: aws, account: "123456789012", region: eu-west-1, imageName: team/app, tags: [v1]}}
 `, "aws.yaml", "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: AKIDECR, secretKeyRef: ecr_key}\n")
 	exec, res := runPlan(t, node.starter, p)
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "build.image": status.Succeeded})
@@ -351,28 +291,19 @@ func TestCIToCDFromAPush(t *testing.T) {
 	dockerfile := "FROM " + n.Image(nodetest.Busybox) + "\nARG COMMIT=unknown\nRUN echo \"built from $COMMIT\" > /built.txt\nCMD [\"sh\", \"-c\", \"cat /built.txt; sleep 3600\"]\n"
 	srv.NewRepo("app", map[string]string{"Dockerfile": dockerfile, "index.html": "v1\n"})
 	pushed := srv.Commit("app", "main", map[string]string{"index.html": "v2\n"})
-	s3, err := s3test.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s3.Stop()
-	if err := s3.Bucket(context.Background(), "cache"); err != nil {
-		t.Fatal(err)
-	}
+	s3, aws := ciS3(t)
 	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	port := fmt.Sprint(ports[0])
-	t.Setenv(secrets.EnvName("ci_aws_secret"), s3test.SecretKey)
-	t.Setenv(secrets.EnvName("ci_hook_secret"), "hush")
 	cache := "{connectorRef: aws, region: " + s3test.Region + ", bucket: cache, key: deps-<+codebase.branch>, endpoint: " + s3.Endpoint + ", archiveFormat: Gzip"
 	files := ciConnectors(t, srv)
 	extra := buildFiles(n, "push-app")
 	for i := 0; i+1 < len(extra); i += 2 {
 		files[extra[i]] = extra[i+1]
 	}
-	files["aws.yaml"] = "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: " + s3test.AccessKey + ", secretKeyRef: ci_aws_secret}\n      region: " + s3test.Region + "\n    executeOnDelegate: true\n"
+	files["aws.yaml"] = aws
 	files["push.yaml"] = strings.ReplaceAll(`pipeline:
   name: push
   identifier: push
@@ -380,24 +311,9 @@ func TestCIToCDFromAPush(t *testing.T) {
     ci:
       codebase: {connectorRef: app_git, build: <+input>}
   stages:
-    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          cloneCodebase: true
-          infrastructure:
-            type: KubernetesDirect
-            spec:
-              connectorRef: node
-              namespace: default
-              initTimeout: 2m
-              podSpecOverlay: "spec: {hostNetwork: true}"
-          serviceDependencies:
+`+ciStage("build", ciStageOpts{Clone: true, HostNetwork: true, Spec: `          serviceDependencies:
             - {identifier: web, name: web, type: Service, spec: {image: IMAGE, entrypoint: [httpd], args: ["-f", "-p", "PORT", "-h", "/harness"]}}
-          execution:
-            steps:
-              - step: {type: RestoreCacheS3, name: restore, identifier: restore, spec: `+cache+`}}
+`})+`              - step: {type: RestoreCacheS3, name: restore, identifier: restore, spec: `+cache+`}}
               - step:
                   type: Run
                   name: unit
@@ -442,55 +358,15 @@ func TestCIToCDFromAPush(t *testing.T) {
               - step: {type: K8sRollingDeploy, name: roll, identifier: roll, timeout: 3m, spec: {skipDryRun: true}}
 `, "PORT", port)
 	files["push.yaml"] = strings.ReplaceAll(files["push.yaml"], "IMAGE", n.Image(nodetest.Busybox))
-	files["push.trigger.yaml"] = `trigger:
-  name: main pushes
-  identifier: main_push
-  pipelineIdentifier: push
-  encryptedWebhookSecretIdentifier: ci_hook_secret
-  source:
-    type: Webhook
-    spec:
-      type: Github
-      spec:
-        type: Push
-        spec:
-          repoName: app
-          payloadConditions:
-            - {key: targetBranch, operator: Equals, value: main}
-`
-	dir := t.TempDir()
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	api := httptest.NewServer(server.New(server.Options{Starter: node.starter, IdentityFile: filepath.Join(dir, "none.yaml"),
-		PipelinesDir: dir, Secrets: &secrets.Store{}, Events: &triggers.EventLog{Path: filepath.Join(t.TempDir(), "events.jsonl")}}))
-	defer api.Close()
+	files["push.trigger.yaml"] = githubTrigger("main_push", "push", "Push", "          payloadConditions:\n            - {key: targetBranch, operator: Equals, value: main}\n")
+	api := webhookAPI(t, files)
 	payload := []byte(fmt.Sprintf(`{"ref": "refs/heads/main", "before": "0000000000000000000000000000000000000000", "after": %q,
   "repository": {"name": "app", "full_name": "acme/app", "html_url": %q, "default_branch": "main"},
   "pusher": {"name": "dev"}, "sender": {"login": "dev"}, "head_commit": {"id": %q, "message": "v2"}}`, pushed, srv.HTTPURL+"/app", pushed))
-	req, _ := http.NewRequest("POST", api.URL+"/api/v1/webhooks/github", bytes.NewReader(payload))
-	req.Header.Set("X-GitHub-Event", "push")
-	req.Header.Set("X-GitHub-Delivery", "push-1")
-	req.Header.Set("X-Hub-Signature-256", sign(payload, "hush"))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out struct {
-		Results []struct {
-			ExecutionID string `json:"executionId"`
-		} `json:"results"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted || len(out.Results) != 1 || out.Results[0].ExecutionID == "" {
-		t.Fatalf("delivery: %d %+v", resp.StatusCode, out)
-	}
+	started := deliverGithub(t, api, "push", "push-1", payload, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := node.starter.Result(ctx, out.Results[0].ExecutionID)
+	res, err := node.starter.Result(ctx, started[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,13 +1,9 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,9 +21,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
-	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/status"
-	"github.com/gantry-cd/gantry/triggers"
 )
 
 // ciPipeline loads a pipeline whose codebase is repository app of srv (branch main) and whose
@@ -85,18 +79,7 @@ func TestC130CIStageOnePodSharedWorkspace(t *testing.T) {
 	_, cs := realNode(t)
 	srv := gittest.Start(t)
 	commit := srv.NewRepo("app", map[string]string{"hello.txt": "hello from the codebase\n"})
-	p := ciPipeline(t, srv, "c130", `    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          cloneCodebase: true
-          infrastructure:
-            type: KubernetesDirect
-            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
-          execution:
-            steps:
-              - step:
+	p := ciPipeline(t, srv, "c130", ciStage("build", ciStageOpts{Clone: true})+`              - step:
                   type: Run
                   name: a
                   identifier: a
@@ -193,18 +176,7 @@ func TestC131CIStageExitCode(t *testing.T) {
 	_, cs := realNode(t)
 	srv := gittest.Start(t)
 	srv.NewRepo("app", map[string]string{"README.md": "x\n"})
-	p := ciPipeline(t, srv, "c131", `    - stage:
-        name: test
-        identifier: test
-        type: CI
-        spec:
-          cloneCodebase: false
-          infrastructure:
-            type: KubernetesDirect
-            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
-          execution:
-            steps:
-              - step:
+	p := ciPipeline(t, srv, "c131", ciStage("test", ciStageOpts{})+`              - step:
                   type: Run
                   name: unit
                   identifier: unit
@@ -249,8 +221,6 @@ func TestC133PushWebhookBuildsItsCommit(t *testing.T) {
 	pushed := srv.Commit("app", "feature", map[string]string{"version.txt": "pushed\n"})
 	srv.Commit("app", "feature", map[string]string{"version.txt": "newer\n"})
 	n, _ := realNode(t)
-	dir := t.TempDir()
-	t.Setenv(secrets.EnvName("ci_hook_secret"), "hush")
 	files := ciConnectors(t, srv)
 	files["c133.yaml"] = `pipeline:
   name: c133
@@ -261,18 +231,7 @@ func TestC133PushWebhookBuildsItsCommit(t *testing.T) {
         connectorRef: app_git
         build: <+input>
   stages:
-    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          cloneCodebase: true
-          infrastructure:
-            type: KubernetesDirect
-            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
-          execution:
-            steps:
-              - step:
+` + ciStage("build", ciStageOpts{Clone: true}) + `              - step:
                   type: Run
                   name: show
                   identifier: show
@@ -286,56 +245,15 @@ func TestC133PushWebhookBuildsItsCommit(t *testing.T) {
                       MSG="<+codebase.commitMessage>"
                     outputVariables: [{name: VERSION}, {name: BRANCH}, {name: SHA}, {name: MSG}]
 `
-	files["c133.trigger.yaml"] = `trigger:
-  name: feature pushes
-  identifier: feature_push
-  pipelineIdentifier: c133
-  encryptedWebhookSecretIdentifier: ci_hook_secret
-  source:
-    type: Webhook
-    spec:
-      type: Github
-      spec:
-        type: Push
-        spec:
-          repoName: app
-          payloadConditions:
-            - {key: targetBranch, operator: Equals, value: feature}
-`
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	api := httptest.NewServer(server.New(server.Options{Starter: node.starter, IdentityFile: filepath.Join(dir, "none.yaml"),
-		PipelinesDir: dir, Secrets: &secrets.Store{}, Events: &triggers.EventLog{Path: filepath.Join(t.TempDir(), "events.jsonl")}}))
-	defer api.Close()
+	files["c133.trigger.yaml"] = githubTrigger("feature_push", "c133", "Push", "          payloadConditions:\n            - {key: targetBranch, operator: Equals, value: feature}\n")
+	api := webhookAPI(t, files)
 	payload := []byte(fmt.Sprintf(`{"ref": "refs/heads/feature", "before": "0000000000000000000000000000000000000000", "after": %q,
   "repository": {"name": "app", "full_name": "acme/app", "html_url": %q, "default_branch": "main"},
   "pusher": {"name": "dev"}, "sender": {"login": "dev"}, "head_commit": {"id": %q, "message": "pushed"}}`, pushed, srv.HTTPURL+"/app", pushed))
-	req, _ := http.NewRequest("POST", api.URL+"/api/v1/webhooks/github", bytes.NewReader(payload))
-	req.Header.Set("X-GitHub-Event", "push")
-	req.Header.Set("X-GitHub-Delivery", "c133-1")
-	req.Header.Set("X-Hub-Signature-256", sign(payload, "hush"))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out struct {
-		Results []struct {
-			ExecutionID string `json:"executionId"`
-			Status      string `json:"status"`
-			Reason      string `json:"reason"`
-		} `json:"results"`
-	}
-	json.NewDecoder(resp.Body).Decode(&out)
-	resp.Body.Close()
-	if resp.StatusCode != 202 || len(out.Results) != 1 || out.Results[0].ExecutionID == "" {
-		t.Fatalf("delivery: %d %+v", resp.StatusCode, out)
-	}
+	started := deliverGithub(t, api, "push", "c133-1", payload, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	res, err := node.starter.Result(ctx, out.Results[0].ExecutionID)
+	res, err := node.starter.Result(ctx, started[0])
 	if err != nil || res.Status != status.Succeeded {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -352,28 +270,9 @@ func TestCICacheS3(t *testing.T) {
 	realNode(t)
 	git := gittest.Start(t)
 	git.NewRepo("app", map[string]string{"README.md": "x\n"})
-	s3, err := s3test.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s3.Stop()
-	if err := s3.Bucket(context.Background(), "cache"); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(secrets.EnvName("ci_aws_secret"), s3test.SecretKey)
-	aws := "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: " + s3test.AccessKey + ", secretKeyRef: ci_aws_secret}\n      region: " + s3test.Region + "\n    executeOnDelegate: true\n"
+	s3, aws := ciS3(t)
 	cache := "{connectorRef: aws, region: " + s3test.Region + ", bucket: cache, key: deps-v1, endpoint: " + s3.Endpoint + ", archiveFormat: Gzip"
-	p := ciPipeline(t, git, "cache_s3", `    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          infrastructure:
-            type: KubernetesDirect
-            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
-          execution:
-            steps:
-              - step: {type: RestoreCacheS3, name: restore, identifier: restore, spec: `+cache+`}}
+	p := ciPipeline(t, git, "cache_s3", ciStage("build", ciStageOpts{})+`              - step: {type: RestoreCacheS3, name: restore, identifier: restore, spec: `+cache+`}}
               - step: {type: Run, name: make, identifier: make, spec: {image: IMAGE, shell: Sh, command: "mkdir -p deps/lib && echo built > deps/lib/a.txt"}}
               - step: {type: SaveCacheS3, name: save, identifier: save, spec: `+cache+`, sourcePaths: [deps]}}
     - stage:
@@ -416,16 +315,7 @@ func TestCIServiceDependency(t *testing.T) {
 	realNode(t)
 	srv := gittest.Start(t)
 	srv.NewRepo("app", map[string]string{"hello.txt": "served from the codebase\n"})
-	p := ciPipeline(t, srv, "ci_service", `    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          cloneCodebase: true
-          infrastructure:
-            type: KubernetesDirect
-            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
-          serviceDependencies:
+	p := ciPipeline(t, srv, "ci_service", ciStage("build", ciStageOpts{Clone: true, Spec: `          serviceDependencies:
             - identifier: web
               name: web
               type: Service
@@ -433,9 +323,7 @@ func TestCIServiceDependency(t *testing.T) {
                 image: IMAGE
                 entrypoint: [httpd]
                 args: ["-f", "-p", "8081", "-h", "/harness"]
-          execution:
-            steps:
-              - step:
+`})+`              - step:
                   type: Run
                   name: get
                   identifier: get
@@ -463,8 +351,6 @@ func TestCIPullRequestClones(t *testing.T) {
 	srv := gittest.Start(t)
 	srv.NewRepo("app", map[string]string{"base.txt": "old\n"})
 	head, merge := srv.PullRequest("app", 7, "main", map[string]string{"feature.txt": "feature\n"}, map[string]string{"base.txt": "new\n"})
-	dir := t.TempDir()
-	t.Setenv(secrets.EnvName("ci_hook_secret"), "hush")
 	files := ciConnectors(t, srv)
 	for id, strategy := range map[string]string{"pr_merge": "", "pr_source": "\n        prCloneStrategy: SourceBranch"} {
 		files[id+".yaml"] = `pipeline:
@@ -476,18 +362,7 @@ func TestCIPullRequestClones(t *testing.T) {
         connectorRef: app_git
         build: <+input>` + strategy + `
   stages:
-    - stage:
-        name: build
-        identifier: build
-        type: CI
-        spec:
-          cloneCodebase: true
-          infrastructure:
-            type: KubernetesDirect
-            spec: {connectorRef: node, namespace: default, initTimeout: 2m}
-          execution:
-            steps:
-              - step:
+` + ciStage("build", ciStageOpts{Clone: true}) + `              - step:
                   type: Run
                   name: show
                   identifier: show
@@ -499,55 +374,18 @@ func TestCIPullRequestClones(t *testing.T) {
                       PR=<+codebase.prNumber>; SHA=<+codebase.commitSha>; SOURCE=<+codebase.sourceBranch>; TYPE=<+codebase.build.type>; STATE=<+codebase.state>
                     outputVariables: [{name: BASE}, {name: FEATURE}, {name: PR}, {name: SHA}, {name: SOURCE}, {name: TYPE}, {name: STATE}]
 `
-		files[id+".trigger.yaml"] = `trigger:
-  name: pull requests
-  identifier: ` + id + `_prs
-  pipelineIdentifier: ` + id + `
-  encryptedWebhookSecretIdentifier: ci_hook_secret
-  source:
-    type: Webhook
-    spec:
-      type: Github
-      spec:
-        type: PullRequest
-        spec: {repoName: app}
-`
+		files[id+".trigger.yaml"] = githubTrigger(id+"_prs", id, "PullRequest", "")
 	}
-	for name, text := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	api := httptest.NewServer(server.New(server.Options{Starter: node.starter, IdentityFile: filepath.Join(dir, "none.yaml"),
-		PipelinesDir: dir, Secrets: &secrets.Store{}, Events: &triggers.EventLog{Path: filepath.Join(t.TempDir(), "events.jsonl")}}))
-	defer api.Close()
+	api := webhookAPI(t, files)
 	payload := []byte(fmt.Sprintf(`{"action": "opened", "number": 7,
   "pull_request": {"number": 7, "title": "Add a feature", "state": "open", "head": {"ref": "feature", "sha": %q}, "base": {"ref": "main", "sha": "0000000000000000000000000000000000000000"}},
   "repository": {"name": "app", "full_name": "acme/app", "html_url": %q, "default_branch": "main"}, "sender": {"login": "dev"}}`, head, srv.HTTPURL+"/app"))
-	req, _ := http.NewRequest("POST", api.URL+"/api/v1/webhooks/github", bytes.NewReader(payload))
-	req.Header.Set("X-GitHub-Event", "pull_request")
-	req.Header.Set("X-GitHub-Delivery", "pr-7")
-	req.Header.Set("X-Hub-Signature-256", sign(payload, "hush"))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out struct {
-		Results []struct {
-			Pipeline    string `json:"pipeline"`
-			ExecutionID string `json:"executionId"`
-		} `json:"results"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted || len(out.Results) != 2 {
-		t.Fatalf("delivery: %d %+v", resp.StatusCode, out)
-	}
+	started := deliverGithub(t, api, "pull_request", "pr-7", payload, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	want := map[string]string{"pr_merge": "new", "pr_source": "old"}
-	for _, r := range out.Results {
-		res, err := node.starter.Result(ctx, r.ExecutionID)
+	for _, execution := range started {
+		res, err := node.starter.Result(ctx, execution)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -498,17 +497,8 @@ func TestContainerizedWorkerSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	queue := "containers-kill"
-	startWorker := func() *exec.Cmd {
-		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"),
-			"--helper-image", n.Image(nodetest.Helper))
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
+	startWorker := workerProcess(t, n, bin, queue, t.TempDir())
 	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
 	p := containerPipeline(t, "containers_kill", `                    - step:
                         type: Run

@@ -4,7 +4,7 @@
 # RUN line of a Dockerfile with (static: cgo for its nsenter, Debian's libseccomp-dev for the
 # seccomp profile BuildKit gives RUN lines). Cached outside the repo, keyed by this module's
 # files; prints the directory holding bin/. Cold: about 1.5 minutes on 2 cores. Image it with
-# `go run ./hack/buildkit-image REF` (the tests' node does it itself).
+# `go run ./hack/helper-image --buildkit REF` (the tests' node does it itself).
 set -euo pipefail
 cd "$(dirname "$0")"
 if [ ! -e /usr/lib/x86_64-linux-gnu/libseccomp.a ] && [ ! -e /usr/lib/aarch64-linux-gnu/libseccomp.a ]; then
