@@ -22,6 +22,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // ciPipeline loads a pipeline whose codebase is repository app of srv (branch main) and whose
@@ -399,5 +400,35 @@ func TestCIPullRequestClones(t *testing.T) {
 		if (id == "pr_merge" && cloned != merge) || (id == "pr_source" && cloned != head) {
 			t.Errorf("%s cloned %v (merge %s, head %s)", id, cloned, merge, head)
 		}
+	}
+}
+
+// A looped CI stage has a pod per iteration: each iteration clones and runs in its own, and
+// none is left.
+func TestCIStageLoopPodPerIteration(t *testing.T) {
+	_, cs := realNode(t)
+	srv := gittest.Start(t)
+	srv.NewRepo("app", map[string]string{"hello.txt": "hi\n"})
+	stage := strings.Replace(ciStage("build", ciStageOpts{Clone: true}), "        type: CI\n", "        type: CI\n        strategy: {repeat: {times: 2}}\n", 1)
+	p := ciPipeline(t, srv, "ci_loop", stage+`              - step: {type: Run, name: a, identifier: a, spec: {image: IMAGE, shell: Sh, command: "echo x >> /harness/n; N=$(wc -l < /harness/n); HOST=$(hostname)", outputVariables: [{name: N}, {name: HOST}]}}
+`)
+	_, res := runPlan(t, node.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded})
+	var hosts []string
+	res.Tree.Walk(func(a *workflows.Node) {
+		if !strings.HasSuffix(a.Path, ".a") {
+			return
+		}
+		out, _ := a.Outputs["outputVariables"].(map[string]any)
+		if a.Status != status.Succeeded || out["N"] != "1" {
+			t.Errorf("step %s: %s, saw %v (another iteration's workspace?)", a.Path, a.Status, out)
+		}
+		hosts = append(hosts, fmt.Sprint(out["HOST"]))
+	})
+	if len(hosts) != 2 || hosts[0] == hosts[1] {
+		t.Errorf("iterations ran in pods %v, want two", hosts)
+	}
+	if left := podsLeft(t, cs); len(left) > 0 {
+		t.Errorf("pods left: %v", left)
 	}
 }
