@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -85,25 +86,46 @@ func userCmd() *cobra.Command {
 
 func approvalsCmd() *cobra.Command {
 	var conn connFlags
+	var limit int
+	var token string
 	cmd := &cobra.Command{
 		Use:   "approvals",
-		Short: "List approvals and interventions that wait for a decision",
-		Args:  cobra.NoArgs,
+		Short: "List approvals, interventions and inputs that wait for a decision",
+		Long: `Lists what running executions wait for, newest first: every waiting execution, or with
+--limit a page of that many executions (and the --page-token of the next page).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
-				list, err := e.starter.Pending(ctx)
+				var page starter.PendingPage
+				var err error
+				if limit > 0 || token != "" {
+					page, err = e.starter.PendingPage(ctx, limit, token)
+				} else {
+					page.Pending, err = e.starter.Pending(ctx)
+				}
+				if errors.Is(err, starter.ErrPageToken) {
+					return usageErr("%v", err)
+				}
 				if err != nil {
 					return err
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "EXECUTION\tNODE\tWAITING\tDETAIL")
-				for _, p := range list {
+				for _, p := range page.Pending {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.ExecutionID, p.Path, p.Status, pendingDetail(p))
 				}
-				return tw.Flush()
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				if page.NextPageToken != "" {
+					fmt.Fprintf(cmd.OutOrStdout(), "more: gantry approvals --limit %d --page-token %s\n", max(limit, 100), page.NextPageToken)
+				}
+				return nil
 			})
 		},
 	}
+	cmd.Flags().IntVar(&limit, "limit", 0, "list a page of this many waiting executions (0: all of them)")
+	cmd.Flags().StringVar(&token, "page-token", "", "the page a previous --limit listing named")
 	conn.add(cmd)
 	return cmd
 }

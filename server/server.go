@@ -319,16 +319,28 @@ func (s *Server) notifications(w http.ResponseWriter, r *http.Request, _ *identi
 	writeJSON(w, http.StatusOK, map[string]any{"deliveries": records, "done": done})
 }
 
+// pending is a page of the decisions waiting executions wait for: ?limit executions (100, at
+// most 1000) from ?pageToken.
 func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *identity.User) {
-	list, err := s.o.Starter.Pending(r.Context())
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			fail(w, http.StatusBadRequest, "bad-request", "limit %q is not a number from 1 to 1000", v)
+			return
+		}
+		limit = n
+	}
+	page, err := s.o.Starter.PendingPage(r.Context(), limit, r.URL.Query().Get("pageToken"))
+	if errors.Is(err, starter.ErrPageToken) {
+		fail(w, http.StatusBadRequest, "bad-request", "%v", err)
+		return
+	}
 	if err != nil {
 		s.internal(w, "pending", err)
 		return
 	}
-	if list == nil {
-		list = []starter.Pending{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"pending": list})
+	writeJSON(w, http.StatusOK, page)
 }
 
 func (s *Server) abort(w http.ResponseWriter, r *http.Request, u *identity.User) {

@@ -5,6 +5,7 @@ package starter
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
@@ -547,33 +548,95 @@ type Pending struct {
 	Inputs      []string                `json:"inputs,omitempty"`
 }
 
-// Pending lists the approvals, interventions and execution-time inputs running executions
-// wait for.
-func (s *Starter) Pending(ctx context.Context) ([]Pending, error) {
-	list, err := s.List(ctx, "", 200)
+// PendingPage is one page of the decisions running executions wait for.
+type PendingPage struct {
+	Pending []Pending `json:"pending"`
+	// NextPageToken asks for the next page; "" on the last one.
+	NextPageToken string `json:"nextPageToken,omitempty"`
+}
+
+// pendingQuery finds, in visibility, the running executions whose status says they wait for a
+// user (the pipeline workflow keeps GantryStatus at its strongest waiting status).
+var pendingQuery = fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s IN ('%s', '%s', '%s')",
+	workflows.PipelineName, workflows.AttrStatus.GetName(), status.ApprovalWaiting, status.InterventionWaiting, status.InputWaiting)
+
+// ErrPageToken says a page token was not one a listing gave.
+var ErrPageToken = errors.New("the page token is not one this server gave")
+
+// pendingTreeReads bounds the trees a page reads at once.
+const pendingTreeReads = 8
+
+// PendingPage lists the approvals, interventions and execution-time inputs of up to limit
+// waiting executions, from token (a previous page's NextPageToken; "" for the first): the
+// executions come from visibility, newest first, their waiting steps from their trees, read a
+// few at a time.
+func (s *Starter) PendingPage(ctx context.Context, limit int, token string) (PendingPage, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	next, err := base64.RawURLEncoding.DecodeString(token)
 	if err != nil {
-		return nil, err
+		return PendingPage{}, fmt.Errorf("%w: %q", ErrPageToken, token)
 	}
-	var out []Pending
-	for _, e := range list {
-		if e.Status != string(status.ApprovalWaiting) && e.Status != string(status.InterventionWaiting) && e.Status != string(status.InputWaiting) {
-			continue
+	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: pendingQuery, PageSize: int32(limit), NextPageToken: next})
+	if err != nil {
+		if strings.Contains(err.Error(), "token") && token != "" {
+			return PendingPage{}, fmt.Errorf("%w: %v", ErrPageToken, err)
 		}
-		tree, err := s.Tree(ctx, e.ID)
-		if err != nil {
-			continue // finished meanwhile
+		return PendingPage{}, fmt.Errorf("list waiting executions: %w", err)
+	}
+	execs := resp.GetExecutions()
+	found := make([][]Pending, len(execs))
+	sem := make(chan struct{}, pendingTreeReads)
+	var wg sync.WaitGroup
+	for i, e := range execs {
+		id := e.GetExecution().GetWorkflowId()
+		pipeline := ""
+		if p, ok := e.GetSearchAttributes().GetIndexedFields()[workflows.AttrPipeline.GetName()]; ok {
+			pipeline = strings.Trim(string(p.GetData()), `"`)
 		}
-		tree.Walk(func(n *workflows.Node) {
-			switch n.Status {
-			case status.ApprovalWaiting, status.InterventionWaiting, status.InputWaiting:
-				if n.Kind == "step" {
-					out = append(out, Pending{ExecutionID: e.ID, Pipeline: e.Pipeline, Path: n.Path, Status: n.Status,
-						Approval: n.Approval, Actions: n.Actions, Inputs: n.Inputs})
-				}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			tree, err := s.Tree(ctx, id)
+			if err != nil {
+				return // finished meanwhile
 			}
-		})
+			tree.Walk(func(n *workflows.Node) {
+				switch n.Status {
+				case status.ApprovalWaiting, status.InterventionWaiting, status.InputWaiting:
+					if n.Kind == "step" {
+						found[i] = append(found[i], Pending{ExecutionID: id, Pipeline: pipeline, Path: n.Path, Status: n.Status,
+							Approval: n.Approval, Actions: n.Actions, Inputs: n.Inputs})
+					}
+				}
+			})
+		}()
 	}
-	return out, nil
+	wg.Wait()
+	page := PendingPage{Pending: []Pending{}, NextPageToken: base64.RawURLEncoding.EncodeToString(resp.GetNextPageToken())}
+	for _, f := range found {
+		page.Pending = append(page.Pending, f...)
+	}
+	return page, nil
+}
+
+// Pending lists every decision running executions wait for, page after page.
+func (s *Starter) Pending(ctx context.Context) ([]Pending, error) {
+	var out []Pending
+	token := ""
+	for {
+		page, err := s.PendingPage(ctx, 500, token)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Pending...)
+		if page.NextPageToken == "" {
+			return out, nil
+		}
+		token = page.NextPageToken
+	}
 }
 
 // SupplyInputs answers a step's execution-time inputs; invalid values are refused with the
