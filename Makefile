@@ -72,7 +72,9 @@ fuzz:
 # marginal cost per short step (fast path on and off) vs drone-runner-exec, and 100 printing steps
 # with their logs shipped to S3 (versitygw) vs logs on disk, and a pipeline with notification
 # rules vs the same without, webhook bursts vs raw workflow starts, and 2,000 executions
-# waiting for approvals at once (embedded and topology; GANTRY_SCALE_RUNS sets the number), and
+# waiting for approvals at once (embedded and topology; GANTRY_SCALE_RUNS sets the number), the
+# list of waiting decisions with 100 and 10,000 waiting vs bare visibility pages
+# (GANTRY_PENDING_RUNS), and
 # a CI stage of 5 Run steps vs a hand-written pod of the same containers, BuildAndPush vs the
 # same BuildKit build driven by hand, and a CI stage with its S3 cache restored vs cold.
 bench: k8s-tools browser-tools
@@ -85,6 +87,7 @@ bench: k8s-tools browser-tools
 	$(GO) test -run '^$$' -bench 'GantryMatrix5000' -benchtime 1x ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'WebhookDeliveries' -benchtime 10x -count 1 -timeout 30m ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Scale(Embedded|Topology)' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'PendingList' -benchtime 3x -count 1 -timeout 30m ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'RollingDeploy10|Kubectl10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	GANTRY_HELM_BIN=$$(hack/helm/build.sh) $(GO) test -run '^$$' -bench 'HelmDeploy10|HelmCLI10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Fetch|RefAdvertisement' -benchtime 20x -count 3 ./activities/gitstore | tee -a .bench.out

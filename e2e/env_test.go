@@ -106,7 +106,7 @@ func (quiet) Info(string, ...any)  {}
 func (quiet) Warn(string, ...any)  {}
 func (quiet) Error(string, ...any) {}
 
-func compile(t *testing.T, name string, src []byte, opts load.Options) *plan.Plan {
+func compile(t testing.TB, name string, src []byte, opts load.Options) *plan.Plan {
 	t.Helper()
 	opts.ForRun = true
 	r := load.Bytes(name, src, opts)

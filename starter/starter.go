@@ -555,9 +555,9 @@ type PendingPage struct {
 	NextPageToken string `json:"nextPageToken,omitempty"`
 }
 
-// pendingQuery finds, in visibility, the running executions whose status says they wait for a
+// PendingQuery finds, in visibility, the running executions whose status says they wait for a
 // user (the pipeline workflow keeps GantryStatus at its strongest waiting status).
-var pendingQuery = fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s IN ('%s', '%s', '%s')",
+var PendingQuery = fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s IN ('%s', '%s', '%s')",
 	workflows.PipelineName, workflows.AttrStatus.GetName(), status.ApprovalWaiting, status.InterventionWaiting, status.InputWaiting)
 
 // ErrPageToken says a page token was not one a listing gave.
@@ -578,7 +578,7 @@ func (s *Starter) PendingPage(ctx context.Context, limit int, token string) (Pen
 	if err != nil {
 		return PendingPage{}, fmt.Errorf("%w: %q", ErrPageToken, token)
 	}
-	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: pendingQuery, PageSize: int32(limit), NextPageToken: next})
+	resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: PendingQuery, PageSize: int32(limit), NextPageToken: next})
 	if err != nil {
 		if strings.Contains(err.Error(), "token") && token != "" {
 			return PendingPage{}, fmt.Errorf("%w: %v", ErrPageToken, err)
