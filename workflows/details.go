@@ -157,7 +157,7 @@ func symbolOf(st status.Status) string {
 	case st == status.Running:
 		return "▶"
 	}
-	return "⏸"
+	return "‖" // U+2016: in the fonts every system has (U+23F8 ⏸ showed as an empty box)
 }
 
 func oneLine(s string) string {

@@ -24,9 +24,9 @@ func TestTreeMarkdown(t *testing.T) {
 	}}
 	md := TreeMarkdown(root, "p-1", t1.Add(time.Second))
 	for _, want := range []string{
-		"**deploy (Deployment)** ⏸ INTERVENTION_WAITING",
+		"**deploy (Deployment)** ‖ INTERVENTION_WAITING",
 		"- ✗ build (ShellScript) · FAILED · 1.5s — Unknown: exit 1 more",
-		"- ⏸ fix (ShellScript) · INTERVENTION_WAITING · 2.5s — decide with `gantry intervene p-1 deploy.fix --action Retry|Abort`",
+		"- ‖ fix (ShellScript) · INTERVENTION_WAITING · 2.5s — decide with `gantry intervene p-1 deploy.fix --action Retry|Abort`",
 		"- ✓ unit (Run) · IGNORE_FAILED · 1.5s · tests: 3, 1 failed (pkg.TestB)",
 	} {
 		if !strings.Contains(md, want) {
