@@ -23,16 +23,28 @@ import (
 func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFile string, groups []string) (*webui.Server, error) {
 	o := webui.Options{Listen: listen, Temporal: e.address, Namespace: conn.namespace,
 		CAFile: conn.secure.ca, CertFile: conn.secure.cert, KeyFile: conn.secure.key, ServerName: conn.secure.serverName}
+	if identityFile == "" {
+		identityFile = filepath.Join(conn.dataDir, "users.yaml")
+	}
+	// The identity file is read on each call: users added while the UI runs can sign in.
+	o.SignIn = func(token string) (string, error) {
+		dir, err := identity.Load(identityFile)
+		if err != nil {
+			return "", err
+		}
+		u, err := dir.Authenticate(token)
+		if err != nil {
+			return "", err
+		}
+		return u.Name, nil
+	}
+	o.Logs = webui.StepLogs{Logs: e.logs, Starter: e.starter}
 	if conn.codecKeys != "" {
 		keys, err := codec.LoadFile(conn.codecKeys)
 		if err != nil {
 			return nil, err
 		}
-		if identityFile == "" {
-			identityFile = filepath.Join(conn.dataDir, "users.yaml")
-		}
 		c := &codec.Codec{Keys: keys}
-		// The identity file is read on each call: users added while the UI runs can sign in.
 		o.Codec = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			dir, err := identity.Load(identityFile)
 			if err != nil {
@@ -41,17 +53,6 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 			}
 			c.Handler(codec.ServerOptions{Users: dir, Groups: groups}).ServeHTTP(w, r)
 		})
-		o.SignIn = func(token string) (string, error) {
-			dir, err := identity.Load(identityFile)
-			if err != nil {
-				return "", err
-			}
-			u, err := dir.Authenticate(token)
-			if err != nil {
-				return "", err
-			}
-			return u.Name, nil
-		}
 	}
 	ui, err := webui.Start(ctx, o)
 	if err != nil {
@@ -76,7 +77,8 @@ func uiCmd() *cobra.Command {
 		Long: `Serves the Temporal Web UI (embedded in gantry) for the Temporal frontend of --address, or for
 the embedded server of the data directory (started here if no gantry process serves it).
 gantry server serves the same UI itself on --ui-listen. With --codec-keys, encrypted payloads
-show in plain text to users who sign in at /gantry/sign-in with a token of the identity file.`,
+show in plain text to users who sign in at /gantry/sign-in with a token of the identity file;
+signed-in users read each step's log at /gantry/logs/EXECUTION/STEP, linked from the live tree.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -97,7 +99,7 @@ show in plain text to users who sign in at /gantry/sign-in with a token of the i
 		},
 	}
 	cmd.Flags().StringVar(&listen, "ui-listen", webui.DefaultListen, "address of the Temporal Web UI")
-	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file of the users who may sign in to decode payloads (default DATA_DIR/users.yaml)")
+	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file of the users who may sign in to read logs and decode payloads (default DATA_DIR/users.yaml)")
 	uiFlags(cmd, &groups)
 	conn.add(cmd)
 	return cmd

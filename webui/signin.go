@@ -4,26 +4,30 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/gantry-cd/gantry/codec"
 )
 
 var signInPage = template.Must(template.New("sign-in").Parse(`<!doctype html>
-<html><head><meta charset="utf-8"><title>Gantry: sign in to decode payloads</title>
+<html><head><meta charset="utf-8"><title>Gantry: sign in</title>
 <style>body{font-family:sans-serif;max-width:32em;margin:4em auto}input{width:100%;padding:.4em;margin:.5em 0}</style></head>
-<body><h1>Sign in to decode payloads</h1>
-{{if .User}}<p id="signed-in">Signed in as <b>{{.User}}</b>: the UI shows the payloads your groups may read. <a href="/">Open the UI</a></p>
+<body><h1>Sign in to Gantry</h1>
+{{if .User}}<p id="signed-in">Signed in as <b>{{.User}}</b>: the UI shows step logs, and the payloads your groups may read. <a href="/">Open the UI</a></p>
 <form method="post"><input type="hidden" name="sign-out" value="1"><button type="submit" id="sign-out">Sign out</button></form>
 <h2>Sign in as someone else</h2>{{end}}{{if .Error}}<p id="error" style="color:#b00">{{.Error}}</p>{{end}}
-<p>Payloads of this namespace are encrypted. Paste your Gantry API token (<code>gantry user add</code>) to see them in plain text.</p>
-<form method="post"><input type="password" name="token" id="token" autocomplete="off" placeholder="token"><button type="submit" id="submit">Sign in</button></form>
+<p>Paste your Gantry API token (<code>gantry user add</code>) to read step logs, and encrypted payloads in plain text.</p>
+<form method="post"><input type="hidden" name="next" value="{{.Next}}"><input type="password" name="token" id="token" autocomplete="off" placeholder="token"><button type="submit" id="submit">Sign in</button></form>
 </body></html>`))
 
 // signIn serves the page that turns a Gantry token into the cookie the codec endpoint reads.
 // The cookie is HttpOnly and scoped to /gantry: the UI's own scripts never see the token.
 func signIn(check func(string) (string, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data := struct{ User, Error string }{}
+		data := struct{ User, Error, Next string }{Next: r.FormValue("next")}
+		if !strings.HasPrefix(data.Next, "/gantry/") || strings.HasPrefix(data.Next, "//") {
+			data.Next = "" // only back to Gantry's own pages
+		}
 		switch r.Method {
 		case http.MethodGet:
 			if ck, err := r.Cookie(codec.TokenCookie); err == nil && check != nil {
@@ -54,6 +58,10 @@ func signIn(check func(string) (string, error)) http.Handler {
 				break
 			}
 			http.SetCookie(w, &http.Cookie{Name: codec.TokenCookie, Value: token, Path: "/gantry", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			if data.Next != "" {
+				http.Redirect(w, r, data.Next, http.StatusSeeOther)
+				return
+			}
 			data.User = user
 		default:
 			http.Error(w, "GET or POST", http.StatusMethodNotAllowed)

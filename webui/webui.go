@@ -36,8 +36,10 @@ type Options struct {
 	// /gantry/codec on its own origin, so encrypted payloads show in plain text only to a user
 	// who signed in at /gantry/sign-in with a token the codec accepts. nil: no decoding.
 	Codec http.Handler
-	// SignIn checks a token on the sign-in page and names its user.
+	// SignIn checks a token on the sign-in page and names its user; nil: no sign-in page.
 	SignIn func(token string) (user string, err error)
+	// Logs serves each step's log page to signed-in users (LogsPath); nil: none.
+	Logs LogSource
 	// LivePollInterval spaces one page's long-polls of a running workflow's history (default
 	// DefaultLivePollInterval; negative: not spaced).
 	LivePollInterval time.Duration
@@ -134,7 +136,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	mux.Handle("/", &assets{next: &livePolls{next: api, interval: interval}})
 	if o.Codec != nil {
 		mux.Handle(codecPath+"/", http.StripPrefix(codecPath, o.Codec))
+	}
+	if o.SignIn != nil {
 		mux.Handle(SignInPath, signIn(o.SignIn))
+	}
+	if o.Logs != nil {
+		mux.Handle(LogsPath, logs(o.Logs, o.SignIn, ns))
 	}
 	s.front = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.front.Serve(ln) }()

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -116,6 +117,15 @@ func nodeLine(c *Node, depth int, executionID string, now time.Time) string {
 			end = *c.EndedAt
 		}
 		fmt.Fprintf(&b, " · %s", end.Sub(*c.StartedAt).Round(time.Millisecond))
+		if c.Kind == "step" {
+			// The Web UI serves each step's log on its own origin (webui.LogsPath); a failed
+			// step's link opens at the failure.
+			at := ""
+			if c.Status.Broke() {
+				at = "#failure"
+			}
+			fmt.Fprintf(&b, " · [log](/gantry/logs/%s/%s%s)", url.PathEscape(executionID), url.PathEscape(c.Path), at)
+		}
 	}
 	switch c.Status {
 	case status.ApprovalWaiting:

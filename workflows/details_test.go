@@ -14,20 +14,20 @@ func TestTreeMarkdown(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	t1 := t0.Add(1500 * time.Millisecond)
 	root := &Node{ID: "deploy", Type: "Deployment", Status: status.InterventionWaiting, Children: []*Node{
-		{ID: "build", Path: "deploy.build", Type: "ShellScript", Status: status.Failed, StartedAt: &t0, EndedAt: &t1,
+		{ID: "build", Path: "deploy.build", Kind: "step", Type: "ShellScript", Status: status.Failed, StartedAt: &t0, EndedAt: &t1,
 			Failure: &activities.Failure{Category: activities.Unknown, Message: "exit 1\nmore"}},
 		{Kind: "parallel", Children: []*Node{
 			{ID: "fix", Path: "deploy.fix", Type: "ShellScript", Status: status.InterventionWaiting, StartedAt: &t0, Actions: []string{"Retry", "Abort"}},
 		}},
-		{ID: "unit", Path: "deploy.unit", Type: "Run", Status: status.IgnoreFailed, StartedAt: &t0, EndedAt: &t1,
+		{ID: "unit", Path: "deploy.unit", Kind: "step", Type: "Run", Status: status.IgnoreFailed, StartedAt: &t0, EndedAt: &t1,
 			Tests: &activities.TestSummary{Total: 3, Failed: 1, Failing: []string{"pkg.TestB"}}},
 	}}
 	md := TreeMarkdown(root, "p-1", t1.Add(time.Second))
 	for _, want := range []string{
 		"**deploy (Deployment)** ‖ INTERVENTION_WAITING",
-		"- ✗ build (ShellScript) · FAILED · 1.5s — Unknown: exit 1 more",
+		"- ✗ build (ShellScript) · FAILED · 1.5s · [log](/gantry/logs/p-1/deploy.build#failure) — Unknown: exit 1 more",
 		"- ‖ fix (ShellScript) · INTERVENTION_WAITING · 2.5s — decide with `gantry intervene p-1 deploy.fix --action Retry|Abort`",
-		"- ✓ unit (Run) · IGNORE_FAILED · 1.5s · tests: 3, 1 failed (pkg.TestB)",
+		"- ✓ unit (Run) · IGNORE_FAILED · 1.5s · [log](/gantry/logs/p-1/deploy.unit) · tests: 3, 1 failed (pkg.TestB)",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)

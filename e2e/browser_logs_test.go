@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/webui"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// A step's log one click from the live tree: the stage's User Metadata links the running
+// step's log; following it without a token leads to the sign-in page, and after signing in
+// to the log page, where new lines arrive while the step runs and the failure shows when it
+// fails. The log's text is refused without a token.
+func TestWebUIStepLogPage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := &identity.Directory{}
+	dev, err := dir.AddUser("dev", "", []string{"developers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
+		Logs: webui.StepLogs{Logs: env.logs, Starter: env.starter},
+		SignIn: func(token string) (string, error) {
+			u, err := dir.Authenticate(token)
+			if err != nil {
+				return "", err
+			}
+			return u.Name, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ui.Stop()
+	p := compile(t, "ui_logs.yaml", []byte(`pipeline:
+  name: ui_logs
+  identifier: ui_logs
+  stages:
+    - stage:
+        name: build
+        identifier: build
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: compile
+                  identifier: compile
+                  spec:
+                    shell: Bash
+                    source:
+                      type: Inline
+                      spec:
+                        script: |
+                          echo "first line"
+                          for i in $(seq 1 20); do sleep 1; echo "tick $i"; done
+                          echo "the compiler gave up" >&2
+                          exit 3
+`), load.Options{})
+	// A regular activity: a fast-path step holds its stage's workflow task, and the UI reads the
+	// live tree between tasks.
+	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{NoFastPath: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, ctx, exec.ID, "build.compile", "first line")
+	b := browser(t, ctx)
+
+	// The live tree links the running step's log.
+	metadata(t, b, ui.ExecutionURL("default", exec.ID+"/build"), "compile (ShellScript) · RUNNING")
+	href := linkTo(t, b, "/gantry/logs/")
+	if !strings.HasSuffix(href, "/gantry/logs/"+exec.ID+"/build.compile") {
+		t.Fatalf("log link %q", href)
+	}
+	link := href
+	if strings.HasPrefix(link, "/") {
+		link = ui.URL + link
+	}
+	// No token: the text is refused, the page sends the browser to sign in.
+	resp, err := http.Get(link + "?from=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the log's text without a token: %d", resp.StatusCode)
+	}
+	pageText(t, b, link, "Sign in to Gantry")
+	if err := chromedp.Run(b, chromedp.SendKeys("#token", dev, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	// Back on the log page, which follows the step: lines arrive while it runs.
+	text := waitText(t, b, "first line", "signed in as dev")
+	if strings.Contains(text, "tick 20") {
+		t.Fatalf("the step had ended before the page opened:\n%s", text)
+	}
+	screenshot(t, b, "log-running")
+	waitText(t, b, "tick 20", "the compiler gave up", "FAILED", "exited with code 3")
+	screenshot(t, b, "log-failed")
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil || res.Status != status.Failed {
+		t.Fatalf("run: %v %v", res, err)
+	}
+}
+
+// linkTo waits until the page, or markdown it renders in a frame, has a link whose href holds
+// part, and returns the href (and the link's target, after a space, when it has one).
+func linkTo(t *testing.T, ctx context.Context, part string) string {
+	t.Helper()
+	js := `(() => {
+  const find = d => { const a = d && d.querySelector('a[href*="` + part + `"]'); return a ? a.getAttribute("href") : "" };
+  let h = find(document);
+  for (const f of document.querySelectorAll("iframe")) {
+    if (h) break;
+    try { h = find(f.contentDocument) } catch (e) {}
+    if (!h && f.srcdoc) h = find(new DOMParser().parseFromString(f.srcdoc, "text/html"));
+  }
+  return h;
+})()`
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		var href string
+		_ = chromedp.Run(ctx, chromedp.Evaluate(js, &href))
+		if href != "" {
+			return href
+		}
+		if time.Now().After(deadline) {
+			var text string
+			_ = chromedp.Run(ctx, chromedp.Evaluate(visibleText, &text))
+			t.Fatalf("no link to %s on the page; it shows:\n%s", part, text)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

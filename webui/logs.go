@@ -1,0 +1,158 @@
+package webui
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"html/template"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gantry-cd/gantry/codec"
+	"github.com/gantry-cd/gantry/starter"
+)
+
+// LogsPath serves a step's log page, /gantry/logs/EXECUTION/STEP, and its text,
+// /gantry/logs/EXECUTION/STEP?from=BYTES, to signed-in users.
+const LogsPath = "/gantry/logs/"
+
+// LogSource is where the log pages read a step's log (every attempt, masked as written,
+// from the bucket when logs are shipped) and how far the step has come.
+type LogSource interface {
+	Copy(ctx context.Context, out io.Writer, executionID, stepPath string) error
+	// Step is a step's status and, when it failed, its failure message; "" and no error
+	// when the execution has no such step.
+	Step(ctx context.Context, executionID, stepPath string) (status, failure string, err error)
+}
+
+// StepLogs is the LogSource of a Gantry engine: its log store (local files, or the bucket logs
+// are shipped to) and its executions' trees.
+type StepLogs struct {
+	Logs interface {
+		Copy(context.Context, io.Writer, string, string) error
+	}
+	Starter *starter.Starter
+}
+
+// Copy writes a step's log.
+func (l StepLogs) Copy(ctx context.Context, out io.Writer, executionID, stepPath string) error {
+	return l.Logs.Copy(ctx, out, executionID, stepPath)
+}
+
+// Step reads a step's status and failure from its execution's tree.
+func (l StepLogs) Step(ctx context.Context, executionID, stepPath string) (string, string, error) {
+	tree, err := l.Starter.Tree(ctx, executionID)
+	if errors.Is(err, starter.ErrNotFound) {
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	n := tree.Find(stepPath)
+	if n == nil {
+		return "", "", nil
+	}
+	failure := ""
+	if n.Failure != nil {
+		failure = string(n.Failure.Category) + ": " + n.Failure.Message
+	}
+	return string(n.Status), failure, nil
+}
+
+var logPage = template.Must(template.New("log").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>{{.Step}} · {{.Execution}}</title>
+<style>body{font-family:sans-serif;margin:1em 2em}pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break-all;font-size:13px}
+#status{font-weight:bold}#failure{border:1px solid #b00;background:#fee;padding:.6em;margin:1em 0;display:none}</style></head>
+<body><p><a href="/namespaces/{{.Namespace}}/workflows/{{.Execution}}">{{.Execution}}</a> · step <b>{{.Step}}</b> · <span id="status">{{.Status}}</span> · signed in as {{.User}}</p>
+<pre id="log"></pre><div id="failure"></div>
+<script>
+(function () {
+  var log = document.getElementById("log"), st = document.getElementById("status"), fail = document.getElementById("failure");
+  var from = 0, url = {{.TextURL}};
+  var ended = {"SUCCEEDED":1,"FAILED":1,"ERRORED":1,"ABORTED":1,"EXPIRED":1,"APPROVAL_REJECTED":1,"IGNORE_FAILED":1,"SKIPPED":1};
+  function poll() {
+    fetch(url + "?from=" + from, {credentials: "same-origin"}).then(function (r) {
+      if (r.status === 401) { location.reload(); return; }
+      var status = r.headers.get("X-Gantry-Status") || "", failure = r.headers.get("X-Gantry-Failure") || "";
+      return r.text().then(function (text) {
+        if (text) { log.textContent += text; from += new TextEncoder().encode(text).length; }
+        st.textContent = status;
+        if (failure) { fail.textContent = decodeURIComponent(failure); fail.style.display = "block"; }
+        if (ended[status]) {
+          if (location.hash === "#failure" || failure) { (failure ? fail : log).scrollIntoView({block: "end"}); }
+          return;
+        }
+        window.scrollTo(0, document.body.scrollHeight);
+        setTimeout(poll, 500);
+      });
+    }).catch(function () { setTimeout(poll, 2000); });
+  }
+  poll();
+})();
+</script></body></html>`))
+
+// logs serves the log pages: the page, which follows the step while it runs, and the log's
+// text from a byte offset with the step's status. Without a valid sign-in cookie the page
+// sends the browser to the sign-in page, and the text is refused.
+func logs(src LogSource, check func(string) (string, error), namespace string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "GET", http.StatusMethodNotAllowed)
+			return
+		}
+		rest := strings.TrimPrefix(r.URL.Path, LogsPath)
+		execution, step, ok := strings.Cut(rest, "/")
+		if !ok || execution == "" || step == "" {
+			http.Error(w, "a log is /gantry/logs/EXECUTION/STEP (the step's path, identifiers joined by dots)", http.StatusNotFound)
+			return
+		}
+		user := ""
+		if ck, err := r.Cookie(codec.TokenCookie); err == nil && check != nil {
+			user, _ = check(ck.Value)
+		}
+		_, text := r.URL.Query()["from"]
+		if user == "" {
+			if text {
+				http.Error(w, "sign in first: "+SignInPath, http.StatusUnauthorized)
+				return
+			}
+			http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.Path), http.StatusSeeOther)
+			return
+		}
+		status, failure, err := src.Step(r.Context(), execution, step)
+		if err != nil {
+			http.Error(w, "read execution "+execution+": "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		if status == "" {
+			http.Error(w, "execution "+execution+" has no step "+step, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		if !text {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_ = logPage.Execute(w, map[string]any{"Execution": execution, "Step": step, "Status": status, "User": user,
+				"Namespace": namespace, "TextURL": LogsPath + execution + "/" + step})
+			return
+		}
+		from, _ := strconv.Atoi(r.URL.Query().Get("from"))
+		var buf bytes.Buffer
+		if err := src.Copy(r.Context(), &buf, execution, step); err != nil {
+			http.Error(w, "read the log: "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		b := buf.Bytes()
+		if from < 0 || from > len(b) {
+			from = len(b)
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Gantry-Status", status)
+		if failure != "" {
+			w.Header().Set("X-Gantry-Failure", url.PathEscape(failure))
+		}
+		_, _ = w.Write(b[from:])
+	})
+}
