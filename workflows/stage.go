@@ -376,7 +376,6 @@ func (s *stageRun) runNode(ctx workflow.Context, n *plan.Node, t *Node, prefix s
 		s.runGroup(ctx, n, t, fqn, container, fr)
 		return
 	}
-	s.publish(ctx) // the live tree shows the running step, and links its log
 	s.runStep(ctx, n, t, fqn, container, fr)
 }
 

@@ -298,6 +298,9 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 			StartToCloseTimeout: ao.StartToCloseTimeout, RetryPolicy: ao.RetryPolicy, Summary: ao.Summary})
 		err = workflow.ExecuteLocalActivity(lctx, tr.Activity, in).Get(ctx, &res)
 	} else {
+		// The UI reads the live tree between workflow tasks: show the step running (and link
+		// its log) while it does. A fast-path step ends within the task it started in.
+		s.publish(ctx)
 		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), tr.Activity, in).Get(ctx, &res)
 	}
 	if res.Worker != "" {
