@@ -26,19 +26,24 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 	if identityFile == "" {
 		identityFile = filepath.Join(conn.dataDir, "users.yaml")
 	}
-	// The identity file is read on each call: users added while the UI runs can sign in.
-	o.SignIn = func(token string) (string, error) {
+	// The identity file is read on each call: users added while the UI runs can sign in, and a
+	// removed token stops working at once.
+	user := func(token string) (*identity.User, error) {
 		dir, err := identity.Load(identityFile)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		u, err := dir.Authenticate(token)
+		return dir.Authenticate(token)
+	}
+	o.SignIn = func(token string) (string, error) {
+		u, err := user(token)
 		if err != nil {
 			return "", err
 		}
 		return u.Name, nil
 	}
 	o.Logs = webui.StepLogs{Logs: e.logs, Starter: e.starter}
+	o.Decisions = &webui.Decisions{Starter: e.starter, User: user}
 	if conn.codecKeys != "" {
 		keys, err := codec.LoadFile(conn.codecKeys)
 		if err != nil {

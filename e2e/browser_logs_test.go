@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -141,4 +142,83 @@ func linkTo(t *testing.T, ctx context.Context, part string) string {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// Decisions in the page: a waiting approval's live tree links its decision page, where a user
+// outside the approver groups is refused with the reason, and two release managers approve
+// (an approver input given), as the API would have them; the run goes on.
+func TestWebUIApproveInThePage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := &identity.Directory{}
+	alice, _ := dir.AddUser("alice", "alice@example.com", []string{"release_managers"})
+	bob, _ := dir.AddUser("bob", "bob@example.com", []string{"release_managers"})
+	dev, _ := dir.AddUser("dev", "", []string{"developers"})
+	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
+		Decisions: &webui.Decisions{Starter: env.starter, User: user},
+		SignIn: func(token string) (string, error) {
+			u, err := user(token)
+			if err != nil {
+				return "", err
+			}
+			return u.Name, nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ui.Stop()
+	waiting := startAndWait(t, ctx, approvalPipeline("ui_decide", "", ""))
+	b := browser(t, ctx)
+	metadata(t, b, ui.ExecutionURL("default", waiting+"/gate"), "APPROVAL_WAITING", "decide")
+	href := linkTo(t, b, "/gantry/decide/")
+	if !strings.HasSuffix(href, "/gantry/decide/"+waiting+"/gate.gate") {
+		t.Fatalf("decision link %q", href)
+	}
+	page := ui.URL + strings.TrimPrefix(href, ui.URL)
+	signInAs := func(token string) {
+		t.Helper()
+		pageText(t, b, ui.URL+webui.SignInPath+"?next="+url.QueryEscape(strings.TrimPrefix(page, ui.URL)), "Sign in to Gantry")
+		if err := chromedp.Run(b, chromedp.SendKeys("#token", token, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
+			t.Fatalf("sign in: %v", err)
+		}
+	}
+	click := func(sel string) {
+		t.Helper()
+		if err := chromedp.Run(b, chromedp.Click(sel, chromedp.ByQuery)); err != nil {
+			t.Fatalf("click %s: %v", sel, err)
+		}
+	}
+	// Without a token the page leads to the sign-in page.
+	pageText(t, b, page, "Sign in to Gantry")
+	signInAs(dev)
+	waitText(t, b, "ship", "0 of 2 approvals", "signed in as dev")
+	click("#approve")
+	text := waitText(t, b, "signed in as dev", "0 of 2 approvals")
+	var refused string
+	_ = chromedp.Run(b, chromedp.Text("#refused", &refused, chromedp.ByQuery))
+	if refused == "" {
+		t.Fatalf("a developer's vote was not refused:\n%s", text)
+	}
+	screenshot(t, b, "decide-refused")
+	signInAs(alice)
+	waitText(t, b, "signed in as alice", "0 of 2 approvals")
+	if err := chromedp.Run(b, chromedp.SendKeys("#input-ticket", "CHG-7", chromedp.ByQuery), chromedp.SendKeys("#comments", "CAB ok", chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	click("#approve")
+	waitText(t, b, "1 of 2 approvals")
+	screenshot(t, b, "decide-approved")
+	signInAs(bob)
+	waitText(t, b, "signed in as bob", "1 of 2 approvals")
+	click("#approve")
+	waitText(t, b, "signed in as bob")
+	res, err := env.starter.Result(ctx, waiting)
+	if err != nil || res.Status != status.Succeeded {
+		t.Fatalf("run: %v %v", res, err)
+	}
+	if out := res.Tree.Find("after.use").Outputs["outputVariables"].(map[string]any); out["t"] != "CHG-7" || out["a"] != "bob" {
+		t.Errorf("the approval's outputs: %v", out)
+	}
+	t.Logf("refused: %s", refused)
 }

@@ -40,6 +40,9 @@ type Options struct {
 	SignIn func(token string) (user string, err error)
 	// Logs serves each step's log page to signed-in users (LogsPath); nil: none.
 	Logs LogSource
+	// Decisions serves the pages where signed-in users answer waiting steps (DecidePath);
+	// nil: none.
+	Decisions *Decisions
 	// LivePollInterval spaces one page's long-polls of a running workflow's history (default
 	// DefaultLivePollInterval; negative: not spaced).
 	LivePollInterval time.Duration
@@ -142,6 +145,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	if o.Logs != nil {
 		mux.Handle(LogsPath, logs(o.Logs, o.SignIn, ns))
+	}
+	if o.Decisions != nil {
+		mux.Handle(DecidePath, o.Decisions.handler(ns))
 	}
 	s.front = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.front.Serve(ln) }()

@@ -127,6 +127,10 @@ func nodeLine(c *Node, depth int, executionID string, now time.Time) string {
 			fmt.Fprintf(&b, " · [log](/gantry/logs/%s/%s%s)", url.PathEscape(executionID), url.PathEscape(c.Path), at)
 		}
 	}
+	if waiting(c.Status) && c.Kind == "step" {
+		// The Web UI's decision page (webui.DecidePath) answers it as the signed-in user.
+		fmt.Fprintf(&b, " · [decide](/gantry/decide/%s/%s)", url.PathEscape(executionID), url.PathEscape(c.Path))
+	}
 	switch c.Status {
 	case status.ApprovalWaiting:
 		fmt.Fprintf(&b, " — approve with `gantry approve %s --step %s` (or `gantry reject`)", executionID, c.Path)

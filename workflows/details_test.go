@@ -17,7 +17,7 @@ func TestTreeMarkdown(t *testing.T) {
 		{ID: "build", Path: "deploy.build", Kind: "step", Type: "ShellScript", Status: status.Failed, StartedAt: &t0, EndedAt: &t1,
 			Failure: &activities.Failure{Category: activities.Unknown, Message: "exit 1\nmore"}},
 		{Kind: "parallel", Children: []*Node{
-			{ID: "fix", Path: "deploy.fix", Type: "ShellScript", Status: status.InterventionWaiting, StartedAt: &t0, Actions: []string{"Retry", "Abort"}},
+			{ID: "fix", Path: "deploy.fix", Kind: "step", Type: "ShellScript", Status: status.InterventionWaiting, StartedAt: &t0, Actions: []string{"Retry", "Abort"}},
 		}},
 		{ID: "unit", Path: "deploy.unit", Kind: "step", Type: "Run", Status: status.IgnoreFailed, StartedAt: &t0, EndedAt: &t1,
 			Tests: &activities.TestSummary{Total: 3, Failed: 1, Failing: []string{"pkg.TestB"}}},
@@ -26,7 +26,7 @@ func TestTreeMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"**deploy (Deployment)** ‖ INTERVENTION_WAITING",
 		"- ✗ build (ShellScript) · FAILED · 1.5s · [log](/gantry/logs/p-1/deploy.build#failure) — Unknown: exit 1 more",
-		"- ‖ fix (ShellScript) · INTERVENTION_WAITING · 2.5s — decide with `gantry intervene p-1 deploy.fix --action Retry|Abort`",
+		"- ‖ fix (ShellScript) · INTERVENTION_WAITING · 2.5s · [log](/gantry/logs/p-1/deploy.fix) · [decide](/gantry/decide/p-1/deploy.fix) — decide with `gantry intervene p-1 deploy.fix --action Retry|Abort`",
 		"- ✓ unit (Run) · IGNORE_FAILED · 1.5s · [log](/gantry/logs/p-1/deploy.unit) · tests: 3, 1 failed (pkg.TestB)",
 	} {
 		if !strings.Contains(md, want) {

@@ -1,0 +1,138 @@
+package webui
+
+import (
+	"errors"
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gantry-cd/gantry/codec"
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// DecidePath serves the decision page of a waiting step, /gantry/decide/EXECUTION/STEP: an
+// approval's vote, an intervention's actions or an execution-time input's fields, made as the
+// signed-in user with the rules of the API.
+const DecidePath = "/gantry/decide/"
+
+// Decisions act on waiting steps for the decision pages.
+type Decisions struct {
+	Starter *starter.Starter
+	// User is the user a token names, with the groups approvals check.
+	User func(token string) (*identity.User, error)
+}
+
+var decidePage = template.Must(template.New("decide").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>{{.Step}} · {{.Execution}}</title>
+<style>body{font-family:sans-serif;max-width:44em;margin:1em 2em}input,textarea{width:100%;padding:.3em;margin:.2em 0 .6em}
+button{margin:.2em .4em .2em 0;padding:.4em 1em}#result{padding:.6em;margin:1em 0;border:1px solid #080;background:#efe}#refused{padding:.6em;margin:1em 0;border:1px solid #b00;background:#fee}</style></head>
+<body><p><a href="/namespaces/{{.Namespace}}/workflows/{{.Execution}}">{{.Execution}}</a> · step <b>{{.Step}}</b> · <span id="status">{{.Status}}</span> · signed in as {{.User}}</p>
+{{if .Result}}<p id="result">{{.Result}}</p>{{end}}{{if .Refused}}<p id="refused">{{.Refused}}</p>{{end}}
+{{if .Approval}}<h1>Approval</h1><p id="message">{{.Approval.Message}}</p>
+<p>Approver groups: {{range $i, $g := .Approval.UserGroups}}{{if $i}}, {{end}}{{$g}}{{end}} · {{.Approval.Approvals}} of {{.Approval.MinimumCount}} approvals</p>
+<form method="post">{{range .Approval.Inputs}}<label>{{.}}<input name="input.{{.}}" id="input-{{.}}"></label>{{end}}
+<label>Comment<textarea name="comments" id="comments"></textarea></label>
+<button type="submit" name="decision" value="APPROVE" id="approve">Approve</button><button type="submit" name="decision" value="REJECT" id="reject">Reject</button></form>{{end}}
+{{if .Actions}}<h1>Manual intervention</h1><form method="post">{{range .Actions}}<button type="submit" name="decision" value="action:{{.}}" id="action-{{.}}">{{.}}</button>{{end}}</form>{{end}}
+{{if .Inputs}}<h1>Inputs</h1><form method="post">{{range .Inputs}}<label>{{.}}<input name="input.{{.}}" id="input-{{.}}"></label>{{end}}
+<button type="submit" name="decision" value="INPUT" id="submit-inputs">Submit</button></form>{{end}}
+{{if .Ended}}<p>Nothing waits here any more.</p>{{end}}
+</body></html>`))
+
+// handler serves the decision page: GET shows what the step waits for, POST acts as the
+// signed-in user and shows the outcome or why it was refused.
+func (d Decisions) handler(namespace string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		execution, step, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, DecidePath), "/")
+		if !ok || execution == "" || step == "" {
+			http.Error(w, "a decision is /gantry/decide/EXECUTION/STEP", http.StatusNotFound)
+			return
+		}
+		var user *identity.User
+		if ck, err := r.Cookie(codec.TokenCookie); err == nil {
+			user, _ = d.User(ck.Value)
+		}
+		if user == nil {
+			http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.Path), http.StatusSeeOther)
+			return
+		}
+		data := map[string]any{"Execution": execution, "Step": step, "User": user.Name, "Namespace": namespace}
+		if r.Method == http.MethodPost {
+			// Only this page may decide: no form posted from another site.
+			if o := r.Header.Get("Origin"); o != "" {
+				if u, err := url.Parse(o); err != nil || u.Host != r.Host {
+					http.Error(w, "a decision from another origin", http.StatusForbidden)
+					return
+				}
+			}
+			msg, err := d.act(r, execution, step, user)
+			var ref *starter.Refused
+			switch {
+			case errors.As(err, &ref) && ref.Kind == workflows.ErrForbidden:
+				w.WriteHeader(http.StatusForbidden)
+				data["Refused"] = ref.Message
+			case errors.As(err, &ref):
+				w.WriteHeader(http.StatusConflict)
+				data["Refused"] = ref.Message
+			case err != nil:
+				w.WriteHeader(http.StatusBadGateway)
+				data["Refused"] = err.Error()
+			default:
+				data["Result"] = msg
+			}
+		}
+		tree, err := d.Starter.Tree(r.Context(), execution)
+		if err != nil && !errors.Is(err, starter.ErrNotFound) {
+			http.Error(w, "read execution "+execution+": "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		var n *workflows.Node
+		if tree != nil {
+			n = tree.Find(step)
+		}
+		if n == nil {
+			http.Error(w, "execution "+execution+" has no step "+step+" running", http.StatusNotFound)
+			return
+		}
+		data["Status"] = n.Status
+		switch n.Status {
+		case status.ApprovalWaiting:
+			data["Approval"] = n.Approval
+		case status.InterventionWaiting:
+			data["Actions"] = n.Actions
+		case status.InputWaiting:
+			data["Inputs"] = n.Inputs
+		default:
+			data["Ended"] = true
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = decidePage.Execute(w, data)
+	})
+}
+
+// act sends the form's decision as user.
+func (d Decisions) act(r *http.Request, execution, step string, user *identity.User) (string, error) {
+	decision := r.PostFormValue("decision")
+	inputs := map[string]string{}
+	for k, v := range r.PostForm {
+		if name, ok := strings.CutPrefix(k, "input."); ok && len(v) > 0 && v[0] != "" {
+			inputs[name] = v[0]
+		}
+	}
+	switch {
+	case decision == "APPROVE" || decision == "REJECT":
+		return d.Starter.Approve(r.Context(), execution, workflows.ApprovalRequest{Path: step, Action: decision,
+			User: user.Name, Email: user.Email, Groups: user.Groups, Comments: r.PostFormValue("comments"), Inputs: inputs})
+	case strings.HasPrefix(decision, "action:"):
+		return d.Starter.Intervene(r.Context(), execution, workflows.InterventionRequest{Path: step,
+			Action: strings.TrimPrefix(decision, "action:"), User: user.Name})
+	case decision == "INPUT":
+		return d.Starter.SupplyInputs(r.Context(), execution, workflows.InputRequest{Path: step, User: user.Name, Values: inputs})
+	}
+	return "", errors.New("the form named no decision")
+}
