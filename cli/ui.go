@@ -35,13 +35,7 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 		}
 		return dir.Authenticate(token)
 	}
-	o.SignIn = func(token string) (string, error) {
-		u, err := user(token)
-		if err != nil {
-			return "", err
-		}
-		return u.Name, nil
-	}
+	o.SignIn = webui.UserName(user)
 	o.Logs = webui.StepLogs{Logs: e.logs, Starter: e.starter}
 	o.Decisions = &webui.Decisions{Starter: e.starter, User: user}
 	if conn.codecKeys != "" {

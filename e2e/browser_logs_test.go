@@ -31,13 +31,7 @@ func TestWebUIStepLogPage(t *testing.T) {
 	}
 	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
 		Logs: webui.StepLogs{Logs: env.logs, Starter: env.starter},
-		SignIn: func(token string) (string, error) {
-			u, err := dir.Authenticate(token)
-			if err != nil {
-				return "", err
-			}
-			return u.Name, nil
-		}})
+		SignIn: webui.UserName(dir.Authenticate)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,13 +151,7 @@ func TestWebUIApproveInThePage(t *testing.T) {
 	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
 	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
 		Decisions: &webui.Decisions{Starter: env.starter, User: user},
-		SignIn: func(token string) (string, error) {
-			u, err := user(token)
-			if err != nil {
-				return "", err
-			}
-			return u.Name, nil
-		}})
+		SignIn: webui.UserName(user)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -214,13 +214,7 @@ func TestWebUIDecodesAfterSignIn(t *testing.T) {
 	}
 	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
 		Codec: c.Handler(codec.ServerOptions{Users: dir, Groups: []string{"auditors"}}),
-		SignIn: func(token string) (string, error) {
-			u, err := dir.Authenticate(token)
-			if err != nil {
-				return "", err
-			}
-			return u.Name, nil
-		}})
+		SignIn: webui.UserName(dir.Authenticate)})
 	if err != nil {
 		t.Fatal(err)
 	}

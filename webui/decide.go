@@ -26,6 +26,17 @@ type Decisions struct {
 	User func(token string) (*identity.User, error)
 }
 
+// UserName turns a token's user lookup into the sign-in check, which names the user.
+func UserName(user func(token string) (*identity.User, error)) func(string) (string, error) {
+	return func(token string) (string, error) {
+		u, err := user(token)
+		if err != nil {
+			return "", err
+		}
+		return u.Name, nil
+	}
+}
+
 var decidePage = template.Must(template.New("decide").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><title>{{.Step}} · {{.Execution}}</title>
 <style>body{font-family:sans-serif;max-width:44em;margin:1em 2em}input,textarea{width:100%;padding:.3em;margin:.2em 0 .6em}
