@@ -30,7 +30,7 @@ func TestWebUIStepLogPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
-		Logs: webui.StepLogs{Logs: env.logs, Starter: env.starter},
+		Logs:   webui.StepLogs{Logs: env.logs, Starter: env.starter},
 		SignIn: webui.UserName(dir.Authenticate)})
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +151,7 @@ func TestWebUIApproveInThePage(t *testing.T) {
 	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
 	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
 		Decisions: &webui.Decisions{Starter: env.starter, User: user},
-		SignIn: webui.UserName(user)})
+		SignIn:    webui.UserName(user)})
 	if err != nil {
 		t.Fatal(err)
 	}
