@@ -325,6 +325,10 @@ func FastDynamicConfig() dynamicconfig.StaticClient {
 	// close notification is missed and the poll only returns at its expiry (20 s by default),
 	// so a finished run looked stuck. Shorter polls bound that; the SDK polls again.
 	set(dynamicconfig.HistoryLongPollExpirationInterval.Key(), 2*time.Second)
+	// Workflow tasks read the events since the worker last saw the workflow from this cache,
+	// else from the database. 512 KiB per shard holds the recent events of a few hundred
+	// executions; thousands waiting at once (approvals) read theirs from disk at each task.
+	set(dynamicconfig.EventsCacheMaxSizeBytes.Key(), 64<<20)
 	return sc
 }
 

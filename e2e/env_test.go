@@ -62,6 +62,7 @@ func runMain(m *testing.M) int {
 	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic})
 	w.RegisterWorkflowWithOptions(rawSteps, workflow.RegisterOptions{Name: rawStepsName})
 	w.RegisterWorkflowWithOptions(rawFanout, workflow.RegisterOptions{Name: rawFanoutName})
+	w.RegisterWorkflowWithOptions(rawApproval, workflow.RegisterOptions{Name: rawApprovalName})
 	if err := w.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -69,35 +69,42 @@ func TestRecordHistories(t *testing.T) {
 		exec, _ := runPlan(t, env.starter, compile(t, path, sources[path], load.Options{}))
 		recordExecution(t, out, exec.ID)
 	}
-	// An approval: two votes from release managers, with approver inputs.
+	// An approval: two votes from release managers, with approver inputs. gate_memo comes
+	// from after changeQuietWaiting and changePendingMemo (the first vote is reported to the
+	// pipeline's memo; the stage ends without a signal saying nothing waits).
 	ctx := context.Background()
-	exec, err := env.starter.Start(ctx, compile(t, "approval.yaml", []byte(approvalPipeline("gate_record", "", "")), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, ctx, env.starter, exec.ID, "gate.gate", status.ApprovalWaiting)
-	for _, u := range []string{"ann", "bob"} {
-		if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "gate.gate", Action: "APPROVE", User: u, Groups: []string{"release_managers"}, Inputs: map[string]string{"ticket": "CHG-1"}}); err != nil {
+	for _, id := range []string{"gate_record", "gate_memo"} {
+		exec, err := env.starter.Start(ctx, compile(t, "approval.yaml", []byte(approvalPipeline(id, "", "")), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
+		if err != nil {
 			t.Fatal(err)
 		}
+		waitFor(t, ctx, env.starter, exec.ID, "gate.gate", status.ApprovalWaiting)
+		for _, u := range []string{"ann", "bob"} {
+			if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "gate.gate", Action: "APPROVE", User: u, Groups: []string{"release_managers"}, Inputs: map[string]string{"ticket": "CHG-1"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := env.starter.Result(ctx, exec.ID); err != nil {
+			t.Fatal(err)
+		}
+		recordExecution(t, out, exec.ID)
 	}
-	if _, err := env.starter.Result(ctx, exec.ID); err != nil {
-		t.Fatal(err)
+	// A manual intervention decided by a user (the stage settles its signals before it ends),
+	// before and after changeQuietWaiting and changePendingMemo.
+	for _, id := range []string{"intervened_record", "intervened_memo"} {
+		iv, err := env.starter.Start(ctx, compile(t, "intervened.yaml", []byte(stressPipeline(id)), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, ctx, env.starter, iv.ID, "s1.a", status.InterventionWaiting)
+		if _, err := env.starter.Intervene(ctx, iv.ID, workflows.InterventionRequest{Path: "s1.a", Action: "MarkAsFailure", User: "ops"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.starter.Result(ctx, iv.ID); err != nil {
+			t.Fatal(err)
+		}
+		recordExecution(t, out, iv.ID)
 	}
-	recordExecution(t, out, exec.ID)
-	// A manual intervention decided by a user (the stage settles its signals before it ends).
-	iv, err := env.starter.Start(ctx, compile(t, "intervened.yaml", []byte(stressPipeline("intervened_record")), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, ctx, env.starter, iv.ID, "s1.a", status.InterventionWaiting)
-	if _, err := env.starter.Intervene(ctx, iv.ID, workflows.InterventionRequest{Path: "s1.a", Action: "MarkAsFailure", User: "ops"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.starter.Result(ctx, iv.ID); err != nil {
-		t.Fatal(err)
-	}
-	recordExecution(t, out, iv.ID)
 	// Loops in batches (two iterations per batch here): a stage loop in stage batch workflows
 	// and a step loop in batches, both meeting barriers with other stages.
 	bt, err := env.starter.Start(ctx, compile(t, "batches.yaml", []byte(batchesRecordPipeline), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{LoopBatchSize: 2})
@@ -157,7 +164,7 @@ func TestRecordHistories(t *testing.T) {
 	httpChartService(t, dir)
 	p := loadDev(t, dir)
 	p.Identifier = "web_chart"
-	exec, _ = runPlan(t, env.starter, p)
+	exec, _ := runPlan(t, env.starter, p)
 	recordExecution(t, out, exec.ID)
 	p, _ = sourcePipeline(t, k8sExample(t, "record-source"))
 	p.Identifier = "web_source"

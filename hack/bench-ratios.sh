@@ -60,6 +60,15 @@ for topo in Embedded Topology; do
     printf "  %-9s started %.0f/s, all waiting after %.1f s, %.0f KiB per waiting execution, all approved in %.1f s, all succeeded after %.1f s\n", t, s, w, m, a, d
   }'
 done
+for topo in Embedded Topology; do
+  ga=$(unit "Approvals$topo" approvals/s)
+  [ -n "$ga" ] || continue
+  awk -v t="$topo" -v g="$ga" -v r="$(unit "Approvals$topo" raw-approvals/s)" -v p="$(unit "Approvals$topo" approval-p99-ms)" -v rp="$(unit "Approvals$topo" raw-approval-p99-ms)" \
+      -v s="$(unit "Approvals$topo" starts/s)" -v rs="$(unit "Approvals$topo" raw-starts/s)" -v d="$(unit "Approvals$topo" s-until-all-succeeded)" -v rd="$(unit "Approvals$topo" raw-s-until-all-succeeded)" 'BEGIN {
+    if (t == "Embedded") { print ""; print "approvals: executions waiting for one approval each, started and approved through an HTTP API from 8 clients (baseline: a hand-written workflow that waits for one update, same server)" }
+    printf "  %-9s %.0f approvals/s vs %.0f  ratio %.2fx (target <= 1.5x); p99 %.0f vs %.0f ms; starts %.0f/s vs %.0f/s; all succeeded after %.1f vs %.1f s\n", t, g, r, r / g, p, rp, s, rs, d, rd
+  }'
+done
 pp=$(unit OnRunPrepared µs/eval); pn=$(unit OnRunNewPipeline µs/eval); pu=$(unit OnRunUnprepared µs/eval)
 if [ -n "$pp" ] && [ -n "$pn" ] && [ -n "$pu" ]; then
   awk -v p="$pp" -v n="$pn" -v u="$pu" 'BEGIN {

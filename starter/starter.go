@@ -568,7 +568,8 @@ const pendingTreeReads = 8
 
 // PendingPage lists the approvals, interventions and execution-time inputs of up to limit
 // waiting executions, from token (a previous page's NextPageToken; "" for the first): the
-// executions come from visibility, newest first, their waiting steps from their trees, read a
+// executions and their waiting steps come from visibility, newest first (the pipeline keeps
+// its waiting steps in its memo); executions started before it did have their trees read, a
 // few at a time.
 func (s *Starter) PendingPage(ctx context.Context, limit int, token string) (PendingPage, error) {
 	if limit <= 0 {
@@ -595,6 +596,20 @@ func (s *Starter) PendingPage(ctx context.Context, limit int, token string) (Pen
 		if p, ok := e.GetSearchAttributes().GetIndexedFields()[workflows.AttrPipeline.GetName()]; ok {
 			pipeline = strings.Trim(string(p.GetData()), `"`)
 		}
+		add := func(path string, st status.Status, approval *workflows.ApprovalView, actions, inputs []string) {
+			found[i] = append(found[i], Pending{ExecutionID: id, Pipeline: pipeline, Path: path, Status: st,
+				Approval: approval, Actions: actions, Inputs: inputs})
+		}
+		if m, ok := e.GetMemo().GetFields()[workflows.MemoWaiting]; ok {
+			var nodes []workflows.WaitingNode
+			if converter.GetDefaultDataConverter().FromPayload(m, &nodes) == nil {
+				for _, n := range nodes {
+					add(n.Path, n.Status, n.Approval, n.Actions, n.Inputs)
+				}
+				continue
+			}
+		}
+		// Started before pipelines kept their waiting steps in the memo: read the tree.
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -607,8 +622,7 @@ func (s *Starter) PendingPage(ctx context.Context, limit int, token string) (Pen
 				switch n.Status {
 				case status.ApprovalWaiting, status.InterventionWaiting, status.InputWaiting:
 					if n.Kind == "step" {
-						found[i] = append(found[i], Pending{ExecutionID: id, Pipeline: pipeline, Path: n.Path, Status: n.Status,
-							Approval: n.Approval, Actions: n.Actions, Inputs: n.Inputs})
+						add(n.Path, n.Status, n.Approval, n.Actions, n.Inputs)
 					}
 				}
 			})

@@ -98,6 +98,13 @@ const (
 	// idempotency key with the sequence workflow before anything runs, and ends SKIPPED when
 	// the key had started another execution.
 	changeBindKey = "bind-key"
+	// changeQuietWaiting: a stage whose nodes stopped waiting for users says so when it next
+	// waits for anything, or, when it ends first, in its result (StageResult.WaitingCleared),
+	// instead of a signal of its own.
+	changeQuietWaiting = "quiet-waiting"
+	// changePendingMemo: the pipeline keeps the nodes that wait for users in its memo
+	// (MemoWaiting), so listing waiting decisions reads visibility only.
+	changePendingMemo = "pending-memo"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients
@@ -144,6 +151,10 @@ type Abort struct {
 	Reason string    `json:"reason,omitempty"`
 	At     time.Time `json:"at"`
 }
+
+// MemoWaiting is the pipeline memo key that lists the steps waiting for users
+// ([]WaitingNode; empty when none), so a listing reads them from visibility.
+const MemoWaiting = "gantryWaiting"
 
 // Search attributes set on every pipeline execution (all Keyword).
 var (
@@ -310,6 +321,9 @@ type StageResult struct {
 	Aborted bool `json:"aborted,omitempty"`
 	// Ran lists the iterations a stage batch started, in start order (for a pipeline rollback).
 	Ran []string `json:"ran,omitempty"`
+	// WaitingCleared says the stage's nodes stopped waiting for users and the stage ended
+	// before it signalled so (changeQuietWaiting): the pipeline clears what the stage waited for.
+	WaitingCleared bool `json:"waitingCleared,omitempty"`
 }
 
 // Node is one node of the live execution tree returned by QueryTree.

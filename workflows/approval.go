@@ -293,6 +293,9 @@ func (s *stageRun) registerApprove(ctx workflow.Context) error {
 		func(ctx workflow.Context, req ApprovalRequest) (string, error) {
 			a := s.approvals[req.Path]
 			a.record(req, workflow.Now(ctx))
+			if a.result == "" && workflow.GetVersion(ctx, changePendingMemo, workflow.DefaultVersion, 1) == 1 {
+				s.reportWaiting(ctx) // the pipeline's memo shows the vote
+			}
 			return fmt.Sprintf("%s recorded for %s (%d of %d approvals)", req.Action, req.Path, a.view.Approvals, a.minimum), nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(req ApprovalRequest) error {

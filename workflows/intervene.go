@@ -40,6 +40,18 @@ type WaitingSignal struct {
 	// Source is the batch workflow that sends it (a big loop's iterations); "" for the stage.
 	// The stage and each of its batches wait on their own nodes; none overrides another.
 	Source string `json:"source,omitempty"`
+	// Nodes are the steps that wait, as the pipeline lists them in its memo (MemoWaiting).
+	Nodes []WaitingNode `json:"nodes,omitempty"`
+}
+
+// WaitingNode is a step that waits for users: an approval, an intervention or execution-time
+// inputs.
+type WaitingNode struct {
+	Path     string        `json:"path"`
+	Status   status.Status `json:"status"`
+	Approval *ApprovalView `json:"approval,omitempty"`
+	Actions  []string      `json:"actions,omitempty"`
+	Inputs   []string      `json:"inputs,omitempty"`
 }
 
 // interventionActions are the choices of spec 5.8 for a node in frame fr.
@@ -98,23 +110,64 @@ func (s *stageRun) setWaiting(ctx workflow.Context, path string, st status.Statu
 		}
 	}
 	s.publish(ctx)
+	s.reportWaiting(ctx)
+}
+
+// reportWaiting tells the pipeline what the stage waits for now. That nothing waits any more
+// is said later (changeQuietWaiting): by flushWaiting when the stage next blocks, or by the
+// stage's result when it ends first, which saves a signal, and a workflow task on each side,
+// for every approval that ends its stage.
+func (s *stageRun) reportWaiting(ctx workflow.Context) {
+	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
+	if parent == nil {
+		return
+	}
 	var all []status.Status
+	var nodes []WaitingNode
 	for _, p := range sortedKeys(statusMap(s.waitStatus)) {
 		all = append(all, s.waitStatus[p])
+		nodes = append(nodes, s.waitingNode(p, s.waitStatus[p]))
 	}
 	var strongest status.Status
 	if len(all) > 0 {
 		strongest = status.Rollup(all)
 	}
-	if workflow.GetInfo(ctx).ParentWorkflowExecution == nil {
-		return
-	}
-	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	w := WaitingSignal{Stage: s.in.Stage.ID, Count: len(all), Status: strongest}
+	w := WaitingSignal{Stage: s.in.Stage.ID, Count: len(all), Status: strongest, Nodes: nodes}
 	if s.in.Batch != nil {
 		w.Source = workflow.GetInfo(ctx).WorkflowExecution.ID
 	}
+	// Only the pipeline reads a stage's result for it (not a batch of a big stage loop).
+	if len(all) == 0 && parent.ID == s.in.ExecutionID && workflow.GetVersion(ctx, changeQuietWaiting, workflow.DefaultVersion, 1) == 1 {
+		s.owed = &w
+		return
+	}
+	s.owed = nil
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	s.signal(dctx, s.in.ExecutionID, signalWaiting, w)
+}
+
+// flushWaiting sends an owed "nothing waits" report once the stage's other coroutines block:
+// the stage went on to something that takes time. The root coroutine runs first in each pass,
+// so a stage that ends in the same workflow task takes the owed report into its result first.
+func (s *stageRun) flushWaiting(ctx workflow.Context) {
+	ctx, _ = workflow.NewDisconnectedContext(ctx)
+	for {
+		if workflow.Await(ctx, func() bool { return s.owed != nil }) != nil {
+			return
+		}
+		w := *s.owed
+		s.owed = nil
+		s.signal(ctx, s.in.ExecutionID, signalWaiting, w)
+	}
+}
+
+// waitingNode describes the waiting step at path for the pipeline's memo.
+func (s *stageRun) waitingNode(path string, st status.Status) WaitingNode {
+	w := WaitingNode{Path: path, Status: st}
+	if t := s.tree.Find(path); t != nil {
+		w.Approval, w.Actions, w.Inputs = t.Approval, t.Actions, t.Inputs
+	}
+	return w
 }
 
 func statusMap(m map[string]status.Status) map[string]any {

@@ -190,7 +190,7 @@ type pipelineRun struct {
 	cancelBody workflow.CancelFunc
 	children   map[string]workflow.ChildWorkflowFuture // running stage children, for expiry
 	ran        []*plan.Node                            // stages that started, in start order
-	waiting    map[string]map[string]status.Status     // stage → source ("" or a batch) → what it waits for from users
+	waiting    map[string]map[string]WaitingSignal     // stage → source ("" or a batch) → what it waits for from users
 	loopOf     map[string]string                       // iteration → looped stage, for stage loops run in batches
 	batchRuns  map[string]workflow.ChildWorkflowFuture // running stage batches by workflow ID
 	barriers   *barriers
@@ -240,7 +240,7 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now, Policy: pl.Policy, Template: pl.Template}
 	tree.Children = newTree(pl.Stages, "")
 	p := &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: root, data: data, tree: tree,
-		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]map[string]status.Status{},
+		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]map[string]WaitingSignal{},
 		loopOf: map[string]string{}, batchRuns: map[string]workflow.ChildWorkflowFuture{}, barriers: newBarriers(pl)}
 	if len(pl.Notifications) > 0 {
 		base := activities.NotifyEvent{ExecutionID: p.id, Namespace: info.Namespace, Pipeline: pl.Identifier, PipelineName: pl.Name,
@@ -294,31 +294,52 @@ func (p *pipelineRun) registerHandlers(ctx workflow.Context) error {
 				return
 			}
 			if p.waiting[w.Stage] == nil {
-				p.waiting[w.Stage] = map[string]status.Status{}
+				p.waiting[w.Stage] = map[string]WaitingSignal{}
 			}
-			p.waiting[w.Stage][w.Source] = w.Status
-			live := []status.Status{status.Running}
-			for _, id := range p.running {
-				for _, st := range p.waiting[id] {
-					if st != "" {
-						live = append(live, st)
-					}
-				}
-			}
-			// Iterations of a batched stage loop: they run while their loop does.
-			for _, id := range sortedIDs(p.waiting) {
-				if base := p.loopOf[id]; base != "" && slices.Contains(p.running, base) {
-					for _, st := range p.waiting[id] {
-						if st != "" {
-							live = append(live, st)
-						}
-					}
-				}
-			}
-			p.upsert(ctx, status.Rollup(live))
+			p.waiting[w.Stage][w.Source] = w
+			st, nodes := p.liveWaiting()
+			p.upsert(ctx, st)
+			p.upsertWaitingMemo(ctx, nodes)
 		}
 	})
 	return nil
+}
+
+// liveWaiting is the pipeline's status while it runs (RUNNING or the strongest status its
+// running stages wait in) and the steps that wait, in stage order.
+func (p *pipelineRun) liveWaiting() (status.Status, []WaitingNode) {
+	live := []status.Status{status.Running}
+	var nodes []WaitingNode
+	add := func(id string) {
+		for _, src := range sortedIDs(p.waiting[id]) {
+			if w := p.waiting[id][src]; w.Status != "" {
+				live = append(live, w.Status)
+				nodes = append(nodes, w.Nodes...)
+			}
+		}
+	}
+	for _, id := range p.running {
+		add(id)
+	}
+	// Iterations of a batched stage loop: they run while their loop does.
+	for _, id := range sortedIDs(p.waiting) {
+		if base := p.loopOf[id]; base != "" && slices.Contains(p.running, base) {
+			add(id)
+		}
+	}
+	return status.Rollup(live), nodes
+}
+
+// upsertWaitingMemo keeps the waiting steps in the memo (changePendingMemo), where a listing
+// of waiting decisions reads them with the visibility record.
+func (p *pipelineRun) upsertWaitingMemo(ctx workflow.Context, nodes []WaitingNode) {
+	if workflow.GetVersion(ctx, changePendingMemo, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	if nodes == nil {
+		nodes = []WaitingNode{}
+	}
+	_ = workflow.UpsertMemo(ctx, map[string]any{MemoWaiting: nodes})
 }
 
 // abort stops the execution: running stages are cancelled (their steps' processes killed) and
@@ -540,7 +561,15 @@ func (p *pipelineRun) execStage(ctx workflow.Context, n *plan.Node, t *Node, in 
 	delete(p.children, n.ID)
 	p.running = remove(p.running, n.ID)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	p.upsertStage(dctx)
+	if err == nil && res.WaitingCleared {
+		// The stage ended without signalling that its steps stopped waiting (changeQuietWaiting).
+		delete(p.waiting, n.ID)
+		st, nodes := p.liveWaiting()
+		p.upsertStage(dctx, AttrStatus.ValueSet(string(st)))
+		p.upsertWaitingMemo(dctx, nodes)
+	} else {
+		p.upsertStage(dctx)
+	}
 	res = stageOutcome(ctx, n, t, res, err)
 	if typ := stageEndType(t.Status); typ != "" {
 		p.stageEvent(dctx, typ, n, t, withStageData(in.Context, n.ID, res.Data))
@@ -619,13 +648,15 @@ func (p *pipelineRun) upsert(ctx workflow.Context, st status.Status) {
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** #%d: %s", p.in.Plan.Name, p.in.SequenceID, st))
 }
 
-func (p *pipelineRun) upsertStage(ctx workflow.Context) {
+// upsertStage sets GantryStage to the running stages, with other attributes in the same
+// command.
+func (p *pipelineRun) upsertStage(ctx workflow.Context, also ...temporal.SearchAttributeUpdate) {
 	cur := strings.Join(p.running, ",")
 	if cur == "" {
-		_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStage.ValueUnset())
+		_ = workflow.UpsertTypedSearchAttributes(ctx, append(also, AttrStage.ValueUnset())...)
 		return
 	}
-	_ = workflow.UpsertTypedSearchAttributes(ctx, AttrStage.ValueSet(cur))
+	_ = workflow.UpsertTypedSearchAttributes(ctx, append(also, AttrStage.ValueSet(cur))...)
 	workflow.SetCurrentDetails(ctx, fmt.Sprintf("**%s** #%d: running stage %s", p.in.Plan.Name, p.in.SequenceID, cur))
 }
 

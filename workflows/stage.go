@@ -27,8 +27,12 @@ func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 		return nil, err
 	}
 	s.run(ctx)
-	s.settle(ctx)
 	res := &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted}
+	// Before settle, which may block and let flushWaiting send the owed report.
+	if s.owed != nil {
+		s.owed, res.WaitingCleared = nil, true
+	}
+	s.settle(ctx)
 	if err := closing(ctx, s.tree.Status, s.tree, *res); err != nil {
 		return nil, err
 	}
@@ -70,6 +74,7 @@ func (s *stageRun) listen(ctx workflow.Context) error {
 		return err
 	}
 	s.listenPause(ctx)
+	workflow.Go(ctx, s.flushWaiting)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		workflow.GetSignalChannel(ctx, signalExpire).Receive(ctx, nil)
 		s.expire()
@@ -123,6 +128,7 @@ type stageRun struct {
 	fastUnflushed    time.Duration                           // fast-path step time not yet persisted in history
 	fastTask         int                                     // history length when those steps ran
 	signals          []workflow.Future                       // signals sent to other workflows, for settle
+	owed             *WaitingSignal                          // "nothing waits" not yet reported (changeQuietWaiting)
 	paused           bool                                    // the execution is paused: no node starts
 	raiser           *raiser                                 // nil without notification rules
 	stepInfo         map[string]stepNote                     // steps' base paths and scopes, for their events

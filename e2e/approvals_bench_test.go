@@ -1,0 +1,232 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/server"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// approvalRuns is how many executions BenchmarkApprovals approves in each round.
+var approvalRuns = envInt("GANTRY_APPROVAL_RUNS", 2000)
+
+// rawApprovalName is the baseline of BenchmarkApprovals: a hand-written workflow that waits
+// for one update and completes.
+const rawApprovalName = "bench.RawApproval"
+
+func rawApproval(ctx workflow.Context) (string, error) {
+	var by string
+	if err := workflow.SetUpdateHandler(ctx, "approve", func(ctx workflow.Context, user string) (string, error) {
+		by = user
+		return "approved by " + user, nil
+	}); err != nil {
+		return "", err
+	}
+	err := workflow.Await(ctx, func() bool { return by != "" })
+	return by, err
+}
+
+// rawApprovalAPI drives rawApproval over HTTP the way Gantry's API drives pipelines: POST
+// /start starts one on queue and answers its ID, POST /approve/{id} sends the update and
+// answers when the workflow has applied it.
+func rawApprovalAPI(c client.Client, queue string) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /start", func(w http.ResponseWriter, r *http.Request) {
+		run, err := c.ExecuteWorkflow(r.Context(), client.StartWorkflowOptions{TaskQueue: queue}, rawApprovalName)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]string{"executionId": run.GetID()})
+	})
+	mux.HandleFunc("POST /approve/{id}", func(w http.ResponseWriter, r *http.Request) {
+		h, err := c.UpdateWorkflow(r.Context(), client.UpdateWorkflowOptions{WorkflowID: r.PathValue("id"), UpdateName: "approve",
+			Args: []any{"releaser"}, WaitForStage: client.WorkflowUpdateStageCompleted})
+		var msg string
+		if err == nil {
+			err = h.Get(r.Context(), &msg)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]string{"message": msg})
+	})
+	return mux
+}
+
+// BenchmarkApprovalsEmbedded starts GANTRY_APPROVAL_RUNS (2,000) executions that wait for
+// one approval each on the embedded server, through the HTTP API from 8 clients, and
+// approves them all 3 s after the last start, again from 8 clients (retrying the few not yet
+// waiting). Baseline: the hand-written rawApproval workflow on the same server and worker,
+// driven the same way through a minimal HTTP API of the same client. Rounds alternate,
+// baseline first. GANTRY_APPROVAL_PROFILE=FILE writes a CPU profile of each approval phase
+// (FILE.raw, FILE.gantry).
+func BenchmarkApprovalsEmbedded(b *testing.B) {
+	idFile := filepath.Join(b.TempDir(), "users.yaml")
+	dir := &identity.Directory{}
+	token, err := dir.AddUser("releaser", "", []string{"release_managers"})
+	if err != nil || dir.Save(idFile) != nil {
+		b.Fatal(err)
+	}
+	gantry := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
+	defer gantry.Close()
+	raw := httptest.NewServer(rawApprovalAPI(env.client, workflows.TaskQueue))
+	defer raw.Close()
+	benchApprovals(b, gantry.URL, token, raw.URL, env.client)
+}
+
+// BenchmarkApprovalsTopology does the same on the production topology as processes
+// (PostgreSQL, `gantry temporal`, two workers, `gantry server`); the baseline workflow runs on
+// a worker in this process, on its own task queue of the same Temporal server.
+func BenchmarkApprovalsTopology(b *testing.B) {
+	topo, bin := startTopology(b)
+	token := addUser(b, bin, filepath.Join(topo.Dir, "server"))
+	c, err := client.Dial(client.Options{HostPort: topo.Address, Logger: quiet{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	const queue = "bench-raw-approvals"
+	w := worker.New(c, queue, worker.Options{})
+	w.RegisterWorkflowWithOptions(rawApproval, workflow.RegisterOptions{Name: rawApprovalName})
+	if err := w.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	raw := httptest.NewServer(rawApprovalAPI(c, queue))
+	defer raw.Close()
+	benchApprovals(b, topo.API, token, raw.URL, c)
+}
+
+func benchApprovals(b *testing.B, api, token, rawAPI string, c client.Client) {
+	var rr, gr []approvalRound
+	for i := 0; i < b.N; i++ {
+		rr = append(rr, approvalsRound(b, "raw", func() (string, error) {
+			var out struct{ ExecutionID string }
+			err := call(rawAPI, "", "POST", "/start", nil, http.StatusCreated, &out)
+			return out.ExecutionID, err
+		}, func(id string) error {
+			return call(rawAPI, "", "POST", "/approve/"+id, nil, http.StatusOK, nil)
+		}, func(ctx context.Context, id string) error {
+			return c.GetWorkflow(ctx, id, "").Get(ctx, nil)
+		}))
+		yaml := scalePipeline(fmt.Sprintf("approvals_%d_%d", time.Now().UnixNano(), i))
+		gr = append(gr, approvalsRound(b, "gantry", func() (string, error) {
+			var out struct{ ExecutionID string }
+			err := call(api, token, "POST", "/api/v1/executions", map[string]any{"yaml": yaml}, http.StatusCreated, &out)
+			return out.ExecutionID, err
+		}, func(id string) error {
+			return call(api, token, "POST", "/api/v1/executions/"+id+"/approve", map[string]any{"path": "gate.gate"}, http.StatusOK, nil)
+		}, func(ctx context.Context, id string) error {
+			var res workflows.PipelineResult
+			if err := c.GetWorkflow(ctx, id, "").Get(ctx, &res); err != nil {
+				return err
+			}
+			if res.Status != status.Succeeded {
+				return fmt.Errorf("ended %s", res.Status)
+			}
+			return nil
+		}))
+	}
+	med := func(rs []approvalRound, f func(approvalRound) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		slices.Sort(v)
+		return v[(len(v)-1)/2]
+	}
+	b.ReportMetric(med(gr, func(r approvalRound) float64 { return r.startsPerS }), "starts/s")
+	b.ReportMetric(med(gr, func(r approvalRound) float64 { return r.approvalsPerS }), "approvals/s")
+	b.ReportMetric(med(gr, func(r approvalRound) float64 { return r.p50 }), "approval-p50-ms")
+	b.ReportMetric(med(gr, func(r approvalRound) float64 { return r.p99 }), "approval-p99-ms")
+	b.ReportMetric(med(gr, func(r approvalRound) float64 { return r.allDone }), "s-until-all-succeeded")
+	b.ReportMetric(med(rr, func(r approvalRound) float64 { return r.startsPerS }), "raw-starts/s")
+	b.ReportMetric(med(rr, func(r approvalRound) float64 { return r.approvalsPerS }), "raw-approvals/s")
+	b.ReportMetric(med(rr, func(r approvalRound) float64 { return r.p50 }), "raw-approval-p50-ms")
+	b.ReportMetric(med(rr, func(r approvalRound) float64 { return r.p99 }), "raw-approval-p99-ms")
+	b.ReportMetric(med(rr, func(r approvalRound) float64 { return r.allDone }), "raw-s-until-all-succeeded")
+}
+
+// approvalRound is what one round of starts and approvals measured.
+type approvalRound struct {
+	startsPerS, approvalsPerS, p50, p99, allDone float64
+}
+
+// approvalsRound starts approvalRuns executions from 8 clients, waits 3 s
+// (GANTRY_APPROVAL_SETTLE: longer lets every execution reach its approval first, which
+// measures the approval path alone), approves each from 8 clients (an approval that finds its execution not yet waiting is sent again 100 ms later)
+// and waits until every execution succeeded.
+func approvalsRound(b *testing.B, name string, start func() (string, error), approve func(id string) error, succeeded func(ctx context.Context, id string) error) approvalRound {
+	ids := make([]string, approvalRuns)
+	t0 := time.Now()
+	parallel(b, approvalRuns, func(j int) (err error) {
+		ids[j], err = start()
+		return err
+	})
+	started := time.Since(t0)
+	time.Sleep(time.Duration(envInt("GANTRY_APPROVAL_SETTLE", 3)) * time.Second)
+	lat := make([]time.Duration, approvalRuns)
+	if f := os.Getenv("GANTRY_APPROVAL_PROFILE"); f != "" {
+		fh, err := os.Create(f + "." + name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer fh.Close()
+		if err := pprof.StartCPUProfile(fh); err == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
+	t1 := time.Now()
+	parallel(b, approvalRuns, func(j int) error {
+		s := time.Now()
+		for {
+			err := approve(ids[j])
+			if err == nil {
+				lat[j] = time.Since(s)
+				return nil
+			}
+			// Not waiting yet: the stage has not started (404) or not reached the step (409).
+			if !strings.Contains(err.Error(), "404") && !strings.Contains(err.Error(), "409") || time.Since(s) > 2*time.Minute {
+				return err
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	approved := time.Since(t1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for _, id := range ids {
+		if err := succeeded(ctx, id); err != nil {
+			b.Fatalf("%s: %v", id, err)
+		}
+	}
+	done := time.Since(t1)
+	slices.Sort(lat)
+	return approvalRound{
+		startsPerS:    float64(approvalRuns) / started.Seconds(),
+		approvalsPerS: float64(approvalRuns) / approved.Seconds(),
+		p50:           float64(lat[len(lat)/2].Microseconds()) / 1000,
+		p99:           float64(lat[len(lat)*99/100].Microseconds()) / 1000,
+		allDone:       done.Seconds(),
+	}
+}
