@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,77 @@ func TestPendingPagesListEveryWaitingExecution(t *testing.T) {
 	}
 	if code, _ := c.call("GET", path+"?limit=0", path, alice, nil); code != http.StatusBadRequest {
 		t.Errorf("limit 0: %d", code)
+	}
+}
+
+// The pending list reads the pipeline's memo, which follows the votes, and an approval that
+// ends its stage leaves the pipeline RUNNING with nothing listed while the next stage runs:
+// the stage said so in its result, not by a signal (changeQuietWaiting).
+func TestPendingMemoFollowsVotesAndQuietEnd(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	yaml := strings.Replace(approvalPipeline("pending_memo", "", ""), `{script: "T=`, `{script: "sleep 4; T=`, 1)
+	exec, err := env.starter.Start(ctx, compile(t, "pending_memo.yaml", []byte(yaml), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func() []starter.Pending {
+		var out []starter.Pending
+		all, err := env.starter.Pending(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range all {
+			if p.ExecutionID == exec.ID {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			if ctx.Err() != nil {
+				t.Fatalf("timed out waiting until %s", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	until("the approval is listed", func() bool { l := listed(); return len(l) == 1 && l[0].Approval != nil })
+	vote := func(u string) {
+		if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "gate.gate", Action: "APPROVE", User: u, Groups: []string{"release_managers"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vote("ann")
+	until("the listing shows one of two approvals", func() bool { l := listed(); return len(l) == 1 && l[0].Approval.Approvals == 1 })
+	vote("bob")
+	until("nothing is listed and the pipeline runs the next stage", func() bool {
+		resp, err := env.client.DescribeWorkflowExecution(ctx, exec.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := resp.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()
+		return len(listed()) == 0 && strings.Contains(string(f[workflows.AttrStatus.GetName()].GetData()), string(status.Running)) &&
+			strings.Contains(string(f[workflows.AttrStage.GetName()].GetData()), "after")
+	})
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil || res.Status != status.Succeeded {
+		t.Fatalf("%v %v", res, err)
+	}
+	// The stage ended without a signal saying nothing waits.
+	signals := 0
+	iter := env.client.GetWorkflowHistory(ctx, exec.ID+"/gate", "", false, 0)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.GetSignalExternalWorkflowExecutionInitiatedEventAttributes() != nil {
+			signals++
+		}
+	}
+	if signals != 2 { // began to wait; the first vote
+		t.Fatalf("the stage sent %d signals, want 2", signals)
 	}
 }
