@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -18,8 +17,6 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/identity"
-	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -81,30 +78,17 @@ func rawApprovalAPI(c client.Client, queue string) http.Handler {
 // baseline first. GANTRY_APPROVAL_PROFILE=FILE writes a CPU profile of each approval phase
 // (FILE.raw, FILE.gantry).
 func BenchmarkApprovalsEmbedded(b *testing.B) {
-	idFile := filepath.Join(b.TempDir(), "users.yaml")
-	dir := &identity.Directory{}
-	token, err := dir.AddUser("releaser", "", []string{"release_managers"})
-	if err != nil || dir.Save(idFile) != nil {
-		b.Fatal(err)
-	}
-	gantry := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
-	defer gantry.Close()
+	api, token := releaserAPI(b)
 	raw := httptest.NewServer(rawApprovalAPI(env.client, workflows.TaskQueue))
 	defer raw.Close()
-	benchApprovals(b, gantry.URL, token, raw.URL, env.client)
+	benchApprovals(b, api, token, raw.URL, env.client)
 }
 
 // BenchmarkApprovalsTopology does the same on the production topology as processes
 // (PostgreSQL, `gantry temporal`, two workers, `gantry server`); the baseline workflow runs on
 // a worker in this process, on its own task queue of the same Temporal server.
 func BenchmarkApprovalsTopology(b *testing.B) {
-	topo, bin := startTopology(b)
-	token := addUser(b, bin, filepath.Join(topo.Dir, "server"))
-	c, err := client.Dial(client.Options{HostPort: topo.Address, Logger: quiet{}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	topo, token, c := releaserTopology(b)
 	const queue = "bench-raw-approvals"
 	w := worker.New(c, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(rawApproval, workflow.RegisterOptions{Name: rawApprovalName})

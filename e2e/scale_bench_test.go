@@ -59,6 +59,13 @@ func scalePipeline(id string) string {
 // API, and reports the start rate, this process's memory per waiting execution and the time to
 // approve them all. Every execution must start, wait and succeed.
 func BenchmarkScaleEmbedded(b *testing.B) {
+	api, token := releaserAPI(b)
+	benchScale(b, api, token, env.client, func() float64 { return rssMiB(os.Getpid()) })
+}
+
+// releaserAPI serves the HTTP API of this process's embedded server and worker until the
+// benchmark ends, and returns its address and the token of a release manager.
+func releaserAPI(b *testing.B) (string, string) {
 	idFile := filepath.Join(b.TempDir(), "users.yaml")
 	dir := &identity.Directory{}
 	token, err := dir.AddUser("releaser", "", []string{"release_managers"})
@@ -66,21 +73,15 @@ func BenchmarkScaleEmbedded(b *testing.B) {
 		b.Fatal(err)
 	}
 	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
-	defer srv.Close()
-	benchScale(b, srv.URL, token, env.client, func() float64 { return rssMiB(os.Getpid()) })
+	b.Cleanup(srv.Close)
+	return srv.URL, token
 }
 
 // BenchmarkScaleTopology does the same on the production topology as processes (PostgreSQL,
 // `gantry temporal`, two workers, `gantry server`); memory is the sum over the workers, the
 // Temporal server and the API server.
 func BenchmarkScaleTopology(b *testing.B) {
-	topo, bin := startTopology(b)
-	token := addUser(b, bin, filepath.Join(topo.Dir, "server"))
-	c, err := client.Dial(client.Options{HostPort: topo.Address, Logger: quiet{}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
+	topo, token, c := releaserTopology(b)
 	benchScale(b, topo.API, token, c, func() float64 {
 		total := 0.0
 		for _, name := range append([]string{"temporal", "server"}, topotest.Workers...) {
@@ -90,6 +91,19 @@ func BenchmarkScaleTopology(b *testing.B) {
 		}
 		return total
 	})
+}
+
+// releaserTopology starts the topology as processes for the benchmark, and returns it, a
+// release manager's token for its API and a client of its Temporal server.
+func releaserTopology(b *testing.B) (*topotest.Topology, string, client.Client) {
+	topo, bin := startTopology(b)
+	token := addUser(b, bin, filepath.Join(topo.Dir, "server"))
+	c, err := client.Dial(client.Options{HostPort: topo.Address, Logger: quiet{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(c.Close)
+	return topo, token, c
 }
 
 func benchScale(b *testing.B, api, token string, c client.Client, memory func() float64) {
