@@ -321,16 +321,20 @@ func TestRecordNotificationHistories(t *testing.T) {
               - step: {type: ShellScript, name: test, identifier: test, timeout: 1m, spec: {shell: Bash, source: {type: Inline, spec: {script: "exit 1"}}}}
 `
 	ctx := context.Background()
-	exec, err := env.starter.Start(ctx, compile(t, "notify_record.yaml", []byte(src), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"},
-		workflows.Settings{Notify: workflows.NotifySettings{FirstRetry: time.Second}})
-	if err != nil {
-		t.Fatal(err)
+	// notify_ordered comes from after changeNotifyOrder.
+	for _, id := range []string{"notify_record", "notify_ordered"} {
+		yaml := strings.Replace(src, "identifier: notify_record", "identifier: "+id, 1)
+		exec, err := env.starter.Start(ctx, compile(t, id+".yaml", []byte(yaml), load.Options{}), workflows.Trigger{Type: "MANUAL", User: "dev"},
+			workflows.Settings{Notify: workflows.NotifySettings{FirstRetry: time.Second}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.starter.Result(ctx, exec.ID); err != nil {
+			t.Fatal(err)
+		}
+		deliveries(t, env.starter, exec.ID)
+		recordExecution(t, out, exec.ID)
 	}
-	if _, err := env.starter.Result(ctx, exec.ID); err != nil {
-		t.Fatal(err)
-	}
-	deliveries(t, env.starter, exec.ID)
-	recordExecution(t, out, exec.ID)
 }
 
 //go:embed testdata/pipelines/traits_record.yaml

@@ -105,6 +105,9 @@ const (
 	// changePendingMemo: the pipeline keeps the nodes that wait for users in its memo
 	// (MemoWaiting), so listing waiting decisions reads visibility only.
 	changePendingMemo = "pending-memo"
+	// changeNotifyOrder: the pipeline takes stages' notification batches only from the signal
+	// channel's buffer, so a stage's step events always precede its end event.
+	changeNotifyOrder = "notify-order"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients

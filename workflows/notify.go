@@ -179,6 +179,19 @@ func (p *pipelineRun) listenNotifications(ctx workflow.Context) {
 		return
 	}
 	p.notes = workflow.GetSignalChannel(ctx, SignalNotify)
+	if workflow.GetVersion(ctx, changeNotifyOrder, workflow.DefaultVersion, 1) == 1 {
+		// Only ever take batches with pullNotifications. A coroutine blocked in Receive is
+		// handed the next batch outright, past the buffer that raise drains first, so a
+		// stage's step events could follow its end event (and the next stage's start) when
+		// both arrive in one workflow task.
+		dctx, _ := workflow.NewDisconnectedContext(ctx) // notifications outlive an abort
+		workflow.Go(dctx, func(ctx workflow.Context) {
+			for workflow.Await(ctx, func() bool { return p.notes.Len() > 0 }) == nil {
+				p.pullNotifications(ctx)
+			}
+		})
+		return
+	}
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			var b NotifyBatch
