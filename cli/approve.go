@@ -48,42 +48,6 @@ func (f *idFlags) whoami(dataDir string) (*identity.User, error) {
 	return u, nil
 }
 
-func userCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "user", Short: "Manage users, groups and API tokens in the identity file"}
-	var conn connFlags
-	var id idFlags
-	var email string
-	var groups []string
-	add := &cobra.Command{
-		Use:   "add NAME [--group G ...] [--email E]",
-		Short: "Create a user (or add groups) and print a new API token; only its hash is stored",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			path := id.path(conn.dataDir)
-			dir, err := identity.Load(path)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			tok, err := dir.AddUser(args[0], email, groups)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			if err := dir.Save(path); err != nil {
-				return usageErr("%v", err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", tok)
-			fmt.Fprintf(cmd.ErrOrStderr(), "token for %s saved (hashed) in %s; it is shown only now\n", args[0], path)
-			return nil
-		},
-	}
-	add.Flags().StringVar(&email, "email", "", "e-mail recorded with approvals")
-	add.Flags().StringArrayVar(&groups, "group", nil, "user group (repeatable)")
-	add.Flags().StringVar(&conn.dataDir, "data-dir", defaultDataDir(), "data directory holding users.yaml")
-	add.Flags().StringVar(&id.file, "identity", "", "identity file (default DATA_DIR/users.yaml)")
-	cmd.AddCommand(add)
-	return cmd
-}
-
 func approvalsCmd() *cobra.Command {
 	var conn connFlags
 	var limit int

@@ -228,7 +228,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		e.close()
 		return nil, err
 	}
-	e.starter = &starter.Starter{Client: c, Internal: e.internal, TaskQueue: f.taskQueue, NoFastPath: !f.fastPath, Log: log}
+	e.starter = &starter.Starter{Client: c, Internal: e.internal, TaskQueue: f.taskQueue, NoFastPath: !f.fastPath, Log: log, Converter: dc}
 	if e.metrics != nil {
 		if err := e.serveMetrics(f.metricsAddr, log); err != nil {
 			e.close()

@@ -168,6 +168,9 @@ their token to see encrypted payloads in plain text.`,
 			}
 			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Strict: strict, BuildInfra: &buildInfra, Log: log,
 				Secrets: e.secrets, Logs: e.logs, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies})
+			for _, w := range api.AccessWarnings() {
+				log.Warn(w, zap.String("identityFile", identityFile))
+			}
 			if pipelines != "" {
 				go syncSchedules(ctx, api, log)
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/webui"
@@ -37,7 +38,9 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 	}
 	o.SignIn = webui.UserName(user)
 	o.Logs = webui.StepLogs{Logs: e.logs, Starter: e.starter}
-	o.Decisions = &webui.Decisions{Starter: e.starter, User: user}
+	gate := &access.Gate{IdentityFile: identityFile, Starter: e.starter, Log: e.log}
+	o.Access, o.User = gate, user
+	o.Decisions = &webui.Decisions{Starter: e.starter, User: user, Access: gate}
 	if conn.codecKeys != "" {
 		keys, err := codec.LoadFile(conn.codecKeys)
 		if err != nil {

@@ -1,6 +1,7 @@
 // Package identity is Gantry's file-based user directory: users, their groups and API tokens,
-// stored only as SHA-256 hashes. The HTTP API and the command line authenticate a bearer token
-// against it; the user and groups found are what approvals record and check.
+// stored only as SHA-256 hashes, and the roles groups hold. The HTTP API and the command line
+// authenticate a bearer token against it and authorize what its user asks (Authorize); the
+// user and groups found are what approvals record and check.
 package identity
 
 import (
@@ -29,6 +30,9 @@ type User struct {
 	// TokenHashes are hex SHA-256 hashes of the user's API tokens; tokens themselves are never
 	// stored.
 	TokenHashes []string `yaml:"tokenHashes,omitempty"`
+	// Triggers makes the user a service identity: the webhook and cron triggers whose
+	// identifiers match these patterns start pipelines as this user, with its groups' roles.
+	Triggers []string `yaml:"triggers,omitempty"`
 }
 
 // Group is a user group's own settings: where notifications to the group go besides its
@@ -39,21 +43,23 @@ type Group struct {
 	SlackWebhookURL   string `yaml:"slackWebhookUrl,omitempty"`
 	MsTeamsWebhookURL string `yaml:"msTeamsWebhookUrl,omitempty"`
 	PagerDutyKey      string `yaml:"pagerDutyKey,omitempty"`
+	// Roles are the roles the group's members hold.
+	Roles []string `yaml:"roles,omitempty"`
 }
 
 // Directory is the content of the identity file.
 type Directory struct {
 	Users  []User  `yaml:"users"`
 	Groups []Group `yaml:"groups,omitempty"`
+	// Roles grant actions on pipelines and environments; without any, every user may do
+	// everything (the behaviour before roles).
+	Roles []Role `yaml:"roles,omitempty"`
 }
 
 // Group returns a group by name: declared under groups, or only named by its members. A
 // scoped reference (account.ops, org.ops) names the group ops.
 func (d *Directory) Group(ref string) (Group, bool) {
-	name := ref
-	if i := strings.LastIndexByte(ref, '.'); i >= 0 && (strings.HasPrefix(ref, "account.") || strings.HasPrefix(ref, "org.")) {
-		name = ref[i+1:]
-	}
+	name := GroupName(ref)
 	for _, g := range d.Groups {
 		if g.Name == name {
 			return g, true
@@ -65,6 +71,14 @@ func (d *Directory) Group(ref string) (Group, bool) {
 		}
 	}
 	return Group{}, false
+}
+
+// GroupName is the group a scoped reference names (account.ops and org.ops name ops).
+func GroupName(ref string) string {
+	if i := strings.LastIndexByte(ref, '.'); i >= 0 && (strings.HasPrefix(ref, "account.") || strings.HasPrefix(ref, "org.")) {
+		return ref[i+1:]
+	}
+	return ref
 }
 
 // Emails are the e-mail addresses of a group's members that have one.
@@ -114,6 +128,9 @@ func Load(path string) (*Directory, error) {
 			return nil, fmt.Errorf("identity file %s: user %q appears twice", path, u.Name)
 		}
 		seen[u.Name] = true
+	}
+	if err := d.checkRoles(); err != nil {
+		return nil, fmt.Errorf("identity file %s: %w", path, err)
 	}
 	return &d, nil
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/identity"
@@ -66,6 +68,7 @@ type Server struct {
 	regMu sync.Mutex
 	reg   *directory.Registry
 	regFP string
+	gate  *access.Gate
 }
 
 // New returns the API handler.
@@ -73,9 +76,9 @@ func New(o Options) *Server {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
-	s := &Server{o: o, mux: http.NewServeMux()}
+	s := &Server{o: o, mux: http.NewServeMux(), gate: &access.Gate{IdentityFile: o.IdentityFile, Starter: o.Starter, Log: o.Log}}
 	for _, r := range Routes {
-		s.mux.HandleFunc(r.Method+" "+r.Pattern, s.auth(r.handler(s)))
+		s.mux.HandleFunc(r.Method+" "+r.Pattern, s.auth(r))
 	}
 	// Webhooks authenticate per trigger (signatures, X-Api-Key), not with bearer tokens.
 	for _, r := range Webhooks {
@@ -92,6 +95,11 @@ func New(o Options) *Server {
 type Route struct {
 	Method, Pattern string
 	handler         func(*Server) handlerFunc
+	// perm is what the caller needs on the execution the path names (the pipeline it runs);
+	// "" where the handler decides (starts, lists, approvals, which follow their own groups).
+	perm identity.Action
+	// audit names the action in the audit trail; reads are audited only when refused.
+	audit string
 }
 
 // WebhookRoute is a webhook endpoint.
@@ -110,19 +118,22 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, u *identity.User)
 
 // Routes are the API's operations.
 var Routes = []Route{
-	{"POST", "/api/v1/executions", func(s *Server) handlerFunc { return s.start }},
-	{"GET", "/api/v1/executions", func(s *Server) handlerFunc { return s.list }},
-	{"GET", "/api/v1/executions/{id}", func(s *Server) handlerFunc { return s.tree }},
-	{"GET", "/api/v1/executions/{id}/logs/{step}", func(s *Server) handlerFunc { return s.stepLog }},
-	{"GET", "/api/v1/executions/{id}/notifications", func(s *Server) handlerFunc { return s.notifications }},
-	{"POST", "/api/v1/executions/{id}/abort", func(s *Server) handlerFunc { return s.abort }},
-	{"POST", "/api/v1/executions/{id}/pause", func(s *Server) handlerFunc { return s.pause(true) }},
-	{"POST", "/api/v1/executions/{id}/resume", func(s *Server) handlerFunc { return s.pause(false) }},
-	{"POST", "/api/v1/executions/{id}/intervene", func(s *Server) handlerFunc { return s.intervene }},
-	{"POST", "/api/v1/executions/{id}/approve", func(s *Server) handlerFunc { return s.vote("APPROVE") }},
-	{"POST", "/api/v1/executions/{id}/reject", func(s *Server) handlerFunc { return s.vote("REJECT") }},
-	{"POST", "/api/v1/executions/{id}/input", func(s *Server) handlerFunc { return s.input }},
-	{"GET", "/api/v1/pending", func(s *Server) handlerFunc { return s.pending }},
+	{"POST", "/api/v1/executions", func(s *Server) handlerFunc { return s.start }, "", "start"},
+	{"GET", "/api/v1/executions", func(s *Server) handlerFunc { return s.list }, "", ""},
+	{"GET", "/api/v1/executions/{id}", func(s *Server) handlerFunc { return s.tree }, identity.View, ""},
+	{"GET", "/api/v1/executions/{id}/logs/{step}", func(s *Server) handlerFunc { return s.stepLog }, identity.View, ""},
+	{"GET", "/api/v1/executions/{id}/notifications", func(s *Server) handlerFunc { return s.notifications }, identity.View, ""},
+	{"POST", "/api/v1/executions/{id}/abort", func(s *Server) handlerFunc { return s.abort }, identity.Abort, "abort"},
+	{"POST", "/api/v1/executions/{id}/pause", func(s *Server) handlerFunc { return s.pause(true) }, identity.Abort, "pause"},
+	{"POST", "/api/v1/executions/{id}/resume", func(s *Server) handlerFunc { return s.pause(false) }, identity.Abort, "resume"},
+	{"POST", "/api/v1/executions/{id}/intervene", func(s *Server) handlerFunc { return s.intervene }, identity.Abort, "intervene"},
+	{"POST", "/api/v1/executions/{id}/approve", func(s *Server) handlerFunc { return s.vote("APPROVE") }, "", "approve"},
+	{"POST", "/api/v1/executions/{id}/reject", func(s *Server) handlerFunc { return s.vote("REJECT") }, "", "reject"},
+	{"POST", "/api/v1/executions/{id}/input", func(s *Server) handlerFunc { return s.input }, identity.Execute, "input"},
+	{"POST", "/api/v1/executions/{id}/rerun", func(s *Server) handlerFunc { return s.restart(false) }, identity.Execute, "rerun"},
+	{"POST", "/api/v1/executions/{id}/retry", func(s *Server) handlerFunc { return s.restart(true) }, identity.Execute, "retry"},
+	{"GET", "/api/v1/pending", func(s *Server) handlerFunc { return s.pending }, "", ""},
+	{"GET", "/api/v1/audit", func(s *Server) handlerFunc { return s.audit }, identity.Admin, ""},
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
@@ -144,8 +155,10 @@ func fail(w http.ResponseWriter, code int, c, format string, args ...any) {
 	writeJSON(w, code, Error{Code: c, Message: fmt.Sprintf(format, args...)})
 }
 
-// auth authenticates the bearer token before any handler runs.
-func (s *Server) auth(h handlerFunc) http.HandlerFunc {
+// auth authenticates the bearer token, authorizes what the route needs on the execution it
+// names, runs the handler and writes the audit line of an action or a refusal.
+func (s *Server) auth(route Route) http.HandlerFunc {
+	h := route.handler(s)
 	return func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		dir, err := identity.Load(s.o.IdentityFile)
@@ -163,8 +176,100 @@ func (s *Server) auth(h handlerFunc) http.HandlerFunc {
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 		defer cancel()
-		h(w, r.WithContext(ctx), u)
+		note := &auditNote{execution: r.PathValue("id")}
+		r = r.WithContext(context.WithValue(ctx, callKey{}, &call{dir: dir, note: note}))
+		rec := &recorder{ResponseWriter: w}
+		defer s.auditCall(r, route, u, rec, note)
+		switch {
+		case route.perm == identity.Admin:
+			err = dir.Authorize(u, identity.Admin, identity.Resource{})
+		case route.perm != "" && note.execution != "":
+			err = s.gate.Execution(r.Context(), dir, u, route.perm, note.execution)
+		}
+		if err != nil {
+			s.refuse(rec, err)
+			return
+		}
+		h(rec, r, u)
 	}
+}
+
+// call is what the auth wrapper hands the handlers besides the user.
+type call struct {
+	dir  *identity.Directory
+	note *auditNote
+}
+
+type callKey struct{}
+
+func callOf(r *http.Request) *call {
+	if c, ok := r.Context().Value(callKey{}).(*call); ok {
+		return c
+	}
+	return &call{dir: &identity.Directory{}, note: &auditNote{}}
+}
+
+// auditNote is what a handler learns for the audit line: the execution it started, the
+// pipeline, the node a decision is about.
+type auditNote struct{ execution, pipeline, path, detail string }
+
+// recorder keeps a response's status and an error's message for the audit line.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   []byte
+}
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	if r.status >= 400 && len(r.body) < 4096 {
+		r.body = append(r.body, b[:min(len(b), 4096-len(r.body))]...)
+	}
+	return r.ResponseWriter.Write(b)
+}
+
+// auditCall writes the audit line of an action, and of any refusal (403).
+func (s *Server) auditCall(r *http.Request, route Route, u *identity.User, rec *recorder, note *auditNote) {
+	action := route.audit
+	if rec.status == http.StatusForbidden && action == "" {
+		action = string(route.perm)
+		if action == "" {
+			action = "view"
+		}
+	}
+	if action == "" {
+		return
+	}
+	out := workflows.AuditRecord{User: u.Name, Action: action, Execution: note.execution, Pipeline: note.pipeline, Path: note.path, Detail: note.detail, Outcome: "ok"}
+	if rec.status >= 400 {
+		out.Outcome = "failed"
+		if rec.status == http.StatusForbidden {
+			out.Outcome = "refused"
+		}
+		var e Error
+		if json.Unmarshal(rec.body, &e) == nil {
+			out.Detail = strings.TrimSpace(out.Detail + " " + e.Message)
+		}
+	}
+	s.gate.Audit(r.Context(), out)
+}
+
+// refuse answers an authorization refusal (403) or the error of finding what it is about.
+func (s *Server) refuse(w http.ResponseWriter, err error) {
+	if access.Forbidden(err) {
+		fail(w, http.StatusForbidden, "forbidden", "%v", err)
+		return
+	}
+	s.callErr(w, err)
 }
 
 // decode reads a JSON body strictly: unknown fields and trailing data are errors.
@@ -233,6 +338,17 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		PolicyMeta: map[string]any{"user": map[string]any{"name": u.Name, "email": u.Email}, "userGroups": u.Groups,
 			"trigger": "MANUAL", "timestamp": time.Now().UTC().Format(time.RFC3339)}})
 	logDecision(s.o.Log, name, res.Policy)
+	c := callOf(r)
+	if res.Plan != nil {
+		c.note.pipeline = res.Plan.Identifier
+		if req.YAML != "" {
+			c.note.detail = "inline YAML"
+		}
+		if err := access.Plan(c.dir, u, res.Plan, req.YAML != ""); err != nil {
+			s.refuse(w, err)
+			return
+		}
+	}
 	if !res.OK() || res.Plan == nil {
 		var details []string
 		for _, d := range res.Diags.Errors() {
@@ -250,11 +366,12 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		s.internal(w, "start", err)
 		return
 	}
-	s.o.Log.Info("execution started", zap.String("execution", exec.ID), zap.String("user", u.Name))
+	c.note.execution = exec.ID
 	writeJSON(w, http.StatusCreated, map[string]any{"executionId": exec.ID, "sequenceId": exec.SequenceID})
 }
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request, _ *identity.User) {
+// list lists the newest executions of the pipelines the caller may view.
+func (s *Server) list(w http.ResponseWriter, r *http.Request, u *identity.User) {
 	limit := 20
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -264,7 +381,21 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, _ *identity.User) 
 		}
 		limit = n
 	}
-	list, err := s.o.Starter.List(r.Context(), r.URL.Query().Get("pipeline"), limit)
+	dir := callOf(r).dir
+	pipeline := r.URL.Query().Get("pipeline")
+	var keep func(starter.Summary) bool
+	if dir.Enforcing() {
+		if pipeline != "" {
+			if err := dir.Authorize(u, identity.View, identity.Resource{Pipeline: pipeline}); err != nil {
+				s.refuse(w, err)
+				return
+			}
+		}
+		keep = func(sm starter.Summary) bool {
+			return dir.Authorize(u, identity.View, identity.Resource{Pipeline: sm.Pipeline}) == nil
+		}
+	}
+	list, err := s.o.Starter.ListWhere(r.Context(), pipeline, limit, keep)
 	if err != nil {
 		s.internal(w, "list", err)
 		return
@@ -321,7 +452,7 @@ func (s *Server) notifications(w http.ResponseWriter, r *http.Request, _ *identi
 
 // pending is a page of the decisions waiting executions wait for: ?limit executions (100, at
 // most 1000) from ?pageToken.
-func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *identity.User) {
+func (s *Server) pending(w http.ResponseWriter, r *http.Request, u *identity.User) {
 	limit := 100
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -340,6 +471,7 @@ func (s *Server) pending(w http.ResponseWriter, r *http.Request, _ *identity.Use
 		s.internal(w, "pending", err)
 		return
 	}
+	page.Pending = Visible(callOf(r).dir, u, page.Pending)
 	writeJSON(w, http.StatusOK, page)
 }
 
@@ -350,6 +482,7 @@ func (s *Server) abort(w http.ResponseWriter, r *http.Request, u *identity.User)
 	if !decode(w, r, &req) {
 		return
 	}
+	callOf(r).note.detail = req.Reason
 	if err := s.o.Starter.Abort(r.Context(), r.PathValue("id"), u.Name, req.Reason); err != nil {
 		s.callErr(w, err)
 		return
@@ -377,6 +510,7 @@ func (s *Server) intervene(w http.ResponseWriter, r *http.Request, u *identity.U
 	if !decode(w, r, &req) {
 		return
 	}
+	callOf(r).note.path, callOf(r).note.detail = req.Path, req.Action
 	msg, err := s.o.Starter.Intervene(r.Context(), r.PathValue("id"), workflows.InterventionRequest{Path: req.Path, Action: req.Action, User: u.Name})
 	if err != nil {
 		s.callErr(w, err)
@@ -402,13 +536,13 @@ func (s *Server) vote(action string) handlerFunc {
 			fail(w, http.StatusBadRequest, "bad-request", "path names the approval step, e.g. sign_off.prod_signoff")
 			return
 		}
+		callOf(r).note.path = req.Path
 		msg, err := s.o.Starter.Approve(r.Context(), r.PathValue("id"), workflows.ApprovalRequest{
 			Path: req.Path, Action: action, User: u.Name, Email: u.Email, Groups: u.Groups, Comments: req.Comments, Inputs: req.Inputs})
 		if err != nil {
 			s.callErr(w, err)
 			return
 		}
-		s.o.Log.Info("vote recorded", zap.String("execution", r.PathValue("id")), zap.String("path", req.Path), zap.String("user", u.Name), zap.String("action", action))
 		writeJSON(w, http.StatusOK, map[string]any{"message": msg})
 	}
 }
@@ -421,12 +555,101 @@ func (s *Server) input(w http.ResponseWriter, r *http.Request, u *identity.User)
 	if !decode(w, r, &req) {
 		return
 	}
+	callOf(r).note.path = req.Path
 	msg, err := s.o.Starter.SupplyInputs(r.Context(), r.PathValue("id"), workflows.InputRequest{Path: req.Path, User: u.Name, Values: req.Values})
 	if err != nil {
 		s.callErr(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"message": msg})
+}
+
+// Visible keeps the waiting decisions u may see: those of pipelines u may view, and the
+// approvals u may decide (an approval names its own approver groups).
+func Visible(dir *identity.Directory, u *identity.User, pending []starter.Pending) []starter.Pending {
+	if !dir.Enforcing() {
+		return pending
+	}
+	out := []starter.Pending{}
+	for _, p := range pending {
+		approver := p.Approval != nil && slices.ContainsFunc(p.Approval.UserGroups, func(g string) bool { return slices.Contains(u.Groups, identity.GroupName(g)) })
+		if approver || dir.Authorize(u, identity.View, identity.Resource{Pipeline: p.Pipeline}) == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// restart reruns an execution, or retries it from a stage ({"fromStage"}), as the caller:
+// the new execution runs the same plan, so its Deployment stages are authorized again.
+func (s *Server) restart(retry bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, u *identity.User) {
+		var req struct {
+			FromStage string `json:"fromStage,omitempty"`
+		}
+		if r.ContentLength != 0 && !decode(w, r, &req) {
+			return
+		}
+		c, id := callOf(r), r.PathValue("id")
+		in, err := s.o.Starter.Input(r.Context(), id)
+		if err != nil {
+			s.callErr(w, err)
+			return
+		}
+		c.note.pipeline, c.note.detail = in.Plan.Identifier, "of "+id
+		if err := access.Plan(c.dir, u, in.Plan, false); err != nil {
+			s.refuse(w, err)
+			return
+		}
+		trig := workflows.Trigger{Type: "MANUAL", User: u.Name}
+		var exec starter.Execution
+		if retry {
+			exec, err = s.o.Starter.Retry(r.Context(), id, req.FromStage, trig)
+		} else {
+			exec, err = s.o.Starter.Rerun(r.Context(), id, trig)
+		}
+		if errors.Is(err, starter.ErrNotFound) {
+			fail(w, http.StatusNotFound, "not-found", "%v", err)
+			return
+		}
+		if err != nil {
+			fail(w, http.StatusUnprocessableEntity, "invalid", "%v", err)
+			return
+		}
+		c.note.execution = exec.ID
+		writeJSON(w, http.StatusCreated, map[string]any{"executionId": exec.ID, "sequenceId": exec.SequenceID})
+	}
+}
+
+// audit serves the audit trail (admin only): ?since= (RFC 3339, default 24 hours ago),
+// ?execution=, ?user=, ?executions= (how many executions' histories to read, newest first).
+func (s *Server) audit(w http.ResponseWriter, r *http.Request, _ *identity.User) {
+	q := starter.AuditQuery{Since: time.Now().Add(-24 * time.Hour), Execution: r.URL.Query().Get("execution"), User: r.URL.Query().Get("user")}
+	if v := r.URL.Query().Get("since"); v != "" {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			fail(w, http.StatusBadRequest, "bad-request", "since %q is not an RFC 3339 time (2026-11-27T09:00:00Z)", v)
+			return
+		}
+		q.Since = t
+	}
+	if v := r.URL.Query().Get("executions"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			fail(w, http.StatusBadRequest, "bad-request", "executions %q is not a number from 1 to 10000", v)
+			return
+		}
+		q.Executions = n
+	}
+	recs, err := s.o.Starter.Audit(r.Context(), q)
+	if err != nil {
+		s.callErr(w, err)
+		return
+	}
+	if recs == nil {
+		recs = []workflows.AuditRecord{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"records": recs})
 }
 
 // callErr maps engine errors to HTTP: refusals by a workflow validator carry their kind.

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/compile"
@@ -95,7 +97,7 @@ func (s *Server) gitWebhook(w http.ResponseWriter, r *http.Request) {
 			s.record(triggers.Record{Provider: provider, DeliveryID: ev.DeliveryID, Trigger: t.Identifier, Status: triggers.StatusAuthFailed, Reason: authReason(err)})
 			continue
 		}
-		results = append(results, s.fire(r.Context(), reg, t, ev, provider, ev.Sender, "WEBHOOK"))
+		results = append(results, s.fire(r.Context(), reg, t, ev, provider, ev.Sender, "WEBHOOK", nil))
 	}
 	switch {
 	case candidates == 0:
@@ -148,7 +150,7 @@ func (s *Server) customWebhook(w http.ResponseWriter, r *http.Request) {
 	reg := s.registry()
 	for _, lt := range reg.Triggers {
 		if lt.Trigger.Identifier == r.PathValue("trigger") && listensTo(lt.Trigger, "Custom") {
-			res := s.fire(r.Context(), reg, lt.Trigger, ev, "Custom", u.Name, "WEBHOOK_CUSTOM")
+			res := s.fire(r.Context(), reg, lt.Trigger, ev, "Custom", u.Name, "WEBHOOK_CUSTOM", u)
 			writeJSON(w, http.StatusAccepted, map[string]any{"results": []Result{res}})
 			return
 		}
@@ -158,8 +160,10 @@ func (s *Server) customWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 // fire evaluates one trigger and, when it matches, starts its pipeline at most once per
-// delivery (the delivery ID is the idempotency key, kept in Temporal, not in memory).
-func (s *Server) fire(ctx context.Context, reg *directory.Registry, t *pipeline.Trigger, ev *triggers.Event, provider, user, kind string) Result {
+// delivery (the delivery ID is the idempotency key, kept in Temporal, not in memory). With
+// roles, the start is authorized for the trigger's service identity and for the caller of a
+// custom webhook (nil for Git webhooks, which the trigger's secret authenticates).
+func (s *Server) fire(ctx context.Context, reg *directory.Registry, t *pipeline.Trigger, ev *triggers.Event, provider, user, kind string, caller *identity.User) Result {
 	rec := triggers.Record{Provider: provider, DeliveryID: ev.DeliveryID, Trigger: t.Identifier}
 	v := triggers.Evaluate(t, ev)
 	if !v.Match {
@@ -183,6 +187,12 @@ func (s *Server) fire(ctx context.Context, reg *directory.Registry, t *pipeline.
 		s.record(rec)
 		return Result{Trigger: t.Identifier, Status: rec.Status, Reason: reason, Notifications: rec.Notifications}
 	}
+	actor, err := s.authorizeTrigger(ctx, t, res.Plan, caller)
+	if err != nil {
+		rec.Status, rec.Reason = triggers.StatusForbidden, err.Error()
+		s.record(rec)
+		return Result{Trigger: t.Identifier, Status: rec.Status, Reason: rec.Reason}
+	}
 	key := ""
 	if ev.DeliveryID != "" {
 		key = "delivery/" + provider + "/" + t.Identifier + "/" + ev.DeliveryID
@@ -198,7 +208,39 @@ func (s *Server) fire(ctx context.Context, reg *directory.Registry, t *pipeline.
 	}
 	rec.Status, rec.ExecutionID, rec.Duplicate = triggers.StatusRequested, exec.ID, !started
 	s.record(rec)
+	if started {
+		s.gate.Audit(ctx, workflows.AuditRecord{User: actor, Action: "start", Execution: exec.ID, Pipeline: res.Plan.Identifier, Outcome: "ok", Detail: kind + " trigger " + t.Identifier})
+	}
 	return Result{Trigger: t.Identifier, Status: rec.Status, ExecutionID: exec.ID, Duplicate: !started}
+}
+
+// authorizeTrigger authorizes a trigger's start of p when the identity file defines roles: as
+// the service identity whose triggers patterns match the trigger, and as the custom webhook's
+// caller. It returns who the audit trail names; a refusal is audited and kept.
+func (s *Server) authorizeTrigger(ctx context.Context, t *pipeline.Trigger, p *plan.Plan, caller *identity.User) (string, error) {
+	actor := "trigger " + t.Identifier
+	dir, err := identity.Load(s.o.IdentityFile)
+	if err != nil {
+		return actor, fmt.Errorf("the server's identity file cannot be read: %w", err)
+	}
+	if !dir.Enforcing() {
+		return actor, nil
+	}
+	id := dir.TriggerIdentity(t.Identifier)
+	if id == nil {
+		err = fmt.Errorf("trigger %s acts as no service identity: the identity file defines roles, so give a user triggers: [%s] and a group whose roles allow execute on %s", t.Identifier, t.Identifier, p.Identifier)
+	} else {
+		actor = id.Name
+		err = access.Plan(dir, id, p, false)
+	}
+	if err == nil && caller != nil {
+		actor = caller.Name
+		err = access.Plan(dir, caller, p, false)
+	}
+	if err != nil {
+		s.gate.Audit(ctx, workflows.AuditRecord{User: actor, Action: "start", Pipeline: p.Identifier, Outcome: "refused", Detail: "trigger " + t.Identifier + ": " + err.Error()})
+	}
+	return actor, err
 }
 
 // triggerFailed tells the pipeline's TriggerFailed rules that a trigger could not start it;
@@ -289,7 +331,12 @@ func (s *Server) SyncSchedules(ctx context.Context) error {
 			s.o.Log.Warn("cron trigger left out: its pipeline does not load", zap.String("trigger", t.Identifier), zap.Error(err))
 			continue
 		}
-		c := starter.CronSchedule{Trigger: t.Identifier, Expression: spec.Value, Input: workflows.CronInput{Trigger: t.Identifier, Plan: res.Plan}}
+		actor, err := s.authorizeTrigger(ctx, t, res.Plan, nil)
+		if err != nil {
+			s.o.Log.Warn("cron trigger left out: its identity may not start its pipeline", zap.String("trigger", t.Identifier), zap.Error(err))
+			continue
+		}
+		c := starter.CronSchedule{Trigger: t.Identifier, Expression: spec.Value, Input: workflows.CronInput{Trigger: t.Identifier, Plan: res.Plan, User: actor}}
 		if tz != nil {
 			c.TimeZone = tz.Value
 		}
@@ -298,10 +345,35 @@ func (s *Server) SyncSchedules(ctx context.Context) error {
 	return s.o.Starter.SyncSchedules(ctx, want)
 }
 
-// Fingerprint is the pipelines directory's current state, to notice changes.
+// Fingerprint is the current state of the pipelines directory and the identity file (whose
+// roles decide which cron triggers may start their pipelines), to notice changes.
 func (s *Server) Fingerprint() string {
 	if s.o.PipelinesDir == "" {
 		return ""
 	}
-	return directory.Fingerprint(s.o.PipelinesDir)
+	fp := directory.Fingerprint(s.o.PipelinesDir)
+	if b, err := os.ReadFile(s.o.IdentityFile); err == nil {
+		fp += "/" + identity.Hash(string(b))
+	}
+	return fp
+}
+
+// AccessWarnings are what `gantry server` says at start about who may do what: that every
+// token may do everything while the identity file defines no roles, or which triggers act as
+// no service identity and so start nothing.
+func (s *Server) AccessWarnings() []string {
+	dir, err := identity.Load(s.o.IdentityFile)
+	if err != nil {
+		return []string{"the identity file cannot be read: " + err.Error()}
+	}
+	if !dir.Enforcing() {
+		return []string{"the identity file defines no roles: every token may start any pipeline, run inline YAML (arbitrary code on the workers), abort, intervene and read every execution; define roles (docs/api.md, Who may do what)"}
+	}
+	var out []string
+	for _, lt := range s.registry().Triggers {
+		if dir.TriggerIdentity(lt.Trigger.Identifier) == nil {
+			out = append(out, fmt.Sprintf("trigger %s acts as no service identity, so it starts nothing while roles are defined: give a user triggers: [%s] in the identity file", lt.Trigger.Identifier, lt.Trigger.Identifier))
+		}
+	}
+	return out
 }

@@ -39,6 +39,9 @@ type Starter struct {
 	Resend UpdateRetry
 	// Log receives a line for each decision sent again; nil logs nothing.
 	Log *zap.Logger
+	// Converter is Client's data converter (the codec's, with payload encryption), for the
+	// payloads read from histories; nil is the default one.
+	Converter converter.DataConverter
 
 	resent    atomic.Int64
 	sequences sync.Map // pipeline identifier -> *numbers: this process's sequence numbers
@@ -285,6 +288,11 @@ type Summary struct {
 
 // List returns recent pipeline executions, newest first. pipeline filters by identifier.
 func (s *Starter) List(ctx context.Context, pipeline string, limit int) ([]Summary, error) {
+	return s.ListWhere(ctx, pipeline, limit, nil)
+}
+
+// ListWhere is List of the executions keep keeps (nil keeps all).
+func (s *Starter) ListWhere(ctx context.Context, pipeline string, limit int, keep func(Summary) bool) ([]Summary, error) {
 	q := fmt.Sprintf("WorkflowType = '%s'", workflows.PipelineName)
 	if pipeline != "" {
 		q += fmt.Sprintf(" AND %s = '%s'", workflows.AttrPipeline.GetName(), strings.ReplaceAll(pipeline, "'", ""))
@@ -315,7 +323,9 @@ func (s *Starter) List(ctx context.Context, pipeline string, limit int) ([]Summa
 			if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
 				sm.Status = strings.ToUpper(strings.TrimPrefix(e.GetStatus().String(), "WorkflowExecutionStatus"))
 			}
-			out = append(out, sm)
+			if keep == nil || keep(sm) {
+				out = append(out, sm)
+			}
 		}
 		token = resp.GetNextPageToken()
 		if len(token) == 0 {
@@ -417,7 +427,7 @@ func (s *Starter) Input(ctx context.Context, executionID string) (*workflows.Pip
 		return nil, fmt.Errorf("%s is not a pipeline execution", executionID)
 	}
 	var in workflows.PipelineInput
-	if err := converter.GetDefaultDataConverter().FromPayloads(attrs.GetInput(), &in); err != nil {
+	if err := s.converter().FromPayloads(attrs.GetInput(), &in); err != nil {
 		return nil, fmt.Errorf("read the input of %s: %w", executionID, err)
 	}
 	return &in, nil

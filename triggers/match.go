@@ -25,6 +25,9 @@ const (
 	StatusAuthFailed       = "TRIGGER_AUTHENTICATION_FAILED"
 	StatusException        = "EXCEPTION_WHILE_PROCESSING"
 	StatusInvalidInputYaml = "INVALID_RUNTIME_INPUT_YAML"
+	// StatusForbidden: the trigger's service identity (or a custom webhook's caller) may not
+	// start the pipeline (Gantry's roles; the reference has no such status).
+	StatusForbidden = "TRIGGER_NOT_AUTHORIZED"
 )
 
 // Verdict is a trigger's decision on an event.

@@ -5,8 +5,10 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
+	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/starter"
@@ -24,6 +26,9 @@ type Decisions struct {
 	Starter *starter.Starter
 	// User is the user a token names, with the groups approvals check.
 	User func(token string) (*identity.User, error)
+	// Access authorizes interventions (abort), inputs (execute) and seeing the page (view,
+	// or being one of an approval's approvers), and audits; nil allows everything.
+	Access Access
 }
 
 // UserName turns a token's user lookup into the sign-in check, which names the user.
@@ -81,11 +86,12 @@ func (d Decisions) handler(namespace string) http.Handler {
 				}
 			}
 			msg, err := d.act(r, execution, step, user)
+			d.audit(r, execution, step, user, err)
 			var ref *starter.Refused
 			switch {
-			case errors.As(err, &ref) && ref.Kind == workflows.ErrForbidden:
+			case access.Forbidden(err):
 				w.WriteHeader(http.StatusForbidden)
-				data["Refused"] = ref.Message
+				data["Refused"] = err.Error()
 			case errors.As(err, &ref):
 				w.WriteHeader(http.StatusConflict)
 				data["Refused"] = ref.Message
@@ -107,6 +113,15 @@ func (d Decisions) handler(namespace string) http.Handler {
 		}
 		if n == nil {
 			http.Error(w, "execution "+execution+" has no step "+step+" running", http.StatusNotFound)
+			return
+		}
+		if err := d.allowPage(r, user, execution, n); err != nil {
+			if access.Forbidden(err) {
+				d.Access.Audit(r.Context(), workflows.AuditRecord{User: user.Name, Action: "view", Execution: execution, Path: step, Outcome: "refused", Detail: err.Error()})
+				http.Error(w, err.Error(), http.StatusForbidden)
+				return
+			}
+			http.Error(w, "execution "+execution+": "+err.Error(), http.StatusBadGateway)
 			return
 		}
 		data["Status"] = n.Status
@@ -135,6 +150,18 @@ func (d Decisions) act(r *http.Request, execution, step string, user *identity.U
 			inputs[name] = v[0]
 		}
 	}
+	var need identity.Action
+	switch {
+	case strings.HasPrefix(decision, "action:"):
+		need = identity.Abort
+	case decision == "INPUT":
+		need = identity.Execute
+	}
+	if need != "" && d.Access != nil {
+		if err := d.Access.Allow(r.Context(), user, need, execution); err != nil {
+			return "", err
+		}
+	}
 	switch {
 	case decision == "APPROVE" || decision == "REJECT":
 		return d.Starter.Approve(r.Context(), execution, workflows.ApprovalRequest{Path: step, Action: decision,
@@ -146,4 +173,37 @@ func (d Decisions) act(r *http.Request, execution, step string, user *identity.U
 		return d.Starter.SupplyInputs(r.Context(), execution, workflows.InputRequest{Path: step, User: user.Name, Values: inputs})
 	}
 	return "", errors.New("the form named no decision")
+}
+
+// allowPage lets a user see a step's decision page: with view on the pipeline, or as one of
+// the approvers the waiting approval names.
+func (d Decisions) allowPage(r *http.Request, user *identity.User, execution string, n *workflows.Node) error {
+	if d.Access == nil {
+		return nil
+	}
+	if n.Status == status.ApprovalWaiting && n.Approval != nil && slices.ContainsFunc(n.Approval.UserGroups, func(g string) bool {
+		return slices.Contains(user.Groups, identity.GroupName(g))
+	}) {
+		return nil
+	}
+	return d.Access.Allow(r.Context(), user, identity.View, execution)
+}
+
+// audit writes the audit line of a decision made on the page.
+func (d Decisions) audit(r *http.Request, execution, step string, user *identity.User, err error) {
+	if d.Access == nil {
+		return
+	}
+	action, detail := strings.ToLower(r.PostFormValue("decision")), ""
+	if a, ok := strings.CutPrefix(r.PostFormValue("decision"), "action:"); ok {
+		action, detail = "intervene", a
+	}
+	rec := workflows.AuditRecord{User: user.Name, Action: action, Execution: execution, Path: step, Outcome: "ok", Detail: detail}
+	switch {
+	case access.Forbidden(err):
+		rec.Outcome, rec.Detail = "refused", err.Error()
+	case err != nil:
+		rec.Outcome, rec.Detail = "failed", err.Error()
+	}
+	d.Access.Audit(r.Context(), rec)
 }

@@ -11,8 +11,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/codec"
+	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // LogsPath serves a step's log page, /gantry/logs/EXECUTION/STEP, and its text,
@@ -97,7 +100,7 @@ var logPage = template.Must(template.New("log").Parse(`<!doctype html>
 // logs serves the log pages: the page, which follows the step while it runs, and the log's
 // text from a byte offset with the step's status. Without a valid sign-in cookie the page
 // sends the browser to the sign-in page, and the text is refused.
-func logs(src LogSource, check func(string) (string, error), namespace string) http.Handler {
+func logs(src LogSource, check func(string) (string, error), namespace string, acc Access, userOf func(string) (*identity.User, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.Error(w, "GET", http.StatusMethodNotAllowed)
@@ -109,9 +112,10 @@ func logs(src LogSource, check func(string) (string, error), namespace string) h
 			http.Error(w, "a log is /gantry/logs/EXECUTION/STEP (the step's path, identifiers joined by dots)", http.StatusNotFound)
 			return
 		}
-		user := ""
+		user, token := "", ""
 		if ck, err := r.Cookie(codec.TokenCookie); err == nil && check != nil {
-			user, _ = check(ck.Value)
+			token = ck.Value
+			user, _ = check(token)
 		}
 		_, text := r.URL.Query()["from"]
 		if user == "" {
@@ -121,6 +125,21 @@ func logs(src LogSource, check func(string) (string, error), namespace string) h
 			}
 			http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.Path), http.StatusSeeOther)
 			return
+		}
+		if acc != nil && userOf != nil {
+			u, err := userOf(token)
+			if err == nil {
+				err = acc.Allow(r.Context(), u, identity.View, execution)
+			}
+			if err != nil {
+				if access.Forbidden(err) {
+					acc.Audit(r.Context(), workflows.AuditRecord{User: user, Action: "view", Execution: execution, Path: step, Outcome: "refused", Detail: err.Error()})
+					http.Error(w, err.Error(), http.StatusForbidden)
+					return
+				}
+				http.Error(w, "execution "+execution+": "+err.Error(), http.StatusNotFound)
+				return
+			}
 		}
 		status, failure, err := src.Step(r.Context(), execution, step)
 		if err != nil {

@@ -15,6 +15,8 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/workflows"
 	"github.com/temporalio/ui-server/v2/server"
 	"github.com/temporalio/ui-server/v2/server/config"
 	"github.com/temporalio/ui-server/v2/server/rpc"
@@ -40,12 +42,23 @@ type Options struct {
 	SignIn func(token string) (user string, err error)
 	// Logs serves each step's log page to signed-in users (LogsPath); nil: none.
 	Logs LogSource
+	// Access authorizes what signed-in users ask of the log and decision pages and writes
+	// the audit trail; nil allows every signed-in user everything.
+	Access Access
+	// User names a token's user for Access (with SignIn).
+	User func(token string) (*identity.User, error)
 	// Decisions serves the pages where signed-in users answer waiting steps (DecidePath);
 	// nil: none.
 	Decisions *Decisions
 	// LivePollInterval spaces one page's long-polls of a running workflow's history (default
 	// DefaultLivePollInterval; negative: not spaced).
 	LivePollInterval time.Duration
+}
+
+// Access authorizes a signed-in user's request on an execution (see access.Gate).
+type Access interface {
+	Allow(ctx context.Context, u *identity.User, a identity.Action, execution string) error
+	Audit(ctx context.Context, r workflows.AuditRecord)
 }
 
 // Paths gantry serves beside the UI's own.
@@ -144,7 +157,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		mux.Handle(SignInPath, signIn(o.SignIn))
 	}
 	if o.Logs != nil {
-		mux.Handle(LogsPath, logs(o.Logs, o.SignIn, ns))
+		mux.Handle(LogsPath, logs(o.Logs, o.SignIn, ns, o.Access, o.User))
 	}
 	if o.Decisions != nil {
 		mux.Handle(DecidePath, o.Decisions.handler(ns))

@@ -137,11 +137,13 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	// the sequence workflows of older Gantry versions until they hand over.
 	seq := sdkworker.New(c, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
 	seq.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
+	seq.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
 	side := []sdkworker.Worker{seq}
 	if o.Internal != nil && o.Internal != c {
 		in := sdkworker.New(o.Internal, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
 		in.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
 		in.RegisterWorkflowWithOptions(workflows.Cron, workflow.RegisterOptions{Name: workflows.CronName})
+		in.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
 		in.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 		side = append(side, in)
 	}
@@ -312,6 +314,7 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 	}{
 		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch},
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
+		{workflows.RefusalsName, workflows.Refusals},
 	} {
 		if !slices.Contains(except, w.name) {
 			r.RegisterWorkflowWithOptions(w.fn, workflow.RegisterOptions{Name: w.name})

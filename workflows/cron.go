@@ -21,6 +21,8 @@ const StartActivity = "gantry.StartPipeline"
 type CronInput struct {
 	Trigger string     `json:"trigger"`
 	Plan    *plan.Plan `json:"plan"`
+	// User is the service identity the trigger acts as; "" names the trigger.
+	User string `json:"user,omitempty"`
 }
 
 // BindActivity records an execution's idempotency key with its pipeline's sequence workflow
@@ -51,10 +53,14 @@ func Cron(ctx workflow.Context, in CronInput) (string, error) {
 	})
 	info := workflow.GetInfo(ctx)
 	var id string
+	user := in.User
+	if user == "" {
+		user = "trigger " + in.Trigger
+	}
 	err := workflow.ExecuteActivity(ctx, StartActivity, StartRequest{
 		Key:  "cron/" + info.WorkflowExecution.ID,
 		Plan: in.Plan,
-		Trigger: Trigger{Type: "SCHEDULER_CRON", User: "trigger " + in.Trigger,
+		Trigger: Trigger{Type: "SCHEDULER_CRON", User: user,
 			Data: map[string]any{"type": "Scheduled", "identifier": in.Trigger}},
 	}).Get(ctx, &id)
 	return id, err

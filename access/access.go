@@ -1,0 +1,128 @@
+// Package access applies the identity file's roles where Gantry is asked to act: the API, the
+// Web UI's log and decision pages, and triggers. Every decision is identity.Authorize's; this
+// package finds what it decides on (an execution's pipeline, a plan's Deployment stages) and
+// writes the audit trail's lines and refusals.
+package access
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// Gate authorizes with an identity file, read on every call so a changed role applies to the
+// next request.
+type Gate struct {
+	IdentityFile string
+	Starter      *starter.Starter
+	Log          *zap.Logger
+}
+
+// Directory reads the identity file.
+func (g *Gate) Directory() (*identity.Directory, error) { return identity.Load(g.IdentityFile) }
+
+// Execution authorizes action a on an existing execution: on the pipeline it runs.
+func (g *Gate) Execution(ctx context.Context, dir *identity.Directory, u *identity.User, a identity.Action, executionID string) error {
+	if !dir.Enforcing() {
+		return nil
+	}
+	p, err := g.Starter.PipelineOf(ctx, executionID)
+	if err != nil {
+		return err
+	}
+	return dir.Authorize(u, a, identity.Resource{Pipeline: p})
+}
+
+// Plan authorizes running p as u: execute on the pipeline and into the environment of every
+// Deployment stage, and create when the YAML is not one of the server's pipeline files.
+func Plan(dir *identity.Directory, u *identity.User, p *plan.Plan, created bool) error {
+	if created {
+		if err := dir.Authorize(u, identity.Create, identity.Resource{Pipeline: p.Identifier}); err != nil {
+			return err
+		}
+	}
+	if err := dir.Authorize(u, identity.Execute, identity.Resource{Pipeline: p.Identifier}); err != nil {
+		return err
+	}
+	for _, d := range Deployments(p) {
+		if err := dir.Authorize(u, identity.Execute, identity.Resource{Pipeline: p.Identifier, Stage: d.Stage, Environment: &d.Environment}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Deployment is the environment one Deployment stage (or one of its environments) deploys to.
+type Deployment struct {
+	Stage       string
+	Environment identity.Environment
+}
+
+// Deployments lists the environments a plan's Deployment stages deploy to, in stage order.
+func Deployments(p *plan.Plan) []Deployment {
+	var out []Deployment
+	plan.Walk(p.Stages, nil, func(n *plan.Node, _ []string) {
+		if n.Kind != plan.KindStage {
+			return
+		}
+		deploys := []*plan.Deployment{n.Deploy}
+		for _, k := range slices.Sorted(maps.Keys(n.Deploys)) {
+			deploys = append(deploys, n.Deploys[k])
+		}
+		for _, d := range deploys {
+			if d != nil && d.Environment != nil {
+				out = append(out, Deployment{Stage: n.ID, Environment: identity.Environment{ID: d.Environment.ID, Type: d.Environment.Type}})
+			}
+		}
+	})
+	return out
+}
+
+// Forbidden reports whether err is an authorization refusal (of roles or of a workflow's
+// approver rules).
+func Forbidden(err error) bool {
+	var f *identity.Forbidden
+	var ref *starter.Refused
+	return errors.As(err, &f) || (errors.As(err, &ref) && ref.Kind == workflows.ErrForbidden)
+}
+
+// Audit writes one audit line and, for a refusal, keeps it in the audit trail (Temporal holds
+// it; see starter.Audit).
+func (g *Gate) Audit(ctx context.Context, r workflows.AuditRecord) {
+	if r.Time.IsZero() {
+		r.Time = time.Now().UTC()
+	}
+	log := g.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log.Info("audit", zap.String("user", r.User), zap.String("action", r.Action), zap.String("execution", r.Execution),
+		zap.String("pipeline", r.Pipeline), zap.String("path", r.Path), zap.String("outcome", r.Outcome), zap.String("detail", r.Detail))
+	if r.Outcome != "refused" || g.Starter == nil {
+		return
+	}
+	// The refusal is kept even when the request's own context has ended.
+	ctx = context.WithoutCancel(ctx)
+	if err := g.Starter.RecordRefusal(ctx, r); err != nil {
+		log.Error("refusal not kept in the audit trail; it is only in this log", zap.String("user", r.User), zap.String("action", r.Action), zap.Error(err))
+	}
+}
+
+// Allow authorizes action a on an execution for u, reading the identity file now (the web
+// UI's pages ask through this).
+func (g *Gate) Allow(ctx context.Context, u *identity.User, a identity.Action, executionID string) error {
+	dir, err := g.Directory()
+	if err != nil {
+		return err
+	}
+	return g.Execution(ctx, dir, u, a, executionID)
+}
