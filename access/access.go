@@ -30,16 +30,17 @@ type Gate struct {
 // Directory reads the identity file.
 func (g *Gate) Directory() (*identity.Directory, error) { return identity.Load(g.IdentityFile) }
 
-// Execution authorizes action a on an existing execution: on the pipeline it runs.
-func (g *Gate) Execution(ctx context.Context, dir *identity.Directory, u *identity.User, a identity.Action, executionID string) error {
+// Execution authorizes action a on an existing execution: on the pipeline it runs, which it
+// returns ("" without roles, when it is not looked up).
+func (g *Gate) Execution(ctx context.Context, dir *identity.Directory, u *identity.User, a identity.Action, executionID string) (string, error) {
 	if !dir.Enforcing() {
-		return nil
+		return "", nil
 	}
 	p, err := g.Starter.PipelineOf(ctx, executionID)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return dir.Authorize(u, a, identity.Resource{Pipeline: p})
+	return p, dir.Authorize(u, a, identity.Resource{Pipeline: p})
 }
 
 // Plan authorizes running p as u: execute on the pipeline and into the environment of every
@@ -124,5 +125,6 @@ func (g *Gate) Allow(ctx context.Context, u *identity.User, a identity.Action, e
 	if err != nil {
 		return err
 	}
-	return g.Execution(ctx, dir, u, a, executionID)
+	_, err = g.Execution(ctx, dir, u, a, executionID)
+	return err
 }

@@ -184,7 +184,7 @@ func (s *Server) auth(route Route) http.HandlerFunc {
 		case route.perm == identity.Admin:
 			err = dir.Authorize(u, identity.Admin, identity.Resource{})
 		case route.perm != "" && note.execution != "":
-			err = s.gate.Execution(r.Context(), dir, u, route.perm, note.execution)
+			note.pipeline, err = s.gate.Execution(r.Context(), dir, u, route.perm, note.execution)
 		}
 		if err != nil {
 			s.refuse(rec, err)
@@ -256,8 +256,8 @@ func (s *Server) auditCall(r *http.Request, route Route, u *identity.User, rec *
 			out.Outcome = "refused"
 		}
 		var e Error
-		if json.Unmarshal(rec.body, &e) == nil {
-			out.Detail = strings.TrimSpace(out.Detail + " " + e.Message)
+		if json.Unmarshal(rec.body, &e) == nil && e.Message != "" {
+			out.Detail = strings.TrimPrefix(out.Detail+"; "+e.Message, "; ")
 		}
 	}
 	s.gate.Audit(r.Context(), out)
