@@ -14,6 +14,7 @@ import (
 
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/gantry-cd/gantry/internal/conformance"
@@ -253,11 +254,17 @@ func writeHistory(t *testing.T, id, path string) {
 // writeRunHistory records one run of a workflow ("" for the latest) unless path exists.
 func writeRunHistory(t *testing.T, id, runID, path string) {
 	t.Helper()
+	writeClientHistory(t, env.client, id, runID, path)
+}
+
+// writeClientHistory is writeRunHistory in the namespace of client c.
+func writeClientHistory(t *testing.T, c client.Client, id, runID, path string) {
+	t.Helper()
 	if _, err := os.Stat(path); err == nil {
 		return
 	}
 	h := &historypb.History{}
-	iter := env.client.GetWorkflowHistory(context.Background(), id, runID, false, 0)
+	iter := c.GetWorkflowHistory(context.Background(), id, runID, false, 0)
 	for iter.HasNext() {
 		ev, err := iter.Next()
 		if err != nil {
@@ -282,6 +289,20 @@ var fastPathPipeline string
 
 //go:embed testdata/pipelines/batches_record.yaml
 var batchesRecordPipeline string
+
+// TestRecordRefusalsHistory records the Refusals workflow (issue 54) holding two refusals.
+func TestRecordRefusalsHistory(t *testing.T) {
+	if !*updateHistories {
+		t.Skip("records only with -update-histories")
+	}
+	ctx := context.Background()
+	for _, action := range []string{"abort", "start"} {
+		if err := env.starter.RecordRefusal(ctx, workflows.AuditRecord{Time: time.Now(), User: "dev", Action: action, Outcome: "refused", Detail: "recorded"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeClientHistory(t, env.internal, workflows.RefusalsID, "", filepath.Join("..", "workflows", "testdata", "histories", workflows.RefusalsID+".json"))
+}
 
 // TestRecordNotificationHistories records an execution with notification rules
 // (changeNotifications): stage, step and pipeline events handed to its notifier, whose own

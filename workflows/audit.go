@@ -24,12 +24,12 @@ type AuditRecord struct {
 
 // Refusals keeps the refusals of the audit trail in its history: each arrives as a
 // SignalRefusal (AuditRecord) through SignalWithStart on RefusalsID. A run ends after a day or
-// RefusalsPerRun records, so no history grows without bound; the next refusal starts the next
+// refusalsPerRun records, so no history grows without bound; the next refusal starts the next
 // run under the same ID.
 func Refusals(ctx workflow.Context) error {
 	ch := workflow.GetSignalChannel(ctx, SignalRefusal)
 	timer := workflow.NewTimer(ctx, 24*time.Hour)
-	for n, done := 0, false; !done && n < RefusalsPerRun; {
+	for n, done := 0, false; !done && n < refusalsPerRun; {
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(ch, func(c workflow.ReceiveChannel, _ bool) {
 			var r AuditRecord
@@ -54,6 +54,7 @@ const (
 	RefusalsID   = "gantry-refusals"
 	// SignalRefusal carries one refusal (AuditRecord).
 	SignalRefusal = "refusal"
-	// RefusalsPerRun bounds one run's history.
-	RefusalsPerRun = 2000
 )
+
+// refusalsPerRun bounds one run's history (a variable for the tests).
+var refusalsPerRun = 2000
