@@ -9,6 +9,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,10 +26,42 @@ type Gate struct {
 	IdentityFile string
 	Starter      *starter.Starter
 	Log          *zap.Logger
+
+	once      sync.Once
+	file      *identity.File
+	mu        sync.Mutex
+	pipelines map[string]string // execution ID → pipeline identifier, which never changes
 }
 
-// Directory reads the identity file.
-func (g *Gate) Directory() (*identity.Directory, error) { return identity.Load(g.IdentityFile) }
+// Directory reads the identity file (parsed again only when its content changed).
+func (g *Gate) Directory() (*identity.Directory, error) {
+	g.once.Do(func() { g.file = &identity.File{Path: g.IdentityFile} })
+	return g.file.Load()
+}
+
+// maxKnownPipelines bounds the executions whose pipeline the gate remembers.
+const maxKnownPipelines = 10000
+
+// pipelineOf is the pipeline an execution runs: remembered, or looked up once.
+func (g *Gate) pipelineOf(ctx context.Context, executionID string) (string, error) {
+	g.mu.Lock()
+	p, ok := g.pipelines[executionID]
+	g.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := g.Starter.PipelineOf(ctx, executionID)
+	if err != nil {
+		return "", err
+	}
+	g.mu.Lock()
+	if g.pipelines == nil || len(g.pipelines) >= maxKnownPipelines {
+		g.pipelines = map[string]string{}
+	}
+	g.pipelines[executionID] = p
+	g.mu.Unlock()
+	return p, nil
+}
 
 // Execution authorizes action a on an existing execution: on the pipeline it runs, which it
 // returns ("" without roles, when it is not looked up).
@@ -36,7 +69,7 @@ func (g *Gate) Execution(ctx context.Context, dir *identity.Directory, u *identi
 	if !dir.Enforcing() {
 		return "", nil
 	}
-	p, err := g.Starter.PipelineOf(ctx, executionID)
+	p, err := g.pipelineOf(ctx, executionID)
 	if err != nil {
 		return "", err
 	}

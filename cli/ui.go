@@ -29,8 +29,9 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 	}
 	// The identity file is read on each call: users added while the UI runs can sign in, and a
 	// removed token stops working at once.
+	gate := &access.Gate{IdentityFile: identityFile, Starter: e.starter, Log: e.log}
 	user := func(token string) (*identity.User, error) {
-		dir, err := identity.Load(identityFile)
+		dir, err := gate.Directory()
 		if err != nil {
 			return nil, err
 		}
@@ -38,7 +39,6 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 	}
 	o.SignIn = webui.UserName(user)
 	o.Logs = webui.StepLogs{Logs: e.logs, Starter: e.starter}
-	gate := &access.Gate{IdentityFile: identityFile, Starter: e.starter, Log: e.log}
 	o.Access, o.User = gate, user
 	o.Decisions = &webui.Decisions{Starter: e.starter, User: user, Access: gate}
 	if conn.codecKeys != "" {
@@ -48,7 +48,7 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 		}
 		c := &codec.Codec{Keys: keys}
 		o.Codec = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			dir, err := identity.Load(identityFile)
+			dir, err := gate.Directory()
 			if err != nil {
 				http.Error(w, "identity file: "+err.Error(), http.StatusInternalServerError)
 				return

@@ -164,6 +164,13 @@ if [ -n "$ll" ] && [ -n "$ls3" ]; then
     printf "  shipped to S3 %.3f  on disk %.3f  ratio %.2fx (target <= 1.05)\n", s, l, s / l
   }'
 fi
+rw=$(unit APIRoles ms/call-roles); rn=$(unit APIRoles ms/call-no-roles)
+if [ -n "$rw" ] && [ -n "$rn" ]; then
+  awk -v w="$rw" -v n="$rn" 'BEGIN {
+    print ""; print "an API call (an execution'"'"'s tree) by one of 1,000 users (ms, median of calls; calls alternate): identity file with 50 roles vs the same users without roles"
+    printf "  with roles %.2f  without %.2f  ratio %.2fx (authorization: the file hashed, the execution'"'"'s pipeline remembered, the roles matched)\n", w, n, w / n
+  }'
+fi
 np=$(unit Notifications plain-ms); nn=$(unit Notifications notified-ms); nd=$(unit Notifications all-delivered-ms)
 if [ -n "$np" ] && [ -n "$nn" ]; then
   awk -v p="$np" -v n="$nn" -v d="$nd" 'BEGIN {

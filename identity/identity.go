@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"gopkg.in/yaml.v3"
 )
@@ -106,6 +107,11 @@ func Load(path string) (*Directory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read identity file: %w", err)
 	}
+	return parse(path, b)
+}
+
+// parse decodes and checks an identity file's content.
+func parse(path string, b []byte) (*Directory, error) {
 	var d Directory
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
@@ -207,4 +213,39 @@ func (d *Directory) AddUser(name, email string, groups []string) (string, error)
 	sort.Strings(u.Groups)
 	u.TokenHashes = append(u.TokenHashes, Hash(token))
 	return token, nil
+}
+
+// File reads an identity file on every call but parses it only when its content changed, so
+// a request costs a read and a hash, and an edit applies to the next request. The directory
+// it returns is shared: callers must not change it.
+type File struct {
+	Path string
+
+	mu   sync.Mutex
+	sum  [sha256.Size]byte
+	dir  *Directory
+	read bool
+}
+
+// Load returns the file's directory as it is now.
+func (f *File) Load() (*Directory, error) {
+	b, err := os.ReadFile(f.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return &Directory{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read identity file: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.read && sum == f.sum {
+		return f.dir, nil
+	}
+	d, err := parse(f.Path, b)
+	if err != nil {
+		return nil, err
+	}
+	f.sum, f.dir, f.read = sum, d, true
+	return d, nil
 }

@@ -183,3 +183,27 @@ func TestGrantRevokeRemove(t *testing.T) {
 		t.Fatalf("removed role still held: %+v", d.Groups)
 	}
 }
+
+func TestFileParsesOnlyWhenChanged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "users.yaml")
+	f := &File{Path: path}
+	if d, err := f.Load(); err != nil || len(d.Users) != 0 {
+		t.Fatalf("a missing file: %v %v", d, err)
+	}
+	_ = os.WriteFile(path, []byte("users:\n  - {name: a}\n"), 0o600)
+	d1, err := f.Load()
+	if err != nil || len(d1.Users) != 1 {
+		t.Fatalf("%v %v", d1, err)
+	}
+	if d2, _ := f.Load(); d2 != d1 {
+		t.Error("an unchanged file was parsed again")
+	}
+	_ = os.WriteFile(path, []byte("users:\n  - {name: b}\n"), 0o600) // same size, new content
+	if d3, _ := f.Load(); d3 == d1 || d3.Users[0].Name != "b" {
+		t.Errorf("a changed file was not read: %+v", d3.Users)
+	}
+	_ = os.WriteFile(path, []byte("users: [{name: 'bad name'}]\n"), 0o600)
+	if _, err := f.Load(); err == nil {
+		t.Error("an invalid file loaded")
+	}
+}

@@ -161,7 +161,7 @@ func (s *Server) auth(route Route) http.HandlerFunc {
 	h := route.handler(s)
 	return func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		dir, err := identity.Load(s.o.IdentityFile)
+		dir, err := s.gate.Directory()
 		if err != nil {
 			s.o.Log.Error("identity file unreadable", zap.String("file", s.o.IdentityFile), zap.Error(err))
 			fail(w, http.StatusInternalServerError, "identity", "the server's identity file cannot be read")

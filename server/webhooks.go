@@ -126,7 +126,7 @@ func authReason(err error) string {
 // customWebhook receives a custom trigger's delivery; it needs an API token as X-Api-Key and
 // takes an Idempotency-Key header.
 func (s *Server) customWebhook(w http.ResponseWriter, r *http.Request) {
-	dir, err := identity.Load(s.o.IdentityFile)
+	dir, err := s.gate.Directory()
 	if err != nil {
 		fail(w, http.StatusInternalServerError, "identity", "the server's identity file cannot be read")
 		return
@@ -219,7 +219,7 @@ func (s *Server) fire(ctx context.Context, reg *directory.Registry, t *pipeline.
 // caller. It returns who the audit trail names; a refusal is audited and kept.
 func (s *Server) authorizeTrigger(ctx context.Context, t *pipeline.Trigger, p *plan.Plan, caller *identity.User) (string, error) {
 	actor := "trigger " + t.Identifier
-	dir, err := identity.Load(s.o.IdentityFile)
+	dir, err := s.gate.Directory()
 	if err != nil {
 		return actor, fmt.Errorf("the server's identity file cannot be read: %w", err)
 	}
@@ -362,7 +362,7 @@ func (s *Server) Fingerprint() string {
 // token may do everything while the identity file defines no roles, or which triggers act as
 // no service identity and so start nothing.
 func (s *Server) AccessWarnings() []string {
-	dir, err := identity.Load(s.o.IdentityFile)
+	dir, err := s.gate.Directory()
 	if err != nil {
 		return []string{"the identity file cannot be read: " + err.Error()}
 	}
