@@ -35,6 +35,15 @@ func (f *idFlags) path(dataDir string) string {
 	return filepath.Join(dataDir, "users.yaml")
 }
 
+// caller is who a decision is made as: through a server, the token's user as the server
+// finds it (the server authenticates); else the token's user in the local identity file.
+func (f *idFlags) caller(dataDir string, rf remoteFlags) (*identity.User, error) {
+	if rf.server != "" {
+		return &identity.User{}, nil
+	}
+	return f.whoami(dataDir)
+}
+
 // whoami authenticates the caller's token.
 func (f *idFlags) whoami(dataDir string) (*identity.User, error) {
 	dir, err := identity.Load(f.path(dataDir))
@@ -50,6 +59,7 @@ func (f *idFlags) whoami(dataDir string) (*identity.User, error) {
 
 func approvalsCmd() *cobra.Command {
 	var conn connFlags
+	var rf remoteFlags
 	var limit int
 	var token string
 	cmd := &cobra.Command{
@@ -59,13 +69,13 @@ func approvalsCmd() *cobra.Command {
 --limit a page of that many executions (and the --page-token of the next page).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
+			return withControl(cmd, conn, rf, func(ctx context.Context, c control) error {
 				var page starter.PendingPage
 				var err error
 				if limit > 0 || token != "" {
-					page, err = e.starter.PendingPage(ctx, limit, token)
+					page, err = c.PendingPage(ctx, limit, token)
 				} else {
-					page.Pending, err = e.starter.Pending(ctx)
+					page.Pending, err = c.Pending(ctx)
 				}
 				if errors.Is(err, starter.ErrPageToken) {
 					return usageErr("%v", err)
@@ -91,6 +101,7 @@ func approvalsCmd() *cobra.Command {
 	cmd.Flags().IntVar(&limit, "limit", 0, "list a page of this many waiting executions (0: all of them)")
 	cmd.Flags().StringVar(&token, "page-token", "", "the page a previous --limit listing named")
 	conn.add(cmd)
+	rf.add(cmd, nil)
 	return cmd
 }
 
@@ -107,6 +118,7 @@ func pendingDetail(p starter.Pending) string {
 func voteCmd(action string) *cobra.Command {
 	var conn connFlags
 	var id idFlags
+	var rf remoteFlags
 	var step, comment string
 	var inputs []string
 	cmd := &cobra.Command{
@@ -114,7 +126,7 @@ func voteCmd(action string) *cobra.Command {
 		Short: map[string]string{"APPROVE": "Approve", "REJECT": "Reject"}[action] + " a waiting HarnessApproval step as the user of your token",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			u, err := id.whoami(conn.dataDir)
+			u, err := id.caller(conn.dataDir, rf)
 			if err != nil {
 				return &exitError{code: ExitInvalid, err: err}
 			}
@@ -122,12 +134,12 @@ func voteCmd(action string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
-				path, err := waitingStep(ctx, e, args[0], step, status.ApprovalWaiting)
+			return withControl(cmd, conn, rf, func(ctx context.Context, c control) error {
+				path, err := waitingStep(ctx, c, args[0], step, status.ApprovalWaiting)
 				if err != nil {
 					return err
 				}
-				msg, err := e.starter.Approve(ctx, args[0], workflows.ApprovalRequest{Path: path, Action: action, User: u.Name,
+				msg, err := c.Approve(ctx, args[0], workflows.ApprovalRequest{Path: path, Action: action, User: u.Name,
 					Email: u.Email, Groups: u.Groups, Comments: comment, Inputs: vals})
 				if err != nil {
 					return err
@@ -142,6 +154,7 @@ func voteCmd(action string) *cobra.Command {
 	cmd.Flags().StringArrayVar(&inputs, "input", nil, "approver input NAME=VALUE (repeatable)")
 	conn.add(cmd)
 	id.add(cmd)
+	rf.add(cmd, &id.token)
 	return cmd
 }
 
@@ -165,16 +178,16 @@ func eachPair(flag, form string, list []string, fn func(k, v string)) error {
 
 // waitingStep is the step a decision is for: the one named with --step, or else the
 // execution's only step in the waiting status.
-func waitingStep(ctx context.Context, e *engine, id, step string, st status.Status) (string, error) {
+func waitingStep(ctx context.Context, c control, id, step string, st status.Status) (string, error) {
 	if step != "" {
 		return step, nil
 	}
-	return onlyWaiting(ctx, e, id, st)
+	return onlyWaiting(ctx, c, id, st)
 }
 
 // onlyWaiting finds the single step of an execution in a waiting status.
-func onlyWaiting(ctx context.Context, e *engine, id string, st status.Status) (string, error) {
-	tree, err := e.starter.Tree(ctx, id)
+func onlyWaiting(ctx context.Context, c control, id string, st status.Status) (string, error) {
+	tree, err := c.Tree(ctx, id)
 	if err != nil {
 		return "", err
 	}
@@ -196,6 +209,7 @@ func onlyWaiting(ctx context.Context, e *engine, id string, st status.Status) (s
 func inputCmd() *cobra.Command {
 	var conn connFlags
 	var id idFlags
+	var rf remoteFlags
 	var step string
 	var sets []string
 	cmd := &cobra.Command{
@@ -203,7 +217,7 @@ func inputCmd() *cobra.Command {
 		Short: "Supply the execution-time inputs a waiting step asks for (keys as gantry approvals lists them)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			u, err := id.whoami(conn.dataDir)
+			u, err := id.caller(conn.dataDir, rf)
 			if err != nil {
 				return &exitError{code: ExitInvalid, err: err}
 			}
@@ -211,12 +225,12 @@ func inputCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
-				path, err := waitingStep(ctx, e, args[0], step, status.InputWaiting)
+			return withControl(cmd, conn, rf, func(ctx context.Context, c control) error {
+				path, err := waitingStep(ctx, c, args[0], step, status.InputWaiting)
 				if err != nil {
 					return err
 				}
-				msg, err := e.starter.SupplyInputs(ctx, args[0], workflows.InputRequest{Path: path, User: u.Name, Values: vals})
+				msg, err := c.SupplyInputs(ctx, args[0], workflows.InputRequest{Path: path, User: u.Name, Values: vals})
 				if err != nil {
 					return err
 				}
@@ -229,5 +243,6 @@ func inputCmd() *cobra.Command {
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "input KEY=VALUE, e.g. spec.environmentVariables.WHO=me (repeatable)")
 	conn.add(cmd)
 	id.add(cmd)
+	rf.add(cmd, &id.token)
 	return cmd
 }

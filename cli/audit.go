@@ -14,6 +14,7 @@ import (
 
 func auditCmd() *cobra.Command {
 	var conn connFlags
+	var rf remoteFlags
 	var since, output string
 	var q starter.AuditQuery
 	cmd := &cobra.Command{
@@ -32,8 +33,8 @@ how many executions' histories are read, newest first.`,
 			} else {
 				return usageErr("--since %q is neither a duration (24h) nor an RFC 3339 time", since)
 			}
-			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
-				recs, err := e.starter.Audit(ctx, q)
+			return withControl(cmd, conn, rf, func(ctx context.Context, c control) error {
+				recs, err := c.Audit(ctx, q)
 				if err != nil {
 					return err
 				}
@@ -57,5 +58,6 @@ how many executions' histories are read, newest first.`,
 	cmd.Flags().IntVar(&q.Executions, "executions", 100, "read at most this many executions' histories, newest first")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	conn.add(cmd)
+	rf.add(cmd, nil)
 	return cmd
 }

@@ -29,29 +29,32 @@ func withEngine(cmd *cobra.Command, conn connFlags, fn func(ctx context.Context,
 
 func abortCmd() *cobra.Command {
 	var conn connFlags
+	var rf remoteFlags
 	var reason string
 	cmd := &cobra.Command{
 		Use:   "abort EXECUTION",
 		Short: "Abort a running execution: running steps are killed, nothing else starts, no rollback",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
-				if err := e.starter.Abort(ctx, args[0], currentUser(), reason); err != nil {
+			return withControl(cmd, conn, rf, func(ctx context.Context, c control) error {
+				if err := c.Abort(ctx, args[0], currentUser(), reason); err != nil {
 					return err
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "abort requested for %s by %s\n", args[0], currentUser())
+				fmt.Fprintf(cmd.OutOrStdout(), "abort requested for %s\n", args[0])
 				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why, recorded in the execution's tree")
 	conn.add(cmd)
+	rf.add(cmd, nil)
 	return cmd
 }
 
 // pauseCmd builds pause and resume.
 func pauseCmd(pause bool) *cobra.Command {
 	var conn connFlags
+	var rf remoteFlags
 	use, short := "resume EXECUTION", "Resume a paused execution"
 	if pause {
 		use, short = "pause EXECUTION", "Pause an execution: running steps finish, no stage or step starts until it resumes"
@@ -61,8 +64,8 @@ func pauseCmd(pause bool) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
-				msg, err := e.starter.Pause(ctx, args[0], currentUser(), pause)
+			return withControl(cmd, conn, rf, func(ctx context.Context, c control) error {
+				msg, err := c.Pause(ctx, args[0], currentUser(), pause)
 				if err != nil {
 					return err
 				}
@@ -72,11 +75,13 @@ func pauseCmd(pause bool) *cobra.Command {
 		},
 	}
 	conn.add(cmd)
+	rf.add(cmd, nil)
 	return cmd
 }
 
 func interveneCmd() *cobra.Command {
 	var conn connFlags
+	var rf remoteFlags
 	var action string
 	cmd := &cobra.Command{
 		Use:   "intervene EXECUTION NODE-PATH --action ACTION",
@@ -90,8 +95,8 @@ Wait step also MarkAsSuccess. Anything else is refused with the reason, and noth
 			if action == "" {
 				return usageErr("--action is required")
 			}
-			return withEngine(cmd, conn, func(ctx context.Context, e *engine) error {
-				msg, err := e.starter.Intervene(ctx, args[0], workflows.InterventionRequest{Path: args[1], Action: action, User: currentUser()})
+			return withControl(cmd, conn, rf, func(ctx context.Context, c control) error {
+				msg, err := c.Intervene(ctx, args[0], workflows.InterventionRequest{Path: args[1], Action: action, User: currentUser()})
 				if err != nil {
 					return err
 				}
@@ -102,6 +107,7 @@ Wait step also MarkAsSuccess. Anything else is refused with the reason, and noth
 	}
 	cmd.Flags().StringVar(&action, "action", "", "Retry|Ignore|MarkAsSuccess|MarkAsFailure|Abort|StageRollback|StepGroupRollback|PipelineRollback")
 	conn.add(cmd)
+	rf.add(cmd, nil)
 	return cmd
 }
 
@@ -116,6 +122,7 @@ func retryCmd() *cobra.Command {
 // restartCmd builds rerun and retry: both start a new execution and follow it like run.
 func restartCmd(use, short string, retry bool) *cobra.Command {
 	var conn connFlags
+	var rf remoteFlags
 	var fromStage, output string
 	var showLogs bool
 	cmd := &cobra.Command{
@@ -124,6 +131,17 @@ func restartCmd(use, short string, retry bool) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if rf.server != "" {
+				// Through the API: the server starts it as the token's user; follow it with status.
+				return withControl(cmd, conn, rf, func(ctx context.Context, c control) error {
+					id, err := c.(*apiControl).restart(ctx, args[0], fromStage, retry)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(cmd.OutOrStdout(), "%s started (gantry status %s --server %s)\n", id, id, rf.server)
+					return nil
+				})
+			}
 			e, err := connect(ctx, conn, conn.localWorker(), newLogger(false))
 			if err != nil {
 				return usageErr("%v", err)
@@ -148,5 +166,6 @@ func restartCmd(use, short string, retry bool) *cobra.Command {
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	cmd.Flags().BoolVar(&showLogs, "logs", false, "stream step output while steps run")
 	conn.add(cmd)
+	rf.add(cmd, nil)
 	return cmd
 }

@@ -24,42 +24,40 @@ import (
 
 func statusCmd() *cobra.Command {
 	var conn connFlags
+	var rf remoteFlags
 	var output string
 	cmd := &cobra.Command{
 		Use:   "status EXECUTION",
 		Short: "Show an execution's node tree (live while it runs)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			e, err := connect(cmd.Context(), conn, false, newLogger(false))
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			defer e.close()
-			ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
-			defer cancel()
-			tree, err := e.starter.Tree(ctx, args[0])
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			if output == "json" {
-				return writeJSON(cmd.OutOrStdout(), args[0], &workflows.PipelineResult{Status: tree.Status, Tree: tree})
-			}
-			printTree(cmd.OutOrStdout(), tree)
-			records, done, err := e.starter.Notifications(ctx, args[0])
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			printNotifications(cmd.OutOrStdout(), records, done)
-			return nil
+			return withControl(cmd, conn, rf, func(ctx context.Context, c control) error {
+				tree, err := c.Tree(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if output == "json" {
+					return writeJSON(cmd.OutOrStdout(), args[0], &workflows.PipelineResult{Status: tree.Status, Tree: tree})
+				}
+				printTree(cmd.OutOrStdout(), tree)
+				records, done, err := c.Notifications(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				printNotifications(cmd.OutOrStdout(), records, done)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	conn.add(cmd)
+	rf.add(cmd, nil)
 	return cmd
 }
 
 func listCmd() *cobra.Command {
 	var conn connFlags
+	var rf remoteFlags
 	var pipeline string
 	var limit int
 	cmd := &cobra.Command{
@@ -67,35 +65,34 @@ func listCmd() *cobra.Command {
 		Short: "List recent pipeline executions, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			e, err := connect(cmd.Context(), conn, false, newLogger(false))
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			defer e.close()
-			list, err := e.starter.List(cmd.Context(), pipeline, limit)
-			if err != nil {
-				return usageErr("%v", err)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "EXECUTION\tPIPELINE\tSTATUS\tTRIGGER\tSTARTED\tDURATION")
-			for _, s := range list {
-				d := "-"
-				if !s.End.IsZero() {
-					d = s.End.Sub(s.Start).Round(time.Millisecond).String()
+			return withControl(cmd, conn, rf, func(ctx context.Context, c control) error {
+				list, err := c.List(ctx, pipeline, limit)
+				if err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Pipeline, s.Status, s.Trigger, s.Start.Local().Format(time.DateTime), d)
-			}
-			return tw.Flush()
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "EXECUTION\tPIPELINE\tSTATUS\tTRIGGER\tSTARTED\tDURATION")
+				for _, s := range list {
+					d := "-"
+					if !s.End.IsZero() {
+						d = s.End.Sub(s.Start).Round(time.Millisecond).String()
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.ID, s.Pipeline, s.Status, s.Trigger, s.Start.Local().Format(time.DateTime), d)
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().StringVar(&pipeline, "pipeline", "", "only executions of this pipeline identifier")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many executions")
 	conn.add(cmd)
+	rf.add(cmd, nil)
 	return cmd
 }
 
 func logsCmd() *cobra.Command {
 	var conn connFlags
+	var rf remoteFlags
 	cmd := &cobra.Command{
 		Use:   "logs EXECUTION STEP-PATH",
 		Short: "Print a step's output, e.g. gantry logs build-3 build.compile",
@@ -105,6 +102,15 @@ worker that ran it; a step that printed nothing has an empty log.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if rf.server != "" {
+				return withControl(cmd, conn, rf, func(ctx context.Context, c control) error {
+					text, err := c.(*apiControl).stepLog(ctx, args[0], args[1])
+					if err == nil {
+						_, err = io.WriteString(cmd.OutOrStdout(), text)
+					}
+					return err
+				})
+			}
 			r, err := conn.secretStore(ctx)
 			if err != nil {
 				return usageErr("%v", err)
@@ -126,6 +132,7 @@ worker that ran it; a step that printed nothing has an empty log.`,
 		},
 	}
 	conn.add(cmd)
+	rf.add(cmd, nil)
 	return cmd
 }
 

@@ -457,6 +457,26 @@ func TestTopologyRoles(t *testing.T) {
 			t.Errorf("the audit trail lacks %q:\n%s", want, all)
 		}
 	}
+	// The CLI through the API, as the token's user.
+	remote := func(tok string, args ...string) (string, error) {
+		out, err := exec.Command(bin, append(args, "--server", topo.API, "--token", tok)...).CombinedOutput()
+		return string(out), err
+	}
+	if out, err := remote(dev, "abort", started.ExecutionID); err == nil || !strings.Contains(out, "dev may not abort pipeline web_topology") {
+		t.Errorf("gantry abort --server as dev: %v\n%s", err, out)
+	}
+	if out, err := remote(dev, "list"); err != nil || !strings.Contains(out, started.ExecutionID) {
+		t.Errorf("gantry list --server as dev: %v\n%s", err, out)
+	}
+	if out, err := remote(dev, "status", started.ExecutionID); err != nil || !strings.Contains(out, "APPROVAL_WAITING") {
+		t.Errorf("gantry status --server as dev: %v\n%s", err, out)
+	}
+	if out, err := remote(dev, "audit"); err == nil || !strings.Contains(out, "dev may not admin") {
+		t.Errorf("gantry audit --server as dev: %v\n%s", err, out)
+	}
+	if out, err := remote(root, "audit"); err != nil || !strings.Contains(out, "dev may not abort pipeline web_topology") {
+		t.Errorf("gantry audit --server as root: %v\n%s", err, out)
+	}
 	// A revoked role applies to the next request.
 	gantry("role", "revoke", "web-developer", "--group", "web-developer")
 	if err := call(topo.API, dev, "GET", "/api/v1/executions/"+started.ExecutionID, nil, http.StatusForbidden, nil); err != nil {
