@@ -158,19 +158,7 @@ func (a *apiControl) PendingPage(ctx context.Context, limit int, token string) (
 }
 
 func (a *apiControl) Pending(ctx context.Context) ([]starter.Pending, error) {
-	var out []starter.Pending
-	token := ""
-	for {
-		page, err := a.PendingPage(ctx, 1000, token)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, page.Pending...)
-		if page.NextPageToken == "" {
-			return out, nil
-		}
-		token = page.NextPageToken
-	}
+	return starter.AllPending(ctx, 1000, a.PendingPage)
 }
 
 // message is the body of the API's decisions.

@@ -648,10 +648,15 @@ func (s *Starter) PendingPage(ctx context.Context, limit int, token string) (Pen
 
 // Pending lists every decision running executions wait for, page after page.
 func (s *Starter) Pending(ctx context.Context) ([]Pending, error) {
+	return AllPending(ctx, 500, s.PendingPage)
+}
+
+// AllPending collects every page of a pending listing, size executions a page.
+func AllPending(ctx context.Context, size int, list func(ctx context.Context, limit int, token string) (PendingPage, error)) ([]Pending, error) {
 	var out []Pending
 	token := ""
 	for {
-		page, err := s.PendingPage(ctx, 500, token)
+		page, err := list(ctx, size, token)
 		if err != nil {
 			return nil, err
 		}
