@@ -4,7 +4,7 @@ BIN     := bin/gantry
 FUZZTIME ?= 50000x
 LONGFUZZ ?= 5m
 
-.PHONY: all build run run-k8s run-topology k8s-tools browser-tools test vet fuzz bench stress clean
+.PHONY: all build run run-k8s run-topology k8s-tools terraform-tools browser-tools test vet fuzz bench stress clean
 
 all: build
 
@@ -35,6 +35,10 @@ k8s-tools:
 	@hack/buildkit/build.sh >/dev/null
 	@hack/s3/build.sh >/dev/null
 
+# Builds OpenTofu from the Go module proxy (cached) for the Terraform runner's tests.
+terraform-tools:
+	@hack/tofu/build.sh >/dev/null
+
 # Installs Debian's Chromium (apt-get) for the Web UI's browser tests when it is missing.
 browser-tools:
 	@hack/browser/install-chromium.sh
@@ -46,7 +50,7 @@ vet:
 
 # Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`. Test artifacts (the
 # browser tests' screenshots) are kept in .test-output/_artifacts.
-test: vet k8s-tools browser-tools
+test: vet k8s-tools terraform-tools browser-tools
 	@mkdir -p .test-output
 	$(GO) test -race -count=1 -timeout 50m -artifacts -outputdir $(CURDIR)/.test-output ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions

@@ -1,0 +1,181 @@
+// Package terraform runs an OpenTofu or Terraform binary on a configuration folder for the
+// Terraform steps (issue 55): init with a backend configuration, a workspace, a plan saved to a
+// file with its change counts and JSON, an apply of exactly that plan, a destroy, and the
+// outputs. The binary is the worker's (`--terraform-bin`, hack/tofu/build.sh builds OpenTofu);
+// nothing here talks to a registry: providers come from the folder's own lock and mirror.
+package terraform
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Runner runs one binary in one configuration folder.
+type Runner struct {
+	// Bin is the tofu or terraform binary.
+	Bin string
+	// Dir is the configuration folder (the root module).
+	Dir string
+	// Env are extra NAME=VALUE variables (the step's environmentVariables, credentials).
+	Env []string
+	// Log receives the commands' output as they run (the step's log, masked by its writer).
+	Log io.Writer
+}
+
+// PlanOptions are what a plan (or a destroy) is made of.
+type PlanOptions struct {
+	// Destroy plans the removal of everything the state holds.
+	Destroy bool
+	// VarFiles are paths of .tfvars files, in order (later ones win).
+	VarFiles []string
+	// Targets limit the plan to these resource addresses.
+	Targets []string
+	// Out is where the saved plan goes (a file in the folder when empty).
+	Out string
+}
+
+// Plan is a saved plan and what it changes.
+type Plan struct {
+	File string
+	// Add, Change and Destroy count resources as the plan's summary does (a replacement
+	// counts once in Add and once in Destroy).
+	Add, Change, Destroy int
+	// JSON is `show -json` of the plan (for exportTerraformPlanJson). It holds the values of
+	// sensitive variables and attributes in plain text: never log or export it unmasked.
+	JSON []byte
+}
+
+// Output is one root module output.
+type Output struct {
+	Value     any  `json:"value"`
+	Sensitive bool `json:"sensitive"`
+}
+
+// run runs the binary with args in the folder; its output goes to the log. The CLI
+// configuration file is an empty one of the folder's, so a user's ~/.terraformrc never
+// changes what a step does.
+func (r *Runner) run(ctx context.Context, stdout io.Writer, args ...string) error {
+	cmd := exec.CommandContext(ctx, r.Bin, args...)
+	cmd.Dir = r.Dir
+	rc := filepath.Join(r.Dir, ".gantry-tf.rc")
+	if _, err := os.Stat(rc); err != nil {
+		if err := os.WriteFile(rc, nil, 0o600); err != nil {
+			return err
+		}
+	}
+	cmd.Env = append(append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_INPUT=0", "TF_CLI_CONFIG_FILE="+rc), r.Env...)
+	var errs bytes.Buffer
+	log := r.Log
+	if log == nil {
+		log = io.Discard
+	}
+	if stdout == nil {
+		stdout = log
+	}
+	cmd.Stdout = stdout
+	cmd.Stderr = io.MultiWriter(log, &errs)
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errs.String())
+		if len(msg) > 2000 {
+			msg = msg[len(msg)-2000:]
+		}
+		return fmt.Errorf("%s %s in %s: %v: %s", filepath.Base(r.Bin), args[0], r.Dir, err, msg)
+	}
+	return nil
+}
+
+// Init initialises the folder: the backend (with backendConfig, a file of key = value lines,
+// when given) and the providers.
+func (r *Runner) Init(ctx context.Context, backendConfig string) error {
+	args := []string{"init", "-input=false", "-no-color"}
+	if backendConfig != "" {
+		args = append(args, "-backend-config="+backendConfig)
+	}
+	return r.run(ctx, nil, args...)
+}
+
+// Workspace selects a workspace, creating it the first time ("" and "default" keep the
+// default one).
+func (r *Runner) Workspace(ctx context.Context, name string) error {
+	if name == "" || name == "default" {
+		return nil
+	}
+	return r.run(ctx, nil, "workspace", "select", "-or-create=true", "-no-color", name)
+}
+
+// Plan makes a plan and saves it.
+func (r *Runner) Plan(ctx context.Context, o PlanOptions) (*Plan, error) {
+	out := o.Out
+	if out == "" {
+		out = filepath.Join(r.Dir, "gantry.tfplan")
+	}
+	args := []string{"plan", "-input=false", "-no-color", "-out=" + out}
+	if o.Destroy {
+		args = append(args, "-destroy")
+	}
+	for _, f := range o.VarFiles {
+		args = append(args, "-var-file="+f)
+	}
+	for _, t := range o.Targets {
+		args = append(args, "-target="+t)
+	}
+	if err := r.run(ctx, nil, args...); err != nil {
+		return nil, err
+	}
+	var js bytes.Buffer
+	if err := r.run(ctx, &js, "show", "-json", "-no-color", out); err != nil {
+		return nil, err
+	}
+	p := &Plan{File: out, JSON: js.Bytes()}
+	var shown struct {
+		ResourceChanges []struct {
+			Change struct {
+				Actions []string `json:"actions"`
+			} `json:"change"`
+		} `json:"resource_changes"`
+	}
+	if err := json.Unmarshal(p.JSON, &shown); err != nil {
+		return nil, fmt.Errorf("read the plan of %s: %w", r.Dir, err)
+	}
+	for _, rc := range shown.ResourceChanges {
+		a := rc.Change.Actions
+		if slices.Contains(a, "create") {
+			p.Add++
+		}
+		if slices.Contains(a, "delete") {
+			p.Destroy++
+		}
+		if slices.Contains(a, "update") {
+			p.Change++
+		}
+	}
+	return p, nil
+}
+
+// Apply applies exactly a saved plan. A plan whose state changed since it was made (applied
+// already, by this step's earlier attempt or by anyone) is refused by the binary as stale, so
+// a retried step never applies twice.
+func (r *Runner) Apply(ctx context.Context, planFile string) error {
+	return r.run(ctx, nil, "apply", "-input=false", "-no-color", "-auto-approve", planFile)
+}
+
+// Outputs reads the root module's outputs from the state.
+func (r *Runner) Outputs(ctx context.Context) (map[string]Output, error) {
+	var js bytes.Buffer
+	if err := r.run(ctx, &js, "output", "-json", "-no-color"); err != nil {
+		return nil, err
+	}
+	out := map[string]Output{}
+	if err := json.Unmarshal(js.Bytes(), &out); err != nil {
+		return nil, fmt.Errorf("read the outputs of %s: %w", r.Dir, err)
+	}
+	return out, nil
+}

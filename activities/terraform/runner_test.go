@@ -1,0 +1,135 @@
+package terraform
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gantry-cd/gantry/internal/testproc"
+)
+
+// tofu builds OpenTofu once (cached) and returns the binary.
+func tofu(t *testing.T) string {
+	t.Helper()
+	out, err := testproc.Run(testproc.Hack("tofu", "build.sh"))
+	if err != nil {
+		t.Fatalf("build OpenTofu: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	return lines[len(lines)-1]
+}
+
+// config has three terraform_data resources named by a variable, and outputs.
+const config = `
+terraform {
+  backend "local" {}
+}
+variable "prefix" { default = "dev" }
+variable "token" {
+  default   = ""
+  sensitive = true
+}
+resource "terraform_data" "r" {
+  count = 3
+  input = "${var.prefix}-${count.index}"
+}
+output "names" { value = terraform_data.r[*].output }
+output "workspace" { value = terraform.workspace }
+output "token" {
+  value     = var.token
+  sensitive = true
+}
+`
+
+// A plan made, applied exactly once (the same plan again is stale), read back as outputs, in a
+// workspace with the state where the backend configuration says; then destroyed.
+func TestPlanApplyOutputsDestroy(t *testing.T) {
+	bin := tofu(t)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "main.tf"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	states := filepath.Join(t.TempDir(), "states")
+	backend := filepath.Join(dir, "backend.hcl")
+	vars := filepath.Join(dir, "prod.tfvars")
+	_ = os.WriteFile(backend, []byte(`workspace_dir = "`+states+`"`+"\n"), 0o600)
+	_ = os.WriteFile(vars, []byte("prefix = \"prod\"\n"), 0o600)
+	var log bytes.Buffer
+	r := &Runner{Bin: bin, Dir: dir, Log: &log, Env: []string{"TF_VAR_token=s3cr3t"}}
+	ctx := context.Background()
+	if err := r.Init(ctx, backend); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Workspace(ctx, "staging"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(ctx, PlanOptions{VarFiles: []string{vars}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Add != 3 || p.Change != 0 || p.Destroy != 0 || !bytes.Contains(p.JSON, []byte(`"prod-2"`)) {
+		t.Fatalf("plan: +%d ~%d -%d\n%s", p.Add, p.Change, p.Destroy, p.JSON)
+	}
+	if err := r.Apply(ctx, p.File); err != nil {
+		t.Fatal(err)
+	}
+	// The same plan again: the state moved on, so the binary refuses it and nothing is applied
+	// twice (what a retried Apply step relies on).
+	if err := r.Apply(ctx, p.File); err == nil || !strings.Contains(err.Error(), "stale") {
+		t.Fatalf("a second apply of the same plan: %v", err)
+	}
+	out, err := r.Outputs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names, _ := out["names"].Value.([]any); len(names) != 3 || names[0] != "prod-0" || out["workspace"].Value != "staging" || !out["token"].Sensitive {
+		t.Fatalf("outputs: %+v", out)
+	}
+	if _, err := os.Stat(filepath.Join(states, "staging", "terraform.tfstate")); err != nil {
+		t.Errorf("the staging workspace's state is not where the backend configuration put it: %v", err)
+	}
+	if strings.Contains(log.String(), "s3cr3t") {
+		t.Error("a sensitive variable's value reached the log")
+	}
+
+	// A targeted plan, then the destroy.
+	p, err = r.Plan(ctx, PlanOptions{VarFiles: []string{vars}, Targets: []string{"terraform_data.r[0]"}, Destroy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Destroy != 1 || p.Add != 0 {
+		t.Fatalf("targeted destroy plan: +%d -%d", p.Add, p.Destroy)
+	}
+	p, err = r.Plan(ctx, PlanOptions{VarFiles: []string{vars}, Destroy: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Destroy != 3 {
+		t.Fatalf("destroy plan: -%d", p.Destroy)
+	}
+	if err := r.Apply(ctx, p.File); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := r.Outputs(ctx); err != nil || len(out) != 0 {
+		t.Fatalf("after destroy: %+v %v", out, err)
+	}
+}
+
+// A failing command names the binary, the command and the folder, with the binary's error.
+func TestFailureSaysWhat(t *testing.T) {
+	bin := tofu(t)
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`resource "terraform_data" "x" { input = var.missing }`), 0o600)
+	r := &Runner{Bin: bin, Dir: dir}
+	ctx := context.Background()
+	if err := r.Init(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Plan(ctx, PlanOptions{})
+	if err == nil || !strings.Contains(err.Error(), "tofu plan in "+dir) || !strings.Contains(err.Error(), "Reference to undeclared input variable") {
+		t.Fatalf("%v", err)
+	}
+}
