@@ -133,3 +133,63 @@ func TestFailureSaysWhat(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A plan's JSON holds sensitive values in plain text, some of them unmarked (terraform_data's
+// output of a sensitive input, in the prior state); Redact masks them all, old and new, and
+// the secrets the caller names, and keeps everything else.
+func TestRedactMasksEverySensitiveValue(t *testing.T) {
+	bin := tofu(t)
+	dir := t.TempDir()
+	_ = os.MkdirAll(filepath.Join(dir, "m"), 0o700)
+	_ = os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`
+variable "token" { sensitive = true }
+variable "api_key" { default = "" }
+resource "terraform_data" "a" { input = var.token }
+resource "terraform_data" "plain" { input = "visible-${var.api_key}" }
+module "m" {
+  source = "./m"
+  t      = var.token
+}
+output "o" {
+  value     = var.token
+  sensitive = true
+}
+`), 0o600)
+	_ = os.WriteFile(filepath.Join(dir, "m", "main.tf"), []byte(`
+variable "t" {}
+resource "terraform_data" "b" { input = { k = var.t, plain = "kept" } }
+`), 0o600)
+	ctx := context.Background()
+	r := &Runner{Bin: bin, Dir: dir, Env: []string{"TF_VAR_token=0ld-s3cr3t", "TF_VAR_api_key=k3y-xyz"}}
+	if err := r.Init(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(ctx, PlanOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Apply(ctx, p.File); err != nil {
+		t.Fatal(err)
+	}
+	r.Env = []string{"TF_VAR_token=n3w-s3cr3t", "TF_VAR_api_key=k3y-xyz"}
+	if p, err = r.Plan(ctx, PlanOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(p.JSON, []byte("0ld-s3cr3t")) || !bytes.Contains(p.JSON, []byte("n3w-s3cr3t")) {
+		t.Fatal("the plan's JSON does not hold the secrets this test expects it to (did the binary change?)")
+	}
+	red, err := Redact(p.JSON, "k3y-xyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"0ld-s3cr3t", "n3w-s3cr3t", "k3y-xyz"} {
+		if bytes.Contains(red, []byte(secret)) {
+			t.Errorf("the redacted plan holds %s:\n%s", secret, red)
+		}
+	}
+	for _, kept := range []string{"kept", "visible-", `"resource_changes"`, "terraform_data.plain", Masked} {
+		if !bytes.Contains(red, []byte(kept)) {
+			t.Errorf("the redacted plan lost %s:\n%s", kept, red)
+		}
+	}
+}
