@@ -28,6 +28,9 @@ type Runner struct {
 	Env []string
 	// Log receives the commands' output as they run (the step's log, masked by its writer).
 	Log io.Writer
+	// Flags are extra arguments by command (the step's commandFlags: INIT, WORKSPACE, PLAN,
+	// APPLY, DESTROY), each a string of whitespace-separated flags.
+	Flags map[string]string
 }
 
 // PlanOptions are what a plan (or a destroy) is made of.
@@ -40,6 +43,8 @@ type PlanOptions struct {
 	Targets []string
 	// Out is where the saved plan goes (a file in the folder when empty).
 	Out string
+	// SkipRefresh plans without refreshing the state first (skipRefreshCommand).
+	SkipRefresh bool
 }
 
 // Plan is a saved plan and what it changes.
@@ -63,6 +68,14 @@ type Output struct {
 // configuration file is an empty one of the folder's, so a user's ~/.terraformrc never
 // changes what a step does.
 func (r *Runner) run(ctx context.Context, stdout io.Writer, args ...string) error {
+	return r.runAs(ctx, "", stdout, args...)
+}
+
+// runAs is run with the step's commandFlags of a command type appended.
+func (r *Runner) runAs(ctx context.Context, commandType string, stdout io.Writer, args ...string) error {
+	if commandType != "" {
+		args = append(args, strings.Fields(r.Flags[commandType])...)
+	}
 	cmd := exec.CommandContext(ctx, r.Bin, args...)
 	cmd.Dir = r.Dir
 	rc := filepath.Join(r.Dir, ".gantry-tf.rc")
@@ -99,7 +112,7 @@ func (r *Runner) Init(ctx context.Context, backendConfig string) error {
 	if backendConfig != "" {
 		args = append(args, "-backend-config="+backendConfig)
 	}
-	return r.run(ctx, nil, args...)
+	return r.runAs(ctx, "INIT", nil, args...)
 }
 
 // Workspace selects a workspace, creating it the first time ("" and "default" keep the
@@ -108,7 +121,8 @@ func (r *Runner) Workspace(ctx context.Context, name string) error {
 	if name == "" || name == "default" {
 		return nil
 	}
-	return r.run(ctx, nil, "workspace", "select", "-or-create=true", "-no-color", name)
+	args := append([]string{"workspace", "select", "-or-create=true", "-no-color"}, strings.Fields(r.Flags["WORKSPACE"])...)
+	return r.run(ctx, nil, append(args, name)...)
 }
 
 // Plan makes a plan and saves it.
@@ -121,13 +135,20 @@ func (r *Runner) Plan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if o.Destroy {
 		args = append(args, "-destroy")
 	}
+	if o.SkipRefresh {
+		args = append(args, "-refresh=false")
+	}
 	for _, f := range o.VarFiles {
 		args = append(args, "-var-file="+f)
 	}
 	for _, t := range o.Targets {
 		args = append(args, "-target="+t)
 	}
-	if err := r.run(ctx, nil, args...); err != nil {
+	command := "PLAN"
+	if o.Destroy {
+		command = "DESTROY"
+	}
+	if err := r.runAs(ctx, command, nil, args...); err != nil {
 		return nil, err
 	}
 	var js bytes.Buffer
@@ -164,7 +185,9 @@ func (r *Runner) Plan(ctx context.Context, o PlanOptions) (*Plan, error) {
 // already, by this step's earlier attempt or by anyone) is refused by the binary as stale, so
 // a retried step never applies twice.
 func (r *Runner) Apply(ctx context.Context, planFile string) error {
-	return r.run(ctx, nil, "apply", "-input=false", "-no-color", "-auto-approve", planFile)
+	// A saved plan takes no planning flags: only APPLY's (e.g. -parallelism=n) go before it.
+	args := append([]string{"apply", "-input=false", "-no-color", "-auto-approve"}, strings.Fields(r.Flags["APPLY"])...)
+	return r.run(ctx, nil, append(args, planFile)...)
 }
 
 // Outputs reads the root module's outputs from the state.

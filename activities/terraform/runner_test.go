@@ -58,7 +58,8 @@ func TestPlanApplyOutputsDestroy(t *testing.T) {
 	_ = os.WriteFile(backend, []byte(`workspace_dir = "`+states+`"`+"\n"), 0o600)
 	_ = os.WriteFile(vars, []byte("prefix = \"prod\"\n"), 0o600)
 	var log bytes.Buffer
-	r := &Runner{Bin: bin, Dir: dir, Log: &log, Env: []string{"TF_VAR_token=s3cr3t"}}
+	r := &Runner{Bin: bin, Dir: dir, Log: &log, Env: []string{"TF_VAR_token=s3cr3t"},
+		Flags: map[string]string{"INIT": "-lock-timeout=5s", "PLAN": "-parallelism=2 -lock-timeout=5s", "APPLY": "-parallelism=2", "DESTROY": "-lock=true"}}
 	ctx := context.Background()
 	if err := r.Init(ctx, backend); err != nil {
 		t.Fatal(err)
@@ -96,7 +97,7 @@ func TestPlanApplyOutputsDestroy(t *testing.T) {
 	}
 
 	// A targeted plan, then the destroy.
-	p, err = r.Plan(ctx, PlanOptions{VarFiles: []string{vars}, Targets: []string{"terraform_data.r[0]"}, Destroy: true})
+	p, err = r.Plan(ctx, PlanOptions{VarFiles: []string{vars}, Targets: []string{"terraform_data.r[0]"}, Destroy: true, SkipRefresh: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,5 +192,25 @@ resource "terraform_data" "b" { input = { k = var.t, plain = "kept" } }
 		if !bytes.Contains(red, []byte(kept)) {
 			t.Errorf("the redacted plan lost %s:\n%s", kept, red)
 		}
+	}
+}
+
+// commandFlags reach their command: a PLAN flag supplies the variable the configuration lacks.
+func TestCommandFlagsReachTheirCommand(t *testing.T) {
+	bin := tofu(t)
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "main.tf"), []byte(`variable "missing" {}
+resource "terraform_data" "x" { input = var.missing }`), 0o600)
+	r := &Runner{Bin: bin, Dir: dir, Flags: map[string]string{"PLAN": "-var=missing=from-flag", "APPLY": "-parallelism=1"}}
+	ctx := context.Background()
+	if err := r.Init(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	p, err := r.Plan(ctx, PlanOptions{})
+	if err != nil || !bytes.Contains(p.JSON, []byte("from-flag")) {
+		t.Fatalf("%v", err)
+	}
+	if err := r.Apply(ctx, p.File); err != nil {
+		t.Fatal(err)
 	}
 }
