@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Runner runs one binary in one configuration folder.
@@ -86,9 +87,10 @@ func (r *Runner) runAs(ctx context.Context, commandType string, stdout io.Writer
 	}
 	cmd.Env = append(append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_INPUT=0", "TF_CLI_CONFIG_FILE="+rc), r.Env...)
 	var errs bytes.Buffer
-	log := r.Log
-	if log == nil {
-		log = io.Discard
+	var log io.Writer = io.Discard
+	if r.Log != nil {
+		// The command's stdout and stderr are copied by two goroutines.
+		log = &lockedWriter{w: r.Log}
 	}
 	if stdout == nil {
 		stdout = log
@@ -201,4 +203,16 @@ func (r *Runner) Outputs(ctx context.Context) (map[string]Output, error) {
 		return nil, fmt.Errorf("read the outputs of %s: %w", r.Dir, err)
 	}
 	return out, nil
+}
+
+// lockedWriter serialises writes from a command's two output streams.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
 }
