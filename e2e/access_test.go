@@ -62,33 +62,21 @@ func gatedPipeline(id string) string {
 `
 }
 
-func customTrigger(id, pipelineID string) string {
+// testTrigger is a trigger of pipelineID with source, the source's YAML indented for its place.
+func testTrigger(id, pipelineID, source string) string {
 	return `trigger:
   name: ` + id + `
   identifier: ` + id + `
   pipelineIdentifier: ` + pipelineID + `
   inputYaml: ""
   source:
-    type: Webhook
-    spec:
-      type: Custom
-      spec: {}
-`
+` + source
 }
 
-func cronTrigger(id, pipelineID string) string {
-	return `trigger:
-  name: ` + id + `
-  identifier: ` + id + `
-  pipelineIdentifier: ` + pipelineID + `
-  inputYaml: ""
-  source:
-    type: Scheduled
-    spec:
-      type: Cron
-      spec: {expression: "0 0 1 1 *"}
-`
-}
+const (
+	customSource = "    type: Webhook\n    spec:\n      type: Custom\n      spec: {}\n"
+	cronSource   = "    type: Scheduled\n    spec:\n      type: Cron\n      spec: {expression: \"0 0 1 1 *\"}\n"
+)
 
 // rolesDirectory is the identity file of the roles tests: developers may view and execute the
 // web_ pipelines into PreProduction environments; operators may view, execute and abort
@@ -138,8 +126,8 @@ func TestRolesDecideWhoMayDoWhat(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
 		"web.yaml": gatedPipeline("web_deploy"), "payments.yaml": gatedPipeline("payments_deploy"),
-		"web-hook.yaml": customTrigger("web_hook", "web_deploy"), "pay-hook.yaml": customTrigger("pay_hook", "payments_deploy"),
-		"web-cron.yaml": cronTrigger("web_cron", "web_deploy"), "pay-cron.yaml": cronTrigger("pay_cron", "payments_deploy"),
+		"web-hook.yaml": testTrigger("web_hook", "web_deploy", customSource), "pay-hook.yaml": testTrigger("pay_hook", "payments_deploy", customSource),
+		"web-cron.yaml": testTrigger("web_cron", "web_deploy", cronSource), "pay-cron.yaml": testTrigger("pay_cron", "payments_deploy", cronSource),
 	}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {

@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gantry-cd/gantry/plan"
 	"gopkg.in/yaml.v3"
 )
 
@@ -60,7 +61,10 @@ type Directory struct {
 // Group returns a group by name: declared under groups, or only named by its members. A
 // scoped reference (account.ops, org.ops) names the group ops.
 func (d *Directory) Group(ref string) (Group, bool) {
-	name := GroupName(ref)
+	name := ref
+	if i := strings.LastIndexByte(ref, '.'); i >= 0 && (strings.HasPrefix(ref, "account.") || strings.HasPrefix(ref, "org.")) {
+		name = ref[i+1:]
+	}
 	for _, g := range d.Groups {
 		if g.Name == name {
 			return g, true
@@ -74,12 +78,12 @@ func (d *Directory) Group(ref string) (Group, bool) {
 	return Group{}, false
 }
 
-// GroupName is the group a scoped reference names (account.ops and org.ops name ops).
-func GroupName(ref string) string {
-	if i := strings.LastIndexByte(ref, '.'); i >= 0 && (strings.HasPrefix(ref, "account.") || strings.HasPrefix(ref, "org.")) {
-		return ref[i+1:]
-	}
-	return ref
+// InAnyGroup says whether u is in one of the groups refs name, matched by identifier as an
+// approval step matches its approver groups (plan.LocalRef: org.ops names ops).
+func (u *User) InAnyGroup(refs []string) bool {
+	return slices.ContainsFunc(refs, func(ref string) bool {
+		return slices.ContainsFunc(u.Groups, func(g string) bool { return plan.LocalRef(g) == plan.LocalRef(ref) })
+	})
 }
 
 // Emails are the e-mail addresses of a group's members that have one.

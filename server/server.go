@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -572,8 +571,7 @@ func Visible(dir *identity.Directory, u *identity.User, pending []starter.Pendin
 	}
 	out := []starter.Pending{}
 	for _, p := range pending {
-		approver := p.Approval != nil && slices.ContainsFunc(p.Approval.UserGroups, func(g string) bool { return slices.Contains(u.Groups, identity.GroupName(g)) })
-		if approver || dir.Authorize(u, identity.View, identity.Resource{Pipeline: p.Pipeline}) == nil {
+		if (p.Approval != nil && u.InAnyGroup(p.Approval.UserGroups)) || dir.Authorize(u, identity.View, identity.Resource{Pipeline: p.Pipeline}) == nil {
 			out = append(out, p)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/gantry-cd/gantry/access"
@@ -181,9 +180,7 @@ func (d Decisions) allowPage(r *http.Request, user *identity.User, execution str
 	if d.Access == nil {
 		return nil
 	}
-	if n.Status == status.ApprovalWaiting && n.Approval != nil && slices.ContainsFunc(n.Approval.UserGroups, func(g string) bool {
-		return slices.Contains(user.Groups, identity.GroupName(g))
-	}) {
+	if n.Status == status.ApprovalWaiting && n.Approval != nil && user.InAnyGroup(n.Approval.UserGroups) {
 		return nil
 	}
 	return d.Access.Allow(r.Context(), user, identity.View, execution)
