@@ -42,6 +42,9 @@ const (
 	PodStart      = "gantry.PodStart"
 	PodStop       = "gantry.PodStop"
 	ContainerStep = "gantry.ContainerStep"
+	// Terraform runs the TerraformPlan, TerraformApply, TerraformDestroy and TerraformRollback
+	// steps.
+	Terraform = "gantry.Terraform"
 	// Notify sends one notification delivery (notify.Delivery); ExecutionClosed tells a
 	// notifier whether the pipeline execution it serves has closed.
 	Notify          = "gantry.Notify"
@@ -214,6 +217,8 @@ type StepInput struct {
 	// Env are built-in environment variables of a container step (a CI stage's `CI`,
 	// `HARNESS_*` and `DRONE_*`, spec 22.2); the step's own variables override them.
 	Env map[string]string `json:"env,omitempty"`
+	// Refs are the step's references resolved before the run (plan.Node.Refs).
+	Refs *plan.StepRefs `json:"refs,omitempty"`
 }
 
 // DeployInput is a Deployment stage's target and manifests as a Kubernetes step sees them:

@@ -51,6 +51,7 @@ type connFlags struct {
 	tags          []string
 	helperImage   string
 	buildkitImage string
+	terraformBin  string
 	logBucket     logBucketFlags
 	secretMgr     secretManagerFlags
 	notify        notifyFlags
@@ -69,6 +70,7 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().DurationVar(&f.stopGrace, "shutdown-grace", 0, "on SIGTERM, how long running steps of this process's worker may finish before they are cancelled (and retried by another worker)")
 	cmd.Flags().StringVar(&f.helperImage, "helper-image", envOr("GANTRY_HELPER_IMAGE", container.DefaultHelperImage), "gantry-helper's image, pulled into the pods of containerized step groups (env GANTRY_HELPER_IMAGE)")
 	cmd.Flags().StringVar(&f.buildkitImage, "buildkit-image", envOr("GANTRY_BUILDKIT_IMAGE", container.DefaultBuildKitImage), "the image BuildAndPush steps build in, made by hack/buildkit-image (env GANTRY_BUILDKIT_IMAGE)")
+	cmd.Flags().StringVar(&f.terraformBin, "terraform-bin", os.Getenv("GANTRY_TERRAFORM_BIN"), "the tofu or terraform binary Terraform steps run; empty finds tofu, then terraform, on PATH (env GANTRY_TERRAFORM_BIN; hack/tofu/build.sh builds OpenTofu)")
 	cmd.Flags().IntVar(&f.maxSteps, "max-concurrent-steps", envInt("GANTRY_MAX_CONCURRENT_STEPS"), "steps this process's worker runs at once; 0 is the SDK default (env GANTRY_MAX_CONCURRENT_STEPS)")
 	cmd.Flags().BoolVar(&f.fastPath, "fast-path", os.Getenv("GANTRY_FAST_PATH") != "false", "run short ShellScript and Http steps as local activities on the stage's worker; false runs every step as a regular activity, for executions this process starts (env GANTRY_FAST_PATH=false)")
 	cmd.Flags().StringVar(&f.codecKeys, "codec-keys", os.Getenv("GANTRY_CODEC_KEYS"), "key file (mode 600) that turns on AES-256-GCM encryption of every Temporal payload; every worker and client of the namespace needs it (env GANTRY_CODEC_KEYS)")
@@ -97,6 +99,20 @@ func (f *connFlags) dataConverter() (converter.DataConverter, error) {
 		return nil, err
 	}
 	return (&codec.Codec{Keys: keys}).DataConverter(), nil
+}
+
+// terraformKeys seal the plans and configurations Terraform provisioners keep: the codec keys
+// when set (every worker opens what any other sealed), otherwise a key of the data directory,
+// made the first time, which only workers sharing that directory hold.
+func (f *connFlags) terraformKeys() (*codec.Keys, error) {
+	if f.codecKeys != "" {
+		return codec.LoadFile(f.codecKeys)
+	}
+	if err := os.MkdirAll(f.dataDir, 0o700); err != nil {
+		return nil, err
+	}
+	host, _ := os.Hostname()
+	return codec.LoadOrCreate(filepath.Join(f.dataDir, "terraform-keys.yaml"), "local-"+host)
 }
 
 // localWorker says whether a command that starts and follows an execution runs a worker too:
@@ -242,7 +258,14 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		}
 	}
 	if withWorker {
+		tfKeys, err := f.terraformKeys()
+		if err != nil {
+			e.close()
+			return nil, err
+		}
 		wo := worker.Options{
+			TerraformBin:       f.terraformBin,
+			TerraformKeys:      tfKeys,
 			TaskQueue:          f.taskQueue,
 			Secrets:            e.secrets,
 			Logs:               e.logs,

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -167,4 +168,40 @@ func (c *Codec) Decode(ps []*commonpb.Payload) ([]*commonpb.Payload, error) {
 // DataConverter wraps Temporal's default converter with the codec.
 func (c *Codec) DataConverter() converter.DataConverter {
 	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), c)
+}
+
+// LoadOrCreate reads a key file, creating it first (mode 600, one random key named id) when
+// it does not exist. Two processes creating it at once end with the same file.
+func LoadOrCreate(path, id string) (*Keys, error) {
+	if _, err := os.Stat(path); err == nil {
+		return LoadFile(path)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, err
+	}
+	b, err := yaml.Marshal(keyFile{Current: id, Keys: map[string]string{id: base64.StdEncoding.EncodeToString(raw)}})
+	if err != nil {
+		return nil, err
+	}
+	// Written aside and linked into place: a reader never sees a half-written file.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".keys-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o600)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !os.IsExist(err) {
+		return nil, err
+	}
+	return LoadFile(path)
 }

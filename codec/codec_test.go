@@ -3,7 +3,10 @@ package codec
 import (
 	"bytes"
 	"crypto/rand"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -74,5 +77,48 @@ func TestKeysRejectBadInput(t *testing.T) {
 	}
 	if _, err := NewKeys("b", map[string][]byte{"a": key(t)}); err == nil || !strings.Contains(err.Error(), `current key "b"`) {
 		t.Errorf("missing current: %v", err)
+	}
+}
+
+// LoadOrCreate makes a private key file the first time and reads the same key afterwards,
+// also when several callers race to create it.
+func TestLoadOrCreate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "keys.yaml")
+	var wg sync.WaitGroup
+	ids := make([]string, 8)
+	errs := make([]error, 8)
+	sealed := make([]*commonpb.Payload, 8)
+	for i := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := LoadOrCreate(path, "local")
+			if errs[i] = err; err == nil {
+				ids[i] = k.Current
+				p, err := (&Codec{Keys: k}).Encode([]*commonpb.Payload{{Data: []byte("x")}})
+				if errs[i] = err; err == nil {
+					sealed[i] = p[0]
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("caller %d: %v", i, err)
+		}
+	}
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file: %v, mode %v", err, st.Mode())
+	}
+	k, err := LoadOrCreate(path, "other")
+	if err != nil || k.Current != "local" {
+		t.Fatalf("second load: %v, current %q", err, k.Current)
+	}
+	for i := range sealed {
+		if _, err := (&Codec{Keys: k}).Decode([]*commonpb.Payload{sealed[i]}); err != nil {
+			t.Errorf("caller %d sealed with another key: %v", i, err)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +16,9 @@ import (
 
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/devserver"
+	"github.com/gantry-cd/gantry/internal/testproc"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
@@ -30,6 +33,12 @@ var env struct {
 	internal client.Client // the internal namespace, as the gantry command uses
 	starter  *starter.Starter
 	logs     logs.Store
+	tofu     string // the OpenTofu binary the worker's Terraform steps run
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 func TestMain(m *testing.M) {
@@ -59,7 +68,19 @@ func runMain(m *testing.M) int {
 	env.srv, env.client, env.internal = srv, c, ic
 	env.starter = &starter.Starter{Client: c, Internal: ic}
 	env.logs = logs.Store{Dir: filepath.Join(dir, "logs")}
-	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic})
+	// OpenTofu for the Terraform steps: built by `make test` first (terraform-tools), cached.
+	tofu, err := testproc.Run(testproc.Hack("tofu", "build.sh"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build OpenTofu:", err)
+		return 1
+	}
+	tfKeys, err := codec.LoadOrCreate(filepath.Join(dir, "terraform-keys.yaml"), "e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env.tofu = lastLine(tofu)
+	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic, TerraformBin: env.tofu, TerraformKeys: tfKeys})
 	w.RegisterWorkflowWithOptions(rawSteps, workflow.RegisterOptions{Name: rawStepsName})
 	w.RegisterWorkflowWithOptions(rawFanout, workflow.RegisterOptions{Name: rawFanoutName})
 	w.RegisterWorkflowWithOptions(rawApproval, workflow.RegisterOptions{Name: rawApprovalName})

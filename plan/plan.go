@@ -120,6 +120,16 @@ type Node struct {
 	// Traits are what the engine needs to know of a step's type to run it, copied from the
 	// step catalog, so that workflows read the node and never compare type names.
 	Traits *Traits `json:"traits,omitempty"`
+	// Refs are what a step's spec names outside the pipeline, resolved before the run (the
+	// Terraform steps' stores and provisioner scope).
+	Refs *StepRefs `json:"refs,omitempty"`
+}
+
+// StepRefs are a step's references resolved before the run: the Git connectors its spec's
+// stores name (by connectorRef), and the project its provisioner identifiers are scoped to.
+type StepRefs struct {
+	Project string                  `json:"project,omitempty"` // org/project
+	Git     map[string]GitConnector `json:"git,omitempty"`
 }
 
 // Traits are the facts about a step type that decide how a step runs.

@@ -37,6 +37,8 @@ import (
 	"github.com/gantry-cd/gantry/activities/s3store"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/shell"
+	"github.com/gantry-cd/gantry/activities/terraform"
+	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/workflows"
@@ -75,6 +77,11 @@ type Options struct {
 	// worker also runs the sequence and cron workflows there. nil: only the pipelines'
 	// namespace.
 	Internal client.Client
+	// TerraformBin is the tofu or terraform binary of the Terraform steps ("" finds one on
+	// PATH); TerraformKeys seal the plans and configurations their provisioners keep (nil:
+	// the Terraform steps fail, saying so).
+	TerraformBin  string
+	TerraformKeys *codec.Keys
 	// Notify configures notification deliveries: SMTP server, PagerDuty endpoint, UI links
 	// and the identity file user groups resolve through. Its Secrets default to Secrets.
 	Notify notify.Sender
@@ -138,12 +145,14 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	seq := sdkworker.New(c, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
 	seq.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
 	seq.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
+	seq.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: workflows.ProvisionerName})
 	side := []sdkworker.Worker{seq}
 	if o.Internal != nil && o.Internal != c {
 		in := sdkworker.New(o.Internal, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
 		in.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
 		in.RegisterWorkflowWithOptions(workflows.Cron, workflow.RegisterOptions{Name: workflows.CronName})
 		in.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
+		in.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: workflows.ProvisionerName})
 		in.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 		side = append(side, in)
 	}
@@ -246,6 +255,18 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(pods.Start, activity.RegisterOptions{Name: activities.PodStart})
 	r.RegisterActivityWithOptions(pods.Stop, activity.RegisterOptions{Name: activities.PodStop})
 	r.RegisterActivityWithOptions(stamped(pods.Step), activity.RegisterOptions{Name: activities.ContainerStep})
+	tf := &terraform.Activity{Bin: o.TerraformBin, Keys: o.TerraformKeys, Secrets: o.Secrets, Logs: o.Logs, Git: gs, WorkDir: o.WorkDir}
+	if rc := o.Internal; rc != nil || c != nil {
+		if rc == nil {
+			rc = c
+		}
+		tq := o.TaskQueue
+		if tq == "" {
+			tq = workflows.TaskQueue
+		}
+		tf.Records = terraform.TemporalRecords{Client: rc, TaskQueue: workflows.SequenceQueue(tq)}
+	}
+	r.RegisterActivityWithOptions(stamped(tf.Run), activity.RegisterOptions{Name: activities.Terraform})
 	sender := o.Notify
 	if sender.Secrets == nil {
 		sender.Secrets = o.Secrets
@@ -314,7 +335,7 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 	}{
 		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch},
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
-		{workflows.RefusalsName, workflows.Refusals},
+		{workflows.RefusalsName, workflows.Refusals}, {workflows.ProvisionerName, workflows.Provisioner},
 	} {
 		if !slices.Contains(except, w.name) {
 			r.RegisterWorkflowWithOptions(w.fn, workflow.RegisterOptions{Name: w.name})

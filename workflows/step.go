@@ -287,7 +287,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	}
 	s.activeSteps++
 	defer func() { s.activeSteps-- }()
-	in := activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: n.Type, Spec: raw, Timeout: timeout, Deploy: deploy, Pod: pod}
+	in := activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: n.Type, Spec: raw, Timeout: timeout, Deploy: deploy, Pod: pod, Refs: n.Refs}
 	if pod != nil && s.in.Stage.Pod != nil { // a step of a CI stage
 		in.Env = s.ciEnv(n.Name)
 	}

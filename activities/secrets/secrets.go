@@ -114,6 +114,13 @@ func (m *Masker) Add(v string) {
 	m.r = strings.NewReplacer(pairs...)
 }
 
+// Values returns the registered plaintexts (for masking them elsewhere, e.g. in a plan's JSON).
+func (m *Masker) Values() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.values...)
+}
+
 // Apply returns s with every registered secret replaced by Mask.
 func (m *Masker) Apply(s string) string {
 	m.mu.Lock()

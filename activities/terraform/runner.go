@@ -102,10 +102,23 @@ func (r *Runner) runAs(ctx context.Context, commandType string, stdout io.Writer
 		if len(msg) > 2000 {
 			msg = msg[len(msg)-2000:]
 		}
-		return fmt.Errorf("%s %s in %s: %v: %s", filepath.Base(r.Bin), args[0], r.Dir, err, msg)
+		return &CommandError{Command: filepath.Base(r.Bin) + " " + args[0], Dir: r.Dir, Err: err, Stderr: msg}
 	}
 	return nil
 }
+
+// CommandError is a command that failed: a step failure, not a fault of the worker.
+type CommandError struct {
+	Command, Dir string
+	Err          error
+	Stderr       string // its last 2,000 bytes
+}
+
+func (e *CommandError) Error() string {
+	return fmt.Sprintf("%s in %s: %v: %s", e.Command, e.Dir, e.Err, e.Stderr)
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
 
 // Init initialises the folder: the backend (with backendConfig, a file of key = value lines,
 // when given) and the providers.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/entities"
+	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/pipeline/templates"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -16,6 +17,7 @@ type Resolved struct {
 	Deploys   map[string]*plan.Deployment // by stage identifier
 	Multis    map[string]*entities.Multi  // multi-service and multi-environment stages
 	Pods      map[string]*plan.Pod        // by entities.PodKey
+	Refs      map[string]*plan.StepRefs   // steps with stores, by entities.PodKey
 	Templates []templates.Use
 	// Origins are the pipeline's nodes copied from templates, positioned in their files.
 	Origins *pipeline.Origins
@@ -25,7 +27,27 @@ type Resolved struct {
 func (r Resolved) place(p *plan.Plan) {
 	deployments(p, r.Deploys, r.Multis)
 	pods(p, r.Pods)
+	stepRefs(p, r.Refs)
 	templateRefs(p, r.Templates)
+}
+
+// stepRefs gives each step with stores its resolved connectors and its provisioners' scope.
+func stepRefs(p *plan.Plan, refs map[string]*plan.StepRefs) {
+	plan.Walk(p.Stages, nil, func(n *plan.Node, path []string) {
+		if n.Kind != plan.KindStep {
+			return
+		}
+		if e, _ := steps.Lookup(n.Type); !e.Stores {
+			return
+		}
+		r := &plan.StepRefs{}
+		if found, ok := refs[strings.Join(path, "/")]; ok {
+			c := *found
+			r = &c
+		}
+		r.Project = p.Org + "/" + p.Project
+		n.Refs = r
+	})
 }
 
 // deployments gives each Deployment stage node its resolved deployment, and each

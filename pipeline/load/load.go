@@ -123,14 +123,13 @@ func Bytes(name string, src []byte, opts Options) *Result {
 	if f.Service != nil && !r.Diags.HasErrors() {
 		r.Diags.Add(runNeeds(entities.CheckService(f), opts)...)
 	}
-	var deploys map[string]*plan.Deployment
-	var multis map[string]*entities.Multi
-	var pods map[string]*plan.Pod
-	if r.Merged != nil && !r.Diags.HasErrors() && (hasDeployment(r.Merged) || hasPods(r.Merged)) {
-		deploys, multis, pods = r.resolveEntities(name, opts)
+	var resolved compile.Resolved
+	if r.Merged != nil && !r.Diags.HasErrors() && (hasDeployment(r.Merged) || needsConnectors(r.Merged)) {
+		resolved = r.resolveEntities(name, opts)
 	}
 	if opts.ForRun && r.Merged != nil && !r.Diags.HasErrors() {
-		p, cd := compile.Compile(name, r.Merged, compile.Resolved{Deploys: deploys, Multis: multis, Pods: pods, Templates: r.Templates, Origins: f.Origins})
+		resolved.Templates, resolved.Origins = r.Templates, f.Origins
+		p, cd := compile.Compile(name, r.Merged, resolved)
 		r.Diags.Add(cd...)
 		if !cd.HasErrors() {
 			r.Plan = p
@@ -259,22 +258,32 @@ func hasDeployment(p *pipeline.Pipeline) bool {
 
 // hasPods reports whether a pipeline has a pod to run: a CI stage, a containerized step group
 // or a Container step.
-func hasPods(p *pipeline.Pipeline) bool {
+// needsConnectors says whether a pipeline has steps whose connectors are resolved before the
+// run: pods (CI stages, containerized step groups, Container steps) and steps with stores.
+func needsConnectors(p *pipeline.Pipeline) bool {
 	found := false
 	for _, s := range p.AllStages() {
 		if s.StageSpec != nil && s.StageSpec.Execution != nil {
 			found = found || s.Type == "CI"
-			pipeline.WalkSteps(s.StageSpec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
-				found = found || (v.Group != nil && v.Group.StepGroupInfra != nil) || (v.Step != nil && steps.Traits(v.Step.Type).OwnPod)
-			})
+			visit := func(v pipeline.StepVisit) {
+				if v.Group != nil && v.Group.StepGroupInfra != nil {
+					found = true
+				}
+				if v.Step != nil {
+					e, _ := steps.Lookup(v.Step.Type)
+					found = found || e.Traits.OwnPod || e.Stores
+				}
+			}
+			pipeline.WalkSteps(s.StageSpec.Execution.Steps, false, nil, nil, visit)
+			pipeline.WalkSteps(s.StageSpec.Execution.RollbackSteps, true, nil, nil, visit)
 		}
 	}
 	return found
 }
 
-// resolveEntities resolves the Deployment stages against the entity files (spec 15.1), and the
-// connectors of the containerized step groups.
-func (r *Result) resolveEntities(name string, opts Options) (map[string]*plan.Deployment, map[string]*entities.Multi, map[string]*plan.Pod) {
+// resolveEntities resolves the Deployment stages against the entity files (spec 15.1), the
+// connectors of the containerized step groups and those of the steps' stores.
+func (r *Result) resolveEntities(name string, opts Options) compile.Resolved {
 	dirs := opts.EntityDirs
 	if len(dirs) == 0 {
 		dirs = []string{filepath.Dir(name)}
@@ -286,9 +295,10 @@ func (r *Result) resolveEntities(name string, opts Options) (map[string]*plan.De
 	}
 	out, multis, d := cat.ResolveAll(r.File.Source(), r.Merged)
 	pods, pd := cat.Pods(r.File.Source(), r.Merged)
-	d = append(d, pd...)
+	refs, sd := cat.StepRefs(r.File.Source(), r.Merged)
+	d = append(append(d, pd...), sd...)
 	r.Diags.Add(runNeeds(d, opts)...)
-	return out, multis, pods
+	return compile.Resolved{Deploys: out, Multis: multis, Pods: pods, Refs: refs}
 }
 
 // runNeeds makes what only a run needs (entities and their inputs) warnings for a plain

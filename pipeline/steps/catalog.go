@@ -32,6 +32,9 @@ type Entry struct {
 	// Typed are the spec fields (paths of keys) whose mappings and lists keep their YAML
 	// types in the plan; all other values are strings until rendered.
 	Typed [][]string
+	// Stores says the spec holds stores (`store: {type, spec: {connectorRef}}`) at any depth:
+	// their Git connectors are resolved before the run into the node's Refs.
+	Stores bool
 	// NoDotInName says the step's name may not contain '.'.
 	NoDotInName bool
 	// ValidateOnly types are checked but not run yet: a run with one is refused.
@@ -47,6 +50,7 @@ var (
 	lambda     = plan.Traits{Activity: activities.AwsLambda, Deployment: true, Heartbeat: true}
 	container  = plan.Traits{Activity: activities.ContainerStep, Container: plan.ContainerOwn, Heartbeat: true}
 	helper     = plan.Traits{Activity: activities.ContainerStep, Container: plan.ContainerHelper, Heartbeat: true}
+	terraform  = plan.Traits{Activity: activities.Terraform, Heartbeat: true}
 )
 
 // entries are the step types, one entry each. Adding a step type adds its entry here and its
@@ -62,6 +66,11 @@ var entries = []Entry{
 	{Type: "Barrier", New: func() any { return &Barrier{} }, Traits: plan.Traits{Builtin: "barrier"}},
 	{Type: "Policy", New: func() any { return &Policy{} }, Unresolved: "fail", Typed: [][]string{{"policySpec", "payload"}},
 		Traits: plan.Traits{Activity: activities.Policy}},
+
+	{Type: "TerraformPlan", New: func() any { return &TerraformPlan{} }, Stores: true, Traits: terraform},
+	{Type: "TerraformApply", New: func() any { return &TerraformApply{} }, Stores: true, Traits: terraform},
+	{Type: "TerraformDestroy", New: func() any { return &TerraformDestroy{} }, Stores: true, Traits: terraform},
+	{Type: "TerraformRollback", New: func() any { return &TerraformRollback{} }, Stores: true, Traits: terraform},
 
 	{Type: "Container", New: func() any { return &Container{} }, Connector: "DockerRegistry", Traits: withOwnPod(container)},
 	{Type: "Run", New: func() any { return &Run{} }, Connector: "DockerRegistry", Traits: container},

@@ -1,0 +1,356 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/gittest"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// tfModule is a root module of terraform_data resources only (no provider to download): count
+// copies named by a prefix, a sensitive token kept in one of them, and outputs.
+const tfModule = `terraform {
+  backend "local" {}
+}
+variable "replicas" { default = 1 }
+variable "prefix" { default = "web" }
+variable "token" {
+  default   = ""
+  sensitive = true
+}
+resource "terraform_data" "web" {
+  count = var.replicas
+  input = "${var.prefix}-${count.index}"
+}
+resource "terraform_data" "secret" {
+  input = var.token
+}
+output "names" { value = join(",", terraform_data.web[*].output) }
+output "token" {
+  value     = var.token
+  sensitive = true
+}
+`
+
+// stateNames reads the names the state of a local backend holds ("" when it holds none).
+func stateNames(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Outputs map[string]struct {
+			Value any `json:"value"`
+		} `json:"outputs"`
+		Resources []struct {
+			Name      string `json:"name"`
+			Instances []any  `json:"instances"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatalf("state %s: %v", path, err)
+	}
+	if len(st.Resources) == 0 {
+		return ""
+	}
+	return fmt.Sprint(st.Outputs["names"].Value)
+}
+
+// A plan made from a Git repository (the root module and a var file at the branch's head, an
+// inline var file with a secret, an inline backend configuration), an approval, then an apply
+// that inherits the plan: it applies exactly what was planned and approved, although the
+// repository changed while the approval waited. The plan's counts and the apply's outputs are
+// expressions of later steps; the secret is in no log, plan output or history.
+func TestTerraformPlanApprovalApply(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	srv := gittest.Start(t)
+	srv.NewRepo("infra", map[string]string{"tf/main.tf": tfModule, "env/dev.tfvars": "replicas = 3\n"})
+	const token = "tf-t0ken-9f8e7d"
+	t.Setenv(secrets.EnvName("git_pass"), srv.Password)
+	t.Setenv(secrets.EnvName("tf_token"), token)
+	writeFile(t, filepath.Join(dir, "connector.yaml"), fmt.Sprintf("connector:\n  name: Infra\n  identifier: infra_repo\n  type: Git\n  spec:\n    url: %s/infra.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: git_pass}\n", srv.HTTPURL, srv.Username))
+	state := filepath.Join(dir, "state", "dev.tfstate")
+	src := fmt.Sprintf(`pipeline:
+  name: infra
+  identifier: infra
+  projectIdentifier: demo
+  orgIdentifier: default
+  stages:
+    - stage:
+        name: provision
+        identifier: provision
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: TerraformPlan
+                  name: plan
+                  identifier: plan
+                  timeout: 5m
+                  spec:
+                    provisionerIdentifier: web_infra
+                    configuration:
+                      command: Apply
+                      secretManagerRef: harnessSecretManager
+                      exportTerraformPlanJson: true
+                      configFiles:
+                        store:
+                          type: Git
+                          spec: {connectorRef: infra_repo, gitFetchType: Branch, branch: main, folderPath: tf}
+                      varFiles:
+                        - varFile:
+                            identifier: dev
+                            type: Remote
+                            spec:
+                              store:
+                                type: Git
+                                spec: {connectorRef: infra_repo, gitFetchType: Branch, branch: main, paths: [env/dev.tfvars]}
+                        - varFile:
+                            identifier: secrets
+                            type: Inline
+                            spec:
+                              content: |
+                                token = "<+secrets.getValue("tf_token")>"
+                      backendConfig:
+                        type: Inline
+                        spec:
+                          content: |
+                            path = "%s"
+              - step:
+                  type: HarnessApproval
+                  name: gate
+                  identifier: gate
+                  timeout: 1h
+                  spec:
+                    approvalMessage: "Apply <+execution.steps.plan.output.add> additions?"
+                    includePipelineExecutionHistory: false
+                    approvers: {userGroups: [ops], minimumCount: 1, disallowPipelineExecutor: false}
+              - step:
+                  type: TerraformApply
+                  name: apply
+                  identifier: apply
+                  timeout: 5m
+                  spec:
+                    provisionerIdentifier: web_infra
+                    configuration:
+                      type: InheritFromPlan
+              - step:
+                  type: ShellScript
+                  name: report
+                  identifier: report
+                  spec:
+                    shell: Bash
+                    source:
+                      type: Inline
+                      spec:
+                        script: echo "planned <+execution.steps.plan.output.add>/<+execution.steps.plan.output.change>/<+execution.steps.plan.output.destroy> applied <+pipeline.stages.provision.spec.execution.steps.apply.output.names> token <+execution.steps.apply.output.token>"
+`, state)
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), src)
+	r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL", User: "executor"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, env.starter, exec.ID, "provision.gate", status.ApprovalWaiting)
+	if got := stateNames(t, state); got != "" {
+		t.Fatalf("the plan changed the state: %q", got)
+	}
+	// While the approval waits, the repository moves on: the approved plan is what applies.
+	srv.Commit("infra", "main", map[string]string{"env/dev.tfvars": "replicas = 5\n"})
+	if _, err := env.starter.Approve(ctx, exec.ID, workflows.ApprovalRequest{Path: "provision.gate", Action: "APPROVE", User: "olga", Groups: []string{"ops"}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "provision.plan": status.Succeeded, "provision.apply": status.Succeeded})
+	if got := stateNames(t, state); got != "web-0,web-1,web-2" {
+		t.Errorf("state holds %q, want the 3 planned (not the 5 committed later)", got)
+	}
+	report := readLog(t, exec.ID, "provision.report")
+	if !strings.Contains(report, "planned 4/0/0 applied web-0,web-1,web-2 token (sensitive value)") {
+		t.Errorf("report step log:\n%s", report)
+	}
+	plan := res.Tree.Find("provision.plan")
+	js, _ := plan.Outputs["tfPlanJson"].(string)
+	if !strings.Contains(js, `"resource_changes"`) || !strings.Contains(js, "(sensitive value)") {
+		t.Errorf("exported plan JSON: %.300s", js)
+	}
+	for _, step := range []string{"provision.plan", "provision.apply"} {
+		log := readLog(t, exec.ID, step)
+		if strings.Contains(log, token) {
+			t.Errorf("%s's log holds the secret:\n%s", step, log)
+		}
+		if !strings.Contains(log, "infra.git@") {
+			t.Errorf("%s's log does not say which commit it used:\n%s", step, log)
+		}
+	}
+	for name, b := range map[string][]byte{"history": rawHistory(t, exec.ID, exec.ID+"/provision"), "plan JSON": []byte(js)} {
+		if bytes.Contains(b, []byte(token)) {
+			t.Errorf("the %s holds the secret", name)
+		}
+	}
+}
+
+// readLog returns a step's log.
+func readLog(t *testing.T, execution, step string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := env.logs.Copy(context.Background(), &b, execution, step); err != nil {
+		t.Fatalf("log of %s: %v", step, err)
+	}
+	return b.String()
+}
+
+// tfPipeline is one Custom stage that applies an inline configuration of replicas copies
+// (prefix names them) to provisioner prov, then runs then (a step's YAML), with a
+// TerraformRollback when the stage fails.
+func tfPipeline(prov, state string, replicas int, prefix, then string) string {
+	module := strings.ReplaceAll(tfModule, "\n", "\n                                ")
+	return fmt.Sprintf(`pipeline:
+  name: tf
+  identifier: tf
+  projectIdentifier: demo
+  orgIdentifier: default
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        failureStrategies:
+          - onFailure: {errors: [AllErrors], action: {type: StageRollback}}
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: TerraformApply
+                  name: apply
+                  identifier: apply
+                  timeout: 5m
+                  spec:
+                    provisionerIdentifier: %[1]s
+                    configuration:
+                      type: Inline
+                      spec:
+                        configFiles:
+                          store:
+                            type: Inline
+                            spec:
+                              content: |
+                                %[2]s
+                        varFiles:
+                          - varFile: {identifier: v, type: Inline, spec: {content: "replicas = %[3]d\nprefix = \"%[4]s\"\n"}}
+                        backendConfig: {type: Inline, spec: {content: "path = \"%[5]s\"\n"}}
+%[6]s
+            rollbackSteps:
+              - step:
+                  type: TerraformRollback
+                  name: rollback
+                  identifier: rollback
+                  timeout: 5m
+                  spec:
+                    provisionerIdentifier: %[1]s
+`, prov, module, replicas, prefix, state, then)
+}
+
+const tfFail = `              - step: {type: ShellScript, name: verify, identifier: verify, spec: {shell: Bash, source: {type: Inline, spec: {script: "exit 1"}}}}`
+
+// Rollback: a later configuration that fails its stage is rolled back to the one applied
+// before it; a first configuration whose stage fails is destroyed; TerraformDestroy
+// InheritFromApply removes what the last apply manages.
+func TestTerraformRollbackAndDestroy(t *testing.T) {
+	dir := t.TempDir()
+	state := filepath.Join(dir, "a.tfstate")
+	run := func(src string) *workflows.PipelineResult {
+		t.Helper()
+		_, res := runPlan(t, env.starter, compile(t, "tf.yaml", []byte(src), load.Options{}))
+		return res
+	}
+	res := run(tfPipeline("rb_a", state, 2, "blue", ""))
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.apply": status.Succeeded})
+	if got := stateNames(t, state); got != "blue-0,blue-1" {
+		t.Fatalf("first apply: state %q", got)
+	}
+
+	res = run(tfPipeline("rb_a", state, 4, "green", tfFail))
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.apply": status.Succeeded, "s.verify": status.Failed, "s.rollbackSteps.rollback": status.Succeeded})
+	if got := stateNames(t, state); got != "blue-0,blue-1" {
+		t.Errorf("after the rollback the state holds %q, want the first configuration's", got)
+	}
+	if got := res.Tree.Find("s.rollbackSteps.rollback").Outputs["rollback"]; got != "reapplied" {
+		t.Errorf("rollback outputs %v", res.Tree.Find("s.rollbackSteps.rollback").Outputs)
+	}
+
+	// A third run rolls back to the first configuration again (the rollback's, not the
+	// failed second one's).
+	res = run(tfPipeline("rb_a", state, 1, "red", tfFail))
+	if got := stateNames(t, state); got != "blue-0,blue-1" {
+		t.Errorf("after the second rollback the state holds %q", got)
+	}
+
+	// A provisioner's first configuration, whose stage fails, is destroyed.
+	first := filepath.Join(dir, "b.tfstate")
+	res = run(tfPipeline("rb_b", first, 2, "new", tfFail))
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.apply": status.Succeeded, "s.rollbackSteps.rollback": status.Succeeded})
+	if got := stateNames(t, first); got != "" {
+		t.Errorf("after rolling back a first apply the state holds %q", got)
+	}
+	if got := res.Tree.Find("s.rollbackSteps.rollback").Outputs["rollback"]; got != "destroyed" {
+		t.Errorf("rollback outputs %v", res.Tree.Find("s.rollbackSteps.rollback").Outputs)
+	}
+
+	destroy := `pipeline:
+  name: tfd
+  identifier: tfd
+  projectIdentifier: demo
+  orgIdentifier: default
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: TerraformDestroy
+                  name: destroy
+                  identifier: destroy
+                  timeout: 5m
+                  spec: {provisionerIdentifier: rb_a, configuration: {type: InheritFromApply}}
+`
+	res = run(destroy)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.destroy": status.Succeeded})
+	if got := stateNames(t, state); got != "" {
+		t.Errorf("after TerraformDestroy the state holds %q", got)
+	}
+	// An apply that inherits a plan nobody made fails, saying what to do.
+	res = run(strings.Replace(destroy, "{type: InheritFromApply}", "{type: InheritFromPlan}", 1))
+	f := res.Tree.Find("s.destroy").Failure
+	if f == nil || !strings.Contains(f.Message, "run a TerraformPlan with command Destroy") {
+		t.Errorf("destroy without a plan: %+v", f)
+	}
+}
