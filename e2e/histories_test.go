@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/gantry-cd/gantry/activities/terraform"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
@@ -360,3 +361,23 @@ func TestRecordNotificationHistories(t *testing.T) {
 
 //go:embed testdata/pipelines/traits_record.yaml
 var traitsRecordPipeline string
+
+// TestRecordProvisionerHistory records a Provisioner workflow (issue 55) holding a plan and an
+// applied configuration, queried in between.
+func TestRecordProvisionerHistory(t *testing.T) {
+	if !*updateHistories {
+		t.Skip("records only with -update-histories")
+	}
+	ctx := context.Background()
+	rec := terraform.TemporalRecords{Client: env.internal, TaskQueue: workflows.SequenceQueue(workflows.TaskQueue)}
+	for _, kind := range []string{workflows.RecordPlan, workflows.RecordApplied} {
+		if err := rec.Record(ctx, "default/recorded", "infra", workflows.ProvisionerRecord{Kind: kind, Execution: "recorded-1", Step: "s." + kind, Time: time.Now(), Sealed: []byte("sealed")}); err != nil {
+			t.Fatal(err)
+		}
+		if r, err := rec.Find(ctx, "default/recorded", "infra", workflows.ProvisionerQuery{Kinds: []string{kind}}); err != nil || r == nil {
+			t.Fatalf("find %s: %v, %v", kind, r, err)
+		}
+	}
+	id := workflows.ProvisionerID("default/recorded", "infra")
+	writeClientHistory(t, env.internal, id, "", filepath.Join("..", "workflows", "testdata", "histories", strings.ReplaceAll(id, "/", "__")+".json"))
+}

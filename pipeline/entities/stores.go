@@ -58,6 +58,11 @@ func (r *resolver) stores(n *yaml.Node, needs string, refs *plan.StepRefs) {
 			if k.Value == "store" && v.Kind == yaml.MappingNode {
 				typ, spec := pipeline.Field(v, "type"), pipeline.Field(v, "spec")
 				ref := pipeline.Field(spec, "connectorRef")
+				if typ != nil && gitStoreTypes[typ.Value] && ref != nil && strings.Contains(ref.Value, "<+") {
+					r.diags.Unsupportedf(r.at(r.file, ref), "unsupported-expression",
+						"the connector of %s is an expression; Gantry resolves connectors before the run", needs).
+						SetHint("name the connector")
+				}
 				if typ != nil && gitStoreTypes[typ.Value] && ref != nil && ref.Value != "" && !strings.Contains(ref.Value, "<+") {
 					if _, done := refs.Git[ref.Value]; !done {
 						if gc, ok := r.gitConnector(r.file, spec, ref.Value, needs); ok {
