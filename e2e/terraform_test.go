@@ -6,15 +6,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/gittest"
+	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -354,3 +358,120 @@ func TestTerraformRollbackAndDestroy(t *testing.T) {
 		t.Errorf("destroy without a plan: %+v", f)
 	}
 }
+
+// A worker SIGKILLed while its TerraformApply runs: the step's next attempt, on a new worker
+// with the same key, waits for the state lock the orphaned command holds, finds the plan
+// applied (stale, and a fresh plan with nothing to do) and succeeds. Every resource was
+// created once.
+func TestTerraformApplyWorkerSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gantry binary")
+	}
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	marks, state := filepath.Join(dir, "marks"), filepath.Join(dir, "kill.tfstate")
+	module := `terraform {
+  backend "local" {}
+}
+resource "terraform_data" "slow" {
+  count = 3
+  input = count.index
+  provisioner "local-exec" {
+    command = "echo start-${count.index} >> ` + marks + `; sleep 1; echo end-${count.index} >> ` + marks + `"
+  }
+}
+`
+	files := `configFiles: {store: {type: Inline, spec: {content: ` + strconvQuote(module) + `}}}, backendConfig: {type: Inline, spec: {content: "path = \"` + state + `\""}}`
+	src := `pipeline:
+  name: tfkill
+  identifier: tfkill
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: TerraformPlan, name: plan, identifier: plan, timeout: 2m, spec: {provisionerIdentifier: kill, configuration: {command: Apply, secretManagerRef: sm, ` + files + `}}}
+              - step: {type: TerraformApply, name: apply, identifier: apply, timeout: 2m, spec: {provisionerIdentifier: kill, configuration: {type: InheritFromPlan, commandFlags: [{commandType: APPLY, flag: "-parallelism=1"}]}}}
+`
+	p := compile(t, "tfkill.yaml", []byte(src), load.Options{})
+	const queue = "tf-kill-test"
+	startWorker := func() *exec.Cmd {
+		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"), "--terraform-bin", env.tofu)
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	first := startWorker()
+	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	execution, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for !strings.Contains(readFile(marks), "start-0") {
+		if ctx.Err() != nil {
+			t.Fatal("the apply never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	second := startWorker()
+	defer func() { _ = second.Process.Signal(syscall.SIGTERM); _ = second.Wait() }()
+	res, err := s.Result(ctx, execution.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.apply": status.Succeeded})
+	got := strings.Fields(readFile(marks))
+	count := map[string]int{}
+	for _, m := range got {
+		count[m]++
+	}
+	for i := range 3 {
+		if count[fmt.Sprintf("start-%d", i)] != 1 {
+			t.Errorf("resource %d was created %d times (marks %v)", i, count[fmt.Sprintf("start-%d", i)], got)
+		}
+	}
+	if n := len(stateResources(t, state)); n != 3 {
+		t.Errorf("state holds %d instances, want 3", n)
+	}
+	if res.Tree.Find("s.apply").Worker == "" {
+		t.Error("the tree does not say which worker applied")
+	}
+}
+
+// stateResources lists the instances the state of a local backend holds.
+func stateResources(t *testing.T, path string) []any {
+	t.Helper()
+	var st struct {
+		Resources []struct {
+			Instances []any `json:"instances"`
+		} `json:"resources"`
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	var out []any
+	for _, r := range st.Resources {
+		out = append(out, r.Instances...)
+	}
+	return out
+}
+
+func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }

@@ -16,7 +16,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
+	"time"
 )
 
 // Runner runs one binary in one configuration folder.
@@ -32,6 +32,17 @@ type Runner struct {
 	// Flags are extra arguments by command (the step's commandFlags: INIT, WORKSPACE, PLAN,
 	// APPLY, DESTROY), each a string of whitespace-separated flags.
 	Flags map[string]string
+	// LockTimeout is how long a plan or an apply waits for the state lock another process
+	// holds (a lost worker's command finishing its apply); 0 fails at once.
+	LockTimeout time.Duration
+}
+
+// lockWait is the -lock-timeout argument, if any.
+func (r *Runner) lockWait() []string {
+	if r.LockTimeout <= 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("-lock-timeout=%ds", int(r.LockTimeout.Seconds()))}
 }
 
 // PlanOptions are what a plan (or a destroy) is made of.
@@ -73,12 +84,19 @@ func (r *Runner) run(ctx context.Context, stdout io.Writer, args ...string) erro
 }
 
 // runAs is run with the step's commandFlags of a command type appended.
+//
+// A streamed command writes into a file of the folder, which is copied to the log as it
+// grows, never into a pipe to this process: a worker that dies mid-apply leaves the command
+// running to its end (writing the state and releasing its lock), where a broken pipe would
+// kill it halfway. Cancelling (an abort) interrupts it as Ctrl-C does, so it stops cleanly.
 func (r *Runner) runAs(ctx context.Context, commandType string, stdout io.Writer, args ...string) error {
 	if commandType != "" {
 		args = append(args, strings.Fields(r.Flags[commandType])...)
 	}
 	cmd := exec.CommandContext(ctx, r.Bin, args...)
 	cmd.Dir = r.Dir
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = interruptGrace
 	rc := filepath.Join(r.Dir, ".gantry-tf.rc")
 	if _, err := os.Stat(rc); err != nil {
 		if err := os.WriteFile(rc, nil, 0o600); err != nil {
@@ -86,36 +104,87 @@ func (r *Runner) runAs(ctx context.Context, commandType string, stdout io.Writer
 		}
 	}
 	cmd.Env = append(append(os.Environ(), "TF_IN_AUTOMATION=1", "TF_INPUT=0", "TF_CLI_CONFIG_FILE="+rc), r.Env...)
-	var errs bytes.Buffer
-	var log io.Writer = io.Discard
-	if r.Log != nil {
-		// The command's stdout and stderr are copied by two goroutines.
-		log = &lockedWriter{w: r.Log}
+	out, err := os.CreateTemp(r.Dir, ".gantry-out-*.log")
+	if err != nil {
+		return err
 	}
-	if stdout == nil {
-		stdout = log
+	defer out.Close()
+	cmd.Stderr = out
+	if stdout != nil {
+		cmd.Stdout = stdout
+	} else {
+		cmd.Stdout = out
 	}
-	cmd.Stdout = stdout
-	cmd.Stderr = io.MultiWriter(log, &errs)
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(errs.String())
-		if len(msg) > 2000 {
-			msg = msg[len(msg)-2000:]
-		}
-		return &CommandError{Command: filepath.Base(r.Bin) + " " + args[0], Dir: r.Dir, Err: err, Stderr: msg}
+	done := make(chan struct{})
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		follow(out.Name(), r.Log, done)
+	}()
+	err = cmd.Run()
+	close(done)
+	<-copied
+	if err != nil {
+		msg := strings.TrimSpace(tail(out.Name(), 2000))
+		return &CommandError{Command: filepath.Base(r.Bin) + " " + args[0], Dir: r.Dir, Err: err, Output: msg}
 	}
 	return nil
+}
+
+// interruptGrace is how long an interrupted command may take to stop before it is killed.
+var interruptGrace = 5 * time.Minute
+
+// follow copies a growing file to w until done is closed, then the rest.
+func follow(name string, w io.Writer, done <-chan struct{}) {
+	f, err := os.Open(name)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if w == nil {
+		w = io.Discard
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			_, _ = w.Write(buf[:n])
+		}
+		if err == nil {
+			continue
+		}
+		select {
+		case <-done:
+			_, _ = io.CopyBuffer(w, f, buf)
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// tail returns the last n bytes of a file.
+func tail(name string, n int64) string {
+	f, err := os.Open(name)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		_, _ = f.Seek(-n, io.SeekEnd)
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
 }
 
 // CommandError is a command that failed: a step failure, not a fault of the worker.
 type CommandError struct {
 	Command, Dir string
 	Err          error
-	Stderr       string // its last 2,000 bytes
+	Output       string // the last 2,000 bytes of its output
 }
 
 func (e *CommandError) Error() string {
-	return fmt.Sprintf("%s in %s: %v: %s", e.Command, e.Dir, e.Err, e.Stderr)
+	return fmt.Sprintf("%s in %s: %v: %s", e.Command, e.Dir, e.Err, e.Output)
 }
 
 func (e *CommandError) Unwrap() error { return e.Err }
@@ -146,7 +215,7 @@ func (r *Runner) Plan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	if out == "" {
 		out = filepath.Join(r.Dir, "gantry.tfplan")
 	}
-	args := []string{"plan", "-input=false", "-no-color", "-out=" + out}
+	args := append([]string{"plan", "-input=false", "-no-color", "-out=" + out}, r.lockWait()...)
 	if o.Destroy {
 		args = append(args, "-destroy")
 	}
@@ -201,7 +270,7 @@ func (r *Runner) Plan(ctx context.Context, o PlanOptions) (*Plan, error) {
 // a retried step never applies twice.
 func (r *Runner) Apply(ctx context.Context, planFile string) error {
 	// A saved plan takes no planning flags: only APPLY's (e.g. -parallelism=n) go before it.
-	args := append([]string{"apply", "-input=false", "-no-color", "-auto-approve"}, strings.Fields(r.Flags["APPLY"])...)
+	args := append(append([]string{"apply", "-input=false", "-no-color", "-auto-approve"}, r.lockWait()...), strings.Fields(r.Flags["APPLY"])...)
 	return r.run(ctx, nil, append(args, planFile)...)
 }
 
@@ -216,16 +285,4 @@ func (r *Runner) Outputs(ctx context.Context) (map[string]Output, error) {
 		return nil, fmt.Errorf("read the outputs of %s: %w", r.Dir, err)
 	}
 	return out, nil
-}
-
-// lockedWriter serialises writes from a command's two output streams.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }

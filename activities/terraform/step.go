@@ -125,7 +125,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		case errors.As(err, &app):
 			return activities.StepResult{}, err
 		case errors.As(err, &cmd):
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: %s", cmd.Command, mask.Apply(cmd.Stderr))
+			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: %s", cmd.Command, mask.Apply(cmd.Output))
 		}
 		// Anything else (the records unreachable, a full disk) is the worker's: Temporal
 		// retries the step, which never applies a plan twice.
@@ -227,7 +227,7 @@ func (s *run) prepare(ctx context.Context, c *Config) (*prepared, func(), error)
 		}
 		env = append(env, e.Name+"="+v)
 	}
-	r := &Runner{Bin: s.bin, Dir: dir, Env: env, Log: s.log, Flags: s.flags()}
+	r := &Runner{Bin: s.bin, Dir: dir, Env: env, Log: s.log, Flags: s.flags(), LockTimeout: s.in.Timeout}
 	s.log.line(fmt.Sprintf("# configuration: %s", c.Source))
 	if err := r.Init(ctx, backend); err != nil {
 		cleanup()
