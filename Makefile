@@ -35,9 +35,11 @@ k8s-tools:
 	@hack/buildkit/build.sh >/dev/null
 	@hack/s3/build.sh >/dev/null
 
-# Builds OpenTofu from the Go module proxy (cached) for the Terraform runner's tests.
+# Builds OpenTofu and the test provider's filesystem mirror from the Go module proxy (cached)
+# for the Terraform steps' tests.
 terraform-tools:
 	@hack/tofu/build.sh >/dev/null
+	@hack/tofu/provider.sh >/dev/null
 
 # Installs Debian's Chromium (apt-get) for the Web UI's browser tests when it is missing.
 browser-tools:

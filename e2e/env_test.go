@@ -34,6 +34,7 @@ var env struct {
 	starter  *starter.Starter
 	logs     logs.Store
 	tofu     string // the OpenTofu binary the worker's Terraform steps run
+	tfMirror string // the filesystem mirror of the test provider (hack/tofu/provider.sh)
 }
 
 func lastLine(s string) string {
@@ -74,13 +75,19 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "build OpenTofu:", err)
 		return 1
 	}
+	mirror, err := testproc.Run(testproc.Hack("tofu", "provider.sh"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "build the test provider:", err)
+		return 1
+	}
+	env.tfMirror = lastLine(mirror)
 	tfKeys, err := codec.LoadOrCreate(filepath.Join(dir, "terraform-keys.yaml"), "e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	env.tofu = lastLine(tofu)
-	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic, TerraformBin: env.tofu, TerraformKeys: tfKeys})
+	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic, TerraformBin: env.tofu, TerraformKeys: tfKeys, TerraformPlugins: env.tfMirror})
 	w.RegisterWorkflowWithOptions(rawSteps, workflow.RegisterOptions{Name: rawStepsName})
 	w.RegisterWorkflowWithOptions(rawFanout, workflow.RegisterOptions{Name: rawFanoutName})
 	w.RegisterWorkflowWithOptions(rawApproval, workflow.RegisterOptions{Name: rawApprovalName})

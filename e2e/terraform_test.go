@@ -13,9 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/gittest"
+	"github.com/gantry-cd/gantry/internal/s3test"
 	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
@@ -475,3 +479,109 @@ func stateResources(t *testing.T, path string) []any {
 }
 
 func strconvQuote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// A configuration with a provider installed from the worker's filesystem mirror (built from
+// the Go module proxy; no registry is reachable) and its state in S3 (versitygw), the
+// backend's credentials from environment variables, the secret key a Secret: plan and apply,
+// the state object in the bucket, the secret in no log and no history; then a
+// TerraformDestroy plan inherited by the destroy.
+func TestTerraformProviderMirrorAndS3State(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	srv, err := s3test.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	if err := srv.Bucket(ctx, "tfstate"); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(secrets.EnvName("s3_secret"), s3test.SecretKey)
+	out := filepath.Join(t.TempDir(), "site", "index.html")
+	module := `terraform {
+  required_providers {
+    gantry = { source = "gantry/gantry", version = "0.1.0" }
+  }
+  backend "s3" {}
+}
+variable "greeting" {}
+resource "gantry_file" "index" {
+  path    = "` + out + `"
+  content = var.greeting
+}
+output "path" { value = gantry_file.index.id }
+`
+	backend := fmt.Sprintf(`bucket = "tfstate"
+key = "web/terraform.tfstate"
+region = "%s"
+endpoints = { s3 = "%s" }
+use_path_style = true
+skip_credentials_validation = true
+skip_region_validation = true
+skip_requesting_account_id = true
+skip_metadata_api_check = true
+`, s3test.Region, srv.Endpoint)
+	files := func(greeting string) string {
+		return `configFiles: {store: {type: Inline, spec: {content: ` + strconvQuote(module) + `}}}
+                      varFiles: [{varFile: {identifier: v, type: Inline, spec: {content: ` + strconvQuote("greeting = \""+greeting+"\"\n") + `}}}]
+                      backendConfig: {type: Inline, spec: {content: ` + strconvQuote(backend) + `}}
+                      environmentVariables: [{name: AWS_ACCESS_KEY_ID, type: String, value: ` + s3test.AccessKey + `}, {name: AWS_SECRET_ACCESS_KEY, type: Secret, value: s3_secret}]`
+	}
+	src := func(command, greeting string, steps string) string {
+		return `pipeline:
+  name: tfs3
+  identifier: tfs3
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: TerraformPlan
+                  name: plan
+                  identifier: plan
+                  timeout: 2m
+                  spec:
+                    provisionerIdentifier: site
+                    configuration:
+                      command: ` + command + `
+                      secretManagerRef: sm
+                      ` + files(greeting) + `
+` + steps
+	}
+	apply := "              - step: {type: TerraformApply, name: apply, identifier: apply, timeout: 2m, spec: {provisionerIdentifier: site, configuration: {type: InheritFromPlan}}}\n"
+	exec, res := runPlan(t, env.starter, compile(t, "tfs3.yaml", []byte(src("Apply", "hello", apply)), load.Options{}))
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.apply": status.Succeeded})
+	if b, err := os.ReadFile(out); err != nil || string(b) != "hello" {
+		t.Fatalf("the provider's file: %q, %v", b, err)
+	}
+	if got := res.Tree.Find("s.apply").Outputs["path"]; got != out {
+		t.Errorf("output path %v", got)
+	}
+	obj, err := srv.Client().GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String("tfstate"), Key: aws.String("web/terraform.tfstate")})
+	if err != nil {
+		t.Fatalf("the state is not in the bucket: %v", err)
+	}
+	obj.Body.Close()
+	for _, step := range []string{"s.plan", "s.apply"} {
+		if log := readLog(t, exec.ID, step); strings.Contains(log, s3test.SecretKey) || !strings.Contains(log, "gantry/gantry") {
+			t.Errorf("%s's log (the secret key must not be there, the mirror's provider must):\n%s", step, log)
+		}
+	}
+	if bytes.Contains(rawHistory(t, exec.ID, exec.ID+"/s"), []byte(s3test.SecretKey)) {
+		t.Error("the history holds the secret key")
+	}
+
+	destroy := "              - step: {type: TerraformDestroy, name: destroy, identifier: destroy, timeout: 2m, spec: {provisionerIdentifier: site, configuration: {type: InheritFromPlan}}}\n"
+	_, res = runPlan(t, env.starter, compile(t, "tfs3.yaml", []byte(src("Destroy", "hello", destroy)), load.Options{}))
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.plan": status.Succeeded, "s.destroy": status.Succeeded})
+	if got := res.Tree.Find("s.plan").Outputs["destroy"]; fmt.Sprint(got) != "1" {
+		t.Errorf("destroy plan counts %v", res.Tree.Find("s.plan").Outputs)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("the destroy left the file: %v", err)
+	}
+}

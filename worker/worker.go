@@ -80,8 +80,10 @@ type Options struct {
 	// TerraformBin is the tofu or terraform binary of the Terraform steps ("" finds one on
 	// PATH); TerraformKeys seal the plans and configurations their provisioners keep (nil:
 	// the Terraform steps fail, saying so).
-	TerraformBin  string
-	TerraformKeys *codec.Keys
+	TerraformBin string
+	// TerraformPlugins is a filesystem mirror the Terraform steps install providers from.
+	TerraformPlugins string
+	TerraformKeys    *codec.Keys
 	// Notify configures notification deliveries: SMTP server, PagerDuty endpoint, UI links
 	// and the identity file user groups resolve through. Its Secrets default to Secrets.
 	Notify notify.Sender
@@ -255,7 +257,7 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(pods.Start, activity.RegisterOptions{Name: activities.PodStart})
 	r.RegisterActivityWithOptions(pods.Stop, activity.RegisterOptions{Name: activities.PodStop})
 	r.RegisterActivityWithOptions(stamped(pods.Step), activity.RegisterOptions{Name: activities.ContainerStep})
-	tf := &terraform.Activity{Bin: o.TerraformBin, Keys: o.TerraformKeys, Secrets: o.Secrets, Logs: o.Logs, Git: gs, WorkDir: o.WorkDir}
+	tf := &terraform.Activity{Bin: o.TerraformBin, Mirror: o.TerraformPlugins, Keys: o.TerraformKeys, Secrets: o.Secrets, Logs: o.Logs, Git: gs, WorkDir: o.WorkDir}
 	if rc := o.Internal; rc != nil || c != nil {
 		if rc == nil {
 			rc = c

@@ -32,6 +32,9 @@ type Runner struct {
 	// Flags are extra arguments by command (the step's commandFlags: INIT, WORKSPACE, PLAN,
 	// APPLY, DESTROY), each a string of whitespace-separated flags.
 	Flags map[string]string
+	// Mirror is a filesystem mirror of providers (registry host/namespace/type/version/os_arch
+	// folders): the only place providers install from. "" installs from their registries.
+	Mirror string
 	// LockTimeout is how long a plan or an apply waits for the state lock another process
 	// holds (a lost worker's command finishing its apply); 0 fails at once.
 	LockTimeout time.Duration
@@ -99,7 +102,7 @@ func (r *Runner) runAs(ctx context.Context, commandType string, stdout io.Writer
 	cmd.WaitDelay = interruptGrace
 	rc := filepath.Join(r.Dir, ".gantry-tf.rc")
 	if _, err := os.Stat(rc); err != nil {
-		if err := os.WriteFile(rc, nil, 0o600); err != nil {
+		if err := os.WriteFile(rc, []byte(r.cliConfig()), 0o600); err != nil {
 			return err
 		}
 	}
@@ -129,6 +132,15 @@ func (r *Runner) runAs(ctx context.Context, commandType string, stdout io.Writer
 		return &CommandError{Command: filepath.Base(r.Bin) + " " + args[0], Dir: r.Dir, Err: err, Output: msg}
 	}
 	return nil
+}
+
+// cliConfig is the CLI configuration the commands run with: nothing from the user's
+// ~/.terraformrc, and the provider mirror when there is one.
+func (r *Runner) cliConfig() string {
+	if r.Mirror == "" {
+		return ""
+	}
+	return fmt.Sprintf("provider_installation {\n  filesystem_mirror {\n    path = %q\n  }\n}\n", r.Mirror)
 }
 
 // interruptGrace is how long an interrupted command may take to stop before it is killed.

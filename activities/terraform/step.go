@@ -30,6 +30,8 @@ import (
 type Activity struct {
 	// Bin is the tofu or terraform binary; "" finds tofu, then terraform, on PATH.
 	Bin string
+	// Mirror is the folder providers install from (--terraform-plugins); "" their registries.
+	Mirror string
 	// Keys seal plans and configurations kept with their provisioner.
 	Keys    *codec.Keys
 	Records Records
@@ -227,7 +229,7 @@ func (s *run) prepare(ctx context.Context, c *Config) (*prepared, func(), error)
 		}
 		env = append(env, e.Name+"="+v)
 	}
-	r := &Runner{Bin: s.bin, Dir: dir, Env: env, Log: s.log, Flags: s.flags(), LockTimeout: s.in.Timeout}
+	r := &Runner{Bin: s.bin, Dir: dir, Env: env, Log: s.log, Flags: s.flags(), LockTimeout: s.in.Timeout, Mirror: s.a.Mirror}
 	s.log.line(fmt.Sprintf("# configuration: %s", c.Source))
 	if err := r.Init(ctx, backend); err != nil {
 		cleanup()
