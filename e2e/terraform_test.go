@@ -585,3 +585,96 @@ skip_metadata_api_check = true
 		t.Errorf("the destroy left the file: %v", err)
 	}
 }
+
+// A Deployment stage whose environment has a provisioner: its TerraformApply runs before the
+// infrastructure is rendered and its output names the namespace (`<+provisioner.namespace>`)
+// the service deploys to. A later run whose stage fails rolls back its execution, then its
+// provisioner: the state is the first run's again.
+func TestTerraformProvisionerFillsInfrastructure(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-prov")
+	infra := filepath.Join(dir, "infra-dev.yaml")
+	b, err := os.ReadFile(infra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, infra, strings.Replace(string(b), "namespace: e2e-prov-dev", "namespace: <+provisioner.namespace>", 1))
+	state := filepath.Join(t.TempDir(), "prov.tfstate")
+	module := `terraform {
+  backend "local" {}
+}
+variable "ns" {}
+resource "terraform_data" "namespace" { input = var.ns }
+output "namespace" { value = terraform_data.namespace.output }
+`
+	provisioner := `            provisioner:
+              steps:
+                - step:
+                    type: TerraformApply
+                    name: Provision
+                    identifier: provision
+                    timeout: 2m
+                    spec:
+                      provisionerIdentifier: web_dev_infra
+                      configuration:
+                        type: Inline
+                        spec:
+                          configFiles: {store: {type: Inline, spec: {content: ` + strconvQuote(module) + `}}}
+                          varFiles: [{varFile: {identifier: v, type: Inline, spec: {content: "ns = \"<+pipeline.variables.ns>\"\n"}}}]
+                          backendConfig: {type: Inline, spec: {content: "path = \"` + state + `\"\n"}}
+              rollbackSteps:
+                - step: {type: TerraformRollback, name: Undo, identifier: undo, timeout: 2m, spec: {provisionerIdentifier: web_dev_infra}}
+`
+	src := strings.Replace(devPipeline, "            infrastructureDefinitions: [{identifier: dev_cluster}]\n",
+		"            infrastructureDefinitions: [{identifier: dev_cluster}]\n"+provisioner, 1)
+	src = strings.Replace(src, "    - {name: zone, type: String, value: <+input>.default(\"\")}\n",
+		"    - {name: zone, type: String, value: <+input>.default(\"\")}\n    - {name: ns, type: String, value: <+input>}\n    - {name: fail, type: String, value: <+input>.default(\"0\")}\n", 1)
+	src = strings.Replace(src, "script: 'echo ok'", "script: 'test <+pipeline.variables.fail> = 0'", 1)
+	src = strings.Replace(src, "identifier: web_dev\n", "identifier: web_dev_provisioned\n", 1)
+	file := filepath.Join(dir, "prov.yaml")
+	writeFile(t, file, src)
+	run := func(sets ...string) *workflows.PipelineResult {
+		t.Helper()
+		r, err := load.File(file, load.Options{ForRun: true, Sets: append(sets, "pipeline.variables.tag=1.27")})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+		}
+		exec, res := runPlan(t, env.starter, r.Plan)
+		if *updateHistories { // a stage that provisions, and one that rolls its provisioner back
+			recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), exec.ID)
+		}
+		return res
+	}
+	res := run("pipeline.variables.ns=e2e-prov-a")
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.provisioner.provision": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
+	got := res.Tree.Find("deploy_dev.report").Outputs["outputVariables"].(map[string]any)["context"]
+	if !strings.Contains(fmt.Sprint(got), "|e2e-prov-a|") {
+		t.Errorf("the infrastructure's namespace is not the provisioner's output: %v", got)
+	}
+	deploymentOf(t, cs, "e2e-prov-a", "web")
+
+	res = run("pipeline.variables.ns=e2e-prov-b", "pipeline.variables.fail=1")
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "deploy_dev.provisioner.provision": status.Succeeded,
+		"deploy_dev.report": status.Failed, "deploy_dev.rollbackSteps.rollback": status.Succeeded, "deploy_dev.provisioner.rollbackSteps.undo": status.Succeeded})
+	if got := stateOutput(t, state, "namespace"); got != "e2e-prov-a" {
+		t.Errorf("after the stage's rollback the provisioner's state says namespace %q, want the first run's", got)
+	}
+}
+
+// stateOutput reads an output of the state of a local backend.
+func stateOutput(t *testing.T, path, name string) string {
+	t.Helper()
+	var st struct {
+		Outputs map[string]struct {
+			Value any `json:"value"`
+		} `json:"outputs"`
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprint(st.Outputs[name].Value)
+}

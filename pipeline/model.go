@@ -226,6 +226,8 @@ type StepGroup struct {
 	SharedPaths       *yaml.Node      `yaml:"sharedPaths"`
 	Steps             []StepElement   `yaml:"steps" gantry:"required"`
 	RollbackSteps     []StepElement   `yaml:"rollbackSteps"`
+	// Provisioner marks the group a Deployment stage's environment provisioner became.
+	Provisioner bool `yaml:"-"`
 }
 
 // StageWhen is a stage's `when` (spec 4.1).

@@ -120,6 +120,10 @@ type Node struct {
 	// Traits are what the engine needs to know of a step's type to run it, copied from the
 	// step catalog, so that workflows read the node and never compare type names.
 	Traits *Traits `json:"traits,omitempty"`
+	// Provisioner marks the step group that is a Deployment stage's environment provisioner:
+	// it runs before the infrastructure is rendered, and its rollback steps run when the
+	// stage rolls back.
+	Provisioner bool `json:"provisioner,omitempty"`
 	// Refs are what a step's spec names outside the pipeline, resolved before the run (the
 	// Terraform steps' stores and provisioner scope).
 	Refs *StepRefs `json:"refs,omitempty"`

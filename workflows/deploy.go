@@ -526,3 +526,73 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 	}
 	return in, nil
 }
+
+// provisionerOf returns a Deployment stage's environment provisioner group (the first of its
+// execution's nodes, marked by the compiler), nil when it has none or only rolls back.
+func provisionerOf(st *plan.Node, mode string) *plan.Node {
+	if st.Deploy == nil || len(st.Children) == 0 || !st.Children[0].Provisioner || mode == ModePipelineRollback {
+		return nil
+	}
+	return st.Children[0]
+}
+
+// provisionerData is the provisioner group's data: `<+pipeline.stages.S.spec.environment.
+// provisioner.*>`.
+func (s *stageRun) provisionerData() map[string]any {
+	return child(child(s.data, "spec"), "environment")
+}
+
+// provision runs a Deployment stage's phases with its environment's provisioner between the
+// environment and the infrastructure: service, artifact and environment first, then the
+// provisioner's steps, whose outputs become `<+provisioner.*>`, then the infrastructure. A
+// provisioner that fails leaves the infrastructure unrendered and the execution not started
+// (the failure strategies already ran for its step).
+func (s *stageRun) provision(ctx, body workflow.Context, prov *plan.Node, t *Node) error {
+	d := s.in.Stage.Deploy
+	render := func(text, what string) (string, error) {
+		out, err := expressions.RenderString(text, expressions.NewScope(s.root, s.fqn), expressions.Options{})
+		if err != nil {
+			return "", fmt.Errorf("%s: %v", what, err)
+		}
+		return out, nil
+	}
+	manifests, err := s.servicePhase(ctx, d.Service, render)
+	if err != nil {
+		return err
+	}
+	if err := s.artifactPhase(ctx, d.Service.Artifact, render); err != nil {
+		return err
+	}
+	envVars, err := s.serviceVariables(d.Service, d.Environment)
+	if err != nil {
+		return err
+	}
+	s.environmentPhase(d.Environment, envVars)
+	data := s.provisionerData()
+	s.runList(body, []*plan.Node{prov}, []*Node{t}, s.fqn+".spec.environment", data, s.forward)
+	outputs := map[string]any{}
+	if g, ok := data[prov.ID].(map[string]any); ok {
+		steps, _ := g["steps"].(map[string]any)
+		for _, c := range prov.Children { // in order: a later step's output wins
+			if st, ok := steps[c.ID].(map[string]any); ok {
+				if out, ok := st["output"].(map[string]any); ok {
+					maps.Copy(outputs, out)
+				}
+			}
+		}
+	}
+	s.root["provisioner"] = outputs
+	if s.forward.stopped() || s.aborted || s.expired {
+		return nil
+	}
+	return s.infrastructurePhase(ctx, d, manifests, render)
+}
+
+// rollbackProvisioner runs the provisioner's rollback steps.
+func (s *stageRun) rollbackProvisioner(ctx workflow.Context, prov *plan.Node) {
+	if len(prov.Rollback) == 0 || s.aborted || s.expired {
+		return
+	}
+	t := s.tree.Children[0]
+	s.runRollback(ctx, prov.Rollback, t.Children[len(t.Children)-1], s.fqn+".spec.environment."+prov.ID, child(s.provisionerData(), prov.ID))
+}

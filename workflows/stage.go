@@ -238,7 +238,9 @@ func (s *stageRun) run(ctx workflow.Context) {
 		s.finish(ctx, status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
 		return
 	}
-	if st.Deploy != nil {
+	children, tree := st.Children, s.tree.Children
+	prov := provisionerOf(st, s.in.Mode)
+	if st.Deploy != nil && prov == nil {
 		if err := s.deployContext(ctx); err != nil {
 			s.finish(ctx, status.Failed, activities.Classify(err))
 			return
@@ -262,9 +264,23 @@ func (s *stageRun) run(ctx workflow.Context) {
 		s.finish(ctx, rollupChildren(s.tree.Children), nil)
 		return
 	}
-	s.runList(body, st.Children, s.tree.Children, s.fqn+".spec.execution.steps", child(execution, "steps"), s.forward)
+	if prov != nil {
+		// The environment's provisioner runs before the infrastructure is rendered: its
+		// outputs are `<+provisioner.*>` in the infrastructure's fields (issue 55).
+		if err := s.provision(ctx, body, prov, tree[0]); err != nil {
+			// What the provisioner made has no infrastructure to deploy to: roll it back.
+			s.rollbackProvisioner(body, prov)
+			s.finish(ctx, status.Failed, activities.Classify(err))
+			return
+		}
+		children, tree = children[1:], tree[1:]
+	}
+	s.runList(body, children, tree, s.fqn+".spec.execution.steps", child(execution, "steps"), s.forward)
 	if s.stageRollback && len(st.Rollback) > 0 && !s.aborted && !s.expired {
 		s.runRollback(body, st.Rollback, s.tree.Children[len(s.tree.Children)-1], s.fqn+".spec.execution", execution)
+	}
+	if prov != nil && s.stageRollback {
+		s.rollbackProvisioner(body, prov) // after the execution's, as it provisioned first
 	}
 	final := rollupChildren(s.tree.Children)
 	if s.expired {

@@ -260,9 +260,10 @@ func (c *compiler) stepElement(e *pipeline.StepElement, rollback bool, inherited
 		}
 		n := &plan.Node{
 			Kind: plan.KindGroup, ID: g.Identifier, Name: g.Name, Description: g.Description,
-			Strategy:  c.strategy(g.Strategy),
-			Variables: c.variables(g.Variables),
-			When:      c.stepWhen(g.When, rollback),
+			Strategy:    c.strategy(g.Strategy),
+			Variables:   c.variables(g.Variables),
+			When:        c.stepWhen(g.When, rollback),
+			Provisioner: g.Provisioner,
 		}
 		c.within(g.DelegateSelectors, func() {
 			n.Children = c.steps(g.Steps, rollback, inner)

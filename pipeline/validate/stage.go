@@ -169,9 +169,6 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 				c.reference(de.Node, "environmentRef", de.EnvironmentRef, "environment")
 			}
 			c.boolean(de.Node, "deployToAll", de.DeployToAll)
-			if de.Provisioner != nil {
-				c.diags.Warnf(c.pos(de.Provisioner), "not-implemented", "provisioner steps are not run; the infrastructure must exist")
-			}
 		}
 	}
 }
