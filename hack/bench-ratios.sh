@@ -91,6 +91,13 @@ if [ -n "$kg" ] && [ -n "$kk" ]; then
     printf "  gantry K8sRollingDeploy %.0f  kubectl apply + rollout status %.0f  ratio %.2fx\n", g, k, g / k
   }'
 fi
+tg=$(unit TerraformApply20 ms/apply); th=$(unit TofuByHand20 ms/apply)
+if [ -n "$tg" ] && [ -n "$th" ]; then
+  awk -v g="$tg" -v h="$th" 'BEGIN {
+    print ""; print "apply of 20 terraform_data resources into a fresh state (ms, median of runs)"
+    printf "  gantry pipeline with TerraformApply %.0f  the same tofu by hand (init, plan, apply, output) %.0f  ratio %.2fx\n", g, h, g / h
+  }'
+fi
 hg=$(unit HelmDeploy10 ms/deploy); hc=$(unit HelmCLI10 ms/deploy)
 if [ -n "$hg" ] && [ -n "$hc" ]; then
   awk -v g="$hg" -v c="$hc" 'BEGIN {

@@ -60,6 +60,9 @@ type PlanOptions struct {
 	Out string
 	// SkipRefresh plans without refreshing the state first (skipRefreshCommand).
 	SkipRefresh bool
+	// Unread skips reading the saved plan back (`show -json`): no counts, no JSON. An apply
+	// of a plan just made needs neither, and saves a run of the binary.
+	Unread bool
 }
 
 // Plan is a saved plan and what it changes.
@@ -246,6 +249,9 @@ func (r *Runner) Plan(ctx context.Context, o PlanOptions) (*Plan, error) {
 	}
 	if err := r.runAs(ctx, command, nil, args...); err != nil {
 		return nil, err
+	}
+	if o.Unread {
+		return &Plan{File: out}, nil
 	}
 	var js bytes.Buffer
 	if err := r.run(ctx, &js, "show", "-json", "-no-color", out); err != nil {

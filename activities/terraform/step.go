@@ -439,7 +439,7 @@ func (s *run) apply(ctx context.Context, c *Config, planFile []byte, kind string
 			s.log.line("# the plan was applied by an earlier attempt of this step: the state already matches it")
 		}
 	} else {
-		pl, err := p.runner.Plan(ctx, PlanOptions{VarFiles: p.varFiles, Targets: c.Targets, SkipRefresh: s.skipRefresh()})
+		pl, err := p.runner.Plan(ctx, PlanOptions{VarFiles: p.varFiles, Targets: c.Targets, SkipRefresh: s.skipRefresh(), Unread: true})
 		if err != nil {
 			return nil, err
 		}
@@ -482,7 +482,7 @@ func (s *run) destroy(ctx context.Context, c *Config, planFile []byte) error {
 			return err
 		}
 	} else {
-		pl, err := p.runner.Plan(ctx, PlanOptions{Destroy: true, VarFiles: p.varFiles, Targets: c.Targets, SkipRefresh: s.skipRefresh()})
+		pl, err := p.runner.Plan(ctx, PlanOptions{Destroy: true, VarFiles: p.varFiles, Targets: c.Targets, SkipRefresh: s.skipRefresh(), Unread: true})
 		if err != nil {
 			return err
 		}
