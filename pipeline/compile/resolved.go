@@ -1,6 +1,7 @@
 package compile
 
 import (
+	"cmp"
 	"strings"
 
 	"github.com/gantry-cd/gantry/pipeline"
@@ -45,7 +46,7 @@ func stepRefs(p *plan.Plan, refs map[string]*plan.StepRefs) {
 			c := *found
 			r = &c
 		}
-		r.Project = p.Org + "/" + p.Project
+		r.Project = cmp.Or(p.Org, "default") + "/" + cmp.Or(p.Project, "default")
 		n.Refs = r
 	})
 }
