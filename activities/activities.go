@@ -42,6 +42,8 @@ const (
 	PodStart      = "gantry.PodStart"
 	PodStop       = "gantry.PodStop"
 	ContainerStep = "gantry.ContainerStep"
+	// FetchInstances runs a CustomDeployment's FetchInstanceScript step.
+	FetchInstances = "gantry.FetchInstances"
 	// Terraform runs the TerraformPlan, TerraformApply, TerraformDestroy and TerraformRollback
 	// steps.
 	Terraform = "gantry.Terraform"
@@ -237,6 +239,8 @@ type DeployInput struct {
 	Aws      *plan.AwsConnector `json:"aws,omitempty"`
 	Region   string             `json:"region,omitempty"`
 	Cluster  string             `json:"cluster,omitempty"` // ECS
+	// Custom is a CustomDeployment infrastructure's fetch-instances script, rendered.
+	Custom *plan.CustomInfra `json:"custom,omitempty"`
 	Artifact *DeployArtifact    `json:"artifact,omitempty"`
 }
 

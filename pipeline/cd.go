@@ -25,6 +25,15 @@ type ServiceSpec struct {
 	Manifests []ManifestElement `yaml:"manifests"`
 	Artifacts *ServiceArtifacts `yaml:"artifacts"`
 	Variables []Variable        `yaml:"variables"`
+	// CustomDeploymentRef is a CustomDeployment service's deployment template.
+	CustomDeploymentRef *DeploymentTemplateRef `yaml:"customDeploymentRef"`
+}
+
+// DeploymentTemplateRef names a CustomDeployment template and, optionally, its version.
+type DeploymentTemplateRef struct {
+	Node         *yaml.Node `yaml:"-"`
+	TemplateRef  string     `yaml:"templateRef" gantry:"required"`
+	VersionLabel string     `yaml:"versionLabel"`
 }
 
 // ManifestElement is one entry of `manifests`.
@@ -202,11 +211,16 @@ type Infrastructure struct {
 // namespace, or an AwsLambda account's region.
 type InfrastructureSpec struct {
 	Node         *yaml.Node `yaml:"-"`
-	ConnectorRef string     `yaml:"connectorRef" gantry:"required"`
+	ConnectorRef string     `yaml:"connectorRef"` // all but CustomDeployment
 	Namespace    string     `yaml:"namespace"`
 	ReleaseName  string     `yaml:"releaseName"`
 	Region       string     `yaml:"region"`
 	Cluster      string     `yaml:"cluster"` // ECS
+	// Provisioner names the environment provisioner whose outputs the fields use.
+	Provisioner string `yaml:"provisioner"`
+	// CustomDeployment: the deployment template and the values of its infrastructure variables.
+	CustomDeploymentRef *DeploymentTemplateRef `yaml:"customDeploymentRef"`
+	Variables           []Variable             `yaml:"variables"`
 }
 
 // Connector is a `connector:` document. Gantry knows K8sCluster connectors and the Git

@@ -49,3 +49,47 @@ func MarkUnexpanded(n *yaml.Node) { n.Tag = unexpandedTag }
 
 // Unexpanded reports whether n links a template that was not found (MarkUnexpanded).
 func Unexpanded(n *yaml.Node) bool { return n != nil && n.Tag == unexpandedTag }
+
+// CustomDeploymentSpec is a CustomDeployment template's spec (a deployment template): how the
+// hosts of an infrastructure are found, and the step templates its stages may use.
+type CustomDeploymentSpec struct {
+	Node           *yaml.Node             `yaml:"-"`
+	Infrastructure *CustomDeploymentInfra `yaml:"infrastructure" gantry:"required"`
+	Execution      *yaml.Node             `yaml:"execution" gantry:"required"`
+}
+
+// CustomDeploymentInfra is the infrastructure part of a deployment template: the variables
+// infrastructures fill, the script that lists the instances, where the list is in its JSON
+// and which attributes of an instance to keep.
+type CustomDeploymentInfra struct {
+	Node                 *yaml.Node          `yaml:"-"`
+	Variables            []Variable          `yaml:"variables"`
+	FetchInstancesScript *FetchInstances     `yaml:"fetchInstancesScript" gantry:"required"`
+	InstanceAttributes   []InstanceAttribute `yaml:"instanceAttributes" gantry:"required"`
+	InstancesListPath    string              `yaml:"instancesListPath" gantry:"required"`
+}
+
+// FetchInstances is the fetch-instances script's store.
+type FetchInstances struct {
+	Node  *yaml.Node   `yaml:"-"`
+	Store *ScriptStore `yaml:"store" gantry:"required"`
+}
+
+// ScriptStore holds a script inline (`content`), or names a file-store file.
+type ScriptStore = Typed[ScriptStoreSpec]
+
+// ScriptStoreSpec is an Inline store's content, or a Harness file store's files.
+type ScriptStoreSpec struct {
+	Node    *yaml.Node `yaml:"-"`
+	Content string     `yaml:"content"`
+	Files   *yaml.Node `yaml:"files"`
+}
+
+// InstanceAttribute maps a field of each instance (jsonPath) to a name; `instancename` is
+// the instance's host name.
+type InstanceAttribute struct {
+	Node        *yaml.Node `yaml:"-"`
+	Name        string     `yaml:"name" gantry:"required"`
+	JSONPath    string     `yaml:"jsonPath" gantry:"required"`
+	Description string     `yaml:"description"`
+}

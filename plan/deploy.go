@@ -225,6 +225,26 @@ type Infrastructure struct {
 	Aws         *AwsConnector     `json:"aws,omitempty"`
 	Region      string            `json:"region,omitempty"`
 	Cluster     string            `json:"cluster,omitempty"` // ECS
+	// Custom is a CustomDeployment infrastructure's deployment template.
+	Custom *CustomInfra `json:"custom,omitempty"`
+}
+
+// CustomInfra is a CustomDeployment infrastructure: its deployment template's script that
+// lists the instances (run by a FetchInstanceScript step, with the stage's expressions
+// rendered), where the list is in the JSON it writes, the attributes kept of each instance,
+// and the template's infrastructure variables with the infrastructure's values over them.
+type CustomInfra struct {
+	Template   string              `json:"template"` // identifier@version
+	Script     string              `json:"script"`
+	ListPath   string              `json:"listPath"`
+	Attributes []InstanceAttribute `json:"attributes"`
+	Variables  []Variable          `json:"variables,omitempty"`
+}
+
+// InstanceAttribute names a field of each instance (JSONPath, dot-separated).
+type InstanceAttribute struct {
+	Name     string `json:"name"`
+	JSONPath string `json:"jsonPath"`
 }
 
 // Connector says how a worker reaches the cluster. Secrets are named, never held.

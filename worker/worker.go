@@ -28,6 +28,7 @@ import (
 	ecsstep "github.com/gantry-cd/gantry/activities/ecs"
 	"github.com/gantry-cd/gantry/activities/gitstore"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
+	"github.com/gantry-cd/gantry/activities/instances"
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
 	lambdastep "github.com/gantry-cd/gantry/activities/lambda"
 	"github.com/gantry-cd/gantry/activities/logs"
@@ -257,6 +258,8 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(pods.Start, activity.RegisterOptions{Name: activities.PodStart})
 	r.RegisterActivityWithOptions(pods.Stop, activity.RegisterOptions{Name: activities.PodStop})
 	r.RegisterActivityWithOptions(stamped(pods.Step), activity.RegisterOptions{Name: activities.ContainerStep})
+	fi := &instances.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
+	r.RegisterActivityWithOptions(stamped(fi.Run), activity.RegisterOptions{Name: activities.FetchInstances})
 	tf := &terraform.Activity{Bin: o.TerraformBin, Mirror: o.TerraformPlugins, Keys: o.TerraformKeys, Secrets: o.Secrets, Logs: o.Logs, Git: gs, WorkDir: o.WorkDir}
 	if rc := o.Internal; rc != nil || c != nil {
 		if rc == nil {

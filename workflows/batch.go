@@ -177,7 +177,7 @@ func runBatch(ctx workflow.Context, in StageInput) (*StageResult, error) {
 		func(ctx workflow.Context) bool { return s.stopped(ctx, s.forward) },
 		func(i int) { s.end(ctx, s.tree.Children[i], status.Skipped, nil) },
 		func(ctx workflow.Context, i int) {
-			ifr := &frame{parent: s.forward, root: iterationRoot(root, b.Node.ID, b.Iterations[i], b.Total)}
+			ifr := &frame{parent: s.forward, root: withInstance(iterationRoot(root, b.Node.ID, b.Iterations[i], b.Total), b.Iterations[i])}
 			s.runNode(ctx, children[i], s.tree.Children[i], b.Prefix, container, ifr)
 		})
 	data := map[string]any{}

@@ -31,6 +31,8 @@ type deployTarget struct {
 	artifact *activities.DeployArtifact
 	// stepManifests are K8sApply steps' own manifests, by the step's FQN below the stage.
 	stepManifests map[string]plan.Manifest
+	// custom is a CustomDeployment infrastructure.
+	custom *plan.CustomInfra
 }
 
 // deployContext runs a Deployment stage's service and infrastructure phases (spec 1.3.1,
@@ -173,6 +175,9 @@ func (s *stageRun) infrastructurePhase(ctx workflow.Context, d *plan.Deployment,
 	infraKey := hex.EncodeToString(key[:])
 	s.root["INFRA_KEY"] = infraKey
 	s.root["INFRA_KEY_SHORT_ID"] = infraKey[:6]
+	if inf.Custom != nil {
+		return s.customInfrastructure(d, render)
+	}
 	release := inf.ReleaseName
 	if release == "" {
 		release = "release-<+INFRA_KEY_SHORT_ID>"
@@ -509,6 +514,16 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 	in := &activities.DeployInput{Namespace: s.deploy.namespace, ReleaseName: s.deploy.releaseName,
 		Connector: s.deploy.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback,
 		Aws: s.deploy.aws, Region: s.deploy.region, Cluster: s.deploy.cluster, Artifact: s.deploy.artifact}
+	if c := s.deploy.custom; c != nil {
+		// The script sees the stage's expressions as they are when its step runs.
+		script, err := expressions.RenderString(c.Script, scope, expressions.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("fetch-instances script of template %s: %v", c.Template, err)
+		}
+		custom := *c
+		custom.Script = script
+		in.Custom = &custom
+	}
 	ms := s.deploy.manifests
 	if src, ok := s.deploy.stepManifests[strings.TrimPrefix(fqn, s.fqn+".")]; ok {
 		ms, in.StepSource = []plan.Manifest{src}, true
@@ -595,4 +610,58 @@ func (s *stageRun) rollbackProvisioner(ctx workflow.Context, prov *plan.Node) {
 	}
 	t := s.tree.Children[0]
 	s.runRollback(ctx, prov.Rollback, t.Children[len(t.Children)-1], s.fqn+".spec.environment."+prov.ID, child(s.provisionerData(), prov.ID))
+}
+
+// customInfrastructure is the infrastructure phase of a CustomDeployment infrastructure:
+// its variables rendered and published as `<+infra.variables.*>`, the template its
+// FetchInstanceScript step runs.
+func (s *stageRun) customInfrastructure(d *plan.Deployment, render renderFunc) error {
+	sv, env, inf := d.Service, d.Environment, d.Infra
+	vars := map[string]any{}
+	for _, v := range inf.Custom.Variables {
+		val, err := render(v.Value, "infrastructure variable "+v.Name)
+		if err != nil {
+			return err
+		}
+		vars[v.Name] = val
+	}
+	s.root["infra"] = map[string]any{"name": inf.Name, "infraIdentifier": inf.ID, "identifier": inf.ID, "type": inf.Type,
+		"tags": tagMap(inf.Tags), "variables": vars}
+	s.deploy = &deployTarget{custom: inf.Custom}
+	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: deployment template %s",
+		sv.ID, env.ID, env.Type, inf.ID, inf.Custom.Template))
+	return nil
+}
+
+// instancesFetched is the outcome of a FetchInstanceScript step: the instances' host names
+// become the stage's `<+stage.output.hosts>`, and each instance is `<+instance.*>` in the
+// iterations of a loop over them.
+func (s *stageRun) instancesFetched(outputs map[string]any) {
+	hosts, _ := outputs["hosts"].([]any)
+	list, _ := outputs["instances"].([]any)
+	byHost := map[string]any{}
+	for _, i := range list {
+		if inst, ok := i.(map[string]any); ok {
+			byHost[fmt.Sprint(inst["hostName"])] = inst
+		}
+	}
+	// Kept in the stage's root, which loop batches inherit.
+	s.root[instancesKey] = byHost
+	child(s.data, "output")["hosts"] = hosts
+}
+
+// instancesKey holds the fetched instances by host name in a stage's root.
+const instancesKey = "gantryInstances"
+
+// withInstance adds `<+instance.*>` to an iteration's root when its item is a fetched
+// instance's host name.
+func withInstance(root map[string]any, it iteration) map[string]any {
+	byHost, _ := root[instancesKey].(map[string]any)
+	if !it.HasItem || len(byHost) == 0 {
+		return root
+	}
+	if inst, ok := byHost[fmt.Sprint(it.Item)]; ok {
+		root["instance"] = inst
+	}
+	return root
 }

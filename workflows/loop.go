@@ -47,7 +47,7 @@ func (s *stageRun) runLoop(ctx workflow.Context, n *plan.Node, t *Node, prefix s
 		func(ctx workflow.Context) bool { return s.stopped(ctx, fr) },
 		func(i int) { s.end(ctx, t.Children[i], status.Skipped, nil) },
 		func(ctx workflow.Context, i int) {
-			ifr := &frame{parent: fr, root: iterationRoot(root, n.ID, lp.iterations[i], total)}
+			ifr := &frame{parent: fr, root: withInstance(iterationRoot(root, n.ID, lp.iterations[i], total), lp.iterations[i])}
 			s.runNode(ctx, children[i], t.Children[i], prefix, container, ifr)
 		})
 	s.end(ctx, t, loopStatus(t.Children), nil)

@@ -182,6 +182,8 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 			outputs, failure = httpOutcome(n, spec, outputs, root, fqn)
 		case failure == nil && tr.Outcome == "codebase":
 			s.codebaseCloned(outputs)
+		case failure == nil && tr.Outcome == "instances":
+			s.instancesFetched(outputs)
 		case tr.Outcome == "artifact":
 			// The reference publishes a build's images beside its outputs (spec 22.2).
 			delete(data, "artifact_"+n.ID)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/templates"
 )
 
 // Catalog is the entities found in a set of directories.
@@ -24,6 +25,12 @@ type Catalog struct {
 	Unsupported map[string]*pipeline.File
 	Sources     diag.Sources
 	Dirs        []string
+	// Templates are the templates found beside the pipeline: CustomDeployment infrastructures
+	// and services name their deployment template among them.
+	Templates *templates.Library
+
+	check   func(*pipeline.File) diag.List
+	checked map[string]bool // template files checked when first used
 }
 
 // IsEntityFile reports whether a YAML text's root key is one of the entity kinds, without
@@ -43,7 +50,7 @@ func Load(dirs []string, check func(*pipeline.File) diag.List) (*Catalog, diag.L
 	c := &Catalog{Services: map[string]*pipeline.File{}, Environments: map[string]*pipeline.File{},
 		Infras: map[string]*pipeline.File{}, Connectors: map[string]*pipeline.File{}, Unsupported: map[string]*pipeline.File{},
 		EnvGroups: map[string]*pipeline.File{},
-		Sources:   diag.Sources{}, Dirs: dirs}
+		Sources:   diag.Sources{}, Dirs: dirs, check: check, checked: map[string]bool{}}
 	var diags diag.List
 	seen := map[string]bool{}
 	for _, dir := range dirs {

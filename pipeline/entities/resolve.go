@@ -121,6 +121,7 @@ func (r *resolver) finish(s *pipeline.Stage, d *plan.Deployment) {
 			d.Type = d.Service.Type
 		}
 		d.StepManifests = r.stepManifests(s)
+		r.sameTemplate(s, r.c.Services[d.Service.ID], d)
 		if d.Type != d.Service.Type && !strings.Contains(d.Type, "<+") {
 			r.diags.Errorf(r.at(r.file, pipeline.ValueAt(s.Spec, "deploymentType")), "deployment-type",
 				"stage %s deploys %s services; service %s is a %s service", s.Identifier, d.Type, d.Service.ID, d.Service.Type).
@@ -311,6 +312,12 @@ func (r *resolver) infraOf(e *pipeline.Environment, ref pipeline.InfraRef) *plan
 // cluster, or an AwsLambda account.
 func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *plan.Infrastructure {
 	infra := &plan.Infrastructure{ID: in.Identifier, Name: in.Name, Tags: in.Tags, Namespace: in.Spec.Namespace, ReleaseName: in.Spec.ReleaseName}
+	if in.Type == "CustomDeployment" {
+		if infra.Type, infra.Custom = in.Type, r.customInfra(file, in); infra.Custom == nil {
+			return nil
+		}
+		return infra
+	}
 	if in.Type == "AwsLambda" || in.Type == "ECS" {
 		k, ok := r.awsConnector(file, in.Spec.Node, in.Spec.ConnectorRef, "an "+in.Type+" infrastructure")
 		if !ok {

@@ -290,12 +290,15 @@ func (r *Result) resolveEntities(name string, opts Options) compile.Resolved {
 	}
 	cat, d := entities.Load(dirs, func(f *pipeline.File) diag.List { _, d := validate.File(f); return d })
 	r.Diags.Add(d...)
-	for k, v := range cat.Sources {
-		r.Sources[k] = v
-	}
+	// Deployment templates (CustomDeployment) are found where the pipeline's templates are,
+	// and checked where they are used.
+	cat.Templates, _ = templates.Load(opts.TemplateDirs, filepath.Dir(name))
 	out, multis, d := cat.ResolveAll(r.File.Source(), r.Merged)
 	pods, pd := cat.Pods(r.File.Source(), r.Merged)
 	refs, sd := cat.StepRefs(r.File.Source(), r.Merged)
+	for k, v := range cat.Sources { // the template files used are among them now
+		r.Sources[k] = v
+	}
 	d = append(append(d, pd...), sd...)
 	r.Diags.Add(runNeeds(d, opts)...)
 	return compile.Resolved{Deploys: out, Multis: multis, Pods: pods, Refs: refs}

@@ -50,3 +50,9 @@ type SelectorsOnly struct {
 	Node              *yaml.Node `yaml:"-"`
 	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
 }
+
+// FetchInstanceScript runs a CustomDeployment infrastructure's fetch-instances script.
+type FetchInstanceScript struct {
+	Node              *yaml.Node `yaml:"-"`
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+}

@@ -102,6 +102,9 @@ var entries = []Entry{
 	{Type: "AwsLambdaDeploy", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
 	{Type: "AwsLambdaRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
 
+	{Type: "FetchInstanceScript", New: func() any { return &FetchInstanceScript{} }, Deploys: "CustomDeployment",
+		Traits: plan.Traits{Activity: activities.FetchInstances, Deployment: true, Heartbeat: true, Outcome: "instances"}},
+
 	{Type: "EcsRollingDeploy", New: func() any { return &EcsRollingDeploy{} }, Deploys: "ECS", Traits: ecs},
 	{Type: "EcsRollingRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "ECS", Traits: ecs},
 	{Type: "EcsCanaryDeploy", New: func() any { return &SelectorsOnly{} }, Deploys: "ECS", Traits: ecs},

@@ -265,3 +265,20 @@ func (l *Library) where() string {
 	}
 	return strings.Join(l.Dirs, ", ")
 }
+
+// Lookup finds the template a reference (`[account.|org.]id`) and an optional version label
+// name, as a project-level document would link it; the error says what is missing and what to
+// do, and its code is Code.
+func (l *Library) Lookup(ref, version string) (*Doc, *LookupError) {
+	if l == nil {
+		return nil, &LookupError{Code: MissingTemplate, Message: fmt.Sprintf("template %s is not defined", ref), Hint: "no templates folder was found"}
+	}
+	d, e := l.find(ref, version, scopeProject)
+	if e != nil {
+		return nil, &LookupError{Code: e.code, Message: e.msg, Hint: e.hint}
+	}
+	return d, nil
+}
+
+// LookupError is a failed Lookup.
+type LookupError struct{ Code, Message, Hint string }

@@ -532,9 +532,14 @@ func TestTemplateFileValidatesAlone(t *testing.T) {
 	if r.OK() {
 		t.Error("a step template with an unknown step type validated")
 	}
-	r, _ = load.File(write("cd.yaml", "template:\n  name: c\n  identifier: c\n  versionLabel: v1\n  type: CustomDeployment\n  spec: {}\n"), load.Options{})
+	r, _ = load.File(write("as.yaml", "template:\n  name: a\n  identifier: a\n  versionLabel: v1\n  type: ArtifactSource\n  spec: {}\n"), load.Options{})
 	if ok, text := hasCode(r, "unsupported-template-kind"); !ok {
-		t.Errorf("CustomDeployment template:\n%s", text)
+		t.Errorf("ArtifactSource template:\n%s", text)
+	}
+	// A deployment template is checked as one (docs/provisioning.md): an empty one is broken.
+	r, _ = load.File(write("cd.yaml", "template:\n  name: c\n  identifier: c\n  versionLabel: v1\n  type: CustomDeployment\n  spec: {}\n"), load.Options{})
+	if ok, text := hasCode(r, "missing-field"); !ok || r.OK() {
+		t.Errorf("an empty CustomDeployment template:\n%s", text)
 	}
 }
 

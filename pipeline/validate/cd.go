@@ -88,7 +88,15 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 	pipeline.InfraDeploymentKind.Check(&c.diags, c.pos(pipeline.ValueAt(i.Node, "deploymentType")), i.DeploymentType)
 	c.boolean(i.Node, "allowSimultaneousDeployments", i.AllowSimultaneousDeployments)
 	if s := i.Spec; s != nil {
-		c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
+		if i.Type == "CustomDeployment" {
+			if c.required(s.Node, map[bool]string{true: "ref"}[s.CustomDeploymentRef != nil], "customDeploymentRef", "spec") {
+				c.variables(s.Variables, "infrastructure")
+			}
+			return
+		}
+		if c.required(s.Node, s.ConnectorRef, "connectorRef", "spec") {
+			c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
+		}
 		switch i.Type {
 		case "KubernetesDirect":
 			c.required(s.Node, s.Namespace, "namespace", "spec")

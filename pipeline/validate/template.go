@@ -13,7 +13,7 @@ import (
 var versionLabelRe = regexp.MustCompile(`^[0-9a-zA-Z][^\s/&]{0,127}$`)
 
 // otherTemplateKinds are the template types the reference defines that Gantry does not expand.
-var otherTemplateKinds = []string{"ArtifactSource", "CustomDeployment", "MonitoredService", "Notification", "SecretManager", "Workspace"}
+var otherTemplateKinds = []string{"ArtifactSource", "MonitoredService", "Notification", "SecretManager", "Workspace"}
 
 // template checks a template document on its own (spec 19.2): its metadata, and its body
 // wrapped in the smallest pipeline that holds it, with runtime inputs left open.
@@ -25,8 +25,12 @@ func (c *checker) template(t *pipeline.Template) {
 			SetHint("start with a letter or digit; no spaces, / or &; at most 128 characters")
 	}
 	kind := pipeline.Kind{What: "template type", Code: "unsupported-template-kind",
-		Runs: []string{"Step", "StepGroup", "Stage", "Pipeline"}, Reference: otherTemplateKinds}
+		Runs: []string{"Step", "StepGroup", "Stage", "Pipeline", "CustomDeployment"}, Reference: otherTemplateKinds}
 	if !kind.Check(&c.diags, c.pos(pipeline.ValueAt(t.Node, "type")), t.Type) || t.Spec == nil {
+		return
+	}
+	if t.Type == "CustomDeployment" {
+		c.deploymentTemplate(t)
 		return
 	}
 	if t.HasVariables() {
@@ -154,3 +158,44 @@ func scalarValue(n *yaml.Node) string {
 	}
 	return n.Value
 }
+
+// deploymentTemplate checks a CustomDeployment template: an inline fetch-instances script, the
+// list's path, and the attributes with `instancename` among them.
+func (c *checker) deploymentTemplate(t *pipeline.Template) {
+	var spec pipeline.CustomDeploymentSpec
+	c.dec.Decode(t.Spec, &spec, "CustomDeployment template spec")
+	inf := spec.Infrastructure
+	if inf == nil {
+		return
+	}
+	c.variables(inf.Variables, "deployment template")
+	if f := inf.FetchInstancesScript; f != nil && f.Store != nil {
+		st := f.Store
+		switch {
+		case st.Type == "Harness":
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(st.Node, "type")), "unsupported-manifest-store",
+				"a fetch-instances script in the Harness file store: Gantry has no file store; write the script inline").
+				SetHint("store: {type: Inline, spec: {content: ...}}")
+		case st.Type != "Inline":
+			c.enum(st.Node, "type", st.Type, []string{"Inline", "Harness"}, "fetchInstancesScript store type")
+		case st.Spec != nil && strings.TrimSpace(st.Spec.Content) == "":
+			c.diags.Errorf(c.pos(st.Spec.Node), "missing-field", "the fetch-instances script is empty").
+				SetHint("content: a script that writes the instances' JSON to $INSTANCE_OUTPUT_PATH")
+		}
+	}
+	names := map[string]bool{}
+	for _, a := range inf.InstanceAttributes {
+		if names[a.Name] {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(a.Node, "name")), "duplicate-identifier", "instance attribute %s is listed twice", a.Name)
+		}
+		names[a.Name] = true
+	}
+	if len(inf.InstanceAttributes) > 0 && !names[InstanceNameAttribute] {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(inf.Node, "instanceAttributes")), "missing-field",
+			"instanceAttributes needs the attribute %s: the JSON path of each instance's host name", InstanceNameAttribute).
+			SetHint("- {name: instancename, jsonPath: name}")
+	}
+}
+
+// InstanceNameAttribute is the instance attribute that names an instance's host.
+const InstanceNameAttribute = "instancename"
