@@ -236,12 +236,12 @@ type DeployInput struct {
 	// StepSource says Manifests is a K8sApply step's own manifestSource, not the service's.
 	StepSource bool `json:"stepSource,omitempty"`
 	// Aws and Region are an AwsLambda infrastructure's; Artifact is the code deployed.
-	Aws      *plan.AwsConnector `json:"aws,omitempty"`
-	Region   string             `json:"region,omitempty"`
-	Cluster  string             `json:"cluster,omitempty"` // ECS
+	Aws     *plan.AwsConnector `json:"aws,omitempty"`
+	Region  string             `json:"region,omitempty"`
+	Cluster string             `json:"cluster,omitempty"` // ECS
 	// Custom is a CustomDeployment infrastructure's fetch-instances script, rendered.
-	Custom *plan.CustomInfra `json:"custom,omitempty"`
-	Artifact *DeployArtifact    `json:"artifact,omitempty"`
+	Custom   *plan.CustomInfra `json:"custom,omitempty"`
+	Artifact *DeployArtifact   `json:"artifact,omitempty"`
 }
 
 // DeployArtifact is the primary artifact as a deployment step uses it: an object in S3 or an
