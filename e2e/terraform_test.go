@@ -45,6 +45,12 @@ resource "terraform_data" "web" {
 resource "terraform_data" "secret" {
   input = var.token
 }
+variable "fail" { default = false }
+resource "terraform_data" "broken" {
+  count      = var.fail ? 1 : 0
+  depends_on = [terraform_data.web]
+  provisioner "local-exec" { command = "exit 3" }
+}
 output "names" { value = join(",", terraform_data.web[*].output) }
 output "token" {
   value     = var.token
@@ -234,9 +240,9 @@ func readLog(t *testing.T, execution, step string) string {
 }
 
 // tfPipeline is one Custom stage that applies an inline configuration of replicas copies
-// (prefix names them) to provisioner prov, then runs then (a step's YAML), with a
-// TerraformRollback when the stage fails.
-func tfPipeline(prov, state string, replicas int, prefix, then string) string {
+// (prefix names them; fail adds a resource whose creation fails) to provisioner prov, then
+// runs then (a step's YAML), with a TerraformRollback when the stage fails.
+func tfPipeline(prov, state string, replicas int, prefix string, fail bool, then string) string {
 	module := strings.ReplaceAll(tfModule, "\n", "\n                                ")
 	return fmt.Sprintf(`pipeline:
   name: tf
@@ -270,7 +276,7 @@ func tfPipeline(prov, state string, replicas int, prefix, then string) string {
                               content: |
                                 %[2]s
                         varFiles:
-                          - varFile: {identifier: v, type: Inline, spec: {content: "replicas = %[3]d\nprefix = \"%[4]s\"\n"}}
+                          - varFile: {identifier: v, type: Inline, spec: {content: "replicas = %[3]d\nprefix = \"%[4]s\"\nfail = %[7]t\n"}}
                         backendConfig: {type: Inline, spec: {content: "path = \"%[5]s\"\n"}}
 %[6]s
             rollbackSteps:
@@ -281,7 +287,7 @@ func tfPipeline(prov, state string, replicas int, prefix, then string) string {
                   timeout: 5m
                   spec:
                     provisionerIdentifier: %[1]s
-`, prov, module, replicas, prefix, state, then)
+`, prov, module, replicas, prefix, state, then, fail)
 }
 
 const tfFail = `              - step: {type: ShellScript, name: verify, identifier: verify, spec: {shell: Bash, source: {type: Inline, spec: {script: "exit 1"}}}}`
@@ -297,13 +303,13 @@ func TestTerraformRollbackAndDestroy(t *testing.T) {
 		_, res := runPlan(t, env.starter, compile(t, "tf.yaml", []byte(src), load.Options{}))
 		return res
 	}
-	res := run(tfPipeline("rb_a", state, 2, "blue", ""))
+	res := run(tfPipeline("rb_a", state, 2, "blue", false, ""))
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.apply": status.Succeeded})
 	if got := stateNames(t, state); got != "blue-0,blue-1" {
 		t.Fatalf("first apply: state %q", got)
 	}
 
-	res = run(tfPipeline("rb_a", state, 4, "green", tfFail))
+	res = run(tfPipeline("rb_a", state, 4, "green", false, tfFail))
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.apply": status.Succeeded, "s.verify": status.Failed, "s.rollbackSteps.rollback": status.Succeeded})
 	if got := stateNames(t, state); got != "blue-0,blue-1" {
 		t.Errorf("after the rollback the state holds %q, want the first configuration's", got)
@@ -314,14 +320,29 @@ func TestTerraformRollbackAndDestroy(t *testing.T) {
 
 	// A third run rolls back to the first configuration again (the rollback's, not the
 	// failed second one's).
-	res = run(tfPipeline("rb_a", state, 1, "red", tfFail))
+	res = run(tfPipeline("rb_a", state, 1, "red", false, tfFail))
 	if got := stateNames(t, state); got != "blue-0,blue-1" {
 		t.Errorf("after the second rollback the state holds %q", got)
 	}
 
+	// An apply that fails halfway (three resources made, the fourth's creation fails) is
+	// rolled back to the first configuration too.
+	res = run(tfPipeline("rb_a", state, 3, "amber", true, ""))
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.apply": status.Failed, "s.rollbackSteps.rollback": status.Succeeded})
+	if got := stateNames(t, state); got != "blue-0,blue-1" {
+		t.Errorf("after rolling back a failed apply the state holds %q", got)
+	}
+
+	// What a failed first apply made is destroyed.
+	failedFirst := filepath.Join(dir, "c.tfstate")
+	res = run(tfPipeline("rb_c", failedFirst, 2, "half", true, ""))
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.apply": status.Failed, "s.rollbackSteps.rollback": status.Succeeded})
+	if n := len(stateResources(t, failedFirst)); n != 0 {
+		t.Errorf("after rolling back a failed first apply the state holds %d instances", n)
+	}
 	// A provisioner's first configuration, whose stage fails, is destroyed.
 	first := filepath.Join(dir, "b.tfstate")
-	res = run(tfPipeline("rb_b", first, 2, "new", tfFail))
+	res = run(tfPipeline("rb_b", first, 2, "new", false, tfFail))
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "s.apply": status.Succeeded, "s.rollbackSteps.rollback": status.Succeeded})
 	if got := stateNames(t, first); got != "" {
 		t.Errorf("after rolling back a first apply the state holds %q", got)
