@@ -41,6 +41,16 @@ type deployTarget struct {
 // `<+infra.*>` and `<+INFRA_KEY>` for the stage's steps. Failures in these phases are
 // expression errors, which retrying cannot fix, so they fail the stage.
 func (s *stageRun) deployContext(ctx workflow.Context) error {
+	manifests, render, err := s.servicePhases(ctx)
+	if err != nil {
+		return err
+	}
+	return s.infrastructurePhase(ctx, s.in.Stage.Deploy, manifests, render)
+}
+
+// servicePhases runs the phases before the infrastructure's: service, artifact, service
+// variables and environment. It returns the service's manifests and the stage's renderer.
+func (s *stageRun) servicePhases(ctx workflow.Context) ([]plan.Manifest, renderFunc, error) {
 	d := s.in.Stage.Deploy
 	render := func(text, what string) (string, error) {
 		out, err := expressions.RenderString(text, expressions.NewScope(s.root, s.fqn), expressions.Options{})
@@ -51,17 +61,17 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 	}
 	manifests, err := s.servicePhase(ctx, d.Service, render)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if err := s.artifactPhase(ctx, d.Service.Artifact, render); err != nil {
-		return err
+		return nil, nil, err
 	}
 	envVars, err := s.serviceVariables(d.Service, d.Environment)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	s.environmentPhase(d.Environment, envVars)
-	return s.infrastructurePhase(ctx, d, manifests, render)
+	return manifests, render, nil
 }
 
 // renderFunc renders a text of the deployment with the stage's expressions; what names it in
@@ -563,26 +573,10 @@ func (s *stageRun) provisionerData() map[string]any {
 // provisioner that fails leaves the infrastructure unrendered and the execution not started
 // (the failure strategies already ran for its step).
 func (s *stageRun) provision(ctx, body workflow.Context, prov *plan.Node, t *Node) error {
-	d := s.in.Stage.Deploy
-	render := func(text, what string) (string, error) {
-		out, err := expressions.RenderString(text, expressions.NewScope(s.root, s.fqn), expressions.Options{})
-		if err != nil {
-			return "", fmt.Errorf("%s: %v", what, err)
-		}
-		return out, nil
-	}
-	manifests, err := s.servicePhase(ctx, d.Service, render)
+	manifests, render, err := s.servicePhases(ctx)
 	if err != nil {
 		return err
 	}
-	if err := s.artifactPhase(ctx, d.Service.Artifact, render); err != nil {
-		return err
-	}
-	envVars, err := s.serviceVariables(d.Service, d.Environment)
-	if err != nil {
-		return err
-	}
-	s.environmentPhase(d.Environment, envVars)
 	data := s.provisionerData()
 	s.runList(body, []*plan.Node{prov}, []*Node{t}, s.fqn+".spec.environment", data, s.forward)
 	outputs := map[string]any{}
@@ -600,7 +594,7 @@ func (s *stageRun) provision(ctx, body workflow.Context, prov *plan.Node, t *Nod
 	if s.forward.stopped() || s.aborted || s.expired {
 		return nil
 	}
-	return s.infrastructurePhase(ctx, d, manifests, render)
+	return s.infrastructurePhase(ctx, s.in.Stage.Deploy, manifests, render)
 }
 
 // rollbackProvisioner runs the provisioner's rollback steps.

@@ -162,3 +162,25 @@ func ExpandTo(ctx context.Context, r Resolver, m *Masker, s string, standIn func
 	})
 	return out, firstErr
 }
+
+// Value resolves a step variable's value: a Secret-typed value that is not an expression names
+// a secret; other values have their secret references expanded. A Secret's plaintext is masked.
+func Value(ctx context.Context, r Resolver, m *Masker, typ, value string) (string, error) {
+	secret := strings.EqualFold(typ, "Secret")
+	if secret && !strings.Contains(value, "<+secrets.") {
+		v, err := r.Resolve(ctx, value)
+		if err != nil {
+			return "", err
+		}
+		m.Add(v)
+		return v, nil
+	}
+	v, err := Expand(ctx, r, m, value)
+	if err != nil {
+		return "", err
+	}
+	if secret {
+		m.Add(v)
+	}
+	return v, nil
+}

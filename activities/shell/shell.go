@@ -176,21 +176,9 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 
 // envValue resolves one environment variable; a Secret-typed value names a secret.
 func (a *Activity) envValue(ctx context.Context, mask *secrets.Masker, v Variable) (string, error) {
-	val := str(v.Value)
-	if strings.EqualFold(v.Type, "Secret") && !strings.Contains(val, "<+secrets.") {
-		s, err := a.Secrets.Resolve(ctx, val)
-		if err != nil {
-			return "", activities.Fail(activities.Unknown, "environment variable %s: %v", v.Name, err)
-		}
-		mask.Add(s)
-		return s, nil
-	}
-	s, err := secrets.Expand(ctx, a.Secrets, mask, val)
+	s, err := secrets.Value(ctx, a.Secrets, mask, v.Type, str(v.Value))
 	if err != nil {
 		return "", activities.Fail(activities.Unknown, "environment variable %s: %v", v.Name, err)
-	}
-	if strings.EqualFold(v.Type, "Secret") {
-		mask.Add(s)
 	}
 	return s, nil
 }

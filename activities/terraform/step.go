@@ -245,20 +245,9 @@ func (s *run) prepare(ctx context.Context, c *Config) (*prepared, func(), error)
 // envValue resolves one environment variable; a Secret's value names a secret (or holds a
 // secret reference) and is masked in the log.
 func (s *run) envValue(ctx context.Context, e EnvVar) (string, error) {
-	if strings.EqualFold(e.Type, "Secret") && !strings.Contains(e.Value, "<+secrets.") {
-		v, err := s.a.Secrets.Resolve(ctx, e.Value)
-		if err != nil {
-			return "", activities.Fail(activities.Unknown, "environment variable %s: %v", e.Name, err)
-		}
-		s.mask.Add(v)
-		return v, nil
-	}
-	v, err := secrets.Expand(ctx, s.a.Secrets, s.mask, e.Value)
+	v, err := secrets.Value(ctx, s.a.Secrets, s.mask, e.Type, e.Value)
 	if err != nil {
 		return "", activities.Fail(activities.Unknown, "environment variable %s: %v", e.Name, err)
-	}
-	if strings.EqualFold(e.Type, "Secret") {
-		s.mask.Add(v)
 	}
 	return v, nil
 }
