@@ -100,3 +100,14 @@ func TestTerraformStoresResolvedBeforeTheRun(t *testing.T) {
 		t.Errorf("a missing connector: want an error naming it:\n%s", r.Diags.Render(r.Sources))
 	}
 }
+
+// An environment provisioner runs in a Deployment stage's `environment`; elsewhere (a Custom
+// stage's environment, a multi-environment stage) it is unsupported, never silently skipped.
+func TestProvisionerOutsideADeploymentEnvironmentIsUnsupported(t *testing.T) {
+	src := strings.Replace(customStage("", tfStep("a", "TerraformApply", `{provisionerIdentifier: i, configuration: {type: InheritFromPlan}}`)),
+		"        spec:\n", "        spec:\n          environment:\n            environmentRef: dev\n            provisioner:\n              steps: []\n", 1)
+	r := loadIn(t, map[string]string{"pipeline.yaml": src}, "pipeline.yaml", load.Options{})
+	if d := codes(r.Diags, diag.Unsupported, "unsupported-field"); len(d) != 1 || !strings.Contains(d[0].Message, "environment provisioner") || d[0].Pos.Line != 12 {
+		t.Errorf("want one unsupported provisioner at line 12:\n%s", r.Diags.Render(r.Sources))
+	}
+}

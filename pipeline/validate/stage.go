@@ -100,6 +100,7 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 	if s.Type != "CI" {
 		c.ciKeysOutsideCI(s, spec)
 	}
+	c.provisionersNotRun(s, spec)
 	switch s.Type {
 	case "CI":
 		c.ciStage(s, spec)
@@ -471,5 +472,36 @@ func scalars(n *yaml.Node, fn func(*yaml.Node)) {
 	}
 	for _, ch := range n.Content {
 		scalars(ch, fn)
+	}
+}
+
+// provisionersNotRun reports environment provisioners Gantry does not run: those of
+// multi-environment stages (environments, environmentGroup) and of stages other than
+// Deployment. A Deployment stage's `environment.provisioner` runs (issue 55).
+func (c *checker) provisionersNotRun(s *pipeline.Stage, spec *pipeline.StageSpec) {
+	var find func(n *yaml.Node)
+	find = func(n *yaml.Node) {
+		if n == nil {
+			return
+		}
+		for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == "provisioner" && n.Content[i+1].Kind == yaml.MappingNode {
+				c.diags.Unsupportedf(c.pos(n.Content[i]), "unsupported-field",
+					"stage %s: Gantry runs the environment provisioner of a Deployment stage's `environment` only; this one is not run", s.Identifier).
+					SetHint("provision in a Deployment stage with one `environment`, or in the execution's steps")
+				continue
+			}
+			find(n.Content[i+1])
+		}
+		for _, e := range n.Content {
+			if n.Kind == yaml.SequenceNode {
+				find(e)
+			}
+		}
+	}
+	find(spec.Environments)
+	find(spec.EnvironmentGroup)
+	if s.Type != "Deployment" {
+		find(spec.Environment)
 	}
 }
