@@ -4,7 +4,7 @@ BIN     := bin/gantry
 FUZZTIME ?= 50000x
 LONGFUZZ ?= 5m
 
-.PHONY: all build run run-k8s run-topology k8s-tools terraform-tools browser-tools test vet fuzz bench stress clean
+.PHONY: all build run run-k8s run-topology k8s-tools terraform-tools ssh-tools browser-tools test vet fuzz bench stress clean
 
 all: build
 
@@ -41,6 +41,10 @@ terraform-tools:
 	@hack/tofu/build.sh >/dev/null
 	@hack/tofu/provider.sh >/dev/null
 
+# Installs Debian's OpenSSH server (not started: the SSH tests run their own on loopback).
+ssh-tools:
+	@hack/ssh/install-sshd.sh
+
 # Installs Debian's Chromium (apt-get) for the Web UI's browser tests when it is missing.
 browser-tools:
 	@hack/browser/install-chromium.sh
@@ -52,7 +56,7 @@ vet:
 
 # Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`. Test artifacts (the
 # browser tests' screenshots) are kept in .test-output/_artifacts.
-test: vet k8s-tools terraform-tools browser-tools
+test: vet k8s-tools terraform-tools ssh-tools browser-tools
 	@mkdir -p .test-output
 	$(GO) test -race -count=1 -timeout 50m -artifacts -outputdir $(CURDIR)/.test-output ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions

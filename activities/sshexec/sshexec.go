@@ -1,0 +1,239 @@
+// Package sshexec reaches target hosts over SSH for the traditional deployments of issue 56:
+// a connection checked against known hosts, authenticated by a private key or a password,
+// scripts run in a working directory with their output streamed, and files copied over SFTP
+// (written aside and renamed into place, so a copy cut off never leaves half a file). Its
+// failures carry the failure-strategy categories: a host that cannot be reached is
+// Connectivity, refused credentials or an unknown host key Authentication.
+package sshexec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pkg/sftp"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/gantry-cd/gantry/activities"
+)
+
+// Target is one host and how to log in to it. Secrets are values here: the caller resolved
+// them and masks them.
+type Target struct {
+	Host string
+	Port int // 22 when 0
+	User string
+	// Key is a private key (PEM), with its Passphrase if it has one; Password is used when
+	// there is no key.
+	Key, Passphrase, Password string
+	// KnownHosts are known_hosts lines the host's key must match. Empty: any key is
+	// accepted, and the caller says so in its log.
+	KnownHosts string
+	// Timeout bounds the connection and the login (10 s when 0).
+	Timeout time.Duration
+}
+
+// Addr is host:port.
+func (t Target) Addr() string {
+	p := t.Port
+	if p == 0 {
+		p = 22
+	}
+	return net.JoinHostPort(t.Host, strconv.Itoa(p))
+}
+
+// Client is a logged-in connection.
+type Client struct {
+	c      *ssh.Client
+	target Target
+}
+
+// Dial connects and logs in.
+func Dial(ctx context.Context, t Target) (*Client, error) {
+	auth, err := authMethods(t)
+	if err != nil {
+		return nil, err
+	}
+	hostKey, err := hostKeyCallback(t.KnownHosts)
+	if err != nil {
+		return nil, err
+	}
+	timeout := t.Timeout
+	if timeout == 0 {
+		timeout = 10 * time.Second
+	}
+	cfg := &ssh.ClientConfig{User: t.User, Auth: auth, HostKeyCallback: hostKey, Timeout: timeout}
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.DialContext(ctx, "tcp", t.Addr())
+	if err != nil {
+		return nil, activities.Fail(activities.Connectivity, "host %s cannot be reached: %v", t.Addr(), err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(timeout))
+	sc, chans, reqs, err := ssh.NewClientConn(conn, t.Addr(), cfg)
+	if err != nil {
+		conn.Close()
+		return nil, classify(t, err)
+	}
+	_ = conn.SetDeadline(time.Time{})
+	return &Client{c: ssh.NewClient(sc, chans, reqs), target: t}, nil
+}
+
+func authMethods(t Target) ([]ssh.AuthMethod, error) {
+	if t.Key != "" {
+		var signer ssh.Signer
+		var err error
+		if t.Passphrase != "" {
+			signer, err = ssh.ParsePrivateKeyWithPassphrase([]byte(t.Key), []byte(t.Passphrase))
+		} else {
+			signer, err = ssh.ParsePrivateKey([]byte(t.Key))
+		}
+		if err != nil {
+			return nil, activities.Fail(activities.Authentication, "the SSH key for %s@%s does not parse: %v", t.User, t.Host, err)
+		}
+		return []ssh.AuthMethod{ssh.PublicKeys(signer)}, nil
+	}
+	if t.Password != "" {
+		return []ssh.AuthMethod{ssh.Password(t.Password)}, nil
+	}
+	return nil, activities.Fail(activities.Authentication, "no key or password to log in to %s as %s", t.Host, t.User)
+}
+
+// hostKeyCallback checks host keys against known_hosts lines; none accepts any key.
+func hostKeyCallback(lines string) (ssh.HostKeyCallback, error) {
+	if strings.TrimSpace(lines) == "" {
+		return ssh.InsecureIgnoreHostKey(), nil
+	}
+	f, err := os.CreateTemp("", "gantry-known-hosts-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.WriteString(lines + "\n"); err != nil {
+		f.Close()
+		return nil, err
+	}
+	f.Close()
+	cb, err := knownhosts.New(f.Name())
+	if err != nil {
+		return nil, activities.Fail(activities.Authentication, "known hosts do not parse: %v", err)
+	}
+	return cb, nil
+}
+
+// classify turns a login error into a step failure.
+func classify(t Target, err error) error {
+	var ke *knownhosts.KeyError
+	switch {
+	case errors.As(err, &ke) && len(ke.Want) > 0:
+		return activities.Fail(activities.Authentication, "host %s presented a key that is not the one known for it: refusing to log in", t.Addr())
+	case errors.As(err, &ke):
+		return activities.Fail(activities.Authentication, "host %s is not among the known hosts: refusing to log in", t.Addr())
+	case strings.Contains(err.Error(), "unable to authenticate"):
+		return activities.Fail(activities.Authentication, "host %s refused the credentials of %s", t.Addr(), t.User)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) || errors.Is(err, io.EOF) {
+		return activities.Fail(activities.Connectivity, "host %s: the SSH handshake failed: %v", t.Addr(), err)
+	}
+	return activities.Fail(activities.Connectivity, "host %s: %v", t.Addr(), err)
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.c.Close() }
+
+// Run runs a Bash script on the host in dir (created if missing; "" is the login folder)
+// with env exported, its output (stdout and stderr) to out. It returns the script's exit
+// code; cancelling ctx closes the session.
+func (c *Client) Run(ctx context.Context, script, dir string, env map[string]string, out io.Writer) (int, error) {
+	s, err := c.c.NewSession()
+	if err != nil {
+		return -1, activities.Fail(activities.Connectivity, "host %s: open a session: %v", c.target.Addr(), err)
+	}
+	defer s.Close()
+	var b strings.Builder
+	for k, v := range env {
+		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
+	}
+	if dir != "" {
+		fmt.Fprintf(&b, "mkdir -p %s && cd %s || exit 1\n", shellQuote(dir), shellQuote(dir))
+	}
+	b.WriteString(script)
+	s.Stdin = strings.NewReader(b.String())
+	s.Stdout, s.Stderr = out, out
+	done := make(chan error, 1)
+	go func() { done <- s.Run("bash -s") }()
+	select {
+	case <-ctx.Done():
+		_ = s.Signal(ssh.SIGKILL)
+		s.Close()
+		return -1, ctx.Err()
+	case err := <-done:
+		var exit *ssh.ExitError
+		switch {
+		case err == nil:
+			return 0, nil
+		case errors.As(err, &exit):
+			return exit.ExitStatus(), nil
+		}
+		return -1, activities.Fail(activities.Connectivity, "host %s: the session ended: %v", c.target.Addr(), err)
+	}
+}
+
+// Copy writes content to the file dest on the host (its folder made if missing), aside first
+// and renamed into place, with mode.
+func (c *Client) Copy(ctx context.Context, dest string, content io.Reader, mode os.FileMode) error {
+	sc, err := sftp.NewClient(c.c)
+	if err != nil {
+		return activities.Fail(activities.Connectivity, "host %s: start SFTP: %v", c.target.Addr(), err)
+	}
+	defer sc.Close()
+	if err := sc.MkdirAll(path.Dir(dest)); err != nil {
+		return activities.Fail(activities.Unknown, "host %s: make %s: %v", c.target.Addr(), path.Dir(dest), err)
+	}
+	tmp := path.Join(path.Dir(dest), "."+path.Base(dest)+".gantry-part")
+	f, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
+	if err != nil {
+		return activities.Fail(activities.Unknown, "host %s: write %s: %v", c.target.Addr(), dest, err)
+	}
+	if _, err := io.Copy(f, contextReader{ctx, content}); err != nil {
+		f.Close()
+		_ = sc.Remove(tmp)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return activities.Fail(activities.Connectivity, "host %s: copy to %s: %v", c.target.Addr(), dest, err)
+	}
+	if err := f.Close(); err != nil {
+		return activities.Fail(activities.Connectivity, "host %s: copy to %s: %v", c.target.Addr(), dest, err)
+	}
+	if err := sc.Chmod(tmp, mode); err != nil {
+		return activities.Fail(activities.Unknown, "host %s: chmod %s: %v", c.target.Addr(), dest, err)
+	}
+	if err := sc.PosixRename(tmp, dest); err != nil {
+		return activities.Fail(activities.Unknown, "host %s: rename into %s: %v", c.target.Addr(), dest, err)
+	}
+	return nil
+}
+
+// contextReader stops a copy when its context ends.
+type contextReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c contextReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'" }

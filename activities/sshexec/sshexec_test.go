@@ -1,0 +1,83 @@
+package sshexec
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/internal/sshtest"
+)
+
+// Against a real sshd: key and password logins checked against known hosts, a script's
+// output, exit code, working directory and environment, a file copied into place; and the
+// failures a deployment tells apart.
+func TestSSHAgainstOpenSSH(t *testing.T) {
+	srv := sshtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key := Target{Host: "127.0.0.1", Port: srv.Port, User: srv.KeyUser, Key: srv.ClientKey, KnownHosts: srv.KnownHosts}
+	c, err := Dial(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dir := filepath.Join(srv.Home, "app")
+	var out bytes.Buffer
+	code, err := c.Run(ctx, "echo \"in $(pwd) as $(whoami): $GREETING\"\nexit 7\n", dir, map[string]string{"GREETING": "it's me"}, &out)
+	if err != nil || code != 7 {
+		t.Fatalf("run: code %d, %v", code, err)
+	}
+	if want := "in " + dir + " as " + srv.KeyUser + ": it's me"; !strings.Contains(out.String(), want) {
+		t.Errorf("output %q, want %q", out.String(), want)
+	}
+	dest := filepath.Join(srv.Home, "releases", "app.tar")
+	if err := c.Copy(ctx, dest, strings.NewReader("artifact v1"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(dest); err != nil || string(b) != "artifact v1" {
+		t.Errorf("copied %q, %v", b, err)
+	}
+	if st, _ := os.Stat(dest); st == nil || st.Mode().Perm() != 0o640 {
+		t.Errorf("copied file's mode: %v", st)
+	}
+
+	pw := Target{Host: "127.0.0.1", Port: srv.Port, User: sshtest.PasswordUser, Password: srv.Password, KnownHosts: srv.KnownHosts}
+	pc, err := Dial(ctx, pw)
+	if err != nil {
+		t.Fatalf("password login: %v", err)
+	}
+	out.Reset()
+	if code, err := pc.Run(ctx, "whoami", "", nil, &out); err != nil || code != 0 || strings.TrimSpace(out.String()) != sshtest.PasswordUser {
+		t.Errorf("password user: %d %v %q", code, err, out.String())
+	}
+	pc.Close()
+
+	other := sshtest.Start(t)
+	for name, c := range map[string]struct {
+		target   Target
+		category activities.Category
+		want     string
+	}{
+		"wrong password":   {Target{Host: "127.0.0.1", Port: srv.Port, User: sshtest.PasswordUser, Password: "nope", KnownHosts: srv.KnownHosts}, activities.Authentication, "refused the credentials"},
+		"unknown host key": {Target{Host: "127.0.0.1", Port: srv.Port, User: srv.KeyUser, Key: srv.ClientKey, KnownHosts: strings.Replace(other.KnownHosts, other.Addr[strings.LastIndex(other.Addr, ":")+1:], srv.Addr[strings.LastIndex(srv.Addr, ":")+1:], 1)}, activities.Authentication, "not the one known"},
+		"host not listed":  {Target{Host: "127.0.0.1", Port: srv.Port, User: srv.KeyUser, Key: srv.ClientKey, KnownHosts: other.KnownHosts}, activities.Authentication, "not among the known hosts"},
+		"host down":        {Target{Host: "127.0.0.1", Port: other.Port, User: srv.KeyUser, Key: srv.ClientKey, KnownHosts: other.KnownHosts}, activities.Connectivity, "cannot be reached"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if name == "host down" {
+				other.Stop()
+				defer other.Start()
+			}
+			_, err := Dial(ctx, c.target)
+			f := activities.Classify(err)
+			if err == nil || f.Category != c.category || !strings.Contains(f.Message, c.want) || strings.Contains(f.Message, srv.Password) {
+				t.Errorf("%v (%+v), want %s %q", err, f, c.category, c.want)
+			}
+		})
+	}
+}
