@@ -42,6 +42,8 @@ const (
 	PodStart      = "gantry.PodStart"
 	PodStop       = "gantry.PodStop"
 	ContainerStep = "gantry.ContainerStep"
+	// Command runs a Command step's units on one host over SSH.
+	Command = "gantry.Command"
 	// FetchInstances runs a CustomDeployment's FetchInstanceScript step.
 	FetchInstances = "gantry.FetchInstances"
 	// Terraform runs the TerraformPlan, TerraformApply, TerraformDestroy and TerraformRollback
@@ -239,6 +241,11 @@ type DeployInput struct {
 	Aws     *plan.AwsConnector `json:"aws,omitempty"`
 	Region  string             `json:"region,omitempty"`
 	Cluster string             `json:"cluster,omitempty"` // ECS
+	// Ssh is a Pdc infrastructure's hosts and login; Host the one a Command step runs on (the
+	// loop's item), ConfigFiles the service's, rendered.
+	Ssh         *plan.SshInfra `json:"ssh,omitempty"`
+	Host        string         `json:"host,omitempty"`
+	ConfigFiles []plan.File    `json:"configFiles,omitempty"`
 	// Custom is a CustomDeployment infrastructure's fetch-instances script, rendered.
 	Custom   *plan.CustomInfra `json:"custom,omitempty"`
 	Artifact *DeployArtifact   `json:"artifact,omitempty"`

@@ -53,6 +53,7 @@ type connFlags struct {
 	buildkitImage string
 	terraformBin  string
 	tfPlugins     string
+	knownHosts    string
 	logBucket     logBucketFlags
 	secretMgr     secretManagerFlags
 	notify        notifyFlags
@@ -73,6 +74,7 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.buildkitImage, "buildkit-image", envOr("GANTRY_BUILDKIT_IMAGE", container.DefaultBuildKitImage), "the image BuildAndPush steps build in, made by hack/buildkit-image (env GANTRY_BUILDKIT_IMAGE)")
 	cmd.Flags().StringVar(&f.terraformBin, "terraform-bin", os.Getenv("GANTRY_TERRAFORM_BIN"), "the tofu or terraform binary Terraform steps run; empty finds tofu, then terraform, on PATH (env GANTRY_TERRAFORM_BIN; hack/tofu/build.sh builds OpenTofu)")
 	cmd.Flags().StringVar(&f.tfPlugins, "terraform-plugins", os.Getenv("GANTRY_TERRAFORM_PLUGINS"), "a filesystem mirror of Terraform providers (HOST/NAMESPACE/TYPE/VERSION/OS_ARCH folders), the only place Terraform steps install providers from; empty: their registries (env GANTRY_TERRAFORM_PLUGINS)")
+	cmd.Flags().StringVar(&f.knownHosts, "ssh-known-hosts", os.Getenv("GANTRY_SSH_KNOWN_HOSTS"), "known_hosts file the hosts of SSH deployments must match; empty accepts any host key and says so in the step's log (env GANTRY_SSH_KNOWN_HOSTS)")
 	cmd.Flags().IntVar(&f.maxSteps, "max-concurrent-steps", envInt("GANTRY_MAX_CONCURRENT_STEPS"), "steps this process's worker runs at once; 0 is the SDK default (env GANTRY_MAX_CONCURRENT_STEPS)")
 	cmd.Flags().BoolVar(&f.fastPath, "fast-path", os.Getenv("GANTRY_FAST_PATH") != "false", "run short ShellScript and Http steps as local activities on the stage's worker; false runs every step as a regular activity, for executions this process starts (env GANTRY_FAST_PATH=false)")
 	cmd.Flags().StringVar(&f.codecKeys, "codec-keys", os.Getenv("GANTRY_CODEC_KEYS"), "key file (mode 600) that turns on AES-256-GCM encryption of every Temporal payload; every worker and client of the namespace needs it (env GANTRY_CODEC_KEYS)")
@@ -268,6 +270,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		wo := worker.Options{
 			TerraformBin:       f.terraformBin,
 			TerraformPlugins:   f.tfPlugins,
+			SSHKnownHosts:      f.knownHosts,
 			TerraformKeys:      tfKeys,
 			TaskQueue:          f.taskQueue,
 			Secrets:            e.secrets,

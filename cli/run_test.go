@@ -209,7 +209,7 @@ func TestValidateJSONGolden(t *testing.T) {
 	if code, out, _ := run("validate", "-o", "json", files[0]); code != ExitOK || !strings.Contains(out, `"valid": true`) {
 		t.Errorf("valid: exit %d\n%s", code, out)
 	}
-	if code, out, _ := run("validate", files[1]); code != ExitInvalid || !strings.Contains(out, "unsupported: 2 features Gantry cannot run yet") || strings.Contains(out, "invalid") {
+	if code, out, _ := run("validate", files[1]); code != ExitInvalid || !strings.Contains(out, "unsupported: 3 features Gantry cannot run yet") || strings.Contains(out, "invalid") {
 		t.Errorf("unsupported: exit %d\n%s", code, out)
 	}
 }

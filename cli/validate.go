@@ -166,6 +166,8 @@ func report(out io.Writer, path string, r *load.Result) bool {
 		fmt.Fprintf(out, "ok %s: environment group %s (%d environments)\n", path, f.EnvGroup.Identifier, len(f.EnvGroup.EnvIdentifiers))
 	case f.Connector != nil:
 		fmt.Fprintf(out, "ok %s: connector %s (%s, %s)\n", path, f.Connector.Identifier, f.Connector.Type, f.Connector.Access())
+	case f.Secret != nil:
+		fmt.Fprintf(out, "ok %s: secret %s (%s)\n", path, f.Secret.Identifier, f.Secret.Type)
 	case f.Overlay != nil:
 		fmt.Fprintf(out, "ok %s: overlay input set %s (%d input sets)\n", path, f.Overlay.Identifier, len(f.Overlay.InputSetReferences))
 	}

@@ -35,6 +35,8 @@ var env struct {
 	logs     logs.Store
 	tofu     string // the OpenTofu binary the worker's Terraform steps run
 	tfMirror string // the filesystem mirror of the test provider (hack/tofu/provider.sh)
+	// knownHosts is the worker's known_hosts file (the SSH tests append their hosts).
+	knownHosts string
 }
 
 func lastLine(s string) string {
@@ -87,7 +89,14 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	env.tofu = lastLine(tofu)
-	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic, TerraformBin: env.tofu, TerraformKeys: tfKeys, TerraformPlugins: env.tfMirror})
+	// The SSH tests add their hosts' keys to the worker's known hosts.
+	env.knownHosts = filepath.Join(dir, "known_hosts")
+	if err := os.WriteFile(env.knownHosts, nil, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic, TerraformBin: env.tofu, TerraformKeys: tfKeys,
+		TerraformPlugins: env.tfMirror, SSHKnownHosts: env.knownHosts})
 	w.RegisterWorkflowWithOptions(rawSteps, workflow.RegisterOptions{Name: rawStepsName})
 	w.RegisterWorkflowWithOptions(rawFanout, workflow.RegisterOptions{Name: rawFanoutName})
 	w.RegisterWorkflowWithOptions(rawApproval, workflow.RegisterOptions{Name: rawApprovalName})

@@ -25,6 +25,8 @@ type ServiceSpec struct {
 	Manifests []ManifestElement `yaml:"manifests"`
 	Artifacts *ServiceArtifacts `yaml:"artifacts"`
 	Variables []Variable        `yaml:"variables"`
+	// ConfigFiles are the files an Ssh service's Copy command units put on the hosts.
+	ConfigFiles []ConfigFileElement `yaml:"configFiles"`
 	// CustomDeploymentRef is a CustomDeployment service's deployment template.
 	CustomDeploymentRef *DeploymentTemplateRef `yaml:"customDeploymentRef"`
 }
@@ -218,6 +220,13 @@ type InfrastructureSpec struct {
 	Cluster      string     `yaml:"cluster"` // ECS
 	// Provisioner names the environment provisioner whose outputs the fields use.
 	Provisioner string `yaml:"provisioner"`
+	// Pdc: the hosts and the SSH credential (a `secret:` of type SSHKey) that logs in to them.
+	CredentialsRef string     `yaml:"credentialsRef"`
+	Hosts          *yaml.Node `yaml:"hosts"`
+	HostFilter     *yaml.Node `yaml:"hostFilter"`
+	HostAttributes *yaml.Node `yaml:"hostAttributes"`
+	HostArrayPath  string     `yaml:"hostArrayPath"`
+	HostGroups     *yaml.Node `yaml:"hostGroups"`
 	// CustomDeployment: the deployment template and the values of its infrastructure variables.
 	CustomDeploymentRef *DeploymentTemplateRef `yaml:"customDeploymentRef"`
 	Variables           []Variable             `yaml:"variables"`

@@ -30,6 +30,7 @@ type File struct {
 	Infrastructure *Infrastructure
 	EnvGroup       *EnvironmentGroup
 	Connector      *Connector
+	Secret         *Secret // an SSH credential (type SSHKey)
 }
 
 // InputSet is an `inputSet:` document (spec 12.1). Its pipeline part stays raw: it mirrors the
@@ -61,6 +62,7 @@ type document struct {
 	Infrastructure *Infrastructure   `yaml:"infrastructureDefinition"`
 	EnvGroup       *EnvironmentGroup `yaml:"environmentGroup"`
 	Connector      *Connector        `yaml:"connector"`
+	Secret         *Secret           `yaml:"secret"`
 }
 
 // StageTypes are the stage types the engine runs.
@@ -111,13 +113,13 @@ func (f *File) Decode() diag.List {
 	d.Decode(root, &top, "document root")
 	roots := 0
 	for _, present := range []bool{top.Pipeline != nil, top.InputSet != nil, top.Overlay != nil, top.Trigger != nil, top.Template != nil,
-		top.Service != nil, top.Environment != nil, top.Infrastructure != nil, top.Connector != nil, top.EnvGroup != nil} {
+		top.Service != nil, top.Environment != nil, top.Infrastructure != nil, top.Connector != nil, top.EnvGroup != nil, top.Secret != nil} {
 		if present {
 			roots++
 		}
 	}
 	if roots != 1 {
-		diags.Errorf(f.Source().Pos(root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, template, service, environment, infrastructureDefinition, environmentGroup or connector").
+		diags.Errorf(f.Source().Pos(root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, template, service, environment, infrastructureDefinition, environmentGroup, connector or secret").
 			SetHint("put the pipeline under a top-level `pipeline:` key")
 		return diags
 	}
@@ -126,7 +128,7 @@ func (f *File) Decode() diag.List {
 	if f.Connector != nil {
 		f.Connector.decodeSpec(d)
 	}
-	f.EnvGroup = top.EnvGroup
+	f.EnvGroup, f.Secret = top.EnvGroup, top.Secret
 	f.Template = top.Template
 	if top.Pipeline != nil {
 		f.Pipeline = decodePipeline(d, top.Pipeline)

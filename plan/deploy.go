@@ -32,6 +32,8 @@ type Service struct {
 	Variables   []Variable        `json:"variables,omitempty"`
 	Manifests   []Manifest        `json:"manifests,omitempty"`
 	Artifact    *Artifact         `json:"artifact,omitempty"`
+	// ConfigFiles are an Ssh service's config files, copied in when the run was submitted.
+	ConfigFiles []File `json:"configFiles,omitempty"`
 }
 
 // Manifest is a set of manifest files (in order) and values files (later ones win). Files of
@@ -227,6 +229,27 @@ type Infrastructure struct {
 	Cluster     string            `json:"cluster,omitempty"` // ECS
 	// Custom is a CustomDeployment infrastructure's deployment template.
 	Custom *CustomInfra `json:"custom,omitempty"`
+	// Ssh is a Pdc infrastructure: its hosts and their SSH login.
+	Ssh *SshInfra `json:"ssh,omitempty"`
+}
+
+// SshInfra is the hosts of a Pdc infrastructure (each may hold expressions, or host:port) and
+// the SSH credential that logs in to them.
+type SshInfra struct {
+	Hosts      []string      `json:"hosts"`
+	Credential SSHCredential `json:"credential"`
+}
+
+// SSHCredential is an SSHKey secret as a worker uses it: the user, and the key (a secret, or a
+// file on the worker) or the password, named, never held.
+type SSHCredential struct {
+	ID            string `json:"id"`
+	User          string `json:"user"`
+	KeyRef        string `json:"keyRef,omitempty"`
+	KeyPath       string `json:"keyPath,omitempty"`
+	PassphraseRef string `json:"passphraseRef,omitempty"`
+	PasswordRef   string `json:"passwordRef,omitempty"`
+	Port          int    `json:"port,omitempty"`
 }
 
 // CustomInfra is a CustomDeployment infrastructure: its deployment template's script that

@@ -24,6 +24,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/charts"
+	"github.com/gantry-cd/gantry/activities/command"
 	"github.com/gantry-cd/gantry/activities/container"
 	ecsstep "github.com/gantry-cd/gantry/activities/ecs"
 	"github.com/gantry-cd/gantry/activities/gitstore"
@@ -82,6 +83,9 @@ type Options struct {
 	// PATH); TerraformKeys seal the plans and configurations their provisioners keep (nil:
 	// the Terraform steps fail, saying so).
 	TerraformBin string
+	// SSHKnownHosts is the known_hosts file Command steps check hosts' keys against ("":
+	// any key, said in the step's log).
+	SSHKnownHosts string
 	// TerraformPlugins is a filesystem mirror the Terraform steps install providers from.
 	TerraformPlugins string
 	TerraformKeys    *codec.Keys
@@ -258,6 +262,8 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(pods.Start, activity.RegisterOptions{Name: activities.PodStart})
 	r.RegisterActivityWithOptions(pods.Stop, activity.RegisterOptions{Name: activities.PodStop})
 	r.RegisterActivityWithOptions(stamped(pods.Step), activity.RegisterOptions{Name: activities.ContainerStep})
+	cmd := &command.Activity{Secrets: o.Secrets, Logs: o.Logs, KnownHosts: o.SSHKnownHosts}
+	r.RegisterActivityWithOptions(stamped(cmd.Run), activity.RegisterOptions{Name: activities.Command})
 	fi := &instances.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
 	r.RegisterActivityWithOptions(stamped(fi.Run), activity.RegisterOptions{Name: activities.FetchInstances})
 	tf := &terraform.Activity{Bin: o.TerraformBin, Mirror: o.TerraformPlugins, Keys: o.TerraformKeys, Secrets: o.Secrets, Logs: o.Logs, Git: gs, WorkDir: o.WorkDir}

@@ -31,8 +31,11 @@ type deployTarget struct {
 	artifact *activities.DeployArtifact
 	// stepManifests are K8sApply steps' own manifests, by the step's FQN below the stage.
 	stepManifests map[string]plan.Manifest
-	// custom is a CustomDeployment infrastructure.
-	custom *plan.CustomInfra
+	// custom is a CustomDeployment infrastructure; ssh a Pdc one (hosts rendered) with the
+	// service's config files.
+	custom      *plan.CustomInfra
+	ssh         *plan.SshInfra
+	configFiles []plan.File
 }
 
 // deployContext runs a Deployment stage's service and infrastructure phases (spec 1.3.1,
@@ -187,6 +190,9 @@ func (s *stageRun) infrastructurePhase(ctx workflow.Context, d *plan.Deployment,
 	s.root["INFRA_KEY_SHORT_ID"] = infraKey[:6]
 	if inf.Custom != nil {
 		return s.customInfrastructure(d, render)
+	}
+	if inf.Ssh != nil {
+		return s.sshInfrastructure(d, render)
 	}
 	release := inf.ReleaseName
 	if release == "" {
@@ -524,6 +530,18 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 	in := &activities.DeployInput{Namespace: s.deploy.namespace, ReleaseName: s.deploy.releaseName,
 		Connector: s.deploy.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback,
 		Aws: s.deploy.aws, Region: s.deploy.region, Cluster: s.deploy.cluster, Artifact: s.deploy.artifact}
+	if s.deploy.ssh != nil {
+		files, err := renderFiles(s.deploy.configFiles)
+		if err != nil {
+			return nil, err
+		}
+		in.Ssh, in.ConfigFiles = s.deploy.ssh, files
+		if r, ok := root["repeat"].(map[string]any); ok {
+			if h, ok := r["item"].(string); ok {
+				in.Host = h // the loop over <+stage.output.hosts> this step runs in
+			}
+		}
+	}
 	if c := s.deploy.custom; c != nil {
 		// The script sees the stage's expressions as they are when its step runs.
 		script, err := expressions.RenderString(c.Script, scope, expressions.Options{})
@@ -658,4 +676,35 @@ func withInstance(root map[string]any, it iteration) map[string]any {
 		root["instance"] = inst
 	}
 	return root
+}
+
+// sshInfrastructure is the infrastructure phase of a Pdc infrastructure: its hosts rendered,
+// published as `<+stage.output.hosts>` and, in a loop over them, `<+instance.*>`.
+func (s *stageRun) sshInfrastructure(d *plan.Deployment, render renderFunc) error {
+	sv, env, inf := d.Service, d.Environment, d.Infra
+	hosts := make([]string, 0, len(inf.Ssh.Hosts))
+	for _, h := range inf.Ssh.Hosts {
+		r, err := render(h, "infrastructure host")
+		if err != nil {
+			return err
+		}
+		hosts = append(hosts, r)
+	}
+	list := make([]any, len(hosts))
+	byHost := map[string]any{}
+	for i, h := range hosts {
+		list[i] = h
+		byHost[h] = map[string]any{"name": h, "hostName": h,
+			"host": map[string]any{"instanceName": h, "hostName": h, "properties": map[string]any{}}}
+	}
+	s.root[instancesKey] = byHost
+	child(s.data, "output")["hosts"] = list
+	s.root["infra"] = map[string]any{"name": inf.Name, "infraIdentifier": inf.ID, "identifier": inf.ID, "type": inf.Type,
+		"tags": tagMap(inf.Tags), "hosts": list, "credentialsRef": inf.Ssh.Credential.ID}
+	sshInfra := *inf.Ssh
+	sshInfra.Hosts = hosts
+	s.deploy = &deployTarget{ssh: &sshInfra, configFiles: sv.ConfigFiles}
+	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: %d hosts over SSH as %s",
+		sv.ID, env.ID, env.Type, inf.ID, len(hosts), inf.Ssh.Credential.User))
+	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -167,7 +168,8 @@ func (c *Client) Run(ctx context.Context, script, dir string, env map[string]str
 	}
 	b.WriteString(script)
 	s.Stdin = strings.NewReader(b.String())
-	s.Stdout, s.Stderr = out, out
+	w := &lockedWriter{w: out} // stdout and stderr are copied by two goroutines
+	s.Stdout, s.Stderr = w, w
 	done := make(chan error, 1)
 	go func() { done <- s.Run("bash -s") }()
 	select {
@@ -237,3 +239,15 @@ func (c contextReader) Read(p []byte) (int, error) {
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'" }
+
+// lockedWriter serialises the writes of a session's two output streams.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

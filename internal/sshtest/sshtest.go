@@ -163,6 +163,7 @@ func passwordUser(t testing.TB) string {
 	if os.Geteuid() != 0 {
 		t.Skip("password logins need a system user: run as root")
 	}
+	defer ownHome(t)
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		t.Fatal(err)
@@ -198,6 +199,23 @@ func passwordUser(t testing.TB) string {
 	}
 	write(t, file, pw, 0o600)
 	return pw
+}
+
+// ownHome gives the password user its home folder when it has none (sshd logs in there).
+func ownHome(t testing.TB) {
+	u, err := user.Lookup(PasswordUser)
+	if err != nil || u.HomeDir == "" {
+		return
+	}
+	if _, err := os.Stat(u.HomeDir); err == nil {
+		return
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	if err := os.MkdirAll(u.HomeDir, 0o755); err != nil {
+		t.Fatalf("home of %s: %v", PasswordUser, err)
+	}
+	_ = os.Chown(u.HomeDir, uid, gid)
 }
 
 // flock takes an exclusive lock on a file (made if missing) and returns its release.

@@ -20,6 +20,7 @@ type Catalog struct {
 	Infras       map[string]*pipeline.File // by environment and identifier: "prod/eks_eu"
 	EnvGroups    map[string]*pipeline.File
 	Connectors   map[string]*pipeline.File
+	Secrets      map[string]*pipeline.File // SSH credentials
 	// Unsupported are valid entity files Gantry cannot run yet, by kind and identifier
 	// ("service/web"): a reference to one is unsupported, not missing.
 	Unsupported map[string]*pipeline.File
@@ -37,7 +38,7 @@ type Catalog struct {
 // parsing it: manifest folders hold templates that are not YAML until rendered.
 func IsEntityFile(src []byte) bool {
 	switch pipeline.RootKey(src) {
-	case "service", "environment", "infrastructureDefinition", "connector", "environmentGroup":
+	case "service", "environment", "infrastructureDefinition", "connector", "environmentGroup", "secret":
 		return true
 	}
 	return false
@@ -49,8 +50,8 @@ func IsEntityFile(src []byte) bool {
 func Load(dirs []string, check func(*pipeline.File) diag.List) (*Catalog, diag.List) {
 	c := &Catalog{Services: map[string]*pipeline.File{}, Environments: map[string]*pipeline.File{},
 		Infras: map[string]*pipeline.File{}, Connectors: map[string]*pipeline.File{}, Unsupported: map[string]*pipeline.File{},
-		EnvGroups: map[string]*pipeline.File{},
-		Sources:   diag.Sources{}, Dirs: dirs, check: check, checked: map[string]bool{}}
+		EnvGroups: map[string]*pipeline.File{}, Secrets: map[string]*pipeline.File{},
+		Sources: diag.Sources{}, Dirs: dirs, check: check, checked: map[string]bool{}}
 	var diags diag.List
 	seen := map[string]bool{}
 	for _, dir := range dirs {
@@ -106,6 +107,8 @@ func entityKey(f *pipeline.File) (kind, id string) {
 		return "environment group", f.EnvGroup.Identifier
 	case f.Connector != nil:
 		return "connector", f.Connector.Identifier
+	case f.Secret != nil:
+		return "secret", f.Secret.Identifier
 	}
 	return "", ""
 }
@@ -113,7 +116,7 @@ func entityKey(f *pipeline.File) (kind, id string) {
 func (c *Catalog) add(f *pipeline.File, diags *diag.List) {
 	what, id := entityKey(f)
 	m := map[string]map[string]*pipeline.File{"service": c.Services, "environment": c.Environments,
-		"infrastructure definition": c.Infras, "connector": c.Connectors, "environment group": c.EnvGroups}[what]
+		"infrastructure definition": c.Infras, "connector": c.Connectors, "environment group": c.EnvGroups, "secret": c.Secrets}[what]
 	if m == nil {
 		return
 	}

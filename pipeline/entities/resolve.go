@@ -213,6 +213,7 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	if out.Type == "ECS" {
 		r.ecsManifests(f.Name, sv.Identifier, spec)
 	}
+	out.ConfigFiles = r.configFiles(f.Name, sv.Identifier, spec.ConfigFiles)
 	if a := spec.Artifacts; a != nil && a.Primary != nil {
 		if src := a.Primary.Selected(); src != nil && src.Spec != nil {
 			out.Artifact = r.artifact(f.Name, src)
@@ -314,6 +315,12 @@ func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *pla
 	infra := &plan.Infrastructure{ID: in.Identifier, Name: in.Name, Tags: in.Tags, Namespace: in.Spec.Namespace, ReleaseName: in.Spec.ReleaseName}
 	if in.Type == "CustomDeployment" {
 		if infra.Type, infra.Custom = in.Type, r.customInfra(file, in); infra.Custom == nil {
+			return nil
+		}
+		return infra
+	}
+	if in.Type == "Pdc" {
+		if infra.Type, infra.Ssh = in.Type, r.pdcInfra(file, in); infra.Ssh == nil {
 			return nil
 		}
 		return infra

@@ -37,6 +37,9 @@ type Entry struct {
 	Stores bool
 	// NoDotInName says the step's name may not contain '.'.
 	NoDotInName bool
+	// OutsideDeployment says the reference also runs the type outside Deployment stages (a
+	// Command step on a named host), which Gantry does not yet: unsupported there, not broken.
+	OutsideDeployment bool
 	// ValidateOnly types are checked but not run yet: a run with one is refused.
 	ValidateOnly bool
 	// Traits decide how a step of this type runs; compile copies them onto its plan node.
@@ -102,6 +105,8 @@ var entries = []Entry{
 	{Type: "AwsLambdaDeploy", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
 	{Type: "AwsLambdaRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
 
+	{Type: "Command", New: func() any { return &Command{} }, Deploys: "Ssh", OutsideDeployment: true,
+		Traits: plan.Traits{Activity: activities.Command, Deployment: true, Heartbeat: true}},
 	{Type: "FetchInstanceScript", New: func() any { return &FetchInstanceScript{} }, Deploys: "CustomDeployment",
 		Traits: plan.Traits{Activity: activities.FetchInstances, Deployment: true, Heartbeat: true, Outcome: "instances"}},
 

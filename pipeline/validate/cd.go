@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/gantry-cd/gantry/pipeline"
 )
 
@@ -24,6 +26,7 @@ func (c *checker) service(s *pipeline.Service) {
 		return
 	}
 	c.variables(d.Spec.Variables, "service")
+	c.configFiles(d.Type, d.Spec.ConfigFiles)
 	seen := map[string]bool{}
 	for _, m := range d.Spec.Manifests {
 		if m.Manifest == nil {
@@ -88,6 +91,10 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 	pipeline.InfraDeploymentKind.Check(&c.diags, c.pos(pipeline.ValueAt(i.Node, "deploymentType")), i.DeploymentType)
 	c.boolean(i.Node, "allowSimultaneousDeployments", i.AllowSimultaneousDeployments)
 	if s := i.Spec; s != nil {
+		if i.Type == "Pdc" {
+			c.pdc(s)
+			return
+		}
 		if i.Type == "CustomDeployment" {
 			if c.required(s.Node, map[bool]string{true: "ref"}[s.CustomDeploymentRef != nil], "customDeploymentRef", "spec") {
 				c.variables(s.Variables, "infrastructure")
@@ -239,6 +246,99 @@ func (c *checker) registryAuth(a *pipeline.RegistryAuth) {
 			c.required(a.Node, "", "spec", "auth")
 		} else {
 			c.gitCredentials(a.Spec, "Http", "passwordRef")
+		}
+	}
+}
+
+// secretKind is what `secret:` documents Gantry reads: SSH credentials. Other secrets' values
+// come from its secret stores.
+var secretKind = pipeline.Kind{What: "secret type", Code: "unsupported-secret-type", Runs: []string{"SSHKey"},
+	Reference: []string{"SecretText", "SecretFile", "WinRmCredentials"},
+	Hint:      "Gantry reads secret values from its secret stores (GANTRY_SECRET_<ID>, the secrets file, AWS Secrets Manager); a `secret:` document describes an SSH credential"}
+
+// secret checks a `secret:` document: an SSH credential with a key (a secret holding it, or a
+// file on the worker) or a password.
+func (c *checker) secret(s *pipeline.Secret) {
+	c.identifier(s.Node, "identifier", s.Identifier, "secret")
+	c.name(s.Node, s.Name, "secret")
+	if !secretKind.Check(&c.diags, c.pos(pipeline.ValueAt(s.Node, "type")), s.Type) {
+		return
+	}
+	cred := s.SSHKeySpec(c.dec)
+	if cred == nil || cred.Auth == nil {
+		return
+	}
+	c.integer(cred.Node, "port", cred.Port, 1, false, "port")
+	a := cred.Auth
+	if a.Type == "Kerberos" {
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(a.Node, "type")), "unsupported-secret-type", "Kerberos SSH logins are not supported: Gantry logs in with a key or a password").
+			SetHint("auth: {type: SSH, spec: {credentialType: KeyReference, spec: {userName: ..., key: SECRET}}}")
+		return
+	}
+	c.enum(a.Node, "type", a.Type, []string{"SSH", "Kerberos"}, "SSH auth type")
+	if a.Spec == nil {
+		c.diags.Errorf(c.pos(a.Node), "missing-field", "SSH auth needs `spec`")
+		return
+	}
+	c.enum(a.Spec.Node, "credentialType", a.Spec.CredentialType, []string{"KeyReference", "KeyPath", "Password"}, "SSH credentialType")
+	if l := a.Spec.Spec; l != nil {
+		switch a.Spec.CredentialType {
+		case "KeyReference":
+			c.required(l.Node, l.Key, "key", "spec")
+		case "KeyPath":
+			c.required(l.Node, l.KeyPath, "keyPath", "spec")
+		case "Password":
+			c.required(l.Node, l.Password, "password", "spec")
+		}
+	}
+}
+
+// pdc checks a Pdc (physical data center) infrastructure: a list of hosts and the SSH credential that logs
+// in to them. Hosts a connector lists (hostArrayPath, connectorRef), host groups and host
+// filters other than All are not run yet.
+func (c *checker) pdc(s *pipeline.InfrastructureSpec) {
+	if c.required(s.Node, s.CredentialsRef, "credentialsRef", "spec") && !dynamic(s.CredentialsRef) {
+		c.reference(s.Node, "credentialsRef", s.CredentialsRef, "secret")
+	}
+	for _, k := range []string{"connectorRef", "hostArrayPath", "hostGroups", "hostAttributes"} {
+		if n := pipeline.Field(s.Node, k); n != nil {
+			c.diags.Unsupportedf(c.pos(pipeline.Key(s.Node, k)), "unsupported-field",
+				"%s: Gantry deploys to the hosts an infrastructure lists in `hosts`; hosts from a connector, host groups and attributes are not supported yet", k).
+				SetHint("hosts: [web-1.example.com, web-2.example.com]")
+		}
+	}
+	if f := s.HostFilter; f != nil {
+		if t := pipeline.Field(f, "type"); t != nil && t.Value != "All" {
+			c.diags.Unsupportedf(c.pos(t), "unsupported-field", "hostFilter %s: Gantry deploys to all the hosts listed", t.Value).
+				SetHint("hostFilter: {type: All}")
+		}
+	}
+	if s.Hosts == nil && pipeline.Field(s.Node, "connectorRef") == nil && pipeline.Field(s.Node, "hostGroups") == nil {
+		c.diags.Errorf(c.pos(s.Node), "missing-field", "a Pdc infrastructure needs `hosts`").
+			SetHint("hosts: [web-1.example.com, web-2.example.com:2222]")
+	}
+	if h := s.Hosts; h != nil && h.Kind == yaml.SequenceNode && len(h.Content) == 0 {
+		c.diags.Errorf(c.pos(h), "empty", "the infrastructure lists no hosts")
+	}
+}
+
+// configFiles checks an Ssh service's config files: identifiers, and stores Gantry reads
+// (files beside the service).
+func (c *checker) configFiles(typ string, files []pipeline.ConfigFileElement) {
+	seen := map[string]bool{}
+	for _, e := range files {
+		f := e.ConfigFile
+		if f == nil {
+			continue
+		}
+		if seen[f.Identifier] {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(f.Node, "identifier")), "duplicate-identifier", "config file %q is declared twice", f.Identifier)
+		}
+		seen[f.Identifier] = true
+		if f.Spec != nil && f.Spec.Store != nil && f.Spec.Store.Type != "Local" {
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(f.Spec.Store.Node, "type")), "unsupported-manifest-store",
+				"config file %s: a %s store is not read yet; Gantry copies config files kept beside the service", f.Identifier, f.Spec.Store.Type).
+				SetHint("store: {type: Local, spec: {paths: [config/app.properties]}}")
 		}
 	}
 }

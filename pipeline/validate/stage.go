@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -318,8 +319,14 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	}
 	deploys := entry.Deploys != ""
 	if deploys && ctx.stage.Type != "Deployment" {
-		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps deploy a service and run only in Deployment stages; stage %s is %s",
-			s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("move the step into a stage with `type: Deployment` and `deploymentType: Kubernetes`")
+		hint := fmt.Sprintf("move the step into a stage with `type: Deployment` and `deploymentType: %s`", entry.Deploys)
+		if entry.OutsideDeployment {
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps run only in Deployment stages in Gantry; stage %s is %s",
+				s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("%s", hint)
+		} else {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps deploy a service and run only in Deployment stages; stage %s is %s",
+				s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("%s", hint)
+		}
 	}
 	if n := pipeline.Field(ctx.stage.Spec, "deploymentType"); deploys && ctx.stage.Type == "Deployment" && n != nil && n.Value != "" && !dynamic(n.Value) {
 		if want := entry.Deploys; want != n.Value && !(want == "Kubernetes" && n.Value == "NativeHelm") {
@@ -376,7 +383,7 @@ func (c *checker) stepVars(vars []steps.NameTypeValue, what string, types []stri
 // DeploymentTypes are the deployment types Gantry runs.
 func DeploymentTypes() []string { return slices.Clone(deploymentTypes) }
 
-var deploymentTypes = []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS", "CustomDeployment"}
+var deploymentTypes = []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS", "CustomDeployment", "Ssh"}
 
 // relativeStepRef finds the relative references that name a step by identifier alone:
 // <+execution.steps.X...> (group 1 "execution.steps") and <+steps.X...> (group 1 "steps").

@@ -75,6 +75,8 @@ func FileWith(f *pipeline.File, lib *templates.Library) (Summary, diag.List) {
 		c.infrastructure(f.Infrastructure)
 	case f.Connector != nil:
 		c.connector(f.Connector)
+	case f.Secret != nil:
+		c.secret(f.Secret)
 	case f.EnvGroup != nil:
 		g := f.EnvGroup
 		c.identifier(g.Node, "identifier", g.Identifier, "environment group")

@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/sshtest"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+var knownHostsMu sync.Mutex
+
+// trustHosts adds the servers' keys to the worker's known hosts.
+func trustHosts(t *testing.T, srvs ...*sshtest.Server) {
+	t.Helper()
+	knownHostsMu.Lock()
+	defer knownHostsMu.Unlock()
+	f, err := os.OpenFile(env.knownHosts, os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, s := range srvs {
+		fmt.Fprintln(f, s.KnownHosts)
+	}
+}
+
+// An Ssh stage deploys to the three hosts of a Pdc infrastructure (three real sshd on
+// loopback, their keys known), two at a time: a Command step in a loop over
+// <+stage.output.hosts> copies the service's config file (its expressions rendered) and runs a
+// script in a working directory with the step's variables, as the SSH credential's user. A host
+// that is down fails its iteration with a Connectivity failure; the others deploy.
+func TestSshDeploysToHosts(t *testing.T) {
+	hosts := []*sshtest.Server{sshtest.Start(t), sshtest.Start(t), sshtest.Start(t)}
+	trustHosts(t, hosts...)
+	t.Setenv(secrets.EnvName("deploy_pem"), hosts[0].ClientKey)
+	// Every server trusts the same client key: the first one's.
+	for _, h := range hosts[1:] {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(h.Home), "authorized", h.KeyUser), []byte(authorizedOf(t, hosts[0])), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir, target := t.TempDir(), t.TempDir()
+	var list []string
+	for _, h := range hosts {
+		list = append(list, h.Addr)
+	}
+	writeFile(t, filepath.Join(dir, "secret.yaml"), fmt.Sprintf(`secret:
+  type: SSHKey
+  name: Deploy key
+  identifier: deploy_key
+  spec:
+    auth:
+      type: SSH
+      spec:
+        credentialType: KeyReference
+        spec: {userName: %s, key: deploy_pem}
+    port: 22
+`, hosts[0].KeyUser))
+	writeFile(t, filepath.Join(dir, "environment.yaml"), "environment:\n  name: Staging\n  identifier: staging\n  type: PreProduction\n")
+	writeFile(t, filepath.Join(dir, "infrastructure.yaml"), fmt.Sprintf(`infrastructureDefinition:
+  name: Shop hosts
+  identifier: shop_hosts
+  environmentRef: staging
+  deploymentType: Ssh
+  type: Pdc
+  spec:
+    credentialsRef: deploy_key
+    hosts: [%s]
+    hostFilter: {type: All, spec: {}}
+`, strings.Join(list, ", ")))
+	writeFile(t, filepath.Join(dir, "config", "app.properties"), "version=<+serviceVariables.version>\n")
+	writeFile(t, filepath.Join(dir, "service.yaml"), `service:
+  name: Shop
+  identifier: shop
+  serviceDefinition:
+    type: Ssh
+    spec:
+      configFiles:
+        - configFile: {identifier: app, spec: {store: {type: Local, spec: {paths: [config/app.properties]}}}}
+      variables:
+        - {name: version, type: String, value: "2.0"}
+`)
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), fmt.Sprintf(`pipeline:
+  name: Shop over SSH
+  identifier: shop_ssh
+  stages:
+    - stage:
+        name: Deploy
+        identifier: deploy
+        type: Deployment
+        spec:
+          deploymentType: Ssh
+          service: {serviceRef: shop}
+          environment:
+            environmentRef: staging
+            infrastructureDefinitions: [{identifier: shop_hosts}]
+          execution:
+            steps:
+              - step:
+                  type: Command
+                  name: Deploy
+                  identifier: deploy
+                  timeout: 1m
+                  strategy:
+                    repeat:
+                      items: <+stage.output.hosts>
+                      maxConcurrency: 2
+                  spec:
+                    onDelegate: false
+                    environmentVariables:
+                      - {name: RELEASE, type: String, value: <+serviceVariables.version>}
+                    commandUnits:
+                      - identifier: copy
+                        name: Copy config
+                        type: Copy
+                        spec: {sourceType: Config, destinationPath: %[1]s/<+instance.hostName>/conf}
+                      - identifier: start
+                        name: Start
+                        type: Script
+                        spec:
+                          shell: Bash
+                          workingDirectory: %[1]s/<+instance.hostName>
+                          source:
+                            type: Inline
+                            spec:
+                              script: |
+                                echo "release $RELEASE on <+instance.hostName> in $(pwd)" > deployed.txt
+                                cat conf/app.properties
+`, target))
+	run := func() (string, *workflows.PipelineResult) {
+		t.Helper()
+		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+		}
+		exec, res := runPlan(t, env.starter, r.Plan)
+		return exec.ID, res
+	}
+	id, res := run()
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy.deploy_0": status.Succeeded, "deploy.deploy_1": status.Succeeded, "deploy.deploy_2": status.Succeeded})
+	for i, h := range hosts {
+		b, err := os.ReadFile(filepath.Join(target, h.Addr, "deployed.txt"))
+		if want := fmt.Sprintf("release 2.0 on %s in %s", h.Addr, filepath.Join(target, h.Addr)); err != nil || strings.TrimSpace(string(b)) != want {
+			t.Errorf("host %d: %q, %v; want %q", i, b, err, want)
+		}
+		if log := readLog(t, id, fmt.Sprintf("deploy.deploy_%d", i)); !strings.Contains(log, "version=2.0") || !strings.Contains(log, "on host "+h.Addr) {
+			t.Errorf("host %d's log:\n%s", i, log)
+		}
+	}
+
+	hosts[1].Stop()
+	_, res = run()
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "deploy.deploy_0": status.Succeeded, "deploy.deploy_1": status.Failed, "deploy.deploy_2": status.Succeeded})
+	if f := res.Tree.Find("deploy.deploy_1").Failure; f == nil || f.Category != "Connectivity" || !strings.Contains(f.Message, hosts[1].Addr) {
+		t.Errorf("the down host's failure: %+v", f)
+	}
+}
+
+// authorizedOf is the authorized_keys line of a server's client key.
+func authorizedOf(t *testing.T, s *sshtest.Server) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(s.Home), "authorized", s.KeyUser))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,96 @@
+package steps
+
+import (
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+)
+
+// Command runs command units (Copy, Script) on one host of an Ssh stage's infrastructure:
+// the step's `host`, or the item of the loop over <+stage.output.hosts> it runs in.
+type Command struct {
+	Node                 *yaml.Node      `yaml:"-"`
+	OnDelegate           string          `yaml:"onDelegate" gantry:"required"`
+	Host                 string          `yaml:"host"`
+	CommandUnits         []CommandUnit   `yaml:"commandUnits"`
+	EnvironmentVariables []NameTypeValue `yaml:"environmentVariables"`
+	OutputVariables      []NameTypeValue `yaml:"outputVariables"`
+	DelegateSelectors    *yaml.Node      `yaml:"delegateSelectors"`
+	Metadata             string          `yaml:"metadata"`
+}
+
+// CommandUnit is one unit of a Command step.
+type CommandUnit struct {
+	Node       *yaml.Node       `yaml:"-"`
+	Identifier string           `yaml:"identifier" gantry:"required"`
+	Name       string           `yaml:"name" gantry:"required"`
+	Type       string           `yaml:"type" gantry:"required"`
+	Spec       *CommandUnitSpec `yaml:"spec"`
+}
+
+// CommandUnitSpec holds the fields of the unit types: Copy's and DownloadArtifact's
+// destination, Copy's source, Script's shell, source, working directory and tailed files.
+type CommandUnitSpec struct {
+	Node                       *yaml.Node    `yaml:"-"`
+	DestinationPath            string        `yaml:"destinationPath"`
+	SourceType                 string        `yaml:"sourceType"`
+	PreserveDirectoryStructure string        `yaml:"preserveDirectoryStructure"`
+	Shell                      string        `yaml:"shell"`
+	Source                     *ScriptSource `yaml:"source"`
+	WorkingDirectory           string        `yaml:"workingDirectory"`
+	TailFiles                  *yaml.Node    `yaml:"tailFiles"`
+}
+
+// Check checks the units: what Gantry runs (Copy of config files, Bash scripts) and what it
+// does not yet.
+func (sp *Command) Check(c Checker) {
+	c.Boolean(sp.Node, "onDelegate", sp.OnDelegate)
+	if sp.OnDelegate == "true" {
+		c.Unsupported(pipeline.ValueAt(sp.Node, "onDelegate"), "unsupported-field",
+			"a Command step on the delegate: Gantry runs Command steps on the stage's hosts").SetHint("onDelegate: false")
+	}
+	c.Variables(sp.EnvironmentVariables, "environment variable", []string{"String", "Number", "Secret"})
+	if len(sp.OutputVariables) > 0 {
+		c.Unsupported(pipeline.ValueAt(sp.Node, "outputVariables"), "unsupported-field",
+			"outputVariables of a Command step are not captured yet")
+	}
+	seen := map[string]bool{}
+	for _, u := range sp.CommandUnits {
+		if seen[u.Identifier] {
+			c.Error(pipeline.ValueAt(u.Node, "identifier"), "duplicate-identifier", "command unit %s is listed twice", u.Identifier)
+		}
+		seen[u.Identifier] = true
+		c.Enum(u.Node, "type", u.Type, []string{"Copy", "DownloadArtifact", "Script"}, "command unit type")
+		s := u.Spec
+		switch {
+		case u.Type == "DownloadArtifact":
+			c.Unsupported(pipeline.ValueAt(u.Node, "type"), "unsupported-field", "command unit %s: DownloadArtifact is not supported yet", u.Identifier).
+				SetHint("download in a Script unit, or copy config files with a Copy unit")
+		case s == nil:
+			c.Error(u.Node, "missing-field", "command unit %s needs `spec`", u.Identifier)
+		case u.Type == "Copy":
+			c.Enum(s.Node, "sourceType", s.SourceType, []string{"Artifact", "Config"}, "Copy sourceType")
+			if s.SourceType == "Artifact" {
+				c.Unsupported(pipeline.ValueAt(s.Node, "sourceType"), "unsupported-field", "command unit %s: copying the artifact is not supported yet", u.Identifier).
+					SetHint("sourceType: Config copies the service's config files")
+			}
+			if s.DestinationPath == "" {
+				c.Error(s.Node, "missing-field", "command unit %s: Copy needs `destinationPath`", u.Identifier)
+			}
+			c.Boolean(s.Node, "preserveDirectoryStructure", s.PreserveDirectoryStructure)
+		case u.Type == "Script":
+			c.Enum(s.Node, "shell", s.Shell, []string{"Bash", "PowerShell"}, "shell")
+			if s.Shell == "PowerShell" {
+				c.Unsupported(pipeline.ValueAt(s.Node, "shell"), "unsupported-field", "command unit %s: PowerShell runs on WinRM hosts, which Gantry does not reach", u.Identifier)
+			}
+			if s.Source == nil || s.Source.Spec == nil || (s.Source.Type == "Inline" && pipeline.Field(s.Source.Spec.Node, "script") == nil) {
+				c.Error(s.Node, "missing-field", "command unit %s: Script needs `source` with an inline script", u.Identifier)
+			} else if s.Source.Type != "Inline" {
+				c.Unsupported(pipeline.ValueAt(s.Source.Node, "type"), "unsupported-field", "command unit %s: a script in the Harness file store; write it inline", u.Identifier)
+			}
+			if s.TailFiles != nil && s.TailFiles.Kind == yaml.SequenceNode && len(s.TailFiles.Content) > 0 {
+				c.Unsupported(s.TailFiles, "unsupported-field", "command unit %s: tailFiles are not followed yet", u.Identifier)
+			}
+		}
+	}
+}
