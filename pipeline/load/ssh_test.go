@@ -1,0 +1,110 @@
+package load_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/load"
+)
+
+// An Ssh stage: its files check, resolve into hosts and a credential, and what Gantry does
+// not run yet is unsupported at its line, never an error.
+func TestSshDeploymentChecks(t *testing.T) {
+	files := func() map[string]string {
+		return map[string]string{
+			"secret.yaml": "secret:\n  type: SSHKey\n  name: k\n  identifier: deploy_key\n  spec:\n    auth:\n      type: SSH\n      spec:\n        credentialType: KeyReference\n        spec: {userName: deploy, key: deploy_pem}\n    port: 2222\n",
+			"env.yaml":    "environment:\n  name: s\n  identifier: staging\n  type: PreProduction\n",
+			"infra.yaml":  "infrastructureDefinition:\n  name: h\n  identifier: hosts\n  environmentRef: staging\n  deploymentType: Ssh\n  type: Pdc\n  spec:\n    credentialsRef: deploy_key\n    hosts: [web-1, \"web-2:2200\"]\n    hostFilter: {type: All, spec: {}}\n",
+			"service.yaml": "service:\n  name: s\n  identifier: shop\n  serviceDefinition:\n    type: Ssh\n    spec:\n      configFiles:\n        - configFile: {identifier: app, spec: {store: {type: Local, spec: {paths: [app.conf]}}}}\n",
+			"app.conf":     "x=1\n",
+			"pipeline.yaml": `pipeline:
+  name: p
+  identifier: p
+  stages:
+    - stage:
+        name: d
+        identifier: d
+        type: Deployment
+        spec:
+          deploymentType: Ssh
+          service: {serviceRef: shop}
+          environment: {environmentRef: staging, infrastructureDefinitions: [{identifier: hosts}]}
+          execution:
+            steps:
+              - step:
+                  type: Command
+                  name: c
+                  identifier: c
+                  timeout: 1m
+                  strategy: {repeat: {items: <+stage.output.hosts>}}
+                  spec:
+                    onDelegate: false
+                    commandUnits:
+                      - {identifier: copy, name: copy, type: Copy, spec: {sourceType: Config, destinationPath: /opt/app}}
+                      - {identifier: run, name: run, type: Script, spec: {shell: Bash, source: {type: Inline, spec: {script: echo}}}}
+`,
+		}
+	}
+	r := loadIn(t, files(), "pipeline.yaml", load.Options{ForRun: true})
+	if !r.OK() || r.Plan == nil {
+		t.Fatalf("load:\n%s", r.Diags.Render(r.Sources))
+	}
+	inf := r.Plan.Stages[0].Deploy.Infra
+	if s := inf.Ssh; s == nil || len(s.Hosts) != 2 || s.Hosts[1] != "web-2:2200" || s.Credential.User != "deploy" || s.Credential.KeyRef != "deploy_pem" || s.Credential.Port != 2222 {
+		t.Fatalf("ssh infrastructure %+v", inf.Ssh)
+	}
+	if cf := r.Plan.Stages[0].Deploy.Service.ConfigFiles; len(cf) != 1 || cf[0].Text != "x=1\n" {
+		t.Errorf("config files %+v", cf)
+	}
+	cases := []struct {
+		name, file, old, new string
+		sev                  diag.Severity
+		want                 string
+	}{
+		{"copy artifact", "pipeline.yaml", "sourceType: Config", "sourceType: Artifact", diag.Unsupported, "copying the artifact"},
+		{"download", "pipeline.yaml", "type: Copy, spec: {sourceType: Config, destinationPath: /opt/app}", "type: DownloadArtifact, spec: {destinationPath: /opt/app}", diag.Unsupported, "DownloadArtifact"},
+		{"powershell", "pipeline.yaml", "shell: Bash", "shell: PowerShell", diag.Unsupported, "WinRM"},
+		{"on delegate", "pipeline.yaml", "onDelegate: false", "onDelegate: true", diag.Unsupported, "on the delegate"},
+		{"kerberos", "secret.yaml", "type: SSH\n", "type: Kerberos\n", diag.Unsupported, "Kerberos"},
+		{"secret text", "secret.yaml", "type: SSHKey", "type: SecretText", diag.Unsupported, "secret type SecretText"},
+		{"no key", "secret.yaml", "key: deploy_pem", "keyPath: ''", diag.Error, "key"},
+		{"host groups", "infra.yaml", "hosts: [web-1, \"web-2:2200\"]", "hostGroups: []", diag.Unsupported, "hostGroups"},
+		{"host filter", "infra.yaml", "hostFilter: {type: All, spec: {}}", "hostFilter: {type: HostNames, spec: {value: [web-1]}}", diag.Unsupported, "hostFilter HostNames"},
+		{"git config", "service.yaml", "type: Local, spec: {paths: [app.conf]}", "type: Git, spec: {connectorRef: g, gitFetchType: Branch, branch: main, paths: [a]}", diag.Unsupported, "a Git store is not read yet"},
+		{"credential missing", "infra.yaml", "credentialsRef: deploy_key", "credentialsRef: other_key", diag.Error, "other_key"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fs := files()
+			if !strings.Contains(fs[c.file], c.old) {
+				t.Fatalf("%s no longer holds %q", c.file, c.old)
+			}
+			fs[c.file] = strings.Replace(fs[c.file], c.old, c.new, 1)
+			r := loadIn(t, fs, "pipeline.yaml", load.Options{ForRun: true})
+			found := false
+			for _, d := range r.Diags {
+				if d.Severity == c.sev && strings.Contains(d.Message, c.want) && d.Pos.Line > 0 {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("want a %v saying %q:\n%s", c.sev, c.want, r.Diags.Render(r.Sources))
+			}
+			if c.sev == diag.Unsupported && len(codesOf(r.Diags, diag.Error)) > 0 {
+				t.Errorf("valid reference YAML reported invalid:\n%s", r.Diags.Render(r.Sources))
+			}
+		})
+	}
+}
+
+// codesOf lists the diagnostics of one severity.
+func codesOf(l diag.List, sev diag.Severity) diag.List {
+	var out diag.List
+	for _, d := range l {
+		if d.Severity == sev {
+			out = append(out, d)
+		}
+	}
+	return out
+}
