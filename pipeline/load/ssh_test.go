@@ -108,3 +108,12 @@ func codesOf(l diag.List, sev diag.Severity) diag.List {
 	}
 	return out
 }
+
+// A ShellScript meant for a target host is unsupported, not run on the worker instead.
+func TestShellScriptOnATargetHostIsUnsupported(t *testing.T) {
+	src := customStage("", "              - step: {type: ShellScript, name: r, identifier: r, spec: {shell: Bash, onDelegate: false, executionTarget: {host: web-1, connectorRef: k}, source: {type: Inline, spec: {script: hostname}}}}\n")
+	r := loadIn(t, map[string]string{"pipeline.yaml": src}, "pipeline.yaml", load.Options{})
+	if d := codes(r.Diags, diag.Unsupported, "unsupported-field"); len(d) != 1 || !strings.Contains(d[0].Message, "target host") {
+		t.Errorf("want one unsupported field:\n%s", r.Diags.Render(r.Sources))
+	}
+}

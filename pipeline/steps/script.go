@@ -159,6 +159,14 @@ type PolicySpec struct {
 func (sp *ShellScript) Check(c Checker) {
 	c.Enum(sp.Node, "shell", sp.Shell, []string{"Bash", "PowerShell", "Sh"}, "shell")
 	c.Boolean(sp.Node, "onDelegate", sp.OnDelegate)
+	if sp.OnDelegate == "false" || (strings.Contains(sp.OnDelegate, "<+") && sp.ExecutionTarget != nil) {
+		// Run on the worker, the script would act on the wrong machine: refuse rather than do so.
+		c.Unsupported(pipeline.ValueAt(sp.Node, "onDelegate"), "unsupported-field",
+			"a ShellScript on a target host (onDelegate: false, executionTarget) is not run yet: Gantry runs ShellScript steps on the worker").
+			SetHint("run the script on the hosts with a Command step in an Ssh stage (docs/traditional.md), or set onDelegate: true")
+	} else if sp.ExecutionTarget != nil {
+		c.Ignored(pipeline.ValueAt(sp.Node, "executionTarget"), "executionTarget", "it applies with onDelegate: false only")
+	}
 	if sp.Source != nil {
 		c.Enum(sp.Source.Node, "type", sp.Source.Type, []string{"Inline", "Harness"}, "script source type")
 		if sp.Source.Spec != nil && sp.Source.Type == "Inline" && pipeline.Field(sp.Source.Spec.Node, "script") == nil {
