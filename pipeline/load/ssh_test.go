@@ -13,9 +13,9 @@ import (
 func TestSshDeploymentChecks(t *testing.T) {
 	files := func() map[string]string {
 		return map[string]string{
-			"secret.yaml": "secret:\n  type: SSHKey\n  name: k\n  identifier: deploy_key\n  spec:\n    auth:\n      type: SSH\n      spec:\n        credentialType: KeyReference\n        spec: {userName: deploy, key: deploy_pem}\n    port: 2222\n",
-			"env.yaml":    "environment:\n  name: s\n  identifier: staging\n  type: PreProduction\n",
-			"infra.yaml":  "infrastructureDefinition:\n  name: h\n  identifier: hosts\n  environmentRef: staging\n  deploymentType: Ssh\n  type: Pdc\n  spec:\n    credentialsRef: deploy_key\n    hosts: [web-1, \"web-2:2200\"]\n    hostFilter: {type: All, spec: {}}\n",
+			"secret.yaml":  "secret:\n  type: SSHKey\n  name: k\n  identifier: deploy_key\n  spec:\n    auth:\n      type: SSH\n      spec:\n        credentialType: KeyReference\n        spec: {userName: deploy, key: deploy_pem}\n    port: 2222\n",
+			"env.yaml":     "environment:\n  name: s\n  identifier: staging\n  type: PreProduction\n",
+			"infra.yaml":   "infrastructureDefinition:\n  name: h\n  identifier: hosts\n  environmentRef: staging\n  deploymentType: Ssh\n  type: Pdc\n  spec:\n    credentialsRef: deploy_key\n    hosts: [web-1, \"web-2:2200\"]\n    hostFilter: {type: All, spec: {}}\n",
 			"service.yaml": "service:\n  name: s\n  identifier: shop\n  serviceDefinition:\n    type: Ssh\n    spec:\n      configFiles:\n        - configFile: {identifier: app, spec: {store: {type: Local, spec: {paths: [app.conf]}}}}\n",
 			"app.conf":     "x=1\n",
 			"pipeline.yaml": `pipeline:
