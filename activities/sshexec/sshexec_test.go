@@ -3,6 +3,7 @@ package sshexec
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,5 +80,57 @@ func TestSSHAgainstOpenSSH(t *testing.T) {
 				t.Errorf("%v (%+v), want %s %q", err, f, c.category, c.want)
 			}
 		})
+	}
+}
+
+// slowReader hands out its bytes a little at a time and cancels once half are read: a copy
+// cut off mid-way, as a worker killed during it leaves one.
+type slowReader struct {
+	data   []byte
+	off    int
+	cancel context.CancelFunc
+}
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.data) {
+		return 0, io.EOF
+	}
+	if r.off >= len(r.data)/2 && r.cancel != nil {
+		r.cancel()
+		r.cancel = nil
+	}
+	n := copy(p[:min(len(p), 4096)], r.data[r.off:])
+	r.off += n
+	return n, nil
+}
+
+// A copy cut off halfway leaves the file that was there before, whole; the step's next
+// attempt copies the new one into place.
+func TestCopyCutOffLeavesNoHalfFile(t *testing.T) {
+	srv := sshtest.Start(t)
+	ctx := context.Background()
+	c, err := Dial(ctx, Target{Host: "127.0.0.1", Port: srv.Port, User: srv.KeyUser, Key: srv.ClientKey, KnownHosts: srv.KnownHosts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dest := filepath.Join(srv.Home, "app.jar")
+	if err := c.Copy(ctx, dest, strings.NewReader("release 1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte("release 2 "), 200_000)
+	cut, cancel := context.WithCancel(ctx)
+	err = c.Copy(cut, dest, &slowReader{data: big, cancel: cancel}, 0o644)
+	if err == nil {
+		t.Fatal("a cancelled copy succeeded")
+	}
+	if b, _ := os.ReadFile(dest); string(b) != "release 1" {
+		t.Fatalf("after a cut-off copy the file holds %d bytes, want the previous release whole", len(b))
+	}
+	if err := c.Copy(ctx, dest, bytes.NewReader(big), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(dest); !bytes.Equal(b, big) {
+		t.Fatalf("the retried copy wrote %d bytes, want %d", len(b), len(big))
 	}
 }
