@@ -174,3 +174,78 @@ func authorizedOf(t *testing.T, s *sshtest.Server) string {
 	}
 	return string(b)
 }
+
+// A ShellScript with onDelegate: false runs on its executionTarget's host over SSH, as the SSH
+// credential it names, in its working directory; a host whose key the worker does not know
+// is refused (Authentication) and nothing runs there.
+func TestShellScriptOnTargetHost(t *testing.T) {
+	known, unknown := sshtest.Start(t), sshtest.Start(t)
+	trustHosts(t, known)
+	t.Setenv(secrets.EnvName("target_pem"), known.ClientKey)
+	if err := os.WriteFile(filepath.Join(filepath.Dir(unknown.Home), "authorized", unknown.KeyUser), []byte(authorizedOf(t, known)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dir, work := t.TempDir(), filepath.Join(t.TempDir(), "app")
+	writeFile(t, filepath.Join(dir, "secret.yaml"), fmt.Sprintf(`secret:
+  type: SSHKey
+  name: Target key
+  identifier: target_key
+  spec:
+    auth:
+      type: SSH
+      spec:
+        credentialType: KeyReference
+        spec: {userName: %s, key: target_pem}
+`, known.KeyUser))
+	src := func(host string) string {
+		return fmt.Sprintf(`pipeline:
+  name: On target
+  identifier: on_target
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: remote
+                  identifier: remote
+                  timeout: 1m
+                  spec:
+                    shell: Bash
+                    onDelegate: false
+                    executionTarget: {host: "%s", connectorRef: target_key, workingDirectory: %s}
+                    environmentVariables: [{name: WHO, type: String, value: pipeline}]
+                    source: {type: Inline, spec: {script: 'echo "ran by $WHO in $(pwd)" | tee out.txt'}}
+`, host, work)
+	}
+	run := func(host string) (string, *workflows.PipelineResult) {
+		t.Helper()
+		writeFile(t, filepath.Join(dir, "pipeline.yaml"), src(host))
+		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+		}
+		exec, res := runPlan(t, env.starter, r.Plan)
+		return exec.ID, res
+	}
+	id, res := run(known.Addr)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.remote": status.Succeeded})
+	if b, err := os.ReadFile(filepath.Join(work, "out.txt")); err != nil || strings.TrimSpace(string(b)) != "ran by pipeline in "+work {
+		t.Errorf("on the host: %q, %v", b, err)
+	}
+	if log := readLog(t, id, "s.remote"); !strings.Contains(log, "on host "+known.Addr) || !strings.Contains(log, "ran by pipeline") {
+		t.Errorf("log:\n%s", log)
+	}
+	_ = os.Remove(filepath.Join(work, "out.txt"))
+	_, res = run(unknown.Addr)
+	if f := res.Tree.Find("s.remote").Failure; f == nil || f.Category != "Authentication" || !strings.Contains(f.Message, "not among the known hosts") {
+		t.Errorf("unknown host: %+v", f)
+	}
+	if _, err := os.Stat(filepath.Join(work, "out.txt")); err == nil {
+		t.Error("the script ran on a host whose key is unknown")
+	}
+}

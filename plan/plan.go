@@ -130,10 +130,13 @@ type Node struct {
 }
 
 // StepRefs are a step's references resolved before the run: the Git connectors its spec's
-// stores name (by connectorRef), and the project its provisioner identifiers are scoped to.
+// stores name (by connectorRef), the SSH credential of its target host, and the project its
+// provisioner identifiers are scoped to.
 type StepRefs struct {
 	Project string                  `json:"project,omitempty"` // org/project
 	Git     map[string]GitConnector `json:"git,omitempty"`
+	// SSH are the SSH credentials a ShellScript's executionTarget names, by connectorRef.
+	SSH map[string]SSHCredential `json:"ssh,omitempty"`
 }
 
 // Traits are the facts about a step type that decide how a step runs.

@@ -234,7 +234,7 @@ func Register(r interface {
 func registerActivities(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }, o Options, c client.Client) (release func()) {
-	sh := &shell.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
+	sh := &shell.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir, KnownHosts: o.SSHKnownHosts}
 	r.RegisterActivityWithOptions(stamped(sh.Run), activity.RegisterOptions{Name: activities.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(stamped(hs.Run), activity.RegisterOptions{Name: activities.Http})

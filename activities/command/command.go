@@ -6,17 +6,12 @@
 package command
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"path"
-	"strconv"
 	"strings"
-	"sync"
 
 	"go.temporal.io/sdk/activity"
 
@@ -77,7 +72,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 			"the Command step names no host: run it in a loop over the hosts (strategy: {repeat: {items: <+stage.output.hosts>}})")
 	}
 	mask := &secrets.Masker{}
-	target, err := a.target(ctx, in, host, mask)
+	target, err := sshexec.TargetFor(ctx, a.Secrets, mask, in.Deploy.Ssh.Credential, host, a.KnownHosts)
 	if err != nil {
 		return activities.StepResult{}, err
 	}
@@ -127,16 +122,16 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 			if err != nil {
 				return activities.StepResult{}, activities.Fail(activities.Unknown, "unit %s: %v", u.Name, err)
 			}
-			out := &lines{log: log, mask: mask}
+			out := &logs.Lines{Log: log, Mask: mask}
 			code, err := c.Run(runCtx, script, u.Spec.WorkingDirectory, env, out)
-			out.flush()
+			out.Flush()
 			if err != nil {
 				return activities.StepResult{}, stopped(ctx, runCtx, in, err)
 			}
 			if code != 0 {
 				msg := fmt.Sprintf("unit %s exited with code %d on host %s", u.Name, code, host)
-				if out.last != "" {
-					msg += "; last output: " + out.last
+				if last := out.Last(); last != "" {
+					msg += "; last output: " + last
 				}
 				return activities.StepResult{}, activities.Fail(activities.Unknown, "%s", msg)
 			}
@@ -150,54 +145,6 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	return activities.StepResult{Outputs: map[string]any{"host": host}}, nil
 }
 
-// target is the host's address and login, the credential's secrets resolved and masked.
-func (a *Activity) target(ctx context.Context, in activities.StepInput, host string, mask *secrets.Masker) (sshexec.Target, error) {
-	cr := in.Deploy.Ssh.Credential
-	t := sshexec.Target{Host: host, Port: cr.Port, User: cr.User}
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		n, _ := strconv.Atoi(p)
-		t.Host, t.Port = h, n
-	}
-	resolve := func(ref, what string) (string, error) {
-		if ref == "" {
-			return "", nil
-		}
-		v, err := secrets.Value(ctx, a.Secrets, mask, "Secret", ref)
-		if err != nil {
-			return "", activities.Fail(activities.Authentication, "SSH credential %s: %s: %v", cr.ID, what, err)
-		}
-		return v, nil
-	}
-	var err error
-	if t.Key, err = resolve(cr.KeyRef, "key"); err != nil {
-		return t, err
-	}
-	if cr.KeyPath != "" {
-		b, err := os.ReadFile(cr.KeyPath)
-		if err != nil {
-			return t, activities.Fail(activities.Authentication, "SSH credential %s: the key file on this worker: %v", cr.ID, err)
-		}
-		t.Key = string(b)
-	}
-	if t.Passphrase, err = resolve(cr.PassphraseRef, "passphrase"); err != nil {
-		return t, err
-	}
-	if t.Password, err = resolve(cr.PasswordRef, "password"); err != nil {
-		return t, err
-	}
-	if a.KnownHosts != "" {
-		b, err := os.ReadFile(a.KnownHosts)
-		if err != nil {
-			return t, activities.Fail(activities.Unknown, "the worker's known hosts: %v", err)
-		}
-		t.KnownHosts = string(b)
-		if strings.TrimSpace(t.KnownHosts) == "" {
-			t.KnownHosts = "# no host is known\n"
-		}
-	}
-	return t, nil
-}
-
 // stopped is an error as the step reports it: the step's timeout, an abort, or the error.
 func stopped(ctx, runCtx context.Context, in activities.StepInput, err error) error {
 	switch {
@@ -207,47 +154,6 @@ func stopped(ctx, runCtx context.Context, in activities.StepInput, err error) er
 		return activities.Fail(activities.Timeout, "the Command step ran longer than its timeout %s", in.Timeout)
 	}
 	return err
-}
-
-// lines writes output to the log line by line, masked, remembering the last line. The
-// session writes stdout and stderr from two goroutines.
-type lines struct {
-	mu   sync.Mutex
-	log  *logs.Writer
-	mask *secrets.Masker
-	buf  []byte
-	last string
-}
-
-func (l *lines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.buf = append(l.buf, p...)
-	for {
-		i := bytes.IndexByte(l.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		l.emit(strings.TrimRight(string(l.buf[:i]), "\r"))
-		l.buf = l.buf[i+1:]
-	}
-}
-
-func (l *lines) emit(s string) {
-	s = l.mask.Apply(s)
-	l.log.Line(s)
-	if strings.TrimSpace(s) != "" {
-		l.last = s
-	}
-}
-
-func (l *lines) flush() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.buf) > 0 {
-		l.emit(string(l.buf))
-		l.buf = nil
-	}
 }
 
 func scalar(v any) string {

@@ -4,6 +4,7 @@ package logs
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -180,4 +181,61 @@ func (s Store) copyLocal(out io.Writer, executionID, stepPath string) error {
 	defer f.Close()
 	_, err = io.Copy(out, f)
 	return err
+}
+
+// Lines is an io.Writer that sends output to a step log line by line, each masked, and
+// remembers the last non-empty line (for a failure's message). Safe for concurrent writers (a
+// command's stdout and stderr).
+type Lines struct {
+	Log  *Writer
+	Mask interface{ Apply(string) string }
+
+	mu   sync.Mutex
+	buf  []byte
+	last string
+}
+
+func (l *Lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.buf = append(l.buf, p...)
+	for {
+		i := bytes.IndexByte(l.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		l.emit(string(l.buf[:i]))
+		l.buf = l.buf[i+1:]
+	}
+}
+
+// Line writes one line.
+func (l *Lines) Line(s string) { _, _ = l.Write([]byte(s + "\n")) }
+
+// Flush writes what is left of an unfinished last line.
+func (l *Lines) Flush() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.buf) > 0 {
+		l.emit(string(l.buf))
+		l.buf = nil
+	}
+}
+
+// Last is the last non-empty line written.
+func (l *Lines) Last() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
+}
+
+func (l *Lines) emit(s string) {
+	s = strings.TrimRight(s, "\r")
+	if l.Mask != nil {
+		s = l.Mask.Apply(s)
+	}
+	l.Log.Line(s)
+	if strings.TrimSpace(s) != "" {
+		l.last = s
+	}
 }

@@ -26,6 +26,8 @@ import (
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/activities/sshexec"
+	"github.com/gantry-cd/gantry/plan"
 )
 
 // MaxOutputBytes bounds the captured output variables (spec 11.2.6).
@@ -42,6 +44,13 @@ type Spec struct {
 	} `json:"source"`
 	EnvironmentVariables []Variable `json:"environmentVariables"`
 	OutputVariables      []Variable `json:"outputVariables"`
+	// OnDelegate false runs the script on ExecutionTarget's host over SSH.
+	OnDelegate      any `json:"onDelegate"`
+	ExecutionTarget *struct {
+		Host             string `json:"host"`
+		ConnectorRef     string `json:"connectorRef"`
+		WorkingDirectory string `json:"workingDirectory"`
+	} `json:"executionTarget"`
 }
 
 // Variable is one name/type/value entry.
@@ -59,6 +68,9 @@ type Activity struct {
 	Bash string
 	// WorkDir holds one temporary workspace per step run; "" uses the system temp directory.
 	WorkDir string
+	// KnownHosts is the known_hosts file a target host's key is checked against ("" accepts
+	// any key, said in the step's log).
+	KnownHosts string
 
 	forks    forkPool
 	removing sync.WaitGroup // workspaces being removed after their step
@@ -105,6 +117,9 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 
 	info := activity.GetInfo(ctx)
+	if fmt.Sprint(spec.OnDelegate) == "false" && spec.ExecutionTarget != nil {
+		return a.runOnTarget(ctx, in, spec, script, names, values, mask)
+	}
 	// The log file is created with the step's first output line: a silent step costs no file.
 	log, err := a.Logs.OpenLazy(in.ExecutionID, in.StepPath,
 		fmt.Sprintf("# gantry: %s attempt %d on %s (pid %d)", in.StepPath, info.Attempt, hostname(), os.Getpid()))
@@ -439,4 +454,65 @@ func str(v any) string {
 		return x
 	}
 	return fmt.Sprint(v)
+}
+
+// runOnTarget runs the script on the executionTarget's host over SSH, as the SSH credential
+// resolved before the run (docs/traditional.md), in its working directory.
+func (a *Activity) runOnTarget(ctx context.Context, in activities.StepInput, spec Spec, script string, names, values []string, mask *secrets.Masker) (activities.StepResult, error) {
+	et := spec.ExecutionTarget
+	cr, ok := plan.SSHCredential{}, false
+	if in.Refs != nil {
+		cr, ok = in.Refs.SSH[et.ConnectorRef]
+	}
+	if !ok {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "the SSH credential %q of the target host was not resolved before the run: define it as a `secret:` of type SSHKey beside the pipeline", et.ConnectorRef)
+	}
+	target, err := sshexec.TargetFor(ctx, a.Secrets, mask, cr, et.Host, a.KnownHosts)
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	info := activity.GetInfo(ctx)
+	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	defer log.Close()
+	log.Line(fmt.Sprintf("# gantry: %s attempt %d on host %s as %s", in.StepPath, info.Attempt, target.Addr(), target.User))
+	if target.KnownHosts == "" {
+		log.Line("# the host's key is not checked: start the worker with --ssh-known-hosts")
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if in.Timeout > 0 {
+		runCtx, cancel = context.WithTimeout(runCtx, in.Timeout)
+		defer cancel()
+	}
+	go activities.Heartbeat(runCtx, info.HeartbeatTimeout)
+	c, err := sshexec.Dial(runCtx, target)
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	defer c.Close()
+	env := make(map[string]string, len(names))
+	for i, n := range names {
+		env[n] = values[i]
+	}
+	out := &logs.Lines{Log: log, Mask: mask}
+	code, err := c.Run(runCtx, script, et.WorkingDirectory, env, out)
+	out.Flush()
+	switch {
+	case ctx.Err() != nil:
+		return activities.StepResult{}, ctx.Err()
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		return activities.StepResult{}, activities.Fail(activities.Timeout, "script ran longer than the step timeout %s on host %s", in.Timeout, target.Addr())
+	case err != nil:
+		return activities.StepResult{}, err
+	case code != 0:
+		msg := fmt.Sprintf("script exited with code %d on host %s", code, target.Addr())
+		if last := out.Last(); last != "" {
+			msg += "; last output: " + last
+		}
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s", msg)
+	}
+	return activities.StepResult{}, log.Err()
 }

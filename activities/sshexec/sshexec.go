@@ -24,6 +24,8 @@ import (
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/plan"
 )
 
 // Target is one host and how to log in to it. Secrets are values here: the caller resolved
@@ -250,4 +252,53 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TargetFor is the login to host (a name, or host:port) with an SSH credential: its secrets
+// resolved and masked, its key file read, and the host keys of the known_hosts file named
+// ("" accepts any key; an empty file knows no host).
+func TargetFor(ctx context.Context, r secrets.Resolver, mask *secrets.Masker, cr plan.SSHCredential, host, knownHosts string) (Target, error) {
+	t := Target{Host: host, Port: cr.Port, User: cr.User}
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		n, _ := strconv.Atoi(p)
+		t.Host, t.Port = h, n
+	}
+	resolve := func(ref, what string) (string, error) {
+		if ref == "" {
+			return "", nil
+		}
+		v, err := secrets.Value(ctx, r, mask, "Secret", ref)
+		if err != nil {
+			return "", activities.Fail(activities.Authentication, "SSH credential %s: %s: %v", cr.ID, what, err)
+		}
+		return v, nil
+	}
+	var err error
+	if t.Key, err = resolve(cr.KeyRef, "key"); err != nil {
+		return t, err
+	}
+	if cr.KeyPath != "" {
+		b, err := os.ReadFile(cr.KeyPath)
+		if err != nil {
+			return t, activities.Fail(activities.Authentication, "SSH credential %s: the key file on this worker: %v", cr.ID, err)
+		}
+		t.Key = string(b)
+	}
+	if t.Passphrase, err = resolve(cr.PassphraseRef, "passphrase"); err != nil {
+		return t, err
+	}
+	if t.Password, err = resolve(cr.PasswordRef, "password"); err != nil {
+		return t, err
+	}
+	if knownHosts != "" {
+		b, err := os.ReadFile(knownHosts)
+		if err != nil {
+			return t, activities.Fail(activities.Unknown, "the worker's known hosts: %v", err)
+		}
+		t.KnownHosts = string(b)
+		if strings.TrimSpace(t.KnownHosts) == "" {
+			t.KnownHosts = "# no host is known\n"
+		}
+	}
+	return t, nil
 }

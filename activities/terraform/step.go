@@ -1,7 +1,6 @@
 package terraform
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -99,9 +97,9 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	defer log.Close()
 	mask := &secrets.Masker{}
-	out := &lineWriter{log: log, mask: mask}
-	defer out.flush()
-	out.line(fmt.Sprintf("# gantry: %s (%s, provisioner %s) attempt %d with %s", in.StepPath, in.Type, spec.ProvisionerIdentifier, info.Attempt, filepath.Base(bin)))
+	out := &logs.Lines{Log: log, Mask: mask}
+	defer out.Flush()
+	out.Line(fmt.Sprintf("# gantry: %s (%s, provisioner %s) attempt %d with %s", in.StepPath, in.Type, spec.ProvisionerIdentifier, info.Attempt, filepath.Base(bin)))
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -154,7 +152,7 @@ type run struct {
 	in      activities.StepInput
 	spec    stepSpec
 	bin     string
-	log     *lineWriter
+	log     *logs.Lines
 	mask    *secrets.Masker
 	attempt int32
 }
@@ -230,7 +228,7 @@ func (s *run) prepare(ctx context.Context, c *Config) (*prepared, func(), error)
 		env = append(env, e.Name+"="+v)
 	}
 	r := &Runner{Bin: s.bin, Dir: dir, Env: env, Log: s.log, Flags: s.flags(), LockTimeout: s.in.Timeout, Mirror: s.a.Mirror}
-	s.log.line(fmt.Sprintf("# configuration: %s", c.Source))
+	s.log.Line(fmt.Sprintf("# configuration: %s", c.Source))
 	if err := r.Init(ctx, backend); err != nil {
 		cleanup()
 		return nil, nil, err
@@ -319,7 +317,7 @@ func (s *run) plan(ctx context.Context) (activities.StepResult, error) {
 	if err := s.record(ctx, kind, sealed{Config: c, Plan: file}); err != nil {
 		return activities.StepResult{}, err
 	}
-	s.log.line(fmt.Sprintf("# plan kept sealed with provisioner %s: %d to add, %d to change, %d to destroy", s.spec.ProvisionerIdentifier, pl.Add, pl.Change, pl.Destroy))
+	s.log.Line(fmt.Sprintf("# plan kept sealed with provisioner %s: %d to add, %d to change, %d to destroy", s.spec.ProvisionerIdentifier, pl.Add, pl.Change, pl.Destroy))
 	out := map[string]any{"add": pl.Add, "change": pl.Change, "destroy": pl.Destroy, "hasChanges": pl.Add+pl.Change+pl.Destroy > 0,
 		"provisionerIdentifier": s.spec.ProvisionerIdentifier}
 	if scalar(cf.ExportTerraformPlanJson) == "true" {
@@ -328,7 +326,7 @@ func (s *run) plan(ctx context.Context) (activities.StepResult, error) {
 			return activities.StepResult{}, err
 		}
 		if len(js) > maxPlanJSON {
-			s.log.line(fmt.Sprintf("# the plan's JSON is %d KiB, more than the %d KiB an output holds: not exported", len(js)>>10, maxPlanJSON>>10))
+			s.log.Line(fmt.Sprintf("# the plan's JSON is %d KiB, more than the %d KiB an output holds: not exported", len(js)>>10, maxPlanJSON>>10))
 		} else {
 			out["tfPlanJson"] = string(js)
 		}
@@ -425,7 +423,7 @@ func (s *run) apply(ctx context.Context, c *Config, planFile []byte, kind string
 					"provisioner %s: the state changed since the plan was made (%d to add, %d to change, %d to destroy now); the inherited plan was not applied: plan again",
 					s.spec.ProvisionerIdentifier, fresh.Add, fresh.Change, fresh.Destroy)
 			}
-			s.log.line("# the plan was applied by an earlier attempt of this step: the state already matches it")
+			s.log.Line("# the plan was applied by an earlier attempt of this step: the state already matches it")
 		}
 	} else {
 		pl, err := p.runner.Plan(ctx, PlanOptions{VarFiles: p.varFiles, Targets: c.Targets, SkipRefresh: s.skipRefresh(), Unread: true})
@@ -454,7 +452,7 @@ func (s *run) apply(ctx context.Context, c *Config, planFile []byte, kind string
 		result[name] = o.Value
 	}
 	sort.Strings(names)
-	s.log.line(fmt.Sprintf("# applied; outputs: %s", strings.Join(names, ", ")))
+	s.log.Line(fmt.Sprintf("# applied; outputs: %s", strings.Join(names, ", ")))
 	return result, nil
 }
 
@@ -481,7 +479,7 @@ func (s *run) destroy(ctx context.Context, c *Config, planFile []byte) error {
 		if !isStale(err) || s.attempt == 1 {
 			return err
 		}
-		s.log.line("# the destroy plan was applied by an earlier attempt of this step")
+		s.log.Line("# the destroy plan was applied by an earlier attempt of this step")
 	}
 	return s.record(ctx, workflows.RecordDestroyed, sealed{Config: c})
 }
@@ -496,7 +494,7 @@ func (s *run) rollback(ctx context.Context) (activities.StepResult, error) {
 		return activities.StepResult{}, err
 	}
 	if prev != nil && prev.Kind != workflows.RecordDestroyed {
-		s.log.line(fmt.Sprintf("# rolling back to the configuration %s applied by %s of execution %s", sl.Config.Source, prev.Step, prev.Execution))
+		s.log.Line(fmt.Sprintf("# rolling back to the configuration %s applied by %s of execution %s", sl.Config.Source, prev.Step, prev.Execution))
 		outs, err := s.apply(ctx, sl.Config, nil, workflows.RecordRollback)
 		if err != nil {
 			return activities.StepResult{}, err
@@ -509,11 +507,11 @@ func (s *run) rollback(ctx context.Context) (activities.StepResult, error) {
 		return activities.StepResult{}, err
 	}
 	if mine == nil {
-		s.log.line(fmt.Sprintf("# provisioner %s applied nothing in this execution or before it: nothing to roll back", s.spec.ProvisionerIdentifier))
+		s.log.Line(fmt.Sprintf("# provisioner %s applied nothing in this execution or before it: nothing to roll back", s.spec.ProvisionerIdentifier))
 		out["rollback"] = "none"
 		return activities.StepResult{Outputs: out}, nil
 	}
-	s.log.line("# this execution applied the provisioner's first configuration: destroying what it created")
+	s.log.Line("# this execution applied the provisioner's first configuration: destroying what it created")
 	if err := s.destroy(ctx, mine.Config, nil); err != nil {
 		return activities.StepResult{}, err
 	}
@@ -524,37 +522,4 @@ func (s *run) rollback(ctx context.Context) (activities.StepResult, error) {
 // isStale says the binary refused a saved plan because the state changed since it was made.
 func isStale(err error) bool {
 	return err != nil && strings.Contains(strings.ToLower(err.Error()), "saved plan is stale")
-}
-
-// lineWriter sends a command's output to the step log line by line, masked.
-type lineWriter struct {
-	mu   sync.Mutex
-	log  *logs.Writer
-	mask *secrets.Masker
-	buf  bytes.Buffer
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	for {
-		i := bytes.IndexByte(w.buf.Bytes(), '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		line := string(w.buf.Next(i + 1))
-		w.log.Line(w.mask.Apply(strings.TrimRight(line, "\r\n")))
-	}
-}
-
-func (w *lineWriter) line(s string) { _, _ = w.Write([]byte(s + "\n")) }
-
-func (w *lineWriter) flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.buf.Len() > 0 {
-		w.log.Line(w.mask.Apply(w.buf.String()))
-		w.buf.Reset()
-	}
 }

@@ -38,8 +38,12 @@ func stepRefs(p *plan.Plan, refs map[string]*plan.StepRefs) {
 		if n.Kind != plan.KindStep {
 			return
 		}
-		if e, _ := steps.Lookup(n.Type); !e.Stores {
+		e, _ := steps.Lookup(n.Type)
+		if !e.Stores && !e.SSHTarget {
 			return
+		}
+		if !e.Stores && refs[strings.Join(path, "/")] == nil {
+			return // a ShellScript on the worker
 		}
 		r := &plan.StepRefs{}
 		if found, ok := refs[strings.Join(path, "/")]; ok {

@@ -2,9 +2,12 @@ package entities
 
 import (
 	"fmt"
+
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
@@ -28,29 +31,44 @@ func (r *resolver) pdcInfra(file string, in *pipeline.Infrastructure) *plan.SshI
 			}
 		}
 	}
-	pos := r.at(file, pipeline.ValueAt(s.Node, "credentialsRef"))
-	f, ok := r.c.Secrets[pipeline.LocalRef(s.CredentialsRef)]
+	cr, ok := r.sshCredential(file, s.Node, s.CredentialsRef, "infrastructure "+in.Identifier)
 	if !ok {
-		r.missing(pos, "secret", s.CredentialsRef, "secret")
 		return nil
+	}
+	out.Credential = cr
+	return out
+}
+
+// sshCredential resolves the SSH credential (a `secret:` of type SSHKey among the entity
+// files) a reference at obj's key names (credentialsRef, or an executionTarget's connectorRef).
+func (r *resolver) sshCredential(file string, obj *yaml.Node, ref, needs string) (plan.SSHCredential, bool) {
+	key := "credentialsRef"
+	if pipeline.Field(obj, key) == nil {
+		key = "connectorRef"
+	}
+	pos := r.at(file, pipeline.ValueAt(obj, key))
+	f, ok := r.c.Secrets[pipeline.LocalRef(ref)]
+	if !ok {
+		r.missing(pos, "secret", ref, "secret")
+		return plan.SSHCredential{}, false
 	}
 	cred := f.Secret.SSHKeySpec(&pipeline.Decoder{File: f.Name, Diags: &diag.List{}}) // checked with the file
 	if cred == nil || cred.Auth == nil || cred.Auth.Spec == nil || cred.Auth.Spec.Spec == nil {
-		r.diags.Errorf(pos, "connector", "infrastructure %s: secret %s is a %s secret; credentialsRef names an SSH credential (type SSHKey)", in.Identifier, f.Secret.Identifier, f.Secret.Type)
-		return nil
+		r.diags.Errorf(pos, "connector", "%s: secret %s is a %s secret; it must be an SSH credential (type SSHKey)", needs, f.Secret.Identifier, f.Secret.Type)
+		return plan.SSHCredential{}, false
 	}
 	l := cred.Auth.Spec.Spec
-	out.Credential = plan.SSHCredential{ID: f.Secret.Identifier, User: l.UserName, PassphraseRef: l.EncryptedPassphrase}
+	out := plan.SSHCredential{ID: f.Secret.Identifier, User: l.UserName, PassphraseRef: l.EncryptedPassphrase}
 	switch cred.Auth.Spec.CredentialType {
 	case "KeyReference":
-		out.Credential.KeyRef = l.Key
+		out.KeyRef = l.Key
 	case "KeyPath":
-		out.Credential.KeyPath = l.KeyPath
+		out.KeyPath = l.KeyPath
 	case "Password":
-		out.Credential.PasswordRef = l.Password
+		out.PasswordRef = l.Password
 	}
-	out.Credential.Port, _ = strconv.Atoi(cred.Port)
-	return out
+	out.Port, _ = strconv.Atoi(cred.Port)
+	return out, true
 }
 
 // configFiles reads an Ssh service's config files kept beside it (other stores are reported

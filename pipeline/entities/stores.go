@@ -29,12 +29,18 @@ func (c *Catalog) StepRefs(src pipeline.Source, p *pipeline.Pipeline) (map[strin
 			if st == nil || st.Spec == nil {
 				return
 			}
-			if e, _ := steps.Lookup(st.Type); !e.Stores {
+			e, _ := steps.Lookup(st.Type)
+			if !e.Stores && !e.SSHTarget {
 				return
 			}
 			refs := &plan.StepRefs{}
-			r.stores(st.Spec, "a "+st.Type+" step's store", refs)
-			if len(refs.Git) > 0 {
+			if e.Stores {
+				r.stores(st.Spec, "a "+st.Type+" step's store", refs)
+			}
+			if e.SSHTarget {
+				r.sshTarget(st.Spec, refs)
+			}
+			if len(refs.Git) > 0 || len(refs.SSH) > 0 {
 				out[PodKey(s.Identifier, v.Groups, st.Identifier)] = refs
 			}
 		}
@@ -77,5 +83,21 @@ func (r *resolver) stores(n *yaml.Node, needs string, refs *plan.StepRefs) {
 			}
 			r.stores(v, needs, refs)
 		}
+	}
+}
+
+// sshTarget resolves the SSH credential of a step that runs on a target host
+// (onDelegate: false, executionTarget.connectorRef).
+func (r *resolver) sshTarget(spec *yaml.Node, refs *plan.StepRefs) {
+	if od := pipeline.Field(spec, "onDelegate"); od == nil || od.Value != "false" {
+		return
+	}
+	et := pipeline.Field(spec, "executionTarget")
+	ref := pipeline.Field(et, "connectorRef")
+	if ref == nil || ref.Value == "" || strings.Contains(ref.Value, "<+") {
+		return // required by validation; an expression is resolved by nobody before the run
+	}
+	if cr, ok := r.sshCredential(r.file, et, ref.Value, "the target host's SSH credential"); ok {
+		refs.SSH = map[string]plan.SSHCredential{ref.Value: cr}
 	}
 }

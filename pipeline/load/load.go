@@ -271,7 +271,7 @@ func needsConnectors(p *pipeline.Pipeline) bool {
 				}
 				if v.Step != nil {
 					e, _ := steps.Lookup(v.Step.Type)
-					found = found || e.Traits.OwnPod || e.Stores
+					found = found || e.Traits.OwnPod || e.Stores || (e.SSHTarget && onTarget(v.Step.Spec))
 				}
 			}
 			pipeline.WalkSteps(s.StageSpec.Execution.Steps, false, nil, nil, visit)
@@ -386,4 +386,10 @@ func findByID(n any, id string) map[string]any {
 		}
 	}
 	return nil
+}
+
+// onTarget says a step runs on a target host (onDelegate: false).
+func onTarget(spec *yaml.Node) bool {
+	od := pipeline.Field(spec, "onDelegate")
+	return od != nil && od.Value == "false"
 }

@@ -109,11 +109,26 @@ func codesOf(l diag.List, sev diag.Severity) diag.List {
 	return out
 }
 
-// A ShellScript meant for a target host is unsupported, not run on the worker instead.
-func TestShellScriptOnATargetHostIsUnsupported(t *testing.T) {
-	src := customStage("", "              - step: {type: ShellScript, name: r, identifier: r, spec: {shell: Bash, onDelegate: false, executionTarget: {host: web-1, connectorRef: k}, source: {type: Inline, spec: {script: hostname}}}}\n")
-	r := loadIn(t, map[string]string{"pipeline.yaml": src}, "pipeline.yaml", load.Options{})
-	if d := codes(r.Diags, diag.Unsupported, "unsupported-field"); len(d) != 1 || !strings.Contains(d[0].Message, "target host") {
-		t.Errorf("want one unsupported field:\n%s", r.Diags.Render(r.Sources))
+// A ShellScript meant for a target host needs the host and its credential (a missing secret is
+// a warning for a plain validate, an error for a run); what it cannot do there is unsupported.
+func TestShellScriptOnATargetHost(t *testing.T) {
+	step := func(spec string) string {
+		return customStage("", "              - step: {type: ShellScript, name: r, identifier: r, spec: {shell: Bash, onDelegate: false, "+spec+", source: {type: Inline, spec: {script: hostname}}}}\n")
+	}
+	r := loadIn(t, map[string]string{"pipeline.yaml": step("executionTarget: {host: web-1, connectorRef: k}")}, "pipeline.yaml", load.Options{})
+	if d := codes(r.Diags, diag.Warning, "missing-entity"); len(d) != 1 || !strings.Contains(d[0].Message, `secret "k"`) {
+		t.Errorf("want a warning for the missing credential:\n%s", r.Diags.Render(r.Sources))
+	}
+	r = loadIn(t, map[string]string{"pipeline.yaml": step("executionTarget: {host: web-1, connectorRef: k}")}, "pipeline.yaml", load.Options{ForRun: true})
+	if r.OK() {
+		t.Error("a run without the credential loads")
+	}
+	r = loadIn(t, map[string]string{"pipeline.yaml": step("executionTarget: {connectorRef: k}")}, "pipeline.yaml", load.Options{})
+	if !strings.Contains(r.Diags.Render(r.Sources), "executionTarget needs `host`") {
+		t.Errorf("want an error for the missing host:\n%s", r.Diags.Render(r.Sources))
+	}
+	r = loadIn(t, map[string]string{"pipeline.yaml": step("executionTarget: {host: h, connectorRef: k}, outputVariables: [{name: o, type: String, value: o}]")}, "pipeline.yaml", load.Options{})
+	if d := codes(r.Diags, diag.Unsupported, "unsupported-field"); len(d) != 1 || !strings.Contains(d[0].Message, "outputVariables") {
+		t.Errorf("want outputVariables unsupported:\n%s", r.Diags.Render(r.Sources))
 	}
 }

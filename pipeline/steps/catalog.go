@@ -35,6 +35,9 @@ type Entry struct {
 	// Stores says the spec holds stores (`store: {type, spec: {connectorRef}}`) at any depth:
 	// their Git connectors are resolved before the run into the node's Refs.
 	Stores bool
+	// SSHTarget says the spec may name a target host's SSH credential
+	// (executionTarget.connectorRef, with onDelegate: false), resolved before the run.
+	SSHTarget bool
 	// NoDotInName says the step's name may not contain '.'.
 	NoDotInName bool
 	// OutsideDeployment says the reference also runs the type outside Deployment stages (a
@@ -59,7 +62,7 @@ var (
 // entries are the step types, one entry each. Adding a step type adds its entry here and its
 // activity (docs/contributing.md).
 var entries = []Entry{
-	{Type: "ShellScript", New: func() any { return &ShellScript{} }, NoDotInName: true,
+	{Type: "ShellScript", New: func() any { return &ShellScript{} }, NoDotInName: true, SSHTarget: true,
 		Traits: plan.Traits{Activity: activities.ShellScript, Heartbeat: true, FastPath: true}},
 	{Type: "Http", New: func() any { return &Http{} }, Unresolved: "verbatim",
 		Traits: plan.Traits{Activity: activities.Http, FastPath: true, Outcome: "http",

@@ -159,12 +159,35 @@ type PolicySpec struct {
 func (sp *ShellScript) Check(c Checker) {
 	c.Enum(sp.Node, "shell", sp.Shell, []string{"Bash", "PowerShell", "Sh"}, "shell")
 	c.Boolean(sp.Node, "onDelegate", sp.OnDelegate)
-	if sp.OnDelegate == "false" || (strings.Contains(sp.OnDelegate, "<+") && sp.ExecutionTarget != nil) {
-		// Run on the worker, the script would act on the wrong machine: refuse rather than do so.
-		c.Unsupported(pipeline.ValueAt(sp.Node, "onDelegate"), "unsupported-field",
-			"a ShellScript on a target host (onDelegate: false, executionTarget) is not run yet: Gantry runs ShellScript steps on the worker").
-			SetHint("run the script on the hosts with a Command step in an Ssh stage (docs/traditional.md), or set onDelegate: true")
-	} else if sp.ExecutionTarget != nil {
+	switch {
+	case sp.OnDelegate == "false":
+		// On a target host over SSH (docs/traditional.md).
+		et := sp.ExecutionTarget
+		if et == nil {
+			c.Error(sp.Node, "missing-field", "a ShellScript with onDelegate: false needs `executionTarget`: the host and its SSH credential").
+				SetHint("executionTarget: {host: web-1.example.com, connectorRef: deploy_key, workingDirectory: /opt/app}")
+			break
+		}
+		if et.Host == "" {
+			c.Error(et.Node, "missing-field", "executionTarget needs `host`")
+		}
+		if et.ConnectorRef == "" {
+			c.Error(et.Node, "missing-field", "executionTarget needs `connectorRef`: an SSH credential (a secret of type SSHKey)")
+		} else if strings.Contains(et.ConnectorRef, "<+") {
+			c.Unsupported(pipeline.ValueAt(et.Node, "connectorRef"), "unsupported-expression", "the target's credential is an expression; Gantry resolves credentials before the run").
+				SetHint("name the SSH credential")
+		}
+		if sp.Shell == "PowerShell" {
+			c.Unsupported(pipeline.ValueAt(sp.Node, "shell"), "unsupported-field", "PowerShell on a target host runs over WinRM, which Gantry does not reach")
+		}
+		if len(sp.OutputVariables) > 0 {
+			c.Unsupported(pipeline.ValueAt(sp.Node, "outputVariables"), "unsupported-field", "outputVariables of a ShellScript on a target host are not captured yet")
+		}
+	case strings.Contains(sp.OnDelegate, "<+") && sp.ExecutionTarget != nil:
+		c.Unsupported(pipeline.ValueAt(sp.Node, "onDelegate"), "unsupported-expression",
+			"onDelegate is an expression: whether the script runs on the worker or on the target must be known before the run").
+			SetHint("onDelegate: false runs it on executionTarget.host")
+	case sp.ExecutionTarget != nil:
 		c.Ignored(pipeline.ValueAt(sp.Node, "executionTarget"), "executionTarget", "it applies with onDelegate: false only")
 	}
 	if sp.Source != nil {
