@@ -119,6 +119,20 @@ func Heartbeat(ctx context.Context, timeout time.Duration) {
 	}
 }
 
+// RunContext is the context a step's work runs in: ended by ctx, by the step's timeout (none
+// when 0), and heartbeating every third of heartbeat while it lasts. Cancel it when done.
+func RunContext(ctx context.Context, timeout, heartbeat time.Duration) (context.Context, context.CancelFunc) {
+	runCtx, cancel := context.WithCancel(ctx)
+	if timeout > 0 {
+		var stop context.CancelFunc
+		runCtx, stop = context.WithTimeout(runCtx, timeout)
+		parent := cancel
+		cancel = func() { stop(); parent() }
+	}
+	go Heartbeat(runCtx, heartbeat)
+	return runCtx, cancel
+}
+
 // PodHelperContainer is the container every group pod has beside its steps' (gantry-helper's
 // image): GitClone steps write into the workspace from it.
 const PodHelperContainer = "gantry"

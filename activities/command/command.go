@@ -94,13 +94,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	if target.KnownHosts == "" {
 		log.Line("# the host's key is not checked: start the worker with --ssh-known-hosts")
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
-	if in.Timeout > 0 {
-		runCtx, cancel = context.WithTimeout(runCtx, in.Timeout)
-		defer cancel()
-	}
-	go activities.Heartbeat(runCtx, info.HeartbeatTimeout)
 	c, err := sshexec.Dial(runCtx, target)
 	if err != nil {
 		return activities.StepResult{}, err

@@ -91,13 +91,8 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	}
 	defer log.Close()
 
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
-	if in.Timeout > 0 {
-		runCtx, cancel = context.WithTimeout(runCtx, in.Timeout)
-		defer cancel()
-	}
-	go activities.Heartbeat(runCtx, info.HeartbeatTimeout)
 	if err := a.waitRunning(runCtx, k, in, inf, mask); err != nil {
 		return activities.StepResult{}, a.ended(ctx, runCtx, in, err)
 	}

@@ -65,13 +65,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	if err := os.WriteFile(file, []byte(script), 0o700); err != nil {
 		return activities.StepResult{}, err
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
-	if in.Timeout > 0 {
-		runCtx, cancel = context.WithTimeout(runCtx, in.Timeout)
-		defer cancel()
-	}
-	go activities.Heartbeat(runCtx, info.HeartbeatTimeout)
 	cmd := exec.CommandContext(runCtx, "bash", file)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "INSTANCE_OUTPUT_PATH="+out)

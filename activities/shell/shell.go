@@ -151,13 +151,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		}()
 	}()
 
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
-	if in.Timeout > 0 {
-		runCtx, cancel = context.WithTimeout(runCtx, in.Timeout)
-		defer cancel()
-	}
-	go activities.Heartbeat(runCtx, info.HeartbeatTimeout)
 
 	st := step{key: key, shell: shell, args: args, dir: dir, script: script, names: names, values: values, outs: spec.OutputVariables}
 	lastLine, code, runErr := a.run(runCtx, st, log, mask)
@@ -481,13 +476,8 @@ func (a *Activity) runOnTarget(ctx context.Context, in activities.StepInput, spe
 	if target.KnownHosts == "" {
 		log.Line("# the host's key is not checked: start the worker with --ssh-known-hosts")
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
-	if in.Timeout > 0 {
-		runCtx, cancel = context.WithTimeout(runCtx, in.Timeout)
-		defer cancel()
-	}
-	go activities.Heartbeat(runCtx, info.HeartbeatTimeout)
 	c, err := sshexec.Dial(runCtx, target)
 	if err != nil {
 		return activities.StepResult{}, err

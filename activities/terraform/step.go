@@ -101,13 +101,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	defer out.Flush()
 	out.Line(fmt.Sprintf("# gantry: %s (%s, provisioner %s) attempt %d with %s", in.StepPath, in.Type, spec.ProvisionerIdentifier, info.Attempt, filepath.Base(bin)))
 
-	runCtx, cancel := context.WithCancel(ctx)
+	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
-	if in.Timeout > 0 {
-		runCtx, cancel = context.WithTimeout(runCtx, in.Timeout)
-		defer cancel()
-	}
-	go activities.Heartbeat(runCtx, info.HeartbeatTimeout)
 
 	s := &run{a: a, in: in, spec: spec, bin: bin, log: out, mask: mask, attempt: info.Attempt}
 	res, err := s.dispatch(runCtx)
