@@ -124,8 +124,8 @@ func TestShellScriptOnATargetHost(t *testing.T) {
 		t.Error("a run without the credential loads")
 	}
 	r = loadIn(t, map[string]string{"pipeline.yaml": step("executionTarget: {connectorRef: k}")}, "pipeline.yaml", load.Options{})
-	if !strings.Contains(r.Diags.Render(r.Sources), "executionTarget needs `host`") {
-		t.Errorf("want an error for the missing host:\n%s", r.Diags.Render(r.Sources))
+	if d := codes(r.Diags, diag.Unsupported, "unsupported-field"); len(d) != 1 || !strings.Contains(d[0].Message, "without `host`") {
+		t.Errorf("want the missing host unsupported:\n%s", r.Diags.Render(r.Sources))
 	}
 	r = loadIn(t, map[string]string{"pipeline.yaml": step("executionTarget: {host: h, connectorRef: k}, outputVariables: [{name: o, type: String, value: o}]")}, "pipeline.yaml", load.Options{})
 	if d := codes(r.Diags, diag.Unsupported, "unsupported-field"); len(d) != 1 || !strings.Contains(d[0].Message, "outputVariables") {

@@ -163,16 +163,18 @@ func (sp *ShellScript) Check(c Checker) {
 	case sp.OnDelegate == "false":
 		// On a target host over SSH (docs/traditional.md).
 		et := sp.ExecutionTarget
+		// The reference's schema requires neither; without them no host can be reached, so
+		// Gantry cannot run the step (unsupported, not broken).
 		if et == nil {
-			c.Error(sp.Node, "missing-field", "a ShellScript with onDelegate: false needs `executionTarget`: the host and its SSH credential").
+			c.Unsupported(pipeline.ValueAt(sp.Node, "onDelegate"), "unsupported-field", "a ShellScript with onDelegate: false and no `executionTarget`: Gantry cannot tell which host to run it on").
 				SetHint("executionTarget: {host: web-1.example.com, connectorRef: deploy_key, workingDirectory: /opt/app}")
 			break
 		}
 		if et.Host == "" {
-			c.Error(et.Node, "missing-field", "executionTarget needs `host`")
+			c.Unsupported(et.Node, "unsupported-field", "executionTarget without `host`: Gantry cannot tell which host to run the script on")
 		}
 		if et.ConnectorRef == "" {
-			c.Error(et.Node, "missing-field", "executionTarget needs `connectorRef`: an SSH credential (a secret of type SSHKey)")
+			c.Unsupported(et.Node, "unsupported-field", "executionTarget without `connectorRef`: Gantry logs in with an SSH credential (a secret of type SSHKey)")
 		} else if strings.Contains(et.ConnectorRef, "<+") {
 			c.Unsupported(pipeline.ValueAt(et.Node, "connectorRef"), "unsupported-expression", "the target's credential is an expression; Gantry resolves credentials before the run").
 				SetHint("name the SSH credential")
