@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/gantry-cd/gantry/internal/conformance"
-	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -27,11 +26,7 @@ func TestCustomDeploymentFetchesInstances(t *testing.T) {
 	}
 	run := func() (string, *workflows.PipelineResult) {
 		t.Helper()
-		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
-		if err != nil || !r.OK() {
-			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-		}
-		exec, res := runPlan(t, env.starter, r.Plan)
+		exec, res := runPlan(t, env.starter, loadRun(t, filepath.Join(dir, "pipeline.yaml")))
 		if *updateHistories {
 			recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), exec.ID)
 		}

@@ -188,3 +188,14 @@ func runPlan(t *testing.T, s *starter.Starter, p *plan.Plan) (starter.Execution,
 	}
 	return exec, res
 }
+
+// loadRun loads a pipeline file for a run (its entities and templates beside it), with sets;
+// a file that does not load fails the test with its diagnostics.
+func loadRun(t testing.TB, file string, sets ...string) *plan.Plan {
+	t.Helper()
+	r, err := load.File(file, load.Options{ForRun: true, Sets: sets})
+	if err != nil || !r.OK() {
+		t.Fatalf("load %s: %v\n%s", file, err, r.Diags.Render(r.Sources))
+	}
+	return r.Plan
+}

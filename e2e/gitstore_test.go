@@ -14,7 +14,6 @@ import (
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/registrytest"
-	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -292,11 +291,7 @@ func loadDev(t *testing.T, dir string) *plan.Plan {
 	t.Helper()
 	file := filepath.Join(dir, "dev.yaml")
 	writeFile(t, file, devPipeline)
-	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
-	if err != nil || !r.OK() {
-		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-	}
-	return r.Plan
+	return loadRun(t, file, "pipeline.variables.tag=1.27")
 }
 
 func writeFile(t *testing.T, file, text string) {
@@ -376,9 +371,5 @@ func sourcePipeline(t *testing.T, dir string) (*plan.Plan, string) {
                   type: ShellScript`, 1)
 	file := filepath.Join(dir, "dev.yaml")
 	writeFile(t, file, pipeline)
-	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
-	if err != nil || !r.OK() {
-		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-	}
-	return r.Plan, commit
+	return loadRun(t, file, "pipeline.variables.tag=1.27"), commit
 }

@@ -71,14 +71,7 @@ func killMidStage(t *testing.T, bin, timeout string, sig syscall.Signal) {
 	p := compile(t, "kill.yaml", []byte(src), load.Options{})
 
 	queue := "kill-test-" + timeout + "-" + strconv.Itoa(int(sig))
-	startWorker := func() *exec.Cmd {
-		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"))
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
-	}
+	startWorker := func() *exec.Cmd { return gantryWorker(t, bin, queue, filepath.Join(dir, "data")) }
 	first := startWorker()
 	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -137,4 +130,16 @@ func killMidStage(t *testing.T, bin, timeout string, sig syscall.Signal) {
 func readFile(p string) string {
 	b, _ := os.ReadFile(p)
 	return string(b)
+}
+
+// gantryWorker starts `gantry worker` against the test's server on queue with a data
+// directory and extra flags; the test stops it.
+func gantryWorker(t *testing.T, bin, queue, dataDir string, extra ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", dataDir}, extra...)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
 }

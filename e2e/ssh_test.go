@@ -11,7 +11,6 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/sshtest"
-	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -138,11 +137,7 @@ func TestSshDeploysToHosts(t *testing.T) {
 `, target))
 	run := func() (string, *workflows.PipelineResult) {
 		t.Helper()
-		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
-		if err != nil || !r.OK() {
-			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-		}
-		exec, res := runPlan(t, env.starter, r.Plan)
+		exec, res := runPlan(t, env.starter, loadRun(t, filepath.Join(dir, "pipeline.yaml")))
 		return exec.ID, res
 	}
 	id, res := run()
@@ -225,11 +220,7 @@ func TestShellScriptOnTargetHost(t *testing.T) {
 	run := func(host string) (string, *workflows.PipelineResult) {
 		t.Helper()
 		writeFile(t, filepath.Join(dir, "pipeline.yaml"), src(host))
-		r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
-		if err != nil || !r.OK() {
-			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-		}
-		exec, res := runPlan(t, env.starter, r.Plan)
+		exec, res := runPlan(t, env.starter, loadRun(t, filepath.Join(dir, "pipeline.yaml")))
 		return exec.ID, res
 	}
 	id, res := run(known.Addr)

@@ -179,11 +179,7 @@ func TestTerraformPlanApprovalApply(t *testing.T) {
                         script: echo "planned <+execution.steps.plan.output.add>/<+execution.steps.plan.output.change>/<+execution.steps.plan.output.destroy> applied <+pipeline.stages.provision.spec.execution.steps.apply.output.names> token <+execution.steps.apply.output.token>"
 `, state)
 	writeFile(t, filepath.Join(dir, "pipeline.yaml"), src)
-	r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
-	if err != nil || !r.OK() {
-		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-	}
-	exec, err := env.starter.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL", User: "executor"}, workflows.Settings{})
+	exec, err := env.starter.Start(ctx, loadRun(t, filepath.Join(dir, "pipeline.yaml")), workflows.Trigger{Type: "MANUAL", User: "executor"}, workflows.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,12 +423,7 @@ resource "terraform_data" "slow" {
 	p := compile(t, "tfkill.yaml", []byte(src), load.Options{})
 	const queue = "tf-kill-test"
 	startWorker := func() *exec.Cmd {
-		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"), "--terraform-bin", env.tofu)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
+		return gantryWorker(t, bin, queue, filepath.Join(dir, "data"), "--terraform-bin", env.tofu)
 	}
 	first := startWorker()
 	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
@@ -656,11 +647,7 @@ output "namespace" { value = terraform_data.namespace.output }
 	writeFile(t, file, src)
 	run := func(sets ...string) *workflows.PipelineResult {
 		t.Helper()
-		r, err := load.File(file, load.Options{ForRun: true, Sets: append(sets, "pipeline.variables.tag=1.27")})
-		if err != nil || !r.OK() {
-			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
-		}
-		exec, res := runPlan(t, env.starter, r.Plan)
+		exec, res := runPlan(t, env.starter, loadRun(t, file, append(sets, "pipeline.variables.tag=1.27")...))
 		if *updateHistories { // a stage that provisions, and one that rolls its provisioner back
 			recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), exec.ID)
 		}
