@@ -266,12 +266,51 @@ type DeployInput struct {
 }
 
 // DeployArtifact is the primary artifact as a deployment step uses it: an object in S3 or an
-// image.
+// image. An Ssh stage's Command steps fetch it themselves: with Aws and Region (S3), or
+// Registry (an image, Image being registry/path:tag@digest).
 type DeployArtifact struct {
-	Type   string `json:"type"`
-	Bucket string `json:"bucket,omitempty"`
-	Key    string `json:"key,omitempty"`
-	Image  string `json:"image,omitempty"`
+	Type     string                  `json:"type"`
+	Bucket   string                  `json:"bucket,omitempty"`
+	Key      string                  `json:"key,omitempty"`
+	Image    string                  `json:"image,omitempty"`
+	Tag      string                  `json:"tag,omitempty"`
+	Aws      *plan.AwsConnector      `json:"aws,omitempty"`
+	Region   string                  `json:"region,omitempty"`
+	Registry *plan.RegistryConnector `json:"registry,omitempty"`
+}
+
+// LastDeployed finds what the last successful Ssh stage of another execution deployed with a
+// DeployedKey's service to its infrastructure (nil when none); RecordDeployed records a
+// RecordDeployedInput when an Ssh stage succeeded. A rollback restores that artifact
+// (`<+rollbackArtifact.*>`).
+const (
+	LastDeployed   = "gantry.LastDeployed"
+	RecordDeployed = "gantry.RecordDeployed"
+)
+
+// DeployedKey names a service's deployments to one infrastructure of an environment of a
+// project (org/project); Execution, in a LastDeployed query, is the execution asking, whose
+// own deployments do not count.
+type DeployedKey struct {
+	Project     string `json:"project"`
+	Environment string `json:"environment"`
+	Infra       string `json:"infra"`
+	Service     string `json:"service"`
+	Execution   string `json:"execution,omitempty"`
+}
+
+// Deployed is what a successful stage deployed: its artifact as Command steps fetch it, and
+// as `<+artifact.*>` published it.
+type Deployed struct {
+	Execution string          `json:"execution"`
+	Artifact  *DeployArtifact `json:"artifact"`
+	Published map[string]any  `json:"published"`
+}
+
+// RecordDeployedInput is LastDeployed's record.
+type RecordDeployedInput struct {
+	Key      DeployedKey `json:"key"`
+	Deployed Deployed    `json:"deployed"`
 }
 
 // ReleaseRevisionMarker stands for `<+kubernetes.release.revision>` in rendered manifests.

@@ -238,6 +238,8 @@ type Infrastructure struct {
 type SshInfra struct {
 	Hosts      []string      `json:"hosts"`
 	Credential SSHCredential `json:"credential"`
+	// Project (org/project) scopes the records of what the hosts were deployed with.
+	Project string `json:"project,omitempty"`
 }
 
 // SSHCredential is an SSHKey secret as a worker uses it: the user, and the key (a secret, or a

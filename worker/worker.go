@@ -26,6 +26,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/charts"
 	"github.com/gantry-cd/gantry/activities/command"
 	"github.com/gantry-cd/gantry/activities/container"
+	"github.com/gantry-cd/gantry/activities/deployed"
 	ecsstep "github.com/gantry-cd/gantry/activities/ecs"
 	"github.com/gantry-cd/gantry/activities/gitstore"
 	httpstep "github.com/gantry-cd/gantry/activities/http"
@@ -35,6 +36,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/notify"
 	policystep "github.com/gantry-cd/gantry/activities/policy"
+	"github.com/gantry-cd/gantry/activities/records"
 	"github.com/gantry-cd/gantry/activities/registry"
 	"github.com/gantry-cd/gantry/activities/s3store"
 	"github.com/gantry-cd/gantry/activities/secrets"
@@ -267,6 +269,7 @@ func registerActivities(r interface {
 	fi := &instances.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
 	r.RegisterActivityWithOptions(stamped(fi.Run), activity.RegisterOptions{Name: activities.FetchInstances})
 	tf := &terraform.Activity{Bin: o.TerraformBin, Mirror: o.TerraformPlugins, Keys: o.TerraformKeys, Secrets: o.Secrets, Logs: o.Logs, Git: gs, WorkDir: o.WorkDir}
+	dep := &deployed.Activity{}
 	if rc := o.Internal; rc != nil || c != nil {
 		if rc == nil {
 			rc = c
@@ -275,9 +278,14 @@ func registerActivities(r interface {
 		if tq == "" {
 			tq = workflows.TaskQueue
 		}
-		tf.Records = terraform.TemporalRecords{Client: rc, TaskQueue: workflows.SequenceQueue(tq)}
+		// Provisioners' and infrastructures' records live in the internal namespace's
+		// long-lived workflows.
+		rec := records.Temporal{Client: rc, TaskQueue: workflows.SequenceQueue(tq)}
+		tf.Records, dep.Records = terraform.TemporalRecords{Temporal: rec}, &rec
 	}
 	r.RegisterActivityWithOptions(stamped(tf.Run), activity.RegisterOptions{Name: activities.Terraform})
+	r.RegisterActivityWithOptions(dep.Last, activity.RegisterOptions{Name: activities.LastDeployed})
+	r.RegisterActivityWithOptions(dep.Record, activity.RegisterOptions{Name: activities.RecordDeployed})
 	sender := o.Notify
 	if sender.Secrets == nil {
 		sender.Secrets = o.Secrets

@@ -108,6 +108,10 @@ const (
 	// changeNotifyOrder: the pipeline takes stages' notification batches only from the signal
 	// channel's buffer, so a stage's step events always precede its end event.
 	changeNotifyOrder = "notify-order"
+	// changeDeployedArtifact: an Ssh stage finds what the infrastructure was last deployed
+	// with (`<+rollbackArtifact.*>`, what its rollback restores) and records its own artifact
+	// when it succeeds.
+	changeDeployedArtifact = "deployed-artifact"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients

@@ -36,6 +36,10 @@ type deployTarget struct {
 	custom      *plan.CustomInfra
 	ssh         *plan.SshInfra
 	configFiles []plan.File
+	// deployed (an Ssh stage's) says where the artifact is recorded when the stage succeeds;
+	// rollbackArtifact is what rollback steps restore (nil: nothing deployed before).
+	deployed         *activities.DeployedKey
+	rollbackArtifact *activities.DeployArtifact
 }
 
 // deployContext runs a Deployment stage's service and infrastructure phases (spec 1.3.1,
@@ -192,7 +196,7 @@ func (s *stageRun) infrastructurePhase(ctx workflow.Context, d *plan.Deployment,
 		return s.customInfrastructure(d, render)
 	}
 	if inf.Ssh != nil {
-		return s.sshInfrastructure(d, render)
+		return s.sshInfrastructure(ctx, d, render)
 	}
 	release := inf.ReleaseName
 	if release == "" {
@@ -536,6 +540,9 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 			return nil, err
 		}
 		in.Ssh, in.ConfigFiles = s.deploy.ssh, files
+		if in.Rollback {
+			in.Artifact = s.deploy.rollbackArtifact // what the infrastructure had before
+		}
 		if r, ok := root["repeat"].(map[string]any); ok {
 			if h, ok := r["item"].(string); ok {
 				in.Host = h // the loop over <+stage.output.hosts> this step runs in
@@ -680,7 +687,7 @@ func withInstance(root map[string]any, it iteration) map[string]any {
 
 // sshInfrastructure is the infrastructure phase of a Pdc infrastructure: its hosts rendered,
 // published as `<+stage.output.hosts>` and, in a loop over them, `<+instance.*>`.
-func (s *stageRun) sshInfrastructure(d *plan.Deployment, render renderFunc) error {
+func (s *stageRun) sshInfrastructure(ctx workflow.Context, d *plan.Deployment, render renderFunc) error {
 	sv, env, inf := d.Service, d.Environment, d.Infra
 	hosts := make([]string, 0, len(inf.Ssh.Hosts))
 	for _, h := range inf.Ssh.Hosts {
@@ -703,8 +710,75 @@ func (s *stageRun) sshInfrastructure(d *plan.Deployment, render renderFunc) erro
 		"tags": tagMap(inf.Tags), "hosts": list, "credentialsRef": inf.Ssh.Credential.ID}
 	sshInfra := *inf.Ssh
 	sshInfra.Hosts = hosts
-	s.deploy = &deployTarget{ssh: &sshInfra, configFiles: sv.ConfigFiles}
+	s.deploy = &deployTarget{ssh: &sshInfra, configFiles: sv.ConfigFiles, artifact: sshArtifact(sv.Artifact, s.root)}
+	if workflow.GetVersion(ctx, changeDeployedArtifact, workflow.DefaultVersion, 1) == 1 {
+		if err := s.lastDeployed(ctx, activities.DeployedKey{Project: inf.Ssh.Project, Environment: env.ID, Infra: inf.ID, Service: sv.ID}); err != nil {
+			return err
+		}
+	}
 	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: %d hosts over SSH as %s",
 		sv.ID, env.ID, env.Type, inf.ID, len(hosts), inf.Ssh.Credential.User))
 	return nil
+}
+
+// sshArtifact is the primary artifact as an Ssh stage's Command steps fetch it: the object
+// or image the artifact phase resolved, with the connector that reads it.
+func sshArtifact(a *plan.Artifact, root map[string]any) *activities.DeployArtifact {
+	art, ok := root["artifact"].(map[string]any)
+	if a == nil || !ok {
+		return nil
+	}
+	out := &activities.DeployArtifact{Type: a.Type, Image: fmt.Sprint(art["image"]), Tag: fmt.Sprint(art["tag"]), Registry: a.Connector}
+	if a.S3 != nil {
+		conn := a.S3.Connector
+		out.Image, out.Aws = "", &conn
+		out.Bucket, out.Key, out.Region = fmt.Sprint(art["bucketName"]), fmt.Sprint(art["filePath"]), fmt.Sprint(art["region"])
+	}
+	return out
+}
+
+// lastDeployed finds what another execution last deployed with the stage's service to its
+// infrastructure: `<+rollbackArtifact.*>` (null when nothing was), and what the stage's
+// rollback steps copy. The stage records its own artifact when it succeeds.
+func (s *stageRun) lastDeployed(ctx workflow.Context, key activities.DeployedKey) error {
+	key.Execution = s.in.ExecutionID
+	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("find what %s was last deployed with to %s", key.Service, key.Infra)))
+	var last *activities.Deployed
+	if err := workflow.ExecuteActivity(actx, activities.LastDeployed, key).Get(ctx, &last); err != nil {
+		return err
+	}
+	s.root["rollbackArtifact"] = nil
+	if last != nil {
+		s.root["rollbackArtifact"], s.deploy.rollbackArtifact = last.Published, last.Artifact
+		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("rollback artifact: %s (deployed by %s)", artifactName(last.Artifact), last.Execution))
+	}
+	key.Execution = ""
+	s.deploy.deployed = &key
+	return nil
+}
+
+// recordDeployed records the artifact of an Ssh stage that succeeded.
+func (s *stageRun) recordDeployed(ctx workflow.Context) {
+	d := s.deploy
+	if d == nil || d.deployed == nil || d.artifact == nil {
+		return
+	}
+	published, _ := s.root["artifact"].(map[string]any)
+	in := activities.RecordDeployedInput{Key: *d.deployed, Deployed: activities.Deployed{Execution: s.in.ExecutionID, Artifact: d.artifact, Published: published}}
+	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("record what %s was deployed with to %s", in.Key.Service, in.Key.Infra)))
+	if err := workflow.ExecuteActivity(actx, activities.RecordDeployed, in).Get(ctx, nil); err != nil {
+		// The deployment stands; only a later rollback cannot find this artifact.
+		s.tree.Notes = append(s.tree.Notes, "the deployed artifact was not recorded, a later rollback restores an older one: "+err.Error())
+	}
+}
+
+// artifactName names an artifact in notes and logs.
+func artifactName(a *activities.DeployArtifact) string {
+	if a == nil {
+		return "none"
+	}
+	if a.Bucket != "" {
+		return "s3://" + a.Bucket + "/" + a.Key
+	}
+	return a.Image
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/activities"
 )
 
 // ProvisionerRecord is one thing a Terraform step did with a provisioner (issue 55): a saved
@@ -17,6 +19,9 @@ type ProvisionerRecord struct {
 	Step      string    `json:"step,omitempty"`
 	Time      time.Time `json:"time"`
 	Sealed    []byte    `json:"sealed,omitempty"`
+	// Deployed is a RecordDeployed record's artifact (issue 56): the same workflow type keeps
+	// what an infrastructure was last deployed with, under DeployedID.
+	Deployed *activities.Deployed `json:"deployed,omitempty"`
 }
 
 // The kinds of provisioner records.
@@ -27,6 +32,7 @@ const (
 	RecordApplied     = "applied"   // applied successfully
 	RecordRollback    = "rollback"  // a rollback re-applied an earlier configuration
 	RecordDestroyed   = "destroyed" // everything the configuration managed was destroyed
+	RecordDeployed    = "deployed"  // an Ssh stage deployed Deployed successfully
 )
 
 // ProvisionerQuery selects the newest record of one of Kinds, of Execution (or, with Other,
@@ -49,6 +55,12 @@ const (
 // ProvisionerID is the workflow ID of a provisioner's records: its identifier within its
 // project (org/project).
 func ProvisionerID(project, id string) string { return "gantry-provisioner/" + project + "/" + id }
+
+// DeployedID is the workflow ID of the records of what a service was deployed with to an
+// infrastructure.
+func DeployedID(k activities.DeployedKey) string {
+	return "gantry-deployed/" + k.Project + "/" + k.Environment + "/" + k.Infra + "/" + k.Service
+}
 
 // Limits of what a provisioner keeps: plans waiting for their apply expire, and only the
 // newest records of each kind are carried into the next run (variables for the tests).

@@ -286,6 +286,9 @@ func (s *stageRun) run(ctx workflow.Context) {
 	if s.expired {
 		final = status.Expired
 	}
+	if final == status.Succeeded {
+		s.recordDeployed(ctx)
+	}
 	s.finish(ctx, final, nil)
 }
 

@@ -1,8 +1,10 @@
 // Package command runs a Command step (issue 56) on one host of an Ssh stage's Pdc
 // infrastructure: it logs in over SSH with the infrastructure's credential (checked against
 // the worker's known hosts), then runs the step's units in order: Copy puts the service's
-// config files in a folder, Script runs Bash in a working directory with the step's
-// environment variables. Output streams to the step's log, masked.
+// artifact or config files in a folder, DownloadArtifact has the host fetch the artifact
+// itself, Script runs Bash in a working directory with the step's environment variables,
+// following tailed files until their patterns appear. Output streams to the step's log,
+// masked; output variables are read back from the shell that ran the scripts.
 package command
 
 import (
@@ -11,9 +13,11 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
@@ -30,28 +34,49 @@ type Activity struct {
 	KnownHosts string
 }
 
+type variable struct {
+	Name  string `json:"name"`
+	Type  string `json:"type"`
+	Value any    `json:"value"`
+}
+
+type unit struct {
+	Identifier string `json:"identifier"`
+	Name       string `json:"name"`
+	Type       string `json:"type"`
+	Spec       struct {
+		DestinationPath  string `json:"destinationPath"`
+		SourceType       string `json:"sourceType"`
+		WorkingDirectory string `json:"workingDirectory"`
+		Source           struct {
+			Spec struct {
+				Script string `json:"script"`
+			} `json:"spec"`
+		} `json:"source"`
+		TailFiles []struct {
+			TailFile    string `json:"tailFile"`
+			TailPattern string `json:"tailPattern"`
+		} `json:"tailFiles"`
+	} `json:"spec"`
+}
+
 type spec struct {
-	Host                 string `json:"host"`
-	EnvironmentVariables []struct {
-		Name  string `json:"name"`
-		Type  string `json:"type"`
-		Value any    `json:"value"`
-	} `json:"environmentVariables"`
-	CommandUnits []struct {
-		Identifier string `json:"identifier"`
-		Name       string `json:"name"`
-		Type       string `json:"type"`
-		Spec       struct {
-			DestinationPath  string `json:"destinationPath"`
-			SourceType       string `json:"sourceType"`
-			WorkingDirectory string `json:"workingDirectory"`
-			Source           struct {
-				Spec struct {
-					Script string `json:"script"`
-				} `json:"spec"`
-			} `json:"source"`
-		} `json:"spec"`
-	} `json:"commandUnits"`
+	Host                 string     `json:"host"`
+	EnvironmentVariables []variable `json:"environmentVariables"`
+	OutputVariables      []variable `json:"outputVariables"`
+	CommandUnits         []unit     `json:"commandUnits"`
+}
+
+// run is one Command step on its host.
+type run struct {
+	a      *Activity
+	in     activities.StepInput
+	host   string
+	c      *sshexec.Client
+	log    *logs.Writer
+	mask   *secrets.Masker
+	env    map[string]string
+	values map[string]string // output variables' shell values, by shell variable
 }
 
 // Run runs one Command step on its host.
@@ -71,84 +96,148 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		return activities.StepResult{}, activities.Fail(activities.Unknown,
 			"the Command step names no host: run it in a loop over the hosts (strategy: {repeat: {items: <+stage.output.hosts>}})")
 	}
-	mask := &secrets.Masker{}
-	target, err := sshexec.TargetFor(ctx, a.Secrets, mask, in.Deploy.Ssh.Credential, host, a.KnownHosts)
+	for _, o := range sp.OutputVariables {
+		if !sshexec.ShellName(scalar(o.Value)) {
+			return activities.StepResult{}, activities.Fail(activities.Unknown,
+				"output variable %q reads shell variable %q, which is not a valid shell variable name", o.Name, scalar(o.Value))
+		}
+	}
+	r := &run{a: a, in: in, host: host, mask: &secrets.Masker{}, env: map[string]string{}, values: map[string]string{}}
+	target, err := sshexec.TargetFor(ctx, a.Secrets, r.mask, in.Deploy.Ssh.Credential, host, a.KnownHosts)
 	if err != nil {
 		return activities.StepResult{}, err
 	}
-	env := map[string]string{}
 	for _, v := range sp.EnvironmentVariables {
-		val, err := secrets.Value(ctx, a.Secrets, mask, v.Type, scalar(v.Value))
+		val, err := secrets.Value(ctx, a.Secrets, r.mask, v.Type, scalar(v.Value))
 		if err != nil {
 			return activities.StepResult{}, activities.Fail(activities.Unknown, "environment variable %s: %v", v.Name, err)
 		}
-		env[v.Name] = val
+		r.env[v.Name] = val
 	}
 	info := activity.GetInfo(ctx)
-	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
-	if err != nil {
+	if r.log, err = a.Logs.Open(in.ExecutionID, in.StepPath); err != nil {
 		return activities.StepResult{}, err
 	}
-	defer log.Close()
-	log.Line(fmt.Sprintf("# gantry: %s attempt %d on host %s as %s", in.StepPath, info.Attempt, target.Addr(), target.User))
+	defer r.log.Close()
+	r.log.Line(fmt.Sprintf("# gantry: %s attempt %d on host %s as %s", in.StepPath, info.Attempt, target.Addr(), target.User))
 	if target.KnownHosts == "" {
-		log.Line("# the host's key is not checked: start the worker with --ssh-known-hosts")
+		r.log.Line("# the host's key is not checked: start the worker with --ssh-known-hosts")
 	}
 	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
-	c, err := sshexec.Dial(runCtx, target)
-	if err != nil {
+	if r.c, err = sshexec.Dial(runCtx, target); err != nil {
 		return activities.StepResult{}, err
 	}
-	defer c.Close()
+	defer r.c.Close()
+	var names []string
+	for _, o := range sp.OutputVariables {
+		names = append(names, scalar(o.Value))
+	}
 	for _, u := range sp.CommandUnits {
-		log.Line(fmt.Sprintf("# unit %s (%s)", u.Name, u.Type))
+		r.log.Line(fmt.Sprintf("# unit %s (%s)", u.Name, u.Type))
+		var err error
 		switch u.Type {
 		case "Copy":
-			for _, f := range in.Deploy.ConfigFiles {
-				dest := path.Join(u.Spec.DestinationPath, path.Base(f.Path))
-				if err := c.Copy(runCtx, dest, strings.NewReader(f.Text), 0o644); err != nil {
-					return activities.StepResult{}, stopped(ctx, runCtx, in, err)
-				}
-				log.Line(fmt.Sprintf("copied %s to %s:%s", f.Path, host, dest))
+			if u.Spec.SourceType == "Artifact" {
+				err = r.copyArtifact(runCtx, u.Spec.DestinationPath)
+			} else {
+				err = r.copyConfig(runCtx, u.Spec.DestinationPath)
 			}
+		case "DownloadArtifact":
+			err = r.download(runCtx, u.Spec.DestinationPath)
 		case "Script":
-			script, err := secrets.Expand(ctx, a.Secrets, mask, u.Spec.Source.Spec.Script)
-			if err != nil {
-				return activities.StepResult{}, activities.Fail(activities.Unknown, "unit %s: %v", u.Name, err)
-			}
-			out := &logs.Lines{Log: log, Mask: mask}
-			code, err := c.Run(runCtx, script, u.Spec.WorkingDirectory, env, out)
-			out.Flush()
-			if err != nil {
-				return activities.StepResult{}, stopped(ctx, runCtx, in, err)
-			}
-			if code != 0 {
-				msg := fmt.Sprintf("unit %s exited with code %d on host %s", u.Name, code, host)
-				if last := out.Last(); last != "" {
-					msg += "; last output: " + last
-				}
-				return activities.StepResult{}, activities.Fail(activities.Unknown, "%s", msg)
-			}
+			err = r.script(runCtx, u, names)
 		default:
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "unit %s: %s units are not run yet", u.Name, u.Type)
+			err = activities.Fail(activities.Unknown, "%s units are not run", u.Type)
+		}
+		if err != nil {
+			return activities.StepResult{}, stopped(ctx, runCtx, in, u.Name, err)
 		}
 	}
-	if log.Err() != nil {
-		return activities.StepResult{}, log.Err()
+	if r.log.Err() != nil {
+		return activities.StepResult{}, r.log.Err()
 	}
-	return activities.StepResult{Outputs: map[string]any{"host": host}}, nil
+	out := map[string]any{"host": host}
+	if len(sp.OutputVariables) > 0 {
+		vars := map[string]any{}
+		for _, o := range sp.OutputVariables {
+			v := r.values[scalar(o.Value)]
+			if strings.EqualFold(o.Type, "Secret") && v != "" {
+				r.mask.Add(v)
+			}
+			vars[o.Name] = r.mask.Apply(v)
+		}
+		out["outputVariables"] = vars
+	}
+	return activities.StepResult{Outputs: out}, nil
 }
 
-// stopped is an error as the step reports it: the step's timeout, an abort, or the error.
-func stopped(ctx, runCtx context.Context, in activities.StepInput, err error) error {
+// copyConfig writes each of the service's config files into dir.
+func (r *run) copyConfig(ctx context.Context, dir string) error {
+	for _, f := range r.in.Deploy.ConfigFiles {
+		dest := path.Join(dir, path.Base(f.Path))
+		if err := r.c.Copy(ctx, dest, strings.NewReader(f.Text), 0o644); err != nil {
+			return err
+		}
+		r.log.Line(fmt.Sprintf("copied %s to %s:%s", f.Path, r.host, dest))
+	}
+	return nil
+}
+
+// script runs a Script unit, following its tailed files, and reads back the output
+// variables its shell left set.
+func (r *run) script(ctx context.Context, u unit, names []string) error {
+	script, err := secrets.Expand(ctx, r.a.Secrets, r.mask, u.Spec.Source.Spec.Script)
+	if err != nil {
+		return activities.Fail(activities.Unknown, "%v", err)
+	}
+	tails, err := r.startTails(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer tails.stop()
+	out := &logs.Lines{Log: r.log, Mask: r.mask}
+	code, values, err := r.c.RunOutputs(ctx, script, u.Spec.WorkingDirectory, r.env, out, names)
+	out.Flush()
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		msg := fmt.Sprintf("exited with code %d on host %s", code, r.host)
+		if last := out.Last(); last != "" {
+			msg += "; last output: " + last
+		}
+		return activities.Fail(activities.Unknown, "%s", msg)
+	}
+	for k, v := range values {
+		r.values[k] = v
+	}
+	return tails.wait(ctx)
+}
+
+// stopped is an error as the step reports it: the step's timeout, an abort, or the error,
+// naming the unit.
+func stopped(ctx, runCtx context.Context, in activities.StepInput, unit string, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return activities.Fail(activities.Timeout, "the Command step ran longer than its timeout %s", in.Timeout)
+		return activities.Fail(activities.Timeout, "unit %s: the Command step ran longer than its timeout %s", unit, in.Timeout)
+	}
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.NonRetryable() {
+		return activities.Fail(activities.Category(app.Type()), "unit %s: %s", unit, app.Message())
 	}
 	return err
+}
+
+// compilePattern compiles a tail pattern: a regular expression.
+func compilePattern(p string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile(p)
+	if err != nil {
+		return nil, activities.Fail(activities.Unknown, "tail pattern %q is not a regular expression: %v", p, err)
+	}
+	return re, nil
 }
 
 func scalar(v any) string {

@@ -487,8 +487,12 @@ func (a *Activity) runOnTarget(ctx context.Context, in activities.StepInput, spe
 	for i, n := range names {
 		env[n] = values[i]
 	}
+	var outs []string
+	for _, o := range spec.OutputVariables {
+		outs = append(outs, str(o.Value))
+	}
 	out := &logs.Lines{Log: log, Mask: mask}
-	code, err := c.Run(runCtx, script, et.WorkingDirectory, env, out)
+	code, got, err := c.RunOutputs(runCtx, script, et.WorkingDirectory, env, out, outs)
 	out.Flush()
 	switch {
 	case ctx.Err() != nil:
@@ -504,5 +508,16 @@ func (a *Activity) runOnTarget(ctx context.Context, in activities.StepInput, spe
 		}
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s", msg)
 	}
-	return activities.StepResult{}, log.Err()
+	if log.Err() != nil || len(spec.OutputVariables) == 0 {
+		return activities.StepResult{}, log.Err()
+	}
+	vars := map[string]any{}
+	for _, o := range spec.OutputVariables {
+		v := got[str(o.Value)]
+		if strings.EqualFold(o.Type, "Secret") && v != "" {
+			mask.Add(v)
+		}
+		vars[o.Name] = mask.Apply(v)
+	}
+	return activities.StepResult{Outputs: map[string]any{"outputVariables": vars}}, nil
 }

@@ -8,12 +8,15 @@ package sshexec
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -190,6 +193,64 @@ func (c *Client) Run(ctx context.Context, script, dir string, env map[string]str
 		return -1, activities.Fail(activities.Connectivity, "host %s: the session ended: %v", c.target.Addr(), err)
 	}
 }
+
+// shellName is a shell variable's name.
+var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ShellName reports whether s names a shell variable.
+func ShellName(s string) bool { return shellName.MatchString(s) }
+
+// RunOutputs runs script as Run does, then reads back the values of the shell variables
+// names that the script left set (exported or not) from the shell that ran it. A script
+// that ends with an explicit `exit` leaves none to read: that is an error.
+func (c *Client) RunOutputs(ctx context.Context, script, dir string, env map[string]string, out io.Writer, names []string) (int, map[string]string, error) {
+	if len(names) == 0 {
+		code, err := c.Run(ctx, script, dir, env, out)
+		return code, nil, err
+	}
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	file := ".gantry-outputs-" + hex.EncodeToString(id[:]) // in the user's home, where SFTP starts
+	var b strings.Builder
+	b.WriteString(script)
+	b.WriteString("\n__gantry_rc=$?\n[ $__gantry_rc -ne 0 ] || { :")
+	for _, n := range names {
+		fmt.Fprintf(&b, "; if [ -n \"${%[1]s+set}\" ]; then printf '%%s\\0%%s\\0' %[1]s \"$%[1]s\"; fi", n)
+	}
+	fmt.Fprintf(&b, "; } > \"$HOME/%s\"\nexit $__gantry_rc\n", file)
+	code, err := c.Run(ctx, b.String(), dir, env, out)
+	if err != nil || code != 0 {
+		return code, nil, err
+	}
+	sc, err := sftp.NewClient(c.c)
+	if err != nil {
+		return code, nil, activities.Fail(activities.Connectivity, "host %s: start SFTP: %v", c.target.Addr(), err)
+	}
+	defer sc.Close()
+	f, err := sc.Open(file)
+	if err != nil {
+		return code, nil, activities.Fail(activities.Unknown,
+			"host %s: output variables could not be captured: the script ended with an explicit exit before they were recorded", c.target.Addr())
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, maxOutputs+1))
+	f.Close()
+	_ = sc.Remove(file)
+	if err != nil {
+		return code, nil, activities.Fail(activities.Connectivity, "host %s: read the output variables: %v", c.target.Addr(), err)
+	}
+	if len(raw) > maxOutputs {
+		return code, nil, activities.Fail(activities.Unknown, "host %s: output variables total more than %d bytes", c.target.Addr(), maxOutputs)
+	}
+	values := map[string]string{}
+	parts := strings.Split(string(raw), "\x00")
+	for i := 0; i+1 < len(parts); i += 2 {
+		values[parts[i]] = parts[i+1]
+	}
+	return code, values, nil
+}
+
+// maxOutputs bounds the output variables of one script, as a ShellScript's are bounded.
+const maxOutputs = 512 << 10
 
 // Copy writes content to the file dest on the host (its folder made if missing), aside first
 // and renamed into place, with mode.

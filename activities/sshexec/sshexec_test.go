@@ -47,6 +47,24 @@ func TestSSHAgainstOpenSSH(t *testing.T) {
 		t.Errorf("copied file's mode: %v", st)
 	}
 
+	// Output variables: read from the shell that ran the script, set ones only, even with
+	// newlines; an explicit exit leaves none to read.
+	out.Reset()
+	code, vals, err := c.RunOutputs(ctx, "PORT=8080\nNOTE='two\nlines'\necho started\n", dir, nil, &out, []string{"PORT", "NOTE", "UNSET"})
+	if err != nil || code != 0 || vals["PORT"] != "8080" || vals["NOTE"] != "two\nlines" || len(vals) != 2 || !strings.Contains(out.String(), "started") {
+		t.Errorf("outputs: %d %v %q (output %q)", code, err, vals, out.String())
+	}
+	if _, _, err := c.RunOutputs(ctx, "PORT=1\nexit 0\n", dir, nil, io.Discard, []string{"PORT"}); err == nil || !strings.Contains(err.Error(), "explicit exit") {
+		t.Errorf("an explicit exit: %v", err)
+	}
+	if code, _, err := c.RunOutputs(ctx, "false", dir, nil, io.Discard, []string{"PORT"}); err != nil || code != 1 {
+		t.Errorf("a failing script: %d %v", code, err)
+	}
+	home, _ := os.UserHomeDir() // the key user is the test's
+	if left, _ := filepath.Glob(filepath.Join(home, ".gantry-outputs-*")); len(left) != 0 {
+		t.Errorf("left on the host: %v", left)
+	}
+
 	pw := Target{Host: "127.0.0.1", Port: srv.Port, User: sshtest.PasswordUser, Password: srv.Password, KnownHosts: srv.KnownHosts}
 	pc, err := Dial(ctx, pw)
 	if err != nil {

@@ -50,7 +50,7 @@ func stepRefs(p *plan.Plan, refs map[string]*plan.StepRefs) {
 			c := *found
 			r = &c
 		}
-		r.Project = cmp.Or(p.Org, "default") + "/" + cmp.Or(p.Project, "default")
+		r.Project = projectOf(p)
 		n.Refs = r
 	})
 }
@@ -62,13 +62,27 @@ func deployments(p *plan.Plan, deploys map[string]*plan.Deployment, multis map[s
 		if n.Kind == plan.KindStage {
 			if d, ok := deploys[n.ID]; ok {
 				n.Deploy = d
+				scopeHosts(p, d)
 			}
 			if m, ok := multis[n.ID]; ok {
 				n.Strategy, n.Deploys = m.Strategy, m.Deploys
+				for _, d := range m.Deploys {
+					scopeHosts(p, d)
+				}
 			}
 		}
 	})
 }
+
+// scopeHosts gives an Ssh deployment's hosts their project.
+func scopeHosts(p *plan.Plan, d *plan.Deployment) {
+	if d != nil && d.Infra != nil && d.Infra.Ssh != nil {
+		d.Infra.Ssh.Project = projectOf(p)
+	}
+}
+
+// projectOf is the plan's org/project.
+func projectOf(p *plan.Plan) string { return cmp.Or(p.Org, "default") + "/" + cmp.Or(p.Project, "default") }
 
 // pods gives each CI stage, containerized step group and Container step its pod.
 func pods(p *plan.Plan, pods map[string]*plan.Pod) {

@@ -57,13 +57,23 @@ func TestSshDeploymentChecks(t *testing.T) {
 	if cf := r.Plan.Stages[0].Deploy.Service.ConfigFiles; len(cf) != 1 || cf[0].Text != "x=1\n" {
 		t.Errorf("config files %+v", cf)
 	}
+	// The artifact copied and downloaded, a tailed file, output variables: all run.
+	fs := files()
+	fs["pipeline.yaml"] = strings.Replace(fs["pipeline.yaml"], "sourceType: Config", "sourceType: Artifact", 1)
+	fs["pipeline.yaml"] = strings.Replace(fs["pipeline.yaml"], "shell: Bash,", "shell: Bash, tailFiles: [{tailFile: app.log, tailPattern: 'started on port [0-9]+'}],", 1)
+	fs["pipeline.yaml"] = strings.Replace(fs["pipeline.yaml"], "                    commandUnits:\n", "                    outputVariables: [{name: port, type: String, value: PORT}]\n                    commandUnits:\n"+
+		"                      - {identifier: get, name: get, type: DownloadArtifact, spec: {destinationPath: /opt/app}}\n", 1)
+	if r := loadIn(t, fs, "pipeline.yaml", load.Options{ForRun: true}); !r.OK() || len(r.Diags) > 0 {
+		t.Errorf("artifact units, tailFiles and outputVariables:\n%s", r.Diags.Render(r.Sources))
+	}
 	cases := []struct {
 		name, file, old, new string
 		sev                  diag.Severity
 		want                 string
 	}{
-		{"copy artifact", "pipeline.yaml", "sourceType: Config", "sourceType: Artifact", diag.Unsupported, "copying the artifact"},
-		{"download", "pipeline.yaml", "type: Copy, spec: {sourceType: Config, destinationPath: /opt/app}", "type: DownloadArtifact, spec: {destinationPath: /opt/app}", diag.Unsupported, "DownloadArtifact"},
+		{"tail pattern", "pipeline.yaml", "shell: Bash,", "shell: Bash, tailFiles: [{tailFile: app.log, tailPattern: 'started ('}],", diag.Error, "not a regular expression"},
+		{"tail file", "pipeline.yaml", "shell: Bash,", "shell: Bash, tailFiles: [{tailPattern: started}],", diag.Error, "needs `tailFile`"},
+		{"download", "pipeline.yaml", "type: Copy, spec: {sourceType: Config, destinationPath: /opt/app}", "type: DownloadArtifact, spec: {}", diag.Error, "DownloadArtifact needs `destinationPath`"},
 		{"powershell", "pipeline.yaml", "shell: Bash", "shell: PowerShell", diag.Unsupported, "WinRM"},
 		{"on delegate", "pipeline.yaml", "onDelegate: false", "onDelegate: true", diag.Unsupported, "on the delegate"},
 		{"kerberos", "secret.yaml", "type: SSH\n", "type: Kerberos\n", diag.Unsupported, "Kerberos"},
@@ -128,7 +138,7 @@ func TestShellScriptOnATargetHost(t *testing.T) {
 		t.Errorf("want the missing host unsupported:\n%s", r.Diags.Render(r.Sources))
 	}
 	r = loadIn(t, map[string]string{"pipeline.yaml": step("executionTarget: {host: h, connectorRef: k}, outputVariables: [{name: o, type: String, value: o}]")}, "pipeline.yaml", load.Options{})
-	if d := codes(r.Diags, diag.Unsupported, "unsupported-field"); len(d) != 1 || !strings.Contains(d[0].Message, "outputVariables") {
-		t.Errorf("want outputVariables unsupported:\n%s", r.Diags.Render(r.Sources))
+	if d := codesOf(r.Diags, diag.Unsupported); len(d) != 0 {
+		t.Errorf("outputVariables on a target host are captured:\n%s", r.Diags.Render(r.Sources))
 	}
 }

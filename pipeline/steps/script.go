@@ -182,9 +182,6 @@ func (sp *ShellScript) Check(c Checker) {
 		if sp.Shell == "PowerShell" {
 			c.Unsupported(pipeline.ValueAt(sp.Node, "shell"), "unsupported-field", "PowerShell on a target host runs over WinRM, which Gantry does not reach")
 		}
-		if len(sp.OutputVariables) > 0 {
-			c.Unsupported(pipeline.ValueAt(sp.Node, "outputVariables"), "unsupported-field", "outputVariables of a ShellScript on a target host are not captured yet")
-		}
 	case strings.Contains(sp.OnDelegate, "<+") && sp.ExecutionTarget != nil:
 		c.Unsupported(pipeline.ValueAt(sp.Node, "onDelegate"), "unsupported-expression",
 			"onDelegate is an expression: whether the script runs on the worker or on the target must be known before the run").

@@ -1,6 +1,9 @@
 package steps
 
 import (
+	"regexp"
+	"strings"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
@@ -38,7 +41,15 @@ type CommandUnitSpec struct {
 	Shell                      string        `yaml:"shell"`
 	Source                     *ScriptSource `yaml:"source"`
 	WorkingDirectory           string        `yaml:"workingDirectory"`
-	TailFiles                  *yaml.Node    `yaml:"tailFiles"`
+	TailFiles                  []TailFile    `yaml:"tailFiles"`
+}
+
+// TailFile is a file a Script unit follows until a line matches the pattern (a regular
+// expression).
+type TailFile struct {
+	Node        *yaml.Node `yaml:"-"`
+	TailFile    string     `yaml:"tailFile"`
+	TailPattern string     `yaml:"tailPattern"`
 }
 
 // Check checks the units: what Gantry runs (Copy of config files, Bash scripts) and what it
@@ -50,10 +61,7 @@ func (sp *Command) Check(c Checker) {
 			"a Command step on the delegate: Gantry runs Command steps on the stage's hosts").SetHint("onDelegate: false")
 	}
 	c.Variables(sp.EnvironmentVariables, "environment variable", []string{"String", "Number", "Secret"})
-	if len(sp.OutputVariables) > 0 {
-		c.Unsupported(pipeline.ValueAt(sp.Node, "outputVariables"), "unsupported-field",
-			"outputVariables of a Command step are not captured yet")
-	}
+	c.Variables(sp.OutputVariables, "output variable", []string{"String", "Number", "Secret"})
 	seen := map[string]bool{}
 	for _, u := range sp.CommandUnits {
 		if seen[u.Identifier] {
@@ -63,17 +71,14 @@ func (sp *Command) Check(c Checker) {
 		c.Enum(u.Node, "type", u.Type, []string{"Copy", "DownloadArtifact", "Script"}, "command unit type")
 		s := u.Spec
 		switch {
-		case u.Type == "DownloadArtifact":
-			c.Unsupported(pipeline.ValueAt(u.Node, "type"), "unsupported-field", "command unit %s: DownloadArtifact is not supported yet", u.Identifier).
-				SetHint("download in a Script unit, or copy config files with a Copy unit")
 		case s == nil:
 			c.Error(u.Node, "missing-field", "command unit %s needs `spec`", u.Identifier)
+		case u.Type == "DownloadArtifact":
+			if s.DestinationPath == "" {
+				c.Error(s.Node, "missing-field", "command unit %s: DownloadArtifact needs `destinationPath`", u.Identifier)
+			}
 		case u.Type == "Copy":
 			c.Enum(s.Node, "sourceType", s.SourceType, []string{"Artifact", "Config"}, "Copy sourceType")
-			if s.SourceType == "Artifact" {
-				c.Unsupported(pipeline.ValueAt(s.Node, "sourceType"), "unsupported-field", "command unit %s: copying the artifact is not supported yet", u.Identifier).
-					SetHint("sourceType: Config copies the service's config files")
-			}
 			if s.DestinationPath == "" {
 				c.Error(s.Node, "missing-field", "command unit %s: Copy needs `destinationPath`", u.Identifier)
 			}
@@ -88,8 +93,13 @@ func (sp *Command) Check(c Checker) {
 			} else if s.Source.Type != "Inline" {
 				c.Unsupported(pipeline.ValueAt(s.Source.Node, "type"), "unsupported-field", "command unit %s: a script in the Harness file store; write it inline", u.Identifier)
 			}
-			if s.TailFiles != nil && s.TailFiles.Kind == yaml.SequenceNode && len(s.TailFiles.Content) > 0 {
-				c.Unsupported(s.TailFiles, "unsupported-field", "command unit %s: tailFiles are not followed yet", u.Identifier)
+			for _, tf := range s.TailFiles {
+				if tf.TailFile == "" {
+					c.Error(tf.Node, "missing-field", "command unit %s: a tailFiles entry needs `tailFile`", u.Identifier)
+				}
+				if _, err := regexp.Compile(tf.TailPattern); err != nil && !strings.Contains(tf.TailPattern, "<+") {
+					c.Error(pipeline.ValueAt(tf.Node, "tailPattern"), "invalid-pattern", "command unit %s: tailPattern %q is not a regular expression: %v", u.Identifier, tf.TailPattern, err)
+				}
 			}
 		}
 	}

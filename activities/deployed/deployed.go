@@ -1,0 +1,47 @@
+// Package deployed remembers what each Ssh stage that succeeded deployed, per service,
+// environment and infrastructure, so that a later stage's rollback restores the artifact
+// before it (`<+rollbackArtifact.*>`, issue 56).
+package deployed
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/activity"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/records"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// Activity reads and writes the records; without Records (a worker with no client) nothing
+// is remembered and no rollback artifact is ever found.
+type Activity struct {
+	Records *records.Temporal
+}
+
+// Last returns what the newest successful stage of another execution deployed, nil when none.
+func (a *Activity) Last(ctx context.Context, k activities.DeployedKey) (*activities.Deployed, error) {
+	if a.Records == nil {
+		return nil, nil
+	}
+	r, err := a.Records.Find(ctx, workflows.DeployedID(k), what(k),
+		workflows.ProvisionerQuery{Kinds: []string{workflows.RecordDeployed}, Execution: k.Execution, Other: true})
+	if err != nil || r == nil {
+		return nil, err
+	}
+	return r.Deployed, nil
+}
+
+// Record remembers a successful stage's deployment.
+func (a *Activity) Record(ctx context.Context, in activities.RecordDeployedInput) error {
+	if a.Records == nil {
+		return nil
+	}
+	d := in.Deployed
+	return a.Records.Record(ctx, workflows.DeployedID(in.Key), what(in.Key), workflows.ProvisionerRecord{
+		Kind: workflows.RecordDeployed, Execution: d.Execution, Time: activity.GetInfo(ctx).StartedTime, Deployed: &d})
+}
+
+func what(k activities.DeployedKey) string {
+	return "service " + k.Service + " on infrastructure " + k.Infra + " of environment " + k.Environment
+}
