@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/gantry-cd/gantry/activities/records"
 	"github.com/gantry-cd/gantry/activities/terraform"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/pipeline/load"
@@ -369,7 +370,7 @@ func TestRecordProvisionerHistory(t *testing.T) {
 		t.Skip("records only with -update-histories")
 	}
 	ctx := context.Background()
-	rec := terraform.TemporalRecords{Client: env.internal, TaskQueue: workflows.SequenceQueue(workflows.TaskQueue)}
+	rec := terraform.TemporalRecords{Temporal: records.Temporal{Client: env.internal, TaskQueue: workflows.SequenceQueue(workflows.TaskQueue)}}
 	for _, kind := range []string{workflows.RecordPlan, workflows.RecordApplied} {
 		if err := rec.Record(ctx, "default/recorded", "infra", workflows.ProvisionerRecord{Kind: kind, Execution: "recorded-1", Step: "s." + kind, Time: time.Now(), Sealed: []byte("sealed")}); err != nil {
 			t.Fatal(err)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/s3test"
 	"github.com/gantry-cd/gantry/internal/sshtest"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -239,4 +241,243 @@ func TestShellScriptOnTargetHost(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "out.txt")); err == nil {
 		t.Error("the script ran on a host whose key is unknown")
 	}
+}
+
+// sshHosts starts n sshd hosts that trust one client key (the first host's, the secret
+// deploy_pem) and writes the SSH credential and a Pdc infrastructure listing them in dir.
+func sshHosts(t *testing.T, dir string, n int) []*sshtest.Server {
+	t.Helper()
+	hosts := make([]*sshtest.Server, n)
+	var list []string
+	for i := range hosts {
+		hosts[i] = sshtest.Start(t)
+		list = append(list, hosts[i].Addr)
+		if i > 0 {
+			if err := os.WriteFile(filepath.Join(filepath.Dir(hosts[i].Home), "authorized", hosts[i].KeyUser), []byte(authorizedOf(t, hosts[0])), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	trustHosts(t, hosts...)
+	t.Setenv(secrets.EnvName("deploy_pem"), hosts[0].ClientKey)
+	writeFile(t, filepath.Join(dir, "secret.yaml"), fmt.Sprintf(`secret:
+  type: SSHKey
+  name: Deploy key
+  identifier: deploy_key
+  spec:
+    auth:
+      type: SSH
+      spec:
+        credentialType: KeyReference
+        spec: {userName: %s, key: deploy_pem}
+`, hosts[0].KeyUser))
+	writeFile(t, filepath.Join(dir, "environment.yaml"), "environment:\n  name: Production\n  identifier: prod\n  type: Production\n")
+	writeFile(t, filepath.Join(dir, "infrastructure.yaml"), fmt.Sprintf(`infrastructureDefinition:
+  name: Shop hosts
+  identifier: shop_hosts
+  environmentRef: prod
+  deploymentType: Ssh
+  type: Pdc
+  spec:
+    credentialsRef: deploy_key
+    hosts: [%s]
+`, strings.Join(list, ", ")))
+	return hosts
+}
+
+// A rolling deployment of an S3 artifact to three sshd hosts in two phases (a step group
+// over partitions of two hosts, one partition at a time): each host gets the artifact copied
+// by the worker and downloaded by itself (a presigned URL, never in the log), starts the
+// release, and the Script unit waits for the tailed log's "started" line; the port the script
+// set is the step's output variable. The next release (which removes older releases) fails
+// its check: the stage's rollback copies the artifact the hosts had before back, on every
+// host, and switches to it.
+func TestSshRollingDeploymentRollsBackArtifact(t *testing.T) {
+	srv, err := s3test.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	ctx := context.Background()
+	if err := srv.Bucket(ctx, "builds"); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"1.0", "1.1"} {
+		if err := srv.Put(ctx, "builds", "shop/shop-"+v+".tgz", []byte("shop "+v+"\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.Endpoint)
+	t.Setenv(secrets.EnvName("aws_key"), s3test.SecretKey)
+	dir, target := t.TempDir(), t.TempDir()
+	hosts := sshHosts(t, dir, 3)
+	writeFile(t, filepath.Join(dir, "aws.yaml"), "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: "+s3test.AccessKey+", secretKeyRef: aws_key}\n      region: "+s3test.Region+"\n")
+	writeFile(t, filepath.Join(dir, "service.yaml"), `service:
+  name: Shop
+  identifier: shop
+  serviceDefinition:
+    type: Ssh
+    spec:
+      artifacts:
+        primary:
+          primaryArtifactRef: tgz
+          sources:
+            - identifier: tgz
+              type: AmazonS3
+              spec: {connectorRef: aws, bucketName: builds, filePath: shop/shop-<+pipeline.variables.version>.tgz}
+`)
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), fmt.Sprintf(`pipeline:
+  name: Shop rolling
+  identifier: shop_rolling
+  variables:
+    - {name: version, type: String, value: <+input>}
+  stages:
+    - stage:
+        name: Deploy
+        identifier: deploy
+        type: Deployment
+        spec:
+          deploymentType: Ssh
+          service: {serviceRef: shop}
+          environment: {environmentRef: prod, infrastructureDefinitions: [{identifier: shop_hosts}]}
+          execution:
+            steps:
+              - stepGroup:
+                  name: Rollout
+                  identifier: rollout
+                  strategy: {repeat: {items: <+stage.output.hosts>, partitionSize: 2, maxConcurrency: 1}}
+                  steps:
+                    - step:
+                        type: Command
+                        name: Deploy
+                        identifier: deploy
+                        timeout: 1m
+                        strategy: {repeat: {items: <+repeat.partition>}}
+                        spec:
+                          onDelegate: false
+                          outputVariables: [{name: port, type: String, value: PORT}]
+                          commandUnits:
+                          - {identifier: copy, name: Copy, type: Copy, spec: {sourceType: Artifact, destinationPath: %[1]s/<+instance.hostName>/releases}}
+                          - {identifier: get, name: Download, type: DownloadArtifact, spec: {destinationPath: %[1]s/<+instance.hostName>/downloads}}
+                          - identifier: start
+                            name: Start
+                            type: Script
+                            spec:
+                              shell: Bash
+                              workingDirectory: %[1]s/<+instance.hostName>
+                              tailFiles: [{tailFile: app.log, tailPattern: 'started .* on port [0-9]+'}]
+                              source:
+                                type: Inline
+                                spec:
+                                  script: |
+                                    ln -sfn "releases/shop-<+pipeline.variables.version>.tgz" current
+                                    find releases -type f ! -name "shop-<+pipeline.variables.version>.tgz" -delete
+                                    echo "starting before: should not match" >> app.log.old
+                                    (sleep 1; echo "$(cat current) started on <+instance.hostName> on port 8080" >> app.log) &
+                                    PORT=8080
+              - step:
+                  type: ShellScript
+                  name: Check
+                  identifier: check
+                  timeout: 1m
+                  spec:
+                    shell: Bash
+                    onDelegate: true
+                    source: {type: Inline, spec: {script: 'test "<+pipeline.variables.version>" != 1.1 || { echo "1.1 is broken"; exit 1; }'}}
+            rollbackSteps:
+              - step:
+                  type: Command
+                  name: Restore
+                  identifier: restore
+                  timeout: 1m
+                  strategy: {repeat: {items: <+stage.output.hosts>}}
+                  spec:
+                    onDelegate: false
+                    commandUnits:
+                      - {identifier: copy, name: Copy, type: Copy, spec: {sourceType: Artifact, destinationPath: %[1]s/<+instance.hostName>/releases}}
+                      - identifier: switch
+                        name: Switch
+                        type: Script
+                        spec:
+                          shell: Bash
+                          workingDirectory: %[1]s/<+instance.hostName>
+                          source: {type: Inline, spec: {script: 'ln -sfn "releases/$(basename <+rollbackArtifact.filePath>)" current'}}
+        failureStrategies:
+          - onFailure: {errors: [AllErrors], action: {type: StageRollback}}
+`, target))
+	run := func(version string) (string, *workflows.PipelineResult) {
+		t.Helper()
+		exec, res := runPlan(t, env.starter, loadRun(t, filepath.Join(dir, "pipeline.yaml"), "pipeline.variables.version="+version))
+		return exec.ID, res
+	}
+	current := func(h *sshtest.Server) string {
+		b, _ := os.ReadFile(filepath.Join(target, h.Addr, "current"))
+		return strings.TrimSpace(string(b))
+	}
+
+	id, res := run("1.0")
+	if res.Status != status.Succeeded {
+		t.Fatalf("1.0: %s\n%s", res.Status, dumpTree(res.Tree))
+	}
+	phases := [][]string{{"deploy.rollout_0.deploy_0", "deploy.rollout_0.deploy_1"}, {"deploy.rollout_1.deploy_0"}}
+	for _, p := range phases[0] {
+		n := res.Tree.Find(p)
+		if n == nil || n.Status != status.Succeeded {
+			t.Fatalf("phase 1 node %s: %+v\n%s", p, n, dumpTree(res.Tree))
+		}
+		if second := res.Tree.Find(phases[1][0]); second == nil || second.StartedAt == nil || n.EndedAt == nil || second.StartedAt.Before(*n.EndedAt) {
+			t.Errorf("the second phase started before %s ended", p)
+		}
+		if got := n.Outputs["outputVariables"]; fmt.Sprint(got) != "map[port:8080]" {
+			t.Errorf("%s outputs: %v", p, n.Outputs)
+		}
+	}
+	for i, h := range hosts {
+		if got := current(h); got != "shop 1.0" {
+			t.Errorf("host %d runs %q after 1.0", i, got)
+		}
+		if b, err := os.ReadFile(filepath.Join(target, h.Addr, "downloads", "shop-1.0.tgz")); err != nil || string(b) != "shop 1.0\n" {
+			t.Errorf("host %d downloaded %q, %v", i, b, err)
+		}
+	}
+	log := readLog(t, id, "deploy.rollout_1.deploy_0")
+	for _, want := range []string{"copied s3://builds/shop/shop-1.0.tgz", "downloaded s3://builds/shop/shop-1.0.tgz", "[app.log] shop 1.0 started on " + hosts[2].Addr, "appeared"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the log lacks %q:\n%s", want, log)
+		}
+	}
+	if strings.Contains(log, "X-Amz-Signature") || strings.Contains(log, "should not match") {
+		t.Errorf("the log shows the presigned URL or an earlier line:\n%s", log)
+	}
+
+	_, res = run("1.1")
+	if res.Status != status.Failed {
+		t.Fatalf("1.1: %s\n%s", res.Status, dumpTree(res.Tree))
+	}
+	for i, h := range hosts {
+		if got := current(h); got != "shop 1.0" {
+			t.Errorf("host %d runs %q after the rollback of 1.1", i, got)
+		}
+		if n := res.Tree.Find(fmt.Sprintf("deploy.rollbackSteps.restore_%d", i)); n == nil || n.Status != status.Succeeded {
+			t.Errorf("restore on host %d: %+v", i, n)
+		}
+	}
+}
+
+// dumpTree lists a tree's nodes, their statuses and failures, for a test's message.
+func dumpTree(n *workflows.Node) string {
+	var b strings.Builder
+	var walk func(n *workflows.Node)
+	walk = func(n *workflows.Node) {
+		fmt.Fprintf(&b, "%s %s", n.Path, n.Status)
+		if n.Failure != nil {
+			fmt.Fprintf(&b, " (%s: %s)", n.Failure.Category, n.Failure.Message)
+		}
+		b.WriteString("\n")
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	walk(n)
+	return b.String()
 }
