@@ -82,7 +82,9 @@ func scopeHosts(p *plan.Plan, d *plan.Deployment) {
 }
 
 // projectOf is the plan's org/project.
-func projectOf(p *plan.Plan) string { return cmp.Or(p.Org, "default") + "/" + cmp.Or(p.Project, "default") }
+func projectOf(p *plan.Plan) string {
+	return cmp.Or(p.Org, "default") + "/" + cmp.Or(p.Project, "default")
+}
 
 // pods gives each CI stage, containerized step group and Container step its pod.
 func pods(p *plan.Plan, pods map[string]*plan.Pod) {
