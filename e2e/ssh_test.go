@@ -1,20 +1,34 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/internal/s3test"
 	"github.com/gantry-cd/gantry/internal/sshtest"
+	"github.com/gantry-cd/gantry/internal/topotest"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 var knownHostsMu sync.Mutex
@@ -480,4 +494,190 @@ func dumpTree(n *workflows.Node) string {
 	}
 	walk(n)
 	return b.String()
+}
+
+// sshService writes an Ssh service with one primary artifact source (YAML flow mapping) and a
+// pipeline deploying it to every host with units (YAML flow sequences, %[1]s the target
+// folder), on queue's workers when the starter says so.
+func sshPipeline(t *testing.T, dir, source, units string) string {
+	t.Helper()
+	writeFile(t, filepath.Join(dir, "service.yaml"), `service:
+  name: Shop
+  identifier: shop
+  serviceDefinition:
+    type: Ssh
+    spec:
+      artifacts:
+        primary:
+          primaryArtifactRef: main
+          sources:
+            - `+source+"\n")
+	file := filepath.Join(dir, "pipeline.yaml")
+	writeFile(t, file, `pipeline:
+  name: Shop artifact
+  identifier: shop_artifact
+  stages:
+    - stage:
+        name: Deploy
+        identifier: deploy
+        type: Deployment
+        spec:
+          deploymentType: Ssh
+          service: {serviceRef: shop}
+          environment: {environmentRef: prod, infrastructureDefinitions: [{identifier: shop_hosts}]}
+          execution:
+            steps:
+              - step:
+                  type: Command
+                  name: Deploy
+                  identifier: deploy
+                  timeout: 1m
+                  strategy: {repeat: {items: <+stage.output.hosts>}}
+                  spec:
+                    onDelegate: false
+                    commandUnits:
+`+units)
+	return file
+}
+
+// An image artifact is copied to a host as a `docker load` archive of the image the stage
+// resolved (by digest, with the registry connector's credentials); a CustomArtifact whose
+// version is a URL is copied by the worker and downloaded by the host.
+func TestSshCopiesImageAndCustomArtifacts(t *testing.T) {
+	dir, target := t.TempDir(), t.TempDir()
+	hosts := sshHosts(t, dir, 1)
+	reg := registrytest.Start(t)
+	reg.Push(t, "team/shop", "1.4.2")
+	t.Setenv(secrets.EnvName("registry_token"), registrytest.Password)
+	writeFile(t, filepath.Join(dir, "registry.yaml"), fmt.Sprintf("connector:\n  name: Registry\n  identifier: registry\n  type: DockerRegistry\n  spec:\n    dockerRegistryUrl: %s\n    providerType: Other\n    auth:\n      type: UsernamePassword\n      spec: {username: %s, passwordRef: registry_token}\n", reg.URL, registrytest.Username))
+	copyTo := fmt.Sprintf("                      - {identifier: copy, name: Copy, type: Copy, spec: {sourceType: Artifact, destinationPath: %s/<+instance.hostName>/releases}}\n", target)
+	file := sshPipeline(t, dir, "{identifier: main, type: DockerRegistry, spec: {connectorRef: registry, imagePath: team/shop, tag: 1.4.2}}", copyTo)
+	_, res := runPlan(t, env.starter, loadRun(t, file))
+	if res.Status != status.Succeeded {
+		t.Fatalf("image: %s\n%s", res.Status, dumpTree(res.Tree))
+	}
+	archive := filepath.Join(target, hosts[0].Addr, "releases", "shop_1.4.2.tar")
+	tag, err := name.NewTag(reg.Host+"/team/shop:1.4.2", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(archive, &tag)
+	if err != nil {
+		t.Fatalf("the copied archive: %v", err)
+	}
+	pushed, err := remote.Image(tag, remote.WithAuth(&authn.Basic{Username: registrytest.Username, Password: registrytest.Password}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := img.ConfigName()
+	want, _ := pushed.ConfigName()
+	if got != want {
+		t.Errorf("the archive holds image config %s, the registry %s", got, want)
+	}
+
+	pkg := []byte(strings.Repeat("shop 2.0\n", 1000))
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/pkg/shop-2.0.tgz" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(pkg)
+	}))
+	defer web.Close()
+	file = sshPipeline(t, dir, "{identifier: main, type: CustomArtifact, spec: {version: "+web.URL+"/pkg/shop-2.0.tgz}}",
+		copyTo+fmt.Sprintf("                      - {identifier: get, name: Download, type: DownloadArtifact, spec: {destinationPath: %s/<+instance.hostName>/downloads}}\n", target))
+	_, res = runPlan(t, env.starter, loadRun(t, file))
+	if res.Status != status.Succeeded {
+		t.Fatalf("custom: %s\n%s", res.Status, dumpTree(res.Tree))
+	}
+	for _, sub := range []string{"releases", "downloads"} {
+		if b, err := os.ReadFile(filepath.Join(target, hosts[0].Addr, sub, "shop-2.0.tgz")); err != nil || !bytes.Equal(b, pkg) {
+			t.Errorf("%s: %d bytes, %v", sub, len(b), err)
+		}
+	}
+}
+
+// A worker SIGKILLed while it copies an artifact to a host: the host keeps no half-written
+// file where the artifact goes, and the step's next attempt, on another worker, copies the
+// whole artifact.
+func TestSshCopyWorkerSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gantry binary")
+	}
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, target := t.TempDir(), t.TempDir()
+	sshHosts(t, dir, 1)
+	pkg := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	stalled, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+			_, _ = w.Write(pkg)
+			return
+		default:
+		}
+		// The first attempt gets half the artifact, then nothing until its worker is gone.
+		w.Header().Set("Content-Length", strconv.Itoa(len(pkg)))
+		_, _ = w.Write(pkg[:len(pkg)/2])
+		w.(http.Flusher).Flush()
+		once.Do(func() { close(stalled) })
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer web.Close()
+	defer once.Do(func() { close(stalled) })
+	file := sshPipeline(t, dir, "{identifier: main, type: CustomArtifact, spec: {version: "+web.URL+"/shop-3.0.tgz}}",
+		fmt.Sprintf("                      - {identifier: copy, name: Copy, type: Copy, spec: {sourceType: Artifact, destinationPath: %s/releases}}\n", target))
+	const queue = "ssh-kill-test"
+	startWorker := func() *exec.Cmd {
+		return gantryWorker(t, bin, queue, filepath.Join(dir, "data"), "--ssh-known-hosts", env.knownHosts)
+	}
+	first := startWorker()
+	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	execution, err := s.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := filepath.Join(target, "releases", "shop-3.0.tgz")
+	part := filepath.Join(target, "releases", ".shop-3.0.tgz.gantry-part")
+	select {
+	case <-stalled:
+	case <-ctx.Done():
+		t.Fatal("the copy never started")
+	}
+	for st, err := os.Stat(part); err != nil || st.Size() == 0; st, err = os.Stat(part) {
+		if ctx.Err() != nil {
+			t.Fatal("nothing reached the host")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	if _, err := os.Stat(dest); err == nil {
+		t.Error("a half-copied artifact is where the artifact goes")
+	}
+	close(release)
+	second := startWorker()
+	defer func() { _ = second.Process.Signal(syscall.SIGTERM); _ = second.Wait() }()
+	res, err := s.Result(ctx, execution.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy.deploy_0": status.Succeeded})
+	if b, err := os.ReadFile(dest); err != nil || !bytes.Equal(b, pkg) {
+		t.Errorf("the artifact on the host: %d bytes, %v", len(b), err)
+	}
+	if n := res.Tree.Find("deploy.deploy_0"); n == nil || !strings.HasSuffix(n.Worker, "/"+strconv.Itoa(second.Process.Pid)) {
+		t.Errorf("the copy was not finished by the second worker (pid %d): %+v", second.Process.Pid, n)
+	}
 }
