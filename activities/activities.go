@@ -279,6 +279,26 @@ type DeployArtifact struct {
 	Registry *plan.RegistryConnector `json:"registry,omitempty"`
 }
 
+// DescribeHosts lists the hosts of an SshWinRmAws infrastructure: its running EC2 instances.
+const DescribeHosts = "gantry.DescribeHosts"
+
+// DescribeHostsInput selects the instances, rendered.
+type DescribeHostsInput struct {
+	ExecutionID string        `json:"executionId"`
+	Hosts       plan.AwsHosts `json:"hosts"`
+}
+
+// Host is an EC2 instance found: Address is the one the infrastructure reaches it at.
+type Host struct {
+	InstanceID string            `json:"instanceId"`
+	Address    string            `json:"address"`
+	PrivateIP  string            `json:"privateIp,omitempty"`
+	PublicIP   string            `json:"publicIp,omitempty"`
+	PrivateDNS string            `json:"privateDns,omitempty"`
+	PublicDNS  string            `json:"publicDns,omitempty"`
+	Tags       map[string]string `json:"tags,omitempty"`
+}
+
 // LastDeployed finds what the last successful Ssh stage of another execution deployed with a
 // DeployedKey's service to its infrastructure (nil when none); RecordDeployed records a
 // RecordDeployedInput when an Ssh stage succeeded. A rollback restores that artifact

@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/internal/freeport"
 	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/internal/s3test"
 	"github.com/gantry-cd/gantry/internal/sshtest"
@@ -257,8 +259,8 @@ func TestShellScriptOnTargetHost(t *testing.T) {
 	}
 }
 
-// sshHosts starts n sshd hosts that trust one client key (the first host's, the secret
-// deploy_pem) and writes the SSH credential and a Pdc infrastructure listing them in dir.
+// sshHosts starts n sshd hosts that trust one client key and writes the SSH credential, the
+// environment and a Pdc infrastructure listing them in dir.
 func sshHosts(t *testing.T, dir string, n int) []*sshtest.Server {
 	t.Helper()
 	hosts := make([]*sshtest.Server, n)
@@ -266,26 +268,8 @@ func sshHosts(t *testing.T, dir string, n int) []*sshtest.Server {
 	for i := range hosts {
 		hosts[i] = sshtest.Start(t)
 		list = append(list, hosts[i].Addr)
-		if i > 0 {
-			if err := os.WriteFile(filepath.Join(filepath.Dir(hosts[i].Home), "authorized", hosts[i].KeyUser), []byte(authorizedOf(t, hosts[0])), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
 	}
-	trustHosts(t, hosts...)
-	t.Setenv(secrets.EnvName("deploy_pem"), hosts[0].ClientKey)
-	writeFile(t, filepath.Join(dir, "secret.yaml"), fmt.Sprintf(`secret:
-  type: SSHKey
-  name: Deploy key
-  identifier: deploy_key
-  spec:
-    auth:
-      type: SSH
-      spec:
-        credentialType: KeyReference
-        spec: {userName: %s, key: deploy_pem}
-`, hosts[0].KeyUser))
-	writeFile(t, filepath.Join(dir, "environment.yaml"), "environment:\n  name: Production\n  identifier: prod\n  type: Production\n")
+	sshCredential(t, dir, 0, hosts...)
 	writeFile(t, filepath.Join(dir, "infrastructure.yaml"), fmt.Sprintf(`infrastructureDefinition:
   name: Shop hosts
   identifier: shop_hosts
@@ -297,6 +281,36 @@ func sshHosts(t *testing.T, dir string, n int) []*sshtest.Server {
     hosts: [%s]
 `, strings.Join(list, ", ")))
 	return hosts
+}
+
+// sshCredential makes every host trust the first one's client key (the secret deploy_pem)
+// and the worker know their host keys, and writes the SSH credential (port 0: none) and the
+// environment prod in dir.
+func sshCredential(t *testing.T, dir string, port int, hosts ...*sshtest.Server) {
+	t.Helper()
+	for _, h := range hosts[1:] {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(h.Home), "authorized", h.KeyUser), []byte(authorizedOf(t, hosts[0])), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trustHosts(t, hosts...)
+	t.Setenv(secrets.EnvName("deploy_pem"), hosts[0].ClientKey)
+	portLine := ""
+	if port != 0 {
+		portLine = fmt.Sprintf("    port: %d\n", port)
+	}
+	writeFile(t, filepath.Join(dir, "secret.yaml"), fmt.Sprintf(`secret:
+  type: SSHKey
+  name: Deploy key
+  identifier: deploy_key
+  spec:
+    auth:
+      type: SSH
+      spec:
+        credentialType: KeyReference
+        spec: {userName: %s, key: deploy_pem}
+%s`, hosts[0].KeyUser, portLine))
+	writeFile(t, filepath.Join(dir, "environment.yaml"), "environment:\n  name: Production\n  identifier: prod\n  type: Production\n")
 }
 
 // A rolling deployment of an S3 artifact to three sshd hosts in two phases (a step group
@@ -422,6 +436,9 @@ func TestSshRollingDeploymentRollsBackArtifact(t *testing.T) {
 	run := func(version string) (string, *workflows.PipelineResult) {
 		t.Helper()
 		exec, res := runPlan(t, env.starter, loadRun(t, filepath.Join(dir, "pipeline.yaml"), "pipeline.variables.version="+version))
+		if *updateHistories { // an Ssh stage that records its artifact, and one rolling back to it
+			recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), exec.ID)
+		}
 		return exec.ID, res
 	}
 	current := func(h *sshtest.Server) string {
@@ -679,5 +696,97 @@ func TestSshCopyWorkerSIGKILL(t *testing.T) {
 	}
 	if n := res.Tree.Find("deploy.deploy_0"); n == nil || !strings.HasSuffix(n.Worker, "/"+strconv.Itoa(second.Process.Pid)) {
 		t.Errorf("the copy was not finished by the second worker (pid %d): %+v", second.Process.Pid, n)
+	}
+}
+
+// An SshWinRmAws infrastructure deploys to the running EC2 instances its filter selects (EC2
+// is the protocol fake; the instances are sshd hosts on two loopback addresses sharing the
+// credential's port): the tagged ones in the VPC, not a stopped one, another app's or another
+// VPC's; `<+instance.host.*>` gives each iteration its instance.
+func TestSshDeploysToAwsInstances(t *testing.T) {
+	fake := awsfake.Start()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_EC2", fake.URL)
+	t.Setenv(secrets.EnvName("aws_key"), "fake-secret")
+	ports, err := freeport.Ports(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := []*sshtest.Server{sshtest.StartOn(t, "127.0.0.2", ports[0]), sshtest.StartOn(t, "127.0.0.3", ports[0])}
+	dir, target := t.TempDir(), t.TempDir()
+	sshCredential(t, dir, ports[0], hosts...)
+	for _, in := range []awsfake.Instance{
+		{ID: "i-02", PrivateIP: "127.0.0.3", VpcID: "vpc-1", Tags: map[string]string{"app": "shop", "Name": "shop-b"}},
+		{ID: "i-01", PrivateIP: "127.0.0.2", PublicIP: "203.0.113.1", VpcID: "vpc-1", Tags: map[string]string{"app": "shop", "Name": "shop-a"}},
+		{ID: "i-03", PrivateIP: "127.0.0.4", VpcID: "vpc-1", State: "stopped", Tags: map[string]string{"app": "shop"}},
+		{ID: "i-04", PrivateIP: "127.0.0.5", VpcID: "vpc-1", Tags: map[string]string{"app": "billing"}},
+		{ID: "i-05", PrivateIP: "127.0.0.6", VpcID: "vpc-2", Tags: map[string]string{"app": "shop"}},
+	} {
+		fake.AddInstance(in)
+	}
+	writeFile(t, filepath.Join(dir, "aws.yaml"), "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: AKIASHOP, secretKeyRef: aws_key}\n")
+	writeFile(t, filepath.Join(dir, "infrastructure.yaml"), `infrastructureDefinition:
+  name: Shop EC2
+  identifier: shop_ec2
+  environmentRef: prod
+  deploymentType: Ssh
+  type: SshWinRmAws
+  spec:
+    connectorRef: aws
+    credentialsRef: deploy_key
+    region: eu-west-1
+    hostConnectionType: PrivateIP
+    awsInstanceFilter: {tags: {app: <+pipeline.variables.app>}, vpcs: [vpc-1]}
+`)
+	writeFile(t, filepath.Join(dir, "service.yaml"), "service:\n  name: Shop\n  identifier: shop\n  serviceDefinition:\n    type: Ssh\n    spec: {}\n")
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), fmt.Sprintf(`pipeline:
+  name: Shop on EC2
+  identifier: shop_ec2
+  variables:
+    - {name: app, type: String, value: shop}
+  stages:
+    - stage:
+        name: Deploy
+        identifier: deploy
+        type: Deployment
+        spec:
+          deploymentType: Ssh
+          service: {serviceRef: shop}
+          environment: {environmentRef: prod, infrastructureDefinitions: [{identifier: shop_ec2}]}
+          execution:
+            steps:
+              - step:
+                  type: Command
+                  name: Deploy
+                  identifier: deploy
+                  timeout: 1m
+                  strategy: {repeat: {items: <+stage.output.hosts>}}
+                  spec:
+                    onDelegate: false
+                    commandUnits:
+                      - identifier: mark
+                        name: Mark
+                        type: Script
+                        spec:
+                          shell: Bash
+                          source: {type: Inline, spec: {script: 'echo "<+instance.host.instanceId> <+instance.host.privateIp> <+instance.host.properties.Name>" > %s/<+instance.hostName>.txt'}}
+`, target))
+	_, res := runPlan(t, env.starter, loadRun(t, filepath.Join(dir, "pipeline.yaml")))
+	if res.Status != status.Succeeded {
+		t.Fatalf("%s\n%s", res.Status, dumpTree(res.Tree))
+	}
+	files, _ := filepath.Glob(filepath.Join(target, "*.txt"))
+	if len(files) != 2 {
+		t.Errorf("deployed to %v, want the two running shop instances of vpc-1", files)
+	}
+	for ip, want := range map[string]string{"127.0.0.2": "i-01 127.0.0.2 shop-a", "127.0.0.3": "i-02 127.0.0.3 shop-b"} {
+		if b, err := os.ReadFile(filepath.Join(target, ip+".txt")); err != nil || strings.TrimSpace(string(b)) != want {
+			t.Errorf("host %s: %q, %v; want %q", ip, b, err, want)
+		}
+	}
+	for _, c := range fake.Calls() {
+		if c.Service == "ec2" && (c.AccessKeyID != "AKIASHOP" || c.Params["Filter.2.Name"] != "tag:app" || c.Params["Filter.2.Value.1"] != "shop") {
+			t.Errorf("EC2 call %+v", c)
+		}
 	}
 }

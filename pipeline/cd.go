@@ -227,9 +227,22 @@ type InfrastructureSpec struct {
 	HostAttributes *yaml.Node `yaml:"hostAttributes"`
 	HostArrayPath  string     `yaml:"hostArrayPath"`
 	HostGroups     *yaml.Node `yaml:"hostGroups"`
+	// SshWinRmAws: the running EC2 instances of `region` the filter selects, reached at their
+	// HostConnectionType address with the SSH credential.
+	HostConnectionType string             `yaml:"hostConnectionType"`
+	AwsInstanceFilter  *AwsInstanceFilter `yaml:"awsInstanceFilter"`
+	AsgName            string             `yaml:"asgName"`
+	TargetedHosts      *yaml.Node         `yaml:"targetedHosts"`
 	// CustomDeployment: the deployment template and the values of its infrastructure variables.
 	CustomDeploymentRef *DeploymentTemplateRef `yaml:"customDeploymentRef"`
 	Variables           []Variable             `yaml:"variables"`
+}
+
+// AwsInstanceFilter selects EC2 instances: all the tags (a map), in one of the VPCs.
+type AwsInstanceFilter struct {
+	Node *yaml.Node `yaml:"-"`
+	Tags *yaml.Node `yaml:"tags"`
+	Vpcs *yaml.Node `yaml:"vpcs"`
 }
 
 // Connector is a `connector:` document. Gantry knows K8sCluster connectors and the Git

@@ -70,7 +70,7 @@ var (
 		Runs:      []string{"DockerRegistry", "Gcr", "Ecr", "Acr", "Nexus3Registry", "ArtifactoryRegistry", "CustomArtifact", "AmazonS3"},
 		Reference: reference.ArtifactSourceTypes}
 	InfrastructureKind = Kind{What: "infrastructure type", Code: "unsupported-infrastructure-type",
-		Runs: []string{"KubernetesDirect", "AwsLambda", "ECS", "CustomDeployment", "Pdc"}, Reference: reference.InfrastructureTypes}
+		Runs: []string{"KubernetesDirect", "AwsLambda", "ECS", "CustomDeployment", "Pdc", "SshWinRmAws"}, Reference: reference.InfrastructureTypes}
 	InfraDeploymentKind = Kind{What: "deployment type", Code: "unsupported-deployment-type",
 		Runs: []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS", "CustomDeployment", "Ssh"}, Reference: reference.ServiceDefinitionTypes}
 	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket", "DockerRegistry", "HttpHelmRepo", "OciHelmRepo", "Aws"}}

@@ -240,6 +240,21 @@ type SshInfra struct {
 	Credential SSHCredential `json:"credential"`
 	// Project (org/project) scopes the records of what the hosts were deployed with.
 	Project string `json:"project,omitempty"`
+	// Only keeps the hosts named (a hostFilter of type HostNames); empty keeps all.
+	Only []string `json:"only,omitempty"`
+	// Aws lists the hosts when the stage starts (an SshWinRmAws infrastructure; Hosts empty).
+	Aws *AwsHosts `json:"aws,omitempty"`
+}
+
+// AwsHosts selects an SshWinRmAws infrastructure's hosts: the running EC2 instances of Region
+// carrying every tag of Tags, in one of Vpcs when listed, reached at their public address
+// when PublicIP is set, else their private one. Region and tag values may hold expressions.
+type AwsHosts struct {
+	Connector AwsConnector      `json:"connector"`
+	Region    string            `json:"region"`
+	Tags      map[string]string `json:"tags,omitempty"`
+	Vpcs      []string          `json:"vpcs,omitempty"`
+	PublicIP  bool              `json:"publicIp,omitempty"`
 }
 
 // SSHCredential is an SSHKey secret as a worker uses it: the user, and the key (a secret, or a

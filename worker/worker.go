@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/awshosts"
 	"github.com/gantry-cd/gantry/activities/charts"
 	"github.com/gantry-cd/gantry/activities/command"
 	"github.com/gantry-cd/gantry/activities/container"
@@ -266,6 +267,8 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(stamped(pods.Step), activity.RegisterOptions{Name: activities.ContainerStep})
 	cmd := &command.Activity{Secrets: o.Secrets, Logs: o.Logs, KnownHosts: o.SSHKnownHosts}
 	r.RegisterActivityWithOptions(stamped(cmd.Run), activity.RegisterOptions{Name: activities.Command})
+	hosts := &awshosts.Lister{Secrets: o.Secrets}
+	r.RegisterActivityWithOptions(hosts.Describe, activity.RegisterOptions{Name: activities.DescribeHosts})
 	fi := &instances.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
 	r.RegisterActivityWithOptions(stamped(fi.Run), activity.RegisterOptions{Name: activities.FetchInstances})
 	tf := &terraform.Activity{Bin: o.TerraformBin, Mirror: o.TerraformPlugins, Keys: o.TerraformKeys, Secrets: o.Secrets, Logs: o.Logs, Git: gs, WorkDir: o.WorkDir}

@@ -690,19 +690,39 @@ func withInstance(root map[string]any, it iteration) map[string]any {
 func (s *stageRun) sshInfrastructure(ctx workflow.Context, d *plan.Deployment, render renderFunc) error {
 	sv, env, inf := d.Service, d.Environment, d.Infra
 	hosts := make([]string, 0, len(inf.Ssh.Hosts))
+	byHost := map[string]any{}
 	for _, h := range inf.Ssh.Hosts {
 		r, err := render(h, "infrastructure host")
 		if err != nil {
 			return err
 		}
+		if !hostKept(r, inf.Ssh.Only) {
+			continue
+		}
 		hosts = append(hosts, r)
+		byHost[r] = map[string]any{"name": r, "hostName": r,
+			"host": map[string]any{"instanceName": r, "hostName": r, "properties": map[string]any{}}}
+	}
+	if inf.Ssh.Aws != nil {
+		// Only SshWinRmAws infrastructures, which no earlier version ran, list their hosts.
+		found, err := s.describeHosts(ctx, *inf.Ssh.Aws, render)
+		if err != nil {
+			return err
+		}
+		for _, h := range found {
+			hosts = append(hosts, h.Address)
+			props := map[string]any{}
+			for k, v := range h.Tags {
+				props[k] = v
+			}
+			byHost[h.Address] = map[string]any{"name": h.Address, "hostName": h.Address,
+				"host": map[string]any{"instanceName": h.InstanceID, "instanceId": h.InstanceID, "hostName": h.Address,
+					"privateIp": h.PrivateIP, "publicIp": h.PublicIP, "privateDnsName": h.PrivateDNS, "publicDnsName": h.PublicDNS, "properties": props}}
+		}
 	}
 	list := make([]any, len(hosts))
-	byHost := map[string]any{}
 	for i, h := range hosts {
 		list[i] = h
-		byHost[h] = map[string]any{"name": h, "hostName": h,
-			"host": map[string]any{"instanceName": h, "hostName": h, "properties": map[string]any{}}}
 	}
 	s.root[instancesKey] = byHost
 	child(s.data, "output")["hosts"] = list
@@ -719,6 +739,44 @@ func (s *stageRun) sshInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: %d hosts over SSH as %s",
 		sv.ID, env.ID, env.Type, inf.ID, len(hosts), inf.Ssh.Credential.User))
 	return nil
+}
+
+// hostKept reports whether a host passes a HostNames filter (none: every host), by its name
+// with or without its port.
+func hostKept(host string, only []string) bool {
+	if len(only) == 0 {
+		return true
+	}
+	name := host
+	if i := strings.LastIndex(host, ":"); i > 0 && (strings.Count(host, ":") == 1 || strings.HasPrefix(host, "[")) {
+		name = strings.Trim(host[:i], "[]") // host:port, [v6]:port
+	}
+	return slices.Contains(only, host) || slices.Contains(only, name)
+}
+
+// describeHosts lists an SshWinRmAws infrastructure's instances on a worker, its region and
+// tag values rendered first.
+func (s *stageRun) describeHosts(ctx workflow.Context, h plan.AwsHosts, render renderFunc) ([]activities.Host, error) {
+	var err error
+	if h.Region, err = render(h.Region, "infrastructure region"); err != nil {
+		return nil, err
+	}
+	tags := make(map[string]string, len(h.Tags))
+	for _, k := range slices.Sorted(maps.Keys(h.Tags)) {
+		if tags[k], err = render(h.Tags[k], "awsInstanceFilter tag "+k); err != nil {
+			return nil, err
+		}
+	}
+	h.Tags = tags
+	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, "list the EC2 instances of "+h.Region))
+	var found []activities.Host
+	if err := workflow.ExecuteActivity(actx, activities.DescribeHosts, activities.DescribeHostsInput{ExecutionID: s.in.ExecutionID, Hosts: h}).Get(ctx, &found); err != nil {
+		return nil, err
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("no running EC2 instance in %s matches the infrastructure's awsInstanceFilter (tags %v, VPCs %v)", h.Region, h.Tags, h.Vpcs)
+	}
+	return found, nil
 }
 
 // sshArtifact is the primary artifact as an Ssh stage's Command steps fetch it: the object

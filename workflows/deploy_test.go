@@ -70,3 +70,4 @@ func TestDeploymentStageContext(t *testing.T) {
 		t.Errorf("stage notes %q", notes)
 	}
 }
+

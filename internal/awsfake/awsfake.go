@@ -1,6 +1,6 @@
 // Package awsfake is a test double for the AWS services no emulator can run here: STS
 // (AssumeRole, GetCallerIdentity; the query protocol with XML answers), Secrets Manager
-// (GetSecretValue; JSON 1.1 selected by X-Amz-Target), Lambda (functions, versions and tags;
+// (GetSecretValue; JSON 1.1 selected by X-Amz-Target), EC2's DescribeInstances (ec2.go), Lambda (functions, versions and tags;
 // REST-JSON, lambda.go), and ECS with Application Auto Scaling (task definitions, services
 // whose deployments roll, tasks, scalable targets; JSON 1.1, ecs.go), and ECR's
 // GetAuthorizationToken (a registry of the test's choosing). It answers the requests aws-sdk-go-v2
@@ -49,6 +49,7 @@ type Server struct {
 	registry  string
 	listeners map[string]string // listener ARN → target group
 	rules     map[string]string // rule ARN → target group
+	instances []Instance // EC2
 	// S3Get reads the zip a Lambda function's code names in S3 (nil: the code is the reference).
 	S3Get func(bucket, key string) ([]byte, error)
 }
@@ -144,6 +145,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if service == "sts" {
 		form, _ := url.ParseQuery(string(body))
 		s.sts(w, key, form)
+		return
+	}
+	if service == "ec2" {
+		form, _ := url.ParseQuery(string(body))
+		s.ec2(w, key, form)
 		return
 	}
 	if service == "elasticloadbalancing" {

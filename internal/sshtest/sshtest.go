@@ -31,7 +31,7 @@ import (
 // PasswordUser is the system user password logins use.
 const PasswordUser = "gantry-ssh"
 
-// Server is one sshd on 127.0.0.1.
+// Server is one sshd on a loopback address.
 type Server struct {
 	Addr string // 127.0.0.1:PORT
 	Port int
@@ -53,8 +53,15 @@ type Server struct {
 var installOnce sync.Once
 var installErr error
 
-// Start starts an sshd, installing the package the first time if it is missing.
+// Start starts an sshd on 127.0.0.1, installing the package the first time if it is missing.
 func Start(t testing.TB) *Server {
+	t.Helper()
+	return StartOn(t, "127.0.0.1", 0)
+}
+
+// StartOn starts an sshd on a loopback address (127.0.0.2 is another host than 127.0.0.1) and
+// port (0: a free one), so that several hosts can share a port as real ones do.
+func StartOn(t testing.TB, ip string, port int) *Server {
 	t.Helper()
 	installOnce.Do(func() {
 		_, installErr = testproc.Run(testproc.Hack("ssh", "install-sshd.sh"))
@@ -83,16 +90,18 @@ func Start(t testing.TB) *Server {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(keys, s.KeyUser), string(ssh.MarshalAuthorizedKey(clientPub)), 0o644)
-	ports, err := freeport.Ports(1)
-	if err != nil {
-		t.Fatal(err)
+	if s.Port = port; port == 0 {
+		ports, err := freeport.Ports(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Port = ports[0]
 	}
-	s.Port = ports[0]
-	s.Addr = "127.0.0.1:" + strconv.Itoa(s.Port)
-	s.KnownHosts = fmt.Sprintf("[127.0.0.1]:%d %s", s.Port, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hostPub))))
+	s.Addr = net.JoinHostPort(ip, strconv.Itoa(s.Port))
+	s.KnownHosts = fmt.Sprintf("[%s]:%d %s", ip, s.Port, strings.TrimSpace(string(ssh.MarshalAuthorizedKey(hostPub))))
 	s.Password = passwordUser(t)
 	write(t, filepath.Join(dir, "sshd_config"), fmt.Sprintf(`Port %d
-ListenAddress 127.0.0.1
+ListenAddress %s
 HostKey %s
 PidFile %s
 AuthorizedKeysFile %s/%%u
@@ -104,7 +113,7 @@ StrictModes no
 Subsystem sftp internal-sftp
 LogLevel ERROR
 MaxStartups 100
-`, s.Port, filepath.Join(dir, "host_key"), filepath.Join(dir, "sshd.pid"), keys), 0o600)
+`, s.Port, ip, filepath.Join(dir, "host_key"), filepath.Join(dir, "sshd.pid"), keys), 0o600)
 	if err := os.MkdirAll("/run/sshd", 0o755); err != nil {
 		t.Fatalf("sshd's privilege separation folder: %v", err)
 	}

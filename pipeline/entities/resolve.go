@@ -325,6 +325,12 @@ func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *pla
 		}
 		return infra
 	}
+	if in.Type == "SshWinRmAws" {
+		if infra.Type, infra.Ssh = in.Type, r.awsHostsInfra(file, in); infra.Ssh == nil {
+			return nil
+		}
+		return infra
+	}
 	if in.Type == "AwsLambda" || in.Type == "ECS" {
 		k, ok := r.awsConnector(file, in.Spec.Node, in.Spec.ConnectorRef, "an "+in.Type+" infrastructure")
 		if !ok {

@@ -31,12 +31,48 @@ func (r *resolver) pdcInfra(file string, in *pipeline.Infrastructure) *plan.SshI
 			}
 		}
 	}
+	if f := s.HostFilter; f != nil && pipeline.Value(pipeline.Field(f, "type")) == "HostNames" {
+		if names, ok := pipeline.Value(pipeline.Field(pipeline.Field(f, "spec"), "value")).([]any); ok {
+			for _, n := range names {
+				out.Only = append(out.Only, fmt.Sprint(n))
+			}
+		}
+	}
 	cr, ok := r.sshCredential(file, s.Node, s.CredentialsRef, "infrastructure "+in.Identifier)
 	if !ok {
 		return nil
 	}
 	out.Credential = cr
 	return out
+}
+
+// awsHostsInfra resolves an SshWinRmAws infrastructure: the AWS connector listing its
+// instances, the filter, and the SSH credential that logs in to them.
+func (r *resolver) awsHostsInfra(file string, in *pipeline.Infrastructure) *plan.SshInfra {
+	s := in.Spec
+	k, ok := r.awsConnector(file, s.Node, s.ConnectorRef, "an SshWinRmAws infrastructure")
+	if !ok {
+		return nil
+	}
+	hosts := &plan.AwsHosts{Connector: k, Region: s.Region, PublicIP: s.HostConnectionType == "PublicIP"}
+	if f := s.AwsInstanceFilter; f != nil {
+		if tags, ok := pipeline.Value(f.Tags).(map[string]any); ok {
+			hosts.Tags = map[string]string{}
+			for k, v := range tags {
+				hosts.Tags[k] = fmt.Sprint(v)
+			}
+		}
+		if vpcs, ok := pipeline.Value(f.Vpcs).([]any); ok {
+			for _, v := range vpcs {
+				hosts.Vpcs = append(hosts.Vpcs, fmt.Sprint(v))
+			}
+		}
+	}
+	cr, ok := r.sshCredential(file, s.Node, s.CredentialsRef, "infrastructure "+in.Identifier)
+	if !ok {
+		return nil
+	}
+	return &plan.SshInfra{Credential: cr, Aws: hosts}
 }
 
 // sshCredential resolves the SSH credential (a `secret:` of type SSHKey among the entity

@@ -1,6 +1,7 @@
 package load_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -57,8 +58,14 @@ func TestSshDeploymentChecks(t *testing.T) {
 	if cf := r.Plan.Stages[0].Deploy.Service.ConfigFiles; len(cf) != 1 || cf[0].Text != "x=1\n" {
 		t.Errorf("config files %+v", cf)
 	}
-	// The artifact copied and downloaded, a tailed file, output variables: all run.
+	// A HostNames filter keeps the hosts it names.
 	fs := files()
+	fs["infra.yaml"] = strings.Replace(fs["infra.yaml"], "hostFilter: {type: All, spec: {}}", "hostFilter: {type: HostNames, spec: {value: [web-2]}}", 1)
+	if r := loadIn(t, fs, "pipeline.yaml", load.Options{ForRun: true}); !r.OK() || fmt.Sprint(r.Plan.Stages[0].Deploy.Infra.Ssh.Only) != "[web-2]" {
+		t.Errorf("HostNames: %+v\n%s", r.Plan, r.Diags.Render(r.Sources))
+	}
+	// The artifact copied and downloaded, a tailed file, output variables: all run.
+	fs = files()
 	fs["pipeline.yaml"] = strings.Replace(fs["pipeline.yaml"], "sourceType: Config", "sourceType: Artifact", 1)
 	fs["pipeline.yaml"] = strings.Replace(fs["pipeline.yaml"], "shell: Bash,", "shell: Bash, tailFiles: [{tailFile: app.log, tailPattern: 'started on port [0-9]+'}],", 1)
 	fs["pipeline.yaml"] = strings.Replace(fs["pipeline.yaml"], "                    commandUnits:\n", "                    outputVariables: [{name: port, type: String, value: PORT}]\n                    commandUnits:\n"+
@@ -80,7 +87,8 @@ func TestSshDeploymentChecks(t *testing.T) {
 		{"secret text", "secret.yaml", "type: SSHKey", "type: SecretText", diag.Unsupported, "secret type SecretText"},
 		{"no key", "secret.yaml", "key: deploy_pem", "keyPath: ''", diag.Error, "key"},
 		{"host groups", "infra.yaml", "hosts: [web-1, \"web-2:2200\"]", "hostGroups: []", diag.Unsupported, "hostGroups"},
-		{"host filter", "infra.yaml", "hostFilter: {type: All, spec: {}}", "hostFilter: {type: HostNames, spec: {value: [web-1]}}", diag.Unsupported, "hostFilter HostNames"},
+		{"host attributes", "infra.yaml", "hostFilter: {type: All, spec: {}}", "hostFilter: {type: HostAttributes, spec: {value: {region: eu}}}", diag.Unsupported, "hostFilter HostAttributes"},
+		{"host names expression", "infra.yaml", "hostFilter: {type: All, spec: {}}", "hostFilter: {type: HostNames, spec: {value: <+input>}}", diag.Unsupported, "list of the hosts"},
 		{"git config", "service.yaml", "type: Local, spec: {paths: [app.conf]}", "type: Git, spec: {connectorRef: g, gitFetchType: Branch, branch: main, paths: [a]}", diag.Unsupported, "a Git store is not read yet"},
 		{"credential missing", "infra.yaml", "credentialsRef: deploy_key", "credentialsRef: other_key", diag.Error, "other_key"},
 	}
@@ -140,5 +148,67 @@ func TestShellScriptOnATargetHost(t *testing.T) {
 	r = loadIn(t, map[string]string{"pipeline.yaml": step("executionTarget: {host: h, connectorRef: k}, outputVariables: [{name: o, type: String, value: o}]")}, "pipeline.yaml", load.Options{})
 	if d := codesOf(r.Diags, diag.Unsupported); len(d) != 0 {
 		t.Errorf("outputVariables on a target host are captured:\n%s", r.Diags.Render(r.Sources))
+	}
+}
+
+// An SshWinRmAws infrastructure resolves into its connector, filter and credential; what
+// Gantry cannot run of it is unsupported at its line.
+func TestSshWinRmAwsChecks(t *testing.T) {
+	files := func() map[string]string {
+		return map[string]string{
+			"secret.yaml":   "secret:\n  type: SSHKey\n  name: k\n  identifier: deploy_key\n  spec:\n    auth:\n      type: SSH\n      spec:\n        credentialType: KeyReference\n        spec: {userName: deploy, key: deploy_pem}\n",
+			"aws.yaml":      "connector:\n  name: aws\n  identifier: aws\n  type: Aws\n  spec:\n    credential: {type: InheritFromDelegate, spec: {}}\n",
+			"env.yaml":      "environment:\n  name: s\n  identifier: staging\n  type: PreProduction\n",
+			"infra.yaml":    "infrastructureDefinition:\n  name: h\n  identifier: hosts\n  environmentRef: staging\n  deploymentType: Ssh\n  type: SshWinRmAws\n  spec:\n    connectorRef: aws\n    credentialsRef: deploy_key\n    region: eu-west-1\n    hostConnectionType: PublicIP\n    awsInstanceFilter: {tags: {app: shop}, vpcs: [vpc-1]}\n",
+			"service.yaml":  "service:\n  name: s\n  identifier: shop\n  serviceDefinition:\n    type: Ssh\n    spec: {}\n",
+		}
+	}
+	fs := files()
+	fs["pipeline.yaml"] = `pipeline:
+  name: p
+  identifier: p
+  stages:
+    - stage:
+        name: d
+        identifier: d
+        type: Deployment
+        spec:
+          deploymentType: Ssh
+          service: {serviceRef: shop}
+          environment: {environmentRef: staging, infrastructureDefinitions: [{identifier: hosts}]}
+          execution:
+            steps:
+              - step: {type: Command, name: c, identifier: c, timeout: 1m, strategy: {repeat: {items: <+stage.output.hosts>}}, spec: {onDelegate: false, commandUnits: [{identifier: run, name: run, type: Script, spec: {shell: Bash, source: {type: Inline, spec: {script: echo}}}}]}}
+`
+	pipelineYAML := fs["pipeline.yaml"]
+	r := loadIn(t, fs, "pipeline.yaml", load.Options{ForRun: true})
+	if !r.OK() || len(r.Diags) > 0 {
+		t.Fatalf("load:\n%s", r.Diags.Render(r.Sources))
+	}
+	s := r.Plan.Stages[0].Deploy.Infra.Ssh
+	if s == nil || s.Aws == nil || s.Aws.Region != "eu-west-1" || !s.Aws.PublicIP || s.Aws.Tags["app"] != "shop" || fmt.Sprint(s.Aws.Vpcs) != "[vpc-1]" || s.Aws.Connector.ID != "aws" || s.Credential.KeyRef != "deploy_pem" {
+		t.Fatalf("resolved %+v", s)
+	}
+	for _, c := range []struct {
+		old, new string
+		sev      diag.Severity
+		want     string
+	}{
+		{"hostConnectionType: PublicIP", "hostConnectionType: Elastic", diag.Error, "host connection type"},
+		{"    region: eu-west-1\n", "", diag.Error, "region"},
+		{"    hostConnectionType: PublicIP\n", "    hostConnectionType: PublicIP\n    asgName: shop-asg\n", diag.Unsupported, "asgName"},
+		{"tags: {app: shop}", "tags: <+input>", diag.Unsupported, "tags as one value"},
+	} {
+		fs := files()
+		fs["pipeline.yaml"] = pipelineYAML
+		fs["infra.yaml"] = strings.Replace(fs["infra.yaml"], c.old, c.new, 1)
+		r := loadIn(t, fs, "pipeline.yaml", load.Options{ForRun: true})
+		found := false
+		for _, d := range r.Diags {
+			found = found || d.Severity == c.sev && strings.Contains(d.Message, c.want)
+		}
+		if !found {
+			t.Errorf("%q: want a %v saying %q:\n%s", c.new, c.sev, c.want, r.Diags.Render(r.Sources))
+		}
 	}
 }

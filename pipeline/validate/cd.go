@@ -95,6 +95,10 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 			c.pdc(s)
 			return
 		}
+		if i.Type == "SshWinRmAws" {
+			c.awsHosts(s)
+			return
+		}
 		if i.Type == "CustomDeployment" {
 			if c.required(s.Node, map[bool]string{true: "ref"}[s.CustomDeploymentRef != nil], "customDeploymentRef", "spec") {
 				c.variables(s.Variables, "infrastructure")
@@ -308,8 +312,16 @@ func (c *checker) pdc(s *pipeline.InfrastructureSpec) {
 		}
 	}
 	if f := s.HostFilter; f != nil {
-		if t := pipeline.Field(f, "type"); t != nil && t.Value != "All" {
-			c.diags.Unsupportedf(c.pos(t), "unsupported-field", "hostFilter %s: Gantry deploys to all the hosts listed", t.Value).
+		t := pipeline.Field(f, "type")
+		switch {
+		case t == nil || t.Value == "All":
+		case t.Value == "HostNames":
+			if v := pipeline.Field(pipeline.Field(f, "spec"), "value"); v == nil || v.Kind != yaml.SequenceNode {
+				c.diags.Unsupportedf(c.pos(f), "unsupported-field", "hostFilter HostNames: Gantry needs `spec.value` as a list of the hosts to keep before the run").
+					SetHint("hostFilter: {type: HostNames, spec: {value: [web-1.example.com]}}")
+			}
+		default:
+			c.diags.Unsupportedf(c.pos(t), "unsupported-field", "hostFilter %s: Gantry deploys to all the hosts listed, or those named (HostNames)", t.Value).
 				SetHint("hostFilter: {type: All}")
 		}
 	}
@@ -319,6 +331,39 @@ func (c *checker) pdc(s *pipeline.InfrastructureSpec) {
 	}
 	if h := s.Hosts; h != nil && h.Kind == yaml.SequenceNode && len(h.Content) == 0 {
 		c.diags.Errorf(c.pos(h), "empty", "the infrastructure lists no hosts")
+	}
+}
+
+// awsHosts checks an SshWinRmAws infrastructure: the AWS connector and region that list the
+// instances, the filter selecting them, the address to reach them at and the SSH credential.
+func (c *checker) awsHosts(s *pipeline.InfrastructureSpec) {
+	if c.required(s.Node, s.ConnectorRef, "connectorRef", "spec") {
+		c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
+	}
+	if c.required(s.Node, s.CredentialsRef, "credentialsRef", "spec") && !dynamic(s.CredentialsRef) {
+		c.reference(s.Node, "credentialsRef", s.CredentialsRef, "secret")
+	}
+	c.required(s.Node, s.Region, "region", "spec")
+	if c.required(s.Node, s.HostConnectionType, "hostConnectionType", "spec") {
+		c.enum(s.Node, "hostConnectionType", s.HostConnectionType, []string{"PublicIP", "PrivateIP"}, "host connection type")
+	}
+	if s.AsgName != "" {
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "asgName")), "unsupported-field",
+			"asgName: Gantry lists the instances an awsInstanceFilter selects, not those of an Auto Scaling group").
+			SetHint("awsInstanceFilter: {tags: {aws:autoscaling:groupName: %s}}", s.AsgName)
+	}
+	if n := s.TargetedHosts; n != nil {
+		c.diags.Unsupportedf(c.pos(n), "unsupported-field", "targetedHosts: Gantry deploys to every instance the filter selects")
+	}
+	if f := s.AwsInstanceFilter; f != nil {
+		if t := f.Tags; t != nil && t.Kind != yaml.MappingNode {
+			c.diags.Unsupportedf(c.pos(t), "unsupported-expression", "awsInstanceFilter.tags as one value: Gantry needs the tags as a map before the run").
+				SetHint("tags: {app: shop}")
+		}
+		if v := f.Vpcs; v != nil && v.Kind != yaml.SequenceNode {
+			c.diags.Unsupportedf(c.pos(v), "unsupported-expression", "awsInstanceFilter.vpcs as one value: Gantry needs the VPCs as a list before the run").
+				SetHint("vpcs: [vpc-0abc]")
+		}
 	}
 }
 
