@@ -70,4 +70,3 @@ func TestDeploymentStageContext(t *testing.T) {
 		t.Errorf("stage notes %q", notes)
 	}
 }
-

@@ -49,7 +49,7 @@ type Server struct {
 	registry  string
 	listeners map[string]string // listener ARN → target group
 	rules     map[string]string // rule ARN → target group
-	instances []Instance // EC2
+	instances []Instance        // EC2
 	// S3Get reads the zip a Lambda function's code names in S3 (nil: the code is the reference).
 	S3Get func(bucket, key string) ([]byte, error)
 }

@@ -156,11 +156,11 @@ func TestShellScriptOnATargetHost(t *testing.T) {
 func TestSshWinRmAwsChecks(t *testing.T) {
 	files := func() map[string]string {
 		return map[string]string{
-			"secret.yaml":   "secret:\n  type: SSHKey\n  name: k\n  identifier: deploy_key\n  spec:\n    auth:\n      type: SSH\n      spec:\n        credentialType: KeyReference\n        spec: {userName: deploy, key: deploy_pem}\n",
-			"aws.yaml":      "connector:\n  name: aws\n  identifier: aws\n  type: Aws\n  spec:\n    credential: {type: InheritFromDelegate, spec: {}}\n",
-			"env.yaml":      "environment:\n  name: s\n  identifier: staging\n  type: PreProduction\n",
-			"infra.yaml":    "infrastructureDefinition:\n  name: h\n  identifier: hosts\n  environmentRef: staging\n  deploymentType: Ssh\n  type: SshWinRmAws\n  spec:\n    connectorRef: aws\n    credentialsRef: deploy_key\n    region: eu-west-1\n    hostConnectionType: PublicIP\n    awsInstanceFilter: {tags: {app: shop}, vpcs: [vpc-1]}\n",
-			"service.yaml":  "service:\n  name: s\n  identifier: shop\n  serviceDefinition:\n    type: Ssh\n    spec: {}\n",
+			"secret.yaml":  "secret:\n  type: SSHKey\n  name: k\n  identifier: deploy_key\n  spec:\n    auth:\n      type: SSH\n      spec:\n        credentialType: KeyReference\n        spec: {userName: deploy, key: deploy_pem}\n",
+			"aws.yaml":     "connector:\n  name: aws\n  identifier: aws\n  type: Aws\n  spec:\n    credential: {type: InheritFromDelegate, spec: {}}\n",
+			"env.yaml":     "environment:\n  name: s\n  identifier: staging\n  type: PreProduction\n",
+			"infra.yaml":   "infrastructureDefinition:\n  name: h\n  identifier: hosts\n  environmentRef: staging\n  deploymentType: Ssh\n  type: SshWinRmAws\n  spec:\n    connectorRef: aws\n    credentialsRef: deploy_key\n    region: eu-west-1\n    hostConnectionType: PublicIP\n    awsInstanceFilter: {tags: {app: shop}, vpcs: [vpc-1]}\n",
+			"service.yaml": "service:\n  name: s\n  identifier: shop\n  serviceDefinition:\n    type: Ssh\n    spec: {}\n",
 		}
 	}
 	fs := files()
