@@ -411,7 +411,7 @@ func TestSshRollingDeploymentRollsBackArtifact(t *testing.T) {
                   spec:
                     shell: Bash
                     onDelegate: true
-                    source: {type: Inline, spec: {script: 'test "<+pipeline.variables.version>" != 1.1 || { echo "1.1 is broken"; exit 1; }'}}
+                    source: {type: Inline, spec: {script: 'echo "port <+execution.steps.rollout_0.steps.deploy_1.output.outputVariables.port>"; test "<+pipeline.variables.version>" != 1.1 || { echo "1.1 is broken"; exit 1; }'}}
             rollbackSteps:
               - step:
                   type: Command
@@ -476,6 +476,9 @@ func TestSshRollingDeploymentRollsBackArtifact(t *testing.T) {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log lacks %q:\n%s", want, log)
 		}
+	}
+	if log := readLog(t, id, "deploy.check"); !strings.Contains(log, "port 8080") {
+		t.Errorf("the output variable read by a later step:\n%s", log)
 	}
 	if strings.Contains(log, "X-Amz-Signature") || strings.Contains(log, "should not match") {
 		t.Errorf("the log shows the presigned URL or an earlier line:\n%s", log)
