@@ -20,6 +20,7 @@ import (
 	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/freeport"
+	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/internal/s3test"
 	"github.com/gantry-cd/gantry/internal/sshtest"
@@ -699,6 +700,42 @@ func TestSshCopyWorkerSIGKILL(t *testing.T) {
 	}
 	if n := res.Tree.Find("deploy.deploy_0"); n == nil || !strings.HasSuffix(n.Worker, "/"+strconv.Itoa(second.Process.Pid)) {
 		t.Errorf("the copy was not finished by the second worker (pid %d): %+v", second.Process.Pid, n)
+	}
+}
+
+// Config files kept in Git are fetched when the stage starts, at one commit for every host,
+// their expressions rendered, and copied beside those kept with the service.
+func TestSshConfigFilesFromGit(t *testing.T) {
+	dir, target := t.TempDir(), t.TempDir()
+	hosts := sshHosts(t, dir, 2)
+	srv := gittest.Start(t)
+	srv.NewRepo("conf", map[string]string{"shop/app.properties": "env=<+env.identifier>\n", "shop/logging.xml": "<logging/>\n", "other/x": "no\n"})
+	t.Setenv(secrets.EnvName("git_token"), srv.Password)
+	writeFile(t, filepath.Join(dir, "git.yaml"), fmt.Sprintf("connector:\n  name: Conf\n  identifier: conf\n  type: Git\n  spec:\n    url: %s/conf.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: git_token}\n", srv.HTTPURL, srv.Username))
+	writeFile(t, filepath.Join(dir, "local.conf"), "local=1\n")
+	file := sshPipeline(t, dir, "{identifier: main, type: CustomArtifact, spec: {version: '1.0'}}",
+		fmt.Sprintf("                      - {identifier: conf, name: Config, type: Copy, spec: {sourceType: Config, destinationPath: %s/<+instance.hostName>}}\n", target))
+	b, err := os.ReadFile(filepath.Join(dir, "service.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, "service.yaml"), string(b)+`      configFiles:
+        - configFile: {identifier: local, spec: {store: {type: Local, spec: {paths: [local.conf]}}}}
+        - configFile: {identifier: shop, spec: {store: {type: Git, spec: {connectorRef: conf, gitFetchType: Branch, branch: main, paths: [shop]}}}}
+`)
+	_, res := runPlan(t, env.starter, loadRun(t, file))
+	if res.Status != status.Succeeded {
+		t.Fatalf("%s\n%s", res.Status, dumpTree(res.Tree))
+	}
+	for _, h := range hosts {
+		for name, want := range map[string]string{"app.properties": "env=prod\n", "logging.xml": "<logging/>\n", "local.conf": "local=1\n"} {
+			if b, err := os.ReadFile(filepath.Join(target, h.Addr, name)); err != nil || string(b) != want {
+				t.Errorf("%s on %s: %q, %v", name, h.Addr, b, err)
+			}
+		}
+		if _, err := os.Stat(filepath.Join(target, h.Addr, "x")); err == nil {
+			t.Errorf("a file outside the store's paths was copied to %s", h.Addr)
+		}
 	}
 }
 

@@ -32,8 +32,10 @@ type Service struct {
 	Variables   []Variable        `json:"variables,omitempty"`
 	Manifests   []Manifest        `json:"manifests,omitempty"`
 	Artifact    *Artifact         `json:"artifact,omitempty"`
-	// ConfigFiles are an Ssh service's config files, copied in when the run was submitted.
-	ConfigFiles []File `json:"configFiles,omitempty"`
+	// ConfigFiles are an Ssh service's config files, copied in when the run was submitted;
+	// ConfigStores those kept in Git, fetched when the stage starts.
+	ConfigFiles  []File     `json:"configFiles,omitempty"`
+	ConfigStores []Manifest `json:"configStores,omitempty"`
 }
 
 // Manifest is a set of manifest files (in order) and values files (later ones win). Files of

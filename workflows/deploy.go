@@ -731,6 +731,18 @@ func (s *stageRun) sshInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 	sshInfra := *inf.Ssh
 	sshInfra.Hosts = hosts
 	s.deploy = &deployTarget{ssh: &sshInfra, configFiles: sv.ConfigFiles, artifact: sshArtifact(sv.Artifact, s.root)}
+	if len(sv.ConfigStores) > 0 {
+		// Only services with Git-stored config files, which no earlier version ran, fetch them.
+		fetched, err := s.fetchManifests(ctx, sv.ConfigStores, map[string]any{}, render)
+		if err != nil {
+			return err
+		}
+		files := slices.Clone(sv.ConfigFiles)
+		for _, m := range fetched {
+			files = append(files, m.Files...)
+		}
+		s.deploy.configFiles = files
+	}
 	if workflow.GetVersion(ctx, changeDeployedArtifact, workflow.DefaultVersion, 1) == 1 {
 		if err := s.lastDeployed(ctx, activities.DeployedKey{Project: inf.Ssh.Project, Environment: env.ID, Infra: inf.ID, Service: sv.ID}); err != nil {
 			return err

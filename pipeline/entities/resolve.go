@@ -213,7 +213,7 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	if out.Type == "ECS" {
 		r.ecsManifests(f.Name, sv.Identifier, spec)
 	}
-	out.ConfigFiles = r.configFiles(f.Name, sv.Identifier, spec.ConfigFiles)
+	out.ConfigFiles, out.ConfigStores = r.configFiles(f.Name, sv.Identifier, spec.ConfigFiles)
 	if a := spec.Artifacts; a != nil && a.Primary != nil {
 		if src := a.Primary.Selected(); src != nil && src.Spec != nil {
 			out.Artifact = r.artifact(f.Name, src)

@@ -107,14 +107,26 @@ func (r *resolver) sshCredential(file string, obj *yaml.Node, ref, needs string)
 	return out, true
 }
 
-// configFiles reads an Ssh service's config files kept beside it (other stores are reported
-// unsupported by validation).
-func (r *resolver) configFiles(file, service string, list []pipeline.ConfigFileElement) []plan.File {
+// configFiles reads an Ssh service's config files kept beside it, and resolves the Git stores
+// of those fetched when the stage starts (other stores are reported unsupported by
+// validation).
+func (r *resolver) configFiles(file, service string, list []pipeline.ConfigFileElement) ([]plan.File, []plan.Manifest) {
 	var out []plan.File
+	var stores []plan.Manifest
 	base := filepath.Dir(file)
 	for _, e := range list {
 		cf := e.ConfigFile
-		if cf == nil || cf.Spec == nil || cf.Spec.Store == nil || cf.Spec.Store.Type != "Local" || cf.Spec.Store.Spec == nil {
+		if cf == nil || cf.Spec == nil || cf.Spec.Store == nil || cf.Spec.Store.Spec == nil {
+			continue
+		}
+		if gitStoreTypes[cf.Spec.Store.Type] {
+			if st := r.gitStore(file, &pipeline.ManifestSpec{Store: cf.Spec.Store}); st != nil {
+				st.AllFiles = true // config files are any files, not only manifests
+				stores = append(stores, plan.Manifest{ID: cf.Identifier, Type: "ConfigFile", Store: st})
+			}
+			continue
+		}
+		if cf.Spec.Store.Type != "Local" {
 			continue
 		}
 		for _, p := range cf.Spec.Store.Spec.Paths {
@@ -127,5 +139,5 @@ func (r *resolver) configFiles(file, service string, list []pipeline.ConfigFileE
 			out = append(out, files...)
 		}
 	}
-	return out
+	return out, stores
 }

@@ -89,7 +89,7 @@ func TestSshDeploymentChecks(t *testing.T) {
 		{"host groups", "infra.yaml", "hosts: [web-1, \"web-2:2200\"]", "hostGroups: []", diag.Unsupported, "hostGroups"},
 		{"host attributes", "infra.yaml", "hostFilter: {type: All, spec: {}}", "hostFilter: {type: HostAttributes, spec: {value: {region: eu}}}", diag.Unsupported, "hostFilter HostAttributes"},
 		{"host names expression", "infra.yaml", "hostFilter: {type: All, spec: {}}", "hostFilter: {type: HostNames, spec: {value: <+input>}}", diag.Unsupported, "list of the hosts"},
-		{"git config", "service.yaml", "type: Local, spec: {paths: [app.conf]}", "type: Git, spec: {connectorRef: g, gitFetchType: Branch, branch: main, paths: [a]}", diag.Unsupported, "a Git store is not read yet"},
+		{"file store config", "service.yaml", "type: Local, spec: {paths: [app.conf]}", "type: Harness, spec: {files: [/app.conf]}", diag.Unsupported, "a Harness store is not read yet"},
 		{"credential missing", "infra.yaml", "credentialsRef: deploy_key", "credentialsRef: other_key", diag.Error, "other_key"},
 	}
 	for _, c := range cases {

@@ -367,6 +367,9 @@ func (c *checker) awsHosts(s *pipeline.InfrastructureSpec) {
 	}
 }
 
+// configStores are the stores config files are read from.
+var configStores = map[string]bool{"Local": true, "Git": true, "Github": true, "GitLab": true, "Gitlab": true, "Bitbucket": true}
+
 // configFiles checks an Ssh service's config files: identifiers, and stores Gantry reads
 // (files beside the service).
 func (c *checker) configFiles(typ string, files []pipeline.ConfigFileElement) {
@@ -380,9 +383,9 @@ func (c *checker) configFiles(typ string, files []pipeline.ConfigFileElement) {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(f.Node, "identifier")), "duplicate-identifier", "config file %q is declared twice", f.Identifier)
 		}
 		seen[f.Identifier] = true
-		if f.Spec != nil && f.Spec.Store != nil && f.Spec.Store.Type != "Local" {
+		if f.Spec != nil && f.Spec.Store != nil && !configStores[f.Spec.Store.Type] {
 			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(f.Spec.Store.Node, "type")), "unsupported-manifest-store",
-				"config file %s: a %s store is not read yet; Gantry copies config files kept beside the service", f.Identifier, f.Spec.Store.Type).
+				"config file %s: a %s store is not read yet; Gantry copies config files kept beside the service or in Git", f.Identifier, f.Spec.Store.Type).
 				SetHint("store: {type: Local, spec: {paths: [config/app.properties]}}")
 		}
 	}
