@@ -58,8 +58,17 @@ func TestSshDeploymentChecks(t *testing.T) {
 	if cf := r.Plan.Stages[0].Deploy.Service.ConfigFiles; len(cf) != 1 || cf[0].Text != "x=1\n" {
 		t.Errorf("config files %+v", cf)
 	}
-	// A HostNames filter keeps the hosts it names.
+	// A WinRm stage and its Command steps: valid reference YAML Gantry does not run.
 	fs := files()
+	fs["pipeline.yaml"] = strings.Replace(fs["pipeline.yaml"], "deploymentType: Ssh", "deploymentType: WinRm", 1)
+	fs["service.yaml"] = strings.Replace(fs["service.yaml"], "type: Ssh", "type: WinRm", 1)
+	fs["infra.yaml"] = strings.Replace(fs["infra.yaml"], "deploymentType: Ssh", "deploymentType: WinRm", 1)
+	r = loadIn(t, fs, "pipeline.yaml", load.Options{ForRun: true})
+	if len(codesOf(r.Diags, diag.Error)) > 0 || len(codes(r.Diags, diag.Unsupported, "step-stage-type")) != 1 || len(codes(r.Diags, diag.Unsupported, "unsupported-deployment-type")) == 0 {
+		t.Errorf("a WinRm stage:\n%s", r.Diags.Render(r.Sources))
+	}
+	// A HostNames filter keeps the hosts it names.
+	fs = files()
 	fs["infra.yaml"] = strings.Replace(fs["infra.yaml"], "hostFilter: {type: All, spec: {}}", "hostFilter: {type: HostNames, spec: {value: [web-2]}}", 1)
 	if r := loadIn(t, fs, "pipeline.yaml", load.Options{ForRun: true}); !r.OK() || fmt.Sprint(r.Plan.Stages[0].Deploy.Infra.Ssh.Only) != "[web-2]" {
 		t.Errorf("HostNames: %+v\n%s", r.Plan, r.Diags.Render(r.Sources))

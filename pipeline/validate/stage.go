@@ -146,8 +146,11 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 				SetHint("use either `strategy` or `services`/`environments` fan-out, not both")
 		}
 		if t := spec.DeploymentType; t != "" && !slices.Contains(deploymentTypes, t) && !dynamic(t) && reference.IsDeploymentType(t) {
-			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(spec.Node, "deploymentType")), "unsupported-deployment-type",
+			d := c.diags.Unsupportedf(c.pos(pipeline.ValueAt(spec.Node, "deploymentType")), "unsupported-deployment-type",
 				"deployment type %s is valid in the reference, but Gantry deploys only %s services yet", t, strings.Join(deploymentTypes, ", "))
+			if t == "WinRm" {
+				d.SetHint("Gantry does not reach WinRM hosts (no WinRM endpoint runs where Gantry is tested); Linux hosts deploy over SSH with deploymentType: Ssh")
+			}
 		} else {
 			c.enum(spec.Node, "deploymentType", spec.DeploymentType, deploymentTypes, "deploymentType")
 		}
@@ -329,7 +332,11 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 		}
 	}
 	if n := pipeline.Field(ctx.stage.Spec, "deploymentType"); deploys && ctx.stage.Type == "Deployment" && n != nil && n.Value != "" && !dynamic(n.Value) {
-		if want := entry.Deploys; want != n.Value && !(want == "Kubernetes" && n.Value == "NativeHelm") {
+		if want := entry.Deploys; want != n.Value && entry.OutsideDeployment {
+			// Valid in the reference (a Command step in a WinRm stage), not run by Gantry.
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps run in Gantry only in %s stages; stage %s deploys %s services",
+				s.Type, want, ctx.stage.Identifier, n.Value)
+		} else if want != n.Value && !(want == "Kubernetes" && n.Value == "NativeHelm") {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps do not run in stage %s, which deploys %s services",
 				s.Type, ctx.stage.Identifier, n.Value).SetHint("the K8s and Helm steps deploy to Kubernetes, the AwsLambda steps AwsLambda services, the Ecs steps ECS services")
 		}
