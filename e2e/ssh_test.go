@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -828,5 +829,72 @@ func TestSshDeploysToAwsInstances(t *testing.T) {
 		if c.Service == "ec2" && (c.AccessKeyID != "AKIASHOP" || c.Params["Filter.2.Name"] != "tag:app" || c.Params["Filter.2.Value.1"] != "shop") {
 			t.Errorf("EC2 call %+v", c)
 		}
+	}
+}
+
+//go:embed testdata/pipelines/ssh_basic.yaml
+var sshBasicPipeline string
+
+// The pipeline the reference generates for an Ssh stage's Basic strategy runs as it is:
+// destinations and working directories under $HOME/<+service.name>/<+env.name> land in the
+// login's home on each host, the artifact picked at run time from the service's sources.
+func TestSshReferenceBasicStrategy(t *testing.T) {
+	srv, err := s3test.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	ctx := context.Background()
+	if err := srv.Bucket(ctx, "builds"); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Put(ctx, "builds", "todolist.war", []byte("war\n")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.Endpoint)
+	t.Setenv(secrets.EnvName("aws_secret"), s3test.SecretKey)
+	dir := t.TempDir()
+	hosts := sshHosts(t, dir, 2)
+	name := fmt.Sprintf("gantry-e2e-todolist-%d", hosts[0].Port) // the hosts' home is the test user's
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(home, name)) })
+	writeFile(t, filepath.Join(dir, "aws.yaml"), "connector:\n  name: aws\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: "+s3test.AccessKey+", secretKeyRef: aws_secret}\n      region: "+s3test.Region+"\n    executeOnDelegate: true\n")
+	writeFile(t, filepath.Join(dir, "config", "todolist.properties"), "env=<+env.name>\n")
+	writeFile(t, filepath.Join(dir, "service.yaml"), `service:
+  name: `+name+`
+  identifier: todolist
+  serviceDefinition:
+    type: Ssh
+    spec:
+      artifacts:
+        primary:
+          primaryArtifactRef: <+input>
+          sources:
+            - {identifier: war, type: AmazonS3, spec: {connectorRef: aws, bucketName: builds, region: `+s3test.Region+`, filePath: todolist.war}}
+      configFiles:
+        - configFile: {identifier: props, spec: {store: {type: Local, spec: {paths: [config/todolist.properties]}}}}
+`)
+	text := strings.ReplaceAll(sshBasicPipeline, "environmentRef: dev", "environmentRef: prod")
+	text = strings.ReplaceAll(text, "identifier: pdc", "identifier: shop_hosts")
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), text)
+	_, res := runPlan(t, env.starter, loadRun(t, filepath.Join(dir, "pipeline.yaml")))
+	if res.Status != status.Succeeded {
+		t.Fatalf("%s\n%s", res.Status, dumpTree(res.Tree))
+	}
+	base := filepath.Join(home, name, "Production")
+	got, err := os.ReadFile(filepath.Join(base, "deployed.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"todolist.war", "todolist.properties", "runtime", "todolist.war on " + hosts[1].Addr} {
+		if !strings.Contains(string(got), want) {
+			t.Errorf("deployed.txt lacks %q:\n%s", want, got)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(base, "todolist.properties")); string(b) != "env=Production\n" {
+		t.Errorf("the config file: %q", b)
 	}
 }

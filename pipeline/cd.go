@@ -233,6 +233,8 @@ type InfrastructureSpec struct {
 	AwsInstanceFilter  *AwsInstanceFilter `yaml:"awsInstanceFilter"`
 	AsgName            string             `yaml:"asgName"`
 	TargetedHosts      *yaml.Node         `yaml:"targetedHosts"`
+	// DelegateSelectors (Pdc, SshWinRmAws) pick the delegate that reaches the hosts.
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
 	// CustomDeployment: the deployment template and the values of its infrastructure variables.
 	CustomDeploymentRef *DeploymentTemplateRef `yaml:"customDeploymentRef"`
 	Variables           []Variable             `yaml:"variables"`

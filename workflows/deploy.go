@@ -544,8 +544,13 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 			in.Artifact = s.deploy.rollbackArtifact // what the infrastructure had before
 		}
 		if r, ok := root["repeat"].(map[string]any); ok {
-			if h, ok := r["item"].(string); ok {
+			switch h := r["item"].(type) {
+			case string:
 				in.Host = h // the loop over <+stage.output.hosts> this step runs in
+			case []any:
+				if len(h) == 1 { // a partition of one host (partitionSize: 1)
+					in.Host, _ = h[0].(string)
+				}
 			}
 		}
 	}
@@ -679,7 +684,11 @@ func withInstance(root map[string]any, it iteration) map[string]any {
 	if !it.HasItem || len(byHost) == 0 {
 		return root
 	}
-	if inst, ok := byHost[fmt.Sprint(it.Item)]; ok {
+	item := it.Item
+	if one, ok := item.([]any); ok && len(one) == 1 {
+		item = one[0] // a partition of one host (partitionSize: 1)
+	}
+	if inst, ok := byHost[fmt.Sprint(item)]; ok {
 		root["instance"] = inst
 	}
 	return root

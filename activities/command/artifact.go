@@ -164,7 +164,7 @@ else echo "neither curl nor wget is installed on this host" >&2; exit 127; fi ||
 mv -f "$part" "$GANTRY_DEST"
 `
 	out := &logs.Lines{Log: r.log, Mask: r.mask}
-	code, err := r.c.Run(ctx, script, dir, map[string]string{"GANTRY_ARTIFACT_URL": link, "GANTRY_DEST": dest}, out)
+	code, err := r.c.Run(ctx, script, dir, map[string]string{"GANTRY_ARTIFACT_URL": link, "GANTRY_DEST": file}, out)
 	out.Flush()
 	if err != nil {
 		return err

@@ -94,7 +94,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	if host == "" {
 		return activities.StepResult{}, activities.Fail(activities.Unknown,
-			"the Command step names no host: run it in a loop over the hosts (strategy: {repeat: {items: <+stage.output.hosts>}})")
+			"the Command step names no host: run it in a loop over the hosts (strategy: {repeat: {items: <+stage.output.hosts>}}), "+
+				"or over <+repeat.partition> inside a step group looping over partitions of them")
 	}
 	for _, o := range sp.OutputVariables {
 		if !sshexec.ShellName(scalar(o.Value)) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/sshexec"
 )
 
 // tails follows a Script unit's tailFiles: each file from where it ended when the unit
@@ -51,7 +52,7 @@ func (r *run) startTails(ctx context.Context, u unit) (*tails, error) {
 		}
 		t.list = append(t.list, &tail{file: tf.TailFile, pattern: re, seen: make(chan struct{}),
 			lines: &logs.Lines{Log: r.log, Mask: r.mask}})
-		sizes.WriteString(" " + quote(tf.TailFile))
+		sizes.WriteString(" " + sshexec.ShellPath(tf.TailFile))
 	}
 	sizes.WriteString("; do stat -c %s -- \"$f\" 2>/dev/null || echo 0; done\n")
 	var out bytes.Buffer
@@ -72,7 +73,7 @@ func (r *run) startTails(ctx context.Context, u unit) (*tails, error) {
 		go func() {
 			defer t.done.Done()
 			// tail -F follows the name, so a file made or rotated by the script is followed too.
-			_, _ = r.c.Run(tctx, fmt.Sprintf("exec tail -c +%d -F -- %s 2>/dev/null\n", size+1, quote(tl.file)), u.Spec.WorkingDirectory, nil, tl)
+			_, _ = r.c.Run(tctx, fmt.Sprintf("exec tail -c +%d -F -- %s 2>/dev/null\n", size+1, sshexec.ShellPath(tl.file)), u.Spec.WorkingDirectory, nil, tl)
 		}()
 	}
 	return t, nil
@@ -113,5 +114,3 @@ func (t *tails) stop() {
 	t.cancel()
 	t.done.Wait()
 }
-
-func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'" }

@@ -169,7 +169,7 @@ func (c *Client) Run(ctx context.Context, script, dir string, env map[string]str
 		fmt.Fprintf(&b, "export %s=%s\n", k, shellQuote(v))
 	}
 	if dir != "" {
-		fmt.Fprintf(&b, "mkdir -p %s && cd %s || exit 1\n", shellQuote(dir), shellQuote(dir))
+		fmt.Fprintf(&b, "mkdir -p %s && cd %s || exit 1\n", ShellPath(dir), ShellPath(dir))
 	}
 	b.WriteString(script)
 	s.Stdin = strings.NewReader(b.String())
@@ -260,6 +260,13 @@ func (c *Client) Copy(ctx context.Context, dest string, content io.Reader, mode 
 		return activities.Fail(activities.Connectivity, "host %s: start SFTP: %v", c.target.Addr(), err)
 	}
 	defer sc.Close()
+	if rest, ok := homeRelative(dest); ok {
+		home, err := sc.Getwd() // SFTP starts in the login's home
+		if err != nil {
+			return activities.Fail(activities.Connectivity, "host %s: find the home folder: %v", c.target.Addr(), err)
+		}
+		dest = path.Join(home, rest)
+	}
 	if err := sc.MkdirAll(path.Dir(dest)); err != nil {
 		return activities.Fail(activities.Unknown, "host %s: make %s: %v", c.target.Addr(), path.Dir(dest), err)
 	}
@@ -302,6 +309,29 @@ func (c contextReader) Read(p []byte) (int, error) {
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'"'"'`) + "'" }
+
+// homeRelative splits a path that starts at the login's home ($HOME, ${HOME} or ~, as the
+// reference's generated Command steps write destinations and working directories) into the
+// part below it; ok is false for any other path.
+func homeRelative(p string) (rest string, ok bool) {
+	for _, prefix := range []string{"${HOME}", "$HOME", "~"} {
+		if r, found := strings.CutPrefix(p, prefix); found && (r == "" || r[0] == '/') {
+			return strings.TrimPrefix(r, "/"), true
+		}
+	}
+	return "", false
+}
+
+// ShellPath quotes a path for the host's shell, its home prefix expanded there.
+func ShellPath(p string) string {
+	if rest, ok := homeRelative(p); ok {
+		if rest == "" {
+			return `"$HOME"`
+		}
+		return `"$HOME"/` + shellQuote(rest)
+	}
+	return shellQuote(p)
+}
 
 // lockedWriter serialises the writes of a session's two output streams.
 type lockedWriter struct {

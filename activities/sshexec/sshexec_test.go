@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,6 +64,20 @@ func TestSSHAgainstOpenSSH(t *testing.T) {
 	home, _ := os.UserHomeDir() // the key user is the test's
 	if left, _ := filepath.Glob(filepath.Join(home, ".gantry-outputs-*")); len(left) != 0 {
 		t.Errorf("left on the host: %v", left)
+	}
+
+	// Paths at the login's home, as the reference's generated steps write them.
+	sub := ".gantry-sshexec-test-" + strconv.Itoa(srv.Port)
+	t.Cleanup(func() { _ = os.RemoveAll(filepath.Join(home, sub)) })
+	if err := c.Copy(ctx, "$HOME/"+sub+"/app.conf", strings.NewReader("x=1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(home, sub, "app.conf")); err != nil || string(b) != "x=1" {
+		t.Errorf("copied to $HOME: %q, %v", b, err)
+	}
+	out.Reset()
+	if code, err := c.Run(ctx, "pwd; ls", "${HOME}/"+sub, nil, &out); err != nil || code != 0 || !strings.Contains(out.String(), filepath.Join(home, sub)+"\napp.conf") {
+		t.Errorf("ran in ${HOME}/...: %d %v %q", code, err, out.String())
 	}
 
 	pw := Target{Host: "127.0.0.1", Port: srv.Port, User: sshtest.PasswordUser, Password: srv.Password, KnownHosts: srv.KnownHosts}
@@ -150,5 +165,21 @@ func TestCopyCutOffLeavesNoHalfFile(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(dest); !bytes.Equal(b, big) {
 		t.Fatalf("the retried copy wrote %d bytes, want %d", len(b), len(big))
+	}
+}
+
+func TestShellPath(t *testing.T) {
+	for in, want := range map[string]string{
+		"/opt/shop":        `'/opt/shop'`,
+		"$HOME":            `"$HOME"`,
+		"$HOME/shop/prod":  `"$HOME"/'shop/prod'`,
+		"${HOME}/it's":     `"$HOME"/'it'"'"'s'`,
+		"~/shop":           `"$HOME"/'shop'`,
+		"$HOMEDIR/shop":    `'$HOMEDIR/shop'`,
+		"releases/$HOME/x": `'releases/$HOME/x'`,
+	} {
+		if got := ShellPath(in); got != want {
+			t.Errorf("ShellPath(%q) = %s, want %s", in, got, want)
+		}
 	}
 }

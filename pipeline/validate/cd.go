@@ -91,6 +91,10 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 	pipeline.InfraDeploymentKind.Check(&c.diags, c.pos(pipeline.ValueAt(i.Node, "deploymentType")), i.DeploymentType)
 	c.boolean(i.Node, "allowSimultaneousDeployments", i.AllowSimultaneousDeployments)
 	if s := i.Spec; s != nil {
+		if n := s.DelegateSelectors; n != nil && !(n.Kind == yaml.SequenceNode && len(n.Content) == 0) {
+			c.diags.Warnf(c.pos(n), "reference-field-ignored", "`delegateSelectors` of an infrastructure are a field of the reference that Gantry does not act on yet: any worker of the stage's task queue reaches the hosts").
+				SetHint("run the workers that can reach the hosts on their own task queue")
+		}
 		if i.Type == "Pdc" {
 			c.pdc(s)
 			return
