@@ -274,9 +274,28 @@ type DeployArtifact struct {
 	Key      string                  `json:"key,omitempty"`
 	Image    string                  `json:"image,omitempty"`
 	Tag      string                  `json:"tag,omitempty"`
+	URL      string                  `json:"url,omitempty"` // a CustomArtifact's metadata.url
 	Aws      *plan.AwsConnector      `json:"aws,omitempty"`
 	Region   string                  `json:"region,omitempty"`
 	Registry *plan.RegistryConnector `json:"registry,omitempty"`
+}
+
+// ResolveCustomArtifact runs a CustomArtifact source's fetchAllArtifacts script and picks the
+// version the stage deploys.
+const ResolveCustomArtifact = "gantry.ResolveCustomArtifact"
+
+// CustomArtifactInput is the source's script, its inputs and what it picks, rendered.
+type CustomArtifactInput struct {
+	ExecutionID string                    `json:"executionId"`
+	Artifact    string                    `json:"artifact"`
+	Script      plan.CustomArtifactScript `json:"script"`
+}
+
+// CustomArtifactResolved is the version picked and its attributes.
+type CustomArtifactResolved struct {
+	Version  string         `json:"version"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+	Listed   int            `json:"listed"`
 }
 
 // DescribeHosts lists the hosts of an SshWinRmAws infrastructure: its running EC2 instances.

@@ -617,6 +617,29 @@ func TestSshCopiesImageAndCustomArtifacts(t *testing.T) {
 			t.Errorf("%s: %d bytes, %v", sub, len(b), err)
 		}
 	}
+
+	// Versions listed by the source's script: the highest matching 2.x, fetched from its url.
+	for _, sub := range []string{"releases", "downloads"} {
+		if err := os.RemoveAll(filepath.Join(target, hosts[0].Addr, sub)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	listing := `printf '{"items": [{"version": "1.9", "link": "%s/pkg/shop-1.9.tgz"}, {"version": "2.0", "link": "%s/pkg/shop-2.0.tgz"}, {"version": "3.0-rc1", "link": "x"}]}' "$BASE" "$BASE" > "$HARNESS_ARTIFACT_RESULT_PATH"`
+	file = sshPipeline(t, dir, "{identifier: main, type: CustomArtifact, spec: {versionRegex: '[12]\\..*', inputs: [{name: BASE, type: String, value: '"+web.URL+"'}], "+
+		"scripts: {fetchAllArtifacts: {artifactsArrayPath: items, versionPath: version, attributes: [{name: url, type: String, value: link}], spec: {shell: Bash, source: {type: Inline, spec: {script: "+strconv.Quote(listing)+"}}}}}}}",
+		copyTo+fmt.Sprintf("                      - {identifier: get, name: Download, type: DownloadArtifact, spec: {destinationPath: %s/<+instance.hostName>/downloads}}\n", target))
+	_, res = runPlan(t, env.starter, loadRun(t, file))
+	if res.Status != status.Succeeded {
+		t.Fatalf("listed: %s\n%s", res.Status, dumpTree(res.Tree))
+	}
+	for _, sub := range []string{"releases", "downloads"} {
+		if b, err := os.ReadFile(filepath.Join(target, hosts[0].Addr, sub, "shop-2.0.tgz")); err != nil || !bytes.Equal(b, pkg) {
+			t.Errorf("listed, %s: %d bytes, %v", sub, len(b), err)
+		}
+	}
+	if notes := strings.Join(res.Tree.Find("deploy").Notes, "\n"); !strings.Contains(notes, "artifact main: version 2.0 (of 3 listed)") {
+		t.Errorf("the stage's notes:\n%s", notes)
+	}
 }
 
 // A worker SIGKILLed while it copies an artifact to a host: the host keeps no half-written

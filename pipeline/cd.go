@@ -167,11 +167,45 @@ type ArtifactSourceSpec struct {
 	FilePath      string `yaml:"filePath"`
 	FilePathRegex string `yaml:"filePathRegex"`
 	Region        string `yaml:"region"`
-	// CustomArtifact: the version deployed (Gantry deploys it as the image). Versions listed
-	// by a script (versionRegex with scripts) are not supported.
-	Version      string     `yaml:"version"`
-	VersionRegex string     `yaml:"versionRegex"`
-	Scripts      *yaml.Node `yaml:"scripts"`
+	// CustomArtifact: the version deployed, or the highest matching versionRegex among those
+	// the fetchAllArtifacts script lists (run on a worker with inputs as its environment).
+	Version           string                 `yaml:"version"`
+	VersionRegex      string                 `yaml:"versionRegex"`
+	Scripts           *CustomArtifactScripts `yaml:"scripts"`
+	Inputs            []Variable             `yaml:"inputs"`
+	Timeout           string                 `yaml:"timeout"`
+	DelegateSelectors *yaml.Node             `yaml:"delegateSelectors"`
+	Metadata          string                 `yaml:"metadata"`
+}
+
+// CustomArtifactScripts are a CustomArtifact source's scripts.
+type CustomArtifactScripts struct {
+	Node              *yaml.Node         `yaml:"-"`
+	FetchAllArtifacts *FetchAllArtifacts `yaml:"fetchAllArtifacts" gantry:"required"`
+}
+
+// FetchAllArtifacts lists a CustomArtifact source's artifacts: the script writes JSON to
+// $HARNESS_ARTIFACT_RESULT_PATH; the list is at artifactsArrayPath, each artifact's version
+// at versionPath and its attributes (name: path) become <+artifact.metadata.NAME>.
+type FetchAllArtifacts struct {
+	Node               *yaml.Node                `yaml:"-"`
+	ArtifactsArrayPath string                    `yaml:"artifactsArrayPath"`
+	VersionPath        string                    `yaml:"versionPath"`
+	Attributes         []Variable                `yaml:"attributes"`
+	Spec               *CustomArtifactScriptInfo `yaml:"spec" gantry:"required"`
+}
+
+// CustomArtifactScriptInfo is the listing script: its shell and inline source.
+type CustomArtifactScriptInfo struct {
+	Node   *yaml.Node                   `yaml:"-"`
+	Shell  string                       `yaml:"shell" gantry:"required"`
+	Source *Typed[CustomArtifactInline] `yaml:"source" gantry:"required"`
+}
+
+// CustomArtifactInline is an inline script.
+type CustomArtifactInline struct {
+	Node   *yaml.Node `yaml:"-"`
+	Script string     `yaml:"script"`
 }
 
 // Environment is an `environment:` document.

@@ -154,6 +154,24 @@ type Artifact struct {
 	Connector    *RegistryConnector `json:"connector,omitempty"`
 	// S3 is an AmazonS3 source: a file in a bucket, found when the stage starts.
 	S3 *S3Artifact `json:"s3,omitempty"`
+	// Custom is a CustomArtifact source whose versions a script lists, run when the stage
+	// starts.
+	Custom *CustomArtifactScript `json:"custom,omitempty"`
+}
+
+// CustomArtifactScript lists a CustomArtifact source's artifacts: Script (Bash, with Inputs
+// as its environment) writes JSON to $HARNESS_ARTIFACT_RESULT_PATH holding a list at
+// ArrayPath; each artifact's version is at VersionPath and its Attributes become
+// `<+artifact.metadata.NAME>`. The stage deploys Version, or the highest version matching
+// VersionRegex. Script, inputs, Version and VersionRegex may hold expressions.
+type CustomArtifactScript struct {
+	Script       string              `json:"script"`
+	Inputs       []Variable          `json:"inputs,omitempty"`
+	ArrayPath    string              `json:"arrayPath"`
+	VersionPath  string              `json:"versionPath"`
+	Attributes   []InstanceAttribute `json:"attributes,omitempty"`
+	Version      string              `json:"version,omitempty"`
+	VersionRegex string              `json:"versionRegex,omitempty"`
 }
 
 // S3Artifact is a file in a bucket: FilePath, or the newest key matching FilePathRegex. Each

@@ -270,6 +270,8 @@ func registerActivities(r interface {
 	hosts := &awshosts.Lister{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(hosts.Describe, activity.RegisterOptions{Name: activities.DescribeHosts})
 	fi := &instances.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
+	ca := &instances.Artifacts{Secrets: o.Secrets, WorkDir: o.WorkDir}
+	r.RegisterActivityWithOptions(ca.Resolve, activity.RegisterOptions{Name: activities.ResolveCustomArtifact})
 	r.RegisterActivityWithOptions(stamped(fi.Run), activity.RegisterOptions{Name: activities.FetchInstances})
 	tf := &terraform.Activity{Bin: o.TerraformBin, Mirror: o.TerraformPlugins, Keys: o.TerraformKeys, Secrets: o.Secrets, Logs: o.Logs, Git: gs, WorkDir: o.WorkDir}
 	dep := &deployed.Activity{}

@@ -129,9 +129,19 @@ func (s *stageRun) artifactPhase(ctx workflow.Context, a *plan.Artifact, render 
 	}
 	art := map[string]any{"image": image, "imagePath": path, "tag": tag, "type": a.Type, "identifier": a.ID,
 		"connectorRef": a.ConnectorRef}
+	if a.Type == "CustomArtifact" {
+		art["version"] = path // the version is the artifact
+	}
 	if a.S3 != nil {
 		// An AmazonS3 source (only plans made since it exists have one).
 		if art, err = s.resolveS3Artifact(ctx, a, render); err != nil {
+			return err
+		}
+	}
+	if a.Custom != nil {
+		// A CustomArtifact source whose script lists versions (only plans made since it
+		// exists have one).
+		if err := s.resolveCustomArtifact(ctx, a, art, render); err != nil {
 			return err
 		}
 	}
@@ -426,6 +436,36 @@ func (s *stageRun) resolveArtifact(ctx workflow.Context, a *plan.Artifact, path,
 	art["tag"], art["digest"], art["image"] = got.Tag, got.Digest, got.Image
 	s.tree.Artifact = got.Digest
 	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("artifact %s: %s", a.ID, got.Image))
+	return nil
+}
+
+// resolveCustomArtifact runs a CustomArtifact source's listing script on a worker and
+// publishes the version picked as `<+artifact.version>` (and the image, as a version-only
+// source publishes it) with its attributes as `<+artifact.metadata.*>`.
+func (s *stageRun) resolveCustomArtifact(ctx workflow.Context, a *plan.Artifact, art map[string]any, render renderFunc) error {
+	sc := *a.Custom
+	var err error
+	for _, f := range []struct {
+		v    *string
+		what string
+	}{{&sc.Script, "script"}, {&sc.Version, "version"}, {&sc.VersionRegex, "versionRegex"}} {
+		if *f.v, err = render(*f.v, "artifact "+a.ID+" "+f.what); err != nil {
+			return err
+		}
+	}
+	sc.Inputs = slices.Clone(sc.Inputs)
+	for i := range sc.Inputs {
+		if sc.Inputs[i].Value, err = render(sc.Inputs[i].Value, "artifact "+a.ID+" input "+sc.Inputs[i].Name); err != nil {
+			return err
+		}
+	}
+	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("list the versions of artifact %s", a.ID)))
+	var got activities.CustomArtifactResolved
+	if err := workflow.ExecuteActivity(actx, activities.ResolveCustomArtifact, activities.CustomArtifactInput{ExecutionID: s.in.ExecutionID, Artifact: a.ID, Script: sc}).Get(ctx, &got); err != nil {
+		return err
+	}
+	art["image"], art["imagePath"], art["version"], art["metadata"] = got.Version, got.Version, got.Version, got.Metadata
+	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("artifact %s: version %s (of %d listed)", a.ID, got.Version, got.Listed))
 	return nil
 }
 
@@ -812,6 +852,9 @@ func sshArtifact(a *plan.Artifact, root map[string]any) *activities.DeployArtifa
 		conn := a.S3.Connector
 		out.Image, out.Aws = "", &conn
 		out.Bucket, out.Key, out.Region = fmt.Sprint(art["bucketName"]), fmt.Sprint(art["filePath"]), fmt.Sprint(art["region"])
+	}
+	if md, ok := art["metadata"].(map[string]any); ok && a.Type == "CustomArtifact" {
+		out.URL, _ = md["url"].(string) // where a listed version is downloaded from
 	}
 	return out
 }

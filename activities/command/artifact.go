@@ -3,6 +3,7 @@ package command
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -78,15 +79,19 @@ func (r *run) openArtifact(ctx context.Context, a *activities.DeployArtifact) (s
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
-			return "", nil, activities.Fail(activities.Unknown, "artifact %s: %v", u.Redacted(), err)
+			return "", nil, activities.Fail(activities.Unknown, "artifact %s: %v", describe(a), err)
 		}
 		resp, err := http.DefaultClient.Do(req)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, whose query may hold credentials
+		}
 		if err != nil {
-			return "", nil, activities.Fail(activities.Connectivity, "artifact %s: %v", u.Redacted(), err)
+			return "", nil, activities.Fail(activities.Connectivity, "artifact %s: %v", describe(a), err)
 		}
 		if resp.StatusCode != http.StatusOK {
 			resp.Body.Close()
-			return "", nil, activities.Fail(activities.Verification, "artifact %s: the server answered %s", u.Redacted(), resp.Status)
+			return "", nil, activities.Fail(activities.Verification, "artifact %s: the server answered %s", describe(a), resp.Status)
 		}
 		return path.Base(u.Path), resp.Body, nil
 	case a.Registry != nil:
@@ -188,23 +193,24 @@ func (r *run) s3(ctx context.Context, a *activities.DeployArtifact) (*s3.Client,
 	return s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = objstore.PathStyle() }), nil
 }
 
-// artifactURL is a CustomArtifact's version read as an http(s) URL.
+// artifactURL is a CustomArtifact's metadata.url, else its version, read as an http(s) URL.
 func artifactURL(a *activities.DeployArtifact) (*url.URL, error) {
-	u, err := url.Parse(a.Image)
+	u, err := url.Parse(cmp.Or(a.URL, a.Image))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || path.Base(u.Path) == "/" || path.Base(u.Path) == "." {
 		return nil, activities.Fail(activities.Unknown,
-			"a CustomArtifact is copied or downloaded when its version is the http(s) URL of a file; %q is not: read the version in a Script unit as <+artifact.imagePath>", a.Image)
+			"a CustomArtifact is copied or downloaded from the http(s) URL of a file, its metadata.url (an attribute of the listing script) or its version; %q is not: read the version in a Script unit as <+artifact.version>", cmp.Or(a.URL, a.Image))
 	}
 	return u, nil
 }
 
-// describe names an artifact in logs and errors.
+// describe names an artifact in logs and errors: a URL without its user information and
+// query, which may hold credentials.
 func describe(a *activities.DeployArtifact) string {
 	if a.Bucket != "" {
 		return "s3://" + a.Bucket + "/" + a.Key
 	}
-	if u, err := url.Parse(a.Image); err == nil && u.Scheme != "" {
-		return u.Redacted()
+	if u, err := url.Parse(cmp.Or(a.URL, a.Image)); err == nil && u.Scheme != "" {
+		return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 	}
 	return a.Image
 }

@@ -1,8 +1,9 @@
-// Package instances runs a CustomDeployment's FetchInstanceScript step: the deployment
-// template's script, run with Bash on the worker, writes the target instances as JSON to
-// $INSTANCE_OUTPUT_PATH; the step reads the list at the template's instancesListPath and the
-// attributes of each instance at their JSON paths. The hosts become the stage's
-// <+stage.output.hosts>, each instance <+instance.*> in a loop over them.
+// Package instances runs the scripts that list what a deployment targets, with Bash on the
+// worker. A CustomDeployment's FetchInstanceScript step: the deployment template's script
+// writes the target instances as JSON to $INSTANCE_OUTPUT_PATH; the step reads the list at the
+// template's instancesListPath and the attributes of each instance at their JSON paths. The
+// hosts become the stage's <+stage.output.hosts>, each instance <+instance.*> in a loop over
+// them. A CustomArtifact source's fetchAllArtifacts script (artifact.go) lists its versions.
 package instances
 
 import (
@@ -55,37 +56,9 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	defer log.Close()
 	log.Line(fmt.Sprintf("# gantry: %s attempt %d: the fetch-instances script of template %s", in.StepPath, info.Attempt, c.Template))
-	dir, err := os.MkdirTemp(a.WorkDir, "instances-")
-	if err != nil {
-		return activities.StepResult{}, err
-	}
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, "instances.json")
-	file := filepath.Join(dir, "fetch.sh")
-	if err := os.WriteFile(file, []byte(script), 0o700); err != nil {
-		return activities.StepResult{}, err
-	}
 	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(runCtx, "bash", file)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "INSTANCE_OUTPUT_PATH="+out)
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	last := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		line := ""
-		for sc.Scan() {
-			line = mask.Apply(sc.Text())
-			log.Line(line)
-		}
-		last <- line
-	}()
-	runErr := cmd.Run()
-	pw.Close()
-	lastLine := <-last
+	b, lastLine, runErr := runScript(runCtx, a.WorkDir, script, "INSTANCE_OUTPUT_PATH", nil, mask, log.Line)
 	switch {
 	case log.Err() != nil:
 		return activities.StepResult{}, log.Err()
@@ -93,12 +66,10 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		return activities.StepResult{}, ctx.Err()
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		return activities.StepResult{}, activities.Fail(activities.Timeout, "the fetch-instances script ran longer than the step timeout %s", in.Timeout)
+	case errors.Is(runErr, errNoOutput):
+		return activities.StepResult{}, activities.Fail(activities.Verification, "the fetch-instances script wrote nothing to $INSTANCE_OUTPUT_PATH")
 	case runErr != nil:
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "the fetch-instances script failed (%v); last output: %s", runErr, lastLine)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Verification, "the fetch-instances script wrote nothing to $INSTANCE_OUTPUT_PATH: %v", err)
 	}
 	hosts, list, err := Parse(b, c.ListPath, c.Attributes)
 	if err != nil {
@@ -112,21 +83,59 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	return activities.StepResult{Outputs: map[string]any{"hosts": anyHosts, "instances": list}}, nil
 }
 
+// errNoOutput says a script wrote nothing to its output file.
+var errNoOutput = errors.New("no output")
+
+// runScript runs script with Bash in a folder of its own under workDir, with env (NAME=value)
+// and outputVar naming the file it writes its JSON to; each line of its output, masked, goes
+// to line. It returns what the script wrote there and its last output line.
+func runScript(ctx context.Context, workDir, script, outputVar string, env []string, mask *secrets.Masker, line func(string)) ([]byte, string, error) {
+	dir, err := os.MkdirTemp(workDir, "script-")
+	if err != nil {
+		return nil, "", err
+	}
+	defer os.RemoveAll(dir)
+	out := filepath.Join(dir, "output.json")
+	file := filepath.Join(dir, "script.sh")
+	if err := os.WriteFile(file, []byte(script), 0o700); err != nil {
+		return nil, "", err
+	}
+	cmd := exec.CommandContext(ctx, "bash", file)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), env...), outputVar+"="+out)
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	last := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		l := ""
+		for sc.Scan() {
+			l = mask.Apply(sc.Text())
+			line(l)
+		}
+		last <- l
+	}()
+	runErr := cmd.Run()
+	pw.Close()
+	lastLine := <-last
+	if runErr != nil {
+		return nil, lastLine, runErr
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return nil, lastLine, errNoOutput
+	}
+	return b, lastLine, nil
+}
+
 // Parse reads the instances of a script's JSON: the list at listPath, and of each instance the
 // attributes at their paths. It returns the host names in order and, for each instance,
 // `<+instance.*>`: name, hostName, and host.{instanceName, hostName, properties}.
 func Parse(js []byte, listPath string, attrs []plan.InstanceAttribute) ([]string, []any, error) {
-	var doc any
-	if err := json.Unmarshal(js, &doc); err != nil {
-		return nil, nil, fmt.Errorf("the instances' JSON does not parse: %v", err)
-	}
-	v, err := dig(doc, listPath)
+	items, err := listAt(js, listPath, "instancesListPath")
 	if err != nil {
-		return nil, nil, fmt.Errorf("instancesListPath %q: %v", listPath, err)
-	}
-	items, ok := v.([]any)
-	if !ok {
-		return nil, nil, fmt.Errorf("instancesListPath %q is not a list but %s", listPath, kind(v))
+		return nil, nil, err
 	}
 	var hosts []string
 	var out []any
@@ -156,6 +165,23 @@ func Parse(js []byte, listPath string, attrs []plan.InstanceAttribute) ([]string
 			"host": map[string]any{"instanceName": name, "hostName": name, "properties": props}})
 	}
 	return hosts, out, nil
+}
+
+// listAt is the list at path (the field named what) in a script's JSON.
+func listAt(js []byte, path, what string) ([]any, error) {
+	var doc any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		return nil, fmt.Errorf("the script's JSON does not parse: %v", err)
+	}
+	v, err := dig(doc, path)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %v", what, path, err)
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s %q is not a list but %s", what, path, kind(v))
+	}
+	return items, nil
 }
 
 // dig follows a dot-separated path of keys and [index]es ("items", "data.hosts[0].name"); the

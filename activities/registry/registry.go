@@ -99,7 +99,7 @@ func highestTag(repo name.Repository, pattern string, ro []remote.Option) (strin
 	}
 	switch {
 	case len(matching) > 0:
-		return slices.MaxFunc(matching, compareVersions), nil
+		return slices.MaxFunc(matching, CompareVersions), nil
 	case pattern == "" && slices.Contains(tags, "latest"):
 		return "latest", nil
 	case pattern == "":
@@ -108,7 +108,9 @@ func highestTag(repo name.Repository, pattern string, ro []remote.Option) (strin
 	return "", activities.Fail(activities.Verification, "%s: no tag matches %q (%d tags)", repo, pattern, len(tags))
 }
 
-func compareVersions(a, b string) int {
+// CompareVersions orders versions (tags, a custom artifact's versions) by their dot-, dash- and
+// underscore-separated parts, numerically where both are numbers: 1.10 is above 1.9.
+func CompareVersions(a, b string) int {
 	split := func(s string) []string {
 		return strings.FieldsFunc(s, func(r rune) bool { return r == '.' || r == '-' || r == '_' })
 	}

@@ -110,7 +110,7 @@ func TestCompareVersions(t *testing.T) {
 		a, b string
 		less bool
 	}{{"1.9.0", "1.10.0", true}, {"1.2", "1.2.1", true}, {"v1-b", "v1-a", false}, {"build_7", "build_12", true}} {
-		if got := compareVersions(c.a, c.b) < 0; got != c.less {
+		if got := CompareVersions(c.a, c.b) < 0; got != c.less {
 			t.Errorf("%s < %s = %v", c.a, c.b, got)
 		}
 	}

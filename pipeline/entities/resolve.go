@@ -222,6 +222,22 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	return out
 }
 
+// customArtifactScript is a CustomArtifact source's listing script and what it picks.
+func customArtifactScript(s *pipeline.ArtifactSourceSpec) *plan.CustomArtifactScript {
+	f := s.Scripts.FetchAllArtifacts
+	out := &plan.CustomArtifactScript{ArrayPath: f.ArtifactsArrayPath, VersionPath: f.VersionPath, Version: s.Version, VersionRegex: s.VersionRegex}
+	if f.Spec != nil && f.Spec.Source != nil && f.Spec.Source.Spec != nil {
+		out.Script = f.Spec.Source.Spec.Script
+	}
+	for _, v := range s.Inputs {
+		out.Inputs = append(out.Inputs, plan.Variable{Name: v.Name, Type: v.Type, Value: v.Value})
+	}
+	for _, a := range f.Attributes {
+		out.Attributes = append(out.Attributes, plan.InstanceAttribute{Name: a.Name, JSONPath: a.Value})
+	}
+	return out
+}
+
 // artifact resolves the primary artifact source a service deploys, declared in file.
 func (r *resolver) artifact(file string, src *pipeline.ArtifactSource) *plan.Artifact {
 	out := &plan.Artifact{ID: src.Identifier, Type: src.Type, ConnectorRef: src.Spec.ConnectorRef,
@@ -229,6 +245,9 @@ func (r *resolver) artifact(file string, src *pipeline.ArtifactSource) *plan.Art
 	if src.Type == "CustomArtifact" {
 		// A custom source's version is the artifact itself: the image deployed.
 		out.ImagePath, out.Tag = src.Spec.Version, ""
+		if sc := src.Spec.Scripts; sc != nil && sc.FetchAllArtifacts != nil {
+			out.Custom = customArtifactScript(src.Spec)
+		}
 		return out
 	}
 	if src.Type == "DockerRegistry" && src.Spec.ConnectorRef != "" {

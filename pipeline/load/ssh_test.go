@@ -9,17 +9,16 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/load"
 )
 
-// An Ssh stage: its files check, resolve into hosts and a credential, and what Gantry does
-// not run yet is unsupported at its line, never an error.
-func TestSshDeploymentChecks(t *testing.T) {
-	files := func() map[string]string {
-		return map[string]string{
-			"secret.yaml":  "secret:\n  type: SSHKey\n  name: k\n  identifier: deploy_key\n  spec:\n    auth:\n      type: SSH\n      spec:\n        credentialType: KeyReference\n        spec: {userName: deploy, key: deploy_pem}\n    port: 2222\n",
-			"env.yaml":     "environment:\n  name: s\n  identifier: staging\n  type: PreProduction\n",
-			"infra.yaml":   "infrastructureDefinition:\n  name: h\n  identifier: hosts\n  environmentRef: staging\n  deploymentType: Ssh\n  type: Pdc\n  spec:\n    credentialsRef: deploy_key\n    hosts: [web-1, \"web-2:2200\"]\n    hostFilter: {type: All, spec: {}}\n",
-			"service.yaml": "service:\n  name: s\n  identifier: shop\n  serviceDefinition:\n    type: Ssh\n    spec:\n      configFiles:\n        - configFile: {identifier: app, spec: {store: {type: Local, spec: {paths: [app.conf]}}}}\n",
-			"app.conf":     "x=1\n",
-			"pipeline.yaml": `pipeline:
+// sshFiles are an Ssh stage's files: a credential, an environment, a Pdc infrastructure,
+// a service with a config file, and a pipeline with a Command step.
+func sshFiles() map[string]string {
+	return map[string]string{
+		"secret.yaml":  "secret:\n  type: SSHKey\n  name: k\n  identifier: deploy_key\n  spec:\n    auth:\n      type: SSH\n      spec:\n        credentialType: KeyReference\n        spec: {userName: deploy, key: deploy_pem}\n    port: 2222\n",
+		"env.yaml":     "environment:\n  name: s\n  identifier: staging\n  type: PreProduction\n",
+		"infra.yaml":   "infrastructureDefinition:\n  name: h\n  identifier: hosts\n  environmentRef: staging\n  deploymentType: Ssh\n  type: Pdc\n  spec:\n    credentialsRef: deploy_key\n    hosts: [web-1, \"web-2:2200\"]\n    hostFilter: {type: All, spec: {}}\n",
+		"service.yaml": "service:\n  name: s\n  identifier: shop\n  serviceDefinition:\n    type: Ssh\n    spec:\n      configFiles:\n        - configFile: {identifier: app, spec: {store: {type: Local, spec: {paths: [app.conf]}}}}\n",
+		"app.conf":     "x=1\n",
+		"pipeline.yaml": `pipeline:
   name: p
   identifier: p
   stages:
@@ -45,8 +44,13 @@ func TestSshDeploymentChecks(t *testing.T) {
                       - {identifier: copy, name: copy, type: Copy, spec: {sourceType: Config, destinationPath: /opt/app}}
                       - {identifier: run, name: run, type: Script, spec: {shell: Bash, source: {type: Inline, spec: {script: echo}}}}
 `,
-		}
 	}
+}
+
+// An Ssh stage: its files check, resolve into hosts and a credential, and what Gantry does
+// not run yet is unsupported at its line, never an error.
+func TestSshDeploymentChecks(t *testing.T) {
+	files := sshFiles
 	r := loadIn(t, files(), "pipeline.yaml", load.Options{ForRun: true})
 	if !r.OK() || r.Plan == nil {
 		t.Fatalf("load:\n%s", r.Diags.Render(r.Sources))
@@ -219,5 +223,70 @@ func TestSshWinRmAwsChecks(t *testing.T) {
 		if !found {
 			t.Errorf("%q: want a %v saying %q:\n%s", c.new, c.sev, c.want, r.Diags.Render(r.Sources))
 		}
+	}
+}
+
+// A CustomArtifact source: a version, or a versionRegex among the versions its script lists
+// (resolved into the plan); what is broken is an error at its line, what Gantry does not run
+// unsupported.
+func TestCustomArtifactSourceChecks(t *testing.T) {
+	const source = `      artifacts:
+        primary:
+          primaryArtifactRef: pkg
+          sources:
+            - identifier: pkg
+              type: CustomArtifact
+              spec:
+                versionRegex: '2\..*'
+                inputs: [{name: BASE, type: String, value: https://repo}]
+                scripts:
+                  fetchAllArtifacts:
+                    artifactsArrayPath: items
+                    versionPath: version
+                    attributes: [{name: url, type: String, value: link}]
+                    spec: {shell: Bash, source: {type: Inline, spec: {script: list-builds > $HARNESS_ARTIFACT_RESULT_PATH}}}
+`
+	withSource := func(src string) map[string]string {
+		fs := sshFiles()
+		fs["service.yaml"] = strings.Replace(fs["service.yaml"], "    spec:\n", "    spec:\n"+src, 1)
+		return fs
+	}
+	r := loadIn(t, withSource(source), "pipeline.yaml", load.Options{ForRun: true})
+	if !r.OK() || len(r.Diags) > 0 {
+		t.Fatalf("load:\n%s", r.Diags.Render(r.Sources))
+	}
+	c := r.Plan.Stages[0].Deploy.Service.Artifact.Custom
+	if c == nil || c.VersionRegex != `2\..*` || c.ArrayPath != "items" || c.VersionPath != "version" || len(c.Attributes) != 1 || c.Attributes[0].JSONPath != "link" ||
+		len(c.Inputs) != 1 || c.Inputs[0].Value != "https://repo" || !strings.Contains(c.Script, "list-builds") {
+		t.Fatalf("resolved %+v", c)
+	}
+	for _, k := range []struct {
+		old, new string
+		sev      diag.Severity
+		want     string
+	}{
+		{"                versionRegex: '2\\..*'\n", "", diag.Error, "needs `version` or `versionRegex`"},
+		{"'2\\..*'", "'2\\..*('", diag.Error, "not a regular expression"},
+		{"                    versionPath: version\n", "", diag.Error, "versionPath"},
+		{"shell: Bash", "shell: PowerShell", diag.Unsupported, "PowerShell artifact script"},
+		{"source: {type: Inline, spec: {script: list-builds > $HARNESS_ARTIFACT_RESULT_PATH}}", "source: {type: Harness, spec: {file: /list.sh}}", diag.Unsupported, "a Harness artifact script"},
+	} {
+		src := strings.Replace(source, k.old, k.new, 1)
+		if src == source {
+			t.Fatalf("%q is not in the source", k.old)
+		}
+		r := loadIn(t, withSource(src), "pipeline.yaml", load.Options{ForRun: true})
+		found := false
+		for _, d := range r.Diags {
+			found = found || d.Severity == k.sev && strings.Contains(d.Message, k.want) && d.Pos.Line > 0
+		}
+		if !found {
+			t.Errorf("%q: want a %v saying %q:\n%s", k.new, k.sev, k.want, r.Diags.Render(r.Sources))
+		}
+	}
+	// Without a script, a versionRegex has nothing to pick from.
+	r = loadIn(t, withSource("      artifacts: {primary: {primaryArtifactRef: pkg, sources: [{identifier: pkg, type: CustomArtifact, spec: {versionRegex: '2.*'}}]}}\n"), "pipeline.yaml", load.Options{ForRun: true})
+	if d := codes(r.Diags, diag.Error, "missing-field"); len(d) != 1 || !strings.Contains(d[0].Message, "scripts.fetchAllArtifacts") {
+		t.Errorf("versionRegex without a script:\n%s", r.Diags.Render(r.Sources))
 	}
 }

@@ -128,6 +128,50 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 	}
 }
 
+// customArtifact checks a CustomArtifact source: a version, or a versionRegex and the script
+// listing the versions (Bash, inline) with where its JSON holds them.
+func (c *checker) customArtifact(s *pipeline.ArtifactSourceSpec) {
+	c.variables(s.Inputs, "custom artifact input")
+	f := (*pipeline.FetchAllArtifacts)(nil)
+	if s.Scripts != nil {
+		f = s.Scripts.FetchAllArtifacts
+	}
+	if f == nil {
+		if s.Version == "" && s.VersionRegex != "" {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "versionRegex")), "missing-field", "versionRegex picks among the versions a script lists: the source needs scripts.fetchAllArtifacts").
+				SetHint("or give `version:`")
+			return
+		}
+		c.required(s.Node, s.Version, "version", "spec")
+		return
+	}
+	if s.Version == "" && s.VersionRegex == "" {
+		c.diags.Errorf(c.pos(s.Node), "missing-field", "a CustomArtifact source needs `version` or `versionRegex`").
+			SetHint("version: <+input> picks one at run time; versionRegex: the highest matching version")
+	}
+	if s.VersionRegex != "" && !dynamic(s.VersionRegex) {
+		if _, err := regexp.Compile(s.VersionRegex); err != nil {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "versionRegex")), "invalid-pattern", "versionRegex %q is not a regular expression: %v", s.VersionRegex, err)
+		}
+	}
+	c.required(f.Node, f.ArtifactsArrayPath, "artifactsArrayPath", "fetchAllArtifacts")
+	c.required(f.Node, f.VersionPath, "versionPath", "fetchAllArtifacts")
+	if sp := f.Spec; sp != nil {
+		if sp.Shell == "PowerShell" {
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(sp.Node, "shell")), "unsupported-field", "a PowerShell artifact script: Gantry runs Bash scripts on its workers")
+		} else {
+			c.enum(sp.Node, "shell", sp.Shell, []string{"Bash", "PowerShell"}, "shell")
+		}
+		if src := sp.Source; src != nil {
+			if src.Type != "Inline" {
+				c.diags.Unsupportedf(c.pos(pipeline.ValueAt(src.Node, "type")), "unsupported-field", "a %s artifact script: Gantry runs inline scripts", src.Type)
+			} else if src.Spec == nil || src.Spec.Script == "" {
+				c.diags.Errorf(c.pos(src.Node), "missing-field", "the artifact script needs `spec.script`")
+			}
+		}
+	}
+}
+
 // artifactSource checks the fields an artifact source's type needs: a file in a bucket for
 // AmazonS3, an image path for the registries.
 func (c *checker) artifactSource(src pipeline.ArtifactSource) {
@@ -136,12 +180,7 @@ func (c *checker) artifactSource(src pipeline.ArtifactSource) {
 		return
 	}
 	if src.Type == "CustomArtifact" {
-		if s.Version == "" && (s.VersionRegex != "" || s.Scripts != nil) {
-			c.diags.Unsupportedf(c.pos(s.Node), "unsupported-artifact-type", "a CustomArtifact source whose versions a script lists is not supported: Gantry deploys a `version` given in the source or at run time").
-				SetHint("give `version:` (an image reference, or <+input>)")
-			return
-		}
-		c.required(s.Node, s.Version, "version", "spec")
+		c.customArtifact(s)
 		return
 	}
 	if src.Type != "AmazonS3" {
