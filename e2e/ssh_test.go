@@ -315,6 +315,28 @@ func sshCredential(t *testing.T, dir string, port int, hosts ...*sshtest.Server)
 	writeFile(t, filepath.Join(dir, "environment.yaml"), "environment:\n  name: Production\n  identifier: prod\n  type: Production\n")
 }
 
+// buildsBucket starts a real S3-compatible server holding a bucket "builds" with objects, the
+// worker's S3 endpoint, and its secret key as the secret keySecret.
+func buildsBucket(t *testing.T, keySecret string, objects map[string]string) {
+	t.Helper()
+	srv, err := s3test.Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	ctx := context.Background()
+	if err := srv.Bucket(ctx, "builds"); err != nil {
+		t.Fatal(err)
+	}
+	for key, text := range objects {
+		if err := srv.Put(ctx, "builds", key, []byte(text)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("AWS_ENDPOINT_URL_S3", srv.Endpoint)
+	t.Setenv(secrets.EnvName(keySecret), s3test.SecretKey)
+}
+
 // A rolling deployment of an S3 artifact to three sshd hosts in two phases (a step group
 // over partitions of two hosts, one partition at a time): each host gets the artifact copied
 // by the worker and downloaded by itself (a presigned URL, never in the log), starts the
@@ -323,22 +345,7 @@ func sshCredential(t *testing.T, dir string, port int, hosts ...*sshtest.Server)
 // its check: the stage's rollback copies the artifact the hosts had before back, on every
 // host, and switches to it.
 func TestSshRollingDeploymentRollsBackArtifact(t *testing.T) {
-	srv, err := s3test.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	ctx := context.Background()
-	if err := srv.Bucket(ctx, "builds"); err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range []string{"1.0", "1.1"} {
-		if err := srv.Put(ctx, "builds", "shop/shop-"+v+".tgz", []byte("shop "+v+"\n")); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Setenv("AWS_ENDPOINT_URL_S3", srv.Endpoint)
-	t.Setenv(secrets.EnvName("aws_key"), s3test.SecretKey)
+	buildsBucket(t, "aws_key", map[string]string{"shop/shop-1.0.tgz": "shop 1.0\n", "shop/shop-1.1.tgz": "shop 1.1\n"})
 	dir, target := t.TempDir(), t.TempDir()
 	hosts := sshHosts(t, dir, 3)
 	writeFile(t, filepath.Join(dir, "aws.yaml"), "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: "+s3test.AccessKey+", secretKeyRef: aws_key}\n      region: "+s3test.Region+"\n")
@@ -862,20 +869,7 @@ var sshBasicPipeline string
 // destinations and working directories under $HOME/<+service.name>/<+env.name> land in the
 // login's home on each host, the artifact picked at run time from the service's sources.
 func TestSshReferenceBasicStrategy(t *testing.T) {
-	srv, err := s3test.Start(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	ctx := context.Background()
-	if err := srv.Bucket(ctx, "builds"); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Put(ctx, "builds", "todolist.war", []byte("war\n")); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AWS_ENDPOINT_URL_S3", srv.Endpoint)
-	t.Setenv(secrets.EnvName("aws_secret"), s3test.SecretKey)
+	buildsBucket(t, "aws_secret", map[string]string{"todolist.war": "war\n"})
 	dir := t.TempDir()
 	hosts := sshHosts(t, dir, 2)
 	name := fmt.Sprintf("gantry-e2e-todolist-%d", hosts[0].Port) // the hosts' home is the test user's

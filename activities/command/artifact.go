@@ -24,27 +24,27 @@ import (
 	"github.com/gantry-cd/gantry/activities/registry"
 )
 
-// artifact is the artifact a Copy or DownloadArtifact unit fetches: the stage's, or in a
-// rollback step what the infrastructure was deployed with before (nil when nothing was).
-func (r *run) artifact() (*activities.DeployArtifact, bool) {
-	a := r.in.Deploy.Artifact
-	if a == nil && r.in.Deploy.Rollback {
+// artifact is the artifact a Copy or DownloadArtifact unit fetches (what names the unit's
+// verb): the stage's, or in a rollback step what the infrastructure was deployed with before;
+// nil without an error when a rollback has nothing to restore.
+func (r *run) artifact(what string) (*activities.DeployArtifact, error) {
+	switch a := r.in.Deploy.Artifact; {
+	case a != nil:
+		return a, nil
+	case r.in.Deploy.Rollback:
 		r.log.Line("no earlier successful deployment of this service to this infrastructure: no artifact to restore")
-		return nil, false
+		return nil, nil
 	}
-	return a, true
+	return nil, activities.Fail(activities.Unknown, "the service has no artifact to %s: give it `artifacts.primary`", what)
 }
 
 // copyArtifact fetches the artifact on the worker and writes it into dir on the host: an S3
 // object under its own name, an image as a `docker load` archive, a CustomArtifact whose
 // version is a URL under the URL's file name.
 func (r *run) copyArtifact(ctx context.Context, dir string) error {
-	a, ok := r.artifact()
-	if !ok {
-		return nil
-	}
+	a, err := r.artifact("copy")
 	if a == nil {
-		return activities.Fail(activities.Unknown, "the service has no artifact to copy: give it `artifacts.primary`, or copy its config files (sourceType: Config)")
+		return err
 	}
 	file, body, err := r.openArtifact(ctx, a)
 	if err != nil {
@@ -125,12 +125,9 @@ func (r *run) imageArchive(ctx context.Context, a *activities.DeployArtifact) (s
 // download has the host fetch the artifact into dir itself, with curl (or wget): an S3 object
 // through a presigned URL valid for the step's timeout, a CustomArtifact's URL.
 func (r *run) download(ctx context.Context, dir string) error {
-	a, ok := r.artifact()
-	if !ok {
-		return nil
-	}
+	a, err := r.artifact("download")
 	if a == nil {
-		return activities.Fail(activities.Unknown, "the service has no artifact to download: give it `artifacts.primary`")
+		return err
 	}
 	var link, file string
 	switch {

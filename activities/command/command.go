@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strings"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/gantry-cd/gantry/activities"
@@ -115,21 +114,13 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		}
 		r.env[v.Name] = val
 	}
-	info := activity.GetInfo(ctx)
-	if r.log, err = a.Logs.Open(in.ExecutionID, in.StepPath); err != nil {
+	sess, err := sshexec.Open(ctx, a.Logs, in, target)
+	if err != nil {
 		return activities.StepResult{}, err
 	}
-	defer r.log.Close()
-	r.log.Line(fmt.Sprintf("# gantry: %s attempt %d on host %s as %s", in.StepPath, info.Attempt, target.Addr(), target.User))
-	if target.KnownHosts == "" {
-		r.log.Line("# the host's key is not checked: start the worker with --ssh-known-hosts")
-	}
-	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
-	defer cancel()
-	if r.c, err = sshexec.Dial(runCtx, target); err != nil {
-		return activities.StepResult{}, err
-	}
-	defer r.c.Close()
+	defer sess.Close()
+	r.log, r.c = sess.Log, sess.Client
+	runCtx := sess.Ctx
 	var names []string
 	for _, o := range sp.OutputVariables {
 		names = append(names, scalar(o.Value))

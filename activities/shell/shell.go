@@ -466,23 +466,12 @@ func (a *Activity) runOnTarget(ctx context.Context, in activities.StepInput, spe
 	if err != nil {
 		return activities.StepResult{}, err
 	}
-	info := activity.GetInfo(ctx)
-	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
+	sess, err := sshexec.Open(ctx, a.Logs, in, target)
 	if err != nil {
 		return activities.StepResult{}, err
 	}
-	defer log.Close()
-	log.Line(fmt.Sprintf("# gantry: %s attempt %d on host %s as %s", in.StepPath, info.Attempt, target.Addr(), target.User))
-	if target.KnownHosts == "" {
-		log.Line("# the host's key is not checked: start the worker with --ssh-known-hosts")
-	}
-	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
-	defer cancel()
-	c, err := sshexec.Dial(runCtx, target)
-	if err != nil {
-		return activities.StepResult{}, err
-	}
-	defer c.Close()
+	defer sess.Close()
+	log, c, runCtx := sess.Log, sess.Client, sess.Ctx
 	env := make(map[string]string, len(names))
 	for i, n := range names {
 		env[n] = values[i]

@@ -23,10 +23,12 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+	"go.temporal.io/sdk/activity"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -392,4 +394,42 @@ func TargetFor(ctx context.Context, r secrets.Resolver, mask *secrets.Masker, cr
 		}
 	}
 	return t, nil
+}
+
+// Session is a step's login to its host: the step's log, opened with a line saying which
+// attempt runs where as whom, the step's run context (its timeout, heartbeats) and the
+// connection made within it.
+type Session struct {
+	Log    *logs.Writer
+	Ctx    context.Context
+	Client *Client
+	cancel context.CancelFunc
+}
+
+// Open opens a step's log and logs in to target.
+func Open(ctx context.Context, store logs.Store, in activities.StepInput, target Target) (*Session, error) {
+	info := activity.GetInfo(ctx)
+	log, err := store.Open(in.ExecutionID, in.StepPath)
+	if err != nil {
+		return nil, err
+	}
+	log.Line(fmt.Sprintf("# gantry: %s attempt %d on host %s as %s", in.StepPath, info.Attempt, target.Addr(), target.User))
+	if target.KnownHosts == "" {
+		log.Line("# the host's key is not checked: start the worker with --ssh-known-hosts")
+	}
+	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
+	c, err := Dial(runCtx, target)
+	if err != nil {
+		cancel()
+		log.Close()
+		return nil, err
+	}
+	return &Session{Log: log, Ctx: runCtx, Client: c, cancel: cancel}, nil
+}
+
+// Close logs out and closes the log.
+func (s *Session) Close() {
+	s.Client.Close()
+	s.cancel()
+	s.Log.Close()
 }
