@@ -486,6 +486,13 @@ func TestSshRollingDeploymentRollsBackArtifact(t *testing.T) {
 			t.Errorf("the log lacks %q:\n%s", want, log)
 		}
 	}
+	// No credential reaches history: the S3 key, the hosts' private key, a presigned URL.
+	hist := rawHistory(t, id, id+"/deploy")
+	for name, secret := range map[string]string{"the S3 secret key": s3test.SecretKey, "the SSH private key": privateKeyLine(hosts[0].ClientKey), "a presigned URL": "X-Amz-Signature"} {
+		if bytes.Contains(hist, []byte(secret)) {
+			t.Errorf("%s is in the execution's history", name)
+		}
+	}
 	if log := readLog(t, id, "deploy.check"); !strings.Contains(log, "port 8080") {
 		t.Errorf("the output variable read by a later step:\n%s", log)
 	}
@@ -914,4 +921,10 @@ func TestSshReferenceBasicStrategy(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(base, "todolist.properties")); string(b) != "env=Production\n" {
 		t.Errorf("the config file: %q", b)
 	}
+}
+
+// privateKeyLine is a line from the middle of a PEM private key: text that only the key holds.
+func privateKeyLine(pem string) string {
+	lines := strings.Split(strings.TrimSpace(pem), "\n")
+	return lines[len(lines)/2]
 }
