@@ -87,7 +87,7 @@ fuzz:
 # (GANTRY_PENDING_RUNS), and
 # a CI stage of 5 Run steps vs a hand-written pod of the same containers, BuildAndPush vs the
 # same BuildKit build driven by hand, and a CI stage with its S3 cache restored vs cold.
-bench: k8s-tools terraform-tools browser-tools
+bench: k8s-tools terraform-tools ssh-tools browser-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench 'OnRun(Prepared|NewPipeline)' -benchtime 500x -count 3 ./policies | tee -a .bench.out
 	$(GO) test -run '^$$' -bench OnRunUnprepared -benchtime 20x -count 3 ./policies | tee -a .bench.out
@@ -103,6 +103,7 @@ bench: k8s-tools terraform-tools browser-tools
 	$(GO) test -run '^$$' -bench 'RollingDeploy10|Kubectl10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	GANTRY_HELM_BIN=$$(hack/helm/build.sh) $(GO) test -run '^$$' -bench 'HelmDeploy10|HelmCLI10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'TerraformApply20|TofuByHand20' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'SshDeploy3Hosts|SshByHand3Hosts' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Fetch|RefAdvertisement' -benchtime 20x -count 3 ./activities/gitstore | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'ContainerGroup|KubectlRunExec' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'CIStage5Runs|HandPod5|BuildAndPush|BuildDirect' -benchtime 3x -count 3 ./e2e | tee -a .bench.out

@@ -294,7 +294,7 @@ func loadDev(t *testing.T, dir string) *plan.Plan {
 	return loadRun(t, file, "pipeline.variables.tag=1.27")
 }
 
-func writeFile(t *testing.T, file, text string) {
+func writeFile(t testing.TB, file, text string) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		t.Fatal(err)

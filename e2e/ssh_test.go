@@ -38,7 +38,7 @@ import (
 var knownHostsMu sync.Mutex
 
 // trustHosts adds the servers' keys to the worker's known hosts.
-func trustHosts(t *testing.T, srvs ...*sshtest.Server) {
+func trustHosts(t testing.TB, srvs ...*sshtest.Server) {
 	t.Helper()
 	knownHostsMu.Lock()
 	defer knownHostsMu.Unlock()
@@ -181,7 +181,7 @@ func TestSshDeploysToHosts(t *testing.T) {
 }
 
 // authorizedOf is the authorized_keys line of a server's client key.
-func authorizedOf(t *testing.T, s *sshtest.Server) string {
+func authorizedOf(t testing.TB, s *sshtest.Server) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(filepath.Dir(s.Home), "authorized", s.KeyUser))
 	if err != nil {
@@ -263,7 +263,7 @@ func TestShellScriptOnTargetHost(t *testing.T) {
 
 // sshHosts starts n sshd hosts that trust one client key and writes the SSH credential, the
 // environment and a Pdc infrastructure listing them in dir.
-func sshHosts(t *testing.T, dir string, n int) []*sshtest.Server {
+func sshHosts(t testing.TB, dir string, n int) []*sshtest.Server {
 	t.Helper()
 	hosts := make([]*sshtest.Server, n)
 	var list []string
@@ -288,7 +288,7 @@ func sshHosts(t *testing.T, dir string, n int) []*sshtest.Server {
 // sshCredential makes every host trust the first one's client key (the secret deploy_pem)
 // and the worker know their host keys, and writes the SSH credential (port 0: none) and the
 // environment prod in dir.
-func sshCredential(t *testing.T, dir string, port int, hosts ...*sshtest.Server) {
+func sshCredential(t testing.TB, dir string, port int, hosts ...*sshtest.Server) {
 	t.Helper()
 	for _, h := range hosts[1:] {
 		if err := os.WriteFile(filepath.Join(filepath.Dir(h.Home), "authorized", h.KeyUser), []byte(authorizedOf(t, hosts[0])), 0o644); err != nil {
@@ -535,7 +535,7 @@ func dumpTree(n *workflows.Node) string {
 // sshService writes an Ssh service with one primary artifact source (YAML flow mapping) and a
 // pipeline deploying it to every host with units (YAML flow sequences, %[1]s the target
 // folder), on queue's workers when the starter says so.
-func sshPipeline(t *testing.T, dir, source, units string) string {
+func sshPipeline(t testing.TB, dir, source, units string) string {
 	t.Helper()
 	writeFile(t, filepath.Join(dir, "service.yaml"), `service:
   name: Shop

@@ -98,6 +98,13 @@ if [ -n "$tg" ] && [ -n "$th" ]; then
     printf "  gantry pipeline with TerraformApply %.0f  the same tofu by hand (init, plan, apply, output) %.0f  ratio %.2fx\n", g, h, g / h
   }'
 fi
+sg=$(unit SshDeploy3Hosts ms/deploy); sh=$(unit SshByHand3Hosts ms/deploy)
+if [ -n "$sg" ] && [ -n "$sh" ]; then
+  awk -v g="$sg" -v h="$sh" 'BEGIN {
+    print ""; print "a 4 MiB package copied to 3 sshd hosts at once and checked there (ms, median of runs)"
+    printf "  gantry pipeline with a Command step (Copy, Script) %.0f  curl + ssh/scp/ssh per host by hand %.0f  ratio %.2fx\n", g, h, g / h
+  }'
+fi
 hg=$(unit HelmDeploy10 ms/deploy); hc=$(unit HelmCLI10 ms/deploy)
 if [ -n "$hg" ] && [ -n "$hc" ]; then
   awk -v g="$hg" -v c="$hc" 'BEGIN {
