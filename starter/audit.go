@@ -2,6 +2,7 @@ package starter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -230,14 +232,25 @@ func (s *Starter) decisionRecord(name string, args *commonpb.Payloads) (workflow
 	return r, true
 }
 
-// refusals reads the refusals kept since a time from every run of the Refusals workflow.
+// refusals reads the refusals kept since a time from every run of the Refusals workflow:
+// the latest run found by its ID (visibility lists a run a moment after it starts, and a
+// refusal just kept must be read back at once), the earlier ones through visibility.
 func (s *Starter) refusals(ctx context.Context, since time.Time) ([]workflows.AuditRecord, error) {
 	c := s.internal()
+	var runs []string
+	d, err := c.DescribeWorkflowExecution(ctx, workflows.RefusalsID, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf): // none kept yet
+	case err != nil:
+		return nil, fmt.Errorf("find the refusals of the audit trail: %w", err)
+	default:
+		runs = append(runs, d.GetWorkflowExecutionInfo().GetExecution().GetRunId())
+	}
 	query := fmt.Sprintf("WorkflowId = '%s'", workflows.RefusalsID)
 	if !since.IsZero() {
 		query += fmt.Sprintf(" AND (ExecutionStatus = 'Running' OR CloseTime >= '%s')", since.UTC().Format(time.RFC3339Nano))
 	}
-	var out []workflows.AuditRecord
 	var token []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
@@ -245,21 +258,31 @@ func (s *Starter) refusals(ctx context.Context, since time.Time) ([]workflows.Au
 			return nil, fmt.Errorf("list the refusals of the audit trail: %w", err)
 		}
 		for _, e := range resp.GetExecutions() {
-			iter := c.GetWorkflowHistory(ctx, workflows.RefusalsID, e.GetExecution().GetRunId(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-			for iter.HasNext() {
-				ev, err := iter.Next()
-				if err != nil {
-					return nil, fmt.Errorf("read the refusals of the audit trail: %w", err)
-				}
-				if r, ok := s.refusal(ev); ok {
-					out = append(out, r)
-				}
+			if id := e.GetExecution().GetRunId(); !slices.Contains(runs, id) {
+				runs = append(runs, id)
 			}
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
-			return out, nil
+			break
 		}
 	}
+	var out []workflows.AuditRecord
+	for _, run := range runs {
+		iter := c.GetWorkflowHistory(ctx, workflows.RefusalsID, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if errors.As(err, &nf) {
+				break // past retention since it was listed
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read the refusals of the audit trail: %w", err)
+			}
+			if r, ok := s.refusal(ev); ok {
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
 }
 
 func (s *Starter) refusal(ev *historypb.HistoryEvent) (workflows.AuditRecord, bool) {
