@@ -54,7 +54,7 @@ func (r *run) startTails(ctx context.Context, u unit) (*tails, error) {
 			lines: &logs.Lines{Log: r.log, Mask: r.mask}})
 		sizes.WriteString(" " + sshexec.ShellPath(tf.TailFile))
 	}
-	sizes.WriteString("; do stat -c %s -- \"$f\" 2>/dev/null || echo 0; done\n")
+	sizes.WriteString("; do { wc -c < \"$f\"; } 2>/dev/null || echo 0; done\n") // wc: GNU and BSD alike
 	var out bytes.Buffer
 	code, err := r.c.Run(ctx, sizes.String(), u.Spec.WorkingDirectory, nil, &out)
 	if err != nil {
