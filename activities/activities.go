@@ -4,10 +4,12 @@
 package activities
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"time"
 
@@ -316,6 +318,21 @@ type Host struct {
 	PrivateDNS string            `json:"privateDns,omitempty"`
 	PublicDNS  string            `json:"publicDns,omitempty"`
 	Tags       map[string]string `json:"tags,omitempty"`
+}
+
+// String names the artifact in notes, logs and errors: an object's s3:// address, a URL
+// without its user information and query (either may hold credentials), or the image.
+func (a *DeployArtifact) String() string {
+	if a == nil {
+		return "none"
+	}
+	if a.Bucket != "" {
+		return "s3://" + a.Bucket + "/" + a.Key
+	}
+	if u, err := url.Parse(cmp.Or(a.URL, a.Image)); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
+	}
+	return a.Image
 }
 
 // LastDeployed finds what the last successful Ssh stage of another execution deployed with a

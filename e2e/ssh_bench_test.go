@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/internal/sshtest"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -46,16 +47,7 @@ func BenchmarkSshDeploy3Hosts(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := env.starter.Result(ctx, exec.ID)
-		cancel()
-		if err != nil || res.Status != status.Succeeded {
-			b.Fatalf("run %d: %v %v", i, err, res)
-		}
+		runSucceeds(b, p, 2*time.Minute)
 	}
 	b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/deploy")
 }
@@ -95,4 +87,18 @@ func BenchmarkSshByHand3Hosts(b *testing.B) {
 		wg.Wait()
 	}
 	b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/deploy")
+}
+
+// runSucceeds starts a plan on the embedded engine and waits for its success, within timeout.
+func runSucceeds(b *testing.B, p *plan.Plan, timeout time.Duration) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res, err := env.starter.Result(ctx, exec.ID); err != nil || res.Status != status.Succeeded {
+		b.Fatalf("run %s: %v %v", exec.ID, err, res)
+	}
 }

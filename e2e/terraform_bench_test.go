@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,8 +10,6 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/pipeline/load"
-	"github.com/gantry-cd/gantry/status"
-	"github.com/gantry-cd/gantry/workflows"
 )
 
 // bench20 is a root module of 20 terraform_data resources.
@@ -51,16 +48,7 @@ func BenchmarkTerraformApply20(b *testing.B) {
 		b.StopTimer()
 		p := compile(b, "tfbench.yaml", []byte(src(i)), load.Options{})
 		b.StartTimer()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := env.starter.Result(ctx, exec.ID)
-		cancel()
-		if err != nil || res.Status != status.Succeeded {
-			b.Fatalf("run %d: %v %v", i, err, res)
-		}
+		runSucceeds(b, p, 5*time.Minute)
 	}
 	b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/apply")
 }

@@ -872,7 +872,7 @@ func (s *stageRun) lastDeployed(ctx workflow.Context, key activities.DeployedKey
 	s.root["rollbackArtifact"] = nil
 	if last != nil {
 		s.root["rollbackArtifact"], s.deploy.rollbackArtifact = last.Published, last.Artifact
-		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("rollback artifact: %s (deployed by %s)", artifactName(last.Artifact), last.Execution))
+		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("rollback artifact: %s (deployed by %s)", last.Artifact, last.Execution))
 	}
 	key.Execution = ""
 	s.deploy.deployed = &key
@@ -892,15 +892,4 @@ func (s *stageRun) recordDeployed(ctx workflow.Context) {
 		// The deployment stands; only a later rollback cannot find this artifact.
 		s.tree.Notes = append(s.tree.Notes, "the deployed artifact was not recorded, a later rollback restores an older one: "+err.Error())
 	}
-}
-
-// artifactName names an artifact in notes and logs.
-func artifactName(a *activities.DeployArtifact) string {
-	if a == nil {
-		return "none"
-	}
-	if a.Bucket != "" {
-		return "s3://" + a.Bucket + "/" + a.Key
-	}
-	return a.Image
 }

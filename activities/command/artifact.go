@@ -55,7 +55,7 @@ func (r *run) copyArtifact(ctx context.Context, dir string) error {
 	if err := r.c.Copy(ctx, dest, body, 0o644); err != nil {
 		return err
 	}
-	r.log.Line(fmt.Sprintf("copied %s to %s:%s", describe(a), r.host, dest))
+	r.log.Line(fmt.Sprintf("copied %s to %s:%s", a.String(), r.host, dest))
 	return nil
 }
 
@@ -69,7 +69,7 @@ func (r *run) openArtifact(ctx context.Context, a *activities.DeployArtifact) (s
 		}
 		out, err := client.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(a.Key)})
 		if err != nil {
-			return "", nil, awsauth.Fail(err, "read %s", describe(a))
+			return "", nil, awsauth.Fail(err, "read %s", a.String())
 		}
 		return path.Base(a.Key), out.Body, nil
 	case a.Type == "CustomArtifact":
@@ -79,7 +79,7 @@ func (r *run) openArtifact(ctx context.Context, a *activities.DeployArtifact) (s
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
-			return "", nil, activities.Fail(activities.Unknown, "artifact %s: %v", describe(a), err)
+			return "", nil, activities.Fail(activities.Unknown, "artifact %s: %v", a.String(), err)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		var ue *url.Error
@@ -87,11 +87,11 @@ func (r *run) openArtifact(ctx context.Context, a *activities.DeployArtifact) (s
 			err = ue.Err // without the URL, whose query may hold credentials
 		}
 		if err != nil {
-			return "", nil, activities.Fail(activities.Connectivity, "artifact %s: %v", describe(a), err)
+			return "", nil, activities.Fail(activities.Connectivity, "artifact %s: %v", a.String(), err)
 		}
 		if resp.StatusCode != http.StatusOK {
 			resp.Body.Close()
-			return "", nil, activities.Fail(activities.Verification, "artifact %s: the server answered %s", describe(a), resp.Status)
+			return "", nil, activities.Fail(activities.Verification, "artifact %s: the server answered %s", a.String(), resp.Status)
 		}
 		return path.Base(u.Path), resp.Body, nil
 	case a.Registry != nil:
@@ -143,7 +143,7 @@ func (r *run) download(ctx context.Context, dir string) error {
 		req, err := s3.NewPresignClient(client).PresignGetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(a.Key)},
 			s3.WithPresignExpires(expires))
 		if err != nil {
-			return awsauth.Fail(err, "presign %s", describe(a))
+			return awsauth.Fail(err, "presign %s", a.String())
 		}
 		link, file = req.URL, path.Base(a.Key)
 	case a.Type == "CustomArtifact":
@@ -172,16 +172,16 @@ mv -f "$part" "$GANTRY_DEST"
 		return err
 	}
 	if code != 0 {
-		return activities.Fail(activities.Connectivity, "host %s could not download %s (exit code %d): %s", r.host, describe(a), code, out.Last())
+		return activities.Fail(activities.Connectivity, "host %s could not download %s (exit code %d): %s", r.host, a.String(), code, out.Last())
 	}
-	r.log.Line(fmt.Sprintf("%s downloaded %s to %s", r.host, describe(a), dest))
+	r.log.Line(fmt.Sprintf("%s downloaded %s to %s", r.host, a.String(), dest))
 	return nil
 }
 
 // s3 is a client for the artifact's bucket, signed with its connector.
 func (r *run) s3(ctx context.Context, a *activities.DeployArtifact) (*s3.Client, error) {
 	if a.Aws == nil {
-		return nil, activities.Fail(activities.Unknown, "artifact %s has no AWS connector", describe(a))
+		return nil, activities.Fail(activities.Unknown, "artifact %s has no AWS connector", a.String())
 	}
 	cfg, err := awsauth.Config(ctx, *a.Aws, a.Region, r.a.Secrets, r.mask)
 	if err != nil {
@@ -198,16 +198,4 @@ func artifactURL(a *activities.DeployArtifact) (*url.URL, error) {
 			"a CustomArtifact is copied or downloaded from the http(s) URL of a file, its metadata.url (an attribute of the listing script) or its version; %q is not: read the version in a Script unit as <+artifact.version>", cmp.Or(a.URL, a.Image))
 	}
 	return u, nil
-}
-
-// describe names an artifact in logs and errors: a URL without its user information and
-// query, which may hold credentials.
-func describe(a *activities.DeployArtifact) string {
-	if a.Bucket != "" {
-		return "s3://" + a.Bucket + "/" + a.Key
-	}
-	if u, err := url.Parse(cmp.Or(a.URL, a.Image)); err == nil && u.Scheme != "" {
-		return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
-	}
-	return a.Image
 }
