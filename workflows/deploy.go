@@ -584,14 +584,7 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 			in.Artifact = s.deploy.rollbackArtifact // what the infrastructure had before
 		}
 		if r, ok := root["repeat"].(map[string]any); ok {
-			switch h := r["item"].(type) {
-			case string:
-				in.Host = h // the loop over <+stage.output.hosts> this step runs in
-			case []any:
-				if len(h) == 1 { // a partition of one host (partitionSize: 1)
-					in.Host, _ = h[0].(string)
-				}
-			}
+			in.Host, _ = hostOf(r["item"]).(string) // the loop over <+stage.output.hosts> this step runs in
 		}
 	}
 	if c := s.deploy.custom; c != nil {
@@ -717,6 +710,15 @@ func (s *stageRun) instancesFetched(outputs map[string]any) {
 // instancesKey holds the fetched instances by host name in a stage's root.
 const instancesKey = "gantryInstances"
 
+// hostOf is the host a loop iteration's item names: the item, or the one host of a
+// partition of one (partitionSize: 1).
+func hostOf(item any) any {
+	if one, ok := item.([]any); ok && len(one) == 1 {
+		return one[0]
+	}
+	return item
+}
+
 // withInstance adds `<+instance.*>` to an iteration's root when its item is a fetched
 // instance's host name.
 func withInstance(root map[string]any, it iteration) map[string]any {
@@ -724,11 +726,7 @@ func withInstance(root map[string]any, it iteration) map[string]any {
 	if !it.HasItem || len(byHost) == 0 {
 		return root
 	}
-	item := it.Item
-	if one, ok := item.([]any); ok && len(one) == 1 {
-		item = one[0] // a partition of one host (partitionSize: 1)
-	}
-	if inst, ok := byHost[fmt.Sprint(item)]; ok {
+	if inst, ok := byHost[fmt.Sprint(hostOf(it.Item))]; ok {
 		root["instance"] = inst
 	}
 	return root
