@@ -36,27 +36,28 @@ import (
 // connFlags select the Temporal server: an external cluster (--address) or the embedded one
 // with its state in --data-dir.
 type connFlags struct {
-	address       string
-	namespace     string
-	dataDir       string
-	taskQueue     string
-	secretsFile   string
-	policyDir     string
-	codecKeys     string
-	fastPath      bool
-	secure        secureFlags
-	maxSteps      int
-	metricsAddr   string
-	stopGrace     time.Duration
-	tags          []string
-	helperImage   string
-	buildkitImage string
-	terraformBin  string
-	tfPlugins     string
-	knownHosts    string
-	logBucket     logBucketFlags
-	secretMgr     secretManagerFlags
-	notify        notifyFlags
+	address         string
+	namespace       string
+	dataDir         string
+	taskQueue       string
+	secretsFile     string
+	policyDir       string
+	codecKeys       string
+	fastPath        bool
+	secure          secureFlags
+	maxSteps        int
+	workflowPollers int
+	metricsAddr     string
+	stopGrace       time.Duration
+	tags            []string
+	helperImage     string
+	buildkitImage   string
+	terraformBin    string
+	tfPlugins       string
+	knownHosts      string
+	logBucket       logBucketFlags
+	secretMgr       secretManagerFlags
+	notify          notifyFlags
 }
 
 func (f *connFlags) add(cmd *cobra.Command) {
@@ -76,6 +77,7 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.tfPlugins, "terraform-plugins", os.Getenv("GANTRY_TERRAFORM_PLUGINS"), "a filesystem mirror of Terraform providers (HOST/NAMESPACE/TYPE/VERSION/OS_ARCH folders), the only place Terraform steps install providers from; empty: their registries (env GANTRY_TERRAFORM_PLUGINS)")
 	cmd.Flags().StringVar(&f.knownHosts, "ssh-known-hosts", os.Getenv("GANTRY_SSH_KNOWN_HOSTS"), "known_hosts file the hosts of SSH deployments must match; empty accepts any host key and says so in the step's log (env GANTRY_SSH_KNOWN_HOSTS)")
 	cmd.Flags().IntVar(&f.maxSteps, "max-concurrent-steps", envInt("GANTRY_MAX_CONCURRENT_STEPS"), "steps this process's worker runs at once; 0 is the SDK default (env GANTRY_MAX_CONCURRENT_STEPS)")
+	cmd.Flags().IntVar(&f.workflowPollers, "workflow-pollers", envInt("GANTRY_WORKFLOW_POLLERS"), "most pollers this process's worker fetches workflow tasks with; they scale with the tasks waiting, from 1; 0 is 100 (env GANTRY_WORKFLOW_POLLERS)")
 	cmd.Flags().BoolVar(&f.fastPath, "fast-path", os.Getenv("GANTRY_FAST_PATH") != "false", "run short ShellScript and Http steps as local activities on the stage's worker; false runs every step as a regular activity, for executions this process starts (env GANTRY_FAST_PATH=false)")
 	cmd.Flags().StringVar(&f.codecKeys, "codec-keys", os.Getenv("GANTRY_CODEC_KEYS"), "key file (mode 600) that turns on AES-256-GCM encryption of every Temporal payload; every worker and client of the namespace needs it (env GANTRY_CODEC_KEYS)")
 	f.logBucket.add(cmd)
@@ -278,6 +280,7 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			WorkDir:            filepath.Join(f.dataDir, "work"),
 			Policies:           e.policies,
 			MaxConcurrentSteps: f.maxSteps,
+			WorkflowPollers:    f.workflowPollers,
 			StopTimeout:        f.stopGrace,
 			HelperImage:        f.helperImage,
 			BuildKitImage:      f.buildkitImage,

@@ -90,7 +90,8 @@ func BenchmarkApprovalsEmbedded(b *testing.B) {
 func BenchmarkApprovalsTopology(b *testing.B) {
 	topo, token, c := releaserTopology(b)
 	const queue = "bench-raw-approvals"
-	w := worker.New(c, queue, worker.Options{})
+	// Pollers that scale as a gantry worker's do, so both sides fetch their tasks alike.
+	w := worker.New(c, queue, worker.Options{WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})})
 	w.RegisterWorkflowWithOptions(rawApproval, workflow.RegisterOptions{Name: rawApprovalName})
 	if err := w.Start(); err != nil {
 		b.Fatal(err)

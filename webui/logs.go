@@ -25,7 +25,8 @@ const LogsPath = "/gantry/logs/"
 // LogSource is where the log pages read a step's log (every attempt, masked as written,
 // from the bucket when logs are shipped) and how far the step has come.
 type LogSource interface {
-	Copy(ctx context.Context, out io.Writer, executionID, stepPath string) error
+	// CopyFrom writes the log from byte offset from on (nothing past its end).
+	CopyFrom(ctx context.Context, out io.Writer, executionID, stepPath string, from int64) error
 	// Step is a step's status and, when it failed, its failure message; "" and no error
 	// when the execution has no such step.
 	Step(ctx context.Context, executionID, stepPath string) (status, failure string, err error)
@@ -35,14 +36,14 @@ type LogSource interface {
 // are shipped to) and its executions' trees.
 type StepLogs struct {
 	Logs interface {
-		Copy(context.Context, io.Writer, string, string) error
+		CopyFrom(context.Context, io.Writer, string, string, int64) error
 	}
 	Starter *starter.Starter
 }
 
-// Copy writes a step's log.
-func (l StepLogs) Copy(ctx context.Context, out io.Writer, executionID, stepPath string) error {
-	return l.Logs.Copy(ctx, out, executionID, stepPath)
+// CopyFrom writes a step's log from byte offset from on.
+func (l StepLogs) CopyFrom(ctx context.Context, out io.Writer, executionID, stepPath string, from int64) error {
+	return l.Logs.CopyFrom(ctx, out, executionID, stepPath, from)
 }
 
 // Step reads a step's status and failure from its execution's tree.
@@ -157,21 +158,20 @@ func logs(src LogSource, check func(string) (string, error), namespace string, a
 				"Namespace": namespace, "TextURL": LogsPath + execution + "/" + step})
 			return
 		}
-		from, _ := strconv.Atoi(r.URL.Query().Get("from"))
+		// Only what the page has not shown yet is read: a long log is not read again per poll.
+		from, _ := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
 		var buf bytes.Buffer
-		if err := src.Copy(r.Context(), &buf, execution, step); err != nil {
-			http.Error(w, "read the log: "+err.Error(), http.StatusBadGateway)
-			return
-		}
-		b := buf.Bytes()
-		if from < 0 || from > len(b) {
-			from = len(b)
+		if from >= 0 {
+			if err := src.CopyFrom(r.Context(), &buf, execution, step, from); err != nil {
+				http.Error(w, "read the log: "+err.Error(), http.StatusBadGateway)
+				return
+			}
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Gantry-Status", status)
 		if failure != "" {
 			w.Header().Set("X-Gantry-Failure", url.PathEscape(failure))
 		}
-		_, _ = w.Write(b[from:])
+		_, _ = w.Write(buf.Bytes())
 	})
 }

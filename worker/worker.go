@@ -68,6 +68,10 @@ type Options struct {
 	GitCache string
 	// MaxConcurrentSteps bounds step activities running at once on this worker (0: SDK default).
 	MaxConcurrentSteps int
+	// WorkflowPollers bounds the pollers that fetch the pipelines' and stages' workflow tasks:
+	// they scale between 1 and this with the tasks the server hands out (the SDK's autoscaling
+	// poller); 0 is DefaultWorkflowPollers.
+	WorkflowPollers int
 	// Policies evaluates Policy steps; nil makes them fail closed.
 	Policies *policies.Engine
 	// StopTimeout is how long Stop lets running steps finish before cancelling them; a
@@ -95,6 +99,23 @@ type Options struct {
 	// Notify configures notification deliveries: SMTP server, PagerDuty endpoint, UI links
 	// and the identity file user groups resolve through. Its Secrets default to Secrets.
 	Notify notify.Sender
+}
+
+// DefaultWorkflowPollers is the most workflow-task pollers a worker scales to by default.
+// An execution takes several workflow tasks (pipeline and stage starts, the stage's report,
+// each decision, each stage's end); the SDK's fixed two pollers left them queued, and
+// spooled to the database, behind a burst of starts: 2,000 waiting approvals were decided at
+// 25-33/s with two, at 103/s with up to 100 (docs/testing.md, approvals).
+const DefaultWorkflowPollers = 100
+
+// workflowPollers is the autoscaling poller behaviour with at most max pollers (0: the
+// default).
+func workflowPollers(max int) sdkworker.PollerBehavior {
+	if max <= 0 {
+		max = DefaultWorkflowPollers
+	}
+	return sdkworker.NewPollerBehaviorAutoscaling(sdkworker.PollerBehaviorAutoscalingOptions{
+		MaximumNumberOfPollers: max})
 }
 
 // MaxTags bounds a worker's tags: it polls one task queue per non-empty subset.
@@ -143,7 +164,8 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	}
 	// Fast-path steps are local activities: the step limit applies to them too.
 	w := sdkworker.New(c, tq, sdkworker.Options{MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps,
-		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout})
+		MaxConcurrentLocalActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout,
+		WorkflowTaskPollerBehavior: workflowPollers(o.WorkflowPollers)})
 	RegisterWorkflows(w)
 	closeSteps := registerActivities(w, o, c)
 	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, Internal: o.Internal, TaskQueue: tq, NoFastPath: o.NoFastPath}}

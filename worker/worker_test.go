@@ -1,6 +1,8 @@
 package worker
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/activity"
@@ -26,6 +28,20 @@ func TestEveryStepTypeHasItsActivity(t *testing.T) {
 	for _, e := range steps.Entries() {
 		if a := e.Traits.Activity; a != "" && !r.activities[a] {
 			t.Errorf("step type %s runs in activity %s, which the worker does not register", e.Type, a)
+		}
+	}
+}
+
+// TestWorkflowPollersAutoscale checks that the workflow-task pollers scale up to the default,
+// or to the number a worker is given, rather than the SDK's fixed two.
+func TestWorkflowPollersAutoscale(t *testing.T) {
+	for _, c := range []struct {
+		max  int
+		want string
+	}{{0, "maximumNumberOfPollers:100"}, {7, "maximumNumberOfPollers:7"}} {
+		got := fmt.Sprintf("%T %+v", workflowPollers(c.max), workflowPollers(c.max))
+		if !strings.Contains(got, "Autoscaling") || !strings.Contains(got, c.want) {
+			t.Errorf("WorkflowPollers %d: poller behaviour %s, want autoscaling with %s", c.max, got, c.want)
 		}
 	}
 }

@@ -149,13 +149,32 @@ func (w *Writer) Close() error {
 // the log is read from the bucket (every attempt, whichever worker ran it), or from the local
 // file while the bucket has none of it yet (a step still running on this machine).
 func (s Store) Copy(ctx context.Context, out io.Writer, executionID, stepPath string) error {
+	return s.CopyFrom(ctx, out, executionID, stepPath, 0)
+}
+
+// CopyFrom writes a step's log from byte offset from on, read as Copy reads it: a page
+// following a running step asks only for what it has not shown yet. An offset past the end
+// writes nothing.
+func (s Store) CopyFrom(ctx context.Context, out io.Writer, executionID, stepPath string, from int64) error {
 	if s.Remote != nil {
-		found, err := s.Remote.Copy(ctx, out, executionID, stepPath)
+		found, err := s.Remote.CopyFrom(ctx, out, executionID, stepPath, from)
 		if err != nil || found {
 			return err
 		}
 	}
-	return s.copyLocal(out, executionID, stepPath)
+	f, err := os.Open(s.Path(executionID, stepPath))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = io.Copy(out, f)
+	return err
 }
 
 // Exists reports whether a step has a log, here or in the bucket.
@@ -168,19 +187,6 @@ func (s Store) Exists(ctx context.Context, executionID, stepPath string) (bool, 
 	}
 	segs, err := s.Remote.pieces(ctx, executionID, stepPath, nil)
 	return len(segs) > 0, err
-}
-
-func (s Store) copyLocal(out io.Writer, executionID, stepPath string) error {
-	f, err := os.Open(s.Path(executionID, stepPath))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = io.Copy(out, f)
-	return err
 }
 
 // Lines is an io.Writer that sends output to a step log line by line, each masked, and

@@ -363,20 +363,36 @@ func (r *Remote) bundleEntries(ctx context.Context, exec string) ([]bundleEntry,
 
 // Copy writes a step's shipped log to out; found is false when the bucket has none of it.
 func (r *Remote) Copy(ctx context.Context, out io.Writer, executionID, stepPath string) (found bool, err error) {
+	return r.CopyFrom(ctx, out, executionID, stepPath, 0)
+}
+
+// CopyFrom writes a step's shipped log from byte offset from on: attempts wholly before it are
+// not read from the bucket.
+func (r *Remote) CopyFrom(ctx context.Context, out io.Writer, executionID, stepPath string, from int64) (found bool, err error) {
 	ps, err := r.pieces(ctx, executionID, stepPath, nil)
 	if err != nil || len(ps) == 0 {
 		return false, err
 	}
+	var start int64 // offset of p's first byte in the whole log
 	for _, p := range ps {
+		end := start + p.size
+		if end <= from {
+			start = end
+			continue
+		}
 		b := p.body
 		if p.key != "" {
 			if b, err = r.Bucket.Get(ctx, p.key); err != nil {
 				return true, err
 			}
 		}
+		if skip := from - start; skip > 0 {
+			b = b[min(skip, int64(len(b))):]
+		}
 		if _, err := out.Write(b); err != nil {
 			return true, err
 		}
+		start = end
 	}
 	return true, nil
 }

@@ -65,6 +65,21 @@ func read(t *testing.T, st logs.Store) string {
 	return b.String()
 }
 
+// checkOffsets reads the log from every offset and wants the rest of want: what a page that
+// follows the step asks for (nothing past the end).
+func checkOffsets(t *testing.T, st logs.Store, exec, step, want string) {
+	t.Helper()
+	for from := 0; from <= len(want)+2; from++ {
+		var b strings.Builder
+		if err := st.CopyFrom(context.Background(), &b, exec, step, int64(from)); err != nil {
+			t.Fatal(err)
+		}
+		if rest := want[min(from, len(want)):]; b.String() != rest {
+			t.Fatalf("log from byte %d: %q, want %q", from, b.String(), rest)
+		}
+	}
+}
+
 // Attempts of one step run by two workers read as one log, in order, from a third process
 // that ran neither; a step that printed nothing ships nothing.
 func TestRemoteJoinsAttemptsOfWorkers(t *testing.T) {
@@ -84,6 +99,7 @@ func TestRemoteJoinsAttemptsOfWorkers(t *testing.T) {
 	if got := read(t, reader); got != want {
 		t.Fatalf("log read from the bucket:\n%q\nwant\n%q", got, want)
 	}
+	checkOffsets(t, reader, "exec-1", "s.build", want)
 	if ok, err := reader.Exists(ctx, "exec-1", "s.quiet"); ok || err != nil {
 		t.Fatalf("a step that printed nothing has a log in the bucket: %v %v", ok, err)
 	}
@@ -132,6 +148,13 @@ func TestRemoteBundlesShortSteps(t *testing.T) {
 	if err := reader.Copy(ctx, &out, "exec-2", "s.big"); err != nil || out.String() != big+"\n" {
 		t.Fatalf("the large step read back %d bytes, %v", out.Len(), err)
 	}
+	whole := big + "\n"
+	for _, from := range []int{1, 4096, len(whole) - 1, len(whole), len(whole) + 1} {
+		out.Reset()
+		if err := reader.CopyFrom(ctx, &out, "exec-2", "s.big", int64(from)); err != nil || out.String() != whole[min(from, len(whole)):] {
+			t.Fatalf("the large step from byte %d read back %d bytes, %v", from, out.Len(), err)
+		}
+	}
 }
 
 // A process killed before it shipped an attempt: the next process on the same log directory
@@ -174,4 +197,5 @@ func TestLocalWhileNotShipped(t *testing.T) {
 	if got := read(t, st); got != "# running here\npartial\n" {
 		t.Fatalf("local log: %q", got)
 	}
+	checkOffsets(t, st, "exec-1", "s.build", "# running here\npartial\n")
 }
