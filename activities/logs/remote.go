@@ -361,13 +361,8 @@ func (r *Remote) bundleEntries(ctx context.Context, exec string) ([]bundleEntry,
 	return out, nil
 }
 
-// Copy writes a step's shipped log to out; found is false when the bucket has none of it.
-func (r *Remote) Copy(ctx context.Context, out io.Writer, executionID, stepPath string) (found bool, err error) {
-	return r.CopyFrom(ctx, out, executionID, stepPath, 0)
-}
-
-// CopyFrom writes a step's shipped log from byte offset from on: attempts wholly before it are
-// not read from the bucket.
+// CopyFrom writes a step's shipped log from byte offset from on (attempts wholly before it are
+// not read from the bucket); found is false when the bucket has none of it.
 func (r *Remote) CopyFrom(ctx context.Context, out io.Writer, executionID, stepPath string, from int64) (found bool, err error) {
 	ps, err := r.pieces(ctx, executionID, stepPath, nil)
 	if err != nil || len(ps) == 0 {

@@ -44,19 +44,20 @@ func Build(dir string) (string, error) {
 // Start starts the topology with the gantry binary bin; its state lives in dir. env (NAME=VALUE)
 // is added to every component's environment.
 func Start(dir, bin string, env ...string) (*Topology, error) {
-	base, err := freeport.Consecutive(8)
+	// Every port below the kernel's ephemeral range: a component restarted late in a test
+	// binds its port again, and a port from that range could meanwhile be the source port of
+	// one of the many connections the topology opens (PostgreSQL's pool, gRPC).
+	// Temporal takes 8 from its base, then PostgreSQL, the API and the two workers' metrics.
+	base, err := freeport.Consecutive(12)
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freeport.Ports(4)
-	if err != nil {
-		return nil, err
-	}
+	pg, api, metrics := base+8, base+9, base+10
 	t := &Topology{Dir: dir, Gantry: bin, script: testproc.Hack("topology", "topology.sh"),
-		Address: "127.0.0.1:" + strconv.Itoa(base), API: "http://127.0.0.1:" + strconv.Itoa(ports[1])}
+		Address: "127.0.0.1:" + strconv.Itoa(base), API: "http://127.0.0.1:" + strconv.Itoa(api)}
 	cmd := exec.Command(t.script, "up", dir)
-	cmd.Env = append(os.Environ(), "GANTRY="+bin, "TEMPORAL_PORT="+strconv.Itoa(base), "PG_PORT="+strconv.Itoa(ports[0]),
-		"API_PORT="+strconv.Itoa(ports[1]), "METRICS_PORT="+strconv.Itoa(ports[2]))
+	cmd.Env = append(os.Environ(), "GANTRY="+bin, "TEMPORAL_PORT="+strconv.Itoa(base), "PG_PORT="+strconv.Itoa(pg),
+		"API_PORT="+strconv.Itoa(api), "METRICS_PORT="+strconv.Itoa(metrics))
 	cmd.Env = append(cmd.Env, env...)
 	t.env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
