@@ -15,6 +15,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -228,4 +229,18 @@ func BenchmarkGantryMatrix5000(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/run")
 	b.ReportMetric(float64(largest), "max-history-events")
+}
+
+// runSucceeds starts a plan on the embedded engine and waits for its success, within timeout.
+func runSucceeds(b *testing.B, p *plan.Plan, timeout time.Duration) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res, err := env.starter.Result(ctx, exec.ID); err != nil || res.Status != status.Succeeded {
+		b.Fatalf("run %s: %v %v", exec.ID, err, res)
+	}
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,9 +14,6 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/internal/sshtest"
-	"github.com/gantry-cd/gantry/plan"
-	"github.com/gantry-cd/gantry/status"
-	"github.com/gantry-cd/gantry/workflows"
 )
 
 // sshBenchArtifact is the package both SSH benchmarks deploy: 4 MiB served over HTTP on
@@ -87,18 +83,4 @@ func BenchmarkSshByHand3Hosts(b *testing.B) {
 		wg.Wait()
 	}
 	b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/deploy")
-}
-
-// runSucceeds starts a plan on the embedded engine and waits for its success, within timeout.
-func runSucceeds(b *testing.B, p *plan.Plan, timeout time.Duration) {
-	b.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if res, err := env.starter.Result(ctx, exec.ID); err != nil || res.Status != status.Succeeded {
-		b.Fatalf("run %s: %v %v", exec.ID, err, res)
-	}
 }

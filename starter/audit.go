@@ -64,7 +64,7 @@ func (s *Starter) Audit(ctx context.Context, q AuditQuery) ([]workflows.AuditRec
 		}
 		var token []byte
 		for len(ids) < q.Executions {
-			resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: int32(q.Executions), NextPageToken: token})
+			resp, err := listVisibility(ctx, s.Client, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: int32(q.Executions), NextPageToken: token})
 			if err != nil {
 				return nil, fmt.Errorf("list executions for the audit trail: %w", err)
 			}
@@ -253,7 +253,7 @@ func (s *Starter) refusals(ctx context.Context, since time.Time) ([]workflows.Au
 	}
 	var token []byte
 	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
+		resp, err := listVisibility(ctx, c, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
 		if err != nil {
 			return nil, fmt.Errorf("list the refusals of the audit trail: %w", err)
 		}

@@ -300,7 +300,7 @@ func (s *Starter) ListWhere(ctx context.Context, pipeline string, limit int, kee
 	var out []Summary
 	var token []byte
 	for len(out) < limit {
-		resp, err := s.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: int32(limit), NextPageToken: token})
+		resp, err := listVisibility(ctx, s.Client, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: int32(limit), NextPageToken: token})
 		if err != nil {
 			return nil, fmt.Errorf("list executions: %w", err)
 		}
@@ -589,14 +589,7 @@ func (s *Starter) PendingPage(ctx context.Context, limit int, token string) (Pen
 	if err != nil {
 		return PendingPage{}, fmt.Errorf("%w: %q", ErrPageToken, token)
 	}
-	req := &workflowservice.ListWorkflowExecutionsRequest{Query: PendingQuery, PageSize: int32(limit), NextPageToken: next}
-	resp, err := s.Client.ListWorkflow(ctx, req)
-	var slow *serviceerror.DeadlineExceeded
-	for tries := 1; (errors.As(err, &slow) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil && tries < 3; tries++ {
-		// One call ran past the SDK's 10 s limit (visibility on a busy SQLite server): the
-		// caller still has time, so ask again rather than fail the listing.
-		resp, err = s.Client.ListWorkflow(ctx, req)
-	}
+	resp, err := listVisibility(ctx, s.Client, &workflowservice.ListWorkflowExecutionsRequest{Query: PendingQuery, PageSize: int32(limit), NextPageToken: next})
 	if err != nil {
 		if strings.Contains(err.Error(), "token") && token != "" {
 			return PendingPage{}, fmt.Errorf("%w: %v", ErrPageToken, err)
@@ -679,4 +672,16 @@ func AllPending(ctx context.Context, size int, list func(ctx context.Context, li
 // reason.
 func (s *Starter) SupplyInputs(ctx context.Context, executionID string, req workflows.InputRequest) (string, error) {
 	return s.decide(ctx, executionID, req.Path, workflows.UpdateInput, req)
+}
+
+// listVisibility lists executions from visibility. A call that ran past the SDK's 10 s limit
+// (visibility on a busy SQLite server) is asked again, up to three times in all, while the
+// caller's own context still has time, rather than failing the listing.
+func listVisibility(ctx context.Context, c client.Client, req *workflowservice.ListWorkflowExecutionsRequest) (*workflowservice.ListWorkflowExecutionsResponse, error) {
+	resp, err := c.ListWorkflow(ctx, req)
+	var slow *serviceerror.DeadlineExceeded
+	for tries := 1; (errors.As(err, &slow) || errors.Is(err, context.DeadlineExceeded)) && ctx.Err() == nil && tries < 3; tries++ {
+		resp, err = c.ListWorkflow(ctx, req)
+	}
+	return resp, err
 }
