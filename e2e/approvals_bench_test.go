@@ -3,16 +3,19 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -40,28 +43,50 @@ func rawApproval(ctx workflow.Context) (string, error) {
 	return by, err
 }
 
+// rawStagedApprovalName is the second baseline: Gantry's shape hand-written, a parent workflow
+// whose one child (ID parent + "/gate", as a stage's) waits for the update; the parent ends
+// when the child does. What an approval costs in this shape is the floor of a pipeline whose
+// stages are child workflows.
+const rawStagedApprovalName = "bench.RawStagedApproval"
+
+func rawStagedApproval(ctx workflow.Context) (string, error) {
+	ctx = workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID + "/gate"})
+	var by string
+	err := workflow.ExecuteChildWorkflow(ctx, rawApprovalName).Get(ctx, &by)
+	return by, err
+}
+
 // rawApprovalAPI drives rawApproval over HTTP the way Gantry's API drives pipelines: POST
 // /start starts one on queue and answers its ID, POST /approve/{id} sends the update and
 // answers when the workflow has applied it.
 func rawApprovalAPI(c client.Client, queue string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /start", func(w http.ResponseWriter, r *http.Request) {
-		run, err := c.ExecuteWorkflow(r.Context(), client.StartWorkflowOptions{TaskQueue: queue}, rawApprovalName)
+		name, target := rawApprovalName, ""
+		if r.URL.Query().Has("staged") {
+			name, target = rawStagedApprovalName, "/gate"
+		}
+		run, err := c.ExecuteWorkflow(r.Context(), client.StartWorkflowOptions{TaskQueue: queue}, name)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
 		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(map[string]string{"executionId": run.GetID()})
+		_ = json.NewEncoder(w).Encode(map[string]string{"executionId": run.GetID(), "target": run.GetID() + target})
 	})
-	mux.HandleFunc("POST /approve/{id}", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /approve/{id...}", func(w http.ResponseWriter, r *http.Request) {
 		h, err := c.UpdateWorkflow(r.Context(), client.UpdateWorkflowOptions{WorkflowID: r.PathValue("id"), UpdateName: "approve",
 			Args: []any{"releaser"}, WaitForStage: client.WorkflowUpdateStageCompleted})
 		var msg string
 		if err == nil {
 			err = h.Get(r.Context(), &msg)
 		}
-		if err != nil {
+		var notFound *serviceerror.NotFound
+		switch {
+		case errors.As(err, &notFound): // a staged child not started yet: asked again
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		case err != nil:
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
@@ -73,10 +98,11 @@ func rawApprovalAPI(c client.Client, queue string) http.Handler {
 // BenchmarkApprovalsEmbedded starts GANTRY_APPROVAL_RUNS (2,000) executions that wait for
 // one approval each on the embedded server, through the HTTP API from 8 clients, and
 // approves them all 3 s after the last start, again from 8 clients (retrying the few not yet
-// waiting). Baseline: the hand-written rawApproval workflow on the same server and worker,
+// waiting). Baselines: the hand-written rawApproval workflow (raw-) and rawStagedApproval,
+// the same wait in a child workflow as a stage's (staged-), on the same server and worker,
 // driven the same way through a minimal HTTP API of the same client. Rounds alternate,
-// baseline first. GANTRY_APPROVAL_PROFILE=FILE writes a CPU profile of each approval phase
-// (FILE.raw, FILE.gantry).
+// baselines first. GANTRY_APPROVAL_PROFILE=FILE writes a CPU profile of each approval phase
+// (FILE.raw, FILE.staged, FILE.gantry).
 func BenchmarkApprovalsEmbedded(b *testing.B) {
 	api, token := releaserAPI(b)
 	raw := httptest.NewServer(rawApprovalAPI(env.client, workflows.TaskQueue))
@@ -93,6 +119,7 @@ func BenchmarkApprovalsTopology(b *testing.B) {
 	// Pollers that scale as a gantry worker's do, so both sides fetch their tasks alike.
 	w := worker.New(c, queue, worker.Options{WorkflowTaskPollerBehavior: worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})})
 	w.RegisterWorkflowWithOptions(rawApproval, workflow.RegisterOptions{Name: rawApprovalName})
+	w.RegisterWorkflowWithOptions(rawStagedApproval, workflow.RegisterOptions{Name: rawStagedApprovalName})
 	if err := w.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -103,17 +130,30 @@ func BenchmarkApprovalsTopology(b *testing.B) {
 }
 
 func benchApprovals(b *testing.B, api, token, rawAPI string, c client.Client) {
-	var rr, gr []approvalRound
+	var rr, sr, gr []approvalRound
 	for i := 0; i < b.N; i++ {
-		rr = append(rr, approvalsRound(b, "raw", func() (string, error) {
-			var out struct{ ExecutionID string }
-			err := call(rawAPI, "", "POST", "/start", nil, http.StatusCreated, &out)
-			return out.ExecutionID, err
-		}, func(id string) error {
-			return call(rawAPI, "", "POST", "/approve/"+id, nil, http.StatusOK, nil)
-		}, func(ctx context.Context, id string) error {
-			return c.GetWorkflow(ctx, id, "").Get(ctx, nil)
-		}))
+		for _, staged := range []bool{false, true} {
+			name, path := "raw", "/start"
+			if staged {
+				name, path = "staged", "/start?staged"
+			}
+			round := approvalsRound(b, name, func() (string, error) {
+				var out struct{ ExecutionID, Target string }
+				err := call(rawAPI, "", "POST", path, nil, http.StatusCreated, &out)
+				return out.ExecutionID + "\n" + out.Target, err
+			}, func(id string) error {
+				_, target, _ := strings.Cut(id, "\n")
+				return call(rawAPI, "", "POST", "/approve/"+target, nil, http.StatusOK, nil)
+			}, func(ctx context.Context, id string) error {
+				parent, _, _ := strings.Cut(id, "\n")
+				return c.GetWorkflow(ctx, parent, "").Get(ctx, nil)
+			})
+			if staged {
+				sr = append(sr, round)
+			} else {
+				rr = append(rr, round)
+			}
+		}
 		yaml := scalePipeline(fmt.Sprintf("approvals_%d_%d", time.Now().UnixNano(), i))
 		gr = append(gr, approvalsRound(b, "gantry", func() (string, error) {
 			var out struct{ ExecutionID string }
@@ -132,29 +172,33 @@ func benchApprovals(b *testing.B, api, token, rawAPI string, c client.Client) {
 			return nil
 		}))
 	}
-	med := func(rs []approvalRound, f func(approvalRound) float64) float64 {
-		v := make([]float64, len(rs))
-		for i, r := range rs {
-			v[i] = f(r)
+	report := func(prefix string, rs []approvalRound) {
+		med := func(f func(approvalRound) float64) float64 {
+			v := make([]float64, len(rs))
+			for i, r := range rs {
+				v[i] = f(r)
+			}
+			slices.Sort(v)
+			return v[(len(v)-1)/2]
 		}
-		slices.Sort(v)
-		return v[(len(v)-1)/2]
+		b.ReportMetric(med(func(r approvalRound) float64 { return r.startsPerS }), prefix+"starts/s")
+		b.ReportMetric(med(func(r approvalRound) float64 { return r.approvalsPerS }), prefix+"approvals/s")
+		b.ReportMetric(med(func(r approvalRound) float64 { return r.p50 }), prefix+"approval-p50-ms")
+		b.ReportMetric(med(func(r approvalRound) float64 { return r.p99 }), prefix+"approval-p99-ms")
+		b.ReportMetric(med(func(r approvalRound) float64 { return r.allDone }), prefix+"s-until-all-succeeded")
+		b.ReportMetric(med(func(r approvalRound) float64 { return r.cpuMs }), prefix+"cpu-ms/approval")
 	}
-	b.ReportMetric(med(gr, func(r approvalRound) float64 { return r.startsPerS }), "starts/s")
-	b.ReportMetric(med(gr, func(r approvalRound) float64 { return r.approvalsPerS }), "approvals/s")
-	b.ReportMetric(med(gr, func(r approvalRound) float64 { return r.p50 }), "approval-p50-ms")
-	b.ReportMetric(med(gr, func(r approvalRound) float64 { return r.p99 }), "approval-p99-ms")
-	b.ReportMetric(med(gr, func(r approvalRound) float64 { return r.allDone }), "s-until-all-succeeded")
-	b.ReportMetric(med(rr, func(r approvalRound) float64 { return r.startsPerS }), "raw-starts/s")
-	b.ReportMetric(med(rr, func(r approvalRound) float64 { return r.approvalsPerS }), "raw-approvals/s")
-	b.ReportMetric(med(rr, func(r approvalRound) float64 { return r.p50 }), "raw-approval-p50-ms")
-	b.ReportMetric(med(rr, func(r approvalRound) float64 { return r.p99 }), "raw-approval-p99-ms")
-	b.ReportMetric(med(rr, func(r approvalRound) float64 { return r.allDone }), "raw-s-until-all-succeeded")
+	report("", gr)
+	report("raw-", rr)
+	report("staged-", sr)
 }
 
 // approvalRound is what one round of starts and approvals measured.
 type approvalRound struct {
 	startsPerS, approvalsPerS, p50, p99, allDone float64
+	// cpuMs is the machine's busy CPU time from the first approval until every execution
+	// succeeded, per approval: what an approval costs, all processes together.
+	cpuMs float64
 }
 
 // approvalsRound starts approvalRuns executions from 8 clients, waits 3 s
@@ -181,7 +225,7 @@ func approvalsRound(b *testing.B, name string, start func() (string, error), app
 			defer pprof.StopCPUProfile()
 		}
 	}
-	t1 := time.Now()
+	t1, cpu1 := time.Now(), machineCPU()
 	parallel(b, approvalRuns, func(j int) error {
 		s := time.Now()
 		for {
@@ -205,7 +249,7 @@ func approvalsRound(b *testing.B, name string, start func() (string, error), app
 			b.Fatalf("%s: %v", id, err)
 		}
 	}
-	done := time.Since(t1)
+	done, cpu := time.Since(t1), machineCPU()-cpu1
 	slices.Sort(lat)
 	return approvalRound{
 		startsPerS:    float64(approvalRuns) / started.Seconds(),
@@ -213,5 +257,32 @@ func approvalsRound(b *testing.B, name string, start func() (string, error), app
 		p50:           float64(lat[len(lat)/2].Microseconds()) / 1000,
 		p99:           float64(lat[len(lat)*99/100].Microseconds()) / 1000,
 		allDone:       done.Seconds(),
+		cpuMs:         float64(cpu.Milliseconds()) / float64(approvalRuns),
 	}
 }
+
+// machineCPU is the CPU time every process of this machine has spent busy so far (user,
+// system, interrupts; not idle or I/O wait), from /proc/stat.
+func machineCPU() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	var ticks int64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		if i >= 8 { // guest time is already in user
+			break
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / userHZ
+}
+
+// userHZ is the unit of /proc/stat's times on Linux.
+const userHZ = 100

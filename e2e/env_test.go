@@ -100,6 +100,7 @@ func runMain(m *testing.M) int {
 	w.RegisterWorkflowWithOptions(rawSteps, workflow.RegisterOptions{Name: rawStepsName})
 	w.RegisterWorkflowWithOptions(rawFanout, workflow.RegisterOptions{Name: rawFanoutName})
 	w.RegisterWorkflowWithOptions(rawApproval, workflow.RegisterOptions{Name: rawApprovalName})
+	w.RegisterWorkflowWithOptions(rawStagedApproval, workflow.RegisterOptions{Name: rawStagedApprovalName})
 	if err := w.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
