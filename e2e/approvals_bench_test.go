@@ -58,13 +58,14 @@ func rawStagedApproval(ctx workflow.Context) (string, error) {
 
 // rawApprovalAPI drives rawApproval over HTTP the way Gantry's API drives pipelines: POST
 // /start starts one on queue and answers its ID, POST /approve/{id} sends the update and
-// answers when the workflow has applied it.
+// answers when the workflow has applied it. With ?staged both act on rawStagedApproval: the
+// start starts the parent, the update goes to its child.
 func rawApprovalAPI(c client.Client, queue string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /start", func(w http.ResponseWriter, r *http.Request) {
-		name, target := rawApprovalName, ""
+		name := rawApprovalName
 		if r.URL.Query().Has("staged") {
-			name, target = rawStagedApprovalName, "/gate"
+			name = rawStagedApprovalName
 		}
 		run, err := c.ExecuteWorkflow(r.Context(), client.StartWorkflowOptions{TaskQueue: queue}, name)
 		if err != nil {
@@ -72,10 +73,14 @@ func rawApprovalAPI(c client.Client, queue string) http.Handler {
 			return
 		}
 		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(map[string]string{"executionId": run.GetID(), "target": run.GetID() + target})
+		_ = json.NewEncoder(w).Encode(map[string]string{"executionId": run.GetID()})
 	})
-	mux.HandleFunc("POST /approve/{id...}", func(w http.ResponseWriter, r *http.Request) {
-		h, err := c.UpdateWorkflow(r.Context(), client.UpdateWorkflowOptions{WorkflowID: r.PathValue("id"), UpdateName: "approve",
+	mux.HandleFunc("POST /approve/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if r.URL.Query().Has("staged") {
+			id += "/gate"
+		}
+		h, err := c.UpdateWorkflow(r.Context(), client.UpdateWorkflowOptions{WorkflowID: id, UpdateName: "approve",
 			Args: []any{"releaser"}, WaitForStage: client.WorkflowUpdateStageCompleted})
 		var msg string
 		if err == nil {
@@ -133,20 +138,18 @@ func benchApprovals(b *testing.B, api, token, rawAPI string, c client.Client) {
 	var rr, sr, gr []approvalRound
 	for i := 0; i < b.N; i++ {
 		for _, staged := range []bool{false, true} {
-			name, path := "raw", "/start"
+			name, query := "raw", ""
 			if staged {
-				name, path = "staged", "/start?staged"
+				name, query = "staged", "?staged"
 			}
 			round := approvalsRound(b, name, func() (string, error) {
-				var out struct{ ExecutionID, Target string }
-				err := call(rawAPI, "", "POST", path, nil, http.StatusCreated, &out)
-				return out.ExecutionID + "\n" + out.Target, err
+				var out struct{ ExecutionID string }
+				err := call(rawAPI, "", "POST", "/start"+query, nil, http.StatusCreated, &out)
+				return out.ExecutionID, err
 			}, func(id string) error {
-				_, target, _ := strings.Cut(id, "\n")
-				return call(rawAPI, "", "POST", "/approve/"+target, nil, http.StatusOK, nil)
+				return call(rawAPI, "", "POST", "/approve/"+id+query, nil, http.StatusOK, nil)
 			}, func(ctx context.Context, id string) error {
-				parent, _, _ := strings.Cut(id, "\n")
-				return c.GetWorkflow(ctx, parent, "").Get(ctx, nil)
+				return c.GetWorkflow(ctx, id, "").Get(ctx, nil)
 			})
 			if staged {
 				sr = append(sr, round)
