@@ -137,25 +137,19 @@ func BenchmarkApprovalsTopology(b *testing.B) {
 func benchApprovals(b *testing.B, api, token, rawAPI string, c client.Client) {
 	var rr, sr, gr []approvalRound
 	for i := 0; i < b.N; i++ {
-		for _, staged := range []bool{false, true} {
-			name, query := "raw", ""
-			if staged {
-				name, query = "staged", "?staged"
-			}
-			round := approvalsRound(b, name, func() (string, error) {
+		for _, base := range []struct {
+			name, query string
+			rounds      *[]approvalRound
+		}{{"raw", "", &rr}, {"staged", "?staged", &sr}} {
+			*base.rounds = append(*base.rounds, approvalsRound(b, base.name, func() (string, error) {
 				var out struct{ ExecutionID string }
-				err := call(rawAPI, "", "POST", "/start"+query, nil, http.StatusCreated, &out)
+				err := call(rawAPI, "", "POST", "/start"+base.query, nil, http.StatusCreated, &out)
 				return out.ExecutionID, err
 			}, func(id string) error {
-				return call(rawAPI, "", "POST", "/approve/"+id+query, nil, http.StatusOK, nil)
+				return call(rawAPI, "", "POST", "/approve/"+id+base.query, nil, http.StatusOK, nil)
 			}, func(ctx context.Context, id string) error {
 				return c.GetWorkflow(ctx, id, "").Get(ctx, nil)
-			})
-			if staged {
-				sr = append(sr, round)
-			} else {
-				rr = append(rr, round)
-			}
+			}))
 		}
 		yaml := scalePipeline(fmt.Sprintf("approvals_%d_%d", time.Now().UnixNano(), i))
 		gr = append(gr, approvalsRound(b, "gantry", func() (string, error) {
@@ -272,14 +266,11 @@ func machineCPU() time.Duration {
 		return 0
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal guest...
 	var ticks int64
-	for i, v := range f[1:] {
+	for i, v := range f[1:min(len(f), 9)] { // guest time is already counted in user
 		if i == 3 || i == 4 { // idle, iowait
 			continue
-		}
-		if i >= 8 { // guest time is already in user
-			break
 		}
 		n, _ := strconv.ParseInt(v, 10, 64)
 		ticks += n
