@@ -38,7 +38,7 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 		return dir.Authenticate(token)
 	}
 	o.SignIn = webui.UserName(user)
-	o.Logs = webui.StepLogs{Logs: e.logs, Starter: e.starter}
+	o.Logs = webui.NewStepLogs(e.logs, e.starter)
 	o.Access, o.User = gate, user
 	o.Decisions = &webui.Decisions{Starter: e.starter, User: user, Access: gate}
 	if conn.codecKeys != "" {

@@ -208,7 +208,7 @@ func TestRolesDecideWhoMayDoWhat(t *testing.T) {
 
 	// The web UI's pages: the log needs view; a decision page shows to its approvers.
 	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
-		Logs: webui.StepLogs{Logs: env.logs, Starter: env.starter}, SignIn: webui.UserName(userOf(idFile)), User: userOf(idFile),
+		Logs: webui.NewStepLogs(env.logs, env.starter), SignIn: webui.UserName(userOf(idFile)), User: userOf(idFile),
 		Access:    &access.Gate{IdentityFile: idFile, Starter: env.starter},
 		Decisions: &webui.Decisions{Starter: env.starter, User: userOf(idFile), Access: &access.Gate{IdentityFile: idFile, Starter: env.starter}}})
 	if err != nil {

@@ -30,7 +30,7 @@ func TestWebUIStepLogPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
-		Logs:   webui.StepLogs{Logs: env.logs, Starter: env.starter},
+		Logs:   webui.NewStepLogs(env.logs, env.starter),
 		SignIn: webui.UserName(dir.Authenticate)})
 	if err != nil {
 		t.Fatal(err)

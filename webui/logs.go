@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/codec"
@@ -33,13 +34,26 @@ type LogSource interface {
 }
 
 // StepLogs is the LogSource of a Gantry engine: its log store (local files, or the bucket logs
-// are shipped to) and its executions' trees.
+// are shipped to) and its executions' trees. Make it with NewStepLogs, so that the pages
+// watching one execution share their reads of its tree.
 type StepLogs struct {
 	Logs interface {
 		CopyFrom(context.Context, io.Writer, string, string, int64) error
 	}
 	Starter *starter.Starter
+	trees   *sharedTrees // nil: each call reads the tree itself
 }
+
+// NewStepLogs is the LogSource of logs and starter's executions.
+func NewStepLogs(logs interface {
+	CopyFrom(context.Context, io.Writer, string, string, int64) error
+}, s *starter.Starter) StepLogs {
+	return StepLogs{Logs: logs, Starter: s, trees: &sharedTrees{read: s.Tree, fresh: treeFresh}}
+}
+
+// treeFresh is how long a tree read serves the log pages of an execution: less than a page's
+// half-second poll, so one watcher sees each poll's own read and many share one.
+const treeFresh = 400 * time.Millisecond
 
 // CopyFrom writes a step's log from byte offset from on.
 func (l StepLogs) CopyFrom(ctx context.Context, out io.Writer, executionID, stepPath string, from int64) error {
@@ -48,7 +62,11 @@ func (l StepLogs) CopyFrom(ctx context.Context, out io.Writer, executionID, step
 
 // Step reads a step's status and failure from its execution's tree.
 func (l StepLogs) Step(ctx context.Context, executionID, stepPath string) (string, string, error) {
-	tree, err := l.Starter.Tree(ctx, executionID)
+	read := l.Starter.Tree
+	if l.trees != nil {
+		read = l.trees.get
+	}
+	tree, err := read(ctx, executionID)
 	if errors.Is(err, starter.ErrNotFound) {
 		return "", "", nil
 	}
