@@ -10,6 +10,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -139,6 +141,9 @@ func benchScale(b *testing.B, api, token string, c client.Client, memory func() 
 		}
 		allWaiting := time.Since(t0)
 		perRun := (memory() - before) * 1024 / float64(scaleRuns)
+		if f := os.Getenv("GANTRY_SCALE_HEAP"); f != "" {
+			writeHeapProfile(b, f)
+		}
 
 		t1 := time.Now()
 		parallel(b, scaleRuns, func(j int) error {
@@ -231,4 +236,24 @@ func envInt(name string, def int) int {
 		return n
 	}
 	return def
+}
+
+// writeHeapProfile writes this process's live heap (after a collection) to file, for what a
+// waiting execution keeps in memory.
+func writeHeapProfile(b *testing.B, file string) {
+	fh, err := os.Create(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer fh.Close()
+	runtime.GC()
+	if err := pprof.Lookup("heap").WriteTo(fh, 0); err != nil {
+		b.Fatal(err)
+	}
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b.Logf("heap in use %d MiB, stacks %d MiB, %d goroutines", m.HeapInuse>>20, m.StackInuse>>20, runtime.NumGoroutine())
+	g, _ := os.Create(file + ".goroutines")
+	_ = pprof.Lookup("goroutine").WriteTo(g, 1)
+	g.Close()
 }

@@ -17,7 +17,7 @@ func TestLogPagesShareTreeReads(t *testing.T) {
 	var reads atomic.Int32
 	fail := atomic.Bool{}
 	release := make(chan struct{})
-	s := &sharedTrees{fresh: 200 * time.Millisecond, read: func(ctx context.Context, id string) (*workflows.Node, error) {
+	s := &sharedTrees{fresh: time.Hour, read: func(ctx context.Context, id string) (*workflows.Node, error) {
 		n := reads.Add(1)
 		<-release
 		if err := ctx.Err(); err != nil {
@@ -47,7 +47,7 @@ func TestLogPagesShareTreeReads(t *testing.T) {
 	for i := 1; i < len(trees); i++ {
 		page(i, context.Background())
 	}
-	time.Sleep(50 * time.Millisecond) // the other nineteen are waiting for the first read
+	time.Sleep(50 * time.Millisecond) // the other nineteen wait for the first read (or come after it: either way they share it)
 	leave()
 	close(release)
 	wg.Wait()
@@ -69,7 +69,7 @@ func TestLogPagesShareTreeReads(t *testing.T) {
 	if tr, _ := s.get(context.Background(), "e2"); tr.ID != "e2" || reads.Load() != 2 {
 		t.Fatalf("another execution shared e1's read: %v", tr)
 	}
-	time.Sleep(250 * time.Millisecond)
+	s.fresh = 0 // every finished read is now older than fresh
 	if tr, _ := s.get(context.Background(), "e1"); tr.Name != "3" {
 		t.Fatalf("a read older than fresh was reused: %v", tr)
 	}
