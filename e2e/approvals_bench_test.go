@@ -107,7 +107,7 @@ func rawApprovalAPI(c client.Client, queue string) http.Handler {
 // the same wait in a child workflow as a stage's (staged-), on the same server and worker,
 // driven the same way through a minimal HTTP API of the same client. Rounds alternate,
 // baselines first. GANTRY_APPROVAL_PROFILE=FILE writes a CPU profile of each approval phase
-// (FILE.raw, FILE.staged, FILE.gantry).
+// (FILE.raw, FILE.staged, FILE.gantry) and of each start phase (FILE.raw.starts, ...).
 func BenchmarkApprovalsEmbedded(b *testing.B) {
 	api, token := releaserAPI(b)
 	raw := httptest.NewServer(rawApprovalAPI(env.client, workflows.TaskQueue))
@@ -204,24 +204,17 @@ type approvalRound struct {
 // and waits until every execution succeeded.
 func approvalsRound(b *testing.B, name string, start func() (string, error), approve func(id string) error, succeeded func(ctx context.Context, id string) error) approvalRound {
 	ids := make([]string, approvalRuns)
+	stop := cpuProfile(b, name+".starts")
 	t0 := time.Now()
 	parallel(b, approvalRuns, func(j int) (err error) {
 		ids[j], err = start()
 		return err
 	})
 	started := time.Since(t0)
+	stop()
 	time.Sleep(time.Duration(envInt("GANTRY_APPROVAL_SETTLE", 3)) * time.Second)
 	lat := make([]time.Duration, approvalRuns)
-	if f := os.Getenv("GANTRY_APPROVAL_PROFILE"); f != "" {
-		fh, err := os.Create(f + "." + name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer fh.Close()
-		if err := pprof.StartCPUProfile(fh); err == nil {
-			defer pprof.StopCPUProfile()
-		}
-	}
+	defer cpuProfile(b, name)()
 	t1, cpu1 := time.Now(), machineCPU()
 	parallel(b, approvalRuns, func(j int) error {
 		s := time.Now()
@@ -255,6 +248,27 @@ func approvalsRound(b *testing.B, name string, start func() (string, error), app
 		p99:           float64(lat[len(lat)*99/100].Microseconds()) / 1000,
 		allDone:       done.Seconds(),
 		cpuMs:         float64(cpu.Milliseconds()) / float64(approvalRuns),
+	}
+}
+
+// cpuProfile starts a CPU profile to GANTRY_APPROVAL_PROFILE + "." + part when that is set,
+// and returns what stops it.
+func cpuProfile(b *testing.B, part string) (stop func()) {
+	f := os.Getenv("GANTRY_APPROVAL_PROFILE")
+	if f == "" {
+		return func() {}
+	}
+	fh, err := os.Create(f + "." + part)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(fh); err != nil {
+		fh.Close()
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		fh.Close()
 	}
 }
 
