@@ -126,7 +126,7 @@ fi
 pl=$(grep -h '^BenchmarkPendingList-' "$out" 2>/dev/null | tail -1 || true)
 if [ -n "$pl" ]; then
   echo "$pl" | awk '{
-    print ""; print "every waiting decision listed, pages of 100 executions, their trees read 8 at a time (ms per full listing; baseline: the same visibility pages bare)"
+    print ""; print "every waiting decision listed, pages of 100 executions from visibility, the waiting steps from the memo of each record (ms per full listing; baseline: the same visibility pages bare)"
     for (i = 1; i <= NF; i++) if ($i ~ /^list[0-9]+-ms$/) { n = substr($i, 5); sub(/-ms$/, "", n); l[n] = $(i-1) } else if ($i ~ /^raw[0-9]+-ms$/) { n = substr($i, 4); sub(/-ms$/, "", n); r[n] = $(i-1) }
     for (n in l) printf "  %6d waiting: gantry %.0f ms (%.2f ms per execution)  bare visibility %.0f ms\n", n, l[n], l[n] / n, r[n]
   }'
