@@ -238,22 +238,25 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// writeHeapProfile writes this process's live heap (after a collection) to file, for what a
-// waiting execution keeps in memory.
+// writeHeapProfile writes this process's live heap (after a collection) to file and its
+// goroutines to file.goroutines, for what a waiting execution keeps in memory.
 func writeHeapProfile(b *testing.B, file string) {
+	runtime.GC()
+	writeProfile(b, file, "heap", 0)
+	writeProfile(b, file+".goroutines", "goroutine", 1)
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	b.Logf("heap in use %d MiB, stacks %d MiB, %d goroutines", m.HeapInuse>>20, m.StackInuse>>20, runtime.NumGoroutine())
+}
+
+// writeProfile writes the named runtime profile to file.
+func writeProfile(b *testing.B, file, name string, debug int) {
 	fh, err := os.Create(file)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer fh.Close()
-	runtime.GC()
-	if err := pprof.Lookup("heap").WriteTo(fh, 0); err != nil {
+	if err := pprof.Lookup(name).WriteTo(fh, debug); err != nil {
 		b.Fatal(err)
 	}
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	b.Logf("heap in use %d MiB, stacks %d MiB, %d goroutines", m.HeapInuse>>20, m.StackInuse>>20, runtime.NumGoroutine())
-	g, _ := os.Create(file + ".goroutines")
-	_ = pprof.Lookup("goroutine").WriteTo(g, 1)
-	g.Close()
 }

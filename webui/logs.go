@@ -37,17 +37,18 @@ type LogSource interface {
 // are shipped to) and its executions' trees. Make it with NewStepLogs, so that the pages
 // watching one execution share their reads of its tree.
 type StepLogs struct {
-	Logs interface {
-		CopyFrom(context.Context, io.Writer, string, string, int64) error
-	}
+	Logs    LogReader
 	Starter *starter.Starter
 	trees   *sharedTrees // nil: each call reads the tree itself
 }
 
+// LogReader reads a step's log from a byte offset on (the engine's log store).
+type LogReader interface {
+	CopyFrom(ctx context.Context, out io.Writer, executionID, stepPath string, from int64) error
+}
+
 // NewStepLogs is the LogSource of logs and starter's executions.
-func NewStepLogs(logs interface {
-	CopyFrom(context.Context, io.Writer, string, string, int64) error
-}, s *starter.Starter) StepLogs {
+func NewStepLogs(logs LogReader, s *starter.Starter) StepLogs {
 	return StepLogs{Logs: logs, Starter: s, trees: &sharedTrees{read: s.Tree, fresh: treeFresh}}
 }
 
