@@ -291,6 +291,16 @@ func detail(n *workflows.Node) string {
 	if len(n.Notes) > 0 {
 		parts = append(parts, "["+strings.Join(n.Notes, "; ")+"]")
 	}
+	if r := n.Resource; r != nil {
+		w := "waiting for " + r.Kind + " " + r.Key
+		if r.Holder != "" {
+			w += ", held by " + r.Holder
+		}
+		if r.Ahead > 0 {
+			w += fmt.Sprintf(", %d ahead", r.Ahead)
+		}
+		parts = append(parts, w)
+	}
 	if len(n.Actions) > 0 {
 		parts = append(parts, "decide with: gantry intervene <execution> "+n.Path+" --action "+strings.Join(n.Actions, "|"))
 	}

@@ -96,7 +96,7 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	w := worker.New(c, worker.Options{Logs: env.logs, Secrets: &secrets.Store{}, Internal: ic, TerraformBin: env.tofu, TerraformKeys: tfKeys,
-		TerraformPlugins: env.tfMirror, SSHKnownHosts: env.knownHosts})
+		TerraformPlugins: env.tfMirror, SSHKnownHosts: env.knownHosts, LockCheck: time.Second})
 	w.RegisterWorkflowWithOptions(rawSteps, workflow.RegisterOptions{Name: rawStepsName})
 	w.RegisterWorkflowWithOptions(rawFanout, workflow.RegisterOptions{Name: rawFanoutName})
 	w.RegisterWorkflowWithOptions(rawApproval, workflow.RegisterOptions{Name: rawApprovalName})

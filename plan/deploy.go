@@ -251,6 +251,9 @@ type Infrastructure struct {
 	Custom *CustomInfra `json:"custom,omitempty"`
 	// Ssh is a Pdc infrastructure: its hosts and their SSH login.
 	Ssh *SshInfra `json:"ssh,omitempty"`
+	// AllowSimultaneous lets stages deploy to the infrastructure at the same time
+	// (allowSimultaneousDeployments); otherwise one at a time, the others waiting.
+	AllowSimultaneous bool `json:"allowSimultaneous,omitempty"`
 }
 
 // SshInfra is the hosts of a Pdc infrastructure (each may hold expressions, or host:port) and

@@ -143,7 +143,8 @@ type StepRefs struct {
 type Traits struct {
 	// Activity is the activity that runs the step; "" when workflow code runs it (Builtin).
 	Activity string `json:"activity,omitempty"`
-	// Builtin names the workflow logic that runs the step: "wait", "approval" or "barrier".
+	// Builtin names the workflow logic that runs the step: "wait", "approval", "barrier" or
+	// "queue".
 	Builtin string `json:"builtin,omitempty"`
 	// Deployment says the activity receives the stage's service, environment and
 	// infrastructure.

@@ -12,8 +12,6 @@ import (
 	"sort"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
-	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -37,6 +35,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/notify"
 	policystep "github.com/gantry-cd/gantry/activities/policy"
+	"github.com/gantry-cd/gantry/activities/locks"
 	"github.com/gantry-cd/gantry/activities/records"
 	"github.com/gantry-cd/gantry/activities/registry"
 	"github.com/gantry-cd/gantry/activities/s3store"
@@ -96,6 +95,9 @@ type Options struct {
 	// TerraformPlugins is a filesystem mirror the Terraform steps install providers from.
 	TerraformPlugins string
 	TerraformKeys    *codec.Keys
+	// LockCheck is how often a lock workflow this worker starts makes sure its holder still
+	// runs (0: activities.DefaultLockCheck).
+	LockCheck time.Duration
 	// Notify configures notification deliveries: SMTP server, PagerDuty endpoint, UI links
 	// and the identity file user groups resolve through. Its Secrets default to Secrets.
 	Notify notify.Sender
@@ -178,6 +180,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	seq.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
 	seq.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
 	seq.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: workflows.ProvisionerName})
+	registerLocks(seq, c)
 	side := []sdkworker.Worker{seq}
 	if o.Internal != nil && o.Internal != c {
 		in := sdkworker.New(o.Internal, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
@@ -185,6 +188,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		in.RegisterWorkflowWithOptions(workflows.Cron, workflow.RegisterOptions{Name: workflows.CronName})
 		in.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
 		in.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: workflows.ProvisionerName})
+		registerLocks(in, c)
 		in.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 		side = append(side, in)
 	}
@@ -306,9 +310,12 @@ func registerActivities(r interface {
 			tq = workflows.TaskQueue
 		}
 		// Provisioners' and infrastructures' records live in the internal namespace's
-		// long-lived workflows.
+		// long-lived workflows, and so do the locks.
 		rec := records.Temporal{Client: rc, TaskQueue: workflows.SequenceQueue(tq)}
 		tf.Records, dep.Records = terraform.TemporalRecords{Temporal: rec}, &rec
+		lk := &locks.Temporal{Locks: rc, Pipelines: c, TaskQueue: workflows.SequenceQueue(tq), Check: o.LockCheck}
+		r.RegisterActivityWithOptions(lk.Acquire, activity.RegisterOptions{Name: activities.LockAcquire})
+		r.RegisterActivityWithOptions(lk.Release, activity.RegisterOptions{Name: activities.LockRelease})
 	}
 	r.RegisterActivityWithOptions(stamped(tf.Run), activity.RegisterOptions{Name: activities.Terraform})
 	r.RegisterActivityWithOptions(dep.Last, activity.RegisterOptions{Name: activities.LastDeployed})
@@ -331,17 +338,19 @@ func registerActivities(r interface {
 // closedFunc tells whether a workflow run has closed ("" run: its latest); a run whose
 // history is gone closed long ago.
 func closedFunc(c client.Client) func(ctx context.Context, workflowID, runID string) (bool, error) {
+	lk := &locks.Temporal{Pipelines: c}
 	return func(ctx context.Context, workflowID, runID string) (bool, error) {
-		d, err := c.DescribeWorkflowExecution(ctx, workflowID, runID)
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return true, nil
-		}
-		if err != nil {
-			return false, err
-		}
-		return d.WorkflowExecutionInfo.Status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+		return lk.OwnerClosed(ctx, activities.WorkflowRef{ID: workflowID, RunID: runID})
 	}
+}
+
+// registerLocks registers the lock workflow and the activities it calls on a worker of the
+// sequence queue; c is the pipelines' client, through which it reaches the stages.
+func registerLocks(w sdkworker.Worker, c client.Client) {
+	w.RegisterWorkflowWithOptions(workflows.Lock, workflow.RegisterOptions{Name: activities.LockWorkflow})
+	lk := &locks.Temporal{Pipelines: c}
+	w.RegisterActivityWithOptions(lk.Notify, activity.RegisterOptions{Name: activities.LockNotify})
+	w.RegisterActivityWithOptions(lk.OwnerClosed, activity.RegisterOptions{Name: activities.LockOwnerClosed})
 }
 
 // stamped wraps a step activity so its result says which process ran it and for how long.
@@ -382,6 +391,7 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch},
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
 		{workflows.RefusalsName, workflows.Refusals}, {workflows.ProvisionerName, workflows.Provisioner},
+		{activities.LockWorkflow, workflows.Lock},
 	} {
 		if !slices.Contains(except, w.name) {
 			r.RegisterWorkflowWithOptions(w.fn, workflow.RegisterOptions{Name: w.name})

@@ -331,6 +331,8 @@ type StageResult struct {
 	// WaitingCleared says the stage's nodes stopped waiting for users and the stage ended
 	// before it signalled so (changeQuietWaiting): the pipeline clears what the stage waited for.
 	WaitingCleared bool `json:"waitingCleared,omitempty"`
+	// Locks are the lock tickets whose scope outlives the workflow (see HeldLock).
+	Locks []HeldLock `json:"locks,omitempty"`
 }
 
 // Node is one node of the live execution tree returned by QueryTree.
@@ -356,6 +358,8 @@ type Node struct {
 	Actions []string `json:"actions,omitempty"`
 	// Approval describes a HarnessApproval step while it waits.
 	Approval *ApprovalView `json:"approval,omitempty"`
+	// Resource says what a RESOURCE_WAITING stage or QUEUED step waits for.
+	Resource *ResourceView `json:"resource,omitempty"`
 	// Inputs names the execution-time inputs a step waits for (INPUT_WAITING).
 	Inputs []string `json:"inputs,omitempty"`
 	// Notes records decisions taken on the node: failure-strategy actions, retries, user

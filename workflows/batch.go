@@ -131,6 +131,7 @@ func copyMap(m map[string]any) map[string]any {
 
 // absorb applies the flow decisions a batch reports to its stage.
 func (s *stageRun) absorb(res StageResult) {
+	s.inherited = append(s.inherited, res.Locks...)
 	if res.Aborted {
 		s.abort()
 	}
@@ -195,5 +196,6 @@ func runBatch(ctx workflow.Context, in StageInput) (*StageResult, error) {
 	}
 	s.tree.Status = rollupChildren(s.tree.Children)
 	s.settle(ctx)
-	return &StageResult{Tree: s.tree, Data: data, Aborted: s.aborted, StageRollback: s.stageRollback, PipelineRollback: s.pipelineRollback}, nil
+	return &StageResult{Tree: s.tree, Data: data, Aborted: s.aborted, StageRollback: s.stageRollback, PipelineRollback: s.pipelineRollback,
+		Locks: s.releaseLocks(ctx)}, nil
 }

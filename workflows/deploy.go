@@ -202,6 +202,11 @@ func (s *stageRun) infrastructurePhase(ctx workflow.Context, d *plan.Deployment,
 	infraKey := hex.EncodeToString(key[:])
 	s.root["INFRA_KEY"] = infraKey
 	s.root["INFRA_KEY_SHORT_ID"] = infraKey[:6]
+	connector := inf.Connector.ID
+	if inf.Aws != nil {
+		connector = inf.Aws.ID
+	}
+	s.deployKey = infrastructureKey(sv.ID, env.ID, connector, inf.ID)
 	if inf.Custom != nil {
 		return s.customInfrastructure(d, render)
 	}

@@ -119,6 +119,11 @@ func (p *pipelineRun) repeat(ctx workflow.Context, first int64) (*PipelineResult
 // tells the outcome (see closing).
 func (p *pipelineRun) result(ctx workflow.Context, stages map[string]any) (*PipelineResult, error) {
 	res := &PipelineResult{Status: p.tree.Status, Tree: p.tree, Stages: stages}
+	// Pipeline-scoped Queue keys are held until here (only executions with Queue steps,
+	// which no earlier version ran, have any).
+	for _, h := range p.locks {
+		releaseLock(ctx, h.LockTicket)
+	}
 	if p.out != nil {
 		p.pullNotifications(ctx) // what stages raised after the listener stopped (a cancellation)
 		p.out.close(ctx)
@@ -185,7 +190,8 @@ type pipelineRun struct {
 	root       map[string]any
 	data       map[string]any
 	tree       *Node
-	running    []string // identifiers of running stages, for the GantryStage attribute
+	running    []string   // identifiers of running stages, for the GantryStage attribute
+	locks      []HeldLock // pipeline-scoped Queue keys its stages hold
 	terminal   []status.Status
 	cancelBody workflow.CancelFunc
 	children   map[string]workflow.ChildWorkflowFuture // running stage children, for expiry
@@ -571,6 +577,7 @@ func (p *pipelineRun) execStage(ctx workflow.Context, n *plan.Node, t *Node, in 
 		p.upsertStage(dctx)
 	}
 	res = stageOutcome(ctx, n, t, res, err)
+	p.locks = append(p.locks, res.Locks...)
 	if typ := stageEndType(t.Status); typ != "" {
 		p.stageEvent(dctx, typ, n, t, withStageData(in.Context, n.ID, res.Data))
 	}

@@ -27,7 +27,7 @@ func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 		return nil, err
 	}
 	s.run(ctx)
-	res := &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted}
+	res := &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted, Locks: s.releaseLocks(ctx)}
 	// Before settle, which may block and let flushWaiting send the owed report.
 	if s.owed != nil {
 		s.owed, res.WaitingCleared = nil, true
@@ -133,6 +133,9 @@ type stageRun struct {
 	raiser           *raiser                                 // nil without notification rules
 	stepInfo         map[string]stepNote                     // steps' base paths and scopes, for their events
 	batchRuns        map[string]workflow.ChildWorkflowFuture // running loop batches by workflow ID
+	locks            map[string]*heldLock                    // this workflow's lock tickets, by lock ID
+	inherited        []HeldLock                              // tickets its loop batches handed up
+	deployKey        string                                  // a Deployment stage's constraint key
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a
@@ -245,6 +248,10 @@ func (s *stageRun) run(ctx workflow.Context) {
 			s.finish(ctx, status.Failed, activities.Classify(err))
 			return
 		}
+		if !s.holdInfrastructure(body) {
+			s.finishStopped(ctx)
+			return
+		}
 	}
 	if st.Pod != nil && s.in.Mode != ModePipelineRollback {
 		// A CI stage: one pod for all its steps (spec 22.1), deleted however the stage ends.
@@ -271,6 +278,11 @@ func (s *stageRun) run(ctx workflow.Context) {
 			// What the provisioner made has no infrastructure to deploy to: roll it back.
 			s.rollbackProvisioner(body, prov)
 			s.finish(ctx, status.Failed, activities.Classify(err))
+			return
+		}
+		if !s.holdInfrastructure(body) {
+			s.rollbackProvisioner(body, prov)
+			s.finishStopped(ctx)
 			return
 		}
 		children, tree = children[1:], tree[1:]
@@ -324,6 +336,17 @@ func (s *stageRun) expire() {
 	}
 	s.expired = true
 	s.cancelBody()
+}
+
+// finishStopped ends a stage stopped before its steps: EXPIRED when its timeout fired, ABORTED
+// otherwise.
+func (s *stageRun) finishStopped(ctx workflow.Context) {
+	if s.expired {
+		s.finish(ctx, status.Expired, &activities.Failure{Category: activities.Timeout, Message: "the stage timed out before it could start its steps"})
+		return
+	}
+	s.aborted = true
+	s.finish(ctx, status.Aborted, nil)
 }
 
 // abort stops the stage: running steps are cancelled and nothing new starts.

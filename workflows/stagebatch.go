@@ -102,7 +102,7 @@ func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) 
 	for _, f := range b.signals { // the pipeline has every event before the batch ends
 		_ = f.Get(dctx, nil)
 	}
-	return &StageResult{Tree: b.tree, Data: data, Ran: ran, Aborted: b.aborted, PipelineRollback: b.rollback}, nil
+	return &StageResult{Tree: b.tree, Data: data, Ran: ran, Aborted: b.aborted, PipelineRollback: b.rollback, Locks: b.locks}, nil
 }
 
 // startBudget is the most bytes of stage inputs a stage batch starts in one workflow task.
@@ -110,8 +110,9 @@ const startBudget = 1 << 20
 
 type stageBatch struct {
 	in       StageBatchInput
-	wave     int // stages started per workflow task at most
-	starting int // stages whose start is not recorded yet
+	wave     int        // stages started per workflow task at most
+	starting int        // stages whose start is not recorded yet
+	locks    []HeldLock // pipeline-scoped Queue keys its stages hold
 	tree     *Node
 	running  map[string]workflow.ChildWorkflowFuture // by stage identifier, for expiry
 	aborted  bool
@@ -160,6 +161,7 @@ func (b *stageBatch) runStage(ctx workflow.Context, n *plan.Node, t *Node, in St
 	err := ResultFrom(f.Get(ctx, &res), &res)
 	delete(b.running, n.ID)
 	res = stageOutcome(ctx, n, t, res, err)
+	b.locks = append(b.locks, res.Locks...)
 	if typ := stageEndType(t.Status); typ != "" {
 		b.event(ctx, typ, n, t, withStageData(in.Context, n.ID, res.Data))
 	}
@@ -299,5 +301,6 @@ func (p *pipelineRun) batchEnded(ctx workflow.Context, ph *Node, res StageResult
 	}
 	p.rollback = p.rollback || res.PipelineRollback
 	p.aborted = p.aborted || res.Aborted
+	p.locks = append(p.locks, res.Locks...)
 	return ph.Status.Broke()
 }

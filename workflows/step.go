@@ -160,6 +160,8 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		failure = s.wait(actx, t, spec)
 	case "approval":
 		outputs, failure = s.approvalStep(actx, t, spec, timeout, root)
+	case "queue":
+		failure = s.queueStep(actx, t, spec, timeout)
 	case "barrier":
 		outputs, failure = s.barrierStep(actx, t, spec, timeout)
 		if outputs != nil {

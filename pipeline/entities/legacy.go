@@ -139,6 +139,7 @@ func (r *resolver) legacyInfrastructure(s *pipeline.Stage, li legacyInfrastructu
 	}
 	return env, r.infrastructure(r.file, &pipeline.Infrastructure{
 		Entity: pipeline.Entity{Identity: pipeline.Identity{Identifier: id, Name: id}}, EnvironmentRef: env.ID,
-		Typed: pipeline.Typed[pipeline.InfrastructureSpec]{Type: def.Type, Spec: def.Spec},
+		Typed:                        pipeline.Typed[pipeline.InfrastructureSpec]{Type: def.Type, Spec: def.Spec},
+		AllowSimultaneousDeployments: li.AllowSimultaneousDeployments,
 	})
 }

@@ -331,7 +331,8 @@ func (r *resolver) infraOf(e *pipeline.Environment, ref pipeline.InfraRef) *plan
 // infrastructure resolves an infrastructure definition and its connector: a KubernetesDirect
 // cluster, or an AwsLambda account.
 func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *plan.Infrastructure {
-	infra := &plan.Infrastructure{ID: in.Identifier, Name: in.Name, Tags: in.Tags, Namespace: in.Spec.Namespace, ReleaseName: in.Spec.ReleaseName}
+	infra := &plan.Infrastructure{ID: in.Identifier, Name: in.Name, Tags: in.Tags, Namespace: in.Spec.Namespace, ReleaseName: in.Spec.ReleaseName,
+		AllowSimultaneous: in.AllowSimultaneousDeployments == "true"}
 	if in.Type == "CustomDeployment" {
 		if infra.Type, infra.Custom = in.Type, r.customInfra(file, in); infra.Custom == nil {
 			return nil

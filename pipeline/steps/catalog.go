@@ -70,6 +70,7 @@ var entries = []Entry{
 	{Type: "Wait", New: func() any { return &Wait{} }, Traits: plan.Traits{Builtin: "wait"}},
 	{Type: "HarnessApproval", New: func() any { return &HarnessApproval{} }, Traits: plan.Traits{Builtin: "approval"}},
 	{Type: "Barrier", New: func() any { return &Barrier{} }, Traits: plan.Traits{Builtin: "barrier"}},
+	{Type: "Queue", New: func() any { return &Queue{} }, Traits: plan.Traits{Builtin: "queue"}},
 	{Type: "Policy", New: func() any { return &Policy{} }, Unresolved: "fail", Typed: [][]string{{"policySpec", "payload"}},
 		Traits: plan.Traits{Activity: activities.Policy}},
 

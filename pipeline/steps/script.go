@@ -141,6 +141,19 @@ type Barrier struct {
 	BarrierRef string     `yaml:"barrierRef" gantry:"required"`
 }
 
+// Queue waits until the execution holds a key that other executions and pipelines queue on
+// too, first come first served, and keeps it until its scope (the stage or the pipeline) ends.
+type Queue struct {
+	Node  *yaml.Node `yaml:"-"`
+	Key   string     `yaml:"key" gantry:"required"`
+	Scope string     `yaml:"scope" gantry:"required"`
+}
+
+// Check checks the scope.
+func (q *Queue) Check(c Checker) {
+	c.Enum(q.Node, "scope", q.Scope, []string{"Pipeline", "Stage"}, "Queue scope")
+}
+
 // Policy evaluates policy sets against a payload (spec 15.6).
 type Policy struct {
 	Node       *yaml.Node  `yaml:"-"`

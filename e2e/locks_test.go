@@ -1,0 +1,384 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// lockRig is a folder of entities (examples/custom's service, environment, infrastructure and
+// deployment template) and pipelines whose steps write "start"/"end" marks with nanosecond
+// times to marks, and wait for a gate file of their execution's sequence number first.
+type lockRig struct {
+	dir, marks, gates string
+	infra             string // the infrastructure's identifier: each test deploys to its own
+}
+
+func newLockRig(t *testing.T, allowSimultaneous bool) *lockRig {
+	t.Helper()
+	dir := t.TempDir()
+	infra := "pool_" + strings.ToLower(strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
+	for _, name := range []string{"service.yaml", "environment.yaml", "infrastructure.yaml", "templates/hosts.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "examples", "custom", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := strings.ReplaceAll(string(b), "blue_pool", infra)
+		if name == "infrastructure.yaml" && allowSimultaneous {
+			text = strings.Replace(text, "deploymentType: CustomDeployment\n", "deploymentType: CustomDeployment\n  allowSimultaneousDeployments: true\n", 1)
+		}
+		writeFile(t, filepath.Join(dir, name), text)
+	}
+	r := &lockRig{dir: dir, marks: filepath.Join(dir, "marks"), gates: filepath.Join(dir, "gates"), infra: infra}
+	if err := os.MkdirAll(r.gates, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// markStep is a step that marks its start, waits for its execution's gate (unless gated is
+// false) and marks its end.
+func (r *lockRig) markStep(gated bool) string {
+	wait := ""
+	if gated {
+		wait = `while [ ! -e "` + r.gates + `/<+pipeline.identifier>-<+pipeline.sequenceId>" ]; do sleep 0.05; done; `
+	}
+	return `              - step:
+                  type: ShellScript
+                  name: work
+                  identifier: work
+                  timeout: 5m
+                  spec:
+                    shell: Bash
+                    source:
+                      type: Inline
+                      spec:
+                        script: 'echo "start <+pipeline.identifier>-<+pipeline.sequenceId> $(date +%s%N)" >> ` + r.marks + `; ` + wait + `echo "end <+pipeline.identifier>-<+pipeline.sequenceId> $(date +%s%N)" >> ` + r.marks + `'
+`
+}
+
+// deployPipeline writes a pipeline of one Deployment stage to the rig's infrastructure.
+func (r *lockRig) deployPipeline(t *testing.T, id string, gated bool) string {
+	src := `pipeline:
+  name: ` + id + `
+  identifier: ` + id + `
+  stages:
+    - stage:
+        name: Deploy
+        identifier: deploy
+        type: Deployment
+        spec:
+          deploymentType: CustomDeployment
+          service: {serviceRef: shop}
+          environment:
+            environmentRef: staging
+            infrastructureDefinitions: [{identifier: ` + r.infra + `}]
+          execution:
+            steps:
+` + r.markStep(gated)
+	file := filepath.Join(r.dir, id+".yaml")
+	writeFile(t, file, src)
+	return file
+}
+
+// queuePipeline writes a pipeline of two Custom stages: the first queues on key with scope,
+// then works (gated); the second works again, ungated.
+func (r *lockRig) queuePipeline(t *testing.T, id, key, scope string) string {
+	src := `pipeline:
+  name: ` + id + `
+  identifier: ` + id + `
+  stages:
+    - stage:
+        name: One
+        identifier: one
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: Queue, name: queue, identifier: queue, timeout: 5m, spec: {key: "` + key + `", scope: ` + scope + `}}
+` + r.markStep(true) + `    - stage:
+        name: Two
+        identifier: two
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: tail, identifier: tail, timeout: 1m, spec: {shell: Sh, source: {type: Inline, spec: {script: 'echo "tail <+pipeline.identifier>-<+pipeline.sequenceId> $(date +%s%N)" >> ` + r.marks + `'}}}}
+`
+	file := filepath.Join(r.dir, id+".yaml")
+	writeFile(t, file, src)
+	return file
+}
+
+func (r *lockRig) start(t *testing.T, file string) starter.Execution {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	exec, err := env.starter.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exec
+}
+
+func (r *lockRig) open(t *testing.T, execID string) {
+	t.Helper()
+	writeFile(t, filepath.Join(r.gates, execID), "")
+}
+
+// mark is one line of the marks file.
+type mark struct {
+	what, exec string
+	at         int64
+}
+
+func (r *lockRig) read(t *testing.T) []mark {
+	t.Helper()
+	b, err := os.ReadFile(r.marks)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	var out []mark
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		at, _ := strconv.ParseInt(f[2], 10, 64)
+		out = append(out, mark{f[0], f[1], at})
+	}
+	return out
+}
+
+// waitMark waits until the marks file has what for exec.
+func (r *lockRig) waitMark(t *testing.T, what, exec string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if slices.ContainsFunc(r.read(t), func(m mark) bool { return m.what == what && m.exec == exec }) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no %q mark of %s after a minute: %+v", what, exec, r.read(t))
+}
+
+// waitNode waits until the node at path of an execution's live tree satisfies ok.
+func waitNode(t *testing.T, execID, path string, ok func(*workflows.Node) bool) *workflows.Node {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	var last *workflows.Node
+	for time.Now().Before(deadline) {
+		tree, err := env.starter.Tree(context.Background(), execID)
+		if err == nil {
+			if last = tree.Find(path); last != nil && ok(last) {
+				return last
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s %s never got there; last %+v", execID, path, last)
+	return nil
+}
+
+// intervals are each execution's [start, end] from the marks.
+func intervals(t *testing.T, marks []mark) map[string][2]int64 {
+	t.Helper()
+	out := map[string][2]int64{}
+	for _, m := range marks {
+		iv := out[m.exec]
+		switch m.what {
+		case "start":
+			iv[0] = m.at
+		case "end":
+			iv[1] = m.at
+		}
+		out[m.exec] = iv
+	}
+	return out
+}
+
+func overlap(a, b [2]int64) bool { return a[0] < b[1] && b[0] < a[1] }
+
+func result(t *testing.T, execID string) *workflows.PipelineResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := env.starter.Result(ctx, execID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Two executions deploying the same service to the same infrastructure never deploy at once:
+// the second waits, RESOURCE_WAITING with the holder named, and deploys when the first ends.
+// With allowSimultaneousDeployments they overlap.
+func TestResourceConstraintOneDeploymentAtATime(t *testing.T) {
+	t.Parallel()
+	r := newLockRig(t, false)
+	a := r.start(t, r.deployPipeline(t, "rc_first", true))
+	r.waitMark(t, "start", a.ID)
+	b := r.start(t, r.deployPipeline(t, "rc_second", true))
+	n := waitNode(t, b.ID, "deploy", func(n *workflows.Node) bool { return n.Status == status.ResourceWaiting })
+	if n.Resource == nil || n.Resource.Kind != workflows.LockInfrastructure || n.Resource.Key != "shop/staging//"+r.infra ||
+		n.Resource.Holder != a.ID+" (deploy)" || n.Resource.Ahead != 0 {
+		t.Errorf("waiting stage's resource %+v", n.Resource)
+	}
+	// The pipeline rolls the waiting stage up, and the holder is not waiting.
+	if tree, err := env.starter.Tree(context.Background(), b.ID); err != nil || tree.Status != status.ResourceWaiting {
+		t.Errorf("pipeline status %v (%v)", tree.Status, err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if slices.ContainsFunc(r.read(t), func(m mark) bool { return m.exec == b.ID }) {
+		t.Fatalf("the second execution deployed while the first held the infrastructure: %+v", r.read(t))
+	}
+	r.open(t, a.ID)
+	r.open(t, b.ID)
+	for _, id := range []string{a.ID, b.ID} {
+		if res := result(t, id); res.Status != status.Succeeded {
+			t.Errorf("%s: %s", id, res.Status)
+		}
+	}
+	iv := intervals(t, r.read(t))
+	if overlap(iv[a.ID], iv[b.ID]) || iv[b.ID][0] < iv[a.ID][1] {
+		t.Errorf("deployments overlap or ran out of order: %v", iv)
+	}
+	notes := result(t, b.ID).Tree.Find("deploy").Notes
+	if !slices.ContainsFunc(notes, func(s string) bool {
+		return strings.HasPrefix(s, "waited ") && strings.Contains(s, "held by "+a.ID)
+	}) {
+		t.Errorf("the second stage's notes do not say it waited for the first: %q", notes)
+	}
+
+	t.Run("allowSimultaneousDeployments", func(t *testing.T) {
+		r := newLockRig(t, true)
+		a := r.start(t, r.deployPipeline(t, "rc_sim_first", true))
+		r.waitMark(t, "start", a.ID)
+		b := r.start(t, r.deployPipeline(t, "rc_sim_second", true))
+		r.waitMark(t, "start", b.ID) // while the first still deploys
+		r.open(t, a.ID)
+		r.open(t, b.ID)
+		for _, id := range []string{a.ID, b.ID} {
+			if res := result(t, id); res.Status != status.Succeeded {
+				t.Errorf("%s: %s", id, res.Status)
+			}
+		}
+		if iv := intervals(t, r.read(t)); !overlap(iv[a.ID], iv[b.ID]) {
+			t.Errorf("deployments did not overlap: %v", iv)
+		}
+	})
+}
+
+// A holder whose execution is terminated from outside (as from the Temporal UI) cannot
+// release: the lock sees its stage closed and the waiter deploys. A waiter aborted while it
+// waits leaves the queue, and the one behind it takes its turn.
+func TestResourceConstraintTerminatedHolderAndAbortedWaiter(t *testing.T) {
+	t.Parallel()
+	r := newLockRig(t, false)
+	a := r.start(t, r.deployPipeline(t, "rc_term_a", true))
+	r.waitMark(t, "start", a.ID)
+	b := r.start(t, r.deployPipeline(t, "rc_term_b", true))
+	waitNode(t, b.ID, "deploy", func(n *workflows.Node) bool { return n.Status == status.ResourceWaiting })
+	c := r.start(t, r.deployPipeline(t, "rc_term_c", false))
+	waitNode(t, c.ID, "deploy", func(n *workflows.Node) bool {
+		return n.Status == status.ResourceWaiting && n.Resource != nil && n.Resource.Ahead == 1
+	})
+	ctx := context.Background()
+	if err := env.starter.Abort(ctx, b.ID, "test", "not now"); err != nil {
+		t.Fatal(err)
+	}
+	if res := result(t, b.ID); res.Status != status.Aborted {
+		t.Errorf("aborted waiter: %s", res.Status)
+	}
+	waitNode(t, c.ID, "deploy", func(n *workflows.Node) bool {
+		return n.Status == status.ResourceWaiting && n.Resource != nil && n.Resource.Ahead == 0
+	})
+	if err := env.client.TerminateWorkflow(ctx, a.ID, "", "test: the holder is terminated"); err != nil {
+		t.Fatal(err)
+	}
+	if res := result(t, c.ID); res.Status != status.Succeeded {
+		t.Errorf("waiter after the holder was terminated: %s", res.Status)
+	}
+	if slices.ContainsFunc(r.read(t), func(m mark) bool { return m.exec == b.ID }) {
+		t.Errorf("the aborted waiter deployed: %+v", r.read(t))
+	}
+	// The lock holds nothing now and queues nobody.
+	st := lockState(t, workflows.LockID(workflows.LockInfrastructure, "shop/staging//"+r.infra))
+	if st.Holder != nil || len(st.Queue) != 0 {
+		t.Errorf("lock state after all ended: %+v", st)
+	}
+}
+
+func lockState(t *testing.T, id string) activities.LockState {
+	t.Helper()
+	var st activities.LockState
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v, err := env.internal.QueryWorkflow(context.Background(), id, "", activities.QueryLock)
+		if err == nil {
+			err = v.Get(&st)
+		}
+		if err == nil && st.Holder == nil || time.Now().After(deadline) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A Queue step serialises two pipelines on one key: the second waits, QUEUED with the holder
+// named, until the first pipeline ends (scope Pipeline), not merely its stage.
+func TestQueueStepAcrossPipelines(t *testing.T) {
+	t.Parallel()
+	r := newLockRig(t, false)
+	key := fmt.Sprintf("db-migrations-%d", time.Now().UnixNano())
+	a := r.start(t, r.queuePipeline(t, "queue_a", key, "Pipeline"))
+	r.waitMark(t, "start", a.ID)
+	b := r.start(t, r.queuePipeline(t, "queue_b", key, "Pipeline"))
+	n := waitNode(t, b.ID, "one.queue", func(n *workflows.Node) bool { return n.Status == status.Queued })
+	if n.Resource == nil || n.Resource.Key != key || n.Resource.Holder != a.ID+" (one.queue)" {
+		t.Errorf("queued step's resource %+v", n.Resource)
+	}
+	r.open(t, a.ID)
+	r.open(t, b.ID)
+	for _, id := range []string{a.ID, b.ID} {
+		if res := result(t, id); res.Status != status.Succeeded {
+			t.Errorf("%s: %s", id, res.Status)
+		}
+	}
+	var aTail, bStart int64
+	for _, m := range r.read(t) {
+		if m.what == "tail" && m.exec == a.ID {
+			aTail = m.at
+		}
+		if m.what == "start" && m.exec == b.ID {
+			bStart = m.at
+		}
+	}
+	if aTail == 0 || bStart < aTail {
+		t.Errorf("the second pipeline started before the first ended (its last stage at %d, the second at %d)", aTail, bStart)
+	}
+
+	t.Run("empty key", func(t *testing.T) {
+		r := newLockRig(t, false)
+		res := result(t, r.start(t, r.queuePipeline(t, "queue_empty", "<+pipeline.variables.none>", "Stage")).ID)
+		f := res.Tree.Find("one.queue").Failure
+		if res.Status != status.Failed || f == nil || !strings.Contains(f.Message, "Queue key rendered empty") {
+			t.Errorf("%s %+v", res.Status, f)
+		}
+	})
+}

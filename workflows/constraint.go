@@ -1,0 +1,232 @@
+package workflows
+
+import (
+	"cmp"
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/status"
+)
+
+// changeResourceLocks: a Deployment stage holds its infrastructure's lock from its
+// infrastructure phase to its end (a resource constraint), and Queue steps run.
+const changeResourceLocks = "resource-locks"
+
+// Kinds of locks, as ResourceView.Kind names them.
+const (
+	LockInfrastructure = "infrastructure"
+	LockQueue          = "queue"
+)
+
+// LockID is the lock workflow's ID for a key of a kind. Keys of any length and alphabet fit:
+// a long one is shortened, its hash keeping it apart.
+func LockID(kind, key string) string {
+	const keep = 200
+	if len(key) > keep {
+		sum := sha1.Sum([]byte(key))
+		key = key[:keep] + "~" + hex.EncodeToString(sum[:8])
+	}
+	return "gantry-lock/" + kind + "/" + key
+}
+
+// ResourceView describes what a RESOURCE_WAITING stage or QUEUED step waits for.
+type ResourceView struct {
+	Kind string `json:"kind"` // LockInfrastructure or LockQueue
+	Key  string `json:"key"`
+	// Lock is the lock workflow (internal namespace) whose query answers the whole queue.
+	Lock string `json:"lock"`
+	// Holder is the execution (and node) holding the key, Ahead the tickets queued before
+	// this one, as the lock last told (it tells the first few waiters of every change).
+	Holder string `json:"holder,omitempty"`
+	Ahead  int    `json:"ahead"`
+}
+
+// HeldLock is a ticket a stage (or a batch of its iterations) took, handed up in its result:
+// a batch's to its stage, a stage's pipeline-scoped ones to the pipeline, which release them
+// when their scope ends.
+type HeldLock struct {
+	activities.LockTicket
+	Pipeline bool `json:"pipeline,omitempty"`
+}
+
+// heldLock is a ticket of this workflow: requested, waiting or granted.
+type heldLock struct {
+	ticket   activities.LockTicket
+	pipeline bool
+	granted  bool
+	notice   activities.LockNotice
+	notices  int // received so far
+}
+
+// holdInfrastructure takes the stage's infrastructure lock (spec: resource constraints): the
+// key is the service, environment, connector and infrastructure, and a second stage deploying
+// there waits, RESOURCE_WAITING, until the first ends. allowSimultaneousDeployments turns it
+// off. false: the stage was aborted or expired while waiting.
+func (s *stageRun) holdInfrastructure(ctx workflow.Context) bool {
+	d := s.in.Stage.Deploy
+	if d == nil || d.Infra == nil || d.Infra.AllowSimultaneous || s.deployKey == "" {
+		return true
+	}
+	if workflow.GetVersion(ctx, changeResourceLocks, workflow.DefaultVersion, 1) < 1 {
+		return true
+	}
+	return s.acquireLock(ctx, s.tree, LockInfrastructure, s.deployKey, false, status.ResourceWaiting) == nil
+}
+
+// infrastructureKey is a deployment's constraint key, as people read it.
+func infrastructureKey(service, env, connector, infra string) string {
+	return strings.Join([]string{service, env, connector, infra}, "/")
+}
+
+// queueStep runs a Queue step: it waits, QUEUED, until it holds its key, which it keeps until
+// its scope (the stage, or the whole pipeline) ends.
+func (s *stageRun) queueStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration) *activities.Failure {
+	m, _ := spec.(map[string]any)
+	key := strings.TrimSpace(expressions.ToString(m["key"]))
+	if key == "" {
+		return &activities.Failure{Category: activities.Unknown, Message: "Queue key rendered empty: give `key` a value (or an expression that resolves to one)"}
+	}
+	scope := expressions.ToString(m["scope"])
+	if workflow.GetVersion(ctx, changeResourceLocks, workflow.DefaultVersion, 1) < 1 {
+		return &activities.Failure{Category: activities.Unknown, Message: "Queue steps need a newer worker"}
+	}
+	tctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	expired := false
+	workflow.Go(tctx, func(ctx workflow.Context) {
+		if workflow.Sleep(ctx, timeout) == nil {
+			expired = true
+			cancel()
+		}
+	})
+	f := s.acquireLock(tctx, t, LockQueue, key, scope == "Pipeline", status.Queued)
+	if expired {
+		return &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("still queued for %q after the step's timeout of %s", key, timeout)}
+	}
+	return f
+}
+
+// acquireLock asks the lock of a key for this workflow's ticket and waits, showing waiting
+// on t, until it is granted. The ticket is released when its scope ends, whatever happens
+// before (see releaseLocks); a nil failure means it is held.
+func (s *stageRun) acquireLock(ctx workflow.Context, t *Node, kind, key string, pipelineScope bool, waiting status.Status) *activities.Failure {
+	info := workflow.GetInfo(ctx)
+	self := activities.WorkflowRef{ID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
+	owner := self
+	if s.in.Batch != nil && info.ParentWorkflowExecution != nil { // a batch of the stage's iterations
+		owner = activities.WorkflowRef{ID: info.ParentWorkflowExecution.ID, RunID: info.ParentWorkflowExecution.RunID}
+	}
+	ticket := owner.ID + "/" + owner.RunID + "#" + kind
+	if pipelineScope {
+		owner = activities.WorkflowRef{ID: s.in.ExecutionID}
+		ticket = s.in.ExecutionID + "#pipeline"
+	}
+	id := LockID(kind, key)
+	if h := s.locks[id]; h != nil && h.granted && h.ticket.Ticket == ticket {
+		return nil // this scope holds it already
+	}
+	h := &heldLock{ticket: activities.LockTicket{Lock: id, Ticket: ticket}, pipeline: pipelineScope}
+	s.listenLocks(ctx)
+	s.locks[id] = h
+	req := activities.LockRequest{Lock: id, Key: key, Ticket: ticket, Execution: s.in.ExecutionID, Node: t.Path, Notify: self, Owner: owner}
+	if err := workflow.ExecuteLocalActivity(lockContext(ctx), activities.LockAcquire, req).Get(ctx, nil); err != nil {
+		if ctx.Err() != nil {
+			return &activities.Failure{Category: aborted, Message: "aborted"}
+		}
+		return &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("queue for %s %q: %v", kind, key, err)}
+	}
+	prev, since, shown := t.Status, workflow.Now(ctx), -1
+	for !h.granted {
+		if h.notices != shown {
+			shown = h.notices
+			t.Status = waiting
+			t.Resource = &ResourceView{Kind: kind, Key: key, Lock: id, Holder: h.notice.Holder, Ahead: h.notice.Ahead}
+			s.publish(ctx)
+		}
+		if err := workflow.Await(ctx, func() bool { return h.granted || h.notices != shown }); err != nil {
+			return &activities.Failure{Category: aborted, Message: "aborted"}
+		}
+	}
+	if t.Resource != nil {
+		t.Notes = append(t.Notes, fmt.Sprintf("waited %s for %s %s (held by %s)",
+			workflow.Now(ctx).Sub(since).Round(time.Millisecond), kind, key, t.Resource.Holder))
+		t.Status, t.Resource = prev, nil
+		s.publish(ctx)
+	}
+	return nil
+}
+
+// listenLocks routes the locks' notices to this workflow's tickets (once per workflow).
+func (s *stageRun) listenLocks(ctx workflow.Context) {
+	if s.locks != nil {
+		return
+	}
+	s.locks = map[string]*heldLock{}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	workflow.Go(dctx, func(ctx workflow.Context) {
+		ch := workflow.GetSignalChannel(ctx, activities.SignalLockNotice)
+		for {
+			var n activities.LockNotice
+			ch.Receive(ctx, &n)
+			h := s.locks[n.Lock]
+			if h == nil || h.ticket.Ticket != n.Ticket || h.granted {
+				continue // a ticket given up on, or a notice overtaken by the grant
+			}
+			h.notice, h.granted = n, n.Granted
+			h.notices++
+		}
+	})
+}
+
+// releaseLocks releases the tickets whose scope ends with this workflow, and returns those
+// its parent releases: a batch's all (its stage's scope goes on), a stage's pipeline-scoped.
+func (s *stageRun) releaseLocks(ctx workflow.Context) []HeldLock {
+	held := s.inherited
+	for _, h := range s.locks {
+		held = append(held, HeldLock{LockTicket: h.ticket, Pipeline: h.pipeline})
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	// Deterministic order: map iteration is not.
+	slices.SortFunc(held, func(a, b HeldLock) int { return cmp.Compare(a.Lock+a.Ticket, b.Lock+b.Ticket) })
+	if s.in.Batch != nil {
+		return held
+	}
+	var up []HeldLock
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	for _, h := range held {
+		if h.Pipeline {
+			up = append(up, h)
+			continue
+		}
+		releaseLock(dctx, h.LockTicket)
+	}
+	return up
+}
+
+// releaseLock hands a ticket back; a lock that cannot be reached releases it itself once it
+// sees the owner closed.
+func releaseLock(ctx workflow.Context, t activities.LockTicket) {
+	_ = workflow.ExecuteLocalActivity(lockContext(ctx), activities.LockRelease, t).Get(ctx, nil)
+}
+
+// lockContext runs the lock activities: short calls to Temporal, retried while it is
+// unreachable.
+func lockContext(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: 10 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second},
+		Summary:                "lock",
+	})
+}

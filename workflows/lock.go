@@ -1,0 +1,209 @@
+package workflows
+
+import (
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/activities"
+)
+
+// Lock bounds, variables so tests can shorten them.
+var (
+	// lockHistory is the history length past which a lock workflow continues as new.
+	lockHistory = 4000
+	// lockIdle is how long a lock nobody holds or waits for stays up before it completes
+	// (the next acquire starts it again).
+	lockIdle = 5 * time.Minute
+)
+
+// lockNoticed is how many queued tickets hear of each change of holder: those next in line.
+// Further back a ticket keeps the holder and place it was told when it queued, which saves a
+// thousand waiters a thousand signals each.
+const lockNoticed = 5
+
+// lockDoneKept is how many released tickets a lock remembers (see LockState.Done).
+const lockDoneKept = 200
+
+// Lock is the lock workflow of one key (activities.LockWorkflow): it grants one ticket at a
+// time, in the order the requests arrived, and queues the others. A ticket is released by its
+// holder (signal), or, when the holder's owner closed without releasing (terminated from the
+// Temporal UI), by the lock itself, which checks its owner every LockRequest.Check.
+func Lock(ctx workflow.Context, st activities.LockState) error {
+	l := &lockRun{st: st}
+	if err := workflow.SetQueryHandler(ctx, activities.QueryLock, func() (activities.LockState, error) { return l.st, nil }); err != nil {
+		return err
+	}
+	acquire := workflow.GetSignalChannel(ctx, activities.SignalLockAcquire)
+	release := workflow.GetSignalChannel(ctx, activities.SignalLockRelease)
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second},
+	})
+	rounds := 0
+	for {
+		l.drain(acquire, release)
+		l.settle(lctx)
+		// An iteration adds at most about eight events (a workflow task, a timer started and
+		// cancelled, signals, a marker): counting them bounds the history where the length is
+		// not known (the SDK's test environment).
+		if rounds++; workflow.GetInfo(ctx).GetCurrentHistoryLength() > lockHistory || rounds > lockHistory/8 {
+			return workflow.NewContinueAsNewError(ctx, activities.LockWorkflow, l.st)
+		}
+		tctx, cancel := workflow.WithCancel(ctx)
+		wait := l.checkEvery()
+		if l.st.Holder == nil {
+			wait = lockIdle
+		}
+		timer := workflow.NewTimer(tctx, wait)
+		fired := false
+		sel := workflow.NewSelector(ctx)
+		sel.AddReceive(acquire, func(workflow.ReceiveChannel, bool) {})
+		sel.AddReceive(release, func(workflow.ReceiveChannel, bool) {})
+		sel.AddFuture(timer, func(workflow.Future) { fired = true })
+		sel.Select(ctx)
+		cancel()
+		if !fired {
+			continue
+		}
+		if l.st.Holder == nil {
+			if acquire.Len() == 0 && release.Len() == 0 && len(l.st.Queue) == 0 {
+				return nil // idle: the next acquire starts a new run
+			}
+			continue
+		}
+		var closed bool
+		if err := workflow.ExecuteLocalActivity(lctx, activities.LockOwnerClosed, l.st.Holder.Owner).Get(ctx, &closed); err == nil && closed {
+			l.release(l.st.Holder.Ticket)
+		}
+	}
+}
+
+// lockRun is a lock workflow's state and the notices it owes.
+type lockRun struct {
+	st    activities.LockState
+	owed  []activities.LockDelivery
+	moved bool // the holder changed since the last notices
+}
+
+func (l *lockRun) checkEvery() time.Duration {
+	if l.st.Holder != nil && l.st.Holder.Check > 0 {
+		return l.st.Holder.Check
+	}
+	return activities.DefaultLockCheck
+}
+
+// drain takes every signal received so far: requests first, then releases, so that a release
+// arriving in the same batch as later requests hands the lock to the first of those.
+func (l *lockRun) drain(acquire, release workflow.ReceiveChannel) {
+	for {
+		var r activities.LockRequest
+		if !acquire.ReceiveAsync(&r) {
+			break
+		}
+		l.acquire(r)
+	}
+	for {
+		var t string
+		if !release.ReceiveAsync(&t) {
+			break
+		}
+		l.release(t)
+	}
+}
+
+func (l *lockRun) acquire(r activities.LockRequest) {
+	if l.st.Key == "" {
+		l.st.Key = r.Key
+	}
+	switch {
+	case l.st.Holder != nil && l.st.Holder.Ticket == r.Ticket:
+		// The holder asks again (a pipeline-scoped ticket from its next stage): granted.
+		l.st.Holder.Notify = r.Notify
+		l.owe(r.Notify, activities.LockNotice{Granted: true}, r.Ticket)
+		return
+	case slices.ContainsFunc(l.st.Queue, func(q activities.LockRequest) bool { return q.Ticket == r.Ticket }),
+		slices.Contains(l.st.Done, r.Ticket):
+		return // a repeated request
+	}
+	l.st.Queue = append(l.st.Queue, r)
+	if l.st.Holder != nil {
+		l.owe(r.Notify, activities.LockNotice{Holder: holderName(l.st.Holder), Ahead: len(l.st.Queue) - 1}, r.Ticket)
+	}
+}
+
+// release hands back the holder's ticket or withdraws a queued one.
+func (l *lockRun) release(ticket string) {
+	if !slices.Contains(l.st.Done, ticket) {
+		l.st.Done = append(l.st.Done, ticket)
+		if len(l.st.Done) > lockDoneKept {
+			l.st.Done = l.st.Done[len(l.st.Done)-lockDoneKept:]
+		}
+	}
+	if l.st.Holder != nil && l.st.Holder.Ticket == ticket {
+		l.st.Holder, l.moved = nil, true
+		return
+	}
+	if i := slices.IndexFunc(l.st.Queue, func(q activities.LockRequest) bool { return q.Ticket == ticket }); i >= 0 {
+		l.st.Queue = slices.Delete(l.st.Queue, i, i+1)
+		l.moved = true
+	}
+}
+
+func (l *lockRun) owe(to activities.WorkflowRef, n activities.LockNotice, ticket string) {
+	n.Ticket = ticket
+	l.owed = append(l.owed, activities.LockDelivery{To: to, Notice: n})
+}
+
+// settle grants the lock when it is free and delivers the notices owed, until nothing changes:
+// a ticket whose workflow has closed is dropped (and, when it was just granted, the next one
+// is granted).
+func (l *lockRun) settle(ctx workflow.Context) {
+	for {
+		granted := false
+		if l.st.Holder == nil && len(l.st.Queue) > 0 {
+			next := l.st.Queue[0]
+			l.st.Queue = l.st.Queue[1:]
+			l.st.Holder, l.st.Since, l.moved, granted = &next, workflow.Now(ctx), true, true
+			l.st.Grants++
+			l.owe(next.Notify, activities.LockNotice{Granted: true}, next.Ticket)
+		}
+		// The waiters hear of a new holder once its grant is delivered: a holder whose
+		// workflow closed is passed over first.
+		if l.moved && !granted {
+			if l.st.Holder != nil {
+				for i, q := range l.st.Queue[:min(lockNoticed, len(l.st.Queue))] {
+					l.owe(q.Notify, activities.LockNotice{Holder: holderName(l.st.Holder), Ahead: i}, q.Ticket)
+				}
+			}
+			l.moved = false
+		}
+		if len(l.owed) == 0 {
+			return
+		}
+		owed := l.owed
+		l.owed = nil
+		for i := range owed {
+			owed[i].Notice.Lock = workflow.GetInfo(ctx).WorkflowExecution.ID
+		}
+		var closed []bool
+		if err := workflow.ExecuteLocalActivity(ctx, activities.LockNotify, owed).Get(ctx, &closed); err != nil {
+			return // retried until it succeeds; an error here is a cancelled workflow
+		}
+		for i, gone := range closed {
+			if gone {
+				l.release(owed[i].Notice.Ticket)
+			}
+		}
+	}
+}
+
+// holderName is how a waiter reads who holds the lock.
+func holderName(r *activities.LockRequest) string {
+	if r.Node == "" {
+		return r.Execution
+	}
+	return r.Execution + " (" + r.Node + ")"
+}

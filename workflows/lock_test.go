@@ -1,0 +1,175 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+		"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// lockEnv runs a lock workflow with the notices it sends recorded; closed names the workflows
+// that have ended (a notice to one comes back "closed"; an owner check says so).
+type lockEnv struct {
+	env     *testsuite.TestWorkflowEnvironment
+	notices []string // "workflow: granted" or "workflow: holder+ahead", in order
+	closed  map[string]bool
+}
+
+func newLockEnv(t *testing.T) *lockEnv {
+	var s testsuite.WorkflowTestSuite
+	l := &lockEnv{env: s.NewTestWorkflowEnvironment(), closed: map[string]bool{}}
+	l.env.RegisterWorkflowWithOptions(workflows.Lock, workflow.RegisterOptions{Name: activities.LockWorkflow})
+	l.env.RegisterActivityWithOptions(func(_ context.Context, ds []activities.LockDelivery) ([]bool, error) {
+		out := make([]bool, len(ds))
+		for i, d := range ds {
+			out[i] = l.closed[d.To.ID]
+			if d.Notice.Granted {
+				l.notices = append(l.notices, d.To.ID+": granted")
+			} else {
+				l.notices = append(l.notices, fmt.Sprintf("%s: %s+%d", d.To.ID, d.Notice.Holder, d.Notice.Ahead))
+			}
+		}
+		return out, nil
+	}, activity.RegisterOptions{Name: activities.LockNotify})
+	l.env.RegisterActivityWithOptions(func(_ context.Context, w activities.WorkflowRef) (bool, error) {
+		return l.closed[w.ID], nil
+	}, activity.RegisterOptions{Name: activities.LockOwnerClosed})
+	return l
+}
+
+func (l *lockEnv) at(d time.Duration, fn func()) { l.env.RegisterDelayedCallback(fn, d) }
+
+func (l *lockEnv) acquire(d time.Duration, who string) {
+	l.at(d, func() {
+		l.env.SignalWorkflow(activities.SignalLockAcquire, activities.LockRequest{Lock: "L", Key: "k", Ticket: who + "#t", Execution: who,
+			Notify: activities.WorkflowRef{ID: who}, Owner: activities.WorkflowRef{ID: who}, Check: time.Minute})
+	})
+}
+
+func (l *lockEnv) release(d time.Duration, who string) {
+	l.at(d, func() { l.env.SignalWorkflow(activities.SignalLockRelease, who+"#t") })
+}
+
+func (l *lockEnv) state(t *testing.T) activities.LockState {
+	v, err := l.env.QueryWorkflow(activities.QueryLock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st activities.LockState
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// Tickets are granted one at a time in arrival order; a waiter hears who holds the lock and its
+// place when it queues and, while among the next few, at each change; a withdrawn ticket
+// leaves the queue; a repeated request changes nothing.
+func TestLockGrantsInArrivalOrder(t *testing.T) {
+	l := newLockEnv(t)
+	l.acquire(time.Second, "a")
+	l.acquire(2*time.Second, "b")
+	l.acquire(3*time.Second, "c")
+	l.acquire(4*time.Second, "d")
+	l.acquire(5*time.Second, "b") // a repeat
+	l.release(6*time.Second, "c") // withdrawn while queued
+	l.release(7*time.Second, "a")
+	var mid activities.LockState
+	l.at(8*time.Second, func() { mid = l.state(t) })
+	l.release(9*time.Second, "b")
+	l.release(10*time.Second, "d")
+	l.at(11*time.Second, func() {
+		if st := l.state(t); st.Holder != nil || len(st.Queue) != 0 || st.Grants != 3 {
+			t.Errorf("after all released: %+v", st)
+		}
+	})
+	l.env.ExecuteWorkflow(activities.LockWorkflow, activities.LockState{Key: "k"})
+	if !l.env.IsWorkflowCompleted() || l.env.GetWorkflowError() != nil {
+		t.Fatalf("the idle lock did not complete: %v", l.env.GetWorkflowError())
+	}
+	if mid.Holder == nil || mid.Holder.Execution != "b" || len(mid.Queue) != 1 || mid.Queue[0].Execution != "d" {
+		t.Errorf("after a released: %+v", mid)
+	}
+	want := []string{
+		"a: granted", "b: a+0", "c: a+1", "d: a+2",
+		// c withdrew: the next in line hear their new places.
+		"b: a+0", "d: a+1",
+		"b: granted", "d: b+0",
+		"d: granted",
+	}
+	if !slices.Equal(l.notices, want) {
+		t.Errorf("notices\n got %q\nwant %q", l.notices, want)
+	}
+}
+
+// A holder whose owner closed without releasing (terminated) loses the lock at the next check;
+// a waiter whose workflow closed is passed over when its turn comes.
+func TestLockPassesOverClosedWorkflows(t *testing.T) {
+	l := newLockEnv(t)
+	l.acquire(time.Second, "a")
+	l.acquire(2*time.Second, "b")
+	l.acquire(3*time.Second, "c")
+	l.at(4*time.Second, func() { l.closed["a"], l.closed["b"] = true, true })
+	var st activities.LockState
+	l.at(2*time.Minute, func() { st = l.state(t) })
+	l.release(3*time.Minute, "c")
+	l.env.ExecuteWorkflow(activities.LockWorkflow, activities.LockState{Key: "k"})
+	if st.Holder == nil || st.Holder.Execution != "c" || len(st.Queue) != 0 {
+		t.Errorf("after a's owner closed: %+v", st)
+	}
+	// b's turn came after it closed: it was passed over, and c heard of nobody but a.
+	want := []string{"a: granted", "b: a+0", "c: a+1", "b: granted", "c: granted"}
+	if !slices.Equal(l.notices, want) {
+		t.Errorf("notices\n got %q\nwant %q", l.notices, want)
+	}
+}
+
+// The holder asking again (a pipeline-scoped key in a later stage) is granted at once.
+func TestLockHolderAsksAgain(t *testing.T) {
+	l := newLockEnv(t)
+	l.acquire(time.Second, "a")
+	l.acquire(2*time.Second, "b")
+	l.acquire(3*time.Second, "a")
+	l.release(4*time.Second, "a")
+	l.release(5*time.Second, "b")
+	l.env.ExecuteWorkflow(activities.LockWorkflow, activities.LockState{Key: "k"})
+	want := []string{"a: granted", "b: a+0", "a: granted", "b: granted"}
+	if !slices.Equal(l.notices, want) {
+		t.Errorf("notices\n got %q\nwant %q", l.notices, want)
+	}
+}
+
+// A lock whose history grows continues as new with its holder and queue.
+func TestLockContinuesAsNew(t *testing.T) {
+	defer workflows.SetLockHistory(60)()
+	l := newLockEnv(t)
+	for i := range 30 {
+		l.acquire(time.Duration(i+1)*time.Second, fmt.Sprintf("w%02d", i))
+	}
+	for i := range 30 { // so that a lock that never continues as new ends too
+		l.release(time.Duration(i+100)*time.Second, fmt.Sprintf("w%02d", i))
+	}
+	l.env.ExecuteWorkflow(activities.LockWorkflow, activities.LockState{Key: "k"})
+	err := l.env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		t.Fatalf("want continue-as-new, got %v", err)
+	}
+	var st activities.LockState
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Holder == nil || st.Holder.Execution != "w00" || len(st.Queue) == 0 || st.Queue[0].Execution != "w01" {
+		t.Errorf("state carried over: holder %+v, %d queued", st.Holder, len(st.Queue))
+	}
+}
