@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-		"testing"
+	"testing"
 	"time"
 
 	"go.temporal.io/sdk/activity"
