@@ -231,7 +231,9 @@ func TestResourceConstraintOneDeploymentAtATime(t *testing.T) {
 	a := r.start(t, r.deployPipeline(t, "rc_first", true))
 	r.waitMark(t, "start", a.ID)
 	b := r.start(t, r.deployPipeline(t, "rc_second", true))
-	n := waitNode(t, b.ID, "deploy", func(n *workflows.Node) bool { return n.Status == status.ResourceWaiting })
+	n := waitNode(t, b.ID, "deploy", func(n *workflows.Node) bool {
+		return n.Status == status.ResourceWaiting && n.Resource != nil && n.Resource.Holder != ""
+	})
 	if n.Resource == nil || n.Resource.Kind != workflows.LockInfrastructure || n.Resource.Key != "shop/staging//"+r.infra ||
 		n.Resource.Holder != a.ID+" (deploy)" || n.Resource.Ahead != 0 {
 		t.Errorf("waiting stage's resource %+v", n.Resource)
@@ -349,7 +351,9 @@ func TestQueueStepAcrossPipelines(t *testing.T) {
 	a := r.start(t, r.queuePipeline(t, "queue_a", key, "Pipeline"))
 	r.waitMark(t, "start", a.ID)
 	b := r.start(t, r.queuePipeline(t, "queue_b", key, "Pipeline"))
-	n := waitNode(t, b.ID, "one.queue", func(n *workflows.Node) bool { return n.Status == status.Queued })
+	n := waitNode(t, b.ID, "one.queue", func(n *workflows.Node) bool {
+		return n.Status == status.Queued && n.Resource != nil && n.Resource.Holder != ""
+	})
 	if n.Resource == nil || n.Resource.Key != key || n.Resource.Holder != a.ID+" (one.queue)" {
 		t.Errorf("queued step's resource %+v", n.Resource)
 	}
@@ -375,7 +379,10 @@ func TestQueueStepAcrossPipelines(t *testing.T) {
 
 	t.Run("empty key", func(t *testing.T) {
 		r := newLockRig(t, false)
-		res := result(t, r.start(t, r.queuePipeline(t, "queue_empty", "<+pipeline.variables.none>", "Stage")).ID)
+		file := r.queuePipeline(t, "queue_empty", "<+pipeline.variables.k>", "Stage")
+		b, _ := os.ReadFile(file)
+		writeFile(t, file, strings.Replace(string(b), "  stages:\n", "  variables:\n    - {name: k, type: String, value: \"\"}\n  stages:\n", 1))
+		res := result(t, r.start(t, file).ID)
 		f := res.Tree.Find("one.queue").Failure
 		if res.Status != status.Failed || f == nil || !strings.Contains(f.Message, "Queue key rendered empty") {
 			t.Errorf("%s %+v", res.Status, f)
