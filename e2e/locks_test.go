@@ -8,10 +8,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -388,4 +390,69 @@ func TestQueueStepAcrossPipelines(t *testing.T) {
 			t.Errorf("%s %+v", res.Status, f)
 		}
 	})
+}
+
+// The holder's worker is killed with SIGKILL while the holder deploys and another execution
+// waits: a new worker carries both executions on, the holder keeps the infrastructure until
+// its stage ends, and the waiter deploys after it.
+func TestResourceConstraintWorkerSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gantry binary")
+	}
+	t.Parallel()
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newLockRig(t, false)
+	queue := "lock-kill-test"
+	data := filepath.Join(t.TempDir(), "data")
+	first := gantryWorker(t, bin, queue, data)
+	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := func(file string) starter.Execution {
+		exec, err := s.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exec
+	}
+	a := start(r.deployPipeline(t, "rc_kill_a", true))
+	r.waitMark(t, "start", a.ID)
+	b := start(r.deployPipeline(t, "rc_kill_b", false))
+	waitNode(t, b.ID, "deploy", func(n *workflows.Node) bool {
+		return n.Status == status.ResourceWaiting && n.Resource != nil && n.Resource.Holder == a.ID+" (deploy)"
+	})
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	second := gantryWorker(t, bin, queue, data)
+	defer func() { _ = second.Process.Signal(syscall.SIGTERM); _ = second.Wait() }()
+	// The holder's step runs again on the new worker (its first attempt died with the worker).
+	deadline := time.Now().Add(time.Minute)
+	for len(slices.DeleteFunc(r.read(t), func(m mark) bool { return m.what != "start" || m.exec != a.ID })) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the holder's step did not run again after its worker died: %+v", r.read(t))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if slices.ContainsFunc(r.read(t), func(m mark) bool { return m.exec == b.ID }) {
+		t.Fatalf("the waiter deployed while the holder's stage still ran: %+v", r.read(t))
+	}
+	r.open(t, a.ID)
+	for _, id := range []string{a.ID, b.ID} {
+		res, err := s.Result(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != status.Succeeded {
+			t.Errorf("%s: %s", id, res.Status)
+		}
+	}
+	iv := intervals(t, r.read(t))
+	if iv[b.ID][0] < iv[a.ID][1] {
+		t.Errorf("the waiter deployed before the holder ended: %v", iv)
+	}
 }
