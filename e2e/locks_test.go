@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -8,12 +9,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/internal/topotest"
+	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -454,5 +457,88 @@ func TestResourceConstraintWorkerSIGKILL(t *testing.T) {
 	iv := intervals(t, r.read(t))
 	if iv[b.ID][0] < iv[a.ID][1] {
 		t.Errorf("the waiter deployed before the holder ended: %v", iv)
+	}
+}
+
+// Many executions queue on one key at once (40; GANTRY_STRESS_LOCKS sets how many, `make
+// stress` 1,000): each holds it exactly once, never two at a time, and none is lost.
+func TestLockManyWaiters(t *testing.T) {
+	t.Parallel()
+	n := 40
+	if v, err := strconv.Atoi(os.Getenv("GANTRY_STRESS_LOCKS")); err == nil && v > 0 {
+		n = v
+	}
+	r := newLockRig(t, false)
+	key := fmt.Sprintf("many-%d", time.Now().UnixNano())
+	src := `pipeline:
+  name: many
+  identifier: lock_many
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: Queue, name: queue, identifier: queue, timeout: 60m, spec: {key: "` + key + `", scope: Stage}}
+` + r.markStep(false)
+	p := compile(t, "many.yaml", []byte(src), load.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = exec.ID
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for _, id := range ids {
+		res, err := env.starter.Result(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != status.Succeeded {
+			t.Errorf("%s: %s", id, res.Status)
+		}
+	}
+	marks := r.read(t)
+	count := map[string]int{}
+	for _, m := range marks {
+		count[m.what+" "+m.exec]++
+	}
+	for _, id := range ids {
+		if count["start "+id] != 1 || count["end "+id] != 1 {
+			t.Errorf("%s held the key %d times (ended %d)", id, count["start "+id], count["end "+id])
+		}
+	}
+	iv := intervals(t, marks)
+	list := make([][2]int64, 0, len(iv))
+	for _, v := range iv {
+		list = append(list, v)
+	}
+	slices.SortFunc(list, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	for i := 1; i < len(list); i++ {
+		if list[i][0] < list[i-1][1] {
+			t.Fatalf("two executions held the key at once: %v and %v", list[i-1], list[i])
+		}
+	}
+	st := lockState(t, workflows.LockID(workflows.LockQueue, key))
+	if st.Holder != nil || len(st.Queue) != 0 || st.Grants != int64(n) {
+		t.Errorf("lock after all ended: holder %v, %d queued, %d grants (want %d)", st.Holder, len(st.Queue), st.Grants, n)
 	}
 }
