@@ -64,10 +64,11 @@ test: vet k8s-tools terraform-tools ssh-tools browser-tools
 	$(GO) test -run '^$$' -fuzz '^FuzzExpand$$' -fuzztime $(FUZZTIME) ./pipeline/templates
 
 # Long load tests, outside `make test`: decisions sent to many executions while another process
-# saturates the CPU (each applied exactly once), and a 3,000-iteration stage matrix.
+# saturates the CPU (each applied exactly once), a 3,000-iteration stage matrix, and 1,000
+# executions queued on one key (each holds it exactly once).
 # GANTRY_STRESS_EXECUTIONS sets the number of executions (40).
 stress: k8s-tools
-	GANTRY_STRESS=1 $(GO) test -count=1 -run 'TestStress|TestScaleStageMatrixOf3000' -timeout 60m -v ./e2e
+	GANTRY_STRESS=1 GANTRY_STRESS_LOCKS=1000 $(GO) test -count=1 -run 'TestStress|TestScaleStageMatrixOf3000|TestLockManyWaiters' -timeout 60m -v ./e2e
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(LONGFUZZ) ./expressions
@@ -111,6 +112,7 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools
 	$(GO) test -run '^$$' -bench 'LogsToS3' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Notifications' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 1x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'LockHandoff|DeploymentConstraint' -benchtime 3x -count 3 ./e2e | tee -a .bench.out
 	GANTRY_DRONE_BIN=$$(hack/bench-drone.sh --bin) $(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 15x -count 3 ./e2e | tee -a .bench.out
 	hack/bench-drone.sh 15 3 | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out

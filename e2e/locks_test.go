@@ -16,7 +16,6 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/internal/topotest"
-	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -30,7 +29,7 @@ type lockRig struct {
 	infra             string // the infrastructure's identifier: each test deploys to its own
 }
 
-func newLockRig(t *testing.T, allowSimultaneous bool) *lockRig {
+func newLockRig(t testing.TB, allowSimultaneous bool) *lockRig {
 	t.Helper()
 	dir := t.TempDir()
 	infra := "pool_" + strings.ToLower(strings.NewReplacer("/", "_", " ", "_").Replace(t.Name()))
@@ -74,7 +73,7 @@ func (r *lockRig) markStep(gated bool) string {
 }
 
 // deployPipeline writes a pipeline of one Deployment stage to the rig's infrastructure.
-func (r *lockRig) deployPipeline(t *testing.T, id string, gated bool) string {
+func (r *lockRig) deployPipeline(t testing.TB, id string, gated bool) string {
 	src := `pipeline:
   name: ` + id + `
   identifier: ` + id + `
@@ -97,9 +96,34 @@ func (r *lockRig) deployPipeline(t *testing.T, id string, gated bool) string {
 	return file
 }
 
+// markPipeline writes a pipeline of one Custom stage: a Queue step on key with scope (none
+// when key is ""), then one ungated marked step.
+func (r *lockRig) markPipeline(t testing.TB, id, key, scope string) string {
+	queue := ""
+	if key != "" {
+		queue = `              - step: {type: Queue, name: queue, identifier: queue, timeout: 60m, spec: {key: "` + key + `", scope: ` + scope + `}}
+`
+	}
+	src := `pipeline:
+  name: ` + id + `
+  identifier: ` + id + `
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+` + queue + r.markStep(false)
+	file := filepath.Join(r.dir, id+".yaml")
+	writeFile(t, file, src)
+	return file
+}
+
 // queuePipeline writes a pipeline of two Custom stages: the first queues on key with scope,
 // then works (gated); the second works again, ungated.
-func (r *lockRig) queuePipeline(t *testing.T, id, key, scope string) string {
+func (r *lockRig) queuePipeline(t testing.TB, id, key, scope string) string {
 	src := `pipeline:
   name: ` + id + `
   identifier: ` + id + `
@@ -126,7 +150,7 @@ func (r *lockRig) queuePipeline(t *testing.T, id, key, scope string) string {
 	return file
 }
 
-func (r *lockRig) start(t *testing.T, file string) starter.Execution {
+func (r *lockRig) start(t testing.TB, file string) starter.Execution {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -137,7 +161,7 @@ func (r *lockRig) start(t *testing.T, file string) starter.Execution {
 	return exec
 }
 
-func (r *lockRig) open(t *testing.T, execID string) {
+func (r *lockRig) open(t testing.TB, execID string) {
 	t.Helper()
 	writeFile(t, filepath.Join(r.gates, execID), "")
 }
@@ -148,7 +172,7 @@ type mark struct {
 	at         int64
 }
 
-func (r *lockRig) read(t *testing.T) []mark {
+func (r *lockRig) read(t testing.TB) []mark {
 	t.Helper()
 	b, err := os.ReadFile(r.marks)
 	if err != nil && !os.IsNotExist(err) {
@@ -167,7 +191,7 @@ func (r *lockRig) read(t *testing.T) []mark {
 }
 
 // waitMark waits until the marks file has what for exec.
-func (r *lockRig) waitMark(t *testing.T, what, exec string) {
+func (r *lockRig) waitMark(t testing.TB, what, exec string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
@@ -198,7 +222,7 @@ func waitNode(t *testing.T, execID, path string, ok func(*workflows.Node) bool) 
 }
 
 // intervals are each execution's [start, end] from the marks.
-func intervals(t *testing.T, marks []mark) map[string][2]int64 {
+func intervals(t testing.TB, marks []mark) map[string][2]int64 {
 	t.Helper()
 	out := map[string][2]int64{}
 	for _, m := range marks {
@@ -261,6 +285,11 @@ func TestResourceConstraintOneDeploymentAtATime(t *testing.T) {
 	iv := intervals(t, r.read(t))
 	if overlap(iv[a.ID], iv[b.ID]) || iv[b.ID][0] < iv[a.ID][1] {
 		t.Errorf("deployments overlap or ran out of order: %v", iv)
+	}
+	if *updateHistories { // a stage that held its infrastructure, and one that waited for it
+		for _, id := range []string{a.ID, b.ID} {
+			recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), id)
+		}
 	}
 	notes := result(t, b.ID).Tree.Find("deploy").Notes
 	if !slices.ContainsFunc(notes, func(s string) bool {
@@ -369,6 +398,11 @@ func TestQueueStepAcrossPipelines(t *testing.T) {
 			t.Errorf("%s: %s", id, res.Status)
 		}
 	}
+	if *updateHistories { // pipeline-scoped Queue steps, one waiting
+		for _, id := range []string{a.ID, b.ID} {
+			recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), id)
+		}
+	}
 	var aTail, bStart int64
 	for _, m := range r.read(t) {
 		if m.what == "tail" && m.exec == a.ID {
@@ -470,20 +504,7 @@ func TestLockManyWaiters(t *testing.T) {
 	}
 	r := newLockRig(t, false)
 	key := fmt.Sprintf("many-%d", time.Now().UnixNano())
-	src := `pipeline:
-  name: many
-  identifier: lock_many
-  stages:
-    - stage:
-        name: s
-        identifier: s
-        type: Custom
-        spec:
-          execution:
-            steps:
-              - step: {type: Queue, name: queue, identifier: queue, timeout: 60m, spec: {key: "` + key + `", scope: Stage}}
-` + r.markStep(false)
-	p := compile(t, "many.yaml", []byte(src), load.Options{})
+	p := loadRun(t, r.markPipeline(t, "lock_many", key, "Stage"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
 	ids := make([]string, n)

@@ -214,3 +214,17 @@ if [ -n "$peer" ]; then
     done
   done
 fi
+lh=$(unit LockHandoff handoff-ms); ls=$(unit LockHandoff sequential-ms)
+if [ -n "$lh" ] && [ -n "$ls" ]; then
+  awk -v h="$lh" -v s="$ls" 'BEGIN {
+    print ""; print "locks: 20 executions queued on one key (median of the gaps between one ending and the next starting; baseline: a client starting each run when the previous result is in)"
+    printf "  handoff %.1f ms  sequential starts %.1f ms  ratio %.2fx\n", h, s, h / s
+  }'
+fi
+dc=$(unit DeploymentConstraint ms/run); du=$(unit DeploymentConstraint unconstrained-ms/run)
+if [ -n "$dc" ] && [ -n "$du" ]; then
+  awk -v c="$dc" -v u="$du" 'BEGIN {
+    print ""; print "a Deployment stage of one short step, run after run (ms per run, median; baseline: the same stage with allowSimultaneousDeployments)"
+    printf "  with its resource constraint %.1f  without %.1f  ratio %.2fx  (target <= 1.05x)\n", c, u, c / u
+  }'
+fi

@@ -24,6 +24,9 @@ var (
 // thousand waiters a thousand signals each.
 const lockNoticed = 5
 
+// lockNoticeBatch is the most notices one LockNotify activity delivers.
+const lockNoticeBatch = 100
+
 // lockDoneKept is how many released tickets a lock remembers (see LockState.Done).
 const lockDoneKept = 200
 
@@ -185,16 +188,22 @@ func (l *lockRun) settle(ctx workflow.Context) {
 		}
 		owed := l.owed
 		l.owed = nil
-		for i := range owed {
-			owed[i].Notice.Lock = workflow.GetInfo(ctx).WorkflowExecution.ID
-		}
-		var closed []bool
-		if err := workflow.ExecuteLocalActivity(ctx, activities.LockNotify, owed).Get(ctx, &closed); err != nil {
-			return // retried until it succeeds; an error here is a cancelled workflow
-		}
-		for i, gone := range closed {
-			if gone {
-				l.release(owed[i].Notice.Ticket)
+		// A burst of requests owes a notice each: sent in slices, each well within its
+		// activity's timeout.
+		for len(owed) > 0 {
+			batch := owed[:min(lockNoticeBatch, len(owed))]
+			owed = owed[len(batch):]
+			for i := range batch {
+				batch[i].Notice.Lock = workflow.GetInfo(ctx).WorkflowExecution.ID
+			}
+			var closed []bool
+			if err := workflow.ExecuteLocalActivity(ctx, activities.LockNotify, batch).Get(ctx, &closed); err != nil {
+				return // retried until it succeeds; an error here is a cancelled workflow
+			}
+			for i, gone := range closed {
+				if gone {
+					l.release(batch[i].Notice.Ticket)
+				}
 			}
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gantry-cd/gantry/activities"
 )
@@ -52,19 +53,31 @@ func (t *Temporal) Release(ctx context.Context, tk activities.LockTicket) error 
 	return nil
 }
 
-// Notify delivers a lock's notices, in order, and reports for each whether its workflow has
-// closed (it will never take the lock).
+// notifyAtOnce bounds the signals Notify sends at the same time.
+const notifyAtOnce = 16
+
+// Notify delivers a lock's notices and reports for each whether its workflow has closed (it
+// will never take the lock). Notices to different workflows go out concurrently; one workflow
+// may get two in either order (its stage keeps the grant whatever comes after).
 func (t *Temporal) Notify(ctx context.Context, ds []activities.LockDelivery) ([]bool, error) {
 	closed := make([]bool, len(ds))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(notifyAtOnce)
 	for i, d := range ds {
-		err := t.Pipelines.SignalWorkflow(ctx, d.To.ID, d.To.RunID, activities.SignalLockNotice, d.Notice)
-		var nf *serviceerror.NotFound
-		switch {
-		case errors.As(err, &nf):
-			closed[i] = true
-		case err != nil:
-			return nil, fmt.Errorf("tell %s of lock %s: %w", d.To.ID, d.Notice.Lock, err)
-		}
+		g.Go(func() error {
+			err := t.Pipelines.SignalWorkflow(gctx, d.To.ID, d.To.RunID, activities.SignalLockNotice, d.Notice)
+			var nf *serviceerror.NotFound
+			switch {
+			case errors.As(err, &nf):
+				closed[i] = true
+			case err != nil:
+				return fmt.Errorf("tell %s of lock %s: %w", d.To.ID, d.Notice.Lock, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return closed, nil
 }
