@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -507,6 +508,24 @@ func TestLockManyWaiters(t *testing.T) {
 	p := loadRun(t, r.markPipeline(t, "lock_many", key, "Stage"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
 	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	var started atomic.Int64
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Second):
+			}
+			v, err := env.internal.QueryWorkflow(context.Background(), workflows.LockID(workflows.LockQueue, key), "", activities.QueryLock)
+			var st activities.LockState
+			if err == nil {
+				err = v.Get(&st)
+			}
+			t.Logf("DIAG lock: holder %v queue %d grants %d err %v marks %d started %d", st.Holder != nil, len(st.Queue), st.Grants, err, len(r.read(t)), started.Load())
+		}
+	}()
 	ids := make([]string, n)
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -522,6 +541,7 @@ func TestLockManyWaiters(t *testing.T) {
 				return
 			}
 			ids[i] = exec.ID
+			started.Add(1)
 		}()
 	}
 	wg.Wait()

@@ -223,10 +223,12 @@ func releaseLock(ctx workflow.Context, t activities.LockTicket) {
 // lockContext runs the lock activities: short calls to Temporal, retried while it is
 // unreachable.
 func lockContext(ctx workflow.Context) workflow.Context {
+	// A lock takes its requests one at a time: under a burst a call may wait its turn for a
+	// while, and retrying it early only adds to the burst.
 	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout:    30 * time.Second,
-		ScheduleToCloseTimeout: 10 * time.Minute,
-		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second},
+		StartToCloseTimeout:    2 * time.Minute,
+		ScheduleToCloseTimeout: 30 * time.Minute,
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
 		Summary:                "lock",
 	})
 }
