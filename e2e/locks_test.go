@@ -523,7 +523,7 @@ func TestLockManyWaiters(t *testing.T) {
 			if err == nil {
 				err = v.Get(&st)
 			}
-			t.Logf("DIAG lock: holder %v queue %d grants %d err %v marks %d started %d", st.Holder != nil, len(st.Queue), st.Grants, err, len(r.read(t)), started.Load())
+			t.Logf("lock progress: held %v, %d queued, %d granted (query error %v), %d marks, %d started", st.Holder != nil, len(st.Queue), st.Grants, err, len(r.read(t)), started.Load())
 		}
 	}()
 	ids := make([]string, n)
