@@ -10,7 +10,7 @@ import "time"
 const (
 	// LockWorkflow is the lock workflow's type: one run per key, started by the first acquire.
 	LockWorkflow = "gantry.Lock"
-	// SignalLockAcquire queues a LockRequest; SignalLockRelease hands back (or withdraws) the
+	// SignalLockAcquire queues LockRequests ([]LockRequest, in order); SignalLockRelease hands back (or withdraws) the
 	// ticket it names.
 	SignalLockAcquire = "acquire"
 	SignalLockRelease = "release"

@@ -102,11 +102,13 @@ func (l *lockRun) checkEvery() time.Duration {
 // arriving in the same batch as later requests hands the lock to the first of those.
 func (l *lockRun) drain(acquire, release workflow.ReceiveChannel) {
 	for {
-		var r activities.LockRequest
-		if !acquire.ReceiveAsync(&r) {
+		var rs []activities.LockRequest
+		if !acquire.ReceiveAsync(&rs) {
 			break
 		}
-		l.acquire(r)
+		for _, r := range rs {
+			l.acquire(r)
+		}
 	}
 	for {
 		var t string

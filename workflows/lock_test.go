@@ -51,8 +51,8 @@ func (l *lockEnv) at(d time.Duration, fn func()) { l.env.RegisterDelayedCallback
 
 func (l *lockEnv) acquire(d time.Duration, who string) {
 	l.at(d, func() {
-		l.env.SignalWorkflow(activities.SignalLockAcquire, activities.LockRequest{Lock: "L", Key: "k", Ticket: who + "#t", Execution: who,
-			Notify: activities.WorkflowRef{ID: who}, Owner: activities.WorkflowRef{ID: who}, Check: time.Minute})
+		l.env.SignalWorkflow(activities.SignalLockAcquire, []activities.LockRequest{{Lock: "L", Key: "k", Ticket: who + "#t", Execution: who,
+			Notify: activities.WorkflowRef{ID: who}, Owner: activities.WorkflowRef{ID: who}, Check: time.Minute}})
 	})
 }
 

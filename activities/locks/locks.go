@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -26,21 +27,76 @@ type Temporal struct {
 	TaskQueue string
 	// Check is how often a lock makes sure its holder runs (0: activities.DefaultLockCheck).
 	Check time.Duration
+
+	mu      sync.Mutex
+	pending map[string][]*acquireCall // requests not sent yet, by lock
 }
 
+// acquireCall is one Acquire waiting for the signal that carries its request.
+type acquireCall struct {
+	r    activities.LockRequest
+	done chan error
+}
+
+// maxRequestsPerSignal bounds one acquire signal (a request is a few hundred bytes).
+const maxRequestsPerSignal = 500
+
 // Acquire queues a request with its lock, starting the lock workflow when it is not running.
+// The requests of this process for one lock that arrive while a signal to it is on its way go
+// together in the next: a lock takes one signal at a time, and a burst of a thousand stages
+// would otherwise queue a thousand signals on it.
 func (t *Temporal) Acquire(ctx context.Context, r activities.LockRequest) error {
 	if r.Check == 0 {
 		r.Check = t.Check
 	}
-	_, err := t.Locks.SignalWithStartWorkflow(ctx, r.Lock, activities.SignalLockAcquire, r,
-		client.StartWorkflowOptions{ID: r.Lock, TaskQueue: t.TaskQueue,
-			StaticSummary: "Lock of " + r.Key},
-		activities.LockWorkflow, activities.LockState{Key: r.Key})
-	if err != nil {
-		return fmt.Errorf("queue ticket %s with lock %s: %w", r.Ticket, r.Lock, err)
+	c := &acquireCall{r: r, done: make(chan error, 1)}
+	t.mu.Lock()
+	if t.pending == nil {
+		t.pending = map[string][]*acquireCall{}
 	}
-	return nil
+	calls, sending := t.pending[r.Lock]
+	t.pending[r.Lock] = append(calls, c)
+	t.mu.Unlock()
+	if !sending {
+		go t.send(r.Lock, r.Key)
+	}
+	select {
+	case err := <-c.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// send signals a lock the requests pending for it, again while more arrived meanwhile.
+func (t *Temporal) send(lock, key string) {
+	for {
+		t.mu.Lock()
+		calls := t.pending[lock]
+		if len(calls) == 0 {
+			delete(t.pending, lock)
+			t.mu.Unlock()
+			return
+		}
+		calls = calls[:min(len(calls), maxRequestsPerSignal)]
+		t.pending[lock] = t.pending[lock][len(calls):]
+		t.mu.Unlock()
+		reqs := make([]activities.LockRequest, len(calls))
+		for i, c := range calls {
+			reqs[i] = c.r
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		_, err := t.Locks.SignalWithStartWorkflow(ctx, lock, activities.SignalLockAcquire, reqs,
+			client.StartWorkflowOptions{ID: lock, TaskQueue: t.TaskQueue, StaticSummary: "Lock of " + key},
+			activities.LockWorkflow, activities.LockState{Key: key})
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("queue %d request(s) with lock %s: %w", len(reqs), lock, err)
+		}
+		for _, c := range calls {
+			c.done <- err
+		}
+	}
 }
 
 // Release hands a ticket back. A lock that is not running holds nothing.
