@@ -94,4 +94,3 @@ func gaps(b testing.TB, r *lockRig, ids []string) []float64 {
 	}
 	return out
 }
-

@@ -241,6 +241,16 @@ func intervals(t testing.TB, marks []mark) map[string][2]int64 {
 
 func overlap(a, b [2]int64) bool { return a[0] < b[1] && b[0] < a[1] }
 
+// succeeded checks that executions ended SUCCEEDED.
+func succeeded(t *testing.T, ids ...string) {
+	t.Helper()
+	for _, id := range ids {
+		if res := result(t, id); res.Status != status.Succeeded {
+			t.Errorf("%s: %s", id, res.Status)
+		}
+	}
+}
+
 func result(t *testing.T, execID string) *workflows.PipelineResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -278,11 +288,7 @@ func TestResourceConstraintOneDeploymentAtATime(t *testing.T) {
 	}
 	r.open(t, a.ID)
 	r.open(t, b.ID)
-	for _, id := range []string{a.ID, b.ID} {
-		if res := result(t, id); res.Status != status.Succeeded {
-			t.Errorf("%s: %s", id, res.Status)
-		}
-	}
+	succeeded(t, a.ID, b.ID)
 	iv := intervals(t, r.read(t))
 	if overlap(iv[a.ID], iv[b.ID]) || iv[b.ID][0] < iv[a.ID][1] {
 		t.Errorf("deployments overlap or ran out of order: %v", iv)
@@ -307,11 +313,7 @@ func TestResourceConstraintOneDeploymentAtATime(t *testing.T) {
 		r.waitMark(t, "start", b.ID) // while the first still deploys
 		r.open(t, a.ID)
 		r.open(t, b.ID)
-		for _, id := range []string{a.ID, b.ID} {
-			if res := result(t, id); res.Status != status.Succeeded {
-				t.Errorf("%s: %s", id, res.Status)
-			}
-		}
+		succeeded(t, a.ID, b.ID)
 		if iv := intervals(t, r.read(t)); !overlap(iv[a.ID], iv[b.ID]) {
 			t.Errorf("deployments did not overlap: %v", iv)
 		}
@@ -394,11 +396,7 @@ func TestQueueStepAcrossPipelines(t *testing.T) {
 	}
 	r.open(t, a.ID)
 	r.open(t, b.ID)
-	for _, id := range []string{a.ID, b.ID} {
-		if res := result(t, id); res.Status != status.Succeeded {
-			t.Errorf("%s: %s", id, res.Status)
-		}
-	}
+	succeeded(t, a.ID, b.ID)
 	if *updateHistories { // pipeline-scoped Queue steps, one waiting
 		for _, id := range []string{a.ID, b.ID} {
 			recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), id)
