@@ -5,14 +5,16 @@ import "time"
 // Locks serialise what must not run twice at once: a Deployment stage's infrastructure (a
 // resource constraint) and the key of a Queue step. Each key is one long-lived lock workflow
 // (LockWorkflow) that holds one ticket at a time and queues the others in arrival order. The
-// stages reach it through these activities, and it reaches them back through signals; this
-// file is the contract both sides share.
+// stages reach it through these activities: a request is an update, answered at once with the
+// grant or the place in line, and a later grant comes back as a signal. This file is the
+// contract both sides share.
 const (
 	// LockWorkflow is the lock workflow's type: one run per key, started by the first acquire.
 	LockWorkflow = "gantry.Lock"
-	// SignalLockAcquire queues LockRequests ([]LockRequest, in order); SignalLockRelease hands back (or withdraws) the
+	// UpdateLockAcquire queues LockRequests ([]LockRequest, in order) and answers a LockNotice
+	// for each: granted, or where it stands. SignalLockRelease hands back (or withdraws) the
 	// ticket it names.
-	SignalLockAcquire = "acquire"
+	UpdateLockAcquire = "acquire"
 	SignalLockRelease = "release"
 	// QueryLock answers the lock's state (LockState).
 	QueryLock = "state"
@@ -20,7 +22,8 @@ const (
 	SignalLockNotice = "lock-notice"
 
 	// LockAcquire sends a LockRequest to its lock, starting the lock workflow when it is not
-	// running; LockRelease sends a LockTicket's release.
+	// running, and returns the lock's answer (LockNotice); LockRelease sends a LockTicket's
+	// release.
 	LockAcquire = "gantry.LockAcquire"
 	LockRelease = "gantry.LockRelease"
 	// LockNotify delivers a lock's notices ([]LockDelivery) and answers, for each, whether its

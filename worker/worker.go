@@ -313,7 +313,11 @@ func registerActivities(r interface {
 		// long-lived workflows, and so do the locks.
 		rec := records.Temporal{Client: rc, TaskQueue: workflows.SequenceQueue(tq)}
 		tf.Records, dep.Records = terraform.TemporalRecords{Temporal: rec}, &rec
-		lk := &locks.Temporal{Locks: rc, Pipelines: c, TaskQueue: workflows.SequenceQueue(tq), Check: o.LockCheck}
+		lk := &locks.Temporal{Locks: rc, Pipelines: c, TaskQueue: workflows.SequenceQueue(tq), Check: o.LockCheck, Log: o.Log}
+		r.RegisterActivityWithOptions(lk.Acquire, activity.RegisterOptions{Name: activities.LockAcquire})
+		r.RegisterActivityWithOptions(lk.Release, activity.RegisterOptions{Name: activities.LockRelease})
+	} else {
+		lk := &locks.Local{}
 		r.RegisterActivityWithOptions(lk.Acquire, activity.RegisterOptions{Name: activities.LockAcquire})
 		r.RegisterActivityWithOptions(lk.Release, activity.RegisterOptions{Name: activities.LockRelease})
 	}

@@ -138,11 +138,16 @@ func (s *stageRun) acquireLock(ctx workflow.Context, t *Node, kind, key string, 
 	s.listenLocks(ctx)
 	s.locks[id] = h
 	req := activities.LockRequest{Lock: id, Key: key, Ticket: ticket, Execution: s.in.ExecutionID, Node: t.Path, Notify: self, Owner: owner}
-	if err := workflow.ExecuteLocalActivity(lockContext(ctx), activities.LockAcquire, req).Get(ctx, nil); err != nil {
+	var answer activities.LockNotice
+	if err := workflow.ExecuteLocalActivity(lockContext(ctx), activities.LockAcquire, req).Get(ctx, &answer); err != nil {
 		if ctx.Err() != nil {
 			return &activities.Failure{Category: aborted, Message: "aborted"}
 		}
 		return &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("queue for %s %q: %v", kind, key, err)}
+	}
+	if !h.granted && h.notices == 0 { // a notice may have overtaken the answer
+		h.notice, h.granted = answer, answer.Granted
+		h.notices++
 	}
 	prev, since, shown := t.Status, workflow.Now(ctx), -1
 	for !h.granted {

@@ -31,15 +31,26 @@ const lockNoticeBatch = 100
 const lockDoneKept = 200
 
 // Lock is the lock workflow of one key (activities.LockWorkflow): it grants one ticket at a
-// time, in the order the requests arrived, and queues the others. A ticket is released by its
-// holder (signal), or, when the holder's owner closed without releasing (terminated from the
-// Temporal UI), by the lock itself, which checks its owner every LockRequest.Check.
+// time, in the order the requests arrived, and queues the others. A request is an update: a
+// free lock is granted in its answer, which spares the requester a signal and a workflow task;
+// a queued ticket hears of its grant by signal. A ticket is released by its holder (signal),
+// or, when the holder's owner closed without releasing (terminated from the Temporal UI), by
+// the lock itself, which checks its owner every LockRequest.Check.
 func Lock(ctx workflow.Context, st activities.LockState) error {
 	l := &lockRun{st: st}
 	if err := workflow.SetQueryHandler(ctx, activities.QueryLock, func() (activities.LockState, error) { return l.st, nil }); err != nil {
 		return err
 	}
-	acquire := workflow.GetSignalChannel(ctx, activities.SignalLockAcquire)
+	if err := workflow.SetUpdateHandler(ctx, activities.UpdateLockAcquire, func(ctx workflow.Context, rs []activities.LockRequest) ([]activities.LockNotice, error) {
+		out := make([]activities.LockNotice, len(rs))
+		for i, r := range rs {
+			out[i] = l.acquire(ctx, r)
+		}
+		l.woken = true
+		return out, nil
+	}); err != nil {
+		return err
+	}
 	release := workflow.GetSignalChannel(ctx, activities.SignalLockRelease)
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
@@ -47,32 +58,28 @@ func Lock(ctx workflow.Context, st activities.LockState) error {
 	})
 	rounds := 0
 	for {
-		l.drain(acquire, release)
+		l.drain(release)
 		l.settle(lctx)
 		// An iteration adds at most about eight events (a workflow task, a timer started and
-		// cancelled, signals, a marker): counting them bounds the history where the length is
-		// not known (the SDK's test environment).
+		// cancelled, messages, a marker): counting them bounds the history where the length
+		// is not known (the SDK's test environment). Requests in flight go to the next run.
 		if rounds++; workflow.GetInfo(ctx).GetCurrentHistoryLength() > lockHistory || rounds > lockHistory/8 {
 			return workflow.NewContinueAsNewError(ctx, activities.LockWorkflow, l.st)
 		}
-		tctx, cancel := workflow.WithCancel(ctx)
 		wait := l.checkEvery()
 		if l.st.Holder == nil {
 			wait = lockIdle
 		}
-		timer := workflow.NewTimer(tctx, wait)
-		fired := false
-		sel := workflow.NewSelector(ctx)
-		sel.AddReceive(acquire, func(workflow.ReceiveChannel, bool) {})
-		sel.AddReceive(release, func(workflow.ReceiveChannel, bool) {})
-		sel.AddFuture(timer, func(workflow.Future) { fired = true })
-		sel.Select(ctx)
-		cancel()
-		if !fired {
+		l.woken = false
+		woken, err := workflow.AwaitWithTimeout(ctx, wait, func() bool { return l.woken || release.Len() > 0 })
+		if err != nil {
+			return err
+		}
+		if woken {
 			continue
 		}
 		if l.st.Holder == nil {
-			if acquire.Len() == 0 && release.Len() == 0 && len(l.st.Queue) == 0 {
+			if len(l.st.Queue) == 0 && workflow.AllHandlersFinished(ctx) {
 				return nil // idle: the next acquire starts a new run
 			}
 			continue
@@ -89,6 +96,7 @@ type lockRun struct {
 	st    activities.LockState
 	owed  []activities.LockDelivery
 	moved bool // the holder changed since the last notices
+	woken bool // a request arrived while the loop waited
 }
 
 func (l *lockRun) checkEvery() time.Duration {
@@ -98,18 +106,8 @@ func (l *lockRun) checkEvery() time.Duration {
 	return activities.DefaultLockCheck
 }
 
-// drain takes every signal received so far: requests first, then releases, so that a release
-// arriving in the same batch as later requests hands the lock to the first of those.
-func (l *lockRun) drain(acquire, release workflow.ReceiveChannel) {
-	for {
-		var rs []activities.LockRequest
-		if !acquire.ReceiveAsync(&rs) {
-			break
-		}
-		for _, r := range rs {
-			l.acquire(r)
-		}
-	}
+// drain takes every release received so far.
+func (l *lockRun) drain(release workflow.ReceiveChannel) {
 	for {
 		var t string
 		if !release.ReceiveAsync(&t) {
@@ -119,24 +117,32 @@ func (l *lockRun) drain(acquire, release workflow.ReceiveChannel) {
 	}
 }
 
-func (l *lockRun) acquire(r activities.LockRequest) {
+// acquire queues a request and answers it: granted when the lock is free (or the holder asks
+// again), otherwise who holds it and how many wait ahead.
+func (l *lockRun) acquire(ctx workflow.Context, r activities.LockRequest) activities.LockNotice {
 	if l.st.Key == "" {
 		l.st.Key = r.Key
 	}
+	granted := activities.LockNotice{Lock: workflow.GetInfo(ctx).WorkflowExecution.ID, Ticket: r.Ticket, Granted: true}
 	switch {
 	case l.st.Holder != nil && l.st.Holder.Ticket == r.Ticket:
 		// The holder asks again (a pipeline-scoped ticket from its next stage): granted.
 		l.st.Holder.Notify = r.Notify
-		l.owe(r.Notify, activities.LockNotice{Granted: true}, r.Ticket)
-		return
-	case slices.ContainsFunc(l.st.Queue, func(q activities.LockRequest) bool { return q.Ticket == r.Ticket }),
-		slices.Contains(l.st.Done, r.Ticket):
-		return // a repeated request
+		return granted
+	case slices.Contains(l.st.Done, r.Ticket):
+		// Released already: a request repeated after its release takes nothing.
+		return activities.LockNotice{Lock: granted.Lock, Ticket: r.Ticket, Holder: l.holderName()}
+	}
+	if i := slices.IndexFunc(l.st.Queue, func(q activities.LockRequest) bool { return q.Ticket == r.Ticket }); i >= 0 {
+		return activities.LockNotice{Lock: granted.Lock, Ticket: r.Ticket, Holder: l.holderName(), Ahead: i} // a repeat
+	}
+	if l.st.Holder == nil && len(l.st.Queue) == 0 {
+		l.st.Holder, l.st.Since = &r, workflow.Now(ctx)
+		l.st.Grants++
+		return granted
 	}
 	l.st.Queue = append(l.st.Queue, r)
-	if l.st.Holder != nil {
-		l.owe(r.Notify, activities.LockNotice{Holder: holderName(l.st.Holder), Ahead: len(l.st.Queue) - 1}, r.Ticket)
-	}
+	return activities.LockNotice{Lock: granted.Lock, Ticket: r.Ticket, Holder: l.holderName(), Ahead: len(l.st.Queue) - 1}
 }
 
 // release hands back the holder's ticket or withdraws a queued one.
@@ -180,7 +186,7 @@ func (l *lockRun) settle(ctx workflow.Context) {
 		if l.moved && !granted {
 			if l.st.Holder != nil {
 				for i, q := range l.st.Queue[:min(lockNoticed, len(l.st.Queue))] {
-					l.owe(q.Notify, activities.LockNotice{Holder: holderName(l.st.Holder), Ahead: i}, q.Ticket)
+					l.owe(q.Notify, activities.LockNotice{Holder: l.holderName(), Ahead: i}, q.Ticket)
 				}
 			}
 			l.moved = false
@@ -211,8 +217,12 @@ func (l *lockRun) settle(ctx workflow.Context) {
 	}
 }
 
-// holderName is how a waiter reads who holds the lock.
-func holderName(r *activities.LockRequest) string {
+// holderName is how a waiter reads who holds the lock ("" when nobody does).
+func (l *lockRun) holderName() string {
+	r := l.st.Holder
+	if r == nil {
+		return ""
+	}
 	if r.Node == "" {
 		return r.Execution
 	}

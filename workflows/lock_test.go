@@ -33,11 +33,7 @@ func newLockEnv(t *testing.T) *lockEnv {
 		out := make([]bool, len(ds))
 		for i, d := range ds {
 			out[i] = l.closed[d.To.ID]
-			if d.Notice.Granted {
-				l.notices = append(l.notices, d.To.ID+": granted")
-			} else {
-				l.notices = append(l.notices, fmt.Sprintf("%s: %s+%d", d.To.ID, d.Notice.Holder, d.Notice.Ahead))
-			}
+			l.notices = append(l.notices, noticeText(d.To.ID, d.Notice))
 		}
 		return out, nil
 	}, activity.RegisterOptions{Name: activities.LockNotify})
@@ -49,11 +45,29 @@ func newLockEnv(t *testing.T) *lockEnv {
 
 func (l *lockEnv) at(d time.Duration, fn func()) { l.env.RegisterDelayedCallback(fn, d) }
 
+// acquire sends who's request at d; its answer is recorded like a notice, with "(answer)".
 func (l *lockEnv) acquire(d time.Duration, who string) {
 	l.at(d, func() {
-		l.env.SignalWorkflow(activities.SignalLockAcquire, []activities.LockRequest{{Lock: "L", Key: "k", Ticket: who + "#t", Execution: who,
+		l.env.UpdateWorkflow(activities.UpdateLockAcquire, fmt.Sprintf("%s@%s", who, d), &testsuite.TestUpdateCallback{
+			OnReject: func(err error) { l.notices = append(l.notices, who+": rejected "+err.Error()) },
+			OnComplete: func(v any, err error) {
+				ns, _ := v.([]activities.LockNotice)
+				if err != nil || len(ns) != 1 {
+					l.notices = append(l.notices, fmt.Sprintf("%s: answer %v %v", who, v, err))
+					return
+				}
+				l.notices = append(l.notices, noticeText(who, ns[0])+" (answer)")
+			},
+		}, []activities.LockRequest{{Lock: "L", Key: "k", Ticket: who + "#t", Execution: who,
 			Notify: activities.WorkflowRef{ID: who}, Owner: activities.WorkflowRef{ID: who}, Check: time.Minute}})
 	})
+}
+
+func noticeText(who string, n activities.LockNotice) string {
+	if n.Granted {
+		return who + ": granted"
+	}
+	return fmt.Sprintf("%s: %s+%d", who, n.Holder, n.Ahead)
 }
 
 func (l *lockEnv) release(d time.Duration, who string) {
@@ -74,7 +88,7 @@ func (l *lockEnv) state(t *testing.T) activities.LockState {
 
 // Tickets are granted one at a time in arrival order; a waiter hears who holds the lock and its
 // place when it queues and, while among the next few, at each change; a withdrawn ticket
-// leaves the queue; a repeated request changes nothing.
+// leaves the queue; a repeated request changes nothing but hears its place again.
 func TestLockGrantsInArrivalOrder(t *testing.T) {
 	l := newLockEnv(t)
 	l.acquire(time.Second, "a")
@@ -101,7 +115,7 @@ func TestLockGrantsInArrivalOrder(t *testing.T) {
 		t.Errorf("after a released: %+v", mid)
 	}
 	want := []string{
-		"a: granted", "b: a+0", "c: a+1", "d: a+2",
+		"a: granted (answer)", "b: a+0 (answer)", "c: a+1 (answer)", "d: a+2 (answer)", "b: a+0 (answer)",
 		// c withdrew: the next in line hear their new places.
 		"b: a+0", "d: a+1",
 		"b: granted", "d: b+0",
@@ -128,7 +142,7 @@ func TestLockPassesOverClosedWorkflows(t *testing.T) {
 		t.Errorf("after a's owner closed: %+v", st)
 	}
 	// b's turn came after it closed: it was passed over, and c heard of nobody but a.
-	want := []string{"a: granted", "b: a+0", "c: a+1", "b: granted", "c: granted"}
+	want := []string{"a: granted (answer)", "b: a+0 (answer)", "c: a+1 (answer)", "b: granted", "c: granted"}
 	if !slices.Equal(l.notices, want) {
 		t.Errorf("notices\n got %q\nwant %q", l.notices, want)
 	}
@@ -143,7 +157,7 @@ func TestLockHolderAsksAgain(t *testing.T) {
 	l.release(4*time.Second, "a")
 	l.release(5*time.Second, "b")
 	l.env.ExecuteWorkflow(activities.LockWorkflow, activities.LockState{Key: "k"})
-	want := []string{"a: granted", "b: a+0", "a: granted", "b: granted"}
+	want := []string{"a: granted (answer)", "b: a+0 (answer)", "a: granted (answer)", "b: granted"}
 	if !slices.Equal(l.notices, want) {
 		t.Errorf("notices\n got %q\nwant %q", l.notices, want)
 	}

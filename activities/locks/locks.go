@@ -14,6 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/gantry-cd/gantry/activities"
@@ -27,29 +28,37 @@ type Temporal struct {
 	TaskQueue string
 	// Check is how often a lock makes sure its holder runs (0: activities.DefaultLockCheck).
 	Check time.Duration
+	// Log receives releases that could not be delivered (nil: none).
+	Log *zap.Logger
 
 	mu      sync.Mutex
 	pending map[string][]*acquireCall // requests not sent yet, by lock
 }
 
-// acquireCall is one Acquire waiting for the signal that carries its request.
+// acquireCall is one Acquire waiting for the update that carries its request.
 type acquireCall struct {
 	r    activities.LockRequest
-	done chan error
+	done chan acquireAnswer
 }
 
-// maxRequestsPerSignal bounds one acquire signal (a request is a few hundred bytes).
-const maxRequestsPerSignal = 500
+type acquireAnswer struct {
+	n   activities.LockNotice
+	err error
+}
 
-// Acquire queues a request with its lock, starting the lock workflow when it is not running.
-// The requests of this process for one lock that arrive while a signal to it is on its way go
-// together in the next: a lock takes one signal at a time, and a burst of a thousand stages
-// would otherwise queue a thousand signals on it.
-func (t *Temporal) Acquire(ctx context.Context, r activities.LockRequest) error {
+// maxRequestsPerUpdate bounds one acquire update (a request is a few hundred bytes).
+const maxRequestsPerUpdate = 500
+
+// Acquire queues a request with its lock, starting the lock workflow when it is not running,
+// and returns the lock's answer: granted, or where the ticket stands. The requests of this
+// process for one lock that arrive while an update to it is on its way go together in the
+// next: a lock takes one update at a time, and a burst of a thousand stages would otherwise
+// queue a thousand updates on it.
+func (t *Temporal) Acquire(ctx context.Context, r activities.LockRequest) (activities.LockNotice, error) {
 	if r.Check == 0 {
 		r.Check = t.Check
 	}
-	c := &acquireCall{r: r, done: make(chan error, 1)}
+	c := &acquireCall{r: r, done: make(chan acquireAnswer, 1)}
 	t.mu.Lock()
 	if t.pending == nil {
 		t.pending = map[string][]*acquireCall{}
@@ -61,14 +70,14 @@ func (t *Temporal) Acquire(ctx context.Context, r activities.LockRequest) error 
 		go t.send(r.Lock, r.Key)
 	}
 	select {
-	case err := <-c.done:
-		return err
+	case a := <-c.done:
+		return a.n, a.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return activities.LockNotice{}, ctx.Err()
 	}
 }
 
-// send signals a lock the requests pending for it, again while more arrived meanwhile.
+// send updates a lock with the requests pending for it, again while more arrived meanwhile.
 func (t *Temporal) send(lock, key string) {
 	for {
 		t.mu.Lock()
@@ -78,36 +87,83 @@ func (t *Temporal) send(lock, key string) {
 			t.mu.Unlock()
 			return
 		}
-		calls = calls[:min(len(calls), maxRequestsPerSignal)]
+		calls = calls[:min(len(calls), maxRequestsPerUpdate)]
 		t.pending[lock] = t.pending[lock][len(calls):]
 		t.mu.Unlock()
 		reqs := make([]activities.LockRequest, len(calls))
 		for i, c := range calls {
 			reqs[i] = c.r
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		_, err := t.Locks.SignalWithStartWorkflow(ctx, lock, activities.SignalLockAcquire, reqs,
-			client.StartWorkflowOptions{ID: lock, TaskQueue: t.TaskQueue, StaticSummary: "Lock of " + key},
-			activities.LockWorkflow, activities.LockState{Key: key})
-		cancel()
-		if err != nil {
-			err = fmt.Errorf("queue %d request(s) with lock %s: %w", len(reqs), lock, err)
-		}
-		for _, c := range calls {
-			c.done <- err
+		answers, err := t.update(lock, key, reqs)
+		for i, c := range calls {
+			a := acquireAnswer{err: err}
+			if err == nil {
+				a.n = answers[i]
+			}
+			c.done <- a
 		}
 	}
 }
 
-// Release hands a ticket back. A lock that is not running holds nothing.
-func (t *Temporal) Release(ctx context.Context, tk activities.LockTicket) error {
-	err := t.Locks.SignalWorkflow(ctx, tk.Lock, "", activities.SignalLockRelease, tk.Ticket)
-	var nf *serviceerror.NotFound
-	if err != nil && !errors.As(err, &nf) {
-		return fmt.Errorf("release ticket %s of lock %s: %w", tk.Ticket, tk.Lock, err)
+// update sends one acquire update, starting the lock when it is not running, and waits for
+// its answers.
+func (t *Temporal) update(lock, key string, reqs []activities.LockRequest) ([]activities.LockNotice, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	start := t.Locks.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID: lock, TaskQueue: t.TaskQueue, StaticSummary: "Lock of " + key,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}, activities.LockWorkflow, activities.LockState{Key: key})
+	h, err := t.Locks.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			WorkflowID: lock, UpdateName: activities.UpdateLockAcquire, Args: []any{reqs},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	var answers []activities.LockNotice
+	if err == nil {
+		err = h.Get(ctx, &answers)
 	}
+	if err == nil && len(answers) != len(reqs) {
+		err = fmt.Errorf("%d answers to %d requests", len(answers), len(reqs))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue %d request(s) with lock %s: %w", len(reqs), lock, err)
+	}
+	return answers, nil
+}
+
+// Release hands a ticket back without waiting for the lock to hear it: the stage that
+// releases is about to end, and its end should not wait on the lock. The signal is retried
+// for a while; should it never arrive (this worker dies first), the lock releases the ticket
+// itself at its next check of the owner (LockRequest.Check).
+func (t *Temporal) Release(_ context.Context, tk activities.LockTicket) error {
+	go func() {
+		wait := 100 * time.Millisecond
+		for deadline := time.Now().Add(releaseRetries); ; wait = min(2*wait, 5*time.Second) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			err := t.Locks.SignalWorkflow(ctx, tk.Lock, "", activities.SignalLockRelease, tk.Ticket)
+			cancel()
+			var nf *serviceerror.NotFound
+			if err == nil || errors.As(err, &nf) { // a lock that is not running holds nothing
+				return
+			}
+			if time.Now().Add(wait).After(deadline) {
+				if t.Log != nil {
+					t.Log.Warn("could not release a lock ticket; the lock releases it at its next check of the owner",
+						zap.String("lock", tk.Lock), zap.String("ticket", tk.Ticket), zap.Error(err))
+				}
+				return
+			}
+			time.Sleep(wait)
+		}
+	}()
 	return nil
 }
+
+// releaseRetries is how long a release is retried before the lock's own check is left to it.
+const releaseRetries = 2 * time.Minute
 
 // notifyAtOnce bounds the signals Notify sends at the same time.
 const notifyAtOnce = 16
