@@ -25,12 +25,13 @@ import (
 
 func runCmd() *cobra.Command {
 	var (
-		opts     load.Options
-		conn     connFlags
-		output   string
-		showLogs bool
-		verbose  bool
-		hbt      time.Duration
+		opts           load.Options
+		conn           connFlags
+		output         string
+		showLogs       bool
+		verbose        bool
+		hbt            time.Duration
+		overrideFreeze bool
 	)
 	cmd := &cobra.Command{
 		Use:   "run PIPELINE.yaml",
@@ -71,8 +72,11 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 				return usageErr("%v", err)
 			}
 			defer e.close()
-			exec, err := e.starter.Start(cmd.Context(), r.Plan, workflows.Trigger{Type: "MANUAL", User: currentUser()},
-				workflows.Settings{HeartbeatTimeout: hbt})
+			set := workflows.Settings{HeartbeatTimeout: hbt}
+			if overrideFreeze {
+				set.OverrideFreeze = currentUser()
+			}
+			exec, err := e.starter.Start(cmd.Context(), r.Plan, workflows.Trigger{Type: "MANUAL", User: currentUser()}, set)
 			if err != nil {
 				return usageErr("%v", err)
 			}
@@ -95,6 +99,7 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text (live progress and final tree) or json (final execution as one document)")
 	cmd.Flags().BoolVar(&showLogs, "logs", false, "stream step output while steps run")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "log worker and client activity to stderr")
+	cmd.Flags().BoolVar(&overrideFreeze, "override-freeze", false, "deploy even while a deployment freeze holds (recorded in the audit trail; through the API it needs the override-freeze permission)")
 	cmd.Flags().DurationVar(&hbt, "heartbeat-timeout", workflows.DefaultSettings.HeartbeatTimeout, "how long a step may go without a heartbeat before its worker counts as lost")
 	conn.add(cmd)
 	return cmd

@@ -168,6 +168,12 @@ func report(out io.Writer, path string, r *load.Result) bool {
 		fmt.Fprintf(out, "ok %s: connector %s (%s, %s)\n", path, f.Connector.Identifier, f.Connector.Type, f.Connector.Access())
 	case f.Secret != nil:
 		fmt.Fprintf(out, "ok %s: secret %s (%s)\n", path, f.Secret.Identifier, f.Secret.Type)
+	case f.Freeze != nil:
+		status := f.Freeze.Status
+		if status == "" {
+			status = "Enabled"
+		}
+		fmt.Fprintf(out, "ok %s: freeze %s (%s, %d windows)\n", path, f.Freeze.Identifier, status, len(f.Freeze.Windows))
 	case f.Overlay != nil:
 		fmt.Fprintf(out, "ok %s: overlay input set %s (%d input sets)\n", path, f.Overlay.Identifier, len(f.Overlay.InputSetReferences))
 	}

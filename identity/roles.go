@@ -20,12 +20,14 @@ const (
 	Abort Action = "abort"
 	// Create runs YAML that is not one of the server's pipeline files (inline YAML).
 	Create Action = "create"
+	// OverrideFreeze starts executions whose deployments go through deployment freezes.
+	OverrideFreeze Action = "override-freeze"
 	// Admin manages users, roles and tokens and reads the audit trail.
 	Admin Action = "admin"
 )
 
 // Actions lists every action, in the order the docs name them.
-var Actions = []Action{View, Execute, Abort, Create, Admin}
+var Actions = []Action{View, Execute, Abort, Create, OverrideFreeze, Admin}
 
 // Role is a named set of permissions; groups hold roles.
 type Role struct {

@@ -31,6 +31,7 @@ type File struct {
 	EnvGroup       *EnvironmentGroup
 	Connector      *Connector
 	Secret         *Secret // an SSH credential (type SSHKey)
+	Freeze         *Freeze // a deployment freeze window
 }
 
 // InputSet is an `inputSet:` document (spec 12.1). Its pipeline part stays raw: it mirrors the
@@ -63,6 +64,7 @@ type document struct {
 	EnvGroup       *EnvironmentGroup `yaml:"environmentGroup"`
 	Connector      *Connector        `yaml:"connector"`
 	Secret         *Secret           `yaml:"secret"`
+	Freeze         *Freeze           `yaml:"freeze"`
 }
 
 // StageTypes are the stage types the engine runs.
@@ -113,13 +115,13 @@ func (f *File) Decode() diag.List {
 	d.Decode(root, &top, "document root")
 	roots := 0
 	for _, present := range []bool{top.Pipeline != nil, top.InputSet != nil, top.Overlay != nil, top.Trigger != nil, top.Template != nil,
-		top.Service != nil, top.Environment != nil, top.Infrastructure != nil, top.Connector != nil, top.EnvGroup != nil, top.Secret != nil} {
+		top.Service != nil, top.Environment != nil, top.Infrastructure != nil, top.Connector != nil, top.EnvGroup != nil, top.Secret != nil, top.Freeze != nil} {
 		if present {
 			roots++
 		}
 	}
 	if roots != 1 {
-		diags.Errorf(f.Source().Pos(root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, template, service, environment, infrastructureDefinition, environmentGroup, connector or secret").
+		diags.Errorf(f.Source().Pos(root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, template, service, environment, infrastructureDefinition, environmentGroup, connector, secret or freeze").
 			SetHint("put the pipeline under a top-level `pipeline:` key")
 		return diags
 	}
@@ -128,7 +130,7 @@ func (f *File) Decode() diag.List {
 	if f.Connector != nil {
 		f.Connector.decodeSpec(d)
 	}
-	f.EnvGroup, f.Secret = top.EnvGroup, top.Secret
+	f.EnvGroup, f.Secret, f.Freeze = top.EnvGroup, top.Secret, top.Freeze
 	f.Template = top.Template
 	if top.Pipeline != nil {
 		f.Pipeline = decodePipeline(d, top.Pipeline)

@@ -20,6 +20,9 @@ type Deployment struct {
 	// StepManifests are K8sApply steps' own manifests (manifestSource), by the step's path
 	// below the stage (spec.execution.steps.ID, ...).
 	StepManifests map[string]Manifest `json:"stepManifests,omitempty"`
+	// Freezes are the enabled deployment freezes whose rules match this deployment; the
+	// stage checks their windows when it starts.
+	Freezes []Freeze `json:"freezes,omitempty"`
 }
 
 // Service is a resolved service.

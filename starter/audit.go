@@ -140,8 +140,9 @@ func (s *Starter) executionAudit(ctx context.Context, c client.Client, id, runID
 				Plan struct {
 					Identifier string `json:"identifier"`
 				} `json:"plan"`
-				Trigger workflows.Trigger `json:"trigger"`
-				Resume  *struct {
+				Trigger  workflows.Trigger  `json:"trigger"`
+				Settings workflows.Settings `json:"settings"`
+				Resume   *struct {
 					FromStage string `json:"fromStage"`
 				} `json:"resume"`
 			}
@@ -152,6 +153,9 @@ func (s *Starter) executionAudit(ctx context.Context, c client.Client, id, runID
 			pipelineID = in.Plan.Identifier
 			r.Pipeline, r.User = pipelineID, in.Trigger.User
 			r.Detail = strings.TrimSpace(in.Trigger.Type + " " + r.Detail)
+			if by := in.Settings.OverrideFreeze; by != "" {
+				r.Detail += " override-freeze by " + by
+			}
 			if in.Resume != nil {
 				r.Action, r.Detail = "retry", r.Detail+" from stage "+in.Resume.FromStage
 			}

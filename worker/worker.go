@@ -32,6 +32,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/instances"
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
 	lambdastep "github.com/gantry-cd/gantry/activities/lambda"
+	"github.com/gantry-cd/gantry/activities/freezes"
 	"github.com/gantry-cd/gantry/activities/locks"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/notify"
@@ -316,7 +317,12 @@ func registerActivities(r interface {
 		lk := &locks.Temporal{Locks: rc, Pipelines: c, TaskQueue: workflows.SequenceQueue(tq), Check: o.LockCheck, Log: o.Log}
 		r.RegisterActivityWithOptions(lk.Acquire, activity.RegisterOptions{Name: activities.LockAcquire})
 		r.RegisterActivityWithOptions(lk.Release, activity.RegisterOptions{Name: activities.LockRelease})
+		gf := &freezes.Global{Client: rc}
+		r.RegisterActivityWithOptions(gf.State, activity.RegisterOptions{Name: activities.GlobalFreezeState})
 	} else {
+		// Without a server there is no global freeze to read: it is off.
+		r.RegisterActivityWithOptions(func(context.Context) (activities.GlobalFreeze, error) { return activities.GlobalFreeze{}, nil },
+			activity.RegisterOptions{Name: activities.GlobalFreezeState})
 		lk := &locks.Local{}
 		r.RegisterActivityWithOptions(lk.Acquire, activity.RegisterOptions{Name: activities.LockAcquire})
 		r.RegisterActivityWithOptions(lk.Release, activity.RegisterOptions{Name: activities.LockRelease})
@@ -352,6 +358,7 @@ func closedFunc(c client.Client) func(ctx context.Context, workflowID, runID str
 // sequence queue; c is the pipelines' client, through which it reaches the stages.
 func registerLocks(w sdkworker.Worker, c client.Client) {
 	w.RegisterWorkflowWithOptions(workflows.Lock, workflow.RegisterOptions{Name: activities.LockWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.GlobalFreeze, workflow.RegisterOptions{Name: activities.FreezeWorkflow})
 	lk := &locks.Temporal{Pipelines: c}
 	w.RegisterActivityWithOptions(lk.Notify, activity.RegisterOptions{Name: activities.LockNotify})
 	w.RegisterActivityWithOptions(lk.OwnerClosed, activity.RegisterOptions{Name: activities.LockOwnerClosed})
@@ -395,7 +402,7 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch},
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
 		{workflows.RefusalsName, workflows.Refusals}, {workflows.ProvisionerName, workflows.Provisioner},
-		{activities.LockWorkflow, workflows.Lock},
+		{activities.LockWorkflow, workflows.Lock}, {activities.FreezeWorkflow, workflows.GlobalFreeze},
 	} {
 		if !slices.Contains(except, w.name) {
 			r.RegisterWorkflowWithOptions(w.fn, workflow.RegisterOptions{Name: w.name})

@@ -200,6 +200,9 @@ type Settings struct {
 	LoopBatchSize int `json:"loopBatchSize,omitempty"`
 	// Notify is the notification delivery retry schedule (zero: DefaultNotifySettings).
 	Notify NotifySettings `json:"notify,omitempty"`
+	// OverrideFreeze is the user whose override-freeze permission lets this execution deploy
+	// while a deployment freeze holds ("": freezes refuse its deployments).
+	OverrideFreeze string `json:"overrideFreeze,omitempty"`
 }
 
 // batchSize is the loop batch size these settings ask for.

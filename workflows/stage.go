@@ -243,6 +243,9 @@ func (s *stageRun) run(ctx workflow.Context) {
 	}
 	children, tree := st.Children, s.tree.Children
 	prov := provisionerOf(st, s.in.Mode)
+	if st.Deploy != nil && s.in.Mode != ModePipelineRollback && s.in.Batch == nil && !s.checkFreeze(ctx) {
+		return
+	}
 	if st.Deploy != nil && prov == nil {
 		if err := s.deployContext(ctx); err != nil {
 			s.finish(ctx, status.Failed, activities.Classify(err))

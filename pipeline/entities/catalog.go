@@ -21,6 +21,7 @@ type Catalog struct {
 	EnvGroups    map[string]*pipeline.File
 	Connectors   map[string]*pipeline.File
 	Secrets      map[string]*pipeline.File // SSH credentials
+	Freezes      map[string]*pipeline.File // deployment freeze windows
 	// Unsupported are valid entity files Gantry cannot run yet, by kind and identifier
 	// ("service/web"): a reference to one is unsupported, not missing.
 	Unsupported map[string]*pipeline.File
@@ -38,7 +39,7 @@ type Catalog struct {
 // parsing it: manifest folders hold templates that are not YAML until rendered.
 func IsEntityFile(src []byte) bool {
 	switch pipeline.RootKey(src) {
-	case "service", "environment", "infrastructureDefinition", "connector", "environmentGroup", "secret":
+	case "service", "environment", "infrastructureDefinition", "connector", "environmentGroup", "secret", "freeze":
 		return true
 	}
 	return false
@@ -50,7 +51,7 @@ func IsEntityFile(src []byte) bool {
 func Load(dirs []string, check func(*pipeline.File) diag.List) (*Catalog, diag.List) {
 	c := &Catalog{Services: map[string]*pipeline.File{}, Environments: map[string]*pipeline.File{},
 		Infras: map[string]*pipeline.File{}, Connectors: map[string]*pipeline.File{}, Unsupported: map[string]*pipeline.File{},
-		EnvGroups: map[string]*pipeline.File{}, Secrets: map[string]*pipeline.File{},
+		EnvGroups: map[string]*pipeline.File{}, Secrets: map[string]*pipeline.File{}, Freezes: map[string]*pipeline.File{},
 		Sources: diag.Sources{}, Dirs: dirs, check: check, checked: map[string]bool{}}
 	var diags diag.List
 	seen := map[string]bool{}
@@ -109,6 +110,8 @@ func entityKey(f *pipeline.File) (kind, id string) {
 		return "connector", f.Connector.Identifier
 	case f.Secret != nil:
 		return "secret", f.Secret.Identifier
+	case f.Freeze != nil:
+		return "freeze", f.Freeze.Identifier
 	}
 	return "", ""
 }
@@ -116,7 +119,7 @@ func entityKey(f *pipeline.File) (kind, id string) {
 func (c *Catalog) add(f *pipeline.File, diags *diag.List) {
 	what, id := entityKey(f)
 	m := map[string]map[string]*pipeline.File{"service": c.Services, "environment": c.Environments,
-		"infrastructure definition": c.Infras, "connector": c.Connectors, "environment group": c.EnvGroups, "secret": c.Secrets}[what]
+		"infrastructure definition": c.Infras, "connector": c.Connectors, "environment group": c.EnvGroups, "secret": c.Secrets, "freeze": c.Freezes}[what]
 	if m == nil {
 		return
 	}

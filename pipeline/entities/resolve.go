@@ -2,6 +2,8 @@ package entities
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -28,6 +30,17 @@ func (c *Catalog) ResolveAll(src pipeline.Source, p *pipeline.Pipeline) (map[str
 		}
 		r.stage(s)
 	}
+	var all []*plan.Deployment
+	for _, id := range slices.Sorted(maps.Keys(r.out)) {
+		all = append(all, r.out[id])
+	}
+	for _, id := range slices.Sorted(maps.Keys(r.multis)) {
+		m := r.multis[id]
+		for _, k := range slices.Sorted(maps.Keys(m.Deploys)) {
+			all = append(all, m.Deploys[k])
+		}
+	}
+	c.freezes(p, all)
 	return r.out, r.multis, r.diags
 }
 

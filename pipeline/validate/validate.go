@@ -77,6 +77,8 @@ func FileWith(f *pipeline.File, lib *templates.Library) (Summary, diag.List) {
 		c.connector(f.Connector)
 	case f.Secret != nil:
 		c.secret(f.Secret)
+	case f.Freeze != nil:
+		c.freeze(f.Freeze)
 	case f.EnvGroup != nil:
 		g := f.EnvGroup
 		c.identifier(g.Node, "identifier", g.Identifier, "environment group")

@@ -1,0 +1,79 @@
+// Package freezes turns the global deployment freeze on and off and reads it: a workflow of
+// the internal namespace that runs while the freeze is on (activities.GlobalFreezeID).
+package freezes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/gantry-cd/gantry/activities"
+)
+
+// Global reaches the global freeze through a client of the internal namespace.
+type Global struct {
+	Client    client.Client
+	TaskQueue string // the sequence queue, where the freeze workflow runs
+}
+
+const memoKey = "freeze"
+
+// State reads the global freeze: on while its workflow runs.
+func (g *Global) State(ctx context.Context) (activities.GlobalFreeze, error) {
+	d, err := g.Client.DescribeWorkflowExecution(ctx, activities.GlobalFreezeID, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return activities.GlobalFreeze{}, nil
+	}
+	if err != nil {
+		return activities.GlobalFreeze{}, fmt.Errorf("read the global deployment freeze: %w", err)
+	}
+	info := d.GetWorkflowExecutionInfo()
+	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return activities.GlobalFreeze{}, nil
+	}
+	st := activities.GlobalFreeze{On: true, Since: info.GetStartTime().AsTime()}
+	if p := info.GetMemo().GetFields()[memoKey]; p != nil {
+		_ = converter.GetDefaultDataConverter().FromPayload(p, &st)
+		st.On = true
+	}
+	return st, nil
+}
+
+// On turns the global freeze on; it is an error when it is on already.
+func (g *Global) On(ctx context.Context, by, reason string) (activities.GlobalFreeze, error) {
+	st := activities.GlobalFreeze{On: true, By: by, Since: time.Now().UTC(), Reason: reason}
+	_, err := g.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: activities.GlobalFreezeID, TaskQueue: g.TaskQueue, StaticSummary: "Global deployment freeze",
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, WorkflowExecutionErrorWhenAlreadyStarted: true,
+		Memo: map[string]any{memoKey: st},
+	}, activities.FreezeWorkflow, st)
+	var started *serviceerror.WorkflowExecutionAlreadyStarted
+	if errors.As(err, &started) {
+		cur, _ := g.State(ctx)
+		return cur, fmt.Errorf("the global deployment freeze is on already (since %s, by %s)", cur.Since.Format(time.RFC3339), cur.By)
+	}
+	if err != nil {
+		return st, fmt.Errorf("turn the global deployment freeze on: %w", err)
+	}
+	return st, nil
+}
+
+// Off turns the global freeze off; off already is no error (false).
+func (g *Global) Off(ctx context.Context, by string) (bool, error) {
+	err := g.Client.SignalWorkflow(ctx, activities.GlobalFreezeID, "", activities.SignalFreezeOff, by)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("turn the global deployment freeze off: %w", err)
+	}
+	return true, nil
+}
