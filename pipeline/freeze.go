@@ -5,7 +5,7 @@ import "gopkg.in/yaml.v3"
 // Freeze is a `freeze:` document: a deployment freeze window. Its rules (entityConfigs) say
 // which deployments it stops, its windows when.
 type Freeze struct {
-	Node          *yaml.Node     `yaml:"-"`
+	Node          *yaml.Node `yaml:"-"`
 	Entity        `yaml:",inline"`
 	EntityConfigs []FreezeRule   `yaml:"entityConfigs" gantry:"required"`
 	Status        string         `yaml:"status"` // Enabled or Disabled
