@@ -92,6 +92,12 @@ func Plan(dir *identity.Directory, u *identity.User, p *plan.Plan, created bool)
 			return err
 		}
 	}
+	// A chained pipeline runs as the same user: the user must be allowed to run it too.
+	for _, c := range plan.Chains(p) {
+		if err := Plan(dir, u, c.Plan, false); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

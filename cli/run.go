@@ -312,6 +312,9 @@ func detail(n *workflows.Node) string {
 	if n.Policy != nil && n.Policy.Status != "pass" {
 		parts = append(parts, "policy "+n.Policy.Status+": "+strings.Join(n.Policy.Messages, "; "))
 	}
+	if p := n.Parent; p != nil {
+		parts = append(parts, fmt.Sprintf("chained by %s stage %s", p.ExecutionID, p.Stage))
+	}
 	if n.Abort != nil {
 		a := "aborted by " + n.Abort.By
 		if n.Abort.Reason != "" {

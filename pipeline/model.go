@@ -71,8 +71,9 @@ type Stage struct {
 	SkipCondition     string            `yaml:"skipCondition"`
 	Spec              *yaml.Node        `yaml:"spec" gantry:"required"`
 
-	// Decoded from Spec by Parse.
+	// Decoded from Spec by Parse: StageSpec for the types with steps, Chain for Pipeline.
 	StageSpec *StageSpec `yaml:"-"`
+	Chain     *ChainSpec `yaml:"-"`
 }
 
 // StageSpec is the spec of Deployment, Custom and Approval stages; validation checks which

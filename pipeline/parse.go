@@ -68,7 +68,7 @@ type document struct {
 }
 
 // StageTypes are the stage types the engine runs.
-var StageTypes = []string{"Approval", "CI", "Custom", "Deployment"}
+var StageTypes = []string{"Approval", "CI", "Custom", "Deployment", "Pipeline"}
 
 // Parse reads one YAML document. It reports syntax errors, unknown keys, missing required fields
 // and wrong shapes; semantic checks are the validator's.
@@ -174,6 +174,9 @@ func decodeStageSpecs(d *Decoder, e *StageElement) {
 			if e.Stage.Type == "Deployment" {
 				provisionerGroup(d, e.Stage.StageSpec)
 			}
+		case "Pipeline":
+			e.Stage.Chain = &ChainSpec{}
+			d.Decode(e.Stage.Spec, e.Stage.Chain, "Pipeline stage spec")
 		}
 	}
 	for i := range e.Parallel {

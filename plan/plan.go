@@ -127,6 +127,8 @@ type Node struct {
 	// Refs are what a step's spec names outside the pipeline, resolved before the run (the
 	// Terraform steps' stores and provisioner scope).
 	Refs *StepRefs `json:"refs,omitempty"`
+	// Chain is what the step of a `type: Pipeline` stage runs: another pipeline.
+	Chain *Chain `json:"chain,omitempty"`
 }
 
 // StepRefs are a step's references resolved before the run: the Git connectors its spec's

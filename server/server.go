@@ -328,15 +328,16 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		}
 		src = b
 	}
-	var entityDirs []string
+	var entityDirs, pipelineDirs []string
 	templateDirs, beside := s.o.TemplateDirs, ""
 	if s.o.PipelinesDir != "" {
 		entityDirs = []string{s.o.PipelinesDir} // services, environments, infrastructure, connectors
+		pipelineDirs = entityDirs                // the pipelines Pipeline stages chain
 		templateDirs = append(load.DefaultTemplateDirs(filepath.Join(s.o.PipelinesDir, "pipeline.yaml")), templateDirs...)
 		beside = s.o.PipelinesDir
 	}
 	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Strict: s.o.Strict, BuildInfra: s.o.BuildInfra, Policies: s.o.Policies, EntityDirs: entityDirs,
-		TemplateDirs: templateDirs, TemplatesBeside: beside,
+		TemplateDirs: templateDirs, TemplatesBeside: beside, PipelineDirs: pipelineDirs,
 		PolicyMeta: map[string]any{"user": map[string]any{"name": u.Name, "email": u.Email}, "userGroups": u.Groups,
 			"trigger": "MANUAL", "timestamp": time.Now().UTC().Format(time.RFC3339)}})
 	logDecision(s.o.Log, name, res.Policy)

@@ -413,3 +413,10 @@ func (q *batchQueue[T]) take() []T {
 	q.waiting = q.waiting[len(batch):]
 	return batch
 }
+
+// ChainNumber takes the number of a chained pipeline's execution (workflows.ChainNumberActivity):
+// the same number for the same key, however often it is asked.
+func (s *Starter) ChainNumber(ctx context.Context, req workflows.ChainNumberRequest) (int64, error) {
+	n, _, err := s.nextSequence(ctx, req.Pipeline, req.Key)
+	return n, err
+}

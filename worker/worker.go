@@ -174,6 +174,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, Internal: o.Internal, TaskQueue: tq, NoFastPath: o.NoFastPath}}
 	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 	w.RegisterActivityWithOptions(st.Starter.BindKey, activity.RegisterOptions{Name: workflows.BindActivity})
+	w.RegisterActivityWithOptions(st.Starter.ChainNumber, activity.RegisterOptions{Name: workflows.ChainNumberActivity})
 	// Sequence workflows poll a queue of their own: their tasks must not wait behind the
 	// pipelines a burst of webhook deliveries starts. The pipelines' namespace keeps one for
 	// the sequence workflows of older Gantry versions until they hand over.

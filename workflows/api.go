@@ -262,6 +262,10 @@ type PipelineInput struct {
 	// ahead, before the key was known: the execution records it before anything runs (see
 	// BindActivity).
 	Key string `json:"key,omitempty"`
+	// Parent is the execution and Pipeline stage that runs this one as a chained pipeline.
+	Parent *ChainLink `json:"parent,omitempty"`
+	// Outputs are read in this execution's context as it ends and returned to the parent.
+	Outputs []plan.Output `json:"outputs,omitempty"`
 }
 
 // Resume carries the stages a retried execution does not run again.
@@ -286,6 +290,8 @@ type PipelineResult struct {
 	Tree   *Node         `json:"tree"`
 	// Stages is the stages' expression data (statuses, variables, outputs), for retries.
 	Stages map[string]any `json:"stages,omitempty"`
+	// Outputs are a chained execution's outputs (PipelineInput.Outputs), by name.
+	Outputs map[string]any `json:"outputs,omitempty"`
 }
 
 // StageInput is the stage child workflow's input: the stage's plan and the execution context
@@ -384,8 +390,12 @@ type Node struct {
 	Template *plan.TemplateRef `json:"template,omitempty"`
 	// Source names the batch workflow that holds this placeholder's iterations (big loops, see
 	// BatchSize); the starter replaces the placeholder by them.
-	Source   string  `json:"source,omitempty"`
-	Children []*Node `json:"children,omitempty"`
+	Source string `json:"source,omitempty"`
+	// Chained names, on the step of a Pipeline stage, the chained execution it runs; Parent
+	// names, on a chained execution's pipeline node, the execution and stage that run it.
+	Chained  *ChainLink `json:"chained,omitempty"`
+	Parent   *ChainLink `json:"parent,omitempty"`
+	Children []*Node    `json:"children,omitempty"`
 }
 
 // StrategyAction is a failure-strategy action applied to a failed node (spec 5.5-5.10).

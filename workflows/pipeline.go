@@ -118,7 +118,7 @@ func (p *pipelineRun) repeat(ctx workflow.Context, first int64) (*PipelineResult
 // result is what the pipeline workflow returns: its final tree, and for Temporal a close that
 // tells the outcome (see closing).
 func (p *pipelineRun) result(ctx workflow.Context, stages map[string]any) (*PipelineResult, error) {
-	res := &PipelineResult{Status: p.tree.Status, Tree: p.tree, Stages: stages}
+	res := &PipelineResult{Status: p.tree.Status, Tree: p.tree, Stages: stages, Outputs: chainOutputs(p.in.Outputs, p.root)}
 	// Pipeline-scoped Queue keys are held until here (only executions with Queue steps,
 	// which no earlier version ran, have any).
 	for _, h := range p.locks {
@@ -243,7 +243,7 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	if pl.Codebase != nil {
 		root["codebase"] = codebaseContext(pl.Codebase, root)
 	}
-	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now, Policy: pl.Policy, Template: pl.Template}
+	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now, Policy: pl.Policy, Template: pl.Template, Parent: in.Parent}
 	tree.Children = newTree(pl.Stages, "")
 	p := &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: root, data: data, tree: tree,
 		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]map[string]WaitingSignal{},

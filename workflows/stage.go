@@ -136,6 +136,7 @@ type stageRun struct {
 	locks            map[string]*heldLock                    // this workflow's lock tickets, by lock ID
 	inherited        []HeldLock                              // tickets its loop batches handed up
 	deployKey        string                                  // a Deployment stage's constraint key
+	chainStarts      int                                     // chained executions started (a Pipeline stage's retries)
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a

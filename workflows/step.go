@@ -162,6 +162,11 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		outputs, failure = s.approvalStep(actx, t, spec, timeout, root)
 	case "queue":
 		failure = s.queueStep(actx, t, spec, timeout)
+	case "pipeline":
+		outputs, failure = s.chainStep(actx, n, t, spec)
+		if outputs != nil {
+			s.data["output"] = outputs // <+pipeline.stages.S.output.NAME>
+		}
 	case "barrier":
 		outputs, failure = s.barrierStep(actx, t, spec, timeout)
 		if outputs != nil {

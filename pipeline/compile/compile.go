@@ -22,7 +22,7 @@ import (
 
 // Compile builds the plan of a merged pipeline. file names the source for diagnostics.
 func Compile(file string, p *pipeline.Pipeline, resolved Resolved) (*plan.Plan, diag.List) {
-	c := &compiler{file: file, src: pipeline.Source{File: file, Origins: resolved.Origins}}
+	c := &compiler{file: file, src: pipeline.Source{File: file, Origins: resolved.Origins}, chains: resolved.Chains}
 	c.codebase = p.Codebase
 	c.selectors = c.selectorList(p.DelegateSelectors, nil)
 	out := &plan.Plan{
@@ -78,6 +78,7 @@ type compiler struct {
 	// selectors are the delegate selectors in effect where the compiler is (spec 1.9: the most
 	// specific non-empty list of pipeline, stage, step group, step).
 	selectors []string
+	chains    map[string]*plan.Chain // the pipelines Pipeline stages run, by stage identifier
 }
 
 // selectorList reads a delegateSelectors list; an empty or absent one keeps the inherited list.
@@ -143,6 +144,9 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 		Variables: c.variables(s.Variables),
 		When:      c.stageWhen(s.When),
 	}
+	if s.Chain != nil {
+		n.Children = []*plan.Node{c.chainStep(s)}
+	}
 	if s.StageSpec != nil && s.StageSpec.Execution != nil {
 		c.within(s.DelegateSelectors, func() {
 			// Rollback steps do not inherit the stage's failure strategies (spec 5.4).
@@ -158,6 +162,32 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 		})
 	}
 	return n
+}
+
+// chainStep is the one step of a `type: Pipeline` stage: it runs the chained pipeline as a
+// child execution, so the stage's failure strategies (retry included) apply to the child's
+// outcome as to any step's.
+func (c *compiler) chainStep(s *pipeline.Stage) *plan.Node {
+	ch := c.chains[s.Identifier]
+	if ch == nil {
+		c.diags.Errorf(c.src.Pos(s.Node), "missing-entity", "stage %s: the pipeline it chains was not loaded", s.Identifier)
+		return &plan.Node{Kind: plan.KindStep}
+	}
+	ins := map[string]any{}
+	for tok, expr := range ch.Inputs {
+		ins[tok] = expr
+	}
+	name := ch.Plan.Name
+	if name == "" {
+		name = ch.Pipeline
+	}
+	return &plan.Node{
+		Kind: plan.KindStep, ID: ch.Pipeline, Name: "Run pipeline " + name, Type: "Pipeline",
+		Spec:      map[string]any{"org": ch.Org, "project": ch.Project, "pipeline": ch.Pipeline, "inputs": ins},
+		OnFailure: c.level(s.FailureStrategies, ""),
+		Traits:    &plan.Traits{Builtin: "pipeline"},
+		Chain:     ch,
+	}
 }
 
 // cloneCodebase is the step a CI stage with cloneCodebase starts with (spec 22.1): the

@@ -20,6 +20,8 @@ type Resolved struct {
 	Pods      map[string]*plan.Pod        // by entities.PodKey
 	Refs      map[string]*plan.StepRefs   // steps with stores, by entities.PodKey
 	Templates []templates.Use
+	// Chains are the pipelines `type: Pipeline` stages run, by stage identifier.
+	Chains map[string]*plan.Chain
 	// Origins are the pipeline's nodes copied from templates, positioned in their files.
 	Origins *pipeline.Origins
 }

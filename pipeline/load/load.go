@@ -9,6 +9,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"gopkg.in/yaml.v3"
 
@@ -52,6 +53,11 @@ type Options struct {
 	// BuildInfra runs the CI stages that name a runtime (spec 22.1); nil: they are
 	// unsupported-runtime.
 	BuildInfra *pipeline.BuildInfra
+	// PipelineDirs are the folders where the pipelines that `type: Pipeline` stages run are
+	// found by identifier. File adds the pipeline's own folder in front.
+	PipelineDirs []string
+
+	chainedFrom []string // the pipelines above a chained one, outermost first
 }
 
 // Result is a loaded file.
@@ -82,6 +88,9 @@ func File(path string, opts Options) (*Result, error) {
 	}
 	// Entities are looked up beside the pipeline first, then in the folders given.
 	opts.EntityDirs = append([]string{filepath.Dir(path)}, opts.EntityDirs...)
+	if !slices.Contains(opts.PipelineDirs, filepath.Dir(path)) {
+		opts.PipelineDirs = append([]string{filepath.Dir(path)}, opts.PipelineDirs...)
+	}
 	opts.TemplateDirs = append(opts.TemplateDirs, DefaultTemplateDirs(path)...)
 	opts.TemplatesBeside = filepath.Dir(path)
 	return Bytes(path, src, opts), nil
@@ -126,6 +135,9 @@ func Bytes(name string, src []byte, opts Options) *Result {
 	var resolved compile.Resolved
 	if r.Merged != nil && !r.Diags.HasErrors() && (hasDeployment(r.Merged) || needsConnectors(r.Merged)) {
 		resolved = r.resolveEntities(name, opts)
+	}
+	if r.Merged != nil && !r.Diags.HasErrors() {
+		resolved.Chains = r.loadChains(opts)
 	}
 	if opts.ForRun && r.Merged != nil && !r.Diags.HasErrors() {
 		resolved.Templates, resolved.Origins = r.Templates, f.Origins

@@ -71,6 +71,10 @@ func (c *checker) stage(s *pipeline.Stage, index int, inParallel bool) {
 		}
 		return
 	}
+	if s.Chain != nil {
+		c.chainStage(s)
+		return
+	}
 	spec := s.StageSpec
 	if spec == nil {
 		return
