@@ -332,7 +332,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 	templateDirs, beside := s.o.TemplateDirs, ""
 	if s.o.PipelinesDir != "" {
 		entityDirs = []string{s.o.PipelinesDir} // services, environments, infrastructure, connectors
-		pipelineDirs = entityDirs                // the pipelines Pipeline stages chain
+		pipelineDirs = entityDirs               // the pipelines Pipeline stages chain
 		templateDirs = append(load.DefaultTemplateDirs(filepath.Join(s.o.PipelinesDir, "pipeline.yaml")), templateDirs...)
 		beside = s.o.PipelinesDir
 	}
