@@ -51,3 +51,30 @@ func TestPlanChecksEveryDeploymentAndCreate(t *testing.T) {
 		t.Error("a role refusal is not Forbidden")
 	}
 }
+
+// A chained pipeline runs as the user who started its parent: running the parent needs the
+// rights to run the child, its deployments included.
+func TestPlanChecksChainedPipelines(t *testing.T) {
+	child := &plan.Plan{Identifier: "team_deploy", Stages: []*plan.Node{
+		{Kind: plan.KindStage, ID: "prod", Deploy: &plan.Deployment{Type: "Kubernetes", Environment: &plan.Environment{ID: "prod", Type: "Production"}}},
+	}}
+	p := &plan.Plan{Identifier: "release", Stages: []*plan.Node{
+		{Kind: plan.KindStage, ID: "team", Type: "Pipeline", Children: []*plan.Node{
+			{Kind: plan.KindStep, ID: "team_deploy", Chain: &plan.Chain{Pipeline: "team_deploy", Plan: child}},
+		}},
+	}}
+	dir := &identity.Directory{
+		Users:  []identity.User{{Name: "dev", Groups: []string{"devs"}}, {Name: "lead", Groups: []string{"leads"}}},
+		Groups: []identity.Group{{Name: "devs", Roles: []string{"release_only"}}, {Name: "leads", Roles: []string{"all"}}},
+		Roles: []identity.Role{
+			{Name: "release_only", Permissions: []identity.Permission{{Actions: []identity.Action{identity.Execute}, Pipelines: []string{"release"}}}},
+			{Name: "all", Permissions: []identity.Permission{{Actions: []identity.Action{identity.Execute}}}},
+		},
+	}
+	if err := Plan(dir, &dir.Users[0], p, false); err == nil || !strings.Contains(err.Error(), "team_deploy") {
+		t.Errorf("dev runs release, which chains team_deploy: %v", err)
+	}
+	if err := Plan(dir, &dir.Users[1], p, false); err != nil {
+		t.Errorf("lead: %v", err)
+	}
+}
