@@ -353,3 +353,58 @@ func TestK8sMultiServiceMultiEnvironment(t *testing.T) {
 	}
 	deploymentOf(t, cs, "e2e-multi-dev", "api")
 }
+
+// Two executions deploying the same service to the same infrastructure, started together, take
+// turns: both succeed, their rollouts do not overlap, and the cluster's revisions follow the
+// order in which they held the infrastructure (the first rollout is revision 1, the second's
+// image is the one left running).
+func TestK8sDeploymentsTakeTurns(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-turns")
+	file := filepath.Join(dir, "dev.yaml")
+	writeFile(t, file, devPipeline)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var ids []string
+	for _, tag := range []string{"1.27", "1.28"} {
+		exec, err := env.starter.Start(ctx, loadRun(t, file, "pipeline.variables.tag="+tag), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, exec.ID)
+	}
+	type rollout struct {
+		tag        string
+		start, end time.Time
+	}
+	var rolls []rollout
+	for i, id := range ids {
+		res, err := env.starter.Result(ctx, id)
+		if err != nil || res.Status != status.Succeeded {
+			t.Fatalf("%s: %v %v", id, res, err)
+		}
+		n := res.Tree.Find("deploy_dev.rolling")
+		rolls = append(rolls, rollout{[]string{"1.27", "1.28"}[i], *n.StartedAt, *n.EndedAt})
+	}
+	if rolls[1].start.Before(rolls[0].start) {
+		rolls[0], rolls[1] = rolls[1], rolls[0]
+	}
+	if !rolls[1].start.After(rolls[0].end) {
+		t.Fatalf("rollouts overlap: %s ran %s-%s, %s ran %s-%s", rolls[0].tag, rolls[0].start, rolls[0].end, rolls[1].tag, rolls[1].start, rolls[1].end)
+	}
+	const ns = "e2e-turns-dev"
+	if img := deploymentOf(t, cs, ns, "web").Spec.Template.Spec.Containers[0].Image; img != "library/nginx:"+rolls[1].tag {
+		t.Errorf("running %s, want the second rollout's %s", img, rolls[1].tag)
+	}
+	sets, err := cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revisions := map[string]string{}
+	for _, rs := range sets.Items {
+		revisions[rs.Annotations["deployment.kubernetes.io/revision"]] = rs.Spec.Template.Spec.Containers[0].Image
+	}
+	if revisions["1"] != "library/nginx:"+rolls[0].tag || revisions["2"] != "library/nginx:"+rolls[1].tag {
+		t.Errorf("revisions %v, want 1: %s then 2: %s", revisions, rolls[0].tag, rolls[1].tag)
+	}
+}
