@@ -382,3 +382,63 @@ func TestRecordProvisionerHistory(t *testing.T) {
 	id := workflows.ProvisionerID("default/recorded", "infra")
 	writeClientHistory(t, env.internal, id, "", filepath.Join("..", "workflows", "testdata", "histories", strings.ReplaceAll(id, "/", "__")+".json"))
 }
+
+// TestRecordFlowControlHistories records the flow controls' workflows: a Queue step held for
+// the whole execution, a deployment refused by the global freeze, a chained pipeline (parent,
+// its Pipeline stage and the child), and the lock and freeze workflows themselves, from the
+// internal namespace. With -update-histories, TestResourceConstraintOneDeploymentAtATime
+// records a held and a waiting resource constraint.
+func TestRecordFlowControlHistories(t *testing.T) {
+	if !*updateHistories {
+		t.Skip("records only with -update-histories")
+	}
+	out := filepath.Join("..", "workflows", "testdata", "histories")
+	ctx := context.Background()
+	r := newLockRig(t, false)
+	q := r.start(t, r.queuePipeline(t, "queue_record", "record_db", "Pipeline"))
+	r.open(t, q.ID)
+	succeeded(t, q.ID)
+	recordExecution(t, out, q.ID)
+
+	if _, err := env.starter.FreezeOn(ctx, "ops", "recorded"); err != nil {
+		t.Fatal(err)
+	}
+	fz := r.start(t, r.deployPipeline(t, "freeze_record", false))
+	res, err := env.starter.Result(ctx, fz.ID)
+	if _, offErr := env.starter.FreezeOff(ctx, "ops"); offErr != nil {
+		t.Fatal(offErr)
+	}
+	if err != nil || res.Status != status.FreezeFailed {
+		t.Fatalf("frozen: %v %v", res, err)
+	}
+	recordExecution(t, out, fz.ID)
+
+	exec, err := env.starter.Start(ctx, loadRun(t, chainFiles(t, "chain_record", 0)), workflows.Trigger{Type: "MANUAL", User: "ann"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = env.starter.Result(ctx, exec.ID); err != nil || res.Status != status.Succeeded {
+		t.Fatalf("chained: %v %v", res, err)
+	}
+	recordExecution(t, out, exec.ID)
+	recordExecution(t, out, res.Tree.Find("team.chain_record_child").Chained.ExecutionID)
+
+	// The infrastructure's lock, with a holder and a waiter to hand over to.
+	a := r.start(t, r.deployPipeline(t, "lock_first", true))
+	r.waitMark(t, "start", a.ID)
+	b := r.start(t, r.deployPipeline(t, "lock_second", true))
+	waitNode(t, b.ID, "deploy", func(n *workflows.Node) bool { return n.Status == status.ResourceWaiting })
+	r.open(t, a.ID)
+	r.open(t, b.ID)
+	succeeded(t, a.ID, b.ID)
+
+	resp, err := env.internal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: "WorkflowId STARTS_WITH 'gantry-lock/' OR WorkflowId STARTS_WITH 'gantry-freeze/'"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range resp.Executions {
+		id := e.Execution.WorkflowId
+		writeClientHistory(t, env.internal, id, e.Execution.RunId, filepath.Join(out, strings.ReplaceAll(id, "/", "__")+".json"))
+	}
+}

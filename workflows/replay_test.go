@@ -36,8 +36,14 @@ func TestReplayRecordedHistories(t *testing.T) {
 				t.Fatal(err)
 			}
 			id := strings.ReplaceAll(strings.TrimSuffix(filepath.Base(f), ".json"), "__", "/")
+			// The recorded run ID: lock tickets name their run, and a notice for another
+			// run's ticket is not this one's.
+			runID := h.Events[0].GetWorkflowExecutionStartedEventAttributes().GetOriginalExecutionRunId()
+			if runID == "" {
+				runID = "replay"
+			}
 			err = r.ReplayWorkflowHistoryWithOptions(nil, h, worker.ReplayWorkflowHistoryOptions{
-				OriginalExecution: workflow.Execution{ID: id, RunID: "replay"},
+				OriginalExecution: workflow.Execution{ID: id, RunID: runID},
 			})
 			if err != nil {
 				t.Fatal(err)
