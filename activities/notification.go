@@ -31,6 +31,9 @@ const (
 	EventStageFailed          = "StageFailed"
 	EventStepFailed           = "StepFailed"
 	EventTriggerFailed        = "TriggerFailed"
+	// EventDeploymentRejected is a deployment freeze's event (a freeze file's rules select
+	// it, never a pipeline's): a Deployment stage it refused.
+	EventDeploymentRejected = "DeploymentRejectedDueToFreeze"
 )
 
 // EventTypes lists the event types a rule may select, EventAllEvents first.
@@ -75,12 +78,14 @@ type NotifyEvent struct {
 	// TriggerID and TriggerName name the trigger of a EventTriggerFailed event.
 	TriggerID   string `json:"triggerId,omitempty"`
 	TriggerName string `json:"triggerName,omitempty"`
+	// Freeze is the deployment freeze that refused the stage (EventDeploymentRejected).
+	Freeze string `json:"freeze,omitempty"`
 }
 
 // EventLevel is the level of an event type: pipeline, stage, step or trigger.
 func EventLevel(eventType string) string {
 	switch eventType {
-	case EventStageStart, EventStageSuccess, EventStageFailed:
+	case EventStageStart, EventStageSuccess, EventStageFailed, EventDeploymentRejected:
 		return "stage"
 	case EventStepFailed, EventWaitingForUserAction:
 		return "step"
@@ -95,8 +100,10 @@ func Matches(r plan.NotificationRule, ev NotifyEvent) bool {
 	for _, e := range r.Events {
 		switch {
 		case e.Type == EventAllEvents:
-			return true
-		case e.Type != ev.Type:
+			if ev.Type != EventDeploymentRejected { // a pipeline's events, not a freeze's
+				return true
+			}
+		case e.Type != ev.Type, e.Freeze != "" && e.Freeze != ev.Freeze:
 			continue
 		case EventLevel(e.Type) == "stage":
 			if slices.Contains(e.Stages, "AllStages") || slices.Contains(e.Stages, ev.StageBase) {

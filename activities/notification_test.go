@@ -36,11 +36,18 @@ func TestMatches(t *testing.T) {
 		{"AllSteps", rule("r", hook, plan.NotificationEvent{Type: "StepFailed", Steps: []string{"AllSteps"}}), stepFail, true},
 		{"AllEvents", rule("r", hook, plan.NotificationEvent{Type: "AllEvents"}), stepFail, true},
 		{"pipeline type alone", rule("r", hook, plan.NotificationEvent{Type: "PipelineEnd"}), activities.NotifyEvent{Type: "PipelineEnd"}, true},
+		{"a freeze's rule, its freeze", rule("r", hook, plan.NotificationEvent{Type: "DeploymentRejectedDueToFreeze", Stages: []string{"AllStages"}, Freeze: "f"}), rejected("f"), true},
+		{"a freeze's rule, another freeze", rule("r", hook, plan.NotificationEvent{Type: "DeploymentRejectedDueToFreeze", Stages: []string{"AllStages"}, Freeze: "f"}), rejected("g"), false},
+		{"a pipeline's AllEvents, a freeze's event", rule("r", hook, plan.NotificationEvent{Type: "AllEvents"}), rejected("f"), false},
 	} {
 		if got := activities.Matches(c.r, c.ev); got != c.want {
 			t.Errorf("%s: Matches = %v, want %v", c.name, got, c.want)
 		}
 	}
+}
+
+func rejected(freeze string) activities.NotifyEvent {
+	return activities.NotifyEvent{Type: activities.EventDeploymentRejected, Stage: "deploy", StageBase: "deploy", Freeze: freeze}
 }
 
 // Spec 20.3, 20.5.2, 20.5.5: one delivery per target, keys stable and distinct, fields rendered,

@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,7 +66,16 @@ func TestDeploymentFreezes(t *testing.T) {
 		t.Fatalf("after the global freeze: %s", res.Status)
 	}
 
-	// A window of a freeze file, active now, then one that has ended.
+	// A window of a freeze file, active now, then one that has ended. The freeze's rule tells
+	// a webhook of the deployment it refuses.
+	hooks := make(chan map[string]any, 10)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		if json.NewDecoder(r.Body).Decode(&body) == nil {
+			hooks <- body
+		}
+	}))
+	defer hook.Close()
 	for _, c := range []struct {
 		start time.Time
 		want  status.Status
@@ -79,10 +91,35 @@ func TestDeploymentFreezes(t *testing.T) {
     - timeZone: UTC
       startTime: `+c.start.UTC().Format("2006-01-02 03:04 PM")+`
       duration: 1d
+  notificationRules:
+    - name: tell ops
+      identifier: ops
+      enabled: true
+      events: [{type: DeploymentRejectedDueToFreeze}]
+      notificationMethod: {type: Webhook, spec: {webhookUrl: "`+hook.URL+`"}}
 `)
-		_, res := run(workflows.Settings{})
+		id, res := run(workflows.Settings{})
 		if res.Status != c.want {
 			t.Errorf("window from %s: %s, want %s", c.start.UTC(), res.Status, c.want)
 		}
+		if c.want == status.FreezeFailed {
+			if f := res.Tree.Find("deploy").Freeze; f != "release_week" {
+				t.Errorf("the refused stage names freeze %q", f)
+			}
+			select {
+			case body := <-hooks:
+				d, _ := body["eventData"].(map[string]any)
+				if d["eventType"] != "DeploymentRejectedDueToFreeze" || d["freezeIdentifier"] != "release_week" || d["planExecutionId"] != id || d["stageIdentifier"] != "deploy" {
+					t.Errorf("webhook %v", d)
+				}
+			case <-time.After(time.Minute):
+				t.Error("no webhook for the refused deployment")
+			}
+		}
+	}
+	select {
+	case body := <-hooks:
+		t.Errorf("more webhooks than refusals: %v", body)
+	case <-time.After(2 * time.Second):
 	}
 }

@@ -1,6 +1,13 @@
 package pipeline
 
-import "gopkg.in/yaml.v3"
+import (
+	"fmt"
+	"slices"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/plan"
+)
 
 // Freeze is a `freeze:` document: a deployment freeze window. Its rules (entityConfigs) say
 // which deployments it stops, its windows when.
@@ -10,8 +17,59 @@ type Freeze struct {
 	EntityConfigs []FreezeRule   `yaml:"entityConfigs" gantry:"required"`
 	Status        string         `yaml:"status"` // Enabled or Disabled
 	Windows       []FreezeWindow `yaml:"windows"`
-	// NotificationRules are the freeze's own notifications; accepted, not acted on yet.
-	NotificationRules *yaml.Node `yaml:"notificationRules"`
+	// NotificationRules are the freeze's own notifications (its events, not a pipeline's).
+	NotificationRules []FreezeNotificationRule `yaml:"notificationRules"`
+}
+
+// FreezeNotificationRule is one notification rule of a freeze: freeze events and the channel
+// told of them, as a pipeline's rule tells of pipeline events.
+type FreezeNotificationRule struct {
+	Node               *yaml.Node          `yaml:"-"`
+	Name               string              `yaml:"name" gantry:"required"`
+	Identifier         string              `yaml:"identifier"`
+	Enabled            string              `yaml:"enabled"`
+	Events             []FreezeEvent       `yaml:"events" gantry:"required"`
+	NotificationMethod *NotificationMethod `yaml:"notificationMethod" gantry:"required"`
+	CustomizedMessage  string              `yaml:"customizedMessage"`
+}
+
+// FreezeEvent is one event type a freeze's rule selects.
+type FreezeEvent struct {
+	Node *yaml.Node `yaml:"-"`
+	Type string     `yaml:"type" gantry:"required"`
+}
+
+// Freeze event types, as the reference names them.
+const (
+	FreezeEventRejected = "DeploymentRejectedDueToFreeze" // a deployment refused by the freeze
+	FreezeEventActive   = "FreezeWindowEnabled"           // a window of the freeze begins
+	FreezeEventEnabled  = "OnEnableFreezeWindow"          // the freeze is switched on
+)
+
+// FreezeEventTypes lists the freeze event types.
+var FreezeEventTypes = []string{FreezeEventRejected, FreezeEventActive, FreezeEventEnabled}
+
+// PlanRules are the freeze's enabled rules that tell of refused deployments, as the plan's
+// notification rules: they select only DeploymentRejectedDueToFreeze events of this freeze.
+// Their identifiers are prefixed with the freeze's, so they never clash with a pipeline's.
+func (f *Freeze) PlanRules() []plan.NotificationRule {
+	var pick []NotificationRule
+	for i, r := range f.NotificationRules {
+		if !slices.ContainsFunc(r.Events, func(e FreezeEvent) bool { return e.Type == FreezeEventRejected }) {
+			continue
+		}
+		id := r.Identifier
+		if id == "" {
+			id = fmt.Sprintf("rule%d", i+1)
+		}
+		pick = append(pick, NotificationRule{Name: r.Name, Identifier: "freeze." + f.Identifier + "." + id, Enabled: r.Enabled,
+			PipelineEvents: []PipelineEvent{{Type: FreezeEventRejected, ForStages: []string{"AllStages"}}}, NotificationMethod: r.NotificationMethod})
+	}
+	out := PlanNotifications(pick)
+	for i := range out {
+		out[i].Events[0].Freeze = f.Identifier
+	}
+	return out
 }
 
 // FreezeRule is one rule of a freeze: a deployment is frozen when every entity filter of one

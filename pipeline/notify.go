@@ -1,6 +1,10 @@
 package pipeline
 
-import "gopkg.in/yaml.v3"
+import (
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/plan"
+)
 
 // NotificationRule is one entry of a pipeline's notificationRules (spec 20.1): events of the
 // execution and the channel told about them. Enabled stays text: the reference reads it as a
@@ -59,4 +63,28 @@ var NotificationChannelFields = map[string][]string{
 	"PagerDuty": {"integrationKey", "userGroups"},
 	"Webhook":   {"webhookUrl", "headers"},
 	"Datadog":   {"url", "apiKey", "headers"},
+}
+
+// PlanNotifications are the enabled rules (spec 20.1: a rule without `enabled: true` never fires).
+func PlanNotifications(rules []NotificationRule) []plan.NotificationRule {
+	var out []plan.NotificationRule
+	for _, r := range rules {
+		m := r.NotificationMethod
+		if r.Enabled != "true" || m == nil || m.Spec == nil {
+			continue
+		}
+		rule := plan.NotificationRule{Identifier: r.Identifier, Name: r.Name}
+		for _, e := range r.PipelineEvents {
+			rule.Events = append(rule.Events, plan.NotificationEvent{Type: e.Type, Stages: e.ForStages, Steps: e.ForSteps})
+		}
+		s := m.Spec
+		rule.Channel = plan.NotificationChannel{Type: m.Type, Recipients: s.Recipients, UserGroups: s.UserGroups,
+			WebhookURL: s.WebhookURL, MsTeamKeys: s.MsTeamKeys, IntegrationKey: s.IntegrationKey, Headers: s.Headers,
+			URL: s.URL, APIKey: s.APIKey}
+		if s.ExecuteOnDelegate == "true" {
+			rule.Channel.Selectors = s.DelegateSelectors
+		}
+		out = append(out, rule)
+	}
+	return out
 }

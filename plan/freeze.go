@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 	_ "time/tzdata" // freeze windows name IANA zones; every binary carries the same database
@@ -16,6 +17,9 @@ type Freeze struct {
 	ID      string         `json:"id"`
 	Name    string         `json:"name"`
 	Windows []FreezeWindow `json:"windows"`
+	// Rules are the freeze's notification rules for the deployments it refuses; compiling
+	// moves them into the plan's rules (FreezeRules), once however many stages it matches.
+	Rules []NotificationRule `json:"rules,omitempty"`
 }
 
 // FreezeWindow is one window of a freeze: from Start for Duration, repeated every Every
@@ -144,4 +148,42 @@ func (f Freeze) ActiveAt(t time.Time) (from, to time.Time, ok bool) {
 		}
 	}
 	return time.Time{}, time.Time{}, false
+}
+
+// FreezeRules moves the notification rules of the freezes that match the plan's deployments
+// into the plan's own rules, once per rule.
+func FreezeRules(p *Plan) {
+	seen := map[string]bool{}
+	for _, r := range p.Notifications {
+		seen[r.Identifier] = true
+	}
+	lift := func(d *Deployment) {
+		if d == nil {
+			return
+		}
+		for i := range d.Freezes {
+			for _, r := range d.Freezes[i].Rules {
+				if !seen[r.Identifier] {
+					seen[r.Identifier] = true
+					p.Notifications = append(p.Notifications, r)
+				}
+			}
+			d.Freezes[i].Rules = nil
+		}
+	}
+	Walk(p.Stages, nil, func(n *Node, _ []string) {
+		lift(n.Deploy)
+		for _, k := range sortedDeployKeys(n.Deploys) {
+			lift(n.Deploys[k])
+		}
+	})
+}
+
+func sortedDeployKeys(m map[string]*Deployment) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -15,6 +15,8 @@ type NotificationEvent struct {
 	Type   string   `json:"type"`
 	Stages []string `json:"stages,omitempty"` // base stage identifiers or AllStages
 	Steps  []string `json:"steps,omitempty"`  // step base paths or AllSteps (StepFailed only)
+	// Freeze is the deployment freeze whose events a freeze's rule selects.
+	Freeze string `json:"freeze,omitempty"`
 }
 
 // NotificationChannel is a rule's notificationMethod.

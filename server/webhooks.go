@@ -15,7 +15,6 @@ import (
 	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline"
-	"github.com/gantry-cd/gantry/pipeline/compile"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
@@ -250,7 +249,7 @@ func (s *Server) triggerFailed(ctx context.Context, res *load.Result, t *pipelin
 		return "" // the pipeline itself does not load: it has no rules to read
 	}
 	p := res.Merged
-	rules := compile.Notifications(p.NotificationRules)
+	rules := pipeline.PlanNotifications(p.NotificationRules)
 	var vars []plan.Variable
 	for _, v := range p.Variables {
 		vars = append(vars, plan.Variable{Name: v.Name, Type: v.Type, Value: v.Value})

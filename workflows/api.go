@@ -393,6 +393,9 @@ type Node struct {
 	Source string `json:"source,omitempty"`
 	// Chained names, on the step of a Pipeline stage, the chained execution it runs; Parent
 	// names, on a chained execution's pipeline node, the execution and stage that run it.
+	// Freeze names, on a stage that ended FREEZE_FAILED, the freeze that refused it
+	// ("global" for the global freeze).
+	Freeze   string     `json:"freeze,omitempty"`
 	Chained  *ChainLink `json:"chained,omitempty"`
 	Parent   *ChainLink `json:"parent,omitempty"`
 	Children []*Node    `json:"children,omitempty"`

@@ -32,7 +32,7 @@ func (s *stageRun) checkFreeze(ctx workflow.Context) bool {
 		return true
 	}
 	now := workflow.Now(ctx)
-	why := activeFreeze(d.Freezes, now)
+	who, why := activeFreeze(d.Freezes, now)
 	if why == "" {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 5 * time.Minute, Summary: "global freeze",
@@ -42,6 +42,7 @@ func (s *stageRun) checkFreeze(ctx workflow.Context) bool {
 			// Not knowing is not a freeze: say so and deploy.
 			s.tree.Notes = append(s.tree.Notes, "the global deployment freeze could not be read: "+err.Error())
 		} else if g.On {
+			who = "global"
 			why = fmt.Sprintf("the global deployment freeze is on (since %s, by %s", g.Since.UTC().Format(time.RFC3339), g.By)
 			if g.Reason != "" {
 				why += ": " + g.Reason
@@ -56,21 +57,23 @@ func (s *stageRun) checkFreeze(ctx workflow.Context) bool {
 		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deployed through a freeze, overridden by %s: %s", by, why))
 		return true
 	}
+	s.tree.Freeze = who
 	s.finish(ctx, status.FreezeFailed, &activities.Failure{Category: activities.Unknown,
 		Message: fmt.Sprintf("deployment refused: %s; a user with the override-freeze permission can start it with --override-freeze", why)})
 	return false
 }
 
-// activeFreeze names the first freeze that holds at t, with its window ("": none).
-func activeFreeze(fs []plan.Freeze, t time.Time) string {
+// activeFreeze names the first freeze that holds at t: its identifier, and it with its window
+// for people ("": none).
+func activeFreeze(fs []plan.Freeze, t time.Time) (string, string) {
 	for _, f := range fs {
 		if from, to, ok := f.ActiveAt(t); ok {
 			name := f.ID
 			if f.Name != "" && f.Name != f.ID {
 				name = fmt.Sprintf("%s (%s)", f.Name, f.ID)
 			}
-			return fmt.Sprintf("deployment freeze %s holds from %s to %s", name, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
+			return f.ID, fmt.Sprintf("deployment freeze %s holds from %s to %s", name, from.UTC().Format(time.RFC3339), to.UTC().Format(time.RFC3339))
 		}
 	}
-	return ""
+	return "", ""
 }

@@ -244,6 +244,20 @@ func (p *pipelineRun) stageEvent(ctx workflow.Context, typ string, n *plan.Node,
 	}
 	root = startingStage(typ, n, root)
 	p.raise(ctx, stageEvent(typ, n, t, root), root, "pipeline.stages."+n.ID)
+	if ev, ok := freezeRejection(typ, n, t, root); ok {
+		p.raise(ctx, ev, root, "pipeline.stages."+n.ID)
+	}
+}
+
+// freezeRejection is the event of a deployment freeze that refused a stage, raised after the
+// stage's StageFailed; only the freeze's own rules select it.
+func freezeRejection(typ string, n *plan.Node, t *Node, root map[string]any) (activities.NotifyEvent, bool) {
+	if typ != activities.EventStageFailed || t.Status != status.FreezeFailed || t.Freeze == "" {
+		return activities.NotifyEvent{}, false
+	}
+	ev := stageEvent(activities.EventDeploymentRejected, n, t, root)
+	ev.Freeze = t.Freeze
+	return ev, true
 }
 
 // startingStage gives a stage that starts its identity in the scope, so its StageStart

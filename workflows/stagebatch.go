@@ -129,10 +129,13 @@ func (b *stageBatch) event(ctx workflow.Context, typ string, n *plan.Node, t *No
 		return
 	}
 	root = startingStage(typ, n, root)
-	signalRaise(ctx, b.raiser, b.in.ExecutionID, stageEvent(typ, n, t, root), root, "pipeline.stages."+n.ID,
-		func(ctx workflow.Context, id, name string, arg any) {
-			b.signals = append(b.signals, workflow.SignalExternalWorkflow(ctx, id, "", name, arg))
-		})
+	send := func(ctx workflow.Context, id, name string, arg any) {
+		b.signals = append(b.signals, workflow.SignalExternalWorkflow(ctx, id, "", name, arg))
+	}
+	signalRaise(ctx, b.raiser, b.in.ExecutionID, stageEvent(typ, n, t, root), root, "pipeline.stages."+n.ID, send)
+	if ev, ok := freezeRejection(typ, n, t, root); ok {
+		signalRaise(ctx, b.raiser, b.in.ExecutionID, ev, root, "pipeline.stages."+n.ID, send)
+	}
 }
 
 // runStage runs one iteration's stage workflow (the same ID it has outside a batch, so users

@@ -98,6 +98,9 @@ func WebhookPayload(ev activities.NotifyEvent, links Links) map[string]any {
 	if ev.Step != "" {
 		d["stepIdentifier"], d["stepName"] = ev.Step, ev.StepName
 	}
+	if ev.Freeze != "" {
+		d["freezeIdentifier"] = ev.Freeze
+	}
 	return map[string]any{"eventData": d}
 }
 
@@ -159,6 +162,7 @@ func summarize(ev activities.NotifyEvent, links Links) summary {
 		add("Triggered by", by)
 	}
 	add("Aborted by", ev.AbortedBy)
+	add("Freeze", ev.Freeze)
 	if ev.Mode != "" && ev.Mode != "NORMAL" {
 		add("Mode", ev.Mode)
 	}

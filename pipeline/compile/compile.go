@@ -40,34 +40,11 @@ func Compile(file string, p *pipeline.Pipeline, resolved Resolved) (*plan.Plan, 
 	for i := range p.Stages {
 		out.Stages = append(out.Stages, c.stageElement(&p.Stages[i]))
 	}
-	out.Notifications = Notifications(p.NotificationRules)
+	out.Notifications = pipeline.PlanNotifications(p.NotificationRules)
 	out.Codebase = c.planCodebase(resolved.Pods)
 	resolved.place(out)
+	plan.FreezeRules(out)
 	return out, c.diags.Sort()
-}
-
-// Notifications are the enabled rules (spec 20.1: a rule without `enabled: true` never fires).
-func Notifications(rules []pipeline.NotificationRule) []plan.NotificationRule {
-	var out []plan.NotificationRule
-	for _, r := range rules {
-		m := r.NotificationMethod
-		if r.Enabled != "true" || m == nil || m.Spec == nil {
-			continue
-		}
-		rule := plan.NotificationRule{Identifier: r.Identifier, Name: r.Name}
-		for _, e := range r.PipelineEvents {
-			rule.Events = append(rule.Events, plan.NotificationEvent{Type: e.Type, Stages: e.ForStages, Steps: e.ForSteps})
-		}
-		s := m.Spec
-		rule.Channel = plan.NotificationChannel{Type: m.Type, Recipients: s.Recipients, UserGroups: s.UserGroups,
-			WebhookURL: s.WebhookURL, MsTeamKeys: s.MsTeamKeys, IntegrationKey: s.IntegrationKey, Headers: s.Headers,
-			URL: s.URL, APIKey: s.APIKey}
-		if s.ExecuteOnDelegate == "true" {
-			rule.Channel.Selectors = s.DelegateSelectors
-		}
-		out = append(out, rule)
-	}
-	return out
 }
 
 type compiler struct {

@@ -81,3 +81,50 @@ func TestFreezeErrors(t *testing.T) {
 		})
 	}
 }
+
+// A freeze's notification rules: DeploymentRejectedDueToFreeze rules reach the plan's rules
+// once, selecting only this freeze's events; the events Gantry does not send are warnings;
+// an unknown event type is an error at its line.
+func TestFreezeNotificationRules(t *testing.T) {
+	rules := `  notificationRules:
+    - name: ops
+      identifier: ops
+      enabled: true
+      events: [{type: DeploymentRejectedDueToFreeze}, {type: FreezeWindowEnabled}]
+      notificationMethod: {type: Webhook, spec: {webhookUrl: "http://127.0.0.1:9/hook"}}
+    - name: off
+      identifier: off
+      enabled: false
+      events: [{type: DeploymentRejectedDueToFreeze}]
+      notificationMethod: {type: Webhook, spec: {webhookUrl: "http://127.0.0.1:9/off"}}
+`
+	dir := copyExample(t, map[string]string{"freeze.yaml": prodFreeze + rules})
+	r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	var found int
+	for _, rule := range r.Plan.Notifications {
+		if strings.HasPrefix(rule.Identifier, "freeze.") {
+			found++
+			if rule.Identifier != "freeze.year_end.ops" || len(rule.Events) != 1 || rule.Events[0].Type != "DeploymentRejectedDueToFreeze" ||
+				rule.Events[0].Freeze != "year_end" || rule.Channel.WebhookURL != "http://127.0.0.1:9/hook" {
+				t.Errorf("freeze rule %+v", rule)
+			}
+		}
+	}
+	if found != 1 {
+		t.Errorf("%d freeze rules in the plan, want the one enabled", found)
+	}
+	if fs := r.Plan.Stages[2].Deploy.Freezes; len(fs) != 1 || fs[0].Rules != nil {
+		t.Errorf("the stage's freeze still carries its rules: %+v", fs)
+	}
+	if out := r.Diags.Render(r.Sources); !strings.Contains(out, "freeze event FreezeWindowEnabled is not sent yet") {
+		t.Errorf("no warning for FreezeWindowEnabled:\n%s", out)
+	}
+	dir = copyExample(t, map[string]string{"freeze.yaml": prodFreeze + strings.Replace(rules, "FreezeWindowEnabled", "FreezeEnded", 1)})
+	r, _ = load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
+	if out := r.Diags.Render(r.Sources); r.OK() || !strings.Contains(out, "freeze.yaml:22:") || !strings.Contains(out, "FreezeEnded") {
+		t.Errorf("an unknown freeze event:\n%s", out)
+	}
+}

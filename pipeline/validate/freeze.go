@@ -3,8 +3,6 @@ package validate
 import (
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -37,8 +35,31 @@ func (c *checker) freeze(f *pipeline.Freeze) {
 	for _, w := range f.Windows {
 		c.freezeWindow(w)
 	}
-	if n := f.NotificationRules; n != nil && !(n.Kind == yaml.SequenceNode && len(n.Content) == 0) {
-		c.diags.Warnf(c.pos(n), "reference-field-ignored", "a freeze's `notificationRules` are a field of the reference that Gantry does not act on yet: a refused deployment fails its pipeline, whose own notification rules (PipelineFailed, StageFailed) tell of it")
+	for _, r := range f.NotificationRules {
+		c.freezeRule(r)
+	}
+}
+
+// freezeRule checks a freeze's notification rule: the reference's event types, of which
+// Gantry sends DeploymentRejectedDueToFreeze, and a channel as a pipeline's rule has.
+func (c *checker) freezeRule(r pipeline.FreezeNotificationRule) {
+	if r.Identifier != "" {
+		c.identifier(r.Node, "identifier", r.Identifier, "notification rule")
+	}
+	for _, e := range r.Events {
+		c.enum(e.Node, "type", e.Type, pipeline.FreezeEventTypes, "freeze event type")
+		if e.Type == pipeline.FreezeEventActive || e.Type == pipeline.FreezeEventEnabled {
+			c.diags.Warnf(c.pos(pipeline.ValueAt(e.Node, "type")), "not-implemented",
+				"freeze event %s is not sent yet: Gantry tells of deployments the freeze refuses (%s)", e.Type, pipeline.FreezeEventRejected).
+				SetHint("`gantry freeze list` shows the active and upcoming windows")
+		}
+	}
+	if r.NotificationMethod != nil {
+		c.notificationMethod(r.Name, r.NotificationMethod)
+	}
+	if r.CustomizedMessage != "" {
+		c.diags.Warnf(c.pos(pipeline.ValueAt(r.Node, "customizedMessage")), "reference-field-ignored",
+			"customizedMessage is not used: messages say what every Gantry notification says, with the freeze named")
 	}
 }
 
