@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -121,5 +123,71 @@ func TestDeploymentFreezes(t *testing.T) {
 	case body := <-hooks:
 		t.Errorf("more webhooks than refusals: %v", body)
 	case <-time.After(2 * time.Second):
+	}
+}
+
+// The global freeze through the API: anyone signed in reads it, only an admin turns it on
+// and off, and asking for the state it is in changes nothing; the audit trail has the
+// switches, read from the freeze workflow's history. Not parallel, as
+// TestDeploymentFreezes.
+func TestGlobalFreezeAPI(t *testing.T) {
+	idFile := filepath.Join(t.TempDir(), "users.yaml")
+	dir := &identity.Directory{
+		Roles: []identity.Role{{Name: "root", Permissions: []identity.Permission{{Actions: []identity.Action{identity.Admin}}}},
+			{Name: "dev", Permissions: []identity.Permission{{Actions: []identity.Action{identity.View, identity.Execute}}}}},
+		Groups: []identity.Group{{Name: "ops", Roles: []string{"root"}}, {Name: "devs", Roles: []string{"dev"}}},
+	}
+	begun := time.Now()
+	ops, _ := dir.AddUser("freeze_admin", "", []string{"ops"})
+	dev, _ := dir.AddUser("dev", "", []string{"devs"})
+	if err := dir.Save(idFile); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
+	defer srv.Close()
+	c := &apiClient{t: t, url: srv.URL, spec: openAPIPaths(t)}
+	const path = "/api/v1/freeze"
+	defer env.starter.FreezeOff(context.Background(), "cleanup")
+	if code, out := c.call("GET", path, path, dev, nil); code != 200 || out["on"] != false {
+		t.Fatalf("read: %d %v", code, out)
+	}
+	if code, _ := c.call("PUT", path, path, dev, map[string]any{"on": true}); code != 403 {
+		t.Errorf("a developer turned the freeze on: %d", code)
+	}
+	if code, out := c.call("PUT", path, path, ops, map[string]any{"on": true, "reason": "incident 7"}); code != 200 || out["on"] != true || out["by"] != "freeze_admin" {
+		t.Fatalf("on: %d %v", code, out)
+	}
+	if code, out := c.call("PUT", path, path, ops, map[string]any{"on": true, "reason": "again"}); code != 200 || out["reason"] != "incident 7" {
+		t.Errorf("on again: %d %v", code, out)
+	}
+	if code, out := c.call("GET", path, path, dev, nil); code != 200 || out["on"] != true || out["reason"] != "incident 7" {
+		t.Errorf("read while on: %d %v", code, out)
+	}
+	if code, out := c.call("PUT", path, path, ops, map[string]any{"on": false}); code != 200 || out["on"] != false {
+		t.Errorf("off: %d %v", code, out)
+	}
+	if g, err := env.starter.GlobalFreeze(context.Background()); err != nil || g.On {
+		t.Errorf("after off: %+v %v", g, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		recs, err := env.starter.Audit(ctx, starter.AuditQuery{User: "freeze_admin", Since: begun})
+		var details []string
+		for _, r := range recs {
+			if r.Action == "freeze" {
+				details = append(details, r.Detail)
+			}
+		}
+		if err == nil && len(details) == 2 {
+			if details[0] != "on: incident 7" || details[1] != "off" {
+				t.Errorf("audit %q", details)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("audit of the freeze calls: %q %v", details, err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gantry-cd/gantry/activities"
 	"io"
 	"net/http"
 	"os"
@@ -133,6 +134,8 @@ var Routes = []Route{
 	{"POST", "/api/v1/executions/{id}/retry", func(s *Server) handlerFunc { return s.restart(true) }, identity.Execute, "retry"},
 	{"GET", "/api/v1/pending", func(s *Server) handlerFunc { return s.pending }, "", ""},
 	{"GET", "/api/v1/audit", func(s *Server) handlerFunc { return s.audit }, identity.Admin, ""},
+	{"GET", "/api/v1/freeze", func(s *Server) handlerFunc { return s.freeze }, "", ""},
+	{"PUT", "/api/v1/freeze", func(s *Server) handlerFunc { return s.setFreeze }, identity.Admin, "freeze"},
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
@@ -703,4 +706,49 @@ func logDecision(log *zap.Logger, pipeline string, d *policies.Decision) {
 	if d.Status != "pass" {
 		log.Warn("on-run policy decision", zap.String("pipeline", pipeline), zap.String("status", d.Status), zap.Strings("messages", d.Messages()))
 	}
+}
+
+// freeze answers the global deployment freeze's state.
+func (s *Server) freeze(w http.ResponseWriter, r *http.Request, _ *identity.User) {
+	st, err := s.o.Starter.GlobalFreeze(r.Context())
+	if err != nil {
+		fail(w, http.StatusBadGateway, "temporal", "read the global freeze: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// FreezeRequest turns the global deployment freeze on or off (PUT /api/v1/freeze).
+type FreezeRequest struct {
+	On     bool   `json:"on"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// setFreeze turns the global deployment freeze on or off as the admin who asks; asking for
+// the state it is in changes nothing.
+func (s *Server) setFreeze(w http.ResponseWriter, r *http.Request, u *identity.User) {
+	var req FreezeRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	note := callOf(r).note
+	st, err := s.o.Starter.GlobalFreeze(r.Context())
+	switch {
+	case err != nil:
+	case st.On == req.On:
+		note.detail = "unchanged: already " + map[bool]string{true: "on", false: "off"}[st.On]
+	case req.On:
+		note.detail = "on: " + req.Reason
+		st, err = s.o.Starter.FreezeOn(r.Context(), u.Name, req.Reason)
+	default:
+		note.detail = "off"
+		if _, err = s.o.Starter.FreezeOff(r.Context(), u.Name); err == nil {
+			st = activities.GlobalFreeze{}
+		}
+	}
+	if err != nil {
+		fail(w, http.StatusBadGateway, "temporal", "set the global freeze: %v", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
 }

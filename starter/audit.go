@@ -106,6 +106,17 @@ func (s *Starter) Audit(ctx context.Context, q AuditQuery) ([]workflows.AuditRec
 			return nil, err
 		}
 		out = append(out, refusals...)
+		changes, err := s.globalFreeze().Changes(ctx, q.Since)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range changes {
+			r := workflows.AuditRecord{Time: c.At, User: c.By, Action: "freeze", Detail: "off", Outcome: "ok"}
+			if c.On {
+				r.Detail = strings.TrimSuffix("on: "+c.Reason, ": ")
+			}
+			out = append(out, r)
+		}
 	}
 	out = slices.DeleteFunc(out, func(r workflows.AuditRecord) bool {
 		return r.Time.Before(q.Since) || (q.User != "" && r.User != q.User) || (q.Execution != "" && r.Execution != q.Execution)

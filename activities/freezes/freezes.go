@@ -10,6 +10,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
@@ -65,15 +66,83 @@ func (g *Global) On(ctx context.Context, by, reason string) (activities.GlobalFr
 	return st, nil
 }
 
-// Off turns the global freeze off; off already is no error (false).
+// Off turns the global freeze off and returns once it is (a deployment that starts after Off
+// returns is not refused); off already is no error (false).
 func (g *Global) Off(ctx context.Context, by string) (bool, error) {
 	err := g.Client.SignalWorkflow(ctx, activities.GlobalFreezeID, "", activities.SignalFreezeOff, by)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return false, nil
 	}
+	if err == nil {
+		err = g.Client.GetWorkflow(ctx, activities.GlobalFreezeID, "").Get(ctx, nil)
+	}
 	if err != nil {
 		return false, fmt.Errorf("turn the global deployment freeze off: %w", err)
 	}
 	return true, nil
+}
+
+// Change is one switch of the global freeze, for the audit trail.
+type Change struct {
+	On     bool
+	By     string
+	At     time.Time
+	Reason string
+}
+
+// Changes reads the global freeze's switches since a time from its workflow's runs: each run's
+// start is an "on", its completion an "off".
+func (g *Global) Changes(ctx context.Context, since time.Time) ([]Change, error) {
+	runs := map[string]bool{}
+	d, err := g.Client.DescribeWorkflowExecution(ctx, activities.GlobalFreezeID, "")
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return nil, nil // never switched on
+	case err != nil:
+		return nil, fmt.Errorf("read the global freeze's changes: %w", err)
+	}
+	runs[d.GetWorkflowExecutionInfo().GetExecution().GetRunId()] = true
+	query := fmt.Sprintf("WorkflowId = '%s' AND (ExecutionStatus = 'Running' OR CloseTime >= '%s')", activities.GlobalFreezeID, since.UTC().Format(time.RFC3339Nano))
+	var token []byte
+	for {
+		resp, err := g.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("list the global freeze's runs: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			runs[e.GetExecution().GetRunId()] = true
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	dc := converter.GetDefaultDataConverter()
+	var out []Change
+	for run := range runs {
+		iter := g.Client.GetWorkflowHistory(ctx, activities.GlobalFreezeID, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for iter.HasNext() {
+			ev, err := iter.Next()
+			if errors.As(err, &nf) {
+				break // past retention since it was listed
+			}
+			if err != nil {
+				return nil, fmt.Errorf("read the global freeze's history: %w", err)
+			}
+			switch ev.GetEventType() {
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
+				var st activities.GlobalFreeze
+				if p := ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads(); len(p) == 1 && dc.FromPayload(p[0], &st) == nil {
+					out = append(out, Change{On: true, By: st.By, At: ev.GetEventTime().AsTime(), Reason: st.Reason})
+				}
+			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED:
+				var by string
+				if p := ev.GetWorkflowExecutionCompletedEventAttributes().GetResult().GetPayloads(); len(p) == 1 && dc.FromPayload(p[0], &by) == nil {
+					out = append(out, Change{By: by, At: ev.GetEventTime().AsTime()})
+				}
+			}
+		}
+	}
+	return out, nil
 }
