@@ -82,7 +82,7 @@ func TestNotificationRules(t *testing.T) {
 		"unknown stage (C111)": {`    - {name: r, identifier: r, enabled: true, pipelineEvents: [{type: StageFailed, forStages: [nope]}], notificationMethod: {type: Webhook, spec: {webhookUrl: "http://h"}}}`,
 			"unknown-stage", diag.Warning, 7}, // issue 50: the reference keeps such rules
 		"stage event without forStages (C111)": {`    - {name: r, identifier: r, enabled: true, pipelineEvents: [{type: StageStart}], notificationMethod: {type: Webhook, spec: {webhookUrl: "http://h"}}}`,
-			"missing-field", diag.Error, 7},
+			"no-stages", diag.Warning, 7}, // the reference keeps such rules, which never fire
 		"runtime input (C115)": {`    - {name: r, identifier: r, enabled: true, pipelineEvents: [{type: PipelineEnd}], notificationMethod: {type: Webhook, spec: {webhookUrl: <+input>}}}`,
 			"runtime-input", diag.Error, 7},
 		"forSteps on a stage event": {`    - {name: r, identifier: r, enabled: true, pipelineEvents: [{type: StageFailed, forStages: [AllStages], forSteps: [s1.a]}], notificationMethod: {type: Webhook, spec: {webhookUrl: "http://h"}}}`,

@@ -85,7 +85,8 @@ func (c *checker) pipelineEvent(e *pipeline.PipelineEvent) {
 	stageEvent := slices.Contains(stageEventTypes, e.Type)
 	switch {
 	case stageEvent && len(e.ForStages) == 0:
-		c.diags.Errorf(c.pos(pipeline.ValueAt(e.Node, "forStages")), "missing-field", "%s needs forStages: the reference never matches a stage event without it", e.Type).
+		// The reference keeps such rules; they never fire for this event.
+		c.diags.Warnf(typeAt, "no-stages", "%s names no stage (forStages): the rule never fires for it, as in the reference", e.Type).
 			SetHint("add `forStages: [AllStages]` or the identifiers of the stages")
 	case !stageEvent && pipeline.Field(e.Node, "forStages") != nil:
 		c.diags.Errorf(c.pos(pipeline.Key(e.Node, "forStages")), "event-filter", "forStages applies to StageStart, StageSuccess and StageFailed only, not to %s", e.Type).
