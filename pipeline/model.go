@@ -108,9 +108,18 @@ type StageSpec struct {
 // pod's settings, or `UseFromStage` naming an earlier CI stage whose infrastructure it reuses.
 type CIInfrastructure struct {
 	Node         *yaml.Node `yaml:"-"`
-	Type         string     `yaml:"type" gantry:"required"`
+	Type         string     `yaml:"type"`
 	Spec         *PodInfra  `yaml:"spec"`
 	UseFromStage string     `yaml:"useFromStage"`
+}
+
+// Kind is the infrastructure's type; `{useFromStage: S}` alone is UseFromStage, as the
+// reference's schema has it (its type is optional).
+func (i *CIInfrastructure) Kind() string {
+	if i.Type == "" && i.UseFromStage != "" {
+		return "UseFromStage"
+	}
+	return i.Type
 }
 
 // DependencyElement is a CI stage's service dependency (spec 22.1): a container started before

@@ -61,7 +61,7 @@ func (r *resolver) ciPod(s *pipeline.Stage, p *pipeline.Pipeline, infras map[str
 	var inf pipeline.CIInfrastructure
 	dec.Decode(spec.Infrastructure, &inf, "infrastructure")
 	podInfra := inf.Spec
-	switch inf.Type {
+	switch inf.Kind() {
 	case "KubernetesDirect":
 	case "UseFromStage":
 		podInfra = infras[inf.UseFromStage]

@@ -36,10 +36,11 @@ const (
 )
 
 // A CI stage is planned with its pod (connectors resolved, the codebase's among them) and starts
-// with the codebase clone; a later stage's UseFromStage gets a pod of the same infrastructure.
+// with the codebase clone; a later stage's UseFromStage gets a pod of the same infrastructure,
+// also when it writes `useFromStage` alone (the reference's schema makes `type` optional).
 func TestCIStagePlan(t *testing.T) {
 	files := map[string]string{"p.yaml": ciPipeline("          cloneCodebase: true\n"+ciK8s+"          serviceDependencies: [{identifier: db, name: db, type: Service, spec: {image: postgres:16, args: [-c, fsync=off]}}]\n"+ciSteps,
-		"          infrastructure: {type: UseFromStage, useFromStage: s1}\n"+ciSteps)}
+		"          infrastructure: {useFromStage: s1}\n"+ciSteps)}
 	for k, v := range ciConnectors {
 		files[k] = v
 	}
@@ -79,6 +80,8 @@ func TestCIStageVerdicts(t *testing.T) {
 		{"          runtime: {type: Cloud, spec: {}}\n" + ciSteps, diag.Unsupported, "stage s1 runs on runtime Cloud"},
 		{"          infrastructure: {type: VM, spec: {poolName: p}}\n" + ciSteps, diag.Unsupported, "stage s1 runs on VM infrastructure"},
 		{"          infrastructure: {type: UseFromStage, useFromStage: s9}\n" + ciSteps, diag.Error, `useFromStage "s9" is not an earlier CI stage`},
+		{"          infrastructure: {useFromStage: s9}\n" + ciSteps, diag.Error, `useFromStage "s9" is not an earlier CI stage`},
+		{"          infrastructure: {spec: {namespace: ci}}\n" + ciSteps, diag.Error, "infrastructure needs `type` (KubernetesDirect), or `useFromStage`"},
 		{ciK8s + "          platform: {os: MacOS, arch: Arm64}\n" + ciSteps, diag.Unsupported, "platform os MacOS"},
 		{ciK8s + "          caching: {enabled: true}\n" + ciSteps, diag.Warning, "caching is ignored"},
 		{ciK8s + "          slsa_provenance: {enabled: true}\n" + ciSteps, diag.Unsupported, "slsa_provenance would attest"},

@@ -117,7 +117,7 @@ func enabled(n *yaml.Node) bool {
 func (c *checker) ciInfrastructure(s *pipeline.Stage, n *yaml.Node) {
 	var inf pipeline.CIInfrastructure
 	c.dec.Decode(n, &inf, "infrastructure")
-	switch inf.Type {
+	switch inf.Kind() {
 	case "KubernetesDirect":
 		if inf.Spec == nil {
 			c.diags.Errorf(c.pos(n), "missing-field", "KubernetesDirect infrastructure needs `spec` (connectorRef, namespace)")
@@ -138,6 +138,8 @@ func (c *checker) ciInfrastructure(s *pipeline.Stage, n *yaml.Node) {
 	case "VM", "Docker", "HostedVm":
 		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(n, "type")), "unsupported-field",
 			"stage %s runs on %s infrastructure; Gantry runs CI stages on Kubernetes (KubernetesDirect) only", s.Identifier, inf.Type)
+	case "":
+		c.diags.Errorf(c.pos(n), "missing-field", "stage %s: infrastructure needs `type` (KubernetesDirect), or `useFromStage` naming an earlier CI stage", s.Identifier)
 	default:
 		c.enum(n, "type", inf.Type, []string{"KubernetesDirect", "UseFromStage", "VM", "Docker", "HostedVm"}, "infrastructure type")
 	}
