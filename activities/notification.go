@@ -31,10 +31,17 @@ const (
 	EventStageFailed          = "StageFailed"
 	EventStepFailed           = "StepFailed"
 	EventTriggerFailed        = "TriggerFailed"
-	// EventDeploymentRejected is a deployment freeze's event (a freeze file's rules select
-	// it, never a pipeline's): a Deployment stage it refused.
-	EventDeploymentRejected = "DeploymentRejectedDueToFreeze"
+	// Deployment freezes' events: a freeze file's rules select them, never a pipeline's. A
+	// Deployment stage the freeze refused; a window of it beginning; the freeze switched on.
+	EventDeploymentRejected   = "DeploymentRejectedDueToFreeze"
+	EventFreezeWindowEnabled  = "FreezeWindowEnabled"
+	EventOnEnableFreezeWindow = "OnEnableFreezeWindow"
 )
+
+// FreezeEvent reports whether an event is a deployment freeze's.
+func FreezeEvent(eventType string) bool {
+	return eventType == EventDeploymentRejected || eventType == EventFreezeWindowEnabled || eventType == EventOnEnableFreezeWindow
+}
 
 // EventTypes lists the event types a rule may select, EventAllEvents first.
 var EventTypes = []string{EventAllEvents, EventPipelineStart, EventPipelineSuccess, EventPipelineFailed, EventPipelineEnd, EventPipelinePaused, EventPipelineResumed,
@@ -100,7 +107,7 @@ func Matches(r plan.NotificationRule, ev NotifyEvent) bool {
 	for _, e := range r.Events {
 		switch {
 		case e.Type == EventAllEvents:
-			if ev.Type != EventDeploymentRejected { // a pipeline's events, not a freeze's
+			if !FreezeEvent(ev.Type) { // a pipeline's events, not a freeze's
 				return true
 			}
 		case e.Type != ev.Type, e.Freeze != "" && e.Freeze != ev.Freeze:

@@ -259,7 +259,8 @@ the embedded server of the data directory.`,
 }
 
 // syncSchedules keeps Temporal's schedules in step with the cron triggers of the pipelines
-// directory: at start, then whenever its files change.
+// directory, and the freezes' notices workflows with its freeze files: at start, then
+// whenever its files change.
 func syncSchedules(ctx context.Context, api *server.Server, log *zap.Logger) {
 	last := ""
 	tick := time.NewTicker(5 * time.Second)
@@ -267,10 +268,10 @@ func syncSchedules(ctx context.Context, api *server.Server, log *zap.Logger) {
 	for {
 		if fp := api.Fingerprint(); fp != last {
 			if err := api.SyncSchedules(ctx); err != nil {
-				log.Error("cron triggers could not be synchronised with Temporal schedules; retrying", zap.Error(err))
+				log.Error("cron triggers and freeze notices could not be synchronised with Temporal; retrying", zap.Error(err))
 			} else {
 				last = fp
-				log.Info("cron triggers synchronised with Temporal schedules")
+				log.Info("cron triggers and freeze notices synchronised with Temporal")
 			}
 		}
 		select {

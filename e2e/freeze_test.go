@@ -191,3 +191,66 @@ func TestGlobalFreezeAPI(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// A freeze file's own events through `gantry server`'s sync: switched on (the file appears)
+// its rule is told OnEnableFreezeWindow once, a sync of the unchanged file tells nothing, and
+// disabling the freeze stops its notices workflow. Not parallel: another test's sync of its
+// own pipelines directory would stop this one's notices.
+func TestFreezeNoticesFromServerSync(t *testing.T) {
+	hooks := make(chan map[string]any, 10)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		if json.NewDecoder(r.Body).Decode(&body) == nil {
+			hooks <- body
+		}
+	}))
+	defer hook.Close()
+	dir := t.TempDir()
+	freeze := func(status string) {
+		writeFile(t, filepath.Join(dir, "freeze.yaml"), `freeze:
+  name: Audit week
+  identifier: audit_week
+  status: `+status+`
+  entityConfigs:
+    - name: all
+      entities: [{type: Service, filterType: All}]
+  windows:
+    - {timeZone: UTC, startTime: `+time.Now().UTC().Add(48*time.Hour).Format("2006-01-02 15:04")+`, duration: 1d}
+  notificationRules:
+    - name: tell audit
+      identifier: audit
+      enabled: true
+      events: [{type: OnEnableFreezeWindow}, {type: FreezeWindowEnabled}]
+      notificationMethod: {type: Webhook, spec: {webhookUrl: "`+hook.URL+`"}}
+`)
+	}
+	freeze("Enabled")
+	api := server.New(server.Options{Starter: env.starter, PipelinesDir: dir, IdentityFile: filepath.Join(dir, "none.yaml")})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for range 2 {
+		if err := api.SyncSchedules(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case body := <-hooks:
+		if d, _ := body["eventData"].(map[string]any); d["eventType"] != "OnEnableFreezeWindow" || d["freezeIdentifier"] != "audit_week" {
+			t.Errorf("webhook %v", d)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no OnEnableFreezeWindow for the freeze switched on")
+	}
+	select {
+	case body := <-hooks:
+		t.Errorf("a second notice: %v", body)
+	case <-time.After(2 * time.Second):
+	}
+	freeze("Disabled")
+	if err := api.SyncSchedules(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.internal.GetWorkflow(ctx, workflows.FreezeNoticesID("audit_week"), "").Get(ctx, nil); err != nil {
+		t.Errorf("the disabled freeze's notices did not end: %v", err)
+	}
+}

@@ -49,13 +49,19 @@ const (
 // FreezeEventTypes lists the freeze event types.
 var FreezeEventTypes = []string{FreezeEventRejected, FreezeEventActive, FreezeEventEnabled}
 
-// PlanRules are the freeze's enabled rules that tell of refused deployments, as the plan's
-// notification rules: they select only DeploymentRejectedDueToFreeze events of this freeze.
+// PlanRules are the freeze's enabled rules that select events of the given types, as
+// notification rules of the plan: each selects those of its events, for this freeze only.
 // Their identifiers are prefixed with the freeze's, so they never clash with a pipeline's.
-func (f *Freeze) PlanRules() []plan.NotificationRule {
+func (f *Freeze) PlanRules(types ...string) []plan.NotificationRule {
 	var pick []NotificationRule
 	for i, r := range f.NotificationRules {
-		if !slices.ContainsFunc(r.Events, func(e FreezeEvent) bool { return e.Type == FreezeEventRejected }) {
+		var events []PipelineEvent
+		for _, e := range r.Events {
+			if slices.Contains(types, e.Type) {
+				events = append(events, PipelineEvent{Type: e.Type, ForStages: []string{"AllStages"}})
+			}
+		}
+		if len(events) == 0 {
 			continue
 		}
 		id := r.Identifier
@@ -63,11 +69,13 @@ func (f *Freeze) PlanRules() []plan.NotificationRule {
 			id = fmt.Sprintf("rule%d", i+1)
 		}
 		pick = append(pick, NotificationRule{Name: r.Name, Identifier: "freeze." + f.Identifier + "." + id, Enabled: r.Enabled,
-			PipelineEvents: []PipelineEvent{{Type: FreezeEventRejected, ForStages: []string{"AllStages"}}}, NotificationMethod: r.NotificationMethod})
+			PipelineEvents: events, NotificationMethod: r.NotificationMethod})
 	}
 	out := PlanNotifications(pick)
 	for i := range out {
-		out[i].Events[0].Freeze = f.Identifier
+		for j := range out[i].Events {
+			out[i].Events[j].Freeze = f.Identifier
+		}
 	}
 	return out
 }

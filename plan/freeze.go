@@ -150,6 +150,16 @@ func (f Freeze) ActiveAt(t time.Time) (from, to time.Time, ok bool) {
 	return time.Time{}, time.Time{}, false
 }
 
+// NextStart returns the first window of the freeze that starts after t: its start and end.
+func (f Freeze) NextStart(t time.Time) (from, to time.Time, ok bool) {
+	for _, w := range f.Windows {
+		if wf, wt, wok := w.Next(t); wok && (!ok || wf.Before(from)) {
+			from, to, ok = wf, wt, true
+		}
+	}
+	return from, to, ok
+}
+
 // FreezeRules moves the notification rules of the freezes that match the plan's deployments
 // into the plan's own rules, once per rule.
 func FreezeRules(p *Plan) {

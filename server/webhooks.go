@@ -5,17 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/gantry-cd/gantry/access"
+	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/entities"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/pipeline/validate"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
@@ -341,7 +347,37 @@ func (s *Server) SyncSchedules(ctx context.Context) error {
 		}
 		want = append(want, c)
 	}
-	return s.o.Starter.SyncSchedules(ctx, want)
+	if err := s.o.Starter.SyncSchedules(ctx, want); err != nil {
+		return err
+	}
+	return s.o.Starter.SyncFreezeNotices(ctx, s.freezeNotices())
+}
+
+// freezeNotices are the freezes of the pipelines directory whose rules select the freezes'
+// own events (a window beginning, the freeze switched on), enabled ones only.
+func (s *Server) freezeNotices() []workflows.FreezeNoticesInput {
+	if s.o.PipelinesDir == "" {
+		return nil
+	}
+	cat, diags := entities.Load([]string{s.o.PipelinesDir}, func(f *pipeline.File) diag.List { _, d := validate.File(f); return d })
+	for _, d := range diags.Errors() {
+		s.o.Log.Warn("pipelines directory: freeze left out", zap.String("diagnostic", d.String()))
+	}
+	var out []workflows.FreezeNoticesInput
+	for _, id := range slices.Sorted(maps.Keys(cat.Freezes)) {
+		f := cat.Freezes[id].Freeze
+		if f == nil || f.Status == "Disabled" {
+			continue
+		}
+		rules := f.PlanRules(activities.EventFreezeWindowEnabled, activities.EventOnEnableFreezeWindow)
+		if len(rules) == 0 {
+			continue
+		}
+		pf := entities.PlanFreeze(f)
+		pf.Rules = nil
+		out = append(out, workflows.FreezeNoticesInput{Freeze: pf, Rules: rules})
+	}
+	return out
 }
 
 // Fingerprint is the current state of the pipelines directory and the identity file (whose

@@ -175,6 +175,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 	w.RegisterActivityWithOptions(st.Starter.BindKey, activity.RegisterOptions{Name: workflows.BindActivity})
 	w.RegisterActivityWithOptions(st.Starter.ChainNumber, activity.RegisterOptions{Name: workflows.ChainNumberActivity})
+	w.RegisterActivityWithOptions(st.Starter.NotifyFreeze, activity.RegisterOptions{Name: workflows.FreezeNotifyActivity})
 	// Sequence workflows poll a queue of their own: their tasks must not wait behind the
 	// pipelines a burst of webhook deliveries starts. The pipelines' namespace keeps one for
 	// the sequence workflows of older Gantry versions until they hand over.
@@ -188,6 +189,8 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		in := sdkworker.New(o.Internal, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
 		in.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
 		in.RegisterWorkflowWithOptions(workflows.Cron, workflow.RegisterOptions{Name: workflows.CronName})
+		in.RegisterWorkflowWithOptions(workflows.FreezeNotices, workflow.RegisterOptions{Name: workflows.FreezeNoticesName})
+		in.RegisterActivityWithOptions(st.Starter.NotifyFreeze, activity.RegisterOptions{Name: workflows.FreezeNotifyActivity})
 		in.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
 		in.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: workflows.ProvisionerName})
 		registerLocks(in, c)
@@ -404,6 +407,7 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
 		{workflows.RefusalsName, workflows.Refusals}, {workflows.ProvisionerName, workflows.Provisioner},
 		{activities.LockWorkflow, workflows.Lock}, {activities.FreezeWorkflow, workflows.GlobalFreeze},
+		{workflows.FreezeNoticesName, workflows.FreezeNotices},
 	} {
 		if !slices.Contains(except, w.name) {
 			r.RegisterWorkflowWithOptions(w.fn, workflow.RegisterOptions{Name: w.name})

@@ -49,7 +49,7 @@ type Links struct {
 
 // LinksFor builds the UI links of an event from the UI's base URL.
 func LinksFor(uiURL string, ev activities.NotifyEvent) Links {
-	if uiURL == "" {
+	if uiURL == "" || (ev.Pipeline == "" && ev.Freeze != "") { // a freeze's own event has no page
 		return Links{}
 	}
 	ns := ev.Namespace
@@ -131,6 +131,8 @@ func summarize(ev activities.NotifyEvent, links Links) summary {
 		what = fmt.Sprintf("stage %s of %s", ev.StageName, run)
 	case ev.Type == activities.EventTriggerFailed:
 		what = fmt.Sprintf("trigger %s of %s", ev.TriggerName, ev.Pipeline)
+	case ev.Pipeline == "" && ev.Freeze != "": // a freeze's own event
+		what = "deployment freeze " + ev.Freeze
 	}
 	s := summary{Title: fmt.Sprintf("%s: %s %s", ev.Type, what, st), Status: st, URL: links.Execution, Error: ev.Error, Action: ev.Action}
 	add := func(name, value string) {
@@ -138,7 +140,9 @@ func summarize(ev activities.NotifyEvent, links Links) summary {
 			s.Facts = append(s.Facts, fact{name, value})
 		}
 	}
-	add("Pipeline", fmt.Sprintf("%s (%s)", ev.PipelineName, ev.Pipeline))
+	if ev.Pipeline != "" {
+		add("Pipeline", fmt.Sprintf("%s (%s)", ev.PipelineName, ev.Pipeline))
+	}
 	add("Event", ev.Type)
 	add("Status", st)
 	add("Execution", ev.ExecutionID)

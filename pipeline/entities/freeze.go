@@ -62,7 +62,7 @@ func freezeMatches(f *pipeline.Freeze, p *pipeline.Pipeline, d *plan.Deployment)
 // PlanFreeze turns a freeze file into the windows a stage checks (windows that do not parse
 // were reported by validation and are left out).
 func PlanFreeze(f *pipeline.Freeze) plan.Freeze {
-	out := plan.Freeze{ID: f.Identifier, Name: f.Name, Rules: f.PlanRules()}
+	out := plan.Freeze{ID: f.Identifier, Name: f.Name, Rules: f.PlanRules(pipeline.FreezeEventRejected)}
 	for _, w := range f.Windows {
 		loc, err := time.LoadLocation(w.TimeZone)
 		if err != nil {

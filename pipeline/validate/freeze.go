@@ -40,19 +40,14 @@ func (c *checker) freeze(f *pipeline.Freeze) {
 	}
 }
 
-// freezeRule checks a freeze's notification rule: the reference's event types, of which
-// Gantry sends DeploymentRejectedDueToFreeze, and a channel as a pipeline's rule has.
+// freezeRule checks a freeze's notification rule: the reference's event types and a channel
+// as a pipeline's rule has.
 func (c *checker) freezeRule(r pipeline.FreezeNotificationRule) {
 	if r.Identifier != "" {
 		c.identifier(r.Node, "identifier", r.Identifier, "notification rule")
 	}
 	for _, e := range r.Events {
 		c.enum(e.Node, "type", e.Type, pipeline.FreezeEventTypes, "freeze event type")
-		if e.Type == pipeline.FreezeEventActive || e.Type == pipeline.FreezeEventEnabled {
-			c.diags.Warnf(c.pos(pipeline.ValueAt(e.Node, "type")), "not-implemented",
-				"freeze event %s is not sent yet: Gantry tells of deployments the freeze refuses (%s)", e.Type, pipeline.FreezeEventRejected).
-				SetHint("`gantry freeze list` shows the active and upcoming windows")
-		}
 	}
 	if r.NotificationMethod != nil {
 		c.notificationMethod(r.Name, r.NotificationMethod)
