@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/records"
 	"github.com/gantry-cd/gantry/activities/terraform"
 	"github.com/gantry-cd/gantry/internal/conformance"
@@ -371,15 +372,15 @@ func TestRecordProvisionerHistory(t *testing.T) {
 	}
 	ctx := context.Background()
 	rec := terraform.TemporalRecords{Temporal: records.Temporal{Client: env.internal, TaskQueue: workflows.SequenceQueue(workflows.TaskQueue)}}
-	for _, kind := range []string{workflows.RecordPlan, workflows.RecordApplied} {
-		if err := rec.Record(ctx, "default/recorded", "infra", workflows.ProvisionerRecord{Kind: kind, Execution: "recorded-1", Step: "s." + kind, Time: time.Now(), Sealed: []byte("sealed")}); err != nil {
+	for _, kind := range []string{activities.RecordKindPlan, activities.RecordKindApplied} {
+		if err := rec.Record(ctx, "default/recorded", "infra", activities.ProvisionerRecord{Kind: kind, Execution: "recorded-1", Step: "s." + kind, Time: time.Now(), Sealed: []byte("sealed")}); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := rec.Find(ctx, "default/recorded", "infra", workflows.ProvisionerQuery{Kinds: []string{kind}}); err != nil || r == nil {
+		if r, err := rec.Find(ctx, "default/recorded", "infra", activities.ProvisionerQuery{Kinds: []string{kind}}); err != nil || r == nil {
 			t.Fatalf("find %s: %v, %v", kind, r, err)
 		}
 	}
-	id := workflows.ProvisionerID("default/recorded", "infra")
+	id := activities.ProvisionerID("default/recorded", "infra")
 	writeClientHistory(t, env.internal, id, "", filepath.Join("..", "workflows", "testdata", "histories", strings.ReplaceAll(id, "/", "__")+".json"))
 }
 

@@ -182,7 +182,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	seq := sdkworker.New(c, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
 	seq.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
 	seq.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
-	seq.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: workflows.ProvisionerName})
+	seq.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: activities.ProvisionerName})
 	registerLocks(seq, c)
 	side := []sdkworker.Worker{seq}
 	if o.Internal != nil && o.Internal != c {
@@ -192,7 +192,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		in.RegisterWorkflowWithOptions(workflows.FreezeNotices, workflow.RegisterOptions{Name: workflows.FreezeNoticesName})
 		in.RegisterActivityWithOptions(st.Starter.NotifyFreeze, activity.RegisterOptions{Name: workflows.FreezeNotifyActivity})
 		in.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
-		in.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: workflows.ProvisionerName})
+		in.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: activities.ProvisionerName})
 		registerLocks(in, c)
 		in.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 		side = append(side, in)
@@ -405,7 +405,7 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 	}{
 		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch},
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
-		{workflows.RefusalsName, workflows.Refusals}, {workflows.ProvisionerName, workflows.Provisioner},
+		{workflows.RefusalsName, workflows.Refusals}, {activities.ProvisionerName, workflows.Provisioner},
 		{activities.LockWorkflow, workflows.Lock}, {activities.FreezeWorkflow, workflows.GlobalFreeze},
 		{workflows.FreezeNoticesName, workflows.FreezeNotices},
 	} {

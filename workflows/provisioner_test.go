@@ -7,6 +7,8 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/activities"
 )
 
 // The query finds the newest record of the kinds asked for, of one execution or of any other;
@@ -14,24 +16,24 @@ import (
 func TestProvisionerRecordsAndQuery(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(Provisioner, workflow.RegisterOptions{Name: ProvisionerName})
+	env.RegisterWorkflowWithOptions(Provisioner, workflow.RegisterOptions{Name: activities.ProvisionerName})
 	defer func(n int) { provisionerPerRun = n }(provisionerPerRun)
 	provisionerPerRun = 4
-	records := []ProvisionerRecord{
-		{Kind: RecordApplied, Execution: "e1", Step: "a"},
-		{Kind: RecordPlan, Execution: "e2", Step: "p"},
-		{Kind: RecordApplied, Execution: "e2", Step: "b"},
+	records := []activities.ProvisionerRecord{
+		{Kind: activities.RecordKindApplied, Execution: "e1", Step: "a"},
+		{Kind: activities.RecordKindPlan, Execution: "e2", Step: "p"},
+		{Kind: activities.RecordKindApplied, Execution: "e2", Step: "b"},
 	}
 	for i, r := range records {
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalProvisioner, r) }, time.Duration(i+1)*time.Second)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(activities.SignalProvisioner, r) }, time.Duration(i+1)*time.Second)
 	}
-	find := func(q ProvisionerQuery) string {
+	find := func(q activities.ProvisionerQuery) string {
 		t.Helper()
-		v, err := env.QueryWorkflow(QueryProvisioner, q)
+		v, err := env.QueryWorkflow(activities.QueryProvisioner, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r *ProvisionerRecord
+		var r *activities.ProvisionerRecord
 		if err := v.Get(&r); err != nil {
 			t.Fatal(err)
 		}
@@ -41,20 +43,20 @@ func TestProvisionerRecordsAndQuery(t *testing.T) {
 		return r.Execution + "/" + r.Step
 	}
 	env.RegisterDelayedCallback(func() {
-		for q, want := range map[*ProvisionerQuery]string{
-			{Kinds: []string{RecordApplied}}:                                  "e2/b",
-			{Kinds: []string{RecordApplied}, Execution: "e2", Other: true}:    "e1/a",
-			{Kinds: []string{RecordApplied, RecordPlan}, Execution: "e2"}:     "e2/b",
-			{Kinds: []string{RecordPlan}, Execution: "e1"}:                    "none",
-			{Kinds: []string{RecordRollback, RecordDestroyed}, Execution: ""}: "none",
+		for q, want := range map[*activities.ProvisionerQuery]string{
+			{Kinds: []string{activities.RecordKindApplied}}:                                                 "e2/b",
+			{Kinds: []string{activities.RecordKindApplied}, Execution: "e2", Other: true}:                   "e1/a",
+			{Kinds: []string{activities.RecordKindApplied, activities.RecordKindPlan}, Execution: "e2"}:     "e2/b",
+			{Kinds: []string{activities.RecordKindPlan}, Execution: "e1"}:                                   "none",
+			{Kinds: []string{activities.RecordKindRollback, activities.RecordKindDestroyed}, Execution: ""}: "none",
 		} {
 			if got := find(*q); got != want {
 				t.Errorf("%+v: found %s, want %s", *q, got, want)
 			}
 		}
-		env.SignalWorkflow(SignalProvisioner, ProvisionerRecord{Kind: RecordDestroyed, Execution: "e3"})
+		env.SignalWorkflow(activities.SignalProvisioner, activities.ProvisionerRecord{Kind: activities.RecordKindDestroyed, Execution: "e3"})
 	}, 10*time.Second)
-	env.ExecuteWorkflow(ProvisionerName, []ProvisionerRecord(nil))
+	env.ExecuteWorkflow(activities.ProvisionerName, []activities.ProvisionerRecord(nil))
 	var cont *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &cont) {
 		t.Fatalf("the full run ended with %v, want a continue-as-new", err)
@@ -68,13 +70,13 @@ func TestProvisionerKeepsNewestRecords(t *testing.T) {
 	provisionerKeep, provisionerCarryBytes = 2, 100
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	big := make([]byte, 40)
-	in := []ProvisionerRecord{
-		{Kind: RecordApplied, Execution: "1", Sealed: big, Time: now},
-		{Kind: RecordPlan, Execution: "old", Sealed: big[:1], Time: now.Add(-8 * 24 * time.Hour)},
-		{Kind: RecordApplied, Execution: "2", Sealed: big, Time: now},
-		{Kind: RecordPlan, Execution: "3", Sealed: big, Time: now},
-		{Kind: RecordApplied, Execution: "4", Sealed: big, Time: now},
-		{Kind: RecordDestroyed, Execution: "5", Sealed: big[:10], Time: now},
+	in := []activities.ProvisionerRecord{
+		{Kind: activities.RecordKindApplied, Execution: "1", Sealed: big, Time: now},
+		{Kind: activities.RecordKindPlan, Execution: "old", Sealed: big[:1], Time: now.Add(-8 * 24 * time.Hour)},
+		{Kind: activities.RecordKindApplied, Execution: "2", Sealed: big, Time: now},
+		{Kind: activities.RecordKindPlan, Execution: "3", Sealed: big, Time: now},
+		{Kind: activities.RecordKindApplied, Execution: "4", Sealed: big, Time: now},
+		{Kind: activities.RecordKindDestroyed, Execution: "5", Sealed: big[:10], Time: now},
 	}
 	var got []string
 	for _, r := range keepRecords(in, now) {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/records"
-	"github.com/gantry-cd/gantry/workflows"
 )
 
 // Activity reads and writes the records; without Records (a worker with no client) nothing
@@ -24,8 +23,8 @@ func (a *Activity) Last(ctx context.Context, k activities.DeployedKey) (*activit
 	if a.Records == nil {
 		return nil, nil
 	}
-	r, err := a.Records.Find(ctx, workflows.DeployedID(k), what(k),
-		workflows.ProvisionerQuery{Kinds: []string{workflows.RecordDeployed}, Execution: k.Execution, Other: true})
+	r, err := a.Records.Find(ctx, activities.DeployedID(k), what(k),
+		activities.ProvisionerQuery{Kinds: []string{activities.RecordKindDeployed}, Execution: k.Execution, Other: true})
 	if err != nil || r == nil {
 		return nil, err
 	}
@@ -38,8 +37,8 @@ func (a *Activity) Record(ctx context.Context, in activities.RecordDeployedInput
 		return nil
 	}
 	d := in.Deployed
-	return a.Records.Record(ctx, workflows.DeployedID(in.Key), what(in.Key), workflows.ProvisionerRecord{
-		Kind: workflows.RecordDeployed, Execution: d.Execution, Time: activity.GetInfo(ctx).StartedTime, Deployed: &d})
+	return a.Records.Record(ctx, activities.DeployedID(in.Key), what(in.Key), activities.ProvisionerRecord{
+		Kind: activities.RecordKindDeployed, Execution: d.Execution, Time: activity.GetInfo(ctx).StartedTime, Deployed: &d})
 }
 
 func what(k activities.DeployedKey) string {

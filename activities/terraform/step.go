@@ -20,7 +20,6 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/codec"
-	"github.com/gantry-cd/gantry/workflows"
 )
 
 // Activity runs the TerraformPlan, TerraformApply, TerraformDestroy and TerraformRollback
@@ -260,12 +259,12 @@ func (s *run) record(ctx context.Context, kind string, sl sealed) error {
 	if err != nil {
 		return err
 	}
-	return s.a.Records.Record(ctx, s.project(), s.spec.ProvisionerIdentifier, workflows.ProvisionerRecord{
+	return s.a.Records.Record(ctx, s.project(), s.spec.ProvisionerIdentifier, activities.ProvisionerRecord{
 		Kind: kind, Execution: s.in.ExecutionID, Step: s.in.StepPath, Time: time.Now().UTC(), Sealed: box})
 }
 
 // find returns the newest record matching q, opened; nil when there is none.
-func (s *run) find(ctx context.Context, q workflows.ProvisionerQuery) (*workflows.ProvisionerRecord, *sealed, error) {
+func (s *run) find(ctx context.Context, q activities.ProvisionerQuery) (*activities.ProvisionerRecord, *sealed, error) {
 	r, err := s.a.Records.Find(ctx, s.project(), s.spec.ProvisionerIdentifier, q)
 	if err != nil || r == nil {
 		return nil, nil, err
@@ -305,9 +304,9 @@ func (s *run) plan(ctx context.Context) (activities.StepResult, error) {
 	if len(file)+c.size() > maxConfigBytes*2 {
 		return activities.StepResult{}, activities.Fail(activities.Verification, "the saved plan is %d KiB; Gantry keeps plans of at most %d KiB between the steps", len(file)>>10, maxConfigBytes*2>>10)
 	}
-	kind := workflows.RecordPlan
+	kind := activities.RecordKindPlan
 	if destroy {
-		kind = workflows.RecordDestroyPlan
+		kind = activities.RecordKindDestroyPlan
 	}
 	if err := s.record(ctx, kind, sealed{Config: c, Plan: file}); err != nil {
 		return activities.StepResult{}, err
@@ -337,11 +336,11 @@ func (s *run) applyOrDestroy(ctx context.Context, destroy bool) (activities.Step
 	var planFile []byte
 	switch cf.Type {
 	case "InheritFromPlan":
-		kind := workflows.RecordPlan
+		kind := activities.RecordKindPlan
 		if destroy {
-			kind = workflows.RecordDestroyPlan
+			kind = activities.RecordKindDestroyPlan
 		}
-		_, sl, err := s.find(ctx, workflows.ProvisionerQuery{Kinds: []string{kind}, Execution: s.in.ExecutionID})
+		_, sl, err := s.find(ctx, activities.ProvisionerQuery{Kinds: []string{kind}, Execution: s.in.ExecutionID})
 		if err != nil {
 			return activities.StepResult{}, err
 		}
@@ -356,7 +355,7 @@ func (s *run) applyOrDestroy(ctx context.Context, destroy bool) (activities.Step
 		}
 		c, planFile = sl.Config, sl.Plan
 	case "InheritFromApply":
-		_, sl, err := s.find(ctx, workflows.ProvisionerQuery{Kinds: []string{workflows.RecordApplied, workflows.RecordRollback}})
+		_, sl, err := s.find(ctx, activities.ProvisionerQuery{Kinds: []string{activities.RecordKindApplied, activities.RecordKindRollback}})
 		if err != nil {
 			return activities.StepResult{}, err
 		}
@@ -379,7 +378,7 @@ func (s *run) applyOrDestroy(ctx context.Context, destroy bool) (activities.Step
 		}
 		return activities.StepResult{Outputs: map[string]any{"provisionerIdentifier": s.spec.ProvisionerIdentifier}}, nil
 	}
-	outputs, err := s.apply(ctx, c, planFile, workflows.RecordApplied)
+	outputs, err := s.apply(ctx, c, planFile, activities.RecordKindApplied)
 	if err != nil {
 		return activities.StepResult{}, err
 	}
@@ -394,7 +393,7 @@ func (s *run) apply(ctx context.Context, c *Config, planFile []byte, kind string
 		return nil, err
 	}
 	defer cleanup()
-	if err := s.record(ctx, workflows.RecordApplying, sealed{Config: c}); err != nil {
+	if err := s.record(ctx, activities.RecordKindApplying, sealed{Config: c}); err != nil {
 		return nil, err
 	}
 	if planFile != nil {
@@ -476,7 +475,7 @@ func (s *run) destroy(ctx context.Context, c *Config, planFile []byte) error {
 		}
 		s.log.Line("# the destroy plan was applied by an earlier attempt of this step")
 	}
-	return s.record(ctx, workflows.RecordDestroyed, sealed{Config: c})
+	return s.record(ctx, activities.RecordKindDestroyed, sealed{Config: c})
 }
 
 // rollback re-applies the provisioner's configuration from before this execution; when this
@@ -484,20 +483,20 @@ func (s *run) destroy(ctx context.Context, c *Config, planFile []byte) error {
 func (s *run) rollback(ctx context.Context) (activities.StepResult, error) {
 	exec := s.in.ExecutionID
 	out := map[string]any{"provisionerIdentifier": s.spec.ProvisionerIdentifier}
-	prev, sl, err := s.find(ctx, workflows.ProvisionerQuery{Kinds: []string{workflows.RecordApplied, workflows.RecordRollback, workflows.RecordDestroyed}, Execution: exec, Other: true})
+	prev, sl, err := s.find(ctx, activities.ProvisionerQuery{Kinds: []string{activities.RecordKindApplied, activities.RecordKindRollback, activities.RecordKindDestroyed}, Execution: exec, Other: true})
 	if err != nil {
 		return activities.StepResult{}, err
 	}
-	if prev != nil && prev.Kind != workflows.RecordDestroyed {
+	if prev != nil && prev.Kind != activities.RecordKindDestroyed {
 		s.log.Line(fmt.Sprintf("# rolling back to the configuration %s applied by %s of execution %s", sl.Config.Source, prev.Step, prev.Execution))
-		outs, err := s.apply(ctx, sl.Config, nil, workflows.RecordRollback)
+		outs, err := s.apply(ctx, sl.Config, nil, activities.RecordKindRollback)
 		if err != nil {
 			return activities.StepResult{}, err
 		}
 		outs["rollback"] = "reapplied"
 		return activities.StepResult{Outputs: outs}, nil
 	}
-	_, mine, err := s.find(ctx, workflows.ProvisionerQuery{Kinds: []string{workflows.RecordApplying, workflows.RecordApplied}, Execution: exec})
+	_, mine, err := s.find(ctx, activities.ProvisionerQuery{Kinds: []string{activities.RecordKindApplying, activities.RecordKindApplied}, Execution: exec})
 	if err != nil {
 		return activities.StepResult{}, err
 	}
