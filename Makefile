@@ -4,7 +4,7 @@ BIN     := bin/gantry
 FUZZTIME ?= 50000x
 LONGFUZZ ?= 5m
 
-.PHONY: all build run run-k8s run-topology k8s-tools terraform-tools ssh-tools browser-tools test vet fuzz bench stress clean
+.PHONY: all build run run-k8s run-topology k8s-tools terraform-tools ssh-tools browser-tools test vet fuzz bench stress clean docs-images perf-doc
 
 all: build
 
@@ -118,6 +118,16 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools
 	hack/bench-drone.sh 15 3 | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out
 	@bash hack/bench-ratios.sh .bench-ui.out
+	bash hack/perf-doc.sh .bench.out .bench-ui.out > docs/performance.md
+
+# Redraws the architecture picture from its Graphviz source (Debian's graphviz when missing).
+docs-images:
+	@command -v dot >/dev/null || (apt-get update && apt-get install -y graphviz)
+	dot -Tsvg docs/images/architecture.dot -o docs/images/architecture.svg
+
+# Regenerates docs/performance.md from the last `make bench` output.
+perf-doc:
+	bash hack/perf-doc.sh .bench.out .bench-ui.out > docs/performance.md
 
 clean:
 	rm -rf bin .bench.out .bench-ui.out .test-output

@@ -189,7 +189,44 @@ func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte
 			pod.Annotations[k] = string(v)
 		}
 	}
+	if err := schedule(&pod.Spec, inf); err != nil {
+		return nil, nil, err
+	}
 	spec := &pod.Spec
+	if pull != nil {
+		s := &corev1.Secret{ObjectMeta: meta(in.Name + "-pull"), Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: pull}}
+		secrets = append(secrets, s)
+		spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: s.Name}}
+	}
+
+	volumes, mounts, err := podVolumes(in, inf)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec.Volumes = volumes
+	if spec.Containers, err = stepContainers(in, inf, mounts, len(secretData) > 0, buildkitImage); err != nil {
+		return nil, nil, err
+	}
+	spec.InitContainers = []corev1.Container{{
+		Name: helperContainer, Image: helperImage, Command: []string{"/gantry-helper", "install", wire.HelperDir},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "gantry", MountPath: wire.HelperDir}},
+		ImagePullPolicy: corev1.PullIfNotPresent,
+	}}
+	// Last, so that the steps' containers start first.
+	spec.Containers = append(spec.Containers, corev1.Container{
+		Name: activities.PodHelperContainer, Image: helperImage, Command: []string{"/gantry-helper", "wait"}, WorkingDir: wire.Workspace,
+		VolumeMounts: mounts, ImagePullPolicy: corev1.PullIfNotPresent,
+	})
+	if err := overlay(pod, string(inf.PodSpecOverlay)); err != nil {
+		return nil, nil, err
+	}
+	return pod, secrets, nil
+}
+
+// schedule sets where and as whom the pod runs: restart policy, service account, node
+// selector, tolerations, host aliases and the user it runs as.
+func schedule(spec *corev1.PodSpec, inf *infra) error {
 	spec.RestartPolicy = corev1.RestartPolicyNever
 	grace := int64(5)
 	spec.TerminationGracePeriodSeconds = &grace
@@ -206,7 +243,7 @@ func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte
 		tol := corev1.Toleration{Key: string(t.Key), Operator: corev1.TolerationOperator(t.Operator), Value: string(t.Value), Effect: corev1.TaintEffect(t.Effect)}
 		secs, err := intOf(t.TolerationSeconds)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		tol.TolerationSeconds = secs
 		spec.Tolerations = append(spec.Tolerations, tol)
@@ -221,20 +258,19 @@ func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte
 	}
 	uid, err := intOf(inf.RunAsUser)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
 	if uid != nil {
 		spec.SecurityContext = &corev1.PodSecurityContext{RunAsUser: uid}
 	}
-	if pull != nil {
-		s := &corev1.Secret{ObjectMeta: meta(in.Name + "-pull"), Type: corev1.SecretTypeDockerConfigJson,
-			Data: map[string][]byte{corev1.DockerConfigJsonKey: pull}}
-		secrets = append(secrets, s)
-		spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: s.Name}}
-	}
+	return nil
+}
 
+// podVolumes returns the pod's volumes and where every step container mounts them: the
+// helper's folder, the workspace, the stage's shared paths and the infrastructure's volumes.
+func podVolumes(in activities.PodInput, inf *infra) ([]corev1.Volume, []corev1.VolumeMount, error) {
 	mounts := []corev1.VolumeMount{{Name: "gantry", MountPath: wire.HelperDir}, {Name: "workspace", MountPath: wire.Workspace}}
-	spec.Volumes = []corev1.Volume{
+	volumes := []corev1.Volume{
 		{Name: "gantry", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 	}
@@ -245,7 +281,7 @@ func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte
 			continue
 		}
 		name := fmt.Sprintf("shared-%d", i)
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: path})
 	}
 	for i, v := range inf.Volumes {
@@ -274,15 +310,16 @@ func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte
 		default:
 			return nil, nil, activities.Fail(activities.Unknown, "volume %s: type %q is not EmptyDir, HostPath, PersistentVolumeClaim, ConfigMap or Secret", v.MountPath, v.Type)
 		}
-		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: name, VolumeSource: vs})
+		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: vs})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: string(v.MountPath), ReadOnly: readOnly != nil && *readOnly})
 	}
+	return volumes, mounts, nil
+}
 
-	spec.InitContainers = []corev1.Container{{
-		Name: helperContainer, Image: helperImage, Command: []string{"/gantry-helper", "install", wire.HelperDir},
-		VolumeMounts:    []corev1.VolumeMount{{Name: "gantry", MountPath: wire.HelperDir}},
-		ImagePullPolicy: corev1.PullIfNotPresent,
-	}}
+// stepContainers returns a container per step of the group, each waiting for the helper to
+// run its commands; withSecrets gives each the group's Secret as environment variables.
+func stepContainers(in activities.PodInput, inf *infra, mounts []corev1.VolumeMount, withSecrets bool, buildkitImage string) ([]corev1.Container, error) {
+	var out []corev1.Container
 	for _, c := range in.Containers {
 		if buildStep(c.Type) {
 			// BuildKit runs each RUN line in a container of its own: it needs privileges.
@@ -298,28 +335,20 @@ func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte
 		if k.ImagePullPolicy == "" {
 			k.ImagePullPolicy = corev1.PullPolicy(inf.ImagePullPolicy)
 		}
-		if len(secretData) > 0 {
+		if withSecrets {
 			k.EnvFrom = []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: in.Name}}}}
 		}
 		sc, err := securityContext(inf, c)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		k.SecurityContext = sc
 		if k.Resources, err = resources(inf, c); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		spec.Containers = append(spec.Containers, k)
+		out = append(out, k)
 	}
-	// Last, so that the steps' containers start first.
-	spec.Containers = append(spec.Containers, corev1.Container{
-		Name: activities.PodHelperContainer, Image: helperImage, Command: []string{"/gantry-helper", "wait"}, WorkingDir: wire.Workspace,
-		VolumeMounts: mounts, ImagePullPolicy: corev1.PullIfNotPresent,
-	})
-	if err := overlay(pod, string(inf.PodSpecOverlay)); err != nil {
-		return nil, nil, err
-	}
-	return pod, secrets, nil
+	return out, nil
 }
 
 // overlay merges a podSpecOverlay into the pod, as the reference does: a partial pod

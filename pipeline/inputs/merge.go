@@ -151,66 +151,72 @@ type Result struct {
 	Open   []Open
 }
 
-// Merge applies defaults, then each source in order, to the runtime inputs of a pipeline
-// (spec 12.3). Values for fixed fields, unknown FQNs or nodes whose identity differs are ignored
-// with a warning; values failing allowedValues/regex are errors at the value's own position.
-// src positions the pipeline's nodes; the merged tree's copies keep their origins in it.
-func Merge(src pipeline.Source, root *yaml.Node, sources []*Source) (*Result, diag.List) {
-	var diags diag.List
-	res := &Result{Root: root, Values: map[string]*yaml.Node{}}
-	pending := map[*yaml.Node]*yaml.Node{} // runtime-input nodes of root → their values
-	fields := map[string]leaf{}
-	fixed := map[string]bool{}
-	ids := map[string]map[string]string{}
-	var order []string
-	subtrees := map[string][]nestedInput{} // whole-subtree fields holding runtime inputs
-	nestedAt := map[string]bool{}
-	flatten(res.Root, "pipeline", ids, func(l leaf) {
+// inputFields are a pipeline's fields by FQN: those holding a runtime input (in document
+// order, with their parsed specs), whole subtrees holding runtime inputs inside them, and the
+// fixed ones.
+type inputFields struct {
+	fields   map[string]leaf
+	order    []string
+	specs    map[string]*RuntimeInput
+	fixed    map[string]bool
+	ids      map[string]map[string]string
+	subtrees map[string][]nestedInput // whole-subtree fields holding runtime inputs
+	nestedAt map[string]bool
+}
+
+func collectFields(root *yaml.Node) *inputFields {
+	f := &inputFields{fields: map[string]leaf{}, specs: map[string]*RuntimeInput{}, fixed: map[string]bool{},
+		ids: map[string]map[string]string{}, subtrees: map[string][]nestedInput{}, nestedAt: map[string]bool{}}
+	flatten(root, "pipeline", f.ids, func(l leaf) {
 		switch {
 		case l.node.Kind == yaml.ScalarNode && IsRuntimeInput(l.node.Value):
-			fields[l.fqn] = l
-			order = append(order, l.fqn)
+			f.fields[l.fqn] = l
+			f.order = append(f.order, l.fqn)
 		case l.node.Kind != yaml.ScalarNode:
 			if nested := nestedInputs(l.node, l.fqn, nil); len(nested) > 0 {
-				fields[l.fqn] = l
-				order = append(order, l.fqn)
-				subtrees[l.fqn] = nested
+				f.fields[l.fqn] = l
+				f.order = append(f.order, l.fqn)
+				f.subtrees[l.fqn] = nested
 				for _, in := range nested {
-					nestedAt[in.fqn] = true
+					f.nestedAt[in.fqn] = true
 				}
 				return
 			}
-			fixed[l.fqn] = true
+			f.fixed[l.fqn] = true
 		default:
-			fixed[l.fqn] = true
+			f.fixed[l.fqn] = true
 		}
 	})
-	specs := map[string]*RuntimeInput{}
-	for _, fqn := range order {
-		l := fields[fqn]
-		in, err := Parse(l.node.Value)
+	for _, fqn := range f.order {
+		in, err := Parse(f.fields[fqn].node.Value)
 		if err != nil {
 			continue // reported by validation at the field itself
 		}
-		specs[fqn] = in
+		f.specs[fqn] = in
 	}
+	return f
+}
 
+// choose returns the value each runtime input takes from the sources, the last source
+// naming it winning, and the source it came from; values for fields that are not runtime
+// inputs are warnings.
+func (f *inputFields) choose(sources []*Source, diags *diag.List) (map[string]*yaml.Node, map[string]*Source) {
 	chosen := map[string]*yaml.Node{}
 	chosenFrom := map[string]*Source{}
 	for _, src := range sources {
 		for _, fqn := range sortedFQNs(src.Values) {
 			val := src.Values[fqn]
 			pos := pipeline.NodePos(src.File, val)
-			if bad := identityMismatch(fqn, src, ids); bad != "" {
+			if bad := identityMismatch(fqn, src, f.ids); bad != "" {
 				diags.Warnf(pos, "input-identity", "%s: value for %s ignored: %s", src.Name, fqn, bad)
 				continue
 			}
-			if nestedAt[fqn] && !(val.Kind == yaml.ScalarNode && IsRuntimeInput(val.Value)) {
+			if f.nestedAt[fqn] && !(val.Kind == yaml.ScalarNode && IsRuntimeInput(val.Value)) {
 				chosen[fqn], chosenFrom[fqn] = val, src // a runtime input inside a whole subtree
 				continue
 			}
-			if _, ok := fields[fqn]; !ok {
-				if fixed[fqn] {
+			if _, ok := f.fields[fqn]; !ok {
+				if f.fixed[fqn] {
 					diags.Warnf(pos, "input-fixed", "%s: value for %s ignored: the pipeline field is fixed, not a runtime input", src.Name, fqn)
 				} else {
 					diags.Warnf(pos, "input-unknown", "%s: value for %s ignored: the pipeline has no such field", src.Name, fqn).
@@ -224,34 +230,56 @@ func Merge(src pipeline.Source, root *yaml.Node, sources []*Source) (*Result, di
 			chosen[fqn], chosenFrom[fqn] = val, src
 		}
 	}
+	return chosen, chosenFrom
+}
 
-	for _, fqn := range order {
-		if nested, ok := subtrees[fqn]; ok {
+// fallback is the value of a runtime input no source answered: its default, a variable's
+// default, or empty for an optional variable; nil with the input left open otherwise.
+func fallback(src pipeline.Source, fqn string, l leaf, in *RuntimeInput) (*yaml.Node, *Open) {
+	switch {
+	case in == nil:
+		return nil, nil
+	case in.ExecutionInput:
+		// Asked when its node starts, even with a default (spec 9.7); the default
+		// pre-fills the answer and is what ProceedWithDefaultValues uses.
+		return nil, &Open{FQN: fqn, Pos: src.Pos(l.node), ExecutionInput: true}
+	case in.Default != nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *in.Default}, nil
+	case l.variable != nil && pipeline.Field(l.variable, "default") != nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: pipeline.Field(l.variable, "default").Value}, nil
+	case l.variable != nil && !isTrue(pipeline.Field(l.variable, "required")) && in.Check("") == nil:
+		// An optional variable is empty, unless its allowedValues or regex refuse that.
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}, nil
+	default:
+		return nil, &Open{FQN: fqn, Pos: src.Pos(l.node), Required: true}
+	}
+}
+
+// Merge applies defaults, then each source in order, to the runtime inputs of a pipeline
+// (spec 12.3). Values for fixed fields, unknown FQNs or nodes whose identity differs are ignored
+// with a warning; values failing allowedValues/regex are errors at the value's own position.
+// src positions the pipeline's nodes; the merged tree's copies keep their origins in it.
+func Merge(src pipeline.Source, root *yaml.Node, sources []*Source) (*Result, diag.List) {
+	var diags diag.List
+	res := &Result{Root: root, Values: map[string]*yaml.Node{}}
+	pending := map[*yaml.Node]*yaml.Node{} // runtime-input nodes of root → their values
+	f := collectFields(root)
+	chosen, chosenFrom := f.choose(sources, &diags)
+	for _, fqn := range f.order {
+		if nested, ok := f.subtrees[fqn]; ok {
 			// An unanswered condition input is false (spec C13), not a missing value.
 			required := !strings.HasSuffix(fqn, ".when")
 			res.Open = append(res.Open, mergeNested(src, nested, chosen[fqn], chosen, res.Values, pending, required)...)
 			continue
 		}
-		l, in := fields[fqn], specs[fqn]
+		l, in := f.fields[fqn], f.specs[fqn]
 		val, ok := chosen[fqn]
 		if !ok {
-			switch {
-			case in == nil:
-				continue
-			case in.ExecutionInput:
-				// Asked when its node starts, even with a default (spec 9.7); the default
-				// pre-fills the answer and is what ProceedWithDefaultValues uses.
-				res.Open = append(res.Open, Open{FQN: fqn, Pos: src.Pos(l.node), ExecutionInput: true})
-				continue
-			case in.Default != nil:
-				val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: *in.Default}
-			case l.variable != nil && pipeline.Field(l.variable, "default") != nil:
-				val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: pipeline.Field(l.variable, "default").Value}
-			case l.variable != nil && !isTrue(pipeline.Field(l.variable, "required")) && in.Check("") == nil:
-				// An optional variable is empty, unless its allowedValues or regex refuse that.
-				val = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: ""}
-			default:
-				res.Open = append(res.Open, Open{FQN: fqn, Pos: src.Pos(l.node), Required: true})
+			var open *Open
+			if val, open = fallback(src, fqn, l, in); open != nil {
+				res.Open = append(res.Open, *open)
+			}
+			if val == nil {
 				continue
 			}
 		} else if in != nil {

@@ -162,76 +162,16 @@ func (e *expander) link(n *yaml.Node, kind, prefix, stageType string) (ok bool, 
 	if tl == nil {
 		return true, noop
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i]; !slices.Contains(useSiteKeys[kind], k.Value) {
-			e.diags.Unsupportedf(e.pos(k), "unsupported-use-site-key",
-				"`%s` beside `template` would change the template's body, which Gantry does not do", k.Value).
-				SetHint("set it in the template, or list it in the template's allowedOverrides and give it under templateOverrides")
-		}
-	}
-	var l pipeline.TemplateLink
-	(&pipeline.Decoder{File: e.src.File, Origins: e.src.Origins, Diags: &e.diags}).Decode(tl, &l, "template link")
-	if l.TemplateRef == "" {
+	l, ok := e.decodeLink(n, tl, kind)
+	if !ok {
 		return false, noop
-	}
-	for _, f := range []struct {
-		n    *yaml.Node
-		name string
-	}{{l.Label, "label"}, {l.TemplateVariables, "templateVariables"}} {
-		if f.n != nil {
-			e.diags.Unsupportedf(e.pos(pipeline.Key(tl, f.name)), "unsupported-template-feature",
-				"template `%s` is not supported: Gantry links templates by templateRef and versionLabel", f.name)
-		}
 	}
 	at := pipeline.ValueAt(tl, "templateRef")
-	from := scopeProject
-	if len(e.scopes) > 0 {
-		from = e.scopes[len(e.scopes)-1]
-	}
-	if l.GitBranch != "" {
-		e.diags.Warnf(e.pos(pipeline.Key(tl, "gitBranch")), "ignored-field",
-			"gitBranch %s is ignored: Gantry reads templates from its template folders, not from a Git store", l.GitBranch).
-			SetHint("check out that branch of the templates' repository into a folder given with --templates")
-	}
-	doc, le := e.lib.find(l.TemplateRef, l.VersionLabel, from)
-	if le != nil && le.code == MissingTemplate && e.lib.Partial {
-		e.diags.Warnf(e.pos(at), MissingTemplate, "template %s is not among the templates found; its body was not checked", linkName(l)).
-			SetHint("Gantry looked in %s; a run needs the template there (account- and org-level templates and those kept in another repository too)", e.lib.where())
-		pipeline.MarkUnexpanded(n)
-		return false, noop
-	}
-	if le != nil {
-		e.diags.Errorf(e.pos(at), le.code, "%s", le.msg).SetHint("%s", le.hint)
+	doc, key, ok := e.find(n, l, at, kind)
+	if !ok {
 		return false, noop
 	}
 	t := doc.T
-	switch t.Type {
-	case "Step", "StepGroup", "Stage", "Pipeline":
-	default:
-		e.diags.Unsupportedf(e.pos(at), "unsupported-template-kind", "%s is a %s template, which Gantry does not expand (it expands Step, StepGroup, Stage and Pipeline templates)",
-			doc.Key(), t.Type)
-		return false, noop
-	}
-	if t.Type != kind {
-		e.diags.Errorf(e.pos(at), "template-kind-mismatch", "%s is a %s template; it cannot stand where a %s is", doc.Key(), t.Type, strings.ToLower(kind)).
-			SetHint("link a %s template here", kind)
-		return false, noop
-	}
-	key := doc.scope + ":" + doc.Key()
-	if i := slices.Index(e.path, key); i >= 0 {
-		chain := append(slices.Clone(e.path[i:]), key)
-		for j := range chain {
-			chain[j] = chain[j][strings.IndexByte(chain[j], ':')+1:]
-		}
-		e.diags.Errorf(e.pos(at), "template-cycle", "template cycle: %s", strings.Join(chain, " → ")).
-			SetHint("a template may not link itself, directly or through others")
-		return false, noop
-	}
-	if len(e.path) >= MaxDepth {
-		e.diags.Errorf(e.pos(at), "template-depth-exceeded", "templates nest deeper than %d levels here (%s)", MaxDepth, doc.Key()).
-			SetHint("flatten the chain of templates")
-		return false, noop
-	}
 	if t.HasVariables() {
 		e.diags.Unsupportedf(pipeline.NodePos(doc.File, pipeline.Key(t.Node, "variables")), "unsupported-template-feature",
 			"template variables are not supported (the reference does not document what they do)")
@@ -269,6 +209,87 @@ func (e *expander) link(n *yaml.Node, kind, prefix, stageType string) (ok bool, 
 		e.path = e.path[:len(e.path)-1]
 		e.scopes = e.scopes[:len(e.scopes)-1]
 	}
+}
+
+// decodeLink reads a template link, reporting the use site's keys and the link's fields that
+// Gantry does not apply; ok is false when it names no template.
+func (e *expander) decodeLink(n, tl *yaml.Node, kind string) (l pipeline.TemplateLink, ok bool) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !slices.Contains(useSiteKeys[kind], k.Value) {
+			e.diags.Unsupportedf(e.pos(k), "unsupported-use-site-key",
+				"`%s` beside `template` would change the template's body, which Gantry does not do", k.Value).
+				SetHint("set it in the template, or list it in the template's allowedOverrides and give it under templateOverrides")
+		}
+	}
+	(&pipeline.Decoder{File: e.src.File, Origins: e.src.Origins, Diags: &e.diags}).Decode(tl, &l, "template link")
+	if l.TemplateRef == "" {
+		return l, false
+	}
+	for _, f := range []struct {
+		n    *yaml.Node
+		name string
+	}{{l.Label, "label"}, {l.TemplateVariables, "templateVariables"}} {
+		if f.n != nil {
+			e.diags.Unsupportedf(e.pos(pipeline.Key(tl, f.name)), "unsupported-template-feature",
+				"template `%s` is not supported: Gantry links templates by templateRef and versionLabel", f.name)
+		}
+	}
+	if l.GitBranch != "" {
+		e.diags.Warnf(e.pos(pipeline.Key(tl, "gitBranch")), "ignored-field",
+			"gitBranch %s is ignored: Gantry reads templates from its template folders, not from a Git store", l.GitBranch).
+			SetHint("check out that branch of the templates' repository into a folder given with --templates")
+	}
+	return l, true
+}
+
+// find returns the template a link names, checked against where it stands (its kind, a cycle,
+// the nesting depth), and its key on the expansion path; ok is false when it cannot be
+// expanded (reported, or marked unexpanded when the template folders are partial).
+func (e *expander) find(n *yaml.Node, l pipeline.TemplateLink, at *yaml.Node, kind string) (doc *Doc, key string, ok bool) {
+	from := scopeProject
+	if len(e.scopes) > 0 {
+		from = e.scopes[len(e.scopes)-1]
+	}
+	doc, le := e.lib.find(l.TemplateRef, l.VersionLabel, from)
+	if le != nil && le.code == MissingTemplate && e.lib.Partial {
+		e.diags.Warnf(e.pos(at), MissingTemplate, "template %s is not among the templates found; its body was not checked", linkName(l)).
+			SetHint("Gantry looked in %s; a run needs the template there (account- and org-level templates and those kept in another repository too)", e.lib.where())
+		pipeline.MarkUnexpanded(n)
+		return nil, "", false
+	}
+	if le != nil {
+		e.diags.Errorf(e.pos(at), le.code, "%s", le.msg).SetHint("%s", le.hint)
+		return nil, "", false
+	}
+	t := doc.T
+	switch t.Type {
+	case "Step", "StepGroup", "Stage", "Pipeline":
+	default:
+		e.diags.Unsupportedf(e.pos(at), "unsupported-template-kind", "%s is a %s template, which Gantry does not expand (it expands Step, StepGroup, Stage and Pipeline templates)",
+			doc.Key(), t.Type)
+		return nil, "", false
+	}
+	if t.Type != kind {
+		e.diags.Errorf(e.pos(at), "template-kind-mismatch", "%s is a %s template; it cannot stand where a %s is", doc.Key(), t.Type, strings.ToLower(kind)).
+			SetHint("link a %s template here", kind)
+		return nil, "", false
+	}
+	key = doc.scope + ":" + doc.Key()
+	if i := slices.Index(e.path, key); i >= 0 {
+		chain := append(slices.Clone(e.path[i:]), key)
+		for j := range chain {
+			chain[j] = chain[j][strings.IndexByte(chain[j], ':')+1:]
+		}
+		e.diags.Errorf(e.pos(at), "template-cycle", "template cycle: %s", strings.Join(chain, " → ")).
+			SetHint("a template may not link itself, directly or through others")
+		return nil, "", false
+	}
+	if len(e.path) >= MaxDepth {
+		e.diags.Errorf(e.pos(at), "template-depth-exceeded", "templates nest deeper than %d levels here (%s)", MaxDepth, doc.Key()).
+			SetHint("flatten the chain of templates")
+		return nil, "", false
+	}
+	return doc, key, true
 }
 
 // splice makes n the use site's identity followed by the template's body (spec 19.5.1 step 5).
