@@ -195,9 +195,19 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 		f.dataDir = abs
 	}
 	e := &engine{log: log, remote: f.address != ""}
+	if err := e.open(ctx, f, withWorker, log); err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// open fills the engine: secrets, the embedded server when one is needed, logs, the client,
+// the internal namespace's client, metrics, policies and the worker.
+func (e *engine) open(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger) error {
 	var err error
 	if e.secrets, err = f.secretStore(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	addr := f.address
 	if addr == "" {
@@ -206,20 +216,18 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 			e.uiLink.Store(&info.UI)
 		} else {
 			if err := e.startEmbedded(ctx, f); err != nil {
-				return nil, err
+				return err
 			}
 			addr = e.server.Address
 			withWorker = true
 		}
 	}
 	if e.logs, err = f.logBucket.store(ctx, filepath.Join(f.dataDir, "logs"), e.secrets, withWorker, log); err != nil {
-		e.close()
-		return nil, err
+		return err
 	}
 	dc, err := f.dataConverter()
 	if err != nil {
-		e.close()
-		return nil, err
+		return err
 	}
 	if f.metricsAddr != "" {
 		e.metrics = metrics.New()
@@ -236,71 +244,68 @@ func connect(ctx context.Context, f connFlags, withWorker bool, log *zap.Logger)
 	}
 	if f.address != "" {
 		if err := f.secure.apply(&opts); err != nil {
-			e.close()
-			return nil, err
+			return err
 		}
 	}
 	c, err := client.Dial(opts)
 	if err != nil {
-		e.close()
-		return nil, fmt.Errorf("connect to Temporal at %s: %w (check --address, or omit it to use the embedded server)", addr, err)
+		return fmt.Errorf("connect to Temporal at %s: %w (check --address, or omit it to use the embedded server)", addr, err)
 	}
 	e.client, e.address = c, addr
 	if err := e.connectInternal(ctx, f, opts, withWorker); err != nil {
-		e.close()
-		return nil, err
+		return err
 	}
 	e.starter = &starter.Starter{Client: c, Internal: e.internal, TaskQueue: f.taskQueue, NoFastPath: !f.fastPath, Log: log, Converter: dc}
 	if e.metrics != nil {
 		if err := e.serveMetrics(f.metricsAddr, log); err != nil {
-			e.close()
-			return nil, err
+			return err
 		}
 	}
 	if f.policyDir != "" {
 		if e.policies, err = policies.Load(ctx, f.policyDir); err != nil {
-			e.close()
-			return nil, err
+			return err
 		}
 	}
 	if withWorker {
-		tfKeys, err := f.terraformKeys()
-		if err != nil {
-			e.close()
-			return nil, err
-		}
-		wo := worker.Options{
-			TerraformBin:       f.terraformBin,
-			TerraformPlugins:   f.tfPlugins,
-			SSHKnownHosts:      f.knownHosts,
-			TerraformKeys:      tfKeys,
-			TaskQueue:          f.taskQueue,
-			Secrets:            e.secrets,
-			Logs:               e.logs,
-			WorkDir:            filepath.Join(f.dataDir, "work"),
-			Policies:           e.policies,
-			MaxConcurrentSteps: f.maxSteps,
-			WorkflowPollers:    f.workflowPollers,
-			StopTimeout:        f.stopGrace,
-			HelperImage:        f.helperImage,
-			BuildKitImage:      f.buildkitImage,
-			Log:                log,
-			Tags:               f.tags,
-			NoFastPath:         !f.fastPath,
-			Internal:           e.internal,
-			Notify: f.notify.sender(f.dataDir, e.secrets, func() string {
-				if u := e.uiLink.Load(); u != nil {
-					return *u
-				}
-				return ""
-			}),
-		}
-		if e.workers, err = worker.Start(c, wo); err != nil {
-			e.close()
-			return nil, err
-		}
+		return e.startWorker(f, log)
 	}
-	return e, nil
+	return nil
+}
+
+// startWorker runs this process's worker with the engine's secrets, logs and policies.
+func (e *engine) startWorker(f connFlags, log *zap.Logger) error {
+	tfKeys, err := f.terraformKeys()
+	if err != nil {
+		return err
+	}
+	wo := worker.Options{
+		TerraformBin:       f.terraformBin,
+		TerraformPlugins:   f.tfPlugins,
+		SSHKnownHosts:      f.knownHosts,
+		TerraformKeys:      tfKeys,
+		TaskQueue:          f.taskQueue,
+		Secrets:            e.secrets,
+		Logs:               e.logs,
+		WorkDir:            filepath.Join(f.dataDir, "work"),
+		Policies:           e.policies,
+		MaxConcurrentSteps: f.maxSteps,
+		WorkflowPollers:    f.workflowPollers,
+		StopTimeout:        f.stopGrace,
+		HelperImage:        f.helperImage,
+		BuildKitImage:      f.buildkitImage,
+		Log:                log,
+		Tags:               f.tags,
+		NoFastPath:         !f.fastPath,
+		Internal:           e.internal,
+		Notify: f.notify.sender(f.dataDir, e.secrets, func() string {
+			if u := e.uiLink.Load(); u != nil {
+				return *u
+			}
+			return ""
+		}),
+	}
+	e.workers, err = worker.Start(e.client, wo)
+	return err
 }
 
 func (e *engine) startEmbedded(ctx context.Context, f connFlags) error {

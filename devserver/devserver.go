@@ -85,89 +85,14 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	var stores map[string]config.DataStore
-	var sqlCfg config.SQL
-	if o.Postgres != "" {
-		main, vis, err := postgresStores(o.Postgres)
-		if err != nil {
-			return nil, err
-		}
-		if err := setupPostgres(main, "postgresql/v12/temporal", o.Logger); err != nil {
-			return nil, fmt.Errorf("temporal on postgres: %w", err)
-		}
-		if err := setupPostgres(vis, "postgresql/v12/visibility", o.Logger); err != nil {
-			return nil, fmt.Errorf("temporal on postgres: %w", err)
-		}
-		stores = map[string]config.DataStore{"default": {SQL: &main}, "visibility": {SQL: &vis}}
-		if o.HistoryShards == 0 {
-			o.HistoryShards = 4
-		}
-	} else {
-		var visCfg config.SQL
-		if sqlCfg, visCfg, err = sqliteStores(o.DataDir); err != nil {
-			return nil, err
-		}
-		stores = map[string]config.DataStore{"default": {SQL: &sqlCfg}, "visibility": {SQL: &visCfg}}
-		if o.HistoryShards == 0 {
-			o.HistoryShards = 1
-		}
+	stores, sqlCfg, err := dataStores(&o)
+	if err != nil {
+		return nil, err
 	}
-
-	services := map[string]config.Service{}
-	hosts := map[primitives.ServiceName]static.Hosts{}
-	for i, name := range []string{"frontend", "history", "matching", "worker"} {
-		services[name] = config.Service{RPC: config.RPC{GRPCPort: ports[2*i], MembershipPort: ports[2*i+1], BindOnIP: ip}}
-		hosts[primitives.ServiceName(name)] = static.SingleLocalHost(fmt.Sprintf("%s:%d", broadcastIP(ip), ports[2*i]))
-	}
-	frontend := fmt.Sprintf("%s:%d", broadcastIP(ip), ports[0])
-
-	cfg := &config.Config{
-		Global: config.Global{Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: broadcastIP(ip)}},
-		Persistence: config.Persistence{
-			DefaultStore:     "default",
-			VisibilityStore:  "visibility",
-			NumHistoryShards: o.HistoryShards,
-			DataStores:       stores,
-		},
-		ClusterMetadata: &cluster.Config{
-			FailoverVersionIncrement: 10,
-			MasterClusterName:        "active",
-			CurrentClusterName:       "active",
-			ClusterInformation: map[string]cluster.ClusterInformation{
-				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
-			},
-		},
-		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
-		Services:            services,
-		Archival: config.Archival{
-			History:    config.HistoryArchival{State: "disabled"},
-			Visibility: config.VisibilityArchival{State: "disabled"},
-		},
-		PublicClient: config.PublicClient{HostPort: frontend},
-		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
-			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
-			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
-		}},
-	}
-
+	cfg, hosts, frontend := serverConfig(ip, ports, stores, o.HistoryShards)
 	if o.Postgres == "" {
-		// On SQLite the namespace is written before start, saving the namespace cache's wait.
-		nsCfg, err := sqliteschema.NewNamespaceConfig("active", o.Namespace, false, o.SearchAttributes)
-		if err != nil {
+		if err := createNamespaces(&sqlCfg, o); err != nil {
 			return nil, err
-		}
-		nsCfg.Detail.Config.Retention = durationpb.New(o.Retention)
-		all := []*sqliteschema.NamespaceConfig{nsCfg}
-		for _, name := range o.Extra {
-			extra, err := sqliteschema.NewNamespaceConfig("active", name, false, nil)
-			if err != nil {
-				return nil, err
-			}
-			extra.Detail.Config.Retention = durationpb.New(o.Retention)
-			all = append(all, extra)
-		}
-		if err := sqliteschema.CreateNamespaces(&sqlCfg, all...); err != nil {
-			return nil, fmt.Errorf("embedded temporal: create namespaces: %w", err)
 		}
 	}
 	authorizer, err := authorization.GetAuthorizerFromConfig(&cfg.Global.Authorization)
@@ -205,6 +130,102 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// dataStores returns the server's persistence, setting up PostgreSQL's schemas or SQLite's
+// files, and the default number of history shards for it; sqlCfg is SQLite's main store.
+func dataStores(o *Options) (stores map[string]config.DataStore, sqlCfg config.SQL, err error) {
+	if o.Postgres != "" {
+		main, vis, err := postgresStores(o.Postgres)
+		if err != nil {
+			return nil, sqlCfg, err
+		}
+		if err := setupPostgres(main, "postgresql/v12/temporal", o.Logger); err != nil {
+			return nil, sqlCfg, fmt.Errorf("temporal on postgres: %w", err)
+		}
+		if err := setupPostgres(vis, "postgresql/v12/visibility", o.Logger); err != nil {
+			return nil, sqlCfg, fmt.Errorf("temporal on postgres: %w", err)
+		}
+		stores = map[string]config.DataStore{"default": {SQL: &main}, "visibility": {SQL: &vis}}
+		if o.HistoryShards == 0 {
+			o.HistoryShards = 4
+		}
+	} else {
+		var visCfg config.SQL
+		if sqlCfg, visCfg, err = sqliteStores(o.DataDir); err != nil {
+			return nil, sqlCfg, err
+		}
+		stores = map[string]config.DataStore{"default": {SQL: &sqlCfg}, "visibility": {SQL: &visCfg}}
+		if o.HistoryShards == 0 {
+			o.HistoryShards = 1
+		}
+	}
+	return stores, sqlCfg, nil
+}
+
+// serverConfig is the static configuration of the four services on their ports, and the
+// frontend's address.
+func serverConfig(ip string, ports []int, stores map[string]config.DataStore, shards int32) (*config.Config, map[primitives.ServiceName]static.Hosts, string) {
+	services := map[string]config.Service{}
+	hosts := map[primitives.ServiceName]static.Hosts{}
+	for i, name := range []string{"frontend", "history", "matching", "worker"} {
+		services[name] = config.Service{RPC: config.RPC{GRPCPort: ports[2*i], MembershipPort: ports[2*i+1], BindOnIP: ip}}
+		hosts[primitives.ServiceName(name)] = static.SingleLocalHost(fmt.Sprintf("%s:%d", broadcastIP(ip), ports[2*i]))
+	}
+	frontend := fmt.Sprintf("%s:%d", broadcastIP(ip), ports[0])
+
+	cfg := &config.Config{
+		Global: config.Global{Membership: config.Membership{MaxJoinDuration: 30 * time.Second, BroadcastAddress: broadcastIP(ip)}},
+		Persistence: config.Persistence{
+			DefaultStore:     "default",
+			VisibilityStore:  "visibility",
+			NumHistoryShards: shards,
+			DataStores:       stores,
+		},
+		ClusterMetadata: &cluster.Config{
+			FailoverVersionIncrement: 10,
+			MasterClusterName:        "active",
+			CurrentClusterName:       "active",
+			ClusterInformation: map[string]cluster.ClusterInformation{
+				"active": {Enabled: true, InitialFailoverVersion: 1, RPCAddress: frontend},
+			},
+		},
+		DCRedirectionPolicy: config.DCRedirectionPolicy{Policy: "noop"},
+		Services:            services,
+		Archival: config.Archival{
+			History:    config.HistoryArchival{State: "disabled"},
+			Visibility: config.VisibilityArchival{State: "disabled"},
+		},
+		PublicClient: config.PublicClient{HostPort: frontend},
+		NamespaceDefaults: config.NamespaceDefaults{Archival: config.ArchivalNamespaceDefaults{
+			History:    config.HistoryArchivalNamespaceDefaults{State: "disabled"},
+			Visibility: config.VisibilityArchivalNamespaceDefaults{State: "disabled"},
+		}},
+	}
+	return cfg, hosts, frontend
+}
+
+// createNamespaces writes the namespaces into SQLite before start, saving the namespace
+// cache's wait.
+func createNamespaces(sqlCfg *config.SQL, o Options) error {
+	nsCfg, err := sqliteschema.NewNamespaceConfig("active", o.Namespace, false, o.SearchAttributes)
+	if err != nil {
+		return err
+	}
+	nsCfg.Detail.Config.Retention = durationpb.New(o.Retention)
+	all := []*sqliteschema.NamespaceConfig{nsCfg}
+	for _, name := range o.Extra {
+		extra, err := sqliteschema.NewNamespaceConfig("active", name, false, nil)
+		if err != nil {
+			return err
+		}
+		extra.Detail.Config.Retention = durationpb.New(o.Retention)
+		all = append(all, extra)
+	}
+	if err := sqliteschema.CreateNamespaces(sqlCfg, all...); err != nil {
+		return fmt.Errorf("embedded temporal: create namespaces: %w", err)
+	}
+	return nil
 }
 
 // Stop stops the server.

@@ -44,98 +44,120 @@ func Parse(provider string, h http.Header, body []byte) (*Event, error) {
 		return nil, fmt.Errorf("payload is not JSON: %v", err)
 	}
 	p, _ := ev.Payload.(map[string]any)
+	var err error
 	switch provider {
 	case "Github":
-		ev.DeliveryID = h.Get("X-GitHub-Delivery")
-		switch h.Get("X-GitHub-Event") {
-		case "push":
-			ev.Type = "Push"
-			parseRef(ev, str(p, "ref"))
-			ev.CommitSha, ev.BaseSha = str(p, "after"), str(p, "before")
-			ev.Sender = str(p, "sender", "login")
-			ev.ChangedFiles = commitFiles(p["commits"])
-			ev.CommitMessage = str(p, "head_commit", "message")
-		case "pull_request":
-			ev.Type = "PullRequest"
-			ev.Action = githubAction(str(p, "action"))
-			ev.SourceBranch, ev.TargetBranch = str(p, "pull_request", "head", "ref"), str(p, "pull_request", "base", "ref")
-			ev.Branch = ev.SourceBranch
-			ev.CommitSha, ev.BaseSha = str(p, "pull_request", "head", "sha"), str(p, "pull_request", "base", "sha")
-			ev.PRNumber, ev.PRTitle = str(p, "pull_request", "number"), str(p, "pull_request", "title")
-			ev.Sender = str(p, "sender", "login")
-			ev.State = str(p, "pull_request", "state")
-			if str(p, "pull_request", "merged") == "true" {
-				ev.State = "merged"
-			}
-		case "release":
-			ev.Type, ev.Action = "Release", githubAction(str(p, "action"))
-			ev.Tag = str(p, "release", "tag_name")
-			ev.Branch = str(p, "release", "target_commitish")
-		default:
-			return nil, fmt.Errorf("GitHub event %q is not supported (push, pull_request, release)", h.Get("X-GitHub-Event"))
-		}
-		ev.RepoURL, ev.RepoName = str(p, "repository", "html_url"), str(p, "repository", "name")
+		err = parseGithub(ev, h, p)
 	case "Gitlab":
-		ev.DeliveryID = h.Get("X-Gitlab-Event-UUID")
-		switch h.Get("X-Gitlab-Event") {
-		case "Push Hook", "Tag Push Hook":
-			ev.Type = "Push"
-			parseRef(ev, str(p, "ref"))
-			ev.CommitSha, ev.BaseSha = str(p, "after"), str(p, "before")
-			ev.Sender = str(p, "user_username")
-			ev.ChangedFiles = commitFiles(p["commits"])
-			if cs, ok := p["commits"].([]any); ok && len(cs) > 0 {
-				if c, ok := cs[len(cs)-1].(map[string]any); ok {
-					ev.CommitMessage = str(c, "message")
-				}
-			}
-		case "Merge Request Hook":
-			ev.Type = "MergeRequest"
-			ev.Action = githubAction(str(p, "object_attributes", "action"))
-			ev.SourceBranch, ev.TargetBranch = str(p, "object_attributes", "source_branch"), str(p, "object_attributes", "target_branch")
-			ev.Branch = ev.SourceBranch
-			ev.CommitSha = str(p, "object_attributes", "last_commit", "id")
-			ev.PRNumber, ev.PRTitle = str(p, "object_attributes", "iid"), str(p, "object_attributes", "title")
-			ev.Sender = str(p, "user", "username")
-			ev.CommitMessage, ev.State = str(p, "object_attributes", "last_commit", "message"), str(p, "object_attributes", "state")
-		default:
-			return nil, fmt.Errorf("GitLab event %q is not supported", h.Get("X-Gitlab-Event"))
-		}
-		ev.RepoURL, ev.RepoName = str(p, "project", "web_url"), str(p, "project", "name")
+		err = parseGitlab(ev, h, p)
 	case "Bitbucket":
-		ev.DeliveryID = h.Get("X-Request-UUID")
-		switch key := h.Get("X-Event-Key"); {
-		case key == "repo:push":
-			ev.Type = "Push"
-			if ch, ok := first(p, "push", "changes"); ok {
-				ev.Branch = str(ch, "new", "name")
-				ev.TargetBranch = ev.Branch
-				if str(ch, "new", "type") == "tag" {
-					ev.Tag, ev.Branch, ev.TargetBranch = ev.Branch, "", ""
-				}
-				ev.CommitSha = str(ch, "new", "target", "hash")
-				ev.CommitMessage = strings.TrimSpace(str(ch, "new", "target", "message"))
-			}
-		case strings.HasPrefix(key, "pullrequest:"):
-			ev.Type = "PullRequest"
-			ev.Action = map[string]string{"created": "Create", "updated": "Update", "fulfilled": "Merge", "rejected": "Decline"}[strings.TrimPrefix(key, "pullrequest:")]
-			ev.SourceBranch, ev.TargetBranch = str(p, "pullrequest", "source", "branch", "name"), str(p, "pullrequest", "destination", "branch", "name")
-			ev.Branch = ev.SourceBranch
-			ev.CommitSha = str(p, "pullrequest", "source", "commit", "hash")
-			ev.PRNumber, ev.PRTitle = str(p, "pullrequest", "id"), str(p, "pullrequest", "title")
-			ev.State = strings.ToLower(str(p, "pullrequest", "state"))
-		default:
-			return nil, fmt.Errorf("Bitbucket event %q is not supported", key)
-		}
-		ev.Sender = str(p, "actor", "nickname")
-		ev.RepoURL, ev.RepoName = str(p, "repository", "links", "html", "href"), str(p, "repository", "name")
+		err = parseBitbucket(ev, h, p)
 	case "Custom":
 		ev.Type = "Custom"
 		ev.DeliveryID = h.Get("Idempotency-Key")
 	default:
 		return nil, fmt.Errorf("webhook provider %q is not supported", provider)
 	}
+	if err != nil {
+		return nil, err
+	}
 	return ev, nil
+}
+
+// parseGithub reads a GitHub push, pull_request or release delivery.
+func parseGithub(ev *Event, h http.Header, p map[string]any) error {
+	ev.DeliveryID = h.Get("X-GitHub-Delivery")
+	switch h.Get("X-GitHub-Event") {
+	case "push":
+		ev.Type = "Push"
+		parseRef(ev, str(p, "ref"))
+		ev.CommitSha, ev.BaseSha = str(p, "after"), str(p, "before")
+		ev.Sender = str(p, "sender", "login")
+		ev.ChangedFiles = commitFiles(p["commits"])
+		ev.CommitMessage = str(p, "head_commit", "message")
+	case "pull_request":
+		ev.Type = "PullRequest"
+		ev.Action = githubAction(str(p, "action"))
+		ev.SourceBranch, ev.TargetBranch = str(p, "pull_request", "head", "ref"), str(p, "pull_request", "base", "ref")
+		ev.Branch = ev.SourceBranch
+		ev.CommitSha, ev.BaseSha = str(p, "pull_request", "head", "sha"), str(p, "pull_request", "base", "sha")
+		ev.PRNumber, ev.PRTitle = str(p, "pull_request", "number"), str(p, "pull_request", "title")
+		ev.Sender = str(p, "sender", "login")
+		ev.State = str(p, "pull_request", "state")
+		if str(p, "pull_request", "merged") == "true" {
+			ev.State = "merged"
+		}
+	case "release":
+		ev.Type, ev.Action = "Release", githubAction(str(p, "action"))
+		ev.Tag = str(p, "release", "tag_name")
+		ev.Branch = str(p, "release", "target_commitish")
+	default:
+		return fmt.Errorf("GitHub event %q is not supported (push, pull_request, release)", h.Get("X-GitHub-Event"))
+	}
+	ev.RepoURL, ev.RepoName = str(p, "repository", "html_url"), str(p, "repository", "name")
+	return nil
+}
+
+// parseGitlab reads a GitLab push, tag push or merge request delivery.
+func parseGitlab(ev *Event, h http.Header, p map[string]any) error {
+	ev.DeliveryID = h.Get("X-Gitlab-Event-UUID")
+	switch h.Get("X-Gitlab-Event") {
+	case "Push Hook", "Tag Push Hook":
+		ev.Type = "Push"
+		parseRef(ev, str(p, "ref"))
+		ev.CommitSha, ev.BaseSha = str(p, "after"), str(p, "before")
+		ev.Sender = str(p, "user_username")
+		ev.ChangedFiles = commitFiles(p["commits"])
+		if cs, ok := p["commits"].([]any); ok && len(cs) > 0 {
+			if c, ok := cs[len(cs)-1].(map[string]any); ok {
+				ev.CommitMessage = str(c, "message")
+			}
+		}
+	case "Merge Request Hook":
+		ev.Type = "MergeRequest"
+		ev.Action = githubAction(str(p, "object_attributes", "action"))
+		ev.SourceBranch, ev.TargetBranch = str(p, "object_attributes", "source_branch"), str(p, "object_attributes", "target_branch")
+		ev.Branch = ev.SourceBranch
+		ev.CommitSha = str(p, "object_attributes", "last_commit", "id")
+		ev.PRNumber, ev.PRTitle = str(p, "object_attributes", "iid"), str(p, "object_attributes", "title")
+		ev.Sender = str(p, "user", "username")
+		ev.CommitMessage, ev.State = str(p, "object_attributes", "last_commit", "message"), str(p, "object_attributes", "state")
+	default:
+		return fmt.Errorf("GitLab event %q is not supported", h.Get("X-Gitlab-Event"))
+	}
+	ev.RepoURL, ev.RepoName = str(p, "project", "web_url"), str(p, "project", "name")
+	return nil
+}
+
+// parseBitbucket reads a Bitbucket push or pull request delivery.
+func parseBitbucket(ev *Event, h http.Header, p map[string]any) error {
+	ev.DeliveryID = h.Get("X-Request-UUID")
+	switch key := h.Get("X-Event-Key"); {
+	case key == "repo:push":
+		ev.Type = "Push"
+		if ch, ok := first(p, "push", "changes"); ok {
+			ev.Branch = str(ch, "new", "name")
+			ev.TargetBranch = ev.Branch
+			if str(ch, "new", "type") == "tag" {
+				ev.Tag, ev.Branch, ev.TargetBranch = ev.Branch, "", ""
+			}
+			ev.CommitSha = str(ch, "new", "target", "hash")
+			ev.CommitMessage = strings.TrimSpace(str(ch, "new", "target", "message"))
+		}
+	case strings.HasPrefix(key, "pullrequest:"):
+		ev.Type = "PullRequest"
+		ev.Action = map[string]string{"created": "Create", "updated": "Update", "fulfilled": "Merge", "rejected": "Decline"}[strings.TrimPrefix(key, "pullrequest:")]
+		ev.SourceBranch, ev.TargetBranch = str(p, "pullrequest", "source", "branch", "name"), str(p, "pullrequest", "destination", "branch", "name")
+		ev.Branch = ev.SourceBranch
+		ev.CommitSha = str(p, "pullrequest", "source", "commit", "hash")
+		ev.PRNumber, ev.PRTitle = str(p, "pullrequest", "id"), str(p, "pullrequest", "title")
+		ev.State = strings.ToLower(str(p, "pullrequest", "state"))
+	default:
+		return fmt.Errorf("Bitbucket event %q is not supported", key)
+	}
+	ev.Sender = str(p, "actor", "nickname")
+	ev.RepoURL, ev.RepoName = str(p, "repository", "links", "html", "href"), str(p, "repository", "name")
+	return nil
 }
 
 // parseRef reads refs/heads/X (branch) or refs/tags/X (tag).
