@@ -227,4 +227,8 @@ if [ -n "$dc" ] && [ -n "$du" ]; then
     print ""; print "a Deployment stage of one short step, run after run (ms per run, median; baseline: the same stage with allowSimultaneousDeployments)"
     printf "  with its resource constraint %.1f  without %.1f  ratio %.2fx  (target <= 1.05x)\n", c, u, c / u
   }'
+  # Each -count run pairs the two interleaved: the spread of their ratios shows the noise.
+  grep "^BenchmarkDeploymentConstraint-" "$out" | awk '{for (i = 1; i <= NF; i++) { if ($i == "ms/run") c = $(i-1); if ($i == "unconstrained-ms/run") u = $(i-1) }
+    r = c / u; if (n == 0 || r < lo) lo = r; if (n == 0 || r > hi) hi = r; n++ }
+    END { if (n > 1) printf "  ratios of the %d runs %.2f-%.2fx\n", n, lo, hi }'
 fi
