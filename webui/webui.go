@@ -101,6 +101,39 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if ns == "" {
 		ns = "default"
 	}
+	cfg := uiConfig(o, ns, innerPort, public)
+	tlsCfg, err := rpc.CreateTLSConfig(o.Temporal, &cfg.TLS)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("UI: TLS to the Temporal frontend %s: %w", o.Temporal, err)
+	}
+	conn, err := rpc.Dial(o.Temporal, tlsCfg)
+	if err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("UI: connect to the Temporal frontend %s: %w", o.Temporal, err)
+	}
+	s := &Server{ui: server.NewServer(server_options.WithConfigProvider(cfg)), URL: public, conn: conn}
+	go func() { _ = s.ui.Start() }()
+	backend := &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(innerPort)}
+	s.inner = backend.String()
+	mux, err := frontMux(o, ns, conn, backend)
+	if err != nil {
+		ln.Close()
+		conn.Close()
+		return nil, err
+	}
+	s.front = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.front.Serve(ln) }()
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// uiConfig is the ui-server's configuration: on its inner loopback port, for the Temporal
+// frontend of o, with the codec endpoint on the public origin.
+func uiConfig(o Options, ns string, innerPort int, public string) *config.Config {
 	cfg := &config.Config{
 		TemporalGRPCAddress: o.Temporal,
 		Host:                "127.0.0.1",
@@ -117,20 +150,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.Codec != nil {
 		cfg.Codec = config.Codec{Endpoint: public + codecPath, IncludeCredentials: true}
 	}
-	tlsCfg, err := rpc.CreateTLSConfig(o.Temporal, &cfg.TLS)
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("UI: TLS to the Temporal frontend %s: %w", o.Temporal, err)
-	}
-	conn, err := rpc.Dial(o.Temporal, tlsCfg)
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("UI: connect to the Temporal frontend %s: %w", o.Temporal, err)
-	}
-	s := &Server{ui: server.NewServer(server_options.WithConfigProvider(cfg)), URL: public, conn: conn}
-	go func() { _ = s.ui.Start() }()
-	backend := &url.URL{Scheme: "http", Host: "127.0.0.1:" + strconv.Itoa(innerPort)}
-	s.inner = backend.String()
+	return cfg
+}
+
+// frontMux routes gantry's front: the ui-server behind a proxy (its read API answered from
+// Temporal directly, live pages polled less often), and the codec, sign-in, log and decision
+// pages.
+func frontMux(o Options, ns string, conn *grpc.ClientConn, backend *url.URL) (*http.ServeMux, error) {
 	mux := http.NewServeMux()
 	proxy := httputil.NewSingleHostReverseProxy(backend)
 	proxy.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
@@ -145,8 +171,6 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	api, err := newReadAPI(conn, proxy)
 	if err != nil {
-		ln.Close()
-		conn.Close()
 		return nil, err
 	}
 	mux.Handle("/", &assets{next: &livePolls{next: api, interval: interval}})
@@ -162,20 +186,22 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.Decisions != nil {
 		mux.Handle(DecidePath, o.Decisions.handler(ns))
 	}
-	s.front = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.front.Serve(ln) }()
+	return mux, nil
+}
+
+// waitReady returns once the UI answers its health check, or an error after 15 seconds.
+func (s *Server) waitReady(ctx context.Context) error {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		resp, err := http.Get(s.URL + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s, nil
+				return nil
 			}
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			s.Stop()
-			return nil, fmt.Errorf("the UI on %s did not answer: %v", s.URL, err)
+			return fmt.Errorf("the UI on %s did not answer: %v", s.URL, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -118,67 +118,73 @@ func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
 			forbid(k, "use a Deployment stage to deploy a service")
 		}
 	case "Deployment":
-		hasService := spec.Service != nil || spec.Services != nil || spec.ServiceConfig != nil
-		hasEnv := spec.Environment != nil || spec.Environments != nil || spec.EnvironmentGroup != nil || spec.Infrastructure != nil
-		if !hasService {
-			c.diags.Errorf(c.pos(spec.Node), "missing-field", "Deployment stage %s has no service", s.Identifier).
-				SetHint("add `service: {serviceRef: my_service}` (or `useFromStage`)")
-		}
-		if !hasEnv {
-			c.diags.Errorf(c.pos(spec.Node), "missing-field", "Deployment stage %s has no environment", s.Identifier).
-				SetHint("add `environment: {environmentRef: my_env, infrastructureDefinitions: [{identifier: my_infra}]}`")
-		}
-		count := func(nodes ...*yaml.Node) (n int) {
-			for _, x := range nodes {
-				if x != nil {
-					n++
-				}
-			}
-			return n
-		}
-		if count(spec.Service, spec.Services, spec.ServiceConfig) > 1 {
-			c.diags.Errorf(c.pos(spec.Node), "deployment-form", "Deployment stage %s has more than one of service, services and serviceConfig", s.Identifier).
-				SetHint("keep `service` for one service or `services` for several")
-		}
-		if count(spec.Environment, spec.Environments, spec.EnvironmentGroup, spec.Infrastructure) > 1 {
-			c.diags.Errorf(c.pos(spec.Node), "deployment-form", "Deployment stage %s has more than one of environment, environments, environmentGroup and infrastructure", s.Identifier).
-				SetHint("keep `environment` for one target, or `environments`/`environmentGroup` for several")
-		}
-		if s.Strategy != nil && (spec.Services != nil || spec.Environments != nil || spec.EnvironmentGroup != nil) {
-			c.diags.Errorf(c.pos(pipeline.Key(s.Node, "strategy")), "strategy-fanout",
-				"stage %s combines a looping strategy with multi-service or multi-environment deployment", s.Identifier).
-				SetHint("use either `strategy` or `services`/`environments` fan-out, not both")
-		}
-		if t := spec.DeploymentType; t != "" && !slices.Contains(deploymentTypes, t) && !dynamic(t) && reference.IsDeploymentType(t) {
-			d := c.diags.Unsupportedf(c.pos(pipeline.ValueAt(spec.Node, "deploymentType")), "unsupported-deployment-type",
-				"deployment type %s is valid in the reference, but Gantry deploys only %s services yet", t, strings.Join(deploymentTypes, ", "))
-			if t == "WinRm" {
-				d.SetHint("Gantry does not reach WinRM hosts (no WinRM endpoint runs where Gantry is tested); Linux hosts deploy over SSH with deploymentType: Ssh")
-			}
-		} else {
-			c.enum(spec.Node, "deploymentType", spec.DeploymentType, deploymentTypes, "deploymentType")
-		}
-		if spec.Service != nil && spec.Service.Kind == yaml.MappingNode {
-			if pipeline.Field(spec.Service, "serviceRef") == nil && pipeline.Field(spec.Service, "useFromStage") == nil {
-				c.diags.Errorf(c.pos(spec.Service), "missing-field", "service needs `serviceRef` or `useFromStage`")
-			}
-			var ds pipeline.DeploymentStageService
-			c.dec.Decode(spec.Service, &ds, "stage service")
-			if ds.ServiceRef != "" && !dynamic(ds.ServiceRef) {
-				c.reference(ds.Node, "serviceRef", ds.ServiceRef, "service")
+		c.deploymentStage(s, spec)
+	}
+}
+
+// deploymentStage checks a Deployment stage's service and environment (one form of each), its
+// deployment type, and that a looping strategy does not combine with a fan-out.
+func (c *checker) deploymentStage(s *pipeline.Stage, spec *pipeline.StageSpec) {
+	hasService := spec.Service != nil || spec.Services != nil || spec.ServiceConfig != nil
+	hasEnv := spec.Environment != nil || spec.Environments != nil || spec.EnvironmentGroup != nil || spec.Infrastructure != nil
+	if !hasService {
+		c.diags.Errorf(c.pos(spec.Node), "missing-field", "Deployment stage %s has no service", s.Identifier).
+			SetHint("add `service: {serviceRef: my_service}` (or `useFromStage`)")
+	}
+	if !hasEnv {
+		c.diags.Errorf(c.pos(spec.Node), "missing-field", "Deployment stage %s has no environment", s.Identifier).
+			SetHint("add `environment: {environmentRef: my_env, infrastructureDefinitions: [{identifier: my_infra}]}`")
+	}
+	count := func(nodes ...*yaml.Node) (n int) {
+		for _, x := range nodes {
+			if x != nil {
+				n++
 			}
 		}
-		if spec.Environment != nil && spec.Environment.Kind == yaml.MappingNode {
-			if pipeline.Field(spec.Environment, "environmentRef") == nil && pipeline.Field(spec.Environment, "useFromStage") == nil {
-				c.diags.Errorf(c.pos(spec.Environment), "missing-field", "environment needs `environmentRef` or `useFromStage`")
-			}
-			var de pipeline.DeploymentStageEnvironment
-			c.dec.Decode(spec.Environment, &de, "stage environment")
-			if de.EnvironmentRef != "" && !dynamic(de.EnvironmentRef) {
-				c.reference(de.Node, "environmentRef", de.EnvironmentRef, "environment")
-			}
-			c.boolean(de.Node, "deployToAll", de.DeployToAll)
+		return n
+	}
+	if count(spec.Service, spec.Services, spec.ServiceConfig) > 1 {
+		c.diags.Errorf(c.pos(spec.Node), "deployment-form", "Deployment stage %s has more than one of service, services and serviceConfig", s.Identifier).
+			SetHint("keep `service` for one service or `services` for several")
+	}
+	if count(spec.Environment, spec.Environments, spec.EnvironmentGroup, spec.Infrastructure) > 1 {
+		c.diags.Errorf(c.pos(spec.Node), "deployment-form", "Deployment stage %s has more than one of environment, environments, environmentGroup and infrastructure", s.Identifier).
+			SetHint("keep `environment` for one target, or `environments`/`environmentGroup` for several")
+	}
+	if s.Strategy != nil && (spec.Services != nil || spec.Environments != nil || spec.EnvironmentGroup != nil) {
+		c.diags.Errorf(c.pos(pipeline.Key(s.Node, "strategy")), "strategy-fanout",
+			"stage %s combines a looping strategy with multi-service or multi-environment deployment", s.Identifier).
+			SetHint("use either `strategy` or `services`/`environments` fan-out, not both")
+	}
+	if t := spec.DeploymentType; t != "" && !slices.Contains(deploymentTypes, t) && !dynamic(t) && reference.IsDeploymentType(t) {
+		d := c.diags.Unsupportedf(c.pos(pipeline.ValueAt(spec.Node, "deploymentType")), "unsupported-deployment-type",
+			"deployment type %s is valid in the reference, but Gantry deploys only %s services yet", t, strings.Join(deploymentTypes, ", "))
+		if t == "WinRm" {
+			d.SetHint("Gantry does not reach WinRM hosts (no WinRM endpoint runs where Gantry is tested); Linux hosts deploy over SSH with deploymentType: Ssh")
 		}
+	} else {
+		c.enum(spec.Node, "deploymentType", spec.DeploymentType, deploymentTypes, "deploymentType")
+	}
+	if spec.Service != nil && spec.Service.Kind == yaml.MappingNode {
+		if pipeline.Field(spec.Service, "serviceRef") == nil && pipeline.Field(spec.Service, "useFromStage") == nil {
+			c.diags.Errorf(c.pos(spec.Service), "missing-field", "service needs `serviceRef` or `useFromStage`")
+		}
+		var ds pipeline.DeploymentStageService
+		c.dec.Decode(spec.Service, &ds, "stage service")
+		if ds.ServiceRef != "" && !dynamic(ds.ServiceRef) {
+			c.reference(ds.Node, "serviceRef", ds.ServiceRef, "service")
+		}
+	}
+	if spec.Environment != nil && spec.Environment.Kind == yaml.MappingNode {
+		if pipeline.Field(spec.Environment, "environmentRef") == nil && pipeline.Field(spec.Environment, "useFromStage") == nil {
+			c.diags.Errorf(c.pos(spec.Environment), "missing-field", "environment needs `environmentRef` or `useFromStage`")
+		}
+		var de pipeline.DeploymentStageEnvironment
+		c.dec.Decode(spec.Environment, &de, "stage environment")
+		if de.EnvironmentRef != "" && !dynamic(de.EnvironmentRef) {
+			c.reference(de.Node, "environmentRef", de.EnvironmentRef, "environment")
+		}
+		c.boolean(de.Node, "deployToAll", de.DeployToAll)
 	}
 }
 
@@ -302,49 +308,12 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	if s.Type == "" {
 		return
 	}
-	entry, ok := steps.Lookup(s.Type)
-	if !ok && reference.IsStepType(s.Type) {
-		d := c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-step-type",
-			"step type %s is valid in the reference, but Gantry does not run %s steps yet", s.Type, s.Type)
-		// The list once per file, so the file's other problems stay visible.
-		if c.listedStepTypes {
-			d.SetHint("`gantry validate --list-types` lists the step types Gantry runs")
-		} else {
-			c.listedStepTypes = true
-			d.SetHint("Gantry runs step types %s (`gantry validate --list-types`)", strings.Join(steps.Runnable(), ", "))
-		}
-		return
-	}
+	entry, ok := c.stepType(s)
 	if !ok {
-		d := c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "unknown-step-type", "step type %q is not known", s.Type)
-		if sug := pipeline.Closest(s.Type, reference.StepTypes); sug != "" {
-			d.SetHint("did you mean %q? `gantry validate --list-types` lists the step types Gantry runs", sug)
-		} else {
-			d.SetHint("`gantry validate --list-types` lists the step types Gantry runs")
-		}
 		return
 	}
 	deploys := entry.Deploys != ""
-	if deploys && ctx.stage.Type != "Deployment" {
-		hint := fmt.Sprintf("move the step into a stage with `type: Deployment` and `deploymentType: %s`", entry.Deploys)
-		if entry.OutsideDeployment {
-			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps run only in Deployment stages in Gantry; stage %s is %s",
-				s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("%s", hint)
-		} else {
-			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps deploy a service and run only in Deployment stages; stage %s is %s",
-				s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("%s", hint)
-		}
-	}
-	if n := pipeline.Field(ctx.stage.Spec, "deploymentType"); deploys && ctx.stage.Type == "Deployment" && n != nil && n.Value != "" && !dynamic(n.Value) {
-		if want := entry.Deploys; want != n.Value && entry.OutsideDeployment {
-			// Valid in the reference (a Command step in a WinRm stage), not run by Gantry.
-			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps run in Gantry only in %s stages; stage %s deploys %s services",
-				s.Type, want, ctx.stage.Identifier, n.Value)
-		} else if want != n.Value && !(want == "Kubernetes" && n.Value == "NativeHelm") {
-			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps do not run in stage %s, which deploys %s services",
-				s.Type, ctx.stage.Identifier, n.Value).SetHint("the K8s and Helm steps deploy to Kubernetes, the AwsLambda steps AwsLambda services, the Ecs steps ECS services")
-		}
-	}
+	c.stepPlacement(ctx, s, entry)
 	if entry.NoDotInName && strings.Contains(s.Name, ".") {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "name")), "name", "%s step names cannot contain '.': %q", s.Type, s.Name)
 	}
@@ -371,6 +340,59 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	}
 	if b, ok := spec.(*steps.Barrier); ok && b.BarrierRef != "" {
 		c.barrierStep(ctx, s, b, rollback, groups)
+	}
+}
+
+// stepType finds a step's catalog entry; a type Gantry does not run is unsupported when the
+// reference has it and an error otherwise (reported, ok false).
+func (c *checker) stepType(s *pipeline.Step) (steps.Entry, bool) {
+	entry, ok := steps.Lookup(s.Type)
+	if !ok && reference.IsStepType(s.Type) {
+		d := c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "unsupported-step-type",
+			"step type %s is valid in the reference, but Gantry does not run %s steps yet", s.Type, s.Type)
+		// The list once per file, so the file's other problems stay visible.
+		if c.listedStepTypes {
+			d.SetHint("`gantry validate --list-types` lists the step types Gantry runs")
+		} else {
+			c.listedStepTypes = true
+			d.SetHint("Gantry runs step types %s (`gantry validate --list-types`)", strings.Join(steps.Runnable(), ", "))
+		}
+		return entry, false
+	}
+	if !ok {
+		d := c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "unknown-step-type", "step type %q is not known", s.Type)
+		if sug := pipeline.Closest(s.Type, reference.StepTypes); sug != "" {
+			d.SetHint("did you mean %q? `gantry validate --list-types` lists the step types Gantry runs", sug)
+		} else {
+			d.SetHint("`gantry validate --list-types` lists the step types Gantry runs")
+		}
+		return entry, false
+	}
+	return entry, true
+}
+
+// stepPlacement checks that a deploying step stands in a Deployment stage of its deployment type.
+func (c *checker) stepPlacement(ctx *stageCtx, s *pipeline.Step, entry steps.Entry) {
+	deploys := entry.Deploys != ""
+	if deploys && ctx.stage.Type != "Deployment" {
+		hint := fmt.Sprintf("move the step into a stage with `type: Deployment` and `deploymentType: %s`", entry.Deploys)
+		if entry.OutsideDeployment {
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps run only in Deployment stages in Gantry; stage %s is %s",
+				s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("%s", hint)
+		} else {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps deploy a service and run only in Deployment stages; stage %s is %s",
+				s.Type, ctx.stage.Identifier, ctx.stage.Type).SetHint("%s", hint)
+		}
+	}
+	if n := pipeline.Field(ctx.stage.Spec, "deploymentType"); deploys && ctx.stage.Type == "Deployment" && n != nil && n.Value != "" && !dynamic(n.Value) {
+		if want := entry.Deploys; want != n.Value && entry.OutsideDeployment {
+			// Valid in the reference (a Command step in a WinRm stage), not run by Gantry.
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps run in Gantry only in %s stages; stage %s deploys %s services",
+				s.Type, want, ctx.stage.Identifier, n.Value)
+		} else if want != n.Value && !(want == "Kubernetes" && n.Value == "NativeHelm") {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps do not run in stage %s, which deploys %s services",
+				s.Type, ctx.stage.Identifier, n.Value).SetHint("the K8s and Helm steps deploy to Kubernetes, the AwsLambda steps AwsLambda services, the Ecs steps ECS services")
+		}
 	}
 }
 
