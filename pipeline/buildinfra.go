@@ -30,8 +30,8 @@ func ApplyBuildInfra(p *Pipeline, b *BuildInfra) {
 		return
 	}
 	for _, s := range p.AllStages() {
-		spec := s.StageSpec
-		if s.Type != "CI" || spec == nil || spec.Runtime == nil || spec.Infrastructure != nil || spec.Node == nil {
+		spec := s.CI
+		if spec == nil || spec.Runtime == nil || spec.Infrastructure != nil || spec.Node == nil {
 			continue
 		}
 		at := spec.Runtime

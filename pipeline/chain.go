@@ -18,6 +18,11 @@ type ChainSpec struct {
 	Description        string        `yaml:"description"`
 }
 
+func decodeChainSpec(d *Decoder, s *Stage) {
+	s.Chain = &ChainSpec{}
+	d.Decode(s.Spec, s.Chain, "Pipeline stage spec")
+}
+
 // ChainOutput is one output of a chained pipeline: Value is an expression of the child.
 type ChainOutput struct {
 	Node        *yaml.Node `yaml:"-"`

@@ -71,37 +71,12 @@ type Stage struct {
 	SkipCondition     string            `yaml:"skipCondition"`
 	Spec              *yaml.Node        `yaml:"spec" gantry:"required"`
 
-	// Decoded from Spec by Parse: StageSpec for the types with steps, Chain for Pipeline.
-	StageSpec *StageSpec `yaml:"-"`
-	Chain     *ChainSpec `yaml:"-"`
-}
-
-// StageSpec is the spec of Deployment, Custom and Approval stages; validation checks which
-// fields each type allows.
-type StageSpec struct {
-	Node             *yaml.Node `yaml:"-"`
-	DeploymentType   string     `yaml:"deploymentType"`
-	Service          *yaml.Node `yaml:"service"`
-	Services         *yaml.Node `yaml:"services"`
-	Environment      *yaml.Node `yaml:"environment"`
-	Environments     *yaml.Node `yaml:"environments"`
-	EnvironmentGroup *yaml.Node `yaml:"environmentGroup"`
-	// MultiDeploymentConfig tunes the fan-out of services × environments (spec 21.2).
-	MultiDeploymentConfig *yaml.Node `yaml:"multiDeploymentConfig"`
-	ServiceConfig         *yaml.Node `yaml:"serviceConfig"`
-	// Infrastructure is a legacy Deployment stage's infrastructure, or where a CI stage's
-	// steps run (CIInfrastructure).
-	Infrastructure *yaml.Node `yaml:"infrastructure"`
-	Execution      *Execution `yaml:"execution" gantry:"required"`
-	// CI stages (spec 22.1).
-	CloneCodebase       string     `yaml:"cloneCodebase"`
-	Runtime             *yaml.Node `yaml:"runtime"`
-	Platform            *yaml.Node `yaml:"platform"`
-	SharedPaths         *yaml.Node `yaml:"sharedPaths"`
-	ServiceDependencies *yaml.Node `yaml:"serviceDependencies"`
-	Caching             *yaml.Node `yaml:"caching"`
-	BuildIntelligence   *yaml.Node `yaml:"buildIntelligence"`
-	SlsaProvenance      *yaml.Node `yaml:"slsa_provenance"`
+	// Decoded from Spec by Parse, by type (stagespec.go): the one of these that matches Type.
+	Deployment *DeploymentStageSpec `yaml:"-"`
+	CI         *CIStageSpec         `yaml:"-"`
+	Custom     *CustomStageSpec     `yaml:"-"`
+	Approval   *ApprovalStageSpec   `yaml:"-"`
+	Chain      *ChainSpec           `yaml:"-"`
 }
 
 // CIInfrastructure is where a CI stage's steps run (spec 22.1): `KubernetesDirect` with the

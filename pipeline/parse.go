@@ -165,52 +165,6 @@ func decodePipeline(d *Decoder, n *yaml.Node) *Pipeline {
 	return p
 }
 
-func decodeStageSpecs(d *Decoder, e *StageElement) {
-	if e.Stage != nil && e.Stage.Spec != nil {
-		switch e.Stage.Type {
-		case "Deployment", "Custom", "Approval", "CI":
-			e.Stage.StageSpec = &StageSpec{}
-			d.Decode(e.Stage.Spec, e.Stage.StageSpec, e.Stage.Type+" stage spec")
-			if e.Stage.Type == "Deployment" {
-				provisionerGroup(d, e.Stage.StageSpec)
-			}
-		case "Pipeline":
-			e.Stage.Chain = &ChainSpec{}
-			d.Decode(e.Stage.Spec, e.Stage.Chain, "Pipeline stage spec")
-		}
-	}
-	for i := range e.Parallel {
-		decodeStageSpecs(d, &e.Parallel[i])
-	}
-}
-
-// ProvisionerID is the identifier of the step group a Deployment stage's environment
-// provisioner becomes: its steps run before the infrastructure is rendered (issue 55).
-const ProvisionerID = "provisioner"
-
-// provisionerGroup makes a Deployment stage's `environment.provisioner` (steps and rollback
-// steps) the first step group of its execution, marked Provisioner, so that validation,
-// connector resolution and compilation treat its steps as any others.
-func provisionerGroup(d *Decoder, spec *StageSpec) {
-	n := Field(spec.Environment, "provisioner")
-	if n == nil || n.Kind != yaml.MappingNode || spec.Execution == nil {
-		return
-	}
-	var ex Execution
-	d.Decode(n, &ex, "environment provisioner")
-	// The group's own YAML: the provisioner's keys with its name and identifier, positioned
-	// at the provisioner, under a `stepGroup` key as a steps entry has it.
-	at := func(v string) *yaml.Node {
-		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: v, Line: n.Line, Column: n.Column}
-	}
-	group := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column,
-		Content: append([]*yaml.Node{at("name"), at(ProvisionerID), at("identifier"), at(ProvisionerID)}, n.Content...)}
-	entry := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: n.Line, Column: n.Column, Content: []*yaml.Node{at("stepGroup"), group}}
-	g := &StepGroup{Node: group, Identity: Identity{Name: ProvisionerID, Identifier: ProvisionerID}, Steps: ex.Steps,
-		RollbackSteps: ex.RollbackSteps, Provisioner: true}
-	spec.Execution.Steps = append([]StepElement{{Node: entry, StepGroup: g}}, spec.Execution.Steps...)
-}
-
 var yamlLineRe = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 
 func syntaxError(file string, err error) diag.Diagnostic {

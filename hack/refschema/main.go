@@ -256,7 +256,10 @@ var objects = []struct {
 }{
 	{"pipeline.Pipeline", false, []string{"@definitions/pipeline/pipeline"}},
 	{"pipeline.Stage", false, []string{"DeploymentStageNode", "CustomStageNode", "ApprovalStageNode"}},
-	{"pipeline.StageSpec", false, []string{"DeploymentStageConfig", "CustomStageConfig", "ApprovalStageConfig"}},
+	{"pipeline.DeploymentStageSpec", false, []string{"DeploymentStageConfig"}},
+	{"pipeline.CIStageSpec", false, []string{"IntegrationStageConfigImpl"}},
+	{"pipeline.CustomStageSpec", false, []string{"CustomStageConfig"}},
+	{"pipeline.ApprovalStageSpec", false, []string{"ApprovalStageConfig"}},
 	{"pipeline.Execution", false, []string{"ExecutionElementConfig"}},
 	{"pipeline.StepGroup", false, []string{"StepGroupElementConfig"}},
 	{"pipeline.Step", false, []string{"*StepNode"}},

@@ -124,15 +124,18 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 	if s.Chain != nil {
 		n.Children = []*plan.Node{c.chainStep(s)}
 	}
-	if s.StageSpec != nil && s.StageSpec.Execution != nil {
+	if ex := s.Execution(); ex != nil {
 		c.within(s.DelegateSelectors, func() {
 			// Rollback steps do not inherit the stage's failure strategies (spec 5.4).
-			n.Children = c.steps(s.StageSpec.Execution.Steps, false, c.level(s.FailureStrategies, ""))
-			n.Rollback = c.steps(s.StageSpec.Execution.RollbackSteps, true, nil)
-			if deps := c.serviceDependencies(s.StageSpec.ServiceDependencies, c.level(s.FailureStrategies, "")); len(deps) > 0 {
+			n.Children = c.steps(ex.Steps, false, c.level(s.FailureStrategies, ""))
+			n.Rollback = c.steps(ex.RollbackSteps, true, nil)
+			if s.CI == nil {
+				return
+			}
+			if deps := c.serviceDependencies(s.CI.ServiceDependencies, c.level(s.FailureStrategies, "")); len(deps) > 0 {
 				n.Children = append(deps, n.Children...)
 			}
-			if s.StageSpec.CloneCodebase == "true" && c.codebase != nil {
+			if s.CI.CloneCodebase == "true" && c.codebase != nil {
 				clone := c.cloneCodebase(c.level(s.FailureStrategies, ""))
 				n.Children = append([]*plan.Node{clone}, n.Children...)
 			}

@@ -53,7 +53,7 @@ type legacyInfraDef struct {
 
 // legacy resolves a v1 Deployment stage.
 func (r *resolver) legacy(s *pipeline.Stage, d *plan.Deployment) {
-	spec := s.StageSpec
+	spec := s.Deployment
 	dec := &pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &r.diags}
 	if spec.ServiceConfig != nil {
 		var sc legacyServiceConfig

@@ -59,7 +59,7 @@ func (r *resolver) filesManifest(file, what string, spec *pipeline.ManifestSpec,
 // stepManifests resolves the manifestSource of the stage's K8sApply steps, keyed by the step's
 // path below the stage (spec.execution.steps...); Local paths are relative to the pipeline.
 func (r *resolver) stepManifests(s *pipeline.Stage) map[string]plan.Manifest {
-	if s.StageSpec == nil || s.StageSpec.Execution == nil {
+	if s.Execution() == nil {
 		return nil
 	}
 	out := map[string]plan.Manifest{}
@@ -82,7 +82,7 @@ func (r *resolver) stepManifests(s *pipeline.Stage) map[string]plan.Manifest {
 			r.applyManifest(s, v, sp, out)
 		}
 	}
-	ex := s.StageSpec.Execution
+	ex := s.Execution()
 	pipeline.WalkSteps(ex.Steps, false, []string{"spec", "execution", "steps"}, nil, visit)
 	pipeline.WalkSteps(ex.RollbackSteps, true, []string{"spec", "execution", "rollbackSteps"}, nil, visit)
 	if len(out) == 0 {

@@ -68,7 +68,7 @@ type target struct {
 
 // multi resolves a stage with `services`, `environments` or `environmentGroup`.
 func (r *resolver) multi(s *pipeline.Stage) {
-	spec := s.StageSpec
+	spec := s.Deployment
 	dec := &pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &r.diags}
 	nerr := len(r.diags.Invalid()) + len(r.diags.UnsupportedOnly())
 	stepManifests := r.stepManifests(s) // every iteration applies the same step manifests
@@ -113,7 +113,7 @@ type fanout struct {
 // multiServices resolves the stage's services, in order (S), and whether they run in
 // parallel; false when the stage cannot be resolved (reported).
 func (r *resolver) multiServices(s *pipeline.Stage, dec *pipeline.Decoder, f *fanout) bool {
-	spec := s.StageSpec
+	spec := s.Deployment
 	at := func(n *yaml.Node) diag.Pos { return r.at(r.file, n) }
 	switch {
 	case spec.Services != nil:
@@ -164,7 +164,7 @@ func (r *resolver) multiServices(s *pipeline.Stage, dec *pipeline.Decoder, f *fa
 // multiTargets resolves the stage's targets, in order (T), and whether they run in parallel;
 // false when the stage cannot be resolved (reported).
 func (r *resolver) multiTargets(s *pipeline.Stage, dec *pipeline.Decoder, f *fanout) bool {
-	spec := s.StageSpec
+	spec := s.Deployment
 	switch {
 	case spec.Environments != nil:
 		var sec environmentsSection
@@ -200,7 +200,7 @@ func (r *resolver) targetsOnce(s *pipeline.Stage, targets []target) {
 	seen := map[string]bool{}
 	for _, t := range targets {
 		if k := t.envRef + "/" + t.infraID; seen[k] {
-			r.diags.Errorf(r.at(r.file, s.StageSpec.Node), "duplicate-identifier", "stage %s deploys to environment %s, infrastructure %s twice", s.Identifier, t.envRef, t.infraID).
+			r.diags.Errorf(r.at(r.file, s.Deployment.Node), "duplicate-identifier", "stage %s deploys to environment %s, infrastructure %s twice", s.Identifier, t.envRef, t.infraID).
 				SetHint("each (environment, infrastructure) pair may appear once")
 		} else {
 			seen[k] = true

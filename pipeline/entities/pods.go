@@ -18,10 +18,10 @@ func (c *Catalog) Pods(src pipeline.Source, p *pipeline.Pipeline) (map[string]*p
 	out := map[string]*plan.Pod{}
 	ciInfras := map[string]*pipeline.PodInfra{} // CI stages' KubernetesDirect infrastructure
 	for _, s := range p.AllStages() {
-		if s.StageSpec == nil || s.StageSpec.Execution == nil {
+		if s.Execution() == nil {
 			continue
 		}
-		if s.Type == "CI" {
+		if s.CI != nil {
 			if pod := r.ciPod(s, p, ciInfras); pod != nil {
 				out[s.Identifier] = pod
 			}
@@ -43,7 +43,7 @@ func (c *Catalog) Pods(src pipeline.Source, p *pipeline.Pipeline) (map[string]*p
 				}
 			}
 		}
-		ex := s.StageSpec.Execution
+		ex := s.Execution()
 		pipeline.WalkSteps(ex.Steps, false, nil, nil, visit)
 		pipeline.WalkSteps(ex.RollbackSteps, true, nil, nil, visit)
 	}
@@ -53,7 +53,7 @@ func (c *Catalog) Pods(src pipeline.Source, p *pipeline.Pipeline) (map[string]*p
 // ciPod resolves a CI stage's pod (spec 22.1): its infrastructure's, or an earlier CI
 // stage's (UseFromStage), with the codebase's Git connector when the stage clones it.
 func (r *resolver) ciPod(s *pipeline.Stage, p *pipeline.Pipeline, infras map[string]*pipeline.PodInfra) *plan.Pod {
-	spec := s.StageSpec
+	spec := s.CI
 	if spec.Infrastructure == nil {
 		return nil
 	}

@@ -25,7 +25,7 @@ func (c *Catalog) Resolve(src pipeline.Source, p *pipeline.Pipeline) (map[string
 func (c *Catalog) ResolveAll(src pipeline.Source, p *pipeline.Pipeline) (map[string]*plan.Deployment, map[string]*Multi, diag.List) {
 	r := &resolver{c: c, file: src.File, src: src, out: map[string]*plan.Deployment{}, multis: map[string]*Multi{}, seen: map[string]bool{}}
 	for _, s := range p.AllStages() {
-		if s.Type != "Deployment" || s.StageSpec == nil {
+		if s.Deployment == nil {
 			continue
 		}
 		r.stage(s)
@@ -74,7 +74,7 @@ func (r *resolver) hint(kind string) string {
 
 func (r *resolver) stage(s *pipeline.Stage) {
 	defer func() { r.seen[s.Identifier] = true }()
-	spec := s.StageSpec
+	spec := s.Deployment
 	d := &plan.Deployment{Type: spec.DeploymentType}
 	dec := &pipeline.Decoder{File: r.file, Origins: r.src.Origins, Diags: &diag.List{}} // shapes were checked by validate
 	if spec.Services != nil || spec.Environments != nil || spec.EnvironmentGroup != nil {

@@ -21,7 +21,7 @@ func (c *Catalog) StepRefs(src pipeline.Source, p *pipeline.Pipeline) (map[strin
 	r := &resolver{c: c, file: src.File, src: src}
 	out := map[string]*plan.StepRefs{}
 	for _, s := range p.AllStages() {
-		if s.StageSpec == nil || s.StageSpec.Execution == nil {
+		if s.Execution() == nil {
 			continue
 		}
 		visit := func(v pipeline.StepVisit) {
@@ -44,7 +44,7 @@ func (c *Catalog) StepRefs(src pipeline.Source, p *pipeline.Pipeline) (map[strin
 				out[PodKey(s.Identifier, v.Groups, st.Identifier)] = refs
 			}
 		}
-		ex := s.StageSpec.Execution
+		ex := s.Execution()
 		pipeline.WalkSteps(ex.Steps, false, nil, nil, visit)
 		pipeline.WalkSteps(ex.RollbackSteps, true, nil, nil, visit)
 	}

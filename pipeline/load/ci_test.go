@@ -88,7 +88,7 @@ func TestCIStageVerdicts(t *testing.T) {
 		{ciK8s + "          serviceDependencies: [{identifier: db, name: db, type: Service, spec: {connectorRef: hub}}]\n" + ciSteps, diag.Error, "service dependency db names no image"},
 		{ciK8s + "          serviceDependencies: [{identifier: db, type: Database, spec: {image: postgres}}]\n" + ciSteps, diag.Error, `service dependency type "Database" is not one of Service`},
 		{ciK8s + "          sharedPaths: [cache]\n" + ciSteps, diag.Error, `shared path "cache" is not absolute`},
-		{ciK8s + "          deploymentType: Kubernetes\n" + ciSteps, diag.Error, "CI stages do not take `deploymentType`"},
+		{ciK8s + "          deploymentType: Kubernetes\n" + ciSteps, diag.Warning, `unknown key "deploymentType" in CI stage spec; ignored`},
 		{ciK8s + ciSteps + "            rollbackSteps:\n              - step: {type: Run, name: r, identifier: r, spec: {image: alpine, command: x}}\n", diag.Error, "CI stages have no rollback section"},
 		{ciK8s + "          execution:\n            steps:\n              - step: {type: SaveCacheS3, name: c, identifier: c, spec: {connectorRef: aws, bucket: b, key: k, sourcePaths: [x], archiveFormat: Zstd}}\n", diag.Unsupported, "archiveFormat Zstd"},
 		{ciK8s + "          execution:\n            steps:\n              - step: {type: RestoreCacheS3, name: c, identifier: c, spec: {bucket: b, key: k}}\n", diag.Error, `missing required field "connectorRef"`},

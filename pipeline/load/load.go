@@ -275,7 +275,7 @@ func hasDeployment(p *pipeline.Pipeline) bool {
 func needsConnectors(p *pipeline.Pipeline) bool {
 	found := false
 	for _, s := range p.AllStages() {
-		if s.StageSpec != nil && s.StageSpec.Execution != nil {
+		if ex := s.Execution(); ex != nil {
 			found = found || s.Type == "CI"
 			visit := func(v pipeline.StepVisit) {
 				if v.Group != nil && v.Group.StepGroupInfra != nil {
@@ -286,8 +286,8 @@ func needsConnectors(p *pipeline.Pipeline) bool {
 					found = found || e.Traits.OwnPod || e.Stores || (e.SSHTarget && onTarget(v.Step.Spec))
 				}
 			}
-			pipeline.WalkSteps(s.StageSpec.Execution.Steps, false, nil, nil, visit)
-			pipeline.WalkSteps(s.StageSpec.Execution.RollbackSteps, true, nil, nil, visit)
+			pipeline.WalkSteps(ex.Steps, false, nil, nil, visit)
+			pipeline.WalkSteps(ex.RollbackSteps, true, nil, nil, visit)
 		}
 	}
 	return found

@@ -572,7 +572,10 @@ var WebhookEvents = map[string][]string{
 var Fields = map[string][]string{
 	"pipeline.Pipeline":                          {"allowStageExecutions", "delegateSelectors", "description", "fixedInputsOnRerun", "flowControl", "identifier", "name", "notificationRules", "orgIdentifier", "projectIdentifier", "properties", "stages", "tags", "template", "timeout", "variables"},
 	"pipeline.Stage":                             {"delegateSelectors", "description", "failureStrategies", "identifier", "name", "runMode", "skipInstances", "spec", "strategy", "tags", "timeout", "type", "variables", "when"},
-	"pipeline.StageSpec":                         {"customDeploymentRef", "deploymentMetadata", "deploymentType", "description", "environment", "environmentGroup", "environments", "execution", "gitOpsEnabled", "infrastructure", "multiDeploymentConfig", "service", "serviceConfig", "services"},
+	"pipeline.DeploymentStageSpec":               {"customDeploymentRef", "deploymentMetadata", "deploymentType", "description", "environment", "environmentGroup", "environments", "execution", "gitOpsEnabled", "infrastructure", "multiDeploymentConfig", "service", "serviceConfig", "services"},
+	"pipeline.CIStageSpec":                       {"buildIntelligence", "caching", "cloneCodebase", "description", "execution", "infrastructure", "platform", "runtime", "serviceDependencies", "sharedPaths", "slsa_provenance"},
+	"pipeline.CustomStageSpec":                   {"description", "execution"},
+	"pipeline.ApprovalStageSpec":                 {"description", "execution"},
 	"pipeline.Execution":                         {"description", "rollbackSteps", "steps"},
 	"pipeline.StepGroup":                         {"delegateSelectors", "description", "failureStrategies", "identifier", "name", "platform", "sharedPaths", "stepGroupInfra", "steps", "strategy", "template", "variables", "when"},
 	"pipeline.Step":                              {"description", "enforce", "failureStrategies", "identifier", "identities", "name", "spec", "strategy", "template", "timeout", "type", "when"},

@@ -7,29 +7,9 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/steps"
 )
 
-// ciStageKeys are the stage spec fields only CI stages take (spec 22.1).
-var ciStageKeys = []string{"cloneCodebase", "runtime", "platform", "sharedPaths", "serviceDependencies", "caching", "buildIntelligence", "slsa_provenance"}
-
-// ciKeysOutsideCI warns about CI stage fields in another stage: the reference ignores keys its
-// schema does not give a stage type.
-func (c *checker) ciKeysOutsideCI(s *pipeline.Stage, spec *pipeline.StageSpec) {
-	for _, k := range ciStageKeys {
-		if pipeline.Field(spec.Node, k) != nil {
-			c.diags.Warnf(c.pos(pipeline.Key(spec.Node, k)), "unknown-key", "unknown key %q in %s stage spec; ignored, as the reference ignores it", k, s.Type).
-				SetHint("%s is a field of CI stages", k)
-		}
-	}
-}
-
 // ciStage checks a CI stage (spec 22.1): where its steps run, the codebase it clones, and the
 // vendor-hosted features Gantry does not have.
-func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.StageSpec) {
-	for _, k := range []string{"deploymentType", "service", "services", "environment", "environments", "environmentGroup", "serviceConfig"} {
-		if pipeline.Field(spec.Node, k) != nil {
-			c.diags.Errorf(c.pos(pipeline.Key(spec.Node, k)), "stage-spec", "CI stages do not take `%s`", k).
-				SetHint("deploy what the CI stage built in a Deployment stage after it")
-		}
-	}
+func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
 	if ex := spec.Execution; ex != nil && pipeline.Field(ex.Node, "rollbackSteps") != nil {
 		c.diags.Errorf(c.pos(pipeline.Key(ex.Node, "rollbackSteps")), "stage-spec", "CI stages have no rollback section").
 			SetHint("a failed build has nothing to roll back; use a failure strategy")

@@ -75,15 +75,11 @@ func (c *checker) stage(s *pipeline.Stage, index int, inParallel bool) {
 		c.chainStage(s)
 		return
 	}
-	spec := s.StageSpec
-	if spec == nil {
+	c.stageSpec(s)
+	ex := s.Execution()
+	if ex == nil {
 		return
 	}
-	c.stageSpec(s, spec)
-	if spec.Execution == nil {
-		return
-	}
-	ex := spec.Execution
 	if len(ex.Steps) == 0 && pipeline.Field(ex.Node, "steps") != nil {
 		c.diags.Errorf(c.pos(pipeline.Field(ex.Node, "steps")), "empty", "stage %s has no steps", s.Identifier)
 	}
@@ -96,35 +92,36 @@ func (c *checker) stage(s *pipeline.Stage, index int, inParallel bool) {
 	c.ambiguousReferences(ctx)
 }
 
-func (c *checker) stageSpec(s *pipeline.Stage, spec *pipeline.StageSpec) {
-	forbid := func(key, why string) {
-		if pipeline.Field(spec.Node, key) != nil {
-			c.diags.Errorf(c.pos(pipeline.Key(spec.Node, key)), "stage-spec", "%s stages do not take `%s`", s.Type, key).SetHint("%s", why)
-		}
+// stageSpec checks what a stage's type-specific spec says; a key of another stage type was
+// reported by the decoder, as an unknown key the reference ignores.
+func (c *checker) stageSpec(s *pipeline.Stage) {
+	switch {
+	case s.Deployment != nil:
+		c.deploymentStage(s, s.Deployment)
+	case s.CI != nil:
+		c.ciStage(s, s.CI)
+	case s.Custom != nil:
+		c.customStage(s, s.Custom)
 	}
-	if s.Type != "CI" {
-		c.ciKeysOutsideCI(s, spec)
+}
+
+// customStage reports a Custom stage's environment, which Gantry accepts and does not act on:
+// its provisioner would need to run (unsupported), otherwise a warning says it is ignored.
+func (c *checker) customStage(s *pipeline.Stage, spec *pipeline.CustomStageSpec) {
+	if spec.Environment == nil {
+		return
 	}
-	c.provisionersNotRun(s, spec)
-	switch s.Type {
-	case "CI":
-		c.ciStage(s, spec)
-	case "Approval":
-		for _, k := range []string{"deploymentType", "service", "services", "environment", "environments", "environmentGroup", "serviceConfig", "infrastructure"} {
-			forbid(k, "an Approval stage only has execution steps")
-		}
-	case "Custom":
-		for _, k := range []string{"deploymentType", "service", "services", "serviceConfig", "infrastructure", "environments", "environmentGroup"} {
-			forbid(k, "use a Deployment stage to deploy a service")
-		}
-	case "Deployment":
-		c.deploymentStage(s, spec)
+	if !c.provisionersNotRun(s, spec.Environment) {
+		c.diags.Warnf(c.pos(pipeline.Key(spec.Node, "environment")), "ignored-field",
+			"stage %s: the environment of a Custom stage is accepted but not acted on: its steps get no environment, service or infrastructure", s.Identifier).
+			SetHint("deploy to an environment in a Deployment stage")
 	}
 }
 
 // deploymentStage checks a Deployment stage's service and environment (one form of each), its
 // deployment type, and that a looping strategy does not combine with a fan-out.
-func (c *checker) deploymentStage(s *pipeline.Stage, spec *pipeline.StageSpec) {
+func (c *checker) deploymentStage(s *pipeline.Stage, spec *pipeline.DeploymentStageSpec) {
+	c.provisionersNotRun(s, spec.Environments, spec.EnvironmentGroup)
 	hasService := spec.Service != nil || spec.Services != nil || spec.ServiceConfig != nil
 	hasEnv := spec.Environment != nil || spec.Environments != nil || spec.EnvironmentGroup != nil || spec.Infrastructure != nil
 	if !hasService {
@@ -427,7 +424,7 @@ var relativeStepRef = regexp.MustCompile(`<\+(execution\.steps|steps)\.([a-zA-Z_
 // revised): evaluating it fails, naming them, since the reader cannot tell which was meant.
 // <+execution.steps.X> names the stage's list; <+steps.X> the list of the step it is in.
 func (c *checker) ambiguousReferences(ctx *stageCtx) {
-	ex := ctx.stage.StageSpec.Execution
+	ex := ctx.stage.Execution()
 	fqns := map[string][]string{}
 	for _, list := range []struct {
 		steps []pipeline.StepElement
@@ -515,10 +512,10 @@ func scalars(n *yaml.Node, fn func(*yaml.Node)) {
 	}
 }
 
-// provisionersNotRun reports environment provisioners Gantry does not run: those of
-// multi-environment stages (environments, environmentGroup) and of stages other than
-// Deployment. A Deployment stage's `environment.provisioner` runs (issue 55).
-func (c *checker) provisionersNotRun(s *pipeline.Stage, spec *pipeline.StageSpec) {
+// provisionersNotRun reports the environment provisioners under nodes, which Gantry does not
+// run: those of multi-environment stages (environments, environmentGroup) and of Custom
+// stages. A Deployment stage's `environment.provisioner` runs. found says whether there was one.
+func (c *checker) provisionersNotRun(s *pipeline.Stage, nodes ...*yaml.Node) (found bool) {
 	var find func(n *yaml.Node)
 	find = func(n *yaml.Node) {
 		if n == nil {
@@ -526,6 +523,7 @@ func (c *checker) provisionersNotRun(s *pipeline.Stage, spec *pipeline.StageSpec
 		}
 		for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == "provisioner" && n.Content[i+1].Kind == yaml.MappingNode {
+				found = true
 				c.diags.Unsupportedf(c.pos(n.Content[i]), "unsupported-field",
 					"stage %s: Gantry runs the environment provisioner of a Deployment stage's `environment` only; this one is not run", s.Identifier).
 					SetHint("provision in a Deployment stage with one `environment`, or in the execution's steps")
@@ -539,9 +537,8 @@ func (c *checker) provisionersNotRun(s *pipeline.Stage, spec *pipeline.StageSpec
 			}
 		}
 	}
-	find(spec.Environments)
-	find(spec.EnvironmentGroup)
-	if s.Type != "Deployment" {
-		find(spec.Environment)
+	for _, n := range nodes {
+		find(n)
 	}
+	return found
 }
