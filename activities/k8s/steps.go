@@ -76,15 +76,21 @@ func (s *stepRun) rollingDeploy() (map[string]any, error) {
 			}
 		}
 	}
-	cur.Status = ReleaseSucceeded
-	if err := s.saveHistory(s.ctx, h); err != nil {
-		return nil, err
-	}
-	ips, err := s.podIPs(objs)
+	ips, err := s.settle(h, cur, ReleaseSucceeded, objs)
 	if err != nil {
 		return nil, err
 	}
 	return map[string]any{"releaseName": s.in.ReleaseName, "releaseNumber": int64(rev), "podIps": ips, "prunedResourceIds": nonNil(pruned)}, nil
+}
+
+// settle records the release's outcome in the history and reads the IPs of the pods of objs,
+// what a step that ends a release reports.
+func (s *stepRun) settle(h *History, cur *Release, status string, objs []*object) ([]any, error) {
+	cur.Status = status
+	if err := s.saveHistory(s.ctx, h); err != nil {
+		return nil, err
+	}
+	return s.podIPs(objs)
 }
 
 func nonNil(l []any) []any {
@@ -185,11 +191,7 @@ func (s *stepRun) rollingRollback() (map[string]any, error) {
 	if err := s.waitSteady(restore, false); err != nil {
 		return nil, err
 	}
-	cur.Status = ReleaseRolledBack
-	if err := s.saveHistory(s.ctx, h); err != nil {
-		return nil, err
-	}
-	ips, err := s.podIPs(restore)
+	ips, err := s.settle(h, cur, ReleaseRolledBack, restore)
 	if err != nil {
 		return nil, err
 	}

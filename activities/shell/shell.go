@@ -87,35 +87,15 @@ var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Run executes one ShellScript step.
 func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
-	var spec Spec
-	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "ShellScript spec: %v", err)
-	}
-	if spec.Shell != "" && !strings.EqualFold(spec.Shell, "Bash") && !strings.EqualFold(spec.Shell, "Sh") {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "shell %q is not available on this worker; use Bash", spec.Shell)
-	}
-	for _, o := range spec.OutputVariables {
-		if !shellName.MatchString(str(o.Value)) {
-			return activities.StepResult{}, activities.Fail(activities.Unknown,
-				"output variable %q reads shell variable %q, which is not a valid shell variable name", o.Name, str(o.Value))
-		}
-	}
-
-	mask := &secrets.Masker{}
-	script, err := secrets.Expand(ctx, a.Secrets, mask, spec.Source.Spec.Script)
+	spec, err := parseSpec(in.Spec)
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%v", err)
+		return activities.StepResult{}, err
 	}
-	names := make([]string, len(spec.EnvironmentVariables))
-	values := make([]string, len(spec.EnvironmentVariables))
-	for i, v := range spec.EnvironmentVariables {
-		val, err := a.envValue(ctx, mask, v)
-		if err != nil {
-			return activities.StepResult{}, err
-		}
-		names[i], values[i] = v.Name, val
+	mask := &secrets.Masker{}
+	script, names, values, err := a.prepare(ctx, spec, mask)
+	if err != nil {
+		return activities.StepResult{}, err
 	}
-
 	info := activity.GetInfo(ctx)
 	if fmt.Sprint(spec.OnDelegate) == "false" && spec.ExecutionTarget != nil {
 		return a.runOnTarget(ctx, in, spec, script, names, values, mask)
@@ -156,23 +136,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 
 	st := step{key: key, shell: shell, args: args, dir: dir, script: script, names: names, values: values, outs: spec.OutputVariables}
 	lastLine, code, runErr := a.run(runCtx, st, log, mask)
-	switch {
-	case log.Err() != nil:
-		return activities.StepResult{}, log.Err() // output was lost: an engine fault, Temporal runs the step again
-	case ctx.Err() != nil:
-		return activities.StepResult{}, ctx.Err() // aborted: the workflow decides
-	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return activities.StepResult{}, activities.Fail(activities.Timeout, "script ran longer than the step timeout %s and was killed", in.Timeout)
-	case errors.Is(runErr, errWorkspace):
-		return activities.StepResult{}, runErr // an engine fault: Temporal retries it
-	case runErr != nil:
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "run the shell: %v", runErr)
-	case code != 0:
-		msg := fmt.Sprintf("script exited with code %d", code)
-		if lastLine != "" {
-			msg += "; last output: " + lastLine
-		}
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s", msg)
+	if err := outcome(ctx, runCtx, in, log.Err(), runErr, code, lastLine); err != nil {
+		return activities.StepResult{}, err
 	}
 	outputs, err := readOutputs(dir, spec.OutputVariables, mask)
 	if err != nil {
@@ -182,6 +147,70 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		return activities.StepResult{}, nil
 	}
 	return activities.StepResult{Outputs: map[string]any{"outputVariables": outputs}}, nil
+}
+
+// parseSpec reads a ShellScript spec and refuses what no worker can run: another shell, an
+// output variable that is not a shell variable's name.
+func parseSpec(raw json.RawMessage) (Spec, error) {
+	var spec Spec
+	if err := json.Unmarshal(raw, &spec); err != nil {
+		return spec, activities.Fail(activities.Unknown, "ShellScript spec: %v", err)
+	}
+	if spec.Shell != "" && !strings.EqualFold(spec.Shell, "Bash") && !strings.EqualFold(spec.Shell, "Sh") {
+		return spec, activities.Fail(activities.Unknown, "shell %q is not available on this worker; use Bash", spec.Shell)
+	}
+	for _, o := range spec.OutputVariables {
+		if !shellName.MatchString(str(o.Value)) {
+			return spec, activities.Fail(activities.Unknown,
+				"output variable %q reads shell variable %q, which is not a valid shell variable name", o.Name, str(o.Value))
+		}
+	}
+
+	return spec, nil
+}
+
+// prepare resolves the secrets of the script and of the environment variables, masking
+// their values in the step's log.
+func (a *Activity) prepare(ctx context.Context, spec Spec, mask *secrets.Masker) (script string, names, values []string, err error) {
+	script, err = secrets.Expand(ctx, a.Secrets, mask, spec.Source.Spec.Script)
+	if err != nil {
+		return "", nil, nil, activities.Fail(activities.Unknown, "%v", err)
+	}
+	names = make([]string, len(spec.EnvironmentVariables))
+	values = make([]string, len(spec.EnvironmentVariables))
+	for i, v := range spec.EnvironmentVariables {
+		val, err := a.envValue(ctx, mask, v)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		names[i], values[i] = v.Name, val
+	}
+	return script, names, values, nil
+}
+
+// outcome is the step's failure, nil when the script exited 0: lost output and failures of the
+// engine are errors Temporal retries, an abort is the workflow's, a timeout and a non-zero
+// exit are the step's own.
+func outcome(ctx, runCtx context.Context, in activities.StepInput, logErr, runErr error, code int, lastLine string) error {
+	switch {
+	case logErr != nil:
+		return logErr // output was lost: an engine fault, Temporal runs the step again
+	case ctx.Err() != nil:
+		return ctx.Err() // aborted: the workflow decides
+	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+		return activities.Fail(activities.Timeout, "script ran longer than the step timeout %s and was killed", in.Timeout)
+	case errors.Is(runErr, errWorkspace):
+		return runErr // an engine fault: Temporal retries it
+	case runErr != nil:
+		return activities.Fail(activities.Unknown, "run the shell: %v", runErr)
+	case code != 0:
+		msg := fmt.Sprintf("script exited with code %d", code)
+		if lastLine != "" {
+			msg += "; last output: " + lastLine
+		}
+		return activities.Fail(activities.Unknown, "%s", msg)
+	}
+	return nil
 }
 
 // envValue resolves one environment variable; a Secret-typed value names a secret.

@@ -223,27 +223,7 @@ func subChart(p string) string {
 // error before a run.
 func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm *plan.Manifest) bool {
 	spec, st := m.Spec, m.Spec.Store
-	if m.Type == "HelmChart" {
-		if spec.HelmVersion != "" && spec.HelmVersion != "V3" {
-			r.diags.Unsupportedf(r.at(file, pipeline.ValueAt(spec.Node, "helmVersion")), "unsupported-field",
-				"manifest %s: helmVersion %s is valid in the reference, but Gantry renders charts with Helm 3", m.Identifier, spec.HelmVersion)
-			return false
-		}
-	}
-	if spec.PluginPath != "" {
-		r.diags.Unsupportedf(r.at(file, pipeline.Key(spec.Node, "pluginPath")), "unsupported-field",
-			"manifest %s: Kustomize plugins (`pluginPath`) are valid in the reference, but Gantry does not run them yet", m.Identifier)
-		return false
-	}
-	if len(spec.PatchesPaths) > 0 {
-		r.diags.Unsupportedf(r.at(file, pipeline.Key(spec.Node, "patchesPaths")), "unsupported-field",
-			"manifest %s: `patchesPaths` (KustomizePatches manifests) are valid in the reference, but Gantry does not apply them yet; list the patches in the kustomization", m.Identifier)
-		return false
-	}
-	if st.Type == "S3" {
-		r.diags.Unsupportedf(r.at(file, pipeline.ValueAt(st.Node, "type")), "unsupported-manifest-store",
-			"manifest %s: Gantry reads K8sManifest and Values files from S3 stores, not %s folders (a chart in S3 is a .tgz Gantry does not unpack yet)", m.Identifier, m.Type).
-			SetHint("keep the %s in Git or beside the service (`type: Local`)", m.Type)
+	if !r.folderSupported(file, m) {
 		return false
 	}
 	if st.Type == "Http" || st.Type == "OciHelmChart" {
@@ -282,6 +262,46 @@ func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm
 		}
 		pm.Values = append(pm.Values, vf...)
 	}
+	r.buildFolder(file, service, m, pm)
+	return true
+}
+
+// folderSupported reports the folder manifests Gantry cannot render yet: Helm 2 charts,
+// Kustomize plugins and patches, folders in S3.
+func (r *resolver) folderSupported(file string, m *pipeline.Manifest) bool {
+	spec, st := m.Spec, m.Spec.Store
+	if m.Type == "HelmChart" {
+		if spec.HelmVersion != "" && spec.HelmVersion != "V3" {
+			r.diags.Unsupportedf(r.at(file, pipeline.ValueAt(spec.Node, "helmVersion")), "unsupported-field",
+				"manifest %s: helmVersion %s is valid in the reference, but Gantry renders charts with Helm 3", m.Identifier, spec.HelmVersion)
+			return false
+		}
+	}
+	if spec.PluginPath != "" {
+		r.diags.Unsupportedf(r.at(file, pipeline.Key(spec.Node, "pluginPath")), "unsupported-field",
+			"manifest %s: Kustomize plugins (`pluginPath`) are valid in the reference, but Gantry does not run them yet", m.Identifier)
+		return false
+	}
+	if len(spec.PatchesPaths) > 0 {
+		r.diags.Unsupportedf(r.at(file, pipeline.Key(spec.Node, "patchesPaths")), "unsupported-field",
+			"manifest %s: `patchesPaths` (KustomizePatches manifests) are valid in the reference, but Gantry does not apply them yet; list the patches in the kustomization", m.Identifier)
+		return false
+	}
+	if st.Type == "S3" {
+		r.diags.Unsupportedf(r.at(file, pipeline.ValueAt(st.Node, "type")), "unsupported-manifest-store",
+			"manifest %s: Gantry reads K8sManifest and Values files from S3 stores, not %s folders (a chart in S3 is a .tgz Gantry does not unpack yet)", m.Identifier, m.Type).
+			SetHint("keep the %s in Git or beside the service (`type: Local`)", m.Type)
+		return false
+	}
+	return true
+}
+
+// buildFolder builds a Local folder manifest now (kustomize build, or helm template with its
+// values), so that a broken one is an error before a run; files that still hold expressions
+// are built when the stage runs.
+func (r *resolver) buildFolder(file, service string, m *pipeline.Manifest, pm *plan.Manifest) {
+	base, files, st := filepath.Dir(file), pm.Files, m.Spec.Store
+	var err error
 	mf := make([]manifests.File, len(files))
 	for i, f := range files {
 		mf[i] = manifests.File{Path: f.Path, Text: f.Text}
@@ -301,7 +321,6 @@ func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm
 	if err != nil && !slices.ContainsFunc(files, func(f plan.File) bool { return strings.Contains(f.Text, "<+") }) {
 		r.diags.Errorf(r.at(file, st.Spec.Node), code, "service %s, manifest %s: %v", service, m.Identifier, err).SetHint("%s", hint)
 	}
-	return true
 }
 
 // readTree reads a file, or the *.yaml, *.yml and *.tpl files under a folder in path order.

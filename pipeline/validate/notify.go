@@ -157,9 +157,16 @@ func (c *checker) notificationMethod(rule string, m *pipeline.NotificationMethod
 				"delegate selector %q is an expression; this version routes by fixed selectors", sel)
 		}
 	}
+	if missing := c.channelTarget(m.Type, s); missing != "" {
+		c.diags.Errorf(c.pos(s.Node), "missing-field", "notification rule %s: its %s channel has no target; it needs %s", rule, m.Type, missing)
+	}
+}
+
+// channelTarget checks where a channel of type typ sends (addresses, URLs) and returns what
+// it lacks to send anywhere, "" when it has a target.
+func (c *checker) channelTarget(typ string, s *pipeline.NotificationChannel) (missing string) {
 	groups := len(s.UserGroups) > 0
-	missing := ""
-	switch m.Type {
+	switch typ {
 	case "Email":
 		if len(s.Recipients) == 0 && !groups {
 			missing = "recipients or userGroups"
@@ -201,9 +208,7 @@ func (c *checker) notificationMethod(rule string, m *pipeline.NotificationMethod
 		}
 		c.channelURL(s.Node, "url", s.URL)
 	}
-	if missing != "" {
-		c.diags.Errorf(c.pos(s.Node), "missing-field", "notification rule %s: its %s channel has no target; it needs %s", rule, m.Type, missing)
-	}
+	return missing
 }
 
 func (c *checker) channelURL(obj *yaml.Node, key, value string) {
