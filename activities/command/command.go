@@ -80,27 +80,9 @@ type run struct {
 
 // Run runs one Command step on its host.
 func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
-	var sp spec
-	if err := json.Unmarshal(in.Spec, &sp); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "Command spec: %v", err)
-	}
-	if in.Deploy == nil || in.Deploy.Ssh == nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "a Command step runs in a Deployment stage whose infrastructure is a Pdc one")
-	}
-	host := strings.TrimSpace(sp.Host)
-	if host == "" {
-		host = in.Deploy.Host
-	}
-	if host == "" {
-		return activities.StepResult{}, activities.Fail(activities.Unknown,
-			"the Command step names no host: run it in a loop over the hosts (strategy: {repeat: {items: <+stage.output.hosts>}}), "+
-				"or over <+repeat.partition> inside a step group looping over partitions of them")
-	}
-	for _, o := range sp.OutputVariables {
-		if !sshexec.ShellName(scalar(o.Value)) {
-			return activities.StepResult{}, activities.Fail(activities.Unknown,
-				"output variable %q reads shell variable %q, which is not a valid shell variable name", o.Name, scalar(o.Value))
-		}
+	sp, host, err := commandSpec(in)
+	if err != nil {
+		return activities.StepResult{}, err
 	}
 	r := &run{a: a, in: in, host: host, mask: &secrets.Masker{}, env: map[string]string{}, values: map[string]string{}}
 	target, err := sshexec.TargetFor(ctx, a.Secrets, r.mask, in.Deploy.Ssh.Credential, host, a.KnownHosts)
@@ -127,22 +109,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	for _, u := range sp.CommandUnits {
 		r.log.Line(fmt.Sprintf("# unit %s (%s)", u.Name, u.Type))
-		var err error
-		switch u.Type {
-		case "Copy":
-			if u.Spec.SourceType == "Artifact" {
-				err = r.copyArtifact(runCtx, u.Spec.DestinationPath)
-			} else {
-				err = r.copyConfig(runCtx, u.Spec.DestinationPath)
-			}
-		case "DownloadArtifact":
-			err = r.download(runCtx, u.Spec.DestinationPath)
-		case "Script":
-			err = r.script(runCtx, u, names)
-		default:
-			err = activities.Fail(activities.Unknown, "%s units are not run", u.Type)
-		}
-		if err != nil {
+		if err := r.runUnit(runCtx, u, names); err != nil {
 			return activities.StepResult{}, stopped(ctx, runCtx, in, u.Name, err)
 		}
 	}
@@ -162,6 +129,49 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out["outputVariables"] = vars
 	}
 	return activities.StepResult{Outputs: out}, nil
+}
+
+// commandSpec reads a Command step's spec and the host it runs on (its own, or its loop's).
+func commandSpec(in activities.StepInput) (sp spec, host string, err error) {
+	if err := json.Unmarshal(in.Spec, &sp); err != nil {
+		return sp, "", activities.Fail(activities.Unknown, "Command spec: %v", err)
+	}
+	if in.Deploy == nil || in.Deploy.Ssh == nil {
+		return sp, "", activities.Fail(activities.Unknown, "a Command step runs in a Deployment stage whose infrastructure is a Pdc one")
+	}
+	host = strings.TrimSpace(sp.Host)
+	if host == "" {
+		host = in.Deploy.Host
+	}
+	if host == "" {
+		return sp, "", activities.Fail(activities.Unknown,
+			"the Command step names no host: run it in a loop over the hosts (strategy: {repeat: {items: <+stage.output.hosts>}}), "+
+				"or over <+repeat.partition> inside a step group looping over partitions of them")
+	}
+	for _, o := range sp.OutputVariables {
+		if !sshexec.ShellName(scalar(o.Value)) {
+			return sp, "", activities.Fail(activities.Unknown,
+				"output variable %q reads shell variable %q, which is not a valid shell variable name", o.Name, scalar(o.Value))
+		}
+	}
+	return sp, host, nil
+}
+
+// runUnit runs one command unit.
+func (r *run) runUnit(ctx context.Context, u unit, names []string) error {
+	switch u.Type {
+	case "Copy":
+		if u.Spec.SourceType == "Artifact" {
+			return r.copyArtifact(ctx, u.Spec.DestinationPath)
+		}
+		return r.copyConfig(ctx, u.Spec.DestinationPath)
+	case "DownloadArtifact":
+		return r.download(ctx, u.Spec.DestinationPath)
+	case "Script":
+		return r.script(ctx, u, names)
+	default:
+		return activities.Fail(activities.Unknown, "%s units are not run", u.Type)
+	}
 }
 
 // copyConfig writes each of the service's config files into dir.

@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/container/wire"
@@ -68,30 +69,9 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 	if err != nil {
 		return activities.StepResult{}, err
 	}
-	opts := &git.CloneOptions{URL: repoURL, Auth: auth, Tags: git.NoTags, InsecureSkipTLS: strings.EqualFold(string(spec.SSLVerify), "false")}
-	if strings.EqualFold(string(spec.FetchTags), "true") {
-		opts.Tags = git.AllTags
-	}
-	depth := 1
-	if spec.Depth != "" {
-		if depth, err = strconv.Atoi(string(spec.Depth)); err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone depth %q is not a number", spec.Depth)
-		}
-	}
-	ref := ""
-	switch spec.Build.Type {
-	case "branch":
-		ref = "branch " + spec.Build.Spec.Branch
-		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewBranchReferenceName(spec.Build.Spec.Branch), true, depth
-	case "tag":
-		ref = "tag " + spec.Build.Spec.Tag
-		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewTagReferenceName(spec.Build.Spec.Tag), true, depth
-	case "commitSha":
-		ref = "commit " + spec.Build.Spec.CommitSha // servers refuse a shallow fetch of any commit
-	case "PR":
-		ref = "pull request " + string(spec.Build.Spec.Number)
-	default:
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone build type %q is not branch, tag, PR or commitSha", spec.Build.Type)
+	opts, ref, depth, err := cloneOptions(spec, repoURL, auth)
+	if err != nil {
+		return activities.StepResult{}, err
 	}
 	tmp, err := os.MkdirTemp("", "gantry-clone-")
 	if err != nil {
@@ -107,25 +87,8 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 	if err != nil {
 		return activities.StepResult{}, gitstore.Classify(err, "%s, %s", where, ref)
 	}
-	commit := spec.Checkout
-	switch {
-	case spec.Build.Type == "commitSha":
-		commit = spec.Build.Spec.CommitSha
-	case spec.Build.Type == "PR":
-		commit = "" // the pull request's ref names what to build; its head commit is not the merge
-	}
-	if commit != "" {
-		h, err := repo.ResolveRevision(plumbing.Revision(commit))
-		if err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Verification, "%s, %s: no commit %s (a clone of depth %d)", where, ref, commit, depth)
-		}
-		wt, err := repo.Worktree()
-		if err == nil {
-			err = wt.Checkout(&git.CheckoutOptions{Hash: *h, Force: true})
-		}
-		if err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: check out %s: %v", where, commit, err)
-		}
+	if err := checkoutCommit(repo, spec, where, ref, depth); err != nil {
+		return activities.StepResult{}, err
 	}
 	head, err := repo.Head()
 	if err != nil {
@@ -143,6 +106,62 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 	}
 	log.Line(fmt.Sprintf("cloned %s, %s, at %s into %s", where, ref, head.Hash(), dest))
 	return activities.StepResult{Outputs: map[string]any{"commitSha": head.Hash().String(), "cloneDirectory": dest}}, nil
+}
+
+// cloneOptions are go-git's options for a GitClone spec: the ref to fetch (a branch or tag
+// shallowly, to depth), and ref named for messages.
+func cloneOptions(spec gitCloneSpec, repoURL string, auth transport.AuthMethod) (opts *git.CloneOptions, ref string, depth int, err error) {
+	opts = &git.CloneOptions{URL: repoURL, Auth: auth, Tags: git.NoTags, InsecureSkipTLS: strings.EqualFold(string(spec.SSLVerify), "false")}
+	if strings.EqualFold(string(spec.FetchTags), "true") {
+		opts.Tags = git.AllTags
+	}
+	depth = 1
+	if spec.Depth != "" {
+		if depth, err = strconv.Atoi(string(spec.Depth)); err != nil {
+			return nil, "", 0, activities.Fail(activities.Unknown, "GitClone depth %q is not a number", spec.Depth)
+		}
+	}
+	switch spec.Build.Type {
+	case "branch":
+		ref = "branch " + spec.Build.Spec.Branch
+		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewBranchReferenceName(spec.Build.Spec.Branch), true, depth
+	case "tag":
+		ref = "tag " + spec.Build.Spec.Tag
+		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewTagReferenceName(spec.Build.Spec.Tag), true, depth
+	case "commitSha":
+		ref = "commit " + spec.Build.Spec.CommitSha // servers refuse a shallow fetch of any commit
+	case "PR":
+		ref = "pull request " + string(spec.Build.Spec.Number)
+	default:
+		return nil, "", 0, activities.Fail(activities.Unknown, "GitClone build type %q is not branch, tag, PR or commitSha", spec.Build.Type)
+	}
+	return opts, ref, depth, nil
+}
+
+// checkoutCommit checks out the commit a spec names (commitSha, or checkout), if any; a
+// pull request's ref names what to build already.
+func checkoutCommit(repo *git.Repository, spec gitCloneSpec, where, ref string, depth int) error {
+	commit := spec.Checkout
+	switch {
+	case spec.Build.Type == "commitSha":
+		commit = spec.Build.Spec.CommitSha
+	case spec.Build.Type == "PR":
+		commit = "" // the pull request's ref names what to build; its head commit is not the merge
+	}
+	if commit != "" {
+		h, err := repo.ResolveRevision(plumbing.Revision(commit))
+		if err != nil {
+			return activities.Fail(activities.Verification, "%s, %s: no commit %s (a clone of depth %d)", where, ref, commit, depth)
+		}
+		wt, err := repo.Worktree()
+		if err == nil {
+			err = wt.Checkout(&git.CheckoutOptions{Hash: *h, Force: true})
+		}
+		if err != nil {
+			return activities.Fail(activities.Unknown, "%s: check out %s: %v", where, commit, err)
+		}
+	}
+	return nil
 }
 
 // pullRequestRef is the ref a Git server publishes a pull request under: its head, or the

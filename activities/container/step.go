@@ -127,24 +127,8 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	}
 	// Test reports are read however the command ended: a test run that fails exits non-zero.
 	tests := a.testReports(runCtx, k, string(inf.Namespace), in, spec, log)
-	switch {
-	case res.Error != "" && res.ExitCode == 0:
-		return activities.StepResult{}, activities.FailWithTests(activities.Unknown, tests, "container %s: %s", in.Pod.Container, mask.Apply(res.Error))
-	case res.Signal != "":
-		msg := fmt.Sprintf("container %s: the command was killed by signal %s", in.Pod.Container, res.Signal)
-		if res.Signal == "KILL" {
-			msg += " (out of memory, if the container has a memory limit)"
-		}
-		return activities.StepResult{}, activities.FailWithTests(activities.Unknown, tests, "%s%s", msg, lastLine(last))
-	case res.ExitCode != 0:
-		msg := fmt.Sprintf("container %s: the command exited with code %d", in.Pod.Container, res.ExitCode)
-		if res.ExitCode == 137 {
-			msg += " (a process was killed: out of memory, if the container has a memory limit)"
-		}
-		if res.Error != "" {
-			msg += ": " + mask.Apply(res.Error)
-		}
-		return activities.StepResult{}, activities.FailWithTests(activities.Unknown, tests, "%s%s", msg, lastLine(last))
+	if err := commandFailure(in, res, last, tests, mask); err != nil {
+		return activities.StepResult{}, err
 	}
 	if buildStep(in.Type) {
 		return activities.StepResult{Outputs: publishedImages(image, res.Outputs["digest"])}, nil
@@ -153,8 +137,39 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 		log.Line(fmt.Sprintf("# gantry: started (pid %d); it runs until the step group ends", res.PID))
 		return activities.StepResult{}, nil
 	}
+	return activities.StepResult{Outputs: outputVariables(spec, res, mask), Tests: tests}, nil
+}
+
+// commandFailure is the step's failure when its command did not succeed: an error of the
+// helper, a signal, a non-zero exit; nil otherwise. It carries the test reports read.
+func commandFailure(in activities.StepInput, res wire.Result, last string, tests *activities.TestSummary, mask *secrets.Masker) error {
+	switch {
+	case res.Error != "" && res.ExitCode == 0:
+		return activities.FailWithTests(activities.Unknown, tests, "container %s: %s", in.Pod.Container, mask.Apply(res.Error))
+	case res.Signal != "":
+		msg := fmt.Sprintf("container %s: the command was killed by signal %s", in.Pod.Container, res.Signal)
+		if res.Signal == "KILL" {
+			msg += " (out of memory, if the container has a memory limit)"
+		}
+		return activities.FailWithTests(activities.Unknown, tests, "%s%s", msg, lastLine(last))
+	case res.ExitCode != 0:
+		msg := fmt.Sprintf("container %s: the command exited with code %d", in.Pod.Container, res.ExitCode)
+		if res.ExitCode == 137 {
+			msg += " (a process was killed: out of memory, if the container has a memory limit)"
+		}
+		if res.Error != "" {
+			msg += ": " + mask.Apply(res.Error)
+		}
+		return activities.FailWithTests(activities.Unknown, tests, "%s%s", msg, lastLine(last))
+	}
+	return nil
+}
+
+// outputVariables are the step's output variables from the command's result, nil without
+// any; Secret ones are masked in the log and stand as the mask in the outputs.
+func outputVariables(spec stepSpec, res wire.Result, mask *secrets.Masker) map[string]any {
 	if len(spec.OutputVariables) == 0 {
-		return activities.StepResult{Tests: tests}, nil
+		return nil
 	}
 	outs := map[string]any{}
 	for _, o := range spec.OutputVariables {
@@ -165,7 +180,7 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 		}
 		outs[o.Name] = v
 	}
-	return activities.StepResult{Outputs: map[string]any{"outputVariables": outs}, Tests: tests}, nil
+	return map[string]any{"outputVariables": outs}
 }
 
 // testReports reads the JUnit reports a step names from its pod (through the helper
