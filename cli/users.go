@@ -88,6 +88,11 @@ func roleCmd() *cobra.Command {
 		Long: `Roles grant actions on pipelines (by identifier pattern) and, for execute, on the environments
 of Deployment stages (identifier or type patterns): view, execute, abort, create, admin. Groups
 hold roles; users hold groups. An identity file without roles lets every user do everything.`}
+	cmd.AddCommand(roleAddCmd(), roleGrantCmd(false), roleGrantCmd(true), roleRemoveCmd(), roleListCmd())
+	return cmd
+}
+
+func roleAddCmd() *cobra.Command {
 	var conn connFlags
 	var id idFlags
 	var actions, pipelines, envs []string
@@ -120,35 +125,44 @@ hold roles; users hold groups. An identity file without roles lets every user do
 	add.Flags().StringArrayVar(&envs, "environment", nil, "environment identifier or type pattern for execute, e.g. PreProduction (repeatable; default all)")
 	add.Flags().StringVar(&description, "description", "", "what the role is for")
 	identityFlags(add, &conn, &id)
+	return add
+}
 
+// roleGrantCmd is `role grant`, or with revoke `role revoke`.
+func roleGrantCmd(revoke bool) *cobra.Command {
+	var conn connFlags
+	var id idFlags
 	var groups []string
-	grant := func(revoke bool) *cobra.Command {
-		use, short := "grant ROLE --group G ...", "Give a role to groups"
-		if revoke {
-			use, short = "revoke ROLE --group G ...", "Take a role from groups (applies to the next request)"
-		}
-		c := &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				if len(groups) == 0 {
-					return usageErr("--group names the groups")
-				}
-				return editIdentity(id.path(conn.dataDir), func(dir *identity.Directory) error {
-					for _, g := range groups {
-						if revoke {
-							if !dir.Revoke(g, args[0]) {
-								return fmt.Errorf("group %s does not hold role %s", g, args[0])
-							}
-						} else if err := dir.Grant(g, args[0]); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-			}}
-		c.Flags().StringArrayVar(&groups, "group", nil, "group (repeatable)")
-		identityFlags(c, &conn, &id)
-		return c
+	use, short := "grant ROLE --group G ...", "Give a role to groups"
+	if revoke {
+		use, short = "revoke ROLE --group G ...", "Take a role from groups (applies to the next request)"
 	}
+	c := &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(groups) == 0 {
+				return usageErr("--group names the groups")
+			}
+			return editIdentity(id.path(conn.dataDir), func(dir *identity.Directory) error {
+				for _, g := range groups {
+					if revoke {
+						if !dir.Revoke(g, args[0]) {
+							return fmt.Errorf("group %s does not hold role %s", g, args[0])
+						}
+					} else if err := dir.Grant(g, args[0]); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+		}}
+	c.Flags().StringArrayVar(&groups, "group", nil, "group (repeatable)")
+	identityFlags(c, &conn, &id)
+	return c
+}
+
+func roleRemoveCmd() *cobra.Command {
+	var conn connFlags
+	var id idFlags
 	remove := &cobra.Command{Use: "remove NAME", Short: "Delete a role and every group's hold on it", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return editIdentity(id.path(conn.dataDir), func(dir *identity.Directory) error {
@@ -159,6 +173,12 @@ hold roles; users hold groups. An identity file without roles lets every user do
 			})
 		}}
 	identityFlags(remove, &conn, &id)
+	return remove
+}
+
+func roleListCmd() *cobra.Command {
+	var conn connFlags
+	var id idFlags
 	list := &cobra.Command{Use: "list", Short: "List roles, their permissions and the groups that hold them", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			dir, err := identity.Load(id.path(conn.dataDir))
@@ -191,8 +211,7 @@ hold roles; users hold groups. An identity file without roles lets every user do
 			return tw.Flush()
 		}}
 	identityFlags(list, &conn, &id)
-	cmd.AddCommand(add, grant(false), grant(true), remove, list)
-	return cmd
+	return list
 }
 
 func orAll(patterns []string) string {
