@@ -140,7 +140,9 @@ type CIProperties struct {
 // Build is a mapping ({type, spec}) or a runtime input that a run fills.
 type Codebase struct {
 	Node            *yaml.Node `yaml:"-"`
-	ConnectorRef    string     `yaml:"connectorRef" gantry:"required"`
+	// ConnectorRef is the Git connector; without it, RepoName is a repository of the
+	// vendor's own Git hosting, which Gantry does not reach (validate says so).
+	ConnectorRef    string     `yaml:"connectorRef"`
 	RepoName        string     `yaml:"repoName"`
 	Build           *yaml.Node `yaml:"build" gantry:"required"`
 	Depth           string     `yaml:"depth"`

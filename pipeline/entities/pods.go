@@ -77,8 +77,8 @@ func (r *resolver) ciPod(s *pipeline.Stage, p *pipeline.Pipeline, infras map[str
 	if pod == nil || spec.CloneCodebase != "true" || cb == nil {
 		return pod
 	}
-	if strings.Contains(cb.ConnectorRef, "<+") {
-		return pod
+	if cb.ConnectorRef == "" || strings.Contains(cb.ConnectorRef, "<+") {
+		return pod // the vendor's Git hosting (reported by validate), or resolved when the stage runs
 	}
 	if gc, ok := r.gitConnector(r.file, cb.Node, cb.ConnectorRef, "the codebase"); ok {
 		if pod.Git == nil {

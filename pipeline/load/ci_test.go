@@ -181,3 +181,36 @@ func TestCIExample(t *testing.T) {
 		t.Fatalf("trigger: %v\n%s", err, tr.Diags.Render(tr.Sources))
 	}
 }
+
+// A codebase with repoName and no connectorRef is a repository of the vendor's own Git hosting:
+// a stage that clones it is unsupported, naming it, and one that does not clone runs; with
+// neither field the codebase names nothing and is an error.
+func TestCodebaseWithoutConnector(t *testing.T) {
+	vendor := "      codebase: {repoName: app, build: {type: branch, spec: {branch: main}}}\n"
+	base := "      codebase: {connectorRef: git, build: {type: branch, spec: {branch: main}}}\n"
+	for _, c := range []struct {
+		codebase, clone string
+		sev             diag.Severity
+		code, want      string
+	}{
+		{vendor, "true", diag.Unsupported, "unsupported-codebase", "clones repository app, which the codebase names without a connectorRef"},
+		{vendor, "false", diag.Warning, "", ""},
+		{"      codebase: {build: {type: branch, spec: {branch: main}}}\n", "false", diag.Error, "missing-field", `codebase is missing required field "connectorRef"`},
+	} {
+		src := strings.Replace(ciPipeline("          cloneCodebase: "+c.clone+"\n"+ciK8s+ciSteps), base, c.codebase, 1)
+		files := map[string]string{"p.yaml": src}
+		for k, v := range ciConnectors {
+			files[k] = v
+		}
+		r := loadIn(t, files, "p.yaml", load.Options{ForRun: true})
+		if c.code == "" {
+			if !r.OK() || len(r.Diags) > 0 {
+				t.Errorf("codebase %q, cloneCodebase %s: want a clean plan:\n%s", c.codebase, c.clone, r.Diags.Render(r.Sources))
+			}
+			continue
+		}
+		if d := codes(r.Diags, c.sev, c.code); len(d) != 1 || !strings.Contains(d[0].Message, c.want) {
+			t.Errorf("codebase %q, cloneCodebase %s: want %s %s %q:\n%s", c.codebase, c.clone, c.sev, c.code, c.want, r.Diags.Render(r.Sources))
+		}
+	}
+}

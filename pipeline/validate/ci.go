@@ -20,6 +20,11 @@ func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
 			"stage %s clones the codebase, but the pipeline has none", s.Identifier).
 			SetHint("add `properties: {ci: {codebase: {connectorRef: my_git, repoName: app, build: <+input>}}}` to the pipeline, or set cloneCodebase: false")
 	}
+	if cb := c.codebase; spec.CloneCodebase == "true" && cb != nil && cb.ConnectorRef == "" && cb.RepoName != "" {
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(spec.Node, "cloneCodebase")), "unsupported-codebase",
+			"stage %s clones repository %s, which the codebase names without a connectorRef: a repository of the vendor's own Git hosting (Code Repository), which Gantry cannot reach", s.Identifier, cb.RepoName).
+			SetHint("mirror the repository to a Git server and name its connector in the codebase's connectorRef, or set cloneCodebase: false")
+	}
 	if spec.CloneCodebase == "true" && spec.Execution != nil {
 		pipeline.WalkSteps(spec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
 			if v.Step != nil && len(v.Groups) == 0 && v.Step.Identifier == steps.CloneStepID {
@@ -130,6 +135,10 @@ func (c *checker) codebaseOf(p *pipeline.Pipeline) *pipeline.Codebase {
 	cb := p.Codebase
 	if cb == nil {
 		return nil
+	}
+	if cb.ConnectorRef == "" && cb.RepoName == "" {
+		c.diags.Errorf(c.pos(cb.Node), "missing-field", "codebase is missing required field \"connectorRef\"").
+			SetHint("name the Git connector of the repository to clone, and its repoName when the connector is an account's")
 	}
 	c.integer(cb.Node, "depth", cb.Depth, 0, false, "codebase depth")
 	c.boolean(cb.Node, "sslVerify", cb.SslVerify)
