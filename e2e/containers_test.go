@@ -168,7 +168,8 @@ func podsLeft(t *testing.T, cs kubernetes.Interface) []string {
 }
 
 // A group of container steps in one pod: a Background service reached by a later step, the
-// workspace and a shared path carrying files between steps, a Plugin's settings as PLUGIN_*, an output variable passed on, a
+// workspace and a shared path carrying files between steps, a Run step without a command running its image's
+// entrypoint, a Plugin's settings as PLUGIN_*, an output variable passed on, a
 // secret masked in the log; the pod is deleted when the group ends.
 func TestContainerizedStepGroup(t *testing.T) {
 	_, cs := realNode(t)
@@ -195,6 +196,12 @@ func TestContainerizedStepGroup(t *testing.T) {
                             VERSION=1.2.$GREETING_LEN
                           envVariables: {GREETING_LEN: "3"}
                           outputVariables: [{name: VERSION}]
+                    - step:
+                        type: Run
+                        name: entry
+                        identifier: entry
+                        spec:
+                          image: IMAGE
                     - step:
                         type: Plugin
                         name: notify
@@ -223,7 +230,7 @@ func TestContainerizedStepGroup(t *testing.T) {
 `)
 	exec, res := runPlan(t, node.starter, p)
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "s.tools": status.Succeeded,
-		"s.tools.web": status.Succeeded, "s.tools.write": status.Succeeded, "s.tools.notify": status.Succeeded, "s.tools.read": status.Succeeded})
+		"s.tools.web": status.Succeeded, "s.tools.write": status.Succeeded, "s.tools.entry": status.Succeeded, "s.tools.notify": status.Succeeded, "s.tools.read": status.Succeeded})
 	if out := res.Tree.Find("s.tools.read").Outputs["outputVariables"]; fmt.Sprint(out) != "map[OUT:pong]" {
 		t.Errorf("read outputs %v", out)
 		dumpLogs(t, exec.ID, "s.tools.web", "s.tools.read")

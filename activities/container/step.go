@@ -274,6 +274,12 @@ func (a *Activity) request(ctx context.Context, in activities.StepInput, spec st
 		}
 	}
 	switch in.Type {
+	case "Run":
+		if req.Command == "" { // the image's entrypoint runs, as for a Plugin step
+			if req.Entrypoint, err = a.imageEntrypoint(ctx, in, nil); err != nil {
+				return req, err
+			}
+		}
 	case "Plugin":
 		// Drone's convention: each setting is PLUGIN_<NAME>; lists are comma-joined, objects JSON.
 		for k, v := range spec.Settings {

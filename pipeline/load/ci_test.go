@@ -214,3 +214,16 @@ func TestCodebaseWithoutConnector(t *testing.T) {
 		}
 	}
 }
+
+// A Run step with an image and no command is valid, as in the reference's schema: its image's
+// entrypoint runs, as a Plugin step's does.
+func TestRunStepWithoutCommand(t *testing.T) {
+	files := map[string]string{"p.yaml": ciPipeline(ciK8s + "          execution:\n            steps:\n              - step: {type: Run, name: a, identifier: a, spec: {image: alpine}}\n")}
+	for k, v := range ciConnectors {
+		files[k] = v
+	}
+	r := loadIn(t, files, "p.yaml", load.Options{ForRun: true})
+	if !r.OK() || len(r.Diags) > 0 {
+		t.Fatalf("want a clean plan:\n%s", r.Diags.Render(r.Sources))
+	}
+}

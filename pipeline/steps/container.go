@@ -49,12 +49,13 @@ type ContainerSettings struct {
 type Run struct {
 	Node              *yaml.Node `yaml:"-"`
 	ContainerSettings `yaml:",inline"`
-	RegistryRef       string            `yaml:"registryRef"`
-	Shell             string            `yaml:"shell"`
-	Command           string            `yaml:"command" gantry:"required"`
-	EnvVariables      map[string]string `yaml:"envVariables"`
-	OutputVariables   []NameTypeValue   `yaml:"outputVariables"`
-	OutputAlias       *OutputAlias      `yaml:"outputAlias"`
+	RegistryRef       string `yaml:"registryRef"`
+	Shell             string `yaml:"shell"`
+	// Command is the script; without one the image's entrypoint runs, as for a Plugin step.
+	Command         string            `yaml:"command"`
+	EnvVariables    map[string]string `yaml:"envVariables"`
+	OutputVariables []NameTypeValue   `yaml:"outputVariables"`
+	OutputAlias     *OutputAlias      `yaml:"outputAlias"`
 }
 
 // Background starts a service container that keeps running while the group's later steps run.
