@@ -42,8 +42,10 @@ func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
 			"stage %s runs on runtime %s, the reference's hosted or local build machines, and no build infrastructure is configured; Gantry runs CI stages on a Kubernetes cluster you name", s.Identifier, typ).
 			SetHint("name one with --ci-connector K8S_CONNECTOR --ci-namespace NS [--ci-image DEFAULT_IMAGE] (env GANTRY_CI_CONNECTOR, GANTRY_CI_NAMESPACE, GANTRY_CI_IMAGE) on gantry run, validate and server, or replace runtime with `infrastructure: {type: KubernetesDirect, spec: {connectorRef: my_cluster, namespace: ci}}`")
 	default:
-		c.diags.Errorf(c.pos(spec.Node), "missing-field", "CI stage %s has no infrastructure", s.Identifier).
-			SetHint("add `infrastructure: {type: KubernetesDirect, spec: {connectorRef: my_cluster, namespace: ci}}`")
+		// The reference runs no build stage without a build infrastructure: it is where the
+		// stage's shared workspace lives (its CI FAQ, "What is build infrastructure").
+		c.diags.Errorf(c.pos(spec.Node), "missing-field", "CI stage %s has no infrastructure and no runtime: the reference, too, runs a build stage only on a build infrastructure, which holds the workspace its steps share", s.Identifier).
+			SetHint("add `infrastructure: {type: KubernetesDirect, spec: {connectorRef: my_cluster, namespace: ci}}`, or `runtime: {type: Cloud, spec: {}}` with a build infrastructure given by --ci-connector")
 	}
 	if p := spec.Platform; p != nil && p.Kind == yaml.MappingNode {
 		if os := scalarValue(pipeline.Field(p, "os")); os != "" && os != "Linux" && !dynamic(os) {
