@@ -139,7 +139,7 @@ type CIProperties struct {
 // Codebase is the repository CI stages with cloneCodebase clone into /harness (spec 22.3).
 // Build is a mapping ({type, spec}) or a runtime input that a run fills.
 type Codebase struct {
-	Node            *yaml.Node `yaml:"-"`
+	Node *yaml.Node `yaml:"-"`
 	// ConnectorRef is the Git connector; without it, RepoName is a repository of the
 	// vendor's own Git hosting, which Gantry does not reach (validate says so).
 	ConnectorRef    string     `yaml:"connectorRef"`

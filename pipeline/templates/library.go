@@ -4,12 +4,15 @@
 package templates
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
@@ -35,6 +38,9 @@ type Doc struct {
 	T      *pipeline.Template
 	scope  string
 	stable bool
+	// twins are other files defining the same identifier and version differently: a link to
+	// it is an error naming them all (one that is not linked is only warned about).
+	twins []string
 }
 
 // Key names the document as messages and execution records do: identifier@version.
@@ -129,8 +135,12 @@ func (l *Library) loadFile(path string, inTemplatesDir bool, diags *diag.List) {
 	for _, other := range l.byID[t.Identifier] {
 		if other.T.VersionLabel == t.VersionLabel && other.scope == doc.scope &&
 			other.T.OrgIdentifier == t.OrgIdentifier && other.T.ProjectIdentifier == t.ProjectIdentifier {
-			diags.Errorf(pipeline.NodePos(path, pipeline.ValueAt(t.Node, "versionLabel")), "duplicate-template",
-				"template %s version %s is defined twice: here and in %s", t.Identifier, t.VersionLabel, other.File).
+			if sameBody(other.T.Node, t.Node) {
+				return // a copy of the same template is no conflict
+			}
+			other.twins = append(other.twins, path)
+			diags.Warnf(pipeline.NodePos(path, pipeline.ValueAt(t.Node, "versionLabel")), "duplicate-template",
+				"template %s version %s is defined twice, differently: here and in %s; a pipeline that links it is refused", t.Identifier, t.VersionLabel, other.File).
 				SetHint("give one of them another versionLabel, or delete one")
 			return
 		}
@@ -166,9 +176,27 @@ type lookupError struct {
 // the templates found.
 const MissingTemplate = "missing-template"
 
+// sameBody reports whether two template documents say the same, whatever their layout.
+func sameBody(a, b *yaml.Node) bool {
+	x, err1 := yaml.Marshal(a)
+	y, err2 := yaml.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
 // find resolves a reference (`[account.|org.]id`) and an optional version label made from a
-// document at scope from.
+// document at scope from; a template defined twice, differently, is an error naming the files.
 func (l *Library) find(ref, version, from string) (*Doc, *lookupError) {
+	d, le := l.lookup(ref, version, from)
+	if le == nil && len(d.twins) > 0 {
+		return nil, &lookupError{"duplicate-template",
+			fmt.Sprintf("template %s version %s is defined twice, differently: in %s and %s", d.T.Identifier, d.T.VersionLabel, d.File, strings.Join(d.twins, " and ")),
+			"give one of them another versionLabel, or delete one"}
+	}
+	return d, le
+}
+
+// lookup is find without the check for twins.
+func (l *Library) lookup(ref, version, from string) (*Doc, *lookupError) {
 	want, id := scopeProject, ref
 	switch {
 	case strings.HasPrefix(ref, "account."):

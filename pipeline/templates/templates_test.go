@@ -276,11 +276,38 @@ func TestC93StableVersion(t *testing.T) {
 	r = project(t, map[string]string{"templates/v1.yaml": version("v1", true), "templates/v2.yaml": version("v2", true),
 		"pipeline.yaml": pipelineOf(fmt.Sprintf(deployLink, "                    versionLabel: v1\n"))}, forRun())
 	wantCode(t, r, "duplicate-stable")
-	r = project(t, map[string]string{"templates/a.yaml": version("v1", false), "templates/b.yaml": version("v1", false),
+	// Two files defining one version differently: an error where a pipeline links it, naming
+	// both files; a warning while no pipeline links that version; two copies of one body are no
+	// conflict.
+	other := strings.Replace(version("v1", false), "echo v1", "echo other", 1)
+	r = project(t, map[string]string{"templates/a.yaml": version("v1", false), "templates/b.yaml": other,
 		"pipeline.yaml": pipelineOf(fmt.Sprintf(deployLink, "                    versionLabel: v1\n"))}, forRun())
-	if ok, text := hasCode(r, "duplicate-template"); !ok || !strings.Contains(text, "a.yaml") {
-		t.Errorf("duplicate versions not reported naming both files:\n%s", text)
+	if d := codesOf(r, diag.Error, "duplicate-template"); len(d) != 1 || !strings.Contains(d[0].Message, "a.yaml") || !strings.Contains(d[0].Message, "b.yaml") || r.Plan != nil {
+		t.Errorf("a linked template defined twice: want one error naming both files:\n%s", r.Diags.Render(r.Sources))
 	}
+	r = project(t, map[string]string{"templates/a.yaml": version("v1", false), "templates/b.yaml": other, "templates/c.yaml": version("v2", false),
+		"pipeline.yaml": pipelineOf(fmt.Sprintf(deployLink, "                    versionLabel: v2\n"))}, forRun())
+	wantOK(t, r)
+	if d := codesOf(r, diag.Warning, "duplicate-template"); len(d) != 1 {
+		t.Errorf("a template defined twice and not linked: want a warning:\n%s", r.Diags.Render(r.Sources))
+	}
+	r = project(t, map[string]string{"templates/a.yaml": version("v1", false), "templates/b.yaml": "# a copy\n" + version("v1", false),
+		"pipeline.yaml": pipelineOf(fmt.Sprintf(deployLink, "                    versionLabel: v1\n"))}, forRun())
+	wantOK(t, r)
+	if ok, text := hasCode(r, "duplicate-template"); ok {
+		t.Errorf("two copies of one template reported:\n%s", text)
+	}
+}
+
+// codesOf returns the diagnostics of a severity and code.
+func codesOf(r *load.Result, sev diag.Severity, code string) diag.List {
+	var out diag.List
+	for _, d := range r.Diags {
+		if d.Severity == sev && d.Code == code {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 const smokeAccount = `template:
