@@ -14,25 +14,7 @@ func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
 		c.diags.Errorf(c.pos(pipeline.Key(ex.Node, "rollbackSteps")), "stage-spec", "CI stages have no rollback section").
 			SetHint("a failed build has nothing to roll back; use a failure strategy")
 	}
-	c.boolean(spec.Node, "cloneCodebase", spec.CloneCodebase)
-	if spec.CloneCodebase == "true" && c.codebase == nil {
-		c.diags.Errorf(c.pos(pipeline.ValueAt(spec.Node, "cloneCodebase")), "missing-codebase",
-			"stage %s clones the codebase, but the pipeline has none", s.Identifier).
-			SetHint("add `properties: {ci: {codebase: {connectorRef: my_git, repoName: app, build: <+input>}}}` to the pipeline, or set cloneCodebase: false")
-	}
-	if cb := c.codebase; spec.CloneCodebase == "true" && cb != nil && cb.ConnectorRef == "" && cb.RepoName != "" {
-		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(spec.Node, "cloneCodebase")), "unsupported-codebase",
-			"stage %s clones repository %s, which the codebase names without a connectorRef: a repository of the vendor's own Git hosting (Code Repository), which Gantry cannot reach", s.Identifier, cb.RepoName).
-			SetHint("mirror the repository to a Git server and name its connector in the codebase's connectorRef, or set cloneCodebase: false")
-	}
-	if spec.CloneCodebase == "true" && spec.Execution != nil {
-		pipeline.WalkSteps(spec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
-			if v.Step != nil && len(v.Groups) == 0 && v.Step.Identifier == steps.CloneStepID {
-				c.diags.Errorf(c.pos(pipeline.ValueAt(v.Step.Node, "identifier")), "duplicate-identifier",
-					"step identifier %s is the codebase clone's in a stage with cloneCodebase", steps.CloneStepID).SetHint("rename the step")
-			}
-		})
-	}
+	c.ciClone(s, spec)
 	switch {
 	case spec.Infrastructure != nil:
 		c.ciInfrastructure(s, spec.Infrastructure)
@@ -129,6 +111,30 @@ func (c *checker) ciInfrastructure(s *pipeline.Stage, n *yaml.Node) {
 		c.diags.Errorf(c.pos(n), "missing-field", "stage %s: infrastructure needs `type` (KubernetesDirect), or `useFromStage` naming an earlier CI stage", s.Identifier)
 	default:
 		c.enum(n, "type", inf.Type, []string{"KubernetesDirect", "UseFromStage", "VM", "Docker", "HostedVm"}, "infrastructure type")
+	}
+}
+
+// ciClone checks a CI stage's cloneCodebase: the pipeline's codebase must name a repository
+// Gantry reaches, and no step of the stage may take the clone step's identifier.
+func (c *checker) ciClone(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
+	c.boolean(spec.Node, "cloneCodebase", spec.CloneCodebase)
+	if spec.CloneCodebase == "true" && c.codebase == nil {
+		c.diags.Errorf(c.pos(pipeline.ValueAt(spec.Node, "cloneCodebase")), "missing-codebase",
+			"stage %s clones the codebase, but the pipeline has none", s.Identifier).
+			SetHint("add `properties: {ci: {codebase: {connectorRef: my_git, repoName: app, build: <+input>}}}` to the pipeline, or set cloneCodebase: false")
+	}
+	if cb := c.codebase; spec.CloneCodebase == "true" && cb != nil && cb.ConnectorRef == "" && cb.RepoName != "" {
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(spec.Node, "cloneCodebase")), "unsupported-codebase",
+			"stage %s clones repository %s, which the codebase names without a connectorRef: a repository of the vendor's own Git hosting (Code Repository), which Gantry cannot reach", s.Identifier, cb.RepoName).
+			SetHint("mirror the repository to a Git server and name its connector in the codebase's connectorRef, or set cloneCodebase: false")
+	}
+	if spec.CloneCodebase == "true" && spec.Execution != nil {
+		pipeline.WalkSteps(spec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
+			if v.Step != nil && len(v.Groups) == 0 && v.Step.Identifier == steps.CloneStepID {
+				c.diags.Errorf(c.pos(pipeline.ValueAt(v.Step.Node, "identifier")), "duplicate-identifier",
+					"step identifier %s is the codebase clone's in a stage with cloneCodebase", steps.CloneStepID).SetHint("rename the step")
+			}
+		})
 	}
 }
 
