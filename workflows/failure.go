@@ -69,37 +69,9 @@ func (d *dispatcher) handle(st status.Status, f *activities.Failure, act *plan.A
 		d.finish(status.Aborted, f)
 		s.abort()
 	case "Retry":
-		if afterIntervention {
-			return d.fallback(st, f)
-		}
-		if d.retries < act.RetryCount {
-			interval := ""
-			if len(act.RetryIntervals) > 0 {
-				interval = act.RetryIntervals[min(d.retries, len(act.RetryIntervals)-1)]
-			}
-			d.note("Retry %d of %d after %s (%s)", d.retries+1, act.RetryCount, interval, f.Category)
-			d.applied("Retry")
-			if !s.sleepInterval(d.ctx, d.t, interval) {
-				d.finish(status.Aborted, f)
-				return false
-			}
-			d.retries++
-			d.data["retryCount"] = d.retries
-			return true
-		}
-		return d.handle(st, f, act.OnRetryFailure, afterIntervention)
+		return d.retry(st, f, act, afterIntervention)
 	case "RetryStepGroup":
-		g := d.fr.groupFrame(act.Group)
-		if afterIntervention || g == nil || g.retries >= act.RetryCount {
-			return d.fallback(st, f) // retries exhausted: this adviser no longer applies
-		}
-		d.note("RetryStepGroup %s (%s)", act.Group, f.Category)
-		d.applied("RetryStepGroup")
-		d.finish(st, f)
-		g.retry, g.halted = true, true
-		if len(act.RetryIntervals) > 0 {
-			g.interval = act.RetryIntervals[min(g.retries, len(act.RetryIntervals)-1)]
-		}
+		return d.retryGroup(st, f, act, afterIntervention)
 	case "ManualIntervention":
 		if afterIntervention {
 			return d.fallback(st, f)
@@ -124,6 +96,47 @@ func (d *dispatcher) handle(st status.Status, f *activities.Failure, act *plan.A
 		s.forward.halted = true
 	default: // ProceedWithDefaultValues applies only to execution-input timeouts
 		return d.fallback(st, f)
+	}
+	return false
+}
+
+// retry runs the step again, after its interval, while retries are left; then the action's
+// onRetryFailure applies (spec 5.6).
+func (d *dispatcher) retry(st status.Status, f *activities.Failure, act *plan.Action, afterIntervention bool) bool {
+	if afterIntervention {
+		return d.fallback(st, f)
+	}
+	if d.retries < act.RetryCount {
+		interval := ""
+		if len(act.RetryIntervals) > 0 {
+			interval = act.RetryIntervals[min(d.retries, len(act.RetryIntervals)-1)]
+		}
+		d.note("Retry %d of %d after %s (%s)", d.retries+1, act.RetryCount, interval, f.Category)
+		d.applied("Retry")
+		if !d.s.sleepInterval(d.ctx, d.t, interval) {
+			d.finish(status.Aborted, f)
+			return false
+		}
+		d.retries++
+		d.data["retryCount"] = d.retries
+		return true
+	}
+	return d.handle(st, f, act.OnRetryFailure, afterIntervention)
+}
+
+// retryGroup ends the step and has its step group run again from its first element, while
+// the group's retries are left (spec 5.7).
+func (d *dispatcher) retryGroup(st status.Status, f *activities.Failure, act *plan.Action, afterIntervention bool) bool {
+	g := d.fr.groupFrame(act.Group)
+	if afterIntervention || g == nil || g.retries >= act.RetryCount {
+		return d.fallback(st, f) // retries exhausted: this adviser no longer applies
+	}
+	d.note("RetryStepGroup %s (%s)", act.Group, f.Category)
+	d.applied("RetryStepGroup")
+	d.finish(st, f)
+	g.retry, g.halted = true, true
+	if len(act.RetryIntervals) > 0 {
+		g.interval = act.RetryIntervals[min(g.retries, len(act.RetryIntervals)-1)]
 	}
 	return false
 }

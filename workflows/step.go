@@ -173,31 +173,7 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 			data["barrier"] = outputs
 		}
 	default:
-		var deploy *activities.DeployInput
-		if tr.Deployment {
-			if deploy, err = s.deployInput(root, fqn); err != nil {
-				return status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
-			}
-		}
-		pod := s.stepPod(n, t, fr)
-		if tr.Container != "" && pod == nil {
-			return status.Failed, &activities.Failure{Category: activities.Unknown, Message: n.Type + " steps run only in a containerized step group"}
-		}
-		outputs, failure = s.callActivity(actx, n, t, spec, timeout, deploy, pod)
-		switch {
-		case failure == nil && tr.Outcome == "http":
-			outputs, failure = httpOutcome(n, spec, outputs, root, fqn)
-		case failure == nil && tr.Outcome == "codebase":
-			s.codebaseCloned(outputs)
-		case failure == nil && tr.Outcome == "instances":
-			s.instancesFetched(outputs)
-		case tr.Outcome == "artifact":
-			// The reference publishes a build's images beside its outputs (spec 22.2).
-			delete(data, "artifact_"+n.ID)
-			if failure == nil {
-				data["artifact_"+n.ID] = outputs
-			}
-		}
+		outputs, failure = s.activityStep(actx, n, t, spec, timeout, root, fqn, data, fr)
 	}
 	if outputs != nil {
 		data["output"] = outputs
@@ -223,6 +199,40 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		return status.ApprovalRejected, failure
 	}
 	return status.Failed, failure
+}
+
+// activityStep runs a step that is an activity: with the stage's deployment when the step
+// deploys, in its pod when it runs in a container; the step type's outcome then reads its
+// outputs.
+func (s *stageRun) activityStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration, root map[string]any, fqn string, data map[string]any, fr *frame) (map[string]any, *activities.Failure) {
+	tr := traitsOf(n)
+	var deploy *activities.DeployInput
+	if tr.Deployment {
+		var err error
+		if deploy, err = s.deployInput(root, fqn); err != nil {
+			return nil, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+		}
+	}
+	pod := s.stepPod(n, t, fr)
+	if tr.Container != "" && pod == nil {
+		return nil, &activities.Failure{Category: activities.Unknown, Message: n.Type + " steps run only in a containerized step group"}
+	}
+	outputs, failure := s.callActivity(ctx, n, t, spec, timeout, deploy, pod)
+	switch {
+	case failure == nil && tr.Outcome == "http":
+		outputs, failure = httpOutcome(n, spec, outputs, root, fqn)
+	case failure == nil && tr.Outcome == "codebase":
+		s.codebaseCloned(outputs)
+	case failure == nil && tr.Outcome == "instances":
+		s.instancesFetched(outputs)
+	case tr.Outcome == "artifact":
+		// The reference publishes a build's images beside its outputs (spec 22.2).
+		delete(data, "artifact_"+n.ID)
+		if failure == nil {
+			data["artifact_"+n.ID] = outputs
+		}
+	}
+	return outputs, failure
 }
 
 // aborted is the pseudo-category of a cancelled step.
