@@ -308,50 +308,12 @@ func (s *stageRun) stepSources(ctx workflow.Context, in map[string]plan.Manifest
 func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, published map[string]any, render func(text, what string) (string, error)) ([]plan.Manifest, error) {
 	out := slices.Clone(in)
 	futures := make([]workflow.Future, len(out))
-	for i, m := range out {
-		if m.Chart != nil {
-			ch := *m.Chart
-			var err error
-			if ch.Version, err = render(ch.Version, "manifest "+m.ID+" chartVersion"); err != nil {
-				return nil, err
-			}
-			actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("pull chart %s %s for manifest %s from %s",
-				ch.Name, cmp.Or(ch.Version, "(latest)"), m.ID, ch.Connector.URL)))
-			futures[i] = workflow.ExecuteActivity(actx, activities.FetchChart, activities.ChartInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Chart: ch})
-			out[i].Chart = &ch
-			continue
-		}
-		if m.S3 != nil {
-			st := *m.S3
-			var err error
-			if st, err = renderS3Store(st, m.ID, render); err != nil {
-				return nil, err
-			}
-			ao := s.fetchOptions(ctx, fmt.Sprintf("read manifest %s from s3://%s (%s)", m.ID, st.Bucket, strings.Join(st.Paths, ", ")))
-			ao.TaskQueue = connectorQueue(ao.TaskQueue, st.Connector.Selectors)
-			futures[i] = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), activities.FetchS3Manifests,
-				activities.S3FetchInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Store: st})
-			out[i].S3 = &st
-			continue
-		}
-		if m.Store == nil {
-			continue
-		}
-		st := *m.Store
-		var err error
-		if st.Branch, err = render(st.Branch, "manifest "+m.ID+" branch"); err != nil {
+	for i := range out {
+		f, err := s.startFetch(ctx, &out[i], render)
+		if err != nil {
 			return nil, err
 		}
-		if st.Commit, err = render(st.Commit, "manifest "+m.ID+" commitId"); err != nil {
-			return nil, err
-		}
-		ref := "branch " + st.Branch
-		if st.Commit != "" {
-			ref = "commit " + st.Commit
-		}
-		actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("fetch manifest %s from %s, %s", m.ID, st.RepoDisplay(), ref)))
-		futures[i] = workflow.ExecuteActivity(actx, activities.FetchManifests, activities.FetchInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Store: st})
-		out[i].Store = &st
+		futures[i] = f
 	}
 	for i, f := range futures {
 		if f == nil {
@@ -361,33 +323,84 @@ func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, publ
 		if err := f.Get(ctx, &got); err != nil {
 			return nil, err
 		}
-		m := &out[i]
-		m.Files, m.Values = got.Files, got.Values
-		if m.Chart != nil {
-			s.pulledChart(m, got, published)
-			continue
-		}
-		if st := m.S3; st != nil {
-			published[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": "S3", "bucketName": st.Bucket,
-				"region": st.Region, "paths": st.Paths, "connectorRef": st.Connector.ID, "digest": got.Digest}
-			if s.tree.Manifests == nil {
-				s.tree.Manifests = map[string]string{}
-			}
-			s.tree.Manifests[m.ID] = got.Digest
-			s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("manifest %s: s3://%s %s, %s (%d files, %d values files)",
-				m.ID, st.Bucket, strings.Join(st.Paths, ", "), got.Digest, len(got.Files), len(got.Values)))
-			continue
-		}
-		published[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": m.Store.Type,
-			"commitId": got.Commit, "branch": m.Store.Branch, "repoName": m.Store.RepoName, "connectorRef": m.Store.Connector.ID}
-		if s.tree.Manifests == nil {
-			s.tree.Manifests = map[string]string{}
-		}
-		s.tree.Manifests[m.ID] = got.Commit
-		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("manifest %s: %s at commit %s (%d files, %d values files)",
-			m.ID, m.Store.RepoDisplay(), got.Commit, len(got.Files), len(got.Values)))
+		s.recordFetched(&out[i], got, published)
 	}
 	return out, nil
+}
+
+// startFetch starts the activity that fetches a manifest stored outside the plan (a chart
+// repository, S3, Git) with its references rendered, and points m at what it asked for; nil
+// when the plan holds the manifest's files.
+func (s *stageRun) startFetch(ctx workflow.Context, m *plan.Manifest, render func(text, what string) (string, error)) (workflow.Future, error) {
+	if m.Chart != nil {
+		ch := *m.Chart
+		var err error
+		if ch.Version, err = render(ch.Version, "manifest "+m.ID+" chartVersion"); err != nil {
+			return nil, err
+		}
+		actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("pull chart %s %s for manifest %s from %s",
+			ch.Name, cmp.Or(ch.Version, "(latest)"), m.ID, ch.Connector.URL)))
+		f := workflow.ExecuteActivity(actx, activities.FetchChart, activities.ChartInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Chart: ch})
+		m.Chart = &ch
+		return f, nil
+	}
+	if m.S3 != nil {
+		st, err := renderS3Store(*m.S3, m.ID, render)
+		if err != nil {
+			return nil, err
+		}
+		ao := s.fetchOptions(ctx, fmt.Sprintf("read manifest %s from s3://%s (%s)", m.ID, st.Bucket, strings.Join(st.Paths, ", ")))
+		ao.TaskQueue = connectorQueue(ao.TaskQueue, st.Connector.Selectors)
+		f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), activities.FetchS3Manifests,
+			activities.S3FetchInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Store: st})
+		m.S3 = &st
+		return f, nil
+	}
+	if m.Store == nil {
+		return nil, nil
+	}
+	st := *m.Store
+	var err error
+	if st.Branch, err = render(st.Branch, "manifest "+m.ID+" branch"); err != nil {
+		return nil, err
+	}
+	if st.Commit, err = render(st.Commit, "manifest "+m.ID+" commitId"); err != nil {
+		return nil, err
+	}
+	ref := "branch " + st.Branch
+	if st.Commit != "" {
+		ref = "commit " + st.Commit
+	}
+	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("fetch manifest %s from %s, %s", m.ID, st.RepoDisplay(), ref)))
+	f := workflow.ExecuteActivity(actx, activities.FetchManifests, activities.FetchInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Store: st})
+	m.Store = &st
+	return f, nil
+}
+
+// recordFetched keeps a fetched manifest's files and publishes where they came from, as
+// `<+manifests.ID.*>` and on the stage node.
+func (s *stageRun) recordFetched(m *plan.Manifest, got activities.Fetched, published map[string]any) {
+	m.Files, m.Values = got.Files, got.Values
+	if m.Chart != nil {
+		s.pulledChart(m, got, published)
+		return
+	}
+	if s.tree.Manifests == nil {
+		s.tree.Manifests = map[string]string{}
+	}
+	if st := m.S3; st != nil {
+		published[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": "S3", "bucketName": st.Bucket,
+			"region": st.Region, "paths": st.Paths, "connectorRef": st.Connector.ID, "digest": got.Digest}
+		s.tree.Manifests[m.ID] = got.Digest
+		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("manifest %s: s3://%s %s, %s (%d files, %d values files)",
+			m.ID, st.Bucket, strings.Join(st.Paths, ", "), got.Digest, len(got.Files), len(got.Values)))
+		return
+	}
+	published[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": m.Store.Type,
+		"commitId": got.Commit, "branch": m.Store.Branch, "repoName": m.Store.RepoName, "connectorRef": m.Store.Connector.ID}
+	s.tree.Manifests[m.ID] = got.Commit
+	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("manifest %s: %s at commit %s (%d files, %d values files)",
+		m.ID, m.Store.RepoDisplay(), got.Commit, len(got.Files), len(got.Values)))
 }
 
 // pulledChart publishes a chart pulled from a repository as `<+manifests.ID.*>` (chartName,
