@@ -49,23 +49,9 @@ func (s *stepRun) rollingDeploy() (map[string]any, error) {
 		}
 		s.logf("dry run: %d objects accepted by the API server", len(objs))
 	}
-	h.Releases = append(h.Releases, Release{Number: rev, Status: ReleaseInProgress, ExecutionID: s.exec, StepPath: s.path, Objects: record(objs)})
-	if err := s.saveHistory(s.ctx, h); err != nil {
-		return nil, err
-	}
 	s.logf("release %s #%d", s.in.ReleaseName, rev)
-	err = s.apply(objs, false)
-	if err == nil {
-		err = s.waitSteady(objs, false)
-	}
-	cur := h.Latest()
+	cur, err := s.release(h, rev, objs)
 	if err != nil {
-		cur.Status = ReleaseFailed
-		ctx, cancel := s.cleanupCtx()
-		defer cancel()
-		if serr := s.saveHistory(ctx, h); serr != nil {
-			s.logf("could not record release #%d as failed: %v", rev, serr)
-		}
 		return nil, err
 	}
 	var pruned []any
@@ -81,6 +67,30 @@ func (s *stepRun) rollingDeploy() (map[string]any, error) {
 		return nil, err
 	}
 	return map[string]any{"releaseName": s.in.ReleaseName, "releaseNumber": int64(rev), "podIps": ips, "prunedResourceIds": nonNil(pruned)}, nil
+}
+
+// release records objs as release rev in progress, applies them and waits for their steady
+// state; a failed release is recorded as failed (even when the step was cancelled).
+func (s *stepRun) release(h *History, rev int, objs []*object) (*Release, error) {
+	h.Releases = append(h.Releases, Release{Number: rev, Status: ReleaseInProgress, ExecutionID: s.exec, StepPath: s.path, Objects: record(objs)})
+	if err := s.saveHistory(s.ctx, h); err != nil {
+		return nil, err
+	}
+	err := s.apply(objs, false)
+	if err == nil {
+		err = s.waitSteady(objs, false)
+	}
+	cur := h.Latest()
+	if err != nil {
+		cur.Status = ReleaseFailed
+		ctx, cancel := s.cleanupCtx()
+		defer cancel()
+		if serr := s.saveHistory(ctx, h); serr != nil {
+			s.logf("could not record release #%d as failed: %v", rev, serr)
+		}
+		return nil, err
+	}
+	return cur, nil
 }
 
 // settle records the release's outcome in the history and reads the IPs of the pods of objs,
@@ -468,22 +478,11 @@ func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
 			return nil, err
 		}
 	}
-	h.Releases = append(h.Releases, Release{Number: rev, Status: ReleaseInProgress, ExecutionID: s.exec, StepPath: s.path, Objects: record(apply)})
-	if err := s.saveHistory(s.ctx, h); err != nil {
-		return nil, err
-	}
-	err = s.apply(apply, false)
-	if err == nil {
-		err = s.waitSteady(apply, false)
-	}
+	cur, err := s.release(h, rev, apply)
 	if err != nil {
-		h.Latest().Status = ReleaseFailed
-		ctx, cancel := s.cleanupCtx()
-		defer cancel()
-		_ = s.saveHistory(ctx, h)
 		return nil, err
 	}
-	h.Latest().Status = ReleaseSucceeded
+	cur.Status = ReleaseSucceeded
 	if err := s.saveHistory(s.ctx, h); err != nil {
 		return nil, err
 	}
