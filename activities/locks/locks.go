@@ -110,26 +110,43 @@ func (t *Temporal) send(lock, key string) {
 func (t *Temporal) update(lock, key string, reqs []activities.LockRequest) ([]activities.LockNotice, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// A running lock takes a plain update, cheaper for the server than update-with-start.
+	h, err := t.Locks.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: lock, UpdateName: activities.UpdateLockAcquire, Args: []any{reqs},
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var answers []activities.LockNotice
+	if err == nil {
+		if err = h.Get(ctx, &answers); err == nil {
+			return checkAnswers(lock, reqs, answers)
+		}
+	}
+	// Not running, or ended or continued as new under the update: update-with-start. A
+	// request the lock did take already is answered again as a repeat (by its ticket).
 	start := t.Locks.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID: lock, TaskQueue: t.TaskQueue, StaticSummary: "Lock of " + key,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 	}, activities.LockWorkflow, activities.LockState{Key: key})
-	h, err := t.Locks.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+	h, err = t.Locks.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
 			WorkflowID: lock, UpdateName: activities.UpdateLockAcquire, Args: []any{reqs},
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
 	})
-	var answers []activities.LockNotice
 	if err == nil {
 		err = h.Get(ctx, &answers)
 	}
-	if err == nil && len(answers) != len(reqs) {
-		err = fmt.Errorf("%d answers to %d requests", len(answers), len(reqs))
-	}
 	if err != nil {
 		return nil, fmt.Errorf("queue %d request(s) with lock %s: %w", len(reqs), lock, err)
+	}
+	return checkAnswers(lock, reqs, answers)
+}
+
+// checkAnswers returns a lock's answers, one per request.
+func checkAnswers(lock string, reqs []activities.LockRequest, answers []activities.LockNotice) ([]activities.LockNotice, error) {
+	if len(answers) != len(reqs) {
+		return nil, fmt.Errorf("queue %d request(s) with lock %s: %d answers", len(reqs), lock, len(answers))
 	}
 	return answers, nil
 }
