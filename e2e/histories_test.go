@@ -396,7 +396,7 @@ func TestRecordFlowControlHistories(t *testing.T) {
 	out := filepath.Join("..", "workflows", "testdata", "histories")
 	ctx := context.Background()
 	r := newLockRig(t, false)
-	q := r.start(t, r.queuePipeline(t, "queue_record", "record_db", "Pipeline"))
+	q := r.start(t, r.queuePipeline(t, "queue_record", "record_queue", "Pipeline"))
 	r.open(t, q.ID)
 	succeeded(t, q.ID)
 	recordExecution(t, out, q.ID)

@@ -112,6 +112,9 @@ const (
 	// with (`<+rollbackArtifact.*>`, what its rollback restores) and records its own artifact
 	// when it succeeds.
 	changeDeployedArtifact = "deployed-artifact"
+	// changeLockTick: a lock workflow keeps one check timer across messages and reads every
+	// release before it continues as new.
+	changeLockTick = "lock-tick"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients

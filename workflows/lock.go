@@ -56,6 +56,9 @@ func Lock(ctx workflow.Context, st activities.LockState) error {
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second},
 	})
+	if workflow.GetVersion(ctx, changeLockTick, workflow.DefaultVersion, 1) == 1 {
+		return l.loop(ctx, lctx, release)
+	}
 	rounds := 0
 	for {
 		l.drain(release)
@@ -84,10 +87,70 @@ func Lock(ctx workflow.Context, st activities.LockState) error {
 			}
 			continue
 		}
-		var closed bool
-		if err := workflow.ExecuteLocalActivity(lctx, activities.LockOwnerClosed, l.st.Holder.Owner).Get(ctx, &closed); err == nil && closed {
-			l.release(l.st.Holder.Ticket)
+		l.checkOwner(ctx, lctx)
+	}
+}
+
+// loop is the lock's main loop since changeLockTick. One timer ticks every check interval,
+// kept across requests and releases (restarting it for each cost two history events and a
+// timer task per message); at a tick the lock checks its holder's owner, or, when nobody has
+// held or asked for it for lockIdle, completes. Releases that arrive while notices go out are
+// taken before the lock continues as new: a signal left unread in its channel would be lost.
+func (l *lockRun) loop(ctx, lctx workflow.Context, release workflow.ReceiveChannel) error {
+	rounds := 0
+	var tick workflow.Future
+	var due time.Time
+	stopTick := func() {}
+	active := workflow.Now(ctx)
+	for {
+		if l.drain(release) || l.woken {
+			active = workflow.Now(ctx)
 		}
+		l.settle(lctx)
+		if release.Len() > 0 {
+			continue
+		}
+		// An iteration adds at most about six events (a workflow task, messages, a marker, a
+		// tick): counting them bounds the history where the length is not known (the SDK's
+		// test environment). Requests in flight go to the next run.
+		if rounds++; workflow.GetInfo(ctx).GetCurrentHistoryLength() > lockHistory || rounds > lockHistory/6 {
+			return workflow.NewContinueAsNewError(ctx, activities.LockWorkflow, l.st)
+		}
+		now := workflow.Now(ctx)
+		wait := l.checkEvery()
+		if l.st.Holder == nil {
+			wait = max(wait, lockIdle-now.Sub(active))
+		} else if tick != nil && due.After(now.Add(wait)) {
+			stopTick() // idle until now: the new holder is checked sooner
+			tick = nil
+		}
+		if tick == nil {
+			tctx, cancel := workflow.WithCancel(ctx)
+			tick, due, stopTick = workflow.NewTimer(tctx, wait), now.Add(wait), cancel
+		}
+		l.woken = false
+		if err := workflow.Await(ctx, func() bool { return l.woken || release.Len() > 0 || tick.IsReady() }); err != nil {
+			return err
+		}
+		if !tick.IsReady() {
+			continue
+		}
+		tick = nil
+		switch {
+		case l.st.Holder != nil:
+			l.checkOwner(ctx, lctx)
+		case len(l.st.Queue) == 0 && workflow.Now(ctx).Sub(active) >= lockIdle && workflow.AllHandlersFinished(ctx):
+			return nil // idle: the next acquire starts a new run
+		}
+	}
+}
+
+// checkOwner releases the holder's ticket when its owner has closed without releasing it
+// (terminated from the Temporal UI).
+func (l *lockRun) checkOwner(ctx, lctx workflow.Context) {
+	var closed bool
+	if err := workflow.ExecuteLocalActivity(lctx, activities.LockOwnerClosed, l.st.Holder.Owner).Get(ctx, &closed); err == nil && closed {
+		l.release(l.st.Holder.Ticket)
 	}
 }
 
@@ -106,14 +169,16 @@ func (l *lockRun) checkEvery() time.Duration {
 	return activities.DefaultLockCheck
 }
 
-// drain takes every release received so far.
-func (l *lockRun) drain(release workflow.ReceiveChannel) {
+// drain takes every release received so far; true when there was one.
+func (l *lockRun) drain(release workflow.ReceiveChannel) bool {
+	took := false
 	for {
 		var t string
 		if !release.ReceiveAsync(&t) {
-			break
+			return took
 		}
 		l.release(t)
+		took = true
 	}
 }
 
