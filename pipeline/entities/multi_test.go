@@ -298,3 +298,71 @@ func TestServicesUseFromStage(t *testing.T) {
 		t.Errorf("unknown stage:\n%s", r.Diags.Render(r.Sources))
 	}
 }
+
+// A primary artifact picked per run: the reference writes the stage's serviceInputs with
+// `primaryArtifactRef: <+input>` and `sources: <+input>` (the picked source's own inputs, none
+// while its fields are fixed). Only the choice is asked; the run deploys the picked source.
+func TestPickedArtifactSource(t *testing.T) {
+	service := `service:
+  name: a
+  identifier: a
+  serviceDefinition:
+    type: Kubernetes
+    spec:
+      artifacts:
+        primary:
+          primaryArtifactRef: <+input>
+          sources:
+            - {identifier: stable, type: DockerRegistry, spec: {connectorRef: hub, imagePath: library/nginx, tag: "1.27"}}
+            - {identifier: edge, type: DockerRegistry, spec: {connectorRef: hub, imagePath: library/nginx, tag: "1.29"}}
+`
+	stage := multiStage(`          service:
+            serviceRef: a
+            serviceInputs:
+              serviceDefinition:
+                type: Kubernetes
+                spec:
+                  artifacts:
+                    primary:
+                      primaryArtifactRef: <+input>
+                      sources: <+input>
+          environment: {environmentRef: e1, infrastructureDefinitions: [{identifier: i1}]}
+`)
+	load1 := func(service, src string, opts load.Options) *load.Result {
+		dir := t.TempDir()
+		files, _ := filepath.Glob("testdata/multi/*.yaml")
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			os.WriteFile(filepath.Join(dir, filepath.Base(f)), b, 0o644)
+		}
+		os.WriteFile(filepath.Join(dir, "svc-a.yaml"), []byte(service), 0o644)
+		os.WriteFile(filepath.Join(dir, "connector-hub.yaml"), []byte("connector: {name: hub, identifier: hub, type: DockerRegistry, spec: {dockerRegistryUrl: https://registry.example, providerType: DockerHub, auth: {type: Anonymous}}}\n"), 0o644)
+		p := filepath.Join(dir, "pipeline.yaml")
+		os.WriteFile(p, []byte(src), 0o644)
+		r, err := load.File(p, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	const ref = "pipeline.stages.deploy.spec.service.serviceInputs.serviceDefinition.spec.artifacts.primary.primaryArtifactRef"
+	r := load1(service, stage, load.Options{})
+	if !r.OK() || len(r.Open) != 1 || r.Open[0].FQN != ref {
+		t.Fatalf("validate: open %v\n%s", r.Open, r.Diags.Render(r.Sources))
+	}
+	r = load1(service, stage, load.Options{ForRun: true, Sets: []string{ref + "=edge"}})
+	if !r.OK() {
+		t.Fatalf("run with the source picked:\n%s", r.Diags.Render(r.Sources))
+	}
+	if a := r.Plan.Stages[0].Deploy.Service.Artifact; a == nil || a.ID != "edge" || a.Tag != "1.29" {
+		t.Errorf("artifact %+v", a)
+	}
+	if r := load1(service, stage, load.Options{ForRun: true}); r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "runtime input "+ref+" has no value") {
+		t.Errorf("run without a pick:\n%s", r.Diags.Render(r.Sources))
+	}
+	// With the artifact fixed in the service, its sources are not the stage's to fill.
+	fixed := strings.Replace(service, "primaryArtifactRef: <+input>", "primaryArtifactRef: stable", 1)
+	if r := load1(fixed, stage, load.Options{}); r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "primary.sources is fixed in the service") {
+		t.Errorf("sources of a fixed artifact:\n%s", r.Diags.Render(r.Sources))
+	}
+}

@@ -431,15 +431,29 @@ func lookupPath(n *yaml.Node, path []string) *yaml.Node {
 	return n
 }
 
+// sourcesOfPickedArtifact: `sources: <+input>` beside a runtime primaryArtifactRef stands for
+// the inputs of the source picked at run time (the reference writes it so in serviceInputs);
+// a source whose fields are fixed has none, so nobody is asked for it.
+func sourcesOfPickedArtifact(fqn string, inputs map[string]bool) bool {
+	return strings.HasSuffix(fqn, ".artifacts.primary.sources") && inputs[parent(fqn)+".primaryArtifactRef"]
+}
+
 // mergeNested fills the runtime inputs inside a whole subtree from the subtree an input set
 // gave (whole), a value given for the input's own FQN, or the input's default; the rest stay
 // open.
 func mergeNested(src pipeline.Source, nested []nestedInput, whole *yaml.Node, chosen map[string]*yaml.Node, values map[string]*yaml.Node, pending map[*yaml.Node]*yaml.Node, required bool) []Open {
 	var open []Open
+	at := map[string]bool{}
+	for _, in := range nested {
+		at[in.fqn] = true
+	}
 	for _, in := range nested {
 		val := chosen[in.fqn]
 		if val == nil {
 			val = lookupPath(whole, in.path)
+		}
+		if val == nil && sourcesOfPickedArtifact(in.fqn, at) {
+			continue
 		}
 		if val == nil || (val.Kind == yaml.ScalarNode && IsRuntimeInput(val.Value)) {
 			spec, err := Parse(in.node.Value)

@@ -339,6 +339,7 @@ func (e *expander) inputs(dst, in *yaml.Node, where string) {
 			e.notRuntime(in, where)
 			return
 		}
+		picked := artifactPicked(dst)
 		for i := 0; i+1 < len(in.Content); i += 2 {
 			k, v := in.Content[i], in.Content[i+1]
 			d := pipeline.Field(dst, k.Value)
@@ -356,6 +357,9 @@ func (e *expander) inputs(dst, in *yaml.Node, where string) {
 				if !isInput(d) {
 					continue
 				}
+			}
+			if d != nil && picked && k.Value == "sources" && v.Kind == yaml.ScalarNode && pipeline.IsRuntimeInput(v.Value) {
+				continue // the picked source's inputs: none while the sources are fixed
 			}
 			if d == nil {
 				e.diags.Errorf(e.pos(k), e.code("not-runtime"), "%s: %s has no %s here", path, e.owner(), k.Value).
@@ -445,6 +449,14 @@ func (e *expander) scalarInput(dst, v *yaml.Node, where string) {
 		return
 	}
 	dst.Value = combined
+}
+
+// artifactPicked: a service's primary artifact chosen at run time. The reference then writes
+// `sources: <+input>` in the stage's serviceInputs for the picked source's own runtime inputs,
+// of which a source with fixed fields has none: nothing to fill.
+func artifactPicked(primary *yaml.Node) bool {
+	ref := pipeline.Field(primary, "primaryArtifactRef")
+	return ref != nil && isInput(ref)
 }
 
 // holdsInput reports whether a list or object holds a runtime input somewhere inside.
