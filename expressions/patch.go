@@ -163,6 +163,16 @@ func (p *patcher) Visit(node *ast.Node) {
 func (p *patcher) visitCall(node *ast.Node, n *ast.CallNode) {
 	if m, ok := n.Callee.(*ast.MemberNode); ok && m.Method {
 		name := m.Property.(*ast.StringNode).Value
+		if ns, ok := staticName(m.Node); ok && ns == configFileRoot {
+			if _, known := configFileFunctions[name]; !known {
+				p.fail(m, "unknown function configFile.%s(); known: configFile.getAsBase64, configFile.getAsString", name)
+				return
+			}
+			// Reads the stage's config files: the context's configFile object, with the state
+			// to render expressions inside the file.
+			*node = call("__cfg", n, append([]ast.Node{&ast.IdentifierNode{Value: scopeVar}, m.Node, str(name, m)}, n.Arguments...)...)
+			return
+		}
 		if ns, ok := staticName(m.Node); ok && functorNamespaces[ns] {
 			fn := ns + "." + name
 			if _, known := functors[fn]; !known {

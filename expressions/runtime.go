@@ -28,6 +28,7 @@ func buildRuntime() []expr.Option {
 			}
 			return v, nil
 		},
+		"__cfg": func(a ...any) (any, error) { return a[0].(*state).configFile(a[1], a[2].(string), a[3:]) },
 		"__fn": func(a ...any) (any, error) {
 			name := a[0].(string)
 			v, err := functors[name](a[1:])

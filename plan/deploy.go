@@ -140,6 +140,8 @@ func (g *GitStore) RepoDisplay() string {
 type File struct {
 	Path string `json:"path"`
 	Text string `json:"text"`
+	// ConfigFile is the service config file it belongs to (config files only).
+	ConfigFile string `json:"configFile,omitempty"`
 }
 
 // Artifact is the primary artifact. With a registry connector (Connector), the tag (or the

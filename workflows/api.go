@@ -115,6 +115,10 @@ const (
 	// changeLockTick: a lock workflow keeps one check timer across messages and reads every
 	// release before it continues as new.
 	changeLockTick = "lock-tick"
+	// changeConfigFiles: a Deployment stage fetches its service's Git config files in the
+	// service phase (Ssh stages did in the infrastructure phase) and publishes them for
+	// <+configFile.getAsString()>.
+	changeConfigFiles = "config-files"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients

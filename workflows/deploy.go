@@ -95,6 +95,9 @@ func (s *stageRun) servicePhase(ctx workflow.Context, sv *plan.Service, render r
 		ms[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": "Local"}
 	}
 	s.root["manifests"] = ms
+	if err := s.configFilePhase(ctx, sv, render); err != nil {
+		return nil, err
+	}
 	manifests := sv.Manifests
 	if slices.ContainsFunc(manifests, func(m plan.Manifest) bool { return m.Store != nil || m.Chart != nil || m.S3 != nil }) &&
 		workflow.GetVersion(ctx, changeGitManifests, workflow.DefaultVersion, 1) == 1 {
@@ -104,6 +107,45 @@ func (s *stageRun) servicePhase(ctx workflow.Context, sv *plan.Service, render r
 		}
 	}
 	return manifests, nil
+}
+
+// configFilePhase fetches the service's config files kept in Git and publishes them all for
+// <+configFile.getAsString("id")> and getAsBase64. Executions started before it (and their
+// Ssh stages) fetched Git config files in the Ssh infrastructure phase, and had no functions.
+func (s *stageRun) configFilePhase(ctx workflow.Context, sv *plan.Service, render renderFunc) error {
+	if len(sv.ConfigFiles) == 0 && len(sv.ConfigStores) == 0 {
+		return nil
+	}
+	if workflow.GetVersion(ctx, changeConfigFiles, workflow.DefaultVersion, 1) < 1 {
+		return nil
+	}
+	files := slices.Clone(sv.ConfigFiles)
+	if len(sv.ConfigStores) > 0 {
+		fetched, err := s.fetchManifests(ctx, sv.ConfigStores, map[string]any{}, render)
+		if err != nil {
+			return err
+		}
+		for _, m := range fetched {
+			for _, f := range m.Files {
+				f.ConfigFile = m.ID
+				files = append(files, f)
+			}
+		}
+	}
+	s.configFiles = files
+	texts := map[string]any{}
+	for _, f := range files {
+		switch prev := texts[f.ConfigFile].(type) {
+		case nil:
+			texts[f.ConfigFile] = f.Text
+		case string:
+			texts[f.ConfigFile] = []any{prev, f.Text}
+		case []any:
+			texts[f.ConfigFile] = append(prev, f.Text)
+		}
+	}
+	s.root["configFile"] = texts
+	return nil
 }
 
 // artifactPhase resolves the primary artifact (an image tag to its digest, an S3 object) and
@@ -796,7 +838,9 @@ func (s *stageRun) sshInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 	sshInfra := *inf.Ssh
 	sshInfra.Hosts = hosts
 	s.deploy = &deployTarget{ssh: &sshInfra, configFiles: sv.ConfigFiles, artifact: sshArtifact(sv.Artifact, s.root)}
-	if len(sv.ConfigStores) > 0 {
+	if s.configFiles != nil {
+		s.deploy.configFiles = s.configFiles // fetched in the service phase
+	} else if len(sv.ConfigStores) > 0 {
 		// Only services with Git-stored config files, which no earlier version ran, fetch them.
 		fetched, err := s.fetchManifests(ctx, sv.ConfigStores, map[string]any{}, render)
 		if err != nil {

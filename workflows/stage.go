@@ -136,6 +136,7 @@ type stageRun struct {
 	locks            map[string]*heldLock                    // this workflow's lock tickets, by lock ID
 	inherited        []HeldLock                              // tickets its loop batches handed up
 	deployKey        string                                  // a Deployment stage's constraint key
+	configFiles      []plan.File                             // the service's config files, fetched ones too (nil: Ssh fetches its own)
 	chainStarts      int                                     // chained executions started (a Pipeline stage's retries)
 }
 

@@ -136,6 +136,9 @@ func (r *resolver) configFiles(file, service string, list []pipeline.ConfigFileE
 					SetHint("paths are relative to %s", base)
 				continue
 			}
+			for i := range files {
+				files[i].ConfigFile = cf.Identifier
+			}
 			out = append(out, files...)
 		}
 	}
