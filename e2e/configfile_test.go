@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
