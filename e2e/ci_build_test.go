@@ -103,6 +103,7 @@ func TestC132BuildPushDeploy(t *testing.T) {
         name: deploy
         identifier: deploy
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: Kubernetes
           service: {serviceRef: app}
@@ -349,6 +350,7 @@ func TestCIToCDFromAPush(t *testing.T) {
         name: deploy
         identifier: deploy
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: Kubernetes
           service: {serviceRef: app}

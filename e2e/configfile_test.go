@@ -74,6 +74,7 @@ func TestConfigFileFunctions(t *testing.T) {
         name: Deploy
         identifier: deploy
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: CustomDeployment
           service: {serviceRef: shop}

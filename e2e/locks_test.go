@@ -83,6 +83,7 @@ func (r *lockRig) deployPipeline(t testing.TB, id string, gated bool) string {
         name: Deploy
         identifier: deploy
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: CustomDeployment
           service: {serviceRef: shop}

@@ -59,6 +59,7 @@ func TestMultiDeploymentStages(t *testing.T) {
         name: deploy
         identifier: deploy
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           services:
             values: [{serviceRef: cart}, {serviceRef: checkout}]

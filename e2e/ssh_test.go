@@ -116,6 +116,7 @@ func TestSshDeploysToHosts(t *testing.T) {
         name: Deploy
         identifier: deploy
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: Ssh
           service: {serviceRef: shop}
@@ -557,6 +558,7 @@ func sshPipeline(t testing.TB, dir, source, units string) string {
         name: Deploy
         identifier: deploy
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: Ssh
           service: {serviceRef: shop}
@@ -827,6 +829,7 @@ func TestSshDeploysToAwsInstances(t *testing.T) {
         name: Deploy
         identifier: deploy
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: Ssh
           service: {serviceRef: shop}

@@ -22,6 +22,7 @@ func TestDeploymentStageContext(t *testing.T) {
         name: prod
         identifier: prod
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: Kubernetes
           service: {serviceRef: web}

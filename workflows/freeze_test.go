@@ -44,6 +44,7 @@ const frozenPipeline = `pipeline:
         name: prod
         identifier: prod
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: Kubernetes
           service: {serviceRef: web}

@@ -21,6 +21,7 @@ func multiStage(sections string) string {
         name: deploy
         identifier: deploy
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: Kubernetes
 ` + sections + `          execution:
@@ -274,6 +275,7 @@ func TestServicesUseFromStage(t *testing.T) {
         name: later
         identifier: later
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           services:
             useFromStage: {stage: deploy}

@@ -156,6 +156,7 @@ func TestRuntimeInputForAList(t *testing.T) {
       - stage:
           identifier: deploy_dev
           type: Deployment
+          failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
           spec:
             environment:
               infrastructureDefinitions:

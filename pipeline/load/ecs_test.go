@@ -13,7 +13,7 @@ import (
 // an error); an ECS service without its service definition is an error.
 func TestEcsStage(t *testing.T) {
 	files := map[string]string{
-		"pipeline.yaml": "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: d\n        identifier: d\n        type: Deployment\n        spec:\n          deploymentType: ECS\n          service: {serviceRef: web}\n          environment: {environmentRef: prod, infrastructureDefinitions: [{identifier: ecs}]}\n          execution:\n            steps:\n              - step: {type: EcsRollingDeploy, name: r, identifier: r, timeout: 10m, spec: {sameAsAlreadyRunningInstances: false, description: rolls}}\n",
+		"pipeline.yaml": "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: d\n        identifier: d\n        type: Deployment\n        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]\n        spec:\n          deploymentType: ECS\n          service: {serviceRef: web}\n          environment: {environmentRef: prod, infrastructureDefinitions: [{identifier: ecs}]}\n          execution:\n            steps:\n              - step: {type: EcsRollingDeploy, name: r, identifier: r, timeout: 10m, spec: {sameAsAlreadyRunningInstances: false, description: rolls}}\n",
 		"service.yaml":  "service:\n  name: web\n  identifier: web\n  serviceDefinition:\n    type: ECS\n    spec:\n      manifests:\n        - manifest: {identifier: t, type: EcsTaskDefinition, spec: {store: {type: Local, spec: {paths: [task.yaml]}}}}\n",
 		"task.yaml":     "family: web\ncontainerDefinitions: [{name: web, image: nginx}]\n",
 		"env.yaml":      "environment:\n  name: prod\n  identifier: prod\n  type: Production\n",

@@ -18,6 +18,7 @@ var lambdaFiles = map[string]string{
         name: Deploy
         identifier: deploy
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: AwsLambda
           service: {serviceRef: orders}

@@ -169,6 +169,7 @@ func TestUnknownKeysAreWarningsUnlessStrict(t *testing.T) {
         name: deploy
         identifier: deploy
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         sendGitStatus: true
         spec:
           deploymentType: Kubernetes
@@ -396,7 +397,7 @@ func TestLegacyPartialServiceAndServiceWithoutDefinition(t *testing.T) {
 		}
 	}
 	bare := "service:\n  name: web\n  identifier: web\n"
-	pipe := strings.Replace(customStage("", waitStep), "type: Custom", "type: Deployment", 1)
+	pipe := strings.Replace(customStage("", waitStep), "type: Custom", "type: Deployment\n        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]", 1)
 	pipe = strings.Replace(pipe, "        spec:\n", "        spec:\n          deploymentType: Kubernetes\n          service: {serviceRef: web}\n          environment: {environmentRef: dev, infrastructureDefinitions: [{identifier: k}]}\n", 1)
 	files := map[string]string{"service.yaml": bare, "pipeline.yaml": pipe}
 	if r := loadIn(t, files, "service.yaml", load.Options{}); r.Diags.HasErrors() {
@@ -436,5 +437,35 @@ func TestUnsupportedStepTypesListRunnableOnce(t *testing.T) {
 	}
 	if listed != 1 {
 		t.Errorf("the runnable step types are listed %d times, want once:\n%s", listed, r.Diags.Render(r.Sources))
+	}
+}
+
+// A Deployment stage without failureStrategies is refused, as the reference refuses to save one
+// (its schema requires the field; harness/harness-core#41800 made it mandatory, and its docs
+// say "A failure strategy is always required in a CD stage"). A runtime input or an empty list
+// is a value; a Custom stage needs none.
+func TestDeploymentStageNeedsFailureStrategies(t *testing.T) {
+	service := "service:\n  name: web\n  identifier: web\n"
+	deployment := func(extra string) string {
+		pipe := strings.Replace(customStage(extra, waitStep), "type: Custom", "type: Deployment", 1)
+		return strings.Replace(pipe, "        spec:\n", "        spec:\n          deploymentType: Kubernetes\n          service: {serviceRef: web}\n          environment: {environmentRef: dev, infrastructureDefinitions: [{identifier: k}]}\n", 1)
+	}
+	r := loadIn(t, map[string]string{"service.yaml": service, "pipeline.yaml": deployment("")}, "pipeline.yaml", load.Options{})
+	missing := codes(r.Diags, diag.Error, "missing-field")
+	if len(missing) != 1 || !strings.Contains(missing[0].Message, "Deployment stage s has no failureStrategies") || missing[0].Pos.Line != 8 {
+		t.Errorf("want one missing-field error at the stage's type (line 8):\n%s", r.Diags.Render(r.Sources))
+	}
+	for _, extra := range []string{
+		"        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: StageRollback}}}]\n",
+		"        failureStrategies: <+input>\n",
+		"        failureStrategies: []\n",
+	} {
+		r := loadIn(t, map[string]string{"service.yaml": service, "pipeline.yaml": deployment(extra)}, "pipeline.yaml", load.Options{})
+		if len(codes(r.Diags, diag.Error, "missing-field")) != 0 {
+			t.Errorf("%s:\n%s", extra, r.Diags.Render(r.Sources))
+		}
+	}
+	if r := loadIn(t, map[string]string{"pipeline.yaml": customStage("", waitStep)}, "pipeline.yaml", load.Options{}); r.Diags.HasErrors() {
+		t.Errorf("a Custom stage:\n%s", r.Diags.Render(r.Sources))
 	}
 }

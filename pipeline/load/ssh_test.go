@@ -26,6 +26,7 @@ func sshFiles() map[string]string {
         name: d
         identifier: d
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: Ssh
           service: {serviceRef: shop}
@@ -185,6 +186,7 @@ func TestSshWinRmAwsChecks(t *testing.T) {
         name: d
         identifier: d
         type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
         spec:
           deploymentType: Ssh
           service: {serviceRef: shop}

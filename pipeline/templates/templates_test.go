@@ -606,6 +606,7 @@ func TestLaterPhasesPointIntoTheTemplate(t *testing.T) {
   type: Stage
   spec:
     type: Deployment
+    failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
     spec:
       deploymentType: Kubernetes
       service:
@@ -625,7 +626,7 @@ func TestLaterPhasesPointIntoTheTemplate(t *testing.T) {
 `
 	p := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: deploy\n        identifier: deploy\n        template:\n          templateRef: account.dep\n          versionLabel: v1\n"
 	for _, c := range []struct{ timeout, code string }{{"<+input>", "missing-input"}, {"1m", "missing-entity"}} {
-		want := map[string]int{"missing-input": 22, "missing-entity": 11}[c.code]
+		want := map[string]int{"missing-input": 23, "missing-entity": 12}[c.code]
 		files := map[string]string{"templates/dep.yaml": strings.Replace(tmpl, "TIMEOUT", c.timeout, 1), "pipeline.yaml": p}
 		for round := range 2 {
 			r := project(t, files, forRun())

@@ -132,6 +132,12 @@ func (c *checker) deploymentStage(s *pipeline.Stage, spec *pipeline.DeploymentSt
 		c.diags.Errorf(c.pos(spec.Node), "missing-field", "Deployment stage %s has no environment", s.Identifier).
 			SetHint("add `environment: {environmentRef: my_env, infrastructureDefinitions: [{identifier: my_infra}]}`")
 	}
+	if s.FailureStrategies == nil {
+		// The reference refuses to save such a stage (its schema requires the field, and its
+		// editor always writes one, rolling the stage back on any error).
+		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "missing-field", "Deployment stage %s has no failureStrategies; the reference requires them on every Deployment stage", s.Identifier).
+			SetHint("add `failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: StageRollback}}}]`, what the reference's editor writes")
+	}
 	count := func(nodes ...*yaml.Node) (n int) {
 		for _, x := range nodes {
 			if x != nil {
