@@ -108,6 +108,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out, err = s.scale()
 	case "K8sDelete":
 		out, err = s.delete()
+	case "K8sPatch":
+		out, err = s.patch()
 	case "K8sDryRun":
 		out, err = s.dryRun()
 	case "HelmDeploy":

@@ -330,6 +330,41 @@ func TestScale(t *testing.T) {
 	}
 }
 
+// K8sPatch patches the live workload by each merge strategy, records the change cause when
+// asked, and waits for the rollout a template change starts.
+func TestPatch(t *testing.T) {
+	h := newHarness(t, "patch")
+	h.ok("K8sRollingDeploy", `{}`, app("1.27", 2))
+	h.ok("K8sPatch", `{"workload": "Deployment/app", "mergeStrategyType": "Strategic", "recordChangeCause": "true",
+		"source": {"type": "Inline", "spec": {"content": "spec:\n  template:\n    metadata:\n      annotations: {patched: \"yes\"}\n"}}}`, app("1.27", 2))
+	d, _ := cs.AppsV1().Deployments(h.ns).Get(context.Background(), "app", metav1.GetOptions{})
+	if d.Spec.Template.Annotations["patched"] != "yes" || !strings.Contains(d.Annotations["kubernetes.io/change-cause"], "K8sPatch") {
+		t.Fatalf("strategic patch: template annotations %v, annotations %v", d.Spec.Template.Annotations, d.Annotations)
+	}
+	if d.Status.UpdatedReplicas != 2 || d.Status.AvailableReplicas != 2 {
+		t.Errorf("the rollout the patch started was not awaited: %+v", d.Status)
+	}
+	h.ok("K8sPatch", `{"workload": "app", "mergeStrategyType": "Json", "skipSteadyStateCheck": true,
+		"source": {"type": "Inline", "spec": {"content": "[{op: replace, path: /spec/replicas, value: 3}]"}}}`, app("1.27", 2))
+	if _, _, n := h.deployment("app"); n != 3 {
+		t.Errorf("json patch: %d replicas", n)
+	}
+	h.ok("K8sPatch", `{"workload": "Service/app", "mergeStrategyType": "Merge",
+		"source": {"type": "Inline", "spec": {"content": "{\"metadata\": {\"labels\": {\"patched\": \"yes\"}}}"}}}`, app("1.27", 2))
+	if svc, _ := cs.CoreV1().Services(h.ns).Get(context.Background(), "app", metav1.GetOptions{}); svc.Labels["patched"] != "yes" {
+		t.Errorf("merge patch of a Service: %v", svc.Labels)
+	}
+	for spec, want := range map[string]string{
+		`{"workload": "Deployment/nowhere", "mergeStrategyType": "Merge", "source": {"type": "Inline", "spec": {"content": "{}"}}}`:      "nowhere",
+		`{"workload": "Deployment/app", "mergeStrategyType": "Json", "source": {"type": "Inline", "spec": {"content": "{spec: [}"}}}`:    "neither YAML nor JSON",
+		`{"workload": "Deployment/app", "mergeStrategyType": "Json", "source": {"type": "Inline", "spec": {"content": "[{op: nope}]"}}}`: "patch patch/Deployment/app (Json)",
+	} {
+		if _, f := h.run("K8sPatch", spec, app("1.27", 2), false, time.Minute); f == nil || !strings.Contains(f.Message, want) {
+			t.Errorf("%s: failure %v, want %q", spec, f, want)
+		}
+	}
+}
+
 var extra = plan.File{Path: "manifests/extra.yaml", Text: "apiVersion: v1\nkind: Service\nmetadata: {name: extra}\nspec: {selector: {app: app}, ports: [{port: 81}]}\n"}
 
 func (h *harness) serviceExists(name string) bool {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/secrets"
 )
 
 // cleanup is how long bookkeeping after a failure may take once the step's own time is up.
@@ -690,6 +691,60 @@ func (s *stepRun) scale() (map[string]any, error) {
 		}
 	}
 	return map[string]any{"workload": target.ID(), "replicas": n}, nil
+}
+
+// patchTypes are K8sPatch's merge strategies as the API server names them.
+var patchTypes = map[string]types.PatchType{
+	"Strategic": types.StrategicMergePatchType, "Merge": types.MergePatchType, "Json": types.JSONPatchType,
+}
+
+// patch applies the step's Inline patch (YAML or JSON) to a live workload (K8sPatch), records
+// the change cause when asked, and waits for the workload to be steady again.
+func (s *stepRun) patch() (map[string]any, error) {
+	ref := strings.TrimSpace(fmt.Sprint(s.spec["workload"]))
+	if !strings.Contains(ref, "/") {
+		ref = "Deployment/" + ref
+	}
+	target, err := s.byName(ref)
+	if err != nil {
+		return nil, err
+	}
+	strategy := fmt.Sprint(s.spec["mergeStrategyType"])
+	pt, ok := patchTypes[strategy]
+	if !ok {
+		return nil, activities.Fail(activities.Unknown, "mergeStrategyType %q is not Strategic, Merge or Json", strategy)
+	}
+	src, _ := s.spec["source"].(map[string]any)
+	spec, _ := src["spec"].(map[string]any)
+	content, _ := spec["content"].(string)
+	if src["type"] != "Inline" || strings.TrimSpace(content) == "" {
+		return nil, activities.Fail(activities.Unknown, "K8sPatch needs an Inline source with content (got a %v source)", src["type"])
+	}
+	if content, err = secrets.Expand(s.ctx, s.secrets, s.mask, content); err != nil {
+		return nil, activities.Fail(activities.Unknown, "K8sPatch content: %v", err)
+	}
+	body, err := yaml.YAMLToJSON([]byte(content))
+	if err != nil {
+		return nil, activities.Fail(activities.Unknown, "K8sPatch content is neither YAML nor JSON: %v", err)
+	}
+	name := target.GetName()
+	if _, err := s.resource(target).Patch(s.ctx, name, pt, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return nil, classify(s.ctx, err, "patch %s (%s)", target.ID(), strategy)
+	}
+	s.logf("patched %s (%s merge)", target.ID(), strategy)
+	if s.bool("recordChangeCause") {
+		cause := mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
+			"kubernetes.io/change-cause": fmt.Sprintf("K8sPatch %s of execution %s", s.path, s.exec)}}})
+		if _, err := s.resource(target).Patch(s.ctx, name, types.MergePatchType, cause, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+			return nil, classify(s.ctx, err, "record the change cause on %s", target.ID())
+		}
+	}
+	if !s.bool("skipSteadyStateCheck") {
+		if err := s.waitSteady([]*object{target}, false); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]any{"workload": target.ID()}, nil
 }
 
 // delete removes resources by name, by release or by manifest (K8sDelete).

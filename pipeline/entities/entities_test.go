@@ -124,6 +124,15 @@ func TestReferenceErrors(t *testing.T) {
 			[]string{`namespace "Gantry_Dev" is not a valid Kubernetes namespace name`}},
 		{"useFromStage of a later stage", map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "serviceRef: web", "useFromStage:\n              stage: deploy_prod")},
 			[]string{`useFromStage "deploy_prod" is not an earlier Deployment stage`}},
+		{"K8sPatch merge strategy", map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+			"type: K8sPatch\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {workload: Deployment/web, mergeStrategyType: Strategical, source: {type: Inline, spec: {content: '{}'}}}")},
+			[]string{"mergeStrategyType", "Strategic"}},
+		{"K8sPatch source from Git", map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+			"type: K8sPatch\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {workload: Deployment/web, mergeStrategyType: Merge, source: {type: Github, spec: {connectorRef: git, paths: [p.yaml]}}}")},
+			[]string{"K8sPatch source: a Github store is not read yet"}},
+		{"K8sPatch Inline source without content", map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+			"type: K8sPatch\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {workload: Deployment/web, mergeStrategyType: Merge, source: {type: Inline, spec: {}}}")},
+			[]string{"an Inline source needs `content`"}},
 		{"K8s step outside a Deployment stage", map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "type: HarnessApproval", "type: K8sScale")},
 			[]string{"K8sScale steps deploy a service and run only in Deployment stages"}},
 	}
@@ -276,5 +285,19 @@ func TestLocalChartPackagedDependency(t *testing.T) {
 	got := strings.Join(paths, " ")
 	if !strings.Contains(got, "charts/web/charts/cache-0.1.0/templates/cache.yaml") || strings.Contains(got, ".tgz") {
 		t.Errorf("chart files %v", paths)
+	}
+}
+
+// A K8sPatch step with an Inline patch is accepted for a run, as a Kubernetes step.
+func TestK8sPatchAccepted(t *testing.T) {
+	dir := copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml",
+		"type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+		"type: K8sPatch\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    workload: Deployment/web\n                    mergeStrategyType: Strategic\n                    recordChangeCause: true\n                    source:\n                      type: Inline\n                      spec:\n                        content: |\n                          spec:\n                            replicas: 1\n")})
+	r, err := load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	if len(r.Diags) != 0 {
+		t.Errorf("diagnostics for a valid K8sPatch:\n%s", r.Diags.Render(r.Sources))
 	}
 }

@@ -619,6 +619,7 @@ var Fields = map[string][]string{
 	"steps.K8sApply":                             {"commandFlags", "delegateSelectors", "description", "filePaths", "manifestSource", "overrides", "skipDryRun", "skipRendering", "skipSteadyStateCheck"},
 	"steps.K8sScale":                             {"delegateSelectors", "description", "instanceSelection", "skipSteadyStateCheck", "workload"},
 	"steps.K8sDelete":                            {"commandFlags", "delegateSelectors", "deleteResources", "description"},
+	"steps.K8sPatch":                             {"commandFlags", "delegateSelectors", "description", "mergeStrategyType", "recordChangeCause", "skipSteadyStateCheck", "source", "workload"},
 	"steps.SelectorsOnly":                        {"delegateSelectors", "description"},
 	"steps.EcsBlueGreenCreateService":            {"delegateSelectors", "description", "enableAutoScalingInSwapStep", "isTrafficShift", "loadBalancer", "prodListener", "prodListenerRuleArn", "sameAsAlreadyRunningInstances", "stageListener", "stageListenerRuleArn", "stageTargetGroupArn", "updateGreenService"},
 	"steps.EcsBlueGreenSwapTargetGroups":         {"delegateSelectors", "description", "doNotDownsizeOldService", "downsizeOldServiceDelayInSecs"},

@@ -76,6 +76,26 @@ type K8sScale struct {
 	DelegateSelectors    *yaml.Node         `yaml:"delegateSelectors"`
 }
 
+// K8sPatch patches a live workload with the step's own patch.
+type K8sPatch struct {
+	Node                 *yaml.Node   `yaml:"-"`
+	Workload             string       `yaml:"workload" gantry:"required"`
+	Source               *PatchSource `yaml:"source" gantry:"required"`
+	MergeStrategyType    string       `yaml:"mergeStrategyType" gantry:"required"`
+	RecordChangeCause    string       `yaml:"recordChangeCause"`
+	SkipSteadyStateCheck string       `yaml:"skipSteadyStateCheck"`
+	CommandFlags         *yaml.Node   `yaml:"commandFlags"`
+	DelegateSelectors    *yaml.Node   `yaml:"delegateSelectors"`
+}
+
+// PatchSource is where a K8sPatch step's patch comes from: a store, of which Gantry reads the
+// Inline one (its spec is read by the step's check).
+type PatchSource struct {
+	Node *yaml.Node `yaml:"-"`
+	Type string     `yaml:"type" gantry:"required"`
+	Spec *yaml.Node `yaml:"spec" gantry:"required"`
+}
+
 // K8sDelete deletes resources.
 type K8sDelete struct {
 	Node              *yaml.Node       `yaml:"-"`
@@ -192,6 +212,28 @@ func (sp *HelmDelete) Check(c Checker) {
 
 // Check checks the instance selection.
 func (sp *K8sScale) Check(c Checker) { checkInstanceSelection(c, sp.InstanceSelection) }
+
+// Check checks the patch: its merge strategy, and an Inline source with content.
+func (sp *K8sPatch) Check(c Checker) {
+	c.Enum(sp.Node, "mergeStrategyType", sp.MergeStrategyType, []string{"Strategic", "Merge", "Json"}, "mergeStrategyType")
+	c.Boolean(sp.Node, "recordChangeCause", sp.RecordChangeCause)
+	c.Boolean(sp.Node, "skipSteadyStateCheck", sp.SkipSteadyStateCheck)
+	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry patches through the Kubernetes API, not kubectl")
+	src := sp.Source
+	if src == nil {
+		return
+	}
+	if src.Type != "Inline" {
+		c.Unsupported(pipeline.ValueAt(src.Node, "type"), "unsupported-manifest-store",
+			"K8sPatch source: a %s store is not read yet; Gantry patches with the step's Inline content", src.Type).
+			SetHint("source: {type: Inline, spec: {content: '{spec: {replicas: 3}}'}}")
+		return
+	}
+	if src.Spec != nil && src.Spec.Kind == yaml.MappingNode && pipeline.Field(src.Spec, "content") == nil {
+		c.Error(src.Spec, "missing-field", "K8sPatch source: an Inline source needs `content`, the patch").
+			SetHint("spec: {content: '{spec: {replicas: 3}}'}")
+	}
+}
 
 // Check checks what is deleted.
 func (sp *K8sDelete) Check(c Checker) {
