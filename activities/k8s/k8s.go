@@ -110,6 +110,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out, err = s.delete()
 	case "K8sPatch":
 		out, err = s.patch()
+	case "K8sRollout":
+		out, err = s.rollout()
 	case "K8sDryRun":
 		out, err = s.dryRun()
 	case "HelmDeploy":

@@ -365,6 +365,51 @@ func TestPatch(t *testing.T) {
 	}
 }
 
+// K8sRollout's commands, as kubectl rollout runs them: history, undo back to the previous
+// revision, restart, pause and resume, status.
+func TestRollout(t *testing.T) {
+	h := newHarness(t, "rollout")
+	h.ok("K8sRollingDeploy", `{}`, app("1.27", 2))
+	h.ok("K8sRollingDeploy", `{}`, app("1.28", 2))
+	byName := `"resources": {"type": "ResourceName", "spec": {"resourceNames": ["Deployment/app"]}}`
+	out := h.ok("K8sRollout", `{"command": "history", `+byName+`}`, app("1.28", 2))
+	hist, _ := out["history"].(map[string]any)
+	revs, _ := hist["rollout/Deployment/app"].([]any)
+	if len(revs) != 2 || !strings.Contains(fmt.Sprint(revs[0]), "nginx:1.27") || !strings.Contains(fmt.Sprint(revs[1]), "nginx:1.28") {
+		t.Fatalf("history: %v", out)
+	}
+	h.ok("K8sRollout", `{"command": "undo", "resources": {"type": "ReleaseName", "spec": {}}}`, app("1.28", 2))
+	if img, _, _ := h.deployment("app"); img != "nginx:1.27" {
+		t.Fatalf("after undo the Deployment runs %s", img)
+	}
+	d, _ := cs.AppsV1().Deployments(h.ns).Get(context.Background(), "app", metav1.GetOptions{})
+	if d.Status.UpdatedReplicas != 2 || d.Status.AvailableReplicas != 2 {
+		t.Errorf("undo's rollout not awaited: %+v", d.Status)
+	}
+	h.ok("K8sRollout", `{"command": "restart", `+byName+`}`, app("1.28", 2))
+	d, _ = cs.AppsV1().Deployments(h.ns).Get(context.Background(), "app", metav1.GetOptions{})
+	if d.Spec.Template.Annotations["kubectl.kubernetes.io/restartedAt"] == "" {
+		t.Errorf("restart: template annotations %v", d.Spec.Template.Annotations)
+	}
+	h.ok("K8sRollout", `{"command": "pause", `+byName+`}`, app("1.28", 2))
+	if d, _ = cs.AppsV1().Deployments(h.ns).Get(context.Background(), "app", metav1.GetOptions{}); !d.Spec.Paused {
+		t.Error("not paused")
+	}
+	h.ok("K8sRollout", `{"command": "resume", "resources": {"type": "ManifestPath", "spec": {"manifestPaths": ["manifests/deployment.yaml"]}}}`, app("1.28", 2))
+	if d, _ = cs.AppsV1().Deployments(h.ns).Get(context.Background(), "app", metav1.GetOptions{}); d.Spec.Paused {
+		t.Error("not resumed")
+	}
+	h.ok("K8sRollout", `{"command": "status", "resources": {"type": "ManifestPath", "spec": {"allManifestPaths": true}}}`, app("1.28", 2))
+	for spec, want := range map[string]string{
+		`{"command": "undo", "resources": {"type": "ResourceName", "spec": {"resourceNames": ["Service/app"]}}}`: "no Deployment, StatefulSet or DaemonSet",
+		`{"command": "shake", ` + byName + `}`: "is not restart, pause, resume, undo, status or history",
+	} {
+		if _, f := h.run("K8sRollout", spec, app("1.28", 2), false, time.Minute); f == nil || !strings.Contains(f.Message, want) {
+			t.Errorf("%s: failure %v, want %q", spec, f, want)
+		}
+	}
+}
+
 var extra = plan.File{Path: "manifests/extra.yaml", Text: "apiVersion: v1\nkind: Service\nmetadata: {name: extra}\nspec: {selector: {app: app}, ports: [{port: 81}]}\n"}
 
 func (h *harness) serviceExists(name string) bool {

@@ -306,6 +306,7 @@ var objects = []struct {
 	{"steps.K8sScale", false, []string{"K8sScaleStepInfo"}},
 	{"steps.K8sDelete", false, []string{"K8sDeleteStepInfo"}},
 	{"steps.K8sPatch", false, []string{"K8sPatchStepInfo"}},
+	{"steps.K8sRollout", false, []string{"K8sRolloutStepInfo"}},
 	{"steps.SelectorsOnly", false, []string{"AwsLambdaDeployStepInfo", "AwsLambdaRollbackStepInfo", "EcsRollingRollbackStepInfo", "EcsCanaryDeployStepInfo",
 		"EcsCanaryDeleteStepInfo", "EcsBlueGreenRollbackStepInfo"}},
 	{"steps.EcsBlueGreenCreateService", false, []string{"EcsBlueGreenCreateServiceStepInfo"}},

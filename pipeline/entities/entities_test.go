@@ -133,6 +133,12 @@ func TestReferenceErrors(t *testing.T) {
 		{"K8sPatch Inline source without content", map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
 			"type: K8sPatch\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {workload: Deployment/web, mergeStrategyType: Merge, source: {type: Inline, spec: {}}}")},
 			[]string{"an Inline source needs `content`"}},
+		{"K8sRollout command", map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+			"type: K8sRollout\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {command: rewind, resources: {type: ReleaseName, spec: {}}}")},
+			[]string{"command", "undo"}},
+		{"K8sRollout resource names", map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+			"type: K8sRollout\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {command: restart, resources: {type: ResourceName, spec: {}}}")},
+			[]string{"resources of type ResourceName need `resourceNames`"}},
 		{"K8s step outside a Deployment stage", map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml", "type: HarnessApproval", "type: K8sScale")},
 			[]string{"K8sScale steps deploy a service and run only in Deployment stages"}},
 	}
@@ -288,8 +294,8 @@ func TestLocalChartPackagedDependency(t *testing.T) {
 	}
 }
 
-// A K8sPatch step with an Inline patch is accepted for a run, as a Kubernetes step.
-func TestK8sPatchAccepted(t *testing.T) {
+// K8sPatch with an Inline patch and K8sRollout are accepted for a run, as Kubernetes steps.
+func TestK8sPatchAndRolloutAccepted(t *testing.T) {
 	dir := copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml",
 		"type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
 		"type: K8sPatch\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    workload: Deployment/web\n                    mergeStrategyType: Strategic\n                    recordChangeCause: true\n                    source:\n                      type: Inline\n                      spec:\n                        content: |\n                          spec:\n                            replicas: 1\n")})
@@ -299,5 +305,11 @@ func TestK8sPatchAccepted(t *testing.T) {
 	}
 	if len(r.Diags) != 0 {
 		t.Errorf("diagnostics for a valid K8sPatch:\n%s", r.Diags.Render(r.Sources))
+	}
+	dir = copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml",
+		"type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+		"type: K8sRollout\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {command: undo, resources: {type: ResourceName, spec: {resourceNames: [Deployment/web]}}}")})
+	if r, err = load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true}); err != nil || !r.OK() || len(r.Diags) != 0 {
+		t.Errorf("a valid K8sRollout: %v\n%s", err, r.Diags.Render(r.Sources))
 	}
 }

@@ -96,6 +96,26 @@ type PatchSource struct {
 	Spec *yaml.Node `yaml:"spec" gantry:"required"`
 }
 
+// K8sRollout runs a `kubectl rollout` command on workloads.
+type K8sRollout struct {
+	Node              *yaml.Node        `yaml:"-"`
+	Command           string            `yaml:"command" gantry:"required"`
+	Resources         *RolloutResources `yaml:"resources" gantry:"required"`
+	CommandFlags      *yaml.Node        `yaml:"commandFlags"`
+	DelegateSelectors *yaml.Node        `yaml:"delegateSelectors"`
+}
+
+// RolloutResources selects K8sRollout's workloads, as K8sDelete's resources are selected.
+type RolloutResources = pipeline.Typed[RolloutTarget]
+
+// RolloutTarget lists names or manifest paths (a release needs neither).
+type RolloutTarget struct {
+	Node             *yaml.Node `yaml:"-"`
+	ResourceNames    *yaml.Node `yaml:"resourceNames"`
+	ManifestPaths    *yaml.Node `yaml:"manifestPaths"`
+	AllManifestPaths string     `yaml:"allManifestPaths"`
+}
+
 // K8sDelete deletes resources.
 type K8sDelete struct {
 	Node              *yaml.Node       `yaml:"-"`
@@ -232,6 +252,21 @@ func (sp *K8sPatch) Check(c Checker) {
 	if src.Spec != nil && src.Spec.Kind == yaml.MappingNode && pipeline.Field(src.Spec, "content") == nil {
 		c.Error(src.Spec, "missing-field", "K8sPatch source: an Inline source needs `content`, the patch").
 			SetHint("spec: {content: '{spec: {replicas: 3}}'}")
+	}
+}
+
+// Check checks the command and the resources' selection.
+func (sp *K8sRollout) Check(c Checker) {
+	c.Enum(sp.Node, "command", sp.Command, []string{"restart", "resume", "status", "undo", "pause", "history"}, "command")
+	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry rolls out through the Kubernetes API, not kubectl")
+	r := sp.Resources
+	if r == nil {
+		return
+	}
+	c.Enum(r.Node, "type", r.Type, []string{"ResourceName", "ReleaseName", "ManifestPath"}, "resources.type")
+	if r.Type == "ResourceName" && r.Spec != nil && r.Spec.ResourceNames == nil {
+		c.Error(r.Spec.Node, "missing-field", "resources of type ResourceName need `resourceNames`").
+			SetHint("spec: {resourceNames: [Deployment/web]}")
 	}
 }
 
