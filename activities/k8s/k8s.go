@@ -112,6 +112,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out, err = s.patch()
 	case "K8sRollout":
 		out, err = s.rollout()
+	case "K8sDiff":
+		out, err = s.diff()
 	case "K8sDryRun":
 		out, err = s.dryRun()
 	case "HelmDeploy":

@@ -410,6 +410,25 @@ func TestRollout(t *testing.T) {
 	}
 }
 
+// K8sDiff shows what the next deployment would change against the live objects, without
+// changing them; unchanged objects are left out.
+func TestDiff(t *testing.T) {
+	h := newHarness(t, "diff")
+	h.ok("K8sRollingDeploy", `{}`, app("1.27", 2))
+	out := h.ok("K8sDiff", `{}`, app("1.28", 2))
+	d, _ := out["diff"].(string)
+	if !strings.Contains(d, "-        image: nginx:1.27") || !strings.Contains(d, "+        image: nginx:1.28") {
+		t.Errorf("diff:\n%s", d)
+	}
+	changed := fmt.Sprint(out["changedResources"])
+	if !strings.Contains(changed, "diff/Deployment/app") || strings.Contains(changed, "Service/app") {
+		t.Errorf("changed resources: %s", changed)
+	}
+	if img, _, _ := h.deployment("app"); img != "nginx:1.27" {
+		t.Errorf("the diff changed the Deployment: %s", img)
+	}
+}
+
 var extra = plan.File{Path: "manifests/extra.yaml", Text: "apiVersion: v1\nkind: Service\nmetadata: {name: extra}\nspec: {selector: {app: app}, ports: [{port: 81}]}\n"}
 
 func (h *harness) serviceExists(name string) bool {

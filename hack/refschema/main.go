@@ -307,6 +307,7 @@ var objects = []struct {
 	{"steps.K8sDelete", false, []string{"K8sDeleteStepInfo"}},
 	{"steps.K8sPatch", false, []string{"K8sPatchStepInfo"}},
 	{"steps.K8sRollout", false, []string{"K8sRolloutStepInfo"}},
+	{"steps.K8sDiff", false, []string{"K8sDiffStepInfo"}},
 	{"steps.SelectorsOnly", false, []string{"AwsLambdaDeployStepInfo", "AwsLambdaRollbackStepInfo", "EcsRollingRollbackStepInfo", "EcsCanaryDeployStepInfo",
 		"EcsCanaryDeleteStepInfo", "EcsBlueGreenRollbackStepInfo"}},
 	{"steps.EcsBlueGreenCreateService", false, []string{"EcsBlueGreenCreateServiceStepInfo"}},

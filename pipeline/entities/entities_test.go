@@ -294,8 +294,8 @@ func TestLocalChartPackagedDependency(t *testing.T) {
 	}
 }
 
-// K8sPatch with an Inline patch and K8sRollout are accepted for a run, as Kubernetes steps.
-func TestK8sPatchAndRolloutAccepted(t *testing.T) {
+// K8sPatch with an Inline patch, K8sRollout and K8sDiff are accepted for a run, as Kubernetes steps.
+func TestNewK8sStepsAccepted(t *testing.T) {
 	dir := copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml",
 		"type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
 		"type: K8sPatch\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    workload: Deployment/web\n                    mergeStrategyType: Strategic\n                    recordChangeCause: true\n                    source:\n                      type: Inline\n                      spec:\n                        content: |\n                          spec:\n                            replicas: 1\n")})
@@ -311,5 +311,11 @@ func TestK8sPatchAndRolloutAccepted(t *testing.T) {
 		"type: K8sRollout\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {command: undo, resources: {type: ResourceName, spec: {resourceNames: [Deployment/web]}}}")})
 	if r, err = load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true}); err != nil || !r.OK() || len(r.Diags) != 0 {
 		t.Errorf("a valid K8sRollout: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	dir = copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml",
+		"type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+		"type: K8sDiff\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {}")})
+	if r, err = load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true}); err != nil || !r.OK() || len(r.Diags) != 0 {
+		t.Errorf("a K8sDiff: %v\n%s", err, r.Diags.Render(r.Sources))
 	}
 }

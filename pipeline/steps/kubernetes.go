@@ -116,6 +116,12 @@ type RolloutTarget struct {
 	AllManifestPaths string     `yaml:"allManifestPaths"`
 }
 
+// K8sDiff shows what deploying the stage's manifests would change.
+type K8sDiff struct {
+	Node              *yaml.Node `yaml:"-"`
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+}
+
 // K8sDelete deletes resources.
 type K8sDelete struct {
 	Node              *yaml.Node       `yaml:"-"`
