@@ -16,11 +16,7 @@ import (
 // object as the API server would store it (a server-side dry-run apply) against the live one
 // (K8sDiff). Fields the server keeps for itself are left out of both sides.
 func (s *stepRun) diff() (map[string]any, error) {
-	h, err := s.loadHistory()
-	if err != nil {
-		return nil, err
-	}
-	objs, err := s.render(renderOptions{revision: h.Next(), versionBy: itoa(h.Next())})
+	objs, err := s.renderNext()
 	if err != nil {
 		return nil, err
 	}

@@ -78,16 +78,9 @@ func (s *stepRun) rolloutTargets() ([]*object, error) {
 	var objs []*object
 	switch res["type"] {
 	case "ResourceName":
-		names := stringList(spec["resourceNames"])
-		if len(names) == 0 {
-			return nil, activities.Fail(activities.Unknown, "resources.spec.resourceNames is empty")
-		}
-		for _, n := range names {
-			o, err := s.byName(n)
-			if err != nil {
-				return nil, err
-			}
-			objs = append(objs, o)
+		var err error
+		if objs, err = s.namedObjects("resources", spec); err != nil {
+			return nil, err
 		}
 	case "ReleaseName":
 		h, err := s.loadHistory()
@@ -101,16 +94,8 @@ func (s *stepRun) rolloutTargets() ([]*object, error) {
 			return nil, err
 		}
 	case "ManifestPath":
-		var match func(string) bool
-		if spec["allManifestPaths"] != true && fmt.Sprint(spec["allManifestPaths"]) != "true" {
-			paths := stringList(spec["manifestPaths"])
-			if len(paths) == 0 {
-				return nil, activities.Fail(activities.Unknown, "resources.spec needs manifestPaths or allManifestPaths: true")
-			}
-			match, _ = pathMatcher(paths)
-		}
 		var err error
-		if objs, err = s.render(renderOptions{files: match}); err != nil {
+		if objs, err = s.manifestPathObjects("resources", spec); err != nil {
 			return nil, err
 		}
 	default:

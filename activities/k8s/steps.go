@@ -754,16 +754,9 @@ func (s *stepRun) delete() (map[string]any, error) {
 	var targets []*object
 	switch dr["type"] {
 	case "ResourceName":
-		names := stringList(spec["resourceNames"])
-		if len(names) == 0 {
-			return nil, activities.Fail(activities.Unknown, "deleteResources.spec.resourceNames is empty")
-		}
-		for _, n := range names {
-			o, err := s.byName(n)
-			if err != nil {
-				return nil, err
-			}
-			targets = append(targets, o)
+		var err error
+		if targets, err = s.namedObjects("deleteResources", spec); err != nil {
+			return nil, err
 		}
 	case "ReleaseName":
 		h, err := s.loadHistory()
@@ -793,19 +786,10 @@ func (s *stepRun) delete() (map[string]any, error) {
 		}
 		targets = append(targets, o)
 	case "ManifestPath":
-		var match func(string) bool
-		if !s.bool("allManifestPaths") && spec["allManifestPaths"] != true {
-			paths := stringList(spec["manifestPaths"])
-			if len(paths) == 0 {
-				return nil, activities.Fail(activities.Unknown, "deleteResources.spec needs manifestPaths or allManifestPaths: true")
-			}
-			match, _ = pathMatcher(paths)
-		}
-		objs, err := s.render(renderOptions{files: match})
-		if err != nil {
+		var err error
+		if targets, err = s.manifestPathObjects("deleteResources", spec); err != nil {
 			return nil, err
 		}
-		targets = objs
 	default:
 		return nil, activities.Fail(activities.Unknown, "deleteResources.type %v is not ResourceName, ReleaseName or ManifestPath", dr["type"])
 	}
@@ -821,6 +805,38 @@ func (s *stepRun) delete() (map[string]any, error) {
 		deleted = append(deleted, "Namespace/"+s.in.Namespace)
 	}
 	return map[string]any{"deletedResourceIds": nonNil(deleted)}, nil
+}
+
+// namedObjects are the objects a step's resourceNames (Kind/name, namespace/Kind/name) name;
+// what is the field holding the spec, for errors.
+func (s *stepRun) namedObjects(what string, spec map[string]any) ([]*object, error) {
+	names := stringList(spec["resourceNames"])
+	if len(names) == 0 {
+		return nil, activities.Fail(activities.Unknown, "%s.spec.resourceNames is empty", what)
+	}
+	var out []*object
+	for _, n := range names {
+		o, err := s.byName(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, o)
+	}
+	return out, nil
+}
+
+// manifestPathObjects are the objects of the manifests a step's manifestPaths name, or of all
+// of them with allManifestPaths.
+func (s *stepRun) manifestPathObjects(what string, spec map[string]any) ([]*object, error) {
+	var match func(string) bool
+	if spec["allManifestPaths"] != true && fmt.Sprint(spec["allManifestPaths"]) != "true" && !s.bool("allManifestPaths") {
+		paths := stringList(spec["manifestPaths"])
+		if len(paths) == 0 {
+			return nil, activities.Fail(activities.Unknown, "%s.spec needs manifestPaths or allManifestPaths: true", what)
+		}
+		match, _ = pathMatcher(paths)
+	}
+	return s.render(renderOptions{files: match})
 }
 
 // knownKinds spells kinds users write in resource names in any case; others are core (v1).
@@ -864,11 +880,7 @@ func (s *stepRun) byName(ref string) (*object, error) {
 // dryRun renders the manifests and has the API server validate and admit them without
 // persisting anything (K8sDryRun). The rendered manifest is the step's output.
 func (s *stepRun) dryRun() (map[string]any, error) {
-	h, err := s.loadHistory()
-	if err != nil {
-		return nil, err
-	}
-	objs, err := s.render(renderOptions{revision: h.Next(), versionBy: itoa(h.Next())})
+	objs, err := s.renderNext()
 	if err != nil {
 		return nil, err
 	}
@@ -882,6 +894,15 @@ func (s *stepRun) dryRun() (map[string]any, error) {
 	}
 	s.logf("dry run: %d objects accepted by the API server", len(objs))
 	return map[string]any{"manifestDryRun": s.mask.Apply(strings.Join(docs, "---\n")), "resources": fmtIDs(objs)}, nil
+}
+
+// renderNext renders the manifests as the release's next deployment would apply them.
+func (s *stepRun) renderNext() ([]*object, error) {
+	h, err := s.loadHistory()
+	if err != nil {
+		return nil, err
+	}
+	return s.render(renderOptions{revision: h.Next(), versionBy: itoa(h.Next())})
 }
 
 // podIPs lists the IPs of the running pods of the workloads.
