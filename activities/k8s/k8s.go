@@ -114,6 +114,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out, err = s.rollout()
 	case "K8sDiff":
 		out, err = s.diff()
+	case "K8sBlueGreenStageScaleDown":
+		out, err = s.stageScaleDown()
 	case "K8sDryRun":
 		out, err = s.dryRun()
 	case "HelmDeploy":

@@ -429,6 +429,28 @@ func TestDiff(t *testing.T) {
 	}
 }
 
+// K8sBlueGreenStageScaleDown: nothing to do on a first deployment (both Services route to the
+// one colour); after a second deployment and the swap, the old colour scales to zero.
+func TestBlueGreenStageScaleDown(t *testing.T) {
+	h := newHarness(t, "bgdown")
+	h.ok("K8sBlueGreenDeploy", `{}`, app("1.27", 2))
+	if out := h.ok("K8sBlueGreenStageScaleDown", `{}`, app("1.27", 2)); out["scaledDown"] != false {
+		t.Errorf("first deployment: %v", out)
+	}
+	h.ok("K8sBlueGreenDeploy", `{}`, app("1.28", 2))
+	h.ok("K8sBGSwapServices", `{}`, app("1.28", 2))
+	out := h.ok("K8sBlueGreenStageScaleDown", `{}`, app("1.28", 2))
+	if out["scaledDown"] != true || out["stageColor"] != "blue" {
+		t.Fatalf("after the swap: %v", out)
+	}
+	if _, _, n := h.deployment("app-blue"); n != 0 {
+		t.Errorf("app-blue has %d replicas", n)
+	}
+	if _, _, n := h.deployment("app-green"); n != 2 {
+		t.Errorf("the primary app-green has %d replicas", n)
+	}
+}
+
 var extra = plan.File{Path: "manifests/extra.yaml", Text: "apiVersion: v1\nkind: Service\nmetadata: {name: extra}\nspec: {selector: {app: app}, ports: [{port: 81}]}\n"}
 
 func (h *harness) serviceExists(name string) bool {

@@ -571,6 +571,49 @@ func (s *stepRun) swapServices() (map[string]any, error) {
 	return map[string]any{"swapped": true, "primaryColor": sc, "stageColor": pc}, nil
 }
 
+// stageScaleDown scales the stage colour's Deployment to zero once the primary Service routes
+// elsewhere (K8sBlueGreenStageScaleDown): after a swap, the old version stops using capacity.
+func (s *stepRun) stageScaleDown() (map[string]any, error) {
+	objs, err := s.render(renderOptions{revision: 0})
+	if err != nil {
+		return nil, err
+	}
+	dep, err := theDeployment(objs, "K8sBlueGreenStageScaleDown")
+	if err != nil {
+		return nil, err
+	}
+	primary, stage, err := bgServices(objs)
+	if err != nil {
+		return nil, err
+	}
+	pc, _, err := s.liveColor(primary)
+	if err != nil {
+		return nil, err
+	}
+	sc, _, err := s.liveColor(stage)
+	if err != nil {
+		return nil, err
+	}
+	if pc == "" || sc == "" {
+		return nil, activities.Fail(activities.Unknown, "services %s and %s are not deployed with colours; run K8sBlueGreenDeploy first", primary.GetName(), stage.GetName())
+	}
+	if pc == sc {
+		s.logf("both services route to %s: nothing runs apart from the primary, nothing scaled down", pc)
+		return map[string]any{"scaledDown": false, "stageColor": sc}, nil
+	}
+	name := dep.GetName() + "-" + sc
+	body := mustJSON(map[string]any{"spec": map[string]any{"replicas": 0}})
+	if _, err := s.c.cs.AppsV1().Deployments(s.in.Namespace).Patch(s.ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}, "scale"); err != nil {
+		if apierrors.IsNotFound(err) {
+			s.logf("deployment %s (stage colour %s) is gone: nothing to scale down", name, sc)
+			return map[string]any{"scaledDown": false, "stageColor": sc}, nil
+		}
+		return nil, classify(s.ctx, err, "scale down %s", name)
+	}
+	s.logf("scaled down deployment %s (stage colour %s) to 0 replicas", name, sc)
+	return map[string]any{"scaledDown": true, "stageColor": sc, "deployment": name}, nil
+}
+
 func stringList(v any) []string {
 	var out []string
 	switch l := v.(type) {

@@ -308,6 +308,7 @@ var objects = []struct {
 	{"steps.K8sPatch", false, []string{"K8sPatchStepInfo"}},
 	{"steps.K8sRollout", false, []string{"K8sRolloutStepInfo"}},
 	{"steps.K8sDiff", false, []string{"K8sDiffStepInfo"}},
+	{"steps.K8sBlueGreenStageScaleDown", false, []string{"K8sBGStageScaleDownStepInfo"}},
 	{"steps.SelectorsOnly", false, []string{"AwsLambdaDeployStepInfo", "AwsLambdaRollbackStepInfo", "EcsRollingRollbackStepInfo", "EcsCanaryDeployStepInfo",
 		"EcsCanaryDeleteStepInfo", "EcsBlueGreenRollbackStepInfo"}},
 	{"steps.EcsBlueGreenCreateService", false, []string{"EcsBlueGreenCreateServiceStepInfo"}},

@@ -294,7 +294,8 @@ func TestLocalChartPackagedDependency(t *testing.T) {
 	}
 }
 
-// K8sPatch with an Inline patch, K8sRollout and K8sDiff are accepted for a run, as Kubernetes steps.
+// K8sPatch with an Inline patch, K8sRollout, K8sDiff and K8sBlueGreenStageScaleDown are accepted
+// for a run, as Kubernetes steps.
 func TestNewK8sStepsAccepted(t *testing.T) {
 	dir := copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml",
 		"type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
@@ -317,5 +318,11 @@ func TestNewK8sStepsAccepted(t *testing.T) {
 		"type: K8sDiff\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {}")})
 	if r, err = load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true}); err != nil || !r.OK() || len(r.Diags) != 0 {
 		t.Errorf("a K8sDiff: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	dir = copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml",
+		"type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+		"type: K8sBlueGreenStageScaleDown\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {}")})
+	if r, err = load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true}); err != nil || !r.OK() || len(r.Diags) != 0 {
+		t.Errorf("a K8sBlueGreenStageScaleDown: %v\n%s", err, r.Diags.Render(r.Sources))
 	}
 }

@@ -622,6 +622,7 @@ var Fields = map[string][]string{
 	"steps.K8sPatch":                             {"commandFlags", "delegateSelectors", "description", "mergeStrategyType", "recordChangeCause", "skipSteadyStateCheck", "source", "workload"},
 	"steps.K8sRollout":                           {"command", "commandFlags", "delegateSelectors", "description", "resources"},
 	"steps.K8sDiff":                              {"delegateSelectors", "description"},
+	"steps.K8sBlueGreenStageScaleDown":           {"delegateSelectors", "description"},
 	"steps.SelectorsOnly":                        {"delegateSelectors", "description"},
 	"steps.EcsBlueGreenCreateService":            {"delegateSelectors", "description", "enableAutoScalingInSwapStep", "isTrafficShift", "loadBalancer", "prodListener", "prodListenerRuleArn", "sameAsAlreadyRunningInstances", "stageListener", "stageListenerRuleArn", "stageTargetGroupArn", "updateGreenService"},
 	"steps.EcsBlueGreenSwapTargetGroups":         {"delegateSelectors", "description", "doNotDownsizeOldService", "downsizeOldServiceDelayInSecs"},

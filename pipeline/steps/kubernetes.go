@@ -122,6 +122,12 @@ type K8sDiff struct {
 	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
 }
 
+// K8sBlueGreenStageScaleDown scales the stage colour of a blue-green deployment to zero.
+type K8sBlueGreenStageScaleDown struct {
+	Node              *yaml.Node `yaml:"-"`
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+}
+
 // K8sDelete deletes resources.
 type K8sDelete struct {
 	Node              *yaml.Node       `yaml:"-"`
