@@ -355,9 +355,10 @@ func TestPatch(t *testing.T) {
 		t.Errorf("merge patch of a Service: %v", svc.Labels)
 	}
 	for spec, want := range map[string]string{
-		`{"workload": "Deployment/nowhere", "mergeStrategyType": "Merge", "source": {"type": "Inline", "spec": {"content": "{}"}}}`:      "nowhere",
-		`{"workload": "Deployment/app", "mergeStrategyType": "Json", "source": {"type": "Inline", "spec": {"content": "{spec: [}"}}}`:    "neither YAML nor JSON",
-		`{"workload": "Deployment/app", "mergeStrategyType": "Json", "source": {"type": "Inline", "spec": {"content": "[{op: nope}]"}}}`: "patch patch/Deployment/app (Json)",
+		`{"workload": "Deployment/nowhere", "mergeStrategyType": "Merge", "source": {"type": "Inline", "spec": {"content": "{}"}}}`:                         "nowhere",
+		`{"workload": "Deployment/app", "mergeStrategyType": "Json", "source": {"type": "Inline", "spec": {"content": "{spec: [}"}}}`:                       "neither YAML nor JSON",
+		`{"workload": "Deployment/app", "mergeStrategyType": "Merge", "source": {"type": "Inline", "spec": {"content": "{metadata: {labels: {n: 1.5}}}"}}}`: "the patched object is invalid: json: cannot unmarshal number",
+		`{"workload": "Deployment/app", "mergeStrategyType": "Json", "source": {"type": "Inline", "spec": {"content": "[{op: nope}]"}}}`:                    "patch patch/Deployment/app (Json)",
 	} {
 		if _, f := h.run("K8sPatch", spec, app("1.27", 2), false, time.Minute); f == nil || !strings.Contains(f.Message, want) {
 			t.Errorf("%s: failure %v, want %q", spec, f, want)

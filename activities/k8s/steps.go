@@ -772,7 +772,7 @@ func (s *stepRun) patch() (map[string]any, error) {
 	}
 	name := target.GetName()
 	if _, err := s.resource(target).Patch(s.ctx, name, pt, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-		return nil, classify(s.ctx, err, "patch %s (%s)", target.ID(), strategy)
+		return nil, classify(s.ctx, shortInvalid(err), "patch %s (%s)", target.ID(), strategy)
 	}
 	s.logf("patched %s (%s merge)", target.ID(), strategy)
 	if s.bool("recordChangeCause") {
@@ -788,6 +788,19 @@ func (s *stepRun) patch() (map[string]any, error) {
 		}
 	}
 	return map[string]any{"workload": target.ID()}, nil
+}
+
+// shortInvalid keeps the reason of an API server's "invalid" answer that quotes the whole
+// patched object before it.
+func shortInvalid(err error) error {
+	msg := err.Error()
+	if !apierrors.IsInvalid(err) || len(msg) < 300 {
+		return err
+	}
+	if i := strings.LastIndex(msg, "\": "); i > 0 {
+		return fmt.Errorf("the patched object is invalid: %s", msg[i+3:])
+	}
+	return err
 }
 
 // delete removes resources by name, by release or by manifest (K8sDelete).
