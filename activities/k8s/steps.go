@@ -511,28 +511,44 @@ func mustJSON(v any) []byte {
 	return b
 }
 
+// bgColors are a blue-green release's two Services and the colours they route to live.
+type bgColors struct {
+	primary, stage           *object
+	primaryColor, stageColor string
+	primaryAnnotations       map[string]string
+}
+
+// liveColors renders the release's objects and reads which colour each of its Services routes
+// to; an error when either is not deployed with colours yet.
+func (s *stepRun) liveColors() ([]*object, bgColors, error) {
+	var c bgColors
+	objs, err := s.render(renderOptions{revision: 0})
+	if err != nil {
+		return nil, c, err
+	}
+	if c.primary, c.stage, err = bgServices(objs); err != nil {
+		return nil, c, err
+	}
+	if c.primaryColor, c.primaryAnnotations, err = s.liveColor(c.primary); err != nil {
+		return nil, c, err
+	}
+	if c.stageColor, _, err = s.liveColor(c.stage); err != nil {
+		return nil, c, err
+	}
+	if c.primaryColor == "" || c.stageColor == "" {
+		return nil, c, activities.Fail(activities.Unknown, "services %s and %s are not deployed with colours; run K8sBlueGreenDeploy first", c.primary.GetName(), c.stage.GetName())
+	}
+	return objs, c, nil
+}
+
 // swapServices swaps the colours the primary and stage Services route to. In a rollback
 // section it swaps back only if this execution swapped them.
 func (s *stepRun) swapServices() (map[string]any, error) {
-	objs, err := s.render(renderOptions{revision: 0})
+	_, c, err := s.liveColors()
 	if err != nil {
 		return nil, err
 	}
-	primary, stage, err := bgServices(objs)
-	if err != nil {
-		return nil, err
-	}
-	pc, pann, err := s.liveColor(primary)
-	if err != nil {
-		return nil, err
-	}
-	sc, _, err := s.liveColor(stage)
-	if err != nil {
-		return nil, err
-	}
-	if pc == "" || sc == "" {
-		return nil, activities.Fail(activities.Unknown, "services %s and %s are not deployed with colours; run K8sBlueGreenDeploy first", primary.GetName(), stage.GetName())
-	}
+	primary, stage, pc, sc, pann := c.primary, c.stage, c.primaryColor, c.stageColor, c.primaryAnnotations
 	if s.in.Rollback && pann[AnnotSwappedBy] != s.exec {
 		s.logf("the services were not swapped by this execution; leaving primary on %s", pc)
 		return map[string]any{"swapped": false, "primaryColor": pc, "stageColor": sc}, nil
@@ -574,7 +590,7 @@ func (s *stepRun) swapServices() (map[string]any, error) {
 // stageScaleDown scales the stage colour's Deployment to zero once the primary Service routes
 // elsewhere (K8sBlueGreenStageScaleDown): after a swap, the old version stops using capacity.
 func (s *stepRun) stageScaleDown() (map[string]any, error) {
-	objs, err := s.render(renderOptions{revision: 0})
+	objs, c, err := s.liveColors()
 	if err != nil {
 		return nil, err
 	}
@@ -582,21 +598,7 @@ func (s *stepRun) stageScaleDown() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	primary, stage, err := bgServices(objs)
-	if err != nil {
-		return nil, err
-	}
-	pc, _, err := s.liveColor(primary)
-	if err != nil {
-		return nil, err
-	}
-	sc, _, err := s.liveColor(stage)
-	if err != nil {
-		return nil, err
-	}
-	if pc == "" || sc == "" {
-		return nil, activities.Fail(activities.Unknown, "services %s and %s are not deployed with colours; run K8sBlueGreenDeploy first", primary.GetName(), stage.GetName())
-	}
+	pc, sc := c.primaryColor, c.stageColor
 	if pc == sc {
 		s.logf("both services route to %s: nothing runs apart from the primary, nothing scaled down", pc)
 		return map[string]any{"scaledDown": false, "stageColor": sc}, nil
