@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/storage/driver"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	"github.com/gantry-cd/gantry/internal/conformance"
@@ -120,5 +122,68 @@ func TestNativeHelmDeployRollbackDelete(t *testing.T) {
 	}
 	if h := helmHistory(t, ns, name); h != nil {
 		t.Errorf("release still has %d revisions", len(h))
+	}
+}
+
+// examples/k8s/helm-bluegreen.yaml and helm-canary.yaml through the engine: blue-green swaps
+// the Service `web` between the colour releases and a failure after the swap swaps it back;
+// a canary runs beside the release and is gone after the stage, and a failed canary stage
+// leaves the release as it was.
+func TestNativeHelmBlueGreenAndCanary(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-helmpro")
+	const ns, canaryNS = "e2e-helmpro-helm-bluegreen", "e2e-helmpro-helm-dev"
+	run := func(file string, sets ...string) *workflows.PipelineResult {
+		t.Helper()
+		r, err := load.File(filepath.Join(dir, file), load.Options{ForRun: true, Sets: sets})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+		}
+		_, res := runPlan(t, env.starter, r.Plan)
+		return res
+	}
+	routes := func(svc string) string {
+		t.Helper()
+		s, err := cs.CoreV1().Services(ns).Get(context.Background(), svc, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Spec.Selector["harness.io/color"]
+	}
+	image := func(name string) string { return deploymentOf(t, cs, ns, name).Spec.Template.Spec.Containers[0].Image }
+	canaryImage := func(name string) string {
+		return deploymentOf(t, cs, canaryNS, name).Spec.Template.Spec.Containers[0].Image
+	}
+
+	res := run("helm-bluegreen.yaml")
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.swap": status.Succeeded})
+	if out := res.Tree.Find("deploy_dev.bg_deploy").Outputs; out["releaseName"] != "web-blue" || out["stageColor"] != "blue" {
+		t.Errorf("first HelmBGDeploy outputs %v", out)
+	}
+	res = run("helm-bluegreen.yaml", "pipeline.variables.tag=1.28")
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.swap": status.Succeeded})
+	if routes("web") != "green" || image("web-green") != "library/nginx:1.28" || image("web-blue") != "library/nginx:1.27" {
+		t.Errorf("after the second run: web routes to %s, green runs %s", routes("web"), image("web-green"))
+	}
+	res = run("helm-bluegreen.yaml", "pipeline.variables.tag=1.29", "pipeline.variables.smoke=fail")
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "deploy_dev.swap": status.Succeeded,
+		"deploy_dev.smoke": status.Failed, "deploy_dev.rollbackSteps.helm_rollback": status.Succeeded})
+	if routes("web") != "green" || image("web-green") != "library/nginx:1.28" {
+		t.Errorf("after the rollback: web routes to %s (want green, 1.28)", routes("web"))
+	}
+	if h := helmHistory(t, ns, "web-blue"); len(h) != 3 || h[2].Info.Status != release.StatusDeployed || image("web-blue") != "library/nginx:1.27" {
+		t.Errorf("web-blue after the rollback: %d revisions, image %s", len(h), image("web-blue"))
+	}
+
+	res = run("helm-canary.yaml")
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.canary_delete": status.Succeeded})
+	if out := res.Tree.Find("deploy_dev.canary").Outputs; out["canaryWorkload"] != "Deployment/web-canary" || fmt.Sprint(out["targetInstances"]) != "1" {
+		t.Errorf("HelmCanaryDeploy outputs %v", out)
+	}
+	res = run("helm-canary.yaml", "pipeline.variables.tag=1.28", "pipeline.variables.smoke=fail")
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "deploy_dev.check_canary": status.Failed,
+		"deploy_dev.rollbackSteps.helm_rollback": status.Succeeded})
+	if helmHistory(t, canaryNS, "web-canary") != nil || canaryImage("web") != "library/nginx:1.27" {
+		t.Errorf("after the failed canary: the canary release is left, or web runs %s", canaryImage("web"))
 	}
 }

@@ -59,12 +59,12 @@ func (s *stepRun) helmConfig() (*action.Configuration, error) {
 func (s *stepRun) helmHistory(cfg *action.Configuration) ([]*release.Release, error) {
 	h := action.NewHistory(cfg)
 	h.Max = 256
-	revs, err := h.Run(s.in.ReleaseName)
+	revs, err := h.Run(s.helmName())
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, classify(s.ctx, err, "read the history of Helm release %s in namespace %s", s.in.ReleaseName, s.in.Namespace)
+		return nil, classify(s.ctx, err, "read the history of Helm release %s in namespace %s", s.helmName(), s.in.Namespace)
 	}
 	slices.SortFunc(revs, func(a, b *release.Release) int { return a.Version - b.Version })
 	return revs, nil
@@ -133,11 +133,11 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 		if last.Info.Status.IsPending() {
 			if last.Labels[LabelHelmExecution] != mine {
 				return nil, activities.Fail(activities.Unknown, "Helm release %s in namespace %s: revision %d is %s, another operation is in progress; wait for it or roll the release back (`helm rollback %s -n %s`)",
-					s.in.ReleaseName, s.in.Namespace, last.Version, last.Info.Status, s.in.ReleaseName, s.in.Namespace)
+					s.helmName(), s.in.Namespace, last.Version, last.Info.Status, s.helmName(), s.in.Namespace)
 			}
 			last.SetStatus(release.StatusFailed, "left pending by an attempt of this execution that did not finish; retried")
 			if err := cfg.Releases.Update(last); err != nil {
-				return nil, classify(s.ctx, err, "mark Helm release %s revision %d failed", s.in.ReleaseName, last.Version)
+				return nil, classify(s.ctx, err, "mark Helm release %s revision %d failed", s.helmName(), last.Version)
 			}
 			s.logf("revision %d was left pending by an earlier attempt of this execution: marked failed", last.Version)
 		}
@@ -154,34 +154,40 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 	if len(revs) > 0 {
 		verb = "upgrade to"
 	}
-	s.logf("%s chart %s %s as release %s in namespace %s (wait: %v)", verb, ch.Name(), ch.Metadata.Version, s.in.ReleaseName, s.in.Namespace, wait)
+	s.logf("%s chart %s %s as release %s in namespace %s (wait: %v)", verb, ch.Name(), ch.Metadata.Version, s.helmName(), s.in.Namespace, wait)
 	// Steady state is watched as the K8s steps watch it (rollout status of every workload and
 	// Job of the release), not with Helm's polling wait: the step ends as soon as the release
 	// is ready, and a failed rollout fails it at once.
 	var rel *release.Release
 	if len(revs) == 0 {
 		in := action.NewInstall(cfg)
-		in.ReleaseName, in.Namespace, in.Timeout = s.in.ReleaseName, s.in.Namespace, s.helmWaitTimeout()
+		in.ReleaseName, in.Namespace, in.Timeout = s.helmName(), s.in.Namespace, s.helmWaitTimeout()
 		in.Labels, in.Description = labels, description
+		if s.side != nil {
+			in.PostRenderer = s.side
+		}
 		if rel, err = in.RunWithContext(s.steadyCtx, ch, vals); err == nil && wait {
 			err = s.helmSteady(cfg, rel)
 		}
 		if err != nil && !s.bool("skipCleanup") && s.ctx.Err() == nil {
 			// A release whose first install failed would make the next install refuse the name.
-			if _, uerr := action.NewUninstall(cfg).Run(s.in.ReleaseName); uerr == nil {
-				s.logf("uninstalled the failed first install of release %s (skipCleanup keeps it)", s.in.ReleaseName)
+			if _, uerr := action.NewUninstall(cfg).Run(s.helmName()); uerr == nil {
+				s.logf("uninstalled the failed first install of release %s (skipCleanup keeps it)", s.helmName())
 			}
 		}
 	} else {
 		up := action.NewUpgrade(cfg)
 		up.Namespace, up.Timeout, up.MaxHistory = s.in.Namespace, s.helmWaitTimeout(), helmHistoryMax
 		up.Labels, up.Description = labels, description
-		if rel, err = up.RunWithContext(s.steadyCtx, s.in.ReleaseName, ch, vals); err == nil && wait {
+		if s.side != nil {
+			up.PostRenderer = s.side
+		}
+		if rel, err = up.RunWithContext(s.steadyCtx, s.helmName(), ch, vals); err == nil && wait {
 			err = s.helmSteady(cfg, rel)
 		}
 	}
 	if err != nil {
-		return nil, s.helmFailure(err, "deploy chart %s %s as Helm release %s in namespace %s", ch.Name(), ch.Metadata.Version, s.in.ReleaseName, s.in.Namespace)
+		return nil, s.helmFailure(err, "deploy chart %s %s as Helm release %s in namespace %s", ch.Name(), ch.Metadata.Version, s.helmName(), s.in.Namespace)
 	}
 	s.logf("release %s revision %d: %s", rel.Name, rel.Version, rel.Info.Status)
 	return map[string]any{"releaseName": rel.Name, "namespace": rel.Namespace, "newReleaseVersion": rel.Version,
@@ -227,9 +233,25 @@ func (s *stepRun) lastBefore(revs []*release.Release, mine string) int {
 	return prev
 }
 
-// helmRollback rolls the release back to the revision it had before this execution changed
+// changedBy says whether an execution (its label) made any of the revisions.
+func changedBy(revs []*release.Release, mine string) bool {
+	return slices.ContainsFunc(revs, func(r *release.Release) bool { return r.Labels[LabelHelmExecution] == mine })
+}
+
+// uninstall uninstalls the release, waiting for its resources to go unless
+// skipSteadyStateCheck.
+func (s *stepRun) uninstall(cfg *action.Configuration) error {
+	un := action.NewUninstall(cfg)
+	un.Wait, un.Timeout = !s.bool("skipSteadyStateCheck"), s.helmWaitTimeout()
+	if _, err := un.Run(s.helmName()); err != nil {
+		return s.helmFailure(err, "uninstall Helm release %s", s.helmName())
+	}
+	return nil
+}
+
+// rollbackRelease rolls the release back to the revision it had before this execution changed
 // it; a release this execution installed is uninstalled; one it never changed is left alone.
-func (s *stepRun) helmRollback() (map[string]any, error) {
+func (s *stepRun) rollbackRelease() (map[string]any, error) {
 	cfg, err := s.helmConfig()
 	if err != nil {
 		return nil, err
@@ -239,37 +261,35 @@ func (s *stepRun) helmRollback() (map[string]any, error) {
 		return nil, err
 	}
 	mine := executionLabel(s.exec)
-	if !slices.ContainsFunc(revs, func(r *release.Release) bool { return r.Labels[LabelHelmExecution] == mine }) {
-		s.logf("release %s has no revision made by this execution: nothing to roll back", s.in.ReleaseName)
-		return map[string]any{"releaseName": s.in.ReleaseName, "rolledBack": false}, nil
+	if !changedBy(revs, mine) {
+		s.logf("release %s has no revision made by this execution: nothing to roll back", s.helmName())
+		return map[string]any{"releaseName": s.helmName(), "rolledBack": false}, nil
 	}
 	prev := s.lastBefore(revs, mine)
 	if prev == 0 {
-		un := action.NewUninstall(cfg)
-		un.Wait, un.Timeout = !s.bool("skipSteadyStateCheck"), s.helmWaitTimeout()
-		if _, err := un.Run(s.in.ReleaseName); err != nil {
-			return nil, s.helmFailure(err, "uninstall Helm release %s (this execution installed it)", s.in.ReleaseName)
+		if err := s.uninstall(cfg); err != nil {
+			return nil, err
 		}
-		s.logf("release %s was installed by this execution: uninstalled", s.in.ReleaseName)
-		return map[string]any{"releaseName": s.in.ReleaseName, "rolledBack": true, "rollbackVersion": 0}, nil
+		s.logf("release %s was installed by this execution: uninstalled", s.helmName())
+		return map[string]any{"releaseName": s.helmName(), "rolledBack": true, "rollbackVersion": 0}, nil
 	}
 	rb := action.NewRollback(cfg)
 	rb.Version, rb.Timeout, rb.MaxHistory = prev, s.helmWaitTimeout(), helmHistoryMax
-	s.logf("roll release %s back to revision %d", s.in.ReleaseName, prev)
-	if err := rb.Run(s.in.ReleaseName); err != nil {
-		return nil, s.helmFailure(err, "roll Helm release %s back to revision %d", s.in.ReleaseName, prev)
+	s.logf("roll release %s back to revision %d", s.helmName(), prev)
+	if err := rb.Run(s.helmName()); err != nil {
+		return nil, s.helmFailure(err, "roll Helm release %s back to revision %d", s.helmName(), prev)
 	}
-	rel, err := cfg.Releases.Last(s.in.ReleaseName)
+	rel, err := cfg.Releases.Last(s.helmName())
 	if err != nil {
-		return nil, classify(s.ctx, err, "read Helm release %s", s.in.ReleaseName)
+		return nil, classify(s.ctx, err, "read Helm release %s", s.helmName())
 	}
 	if !s.bool("skipSteadyStateCheck") {
 		if err := s.helmSteady(cfg, rel); err != nil {
-			return nil, s.helmFailure(err, "roll Helm release %s back to revision %d", s.in.ReleaseName, prev)
+			return nil, s.helmFailure(err, "roll Helm release %s back to revision %d", s.helmName(), prev)
 		}
 	}
 	now := rel.Version
-	return map[string]any{"releaseName": s.in.ReleaseName, "rolledBack": true, "rollbackVersion": prev, "newReleaseVersion": now}, nil
+	return map[string]any{"releaseName": s.helmName(), "rolledBack": true, "rollbackVersion": prev, "newReleaseVersion": now}, nil
 }
 
 // helmDelete uninstalls a release (the step's releaseName, or the stage's), as `helm
@@ -277,7 +297,7 @@ func (s *stepRun) helmRollback() (map[string]any, error) {
 func (s *stepRun) helmDelete() (map[string]any, error) {
 	name, _ := s.spec["releaseName"].(string)
 	if name == "" {
-		name = s.in.ReleaseName
+		name = s.helmName()
 	}
 	cfg, err := s.helmConfig()
 	if err != nil {

@@ -101,3 +101,121 @@ func TestHelmDeployFailures(t *testing.T) {
 		t.Errorf("install after a failed one: %v", out)
 	}
 }
+
+// bgChart is a chart of a Deployment (named from the release, using a ConfigMap) and a Service
+// selecting it, as a blue-green or canary chart is written: nothing in it knows about colours.
+func bgChart(tag string) []plan.Manifest {
+	return []plan.Manifest{{ID: "chart", Type: "HelmChart", Folder: "charts/web", Files: []plan.File{
+		{Path: "charts/web/Chart.yaml", Text: "apiVersion: v2\nname: web\nversion: 0.1.0\n"},
+		{Path: "charts/web/values.yaml", Text: "tag: \"" + tag + "\"\nreplicas: 4\n"},
+		{Path: "charts/web/templates/config.yaml", Text: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-config}\ndata: {TAG: {{ .Values.tag | quote }}}\n"},
+		{Path: "charts/web/templates/service.yaml", Text: "apiVersion: v1\nkind: Service\nmetadata: {name: {{ .Release.Name }}}\nspec: {selector: {app: {{ .Release.Name }}}, ports: [{port: 80}]}\n"},
+		{Path: "charts/web/templates/deployment.yaml", Text: `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: {{ .Release.Name }}}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: {{ .Release.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Release.Name }}}}
+    spec:
+      containers:
+        - {name: web, image: "nginx:{{ .Values.tag }}", envFrom: [{configMapRef: {name: {{ .Release.Name }}-config}}]}
+`},
+	}}}
+}
+
+func (h *harness) helmRevisions(name string) int {
+	h.t.Helper()
+	revs, err := action.NewHistory(h.helmStorage()).Run(name)
+	if err != nil {
+		return 0
+	}
+	return len(revs)
+}
+
+// HelmBGDeploy keeps each colour in a Helm release of its own beside shared Services;
+// HelmBlueGreenSwapStep moves traffic; HelmRollback swaps back and rolls the colour's release
+// back, leaving the other colour as it was.
+func TestHelmBlueGreenSwapAndRollback(t *testing.T) {
+	h := newHarness(t, "helm-bg")
+	svc, stageSvc := h.release, h.release+"-stage"
+	out := h.ok("HelmBGDeploy", `{}`, bgChart("1.27"))
+	if out["stageColor"] != "blue" || out["primaryColor"] != "blue" || out["releaseName"] != h.release+"-blue" || out["stageServiceName"] != stageSvc {
+		t.Fatalf("first deploy: %v", out)
+	}
+	if img, cfg, n := h.deployment(h.release + "-blue"); img != "nginx:1.27" || cfg != h.release+"-config-blue" || n != 4 {
+		t.Fatalf("blue: image %s config %s replicas %d", img, cfg, n)
+	}
+	if h.selector(svc) != "blue" || h.selector(stageSvc) != "blue" {
+		t.Fatal("first deployment: both services should route to blue")
+	}
+
+	h.exec = "second"
+	out = h.ok("HelmBGDeploy", `{}`, bgChart("1.28"))
+	if out["stageColor"] != "green" || out["primaryColor"] != "blue" || out["releaseName"] != h.release+"-green" {
+		t.Fatalf("second deploy: %v", out)
+	}
+	if img, _, _ := h.deployment(h.release + "-green"); img != "nginx:1.28" {
+		t.Fatalf("green runs %s", img)
+	}
+	if h.selector(svc) != "blue" || h.selector(stageSvc) != "green" {
+		t.Fatalf("before swap: primary %s stage %s", h.selector(svc), h.selector(stageSvc))
+	}
+	if out := h.ok("HelmBlueGreenSwapStep", `{}`, bgChart("1.28")); out["swapped"] != true || h.selector(svc) != "green" {
+		t.Fatalf("swap: %v, primary %s", out, h.selector(svc))
+	}
+
+	out, f := h.run("HelmRollback", `{}`, bgChart("1.28"), true, time.Minute)
+	if f != nil || out["rolledBack"] != true {
+		t.Fatalf("rollback: %v %v", out, f)
+	}
+	if h.selector(svc) != "blue" || h.selector(stageSvc) != "green" {
+		t.Fatalf("after rollback: primary %s stage %s, want blue and green", h.selector(svc), h.selector(stageSvc))
+	}
+	if h.helmRevisions(h.release+"-green") != 0 {
+		t.Error("the green release this execution installed is still there")
+	}
+	if img, _, _ := h.deployment(h.release + "-blue"); img != "nginx:1.27" || h.helmRevisions(h.release+"-blue") != 1 {
+		t.Error("the blue release another execution made was changed")
+	}
+	// Another rollback finds nothing of this execution's left.
+	if out, f := h.run("HelmRollback", `{}`, bgChart("1.28"), true, time.Minute); f != nil || out["rolledBack"] != false {
+		t.Fatalf("second rollback: %v %v", out, f)
+	}
+}
+
+// HelmCanaryDeploy runs the selected share of the chart's pods as `<release>-canary`, whose
+// pods the chart's Service also selects; HelmCanaryDelete uninstalls it, and HelmRollback
+// uninstalls one a failed stage left.
+func TestHelmCanaryThenDelete(t *testing.T) {
+	h := newHarness(t, "helm-canary")
+	h.exec = "earlier"
+	h.ok("HelmDeploy", `{}`, bgChart("1.27"))
+	h.exec = "canary"
+	out := h.ok("HelmCanaryDeploy", `{"instanceSelection": {"type": "Percentage", "spec": {"percentage": 25}}}`, bgChart("1.28"))
+	if out["canaryWorkload"] != "Deployment/"+h.release+"-canary" || out["targetInstances"] != float64(1) || out["releaseName"] != h.release+"-canary" {
+		t.Fatalf("canary outputs: %v", out)
+	}
+	if img, cfg, n := h.deployment(h.release + "-canary"); img != "nginx:1.28" || cfg != h.release+"-config-canary" || n != 1 {
+		t.Fatalf("canary: image %s config %s replicas %d", img, cfg, n)
+	}
+	if img, _, n := h.deployment(h.release); img != "nginx:1.27" || n != 4 {
+		t.Fatalf("the stage's release changed by the canary: %s x%d", img, n)
+	}
+	if out := h.ok("HelmCanaryDelete", `{}`, nil); out["deleted"] != true || h.helmRevisions(h.release+"-canary") != 0 {
+		t.Fatalf("canary delete: %v", out)
+	}
+	if out := h.ok("HelmCanaryDelete", `{}`, nil); out["deleted"] != false {
+		t.Fatalf("second canary delete: %v", out)
+	}
+
+	h.ok("HelmCanaryDeploy", `{"instanceSelection": {"type": "Count", "spec": {"count": 2}}}`, bgChart("1.29"))
+	out, f := h.run("HelmRollback", `{}`, bgChart("1.29"), true, time.Minute)
+	if f != nil || h.helmRevisions(h.release+"-canary") != 0 {
+		t.Fatalf("rollback left the canary: %v %v", out, f)
+	}
+	if img, _, _ := h.deployment(h.release); img != "nginx:1.27" {
+		t.Errorf("rollback changed the stage's release: %s", img)
+	}
+}

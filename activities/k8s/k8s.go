@@ -47,6 +47,10 @@ type stepRun struct {
 
 	expanded bool // secrets in manifests resolved
 
+	// side is the Helm release a canary or blue-green step deploys beside the stage's own, with
+	// the objects it holds (nil: the stage's release, rendered by Helm).
+	side *sideRelease
+
 	mu       sync.Mutex
 	progress func(string)
 }
@@ -83,7 +87,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	s.logf("%s: release %s in namespace %s (connector %s)", in.Type, s.in.ReleaseName, s.in.Namespace, in.Deploy.Connector.ID)
 	switch in.Type {
-	case "K8sRollingDeploy", "K8sCanaryDeploy", "K8sBlueGreenDeploy", "K8sApply", "HelmDeploy":
+	case "K8sRollingDeploy", "K8sCanaryDeploy", "K8sBlueGreenDeploy", "K8sApply", "HelmDeploy", "HelmBGDeploy", "HelmCanaryDeploy":
 		if err := s.ensureNamespace(); err != nil {
 			return activities.StepResult{}, err
 		}
@@ -124,6 +128,14 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out, err = s.helmRollback()
 	case "HelmDelete":
 		out, err = s.helmDelete()
+	case "HelmBGDeploy":
+		out, err = s.helmBlueGreenDeploy()
+	case "HelmBlueGreenSwapStep":
+		out, err = s.swapServices()
+	case "HelmCanaryDeploy":
+		out, err = s.helmCanaryDeploy()
+	case "HelmCanaryDelete":
+		out, err = s.helmCanaryDelete()
 	default:
 		err = activities.Fail(activities.Unknown, "step type %s is not a Kubernetes step", in.Type)
 	}

@@ -536,7 +536,7 @@ func (s *stepRun) liveColors() ([]*object, bgColors, error) {
 		return nil, c, err
 	}
 	if c.primaryColor == "" || c.stageColor == "" {
-		return nil, c, activities.Fail(activities.Unknown, "services %s and %s are not deployed with colours; run K8sBlueGreenDeploy first", c.primary.GetName(), c.stage.GetName())
+		return nil, c, activities.Fail(activities.Unknown, "services %s and %s are not deployed with colours; run K8sBlueGreenDeploy or HelmBGDeploy first", c.primary.GetName(), c.stage.GetName())
 	}
 	return objs, c, nil
 }

@@ -325,4 +325,20 @@ func TestNewK8sStepsAccepted(t *testing.T) {
 	if r, err = load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true}); err != nil || !r.OK() || len(r.Diags) != 0 {
 		t.Errorf("a K8sBlueGreenStageScaleDown: %v\n%s", err, r.Diags.Render(r.Sources))
 	}
+	for _, step := range []string{"HelmBGDeploy\n                  spec: {skipSteadyStateCheck: false, ignoreReleaseHistFailStatus: true}",
+		"HelmBlueGreenSwapStep\n                  spec: {}", "HelmCanaryDelete\n                  spec: {}",
+		"HelmCanaryDeploy\n                  spec: {instanceSelection: {type: Count, spec: {count: 1}}}"} {
+		dir = copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml",
+			"type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+			"name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  type: "+step)})
+		if r, err = load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true}); err != nil || !r.OK() || len(r.Diags) != 0 {
+			t.Errorf("a %s: %v\n%s", step, err, r.Diags.Render(r.Sources))
+		}
+	}
+	dir = copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml",
+		"type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+		"type: HelmCanaryDeploy\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {}")})
+	if r, _ = load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true}); r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "instanceSelection") {
+		t.Errorf("a HelmCanaryDeploy without instanceSelection:\n%s", r.Diags.Render(r.Sources))
+	}
 }

@@ -109,6 +109,10 @@ var entries = []Entry{
 	{Type: "HelmDeploy", New: func() any { return &HelmDeploy{} }, Deploys: "Kubernetes", Traits: kubernetes},
 	{Type: "HelmRollback", New: func() any { return &HelmRollback{} }, Deploys: "Kubernetes", Traits: kubernetes},
 	{Type: "HelmDelete", New: func() any { return &HelmDelete{} }, Deploys: "Kubernetes", Traits: kubernetes},
+	{Type: "HelmBGDeploy", New: func() any { return &HelmBGDeploy{} }, Deploys: "Kubernetes", Traits: kubernetes},
+	{Type: "HelmBlueGreenSwapStep", New: func() any { return &HelmSimple{} }, Deploys: "Kubernetes", Traits: kubernetes},
+	{Type: "HelmCanaryDeploy", New: func() any { return &HelmCanaryDeploy{} }, Deploys: "Kubernetes", Traits: kubernetes},
+	{Type: "HelmCanaryDelete", New: func() any { return &HelmSimple{} }, Deploys: "Kubernetes", Traits: kubernetes},
 
 	{Type: "AwsLambdaDeploy", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
 	{Type: "AwsLambdaRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},

@@ -173,6 +173,27 @@ type HelmRollback struct {
 	RunChartTests        string `yaml:"runChartTests"`
 }
 
+// HelmBGDeploy deploys the chart as the stage colour of a blue-green release.
+type HelmBGDeploy struct {
+	HelmSettings                `yaml:",inline"`
+	SkipSteadyStateCheck        string `yaml:"skipSteadyStateCheck"`
+	IgnoreReleaseHistFailStatus string `yaml:"ignoreReleaseHistFailStatus"`
+	UseUpgradeInstall           string `yaml:"useUpgradeInstall"`
+	RunChartTests               string `yaml:"runChartTests"`
+}
+
+// HelmCanaryDeploy deploys some of the chart's pods as a canary release.
+type HelmCanaryDeploy struct {
+	HelmBGDeploy      `yaml:",inline"`
+	InstanceSelection *InstanceSelection `yaml:"instanceSelection" gantry:"required"`
+}
+
+// HelmSimple is the spec of the Helm steps with no settings of their own
+// (HelmBlueGreenSwapStep, HelmCanaryDelete).
+type HelmSimple struct {
+	HelmSettings `yaml:",inline"`
+}
+
 // HelmDelete uninstalls a release.
 type HelmDelete struct {
 	HelmSettings `yaml:",inline"`
@@ -234,6 +255,25 @@ func (sp *HelmRollback) Check(c Checker) {
 	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry rolls back with the Helm SDK, not the helm CLI")
 	c.Ignored(sp.EnvironmentVariables, "environmentVariables", "Gantry rolls back with the Helm SDK, not the helm CLI")
 	ignoredTrue(c, sp.Node, "runChartTests", sp.RunChartTests, "Gantry does not run chart tests yet")
+}
+
+// Check warns of the helm CLI settings the Helm SDK has no use for.
+func (sp *HelmBGDeploy) Check(c Checker) {
+	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry deploys with the Helm SDK, not the helm CLI")
+	c.Ignored(sp.EnvironmentVariables, "environmentVariables", "Gantry deploys with the Helm SDK, not the helm CLI")
+	ignoredTrue(c, sp.Node, "runChartTests", sp.RunChartTests, "Gantry does not run chart tests yet")
+}
+
+// Check checks the instance selection and warns of the helm CLI settings.
+func (sp *HelmCanaryDeploy) Check(c Checker) {
+	checkInstanceSelection(c, sp.InstanceSelection)
+	sp.HelmBGDeploy.Check(c)
+}
+
+// Check warns of the helm CLI settings the Helm SDK has no use for.
+func (sp *HelmSimple) Check(c Checker) {
+	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry acts on Helm releases with the Helm SDK, not the helm CLI")
+	c.Ignored(sp.EnvironmentVariables, "environmentVariables", "Gantry acts on Helm releases with the Helm SDK, not the helm CLI")
 }
 
 // Check warns of the helm CLI settings the Helm SDK has no use for.
