@@ -176,7 +176,8 @@ func registryService(t *testing.T, dir string) (string, func() string, string) {
 
 // A Kustomize manifest (a base and an overlay with a patch and a ConfigMap generator, beside
 // the service) is built with the Kustomize API and deployed by the rolling deploy; expressions
-// in it are rendered first.
+// in it are rendered first. The service's patches (patchesPaths, a KustomizePatches manifest)
+// apply after the overlay's own.
 func TestK8sKustomizeManifest(t *testing.T) {
 	_, cs := cluster(t)
 	dir := k8sExample(t, "e2e-kustomize")
@@ -194,6 +195,10 @@ spec:
 `,
 		"kustomize/overlays/dev/kustomization.yaml": "resources: [../../base]\ncommonLabels: {tier: <+env.identifier>}\npatches: [{path: replicas.yaml}]\nconfigMapGenerator: [{name: settings, literals: [GREETING=<+serviceVariables.greeting>]}]\n",
 		"kustomize/overlays/dev/replicas.yaml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n",
+		// patchesPaths of the Kustomize manifest, and a KustomizePatches manifest, both with
+		// expressions (the reference renders them in patches only).
+		"kustomize/patches/owner.yaml":  "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, labels: {owner: <+service.identifier>}}\n",
+		"patches/replicas.yaml":         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: <+serviceVariables.replicas>}\n",
 	}
 	for name, text := range files {
 		writeFile(t, filepath.Join(dir, name), text)
@@ -204,12 +209,20 @@ spec:
                 type: Local
                 spec: {folderPath: kustomize}
               overlayConfiguration: {kustomizeYamlFolderPath: overlays/dev}
+              patchesPaths: [kustomize/patches/owner.yaml]
+        - manifest:
+            identifier: replicas
+            type: KustomizePatches
+            spec:
+              store:
+                type: Local
+                spec: {paths: [patches/replicas.yaml]}
 `)
 	p := loadDev(t, dir)
 	_, res := runPlan(t, env.starter, p)
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
 	d := deploymentOf(t, cs, "e2e-kustomize-dev", "web")
-	if *d.Spec.Replicas != 3 || d.Labels["tier"] != "dev" || d.Spec.Template.Spec.Containers[0].Image != "library/nginx:1.27" {
+	if *d.Spec.Replicas != 2 || d.Labels["tier"] != "dev" || d.Labels["owner"] != "web" || d.Spec.Template.Spec.Containers[0].Image != "library/nginx:1.27" {
 		t.Errorf("deployment: replicas %d, labels %v, image %s", *d.Spec.Replicas, d.Labels, d.Spec.Template.Spec.Containers[0].Image)
 	}
 	cms, err := cs.CoreV1().ConfigMaps("e2e-kustomize-dev").List(context.Background(), metav1.ListOptions{})

@@ -57,8 +57,8 @@ type ManifestSpec struct {
 	ValuesPaths               []string       `yaml:"valuesPaths"`
 	SkipResourceVersioning    string         `yaml:"skipResourceVersioning"`
 	EnableDeclarativeRollback string         `yaml:"enableDeclarativeRollback"`
-	// Kustomize: the overlay to build below the store's folder; plugins and patch files are
-	// refused (unsupported).
+	// Kustomize: the overlay to build below the store's folder, and patch files of the same
+	// store added to its patches; plugins are refused (unsupported).
 	OverlayConfiguration *OverlayConfiguration `yaml:"overlayConfiguration"`
 	PluginPath           string                `yaml:"pluginPath"`
 	PatchesPaths         []string              `yaml:"patchesPaths"`

@@ -64,15 +64,18 @@ func (s *stepRun) render(o renderOptions) ([]*object, error) {
 	if err := s.expandSecrets(); err != nil {
 		return nil, err
 	}
-	var values []manifests.File
+	var values, patches []manifests.File
 	for _, m := range s.in.Manifests {
-		if m.Type == "Values" {
+		switch m.Type {
+		case "Values":
 			values = append(values, toFiles(m.Files, o.revision)...)
+		case "KustomizePatches":
+			patches = append(patches, toFiles(m.Files, o.revision)...)
 		}
 	}
 	var out []*object
 	for _, m := range s.in.Manifests {
-		if m.Type == "Values" {
+		if m.Type == "Values" || m.Type == "KustomizePatches" {
 			continue
 		}
 		vals, err := manifests.Values(append(toFiles(m.Values, o.revision), values...))
@@ -88,7 +91,7 @@ func (s *stepRun) render(o renderOptions) ([]*object, error) {
 		var objs []manifests.Object
 		switch {
 		case m.Type == "Kustomize":
-			objs, err = manifests.Kustomize(files, m.Folder)
+			objs, err = manifests.Kustomize(files, m.Folder, patches...)
 		case m.Type == "HelmChart":
 			objs, err = manifests.Helm(files, m.Folder, append(toFiles(m.Values, o.revision), values...),
 				manifests.Release{Name: s.in.ReleaseName, Namespace: s.in.Namespace, Revision: o.revision})

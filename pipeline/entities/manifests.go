@@ -217,6 +217,41 @@ func subChart(p string) string {
 	return path.Join("charts", p)
 }
 
+// patchesManifest is a Kustomize manifest's `patchesPaths`, files of its store, as the
+// KustomizePatches manifest they amount to (nil when it has none).
+func (r *resolver) patchesManifest(file, service string, m *pipeline.Manifest) *plan.Manifest {
+	if len(m.Spec.PatchesPaths) == 0 {
+		return nil
+	}
+	store := *m.Spec.Store
+	storeSpec := *store.Spec
+	storeSpec.Paths, storeSpec.FolderPath = m.Spec.PatchesPaths, ""
+	store.Spec = &storeSpec
+	pm := &plan.Manifest{ID: m.Identifier + "-patches", Type: "KustomizePatches"}
+	r.filesManifest(file, fmt.Sprintf("service %s, manifest %s, patchesPaths", service, m.Identifier), &pipeline.ManifestSpec{Node: m.Spec.Node, Store: &store}, pm)
+	return pm
+}
+
+// patchesWithoutKustomize warns of KustomizePatches manifests in a service with no Kustomize
+// manifest for them to patch.
+func (r *resolver) patchesWithoutKustomize(file, service string, spec *pipeline.ServiceSpec) {
+	var patches []*pipeline.Manifest
+	for _, me := range spec.Manifests {
+		switch m := me.Manifest; {
+		case m == nil:
+		case m.Type == "Kustomize":
+			return
+		case m.Type == "KustomizePatches":
+			patches = append(patches, m)
+		}
+	}
+	for _, m := range patches {
+		r.diags.Warnf(r.at(file, pipeline.ValueAt(m.Node, "type")), "manifest-ignored",
+			"service %s, manifest %s: KustomizePatches patch a Kustomize manifest's build, and the service has none; the patches are not applied", service, m.Identifier).
+			SetHint("add a manifest of `type: Kustomize`, or make these files a K8sManifest")
+	}
+}
+
 // folderManifest resolves a Kustomize or HelmChart manifest: the store's folder, read whole
 // (Local) or fetched whole when the stage starts (Git), the overlay to build below it, and a
 // chart's values files. A Local one is built now, so a broken kustomization or chart is an
@@ -267,7 +302,7 @@ func (r *resolver) folderManifest(file, service string, m *pipeline.Manifest, pm
 }
 
 // folderSupported reports the folder manifests Gantry cannot render yet: Helm 2 charts,
-// Kustomize plugins and patches, folders in S3.
+// Kustomize plugins, folders in S3.
 func (r *resolver) folderSupported(file string, m *pipeline.Manifest) bool {
 	spec, st := m.Spec, m.Spec.Store
 	if m.Type == "HelmChart" {
@@ -280,11 +315,6 @@ func (r *resolver) folderSupported(file string, m *pipeline.Manifest) bool {
 	if spec.PluginPath != "" {
 		r.diags.Unsupportedf(r.at(file, pipeline.Key(spec.Node, "pluginPath")), "unsupported-field",
 			"manifest %s: Kustomize plugins (`pluginPath`) are valid in the reference, but Gantry does not run them yet", m.Identifier)
-		return false
-	}
-	if len(spec.PatchesPaths) > 0 {
-		r.diags.Unsupportedf(r.at(file, pipeline.Key(spec.Node, "patchesPaths")), "unsupported-field",
-			"manifest %s: `patchesPaths` (KustomizePatches manifests) are valid in the reference, but Gantry does not apply them yet; list the patches in the kustomization", m.Identifier)
 		return false
 	}
 	if st.Type == "S3" {

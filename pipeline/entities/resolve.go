@@ -205,6 +205,9 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 		if m.Type == "Kustomize" || m.Type == "HelmChart" {
 			if r.folderManifest(f.Name, sv.Identifier, m, &pm) {
 				out.Manifests = append(out.Manifests, pm)
+				if patches := r.patchesManifest(f.Name, sv.Identifier, m); patches != nil {
+					out.Manifests = append(out.Manifests, *patches)
+				}
 			}
 			continue
 		}
@@ -220,6 +223,7 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	if out.Type == "NativeHelm" {
 		r.nativeHelmManifests(f.Name, sv.Identifier, spec)
 	}
+	r.patchesWithoutKustomize(f.Name, sv.Identifier, spec)
 	if out.Type == "AwsLambda" {
 		r.lambdaManifests(f.Name, sv.Identifier, spec)
 	}

@@ -86,6 +86,8 @@ func TestEntityAndTriggerKinds(t *testing.T) {
 		{"helm chart from a chart repository", helmService, diag.Unsupported, "unsupported-manifest-store", "unknown-key"},
 		{"kustomize plugins", strings.Replace(strings.Replace(strings.Replace(localService, "%s", "Git", 1), "type: K8sManifest", "type: Kustomize", 1),
 			"optionalValuesYaml: false", "pluginPath: plugins", 1), diag.Unsupported, "unsupported-field", "unknown-key"},
+		{"kustomize patches without a kustomization", strings.Replace(strings.Replace(localService, "%s", "Git", 1), "type: K8sManifest", "type: KustomizePatches", 1),
+			diag.Warning, "manifest-ignored", "unsupported-manifest-type"},
 		{"Gcs store", strings.Replace(localService, "%s", "Gcs", 1), diag.Unsupported, "unsupported-manifest-store", "unknown-key"},
 		{"git store without its connector", strings.Replace(localService, "%s", "GitLab", 1), diag.Warning, "missing-entity", "unknown-key"},
 		{"git store without a branch", strings.Replace(strings.Replace(localService, "%s", "Git", 1), ", branch: main", "", 1), diag.Error, "missing-field", ""},
