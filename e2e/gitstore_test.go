@@ -197,8 +197,8 @@ spec:
 		"kustomize/overlays/dev/replicas.yaml":      "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n",
 		// patchesPaths of the Kustomize manifest, and a KustomizePatches manifest, both with
 		// expressions (the reference renders them in patches only).
-		"kustomize/patches/owner.yaml":  "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, labels: {owner: <+service.identifier>}}\n",
-		"patches/replicas.yaml":         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: <+serviceVariables.replicas>}\n",
+		"kustomize/patches/owner.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, labels: {owner: <+service.identifier>}}\n",
+		"patches/replicas.yaml":        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: <+serviceVariables.replicas>}\n",
 	}
 	for name, text := range files {
 		writeFile(t, filepath.Join(dir, name), text)
