@@ -386,3 +386,59 @@ func sourcePipeline(t *testing.T, dir string) (*plan.Plan, string) {
 	writeFile(t, file, pipeline)
 	return loadRun(t, file, "pipeline.variables.tag=1.27"), commit
 }
+
+// An OpenshiftTemplate manifest (a Template beside the service, its paramsPaths file, and an
+// OpenshiftParam manifest whose values are expressions) is processed as `oc process` does and
+// deployed by the rolling deploy.
+func TestK8sOpenshiftTemplate(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-openshift")
+	files := map[string]string{
+		"openshift/template.yaml": `apiVersion: template.openshift.io/v1
+kind: Template
+metadata: {name: web}
+labels: {template: web}
+parameters:
+  - {name: NAME, value: web}
+  - {name: REPLICAS, value: "1"}
+  - {name: IMAGE, required: true}
+  - {name: TIER, value: none}
+objects:
+  - apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: "${NAME}", labels: {tier: "${TIER}"}}
+    spec:
+      replicas: "${{REPLICAS}}"
+      selector: {matchLabels: {app: "${NAME}"}}
+      template:
+        metadata: {labels: {app: "${NAME}"}}
+        spec: {containers: [{name: web, image: "${IMAGE}"}]}
+`,
+		"openshift/defaults.params": "REPLICAS=3\nTIER=backend\n",
+		"params/dev.params":         "IMAGE=<+artifact.image>\nREPLICAS=<+serviceVariables.replicas>\n",
+	}
+	for name, text := range files {
+		writeFile(t, filepath.Join(dir, name), text)
+	}
+	rewriteService(t, dir, localManifest, `            type: OpenshiftTemplate
+            spec:
+              store:
+                type: Local
+                spec: {paths: [openshift/template.yaml]}
+              paramsPaths: [openshift/defaults.params]
+        - manifest:
+            identifier: dev_params
+            type: OpenshiftParam
+            spec:
+              store:
+                type: Local
+                spec: {paths: [params/dev.params]}
+`)
+	p := loadDev(t, dir)
+	_, res := runPlan(t, env.starter, p)
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev.rolling": status.Succeeded})
+	d := deploymentOf(t, cs, "e2e-openshift-dev", "web")
+	if *d.Spec.Replicas != 2 || d.Labels["tier"] != "backend" || d.Labels["template"] != "web" || d.Spec.Template.Spec.Containers[0].Image != "library/nginx:1.27" {
+		t.Errorf("deployment: replicas %d, labels %v, image %s", *d.Spec.Replicas, d.Labels, d.Spec.Template.Spec.Containers[0].Image)
+	}
+}

@@ -62,6 +62,9 @@ type ManifestSpec struct {
 	OverlayConfiguration *OverlayConfiguration `yaml:"overlayConfiguration"`
 	PluginPath           string                `yaml:"pluginPath"`
 	PatchesPaths         []string              `yaml:"patchesPaths"`
+	// OpenshiftTemplate: param files of the template's store, read as `oc process
+	// --param-file` reads them.
+	ParamsPaths []string `yaml:"paramsPaths"`
 	// HelmChart: the chart is the store's folder (Local and Git stores), or chartName at
 	// chartVersion (the latest when empty) of a chart repository (Http and OciHelmChart stores).
 	ChartName    string `yaml:"chartName"`

@@ -64,23 +64,21 @@ func (s *stepRun) render(o renderOptions) ([]*object, error) {
 	if err := s.expandSecrets(); err != nil {
 		return nil, err
 	}
-	var values, patches []manifests.File
+	var values, patches, params []manifests.File
 	for _, m := range s.in.Manifests {
 		switch m.Type {
 		case "Values":
 			values = append(values, toFiles(m.Files, o.revision)...)
 		case "KustomizePatches":
 			patches = append(patches, toFiles(m.Files, o.revision)...)
+		case "OpenshiftParam":
+			params = append(params, toFiles(m.Files, o.revision)...)
 		}
 	}
 	var out []*object
 	for _, m := range s.in.Manifests {
-		if m.Type == "Values" || m.Type == "KustomizePatches" {
+		if m.Type == "Values" || m.Type == "KustomizePatches" || m.Type == "OpenshiftParam" {
 			continue
-		}
-		vals, err := manifests.Values(append(toFiles(m.Values, o.revision), values...))
-		if err != nil {
-			return nil, activities.Fail(activities.Unknown, "manifest %s: %v", m.ID, err)
 		}
 		var files []manifests.File
 		for _, f := range toFiles(m.Files, o.revision) {
@@ -89,9 +87,16 @@ func (s *stepRun) render(o renderOptions) ([]*object, error) {
 			}
 		}
 		var objs []manifests.Object
+		var err error
 		switch {
 		case m.Type == "Kustomize":
 			objs, err = manifests.Kustomize(files, m.Folder, patches...)
+		case m.Type == "OpenshiftTemplate":
+			if len(files) != 1 {
+				return nil, activities.Fail(activities.Unknown, "manifest %s: an OpenshiftTemplate manifest is one template file, found %d", m.ID, len(files))
+			}
+			// The template's own param files, then the service's OpenshiftParam files.
+			objs, err = manifests.OpenshiftTemplate(files[0], append(toFiles(m.Values, o.revision), params...))
 		case m.Type == "HelmChart":
 			objs, err = manifests.Helm(files, m.Folder, append(toFiles(m.Values, o.revision), values...),
 				manifests.Release{Name: s.in.ReleaseName, Namespace: s.in.Namespace, Revision: o.revision})
@@ -104,6 +109,10 @@ func (s *stepRun) render(o renderOptions) ([]*object, error) {
 				objs = append(objs, more...)
 			}
 		default:
+			var vals map[string]any
+			if vals, err = manifests.Values(append(toFiles(m.Values, o.revision), values...)); err != nil {
+				return nil, activities.Fail(activities.Unknown, "manifest %s: %v", m.ID, err)
+			}
 			objs, err = manifests.Render(files, vals)
 		}
 		if err != nil {

@@ -342,3 +342,36 @@ func TestNewK8sStepsAccepted(t *testing.T) {
 		t.Errorf("a HelmCanaryDeploy without instanceSelection:\n%s", r.Diags.Render(r.Sources))
 	}
 }
+
+// An OpenshiftTemplate beside the service is processed when the run is submitted, with its
+// paramsPaths and the service's OpenshiftParam files: a required parameter none of them gives
+// is an error at the manifest; OpenshiftParam files with no template are a warning.
+func TestOpenshiftTemplateChecked(t *testing.T) {
+	const tmpl = "apiVersion: template.openshift.io/v1\nkind: Template\nmetadata: {name: web}\nparameters: [{name: IMAGE, required: true}, {name: REPLICAS, value: \"1\"}]\nobjects:\n  - {apiVersion: v1, kind: ConfigMap, metadata: {name: web}, data: {IMAGE: \"${IMAGE}\", REPLICAS: \"${REPLICAS}\"}}\n"
+	manifest := func(params string) string {
+		return replaceIn(t, "service.yaml", "            type: K8sManifest\n            spec:\n              store:\n                type: Local\n                spec:\n                  paths: [web/manifests]\n              valuesPaths: [web/values.yaml]\n",
+			"            type: OpenshiftTemplate\n            spec:\n              store:\n                type: Local\n                spec: {paths: [os/web.yaml]}\n              paramsPaths: [os/replicas.params]\n"+params)
+	}
+	shared := "        - manifest:\n            identifier: shared\n            type: OpenshiftParam\n            spec:\n              store: {type: Local, spec: {paths: [os/image.params]}}\n"
+	files := map[string]string{"os/web.yaml": tmpl, "os/replicas.params": "REPLICAS=2\n", "os/image.params": "IMAGE=nginx\n", "service.yaml": manifest(shared)}
+	r, err := load.File(filepath.Join(copyExample(t, files), "pipeline.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("a template with its params: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	ms := r.Plan.Stages[0].Deploy.Service.Manifests
+	if len(ms) != 2 || ms[0].Type != "OpenshiftTemplate" || len(ms[0].Files) != 1 || len(ms[0].Values) != 1 || ms[1].Type != "OpenshiftParam" {
+		t.Errorf("manifests %+v", ms)
+	}
+
+	files["service.yaml"] = manifest("")
+	r, _ = load.File(filepath.Join(copyExample(t, files), "pipeline.yaml"), load.Options{ForRun: true})
+	if out := r.Diags.Render(r.Sources); r.OK() || !strings.Contains(out, "parameter IMAGE is required") {
+		t.Errorf("a required parameter without a value:\n%s", out)
+	}
+
+	files["service.yaml"] = replaceIn(t, "service.yaml", "      artifacts:\n", shared+"      artifacts:\n")
+	r, _ = load.File(filepath.Join(copyExample(t, files), "pipeline.yaml"), load.Options{ForRun: true})
+	if out := r.Diags.Render(r.Sources); !r.OK() || !strings.Contains(out, "OpenshiftParam files give an OpenshiftTemplate's parameters") {
+		t.Errorf("params without a template:\n%s", out)
+	}
+}

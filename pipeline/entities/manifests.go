@@ -17,9 +17,13 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 )
 
+// notGoTemplate are the manifest types whose files are not Go templates over values: patches
+// and OpenShift templates and params (whose ${{NAME}} a Go template would misread).
+var notGoTemplate = map[string]bool{"KustomizePatches": true, "OpenshiftTemplate": true, "OpenshiftParam": true}
+
 // filesManifest resolves a manifest of files (K8sManifest, Values, a K8sApply step's
-// manifestSource) declared in file: a Git store, fetched when the stage starts, or Local files
-// read now, their templates parsed.
+// manifestSource, patches, OpenShift templates and params) declared in file: a Git store,
+// fetched when the stage starts, or Local files read now, Go templates parsed.
 func (r *resolver) filesManifest(file, what string, spec *pipeline.ManifestSpec, pm *plan.Manifest) {
 	if spec.Store.Type == "S3" {
 		pm.S3 = r.s3Store(file, spec)
@@ -38,6 +42,9 @@ func (r *resolver) filesManifest(file, what string, spec *pipeline.ManifestSpec,
 			continue
 		}
 		for _, mf := range files {
+			if notGoTemplate[pm.Type] {
+				break
+			}
 			if err := manifests.Check(manifests.File{Path: mf.Path, Text: mf.Text}); err != nil {
 				r.diags.Errorf(templatePos(base, mf.Path, err), "manifest-template", "%v", err).
 					SetHint("manifests are Go templates over .Values; check the braces and function names")

@@ -217,13 +217,20 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 				SetHint("type: HelmChart, with chartName and chartVersion")
 			continue
 		}
-		r.filesManifest(f.Name, fmt.Sprintf("service %s, manifest %s", sv.Identifier, m.Identifier), m.Spec, &pm)
+		what := fmt.Sprintf("service %s, manifest %s", sv.Identifier, m.Identifier)
+		if m.Type == "OpenshiftTemplate" {
+			r.openshiftTemplate(f.Name, what, m, &pm)
+		} else {
+			r.filesManifest(f.Name, what, m.Spec, &pm)
+		}
 		out.Manifests = append(out.Manifests, pm)
 	}
 	if out.Type == "NativeHelm" {
 		r.nativeHelmManifests(f.Name, sv.Identifier, spec)
 	}
 	r.patchesWithoutKustomize(f.Name, sv.Identifier, spec)
+	r.paramsWithoutTemplate(f.Name, sv.Identifier, spec)
+	r.checkOpenshift(f.Name, sv.Identifier, spec, out.Manifests)
 	if out.Type == "AwsLambda" {
 		r.lambdaManifests(f.Name, sv.Identifier, spec)
 	}
