@@ -120,6 +120,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out, err = s.diff()
 	case "K8sBlueGreenStageScaleDown":
 		out, err = s.stageScaleDown()
+	case "K8sTrafficRouting":
+		out, err = s.trafficRouting()
 	case "K8sDryRun":
 		out, err = s.dryRun()
 	case "HelmDeploy":

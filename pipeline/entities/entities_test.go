@@ -327,7 +327,9 @@ func TestNewK8sStepsAccepted(t *testing.T) {
 	}
 	for _, step := range []string{"HelmBGDeploy\n                  spec: {skipSteadyStateCheck: false, ignoreReleaseHistFailStatus: true}",
 		"HelmBlueGreenSwapStep\n                  spec: {}", "HelmCanaryDelete\n                  spec: {}",
-		"HelmCanaryDeploy\n                  spec: {instanceSelection: {type: Count, spec: {count: 1}}}"} {
+		"HelmCanaryDeploy\n                  spec: {instanceSelection: {type: Count, spec: {count: 1}}}",
+		"K8sTrafficRouting\n                  spec: {type: config, trafficRouting: {provider: istio, spec: {name: web, hosts: [web], routes: [{route: {type: http, name: r, destinations: [{destination: {host: stable, weight: 90}}, {destination: {host: stage, weight: 10}}]}}]}}}",
+		"K8sTrafficRouting\n                  spec: {type: inherit, trafficRouting: {routes: [{route: {name: r, destinations: [{destination: {host: stable, weight: 0}}]}}]}}"} {
 		dir = copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml",
 			"type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
 			"name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  type: "+step)})
@@ -340,6 +342,13 @@ func TestNewK8sStepsAccepted(t *testing.T) {
 		"type: HelmCanaryDeploy\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {}")})
 	if r, _ = load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true}); r.OK() || !strings.Contains(r.Diags.Render(r.Sources), "instanceSelection") {
 		t.Errorf("a HelmCanaryDeploy without instanceSelection:\n%s", r.Diags.Render(r.Sources))
+	}
+	dir = copyExample(t, map[string]string{"pipeline.yaml": replaceIn(t, "pipeline.yaml",
+		"type: K8sRollingRollback\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec:\n                    pruningEnabled: true",
+		"type: K8sTrafficRouting\n                  name: Rollback\n                  identifier: rollback\n                  timeout: 5m\n                  spec: {type: config, trafficRouting: {provider: istoi, spec: {name: web}}}")})
+	if r, _ = load.File(filepath.Join(dir, "pipeline.yaml"), load.Options{ForRun: true}); r.OK() || !strings.Contains(r.Diags.Render(r.Sources), `did you mean "istio"`) ||
+		!strings.Contains(r.Diags.Render(r.Sources), "trafficRouting.spec needs `routes`") {
+		t.Errorf("a K8sTrafficRouting with a misspelt provider and no routes:\n%s", r.Diags.Render(r.Sources))
 	}
 }
 

@@ -105,6 +105,7 @@ var entries = []Entry{
 	{Type: "K8sRollout", New: func() any { return &K8sRollout{} }, Deploys: "Kubernetes", Traits: kubernetes},
 	{Type: "K8sDiff", New: func() any { return &K8sDiff{} }, Deploys: "Kubernetes", Traits: kubernetes},
 	{Type: "K8sBlueGreenStageScaleDown", New: func() any { return &K8sBlueGreenStageScaleDown{} }, Deploys: "Kubernetes", Traits: kubernetes},
+	{Type: "K8sTrafficRouting", New: func() any { return &K8sTrafficRouting{} }, Deploys: "Kubernetes", Traits: kubernetes},
 	{Type: "K8sDryRun", New: func() any { return &K8sSimple{} }, Deploys: "Kubernetes", Traits: kubernetes},
 	{Type: "HelmDeploy", New: func() any { return &HelmDeploy{} }, Deploys: "Kubernetes", Traits: kubernetes},
 	{Type: "HelmRollback", New: func() any { return &HelmRollback{} }, Deploys: "Kubernetes", Traits: kubernetes},

@@ -52,6 +52,46 @@ type K8sBlueGreenDeploy struct {
 	TrafficRouting        *yaml.Node `yaml:"trafficRouting"`
 }
 
+// K8sTrafficRouting writes a service mesh's routing: a new config, or new weights for the
+// release's existing one (inherit).
+type K8sTrafficRouting struct {
+	K8sSimple      `yaml:",inline"`
+	Type           string     `yaml:"type" gantry:"required"`
+	TrafficRouting *yaml.Node `yaml:"trafficRouting" gantry:"required"`
+}
+
+// Check checks the config type and, for a new config, its provider, name and routes.
+func (sp *K8sTrafficRouting) Check(c Checker) {
+	c.Enum(sp.Node, "type", sp.Type, []string{"config", "inherit"}, "traffic routing type")
+	tr := sp.TrafficRouting
+	if tr == nil || tr.Kind != yaml.MappingNode {
+		return
+	}
+	if sp.Type == "inherit" {
+		if pipeline.Field(tr, "routes") == nil {
+			c.Error(tr, "missing-field", "trafficRouting of type inherit needs `routes`, the destinations and weights to set").
+				SetHint("routes: [{route: {name: main, destinations: [{destination: {host: stable, weight: 50}}]}}]")
+		}
+		return
+	}
+	provider := pipeline.Field(tr, "provider")
+	if provider == nil {
+		c.Error(tr, "missing-field", "trafficRouting needs `provider`: istio or smi")
+		return
+	}
+	c.Enum(tr, "provider", provider.Value, []string{"istio", "smi"}, "traffic routing provider")
+	spec := pipeline.Field(tr, "spec")
+	for _, key := range []string{"name", "routes"} {
+		if spec == nil || pipeline.Field(spec, key) == nil {
+			at := tr
+			if spec != nil {
+				at = spec
+			}
+			c.Error(at, "missing-field", "trafficRouting.spec needs `%s`", key)
+		}
+	}
+}
+
 // K8sApply applies selected manifest files: of the service's manifests, or of the step's own
 // manifestSource (then all of them when filePaths is absent).
 type K8sApply struct {
@@ -207,7 +247,7 @@ const kubectlFlags = "Gantry applies through the Kubernetes API, not kubectl"
 // Check warns of the settings Gantry does not act on.
 func (sp *K8sCanaryDeploy) Check(c Checker) {
 	checkInstanceSelection(c, sp.InstanceSelection)
-	c.Ignored(sp.TrafficRouting, "trafficRouting", "traffic is not shifted by a service mesh; the canary shares the Service's traffic by pod count")
+	c.Ignored(sp.TrafficRouting, "trafficRouting", "the step does not write mesh routing; the canary shares the Service's traffic by pod count (a K8sTrafficRouting step after it does)")
 	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
 }
 
@@ -223,7 +263,7 @@ func (sp *K8sRollingRollback) Check(c Checker) {
 
 // Check warns of the settings Gantry does not act on.
 func (sp *K8sBlueGreenDeploy) Check(c Checker) {
-	c.Ignored(sp.TrafficRouting, "trafficRouting", "traffic moves only when K8sBGSwapServices swaps the Services")
+	c.Ignored(sp.TrafficRouting, "trafficRouting", "the step does not write mesh routing; traffic moves when K8sBGSwapServices swaps the Services (or a K8sTrafficRouting step after it routes it)")
 	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
 }
 
