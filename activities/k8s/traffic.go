@@ -42,9 +42,9 @@ type trafficSpec struct {
 
 type trafficRoute struct {
 	Route struct {
-		Type         string `json:"type"`
-		Name         string `json:"name"`
-		Rules        []struct {
+		Type  string `json:"type"`
+		Name  string `json:"name"`
+		Rules []struct {
 			Rule trafficRule `json:"rule"`
 		} `json:"rules"`
 		Destinations []struct {
@@ -81,8 +81,8 @@ type destination struct {
 // meshKinds are the mesh resources, in the API versions tried, newest first.
 var meshKinds = map[string]struct {
 	group, resource, kind string
-	versions               []string
-	what                   string
+	versions              []string
+	what                  string
 }{
 	"istio":          {"networking.istio.io", "virtualservices", "VirtualService", []string{"v1", "v1beta1", "v1alpha3"}, "Istio (VirtualService, networking.istio.io)"},
 	"smi":            {"split.smi-spec.io", "trafficsplits", "TrafficSplit", []string{"v1alpha4", "v1alpha3"}, "an SMI mesh (TrafficSplit, split.smi-spec.io v1alpha3 or v1alpha4)"},
