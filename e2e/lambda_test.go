@@ -36,6 +36,11 @@ var lambdaEntities = map[string]string{
             type: AwsLambdaFunctionDefinition
             spec:
               store: {type: S3, spec: {connectorRef: aws, bucketName: builds, paths: [orders/function.json]}}
+        - manifest:
+            identifier: alias
+            type: AwsLambdaFunctionAliasDefinition
+            spec:
+              store: {type: Local, spec: {paths: [lambda/alias.json]}}
       artifacts:
         primary:
           primaryArtifactRef: zip
@@ -48,9 +53,10 @@ var lambdaEntities = map[string]string{
  "role": "arn:aws:iam::123456789012:role/orders", "memorySize": <+pipeline.variables.memory>, "timeout": 10,
  "environment": {"variables": {"ENV": "<+env.identifier>", "CODE": "<+artifact.filePath>"}}}
 `,
-	"env.yaml":   "environment:\n  name: prod\n  identifier: prod\n  type: Production\n",
-	"infra.yaml": "infrastructureDefinition:\n  name: Lambda EU\n  identifier: lambda_eu\n  environmentRef: prod\n  deploymentType: AwsLambda\n  type: AwsLambda\n  spec: {connectorRef: aws, region: eu-west-1}\n",
-	"aws.yaml":   "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: " + s3test.AccessKey + ", secretKeyRef: aws_key}\n      region: " + s3test.Region + "\n    executeOnDelegate: true\n",
+	"lambda/alias.json": `{"name": "live", "description": "<+env.identifier> traffic"}`,
+	"env.yaml":          "environment:\n  name: prod\n  identifier: prod\n  type: Production\n",
+	"infra.yaml":        "infrastructureDefinition:\n  name: Lambda EU\n  identifier: lambda_eu\n  environmentRef: prod\n  deploymentType: AwsLambda\n  type: AwsLambda\n  spec: {connectorRef: aws, region: eu-west-1}\n",
+	"aws.yaml":          "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: " + s3test.AccessKey + ", secretKeyRef: aws_key}\n      region: " + s3test.Region + "\n    executeOnDelegate: true\n",
 }
 
 // An AwsLambda Deployment stage creates the function from its definition (kept in an S3 store)
@@ -124,4 +130,63 @@ func TestAwsLambdaDeployment(t *testing.T) {
 	if fn.Tags["gantry-rollback-version"] != "2" {
 		t.Fatalf("rollback record %v", fn.Tags)
 	}
+
+	// A canary: the alias stays on the stable version while the new one takes 25%, then all of
+	// it; a failing check after the 25% shift puts the alias back on the stable version.
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), lambdaCanaryPipeline)
+	deploy("orders/orders-3.zip", "256", "no")
+	fn, _ = fake.Function("orders")
+	live := fn.Aliases["live"]
+	if live.Version != fn.Tags["gantry-canary-version"] || len(live.Weights) != 0 || string(fn.Code) != "code of orders/orders-3.zip" {
+		t.Fatalf("after a canary shifted to 100%%: alias %+v, tags %v", live, fn.Tags)
+	}
+	stable := live.Version
+	if st := deploy("orders/orders-4.zip", "256", "yes"); *st == status.Succeeded {
+		t.Fatal("the failing canary succeeded")
+	}
+	fn, _ = fake.Function("orders")
+	if live := fn.Aliases["live"]; live.Version != stable || len(live.Weights) != 0 {
+		t.Fatalf("after the canary rollback the alias is %+v, want version %s alone", live, stable)
+	}
+	if fn.Tags["gantry-canary-stable"] != stable || fn.Tags["gantry-canary-version"] == stable {
+		t.Fatalf("canary record %v", fn.Tags)
+	}
 }
+
+// lambdaCanaryPipeline is lambdaPipeline as a canary: the new version behind the alias at
+// 25%, a check, then all traffic; the rollback puts the alias back.
+const lambdaCanaryPipeline = `pipeline:
+  name: Orders function canary
+  identifier: orders_fn_canary
+  variables:
+    - {name: memory, type: String, value: <+input>}
+    - {name: fail, type: String, value: <+input>.default("no")}
+  stages:
+    - stage:
+        name: Deploy
+        identifier: deploy
+        type: Deployment
+        spec:
+          deploymentType: AwsLambda
+          service: {serviceRef: orders}
+          environment:
+            environmentRef: prod
+            infrastructureDefinitions: [{identifier: lambda_eu}]
+          execution:
+            steps:
+              - step: {type: AwsLambdaCanaryDeploy, name: Canary, identifier: canary, timeout: 2m, spec: {}}
+              - step: {type: AwsLambdaTrafficShift, name: Shift 25, identifier: shift25, timeout: 2m, spec: {trafficPercentage: 25}}
+              - step:
+                  type: ShellScript
+                  name: Check
+                  identifier: check
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: 'echo "canary <+execution.steps.canary.output.canaryVersion> beside <+execution.steps.canary.output.stableVersion>"; test "$FAIL" != yes'}}
+                    environmentVariables: [{name: FAIL, type: String, value: <+pipeline.variables.fail>}]
+              - step: {type: AwsLambdaTrafficShift, name: Shift 100, identifier: shift100, timeout: 2m, spec: {trafficPercentage: 100}}
+            rollbackSteps:
+              - step: {type: AwsLambdaCanaryRollback, name: Rollback, identifier: rollback_canary, timeout: 2m, spec: {}}
+        failureStrategies:
+          - onFailure: {errors: [AllErrors], action: {type: StageRollback}}
+`

@@ -115,6 +115,13 @@ if [ -n "$hg" ] && [ -n "$hc" ]; then
     printf "  gantry HelmDeploy %.0f  helm upgrade --install --wait %.0f  ratio %.2fx (target <= 1.1)\n", g, c, g / c
   }'
 fi
+bg=$(unit HelmBlueGreen ms/deploy); bc=$(unit HelmCLIBlueGreen ms/deploy)
+if [ -n "$bg" ] && [ -n "$bc" ]; then
+  awk -v g="$bg" -v c="$bc" 'BEGIN {
+    print ""; print "Helm blue-green of a chart of one Deployment (4 replicas, new image into the other colour each time), deploy and swap (ms, median of runs)"
+    printf "  gantry HelmBGDeploy + HelmBlueGreenSwapStep %.0f  by hand: kubectl get, helm upgrade --install --wait, kubectl apply, kubectl patch x2 %.0f  ratio %.2fx (target <= 1.1)\n", g, c, g / c
+  }'
+fi
 cf=$(unit ContainerGroup first-ms); kf=$(unit KubectlRunExec first-ms); cs=$(unit ContainerGroup step-ms); ks=$(unit KubectlRunExec step-ms)
 if [ -n "$cf" ] && [ -n "$kf" ]; then
   awk -v cf="$cf" -v kf="$kf" -v cs="$cs" -v ks="$ks" 'BEGIN {

@@ -56,7 +56,7 @@ var (
 	ServiceDefinitionKind = Kind{What: "service deployment type", Code: "unsupported-deployment-type",
 		Runs: []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS", "CustomDeployment", "Ssh"}, Reference: reference.ServiceDefinitionTypes}
 	ManifestKind = Kind{What: "manifest type", Code: "unsupported-manifest-type",
-		Runs: []string{"K8sManifest", "Values", "Kustomize", "KustomizePatches", "HelmChart", "OpenshiftTemplate", "OpenshiftParam", "AwsLambdaFunctionDefinition",
+		Runs: []string{"K8sManifest", "Values", "Kustomize", "KustomizePatches", "HelmChart", "OpenshiftTemplate", "OpenshiftParam", "AwsLambdaFunctionDefinition", "AwsLambdaFunctionAliasDefinition",
 			"EcsTaskDefinition", "EcsServiceDefinition", "EcsScalableTargetDefinition", "EcsScalingPolicyDefinition"}, Reference: reference.ManifestTypes}
 	// Local is Gantry's own store: files beside the service. Git stores are fetched by workers.
 	ManifestStoreKind = Kind{What: "manifest store", Code: "unsupported-manifest-store",

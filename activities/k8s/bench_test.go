@@ -161,3 +161,114 @@ func BenchmarkHelmCLI10(b *testing.B) {
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/deploy")
 }
+
+// bgBenchChart is a blue-green chart: one Deployment of 4 replicas and its Service. By hand
+// the colour is a value (the Deployment `web-<colour>`, its pods labelled with it); Gantry
+// adds the colour itself.
+func bgBenchChart(byHand bool) map[string]string {
+	name, labels := "web", "{app: web}"
+	if byHand {
+		name, labels = "web-{{ .Values.color }}", "{app: web, harness.io/color: \"{{ .Values.color }}\"}"
+	}
+	files := map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+		"values.yaml": "tag: \"1.0\"\ncolor: blue\n",
+		"templates/deployment.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ` + name + `}
+spec:
+  replicas: 4
+  selector:
+    matchLabels: ` + labels + `
+  template:
+    metadata:
+      labels: ` + labels + `
+    spec:
+      containers: [{name: app, image: "nginx:{{ .Values.tag }}"}]
+`,
+	}
+	if !byHand {
+		files["templates/service.yaml"] = "apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {selector: {app: web}, ports: [{port: 80}]}\n"
+	}
+	return files
+}
+
+// BenchmarkHelmBlueGreen is a Helm blue-green deployment, HelmBGDeploy then
+// HelmBlueGreenSwapStep, each iteration a new image into the other colour. Compare with
+// BenchmarkHelmCLIBlueGreen.
+func BenchmarkHelmBlueGreen(b *testing.B) {
+	h := newHarness(b, "bench-helm-bg")
+	var files []plan.File
+	for name, text := range bgBenchChart(false) {
+		files = append(files, plan.File{Path: "web/" + name, Text: text})
+	}
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		ms := []plan.Manifest{{ID: "web", Type: "HelmChart", Folder: "web", Files: files},
+			{ID: "tag", Type: "Values", Files: []plan.File{{Path: "tag.yaml", Text: fmt.Sprintf("tag: \"1.%d\"\n", i)}}}}
+		start := time.Now()
+		for _, step := range []string{"HelmBGDeploy", "HelmBlueGreenSwapStep"} {
+			if _, f := h.run(step, `{}`, ms, false, 5*time.Minute); f != nil {
+				b.Fatalf("%s: %s: %s", step, f.Category, f.Message)
+			}
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/deploy")
+}
+
+// BenchmarkHelmCLIBlueGreen is the baseline, the same by hand: read the live colour from the
+// Service, `helm upgrade --install web-<other> --wait` with the colour as a value, apply both
+// Services, then patch their selectors to swap.
+func BenchmarkHelmCLIBlueGreen(b *testing.B) {
+	bin := helmCLI(b)
+	const ns = "bench-helm-cli-bg"
+	dir := filepath.Join(b.TempDir(), "web")
+	for name, text := range bgBenchChart(true) {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if out, err := cluster.Kubectl("create", "namespace", ns); err != nil && !strings.Contains(out+err.Error(), "AlreadyExists") {
+		b.Fatal(out, err)
+	}
+	services := filepath.Join(b.TempDir(), "services.yaml")
+	var total time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		live, _ := cluster.Kubectl("-n", ns, "get", "service", "web", "-o", `jsonpath={.spec.selector.harness\.io/color}`)
+		stage := "blue"
+		if strings.TrimSpace(live) == "blue" {
+			stage = "green"
+		}
+		primary := strings.TrimSpace(live)
+		if primary == "" {
+			primary = stage
+		}
+		out, err := exec.Command(bin, "--kubeconfig", cluster.Kubeconfig, "upgrade", "--install", "web-"+stage, dir, "-n", ns,
+			"--wait", "--timeout", "5m", "--set-string", fmt.Sprintf("tag=1.%d,color=%s", i, stage)).CombinedOutput()
+		if err != nil {
+			b.Fatalf("%v\n%s", err, out)
+		}
+		svc := func(name, color string) string {
+			return fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata: {name: %s}\nspec: {selector: {app: web, harness.io/color: %s}, ports: [{port: 80}]}\n", name, color)
+		}
+		if err := os.WriteFile(services, []byte(svc("web", primary)+"---\n"+svc("web-stage", stage)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if out, err := cluster.Kubectl("-n", ns, "apply", "-f", services); err != nil {
+			b.Fatal(out, err)
+		}
+		if primary != stage {
+			for name, color := range map[string]string{"web": stage, "web-stage": primary} {
+				patch := fmt.Sprintf(`{"spec":{"selector":{"harness.io/color":%q}}}`, color)
+				if out, err := cluster.Kubectl("-n", ns, "patch", "service", name, "--type", "merge", "-p", patch); err != nil {
+					b.Fatal(out, err)
+				}
+			}
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/deploy")
+}

@@ -1,4 +1,6 @@
-// Package lambda runs the AwsLambdaDeploy and AwsLambdaRollback steps with aws-sdk-go-v2.
+// Package lambda runs the AwsLambda steps with aws-sdk-go-v2: AwsLambdaDeploy and
+// AwsLambdaRollback, and the canary's AwsLambdaCanaryDeploy, AwsLambdaTrafficShift and
+// AwsLambdaCanaryRollback (canary.go).
 //
 // Deploy creates the function from the service's AwsLambdaFunctionDefinition manifest, or
 // updates its code and configuration, publishes a version and waits until it is active and
@@ -12,6 +14,7 @@ package lambda
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -81,6 +84,7 @@ type run struct {
 	log    *logs.Writer
 	mask   *secrets.Masker
 	region string
+	spec   map[string]any
 }
 
 // Run runs an AwsLambdaDeploy or AwsLambdaRollback step.
@@ -97,10 +101,29 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	if err != nil {
 		return activities.StepResult{}, err
 	}
+	if len(in.Spec) > 0 {
+		if err := json.Unmarshal(in.Spec, &r.spec); err != nil {
+			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
+		}
+	}
 	var out map[string]any
-	if in.Type == "AwsLambdaRollback" {
+	switch in.Type {
+	case "AwsLambdaRollback":
 		out, err = r.rollback(ctx, def.FunctionName)
-	} else {
+	case "AwsLambdaCanaryDeploy", "AwsLambdaTrafficShift", "AwsLambdaCanaryRollback":
+		var alias *AliasDefinition
+		if alias, err = aliasDefinition(d); err != nil {
+			return activities.StepResult{}, err
+		}
+		switch in.Type {
+		case "AwsLambdaCanaryDeploy":
+			out, err = r.canaryDeploy(ctx, def, alias, d.Artifact)
+		case "AwsLambdaTrafficShift":
+			out, err = r.trafficShift(ctx, def, alias)
+		default:
+			out, err = r.canaryRollback(ctx, def, alias)
+		}
+	default:
 		out, err = r.deploy(ctx, def, d.Artifact)
 	}
 	if err != nil {

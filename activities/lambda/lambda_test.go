@@ -109,3 +109,79 @@ func TestDeployAndRollback(t *testing.T) {
 		}
 	}
 }
+
+// canaryStep runs a canary step with the alias definition `live`.
+func (r *rig) canaryStep(typ, exec, spec, key string) (map[string]any, *activities.Failure) {
+	r.t.Helper()
+	in := activities.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(spec), Timeout: time.Minute,
+		Deploy: &activities.DeployInput{Aws: &plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDDEPLOY", SecretKeyRef: "aws_secret"},
+			Region: "eu-west-1", Artifact: &activities.DeployArtifact{Type: "AmazonS3", Bucket: "builds", Key: key},
+			Manifests: []plan.Manifest{{ID: "fn", Type: "AwsLambdaFunctionDefinition", Files: []plan.File{{Path: "fn.json", Text: fmt.Sprintf(definition, "checkout", 128, exec)}}},
+				{ID: "alias", Type: "AwsLambdaFunctionAliasDefinition", Files: []plan.File{{Path: "alias.yaml", Text: "name: live\ndescription: production traffic\n"}}}}}}
+	res, err := r.a.Run(context.Background(), in)
+	if err != nil {
+		return nil, activities.Classify(err)
+	}
+	return res.Outputs, nil
+}
+
+// A canary publishes the new version behind the alias at weight 0, traffic shifts give it its
+// share and then all of it; a canary rollback puts the alias back on the stable version; a
+// first canary creates the alias on its version; a shift without a canary of this execution
+// fails.
+func TestCanaryTrafficShiftAndRollback(t *testing.T) {
+	fake := awsfake.Start()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", fake.URL)
+	r := &rig{t: t, fake: fake, logs: logs.Store{Dir: t.TempDir()}}
+	r.a = &lambda.Activity{Secrets: awsfake.Secrets{"aws_secret": "deploy-secret"}, Logs: r.logs}
+	alias := func() awsfake.Alias {
+		fn, _ := fake.Function("checkout")
+		return fn.Aliases["live"]
+	}
+
+	out, f := r.canaryStep("AwsLambdaCanaryDeploy", "exec-1", `{}`, "c-1.zip")
+	if f != nil || out["canaryVersion"] != "1" || out["stableVersion"] != "none" || alias().Version != "1" {
+		t.Fatalf("first canary: %v %+v, alias %+v", out, f, alias())
+	}
+	if _, f := r.canaryStep("AwsLambdaTrafficShift", "exec-1", `{"trafficPercentage": 100}`, ""); f != nil || alias().Version != "1" {
+		t.Fatalf("first shift: %+v %+v", f, alias())
+	}
+
+	out, f = r.canaryStep("AwsLambdaCanaryDeploy", "exec-2", `{}`, "c-2.zip")
+	if f != nil || out["canaryVersion"] != "2" || out["stableVersion"] != "1" {
+		t.Fatalf("second canary: %v %+v", out, f)
+	}
+	if a := alias(); a.Version != "1" || a.Weights["2"] != 0 {
+		t.Fatalf("after the canary deploy the alias is %+v, want version 1 with 2 at weight 0", a)
+	}
+	if _, f := r.canaryStep("AwsLambdaTrafficShift", "exec-2", `{"trafficPercentage": 12.5}`, ""); f != nil {
+		t.Fatal(f)
+	}
+	if a := alias(); a.Version != "1" || a.Weights["2"] != 0.125 {
+		t.Fatalf("after a 12.5%% shift the alias is %+v", a)
+	}
+	out, f = r.canaryStep("AwsLambdaCanaryRollback", "exec-2", `{}`, "")
+	if f != nil || out["rolledBack"] != true {
+		t.Fatalf("canary rollback: %v %+v", out, f)
+	}
+	if a := alias(); a.Version != "1" || len(a.Weights) != 0 {
+		t.Fatalf("after the rollback the alias is %+v, want version 1 alone", a)
+	}
+
+	if _, f := r.canaryStep("AwsLambdaTrafficShift", "exec-3", `{"trafficPercentage": 50}`, ""); f == nil || !strings.Contains(f.Message, "AwsLambdaCanaryDeploy comes first") {
+		t.Fatalf("a shift with no canary of this execution: %+v", f)
+	}
+	if _, f := r.canaryStep("AwsLambdaCanaryDeploy", "exec-3", `{}`, "c-3.zip"); f != nil {
+		t.Fatal(f)
+	}
+	if _, f := r.canaryStep("AwsLambdaTrafficShift", "exec-3", `{"trafficPercentage": 100}`, ""); f != nil || alias().Version != "3" || len(alias().Weights) != 0 {
+		t.Fatalf("a full shift: %+v, alias %+v", f, alias())
+	}
+	if _, f := r.canaryStep("AwsLambdaTrafficShift", "exec-3", `{"trafficPercentage": 0}`, ""); f == nil || f.Category != activities.Verification {
+		t.Fatalf("a shift of 0%%: %+v", f)
+	}
+	if out, f := r.canaryStep("AwsLambdaCanaryRollback", "exec-9", `{}`, ""); f != nil || out["rolledBack"] != false {
+		t.Fatalf("a rollback of an execution without a canary: %v %+v", out, f)
+	}
+}

@@ -22,6 +22,7 @@ type lambdaFn struct {
 	latest   lambdaVersion
 	versions []lambdaVersion
 	tags     map[string]string
+	aliases  map[string]map[string]any // name -> the alias as GetAlias answers it
 	settling int // reads left before $LATEST's create or update has finished
 }
 
@@ -39,6 +40,14 @@ type LambdaFunction struct {
 	Image    string
 	Versions []string
 	Tags     map[string]string
+	// Aliases maps each alias to its version and the weights of its additional versions.
+	Aliases map[string]Alias
+}
+
+// Alias is where an alias routes: its version, and each additional version's weight.
+type Alias struct {
+	Version string
+	Weights map[string]float64
 }
 
 // Function returns a function's state, or false when there is none.
@@ -55,6 +64,17 @@ func (s *Server) Function(name string) (LambdaFunction, bool) {
 	}
 	for k, v := range f.tags {
 		out.Tags[k] = v
+	}
+	out.Aliases = map[string]Alias{}
+	for name, a := range f.aliases {
+		al := Alias{Version: fmt.Sprint(a["FunctionVersion"]), Weights: map[string]float64{}}
+		if rc, ok := a["RoutingConfig"].(map[string]any); ok {
+			w, _ := rc["AdditionalVersionWeights"].(map[string]any)
+			for v, x := range w {
+				al.Weights[v], _ = x.(float64)
+			}
+		}
+		out.Aliases[name] = al
 	}
 	return out, true
 }
@@ -170,6 +190,48 @@ func (s *Server) lambda(w http.ResponseWriter, r *http.Request, key string, body
 			}
 			v := f.publish()
 			writeJSON(w, s.state(f, v))
+		case rest == "aliases" && r.Method == http.MethodPost:
+			record("CreateAlias")
+			alias, _ := in["Name"].(string)
+			if _, ok := f.aliases[alias]; ok {
+				lambdaErr(w, http.StatusConflict, "ResourceConflictException", "Alias already exists: "+alias)
+				return
+			}
+			a, msg := f.alias(alias, in, nil)
+			if msg != "" {
+				lambdaErr(w, http.StatusBadRequest, "InvalidParameterValueException", msg)
+				return
+			}
+			f.aliases[alias] = a
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			_ = json.NewEncoder(w).Encode(a)
+		case strings.HasPrefix(rest, "aliases/"):
+			alias := strings.TrimPrefix(rest, "aliases/")
+			cur, ok := f.aliases[alias]
+			if !ok {
+				record(map[string]string{http.MethodGet: "GetAlias", http.MethodPut: "UpdateAlias", http.MethodDelete: "DeleteAlias"}[r.Method])
+				lambdaErr(w, http.StatusNotFound, "ResourceNotFoundException", "Alias not found: arn:aws:lambda:us-east-1:123456789012:function:"+name+":"+alias)
+				return
+			}
+			switch r.Method {
+			case http.MethodGet:
+				record("GetAlias")
+				writeJSON(w, cur)
+			case http.MethodPut:
+				record("UpdateAlias")
+				a, msg := f.alias(alias, in, cur)
+				if msg != "" {
+					lambdaErr(w, http.StatusBadRequest, "InvalidParameterValueException", msg)
+					return
+				}
+				f.aliases[alias] = a
+				writeJSON(w, a)
+			case http.MethodDelete:
+				record("DeleteAlias")
+				delete(f.aliases, alias)
+				w.WriteHeader(http.StatusNoContent)
+			}
 		case rest == "versions" && r.Method == http.MethodGet:
 			record("ListVersionsByFunction")
 			list := []any{s.state(f, f.latest)}
@@ -243,7 +305,7 @@ func (s *Server) createFunction(w http.ResponseWriter, r *http.Request, in map[s
 	if cfg["Timeout"] == nil {
 		cfg["Timeout"] = 3
 	}
-	f := &lambdaFn{latest: lambdaVersion{Config: cfg, Code: code, Image: image}, tags: map[string]string{}, settling: 2}
+	f := &lambdaFn{latest: lambdaVersion{Config: cfg, Code: code, Image: image}, tags: map[string]string{}, aliases: map[string]map[string]any{}, settling: 2}
 	if tags, ok := in["Tags"].(map[string]any); ok {
 		for k, v := range tags {
 			f.tags[k] = fmt.Sprint(v)
@@ -333,6 +395,52 @@ func (f *lambdaFn) version(q string) (lambdaVersion, bool) {
 		}
 	}
 	return lambdaVersion{}, false
+}
+
+// alias validates a CreateAlias or UpdateAlias request (over cur, for an update) as Lambda
+// does: the version must be published, the weights between 0 and 1 and for another published
+// version. It returns the alias, or the error message.
+func (f *lambdaFn) alias(name string, in, cur map[string]any) (map[string]any, string) {
+	a := map[string]any{}
+	for k, v := range cur {
+		a[k] = v
+	}
+	a["Name"] = name
+	a["AliasArn"] = fmt.Sprint(f.latest.Config["FunctionArn"]) + ":" + name
+	if v, ok := in["FunctionVersion"].(string); ok {
+		a["FunctionVersion"] = v
+	}
+	if d, ok := in["Description"].(string); ok {
+		a["Description"] = d
+	}
+	if rc, ok := in["RoutingConfig"]; ok {
+		a["RoutingConfig"] = rc
+	}
+	version := fmt.Sprint(a["FunctionVersion"])
+	if _, ok := f.version(version); !ok || version == "" {
+		return nil, "1 validation error detected: Value '" + version + "' at 'functionVersion' failed to satisfy constraint: a published version of the function"
+	}
+	rc, _ := a["RoutingConfig"].(map[string]any)
+	weights, _ := rc["AdditionalVersionWeights"].(map[string]any)
+	if len(weights) > 1 {
+		return nil, "RoutingConfig may list one additional version"
+	}
+	for v, x := range weights {
+		w, _ := x.(float64)
+		if _, ok := f.version(v); !ok || v == "$LATEST" {
+			return nil, "the additional version " + v + " is not a published version of the function"
+		}
+		if v == version {
+			return nil, "Invalid function version " + v + ". Function version " + v + " is already included in routing configuration."
+		}
+		if w < 0 || w > 1 {
+			return nil, fmt.Sprintf("the weight %v of version %s is not between 0.0 and 1.0", w, v)
+		}
+	}
+	if len(weights) == 0 {
+		delete(a, "RoutingConfig")
+	}
+	return a, ""
 }
 
 func (f *lambdaFn) publish() lambdaVersion {

@@ -158,13 +158,17 @@ func (r *resolver) nativeHelmManifests(file, service string, spec *pipeline.Serv
 // lambdaManifests checks that an AwsLambda service defines its function with one
 // AwsLambdaFunctionDefinition manifest and deploys a zip from S3 or an image.
 func (r *resolver) lambdaManifests(file, service string, spec *pipeline.ServiceSpec) {
-	defs := 0
+	defs, aliases := 0, 0
 	for _, me := range spec.Manifests {
 		if m := me.Manifest; m.Type == "AwsLambdaFunctionDefinition" {
 			if defs++; defs == 2 {
 				r.diags.Errorf(r.at(file, m.Node), "manifest", "AwsLambda service %s has more than one AwsLambdaFunctionDefinition manifest; a service deploys one function", service)
 			}
-		} else if m.Type != "AwsLambdaFunctionAliasDefinition" { // that one is reported unsupported
+		} else if m.Type == "AwsLambdaFunctionAliasDefinition" {
+			if aliases++; aliases == 2 {
+				r.diags.Errorf(r.at(file, m.Node), "manifest", "AwsLambda service %s has more than one AwsLambdaFunctionAliasDefinition manifest; a canary routes through one alias", service)
+			}
+		} else {
 			r.diags.Errorf(r.at(file, pipeline.ValueAt(m.Node, "type")), "manifest",
 				"AwsLambda service %s: a %s manifest deploys to Kubernetes, not to Lambda", service, m.Type).
 				SetHint("an AwsLambda service has one manifest of `type: AwsLambdaFunctionDefinition`")

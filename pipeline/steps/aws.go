@@ -1,6 +1,9 @@
 package steps
 
 import (
+	"strconv"
+	"strings"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
@@ -49,6 +52,29 @@ type EcsRunTask struct {
 type SelectorsOnly struct {
 	Node              *yaml.Node `yaml:"-"`
 	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+}
+
+// AwsLambdaTrafficShift gives a Lambda canary's version a share of its alias's traffic.
+type AwsLambdaTrafficShift struct {
+	SelectorsOnly     `yaml:",inline"`
+	TrafficPercentage string `yaml:"trafficPercentage"`
+}
+
+// Check checks the percentage: above 0 and at most 100.
+func (sp *AwsLambdaTrafficShift) Check(c Checker) {
+	v := sp.TrafficPercentage
+	if v == "" {
+		c.Error(sp.Node, "missing-field", "AwsLambdaTrafficShift needs `trafficPercentage`, the share of the alias's traffic the canary version takes").
+			SetHint("trafficPercentage: 10")
+		return
+	}
+	if strings.Contains(v, "<+") {
+		return
+	}
+	if p, err := strconv.ParseFloat(v, 64); err != nil || p <= 0 || p > 100 {
+		c.Error(pipeline.ValueAt(sp.Node, "trafficPercentage"), "enum", "trafficPercentage %s is not a number above 0 and at most 100", v).
+			SetHint("100 routes all traffic to the canary version")
+	}
 }
 
 // FetchInstanceScript runs a CustomDeployment infrastructure's fetch-instances script.

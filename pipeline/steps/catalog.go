@@ -117,6 +117,9 @@ var entries = []Entry{
 
 	{Type: "AwsLambdaDeploy", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
 	{Type: "AwsLambdaRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: "AwsLambdaCanaryDeploy", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: "AwsLambdaTrafficShift", New: func() any { return &AwsLambdaTrafficShift{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: "AwsLambdaCanaryRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
 
 	{Type: "Command", New: func() any { return &Command{} }, Deploys: "Ssh", OutsideDeployment: true,
 		Traits: plan.Traits{Activity: activities.Command, Deployment: true, Heartbeat: true}},
