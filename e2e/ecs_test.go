@@ -179,3 +179,98 @@ func TestEcsBlueGreenDeployment(t *testing.T) {
 		t.Fatal("the failed release's green service is still there")
 	}
 }
+
+// ecsBasicPipeline is web_ecs.yaml with the basic strategy: the new version set up beside the
+// old, upgraded to half (the old downsized to half), checked, then to full size with the old at
+// zero; the rollback deletes the new version and restores the old.
+const ecsBasicPipeline = `pipeline:
+  name: Web on ECS - basic
+  identifier: web_ecs_basic
+  variables:
+    - {name: tag, type: String, value: <+input>}
+    - {name: fail, type: String, value: <+input>.default("no")}
+  stages:
+    - stage:
+        name: Deploy
+        identifier: deploy
+        type: Deployment
+        spec:
+          deploymentType: ECS
+          service: {serviceRef: web}
+          environment:
+            environmentRef: prod
+            infrastructureDefinitions: [{identifier: ecs_eu}]
+          execution:
+            steps:
+              - step: {type: EcsServiceSetup, name: Setup, identifier: setup, timeout: 2m, spec: {resizeStrategy: ResizeNewFirst, sameAsAlreadyRunningInstances: false}}
+              - step:
+                  type: EcsUpgradeContainer
+                  name: Half
+                  identifier: half
+                  timeout: 2m
+                  spec: {newServiceInstanceCount: 50, newServiceInstanceUnit: Percentage, downsizeOldServiceInstanceCount: 50, downsizeOldServiceInstanceUnit: Percentage}
+              - step:
+                  type: ShellScript
+                  name: Check
+                  identifier: check
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: 'echo "<+execution.steps.setup.output.newServiceName> replaces <+execution.steps.setup.output.oldServiceName>"; test "$FAIL" != yes'}}
+                    environmentVariables: [{name: FAIL, type: String, value: <+pipeline.variables.fail>}]
+              - step:
+                  type: EcsUpgradeContainer
+                  name: Full
+                  identifier: full
+                  timeout: 2m
+                  spec: {newServiceInstanceCount: 100, newServiceInstanceUnit: Percentage, downsizeOldServiceInstanceCount: 0, downsizeOldServiceInstanceUnit: Count}
+            rollbackSteps:
+              - step: {type: EcsBasicRollback, name: Rollback, identifier: rollback, timeout: 2m, spec: {}}
+        failureStrategies:
+          - onFailure: {errors: [AllErrors], action: {type: StageRollback}}
+`
+
+// The basic strategy through the engine: two releases leave web-prod__2 at full size and
+// web-prod__1 at zero; a failing third one is rolled back, deleting web-prod__3 and giving
+// web-prod__2 its tasks back.
+func TestEcsBasicDeployment(t *testing.T) {
+	ws, err := worker.Delegates(env.client, worker.Options{Logs: logs.Store{Dir: t.TempDir()}, Secrets: &secrets.Store{}, Tags: []string{"aws-eu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+	}
+	fake := awsfake.Start()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
+	t.Setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", fake.URL)
+	t.Setenv(secrets.EnvName("aws_key"), "ecs-secret")
+	dir := t.TempDir()
+	for name, text := range ecsEntities {
+		writeFile(t, filepath.Join(dir, name), text)
+	}
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), ecsBasicPipeline)
+	count := func(name string) int {
+		if s, ok := fake.Service(name); ok {
+			return s.DesiredCount
+		}
+		return -1
+	}
+	runDeployment(t, dir, "no", "pipeline.variables.tag=1.26")
+	_, res := runDeployment(t, dir, "no", "pipeline.variables.tag=1.27")
+	if out := res.Tree.Find("deploy.setup").Outputs; out["newServiceName"] != "web-prod__2" || out["oldServiceName"] != "web-prod__1" {
+		t.Fatalf("setup outputs %v", out)
+	}
+	if count("web-prod__2") != 2 || count("web-prod__1") != 0 {
+		t.Fatalf("after two releases: __2 runs %d, __1 %d", count("web-prod__2"), count("web-prod__1"))
+	}
+	if _, res = runDeployment(t, dir, "yes", "pipeline.variables.tag=1.28"); res.Status == status.Succeeded {
+		t.Fatal("the failing run succeeded")
+	}
+	if count("web-prod__3") != -1 || count("web-prod__2") != 2 {
+		t.Fatalf("after the rollback: __3 %d, __2 %d", count("web-prod__3"), count("web-prod__2"))
+	}
+}

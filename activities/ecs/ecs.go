@@ -1,5 +1,7 @@
 // Package ecs runs the ECS steps with aws-sdk-go-v2: EcsRollingDeploy and EcsRollingRollback,
-// EcsCanaryDeploy and EcsCanaryDelete, EcsRunTask, and the blue-green steps (bluegreen.go).
+// EcsCanaryDeploy and EcsCanaryDelete, EcsRunTask, the blue-green steps (bluegreen.go), and
+// the basic strategy's EcsServiceSetup, EcsUpgradeContainer and EcsBasicRollback with EcsScale
+// (basic.go).
 //
 // A rolling deploy registers the service's task definition, updates the service (or creates
 // it), applies its scaling definitions, and waits for the reference's steady state: the
@@ -99,6 +101,22 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out, err = r.blueGreenSwap(ctx, bg)
 	case "EcsBlueGreenRollback":
 		out, err = r.blueGreenRollback(ctx)
+	case "EcsServiceSetup":
+		var setup struct {
+			ResizeStrategy string `json:"resizeStrategy"`
+		}
+		_ = json.Unmarshal(in.Spec, &setup)
+		out, err = r.serviceSetup(ctx, truthy(spec.SameAsAlreadyRunningInstances), setup.ResizeStrategy)
+	case "EcsUpgradeContainer":
+		var up upgradeSpec
+		_ = json.Unmarshal(in.Spec, &up)
+		out, err = r.upgradeContainer(ctx, up)
+	case "EcsBasicRollback":
+		out, err = r.basicRollback(ctx)
+	case "EcsScale":
+		var sc scaleSpec
+		_ = json.Unmarshal(in.Spec, &sc)
+		out, err = r.scaleService(ctx, sc)
 	default:
 		err = activities.Fail(activities.Unknown, "Gantry does not run %s steps", in.Type)
 	}

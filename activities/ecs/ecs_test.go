@@ -213,3 +213,70 @@ func TestEcsBlueGreen(t *testing.T) {
 		t.Fatalf("a swap without a green service: %+v", f)
 	}
 }
+
+// The basic strategy: each release is a service `web__N` set up at zero tasks and upgraded in
+// phases while the previous version is downsized; a rollback deletes the new version and gives
+// the old one its tasks back; a first deployment has nothing to downsize; older versions that
+// run nothing are deleted; EcsScale sets a named service's count.
+func TestEcsBasicAndScale(t *testing.T) {
+	fake := awsfake.Start()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
+	t.Setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", fake.URL)
+	a := &ecs.Activity{Secrets: awsfake.Secrets{"k": "secret"}, Logs: logs.Store{Dir: t.TempDir()}}
+	count := func(name string) int {
+		s, ok := fake.Service(name)
+		if !ok {
+			return -1
+		}
+		return s.DesiredCount
+	}
+
+	out, f := step(t, a, "EcsServiceSetup", "exec-1", "nginx:1.26", 4, `{}`)
+	if f != nil || out["newServiceName"] != "web__1" || out["isFirstDeployment"] != true || count("web__1") != 0 {
+		t.Fatalf("first setup: %v %+v", out, f)
+	}
+	if out, f = step(t, a, "EcsUpgradeContainer", "exec-1", "nginx:1.26", 4, `{"newServiceInstanceCount": 100, "newServiceInstanceUnit": "Percentage"}`); f != nil || count("web__1") != 4 {
+		t.Fatalf("first upgrade: %v %+v", out, f)
+	}
+	if mn, mx, ok := fake.ScalableTarget("service/prod/web__1"); !ok || mn != 4 || mx != 12 {
+		t.Fatalf("the full-size version's scalable target %d..%d %v", mn, mx, ok)
+	}
+
+	out, f = step(t, a, "EcsServiceSetup", "exec-2", "nginx:1.27", 4, `{"resizeStrategy": "DownsizeOldFirst"}`)
+	if f != nil || out["newServiceName"] != "web__2" || out["oldServiceName"] != "web__1" {
+		t.Fatalf("second setup: %v %+v", out, f)
+	}
+	if _, f = step(t, a, "EcsUpgradeContainer", "exec-2", "nginx:1.27", 4, `{"newServiceInstanceCount": 50, "newServiceInstanceUnit": "Percentage", "downsizeOldServiceInstanceCount": 1, "downsizeOldServiceInstanceUnit": "Count"}`); f != nil {
+		t.Fatal(f)
+	}
+	if count("web__2") != 2 || count("web__1") != 1 {
+		t.Fatalf("after a 50%% phase: web__2 %d, web__1 %d", count("web__2"), count("web__1"))
+	}
+	out, f = step(t, a, "EcsBasicRollback", "exec-2", "nginx:1.27", 4, `{}`)
+	if f != nil || out["deletedServiceName"] != "web__2" || count("web__2") != -1 || count("web__1") != 4 {
+		t.Fatalf("rollback: %v %+v, web__1 runs %d", out, f, count("web__1"))
+	}
+	if out, f = step(t, a, "EcsBasicRollback", "exec-9", "nginx:1.27", 4, `{}`); f != nil || out["rolledBack"] != false {
+		t.Fatalf("rollback of an execution that set nothing up: %v %+v", out, f)
+	}
+
+	// web__1 is replaced by web__2 (index reused after the rollback), then web__3 replaces
+	// web__2: web__1, scaled to zero, is stale and deleted.
+	step(t, a, "EcsServiceSetup", "exec-3", "nginx:1.28", 4, `{"sameAsAlreadyRunningInstances": true}`)
+	step(t, a, "EcsUpgradeContainer", "exec-3", "nginx:1.28", 4, `{"newServiceInstanceCount": 4, "newServiceInstanceUnit": "Count", "downsizeOldServiceInstanceCount": 0, "downsizeOldServiceInstanceUnit": "Count"}`)
+	if out, f = step(t, a, "EcsServiceSetup", "exec-4", "nginx:1.29", 4, `{}`); f != nil || out["newServiceName"] != "web__3" || count("web__1") != -1 || count("web__2") != 4 {
+		t.Fatalf("a setup after an old version went idle: %v %+v, web__1 %d", out, f, count("web__1"))
+	}
+	if _, f = step(t, a, "EcsUpgradeContainer", "exec-5", "nginx:1.29", 4, `{"newServiceInstanceCount": 1, "newServiceInstanceUnit": "Count"}`); f == nil || !strings.Contains(f.Message, "EcsServiceSetup comes first") {
+		t.Fatalf("an upgrade without a setup: %+v", f)
+	}
+
+	out, f = step(t, a, "EcsScale", "exec-6", "nginx:1.29", 4, `{"service": "web__2", "instances": 50, "instanceUnit": "Percentage"}`)
+	if f != nil || out["desiredCount"] != int32(2) || count("web__2") != 2 {
+		t.Fatalf("scale: %v %+v", out, f)
+	}
+	if _, f = step(t, a, "EcsScale", "exec-6", "nginx:1.29", 4, `{"service": "nope", "instances": 1, "instanceUnit": "Count"}`); f == nil || !strings.Contains(f.Message, "does not exist") {
+		t.Fatalf("scale of a missing service: %+v", f)
+	}
+}

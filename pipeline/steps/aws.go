@@ -36,6 +36,65 @@ type EcsRollingDeploy struct {
 	SkipApplicationScaling        string `yaml:"skipApplicationScaling"`
 }
 
+// EcsServiceSetup creates the next version of a basic deployment's service at zero tasks.
+type EcsServiceSetup struct {
+	SelectorsOnly                 `yaml:",inline"`
+	ResizeStrategy                string `yaml:"resizeStrategy"`
+	SameAsAlreadyRunningInstances string `yaml:"sameAsAlreadyRunningInstances"`
+}
+
+// Check checks the resize strategy.
+func (sp *EcsServiceSetup) Check(c Checker) {
+	c.Enum(sp.Node, "resizeStrategy", sp.ResizeStrategy, []string{"ResizeNewFirst", "DownsizeOldFirst"}, "resizeStrategy")
+	c.Boolean(sp.Node, "sameAsAlreadyRunningInstances", sp.SameAsAlreadyRunningInstances)
+}
+
+// EcsUpgradeContainer scales a basic deployment's new version up and the old one down.
+type EcsUpgradeContainer struct {
+	SelectorsOnly                   `yaml:",inline"`
+	NewServiceInstanceCount         string `yaml:"newServiceInstanceCount" gantry:"required"`
+	NewServiceInstanceUnit          string `yaml:"newServiceInstanceUnit" gantry:"required"`
+	DownsizeOldServiceInstanceCount string `yaml:"downsizeOldServiceInstanceCount"`
+	DownsizeOldServiceInstanceUnit  string `yaml:"downsizeOldServiceInstanceUnit"`
+}
+
+var instanceUnits = []string{"Count", "Percentage"}
+
+// Check checks the counts and their units.
+func (sp *EcsUpgradeContainer) Check(c Checker) {
+	c.Enum(sp.Node, "newServiceInstanceUnit", sp.NewServiceInstanceUnit, instanceUnits, "newServiceInstanceUnit")
+	c.Integer(sp.Node, "newServiceInstanceCount", sp.NewServiceInstanceCount, 0, false, "newServiceInstanceCount")
+	if sp.DownsizeOldServiceInstanceCount != "" {
+		c.Integer(sp.Node, "downsizeOldServiceInstanceCount", sp.DownsizeOldServiceInstanceCount, 0, false, "downsizeOldServiceInstanceCount")
+		if sp.DownsizeOldServiceInstanceUnit == "" {
+			c.Error(sp.Node, "missing-field", "downsizeOldServiceInstanceCount needs downsizeOldServiceInstanceUnit: Count or Percentage")
+		}
+	}
+	c.Enum(sp.Node, "downsizeOldServiceInstanceUnit", sp.DownsizeOldServiceInstanceUnit, instanceUnits, "downsizeOldServiceInstanceUnit")
+}
+
+// EcsScale sets a named ECS service's desired count.
+type EcsScale struct {
+	SelectorsOnly        `yaml:",inline"`
+	ConnectorRef         *yaml.Node `yaml:"connectorRef"`
+	Region               *yaml.Node `yaml:"region"`
+	Cluster              string     `yaml:"cluster"`
+	Service              string     `yaml:"service" gantry:"required"`
+	InstanceUnit         string     `yaml:"instanceUnit" gantry:"required"`
+	Instances            string     `yaml:"instances" gantry:"required"`
+	SkipSteadyStateCheck string     `yaml:"skipSteadyStateCheck"`
+}
+
+// Check checks the count and its unit; another connector or region than the stage's is not
+// used.
+func (sp *EcsScale) Check(c Checker) {
+	c.Enum(sp.Node, "instanceUnit", sp.InstanceUnit, instanceUnits, "instanceUnit")
+	c.Integer(sp.Node, "instances", sp.Instances, 0, false, "instances")
+	c.Boolean(sp.Node, "skipSteadyStateCheck", sp.SkipSteadyStateCheck)
+	c.Ignored(sp.ConnectorRef, "connectorRef", "the step uses the stage infrastructure's Aws connector")
+	c.Ignored(sp.Region, "region", "the step uses the stage infrastructure's region")
+}
+
 // EcsRunTask runs a task: a task definition from a store (or an existing one's ARN), with a
 // RunTask request definition, and waits for it to stop unless skipSteadyStateCheck.
 type EcsRunTask struct {

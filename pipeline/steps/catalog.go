@@ -134,6 +134,10 @@ var entries = []Entry{
 	{Type: "EcsBlueGreenCreateService", New: func() any { return &EcsBlueGreenCreateService{} }, Deploys: "ECS", Traits: ecs},
 	{Type: "EcsBlueGreenSwapTargetGroups", New: func() any { return &EcsBlueGreenSwapTargetGroups{} }, Deploys: "ECS", Traits: ecs},
 	{Type: "EcsBlueGreenRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "ECS", Traits: ecs},
+	{Type: "EcsServiceSetup", New: func() any { return &EcsServiceSetup{} }, Deploys: "ECS", Traits: ecs},
+	{Type: "EcsUpgradeContainer", New: func() any { return &EcsUpgradeContainer{} }, Deploys: "ECS", Traits: ecs},
+	{Type: "EcsBasicRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "ECS", Traits: ecs},
+	{Type: "EcsScale", New: func() any { return &EcsScale{} }, Deploys: "ECS", Traits: ecs},
 }
 
 // The step a CI stage with cloneCodebase starts with: the pipeline's codebase cloned into the
