@@ -23,7 +23,7 @@ type lambdaFn struct {
 	versions []lambdaVersion
 	tags     map[string]string
 	aliases  map[string]map[string]any // name -> the alias as GetAlias answers it
-	settling int // reads left before $LATEST's create or update has finished
+	settling int                       // reads left before $LATEST's create or update has finished
 }
 
 // lambdaVersion is a configuration with its code.
