@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	_ "embed"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -272,5 +273,68 @@ func TestEcsBasicDeployment(t *testing.T) {
 	}
 	if count("web-prod__3") != -1 || count("web-prod__2") != 2 {
 		t.Fatalf("after the rollback: __3 %d, __2 %d", count("web-prod__3"), count("web-prod__2"))
+	}
+}
+
+// A Standalone EcsBlueGreenTrafficShift through the engine weighs a listener rule; when a
+// later step of the next run (shifting to 50/50) fails, StandAloneTrafficShiftRollback (told
+// by the compiler which rules the stage shifts) restores what the rule forwarded to, 90/10.
+func TestEcsStandaloneTrafficShift(t *testing.T) {
+	ws, err := worker.Delegates(env.client, worker.Options{Logs: logs.Store{Dir: t.TempDir()}, Secrets: &secrets.Store{}, Tags: []string{"aws-eu"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+	}
+	fake := awsfake.Start()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
+	t.Setenv("AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2", fake.URL)
+	t.Setenv(secrets.EnvName("aws_key"), "ecs-secret")
+	const (
+		rule = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener-rule/app/web/1/80/1"
+		tgA  = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web-a/1"
+		tgB  = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web-b/2"
+	)
+	fake.AddListener("arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener/app/web/1/80", rule, tgA)
+	dir := t.TempDir()
+	for name, text := range ecsEntities {
+		writeFile(t, filepath.Join(dir, name), text)
+	}
+	shiftStep := func(id string, a, b int) string {
+		return fmt.Sprintf(`              - step:
+                  type: EcsBlueGreenTrafficShift
+                  name: %s
+                  identifier: %s
+                  timeout: 1m
+                  spec:
+                    ecsTrafficShiftWrapper:
+                      type: Standalone
+                      spec:
+                        loadBalancer: web
+                        listener: web-80
+                        listenerRuleArn: %s
+                        forwardConfig: [{targetGroupArn: %s, weight: %d}, {targetGroupArn: %s, weight: %d}]
+`, id, id, rule, tgA, a, tgB, b)
+	}
+	pipe := strings.Replace(strings.Replace(ecsPipeline, "              - step: {type: EcsRollingDeploy, name: Deploy, identifier: rolling, timeout: 2m, spec: {}}\n",
+		shiftStep("shift10", 90, 10), 1), "              - step: {type: EcsRollingRollback, name: Rollback, identifier: rollback, timeout: 2m, spec: {}}",
+		"              - step: {type: StandAloneTrafficShiftRollback, name: Rollback, identifier: rollback, timeout: 1m, spec: {}}", 1)
+	pipe = strings.Replace(pipe, "                    taskDefinition: {type: Local, spec: {paths: [migrate-task.yaml]}}\n                    runTaskRequestDefinition: {type: Local, spec: {paths: [migrate-run.yaml]}}\n", "                    taskDefinition: {type: Local, spec: {paths: [migrate-task.yaml]}}\n                    runTaskRequestDefinition: {type: Local, spec: {paths: [migrate-run.yaml]}}\n                    skipSteadyStateCheck: true\n", 1)
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), pipe)
+	runDeployment(t, dir, "no", "pipeline.variables.tag=1.26")
+	if w := fake.Weights(rule); w[tgA] != 90 || w[tgB] != 10 {
+		t.Fatalf("after the shift: %v", w)
+	}
+	writeFile(t, filepath.Join(dir, "pipeline.yaml"), strings.Replace(pipe, shiftStep("shift10", 90, 10), shiftStep("shift10", 50, 50), 1))
+	if _, res := runDeployment(t, dir, "yes", "pipeline.variables.tag=1.27"); res.Status == status.Succeeded || res.Tree.Find("deploy.rollbackSteps.rollback").Outputs["rolledBack"] != true {
+		t.Fatalf("the failing run: %s, rollback %v", res.Status, res.Tree.Find("deploy.rollbackSteps.rollback").Outputs)
+	}
+	if w := fake.Weights(rule); w[tgA] != 90 || w[tgB] != 10 {
+		t.Fatalf("after the rollback: %v, want the weights the run found (90/10)", w)
 	}
 }

@@ -46,6 +46,10 @@ type bgSpec struct {
 	SameAsAlreadyRunningInstances any    `json:"sameAsAlreadyRunningInstances"`
 	DoNotDownsizeOldService       any    `json:"doNotDownsizeOldService"`
 	DownsizeOldServiceDelayInSecs any    `json:"downsizeOldServiceDelayInSecs"`
+	// A traffic-shift deployment has no stage listener: the green service starts behind
+	// stageTargetGroupArn, and EcsBlueGreenTrafficShift (Inherit) weighs the prod rule.
+	IsTrafficShift      any    `json:"isTrafficShift"`
+	StageTargetGroupArn string `json:"stageTargetGroupArn"`
 }
 
 // forwardsTo is the target group a listener rule (or, without one, the listener) forwards to.
@@ -69,8 +73,23 @@ func (r *run) forwardsTo(ctx context.Context, listener, rule string) (string, er
 		}
 	}
 	for _, a := range actions {
-		if a.Type == elbtypes.ActionTypeEnumForward && aws.ToString(a.TargetGroupArn) != "" {
-			return aws.ToString(a.TargetGroupArn), nil
+		if a.Type != elbtypes.ActionTypeEnumForward {
+			continue
+		}
+		if tg := aws.ToString(a.TargetGroupArn); tg != "" {
+			return tg, nil
+		}
+		// Weighted (after a traffic shift): the group taking the most traffic.
+		best, weight := "", int32(-1)
+		if a.ForwardConfig != nil {
+			for _, t := range a.ForwardConfig.TargetGroups {
+				if w := aws.ToInt32(t.Weight); w > weight {
+					best, weight = aws.ToString(t.TargetGroupArn), w
+				}
+			}
+		}
+		if best != "" {
+			return best, nil
 		}
 	}
 	return "", activities.Fail(activities.Verification, "listener %s (rule %s) does not forward to a target group", listener, rule)
@@ -88,6 +107,14 @@ func (r *run) pointAt(ctx context.Context, listener, rule, tg string) error {
 	}
 	r.logf("%s now forwards to %s", firstOf(rule, listener), tg)
 	return nil
+}
+
+// pointStage is pointAt for the stage listener, which a traffic-shift deployment has none of.
+func (r *run) pointStage(ctx context.Context, listener, rule, tg string) error {
+	if listener == "" && rule == "" {
+		return nil
+	}
+	return r.pointAt(ctx, listener, rule, tg)
 }
 
 func firstOf(a, b string) string {
@@ -137,7 +164,11 @@ func (r *run) tag(ctx context.Context, s *types.Service, tags map[string]string)
 }
 
 func (r *run) blueGreenCreate(ctx context.Context, spec bgSpec) (map[string]any, error) {
-	if spec.ProdListener == "" || spec.StageListener == "" {
+	shift := truthy(spec.IsTrafficShift)
+	switch {
+	case shift && (spec.ProdListener == "" || spec.ProdListenerRuleArn == "" || spec.StageTargetGroupArn == ""):
+		return nil, activities.Fail(activities.Verification, "EcsBlueGreenCreateService with isTrafficShift needs prodListener, prodListenerRuleArn (whose weights the traffic shifts change) and stageTargetGroupArn")
+	case !shift && (spec.ProdListener == "" || spec.StageListener == ""):
 		return nil, activities.Fail(activities.Verification, "EcsBlueGreenCreateService needs prodListener and stageListener (and their rules, unless the listeners' default actions forward)")
 	}
 	tdFile, def, err := r.definitions()
@@ -151,8 +182,10 @@ func (r *run) blueGreenCreate(ctx context.Context, spec bgSpec) (map[string]any,
 	if err != nil {
 		return nil, err
 	}
-	stageTG, err := r.forwardsTo(ctx, spec.StageListener, spec.StageListenerRuleArn)
-	if err != nil {
+	stageTG := spec.StageTargetGroupArn
+	if shift {
+		spec.StageListener, spec.StageListenerRuleArn = "", ""
+	} else if stageTG, err = r.forwardsTo(ctx, spec.StageListener, spec.StageListenerRuleArn); err != nil {
 		return nil, err
 	}
 	arn, err := r.register(ctx, tdFile)
@@ -244,7 +277,7 @@ func (r *run) blueGreenSwap(ctx context.Context, spec bgSpec) (map[string]any, e
 		if err := r.pointAt(ctx, tags[tagProdListen], tags[tagProdRule], tags[tagStageTG]); err != nil {
 			return nil, err
 		}
-		if err := r.pointAt(ctx, tags[tagStageList], tags[tagStageRule], tags[tagProdTG]); err != nil {
+		if err := r.pointStage(ctx, tags[tagStageList], tags[tagStageRule], tags[tagProdTG]); err != nil {
 			return nil, err
 		}
 		if err := r.tag(ctx, green, map[string]string{tagSwapped: "true", tagRole: "blue"}); err != nil {
@@ -295,7 +328,7 @@ func (r *run) blueGreenRollback(ctx context.Context) (map[string]any, error) {
 		if err := r.pointAt(ctx, tags[tagProdListen], tags[tagProdRule], tags[tagProdTG]); err != nil {
 			return nil, err
 		}
-		if err := r.pointAt(ctx, tags[tagStageList], tags[tagStageRule], tags[tagStageTG]); err != nil {
+		if err := r.pointStage(ctx, tags[tagStageList], tags[tagStageRule], tags[tagStageTG]); err != nil {
 			return nil, err
 		}
 	}

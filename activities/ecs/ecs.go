@@ -113,6 +113,16 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out, err = r.upgradeContainer(ctx, up)
 	case "EcsBasicRollback":
 		out, err = r.basicRollback(ctx)
+	case "EcsBlueGreenTrafficShift":
+		var sh shiftSpec
+		_ = json.Unmarshal(in.Spec, &sh)
+		out, err = r.trafficShift(ctx, sh)
+	case "StandAloneTrafficShiftRollback":
+		var rb struct {
+			ListenerRuleArns []string `json:"listenerRuleArns"`
+		}
+		_ = json.Unmarshal(in.Spec, &rb)
+		out, err = r.standaloneRollback(ctx, rb.ListenerRuleArns)
 	case "EcsScale":
 		var sc scaleSpec
 		_ = json.Unmarshal(in.Spec, &sc)

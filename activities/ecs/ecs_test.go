@@ -280,3 +280,76 @@ func TestEcsBasicAndScale(t *testing.T) {
 		t.Fatalf("scale of a missing service: %+v", f)
 	}
 }
+
+// Traffic shifts: a blue-green deployment with isTrafficShift starts green behind its own target
+// group and Inherit shifts weigh the prod rule between green and blue; its rollback points the
+// rule back at blue. A Standalone shift weighs any rule, and StandAloneTrafficShiftRollback
+// restores what the rule forwarded to before the execution's first shift.
+func TestEcsTrafficShift(t *testing.T) {
+	fake := awsfake.Start()
+	defer fake.Close()
+	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
+	t.Setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", fake.URL)
+	t.Setenv("AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2", fake.URL)
+	const (
+		lb       = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/web/1"
+		prodL    = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener/app/web/1/80"
+		prodRule = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener-rule/app/web/1/80/1"
+		tgA      = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web-a/1"
+		tgB      = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web-b/2"
+		otherR   = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener-rule/app/api/2/80/7"
+		tgC      = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/api-c/3"
+	)
+	fake.AddListener(prodL, prodRule, tgA)
+	a := &ecs.Activity{Secrets: awsfake.Secrets{"k": "secret"}, Logs: logs.Store{Dir: t.TempDir()}}
+	if _, f := step(t, a, "EcsRollingDeploy", "exec-1", "nginx:1", 2, `{}`); f != nil {
+		t.Fatal(f)
+	}
+	create := `{"loadBalancer": "` + lb + `", "prodListener": "` + prodL + `", "prodListenerRuleArn": "` + prodRule + `", "isTrafficShift": true, "stageTargetGroupArn": "` + tgB + `"}`
+	if out, f := step(t, a, "EcsBlueGreenCreateService", "exec-2", "nginx:2", 2, create); f != nil || out["stageTargetGroupArn"] != tgB {
+		t.Fatalf("create green for traffic shifting: %v %+v", out, f)
+	}
+	shift := func(exec string, pct int) *activities.Failure {
+		_, f := step(t, a, "EcsBlueGreenTrafficShift", exec, "nginx:2", 2, fmt.Sprintf(`{"ecsTrafficShiftWrapper": {"type": "Inherit", "spec": {"weightPercentage": %d}}}`, pct))
+		return f
+	}
+	if f := shift("exec-2", 20); f != nil {
+		t.Fatal(f)
+	}
+	if w := fake.Weights(prodRule); w[tgB] != 20 || w[tgA] != 80 {
+		t.Fatalf("after a 20%% shift: %v", w)
+	}
+	if f := shift("exec-9", 50); f == nil || !strings.Contains(f.Message, "EcsBlueGreenCreateService first") {
+		t.Fatalf("a shift of an execution without a green service: %+v", f)
+	}
+	if out, f := step(t, a, "EcsBlueGreenRollback", "exec-2", "nginx:2", 2, `{}`); f != nil || out["rolledBack"] != true {
+		t.Fatalf("rollback: %v %+v", out, f)
+	}
+	if w := fake.Weights(prodRule); w[tgA] != 100 || len(w) != 1 {
+		t.Fatalf("after the rollback: %v, want all on the blue group", w)
+	}
+
+	fake.AddListener("arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener/app/api/2/80", otherR, tgC)
+	standalone := func(weights string) string {
+		return `{"ecsTrafficShiftWrapper": {"type": "Standalone", "spec": {"loadBalancer": "` + lb + `", "listener": "l", "listenerRuleArn": "` + otherR + `", "forwardConfig": ` + weights + `}}}`
+	}
+	for _, w := range []string{`[{"targetGroupArn": "` + tgC + `", "weight": 90}, {"targetGroupArn": "` + tgB + `", "weight": 10}]`,
+		`[{"targetGroupArn": "` + tgC + `", "weight": 50}, {"targetGroupArn": "` + tgB + `", "weight": 50}]`} {
+		if _, f := step(t, a, "EcsBlueGreenTrafficShift", "exec-3", "nginx:2", 2, standalone(w)); f != nil {
+			t.Fatal(f)
+		}
+	}
+	if w := fake.Weights(otherR); w[tgC] != 50 || w[tgB] != 50 {
+		t.Fatalf("after the standalone shifts: %v", w)
+	}
+	out, f := step(t, a, "StandAloneTrafficShiftRollback", "exec-3", "nginx:2", 2, `{"listenerRuleArns": ["`+otherR+`"]}`)
+	if f != nil || out["rolledBack"] != true {
+		t.Fatalf("standalone rollback: %v %+v", out, f)
+	}
+	if w := fake.Weights(otherR); len(w) != 1 || w[tgC] == 0 {
+		t.Fatalf("after the standalone rollback: %v, want the rule's single group back", w)
+	}
+	if out, f := step(t, a, "StandAloneTrafficShiftRollback", "exec-3", "nginx:2", 2, `{"listenerRuleArns": ["`+otherR+`"]}`); f != nil || out["rolledBack"] != false {
+		t.Fatalf("a second standalone rollback: %v %+v", out, f)
+	}
+}

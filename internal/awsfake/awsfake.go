@@ -47,9 +47,11 @@ type Server struct {
 	denied    map[string]bool
 	// registry is the proxyEndpoint ECR's GetAuthorizationToken hands out (SetRegistry).
 	registry  string
-	listeners map[string]string // listener ARN → target group
-	rules     map[string]string // rule ARN → target group
-	instances []Instance        // EC2
+	listeners map[string]string            // listener ARN → target group
+	rules     map[string]string            // rule ARN → target group (the heaviest, when weighted)
+	weights   map[string]map[string]int    // rule ARN → target group → weight, for weighted rules
+	elbTags   map[string]map[string]string // load balancer, listener or rule ARN → tags
+	instances []Instance                   // EC2
 	// S3Get reads the zip a Lambda function's code names in S3 (nil: the code is the reference).
 	S3Get func(bucket, key string) ([]byte, error)
 }
@@ -74,7 +76,7 @@ func Start() *Server {
 	s := &Server{secrets: map[string]string{}, roles: map[string]Role{}, functions: map[string]*lambdaFn{}, failUpdate: map[string]string{},
 		services: map[string]*ecsService{}, taskDefs: map[string]map[string]any{}, revisions: map[string]int{}, tasks: map[string]*ecsTask{},
 		targets: map[string]map[string]any{}, policies: map[string]map[string]map[string]any{}, denied: map[string]bool{},
-		listeners: map[string]string{}, rules: map[string]string{}}
+		listeners: map[string]string{}, rules: map[string]string{}, weights: map[string]map[string]int{}, elbTags: map[string]map[string]string{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s

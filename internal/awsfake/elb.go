@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 )
 
 // The Elastic Load Balancing v2 part of the fake speaks the query protocol (XML answers) for
-// the listeners and listener rules blue-green deployments swap: each forwards to one target
-// group, and ModifyRule and ModifyListener point it at another.
+// the listeners and listener rules blue-green deployments swap and traffic shifts weigh: each
+// forwards to one target group, or a rule to several with weights (a ForwardConfig), and
+// ModifyRule and ModifyListener change that; AddTags and DescribeTags keep tags on them.
 
 // AddListener makes a listener forwarding to targetGroup, with one rule (ruleArn, "" for none)
 // forwarding to the same group.
@@ -20,7 +22,25 @@ func (s *Server) AddListener(listenerArn, ruleArn, targetGroup string) {
 	s.listeners[listenerArn] = targetGroup
 	if ruleArn != "" {
 		s.rules[ruleArn] = targetGroup
+		delete(s.weights, ruleArn)
 	}
+}
+
+// Weights returns the weight of each target group a rule forwards to (one group: 100).
+func (s *Server) Weights(ruleArn string) map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w, ok := s.weights[ruleArn]; ok {
+		out := map[string]int{}
+		for k, v := range w {
+			out[k] = v
+		}
+		return out
+	}
+	if tg, ok := s.rules[ruleArn]; ok {
+		return map[string]int{tg: 100}
+	}
+	return nil
 }
 
 // Forwards returns the target group a listener or rule forwards to.
@@ -36,9 +56,33 @@ func (s *Server) Forwards(arn string) string {
 const elbNS = "http://elasticloadbalancing.amazonaws.com/doc/2015-12-01/"
 
 type elbAction struct {
-	Type           string `xml:"Type"`
+	Type           string            `xml:"Type"`
+	TargetGroupArn string            `xml:"TargetGroupArn,omitempty"`
+	Order          int               `xml:"Order"`
+	ForwardConfig  *elbForwardConfig `xml:"ForwardConfig,omitempty"`
+}
+
+type elbForwardConfig struct {
+	TargetGroups []elbTargetGroupTuple `xml:"TargetGroups>member"`
+}
+
+type elbTargetGroupTuple struct {
 	TargetGroupArn string `xml:"TargetGroupArn"`
-	Order          int    `xml:"Order"`
+	Weight         int    `xml:"Weight"`
+}
+
+// ruleActions are a rule's forward action: to its target group, or weighted.
+func (s *Server) ruleActions(arn string) []elbAction {
+	w, ok := s.weights[arn]
+	if !ok {
+		return []elbAction{{Type: "forward", TargetGroupArn: s.rules[arn], Order: 1}}
+	}
+	fc := &elbForwardConfig{}
+	for tg, weight := range w {
+		fc.TargetGroups = append(fc.TargetGroups, elbTargetGroupTuple{TargetGroupArn: tg, Weight: weight})
+	}
+	sort.Slice(fc.TargetGroups, func(i, j int) bool { return fc.TargetGroups[i].TargetGroupArn < fc.TargetGroups[j].TargetGroupArn })
+	return []elbAction{{Type: "forward", Order: 1, ForwardConfig: fc}}
 }
 
 type elbRule struct {
@@ -74,12 +118,11 @@ func (s *Server) elb(w http.ResponseWriter, key string, form url.Values) {
 		var out rulesResult
 		for i := 1; form.Get(fmt.Sprintf("RuleArns.member.%d", i)) != ""; i++ {
 			arn := form.Get(fmt.Sprintf("RuleArns.member.%d", i))
-			tg, ok := s.rules[arn]
-			if !ok {
+			if _, ok := s.rules[arn]; !ok {
 				stsErr(w, http.StatusBadRequest, "RuleNotFound", "One or more rules not found")
 				return
 			}
-			out.Rules = append(out.Rules, elbRule{RuleArn: arn, Priority: "1", Actions: forward(tg)})
+			out.Rules = append(out.Rules, elbRule{RuleArn: arn, Priority: "1", Actions: s.ruleActions(arn)})
 		}
 		writeXML(w, http.StatusOK, struct {
 			XMLName xml.Name    `xml:"DescribeRulesResponse"`
@@ -93,15 +136,87 @@ func (s *Server) elb(w http.ResponseWriter, key string, form url.Values) {
 			return
 		}
 		tg := form.Get("Actions.member.1.TargetGroupArn")
+		delete(s.weights, arn)
 		if tg == "" {
-			tg = form.Get("Actions.member.1.ForwardConfig.TargetGroups.member.1.TargetGroupArn")
+			weights, best := map[string]int{}, -1
+			for i := 1; ; i++ {
+				key := fmt.Sprintf("Actions.member.1.ForwardConfig.TargetGroups.member.%d.", i)
+				g := form.Get(key + "TargetGroupArn")
+				if g == "" {
+					break
+				}
+				weight := 1 // ELB's default weight
+				if v := form.Get(key + "Weight"); v != "" {
+					if _, err := fmt.Sscan(v, &weight); err != nil || weight < 0 || weight > 999 {
+						stsErr(w, http.StatusBadRequest, "ValidationError", "Weight must be between 0 and 999")
+						return
+					}
+				}
+				weights[g] = weight
+				if weight > best {
+					tg, best = g, weight
+				}
+			}
+			if len(weights) > 1 {
+				s.weights[arn] = weights
+			}
+		}
+		if tg == "" {
+			stsErr(w, http.StatusBadRequest, "ValidationError", "a forward action needs a target group")
+			return
 		}
 		s.rules[arn] = tg
 		writeXML(w, http.StatusOK, struct {
 			XMLName xml.Name    `xml:"ModifyRuleResponse"`
 			NS      string      `xml:"xmlns,attr"`
 			Result  rulesResult `xml:"ModifyRuleResult"`
-		}{NS: elbNS, Result: rulesResult{Rules: []elbRule{{RuleArn: arn, Priority: "1", Actions: forward(tg)}}}})
+		}{NS: elbNS, Result: rulesResult{Rules: []elbRule{{RuleArn: arn, Priority: "1", Actions: s.ruleActions(arn)}}}})
+	case "AddTags":
+		for i := 1; form.Get(fmt.Sprintf("ResourceArns.member.%d", i)) != ""; i++ {
+			arn := form.Get(fmt.Sprintf("ResourceArns.member.%d", i))
+			if s.elbTags[arn] == nil {
+				s.elbTags[arn] = map[string]string{}
+			}
+			for j := 1; form.Get(fmt.Sprintf("Tags.member.%d.Key", j)) != ""; j++ {
+				s.elbTags[arn][form.Get(fmt.Sprintf("Tags.member.%d.Key", j))] = form.Get(fmt.Sprintf("Tags.member.%d.Value", j))
+			}
+		}
+		writeXML(w, http.StatusOK, struct {
+			XMLName xml.Name `xml:"AddTagsResponse"`
+			NS      string   `xml:"xmlns,attr"`
+			Result  struct{} `xml:"AddTagsResult"`
+		}{NS: elbNS})
+	case "DescribeTags":
+		type tag struct {
+			Key   string `xml:"Key"`
+			Value string `xml:"Value"`
+		}
+		type desc struct {
+			ResourceArn string `xml:"ResourceArn"`
+			Tags        []tag  `xml:"Tags>member"`
+		}
+		type result struct {
+			TagDescriptions []desc `xml:"TagDescriptions>member"`
+		}
+		var out result
+		for i := 1; form.Get(fmt.Sprintf("ResourceArns.member.%d", i)) != ""; i++ {
+			arn := form.Get(fmt.Sprintf("ResourceArns.member.%d", i))
+			d := desc{ResourceArn: arn}
+			keys := make([]string, 0, len(s.elbTags[arn]))
+			for k := range s.elbTags[arn] {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				d.Tags = append(d.Tags, tag{Key: k, Value: s.elbTags[arn][k]})
+			}
+			out.TagDescriptions = append(out.TagDescriptions, d)
+		}
+		writeXML(w, http.StatusOK, struct {
+			XMLName xml.Name `xml:"DescribeTagsResponse"`
+			NS      string   `xml:"xmlns,attr"`
+			Result  result   `xml:"DescribeTagsResult"`
+		}{NS: elbNS, Result: out})
 	case "DescribeListeners":
 		type result struct {
 			Listeners []elbListener `xml:"Listeners>member"`

@@ -129,6 +129,7 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 			// Rollback steps do not inherit the stage's failure strategies (spec 5.4).
 			n.Children = c.steps(ex.Steps, false, c.level(s.FailureStrategies, ""))
 			n.Rollback = c.steps(ex.RollbackSteps, true, nil)
+			shiftedRules(n)
 			if s.CI == nil {
 				return
 			}

@@ -19,6 +19,65 @@ type EcsBlueGreenCreateService struct {
 	StageListener                 string `yaml:"stageListener"`
 	StageListenerRuleArn          string `yaml:"stageListenerRuleArn"`
 	SameAsAlreadyRunningInstances string `yaml:"sameAsAlreadyRunningInstances"`
+	IsTrafficShift                string `yaml:"isTrafficShift"`
+	StageTargetGroupArn           string `yaml:"stageTargetGroupArn"`
+}
+
+// Check checks what a traffic-shift deployment needs: the prod rule whose weights change and
+// the green service's target group, in place of a stage listener.
+func (sp *EcsBlueGreenCreateService) Check(c Checker) {
+	c.Boolean(sp.Node, "isTrafficShift", sp.IsTrafficShift)
+	if sp.IsTrafficShift == "true" && (sp.ProdListenerRuleArn == "" || sp.StageTargetGroupArn == "") {
+		c.Error(sp.Node, "missing-field", "EcsBlueGreenCreateService with isTrafficShift needs prodListenerRuleArn (whose weights EcsBlueGreenTrafficShift changes) and stageTargetGroupArn (where the green service starts)")
+	}
+}
+
+// EcsBlueGreenTrafficShift weighs a listener rule between target groups.
+type EcsBlueGreenTrafficShift struct {
+	SelectorsOnly          `yaml:",inline"`
+	EcsTrafficShiftWrapper *pipeline.Typed[EcsTrafficShiftSpec] `yaml:"ecsTrafficShiftWrapper" gantry:"required"`
+}
+
+// EcsTrafficShiftSpec is a Standalone shift's rule and weights, or an Inherit one's percentage.
+type EcsTrafficShiftSpec struct {
+	Node             *yaml.Node `yaml:"-"`
+	LoadBalancer     string     `yaml:"loadBalancer"`
+	Listener         string     `yaml:"listener"`
+	ListenerRuleArn  string     `yaml:"listenerRuleArn"`
+	ForwardConfig    *yaml.Node `yaml:"forwardConfig"`
+	WeightPercentage string     `yaml:"weightPercentage"`
+}
+
+// Check checks the wrapper's type and what each type needs.
+func (sp *EcsBlueGreenTrafficShift) Check(c Checker) {
+	w := sp.EcsTrafficShiftWrapper
+	if w == nil {
+		return
+	}
+	c.Enum(w.Node, "type", w.Type, []string{"Standalone", "Inherit"}, "ecsTrafficShiftWrapper type")
+	s := w.Spec
+	if s == nil {
+		return
+	}
+	switch w.Type {
+	case "Standalone":
+		for key, v := range map[string]string{"loadBalancer": s.LoadBalancer, "listener": s.Listener, "listenerRuleArn": s.ListenerRuleArn} {
+			if v == "" {
+				c.Error(s.Node, "missing-field", "a Standalone traffic shift needs `%s`", key)
+			}
+		}
+		if s.ForwardConfig == nil {
+			c.Error(s.Node, "missing-field", "a Standalone traffic shift needs `forwardConfig`, the target groups and their weights")
+		}
+	case "Inherit":
+		if s.WeightPercentage == "" {
+			c.Error(s.Node, "missing-field", "an Inherit traffic shift needs `weightPercentage`, the green service's share of the prod rule")
+		} else if !strings.Contains(s.WeightPercentage, "<+") {
+			if n, err := strconv.Atoi(s.WeightPercentage); err != nil || n < 0 || n > 100 {
+				c.Error(pipeline.ValueAt(s.Node, "weightPercentage"), "enum", "weightPercentage %s is not a whole number from 0 to 100", s.WeightPercentage)
+			}
+		}
+	}
 }
 
 // EcsBlueGreenSwapTargetGroups sends prod traffic to the green service and downsizes the old one.

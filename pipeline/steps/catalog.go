@@ -137,6 +137,8 @@ var entries = []Entry{
 	{Type: "EcsServiceSetup", New: func() any { return &EcsServiceSetup{} }, Deploys: "ECS", Traits: ecs},
 	{Type: "EcsUpgradeContainer", New: func() any { return &EcsUpgradeContainer{} }, Deploys: "ECS", Traits: ecs},
 	{Type: "EcsBasicRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "ECS", Traits: ecs},
+	{Type: "EcsBlueGreenTrafficShift", New: func() any { return &EcsBlueGreenTrafficShift{} }, Deploys: "ECS", Traits: ecs},
+	{Type: "StandAloneTrafficShiftRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "ECS", Traits: ecs},
 	{Type: "EcsScale", New: func() any { return &EcsScale{} }, Deploys: "ECS", Traits: ecs},
 }
 
