@@ -47,13 +47,12 @@ var ecsEntities = map[string]string{
 	"aws.yaml":          "connector:\n  name: AWS\n  identifier: aws\n  type: Aws\n  spec:\n    credential:\n      type: ManualConfig\n      spec: {accessKey: AKIDECS, secretKeyRef: aws_key}\n    delegateSelectors: [aws-eu]\n",
 }
 
-// An ECS Deployment stage runs a one-off task, rolls the service out (creating it first, then
-// updating it) and waits for its steady state; when a later step fails, the stage rollback
-// puts the previous task definition and desired count back. The ECS steps run on a worker
-// with the tags of the connector's delegate selectors.
-func TestEcsDeployment(t *testing.T) {
-	tagged := logs.Store{Dir: t.TempDir()}
-	ws, err := worker.Delegates(env.client, worker.Options{Logs: tagged, Secrets: &secrets.Store{}, Tags: []string{"aws-eu"}})
+// ecsRig starts workers with the connector's delegate tag (aws-eu, logging to store) and the
+// AWS fake, points ECS, Application Auto Scaling and ELB at it, and writes ecsEntities to a
+// folder it returns.
+func ecsRig(t *testing.T, store logs.Store) (*awsfake.Server, string) {
+	t.Helper()
+	ws, err := worker.Delegates(env.client, worker.Options{Logs: store, Secrets: &secrets.Store{}, Tags: []string{"aws-eu"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,17 +60,28 @@ func TestEcsDeployment(t *testing.T) {
 		if err := w.Start(); err != nil {
 			t.Fatal(err)
 		}
-		defer w.Stop()
+		t.Cleanup(w.Stop)
 	}
 	fake := awsfake.Start()
-	defer fake.Close()
-	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
-	t.Setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", fake.URL)
+	t.Cleanup(fake.Close)
+	for _, svc := range []string{"ECS", "APPLICATION_AUTO_SCALING", "ELASTIC_LOAD_BALANCING_V2"} {
+		t.Setenv("AWS_ENDPOINT_URL_"+svc, fake.URL)
+	}
 	t.Setenv(secrets.EnvName("aws_key"), "ecs-secret")
 	dir := t.TempDir()
 	for name, text := range ecsEntities {
 		writeFile(t, filepath.Join(dir, name), text)
 	}
+	return fake, dir
+}
+
+// An ECS Deployment stage runs a one-off task, rolls the service out (creating it first, then
+// updating it) and waits for its steady state; when a later step fails, the stage rollback
+// puts the previous task definition and desired count back. The ECS steps run on a worker
+// with the tags of the connector's delegate selectors.
+func TestEcsDeployment(t *testing.T) {
+	tagged := logs.Store{Dir: t.TempDir()}
+	fake, dir := ecsRig(t, tagged)
 	writeFile(t, filepath.Join(dir, "pipeline.yaml"), ecsPipeline)
 	deploy := func(tag, fail string) status.Status {
 		t.Helper()
@@ -234,25 +244,7 @@ const ecsBasicPipeline = `pipeline:
 // web-prod__1 at zero; a failing third one is rolled back, deleting web-prod__3 and giving
 // web-prod__2 its tasks back.
 func TestEcsBasicDeployment(t *testing.T) {
-	ws, err := worker.Delegates(env.client, worker.Options{Logs: logs.Store{Dir: t.TempDir()}, Secrets: &secrets.Store{}, Tags: []string{"aws-eu"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range ws {
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-	}
-	fake := awsfake.Start()
-	defer fake.Close()
-	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
-	t.Setenv("AWS_ENDPOINT_URL_APPLICATION_AUTO_SCALING", fake.URL)
-	t.Setenv(secrets.EnvName("aws_key"), "ecs-secret")
-	dir := t.TempDir()
-	for name, text := range ecsEntities {
-		writeFile(t, filepath.Join(dir, name), text)
-	}
+	fake, dir := ecsRig(t, logs.Store{Dir: t.TempDir()})
 	writeFile(t, filepath.Join(dir, "pipeline.yaml"), ecsBasicPipeline)
 	count := func(name string) int {
 		if s, ok := fake.Service(name); ok {
@@ -280,31 +272,13 @@ func TestEcsBasicDeployment(t *testing.T) {
 // later step of the next run (shifting to 50/50) fails, StandAloneTrafficShiftRollback (told
 // by the compiler which rules the stage shifts) restores what the rule forwarded to, 90/10.
 func TestEcsStandaloneTrafficShift(t *testing.T) {
-	ws, err := worker.Delegates(env.client, worker.Options{Logs: logs.Store{Dir: t.TempDir()}, Secrets: &secrets.Store{}, Tags: []string{"aws-eu"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range ws {
-		if err := w.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer w.Stop()
-	}
-	fake := awsfake.Start()
-	defer fake.Close()
-	t.Setenv("AWS_ENDPOINT_URL_ECS", fake.URL)
-	t.Setenv("AWS_ENDPOINT_URL_ELASTIC_LOAD_BALANCING_V2", fake.URL)
-	t.Setenv(secrets.EnvName("aws_key"), "ecs-secret")
+	fake, dir := ecsRig(t, logs.Store{Dir: t.TempDir()})
 	const (
 		rule = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener-rule/app/web/1/80/1"
 		tgA  = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web-a/1"
 		tgB  = "arn:aws:elasticloadbalancing:eu-west-1:123456789012:targetgroup/web-b/2"
 	)
 	fake.AddListener("arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener/app/web/1/80", rule, tgA)
-	dir := t.TempDir()
-	for name, text := range ecsEntities {
-		writeFile(t, filepath.Join(dir, name), text)
-	}
 	shiftStep := func(id string, a, b int) string {
 		return fmt.Sprintf(`              - step:
                   type: EcsBlueGreenTrafficShift
