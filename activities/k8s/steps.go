@@ -487,6 +487,17 @@ func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
 	if err := s.saveHistory(s.ctx, h); err != nil {
 		return nil, err
 	}
+	if tr, ok := s.spec["trafficRouting"].(map[string]any); ok && len(tr) > 0 {
+		var sp trafficSpec
+		if err := remarshal(map[string]any{"type": "config", "trafficRouting": tr}, &sp); err != nil {
+			return nil, activities.Fail(activities.Unknown, "K8sBlueGreenDeploy trafficRouting: %v", err)
+		}
+		routed, err := s.configTraffic(sp)
+		if err != nil {
+			return nil, err
+		}
+		out["trafficRouting"] = routed
+	}
 	return out, nil
 }
 

@@ -112,10 +112,16 @@ func (s *stepRun) trafficRouting() (map[string]any, error) {
 	if err := remarshal(s.spec, &sp); err != nil {
 		return nil, activities.Fail(activities.Unknown, "K8sTrafficRouting spec: %v", err)
 	}
-	provider := sp.TrafficRouting.Provider
 	if sp.Type == "inherit" {
 		return s.inheritTraffic(sp.TrafficRouting.Routes)
 	}
+	return s.configTraffic(sp)
+}
+
+// configTraffic writes the mesh resources of a new config (`type: config`, or the
+// trafficRouting of K8sBlueGreenDeploy).
+func (s *stepRun) configTraffic(sp trafficSpec) (map[string]any, error) {
+	provider := sp.TrafficRouting.Provider
 	if _, ok := meshKinds[provider]; !ok || provider == "smi-routegroup" {
 		return nil, activities.Fail(activities.Unknown, "K8sTrafficRouting provider %q is not smi or istio", provider)
 	}

@@ -45,8 +45,9 @@ func installCRD(t *testing.T, dyn dynamic.Interface, group, version, kind, plura
 
 // K8sTrafficRouting writes an Istio VirtualService (rules as HTTP matches, the placeholders
 // stable and stage as the blue-green Services, weights normalised) or an SMI TrafficSplit with
-// its HTTPRouteGroup; inherit changes the weights of the release's one; a cluster without the
-// mesh fails the step naming it.
+// its HTTPRouteGroup; inherit changes the weights of the release's one; K8sBlueGreenDeploy's
+// trafficRouting writes one after the deploy; a cluster without the mesh fails the step naming
+// it.
 func TestTrafficRouting(t *testing.T) {
 	h := newHarness(t, "traffic")
 	h.ok("K8sBlueGreenDeploy", `{}`, app("1.27", 1))
@@ -108,6 +109,17 @@ func TestTrafficRouting(t *testing.T) {
 	rg := get(schema.GroupVersionResource{Group: "specs.smi-spec.io", Version: "v1alpha3", Resource: "httproutegroups"}, "split-routes")
 	if got := fmt.Sprint(rg.Object["spec"]); !strings.Contains(got, "methods:[GET]") {
 		t.Errorf("HTTPRouteGroup spec %s", got)
+	}
+
+	// K8sBlueGreenDeploy's own trafficRouting is a new config written after the deploy.
+	bg := `{"trafficRouting": {"provider": "istio", "spec": {"name": "bg", "routes": [{"route": {"type": "http", "name": "all",
+		"destinations": [{"destination": {"host": "stable", "weight": 100}}, {"destination": {"host": "stage", "weight": 0}}]}}]}}}`
+	if out := h.ok("K8sBlueGreenDeploy", bg, app("1.28", 1)); out["trafficRouting"] == nil {
+		t.Errorf("blue-green outputs %v", out)
+	}
+	bgVS := get(vsGVR, "bg")
+	if hosts, _, _ := unstructured.NestedStringSlice(bgVS.Object, "spec", "hosts"); fmt.Sprint(hosts) != "[app]" {
+		t.Errorf("the blue-green VirtualService's hosts %v, want the primary Service", hosts)
 	}
 
 	_, f = h.run("K8sTrafficRouting", strings.Replace(istio, `"stage"`, `"canary"`, 1), app("1.27", 1), false, time.Minute)

@@ -74,6 +74,14 @@ func (sp *K8sTrafficRouting) Check(c Checker) {
 		}
 		return
 	}
+	checkTrafficRouting(c, tr)
+}
+
+// checkTrafficRouting checks a new traffic routing config: its provider, name and routes.
+func checkTrafficRouting(c Checker, tr *yaml.Node) {
+	if tr == nil || tr.Kind != yaml.MappingNode {
+		return
+	}
 	provider := pipeline.Field(tr, "provider")
 	if provider == nil {
 		c.Error(tr, "missing-field", "trafficRouting needs `provider`: istio or smi")
@@ -263,7 +271,7 @@ func (sp *K8sRollingRollback) Check(c Checker) {
 
 // Check warns of the settings Gantry does not act on.
 func (sp *K8sBlueGreenDeploy) Check(c Checker) {
-	c.Ignored(sp.TrafficRouting, "trafficRouting", "the step does not write mesh routing; traffic moves when K8sBGSwapServices swaps the Services (or a K8sTrafficRouting step after it routes it)")
+	checkTrafficRouting(c, sp.TrafficRouting)
 	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
 }
 
