@@ -165,6 +165,8 @@ type ArtifactSourceSpec struct {
 	TagRegex     string     `yaml:"tagRegex"`
 	Digest       string     `yaml:"digest"`
 	Registry     string     `yaml:"registryHostname"`
+	// Artifactory and Nexus: docker (an image) or a file format (generic, maven, ...).
+	RepositoryFormat string `yaml:"repositoryFormat"`
 	// AmazonS3.
 	BucketName    string `yaml:"bucketName"`
 	FilePath      string `yaml:"filePath"`

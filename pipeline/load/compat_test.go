@@ -363,3 +363,14 @@ func TestContainerizedStepGroupDiagnostics(t *testing.T) {
 		}
 	}
 }
+
+// A stage of a deployment type Gantry does not run is unsupported, and its steps are not
+// called misplaced: StandAloneTrafficShiftRollback rolls back Elastigroup traffic shifts too.
+func TestStepsOfAnUnsupportedDeploymentType(t *testing.T) {
+	src := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Deployment\n        spec:\n          deploymentType: Elastigroup\n          service: {serviceRef: spot}\n          environment: {environmentRef: prod, infrastructureDefinitions: [{identifier: spot}]}\n          execution:\n            steps:\n              - step: {type: ShellScript, name: x, identifier: x, spec: {shell: Bash, source: {type: Inline, spec: {script: 'true'}}}}\n            rollbackSteps:\n              - step: {type: StandAloneTrafficShiftRollback, name: r, identifier: r, spec: {}}\n        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: StageRollback}}}]\n"
+	r := load.Bytes("p.yaml", []byte(src), load.Options{})
+	text := r.Diags.Render(r.Sources)
+	if len(r.Diags.Invalid()) > 0 || !strings.Contains(text, "unsupported: deployment type Elastigroup") {
+		t.Errorf("an Elastigroup stage:\n%s", text)
+	}
+}

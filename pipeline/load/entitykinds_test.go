@@ -88,6 +88,8 @@ func TestEntityAndTriggerKinds(t *testing.T) {
 			"optionalValuesYaml: false", "pluginPath: plugins", 1), diag.Unsupported, "unsupported-field", "unknown-key"},
 		{"kustomize patches without a kustomization", strings.Replace(strings.Replace(localService, "%s", "Git", 1), "type: K8sManifest", "type: KustomizePatches", 1),
 			diag.Warning, "manifest-ignored", "unsupported-manifest-type"},
+		{"Artifactory file artifact", "service:\n  name: a\n  identifier: a\n  serviceDefinition:\n    type: Ssh\n    spec:\n      artifacts:\n        primary:\n          primaryArtifactRef: war\n          sources:\n            - identifier: war\n              type: ArtifactoryRegistry\n              spec: {connectorRef: af, artifactDirectory: /, artifactPath: app.war, repository: apps, repositoryFormat: generic}\n",
+			diag.Unsupported, "unsupported-artifact-type", "missing-field"},
 		{"Gcs store", strings.Replace(localService, "%s", "Gcs", 1), diag.Unsupported, "unsupported-manifest-store", "unknown-key"},
 		{"git store without its connector", strings.Replace(localService, "%s", "GitLab", 1), diag.Warning, "missing-entity", "unknown-key"},
 		{"git store without a branch", strings.Replace(strings.Replace(localService, "%s", "Git", 1), ", branch: main", "", 1), diag.Error, "missing-field", ""},

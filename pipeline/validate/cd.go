@@ -183,6 +183,13 @@ func (c *checker) artifactSource(src pipeline.ArtifactSource) {
 		c.customArtifact(s)
 		return
 	}
+	if f := s.RepositoryFormat; f != "" && f != "docker" && !dynamic(f) {
+		// A file (artifactPath in a generic, maven, npm... repository), valid in the reference.
+		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "repositoryFormat")), "unsupported-artifact-type",
+			"a %s artifact of repositoryFormat %s (a file) is valid in the reference, but Gantry deploys images from %s registries yet", src.Type, f, src.Type).
+			SetHint("repositoryFormat: docker, with imagePath and tag")
+		return
+	}
 	if src.Type != "AmazonS3" {
 		c.required(s.Node, s.ImagePath, "imagePath", "spec")
 		return

@@ -392,7 +392,9 @@ func (c *checker) stepPlacement(ctx *stageCtx, s *pipeline.Step, entry steps.Ent
 			// Valid in the reference (a Command step in a WinRm stage), not run by Gantry.
 			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps run in Gantry only in %s stages; stage %s deploys %s services",
 				s.Type, want, ctx.stage.Identifier, n.Value)
-		} else if want != n.Value && !(want == "Kubernetes" && n.Value == "NativeHelm") {
+		} else if want != n.Value && !(want == "Kubernetes" && n.Value == "NativeHelm") && slices.Contains(deploymentTypes, n.Value) {
+			// In a stage of a type Gantry does not run (unsupported already) a step cannot be
+			// judged: StandAloneTrafficShiftRollback serves Elastigroup stages as well as ECS.
 			c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s steps do not run in stage %s, which deploys %s services",
 				s.Type, ctx.stage.Identifier, n.Value).SetHint("the K8s and Helm steps deploy to Kubernetes, the AwsLambda steps AwsLambda services, the Ecs steps ECS services")
 		}
