@@ -3,7 +3,8 @@
 // that the reference's published schema (harness/harness-schema v0/pipeline.json) accepts, loads
 // it as `gantry validate` does (services, environments, connectors and templates beside it), and
 // prints each file's verdict — ok, unsupported or error, with the codes — then the totals. An
-// error on a schema-valid pipeline is what issue 50 set out to remove; each one left is named.
+// error on a schema-valid pipeline is a false error unless the reference rejects it too; each
+// one left is named.
 //
 //	go run ./hack/refcorpus [-strict] PATH/TO/v0/pipeline.json DIR...
 package main
