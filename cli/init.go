@@ -16,8 +16,8 @@ import (
 var scaffolds embed.FS
 
 // Strategies are the execution strategies offered when a Deployment stage is created, each
-// with its rollback steps (spec 15.2); helm is a NativeHelm stage.
-var Strategies = []string{"rolling", "canary", "bluegreen", "helm"}
+// with its rollback steps (spec 15.2); the helm ones are NativeHelm stages.
+var Strategies = []string{"rolling", "canary", "bluegreen", "helm", "helm-canary", "helm-bluegreen"}
 
 // Scaffold is what `gantry init` fills in. With ChartRepo, it also writes the service (a Helm
 // chart in that Git repository, at ChartPath on Branch) and its Git connector.
@@ -28,7 +28,7 @@ type Scaffold struct {
 
 // DeploymentType is the stage's and the service's deployment type.
 func (s Scaffold) DeploymentType() string {
-	if s.Strategy == "helm" {
+	if strings.HasPrefix(s.Strategy, "helm") {
 		return "NativeHelm"
 	}
 	return "Kubernetes"
@@ -71,7 +71,7 @@ func initCmd() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:   "init",
-		Short: "Write a Deployment pipeline for an execution strategy (rolling, canary, bluegreen)",
+		Short: "Write a Deployment pipeline for an execution strategy (rolling, canary, bluegreen, helm...)",
 		Long: `Writes a pipeline with one Kubernetes Deployment stage using an execution strategy and its
 rollback steps, as the reference offers when a stage is created:
 
@@ -80,6 +80,10 @@ rollback steps, as the reference offers when a stage is created:
              canary and rolls back the release
   bluegreen  K8sBlueGreenDeploy + K8sBGSwapServices; rollback swaps the services back
   helm       a NativeHelm stage: HelmDeploy; rollback HelmRollback
+  helm-canary     a NativeHelm stage: HelmCanaryDeploy + HelmCanaryDelete, then HelmDeploy;
+                  rollback HelmRollback (the canary release too)
+  helm-bluegreen  a NativeHelm stage: HelmBGDeploy + HelmBlueGreenSwapStep; rollback
+                  HelmRollback (swaps back, then rolls the colour's release back)
 
 The stage refers to a service, an environment and an infrastructure definition by identifier;
 put their files beside the pipeline (see examples/k8s). Without --output the YAML is printed.
@@ -88,7 +92,7 @@ chart kept in that Git repository (--chart-path, --branch), with its Git connect
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if s.ID == "" {
-				s.ID = s.Service + "_" + s.Strategy
+				s.ID = s.Service + "_" + strings.ReplaceAll(s.Strategy, "-", "_")
 			}
 			s.ChartPath = strings.ReplaceAll(s.ChartPath, "SERVICE", s.Service)
 			if s.Name == "" {

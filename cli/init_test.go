@@ -11,10 +11,13 @@ import (
 func TestInitStrategiesValidate(t *testing.T) {
 	for _, s := range Strategies {
 		service, infra := "web", "dev_cluster"
-		if s == "helm" { // a NativeHelm stage, of examples/k8s's Helm service and infrastructure
+		switch s { // NativeHelm stages, of examples/k8s's Helm service and infrastructures
+		case "helm", "helm-canary":
 			service, infra = "web_helm", "dev_helm"
+		case "helm-bluegreen":
+			service, infra = "web_helm", "dev_helm_bluegreen"
 		}
-		src, err := Scaffold{Strategy: s, Name: "web " + s, ID: "web_" + s, Service: service, Environment: "dev", Infrastructure: infra}.Render()
+		src, err := Scaffold{Strategy: s, Name: "web " + s, ID: "web_" + strings.ReplaceAll(s, "-", "_"), Service: service, Environment: "dev", Infrastructure: infra}.Render()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,7 +30,7 @@ func TestInitStrategiesValidate(t *testing.T) {
 			t.Errorf("%s scaffold has no rollback steps", s)
 		}
 	}
-	if _, err := (Scaffold{Strategy: "recreate"}).Render(); err == nil || !strings.Contains(err.Error(), "rolling, canary, bluegreen, helm") {
+	if _, err := (Scaffold{Strategy: "recreate"}).Render(); err == nil || !strings.Contains(err.Error(), "rolling, canary, bluegreen, helm, helm-canary, helm-bluegreen") {
 		t.Errorf("unknown strategy: %v", err)
 	}
 }

@@ -234,10 +234,13 @@ func TestK8sInitStrategies(t *testing.T) {
 		t.Run(strategy, func(t *testing.T) {
 			dir := k8sExample(t, "e2e-"+strategy)
 			service, infra, ns := "web", "dev_cluster", "e2e-"+strategy+"-dev"
-			if strategy == "helm" { // a NativeHelm stage: the example's Helm service and infrastructure
-				service, infra, ns = "web_helm", "dev_helm", "e2e-helm-helm-dev"
+			switch strategy { // NativeHelm stages: the example's Helm service and infrastructures
+			case "helm", "helm-canary":
+				service, infra, ns = "web_helm", "dev_helm", "e2e-"+strategy+"-helm-dev"
+			case "helm-bluegreen":
+				service, infra, ns = "web_helm", "dev_helm_bluegreen", "e2e-helm-bluegreen-helm-bluegreen"
 			}
-			src, err := cli.Scaffold{Strategy: strategy, Name: "web " + strategy, ID: "web_" + strategy, Service: service,
+			src, err := cli.Scaffold{Strategy: strategy, Name: "web " + strategy, ID: "web_" + strings.ReplaceAll(strategy, "-", "_"), Service: service,
 				Environment: "dev", Infrastructure: infra}.Render()
 			if err != nil {
 				t.Fatal(err)
@@ -257,13 +260,13 @@ func TestK8sInitStrategies(t *testing.T) {
 				conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded})
 			}
 			name := "web" // the Helm chart names its Deployment after the release, web
-			if strategy == "bluegreen" {
+			if strategy == "bluegreen" || strategy == "helm-bluegreen" {
 				name = "web-green"
 			}
 			if img := deploymentOf(t, cs, ns, name).Spec.Template.Spec.Containers[0].Image; img != "library/nginx:1.28" {
 				t.Errorf("%s runs %s after the update", name, img)
 			}
-			if strategy == "bluegreen" {
+			if strategy == "bluegreen" || strategy == "helm-bluegreen" {
 				svc, err := cs.CoreV1().Services(ns).Get(context.Background(), "web", metav1.GetOptions{})
 				if err != nil || svc.Spec.Selector["harness.io/color"] != "green" {
 					t.Errorf("primary service after swap: %v %v", svc.Spec.Selector, err)
