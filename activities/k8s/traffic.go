@@ -129,6 +129,9 @@ func (s *stepRun) configTraffic(sp trafficSpec) (map[string]any, error) {
 	if spec.Name == "" {
 		return nil, activities.Fail(activities.Unknown, "K8sTrafficRouting needs trafficRouting.spec.name, the mesh resource's name")
 	}
+	if len(spec.Routes) == 0 {
+		return nil, activities.Fail(activities.Unknown, "K8sTrafficRouting needs at least one route in trafficRouting.spec.routes")
+	}
 	gvr, err := s.meshResource(provider)
 	if err != nil {
 		return nil, err
@@ -370,9 +373,6 @@ func smiPath(r trafficRule) string {
 // trafficSplit builds an SMI TrafficSplit over the first route's destinations, and an
 // HTTPRouteGroup for the routes' rules.
 func (s *stepRun) trafficSplit(gvr schema.GroupVersionResource, name, root string, routes []trafficRoute) ([]*unstructured.Unstructured, error) {
-	if len(routes) == 0 {
-		return nil, activities.Fail(activities.Unknown, "K8sTrafficRouting needs at least one route")
-	}
 	ds, err := s.destinations(routes[0])
 	if err != nil {
 		return nil, err
@@ -432,6 +432,9 @@ func (s *stepRun) trafficSplit(gvr schema.GroupVersionResource, name, root strin
 // inheritTraffic changes the weights of the release's mesh routing (the newest VirtualService
 // or TrafficSplit labelled with the release): route i takes the destinations of routes[i].
 func (s *stepRun) inheritTraffic(routes []trafficRoute) (map[string]any, error) {
+	if len(routes) == 0 {
+		return nil, activities.Fail(activities.Unknown, "K8sTrafficRouting (inherit) needs at least one route in trafficRouting.routes")
+	}
 	sel := LabelRelease + "=" + s.in.ReleaseName
 	for _, provider := range []string{"istio", "smi"} {
 		gvr, err := s.meshResource(provider)
