@@ -59,6 +59,11 @@ func TestTrafficRouting(t *testing.T) {
 	if f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "the cluster has no Istio") {
 		t.Fatalf("without Istio: %+v", f)
 	}
+	for _, spec := range []string{`{"type": "config", "trafficRouting": {"provider": "istio", "spec": {"name": "x", "routes": []}}}`, `{"type": "inherit", "trafficRouting": {"routes": []}}`} {
+		if _, f := h.run("K8sTrafficRouting", spec, app("1.27", 1), false, time.Minute); f == nil || !strings.Contains(f.Message, "at least one route") {
+			t.Errorf("no routes (%s): %+v", spec, f)
+		}
+	}
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.Kubeconfig)
 	if err != nil {
