@@ -301,20 +301,29 @@ func istioMatch(rules []trafficRule) (map[string]any, error) {
 	return m, nil
 }
 
+// istioRoute is a route's weighted destinations as an Istio HTTP route lists them.
+func (s *stepRun) istioRoute(r trafficRoute) ([]any, error) {
+	ds, err := s.destinations(r)
+	if err != nil {
+		return nil, err
+	}
+	var dest []any
+	for _, d := range ds {
+		to := map[string]any{"host": d.host}
+		if d.port > 0 {
+			to["port"] = map[string]any{"number": d.port}
+		}
+		dest = append(dest, map[string]any{"destination": to, "weight": d.weight})
+	}
+	return dest, nil
+}
+
 func (s *stepRun) virtualService(gvr schema.GroupVersionResource, name string, hosts, gateways []string, routes []trafficRoute) (*unstructured.Unstructured, error) {
 	var http []any
 	for _, r := range routes {
-		ds, err := s.destinations(r)
+		dest, err := s.istioRoute(r)
 		if err != nil {
 			return nil, err
-		}
-		var dest []any
-		for _, d := range ds {
-			to := map[string]any{"host": d.host}
-			if d.port > 0 {
-				to["port"] = map[string]any{"number": d.port}
-			}
-			dest = append(dest, map[string]any{"destination": to, "weight": d.weight})
 		}
 		h := map[string]any{"route": dest}
 		if r.Route.Name != "" {
@@ -462,17 +471,9 @@ func (s *stepRun) inheritTraffic(routes []trafficRoute) (map[string]any, error) 
 				if i >= len(http) {
 					return nil, activities.Fail(activities.Unknown, "VirtualService %s has %d routes; route %d has nothing to inherit", o.GetName(), len(http), i+1)
 				}
-				ds, err := s.destinations(r)
+				dest, err := s.istioRoute(r)
 				if err != nil {
 					return nil, err
-				}
-				var dest []any
-				for _, d := range ds {
-					to := map[string]any{"host": d.host}
-					if d.port > 0 {
-						to["port"] = map[string]any{"number": d.port}
-					}
-					dest = append(dest, map[string]any{"destination": to, "weight": d.weight})
 				}
 				http[i].(map[string]any)["route"] = dest
 			}
