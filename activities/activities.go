@@ -257,6 +257,8 @@ type DeployInput struct {
 	Aws     *plan.AwsConnector `json:"aws,omitempty"`
 	Region  string             `json:"region,omitempty"`
 	Cluster string             `json:"cluster,omitempty"` // ECS
+	// AsgName is an Asg infrastructure's baseAsgName: the group its steps deploy by default.
+	AsgName string `json:"asgName,omitempty"`
 	// Ssh is a Pdc infrastructure's hosts and login; Host the one a Command step runs on (the
 	// loop's item), ConfigFiles the service's, rendered.
 	Ssh         *plan.SshInfra `json:"ssh,omitempty"`

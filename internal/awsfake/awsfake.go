@@ -52,6 +52,11 @@ type Server struct {
 	weights   map[string]map[string]int    // rule ARN → target group → weight, for weighted rules
 	elbTags   map[string]map[string]string // load balancer, listener or rule ARN → tags
 	instances []Instance                   // EC2
+	templates map[string]*launchTemplate   // EC2 launch templates by name
+	groups    map[string]*asGroup          // Auto Scaling groups by name
+	// failRefresh names the groups whose instance refreshes fail (FailInstanceRefresh).
+	failRefresh                          map[string]bool
+	instanceSeq, refreshSeq, templateSeq int
 	// S3Get reads the zip a Lambda function's code names in S3 (nil: the code is the reference).
 	S3Get func(bucket, key string) ([]byte, error)
 }
@@ -76,7 +81,8 @@ func Start() *Server {
 	s := &Server{secrets: map[string]string{}, roles: map[string]Role{}, functions: map[string]*lambdaFn{}, failUpdate: map[string]string{},
 		services: map[string]*ecsService{}, taskDefs: map[string]map[string]any{}, revisions: map[string]int{}, tasks: map[string]*ecsTask{},
 		targets: map[string]map[string]any{}, policies: map[string]map[string]map[string]any{}, denied: map[string]bool{},
-		listeners: map[string]string{}, rules: map[string]string{}, weights: map[string]map[string]int{}, elbTags: map[string]map[string]string{}}
+		listeners: map[string]string{}, rules: map[string]string{}, weights: map[string]map[string]int{}, elbTags: map[string]map[string]string{},
+		templates: map[string]*launchTemplate{}, groups: map[string]*asGroup{}, failRefresh: map[string]bool{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	return s
@@ -152,6 +158,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if service == "ec2" {
 		form, _ := url.ParseQuery(string(body))
 		s.ec2(w, key, form)
+		return
+	}
+	if service == "autoscaling" {
+		form, _ := url.ParseQuery(string(body))
+		s.autoScaling(w, key, form)
 		return
 	}
 	if service == "elasticloadbalancing" {

@@ -62,6 +62,11 @@ func (s *Server) ec2(w http.ResponseWriter, key string, form url.Values) {
 		params[k] = form.Get(k)
 	}
 	s.record(Call{Service: "ec2", Action: action, AccessKeyID: key, Params: params})
+	switch action {
+	case "CreateLaunchTemplate", "CreateLaunchTemplateVersion", "DescribeLaunchTemplates", "DeleteLaunchTemplate":
+		s.launchTemplates(w, action, form)
+		return
+	}
 	if action != "DescribeInstances" {
 		ec2Err(w, "InvalidAction", "the fake does not serve EC2 "+action)
 		return

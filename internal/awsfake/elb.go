@@ -26,6 +26,20 @@ func (s *Server) AddListener(listenerArn, ruleArn, targetGroup string) {
 	}
 }
 
+// SetWeights makes a rule forward to target groups by weight.
+func (s *Server) SetWeights(ruleArn string, weights map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, best := map[string]int{}, -1
+	for tg, n := range weights {
+		w[tg] = n
+		if n > best || (n == best && tg < s.rules[ruleArn]) {
+			s.rules[ruleArn], best = tg, n
+		}
+	}
+	s.weights[ruleArn] = w
+}
+
 // Weights returns the weight of each target group a rule forwards to (one group: 100).
 func (s *Server) Weights(ruleArn string) map[string]int {
 	s.mu.Lock()

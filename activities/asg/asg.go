@@ -1,0 +1,596 @@
+// Package asg runs the steps of the Asg deployment type with aws-sdk-go-v2's EC2 Auto Scaling,
+// EC2 (launch templates) and ELBv2 clients: the rolling strategy (AsgRollingDeploy and
+// AsgRollingRollback, rolling.go), the canary (AsgCanaryDeploy, AsgCanaryDelete), blue-green
+// (AsgBlueGreenDeploy, AsgBlueGreenSwapService, AsgShiftTraffic, AsgBlueGreenRollback,
+// bluegreen.go), the phased canary (AsgSetup, AsgPhasedDeploy, AsgRollback, phased.go), and
+// AsgScale and AsgSteadyState.
+//
+// Every group deployed gets a launch template of its own name, versioned once per deploy from
+// the service's AsgLaunchTemplate manifest, and the settings of its AsgConfiguration manifest
+// (the CreateAutoScalingGroup request). What a rollback needs is recorded as tags on the groups
+// before they change (the execution, the launch template version and capacity to go back to),
+// so a rollback needs no state of its own and a retried deploy keeps the first record.
+package asg
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
+	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
+	"github.com/aws/smithy-go"
+	"sigs.k8s.io/yaml"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/awsauth"
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// The tags a deploy leaves on the groups it changes, for its rollback.
+const (
+	tagExecution = "gantry-rollback-execution"
+	tagTemplate  = "gantry-rollback-launch-template-version" // a version, or "none": the deploy created the group
+	tagCapacity  = "gantry-rollback-capacity"                // "MIN,MAX,DESIRED"
+	// tagBG is the reference's blue-green role tag: BLUE serves prod traffic, GREEN stage.
+	tagBG = "BG_VERSION"
+)
+
+// Activity runs the ASG steps.
+type Activity struct {
+	Secrets secrets.Resolver
+	Logs    logs.Store
+}
+
+type run struct {
+	in   activities.StepInput
+	d    *activities.DeployInput
+	asg  *autoscaling.Client
+	ec2  *ec2.Client
+	elb  *elb.Client
+	log  *logs.Writer
+	mask *secrets.Masker
+	// poll is the longest wait between two looks at a group (AsgSteadyState's pollingInterval).
+	poll time.Duration
+}
+
+// spec is the union of the ASG steps' specs.
+type spec struct {
+	AsgName                    string     `json:"asgName"`
+	Instances                  *instances `json:"instances"`
+	InstanceSelection          *capacity  `json:"instanceSelection"`
+	MinimumHealthyPercentage   any        `json:"minimumHealthyPercentage"`
+	MaximumHealthyPercentage   any        `json:"maximumHealthyPercentage"`
+	InstanceWarmup             any        `json:"instanceWarmup"`
+	SkipMatching               any        `json:"skipMatching"`
+	UseAlreadyRunningInstances any        `json:"useAlreadyRunningInstances"`
+	ResizeStrategy             string     `json:"resizeStrategy"`
+	DownsizeOldAsg             any        `json:"downsizeOldAsg"`
+	Weight                     any        `json:"weight"`
+	SkipSteadyStateCheck       any        `json:"skipSteadyStateCheck"`
+	PollingInterval            string     `json:"pollingInterval"`
+	LoadBalancers              []lbConfig `json:"loadBalancers"`
+	lbConfig
+}
+
+// instances is a deploy's capacity: Fixed (its spec), or CurrentRunning (the live group's).
+type instances struct {
+	Type string `json:"type"`
+	Spec struct {
+		Desired any `json:"desired"`
+		Max     any `json:"max"`
+		Min     any `json:"min"`
+	} `json:"spec"`
+}
+
+// capacity is an instanceSelection: a Count, or a Percentage.
+type capacity struct {
+	Type string `json:"type"`
+	Spec struct {
+		Count      any `json:"count"`
+		Percentage any `json:"percentage"`
+	} `json:"spec"`
+}
+
+// Run runs an ASG step.
+func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+	st, err := awsauth.Start(ctx, in, a.Logs, a.Secrets, "Asg")
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	defer st.End()
+	ctx = st.Ctx
+	r := &run{in: in, d: in.Deploy, log: st.Log, mask: st.Mask, poll: 5 * time.Second,
+		asg: autoscaling.NewFromConfig(st.Cfg), ec2: ec2.NewFromConfig(st.Cfg), elb: elb.NewFromConfig(st.Cfg)}
+	var sp spec
+	if err := json.Unmarshal(in.Spec, &sp); err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Verification, "%s spec: %v", in.Type, err)
+	}
+	if d, err := time.ParseDuration(sp.PollingInterval); err == nil && d > 0 {
+		r.poll = d
+	}
+	var out map[string]any
+	switch in.Type {
+	case "AsgRollingDeploy":
+		out, err = r.rollingDeploy(ctx, sp)
+	case "AsgRollingRollback":
+		out, err = r.rollingRollback(ctx, sp)
+	case "AsgCanaryDeploy":
+		out, err = r.canaryDeploy(ctx, sp)
+	case "AsgCanaryDelete":
+		out, err = r.canaryDelete(ctx, sp)
+	case "AsgBlueGreenDeploy":
+		out, err = r.blueGreenDeploy(ctx, sp)
+	case "AsgBlueGreenSwapService":
+		out, err = r.blueGreenSwap(ctx, sp)
+	case "AsgShiftTraffic":
+		out, err = r.shiftTraffic(ctx, sp)
+	case "AsgBlueGreenRollback":
+		out, err = r.blueGreenRollback(ctx, sp)
+	case "AsgSetup":
+		out, err = r.setup(ctx, sp)
+	case "AsgPhasedDeploy":
+		out, err = r.phasedDeploy(ctx, sp)
+	case "AsgRollback":
+		out, err = r.phasedRollback(ctx, sp)
+	case "AsgScale":
+		out, err = r.scale(ctx, sp)
+	case "AsgSteadyState":
+		out, err = r.steadyState(ctx, sp)
+	default:
+		err = activities.Fail(activities.Unknown, "Gantry does not run %s steps", in.Type)
+	}
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			return activities.StepResult{}, activities.Fail(activities.Timeout, "%s: the Auto Scaling group did not reach its steady state within the step's timeout %s", in.Type, in.Timeout)
+		}
+		return activities.StepResult{}, err
+	}
+	return activities.StepResult{Outputs: out}, nil
+}
+
+func truthy(v any) bool { return v == true || v == "true" }
+
+func (r *run) logf(format string, args ...any) {
+	r.log.Line(r.mask.Apply(fmt.Sprintf(format, args...)))
+}
+
+func (r *run) fail(err error, format string, args ...any) error {
+	return awsauth.Fail(err, "%s (region %s, connector %s)", fmt.Sprintf(format, args...), r.d.Region, r.d.Aws.ID)
+}
+
+// decode reads a manifest file (JSON or YAML, the API request's fields) into an SDK input;
+// field names match case-insensitively, unknown ones are ignored.
+func decode(f plan.File, into any) error {
+	js, err := yaml.YAMLToJSON([]byte(f.Text))
+	if err != nil {
+		return activities.Fail(activities.Verification, "%s: %v", f.Path, err)
+	}
+	if err := json.Unmarshal(js, into); err != nil {
+		return activities.Fail(activities.Verification, "%s: %v", f.Path, err)
+	}
+	return nil
+}
+
+// files returns the files of the service's manifests of a type.
+func (r *run) files(typ string) []plan.File {
+	var out []plan.File
+	for _, m := range r.d.Manifests {
+		if m.Type == typ {
+			out = append(out, m.Files...)
+		}
+	}
+	return out
+}
+
+// only is the one file of the service's manifests of a type.
+func (r *run) only(typ string) (plan.File, error) {
+	fs := r.files(typ)
+	if len(fs) != 1 {
+		return plan.File{}, activities.Fail(activities.Verification, "an Asg service needs exactly one %s manifest file, it has %d", typ, len(fs))
+	}
+	return fs[0], nil
+}
+
+// configuration is the service's AsgConfiguration: the CreateAutoScalingGroup request.
+func (r *run) configuration() (*autoscaling.CreateAutoScalingGroupInput, error) {
+	f, err := r.only("AsgConfiguration")
+	if err != nil {
+		return nil, err
+	}
+	var in autoscaling.CreateAutoScalingGroupInput
+	if err := decode(f, &in); err != nil {
+		return nil, err
+	}
+	return &in, nil
+}
+
+// baseName is the group a step deploys: the step's asgName, else the infrastructure's
+// baseAsgName, else the configuration's AutoScalingGroupName.
+func (r *run) baseName(sp spec) (string, error) {
+	if sp.AsgName != "" {
+		return sp.AsgName, nil
+	}
+	if r.d.AsgName != "" {
+		return r.d.AsgName, nil
+	}
+	cfg, err := r.configuration()
+	if err != nil {
+		return "", err
+	}
+	if name := aws.ToString(cfg.AutoScalingGroupName); name != "" {
+		return name, nil
+	}
+	return "", activities.Fail(activities.Verification, "%s needs the group's name: the step's asgName, the infrastructure's baseAsgName or AutoScalingGroupName in the AsgConfiguration manifest", r.in.Type)
+}
+
+// describe returns a group, nil when there is none.
+func (r *run) describe(ctx context.Context, name string) (*astypes.AutoScalingGroup, error) {
+	out, err := r.asg.DescribeAutoScalingGroups(ctx, &autoscaling.DescribeAutoScalingGroupsInput{AutoScalingGroupNames: []string{name}})
+	if err != nil {
+		return nil, r.fail(err, "describe Auto Scaling group %s", name)
+	}
+	if len(out.AutoScalingGroups) == 0 {
+		return nil, nil
+	}
+	return &out.AutoScalingGroups[0], nil
+}
+
+func tag(g *astypes.AutoScalingGroup, key string) string {
+	for _, t := range g.Tags {
+		if aws.ToString(t.Key) == key {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
+}
+
+// setTags sets tags on a group.
+func (r *run) setTags(ctx context.Context, name string, tags map[string]string) error {
+	var ts []astypes.Tag
+	for k, v := range tags {
+		ts = append(ts, astypes.Tag{Key: aws.String(k), Value: aws.String(v), ResourceId: aws.String(name),
+			ResourceType: aws.String("auto-scaling-group"), PropagateAtLaunch: aws.Bool(false)})
+	}
+	if _, err := r.asg.CreateOrUpdateTags(ctx, &autoscaling.CreateOrUpdateTagsInput{Tags: ts}); err != nil {
+		return r.fail(err, "tag Auto Scaling group %s", name)
+	}
+	return nil
+}
+
+type size struct{ min, max, desired int32 }
+
+func (s size) String() string { return fmt.Sprintf("%d,%d,%d", s.min, s.max, s.desired) }
+
+func sizeOf(g *astypes.AutoScalingGroup) size {
+	return size{aws.ToInt32(g.MinSize), aws.ToInt32(g.MaxSize), aws.ToInt32(g.DesiredCapacity)}
+}
+
+func parseSize(s string) (size, bool) {
+	var z size
+	_, err := fmt.Sscanf(s, "%d,%d,%d", &z.min, &z.max, &z.desired)
+	return z, err == nil
+}
+
+// record tags a group with what its rollback restores, unless this execution already did.
+func (r *run) record(ctx context.Context, g *astypes.AutoScalingGroup) error {
+	name := aws.ToString(g.AutoScalingGroupName)
+	if g.LaunchTemplate == nil {
+		return activities.Fail(activities.Verification, "Auto Scaling group %s launches from a launch configuration or a mixed instances policy: Gantry deploys groups that use a launch template", name)
+	}
+	if tag(g, tagExecution) == r.in.ExecutionID {
+		return nil
+	}
+	tags := map[string]string{tagExecution: r.in.ExecutionID, tagTemplate: aws.ToString(g.LaunchTemplate.Version), tagCapacity: sizeOf(g).String()}
+	for k, v := range tags { // ahead of the old values, for tag()
+		g.Tags = append([]astypes.TagDescription{{Key: aws.String(k), Value: aws.String(v)}}, g.Tags...)
+	}
+	return r.setTags(ctx, name, tags)
+}
+
+// launchTemplate writes the service's launch template as a new version of the template named
+// like the group (creating it on the first deploy) and returns the version.
+func (r *run) launchTemplate(ctx context.Context, name string) (string, error) {
+	f, err := r.only("AsgLaunchTemplate")
+	if err != nil {
+		return "", err
+	}
+	var doc struct {
+		LaunchTemplateData *ec2types.RequestLaunchTemplateData
+	}
+	if err := decode(f, &doc); err != nil {
+		return "", err
+	}
+	data := doc.LaunchTemplateData
+	if data == nil { // the data itself, without the request around it
+		data = &ec2types.RequestLaunchTemplateData{}
+		if err := decode(f, data); err != nil {
+			return "", err
+		}
+	}
+	if aws.ToString(data.ImageId) == "" {
+		return "", activities.Fail(activities.Verification, "launch template %s has no ImageId: name the AMI the instances run", f.Path)
+	}
+	desc := aws.String("deployed by Gantry execution " + r.in.ExecutionID)
+	_, err = r.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
+	var api smithy.APIError
+	if errors.As(err, &api) && strings.Contains(api.ErrorCode(), "NotFound") {
+		out, err := r.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{LaunchTemplateName: aws.String(name), LaunchTemplateData: data, VersionDescription: desc})
+		if err != nil {
+			return "", r.fail(err, "create launch template %s", name)
+		}
+		r.logf("created launch template %s (image %s)", name, aws.ToString(data.ImageId))
+		return strconv.FormatInt(aws.ToInt64(out.LaunchTemplate.LatestVersionNumber), 10), nil
+	}
+	if err != nil {
+		return "", r.fail(err, "describe launch template %s", name)
+	}
+	out, err := r.ec2.CreateLaunchTemplateVersion(ctx, &ec2.CreateLaunchTemplateVersionInput{LaunchTemplateName: aws.String(name), LaunchTemplateData: data, VersionDescription: desc})
+	if err != nil {
+		return "", r.fail(err, "create a version of launch template %s", name)
+	}
+	v := strconv.FormatInt(aws.ToInt64(out.LaunchTemplateVersion.VersionNumber), 10)
+	r.logf("created version %s of launch template %s (image %s)", v, name, aws.ToString(data.ImageId))
+	return v, nil
+}
+
+// desiredSize is a deploy's capacity: Fixed instances, the live group's (CurrentRunning or
+// useAlreadyRunningInstances; the reference's 0,10,6 when nothing runs), or the configuration's.
+func desiredSize(sp spec, live *astypes.AutoScalingGroup, cfg *autoscaling.CreateAutoScalingGroupInput) (size, error) {
+	if sp.Instances != nil && sp.Instances.Type == "Fixed" {
+		var z size
+		for _, f := range []struct {
+			v   any
+			to  *int32
+			key string
+		}{{sp.Instances.Spec.Min, &z.min, "min"}, {sp.Instances.Spec.Max, &z.max, "max"}, {sp.Instances.Spec.Desired, &z.desired, "desired"}} {
+			n, err := strconv.Atoi(strings.TrimSpace(fmt.Sprint(f.v)))
+			if err != nil || n < 0 {
+				return size{}, activities.Fail(activities.Verification, "instances %s %v is not a whole number", f.key, f.v)
+			}
+			*f.to = int32(n)
+		}
+		if z.min > z.desired || z.desired > z.max {
+			return size{}, activities.Fail(activities.Verification, "instances: desired %d must be between min %d and max %d", z.desired, z.min, z.max)
+		}
+		return z, nil
+	}
+	if (sp.Instances != nil && sp.Instances.Type == "CurrentRunning") || truthy(sp.UseAlreadyRunningInstances) {
+		if live != nil {
+			return sizeOf(live), nil
+		}
+		return size{0, 10, 6}, nil
+	}
+	return size{aws.ToInt32(cfg.MinSize), aws.ToInt32(cfg.MaxSize), aws.ToInt32(cfg.DesiredCapacity)}, nil
+}
+
+// put creates a group from the configuration, or updates it, to run a launch template version
+// at a size. Tags are added to a new group.
+func (r *run) put(ctx context.Context, name, version string, z size, live *astypes.AutoScalingGroup, cfg *autoscaling.CreateAutoScalingGroupInput, targetGroups []string, tags map[string]string) error {
+	lt := &astypes.LaunchTemplateSpecification{LaunchTemplateName: aws.String(name), Version: aws.String(version)}
+	if live == nil {
+		in := *cfg
+		in.AutoScalingGroupName, in.LaunchTemplate, in.LaunchConfigurationName, in.MixedInstancesPolicy = aws.String(name), lt, nil, nil
+		in.MinSize, in.MaxSize, in.DesiredCapacity = aws.Int32(z.min), aws.Int32(z.max), aws.Int32(z.desired)
+		in.TargetGroupARNs = append(append([]string(nil), cfg.TargetGroupARNs...), targetGroups...)
+		in.Tags = append([]astypes.Tag(nil), cfg.Tags...)
+		for k, v := range tags {
+			in.Tags = append(in.Tags, astypes.Tag{Key: aws.String(k), Value: aws.String(v)})
+		}
+		r.logf("creating Auto Scaling group %s: launch template version %s, min %d, max %d, desired %d", name, version, z.min, z.max, z.desired)
+		if _, err := r.asg.CreateAutoScalingGroup(ctx, &in); err != nil {
+			return r.fail(err, "create Auto Scaling group %s", name)
+		}
+		return nil
+	}
+	// The configuration's settings that an update takes, by the requests' shared field names.
+	var up autoscaling.UpdateAutoScalingGroupInput
+	js, _ := json.Marshal(cfg)
+	_ = json.Unmarshal(js, &up)
+	up.AutoScalingGroupName, up.LaunchTemplate, up.LaunchConfigurationName, up.MixedInstancesPolicy = aws.String(name), lt, nil, nil
+	up.MinSize, up.MaxSize, up.DesiredCapacity = aws.Int32(z.min), aws.Int32(z.max), aws.Int32(z.desired)
+	r.logf("updating Auto Scaling group %s: launch template version %s, min %d, max %d, desired %d", name, version, z.min, z.max, z.desired)
+	if _, err := r.asg.UpdateAutoScalingGroup(ctx, &up); err != nil {
+		return r.fail(err, "update Auto Scaling group %s", name)
+	}
+	return r.attach(ctx, live, targetGroups)
+}
+
+// attach makes a group's target groups those given (nil: leaves them).
+func (r *run) attach(ctx context.Context, g *astypes.AutoScalingGroup, targetGroups []string) error {
+	if targetGroups == nil {
+		return nil
+	}
+	name := aws.ToString(g.AutoScalingGroupName)
+	var add, drop []string
+	for _, tg := range targetGroups {
+		if !contains(g.TargetGroupARNs, tg) {
+			add = append(add, tg)
+		}
+	}
+	for _, tg := range g.TargetGroupARNs {
+		if !contains(targetGroups, tg) {
+			drop = append(drop, tg)
+		}
+	}
+	if len(add) > 0 {
+		if _, err := r.asg.AttachLoadBalancerTargetGroups(ctx, &autoscaling.AttachLoadBalancerTargetGroupsInput{AutoScalingGroupName: aws.String(name), TargetGroupARNs: add}); err != nil {
+			return r.fail(err, "attach target groups %v to Auto Scaling group %s", add, name)
+		}
+	}
+	if len(drop) > 0 {
+		if _, err := r.asg.DetachLoadBalancerTargetGroups(ctx, &autoscaling.DetachLoadBalancerTargetGroupsInput{AutoScalingGroupName: aws.String(name), TargetGroupARNs: drop}); err != nil {
+			return r.fail(err, "detach target groups %v from Auto Scaling group %s", drop, name)
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// resize sets a group's size.
+func (r *run) resize(ctx context.Context, name string, z size) error {
+	r.logf("resizing Auto Scaling group %s to min %d, max %d, desired %d", name, z.min, z.max, z.desired)
+	_, err := r.asg.UpdateAutoScalingGroup(ctx, &autoscaling.UpdateAutoScalingGroupInput{AutoScalingGroupName: aws.String(name),
+		MinSize: aws.Int32(z.min), MaxSize: aws.Int32(z.max), DesiredCapacity: aws.Int32(z.desired)})
+	if err != nil {
+		return r.fail(err, "resize Auto Scaling group %s", name)
+	}
+	return nil
+}
+
+// remove deletes a group and its instances, and its launch template when asked.
+func (r *run) remove(ctx context.Context, name string, template bool) error {
+	r.logf("deleting Auto Scaling group %s", name)
+	if _, err := r.asg.DeleteAutoScalingGroup(ctx, &autoscaling.DeleteAutoScalingGroupInput{AutoScalingGroupName: aws.String(name), ForceDelete: aws.Bool(true)}); err != nil {
+		return r.fail(err, "delete Auto Scaling group %s", name)
+	}
+	if err := r.wait(ctx, "deletion of Auto Scaling group "+name, func() (bool, error) {
+		g, err := r.describe(ctx, name)
+		return g == nil, err
+	}); err != nil {
+		return err
+	}
+	if template {
+		if _, err := r.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String(name)}); err != nil {
+			return r.fail(err, "delete launch template %s", name)
+		}
+	}
+	return nil
+}
+
+// wait polls done with a growing delay, up to r.poll, until it says so or ctx ends.
+func (r *run) wait(ctx context.Context, what string, done func() (bool, error)) error {
+	for delay := 50 * time.Millisecond; ; delay = min(delay*2, r.poll) {
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
+
+// steady waits until a group runs its desired capacity, every instance InService on its
+// launch template version; it returns the instances' IDs.
+func (r *run) steady(ctx context.Context, name string) ([]string, error) {
+	var ids []string
+	last := ""
+	err := r.wait(ctx, "Auto Scaling group "+name+" to reach its steady state", func() (bool, error) {
+		g, err := r.describe(ctx, name)
+		if err != nil || g == nil {
+			if err == nil {
+				err = activities.Fail(activities.Verification, "Auto Scaling group %s does not exist", name)
+			}
+			return false, err
+		}
+		want := aws.ToInt32(g.DesiredCapacity)
+		version := ""
+		if g.LaunchTemplate != nil {
+			version = aws.ToString(g.LaunchTemplate.Version)
+		}
+		healthy := 0
+		ids = ids[:0]
+		for _, in := range g.Instances {
+			current := version == "" || version[0] == '$' || (in.LaunchTemplate != nil && aws.ToString(in.LaunchTemplate.Version) == version)
+			if in.LifecycleState == astypes.LifecycleStateInService && aws.ToString(in.HealthStatus) == "Healthy" && current {
+				healthy++
+				ids = append(ids, aws.ToString(in.InstanceId))
+			}
+		}
+		if line := fmt.Sprintf("%d/%d instances of %s are healthy", healthy, want, name); line != last {
+			r.logf("%s", line)
+			last = line
+		}
+		return healthy == int(want) && len(g.Instances) == int(want), nil
+	})
+	return ids, err
+}
+
+// policies replaces a group's scaling policies and scheduled actions with the service's.
+func (r *run) policies(ctx context.Context, name string) error {
+	old, err := r.asg.DescribePolicies(ctx, &autoscaling.DescribePoliciesInput{AutoScalingGroupName: aws.String(name)})
+	if err != nil {
+		return r.fail(err, "list the scaling policies of Auto Scaling group %s", name)
+	}
+	for _, p := range old.ScalingPolicies {
+		if _, err := r.asg.DeletePolicy(ctx, &autoscaling.DeletePolicyInput{AutoScalingGroupName: aws.String(name), PolicyName: p.PolicyName}); err != nil {
+			return r.fail(err, "detach scaling policy %s from Auto Scaling group %s", aws.ToString(p.PolicyName), name)
+		}
+	}
+	for _, f := range r.files("AsgScalingPolicy") {
+		var in autoscaling.PutScalingPolicyInput
+		if err := decode(f, &in); err != nil {
+			return err
+		}
+		in.AutoScalingGroupName = aws.String(name)
+		if _, err := r.asg.PutScalingPolicy(ctx, &in); err != nil {
+			return r.fail(err, "attach scaling policy %s (%s) to Auto Scaling group %s", aws.ToString(in.PolicyName), f.Path, name)
+		}
+		r.logf("attached scaling policy %s", aws.ToString(in.PolicyName))
+	}
+	sched, err := r.asg.DescribeScheduledActions(ctx, &autoscaling.DescribeScheduledActionsInput{AutoScalingGroupName: aws.String(name)})
+	if err != nil {
+		return r.fail(err, "list the scheduled actions of Auto Scaling group %s", name)
+	}
+	for _, a := range sched.ScheduledUpdateGroupActions {
+		if _, err := r.asg.DeleteScheduledAction(ctx, &autoscaling.DeleteScheduledActionInput{AutoScalingGroupName: aws.String(name), ScheduledActionName: a.ScheduledActionName}); err != nil {
+			return r.fail(err, "detach scheduled action %s from Auto Scaling group %s", aws.ToString(a.ScheduledActionName), name)
+		}
+	}
+	for _, f := range r.files("AsgScheduledUpdateGroupAction") {
+		var in autoscaling.PutScheduledUpdateGroupActionInput
+		if err := decode(f, &in); err != nil {
+			return err
+		}
+		in.AutoScalingGroupName = aws.String(name)
+		if _, err := r.asg.PutScheduledUpdateGroupAction(ctx, &in); err != nil {
+			return r.fail(err, "attach scheduled action %s (%s) to Auto Scaling group %s", aws.ToString(in.ScheduledActionName), f.Path, name)
+		}
+		r.logf("attached scheduled action %s", aws.ToString(in.ScheduledActionName))
+	}
+	return nil
+}
+
+// count is an instanceSelection's number of instances: a count, or a percentage of base.
+func count(c *capacity, base int32) (int32, error) {
+	if c == nil {
+		return 0, activities.Fail(activities.Verification, "the step needs instanceSelection: a Count or a Percentage")
+	}
+	v := c.Spec.Count
+	if c.Type == "Percentage" {
+		v = c.Spec.Percentage
+	}
+	n, err := strconv.ParseFloat(strings.TrimSpace(fmt.Sprint(v)), 64)
+	if err != nil || n < 0 {
+		return 0, activities.Fail(activities.Verification, "instanceSelection %s %v is not a number", c.Type, v)
+	}
+	switch c.Type {
+	case "Count":
+		return int32(n), nil
+	case "Percentage":
+		return int32(math.Ceil(float64(base) * n / 100)), nil
+	}
+	return 0, activities.Fail(activities.Verification, "instanceSelection type %q is not Count or Percentage", c.Type)
+}
