@@ -35,6 +35,8 @@ const (
 	AwsLambda = "gantry.AwsLambda"
 	// Ecs runs the ECS steps.
 	Ecs = "gantry.Ecs"
+	// Asg runs the steps of the Asg deployment type.
+	Asg = "gantry.Asg"
 	// FetchS3Manifests reads an S3-stored manifest; ResolveS3Artifact finds an AmazonS3
 	// artifact's object. Both at a Deployment stage's service phase.
 	FetchS3Manifests  = "gantry.FetchS3Manifests"

@@ -29,6 +29,8 @@ type ServiceSpec struct {
 	ConfigFiles []ConfigFileElement `yaml:"configFiles"`
 	// CustomDeploymentRef is a CustomDeployment service's deployment template.
 	CustomDeploymentRef *DeploymentTemplateRef `yaml:"customDeploymentRef"`
+	// UserData is an Asg service's user data script, for its launch template.
+	UserData *ManifestSpec `yaml:"userData"`
 }
 
 // DeploymentTemplateRef names a CustomDeployment template and, optionally, its version.
@@ -257,6 +259,8 @@ type InfrastructureSpec struct {
 	ReleaseName  string     `yaml:"releaseName"`
 	Region       string     `yaml:"region"`
 	Cluster      string     `yaml:"cluster"` // ECS
+	// BaseAsgName is the Auto Scaling group an Asg infrastructure's steps deploy by default.
+	BaseAsgName string `yaml:"baseAsgName"`
 	// Provisioner names the environment provisioner whose outputs the fields use.
 	Provisioner string `yaml:"provisioner"`
 	// Pdc: the hosts and the SSH credential (a `secret:` of type SSHKey) that logs in to them.

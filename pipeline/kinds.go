@@ -54,10 +54,11 @@ func (k Kind) Check(diags *diag.List, pos diag.Pos, value string) bool {
 // The kinds of the entity files' typed objects.
 var (
 	ServiceDefinitionKind = Kind{What: "service deployment type", Code: "unsupported-deployment-type",
-		Runs: []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS", "CustomDeployment", "Ssh"}, Reference: reference.ServiceDefinitionTypes}
+		Runs: []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS", "Asg", "CustomDeployment", "Ssh"}, Reference: reference.ServiceDefinitionTypes}
 	ManifestKind = Kind{What: "manifest type", Code: "unsupported-manifest-type",
 		Runs: []string{"K8sManifest", "Values", "Kustomize", "KustomizePatches", "HelmChart", "OpenshiftTemplate", "OpenshiftParam", "AwsLambdaFunctionDefinition", "AwsLambdaFunctionAliasDefinition",
-			"EcsTaskDefinition", "EcsServiceDefinition", "EcsScalableTargetDefinition", "EcsScalingPolicyDefinition"}, Reference: reference.ManifestTypes}
+			"EcsTaskDefinition", "EcsServiceDefinition", "EcsScalableTargetDefinition", "EcsScalingPolicyDefinition",
+			"AsgLaunchTemplate", "AsgConfiguration", "AsgScalingPolicy", "AsgScheduledUpdateGroupAction"}, Reference: reference.ManifestTypes}
 	// Local is Gantry's own store: files beside the service. Git stores are fetched by workers.
 	ManifestStoreKind = Kind{What: "manifest store", Code: "unsupported-manifest-store",
 		Runs: []string{"Local", "Git", "Github", "GitLab", "Bitbucket", "Http", "OciHelmChart", "S3"}, Reference: reference.StoreTypes,
@@ -70,9 +71,9 @@ var (
 		Runs:      []string{"DockerRegistry", "Gcr", "Ecr", "Acr", "Nexus3Registry", "ArtifactoryRegistry", "CustomArtifact", "AmazonS3"},
 		Reference: reference.ArtifactSourceTypes}
 	InfrastructureKind = Kind{What: "infrastructure type", Code: "unsupported-infrastructure-type",
-		Runs: []string{"KubernetesDirect", "AwsLambda", "ECS", "CustomDeployment", "Pdc", "SshWinRmAws"}, Reference: reference.InfrastructureTypes}
+		Runs: []string{"KubernetesDirect", "AwsLambda", "ECS", "Asg", "CustomDeployment", "Pdc", "SshWinRmAws"}, Reference: reference.InfrastructureTypes}
 	InfraDeploymentKind = Kind{What: "deployment type", Code: "unsupported-deployment-type",
-		Runs: []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS", "CustomDeployment", "Ssh"}, Reference: reference.ServiceDefinitionTypes}
+		Runs: []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS", "Asg", "CustomDeployment", "Ssh"}, Reference: reference.ServiceDefinitionTypes}
 	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket", "DockerRegistry", "HttpHelmRepo", "OciHelmRepo", "Aws"}}
 	TriggerSourceKind = Kind{What: "trigger source type", Code: "unsupported-trigger-type",
 		Runs: []string{"Webhook", "Scheduled"}, Reference: reference.TriggerSourceTypes}

@@ -252,6 +252,8 @@ type Infrastructure struct {
 	Aws         *AwsConnector     `json:"aws,omitempty"`
 	Region      string            `json:"region,omitempty"`
 	Cluster     string            `json:"cluster,omitempty"` // ECS
+	// BaseAsgName is an Asg infrastructure's group (may hold expressions).
+	BaseAsgName string `json:"baseAsgName,omitempty"`
 	// Custom is a CustomDeployment infrastructure's deployment template.
 	Custom *CustomInfra `json:"custom,omitempty"`
 	// Ssh is a Pdc infrastructure: its hosts and their SSH login.

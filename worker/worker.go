@@ -26,6 +26,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/command"
 	"github.com/gantry-cd/gantry/activities/container"
 	"github.com/gantry-cd/gantry/activities/deployed"
+	asgstep "github.com/gantry-cd/gantry/activities/asg"
 	ecsstep "github.com/gantry-cd/gantry/activities/ecs"
 	"github.com/gantry-cd/gantry/activities/freezes"
 	"github.com/gantry-cd/gantry/activities/gitstore"
@@ -282,6 +283,8 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(gs.Activity, activity.RegisterOptions{Name: activities.FetchManifests})
 	es := &ecsstep.Activity{Secrets: o.Secrets, Logs: o.Logs}
 	r.RegisterActivityWithOptions(stamped(es.Run), activity.RegisterOptions{Name: activities.Ecs})
+	as := &asgstep.Activity{Secrets: o.Secrets, Logs: o.Logs}
+	r.RegisterActivityWithOptions(stamped(as.Run), activity.RegisterOptions{Name: activities.Asg})
 	ls := &lambdastep.Activity{Secrets: o.Secrets, Logs: o.Logs}
 	r.RegisterActivityWithOptions(stamped(ls.Run), activity.RegisterOptions{Name: activities.AwsLambda})
 	s3r := &s3store.Reader{Secrets: o.Secrets}

@@ -28,6 +28,7 @@ type deployTarget struct {
 	aws      *plan.AwsConnector
 	region   string
 	cluster  string
+	asgName  string // an Asg infrastructure's baseAsgName
 	artifact *activities.DeployArtifact
 	// stepManifests are K8sApply steps' own manifests, by the step's FQN below the stage.
 	stepManifests map[string]plan.Manifest
@@ -300,6 +301,13 @@ func (s *stageRun) awsInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 	if cluster != "" {
 		infra["cluster"], s.deploy.cluster = cluster, cluster
 	}
+	asgName, err := render(inf.BaseAsgName, "infrastructure baseAsgName")
+	if err != nil {
+		return err
+	}
+	if asgName != "" {
+		infra["baseAsgName"], s.deploy.asgName = asgName, asgName
+	}
 	if art, ok := s.root["artifact"].(map[string]any); ok {
 		s.deploy.artifact = &activities.DeployArtifact{Type: fmt.Sprint(art["type"])}
 		if sv.Artifact.S3 != nil {
@@ -309,8 +317,11 @@ func (s *stageRun) awsInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 		}
 	}
 	target := "AWS Lambda in " + region
-	if cluster != "" {
+	switch {
+	case cluster != "":
 		target = "ECS cluster " + cluster + " in " + region
+	case inf.Type == "Asg":
+		target = "Auto Scaling groups in " + region
 	}
 	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: %s with connector %s",
 		sv.ID, env.ID, env.Type, inf.ID, target, inf.Aws.ID))
@@ -633,7 +644,7 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 	}
 	in := &activities.DeployInput{Namespace: s.deploy.namespace, ReleaseName: s.deploy.releaseName,
 		Connector: s.deploy.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback,
-		Aws: s.deploy.aws, Region: s.deploy.region, Cluster: s.deploy.cluster, Artifact: s.deploy.artifact}
+		Aws: s.deploy.aws, Region: s.deploy.region, Cluster: s.deploy.cluster, AsgName: s.deploy.asgName, Artifact: s.deploy.artifact}
 	if s.deploy.ssh != nil {
 		files, err := renderFiles(s.deploy.configFiles)
 		if err != nil {

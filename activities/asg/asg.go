@@ -14,6 +14,7 @@ package asg
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -318,6 +319,9 @@ func (r *run) launchTemplate(ctx context.Context, name string) (string, error) {
 		if err := decode(f, data); err != nil {
 			return "", err
 		}
+	}
+	if ud := r.files("AsgUserData"); len(ud) > 0 {
+		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(ud[0].Text)))
 	}
 	if aws.ToString(data.ImageId) == "" {
 		return "", activities.Fail(activities.Verification, "launch template %s has no ImageId: name the AMI the instances run", f.Path)

@@ -130,6 +130,7 @@ func (c *compiler) stageElement(e *pipeline.StageElement) *plan.Node {
 			n.Children = c.steps(ex.Steps, false, c.level(s.FailureStrategies, ""))
 			n.Rollback = c.steps(ex.RollbackSteps, true, nil)
 			shiftedRules(n)
+			asgNames(n)
 			if s.CI == nil {
 				return
 			}

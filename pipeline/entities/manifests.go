@@ -209,6 +209,31 @@ func (r *resolver) ecsManifests(file, service string, spec *pipeline.ServiceSpec
 	}
 }
 
+// asgManifests checks that an Asg service has one launch template and one group
+// configuration, and at most scaling policies and scheduled actions beside them.
+func (r *resolver) asgManifests(file, service string, spec *pipeline.ServiceSpec) {
+	count := map[string]int{}
+	for _, me := range spec.Manifests {
+		m := me.Manifest
+		switch m.Type {
+		case "AsgLaunchTemplate", "AsgConfiguration", "AsgScalingPolicy", "AsgScheduledUpdateGroupAction":
+			if count[m.Type]++; count[m.Type] == 2 && (m.Type == "AsgLaunchTemplate" || m.Type == "AsgConfiguration") {
+				r.diags.Errorf(r.at(file, m.Node), "manifest", "Asg service %s has more than one %s manifest; a service deploys one", service, m.Type)
+			}
+		default:
+			r.diags.Errorf(r.at(file, pipeline.ValueAt(m.Node, "type")), "manifest",
+				"Asg service %s: a %s manifest does not deploy to an Auto Scaling group", service, m.Type).
+				SetHint("an Asg service has an AsgLaunchTemplate and an AsgConfiguration, and optionally AsgScalingPolicy and AsgScheduledUpdateGroupAction manifests")
+		}
+	}
+	for _, t := range []string{"AsgLaunchTemplate", "AsgConfiguration"} {
+		if count[t] == 0 {
+			r.diags.Errorf(r.at(file, spec.Node), "manifest", "Asg service %s has no %s manifest", service, t).
+				SetHint("add a manifest of `type: %s` (JSON or YAML, the AWS API request's fields)", t)
+		}
+	}
+}
+
 var templateLineRe = regexp.MustCompile(`^template: [^:]+:(\d+):`)
 
 func templatePos(base, path string, err error) diag.Pos {

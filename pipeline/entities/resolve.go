@@ -237,6 +237,13 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 	if out.Type == "ECS" {
 		r.ecsManifests(f.Name, sv.Identifier, spec)
 	}
+	if out.Type == "Asg" {
+		if r.asgManifests(f.Name, sv.Identifier, spec); spec.UserData != nil && spec.UserData.Store != nil {
+			pm := plan.Manifest{ID: "userData", Type: "AsgUserData"}
+			r.filesManifest(f.Name, fmt.Sprintf("service %s, userData", sv.Identifier), spec.UserData, &pm)
+			out.Manifests = append(out.Manifests, pm)
+		}
+	}
 	out.ConfigFiles, out.ConfigStores = r.configFiles(f.Name, sv.Identifier, spec.ConfigFiles)
 	if a := spec.Artifacts; a != nil && a.Primary != nil {
 		if src := a.Primary.Selected(); src != nil && src.Spec != nil {
@@ -375,12 +382,12 @@ func (r *resolver) infrastructure(file string, in *pipeline.Infrastructure) *pla
 		}
 		return infra
 	}
-	if in.Type == "AwsLambda" || in.Type == "ECS" {
+	if in.Type == "AwsLambda" || in.Type == "ECS" || in.Type == "Asg" {
 		k, ok := r.awsConnector(file, in.Spec.Node, in.Spec.ConnectorRef, "an "+in.Type+" infrastructure")
 		if !ok {
 			return nil
 		}
-		infra.Type, infra.Aws, infra.Region, infra.Cluster = in.Type, &k, in.Spec.Region, in.Spec.Cluster
+		infra.Type, infra.Aws, infra.Region, infra.Cluster, infra.BaseAsgName = in.Type, &k, in.Spec.Region, in.Spec.Cluster, in.Spec.BaseAsgName
 		return infra
 	}
 	k, ok := r.clusterConnector(file, in.Spec.Node, in.Spec.ConnectorRef, "infrastructure "+in.Identifier+": ", "a KubernetesDirect infrastructure")

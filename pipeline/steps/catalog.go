@@ -53,6 +53,7 @@ type Entry struct {
 var (
 	kubernetes = plan.Traits{Activity: activities.Kubernetes, Deployment: true, Heartbeat: true}
 	ecs        = plan.Traits{Activity: activities.Ecs, Deployment: true, Heartbeat: true}
+	asg        = plan.Traits{Activity: activities.Asg, Deployment: true, Heartbeat: true}
 	lambda     = plan.Traits{Activity: activities.AwsLambda, Deployment: true, Heartbeat: true}
 	container  = plan.Traits{Activity: activities.ContainerStep, Container: plan.ContainerOwn, Heartbeat: true}
 	helper     = plan.Traits{Activity: activities.ContainerStep, Container: plan.ContainerHelper, Heartbeat: true}
@@ -140,6 +141,20 @@ var entries = []Entry{
 	{Type: "EcsBlueGreenTrafficShift", New: func() any { return &EcsBlueGreenTrafficShift{} }, Deploys: "ECS", Traits: ecs},
 	{Type: "StandAloneTrafficShiftRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "ECS", Traits: ecs},
 	{Type: "EcsScale", New: func() any { return &EcsScale{} }, Deploys: "ECS", Traits: ecs},
+
+	{Type: "AsgRollingDeploy", New: func() any { return &AsgRollingDeploy{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgRollingRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgCanaryDeploy", New: func() any { return &AsgCanaryDeploy{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgCanaryDelete", New: func() any { return &SelectorsOnly{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgBlueGreenDeploy", New: func() any { return &AsgBlueGreenDeploy{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgBlueGreenSwapService", New: func() any { return &AsgBlueGreenSwapService{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgShiftTraffic", New: func() any { return &AsgShiftTraffic{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgBlueGreenRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgSetup", New: func() any { return &AsgSetup{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgPhasedDeploy", New: func() any { return &AsgPhasedDeploy{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgScale", New: func() any { return &AsgScale{} }, Deploys: "Asg", Traits: asg},
+	{Type: "AsgSteadyState", New: func() any { return &AsgSteadyState{} }, Deploys: "Asg", Traits: asg},
 }
 
 // The step a CI stage with cloneCodebase starts with: the pipeline's codebase cloned into the

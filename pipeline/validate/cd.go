@@ -115,7 +115,7 @@ func (c *checker) infrastructure(i *pipeline.Infrastructure) {
 		switch i.Type {
 		case "KubernetesDirect":
 			c.required(s.Node, s.Namespace, "namespace", "spec")
-		case "AwsLambda":
+		case "AwsLambda", "Asg":
 			c.required(s.Node, s.Region, "region", "spec")
 		case "ECS":
 			c.required(s.Node, s.Region, "region", "spec")

@@ -421,7 +421,7 @@ func (c *checker) stepVars(vars []steps.NameTypeValue, what string, types []stri
 // DeploymentTypes are the deployment types Gantry runs.
 func DeploymentTypes() []string { return slices.Clone(deploymentTypes) }
 
-var deploymentTypes = []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS", "CustomDeployment", "Ssh"}
+var deploymentTypes = []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS", "Asg", "CustomDeployment", "Ssh"}
 
 // relativeStepRef finds the relative references that name a step by identifier alone:
 // <+execution.steps.X...> (group 1 "execution.steps") and <+steps.X...> (group 1 "steps").
