@@ -1,0 +1,2 @@
+#!/bin/bash
+systemctl enable --now shop
