@@ -103,6 +103,7 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools
 	$(GO) test -run '^$$' -bench 'APIRoles' -benchtime 300x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'RollingDeploy10|Kubectl10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	GANTRY_HELM_BIN=$$(hack/helm/build.sh) $(GO) test -run '^$$' -bench 'HelmDeploy10|HelmCLI10|HelmBlueGreen|HelmCLIBlueGreen' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'AsgRolling' -benchtime 5x -count 3 ./activities/asg | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'TerraformApply20|TofuByHand20' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'SshDeploy3Hosts|SshByHand3Hosts' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Fetch|RefAdvertisement' -benchtime 20x -count 3 ./activities/gitstore | tee -a .bench.out

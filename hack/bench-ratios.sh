@@ -122,6 +122,13 @@ if [ -n "$bg" ] && [ -n "$bc" ]; then
     printf "  gantry HelmBGDeploy + HelmBlueGreenSwapStep %.0f  by hand: kubectl get, helm upgrade --install --wait, kubectl apply, kubectl patch x2 %.0f  ratio %.2fx (target <= 1.1)\n", g, c, g / c
   }'
 fi
+ag=$(unit AsgRolling ms/deploy); ad=$(unit AsgRollingDirect ms/deploy)
+if [ -n "$ag" ] && [ -n "$ad" ]; then
+  awk -v g="$ag" -v d="$ad" 'BEGIN {
+    print ""; print "ASG rolling deployment of a new image against the AWS fake: launch template version, group update, policy, instance refresh, steady state (ms, median of runs)"
+    printf "  gantry AsgRollingDeploy %.1f  the same calls made directly %.1f  ratio %.2fx (target <= 1.1)\n", g, d, g / d
+  }'
+fi
 cf=$(unit ContainerGroup first-ms); kf=$(unit KubectlRunExec first-ms); cs=$(unit ContainerGroup step-ms); ks=$(unit KubectlRunExec step-ms)
 if [ -n "$cf" ] && [ -n "$kf" ]; then
   awk -v cf="$cf" -v kf="$kf" -v cs="$cs" -v ks="$ks" 'BEGIN {

@@ -28,12 +28,12 @@ HealthCheckType: EC2
 
 // rig is an ASG activity against a fake, with the service's manifests deploying an image.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	fake *awsfake.Server
 	a    *asg.Activity
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	fake := awsfake.Start()
 	t.Cleanup(fake.Close)
 	for _, svc := range []string{"AUTO_SCALING", "EC2", "ELASTIC_LOAD_BALANCING_V2"} {
