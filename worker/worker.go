@@ -21,12 +21,12 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gantry-cd/gantry/activities"
+	asgstep "github.com/gantry-cd/gantry/activities/asg"
 	"github.com/gantry-cd/gantry/activities/awshosts"
 	"github.com/gantry-cd/gantry/activities/charts"
 	"github.com/gantry-cd/gantry/activities/command"
 	"github.com/gantry-cd/gantry/activities/container"
 	"github.com/gantry-cd/gantry/activities/deployed"
-	asgstep "github.com/gantry-cd/gantry/activities/asg"
 	ecsstep "github.com/gantry-cd/gantry/activities/ecs"
 	"github.com/gantry-cd/gantry/activities/freezes"
 	"github.com/gantry-cd/gantry/activities/gitstore"

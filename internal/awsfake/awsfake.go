@@ -3,7 +3,8 @@
 // (GetSecretValue; JSON 1.1 selected by X-Amz-Target), EC2's DescribeInstances (ec2.go), Lambda (functions, versions and tags;
 // REST-JSON, lambda.go), and ECS with Application Auto Scaling (task definitions, services
 // whose deployments roll, tasks, scalable targets; JSON 1.1, ecs.go), and ECR's
-// GetAuthorizationToken (a registry of the test's choosing). It answers the requests aws-sdk-go-v2
+// GetAuthorizationToken (a registry of the test's choosing), and EC2 Auto Scaling groups with
+// their EC2 launch templates (autoscaling.go). It answers the requests aws-sdk-go-v2
 // sends, checks that they are SigV4-signed, and records which access key signed each call, so
 // tests see which credentials a connector produced.
 package awsfake
