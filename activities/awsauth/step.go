@@ -2,13 +2,16 @@ package awsauth
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"go.temporal.io/sdk/activity"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/plan"
 )
 
 // Step is an AWS deployment step under way: its context (bounded by the step's timeout), its
@@ -58,4 +61,29 @@ func (s *Step) End() {
 		s.end[i]()
 	}
 	s.end = nil
+}
+
+// Decode reads a manifest file (JSON or YAML, the API request's fields) into an SDK input;
+// field names match case-insensitively, unknown ones (such as the read-only fields of a
+// described resource) are ignored.
+func Decode(f plan.File, into any) error {
+	js, err := yaml.YAMLToJSON([]byte(f.Text))
+	if err != nil {
+		return activities.Fail(activities.Verification, "%s: %v", f.Path, err)
+	}
+	if err := json.Unmarshal(js, into); err != nil {
+		return activities.Fail(activities.Verification, "%s: %v", f.Path, err)
+	}
+	return nil
+}
+
+// Files returns the files of a deployment's manifests of a type.
+func Files(d *activities.DeployInput, typ string) []plan.File {
+	var out []plan.File
+	for _, m := range d.Manifests {
+		if m.Type == typ {
+			out = append(out, m.Files...)
+		}
+	}
+	return out
 }

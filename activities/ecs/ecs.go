@@ -27,7 +27,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awsauth"
@@ -149,30 +148,10 @@ func (r *run) fail(err error, format string, args ...any) error {
 	return awsauth.Fail(err, "%s (cluster %s, region %s, connector %s)", fmt.Sprintf(format, args...), r.d.Cluster, r.d.Region, r.d.Aws.ID)
 }
 
-// decode reads a manifest file (JSON or YAML, the reference's lowerCamel form of the API
-// request) into an SDK input; field names match case-insensitively, unknown ones (such as the
-// read-only fields of a described task definition) are ignored.
-func decode(f plan.File, into any) error {
-	js, err := yaml.YAMLToJSON([]byte(f.Text))
-	if err != nil {
-		return activities.Fail(activities.Verification, "%s: %v", f.Path, err)
-	}
-	if err := json.Unmarshal(js, into); err != nil {
-		return activities.Fail(activities.Verification, "%s: %v", f.Path, err)
-	}
-	return nil
-}
+var decode = awsauth.Decode
 
 // files returns the files of the service's manifests of a type.
-func (r *run) files(typ string) []plan.File {
-	var out []plan.File
-	for _, m := range r.d.Manifests {
-		if m.Type == typ {
-			out = append(out, m.Files...)
-		}
-	}
-	return out
-}
+func (r *run) files(typ string) []plan.File { return awsauth.Files(r.d, typ) }
 
 // register registers a task definition file and returns its ARN.
 func (r *run) register(ctx context.Context, f plan.File) (string, error) {

@@ -184,51 +184,38 @@ func (r *resolver) lambdaManifests(file, service string, spec *pipeline.ServiceS
 	}
 }
 
-// ecsManifests checks that an ECS service has one task definition and one service definition,
-// and at most scaling definitions beside them.
-func (r *resolver) ecsManifests(file, service string, spec *pipeline.ServiceSpec) {
-	count := map[string]int{}
-	for _, me := range spec.Manifests {
-		m := me.Manifest
-		switch m.Type {
-		case "EcsTaskDefinition", "EcsServiceDefinition", "EcsScalableTargetDefinition", "EcsScalingPolicyDefinition":
-			if count[m.Type]++; count[m.Type] == 2 && (m.Type == "EcsTaskDefinition" || m.Type == "EcsServiceDefinition") {
-				r.diags.Errorf(r.at(file, m.Node), "manifest", "ECS service %s has more than one %s manifest; a service deploys one", service, m.Type)
-			}
-		default:
-			r.diags.Errorf(r.at(file, pipeline.ValueAt(m.Node, "type")), "manifest",
-				"ECS service %s: a %s manifest does not deploy to ECS", service, m.Type).
-				SetHint("an ECS service has an EcsTaskDefinition and an EcsServiceDefinition, and optionally EcsScalableTargetDefinition and EcsScalingPolicyDefinition manifests")
-		}
-	}
-	for _, t := range []string{"EcsTaskDefinition", "EcsServiceDefinition"} {
-		if count[t] == 0 {
-			r.diags.Errorf(r.at(file, spec.Node), "manifest", "ECS service %s has no %s manifest", service, t).
-				SetHint("add a manifest of `type: %s` (JSON or YAML, in the reference's form)", t)
-		}
-	}
+// manifestSet is what manifests a service of a deployment type has: one of each required
+// type, any number of the optional ones, nothing else.
+type manifestSet struct {
+	deploymentType, target string
+	required, optional     []string
 }
 
-// asgManifests checks that an Asg service has one launch template and one group
-// configuration, and at most scaling policies and scheduled actions beside them.
-func (r *resolver) asgManifests(file, service string, spec *pipeline.ServiceSpec) {
+var (
+	ecsManifests = manifestSet{"ECS", "ECS", []string{"EcsTaskDefinition", "EcsServiceDefinition"}, []string{"EcsScalableTargetDefinition", "EcsScalingPolicyDefinition"}}
+	asgManifests = manifestSet{"Asg", "an Auto Scaling group", []string{"AsgLaunchTemplate", "AsgConfiguration"}, []string{"AsgScalingPolicy", "AsgScheduledUpdateGroupAction"}}
+)
+
+// checkManifests checks a service's manifests against the set of its deployment type.
+func (r *resolver) checkManifests(file, service string, spec *pipeline.ServiceSpec, set manifestSet) {
 	count := map[string]int{}
 	for _, me := range spec.Manifests {
 		m := me.Manifest
-		switch m.Type {
-		case "AsgLaunchTemplate", "AsgConfiguration", "AsgScalingPolicy", "AsgScheduledUpdateGroupAction":
-			if count[m.Type]++; count[m.Type] == 2 && (m.Type == "AsgLaunchTemplate" || m.Type == "AsgConfiguration") {
-				r.diags.Errorf(r.at(file, m.Node), "manifest", "Asg service %s has more than one %s manifest; a service deploys one", service, m.Type)
+		switch {
+		case slices.Contains(set.required, m.Type):
+			if count[m.Type]++; count[m.Type] == 2 {
+				r.diags.Errorf(r.at(file, m.Node), "manifest", "%s service %s has more than one %s manifest; a service deploys one", set.deploymentType, service, m.Type)
 			}
+		case slices.Contains(set.optional, m.Type):
 		default:
 			r.diags.Errorf(r.at(file, pipeline.ValueAt(m.Node, "type")), "manifest",
-				"Asg service %s: a %s manifest does not deploy to an Auto Scaling group", service, m.Type).
-				SetHint("an Asg service has an AsgLaunchTemplate and an AsgConfiguration, and optionally AsgScalingPolicy and AsgScheduledUpdateGroupAction manifests")
+				"%s service %s: a %s manifest does not deploy to %s", set.deploymentType, service, m.Type, set.target).
+				SetHint("%s services have %s manifests, and optionally %s ones", set.deploymentType, strings.Join(set.required, " and "), strings.Join(set.optional, " and "))
 		}
 	}
-	for _, t := range []string{"AsgLaunchTemplate", "AsgConfiguration"} {
+	for _, t := range set.required {
 		if count[t] == 0 {
-			r.diags.Errorf(r.at(file, spec.Node), "manifest", "Asg service %s has no %s manifest", service, t).
+			r.diags.Errorf(r.at(file, spec.Node), "manifest", "%s service %s has no %s manifest", set.deploymentType, service, t).
 				SetHint("add a manifest of `type: %s` (JSON or YAML, the AWS API request's fields)", t)
 		}
 	}

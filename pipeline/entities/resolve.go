@@ -235,10 +235,10 @@ func (r *resolver) buildService(f *pipeline.File) *plan.Service {
 		r.lambdaManifests(f.Name, sv.Identifier, spec)
 	}
 	if out.Type == "ECS" {
-		r.ecsManifests(f.Name, sv.Identifier, spec)
+		r.checkManifests(f.Name, sv.Identifier, spec, ecsManifests)
 	}
 	if out.Type == "Asg" {
-		if r.asgManifests(f.Name, sv.Identifier, spec); spec.UserData != nil && spec.UserData.Store != nil {
+		if r.checkManifests(f.Name, sv.Identifier, spec, asgManifests); spec.UserData != nil && spec.UserData.Store != nil {
 			pm := plan.Manifest{ID: "userData", Type: "AsgUserData"}
 			r.filesManifest(f.Name, fmt.Sprintf("service %s, userData", sv.Identifier), spec.UserData, &pm)
 			out.Manifests = append(out.Manifests, pm)
