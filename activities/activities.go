@@ -41,6 +41,8 @@ const (
 	// artifact's object. Both at a Deployment stage's service phase.
 	FetchS3Manifests  = "gantry.FetchS3Manifests"
 	ResolveS3Artifact = "gantry.ResolveS3Artifact"
+	// ResolveAmiArtifact finds an AmazonMachineImage artifact's image.
+	ResolveAmiArtifact = "gantry.ResolveAmiArtifact"
 	// PodStart creates a containerized step group's pod; PodStop deletes it; ContainerStep runs
 	// a step in its container.
 	PodStart      = "gantry.PodStart"
@@ -192,6 +194,21 @@ type S3Resolved struct {
 	Size     int64  `json:"size"`
 	Modified string `json:"lastModified"`
 	URL      string `json:"url"`
+}
+
+// AmiResolveInput is an AmazonMachineImage artifact source, its fields rendered.
+type AmiResolveInput struct {
+	ExecutionID string           `json:"executionId"`
+	ID          string           `json:"id"`
+	Artifact    plan.AmiArtifact `json:"artifact"`
+}
+
+// AmiResolved is the image an AmazonMachineImage artifact resolved to: its ID, its name (the
+// version), and its tags with its owner and type (the metadata).
+type AmiResolved struct {
+	AmiID    string            `json:"amiId"`
+	Version  string            `json:"version"`
+	Metadata map[string]string `json:"metadata"`
 }
 
 // ChartInput is a HelmChart manifest's chart repository, its version rendered.

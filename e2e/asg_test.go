@@ -2,10 +2,12 @@ package e2e
 
 import (
 	_ "embed"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/status"
 )
 
@@ -24,15 +26,27 @@ var asgEntities = map[string]string{
         - manifest: {identifier: cfg, type: AsgConfiguration, spec: {store: {type: Local, spec: {paths: [asg.json]}}}}
       userData:
         store: {type: Local, spec: {paths: [user-data.sh]}}
+      artifacts:
+        primary:
+          primaryArtifactRef: image
+          sources:
+            - identifier: image
+              type: AmazonMachineImage
+              spec:
+                connectorRef: aws
+                region: eu-west-1
+                tags: [{name: app, value: shop}]
+                version: <+pipeline.variables.ami>
 `,
-	"lt.json":      `{"LaunchTemplateData": {"ImageId": "<+pipeline.variables.ami>", "InstanceType": "t3.small"}}`,
+	"lt.json":      `{"LaunchTemplateData": {"InstanceType": "t3.small"}}`,
 	"asg.json":     `{"AutoScalingGroupName": "ignored", "MinSize": 1, "MaxSize": 4, "DesiredCapacity": 2, "VPCZoneIdentifier": "subnet-1"}`,
 	"user-data.sh": "#!/bin/sh\necho <+service.identifier>\n",
 	"asg-infra.yaml": "infrastructureDefinition:\n  name: ASG EU\n  identifier: asg_eu\n  environmentRef: prod\n  deploymentType: Asg\n  type: Asg\n" +
 		"  spec: {connectorRef: aws, region: eu-west-1, baseAsgName: shop}\n",
 }
 
-// A blue-green ASG stage through the engine: the first run puts shop__1 behind prod, the
+// A blue-green ASG stage through the engine, its image an AMI artifact found by name: the
+// first run puts shop__1 behind prod, the
 // second shop__2 behind stage and swaps (the old group downsized); when a step after the swap
 // fails, the stage rollback swaps back and restores both groups. The swap and rollback steps
 // use the deploy step's listeners, the group comes from the infrastructure's baseAsgName.
@@ -49,30 +63,33 @@ func TestAsgBlueGreenDeployment(t *testing.T) {
 	)
 	fake.AddListener("arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener/app/shop/1/prod", prodRule, tgA)
 	fake.AddListener("arn:aws:elasticloadbalancing:eu-west-1:123456789012:listener/app/shop/1/stage", stageRule, tgB)
+	for i, name := range []string{"shop-1", "shop-2", "shop-3"} {
+		fake.AddImage(awsfake.Image{ID: fmt.Sprintf("ami-000%d", i+1), Name: name, Created: fmt.Sprintf("2026-0%d-01T00:00:00.000Z", i+1), Tags: map[string]string{"app": "shop"}})
+	}
 	for name, text := range asgEntities {
 		writeFile(t, filepath.Join(dir, name), text)
 	}
 	writeFile(t, filepath.Join(dir, "pipeline.yaml"), asgPipeline)
 
-	_, res := runDeployment(t, dir, "no", "pipeline.variables.ami=ami-1")
+	_, res := runDeployment(t, dir, "no", "pipeline.variables.ami=shop-1")
 	g, ok := fake.Group("shop__1")
 	if !ok || g.Tags["BG_VERSION"] != "BLUE" || len(g.TargetGroups) != 1 || g.TargetGroups[0] != tgA || g.Desired != 6 { // CurrentRunning with nothing running: the reference's 6 of 0..10
 		t.Fatalf("first run: %+v %v", g, ok)
 	}
-	if out := res.Tree.Find("deploy.bg").Outputs; out["asgName"] != "shop__1" {
-		t.Fatalf("outputs %v", out)
+	if out := res.Tree.Find("deploy.bg").Outputs; out["asgName"] != "shop__1" || res.Tree.Find("deploy").Artifact != "ami-0001" {
+		t.Fatalf("outputs %v, artifact %q", out, res.Tree.Find("deploy").Artifact)
 	}
-	if data, _ := fake.LaunchTemplateVersion("shop__1", 1); data["ImageId"] != "ami-1" || data["UserData"] == "" {
+	if data, _ := fake.LaunchTemplateVersion("shop__1", 1); data["ImageId"] != "ami-0001" || data["UserData"] == "" {
 		t.Fatalf("launch template %v", data)
 	}
-	runDeployment(t, dir, "no", "pipeline.variables.ami=ami-2")
+	runDeployment(t, dir, "no", "pipeline.variables.ami=shop-2")
 	if fake.Forwards(prodRule) != tgB || fake.Forwards(stageRule) != tgA {
 		t.Fatalf("second run: prod → %s, stage → %s", fake.Forwards(prodRule), fake.Forwards(stageRule))
 	}
 	if old, _ := fake.Group("shop__1"); old.Desired != 0 {
 		t.Fatalf("the old group was not downsized: %+v", old)
 	}
-	if _, res = runDeployment(t, dir, "yes", "pipeline.variables.ami=ami-3"); res.Status == status.Succeeded {
+	if _, res = runDeployment(t, dir, "yes", "pipeline.variables.ami=shop-3"); res.Status == status.Succeeded {
 		t.Fatal("the failing run succeeded")
 	}
 	if fake.Forwards(prodRule) != tgB || fake.Forwards(stageRule) != tgA {

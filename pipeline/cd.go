@@ -176,8 +176,11 @@ type ArtifactSourceSpec struct {
 	Region        string `yaml:"region"`
 	// CustomArtifact: the version deployed, or the highest matching versionRegex among those
 	// the fetchAllArtifacts script lists (run on a worker with inputs as its environment).
-	Version           string                 `yaml:"version"`
-	VersionRegex      string                 `yaml:"versionRegex"`
+	Version      string `yaml:"version"`
+	VersionRegex string `yaml:"versionRegex"`
+	// AmazonMachineImage: the image's tags and EC2 filters (name and value each).
+	Tags              []NameValue            `yaml:"tags"`
+	Filters           []NameValue            `yaml:"filters"`
 	Scripts           *CustomArtifactScripts `yaml:"scripts"`
 	Inputs            []Variable             `yaml:"inputs"`
 	Timeout           string                 `yaml:"timeout"`
@@ -521,4 +524,11 @@ func (c *Connector) Access() string {
 		return c.Aws.Credential.Type
 	}
 	return ""
+}
+
+// NameValue is a name and a value: an AMI artifact's tag or filter.
+type NameValue struct {
+	Node  *yaml.Node `yaml:"-"`
+	Name  string     `yaml:"name"`
+	Value string     `yaml:"value"`
 }

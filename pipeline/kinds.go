@@ -68,7 +68,7 @@ var (
 		Runs: []string{"Generic"}, Reference: []string{"ECR", "GAR"},
 		Hint: "Gantry pulls charts from any OCI registry through an OciHelmRepo connector (`config: {type: Generic, spec: {connectorRef: ...}}`)"}
 	ArtifactSourceKind = Kind{What: "artifact source type", Code: "unsupported-artifact-type",
-		Runs:      []string{"DockerRegistry", "Gcr", "Ecr", "Acr", "Nexus3Registry", "ArtifactoryRegistry", "CustomArtifact", "AmazonS3"},
+		Runs:      []string{"DockerRegistry", "Gcr", "Ecr", "Acr", "Nexus3Registry", "ArtifactoryRegistry", "CustomArtifact", "AmazonS3", "AmazonMachineImage"},
 		Reference: reference.ArtifactSourceTypes}
 	InfrastructureKind = Kind{What: "infrastructure type", Code: "unsupported-infrastructure-type",
 		Runs: []string{"KubernetesDirect", "AwsLambda", "ECS", "Asg", "CustomDeployment", "Pdc", "SshWinRmAws"}, Reference: reference.InfrastructureTypes}

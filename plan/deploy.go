@@ -162,6 +162,26 @@ type Artifact struct {
 	// Custom is a CustomArtifact source whose versions a script lists, run when the stage
 	// starts.
 	Custom *CustomArtifactScript `json:"custom,omitempty"`
+	// Ami is an AmazonMachineImage source: an image found when the stage starts.
+	Ami *AmiArtifact `json:"ami,omitempty"`
+}
+
+// AmiArtifact is an EC2 image of a region: the one named Version, or the newest whose name
+// matches VersionRegex, among the account's available images with all the Tags and Filters.
+// Each may hold expressions.
+type AmiArtifact struct {
+	Connector    AwsConnector `json:"connector"`
+	Region       string       `json:"region"`
+	Tags         []NameValue  `json:"tags,omitempty"`
+	Filters      []NameValue  `json:"filters,omitempty"`
+	Version      string       `json:"version,omitempty"`
+	VersionRegex string       `json:"versionRegex,omitempty"`
+}
+
+// NameValue is a named value: an image tag or filter.
+type NameValue struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // CustomArtifactScript lists a CustomArtifact source's artifacts: Script (Bash, with Inputs

@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/ami"
 	asgstep "github.com/gantry-cd/gantry/activities/asg"
 	"github.com/gantry-cd/gantry/activities/awshosts"
 	"github.com/gantry-cd/gantry/activities/charts"
@@ -290,6 +291,8 @@ func registerActivities(r interface {
 	s3r := &s3store.Reader{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(s3r.FetchManifests, activity.RegisterOptions{Name: activities.FetchS3Manifests})
 	r.RegisterActivityWithOptions(s3r.ResolveArtifact, activity.RegisterOptions{Name: activities.ResolveS3Artifact})
+	amis := &ami.Resolver{Secrets: o.Secrets}
+	r.RegisterActivityWithOptions(amis.Resolve, activity.RegisterOptions{Name: activities.ResolveAmiArtifact})
 	cs := &charts.Puller{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(cs.Activity, activity.RegisterOptions{Name: activities.FetchChart})
 	pods := &container.Activity{Secrets: o.Secrets, Logs: o.Logs, HelperImage: o.HelperImage, BuildKitImage: o.BuildKitImage, Log: o.Log}

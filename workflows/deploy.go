@@ -181,6 +181,12 @@ func (s *stageRun) artifactPhase(ctx workflow.Context, a *plan.Artifact, render 
 			return err
 		}
 	}
+	if a.Ami != nil {
+		// An AmazonMachineImage source (only plans made since it exists have one).
+		if art, err = s.resolveAmiArtifact(ctx, a, render); err != nil {
+			return err
+		}
+	}
 	if a.Custom != nil {
 		// A CustomArtifact source whose script lists versions (only plans made since it
 		// exists have one).
@@ -592,6 +598,50 @@ func (s *stageRun) resolveS3Artifact(ctx workflow.Context, a *plan.Artifact, ren
 		"filePath": got.FilePath, "filePathRegex": in.FilePathRegex, "region": got.Region,
 		"metadata": map[string]any{"url": got.URL, "eTag": got.ETag, "size": got.Size, "lastModified": got.Modified,
 			"bucketName": got.Bucket, "filePath": got.FilePath}}, nil
+}
+
+// resolveAmiArtifact finds an AmazonMachineImage artifact's image on a worker and returns
+// what `<+artifact.*>` publishes of it: amiId (also image, what an Asg stage deploys),
+// version (the image's name), versionRegex and metadata (its tags, ownerId, imageType).
+func (s *stageRun) resolveAmiArtifact(ctx workflow.Context, a *plan.Artifact, render renderFunc) (map[string]any, error) {
+	in := *a.Ami
+	in.Tags, in.Filters = slices.Clone(in.Tags), slices.Clone(in.Filters)
+	type field struct {
+		v    *string
+		what string
+	}
+	fields := []field{{&in.Region, "region"}, {&in.Version, "version"}, {&in.VersionRegex, "versionRegex"}}
+	for i := range in.Tags {
+		fields = append(fields, field{&in.Tags[i].Value, "tag " + in.Tags[i].Name})
+	}
+	for i := range in.Filters {
+		fields = append(fields, field{&in.Filters[i].Value, "filter " + in.Filters[i].Name})
+	}
+	for _, f := range fields {
+		var err error
+		if *f.v, err = render(*f.v, "artifact "+f.what); err != nil {
+			return nil, err
+		}
+	}
+	what := in.Version
+	if what == "" {
+		what = "newest match of " + in.VersionRegex
+	}
+	ao := s.fetchOptions(ctx, fmt.Sprintf("find artifact %s: image %s in %s", a.ID, what, in.Region))
+	ao.TaskQueue = connectorQueue(ao.TaskQueue, in.Connector.Selectors)
+	var got activities.AmiResolved
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), activities.ResolveAmiArtifact,
+		activities.AmiResolveInput{ExecutionID: s.in.ExecutionID, ID: a.ID, Artifact: in}).Get(ctx, &got); err != nil {
+		return nil, err
+	}
+	s.tree.Artifact = got.AmiID
+	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("artifact %s: image %s (%s) in %s", a.ID, got.AmiID, got.Version, in.Region))
+	meta := map[string]any{}
+	for k, v := range got.Metadata {
+		meta[k] = v
+	}
+	return map[string]any{"type": a.Type, "identifier": a.ID, "connectorRef": a.ConnectorRef, "amiId": got.AmiID, "image": got.AmiID,
+		"version": got.Version, "versionRegex": in.VersionRegex, "metadata": meta}, nil
 }
 
 // connectorQueue is the task queue of work a connector does: its delegate selectors' queue

@@ -300,6 +300,10 @@ func (r *run) launchTemplate(ctx context.Context, name string) (string, error) {
 			return "", err
 		}
 	}
+	if a := r.d.Artifact; a != nil && a.Type == "AmazonMachineImage" && a.Image != "" {
+		// The service's AMI artifact is the image, whatever the template says.
+		data.ImageId = aws.String(a.Image)
+	}
 	if ud := r.files("AsgUserData"); len(ud) > 0 {
 		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(ud[0].Text)))
 	}

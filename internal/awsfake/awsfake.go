@@ -53,6 +53,7 @@ type Server struct {
 	weights   map[string]map[string]int    // rule ARN → target group → weight, for weighted rules
 	elbTags   map[string]map[string]string // load balancer, listener or rule ARN → tags
 	instances []Instance                   // EC2
+	images    []Image                      // EC2 AMIs
 	templates map[string]*launchTemplate   // EC2 launch templates by name
 	groups    map[string]*asGroup          // Auto Scaling groups by name
 	// failRefresh names the groups whose instance refreshes fail (FailInstanceRefresh).

@@ -4,12 +4,14 @@ import (
 	"encoding/xml"
 	"net/http"
 	"net/url"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
 )
 
-// The EC2 part of the fake answers DescribeInstances (the EC2 query protocol: form requests,
+// The EC2 part of the fake answers DescribeImages over the images a test adds, the launch
+// template calls of ASG deployments (autoscaling.go), and DescribeInstances (the EC2 query protocol: form requests,
 // XML answers with `item` lists) over the instances a test adds, with the filters SSH
 // infrastructures send: tag:KEY, vpc-id and instance-state-name.
 
@@ -66,18 +68,15 @@ func (s *Server) ec2(w http.ResponseWriter, key string, form url.Values) {
 	case "CreateLaunchTemplate", "CreateLaunchTemplateVersion", "DescribeLaunchTemplates", "DeleteLaunchTemplate":
 		s.launchTemplates(w, action, form)
 		return
+	case "DescribeImages":
+		s.describeImages(w, form)
+		return
 	}
 	if action != "DescribeInstances" {
 		ec2Err(w, "InvalidAction", "the fake does not serve EC2 "+action)
 		return
 	}
-	filters := map[string][]string{}
-	for i := 1; form.Get("Filter."+strconv.Itoa(i)+".Name") != ""; i++ {
-		p := "Filter." + strconv.Itoa(i)
-		for j := 1; form.Get(p+".Value."+strconv.Itoa(j)) != ""; j++ {
-			filters[form.Get(p+".Name")] = append(filters[form.Get(p+".Name")], form.Get(p+".Value."+strconv.Itoa(j)))
-		}
-	}
+	filters := queryFilters(form)
 	s.mu.Lock()
 	var out []ec2Reservation
 	for _, in := range s.instances {
@@ -103,6 +102,105 @@ func (s *Server) ec2(w http.ResponseWriter, key string, form url.Values) {
 		RequestID    string           `xml:"requestId"`
 		Reservations []ec2Reservation `xml:"reservationSet>item"`
 	}{NS: "http://ec2.amazonaws.com/doc/2016-11-15/", RequestID: "req-1", Reservations: out})
+}
+
+// Image is an AMI the fake lists.
+type Image struct {
+	ID, Name string
+	Created  string // CreationDate, RFC 3339
+	Public   bool
+	State    string // "" is available
+	Tags     map[string]string
+}
+
+// AddImage adds an image.
+func (s *Server) AddImage(im Image) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if im.State == "" {
+		im.State = "available"
+	}
+	s.images = append(s.images, im)
+}
+
+// describeImages answers DescribeImages with the images every filter matches: is-public,
+// state, name (with * wildcards), image-id and tag:KEY.
+func (s *Server) describeImages(w http.ResponseWriter, form url.Values) {
+	filters := queryFilters(form)
+	type imageXML struct {
+		ID      string   `xml:"imageId"`
+		Name    string   `xml:"name"`
+		Created string   `xml:"creationDate"`
+		State   string   `xml:"imageState"`
+		Owner   string   `xml:"imageOwnerId"`
+		Type    string   `xml:"imageType"`
+		Public  bool     `xml:"isPublic"`
+		Tags    []ec2Tag `xml:"tagSet>item"`
+	}
+	var out []imageXML
+	s.mu.Lock()
+	for _, im := range s.images {
+		ok := true
+		for name, values := range filters {
+			got := ""
+			switch {
+			case name == "is-public":
+				got = strconv.FormatBool(im.Public)
+			case name == "state":
+				got = im.State
+			case name == "image-id":
+				got = im.ID
+			case name == "name":
+				got = im.Name
+			case strings.HasPrefix(name, "tag:"):
+				v, has := im.Tags[strings.TrimPrefix(name, "tag:")]
+				if !has {
+					ok = false
+				}
+				got = v
+			default:
+				ok = false
+			}
+			matched := false
+			for _, v := range values {
+				m, _ := path.Match(v, got)
+				matched = matched || m
+			}
+			ok = ok && matched
+		}
+		if !ok {
+			continue
+		}
+		x := imageXML{ID: im.ID, Name: im.Name, Created: im.Created, State: im.State, Owner: "123456789012", Type: "machine", Public: im.Public}
+		keys := make([]string, 0, len(im.Tags))
+		for k := range im.Tags {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			x.Tags = append(x.Tags, ec2Tag{k, im.Tags[k]})
+		}
+		out = append(out, x)
+	}
+	s.mu.Unlock()
+	writeXML(w, http.StatusOK, struct {
+		XMLName   xml.Name   `xml:"DescribeImagesResponse"`
+		NS        string     `xml:"xmlns,attr"`
+		RequestID string     `xml:"requestId"`
+		Images    []imageXML `xml:"imagesSet>item"`
+	}{NS: "http://ec2.amazonaws.com/doc/2016-11-15/", RequestID: "req-1", Images: out})
+}
+
+// queryFilters reads an EC2 request's Filter.N.Name and Filter.N.Value.M parameters.
+func queryFilters(form url.Values) map[string][]string {
+	filters := map[string][]string{}
+	for i := 1; form.Get("Filter."+strconv.Itoa(i)+".Name") != ""; i++ {
+		p := "Filter." + strconv.Itoa(i)
+		for j := 1; form.Get(p+".Value."+strconv.Itoa(j)) != ""; j++ {
+			filters[form.Get(p+".Name")] = append(filters[form.Get(p+".Name")], form.Get(p+".Value."+strconv.Itoa(j)))
+		}
+	}
+	return filters
 }
 
 // instanceMatches applies the filters: every filter matches one of its values.

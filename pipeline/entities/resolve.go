@@ -284,6 +284,13 @@ func (r *resolver) artifact(file string, src *pipeline.ArtifactSource) *plan.Art
 	if src.Type == "DockerRegistry" && src.Spec.ConnectorRef != "" {
 		out.Connector = r.registryConnector(file, src.Spec)
 	}
+	if src.Type == "AmazonMachineImage" {
+		if k, ok := r.awsConnector(file, src.Spec.Node, src.Spec.ConnectorRef, "an AmazonMachineImage artifact source"); ok {
+			out.Ami = &plan.AmiArtifact{Connector: k, Region: src.Spec.Region, Version: src.Spec.Version, VersionRegex: src.Spec.VersionRegex,
+				Tags: nameValues(src.Spec.Tags), Filters: nameValues(src.Spec.Filters)}
+		}
+		return out
+	}
 	if src.Type == "AmazonS3" {
 		if k, ok := r.awsConnector(file, src.Spec.Node, src.Spec.ConnectorRef, "an AmazonS3 artifact source"); ok {
 			out.S3 = &plan.S3Artifact{Connector: k, Bucket: src.Spec.BucketName, Region: src.Spec.Region,
@@ -422,4 +429,12 @@ func (r *resolver) at(file string, n *yaml.Node) diag.Pos {
 		return r.src.Pos(n)
 	}
 	return pipeline.NodePos(file, n)
+}
+
+func nameValues(in []pipeline.NameValue) []plan.NameValue {
+	var out []plan.NameValue
+	for _, nv := range in {
+		out = append(out, plan.NameValue{Name: nv.Name, Value: nv.Value})
+	}
+	return out
 }

@@ -14,12 +14,13 @@ import (
 // an ASG step in an ECS stage names the deployment type it needs, and an Asg service without
 // its launch template says so.
 func TestAsgStage(t *testing.T) {
-	r, err := load.File(filepath.Join("..", "..", "examples", "aws", "asg.yaml"), load.Options{ForRun: true, Sets: []string{"pipeline.variables.ami=ami-1"}})
+	r, err := load.File(filepath.Join("..", "..", "examples", "aws", "asg.yaml"), load.Options{ForRun: true})
 	if err != nil || !r.OK() {
 		t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
 	}
 	stage := r.Plan.Stages[0]
-	if stage.Deploy == nil || stage.Deploy.Infra.BaseAsgName != "shop" || len(stage.Deploy.Service.Manifests) != 4 {
+	if stage.Deploy == nil || stage.Deploy.Infra.BaseAsgName != "shop" || len(stage.Deploy.Service.Manifests) != 4 ||
+		stage.Deploy.Service.Artifact.Ami == nil || stage.Deploy.Service.Artifact.Ami.VersionRegex != "shop-*" || stage.Deploy.Service.Artifact.Ami.Tags[0].Value != "shop" {
 		t.Fatalf("deployment %+v", stage.Deploy)
 	}
 	for _, n := range append(stage.Children, stage.Rollback...) {
@@ -77,6 +78,14 @@ func TestAsgStage(t *testing.T) {
 	}
 	if text := run("Asg", "              - step: {type: AsgRollingDeploy, name: r, identifier: r, timeout: 10m, spec: {}}\n"); !strings.Contains(text, "Asg service web has no AsgLaunchTemplate manifest") {
 		t.Errorf("a service without its launch template:\n%s", text)
+	}
+	files["service.yaml"] += "      artifacts:\n        primary:\n          primaryArtifactRef: i\n          sources:\n            - {identifier: i, type: AmazonMachineImage, spec: {connectorRef: aws}}\n"
+	if err := os.WriteFile(filepath.Join(dir, "service.yaml"), []byte(files["service.yaml"]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if text := run("Asg", "              - step: {type: AsgRollingDeploy, name: r, identifier: r, timeout: 10m, spec: {}}\n"); !strings.Contains(text, "needs `version` or `versionRegex`") ||
+		!strings.Contains(text, "region") {
+		t.Errorf("an AMI source without its version:\n%s", text)
 	}
 	if text := run("ECS", "              - step: {type: AsgRollingDeploy, name: r, identifier: r, timeout: 10m, spec: {}}\n"); !strings.Contains(text, "Asg") || !strings.Contains(text, "AsgRollingDeploy") {
 		t.Errorf("an ASG step in an ECS stage:\n%s", text)

@@ -190,6 +190,17 @@ func (c *checker) artifactSource(src pipeline.ArtifactSource) {
 			SetHint("repositoryFormat: docker, with imagePath and tag")
 		return
 	}
+	if src.Type == "AmazonMachineImage" {
+		if c.required(s.Node, s.ConnectorRef, "connectorRef", "spec") {
+			c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
+		}
+		c.required(s.Node, s.Region, "region", "spec")
+		if s.Version == "" && s.VersionRegex == "" {
+			c.diags.Errorf(c.pos(s.Node), "missing-field", "an AmazonMachineImage artifact source needs `version` or `versionRegex`").
+				SetHint("version: the image's name; or versionRegex: a pattern (* and ?), the newest image whose name matches is deployed")
+		}
+		return
+	}
 	if src.Type != "AmazonS3" {
 		c.required(s.Node, s.ImagePath, "imagePath", "spec")
 		return
