@@ -149,17 +149,9 @@ func (s *stepRun) helmBlueGreenDeploy() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	primary, stage, err := bgServices(objs)
+	primary, stage, primaryColor, stageColor, err := s.colors(objs)
 	if err != nil {
 		return nil, err
-	}
-	primaryColor, _, err := s.liveColor(primary)
-	if err != nil {
-		return nil, err
-	}
-	stageColor := other(primaryColor)
-	if primaryColor == "" {
-		primaryColor = stageColor
 	}
 	_, own, shared, err := s.sideObjects("HelmBGDeploy", stageColor, map[string]string{LabelColor: stageColor})
 	if err != nil {

@@ -414,6 +414,23 @@ func setSelectorColor(o *object, color string) {
 	ensureLabels(o.Object.Unstructured.Object, []string{"spec", "selector"}, map[string]string{LabelColor: color})
 }
 
+// colors finds a blue-green deployment's primary and stage Services among objs and the colours
+// they are to route to: the stage colour is the one the live primary Service does not route
+// to; on a first deployment, with no live colour, both route to it.
+func (s *stepRun) colors(objs []*object) (primary, stage *object, primaryColor, stageColor string, err error) {
+	if primary, stage, err = bgServices(objs); err != nil {
+		return nil, nil, "", "", err
+	}
+	if primaryColor, _, err = s.liveColor(primary); err != nil {
+		return nil, nil, "", "", err
+	}
+	stageColor = other(primaryColor)
+	if primaryColor == "" {
+		primaryColor = stageColor
+	}
+	return primary, stage, primaryColor, stageColor, nil
+}
+
 // blueGreenDeploy deploys `<name>-<stage color>` behind the stage Service; the primary Service
 // keeps routing to the primary colour (on a first deployment both route to the new one).
 func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
@@ -430,15 +447,10 @@ func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	primary, stage, err := bgServices(objs)
+	primary, stage, primaryColor, stageColor, err := s.colors(objs)
 	if err != nil {
 		return nil, err
 	}
-	primaryColor, _, err := s.liveColor(primary)
-	if err != nil {
-		return nil, err
-	}
-	stageColor := other(primaryColor)
 	base := dep.GetName()
 	hash, err := s.contentHash()
 	if err != nil {
@@ -452,9 +464,6 @@ func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
 	}
 	ann[AnnotManifestHash] = hash
 	dep.SetAnnotations(ann)
-	if primaryColor == "" {
-		primaryColor = stageColor
-	}
 	out := map[string]any{"stageColor": stageColor, "primaryColor": primaryColor, "primaryServiceName": primary.GetName(),
 		"stageServiceName": stage.GetName(), "releaseNumber": int64(rev), "stageDeploymentSkipped": false}
 	if s.bool("skipUnchangedManifest") && primaryColor != stageColor {
