@@ -90,7 +90,8 @@ func all(vs []string, v string) bool {
 
 // A rolling deploy creates the group with its launch template and policy, the next one
 // versions the template and refreshes the instances; a rollback restores the version and
-// capacity it recorded, or deletes a group it created; a failed refresh fails the step.
+// capacity it recorded, or deletes a group it created; a retried deploy waits for the refresh it
+// left running; a failed refresh fails the step.
 func TestRolling(t *testing.T) {
 	r := newRig(t)
 	out, f := r.step("AsgRollingDeploy", "exec-1", "ami-1", `{}`)
@@ -116,6 +117,10 @@ func TestRolling(t *testing.T) {
 	}
 	if !refreshed {
 		t.Fatal("no instance refresh with the default healthy percentage and skipMatching")
+	}
+	r.fake.StartInstanceRefresh("web") // a retried deploy finds its first try's refresh still running
+	if out, f = r.step("AsgRollingDeploy", "exec-2", "ami-2", `{"instances": {"type": "Fixed", "spec": {"min": 2, "max": 6, "desired": 3}}}`); f != nil || out["previousLaunchTemplateVersion"] != "1" {
+		t.Fatalf("retried update: %v %+v", out, f)
 	}
 	if out, f = r.step("AsgRollingRollback", "exec-2", "ami-2", `{}`); f != nil || out["rolledBack"] != true {
 		t.Fatalf("rollback: %v %+v", out, f)

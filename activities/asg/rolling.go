@@ -2,6 +2,7 @@ package asg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -80,9 +81,32 @@ func (r *run) refresh(ctx context.Context, name string, minHealthy, maxHealthy i
 	if w, err := strconv.Atoi(strings.TrimSpace(fmt.Sprint(warmup))); err == nil {
 		prefs.InstanceWarmup = aws.Int32(int32(w))
 	}
-	out, err := r.asg.StartInstanceRefresh(ctx, &autoscaling.StartInstanceRefreshInput{AutoScalingGroupName: aws.String(name), Strategy: astypes.RefreshStrategyRolling, Preferences: prefs})
+	start := &autoscaling.StartInstanceRefreshInput{AutoScalingGroupName: aws.String(name), Strategy: astypes.RefreshStrategyRolling, Preferences: prefs}
+	out, err := r.asg.StartInstanceRefresh(ctx, start)
+	var busy *astypes.InstanceRefreshInProgressFault
+	if errors.As(err, &busy) {
+		// One already runs (this step's own, when the step is retried): it ends first.
+		r.logf("an instance refresh of %s is in progress: waiting for it to end", name)
+		if err := r.wait(ctx, "the instance refresh in progress of "+name, func() (bool, error) {
+			d, err := r.asg.DescribeInstanceRefreshes(ctx, &autoscaling.DescribeInstanceRefreshesInput{AutoScalingGroupName: aws.String(name)})
+			if err != nil {
+				return false, r.fail(err, "describe the instance refreshes of %s", name)
+			}
+			for _, ir := range d.InstanceRefreshes {
+				switch ir.Status {
+				case astypes.InstanceRefreshStatusPending, astypes.InstanceRefreshStatusInProgress, astypes.InstanceRefreshStatusCancelling,
+					astypes.InstanceRefreshStatusRollbackInProgress, astypes.InstanceRefreshStatusBaking:
+					return false, nil
+				}
+			}
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		out, err = r.asg.StartInstanceRefresh(ctx, start)
+	}
 	if err != nil {
-		return r.fail(err, "start an instance refresh of Auto Scaling group %s (wait for the refresh in progress to end, or cancel it)", name)
+		return r.fail(err, "start an instance refresh of Auto Scaling group %s", name)
 	}
 	id := aws.ToString(out.InstanceRefreshId)
 	r.logf("started instance refresh %s of %s (healthy %d%%..%d%%)", id, name, minHealthy, maxHealthy)

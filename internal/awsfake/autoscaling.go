@@ -83,6 +83,17 @@ func (s *Server) FailInstanceRefresh(group string) {
 	s.failRefresh[group] = true
 }
 
+// StartInstanceRefresh starts a refresh of a group, as another tool (or an earlier try of a
+// step) would.
+func (s *Server) StartInstanceRefresh(group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.groups[group]; g != nil {
+		s.refreshSeq++
+		g.refreshes = append(g.refreshes, &asRefresh{id: fmt.Sprintf("refresh-%04d", s.refreshSeq), status: "Pending"})
+	}
+}
+
 func sortedKeys(m map[string]string) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

@@ -86,7 +86,7 @@ func (sp *AsgRollingDeploy) Check(c Checker) {
 		c.Boolean(sp.Node, key, v)
 	}
 	ignoredTrue(c, sp.Node, "skipInstanceTermination", sp.SkipInstanceTermination, "the instance refresh replaces instances as AWS does")
-	c.Ignored(sp.HandleInProgressInstanceRefresh, "handleInProgressInstanceRefresh", "a refresh already in progress fails the step, saying so")
+	c.Ignored(sp.HandleInProgressInstanceRefresh, "handleInProgressInstanceRefresh", "Gantry waits for a refresh already in progress to end, then starts its own")
 }
 
 // AsgCanaryDeploy starts the new version in a NAME__Canary group.
