@@ -3,16 +3,14 @@ package asg
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
-	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/listeners"
 )
 
 // Blue-green keeps two groups, NAME__1 and NAME__2, each with its own target groups. The one
@@ -57,96 +55,18 @@ func shifting(lbs []lbConfig) bool {
 	return true
 }
 
-// forward returns what a listener rule (or, without one, the listener's default action)
-// forwards to: each target group's weight.
+// forward returns each target group a listener rule (or the listener) forwards to, weighted.
 func (r *run) forward(ctx context.Context, listener, rule string) (map[string]int32, error) {
-	var actions []elbtypes.Action
-	if rule != "" {
-		out, err := r.elb.DescribeRules(ctx, &elb.DescribeRulesInput{RuleArns: []string{rule}})
-		if err != nil {
-			return nil, r.fail(err, "describe listener rule %s", rule)
-		}
-		if len(out.Rules) == 1 {
-			actions = out.Rules[0].Actions
-		}
-	} else {
-		out, err := r.elb.DescribeListeners(ctx, &elb.DescribeListenersInput{ListenerArns: []string{listener}})
-		if err != nil {
-			return nil, r.fail(err, "describe listener %s", listener)
-		}
-		if len(out.Listeners) == 1 {
-			actions = out.Listeners[0].DefaultActions
-		}
-	}
-	for _, a := range actions {
-		if a.Type != elbtypes.ActionTypeEnumForward {
-			continue
-		}
-		out := map[string]int32{}
-		if a.ForwardConfig != nil && len(a.ForwardConfig.TargetGroups) > 0 {
-			for _, tg := range a.ForwardConfig.TargetGroups {
-				out[aws.ToString(tg.TargetGroupArn)] = aws.ToInt32(tg.Weight)
-			}
-		} else {
-			out[aws.ToString(a.TargetGroupArn)] = 100
-		}
-		return out, nil
-	}
-	return nil, activities.Fail(activities.Verification, "listener %s rule %s does not forward to a target group", listener, rule)
+	return listeners.Forwards(ctx, r.elb, listener, rule, r.fail)
 }
 
-// setForward makes a listener rule (or the listener's default action) forward by weights.
+// setForward makes a listener rule (or the listener) forward by weights.
 func (r *run) setForward(ctx context.Context, listener, rule string, weights map[string]int32) error {
-	action := elbtypes.Action{Type: elbtypes.ActionTypeEnumForward}
-	tgs := sortedGroups(weights)
-	if len(tgs) == 1 {
-		action.TargetGroupArn = aws.String(tgs[0])
-	} else {
-		fc := &elbtypes.ForwardActionConfig{}
-		for _, tg := range tgs {
-			fc.TargetGroups = append(fc.TargetGroups, elbtypes.TargetGroupTuple{TargetGroupArn: aws.String(tg), Weight: aws.Int32(weights[tg])})
-		}
-		action.ForwardConfig = fc
+	if err := listeners.Set(ctx, r.elb, listener, rule, weights, r.fail); err != nil {
+		return err
 	}
-	r.logf("listener %s rule %s now forwards to %s", listener, rule, describeWeights(weights))
-	if rule != "" {
-		if _, err := r.elb.ModifyRule(ctx, &elb.ModifyRuleInput{RuleArn: aws.String(rule), Actions: []elbtypes.Action{action}}); err != nil {
-			return r.fail(err, "modify listener rule %s", rule)
-		}
-		return nil
-	}
-	if _, err := r.elb.ModifyListener(ctx, &elb.ModifyListenerInput{ListenerArn: aws.String(listener), DefaultActions: []elbtypes.Action{action}}); err != nil {
-		return r.fail(err, "modify listener %s", listener)
-	}
+	r.logf("listener %s rule %s now forwards to %s", listener, rule, listeners.String(weights))
 	return nil
-}
-
-func sortedGroups(weights map[string]int32) []string {
-	out := make([]string, 0, len(weights))
-	for tg := range weights {
-		out = append(out, tg)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func describeWeights(weights map[string]int32) string {
-	var parts []string
-	for _, tg := range sortedGroups(weights) {
-		parts = append(parts, fmt.Sprintf("%s (%d)", tg, weights[tg]))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// heaviest is the target group with the most weight.
-func heaviest(weights map[string]int32) string {
-	best := ""
-	for _, tg := range sortedGroups(weights) {
-		if best == "" || weights[tg] > weights[best] {
-			best = tg
-		}
-	}
-	return best
 }
 
 // pair returns the blue-green groups of a base name: the one serving prod (nil: none yet) and
@@ -214,10 +134,10 @@ func (r *run) blueGreenDeploy(ctx context.Context, sp spec) (map[string]any, err
 		}
 		switch {
 		case prod == nil:
-			tgs = append(tgs, heaviest(prodW))
+			tgs = append(tgs, listeners.Heaviest(prodW))
 		case shifting(lbs):
 			free := ""
-			for _, tg := range sortedGroups(prodW) {
+			for _, tg := range listeners.Groups(prodW) {
 				if !contains(prod.TargetGroupARNs, tg) && free == "" {
 					free = tg
 				}
@@ -232,7 +152,7 @@ func (r *run) blueGreenDeploy(ctx context.Context, sp spec) (map[string]any, err
 			if err != nil {
 				return nil, err
 			}
-			tgs = append(tgs, heaviest(stageW))
+			tgs = append(tgs, listeners.Heaviest(stageW))
 		}
 	}
 	z, err := desiredSize(sp, prod, cfg)

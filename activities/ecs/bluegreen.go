@@ -10,10 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
-	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
-	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/listeners"
 )
 
 // Blue-green: EcsBlueGreenCreateService starts the new version as a green service of its own
@@ -52,58 +51,20 @@ type bgSpec struct {
 	StageTargetGroupArn string `json:"stageTargetGroupArn"`
 }
 
-// forwardsTo is the target group a listener rule (or, without one, the listener) forwards to.
+// forwardsTo is the target group a listener rule (or, without one, the listener) forwards to;
+// when weighted (after a traffic shift), the group taking the most traffic.
 func (r *run) forwardsTo(ctx context.Context, listener, rule string) (string, error) {
-	var actions []elbtypes.Action
-	if rule != "" {
-		out, err := r.elb.DescribeRules(ctx, &elb.DescribeRulesInput{RuleArns: []string{rule}})
-		if err != nil {
-			return "", r.fail(err, "read listener rule %s", rule)
-		}
-		if len(out.Rules) > 0 {
-			actions = out.Rules[0].Actions
-		}
-	} else {
-		out, err := r.elb.DescribeListeners(ctx, &elb.DescribeListenersInput{ListenerArns: []string{listener}})
-		if err != nil {
-			return "", r.fail(err, "read listener %s", listener)
-		}
-		if len(out.Listeners) > 0 {
-			actions = out.Listeners[0].DefaultActions
-		}
+	w, err := listeners.Forwards(ctx, r.elb, listener, rule, r.fail)
+	if err != nil {
+		return "", err
 	}
-	for _, a := range actions {
-		if a.Type != elbtypes.ActionTypeEnumForward {
-			continue
-		}
-		if tg := aws.ToString(a.TargetGroupArn); tg != "" {
-			return tg, nil
-		}
-		// Weighted (after a traffic shift): the group taking the most traffic.
-		best, weight := "", int32(-1)
-		if a.ForwardConfig != nil {
-			for _, t := range a.ForwardConfig.TargetGroups {
-				if w := aws.ToInt32(t.Weight); w > weight {
-					best, weight = aws.ToString(t.TargetGroupArn), w
-				}
-			}
-		}
-		if best != "" {
-			return best, nil
-		}
-	}
-	return "", activities.Fail(activities.Verification, "listener %s (rule %s) does not forward to a target group", listener, rule)
+	return listeners.Heaviest(w), nil
 }
 
 // pointAt makes a listener rule (or the listener) forward to tg.
 func (r *run) pointAt(ctx context.Context, listener, rule, tg string) error {
-	action := []elbtypes.Action{{Type: elbtypes.ActionTypeEnumForward, TargetGroupArn: aws.String(tg)}}
-	if rule != "" {
-		if _, err := r.elb.ModifyRule(ctx, &elb.ModifyRuleInput{RuleArn: aws.String(rule), Actions: action}); err != nil {
-			return r.fail(err, "point listener rule %s at %s", rule, tg)
-		}
-	} else if _, err := r.elb.ModifyListener(ctx, &elb.ModifyListenerInput{ListenerArn: aws.String(listener), DefaultActions: action}); err != nil {
-		return r.fail(err, "point listener %s at %s", listener, tg)
+	if err := listeners.Set(ctx, r.elb, listener, rule, map[string]int32{tg: 100}, r.fail); err != nil {
+		return err
 	}
 	r.logf("%s now forwards to %s", firstOf(rule, listener), tg)
 	return nil
