@@ -395,11 +395,29 @@ type GitConnectorSpec struct {
 // SCMConnectorSpec is a Github, Gitlab or Bitbucket connector: an account (organization) or
 // one repository, and how to authenticate.
 type SCMConnectorSpec struct {
-	Node              *yaml.Node             `yaml:"-"`
-	URL               string                 `yaml:"url" gantry:"required"`
-	Type              string                 `yaml:"type" gantry:"required"` // Account or Repo
-	Authentication    *Typed[GitCredentials] `yaml:"authentication" gantry:"required"`
-	DelegateSelectors []string               `yaml:"delegateSelectors"`
+	Node           *yaml.Node             `yaml:"-"`
+	URL            string                 `yaml:"url" gantry:"required"`
+	Type           string                 `yaml:"type" gantry:"required"` // Account or Repo
+	Authentication *Typed[GitCredentials] `yaml:"authentication" gantry:"required"`
+	// APIAccess is how the reference reaches the provider's API (commit statuses, pull
+	// requests); Gantry reports CI stages' commit statuses through it.
+	APIAccess         *Typed[APIAccessSpec] `yaml:"apiAccess"`
+	DelegateSelectors []string              `yaml:"delegateSelectors"`
+}
+
+// APIAccessSpec is a Github, Gitlab or Bitbucket connector's API credential: a token (Token,
+// OAuth), a username with a token (Bitbucket's UsernameToken), or a GitHub App.
+type APIAccessSpec struct {
+	Node              *yaml.Node `yaml:"-"`
+	Username          string     `yaml:"username"`
+	UsernameRef       string     `yaml:"usernameRef"`
+	TokenRef          string     `yaml:"tokenRef"`
+	RefreshTokenRef   string     `yaml:"refreshTokenRef"`
+	InstallationID    string     `yaml:"installationId"`
+	InstallationIDRef string     `yaml:"installationIdRef"`
+	ApplicationID     string     `yaml:"applicationId"`
+	ApplicationIDRef  string     `yaml:"applicationIdRef"`
+	PrivateKeyRef     string     `yaml:"privateKeyRef"`
 }
 
 // GitCredentials are a Git connector's credentials: a username (or a secret holding it) with

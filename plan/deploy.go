@@ -113,6 +113,15 @@ type GitConnector struct {
 	UsernameRef    string `json:"usernameRef,omitempty"`
 	PasswordRef    string `json:"passwordRef,omitempty"` // a password or a token
 	SSHKeyRef      string `json:"sshKeyRef,omitempty"`
+	// API reaches a Github, Gitlab or Bitbucket connector's API (nil: none, or a GitHub App).
+	API *GitAPI `json:"api,omitempty"`
+}
+
+// GitAPI is a connector's API credential: a token secret, with a username for Bitbucket.
+type GitAPI struct {
+	Username    string `json:"username,omitempty"`
+	UsernameRef string `json:"usernameRef,omitempty"`
+	TokenRef    string `json:"tokenRef"`
 }
 
 // RepoURL is the repository a store names: the connector's URL, joined with the store's

@@ -38,6 +38,9 @@ type Codebase struct {
 	Tag       string `json:"tag,omitempty"`
 	PRNumber  string `json:"prNumber,omitempty"`
 	CommitSha string `json:"commitSha,omitempty"`
+	// Status is where CI stages report their commit's status: the codebase's repository, when
+	// its connector has API access (nil: nowhere).
+	Status *GitStore `json:"status,omitempty"`
 }
 
 // PolicyRecord is an on-run policy decision as recorded with an execution.

@@ -26,6 +26,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/awshosts"
 	"github.com/gantry-cd/gantry/activities/charts"
 	"github.com/gantry-cd/gantry/activities/command"
+	"github.com/gantry-cd/gantry/activities/commitstatus"
 	"github.com/gantry-cd/gantry/activities/container"
 	"github.com/gantry-cd/gantry/activities/deployed"
 	ecsstep "github.com/gantry-cd/gantry/activities/ecs"
@@ -346,6 +347,8 @@ func registerActivities(r interface {
 	}
 	na := &notify.Activity{Sender: &sender, Log: o.Log}
 	r.RegisterActivityWithOptions(na.Run, activity.RegisterOptions{Name: activities.Notify})
+	statuses := &commitstatus.Activity{Secrets: o.Secrets, UIURL: sender.UIURL}
+	r.RegisterActivityWithOptions(statuses.Report, activity.RegisterOptions{Name: activities.CommitStatus})
 	r.RegisterActivityWithOptions(func(ctx context.Context, executionID string) (bool, error) {
 		if c == nil {
 			return false, nil

@@ -210,6 +210,9 @@ type Settings struct {
 	// OverrideFreeze is the user whose override-freeze permission lets this execution deploy
 	// while a deployment freeze holds ("": freezes refuse its deployments).
 	OverrideFreeze string `json:"overrideFreeze,omitempty"`
+	// CommitStatus is where the CI stages report their build's status: the codebase's
+	// repository, set by the pipeline from its plan (nil: nowhere).
+	CommitStatus *plan.GitStore `json:"commitStatus,omitempty"`
 }
 
 // batchSize is the loop batch size these settings ask for.

@@ -25,6 +25,10 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 		return nil, fmt.Errorf("pipeline workflow started without a plan")
 	}
 	backfillTraits(in.Plan.Stages)
+	in.Settings.CommitStatus = nil // a chained pipeline reports to its own codebase, if any
+	if in.Plan.Codebase != nil {
+		in.Settings.CommitStatus = in.Plan.Codebase.Status
+	}
 	p := newPipelineRun(ctx, in)
 	if err := p.registerHandlers(ctx); err != nil {
 		return nil, err

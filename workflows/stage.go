@@ -27,6 +27,7 @@ func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 		return nil, err
 	}
 	s.run(ctx)
+	s.finalCommitStatus(ctx)
 	res := &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted, Locks: s.releaseLocks(ctx)}
 	// Before settle, which may block and let flushWaiting send the owed report.
 	if s.owed != nil {
@@ -136,6 +137,7 @@ type stageRun struct {
 	locks            map[string]*heldLock                    // this workflow's lock tickets, by lock ID
 	inherited        []HeldLock                              // tickets its loop batches handed up
 	deployKey        string                                  // a Deployment stage's constraint key
+	statusSent       func() bool                             // the last commit status report is done (nil: none)
 	configFiles      []plan.File                             // the service's config files, fetched ones too (nil: Ssh fetches its own)
 	chainStarts      int                                     // chained executions started (a Pipeline stage's retries)
 }

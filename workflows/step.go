@@ -223,6 +223,7 @@ func (s *stageRun) activityStep(ctx workflow.Context, n *plan.Node, t *Node, spe
 		outputs, failure = httpOutcome(n, spec, outputs, root, fqn)
 	case failure == nil && tr.Outcome == "codebase":
 		s.codebaseCloned(outputs)
+		s.commitStatus(ctx, activities.CommitPending)
 	case failure == nil && tr.Outcome == "instances":
 		s.instancesFetched(outputs)
 	case tr.Outcome == "artifact":

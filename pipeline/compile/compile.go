@@ -234,7 +234,11 @@ func (c *compiler) planCodebase(pods map[string]*plan.Pod) *plan.Codebase {
 	out := &plan.Codebase{}
 	for _, key := range slices.Sorted(maps.Keys(pods)) {
 		if gc, ok := pods[key].Git[cb.ConnectorRef]; ok {
-			out.RepoURL = (&plan.GitStore{Connector: gc, RepoName: cb.RepoName}).RepoDisplay()
+			repo := &plan.GitStore{Connector: gc, RepoName: cb.RepoName}
+			out.RepoURL = repo.RepoDisplay()
+			if gc.API != nil {
+				out.Status = repo
+			}
 			break
 		}
 	}

@@ -175,6 +175,9 @@ func (r *resolver) gitConnector(file string, obj *yaml.Node, ref, needs string) 
 		if k.SCM.Authentication.Type == "Http" && cred != nil {
 			cred = httpCredentials(cred.Spec)
 		}
+		if a := k.SCM.APIAccess; a != nil && a.Spec != nil && a.Spec.TokenRef != "" && a.Type != "GithubApp" {
+			gc.API = &plan.GitAPI{Username: a.Spec.Username, UsernameRef: a.Spec.UsernameRef, TokenRef: a.Spec.TokenRef}
+		}
 	default:
 		r.diags.Errorf(r.at(file, pipeline.ValueAt(obj, "connectorRef")), "connector",
 			"connector %s is a %s connector; %s needs a Git, Github, Gitlab or Bitbucket connector", k.Identifier, k.Type, needs)

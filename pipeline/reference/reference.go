@@ -36,7 +36,7 @@ var EntityFields = map[string][]string{
 	"pipeline.Environment": {"overrides"},
 	// Used by the reference to test a connection and by its Git Experience and SCM APIs.
 	"pipeline.GitConnectorSpec":   {"apiAccess", "branch", "executeOnDelegate", "proxy", "validationRepo"},
-	"pipeline.SCMConnectorSpec":   {"apiAccess", "executeOnDelegate", "proxy", "validationRepo"},
+	"pipeline.SCMConnectorSpec":   {"executeOnDelegate", "proxy", "validationRepo"},
 	"pipeline.DockerRegistrySpec": {"executeOnDelegate", "proxy"},
 	"pipeline.HelmRepoSpec":       {"executeOnDelegate", "proxy"},
 }

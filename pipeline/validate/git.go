@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"slices"
+
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
@@ -89,6 +91,9 @@ func (c *checker) gitConnector(k *pipeline.Connector) {
 	}
 	s := k.SCM
 	c.enum(s.Node, "type", s.Type, []string{"Account", "Repo"}, "URL type")
+	if s.APIAccess != nil {
+		c.apiAccess(k.Type, s.APIAccess)
+	}
 	a := s.Authentication
 	if a == nil || a.Spec == nil {
 		return
@@ -109,6 +114,37 @@ func (c *checker) gitConnector(k *pipeline.Connector) {
 		return
 	}
 	c.gitCredentials(cred.Spec, "Http", secret)
+}
+
+// apiAccessTypes are the API credentials the reference takes per connector type.
+var apiAccessTypes = map[string][]string{
+	"Github":    {"GithubApp", "Token", "OAuth"},
+	"Gitlab":    {"Token", "OAuth"},
+	"Bitbucket": {"UsernameToken", "OAuth"},
+}
+
+// apiAccess checks a connector's API credential, through which CI stages report their commit
+// status.
+func (c *checker) apiAccess(connectorType string, a *pipeline.Typed[pipeline.APIAccessSpec]) {
+	allowed := apiAccessTypes[connectorType]
+	c.enum(a.Node, "type", a.Type, allowed, connectorType+" apiAccess type")
+	if a.Spec == nil || !slices.Contains(allowed, a.Type) {
+		return
+	}
+	switch a.Type {
+	case "GithubApp":
+		c.diags.Warnf(c.pos(a.Node), "not-implemented",
+			"apiAccess through a GitHub App is not used: CI stages report no commit status through this connector").
+			SetHint("give apiAccess a token: {type: Token, spec: {tokenRef: github_pat}}")
+	case "UsernameToken":
+		if a.Spec.Username == "" && a.Spec.UsernameRef == "" {
+			c.diags.Errorf(c.pos(a.Spec.Node), "missing-field", "apiAccess UsernameToken needs `username` or `usernameRef`").
+				SetHint("username: ci-bot")
+		}
+		c.required(a.Spec.Node, a.Spec.TokenRef, "tokenRef", "spec")
+	default:
+		c.required(a.Spec.Node, a.Spec.TokenRef, "tokenRef", "spec")
+	}
 }
 
 // gitCredentials checks that HTTP credentials name a user and a secret, SSH ones a key.
