@@ -119,6 +119,7 @@ type GitConnector struct {
 
 // GitAPI is a connector's API credential: a token secret, with a username for Bitbucket.
 type GitAPI struct {
+	Type        string `json:"type"` // Token, OAuth or UsernameToken
 	Username    string `json:"username,omitempty"`
 	UsernameRef string `json:"usernameRef,omitempty"`
 	TokenRef    string `json:"tokenRef"`

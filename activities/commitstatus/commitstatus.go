@@ -118,7 +118,11 @@ func build(in activities.CommitStatusInput, link, user, token string) (request, 
 		return request{url: api + "/repos/" + path + "/statuses/" + in.SHA, header: h, body: map[string]string{
 			"state": in.State, "context": in.Context, "description": clip(in.Description, 140), "target_url": link}}, nil
 	case "Gitlab":
-		h.Set("PRIVATE-TOKEN", token)
+		if in.Repo.Connector.API.Type == "OAuth" {
+			h.Set("Authorization", "Bearer "+token)
+		} else {
+			h.Set("PRIVATE-TOKEN", token)
+		}
 		state := map[string]string{activities.CommitPending: "running", activities.CommitSuccess: "success",
 			activities.CommitFailure: "failed", activities.CommitError: "canceled"}[in.State]
 		return request{url: scheme + "://" + host + "/api/v4/projects/" + url.PathEscape(path) + "/statuses/" + in.SHA, header: h,

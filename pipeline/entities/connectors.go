@@ -176,7 +176,7 @@ func (r *resolver) gitConnector(file string, obj *yaml.Node, ref, needs string) 
 			cred = httpCredentials(cred.Spec)
 		}
 		if a := k.SCM.APIAccess; a != nil && a.Spec != nil && a.Spec.TokenRef != "" && a.Type != "GithubApp" {
-			gc.API = &plan.GitAPI{Username: a.Spec.Username, UsernameRef: a.Spec.UsernameRef, TokenRef: a.Spec.TokenRef}
+			gc.API = &plan.GitAPI{Type: a.Type, Username: a.Spec.Username, UsernameRef: a.Spec.UsernameRef, TokenRef: a.Spec.TokenRef}
 		}
 	default:
 		r.diags.Errorf(r.at(file, pipeline.ValueAt(obj, "connectorRef")), "connector",
