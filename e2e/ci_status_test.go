@@ -100,7 +100,7 @@ func TestCICommitStatusPendingThenFailure(t *testing.T) {
       spec: {type: UsernamePassword, spec: {username: %s, passwordRef: ci_clone_token}}
     apiAccess: {type: Token, spec: {tokenRef: ci_github_api}}
 `, gh.URL, srv.Username)
-	p := ciPipelineWith(t, srv, "status", ciStage("build", ciStageOpts{Clone: true})+`              - step: {type: Run, name: unit, identifier: unit, spec: {image: IMAGE, shell: Sh, command: "test -f README.md && exit 1"}}
+	p := ciPipelineWith(t, srv, "checks", ciStage("build", ciStageOpts{Clone: true})+`              - step: {type: Run, name: unit, identifier: unit, spec: {image: IMAGE, shell: Sh, command: "test -f README.md && exit 1"}}
 `, load.Options{ForRun: true}, "git.yaml", connector)
 	exec, res := runPlan(t, node.starter, p)
 	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "build.unit": status.Failed})
@@ -112,7 +112,7 @@ func TestCICommitStatusPendingThenFailure(t *testing.T) {
 		t.Fatalf("statuses %+v, want pending then failure", got)
 	}
 	for _, s := range got {
-		if s.Repo != "acme/app" || s.SHA != got[0].SHA || s.Auth != "Bearer ghp-api-token" || s.Context != "gantry/status/build" || s.Link == "" {
+		if s.Repo != "acme/app" || s.SHA != got[0].SHA || s.Auth != "Bearer ghp-api-token" || s.Context != "gantry/checks/build" || s.Link == "" {
 			t.Errorf("status %+v", s)
 		}
 	}
