@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha1"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -65,7 +66,7 @@ func (a *Activity) Report(ctx context.Context, in activities.CommitStatusInput) 
 func (a *Activity) link(in activities.CommitStatusInput) string {
 	if a.UIURL != nil {
 		if base := a.UIURL(); base != "" {
-			return notify.LinksFor(base, activities.NotifyEvent{Namespace: in.Namespace, ExecutionID: in.ExecutionID, Pipeline: "-"}).Execution
+			return notify.LinksFor(base, activities.NotifyEvent{Namespace: in.Namespace, ExecutionID: in.ExecutionID}).Execution
 		}
 	}
 	return in.Repo.RepoDisplay()
@@ -162,9 +163,7 @@ func clip(s string, n int) string {
 }
 
 func basic(user, token string) string {
-	r, _ := http.NewRequest(http.MethodGet, "http://x", nil)
-	r.SetBasicAuth(user, token)
-	return strings.TrimPrefix(r.Header.Get("Authorization"), "Basic ")
+	return base64.StdEncoding.EncodeToString([]byte(user + ":" + token))
 }
 
 // send posts the status; the provider's answer to a refusal is in the error, masked.

@@ -99,10 +99,10 @@ func TestReportPerProvider(t *testing.T) {
 			call{host: "gitlab.com", path: "/api/v4/projects/acme%2Fapp/statuses/" + sha, auth: "Bearer s3cr3t-token",
 				body: map[string]string{"state": "canceled", "name": "gantry/build/test", "description": "Stage test failed", "target_url": link}}},
 		{"Bitbucket Cloud", "Bitbucket", "https://bitbucket.org/acme/app.git", activities.CommitPending, plan.GitAPI{UsernameRef: "bb_user", TokenRef: "pat"},
-			call{host: "api.bitbucket.org", path: "/2.0/repositories/acme/app/commit/" + sha + "/statuses/build", auth: "Basic " + basic("ci-bot", "s3cr3t-token"),
+			call{host: "api.bitbucket.org", path: "/2.0/repositories/acme/app/commit/" + sha + "/statuses/build", auth: "Basic Y2ktYm90OnMzY3IzdC10b2tlbg==",
 				body: map[string]string{"key": "gantry/build/test", "state": "INPROGRESS", "name": "gantry/build/test", "description": "Stage test failed", "url": link}}},
 		{"Bitbucket Server", "Bitbucket", "https://bitbucket.example.com/scm/acme/app.git", activities.CommitError, plan.GitAPI{Username: "ci-bot", TokenRef: "pat"},
-			call{host: "bitbucket.example.com", path: "/rest/build-status/1.0/commits/" + sha, auth: "Basic " + basic("ci-bot", "s3cr3t-token"),
+			call{host: "bitbucket.example.com", path: "/rest/build-status/1.0/commits/" + sha, auth: "Basic Y2ktYm90OnMzY3IzdC10b2tlbg==",
 				body: map[string]string{"key": "gantry/build/test", "state": "STOPPED", "name": "gantry/build/test", "description": "Stage test failed", "url": link}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
