@@ -48,6 +48,12 @@ const (
 	PodStart      = "gantry.PodStart"
 	PodStop       = "gantry.PodStop"
 	ContainerStep = "gantry.ContainerStep"
+	// WorkspaceStart makes a CI stage's workspace on the build machine its session runs on;
+	// WorkspaceStop ends what its steps left running and removes it; MachineStep runs a
+	// container step there, without a container. Only build machines register them.
+	WorkspaceStart = "gantry.WorkspaceStart"
+	WorkspaceStop  = "gantry.WorkspaceStop"
+	MachineStep    = "gantry.MachineStep"
 	// Command runs a Command step's units on one host over SSH.
 	Command = "gantry.Command"
 	// FetchInstances runs a CustomDeployment's FetchInstanceScript step.
@@ -76,6 +82,16 @@ type PodInput struct {
 	// Secrets are the secrets the steps reference: they reach the containers from a
 	// Kubernetes Secret created with the pod, never in the pod spec.
 	Secrets []string `json:"secrets,omitempty"`
+	// Workspace and Machine are a build machine's workspace folder and its worker, once
+	// WorkspaceStart made it (Pod.Machine set).
+	Workspace string `json:"workspace,omitempty"`
+	Machine   string `json:"machine,omitempty"`
+}
+
+// Workspace is what WorkspaceStart made: the folder, on the build machine named.
+type Workspace struct {
+	Dir     string `json:"dir"`
+	Machine string `json:"machine"`
 }
 
 // PodContainer is one step's container, its fields rendered.

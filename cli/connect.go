@@ -58,6 +58,8 @@ type connFlags struct {
 	logBucket       logBucketFlags
 	secretMgr       secretManagerFlags
 	notify          notifyFlags
+	buildMachine    bool // this process's worker runs CI stages on its machine (--build-machine)
+	maxStages       int
 }
 
 func (f *connFlags) add(cmd *cobra.Command) {
@@ -80,6 +82,7 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().IntVar(&f.workflowPollers, "workflow-pollers", envInt("GANTRY_WORKFLOW_POLLERS"), fmt.Sprintf("most pollers this process's worker fetches workflow tasks with; they scale with the tasks waiting, from 1; 0 is %d (env GANTRY_WORKFLOW_POLLERS)", worker.DefaultWorkflowPollers))
 	cmd.Flags().BoolVar(&f.fastPath, "fast-path", os.Getenv("GANTRY_FAST_PATH") != "false", "run short ShellScript and Http steps as local activities on the stage's worker; false runs every step as a regular activity, for executions this process starts (env GANTRY_FAST_PATH=false)")
 	cmd.Flags().StringVar(&f.codecKeys, "codec-keys", os.Getenv("GANTRY_CODEC_KEYS"), "key file (mode 600) that turns on AES-256-GCM encryption of every Temporal payload; every worker and client of the namespace needs it (env GANTRY_CODEC_KEYS)")
+	cmd.Flags().IntVar(&f.maxStages, "max-stages", envInt("GANTRY_MAX_STAGES"), fmt.Sprintf("as a build machine, the CI stages this process's worker runs at once; more wait; 0 is %d (env GANTRY_MAX_STAGES)", worker.DefaultMaxStages))
 	f.logBucket.add(cmd)
 	f.secretMgr.add(cmd)
 	f.notify.add(cmd)
@@ -295,6 +298,8 @@ func (e *engine) startWorker(f connFlags, log *zap.Logger) error {
 		BuildKitImage:      f.buildkitImage,
 		Log:                log,
 		Tags:               f.tags,
+		BuildMachine:       f.buildMachine,
+		MaxStages:          f.maxStages,
 		NoFastPath:         !f.fastPath,
 		Internal:           e.internal,
 		Notify: f.notify.sender(f.dataDir, e.secrets, func() string {

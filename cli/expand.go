@@ -31,6 +31,8 @@ func buildInfraFlags(cmd *cobra.Command, b *pipeline.BuildInfra) {
 		"namespace of those stages' pods (env GANTRY_CI_NAMESPACE)")
 	cmd.Flags().StringVar(&b.Image, "ci-image", os.Getenv("GANTRY_CI_IMAGE"),
 		"image of their container steps that name none, as the reference's hosted machines give one (env GANTRY_CI_IMAGE)")
+	cmd.Flags().BoolVar(&b.Machines, "build-machine", os.Getenv("GANTRY_BUILD_MACHINE") != "false",
+		"without --ci-connector, run those stages on build machines, their steps without an image on the machine itself; this process's worker is one (env GANTRY_BUILD_MACHINE=false turns it off)")
 }
 
 func templatesFlag(cmd *cobra.Command, dirs *[]string) {

@@ -12,6 +12,9 @@ type BuildInfra struct {
 	Connector string // a K8sCluster connector's identifier, found with the other connectors
 	Namespace string
 	Image     string // "": steps must name their image
+	// Machines runs those stages on build machines (workers started with --build-machine)
+	// when no cluster is named: their steps without an image run on the machine itself.
+	Machines bool
 }
 
 // Configured says whether an operator named a build infrastructure.
@@ -21,12 +24,26 @@ func (b *BuildInfra) Configured() bool { return b != nil && b.Connector != "" }
 // build infrastructure's default image.
 var ImagedStepTypes = map[string]bool{"Run": true, "RunTests": true, "Background": true, "Plugin": true}
 
+// MachineStepTypes are the container step types a build machine runs without containers: the
+// command steps without an image, on the machine itself, and GitClone into the workspace.
+var MachineStepTypes = map[string]bool{"Run": true, "RunTests": true, "Background": true, "GitClone": true}
+
 // ApplyBuildInfra places the CI stages of p that name a runtime and no infrastructure on b:
 // each gets `infrastructure: {type: KubernetesDirect, spec: {connectorRef, namespace}}`, and
 // its container steps without an image get b's image. The new nodes carry the runtime's
 // position, so that what is said about them points at the runtime.
+//
+// Without a cluster but with build machines, those stages are marked OnMachine instead.
 func ApplyBuildInfra(p *Pipeline, b *BuildInfra) {
-	if !b.Configured() || p == nil {
+	if p == nil || b == nil {
+		return
+	}
+	if !b.Configured() {
+		for _, s := range p.AllStages() {
+			if spec := s.CI; spec != nil && spec.Runtime != nil && spec.Infrastructure == nil {
+				spec.OnMachine = b.Machines
+			}
+		}
 		return
 	}
 	for _, s := range p.AllStages() {

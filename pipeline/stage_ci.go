@@ -16,6 +16,8 @@ type CIStageSpec struct {
 	Caching             *yaml.Node `yaml:"caching"`
 	BuildIntelligence   *yaml.Node `yaml:"buildIntelligence"`
 	SlsaProvenance      *yaml.Node `yaml:"slsa_provenance"`
+	// OnMachine says the stage names a runtime and runs on a build machine (ApplyBuildInfra).
+	OnMachine bool `yaml:"-"`
 }
 
 func decodeCISpec(d *Decoder, s *Stage) {

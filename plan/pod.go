@@ -17,4 +17,16 @@ type Pod struct {
 	// Aws are the Aws connectors of its cache steps (SaveCacheS3, RestoreCacheS3), by
 	// connector reference.
 	Aws map[string]AwsConnector `json:"aws,omitempty"`
+	// Machine, when set, makes this a CI stage's workspace on a build machine instead of a
+	// pod: Connector and Infra are then empty.
+	Machine *Machine `json:"machine,omitempty"`
+}
+
+// Machine is the build machine a CI stage that names a runtime asks for: its platform as the
+// stage's `platform` writes it (expressions rendered when the stage starts; "" takes any) and
+// the stage's delegate selectors.
+type Machine struct {
+	OS        string   `json:"os,omitempty"`
+	Arch      string   `json:"arch,omitempty"`
+	Selectors []string `json:"selectors,omitempty"`
 }

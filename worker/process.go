@@ -45,6 +45,20 @@ func Start(c client.Client, o Options) (*Process, error) {
 		}
 		p.delegates = append(p.delegates, d)
 	}
+	if o.BuildMachine {
+		machines, err := BuildMachines(c, o)
+		if err != nil {
+			p.Stop()
+			return nil, fmt.Errorf("build machine: %w", err)
+		}
+		for _, m := range machines {
+			if err := m.Start(); err != nil {
+				p.Stop()
+				return nil, fmt.Errorf("start build machine worker: %w", err)
+			}
+			p.delegates = append(p.delegates, m)
+		}
+	}
 	return p, nil
 }
 

@@ -102,6 +102,13 @@ type Options struct {
 	// LockCheck is how often a lock workflow this worker starts makes sure its holder still
 	// runs (0: activities.DefaultLockCheck).
 	LockCheck time.Duration
+	// BuildMachine makes this worker a build machine: it runs the CI stages that name a
+	// runtime, their steps without an image on this machine (see BuildMachines), at most
+	// MaxStages at once (0: DefaultMaxStages). StepHelper is the gantry-helper command that
+	// runs those steps (nil: see StepHelper).
+	BuildMachine bool
+	MaxStages    int
+	StepHelper   []string
 	// Notify configures notification deliveries: SMTP server, PagerDuty endpoint, UI links
 	// and the identity file user groups resolve through. Its Secrets default to Secrets.
 	Notify notify.Sender

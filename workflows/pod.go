@@ -33,6 +33,9 @@ func (f *frame) podFor() *activities.PodInput {
 // startPod creates the pod of a containerized group (or of a Container step, n itself): its
 // infrastructure and its containers' images rendered in n's scope.
 func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*activities.PodInput, *activities.Failure) {
+	if n.Pod.Machine != nil {
+		return s.startMachine(ctx, n, t, fqn, fr)
+	}
 	scope := expressions.NewScope(s.rootFor(fr), fqn)
 	opts := expressions.Options{Unresolved: expressions.UnresolvedFail}
 	infra, err := renderSpec(n.Pod.Infra, scope, opts, "", func(string) bool { return false })
@@ -103,6 +106,10 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 
 // stopPod deletes a group's pod whatever ended the group, an abort included.
 func (s *stageRun) stopPod(ctx workflow.Context, pod *activities.PodInput) {
+	if pod.Pod.Machine != nil {
+		s.stopMachine(ctx, pod)
+		return
+	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, s.podOptions(pod.Group+" (pod cleanup)")), activities.PodStop, pod).Get(dctx, nil)
 	if err != nil {

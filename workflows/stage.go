@@ -118,6 +118,8 @@ type stageRun struct {
 	waiting          map[string]*pending // nodes waiting for a user, by path
 	running          map[string]*runningStep
 	ownPods          map[string]*activities.PodInput // Container steps' pods, by node path
+	machine          workflow.Context                // the session on a CI stage's build machine
+	machineHost      string                          // that machine's worker
 	loopPaths        map[string]bool                 // paths of loop iterations: not part of currentStatus
 	activeSteps      int                             // step activities running now (MaxRunningSteps)
 	barriers         map[string]string               // barrier ref → outcome, as the pipeline reported it
@@ -263,6 +265,10 @@ func (s *stageRun) run(ctx workflow.Context) {
 	if st.Pod != nil && s.in.Mode != ModePipelineRollback {
 		// A CI stage: one pod for all its steps (spec 22.1), deleted however the stage ends.
 		pod, f := s.startPod(body, st, s.tree, s.fqn, s.forward)
+		if f != nil && st.Pod.Machine != nil && body.Err() != nil {
+			s.finishStopped(ctx) // aborted or timed out while waiting for a build machine
+			return
+		}
 		if f != nil {
 			s.finish(ctx, status.Failed, f)
 			return

@@ -294,6 +294,18 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	if len(selectors) == 0 && deploy != nil && deploy.Aws != nil {
 		selectors = deploy.Aws.Selectors // an AWS step without its own runs where its connector says
 	}
+	activity, actx := tr.Activity, ctx
+	if pod != nil && pod.Pod.Pod.Machine != nil {
+		// A step of a stage on a build machine: there, in its session, whatever its selectors
+		// (they chose the machine).
+		if f := s.machineLost(); f != nil {
+			return nil, f
+		}
+		var release func()
+		actx, release = s.onMachine(ctx)
+		defer release()
+		activity, selectors = activities.MachineStep, nil
+	}
 	if len(selectors) > 0 {
 		// Only workers with these tags poll this queue; none within the wait is a
 		// DelegateProvisioning failure, not a hang.
@@ -321,7 +333,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		// The UI reads the live tree between workflow tasks: show the step running (and link
 		// its log) while it does. A fast-path step ends within the task it started in.
 		s.publish(ctx)
-		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), tr.Activity, in).Get(ctx, &res)
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(actx, ao), activity, in).Get(ctx, &res)
 	}
 	if res.Worker != "" {
 		t.Worker = res.Worker
@@ -335,6 +347,9 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		s.flushFastPath(ctx, res.Ended.Sub(res.Started))
 	}
 	if err != nil {
+		if f := s.machineLost(); f != nil && pod != nil && pod.Pod.Pod.Machine != nil && ctx.Err() == nil {
+			return nil, f
+		}
 		var canceled *temporal.CanceledError
 		if errors.As(err, &canceled) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
 			return nil, &activities.Failure{Category: aborted, Message: "aborted"}

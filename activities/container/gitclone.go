@@ -23,6 +23,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/container/wire"
 	"github.com/gantry-cd/gantry/activities/gitstore"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -55,6 +56,23 @@ type gitCloneSpec struct {
 // enter the pod) and streams the working copy, .git included, into the workspace through the
 // pod's gantry container.
 func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activities.StepInput, log *logs.Writer) (activities.StepResult, error) {
+	return cloneAndPut(ctx, a.Secrets, in, "", log, func(tmp, dest string) error {
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(tarDir(tmp, pw)) }()
+		out := &output{log: log, mask: nil}
+		err := stream(ctx, k, ns, in.Pod.Pod.Name, in.Pod.Container, []string{"/gantry-helper", "untar", dest}, pr, out, out)
+		pr.Close()
+		if _, last := out.flush(); err != nil {
+			return fmt.Errorf("%v%s", err, lastLine(last))
+		}
+		return nil
+	})
+}
+
+// cloneAndPut clones the repository a GitClone step names into a new folder below tmpBase
+// ("": the system's) and hands it to put with the clone directory, as the step's spec names it
+// in the workspace.
+func cloneAndPut(ctx context.Context, r secrets.Resolver, in activities.StepInput, tmpBase string, log *logs.Writer, put func(tmp, dest string) error) (activities.StepResult, error) {
 	var spec gitCloneSpec
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone spec: %v", err)
@@ -65,7 +83,7 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 	}
 	repoURL := (&plan.GitStore{Connector: conn, RepoName: spec.RepoName}).RepoURL()
 	where := gitstore.Redact(repoURL)
-	auth, err := (&gitstore.Fetcher{Secrets: a.Secrets}).Auth(ctx, conn)
+	auth, err := (&gitstore.Fetcher{Secrets: r}).Auth(ctx, conn)
 	if err != nil {
 		return activities.StepResult{}, err
 	}
@@ -73,7 +91,7 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 	if err != nil {
 		return activities.StepResult{}, err
 	}
-	tmp, err := os.MkdirTemp("", "gantry-clone-")
+	tmp, err := os.MkdirTemp(tmpBase, "gantry-clone-")
 	if err != nil {
 		return activities.StepResult{}, err
 	}
@@ -95,14 +113,8 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 		return activities.StepResult{}, gitstore.Classify(err, "%s, %s", where, ref)
 	}
 	dest := cloneDirectory(spec.CloneDirectory, spec.RepoName, repoURL)
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(tarDir(tmp, pw)) }()
-	out := &output{log: log, mask: nil}
-	err = stream(ctx, k, ns, in.Pod.Pod.Name, in.Pod.Container, []string{"/gantry-helper", "untar", dest}, pr, out, out)
-	pr.Close()
-	_, last := out.flush()
-	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone of %s into %s: %v%s", where, dest, err, lastLine(last))
+	if err := put(tmp, dest); err != nil {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone of %s into %s: %v", where, dest, err)
 	}
 	log.Line(fmt.Sprintf("cloned %s, %s, at %s into %s", where, ref, head.Hash(), dest))
 	return activities.StepResult{Outputs: map[string]any{"commitSha": head.Hash().String(), "cloneDirectory": dest}}, nil

@@ -127,7 +127,7 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	}
 	// Test reports are read however the command ended: a test run that fails exits non-zero.
 	tests := a.testReports(runCtx, k, string(inf.Namespace), in, spec, log)
-	if err := commandFailure(in, res, last, tests, mask); err != nil {
+	if err := commandFailure("container "+in.Pod.Container, res, last, tests, mask); err != nil {
 		return activities.StepResult{}, err
 	}
 	if buildStep(in.Type) {
@@ -140,20 +140,20 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	return activities.StepResult{Outputs: outputVariables(spec, res, mask), Tests: tests}, nil
 }
 
-// commandFailure is the step's failure when its command did not succeed: an error of the
+// commandFailure is the step's failure, where it ran (a container, a build machine) named, when its command did not succeed: an error of the
 // helper, a signal, a non-zero exit; nil otherwise. It carries the test reports read.
-func commandFailure(in activities.StepInput, res wire.Result, last string, tests *activities.TestSummary, mask *secrets.Masker) error {
+func commandFailure(where string, res wire.Result, last string, tests *activities.TestSummary, mask *secrets.Masker) error {
 	switch {
 	case res.Error != "" && res.ExitCode == 0:
-		return activities.FailWithTests(activities.Unknown, tests, "container %s: %s", in.Pod.Container, mask.Apply(res.Error))
+		return activities.FailWithTests(activities.Unknown, tests, "%s: %s", where, mask.Apply(res.Error))
 	case res.Signal != "":
-		msg := fmt.Sprintf("container %s: the command was killed by signal %s", in.Pod.Container, res.Signal)
+		msg := fmt.Sprintf("%s: the command was killed by signal %s", where, res.Signal)
 		if res.Signal == "KILL" {
 			msg += " (out of memory, if the container has a memory limit)"
 		}
 		return activities.FailWithTests(activities.Unknown, tests, "%s%s", msg, lastLine(last))
 	case res.ExitCode != 0:
-		msg := fmt.Sprintf("container %s: the command exited with code %d", in.Pod.Container, res.ExitCode)
+		msg := fmt.Sprintf("%s: the command exited with code %d", where, res.ExitCode)
 		if res.ExitCode == 137 {
 			msg += " (a process was killed: out of memory, if the container has a memory limit)"
 		}
@@ -198,8 +198,14 @@ func (a *Activity) testReports(ctx context.Context, k *cluster, ns string, in ac
 		log.Line(fmt.Sprintf("# gantry: test reports %v could not be read: %v %s", r.Spec.Paths, err, strings.TrimSpace(errs.String())))
 		return nil
 	}
+	return summarizeReports(&out, r.Spec.Paths, log)
+}
+
+// summarizeReports reads the JUnit reports of a tar stream (gantry-helper reports) into a
+// summary, each report that is not JUnit a line in the step's log.
+func summarizeReports(out io.Reader, paths []string, log *logs.Writer) *activities.TestSummary {
 	sum := &activities.TestSummary{}
-	tr := tar.NewReader(&out)
+	tr := tar.NewReader(out)
 	for {
 		h, err := tr.Next()
 		if err != nil {
@@ -214,7 +220,7 @@ func (a *Activity) testReports(ctx context.Context, k *cluster, ns string, in ac
 		}
 	}
 	if sum.Reports == 0 {
-		log.Line(fmt.Sprintf("# gantry: no test report matches %v", r.Spec.Paths))
+		log.Line(fmt.Sprintf("# gantry: no test report matches %v", paths))
 	} else {
 		log.Line(fmt.Sprintf("# gantry: tests: %d, failed: %d, skipped: %d (%d reports)", sum.Total, sum.Failed, sum.Skipped, sum.Reports))
 	}

@@ -1,6 +1,7 @@
 package entities
 
 import (
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -54,6 +55,9 @@ func (c *Catalog) Pods(src pipeline.Source, p *pipeline.Pipeline) (map[string]*p
 // stage's (UseFromStage), with the codebase's Git connector when the stage clones it.
 func (r *resolver) ciPod(s *pipeline.Stage, p *pipeline.Pipeline, infras map[string]*pipeline.PodInfra) *plan.Pod {
 	spec := s.CI
+	if spec.OnMachine {
+		return r.machinePod(s, p)
+	}
 	if spec.Infrastructure == nil {
 		return nil
 	}
@@ -72,8 +76,51 @@ func (r *resolver) ciPod(s *pipeline.Stage, p *pipeline.Pipeline, infras map[str
 		return nil
 	}
 	infras[s.Identifier] = podInfra
-	pod := r.pod(s.Identifier, podInfra, spec.SharedPaths, spec.Execution.Steps)
-	cb := p.Codebase
+	return r.withCodebase(r.pod(s.Identifier, podInfra, spec.SharedPaths, spec.Execution.Steps), s, p)
+}
+
+// machinePod is the workspace of a CI stage on a build machine: the platform it asks for,
+// and the Git connectors of its clones.
+func (r *resolver) machinePod(s *pipeline.Stage, p *pipeline.Pipeline) *plan.Pod {
+	spec := s.CI
+	m := &plan.Machine{}
+	if pf := spec.Platform; pf != nil {
+		m.OS, m.Arch = scalar(pipeline.Field(pf, "os")), scalar(pipeline.Field(pf, "arch"))
+	}
+	// The stage's delegate selectors, and the pipeline's, choose its machine as its steps' worker.
+	for _, n := range []*yaml.Node{p.DelegateSelectors, s.DelegateSelectors} {
+		if n != nil && n.Kind == yaml.SequenceNode {
+			for _, e := range n.Content {
+				if e.Kind == yaml.ScalarNode && e.Value != "" && !slices.Contains(m.Selectors, e.Value) {
+					m.Selectors = append(m.Selectors, e.Value)
+				}
+			}
+		}
+	}
+	pod := &plan.Pod{Machine: m}
+	if spec.SharedPaths != nil {
+		pod.SharedPaths = pipeline.Value(spec.SharedPaths)
+	}
+	pipeline.WalkSteps(spec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
+		if v.Step != nil && v.Step.Spec != nil && v.Step.Type == "GitClone" {
+			keepConnector(&pod.Git, v.Step.Spec, func(ref string) (plan.GitConnector, bool) {
+				return r.gitConnector(r.file, v.Step.Spec, ref, "a GitClone step")
+			})
+		}
+	})
+	return r.withCodebase(pod, s, p)
+}
+
+func scalar(n *yaml.Node) string {
+	if n == nil || n.Kind != yaml.ScalarNode {
+		return ""
+	}
+	return n.Value
+}
+
+// withCodebase adds the codebase's Git connector to a CI stage's pod when the stage clones it.
+func (r *resolver) withCodebase(pod *plan.Pod, s *pipeline.Stage, p *pipeline.Pipeline) *plan.Pod {
+	spec, cb := s.CI, p.Codebase
 	if pod == nil || spec.CloneCodebase != "true" || cb == nil {
 		return pod
 	}

@@ -18,11 +18,13 @@ func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
 	switch {
 	case spec.Infrastructure != nil:
 		c.ciInfrastructure(s, spec.Infrastructure)
+	case spec.Runtime != nil && spec.OnMachine:
+		c.ciMachine(s, spec)
 	case spec.Runtime != nil:
 		typ := scalarValue(pipeline.Field(spec.Runtime, "type"))
 		c.diags.Unsupportedf(c.pos(spec.Runtime), "unsupported-runtime",
-			"stage %s runs on runtime %s, the reference's hosted or local build machines, and no build infrastructure is configured; Gantry runs CI stages on a Kubernetes cluster you name", s.Identifier, typ).
-			SetHint("name one with --ci-connector K8S_CONNECTOR --ci-namespace NS [--ci-image DEFAULT_IMAGE] (env GANTRY_CI_CONNECTOR, GANTRY_CI_NAMESPACE, GANTRY_CI_IMAGE) on gantry run, validate and server, or replace runtime with `infrastructure: {type: KubernetesDirect, spec: {connectorRef: my_cluster, namespace: ci}}`")
+			"stage %s runs on runtime %s, the reference's hosted or local build machines, and neither a build machine nor a build cluster is configured", s.Identifier, typ).
+			SetHint("run it on build machines: workers started with --build-machine (gantry run and gantry server are build machines unless --build-machine=false); or on a cluster: --ci-connector K8S_CONNECTOR --ci-namespace NS [--ci-image DEFAULT_IMAGE] (env GANTRY_CI_CONNECTOR, GANTRY_CI_NAMESPACE, GANTRY_CI_IMAGE) on gantry run, validate and server")
 	default:
 		// The reference runs no build stage without a build infrastructure: it is where the
 		// stage's shared workspace lives (its CI FAQ, "What is build infrastructure").
@@ -73,6 +75,39 @@ func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
 	if n := spec.SlsaProvenance; enabled(n) {
 		c.diags.Unsupportedf(c.pos(n), "unsupported-field", "slsa_provenance would attest the images the stage builds; Gantry does not generate provenance")
 	}
+}
+
+// ciMachine checks a CI stage that runs on a build machine: its steps run there without
+// containers, so a step that needs one (an image, a plugin, a build) cannot run as written.
+func (c *checker) ciMachine(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
+	const hint = "drop the image to run the command on the build machine with its own tools, or run the stage in pods on a cluster: --ci-connector K8S_CONNECTOR (env GANTRY_CI_CONNECTOR)"
+	if n := spec.ServiceDependencies; n != nil && n.Kind == yaml.SequenceNode && len(n.Content) > 0 {
+		c.diags.Unsupportedf(c.pos(n), "unsupported-on-build-machine",
+			"stage %s runs on a build machine, where Gantry runs no containers yet, and its serviceDependencies are containers", s.Identifier).SetHint(hint)
+	}
+	if spec.Execution == nil {
+		return
+	}
+	pipeline.WalkSteps(spec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
+		st := v.Step
+		if st == nil || steps.Traits(st.Type).Container == "" {
+			return
+		}
+		for _, g := range v.Groups {
+			if g.StepGroupInfra != nil {
+				return // the group's own pod
+			}
+		}
+		switch {
+		case !pipeline.MachineStepTypes[st.Type]:
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(st.Node, "type")), "unsupported-on-build-machine",
+				"step %s (%s) runs in a container, and stage %s runs on a build machine, where Gantry runs no containers yet", st.Identifier, st.Type, s.Identifier).
+				SetHint("run the stage in pods on a cluster: --ci-connector K8S_CONNECTOR (env GANTRY_CI_CONNECTOR)")
+		case pipeline.Field(st.Spec, "image") != nil:
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(st.Spec, "image")), "unsupported-on-build-machine",
+				"step %s names an image, and stage %s runs on a build machine, where Gantry runs no containers yet", st.Identifier, s.Identifier).SetHint(hint)
+		}
+	})
 }
 
 // enabled reports whether a feature block (`{enabled: true, ...}`) is switched on.

@@ -118,11 +118,13 @@ func (c *checker) resources(r *pipeline.ContainerResources) {
 }
 
 // containerStep checks a step that runs in a container of a containerized step group.
-// A CI stage's steps all run in the stage's pod (inCIStage).
-func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.StepGroup, inCIStage bool) {
+// A CI stage's steps all run in the stage's pod (inCIStage), or on its build machine
+// (onMachine: a step needs no image there).
+func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.StepGroup, inCIStage, onMachine bool) {
 	inPod := inCIStage
 	for _, g := range groups {
 		inPod = inPod || g.StepGroupInfra != nil
+		onMachine = onMachine && g.StepGroupInfra == nil
 	}
 	if ct, ok := spec.(*steps.Container); ok {
 		c.containerInfra(s, ct)
@@ -147,7 +149,7 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 		return // it runs in the pod's helper container
 	}
 	set, needsImage := im.ImageSettings()
-	if set.Image == "" && needsImage {
+	if set.Image == "" && needsImage && !onMachine {
 		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "spec")), "unsupported-field",
 			"%s step %s has no image: the reference then uses its own default image, which Gantry does not have", s.Type, s.Identifier).
 			SetHint("name the image, e.g. `image: alpine:3.20`")

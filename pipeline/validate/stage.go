@@ -333,7 +333,8 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	spec := entry.New()
 	c.dec.Decode(specNode, spec, s.Type+" spec")
 	if entry.Traits.Container != "" {
-		c.containerStep(s, spec, groups, ctx.stage.Type == "CI") // checked in its pod, or refused outside one
+		onMachine := ctx.stage.CI != nil && ctx.stage.CI.OnMachine
+		c.containerStep(s, spec, groups, ctx.stage.Type == "CI", onMachine) // checked in its pod, or refused outside one
 	} else if ck, ok := spec.(steps.Checked); ok {
 		ck.Check(specChecker{c})
 	}

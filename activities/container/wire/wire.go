@@ -27,6 +27,12 @@ type Request struct {
 	Background bool `json:"background,omitempty"`
 	// Nonce marks the helper's result line on stdout.
 	Nonce string `json:"nonce"`
+	// GroupFile, when set, is where the helper records the command's process group ("PGID
+	// START-TIME") while it runs, or for good for a background program: on a build machine,
+	// whoever finds a workspace its worker left kills what it names.
+	GroupFile string `json:"groupFile,omitempty"`
+	// LogFile, when set, receives a background program's output (a pod's: the container's log).
+	LogFile string `json:"logFile,omitempty"`
 }
 
 // Result is the helper's last stdout line, after ResultPrefix and the request's nonce.

@@ -1,4 +1,4 @@
-package main
+package runner
 
 import (
 	"archive/tar"
@@ -13,10 +13,10 @@ import (
 // maxReports bounds what reports writes: test reports, not build outputs.
 const maxReports = 32 << 20
 
-// reports writes, as a tar stream, the regular files below dir (or absolute) matching any of
+// Reports writes, as a tar stream, the regular files below dir (or absolute) matching any of
 // the patterns: a step's test reports. In a pattern `**` matches any number of directories,
 // `*` and `?` characters within one.
-func reports(w io.Writer, dir string, patterns []string) error {
+func Reports(w io.Writer, dir string, patterns []string) error {
 	var res []*regexp.Regexp
 	for _, p := range patterns {
 		if !filepath.IsAbs(p) {

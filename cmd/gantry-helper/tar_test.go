@@ -5,31 +5,11 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-)
 
-// Report patterns: ** spans directories (none included), * and ? stay within one.
-func TestGlobRegexp(t *testing.T) {
-	for _, c := range []struct {
-		pattern, path string
-		match         bool
-	}{
-		{"/harness/reports/*.xml", "/harness/reports/unit.xml", true},
-		{"/harness/reports/*.xml", "/harness/reports/sub/unit.xml", false},
-		{"/harness/**/*.xml", "/harness/unit.xml", true},
-		{"/harness/**/*.xml", "/harness/a/b/TEST-x.xml", true},
-		{"/harness/**/TEST-?.xml", "/harness/a/TEST-x.xml", true},
-		{"/harness/**/TEST-?.xml", "/harness/a/TEST-xy.xml", false},
-		{"/harness/target/surefire-reports/*.xml", "/harness/target/surefire-reports/TEST-A.xml", true},
-		{"/harness/a+b/*.xml", "/harness/a+b/r.xml", true},
-	} {
-		if got := regexp.MustCompile(globRegexp(c.pattern)).MatchString(c.path); got != c.match {
-			t.Errorf("%s ~ %s: %v, want %v", c.pattern, c.path, got, c.match)
-		}
-	}
-}
+	"github.com/gantry-cd/gantry/activities/container/runner"
+)
 
 // A cache round trip: tar writes the paths under their absolute names, untar of / puts them
 // back, files, directories and modes included; reports lists only the matching files.
@@ -57,7 +37,7 @@ func TestTarRoundTripAndReports(t *testing.T) {
 		t.Errorf("mode %v", st.Mode())
 	}
 	var listed bytes.Buffer
-	if err := reports(&listed, src, []string{"*.xml", "**/*.md"}); err != nil {
+	if err := runner.Reports(&listed, src, []string{"*.xml", "**/*.md"}); err != nil {
 		t.Fatal(err)
 	}
 	tr := tar.NewReader(&listed)

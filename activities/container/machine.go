@@ -1,0 +1,467 @@
+package container
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.uber.org/zap"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/container/runner"
+	"github.com/gantry-cd/gantry/activities/container/wire"
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/activities/secrets"
+)
+
+// Machine runs the CI stages that name a runtime on this worker's own machine (a build
+// machine): each stage gets a workspace folder, and its container steps run there without a
+// container, as the worker's user, through gantry-helper's `run` (the program that runs them in
+// pods): the helper is the step's parent, so a step whose worker dies (its stdin closes) is
+// killed with its whole process group.
+//
+// A workspace is ROOT/NAME with work/ (the steps' workspace, HARNESS_WORKSPACE), gantry/ (the
+// helper's scratch files, the process groups running in it, background steps' output) and
+// lock, flock-ed by the worker using it: a workspace whose lock is free was left by a worker
+// that died, and is cleaned (its recorded process groups killed) by the next that looks.
+type Machine struct {
+	Root    string
+	Secrets secrets.Resolver
+	Logs    logs.Store
+	// Helper is the command that is gantry-helper (its `run` argument added), HelperEnv what
+	// it needs in its environment besides the step's.
+	Helper    []string
+	HelperEnv []string
+	// MaxStages bounds the workspaces this process keeps at once (0: no bound); a stage
+	// beyond waits in WorkspaceStart.
+	MaxStages int
+	// Name names this worker in what it reports (host/pid).
+	Name string
+	// Closed reports whether a workflow run has closed: the workspaces of closed runs are
+	// removed when another stage starts. nil: only WorkspaceStop removes them.
+	Closed func(ctx context.Context, workflowID, runID string) (bool, error)
+	Log    *zap.Logger
+
+	mu   sync.Mutex
+	live map[string]*workspace // by folder name
+}
+
+type workspace struct {
+	lock       *os.File
+	workflowID string
+	runID      string
+}
+
+// groupGrace is how long a process group has between SIGTERM and SIGKILL.
+const groupGrace = 5 * time.Second
+
+func (m *Machine) log() *zap.Logger {
+	if m.Log == nil {
+		return zap.NewNop()
+	}
+	return m.Log
+}
+
+// dirs are a workspace's folders.
+func (m *Machine) dirs(name string) (top, work, scratch string) {
+	top = filepath.Join(m.Root, name)
+	return top, filepath.Join(top, "work"), filepath.Join(top, "gantry")
+}
+
+// WorkspaceStart makes a stage's workspace, once this machine has room for another stage.
+func (m *Machine) WorkspaceStart(ctx context.Context, in activities.PodInput) (activities.Workspace, error) {
+	if err := os.MkdirAll(m.Root, 0o700); err != nil {
+		return activities.Workspace{}, activities.Fail(activities.Unknown, "build machine %s: workspace root %s: %v", m.Name, m.Root, err)
+	}
+	m.Sweep()
+	name := in.Name
+	m.mu.Lock()
+	if ws := m.live[name]; ws != nil { // a retried start: the folder is ours already
+		m.mu.Unlock()
+		_, work, _ := m.dirs(name)
+		return activities.Workspace{Dir: work, Machine: m.Name}, nil
+	}
+	m.mu.Unlock()
+	for !m.reserve(name) {
+		activity.RecordHeartbeat(ctx, "waiting for a free stage slot")
+		m.reapClosed(ctx)
+		select {
+		case <-ctx.Done():
+			return activities.Workspace{}, ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	top, work, scratch := m.dirs(name)
+	fail := func(err error) (activities.Workspace, error) {
+		m.release(name)
+		os.RemoveAll(top)
+		return activities.Workspace{}, activities.Fail(activities.Unknown, "build machine %s: make workspace %s: %v", m.Name, top, err)
+	}
+	for _, d := range []string{work, filepath.Join(scratch, "groups"), filepath.Join(scratch, "logs")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fail(err)
+		}
+	}
+	lock, err := os.OpenFile(filepath.Join(top, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fail(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		return fail(err)
+	}
+	m.mu.Lock()
+	m.live[name] = &workspace{lock: lock, workflowID: in.WorkflowID, runID: in.RunID}
+	m.mu.Unlock()
+	m.log().Info("stage workspace made", zap.String("workspace", work), zap.String("stage", in.Group), zap.String("execution", in.ExecutionID))
+	return activities.Workspace{Dir: work, Machine: m.Name}, nil
+}
+
+// reserve takes a stage slot for name unless MaxStages are taken.
+func (m *Machine) reserve(name string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.live == nil {
+		m.live = map[string]*workspace{}
+	}
+	if m.MaxStages > 0 && len(m.live) >= m.MaxStages {
+		return false
+	}
+	m.live[name] = &workspace{} // its lock follows
+	return true
+}
+
+func (m *Machine) release(name string) *workspace {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ws := m.live[name]
+	delete(m.live, name)
+	return ws
+}
+
+// WorkspaceStop ends what the stage's steps left running (its background steps) and removes
+// its workspace.
+func (m *Machine) WorkspaceStop(ctx context.Context, in activities.PodInput) error {
+	top, _, _ := m.dirs(in.Name)
+	if err := m.clean(top); err != nil {
+		return activities.Fail(activities.Unknown, "build machine %s: remove workspace %s: %v", m.Name, top, err)
+	}
+	if ws := m.release(in.Name); ws != nil && ws.lock != nil {
+		ws.lock.Close()
+	}
+	return nil
+}
+
+// clean kills the process groups recorded in a workspace and removes it.
+func (m *Machine) clean(top string) error {
+	groups, _ := filepath.Glob(filepath.Join(top, "gantry", "groups", "*"))
+	for _, g := range groups {
+		if killed, err := runner.KillGroup(g, groupGrace); killed {
+			m.log().Info("ended a process group a stage left running", zap.String("record", g))
+		} else if err != nil {
+			m.log().Warn("read a process group record", zap.String("record", g), zap.Error(err))
+		}
+	}
+	return os.RemoveAll(top)
+}
+
+// Sweep cleans the workspaces that workers which died left under Root (their locks are free).
+func (m *Machine) Sweep() {
+	entries, err := os.ReadDir(m.Root)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		m.mu.Lock()
+		_, mine := m.live[e.Name()]
+		m.mu.Unlock()
+		if mine {
+			continue
+		}
+		top := filepath.Join(m.Root, e.Name())
+		lock, err := os.OpenFile(filepath.Join(top, "lock"), os.O_RDWR, 0)
+		if err != nil {
+			continue // being made, or not a workspace
+		}
+		if syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			m.log().Warn("removing the workspace of a stage whose worker died", zap.String("workspace", top))
+			if err := m.clean(top); err != nil {
+				m.log().Warn("remove a dead worker's workspace", zap.String("workspace", top), zap.Error(err))
+			}
+		}
+		lock.Close()
+	}
+}
+
+// reapClosed removes this worker's workspaces whose stage workflows have closed without
+// removing them (terminated from the Temporal UI or CLI).
+func (m *Machine) reapClosed(ctx context.Context) {
+	if m.Closed == nil {
+		return
+	}
+	m.mu.Lock()
+	var names []string
+	for name, ws := range m.live {
+		if ws.workflowID != "" {
+			names = append(names, name)
+		}
+	}
+	m.mu.Unlock()
+	for _, name := range names {
+		m.mu.Lock()
+		ws := m.live[name]
+		m.mu.Unlock()
+		if ws == nil {
+			continue
+		}
+		if closed, err := m.Closed(ctx, ws.workflowID, ws.runID); err == nil && closed {
+			m.log().Info("removing the workspace of a stage that ended without removing it", zap.String("workflow", ws.workflowID))
+			_ = m.WorkspaceStop(ctx, activities.PodInput{Name: name})
+		}
+	}
+}
+
+// Step runs a container step of a stage on this machine: Run, RunTests and Background without
+// a container, GitClone into the workspace.
+func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+	if in.Pod == nil || in.Pod.Pod.Workspace == "" {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s has no build machine workspace", in.Type, in.StepPath)
+	}
+	work := in.Pod.Pod.Workspace
+	top := filepath.Dir(work)
+	if _, err := os.Stat(work); err != nil {
+		return activities.StepResult{}, activities.Fail(activities.DelegateRestart, "build machine %s: the stage's workspace %s is gone (%v); re-run the stage", m.Name, work, err)
+	}
+	info := activity.GetInfo(ctx)
+	log, err := m.Logs.OpenLazy(in.ExecutionID, in.StepPath,
+		fmt.Sprintf("# gantry: %s attempt %d on build machine %s in %s", in.StepPath, info.Attempt, m.Name, work))
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	defer log.Close()
+	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
+	defer cancel()
+	mask := &secrets.Masker{}
+	where := "build machine " + m.Name
+	ended := func(err error) error {
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(runCtx.Err(), context.DeadlineExceeded):
+			return activities.Fail(activities.Timeout, "%s: the step ran longer than its timeout %s and was stopped", where, in.Timeout)
+		}
+		return err
+	}
+	if in.Type == "GitClone" {
+		res, err := cloneAndPut(runCtx, m.Secrets, in, filepath.Join(top, "gantry"), log, func(tmp, dest string) error {
+			return moveInto(tmp, inWorkspace(dest, work))
+		})
+		if err != nil {
+			return res, ended(err)
+		}
+		return res, log.Err()
+	}
+	if !slices.Contains([]string{"Run", "RunTests", "Background"}, in.Type) {
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s steps need a container, and build machine %s runs none", in.Type, m.Name)
+	}
+	spec, err := decodeStepSpec(in)
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	req, err := m.request(ctx, in, spec, work, mask)
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	req.Nonce = nonce()
+	req.GroupFile = filepath.Join(top, "gantry", "groups", req.Nonce)
+	if req.Background {
+		req.LogFile = filepath.Join(top, "gantry", "logs", req.Nonce+".log")
+	}
+	res, last, err := m.run(runCtx, top, req, log, mask)
+	if err != nil {
+		return activities.StepResult{}, ended(err)
+	}
+	if log.Err() != nil {
+		return activities.StepResult{}, log.Err()
+	}
+	tests := machineReports(work, spec, log)
+	if err := commandFailure(where, res, last, tests, mask); err != nil {
+		return activities.StepResult{}, err
+	}
+	if in.Type == "Background" {
+		log.Line(fmt.Sprintf("# gantry: started (pid %d); it runs until the stage ends, its output in %s", res.PID, req.LogFile))
+		return activities.StepResult{}, nil
+	}
+	return activities.StepResult{Outputs: outputVariables(spec, res, mask), Tests: tests}, nil
+}
+
+// request is what the helper runs: secrets resolved (masked in the log), the workspace as
+// the working directory and HARNESS_WORKSPACE.
+func (m *Machine) request(ctx context.Context, in activities.StepInput, spec stepSpec, work string, mask *secrets.Masker) (wire.Request, error) {
+	req := wire.Request{Shell: spec.Shell, Dir: work, Env: maps.Clone(in.Env)}
+	if req.Env == nil {
+		req.Env = map[string]string{}
+	}
+	req.Env["HARNESS_WORKSPACE"] = work
+	expand := func(what, s string) (string, error) {
+		out, err := secrets.ExpandTo(ctx, m.Secrets, mask, s, func(string) (string, bool) { return "", false })
+		if err != nil {
+			return "", activities.Fail(activities.Unknown, "%s: %v", what, err)
+		}
+		return out, nil
+	}
+	var err error
+	if req.Command, err = expand("command", spec.Command); err != nil {
+		return req, err
+	}
+	for k, v := range spec.EnvVariables {
+		if req.Env[k], err = expand("environment variable "+k, string(v)); err != nil {
+			return req, err
+		}
+	}
+	if in.Type == "Background" {
+		req.Background = true
+		if len(spec.Entrypoint) > 0 {
+			req.Entrypoint = append(slices.Clone(spec.Entrypoint), spec.Args...)
+		}
+	}
+	if req.Command == "" && len(req.Entrypoint) == 0 {
+		return req, activities.Fail(activities.Unknown, "%s step %s has no command: without an image, a build machine has nothing else to run", in.Type, in.StepPath)
+	}
+	for _, o := range spec.OutputVariables {
+		req.Outputs = append(req.Outputs, o.variable())
+	}
+	return req, nil
+}
+
+// run starts gantry-helper for one request and returns its result and the last line of
+// output. Cancelling ctx closes the helper's stdin, which ends the step's process group.
+func (m *Machine) run(ctx context.Context, top string, req wire.Request, log *logs.Writer, mask *secrets.Masker) (wire.Result, string, error) {
+	if len(m.Helper) == 0 {
+		return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s has no gantry-helper to run steps with", m.Name)
+	}
+	line, err := json.Marshal(req)
+	if err != nil {
+		return wire.Result{}, "", err
+	}
+	cmd := exec.Command(m.Helper[0], append(slices.Clone(m.Helper[1:]), "run")...)
+	cmd.Env = append(stepEnviron(), m.HelperEnv...)
+	cmd.Env = append(cmd.Env, "GANTRY_HELPER_DIR="+filepath.Join(top, "gantry"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return wire.Result{}, "", err
+	}
+	out := &output{nonce: req.Nonce, log: log, mask: mask}
+	errOut := &output{log: log, mask: mask}
+	cmd.Stdout, cmd.Stderr = out, errOut
+	if err := cmd.Start(); err != nil {
+		return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s: start gantry-helper %s: %v", m.Name, m.Helper[0], err)
+	}
+	if _, err := stdin.Write(append(line, '\n')); err != nil {
+		stdin.Close()
+		_ = cmd.Wait()
+		return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s: send the step to gantry-helper: %v", m.Name, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done(): // the helper ends the step's process group
+		case <-exited:
+		}
+		stdin.Close()
+	}()
+	err = cmd.Wait()
+	close(exited)
+	result, last := out.flush()
+	_, errLast := errOut.flush()
+	if result != nil {
+		return *result, last, nil
+	}
+	if ctx.Err() != nil {
+		return wire.Result{}, "", ctx.Err()
+	}
+	return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s: gantry-helper ended without a result (%v)%s", m.Name, err, lastLine(errLast))
+}
+
+// stepEnviron is the worker's environment as the steps see it: without Gantry's own settings,
+// which may name its secrets (GANTRY_SECRET_*, keys) and its server.
+func stepEnviron() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GANTRY_") && !strings.HasPrefix(kv, "TEMPORAL_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// inWorkspace is where a path of the pod's workspace (/harness/...) or one relative to it
+// lies in a build machine's workspace.
+func inWorkspace(p, work string) string {
+	switch {
+	case p == wire.Workspace:
+		return work
+	case strings.HasPrefix(p, wire.Workspace+"/"):
+		return filepath.Join(work, strings.TrimPrefix(p, wire.Workspace+"/"))
+	case path.IsAbs(p):
+		return p
+	}
+	return filepath.Join(work, p)
+}
+
+// moveInto moves the files of dir into dest (made if needed; what it holds stays, unless a
+// file of dir takes its name). Both lie on the same filesystem.
+func moveInto(dir, dest string) error {
+	if err := os.MkdirAll(dest, 0o755); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		target := filepath.Join(dest, e.Name())
+		if err := os.RemoveAll(target); err != nil {
+			return err
+		}
+		if err := os.Rename(filepath.Join(dir, e.Name()), target); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// machineReports reads the JUnit reports a step names from the workspace; nil when it names
+// none.
+func machineReports(work string, spec stepSpec, log *logs.Writer) *activities.TestSummary {
+	r := spec.Reports
+	if r == nil || len(r.Spec.Paths) == 0 || (r.Type != "" && r.Type != "JUnit") {
+		return nil
+	}
+	patterns := make([]string, len(r.Spec.Paths))
+	for i, p := range r.Spec.Paths {
+		patterns[i] = inWorkspace(p, work)
+	}
+	var out bytes.Buffer
+	if err := runner.Reports(&out, work, patterns); err != nil {
+		log.Line(fmt.Sprintf("# gantry: test reports %v could not be read: %v", r.Spec.Paths, err))
+		return nil
+	}
+	return summarizeReports(&out, r.Spec.Paths, log)
+}

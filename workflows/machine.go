@@ -1,0 +1,161 @@
+package workflows
+
+import (
+	"cmp"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/status"
+)
+
+// A CI stage that names a runtime runs on a build machine (issue: runtime Cloud and Docker
+// without a cluster): a worker started with --build-machine. The stage holds a Temporal
+// session on one machine from its workspace's creation to its removal, so that all its steps
+// share the workspace, and a machine takes at most as many sessions as its --max-stages.
+// Plans without Pod.Machine never come here: older histories replay unchanged.
+
+const (
+	// LockMachine is the resource kind a stage waiting for a build machine shows.
+	LockMachine = "build machine"
+	// machineHeartbeat is how soon a stage learns its machine is gone.
+	machineHeartbeat = 10 * time.Second
+	// machineWait bounds the wait for a machine; the stage's and pipeline's timeouts bound it
+	// first when they are set.
+	machineWait = 30 * 24 * time.Hour
+)
+
+// MachineQueue is the task queue on which the build machines of a platform and delegate
+// tags take stages: "" os is Linux, "" arch any machine's.
+func MachineQueue(base, os, arch string, selectors []string) string {
+	q := base + "/build-machine/" + strings.ToLower(cmp.Or(os, "linux"))
+	if arch != "" {
+		q += "-" + strings.ToLower(arch)
+	}
+	if len(selectors) > 0 {
+		q = SelectorQueue(q, selectors)
+	}
+	return q
+}
+
+// machineKey says which machine a stage waits for, as people read it.
+func machineKey(m plan.Machine) string {
+	key := strings.ToLower(cmp.Or(m.OS, "linux"))
+	if m.Arch != "" {
+		key += "/" + strings.ToLower(m.Arch)
+	}
+	if len(m.Selectors) > 0 {
+		key += " with tags " + strings.Join(m.Selectors, ", ")
+	}
+	return key
+}
+
+// startMachine waits, RESOURCE_WAITING, until a build machine of the stage's platform and tags
+// takes the stage, and makes its workspace there.
+func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*activities.PodInput, *activities.Failure) {
+	scope := expressions.NewScope(s.rootFor(fr), fqn)
+	opts := expressions.Options{Unresolved: expressions.UnresolvedFail}
+	m := *n.Pod.Machine
+	for _, f := range []*string{&m.OS, &m.Arch} {
+		if !expressions.Has(*f) {
+			continue
+		}
+		v, err := expressions.RenderString(*f, scope, opts)
+		if err != nil {
+			return nil, &activities.Failure{Category: activities.Unknown, Message: "platform: " + err.Error()}
+		}
+		*f = v
+	}
+	if m.OS != "" && !strings.EqualFold(m.OS, "Linux") {
+		return nil, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("platform os %s: Gantry's build machines are Linux machines", m.OS)}
+	}
+	shared, err := renderSpec(n.Pod.SharedPaths, scope, opts, "", func(string) bool { return false })
+	if err != nil {
+		return nil, &activities.Failure{Category: activities.Unknown, Message: "sharedPaths: " + err.Error()}
+	}
+	queue := MachineQueue(workflow.GetInfo(ctx).TaskQueueName, m.OS, m.Arch, m.Selectors)
+	prev, since := t.Status, workflow.Now(ctx)
+	t.Status, t.Resource = status.ResourceWaiting, &ResourceView{Kind: LockMachine, Key: machineKey(m)}
+	s.publish(ctx)
+	sctx, err := workflow.CreateSession(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: queue}),
+		&workflow.SessionOptions{CreationTimeout: machineWait, ExecutionTimeout: machineWait, HeartbeatTimeout: machineHeartbeat})
+	t.Status, t.Resource = prev, nil
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &activities.Failure{Category: aborted, Message: "aborted while waiting for a build machine"}
+		}
+		return nil, &activities.Failure{Category: activities.DelegateProvisioning,
+			Message: fmt.Sprintf("no build machine (%s) took the stage: %v; start one with `gantry worker --build-machine`", machineKey(m), err)}
+	}
+	if waited := workflow.Now(ctx).Sub(since); waited >= time.Second {
+		t.Notes = append(t.Notes, fmt.Sprintf("waited %s for a build machine (%s)", waited.Round(time.Second), machineKey(m)))
+	}
+	info := workflow.GetInfo(ctx)
+	in := &activities.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+		Group: t.Path, Name: podName(s.in.ExecutionID, t.Path, n.ID),
+		Pod: plan.Pod{Machine: &m, SharedPaths: shared, Git: n.Pod.Git}}
+	var ws activities.Workspace
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(sctx, s.podOptions(t.Path+" (workspace)")), activities.WorkspaceStart, in).Get(ctx, &ws)
+	if err != nil {
+		workflow.CompleteSession(sctx)
+		if f := s.machineLost(); f != nil {
+			return nil, f
+		}
+		return nil, activities.Classify(err)
+	}
+	in.Workspace, in.Machine = ws.Dir, ws.Machine
+	t.Notes = append(t.Notes, fmt.Sprintf("on build machine %s, workspace %s", ws.Machine, ws.Dir))
+	s.machine, s.machineHost = sctx, ws.Machine
+	s.publish(ctx)
+	return in, nil
+}
+
+// stopMachine removes the stage's workspace, and what its steps left running, whatever ended
+// the stage, then frees the machine for another stage.
+func (s *stageRun) stopMachine(ctx workflow.Context, pod *activities.PodInput) {
+	if s.machine == nil {
+		return
+	}
+	sctx, lost := s.machine, s.machineLost()
+	s.machine = nil
+	if lost == nil {
+		dctx, _ := workflow.NewDisconnectedContext(sctx)
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, s.podOptions(pod.Group+" (workspace cleanup)")), activities.WorkspaceStop, pod).Get(dctx, nil)
+		if err != nil {
+			workflow.GetLogger(ctx).Warn("remove the stage's workspace", "machine", pod.Machine, "workspace", pod.Workspace, "error", err)
+		}
+	}
+	workflow.CompleteSession(sctx)
+}
+
+// onMachine is a context whose activities run on the stage's build machine, cancelled when
+// ctx is (an abort, a timeout) or the machine is lost; release ends the link.
+func (s *stageRun) onMachine(ctx workflow.Context) (workflow.Context, func()) {
+	mctx, cancel := workflow.WithCancel(s.machine)
+	done := workflow.NewChannel(ctx)
+	workflow.Go(ctx, func(g workflow.Context) {
+		sel := workflow.NewSelector(g)
+		sel.AddReceive(g.Done(), func(workflow.ReceiveChannel, bool) { cancel() })
+		sel.AddReceive(done, func(workflow.ReceiveChannel, bool) {})
+		sel.Select(g)
+	})
+	return mctx, func() { done.Close() }
+}
+
+// machineLost is the failure of a step whose build machine went away (its worker stopped
+// heartbeating the session): its workspace went with it.
+func (s *stageRun) machineLost() *activities.Failure {
+	if s.machine == nil {
+		return nil
+	}
+	if info := workflow.GetSessionInfo(s.machine); info == nil || info.SessionState != workflow.SessionStateFailed {
+		return nil
+	}
+	return &activities.Failure{Category: activities.DelegateRestart,
+		Message: fmt.Sprintf("build machine %s stopped running the stage (its worker is gone); the stage's workspace is lost with it: re-run the stage", s.machineHost)}
+}
