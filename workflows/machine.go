@@ -28,6 +28,8 @@ const (
 	// machineWait bounds the wait for a machine; the stage's and pipeline's timeouts bound it
 	// first when they are set.
 	machineWait = 30 * 24 * time.Hour
+	// machineCleanupWait bounds the wait for a machine to take its workspace's removal.
+	machineCleanupWait = 30 * time.Second
 )
 
 // MachineQueue is the task queue on which the build machines of a platform and delegate
@@ -124,8 +126,12 @@ func (s *stageRun) stopMachine(ctx workflow.Context, pod *activities.PodInput) {
 	sctx, lost := s.machine, s.machineLost()
 	s.machine = nil
 	if lost == nil {
+		// A machine that went away meanwhile never takes it (its session fails later): the
+		// next worker on the machine removes the workspace then.
 		dctx, _ := workflow.NewDisconnectedContext(sctx)
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, s.podOptions(pod.Group+" (workspace cleanup)")), activities.WorkspaceStop, pod).Get(dctx, nil)
+		ao := s.podOptions(pod.Group + " (workspace cleanup)")
+		ao.ScheduleToStartTimeout = machineCleanupWait
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, ao), activities.WorkspaceStop, pod).Get(dctx, nil)
 		if err != nil {
 			workflow.GetLogger(ctx).Warn("remove the stage's workspace", "machine", pod.Machine, "workspace", pod.Workspace, "error", err)
 		}

@@ -1,0 +1,331 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/internal/testproc"
+	"github.com/gantry-cd/gantry/internal/topotest"
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/worker"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// Build machines: CI stages that name a runtime run on workers started as build machines,
+// their steps without an image on the machine itself, in a workspace the stage keeps from its
+// first step to its last.
+
+var (
+	helperOnce sync.Once
+	helperBin  string
+	helperErr  error
+)
+
+// stepHelper builds gantry-helper once for the package's build machines.
+func stepHelper(t *testing.T) []string {
+	t.Helper()
+	helperOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gantry-helper-")
+		if err != nil {
+			helperErr = err
+			return
+		}
+		helperBin = filepath.Join(dir, "gantry-helper")
+		cmd := exec.Command("go", "build", "-o", helperBin, "./cmd/gantry-helper")
+		cmd.Dir = testproc.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			helperErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if helperErr != nil {
+		t.Fatalf("build gantry-helper: %v", helperErr)
+	}
+	return []string{helperBin}
+}
+
+// buildMachine starts the pipelines' worker of queue as a build machine taking maxStages, and
+// returns its workspace root.
+func buildMachine(t *testing.T, queue string, maxStages int) string {
+	t.Helper()
+	dir := t.TempDir()
+	p, err := worker.Start(env.client, worker.Options{TaskQueue: queue, Internal: env.internal, Logs: env.logs, WorkDir: dir, BuildMachine: true,
+		MaxStages: maxStages, StepHelper: stepHelper(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	return filepath.Join(dir, "build")
+}
+
+// extraMachine starts one more build machine (its workers only) on queue.
+func extraMachine(t *testing.T, queue string, maxStages int) string {
+	t.Helper()
+	dir := t.TempDir()
+	ws, err := worker.BuildMachines(env.client, worker.Options{TaskQueue: queue, Logs: env.logs, WorkDir: dir, MaxStages: maxStages, StepHelper: stepHelper(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws {
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(w.Stop)
+	}
+	return filepath.Join(dir, "build")
+}
+
+// machineStage is a `runtime: Cloud` CI stage whose Run steps name no image, as the
+// reference's hosted-machine pipelines write them.
+func machineStage(id, steps string) string {
+	return `        - stage:
+            name: ` + id + `
+            identifier: ` + id + `
+            type: CI
+            spec:
+              cloneCodebase: false
+              platform: {os: Linux, arch: Amd64}
+              runtime: {type: Cloud, spec: {}}
+              execution:
+                steps:
+` + steps
+}
+
+func runStep(id, shell, command string) string {
+	return `                  - step: {type: Run, name: ` + id + `, identifier: ` + id + `, spec: {shell: ` + shell + `, command: ` + strconv.Quote(command) + `, outputVariables: [{name: WS}]}}
+`
+}
+
+func machinePipeline(id string, stages ...string) string {
+	return `pipeline:
+  name: ` + id + `
+  identifier: ` + id + `
+  stages:
+    - parallel:
+` + strings.Join(stages, "")
+}
+
+func machineStarter(queue string) *starter.Starter {
+	return &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
+}
+
+var onMachines = load.Options{BuildInfra: &pipeline.BuildInfra{Machines: true}}
+
+// Two parallel stages on two build machines (one stage each) run at the same time, each in a
+// workspace of its own that its steps share: a file one step writes, the next reads; an
+// output variable crosses steps; the workspaces are removed when the stages end.
+func TestBuildMachinesRunStagesInParallel(t *testing.T) {
+	queue := "build-machines-parallel"
+	rootA := buildMachine(t, queue, 1)
+	rootB := extraMachine(t, queue, 1)
+	stage := func(id string) string {
+		return machineStage(id,
+			runStep("write", "Bash", `echo `+id+` > mine.txt; date +%s.%N > start; sleep 2; WS=$HARNESS_WORKSPACE`)+
+				runStep("read", "Sh", `test "$(cat mine.txt)" = `+id+` && test "$PWD" = "<+execution.steps.write.output.outputVariables.WS>"; WS=$PWD; date +%s.%N`))
+	}
+	p := compile(t, "machines.yaml", []byte(machinePipeline("machines_parallel", stage("a"), stage("b"))), onMachines)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := machineStarter(queue)
+	exec, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.Succeeded {
+		t.Fatalf("pipeline %s: %s", res.Status, dumpTree(res.Tree))
+	}
+	a, b := res.Tree.Find("a"), res.Tree.Find("b")
+	wsA := res.Tree.Find("a.read").Outputs["outputVariables"].(map[string]any)["WS"].(string)
+	wsB := res.Tree.Find("b.read").Outputs["outputVariables"].(map[string]any)["WS"].(string)
+	if wsA == wsB || !(strings.HasPrefix(wsA, rootA) && strings.HasPrefix(wsB, rootB) || strings.HasPrefix(wsA, rootB) && strings.HasPrefix(wsB, rootA)) {
+		t.Errorf("workspaces %s and %s: want one on each machine (%s, %s)", wsA, wsB, rootA, rootB)
+	}
+	if !a.StartedAt.Before(*b.EndedAt) || !b.StartedAt.Before(*a.EndedAt) {
+		t.Errorf("stages ran one after the other: a %v-%v, b %v-%v", a.StartedAt, a.EndedAt, b.StartedAt, b.EndedAt)
+	}
+	for _, ws := range []string{wsA, wsB} {
+		if _, err := os.Stat(ws); !os.IsNotExist(err) {
+			t.Errorf("workspace %s is still there after the stage (%v)", ws, err)
+		}
+	}
+}
+
+// A build machine taking one stage at a time queues the second of two parallel stages,
+// RESOURCE_WAITING in the tree, until the first ends.
+func TestBuildMachineMaxStagesQueues(t *testing.T) {
+	queue := "build-machines-max-stages"
+	buildMachine(t, queue, 1)
+	stage := func(id string) string { return machineStage(id, runStep("work", "Sh", "sleep 2; WS=$PWD")) }
+	p := compile(t, "machines.yaml", []byte(machinePipeline("machines_queue", stage("a"), stage("b"))), onMachines)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := machineStarter(queue)
+	exec, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawWaiting := false
+	for !sawWaiting && ctx.Err() == nil {
+		tree, err := s.Tree(ctx, exec.ID)
+		if err == nil {
+			for _, id := range []string{"a", "b"} {
+				if n := tree.Find(id); n != nil && n.Status == status.ResourceWaiting && n.Resource != nil && n.Resource.Kind == workflows.LockMachine {
+					sawWaiting = true
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	res, err := s.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.Succeeded {
+		t.Fatalf("pipeline %s: %s", res.Status, dumpTree(res.Tree))
+	}
+	if !sawWaiting {
+		t.Error("no stage was seen waiting for the build machine")
+	}
+	a, b := res.Tree.Find("a"), res.Tree.Find("b")
+	first, second := a, b
+	if b.StartedAt.Before(*a.StartedAt) {
+		first, second = b, a
+	}
+	if second.Find(second.Path+".work").StartedAt.Before(*first.EndedAt) {
+		t.Errorf("the second stage's step started before the first stage ended")
+	}
+	if !strings.Contains(strings.Join(second.Notes, ";"), "for a build machine") {
+		t.Errorf("the queued stage's notes %v do not say it waited", second.Notes)
+	}
+}
+
+// Aborting a stage mid-step ends the step's whole process group (a child it started in the
+// background included) and removes the workspace.
+func TestBuildMachineAbortKillsProcessGroup(t *testing.T) {
+	queue := "build-machines-abort"
+	root := buildMachine(t, queue, 1)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := compile(t, "machines.yaml", []byte(machinePipeline("machines_abort",
+		machineStage("a", runStep("hang", "Bash", "sleep 300 & echo $! > "+pidFile+"; wait")))), onMachines)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := machineStarter(queue)
+	exec, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := waitPid(ctx, t, pidFile)
+	if err := s.Abort(ctx, exec.ID, "test", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.Aborted {
+		t.Fatalf("pipeline %s after the abort", res.Status)
+	}
+	waitGone(ctx, t, pid)
+	waitEmpty(ctx, t, root)
+}
+
+// A build machine's worker killed with SIGKILL mid-step leaves no process behind (the step's
+// gantry-helper ends its process group when the worker's end closes its stdin); the stage
+// fails naming the lost machine, and the next worker on the machine removes the workspace.
+func TestBuildMachineWorkerSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gantry binary")
+	}
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := "build-machines-kill"
+	data := filepath.Join(t.TempDir(), "data")
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := compile(t, "machines.yaml", []byte(machinePipeline("machines_kill",
+		machineStage("a", runStep("hang", "Bash", "sleep 300 & echo $! > "+pidFile+"; wait")))), onMachines)
+	first := gantryWorker(t, bin, queue, data, "--build-machine")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := machineStarter(queue)
+	exec, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := waitPid(ctx, t, pidFile)
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	waitGone(ctx, t, pid)
+	root := filepath.Join(data, "work", "build")
+	if entries, _ := os.ReadDir(root); len(entries) != 1 {
+		t.Fatalf("%d workspaces under %s after the kill, want the dead worker's one", len(entries), root)
+	}
+	second := gantryWorker(t, bin, queue, data, "--build-machine")
+	defer func() { _ = second.Process.Signal(syscall.SIGTERM); _ = second.Wait() }()
+	res, err := s.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.Tree.Find("a.hang").Failure
+	if res.Status != status.Failed || f == nil || f.Category != activities.DelegateRestart || !strings.Contains(f.Message, "build machine") {
+		t.Fatalf("pipeline %s, step failure %+v: want the lost machine named", res.Status, f)
+	}
+	waitEmpty(ctx, t, root)
+}
+
+func waitPid(ctx context.Context, t *testing.T, file string) int {
+	t.Helper()
+	for ctx.Err() == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(readFile(file))); err == nil && pid > 0 {
+			return pid
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the step never started its child")
+	return 0
+}
+
+// waitGone waits until process pid has ended (a zombie counts as ended: nobody may reap it).
+func waitGone(ctx context.Context, t *testing.T, pid int) {
+	t.Helper()
+	for ctx.Err() == nil {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(b), ") Z ") {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("process %d the step started still runs", pid)
+}
+
+// waitEmpty waits until a build machine's workspace root holds no workspace.
+func waitEmpty(ctx context.Context, t *testing.T, root string) {
+	t.Helper()
+	for ctx.Err() == nil {
+		if entries, err := os.ReadDir(root); err == nil && len(entries) == 0 || os.IsNotExist(err) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	entries, _ := os.ReadDir(root)
+	t.Fatalf("%d workspaces left under %s", len(entries), root)
+}
