@@ -207,7 +207,7 @@ func TestBuildMachineMaxStagesQueues(t *testing.T) {
 	if b.StartedAt.Before(*a.StartedAt) {
 		first, second = b, a
 	}
-	if second.Find(second.Path+".work").StartedAt.Before(*first.EndedAt) {
+	if second.Find(second.Path + ".work").StartedAt.Before(*first.EndedAt) {
 		t.Errorf("the second stage's step started before the first stage ended")
 	}
 	if !strings.Contains(strings.Join(second.Notes, ";"), "for a build machine") {

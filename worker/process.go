@@ -11,7 +11,8 @@ import (
 )
 
 // Process is what one `gantry worker` (or embedded worker) runs: the worker of the pipelines'
-// task queue and, with delegate tags, one activity worker per subset of them.
+// task queue, with delegate tags one activity worker per subset of them, and as a build
+// machine its session workers (BuildMachines).
 type Process struct {
 	main      sdkworker.Worker
 	delegates []sdkworker.Worker

@@ -161,6 +161,40 @@ func TestC134RuntimeOnBuildInfrastructure(t *testing.T) {
 	}
 }
 
+// A CI stage on a runtime runs on a build machine when there are build machines and no build
+// cluster: its steps without an image run there, the platform and selectors choose the
+// machine; a step with an image, or one that needs a container, is unsupported there, named.
+func TestRuntimeOnBuildMachine(t *testing.T) {
+	stage := "          runtime: {type: Docker, spec: {}}\n          platform: {os: Linux, arch: Arm64}\n" +
+		"          execution:\n            steps:\n              - step: {type: Run, name: a, identifier: a, spec: {shell: Bash, command: go test ./...}}\n" +
+		"              - step: {type: Background, name: db, identifier: db, spec: {shell: Sh, command: ./serve}}\n"
+	files := map[string]string{"p.yaml": ciPipeline(stage)}
+	for k, v := range ciConnectors {
+		files[k] = v
+	}
+	machines := load.Options{ForRun: true, BuildInfra: &pipeline.BuildInfra{Machines: true}}
+	r := loadIn(t, files, "p.yaml", machines)
+	if !r.OK() || len(r.Diags) > 0 {
+		t.Fatalf("want a clean plan:\n%s", r.Diags.Render(r.Sources))
+	}
+	if m := r.Plan.Stages[0].Pod.Machine; m == nil || m.OS != "Linux" || m.Arch != "Arm64" || r.Plan.Stages[0].Pod.Connector.ID != "" {
+		t.Fatalf("stage s1's pod %+v: want a build machine of Linux/Arm64", r.Plan.Stages[0].Pod)
+	}
+	imaged := stage + "              - step: {type: Run, name: c, identifier: c, spec: {image: golang:1.22, shell: Sh, command: make}}\n" +
+		"              - step: {type: Plugin, name: d, identifier: d, spec: {image: plugins/slack}}\n"
+	files["p.yaml"] = ciPipeline(imaged)
+	r = loadIn(t, files, "p.yaml", machines)
+	d := codes(r.Diags, diag.Unsupported, "unsupported-on-build-machine")
+	if len(d) != 2 || !strings.Contains(d[0].Message, "step c names an image") || !strings.Contains(d[1].Message, "step d (Plugin)") {
+		t.Fatalf("want the imaged step and the plugin unsupported on a build machine:\n%s", r.Diags.Render(r.Sources))
+	}
+	// Without build machines or a cluster, both ways out are named.
+	r = loadIn(t, files, "p.yaml", load.Options{ForRun: true, BuildInfra: &pipeline.BuildInfra{}})
+	if d := codes(r.Diags, diag.Unsupported, "unsupported-runtime"); len(d) != 1 || !strings.Contains(d[0].Hint, "--build-machine") || !strings.Contains(d[0].Hint, "--ci-connector") {
+		t.Fatalf("want unsupported-runtime naming both ways out:\n%s", r.Diags.Render(r.Sources))
+	}
+}
+
 // examples/ci (a CI stage that tests, caches and builds, then a Deployment stage) loads for a
 // run without a diagnostic, its trigger too.
 func TestCIExample(t *testing.T) {

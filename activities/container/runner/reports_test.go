@@ -25,4 +25,3 @@ func TestGlobRegexp(t *testing.T) {
 		}
 	}
 }
-
