@@ -390,11 +390,11 @@ func (m *Machine) run(ctx context.Context, top string, req wire.Request, log *lo
 	close(exited)
 	result, last := out.flush()
 	_, errLast := errOut.flush()
+	if ctx.Err() != nil { // stopped: its result says only that it was killed
+		return wire.Result{}, "", ctx.Err()
+	}
 	if result != nil {
 		return *result, last, nil
-	}
-	if ctx.Err() != nil {
-		return wire.Result{}, "", ctx.Err()
 	}
 	return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s: gantry-helper ended without a result (%v)%s", m.Name, err, lastLine(errLast))
 }
