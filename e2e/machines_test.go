@@ -34,7 +34,7 @@ var (
 )
 
 // stepHelper builds gantry-helper once for the package's build machines.
-func stepHelper(t *testing.T) []string {
+func stepHelper(t testing.TB) []string {
 	t.Helper()
 	helperOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "gantry-helper-")
@@ -58,7 +58,7 @@ func stepHelper(t *testing.T) []string {
 
 // buildMachine starts the pipelines' worker of queue as a build machine taking maxStages, and
 // returns its workspace root.
-func buildMachine(t *testing.T, queue string, maxStages int) string {
+func buildMachine(t testing.TB, queue string, maxStages int) string {
 	t.Helper()
 	dir := t.TempDir()
 	p, err := worker.Start(env.client, worker.Options{TaskQueue: queue, Internal: env.internal, Logs: env.logs, WorkDir: dir, BuildMachine: true,
@@ -216,33 +216,38 @@ func TestBuildMachineMaxStagesQueues(t *testing.T) {
 }
 
 // Aborting a stage mid-step ends the step's whole process group (a child it started in the
-// background included) and removes the workspace.
+// background included) and removes the workspace: a step that runs as a regular activity, and
+// one short enough for the fast path (a local activity on the machine that runs the stage).
 func TestBuildMachineAbortKillsProcessGroup(t *testing.T) {
-	queue := "build-machines-abort"
-	root := buildMachine(t, queue, 1)
-	pidFile := filepath.Join(t.TempDir(), "pid")
-	p := compile(t, "machines.yaml", []byte(machinePipeline("machines_abort",
-		machineStage("a", runStep("hang", "Bash", "sleep 300 & echo $! > "+pidFile+"; wait")))), onMachines)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s := machineStarter(queue)
-	exec, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
-	if err != nil {
-		t.Fatal(err)
+	for _, timeout := range []string{"10m", "30s"} {
+		t.Run(timeout, func(t *testing.T) {
+			queue := "build-machines-abort-" + timeout
+			root := buildMachine(t, queue, 1)
+			pidFile := filepath.Join(t.TempDir(), "pid")
+			step := strings.Replace(runStep("hang", "Bash", "sleep 300 & echo $! > "+pidFile+"; wait"), "identifier: hang,", "identifier: hang, timeout: "+timeout+",", 1)
+			p := compile(t, "machines.yaml", []byte(machinePipeline("machines_abort_"+strings.TrimSuffix(timeout, "s"), machineStage("a", step))), onMachines)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			s := machineStarter(queue)
+			exec, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			pid := waitPid(ctx, t, pidFile)
+			if err := s.Abort(ctx, exec.ID, "test", "stop"); err != nil {
+				t.Fatal(err)
+			}
+			res, err := s.Result(ctx, exec.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != status.Aborted {
+				t.Fatalf("pipeline %s after the abort", res.Status)
+			}
+			waitGone(ctx, t, pid)
+			waitEmpty(ctx, t, root)
+		})
 	}
-	pid := waitPid(ctx, t, pidFile)
-	if err := s.Abort(ctx, exec.ID, "test", "stop"); err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Result(ctx, exec.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Status != status.Aborted {
-		t.Fatalf("pipeline %s after the abort", res.Status)
-	}
-	waitGone(ctx, t, pid)
-	waitEmpty(ctx, t, root)
 }
 
 // A build machine's worker killed with SIGKILL mid-step leaves no process behind (the step's

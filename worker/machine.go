@@ -41,9 +41,12 @@ func BuildMachines(c client.Client, o Options) ([]sdkworker.Worker, error) {
 	if tq == "" {
 		tq = workflows.TaskQueue
 	}
-	m, err := newMachine(o, c)
-	if err != nil {
-		return nil, err
+	m := o.machine
+	if m == nil {
+		var err error
+		if m, err = newMachine(o, c); err != nil {
+			return nil, err
+		}
 	}
 	m.Sweep()
 	max := o.MaxStages

@@ -30,6 +30,13 @@ func Start(c client.Client, o Options) (*Process, error) {
 			return nil, fmt.Errorf("step workspace: %w", err)
 		}
 	}
+	if o.BuildMachine {
+		m, err := newMachine(o, c)
+		if err != nil {
+			return nil, fmt.Errorf("build machine: %w", err)
+		}
+		o.machine = m
+	}
 	p := &Process{main: New(c, o)}
 	if err := p.main.Start(); err != nil {
 		return nil, fmt.Errorf("start worker: %w", err)

@@ -109,6 +109,7 @@ type Options struct {
 	BuildMachine bool
 	MaxStages    int
 	StepHelper   []string
+	machine      *container.Machine // the build machine's, shared by its workers (Start)
 	// Notify configures notification deliveries: SMTP server, PagerDuty endpoint, UI links
 	// and the identity file user groups resolve through. Its Secrets default to Secrets.
 	Notify notify.Sender
@@ -181,6 +182,12 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		WorkflowTaskPollerBehavior: workflowPollers(o.WorkflowPollers)})
 	RegisterWorkflows(w)
 	closeSteps := registerActivities(w, o, c)
+	if o.machine != nil {
+		// The stages' steps on this machine, as local activities when this worker runs their
+		// workflow (workflows.ServeMachine).
+		w.RegisterActivityWithOptions(stamped(o.machine.Step), activity.RegisterOptions{Name: activities.MachineStep})
+		workflows.ServeMachine(o.machine.Name)
+	}
 	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, Internal: o.Internal, TaskQueue: tq, NoFastPath: o.NoFastPath}}
 	w.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 	w.RegisterActivityWithOptions(st.Starter.BindKey, activity.RegisterOptions{Name: workflows.BindActivity})

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -164,4 +165,32 @@ func (s *stageRun) machineLost() *activities.Failure {
 	}
 	return &activities.Failure{Category: activities.DelegateRestart,
 		Message: fmt.Sprintf("build machine %s stopped running the stage (its worker is gone); the stage's workspace is lost with it: re-run the stage", s.machineHost)}
+}
+
+// localMachines are the build machines this process serves, by name: a step of a stage whose
+// machine is this process may run as a local activity (machineFastPath).
+var localMachines sync.Map
+
+// ServeMachine tells the workflows of this process that it is the build machine name.
+func ServeMachine(name string) { localMachines.Store(name, true) }
+
+// machineFastPath decides whether a step of a stage on a build machine runs as a local
+// activity: when the worker running the stage's workflow is the machine itself (the embedded
+// worker of gantry run and gantry server, a single worker), with the limits of the ShellScript
+// fast path (a timeout up to FastPathMaxTimeout, no concurrent siblings, the fast path on).
+// Where the workflow runs is not deterministic: the answer is recorded, per step, in history.
+func (s *stageRun) machineFastPath(ctx workflow.Context, timeout time.Duration) bool {
+	set := s.in.Settings
+	if set.NoFastPath || timeout > set.FastPathMaxTimeout || isConcurrent(ctx) || s.machineHost == "" {
+		return false
+	}
+	host := s.machineHost
+	var here bool
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any {
+		_, ok := localMachines.Load(host)
+		return ok
+	}).Get(&here); err != nil {
+		return false
+	}
+	return here
 }

@@ -294,8 +294,8 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	if len(selectors) == 0 && deploy != nil && deploy.Aws != nil {
 		selectors = deploy.Aws.Selectors // an AWS step without its own runs where its connector says
 	}
-	activity, actx := tr.Activity, ctx
-	if pod != nil && pod.Pod.Pod.Machine != nil {
+	activity, actx, onMachine := tr.Activity, ctx, pod != nil && pod.Pod.Pod.Machine != nil
+	if onMachine {
 		// A step of a stage on a build machine: there, in its session, whatever its selectors
 		// (they chose the machine).
 		if f := s.machineLost(); f != nil {
@@ -324,11 +324,16 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		in.Env = s.ciEnv(n.Name)
 	}
 	var res activities.StepResult
-	fast := s.fastPath(ctx, n, timeout, deploy)
+	var fast bool
+	if onMachine {
+		fast = s.machineFastPath(ctx, timeout)
+	} else {
+		fast = s.fastPath(ctx, n, timeout, deploy)
+	}
 	if fast {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout: ao.StartToCloseTimeout, RetryPolicy: ao.RetryPolicy, Summary: ao.Summary})
-		err = workflow.ExecuteLocalActivity(lctx, tr.Activity, in).Get(ctx, &res)
+		err = workflow.ExecuteLocalActivity(lctx, activity, in).Get(ctx, &res)
 	} else {
 		// The UI reads the live tree between workflow tasks: show the step running (and link
 		// its log) while it does. A fast-path step ends within the task it started in.

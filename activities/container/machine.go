@@ -243,6 +243,9 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 	if in.Pod == nil || in.Pod.Pod.Workspace == "" {
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s has no build machine workspace", in.Type, in.StepPath)
 	}
+	if in.Pod.Pod.Machine != "" && in.Pod.Pod.Machine != m.Name {
+		return activities.StepResult{}, activities.Fail(activities.DelegateRestart, "the stage runs on build machine %s, and this is %s: its workspace is not here; re-run the stage", in.Pod.Pod.Machine, m.Name)
+	}
 	work := in.Pod.Pod.Workspace
 	top := filepath.Dir(work)
 	if _, err := os.Stat(work); err != nil {
