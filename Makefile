@@ -81,7 +81,8 @@ fuzz:
 # 10-Deployment rolling deploy vs kubectl apply + rollout status on the same cluster, a
 # 10-Deployment HelmDeploy vs the helm CLI's upgrade --install --wait (built by hack/helm), 200
 # concurrent 3-step pipelines on the PostgreSQL topology vs the embedded SQLite server, and the
-# marginal cost per short step (fast path on and off) vs drone-runner-exec, and 100 printing steps
+# marginal cost per short step (fast path on and off), and per Run step without an image on a
+# build machine, vs drone-runner-exec, and 100 printing steps
 # with their logs shipped to S3 (versitygw) vs logs on disk, and a pipeline with notification
 # rules vs the same without, webhook bursts vs raw workflow starts, and 2,000 executions
 # waiting for approvals at once (embedded and topology; GANTRY_SCALE_RUNS sets the number), the
@@ -117,6 +118,7 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools
 	$(GO) test -run '^$$' -bench 'LockHandoff' -benchtime 3x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'DeploymentConstraint' -benchtime 20x -count 4 ./e2e | tee -a .bench.out
 	GANTRY_DRONE_BIN=$$(hack/bench-drone.sh --bin) $(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 15x -count 3 ./e2e | tee -a .bench.out
+	GANTRY_DRONE_BIN=$$(hack/bench-drone.sh --bin) $(GO) test -run '^$$' -bench 'MachineSteps' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
 	hack/bench-drone.sh 15 3 | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out
 	@bash hack/bench-ratios.sh .bench-ui.out

@@ -228,6 +228,13 @@ if [ -n "$peer" ]; then
     done
   done
 fi
+mg=$(unit MachineSteps ms/step-marginal); mx=$(unit MachineSteps x-peer); mp=$(unit MachineSteps peer-ms/step-marginal)
+if [ -n "$mg" ] && [ -n "$mx" ]; then
+  awk -v g="$mg" -v x="$mx" -v p="$mp" 'BEGIN {
+    print ""; print "build machine: marginal cost per step, (T100 - T20) / 80, of sequential `true` Run steps without an image in a runtime: Cloud stage (ms; runs alternate with drone-runner-exec'"'"'s of the same steps)"
+    printf "  gantry on its own build machine %.3f  drone-runner-exec %.3f  gantry/peer %.2f  (target <= 1.0)\n", g, p, x
+  }'
+fi
 lh=$(unit LockHandoff handoff-ms); ls=$(unit LockHandoff sequential-ms)
 if [ -n "$lh" ] && [ -n "$ls" ]; then
   awk -v h="$lh" -v s="$ls" 'BEGIN {
