@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/testproc"
 	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline"
@@ -333,4 +336,77 @@ func waitEmpty(ctx context.Context, t *testing.T, root string) {
 	}
 	entries, _ := os.ReadDir(root)
 	t.Fatalf("%d workspaces left under %s", len(entries), root)
+}
+
+// A `runtime: Cloud` stage as a team writes it for hosted machines: the codebase cloned from
+// the Git server into the build machine's workspace, a step without an image reading it with
+// the machine's own tools, `<+codebase.*>` and the DRONE_ variables naming the commit.
+func TestBuildMachineClonesCodebase(t *testing.T) {
+	srv := gittest.Start(t)
+	commit := srv.NewRepo("app", map[string]string{"hello.txt": "hello from the codebase\n"})
+	t.Setenv(secrets.EnvName("machine_clone_token"), srv.Password)
+	dir := t.TempDir()
+	files := map[string]string{
+		"git.yaml": fmt.Sprintf("connector:\n  name: Repo\n  identifier: app_git\n  type: Git\n  spec:\n    url: %s/app.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: machine_clone_token}\n", srv.HTTPURL, srv.Username),
+		"p.yaml": `pipeline:
+  name: machine clone
+  identifier: machine_clone
+  properties:
+    ci:
+      codebase: {connectorRef: app_git, build: {type: branch, spec: {branch: main}}}
+  stages:
+    - stage:
+        name: build
+        identifier: build
+        type: CI
+        spec:
+          cloneCodebase: true
+          runtime: {type: Cloud, spec: {}}
+          execution:
+            steps:
+              - step:
+                  type: Run
+                  name: read
+                  identifier: read
+                  spec:
+                    shell: Bash
+                    command: |
+                      TEXT=$(cat hello.txt)
+                      HEAD=$(git rev-parse HEAD)
+                      SHA=<+codebase.commitSha>
+                      DRONE="$DRONE_COMMIT_SHA $DRONE_BRANCH $DRONE_REPO_NAME"
+                    outputVariables: [{name: TEXT}, {name: HEAD}, {name: SHA}, {name: DRONE}]
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := onMachines
+	opts.ForRun = true
+	r, err := load.File(filepath.Join(dir, "p.yaml"), opts)
+	if err != nil || !r.OK() {
+		t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	queue := "build-machines-clone"
+	buildMachine(t, queue, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := machineStarter(queue)
+	exec, err := s.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != status.Succeeded {
+		t.Fatalf("pipeline %s: %s", res.Status, dumpTree(res.Tree))
+	}
+	outs := res.Tree.Find("build.read").Outputs["outputVariables"].(map[string]any)
+	if outs["TEXT"] != "hello from the codebase" || outs["HEAD"] != commit || outs["SHA"] != commit || outs["DRONE"] != commit+" main app" {
+		t.Errorf("outputs %v, want the codebase at %s", outs, commit)
+	}
 }
