@@ -33,7 +33,7 @@ func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
 	}
 	if p := spec.Platform; p != nil && p.Kind == yaml.MappingNode {
 		if os := scalarValue(pipeline.Field(p, "os")); os != "" && os != "Linux" && !dynamic(os) {
-			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(p, "os")), "unsupported-field", "platform os %s: Gantry runs CI steps in Linux containers only", os)
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(p, "os")), "unsupported-field", "platform os %s: Gantry runs CI steps on Linux only, in pods and on build machines", os)
 		}
 	}
 	if n := spec.SharedPaths; n != nil && n.Kind == yaml.SequenceNode {
