@@ -340,7 +340,8 @@ func waitEmpty(ctx context.Context, t *testing.T, root string) {
 
 // A `runtime: Cloud` stage as a team writes it for hosted machines: the codebase cloned from
 // the Git server into the build machine's workspace, a step without an image reading it with
-// the machine's own tools, `<+codebase.*>` and the DRONE_ variables naming the commit.
+// the machine's own tools (on the fast path: the machine runs the stage's workflow),
+// `<+codebase.*>` and the DRONE_ variables naming the commit.
 func TestBuildMachineClonesCodebase(t *testing.T) {
 	srv := gittest.Start(t)
 	commit := srv.NewRepo("app", map[string]string{"hello.txt": "hello from the codebase\n"})
@@ -368,6 +369,7 @@ func TestBuildMachineClonesCodebase(t *testing.T) {
                   type: Run
                   name: read
                   identifier: read
+                  timeout: 1m
                   spec:
                     shell: Bash
                     command: |
@@ -404,6 +406,9 @@ func TestBuildMachineClonesCodebase(t *testing.T) {
 	}
 	if res.Status != status.Succeeded {
 		t.Fatalf("pipeline %s: %s", res.Status, dumpTree(res.Tree))
+	}
+	if *updateHistories { // a stage on a build machine: its session, and a step on the fast path
+		recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), exec.ID)
 	}
 	outs := res.Tree.Find("build.read").Outputs["outputVariables"].(map[string]any)
 	if outs["TEXT"] != "hello from the codebase" || outs["HEAD"] != commit || outs["SHA"] != commit || outs["DRONE"] != commit+" main app" {
