@@ -139,17 +139,7 @@ func TestBuildMachinesRunStagesInParallel(t *testing.T) {
 				runStep("read", "Sh", `test "$(cat mine.txt)" = `+id+` && test "$PWD" = "<+execution.steps.write.output.outputVariables.WS>"; WS=$PWD; date +%s.%N`))
 	}
 	p := compile(t, "machines.yaml", []byte(machinePipeline("machines_parallel", stage("a"), stage("b"))), onMachines)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s := machineStarter(queue)
-	exec, err := s.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Result(ctx, exec.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, res := runPlan(t, machineStarter(queue), p)
 	if res.Status != status.Succeeded {
 		t.Fatalf("pipeline %s: %s", res.Status, dumpTree(res.Tree))
 	}
@@ -393,17 +383,7 @@ func TestBuildMachineClonesCodebase(t *testing.T) {
 	}
 	queue := "build-machines-clone"
 	buildMachine(t, queue, 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	s := machineStarter(queue)
-	exec, err := s.Start(ctx, r.Plan, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.Result(ctx, exec.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	exec, res := runPlan(t, machineStarter(queue), r.Plan)
 	if res.Status != status.Succeeded {
 		t.Fatalf("pipeline %s: %s", res.Status, dumpTree(res.Tree))
 	}

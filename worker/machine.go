@@ -6,8 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"sort"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -31,11 +29,9 @@ const StepHelperArg = "__step-helper"
 // hold on this machine, up to MaxStages. They share one workspace root and one bound on the
 // stages running at once.
 func BuildMachines(c client.Client, o Options) ([]sdkworker.Worker, error) {
-	tags := append([]string(nil), o.Tags...)
-	sort.Strings(tags)
-	tags = slices.Compact(tags)
-	if len(tags) > MaxTags {
-		return nil, fmt.Errorf("a worker takes at most %d tags, got %d", MaxTags, len(tags))
+	tags, err := tagSet(o.Tags)
+	if err != nil {
+		return nil, err
 	}
 	tq := o.TaskQueue
 	if tq == "" {
@@ -43,7 +39,6 @@ func BuildMachines(c client.Client, o Options) ([]sdkworker.Worker, error) {
 	}
 	m := o.machine
 	if m == nil {
-		var err error
 		if m, err = newMachine(o, c); err != nil {
 			return nil, err
 		}
@@ -55,13 +50,7 @@ func BuildMachines(c client.Client, o Options) ([]sdkworker.Worker, error) {
 	}
 	m.MaxStages = max
 	var out []sdkworker.Worker
-	for mask := 0; mask < 1<<len(tags); mask++ {
-		var subset []string
-		for i, t := range tags {
-			if mask&(1<<i) != 0 {
-				subset = append(subset, t)
-			}
-		}
+	for _, subset := range subsets(tags) {
 		for _, arch := range []string{"", runtime.GOARCH} {
 			w := sdkworker.New(c, workflows.MachineQueue(tq, "linux", arch, subset), sdkworker.Options{
 				EnableSessionWorker: true, MaxConcurrentSessionExecutionSize: max,

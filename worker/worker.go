@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"sort"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -139,11 +138,9 @@ const MaxTags = 6
 // non-empty subset of its tags, on workflows.SelectorQueue. Steps run there exactly as on the
 // main queue; only the routing differs.
 func Delegates(c client.Client, o Options) ([]sdkworker.Worker, error) {
-	tags := append([]string(nil), o.Tags...)
-	sort.Strings(tags)
-	tags = slices.Compact(tags)
-	if len(tags) > MaxTags {
-		return nil, fmt.Errorf("a worker takes at most %d tags, got %d", MaxTags, len(tags))
+	tags, err := tagSet(o.Tags)
+	if err != nil {
+		return nil, err
 	}
 	tq := o.TaskQueue
 	if tq == "" {
@@ -153,18 +150,36 @@ func Delegates(c client.Client, o Options) ([]sdkworker.Worker, error) {
 		o.Secrets = &secrets.Store{}
 	}
 	var out []sdkworker.Worker
-	for mask := 1; mask < 1<<len(tags); mask++ {
+	for _, subset := range subsets(tags)[1:] { // not the empty one: the main worker's queue
+		w := sdkworker.New(c, workflows.SelectorQueue(tq, subset), sdkworker.Options{
+			MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout, DisableWorkflowWorker: true})
+		out = append(out, closing{w, registerActivities(w, o, c)})
+	}
+	return out, nil
+}
+
+// tagSet is a worker's tags, sorted, once each, at most MaxTags.
+func tagSet(tags []string) ([]string, error) {
+	tags = slices.Compact(slices.Sorted(slices.Values(tags)))
+	if len(tags) > MaxTags {
+		return nil, fmt.Errorf("a worker takes at most %d tags, got %d", MaxTags, len(tags))
+	}
+	return tags, nil
+}
+
+// subsets are the subsets of tags, the empty one first.
+func subsets(tags []string) [][]string {
+	var out [][]string
+	for mask := 0; mask < 1<<len(tags); mask++ {
 		var subset []string
 		for i, t := range tags {
 			if mask&(1<<i) != 0 {
 				subset = append(subset, t)
 			}
 		}
-		w := sdkworker.New(c, workflows.SelectorQueue(tq, subset), sdkworker.Options{
-			MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout, DisableWorkflowWorker: true})
-		out = append(out, closing{w, registerActivities(w, o, c)})
+		out = append(out, subset)
 	}
-	return out, nil
+	return out
 }
 
 // New returns a worker with every workflow and step activity registered under its name.

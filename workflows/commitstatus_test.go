@@ -21,14 +21,17 @@ import (
 	"github.com/gantry-cd/gantry/workflows"
 )
 
+// githubWithAPI is a Github connector whose API access reports commit statuses.
+const githubWithAPI = "connector:\n  name: gh\n  identifier: gh\n  type: Github\n  spec:\n    url: https://github.com/acme/app.git\n    type: Repo\n" +
+	"    authentication: {type: Http, spec: {type: UsernameToken, spec: {username: bot, tokenRef: gh_pat}}}\n    apiAccess: {type: Token, spec: {tokenRef: gh_api}}\n"
+
 // A CI stage reports pending once its clone names the commit, then its outcome, in that
 // order; a report the provider refuses is a note on the stage, not a failed build.
 func TestCommitStatusPendingThenOutcome(t *testing.T) {
 	dir := t.TempDir()
 	for name, text := range map[string]string{
 		"cluster.yaml": "connector:\n  name: c\n  identifier: cluster\n  type: K8sCluster\n  spec: {credential: {type: InheritFromDelegate}}\n",
-		"github.yaml": "connector:\n  name: gh\n  identifier: gh\n  type: Github\n  spec:\n    url: https://github.com/acme/app.git\n    type: Repo\n" +
-			"    authentication: {type: Http, spec: {type: UsernameToken, spec: {username: bot, tokenRef: gh_pat}}}\n    apiAccess: {type: Token, spec: {tokenRef: gh_api}}\n",
+		"github.yaml":  githubWithAPI,
 		"build.yaml": `pipeline:
   name: build
   identifier: build

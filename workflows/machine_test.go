@@ -30,8 +30,7 @@ import (
 func TestBuildMachineStageWorkspaceAndStatuses(t *testing.T) {
 	dir := t.TempDir()
 	for name, text := range map[string]string{
-		"github.yaml": "connector:\n  name: gh\n  identifier: gh\n  type: Github\n  spec:\n    url: https://github.com/acme/app.git\n    type: Repo\n" +
-			"    authentication: {type: Http, spec: {type: UsernameToken, spec: {username: bot, tokenRef: gh_pat}}}\n    apiAccess: {type: Token, spec: {tokenRef: gh_api}}\n",
+		"github.yaml": githubWithAPI,
 		"build.yaml": `pipeline:
   name: build
   identifier: build

@@ -317,26 +317,15 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 // request is what the helper runs: secrets resolved (masked in the log), the workspace as
 // the working directory and HARNESS_WORKSPACE.
 func (m *Machine) request(ctx context.Context, in activities.StepInput, spec stepSpec, work string, mask *secrets.Masker) (wire.Request, error) {
-	req := wire.Request{Shell: spec.Shell, Dir: work, Env: maps.Clone(in.Env)}
-	if req.Env == nil {
-		req.Env = map[string]string{}
+	in.Env = maps.Clone(in.Env)
+	if in.Env == nil {
+		in.Env = map[string]string{}
 	}
-	req.Env["HARNESS_WORKSPACE"] = work
-	expand := func(what, s string) (string, error) {
-		out, err := secrets.ExpandTo(ctx, m.Secrets, mask, s, func(string) (string, bool) { return "", false })
-		if err != nil {
-			return "", activities.Fail(activities.Unknown, "%s: %v", what, err)
-		}
-		return out, nil
-	}
-	var err error
-	if req.Command, err = expand("command", spec.Command); err != nil {
+	in.Env["HARNESS_WORKSPACE"] = work
+	noStandIn := func(string) (string, bool) { return "", false }
+	req, _, err := commandRequest(ctx, m.Secrets, mask, noStandIn, in, spec, work)
+	if err != nil {
 		return req, err
-	}
-	for k, v := range spec.EnvVariables {
-		if req.Env[k], err = expand("environment variable "+k, string(v)); err != nil {
-			return req, err
-		}
 	}
 	if in.Type == "Background" {
 		req.Background = true

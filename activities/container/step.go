@@ -259,25 +259,9 @@ func (a *Activity) request(ctx context.Context, in activities.StepInput, spec st
 		}
 		return "", false
 	}
-	req := wire.Request{Shell: spec.Shell, Dir: wire.Workspace, Env: maps.Clone(in.Env)}
-	if req.Env == nil {
-		req.Env = map[string]string{}
-	}
-	expand := func(what, s string) (string, error) {
-		out, err := secrets.ExpandTo(ctx, a.Secrets, mask, s, standIn)
-		if err != nil {
-			return "", activities.Fail(activities.Unknown, "%s: %v", what, err)
-		}
-		return out, nil
-	}
-	var err error
-	if req.Command, err = expand("command", spec.Command); err != nil {
+	req, expand, err := commandRequest(ctx, a.Secrets, mask, standIn, in, spec, wire.Workspace)
+	if err != nil {
 		return req, err
-	}
-	for k, v := range spec.EnvVariables {
-		if req.Env[k], err = expand("environment variable "+k, string(v)); err != nil {
-			return req, err
-		}
 	}
 	switch in.Type {
 	case "Run":
@@ -325,6 +309,33 @@ func (a *Activity) request(ctx context.Context, in activities.StepInput, spec st
 		}
 	}
 	return req, nil
+}
+
+// commandRequest is what the helper runs for a step's command in dir: its command and
+// environment with the secrets they reference expanded (or stood in for by standIn's
+// placeholders), and the expansion, for the step type's further fields.
+func commandRequest(ctx context.Context, r secrets.Resolver, mask *secrets.Masker, standIn func(string) (string, bool), in activities.StepInput, spec stepSpec, dir string) (wire.Request, func(what, s string) (string, error), error) {
+	req := wire.Request{Shell: spec.Shell, Dir: dir, Env: maps.Clone(in.Env)}
+	if req.Env == nil {
+		req.Env = map[string]string{}
+	}
+	expand := func(what, s string) (string, error) {
+		out, err := secrets.ExpandTo(ctx, r, mask, s, standIn)
+		if err != nil {
+			return "", activities.Fail(activities.Unknown, "%s: %v", what, err)
+		}
+		return out, nil
+	}
+	var err error
+	if req.Command, err = expand("command", spec.Command); err != nil {
+		return req, expand, err
+	}
+	for k, v := range spec.EnvVariables {
+		if req.Env[k], err = expand("environment variable "+k, string(v)); err != nil {
+			return req, expand, err
+		}
+	}
+	return req, expand, nil
 }
 
 // nonce marks a request's result line.
