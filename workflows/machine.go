@@ -87,29 +87,37 @@ func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn
 	s.publish(ctx)
 	sctx, err := workflow.CreateSession(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{TaskQueue: queue}),
 		&workflow.SessionOptions{CreationTimeout: machineWait, ExecutionTimeout: machineWait, HeartbeatTimeout: machineHeartbeat})
-	t.Status, t.Resource = prev, nil
 	if err != nil {
+		t.Status, t.Resource = prev, nil
 		if ctx.Err() != nil {
 			return nil, &activities.Failure{Category: aborted, Message: "aborted while waiting for a build machine"}
 		}
 		return nil, &activities.Failure{Category: activities.DelegateProvisioning,
 			Message: fmt.Sprintf("no build machine (%s) took the stage: %v; start one with `gantry worker --build-machine`", machineKey(m), err)}
 	}
-	if waited := workflow.Now(ctx).Sub(since); waited >= time.Second {
-		t.Notes = append(t.Notes, fmt.Sprintf("waited %s for a build machine (%s)", waited.Round(time.Second), machineKey(m)))
-	}
 	info := workflow.GetInfo(ctx)
 	in := &activities.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 		Group: t.Path, Name: podName(s.in.ExecutionID, t.Path, n.ID),
 		Pod: plan.Pod{Machine: &m, SharedPaths: shared, Git: n.Pod.Git}}
+	// The machine may still wait for one of its stages to end (a stage slot, --max-stages):
+	// the stage shows waiting until its workspace is made.
+	ao := s.podOptions(t.Path + " (workspace)")
+	ao.StartToCloseTimeout, ao.HeartbeatTimeout = machineWait, machineHeartbeat
 	var ws activities.Workspace
-	err = workflow.ExecuteActivity(workflow.WithActivityOptions(sctx, s.podOptions(t.Path+" (workspace)")), activities.WorkspaceStart, in).Get(ctx, &ws)
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(sctx, ao), activities.WorkspaceStart, in).Get(ctx, &ws)
+	t.Status, t.Resource = prev, nil
 	if err != nil {
 		workflow.CompleteSession(sctx)
 		if f := s.machineLost(); f != nil {
 			return nil, f
 		}
+		if ctx.Err() != nil {
+			return nil, &activities.Failure{Category: aborted, Message: "aborted while waiting for a build machine"}
+		}
 		return nil, activities.Classify(err)
+	}
+	if waited := workflow.Now(ctx).Sub(since); waited >= time.Second {
+		t.Notes = append(t.Notes, fmt.Sprintf("waited %s for a build machine (%s)", waited.Round(time.Second), machineKey(m)))
 	}
 	in.Workspace, in.Machine = ws.Dir, ws.Machine
 	t.Notes = append(t.Notes, fmt.Sprintf("on build machine %s, workspace %s", ws.Machine, ws.Dir))

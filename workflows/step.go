@@ -352,7 +352,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		s.flushFastPath(ctx, res.Ended.Sub(res.Started))
 	}
 	if err != nil {
-		if f := s.machineLost(); f != nil && pod != nil && pod.Pod.Pod.Machine != nil && ctx.Err() == nil {
+		if f := s.machineLost(); onMachine && f != nil && ctx.Err() == nil {
 			return nil, f
 		}
 		var canceled *temporal.CanceledError
