@@ -1,12 +1,15 @@
 package container
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -63,6 +66,10 @@ type workspace struct {
 	lock       *os.File
 	workflowID string
 	runID      string
+	// The supervisor runs the workspace's steps; without one, each step starts a helper.
+	supervisor *exec.Cmd
+	superIn    io.WriteCloser
+	sock       string
 }
 
 // groupGrace is how long a process group has between SIGTERM and SIGKILL.
@@ -123,8 +130,12 @@ func (m *Machine) WorkspaceStart(ctx context.Context, in activities.PodInput) (a
 		lock.Close()
 		return fail(err)
 	}
+	ws := &workspace{lock: lock, workflowID: in.WorkflowID, runID: in.RunID}
+	if ws.supervisor, ws.superIn, ws.sock, err = m.supervise(top); err != nil {
+		m.log().Warn("the workspace's steps start a helper each", zap.String("workspace", work), zap.Error(err))
+	}
 	m.mu.Lock()
-	m.live[name] = &workspace{lock: lock, workflowID: in.WorkflowID, runID: in.RunID}
+	m.live[name] = ws
 	m.mu.Unlock()
 	m.log().Info("stage workspace made", zap.String("workspace", work), zap.String("stage", in.Group), zap.String("execution", in.ExecutionID))
 	return activities.Workspace{Dir: work, Machine: m.Name}, nil
@@ -156,6 +167,20 @@ func (m *Machine) release(name string) *workspace {
 // its workspace.
 func (m *Machine) WorkspaceStop(ctx context.Context, in activities.PodInput) error {
 	top, _, _ := m.dirs(in.Name)
+	m.mu.Lock()
+	ws := m.live[in.Name]
+	m.mu.Unlock()
+	if ws != nil && ws.supervisor != nil {
+		ws.superIn.Close() // it ends the groups it knows, then exits
+		done := make(chan struct{})
+		go func() { _ = ws.supervisor.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(groupGrace + 5*time.Second):
+			_ = ws.supervisor.Process.Kill()
+		}
+		ws.supervisor = nil
+	}
 	if err := m.clean(top); err != nil {
 		return activities.Fail(activities.Unknown, "build machine %s: remove workspace %s: %v", m.Name, top, err)
 	}
@@ -296,7 +321,7 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 	if req.Background {
 		req.LogFile = filepath.Join(top, "gantry", "logs", req.Nonce+".log")
 	}
-	res, last, err := m.run(runCtx, top, req, log, mask)
+	res, last, err := m.run(runCtx, in.Pod.Pod.Name, top, req, log, mask)
 	if err != nil {
 		return activities.StepResult{}, ended(err)
 	}
@@ -342,33 +367,80 @@ func (m *Machine) request(ctx context.Context, in activities.StepInput, spec ste
 	return req, nil
 }
 
-// run starts gantry-helper for one request and returns its result and the last line of
-// output. Cancelling ctx closes the helper's stdin, which ends the step's process group.
-func (m *Machine) run(ctx context.Context, top string, req wire.Request, log *logs.Writer, mask *secrets.Masker) (wire.Result, string, error) {
-	if len(m.Helper) == 0 {
-		return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s has no gantry-helper to run steps with", m.Name)
-	}
+// run runs one request through the workspace's supervisor (gantry-helper supervise), or
+// through a gantry-helper of its own when the workspace has none, and returns its result and
+// the last line of output. Cancelling ctx closes the step's connection (or the helper's
+// stdin), which ends the step's process group.
+func (m *Machine) run(ctx context.Context, name, top string, req wire.Request, log *logs.Writer, mask *secrets.Masker) (wire.Result, string, error) {
 	line, err := json.Marshal(req)
 	if err != nil {
 		return wire.Result{}, "", err
 	}
-	cmd := exec.Command(m.Helper[0], append(slices.Clone(m.Helper[1:]), "run")...)
-	cmd.Env = append(stepEnviron(), m.HelperEnv...)
-	cmd.Env = append(cmd.Env, "GANTRY_HELPER_DIR="+filepath.Join(top, "gantry"))
+	line = append(line, '\n')
+	out := &output{nonce: req.Nonce, log: log, mask: mask}
+	m.mu.Lock()
+	sock := ""
+	if ws := m.live[name]; ws != nil {
+		sock = ws.sock
+	}
+	m.mu.Unlock()
+	var errLast string
+	dialed := false
+	if sock != "" {
+		dialed, err = m.runVia(ctx, sock, line, out)
+	}
+	if !dialed && ctx.Err() == nil { // no supervisor, or it is gone
+		errLast, err = m.runHelper(ctx, top, line, out)
+	}
+	result, last := out.flush()
+	if ctx.Err() != nil { // stopped: its result says only that it was killed
+		return wire.Result{}, "", ctx.Err()
+	}
+	if result != nil {
+		return *result, last, nil
+	}
+	return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s: gantry-helper ended without a result (%v)%s", m.Name, err, lastLine(errLast))
+}
+
+// runVia sends a request to the workspace's supervisor and copies the step's output to out;
+// dialed says whether the supervisor answered.
+func (m *Machine) runVia(ctx context.Context, sock string, line []byte, out io.Writer) (dialed bool, err error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		m.log().Warn("the workspace's supervisor does not answer; the step starts a helper of its own", zap.String("socket", sock), zap.Error(err))
+		return false, err
+	}
+	stop := context.AfterFunc(ctx, func() { c.Close() }) // the supervisor ends the step's group
+	defer stop()
+	defer c.Close()
+	if _, err := c.Write(line); err != nil {
+		return true, err
+	}
+	_, err = io.Copy(out, c)
+	return true, err
+}
+
+// runHelper runs a request with a gantry-helper of its own, copying the step's output to out;
+// it returns the helper's last line of errors.
+func (m *Machine) runHelper(ctx context.Context, top string, line []byte, out io.Writer) (string, error) {
+	cmd, err := m.helper(top, "run")
+	if err != nil {
+		return "", err
+	}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return wire.Result{}, "", err
+		return "", err
 	}
-	out := &output{nonce: req.Nonce, log: log, mask: mask}
-	errOut := &output{log: log, mask: mask}
+	errOut := &output{log: out.(*output).log, mask: out.(*output).mask}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Start(); err != nil {
-		return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s: start gantry-helper %s: %v", m.Name, m.Helper[0], err)
+		return "", activities.Fail(activities.Unknown, "build machine %s: start gantry-helper %s: %v", m.Name, m.Helper[0], err)
 	}
-	if _, err := stdin.Write(append(line, '\n')); err != nil {
+	if _, err := stdin.Write(line); err != nil {
 		stdin.Close()
 		_ = cmd.Wait()
-		return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s: send the step to gantry-helper: %v", m.Name, err)
+		return "", activities.Fail(activities.Unknown, "build machine %s: send the step to gantry-helper: %v", m.Name, err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -380,15 +452,60 @@ func (m *Machine) run(ctx context.Context, top string, req wire.Request, log *lo
 	}()
 	err = cmd.Wait()
 	close(exited)
-	result, last := out.flush()
 	_, errLast := errOut.flush()
-	if ctx.Err() != nil { // stopped: its result says only that it was killed
-		return wire.Result{}, "", ctx.Err()
+	return errLast, err
+}
+
+// helper is gantry-helper with arg, in a process group of its own (a terminal's Ctrl-C to the
+// worker must not kill it before it ends its steps), its scratch folder in the workspace.
+func (m *Machine) helper(top, arg string) (*exec.Cmd, error) {
+	if len(m.Helper) == 0 {
+		return nil, activities.Fail(activities.Unknown, "build machine %s has no gantry-helper to run steps with", m.Name)
 	}
-	if result != nil {
-		return *result, last, nil
+	cmd := exec.Command(m.Helper[0], append(slices.Clone(m.Helper[1:]), arg)...)
+	cmd.Env = append(stepEnviron(), m.HelperEnv...)
+	cmd.Env = append(cmd.Env, "GANTRY_HELPER_DIR="+filepath.Join(top, "gantry"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return cmd, nil
+}
+
+// supervise starts the workspace's supervisor and returns it with its stdin (closing it ends
+// the supervisor and what it runs) and its socket.
+func (m *Machine) supervise(top string) (*exec.Cmd, io.WriteCloser, string, error) {
+	cmd, err := m.helper(top, "supervise")
+	if err != nil {
+		return nil, nil, "", err
 	}
-	return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s: gantry-helper ended without a result (%v)%s", m.Name, err, lastLine(errLast))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	var errs strings.Builder
+	cmd.Stderr = &errs
+	if err := cmd.Start(); err != nil {
+		return nil, nil, "", err
+	}
+	first := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		first <- strings.TrimSpace(line)
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	select {
+	case sock := <-first:
+		if sock != "" {
+			return cmd, stdin, sock, nil
+		}
+	case <-time.After(10 * time.Second):
+	}
+	stdin.Close()
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return nil, nil, "", fmt.Errorf("gantry-helper supervise did not start: %s", strings.TrimSpace(errs.String()))
 }
 
 // stepEnviron is the worker's environment as the steps see it: without Gantry's own settings,

@@ -22,8 +22,13 @@ import (
 
 // The test binary plays gantry-helper for the build machine's steps.
 func TestMain(m *testing.M) {
-	if os.Getenv("GANTRY_TEST_STEP_HELPER") == "1" && len(os.Args) > 1 && os.Args[len(os.Args)-1] == "run" {
-		os.Exit(runner.Run(os.Stdin, os.Stdout))
+	if os.Getenv("GANTRY_TEST_STEP_HELPER") == "1" && len(os.Args) > 1 {
+		switch os.Args[len(os.Args)-1] {
+		case "run":
+			os.Exit(runner.Run(os.Stdin, os.Stdout))
+		case "supervise":
+			os.Exit(runner.Supervise(os.Stdin, os.Stdout))
+		}
 	}
 	os.Exit(m.Run())
 }
@@ -188,4 +193,30 @@ func waitDead(t *testing.T, pid int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("process %d still runs", pid)
+}
+
+// A workspace's steps go through its supervisor; one that is gone (killed) leaves the next
+// step to a helper of its own, and the workspace still stops cleanly.
+func TestMachineSupervisorGone(t *testing.T) {
+	m, _ := testMachine(t)
+	pod := &activities.PodInput{ExecutionID: "e-1", Name: "gantry-s-3", Pod: plan.Pod{Machine: &plan.Machine{}}}
+	if _, err := machineStep(t, m, pod, "Run", map[string]any{"shell": "Sh", "command": "true"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	ws := m.live[pod.Name]
+	if ws == nil || ws.sock == "" || ws.supervisor == nil {
+		t.Fatalf("workspace %+v has no supervisor", ws)
+	}
+	_ = ws.supervisor.Process.Kill()
+	_ = ws.supervisor.Wait()
+	res, err := machineStep(t, m, pod, "Run", map[string]any{"shell": "Sh", "command": "X=after", "outputVariables": []any{map[string]any{"name": "X"}}}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outputs["outputVariables"].(map[string]any)["X"] != "after" {
+		t.Errorf("outputs %v", res.Outputs)
+	}
+	if err := m.WorkspaceStop(t.Context(), *pod); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -22,7 +22,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: gantry-helper install DIR | wait | run | untar DIR | tar DIR PATH... | reports DIR PATTERN... | build BUILDCTL-ARG...")
+		fmt.Fprintln(os.Stderr, "usage: gantry-helper install DIR | wait | run | supervise | untar DIR | tar DIR PATH... | reports DIR PATTERN... | build BUILDCTL-ARG...")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -39,6 +39,8 @@ func main() {
 		wait()
 	case "run":
 		os.Exit(runner.Run(os.Stdin, os.Stdout))
+	case "supervise":
+		os.Exit(runner.Supervise(os.Stdin, os.Stdout))
 	case "untar":
 		if len(os.Args) != 3 {
 			fmt.Fprintln(os.Stderr, "usage: gantry-helper untar DIR")
