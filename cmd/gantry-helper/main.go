@@ -2,8 +2,10 @@
 // copies it into a volume every step container mounts; each step container's main process is
 // `gantry-helper wait`, and the worker runs each step with `gantry-helper run` through the
 // Kubernetes exec API, sending the step on stdin and reading its output, exit code and output
-// variables back (package activities/container/wire). It stays small and static: it links
-// only the standard library.
+// variables back (package activities/container/wire). On a build machine the worker starts
+// `gantry-helper supervise` beside each stage's workspace, which runs the stage's steps the
+// same way (package activities/container/runner). It stays small and static: it links only
+// the standard library.
 package main
 
 import (
