@@ -3,8 +3,9 @@ package workflows
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
@@ -176,11 +177,33 @@ func (s *stageRun) machineLost() *activities.Failure {
 }
 
 // localMachines are the build machines this process serves, by name: a step of a stage whose
-// machine is this process may run as a local activity (machineFastPath).
-var localMachines sync.Map
+// machine is this process may run as a local activity (machineFastPath). Written at worker
+// start, copied on write.
+var localMachines atomic.Pointer[[]string]
 
 // ServeMachine tells the workflows of this process that it is the build machine name.
-func ServeMachine(name string) { localMachines.Store(name, true) }
+func ServeMachine(name string) {
+	for {
+		old := localMachines.Load()
+		var names []string
+		if old != nil {
+			names = slices.Clone(*old)
+		}
+		if slices.Contains(names, name) {
+			return
+		}
+		names = append(names, name)
+		if localMachines.CompareAndSwap(old, &names) {
+			return
+		}
+	}
+}
+
+// servesMachine reports whether this process is the build machine name.
+func servesMachine(name string) bool {
+	names := localMachines.Load()
+	return names != nil && slices.Contains(*names, name)
+}
 
 // machineFastPath decides whether a step of a stage on a build machine runs as a local
 // activity: when the worker running the stage's workflow is the machine itself (the embedded
@@ -194,10 +217,7 @@ func (s *stageRun) machineFastPath(ctx workflow.Context, timeout time.Duration) 
 	}
 	host := s.machineHost
 	var here bool
-	if err := workflow.SideEffect(ctx, func(workflow.Context) any {
-		_, ok := localMachines.Load(host)
-		return ok
-	}).Get(&here); err != nil {
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return servesMachine(host) }).Get(&here); err != nil {
 		return false
 	}
 	return here
