@@ -423,7 +423,7 @@ func (m *Machine) runVia(ctx context.Context, sock string, line []byte, out io.W
 
 // runHelper runs a request with a gantry-helper of its own, copying the step's output to out;
 // it returns the helper's last line of errors.
-func (m *Machine) runHelper(ctx context.Context, top string, line []byte, out io.Writer) (string, error) {
+func (m *Machine) runHelper(ctx context.Context, top string, line []byte, out *output) (string, error) {
 	cmd, err := m.helper(top, "run")
 	if err != nil {
 		return "", err
@@ -432,7 +432,7 @@ func (m *Machine) runHelper(ctx context.Context, top string, line []byte, out io
 	if err != nil {
 		return "", err
 	}
-	errOut := &output{log: out.(*output).log, mask: out.(*output).mask}
+	errOut := &output{log: out.log, mask: out.mask}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Start(); err != nil {
 		return "", activities.Fail(activities.Unknown, "build machine %s: start gantry-helper %s: %v", m.Name, m.Helper[0], err)
