@@ -57,6 +57,8 @@ type Machine struct {
 	// removed when another stage starts. nil: only WorkspaceStop removes them.
 	Closed func(ctx context.Context, workflowID, runID string) (bool, error)
 	Log    *zap.Logger
+	// Containers, when set, runs the steps that name an image in containers on this machine.
+	Containers *Containers
 
 	mu   sync.Mutex
 	live map[string]*workspace // by folder name
@@ -70,6 +72,10 @@ type workspace struct {
 	supervisor *exec.Cmd
 	superIn    io.WriteCloser
 	sock       string
+	// The stage's network and Background containers, once a step ran in a container.
+	netMu      sync.Mutex
+	net        *stageNet
+	background []backgroundContainer
 }
 
 // groupGrace is how long a process group has between SIGTERM and SIGKILL.
@@ -181,6 +187,13 @@ func (m *Machine) WorkspaceStop(ctx context.Context, in activities.PodInput) err
 		}
 		ws.supervisor = nil
 	}
+	if ws != nil {
+		for _, b := range ws.background {
+			b.feed.Close() // the helper ends the service's process group
+			b.out.Close()
+		}
+		ws.background = nil
+	}
 	if err := m.clean(top); err != nil {
 		return activities.Fail(activities.Unknown, "build machine %s: remove workspace %s: %v", m.Name, top, err)
 	}
@@ -190,8 +203,10 @@ func (m *Machine) WorkspaceStop(ctx context.Context, in activities.PodInput) err
 	return nil
 }
 
-// clean kills the process groups recorded in a workspace and removes it.
+// clean kills the process groups recorded in a workspace, removes its containers and network,
+// and removes it.
 func (m *Machine) clean(top string) error {
+	m.removeContainers(top)
 	groups, _ := filepath.Glob(filepath.Join(top, "gantry", "groups", "*"))
 	for _, g := range groups {
 		if killed, err := runner.KillGroup(g, groupGrace); killed {
@@ -306,11 +321,22 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 		return res, log.Err()
 	}
 	if !slices.Contains([]string{"Run", "RunTests", "Background"}, in.Type) {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s steps need a container, and build machine %s runs none", in.Type, m.Name)
+		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s steps do not run on build machines (build machine %s)", in.Type, m.Name)
 	}
 	spec, err := decodeStepSpec(in)
 	if err != nil {
 		return activities.StepResult{}, err
+	}
+	img, err := decodeImageSpec(in)
+	if err != nil {
+		return activities.StepResult{}, err
+	}
+	if img.Image != "" {
+		res, err := m.containerStep(ctx, runCtx, in, spec, img, top, work, log, mask)
+		if err != nil {
+			return res, ended(err)
+		}
+		return res, log.Err()
 	}
 	req, err := m.request(ctx, in, spec, work, mask)
 	if err != nil {

@@ -43,6 +43,12 @@ func testMachine(t *testing.T) (*Machine, logs.Store) {
 // machineStep runs one step of a stage on m: its workspace made first.
 func machineStep(t *testing.T, m *Machine, pod *activities.PodInput, typ string, spec map[string]any, timeout time.Duration) (activities.StepResult, error) {
 	t.Helper()
+	return machineStepAt(t, m, pod, "s."+strings.ToLower(typ), typ, spec, timeout)
+}
+
+// machineStepAt is machineStep for the step at path.
+func machineStepAt(t *testing.T, m *Machine, pod *activities.PodInput, path, typ string, spec map[string]any, timeout time.Duration) (activities.StepResult, error) {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	if pod.Workspace == "" {
@@ -59,7 +65,7 @@ func machineStep(t *testing.T, m *Machine, pod *activities.PodInput, typ string,
 	}
 	raw, _ := json.Marshal(spec)
 	env.RegisterActivity(m.Step)
-	v, err := env.ExecuteActivity(m.Step, activities.StepInput{ExecutionID: "e-1", StepPath: "s." + strings.ToLower(typ), Type: typ, Spec: raw,
+	v, err := env.ExecuteActivity(m.Step, activities.StepInput{ExecutionID: "e-1", StepPath: path, Type: typ, Spec: raw,
 		Timeout: timeout, Pod: &activities.PodStep{Pod: *pod}, Env: map[string]string{"CI": "true"}})
 	var res activities.StepResult
 	if err == nil {

@@ -129,15 +129,9 @@ func (n *Node) pushImages(root, pause string) error {
 	if b, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build gantry-helper: %v\n%s", err, b)
 	}
-	applets, err := testproc.Run("/bin/busybox", "--list")
+	box, boxConfig, err := ociimage.BusyboxImage()
 	if err != nil {
 		return err
-	}
-	box := []ociimage.File{{Path: "bin/busybox", Src: "/bin/busybox"}, {Path: "bin/bash", Src: "/bin/bash-static"}, {Path: "tmp/", Mode: 0o1777}}
-	for _, a := range strings.Fields(applets) {
-		if a != "busybox" && a != "bash" {
-			box = append(box, ociimage.File{Path: "bin/" + a, Link: "busybox"})
-		}
 	}
 	kit, kitConfig, err := ociimage.BuildKitImage()
 	if err != nil {
@@ -149,7 +143,7 @@ func (n *Node) pushImages(root, pause string) error {
 		cfg   v1.Config
 	}{
 		{Pause, []ociimage.File{{Path: "pause", Src: pause}}, v1.Config{Entrypoint: []string{"/pause"}}},
-		{Busybox, box, v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=/bin"}}},
+		{Busybox, box, boxConfig},
 		{Helper, []ociimage.File{{Path: "gantry-helper", Src: helper}}, v1.Config{Entrypoint: []string{"/gantry-helper"}}},
 		{BuildKit, kit, kitConfig},
 	}

@@ -29,3 +29,19 @@ func BuildKitImage() ([]File, v1.Config, error) {
 	}
 	return files, v1.Config{Env: []string{"PATH=/usr/bin:/bin"}}, nil
 }
+
+// BusyboxImage returns the files and configuration of a small shell image: Debian's static
+// busybox with its applets linked, and static bash as /bin/bash.
+func BusyboxImage() ([]File, v1.Config, error) {
+	applets, err := testproc.Run("/bin/busybox", "--list")
+	if err != nil {
+		return nil, v1.Config{}, err
+	}
+	box := []File{{Path: "bin/busybox", Src: "/bin/busybox"}, {Path: "bin/bash", Src: "/bin/bash-static"}, {Path: "tmp/", Mode: 0o1777}}
+	for _, a := range strings.Fields(applets) {
+		if a != "busybox" && a != "bash" {
+			box = append(box, File{Path: "bin/" + a, Link: "busybox"})
+		}
+	}
+	return box, v1.Config{Cmd: []string{"/bin/sh"}, Env: []string{"PATH=/bin"}}, nil
+}

@@ -30,6 +30,11 @@ type File struct {
 // for a plain-HTTP registry; loopback ones are plain HTTP anyway). Credentials come from the
 // Docker config ($DOCKER_CONFIG or ~/.docker/config.json), as `docker push` finds them.
 func Push(ref string, files []File, cfg v1.Config, opts ...name.Option) error {
+	return PushAs(ref, files, cfg, nil, opts...)
+}
+
+// PushAs is Push with the given credentials (nil: the Docker config's).
+func PushAs(ref string, files []File, cfg v1.Config, auth authn.Authenticator, opts ...name.Option) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, f := range files {
@@ -80,6 +85,9 @@ func Push(ref string, files []File, cfg v1.Config, opts ...name.Option) error {
 	r, err := name.ParseReference(ref, opts...)
 	if err != nil {
 		return err
+	}
+	if auth != nil {
+		return remote.Write(r, img, remote.WithAuth(auth))
 	}
 	return remote.Write(r, img, remote.WithAuthFromKeychain(authn.DefaultKeychain))
 }
