@@ -10,7 +10,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gantry
-	$(GO) build -o bin/gantry-helper ./cmd/gantry-helper
+	CGO_ENABLED=0 $(GO) build -o bin/gantry-helper ./cmd/gantry-helper
 
 # Runs an example pipeline end to end on the embedded Temporal server (state in .gantry/),
 # streaming step output. Run it again: the sequence number goes up, the state survives.

@@ -60,6 +60,7 @@ type connFlags struct {
 	notify          notifyFlags
 	buildMachine    bool // this process's worker runs CI stages on its machine (--build-machine)
 	maxStages       int
+	containerd      string // the build machine's containerd socket (--containerd)
 }
 
 func (f *connFlags) add(cmd *cobra.Command) {
@@ -300,6 +301,7 @@ func (e *engine) startWorker(f connFlags, log *zap.Logger) error {
 		Tags:               f.tags,
 		BuildMachine:       f.buildMachine,
 		MaxStages:          f.maxStages,
+		Containerd:         f.containerd,
 		NoFastPath:         !f.fastPath,
 		Internal:           e.internal,
 		Notify: f.notify.sender(f.dataDir, e.secrets, func() string {

@@ -162,7 +162,7 @@ their token to see encrypted payloads in plain text.`,
 			if !runWorker && conn.address == "" {
 				return usageErr("--run-worker=false needs --address: the embedded server needs this process's worker")
 			}
-			conn.buildMachine = buildInfra.Machines
+			conn.buildMachine, conn.containerd = buildInfra.Machines, buildInfra.Containerd
 			e, err := connect(ctx, conn, runWorker, log)
 			if err != nil {
 				return usageErr("%v", err)
@@ -257,6 +257,8 @@ the embedded server of the data directory.`,
 	conn.add(cmd)
 	cmd.Flags().BoolVar(&conn.buildMachine, "build-machine", os.Getenv("GANTRY_BUILD_MACHINE") == "true",
 		"also run the CI stages that name a runtime (Cloud, Docker) on this machine, their steps without an image as this process's user: keep build machines apart from deploy workers, with --tags (env GANTRY_BUILD_MACHINE=true)")
+	cmd.Flags().StringVar(&conn.containerd, "containerd", os.Getenv("GANTRY_CONTAINERD"),
+		"as a build machine, the containerd socket through which the steps that name an image run, in containers (e.g. /run/containerd/containerd.sock; env GANTRY_CONTAINERD)")
 	longRunning(cmd)
 	return cmd
 }

@@ -33,6 +33,8 @@ func buildInfraFlags(cmd *cobra.Command, b *pipeline.BuildInfra) {
 		"image of their container steps that name none, as the reference's hosted machines give one (env GANTRY_CI_IMAGE)")
 	cmd.Flags().BoolVar(&b.Machines, "build-machine", os.Getenv("GANTRY_BUILD_MACHINE") != "false",
 		"without --ci-connector, run those stages on build machines, their steps without an image on the machine itself; this process's worker is one (env GANTRY_BUILD_MACHINE=false turns it off)")
+	cmd.Flags().StringVar(&b.Containerd, "containerd", os.Getenv("GANTRY_CONTAINERD"),
+		"containerd socket through which build machines run the steps that name an image, in containers (e.g. /run/containerd/containerd.sock; env GANTRY_CONTAINERD); on validate, says the build machines have one")
 }
 
 func templatesFlag(cmd *cobra.Command, dirs *[]string) {

@@ -67,7 +67,7 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 				return &exitError{code: ExitInvalid, err: fmt.Errorf("%s is invalid; nothing was started", args[0])}
 			}
 			log := newLogger(verbose)
-			conn.buildMachine = opts.BuildInfra.Machines
+			conn.buildMachine, conn.containerd = opts.BuildInfra.Machines, opts.BuildInfra.Containerd
 			e, err := connect(cmd.Context(), conn, conn.localWorker(), log)
 			if err != nil {
 				return usageErr("%v", err)

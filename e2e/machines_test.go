@@ -13,13 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+
 	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/container"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/internal/ctrtest"
 	"github.com/gantry-cd/gantry/internal/gittest"
+	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/internal/testproc"
 	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/worker"
@@ -47,7 +53,7 @@ func stepHelper(t testing.TB) []string {
 		}
 		helperBin = filepath.Join(dir, "gantry-helper")
 		cmd := exec.Command("go", "build", "-o", helperBin, "./cmd/gantry-helper")
-		cmd.Dir = testproc.RepoRoot()
+		cmd.Dir, cmd.Env = testproc.RepoRoot(), append(os.Environ(), "CGO_ENABLED=0") // static: it runs in containers too
 		if out, err := cmd.CombinedOutput(); err != nil {
 			helperErr = err
 			t.Logf("%s", out)
@@ -394,4 +400,98 @@ func TestBuildMachineClonesCodebase(t *testing.T) {
 	if outs["TEXT"] != "hello from the codebase" || outs["HEAD"] != commit || outs["SHA"] != commit || outs["DRONE"] != commit+" main app" {
 		t.Errorf("outputs %v, want the codebase at %s", outs, commit)
 	}
+}
+
+// A `runtime: Docker` stage whose steps name images, on a build machine with containerd: a
+// step without an image writes the workspace on the machine, a Background service in a
+// container answers later steps by its identifier, a step in a container reads the workspace
+// and publishes an output; the images come from a registry behind the connector's
+// credentials. When the stage ends no container is left; an abort mid-step removes the
+// step's container and the workspace.
+func TestBuildMachineRunsContainers(t *testing.T) {
+	ctrd := ctrtest.Start(t)
+	reg := registrytest.Start(t)
+	image := reg.Host + "/tools/busybox:1"
+	ctrtest.PushBusybox(t, image, &authn.Basic{Username: registrytest.Username, Password: registrytest.Password})
+	t.Setenv("GANTRY_SECRET_REG_PW", registrytest.Password)
+	queue := "build-machines-containers"
+	dir := t.TempDir()
+	p, err := worker.Start(env.client, worker.Options{TaskQueue: queue, Internal: env.internal, Logs: env.logs, WorkDir: dir, BuildMachine: true,
+		MaxStages: 2, StepHelper: stepHelper(t), Containerd: ctrd.Address})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	root := filepath.Join(dir, "build")
+	containers := func() []string {
+		out, err := ctrd.Ctr("-n", container.ContainerNamespace, "containers", "ls", "-q")
+		if err != nil {
+			t.Fatalf("ctr: %v %s", err, out)
+		}
+		return strings.Fields(out)
+	}
+	files := t.TempDir()
+	conn := "connector:\n  name: reg\n  identifier: reg\n  type: DockerRegistry\n  spec: {dockerRegistryUrl: " + reg.URL +
+		", providerType: Other, auth: {type: UsernamePassword, spec: {username: " + registrytest.Username + ", passwordRef: reg_pw}}}\n"
+	if err := os.WriteFile(filepath.Join(files, "reg.yaml"), []byte(conn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withImage := func(id, typ, command, extra string) string {
+		return `                  - step: {type: ` + typ + `, name: ` + id + `, identifier: ` + id + `, spec: {connectorRef: reg, image: ` + image +
+			`, shell: Sh, command: ` + strconv.Quote(command) + extra + `}}
+`
+	}
+	opts := load.Options{ForRun: true, BuildInfra: &pipeline.BuildInfra{Machines: true, Containerd: ctrd.Address}}
+	loadFile := func(name, src string) *plan.Plan {
+		path := filepath.Join(files, name+".yaml")
+		if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r, err := load.File(path, opts)
+		if err != nil || !r.OK() {
+			t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
+		}
+		return r.Plan
+	}
+	stage := strings.Replace(machineStage("build",
+		runStep("prepare", "Sh", "echo from-the-machine > note.txt; WS=$PWD")+
+			withImage("db", "Background", "mkdir -p /www && echo ready > /www/ping && exec httpd -f -p 5432 -h /www", "")+
+			withImage("check", "Run", "for i in $(seq 1 100); do if wget -qO- http://db:5432/ping > got; then break; fi; sleep 0.1; done; PING=$(cat got); NOTE=$(cat /harness/note.txt)",
+				", outputVariables: [{name: PING}, {name: NOTE}]")), "type: Cloud", "type: Docker", 1)
+	_, res := runPlan(t, machineStarter(queue), loadFile("ok", machinePipeline("machines_containers", stage)))
+	if res.Status != status.Succeeded {
+		t.Fatalf("pipeline %s: %s", res.Status, dumpTree(res.Tree))
+	}
+	if outs := res.Tree.Find("build.check").Outputs["outputVariables"].(map[string]any); outs["PING"] != "ready" || outs["NOTE"] != "from-the-machine" {
+		t.Errorf("outputs %v: want the service's answer and the machine step's file", outs)
+	}
+	if got := containers(); len(got) != 0 {
+		t.Errorf("containers %v left after the stage", got)
+	}
+	waitEmpty(context.Background(), t, root)
+
+	hang := machineStage("hang", withImage("wait", "Run", "sleep 600", ", timeout: 10m"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s := machineStarter(queue)
+	exec, err := s.Start(ctx, loadFile("hang", machinePipeline("machines_containers_abort", hang)), workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ctx.Err() == nil && len(containers()) == 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := s.Abort(ctx, exec.ID, "test", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Result(ctx, exec.ID); err != nil || res.Status != status.Aborted {
+		t.Fatalf("pipeline %v %v after the abort", res, err)
+	}
+	for ctx.Err() == nil && len(containers()) > 0 {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := containers(); len(got) != 0 {
+		t.Errorf("containers %v left after the abort", got)
+	}
+	waitEmpty(ctx, t, root)
 }

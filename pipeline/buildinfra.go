@@ -15,6 +15,9 @@ type BuildInfra struct {
 	// Machines runs those stages on build machines (workers started with --build-machine)
 	// when no cluster is named: their steps without an image run on the machine itself.
 	Machines bool
+	// Containerd is the containerd socket the build machines run steps that name an image
+	// through ("": they run none, and such steps are unsupported there).
+	Containerd string
 }
 
 // Configured says whether an operator named a build infrastructure.
@@ -24,8 +27,9 @@ func (b *BuildInfra) Configured() bool { return b != nil && b.Connector != "" }
 // build infrastructure's default image.
 var ImagedStepTypes = map[string]bool{"Run": true, "RunTests": true, "Background": true, "Plugin": true}
 
-// MachineStepTypes are the container step types a build machine runs without containers: the
-// command steps without an image, on the machine itself, and GitClone into the workspace.
+// MachineStepTypes are the container step types a build machine runs: the command steps
+// (without an image on the machine itself, with one in a container through containerd) and
+// GitClone into the workspace.
 var MachineStepTypes = map[string]bool{"Run": true, "RunTests": true, "Background": true, "GitClone": true}
 
 // ApplyBuildInfra places the CI stages of p that name a runtime and no infrastructure on b:
@@ -42,6 +46,7 @@ func ApplyBuildInfra(p *Pipeline, b *BuildInfra) {
 		for _, s := range p.AllStages() {
 			if spec := s.CI; spec != nil && spec.Runtime != nil && spec.Infrastructure == nil {
 				spec.OnMachine = b.Machines
+				spec.MachineContainers = b.Machines && b.Containerd != ""
 			}
 		}
 		return

@@ -18,6 +18,8 @@ type CIStageSpec struct {
 	SlsaProvenance      *yaml.Node `yaml:"slsa_provenance"`
 	// OnMachine says the stage names a runtime and runs on a build machine (ApplyBuildInfra).
 	OnMachine bool `yaml:"-"`
+	// MachineContainers says those build machines run steps that name an image, in containers.
+	MachineContainers bool `yaml:"-"`
 }
 
 func decodeCISpec(d *Decoder, s *Stage) {

@@ -29,4 +29,6 @@ type Machine struct {
 	OS        string   `json:"os,omitempty"`
 	Arch      string   `json:"arch,omitempty"`
 	Selectors []string `json:"selectors,omitempty"`
+	// Containers says some of its steps name an image: only a machine with containerd takes it.
+	Containers bool `json:"containers,omitempty"`
 }

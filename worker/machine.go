@@ -1,11 +1,13 @@
 package worker
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
@@ -25,7 +27,8 @@ const StepHelperArg = "__step-helper"
 
 // BuildMachines returns the workers of a build machine: one per task queue on which its
 // stages are asked for (workflows.MachineQueue: Linux, and Linux on this architecture, each
-// for every subset of its tags, none included), each taking Temporal sessions, the stage's
+// for every subset of its tags, none included, and with containerd each again for the stages
+// that run containers), each taking Temporal sessions, the stage's
 // hold on this machine, up to MaxStages. They share one workspace root and one bound on the
 // stages running at once.
 func BuildMachines(c client.Client, o Options) ([]sdkworker.Worker, error) {
@@ -49,14 +52,20 @@ func BuildMachines(c client.Client, o Options) ([]sdkworker.Worker, error) {
 		max = DefaultMaxStages
 	}
 	m.MaxStages = max
+	kinds := []bool{false}
+	if m.Containers != nil {
+		kinds = append(kinds, true)
+	}
 	var out []sdkworker.Worker
 	for _, subset := range subsets(tags) {
 		for _, arch := range []string{"", runtime.GOARCH} {
-			w := sdkworker.New(c, workflows.MachineQueue(tq, "linux", arch, subset), sdkworker.Options{
-				EnableSessionWorker: true, MaxConcurrentSessionExecutionSize: max,
-				MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout, DisableWorkflowWorker: true})
-			RegisterMachine(w, m)
-			out = append(out, w)
+			for _, containers := range kinds {
+				w := sdkworker.New(c, workflows.MachineQueue(tq, "linux", arch, subset, containers), sdkworker.Options{
+					EnableSessionWorker: true, MaxConcurrentSessionExecutionSize: max,
+					MaxConcurrentActivityExecutionSize: o.MaxConcurrentSteps, WorkerStopTimeout: o.StopTimeout, DisableWorkflowWorker: true})
+				RegisterMachine(w, m)
+				out = append(out, w)
+			}
 		}
 	}
 	return out, nil
@@ -90,7 +99,34 @@ func newMachine(o Options, c client.Client) (*container.Machine, error) {
 	if c != nil {
 		m.Closed = closedFunc(c)
 	}
+	if o.Containerd != "" {
+		static, err := staticHelper(helper)
+		if err != nil {
+			return nil, err
+		}
+		m.Containers = &container.Containers{Address: o.Containerd, Helper: static}
+	}
 	return m, nil
+}
+
+// staticHelper is the gantry-helper program bind-mounted into a build machine's containers:
+// it must run in any image, so it must be statically linked.
+func staticHelper(helper []string) (string, error) {
+	const fix = "--containerd needs a statically linked gantry-helper beside gantry or on PATH: `make build` makes bin/gantry-helper, or CGO_ENABLED=0 go build ./cmd/gantry-helper"
+	if len(helper) != 1 {
+		return "", fmt.Errorf("%s (found only %s)", fix, strings.Join(helper, " "))
+	}
+	f, err := elf.Open(helper[0])
+	if err != nil {
+		return "", fmt.Errorf("%s: %s: %v", fix, helper[0], err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return "", fmt.Errorf("%s: %s is dynamically linked", fix, helper[0])
+		}
+	}
+	return helper[0], nil
 }
 
 // StepHelper is the command that runs gantry-helper on a build machine: the one given, else

@@ -108,6 +108,9 @@ type Options struct {
 	BuildMachine bool
 	MaxStages    int
 	StepHelper   []string
+	// Containerd is the build machine's containerd socket: its steps that name an image run
+	// in containers ("": such stages are not taken).
+	Containerd string
 	machine      *container.Machine // the build machine's, shared by its workers (Start)
 	// Notify configures notification deliveries: SMTP server, PagerDuty endpoint, UI links
 	// and the identity file user groups resolve through. Its Secrets default to Secrets.

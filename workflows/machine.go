@@ -35,11 +35,15 @@ const (
 )
 
 // MachineQueue is the task queue on which the build machines of a platform and delegate
-// tags take stages: "" os is Linux, "" arch any machine's.
-func MachineQueue(base, os, arch string, selectors []string) string {
+// tags take stages: "" os is Linux, "" arch any machine's; containers: only the machines
+// that run containers (--containerd).
+func MachineQueue(base, os, arch string, selectors []string, containers bool) string {
 	q := base + "/build-machine/" + strings.ToLower(cmp.Or(os, "linux"))
 	if arch != "" {
 		q += "-" + strings.ToLower(arch)
+	}
+	if containers {
+		q += "+containers"
 	}
 	if len(selectors) > 0 {
 		q = SelectorQueue(q, selectors)
@@ -55,6 +59,9 @@ func machineKey(m plan.Machine) string {
 	}
 	if len(m.Selectors) > 0 {
 		key += " with tags " + strings.Join(m.Selectors, ", ")
+	}
+	if m.Containers {
+		key += ", running containers"
 	}
 	return key
 }
@@ -82,7 +89,7 @@ func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn
 	if err != nil {
 		return nil, &activities.Failure{Category: activities.Unknown, Message: "sharedPaths: " + err.Error()}
 	}
-	queue := MachineQueue(workflow.GetInfo(ctx).TaskQueueName, m.OS, m.Arch, m.Selectors)
+	queue := MachineQueue(workflow.GetInfo(ctx).TaskQueueName, m.OS, m.Arch, m.Selectors, m.Containers)
 	prev, since := t.Status, workflow.Now(ctx)
 	t.Status, t.Resource = status.ResourceWaiting, &ResourceView{Kind: LockMachine, Key: machineKey(m)}
 	s.publish(ctx)
@@ -94,12 +101,12 @@ func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn
 			return nil, &activities.Failure{Category: aborted, Message: "aborted while waiting for a build machine"}
 		}
 		return nil, &activities.Failure{Category: activities.DelegateProvisioning,
-			Message: fmt.Sprintf("no build machine (%s) took the stage: %v; start one with `gantry worker --build-machine`", machineKey(m), err)}
+			Message: fmt.Sprintf("no build machine (%s) took the stage: %v; start one with `gantry worker --build-machine%s`", machineKey(m), err, map[bool]string{true: " --containerd SOCKET"}[m.Containers])}
 	}
 	info := workflow.GetInfo(ctx)
 	in := &activities.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 		Group: t.Path, Name: podName(s.in.ExecutionID, t.Path, n.ID),
-		Pod: plan.Pod{Machine: &m, SharedPaths: shared, Git: n.Pod.Git}}
+		Pod: plan.Pod{Machine: &m, SharedPaths: shared, Git: n.Pod.Git, Registries: n.Pod.Registries}}
 	// The machine may still wait for one of its stages to end (a stage slot, --max-stages):
 	// the stage shows waiting until its workspace is made.
 	ao := s.podOptions(t.Path + " (workspace)")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"maps"
 	"net/url"
@@ -72,10 +73,16 @@ var DefaultCNIPlugins = []string{"/usr/lib/cni", "/opt/cni/bin"}
 // DefaultSubnet is the default address range of stage networks.
 const DefaultSubnet = "10.213.0.0/16"
 
-// bridgeName is the host bridge the stage networks hang off.
-const bridgeName = "gantry-build0"
+// bridgeName is the host bridge the stage networks of a subnet hang off: one per subnet, as
+// a bridge keeps the gateway address it was first given.
+func bridgeName(subnet string) string {
+	h := fnv.New32a()
+	h.Write([]byte(subnet))
+	return fmt.Sprintf("gantry%08x", h.Sum32())
+}
 
-// connect dials containerd and loads the CNI configuration, once.
+// connect dials containerd and loads the CNI configuration, once; the addresses the stages
+// hold are recorded beside the workspace root (root-net).
 func (c *Containers) connect(root string) (*client.Client, gocni.CNI, error) {
 	c.once.Do(func() {
 		cl, err := client.New(c.Address, client.WithDefaultNamespace(ContainerNamespace), client.WithTimeout(10*time.Second))
@@ -83,12 +90,13 @@ func (c *Containers) connect(root string) (*client.Client, gocni.CNI, error) {
 			c.err = fmt.Errorf("connect to containerd at %s: %w", c.Address, err)
 			return
 		}
+		subnet := cmp.Or(c.Subnet, DefaultSubnet)
 		conf, _ := json.Marshal(map[string]any{
 			"cniVersion": "1.0.0", "name": "gantry-build",
 			"plugins": []any{map[string]any{
-				"type": "bridge", "bridge": bridgeName, "isGateway": true, "ipMasq": true,
-				"ipam": map[string]any{"type": "host-local", "ranges": [][]map[string]string{{{"subnet": cmp.Or(c.Subnet, DefaultSubnet)}}},
-					"routes": []map[string]string{{"dst": "0.0.0.0/0"}}, "dataDir": filepath.Join(root, ".cni")},
+				"type": "bridge", "bridge": bridgeName(subnet), "isGateway": true, "ipMasq": true,
+				"ipam": map[string]any{"type": "host-local", "ranges": [][]map[string]string{{{"subnet": subnet}}},
+					"routes": []map[string]string{{"dst": "0.0.0.0/0"}}, "dataDir": root + "-net"},
 			}},
 		})
 		cni, err := gocni.New(gocni.WithPluginDir(cmpSlice(c.CNIPlugins, DefaultCNIPlugins)), gocni.WithMinNetworkCount(2),

@@ -19,7 +19,8 @@ import (
 // the image pulled with the step's connector's credentials, the workspace at /harness, output
 // variables as in a pod; a Background step is reachable by its identifier from later steps; a
 // step past its timeout leaves no container; wrong credentials fail with the registry's
-// answer; removing the workspace removes every container and the stage's network.
+// answer; the workspace a dead worker left is removed with every container and the stage's
+// network by the next worker (the stage's end does the same: e2e).
 func TestMachineContainerSteps(t *testing.T) {
 	ctrd := ctrtest.Start(t)
 	reg := registrytest.Start(t)
@@ -50,7 +51,7 @@ func TestMachineContainerSteps(t *testing.T) {
 	}
 
 	res, err := machineStepAt(t, m, pod, "s.build", "Run", map[string]any{"image": image, "connectorRef": "reg", "shell": "Sh",
-		"command": `echo "ws=$HARNESS_WORKSPACE pwd=$PWD ci=$CI"; echo made > /harness/made; echo kept > /cache/kept; X=42`,
+		"command":         `echo "ws=$HARNESS_WORKSPACE pwd=$PWD ci=$CI"; echo made > /harness/made; echo kept > /cache/kept; X=42`,
 		"outputVariables": []any{map[string]any{"name": "X"}}}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -88,11 +89,17 @@ func TestMachineContainerSteps(t *testing.T) {
 		t.Errorf("containers %v, want only the Background step's", got)
 	}
 
-	if err := m.WorkspaceStop(t.Context(), *pod); err != nil {
-		t.Fatal(err)
-	}
+	// The worker dies (its workspace lock is free): the next worker on the machine removes the
+	// stage's containers, its network and its workspace.
+	m.mu.Lock()
+	m.live[pod.Name].lock.Close()
+	m.mu.Unlock()
+	next, _ := testMachine(t)
+	next.Root, next.Containers = m.Root, &Containers{Address: ctrd.Address, Helper: m.Containers.Helper, Subnet: m.Containers.Subnet}
+	t.Cleanup(next.Containers.Close)
+	next.Sweep()
 	if got := containers(); len(got) != 0 {
-		t.Errorf("containers %v after the stage ended", got)
+		t.Errorf("containers %v after the next worker's sweep", got)
 	}
 	if _, err := os.Stat(filepath.Dir(pod.Workspace)); !os.IsNotExist(err) {
 		t.Errorf("workspace still there: %v", err)

@@ -97,17 +97,31 @@ func (r *resolver) machinePod(s *pipeline.Stage, p *pipeline.Pipeline) *plan.Pod
 			}
 		}
 	}
-	pod := &plan.Pod{Machine: m}
+	pod := &plan.Pod{Machine: m, Registries: map[string]plan.RegistryConnector{}}
 	if spec.SharedPaths != nil {
 		pod.SharedPaths = pipeline.Value(spec.SharedPaths)
 	}
 	pipeline.WalkSteps(spec.Execution.Steps, false, nil, nil, func(v pipeline.StepVisit) {
-		if v.Step != nil && v.Step.Spec != nil && v.Step.Type == "GitClone" {
-			keepConnector(&pod.Git, v.Step.Spec, func(ref string) (plan.GitConnector, bool) {
-				return r.gitConnector(r.file, v.Step.Spec, ref, "a GitClone step")
+		st := v.Step
+		if st == nil || st.Spec == nil || slices.ContainsFunc(v.Groups, func(g *pipeline.StepGroup) bool { return g.StepGroupInfra != nil }) {
+			return
+		}
+		switch {
+		case st.Type == "GitClone":
+			keepConnector(&pod.Git, st.Spec, func(ref string) (plan.GitConnector, bool) {
+				return r.gitConnector(r.file, st.Spec, ref, "a GitClone step")
 			})
+		case pipeline.MachineStepTypes[st.Type] && pipeline.Field(st.Spec, "image") != nil:
+			// A step with an image runs in a container, pulled with its connector's credentials.
+			m.Containers = true
+			if ref := pipeline.Field(st.Spec, "connectorRef"); ref != nil {
+				r.dockerConnector(pod, st.Spec, "connectorRef", ref.Value)
+			}
 		}
 	})
+	if len(pod.Registries) == 0 {
+		pod.Registries = nil
+	}
 	return r.withCodebase(pod, s, p)
 }
 

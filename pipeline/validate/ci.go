@@ -77,13 +77,16 @@ func (c *checker) ciStage(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
 	}
 }
 
-// ciMachine checks a CI stage that runs on a build machine: its steps run there without
-// containers, so a step that needs one (an image, a plugin, a build) cannot run as written.
+// ciMachine checks a CI stage that runs on a build machine: its command steps run there, on
+// the machine without an image and in a container through containerd with one; the other
+// container steps (plugins, builds) and service dependencies do not run there yet.
 func (c *checker) ciMachine(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
-	const hint = "drop the image to run the command on the build machine with its own tools, or run the stage in pods on a cluster: --ci-connector K8S_CONNECTOR (env GANTRY_CI_CONNECTOR)"
+	const podHint = "run the stage in pods on a cluster: --ci-connector K8S_CONNECTOR (env GANTRY_CI_CONNECTOR)"
+	const hint = "give the build machines containerd (--containerd SOCKET, env GANTRY_CONTAINERD, on gantry run, server and worker), drop the image to run the command on the machine with its own tools, or " + podHint
 	if n := spec.ServiceDependencies; n != nil && n.Kind == yaml.SequenceNode && len(n.Content) > 0 {
 		c.diags.Unsupportedf(c.pos(n), "unsupported-on-build-machine",
-			"stage %s runs on a build machine, where Gantry runs no containers yet, and its serviceDependencies are containers", s.Identifier).SetHint(hint)
+			"stage %s runs on a build machine, and Gantry runs serviceDependencies only in pods", s.Identifier).
+			SetHint("make each service a Background step, which runs on build machines and is reached by its identifier; or " + podHint)
 	}
 	if spec.Execution == nil {
 		return
@@ -101,11 +104,11 @@ func (c *checker) ciMachine(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
 		switch {
 		case !pipeline.MachineStepTypes[st.Type]:
 			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(st.Node, "type")), "unsupported-on-build-machine",
-				"step %s (%s) runs in a container, and stage %s runs on a build machine, where Gantry runs no containers yet", st.Identifier, st.Type, s.Identifier).
-				SetHint("run the stage in pods on a cluster: --ci-connector K8S_CONNECTOR (env GANTRY_CI_CONNECTOR)")
-		case pipeline.Field(st.Spec, "image") != nil:
+				"step %s (%s) runs in a container of its type's own, and stage %s runs on a build machine, where Gantry runs only Run, RunTests, Background and GitClone steps", st.Identifier, st.Type, s.Identifier).
+				SetHint(podHint)
+		case pipeline.Field(st.Spec, "image") != nil && !spec.MachineContainers:
 			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(st.Spec, "image")), "unsupported-on-build-machine",
-				"step %s names an image, and stage %s runs on a build machine, where Gantry runs no containers yet", st.Identifier, s.Identifier).SetHint(hint)
+				"step %s names an image, and stage %s runs on a build machine that runs no containers: none was given containerd", st.Identifier, s.Identifier).SetHint(hint)
 		}
 	})
 }
