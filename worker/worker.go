@@ -111,7 +111,7 @@ type Options struct {
 	// Containerd is the build machine's containerd socket: its steps that name an image run
 	// in containers ("": such stages are not taken).
 	Containerd string
-	machine      *container.Machine // the build machine's, shared by its workers (Start)
+	machine    *container.Machine // the build machine's, shared by its workers (Start)
 	// Notify configures notification deliveries: SMTP server, PagerDuty endpoint, UI links
 	// and the identity file user groups resolve through. Its Secrets default to Secrets.
 	Notify notify.Sender
