@@ -32,6 +32,10 @@ var ImagedStepTypes = map[string]bool{"Run": true, "RunTests": true, "Background
 // GitClone into the workspace.
 var MachineStepTypes = map[string]bool{"Run": true, "RunTests": true, "Background": true, "GitClone": true}
 
+// MachineBuildStepTypes are the step types a build machine runs only with containerd: image
+// builds, in the BuildKit image.
+var MachineBuildStepTypes = map[string]bool{"BuildAndPushDockerRegistry": true, "BuildAndPushECR": true}
+
 // ApplyBuildInfra places the CI stages of p that name a runtime and no infrastructure on b:
 // each gets `infrastructure: {type: KubernetesDirect, spec: {connectorRef, namespace}}`, and
 // its container steps without an image get b's image. The new nodes carry the runtime's

@@ -104,7 +104,7 @@ func newMachine(o Options, c client.Client) (*container.Machine, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.Containers = &container.Containers{Address: o.Containerd, Helper: static}
+		m.Containers = &container.Containers{Address: o.Containerd, Helper: static, BuildKitImage: o.BuildKitImage}
 	}
 	return m, nil
 }

@@ -106,7 +106,7 @@ func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn
 	info := workflow.GetInfo(ctx)
 	in := &activities.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 		Group: t.Path, Name: podName(s.in.ExecutionID, t.Path, n.ID),
-		Pod: plan.Pod{Machine: &m, SharedPaths: shared, Git: n.Pod.Git, Registries: n.Pod.Registries}}
+		Pod: plan.Pod{Machine: &m, SharedPaths: shared, Git: n.Pod.Git, Registries: n.Pod.Registries, Aws: n.Pod.Aws}}
 	// The machine may still wait for one of its stages to end (a stage slot, --max-stages):
 	// the stage shows waiting until its workspace is made.
 	ao := s.podOptions(t.Path + " (workspace)")

@@ -2,6 +2,7 @@ package container
 
 import (
 	"bufio"
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -315,6 +316,17 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 		res, err := cloneAndPut(runCtx, m.Secrets, in, filepath.Join(top, "gantry"), log, func(tmp, dest string) error {
 			return moveInto(tmp, inWorkspace(dest, work))
 		})
+		if err != nil {
+			return res, ended(err)
+		}
+		return res, log.Err()
+	}
+	if buildStep(in.Type) {
+		img := imageSpec{Privileged: "true"}
+		if m.Containers != nil {
+			img.Image = cmp.Or(m.Containers.BuildKitImage, DefaultBuildKitImage)
+		}
+		res, err := m.containerStep(ctx, runCtx, in, stepSpec{}, img, top, work, log, mask)
 		if err != nil {
 			return res, ended(err)
 		}

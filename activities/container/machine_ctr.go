@@ -9,7 +9,6 @@ import (
 	"hash/fnv"
 	"io"
 	"maps"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -51,6 +50,9 @@ type Containers struct {
 	CNIPlugins []string
 	// Subnet is the stage networks' address range; a stage takes one address of it.
 	Subnet string
+	// BuildKitImage is the image BuildAndPush steps run in (privileged); "" is
+	// DefaultBuildKitImage.
+	BuildKitImage string
 
 	once   sync.Once
 	client *client.Client
@@ -162,7 +164,7 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepI
 	where := "build machine " + m.Name
 	if m.Containers == nil {
 		return activities.StepResult{}, activities.Fail(activities.Unknown,
-			"step %s names image %s, and build machine %s runs no containers: start it with --containerd SOCKET (env GANTRY_CONTAINERD)", in.StepPath, img.Image, m.Name)
+			"step %s runs in a container, and build machine %s runs none: start it with --containerd SOCKET (env GANTRY_CONTAINERD)", in.StepPath, m.Name)
 	}
 	cl, cni, err := m.Containers.connect(m.Root)
 	if err != nil {
@@ -183,15 +185,22 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepI
 		in.Env = map[string]string{}
 	}
 	in.Env["HARNESS_WORKSPACE"] = wire.Workspace
-	noStandIn := func(string) (string, bool) { return "", false }
-	req, _, err := commandRequest(ctx, m.Secrets, mask, noStandIn, in, spec, wire.Workspace)
+	var req wire.Request
+	var pushed built
+	if buildStep(in.Type) {
+		// BuildKit in its image, as in a pod: gantry-helper build runs buildkitd and buildctl.
+		req, pushed, err = (&Activity{Secrets: m.Secrets}).buildRequest(ctx, in, mask)
+	} else {
+		noStandIn := func(string) (string, bool) { return "", false }
+		req, _, err = commandRequest(ctx, m.Secrets, mask, noStandIn, in, spec, wire.Workspace)
+		for _, o := range spec.OutputVariables {
+			req.Outputs = append(req.Outputs, o.variable())
+		}
+	}
 	if err != nil {
 		return activities.StepResult{}, err
 	}
-	for _, o := range spec.OutputVariables {
-		req.Outputs = append(req.Outputs, o.variable())
-	}
-	if req.Command == "" {
+	if req.Command == "" && len(req.Entrypoint) == 0 {
 		// A Background step without a command runs its image's own program.
 		cfg, err := image.Spec(ctx)
 		if err != nil {
@@ -276,6 +285,9 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepI
 	tests := machineReports(work, spec, log)
 	if err := commandFailure(where+", container "+id, *result, last, tests, mask); err != nil {
 		return activities.StepResult{}, err
+	}
+	if buildStep(in.Type) {
+		return activities.StepResult{Outputs: publishedImages(pushed, result.Outputs["digest"])}, nil
 	}
 	return activities.StepResult{Outputs: outputVariables(spec, *result, mask), Tests: tests}, nil
 }
@@ -423,16 +435,8 @@ func (m *Machine) pull(ctx context.Context, cl *client.Client, in activities.Ste
 
 // registryHosts are the hosts a registry connector's credentials are for.
 func registryHosts(rc plan.RegistryConnector) []string {
-	u := rc.URL
-	if !strings.Contains(u, "://") {
-		u = "https://" + u
-	}
-	p, err := url.Parse(u)
-	if err != nil || p.Host == "" {
-		return nil
-	}
-	switch h := p.Host; h {
-	case "index.docker.io", "docker.io", "registry-1.docker.io", "registry.hub.docker.com":
+	switch h := registryHost(rc); h {
+	case "https://index.docker.io/v1/", "index.docker.io":
 		return []string{"registry-1.docker.io", "docker.io"}
 	default:
 		return []string{h}

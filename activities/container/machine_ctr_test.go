@@ -1,16 +1,21 @@
 package container
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/internal/ctrtest"
+	"github.com/gantry-cd/gantry/internal/ociimage"
 	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -37,6 +42,7 @@ func TestMachineContainerSteps(t *testing.T) {
 			"reg": {ID: "reg", URL: reg.URL, Username: registrytest.Username, PasswordRef: "reg_pw"},
 			"bad": {ID: "bad", URL: reg.URL, Username: registrytest.Username, PasswordRef: "bad_pw"},
 		}}}
+	t.Cleanup(func() { _ = m.WorkspaceStop(context.Background(), *pod) }) // whatever failed: its network's mount goes
 	containers := func() []string {
 		out, err := ctrd.Ctr("-n", ContainerNamespace, "containers", "ls", "-q")
 		if err != nil {
@@ -103,5 +109,57 @@ func TestMachineContainerSteps(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(pod.Workspace)); !os.IsNotExist(err) {
 		t.Errorf("workspace still there: %v", err)
+	}
+}
+
+// A BuildAndPush step on a build machine builds the workspace's Dockerfile with BuildKit in
+// its image (privileged, in the stage's network) and pushes to the connector's registry, as
+// in a pod: the pushed image is the step's published artifact.
+func TestMachineBuildAndPush(t *testing.T) {
+	ctrd := ctrtest.Start(t)
+	reg := registrytest.StartExposed(t)
+	auth := &authn.Basic{Username: registrytest.Username, Password: registrytest.Password}
+	kit, kitConfig, err := ociimage.BuildKitImage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kitImage := reg.Host + "/gantry-buildkit:1"
+	if err := ociimage.PushAs(kitImage, kit, kitConfig, auth); err != nil {
+		t.Fatal(err)
+	}
+	// The BuildKit image is the machine's own (--buildkit-image): pulled here beforehand, as
+	// this registry wants credentials.
+	if out, err := ctrd.Ctr("-n", ContainerNamespace, "images", "pull", "--plain-http", "--user",
+		registrytest.Username+":"+registrytest.Password, kitImage); err != nil {
+		t.Fatalf("ctr pull: %v\n%s", err, out)
+	}
+	t.Setenv("GANTRY_SECRET_REG_PW", registrytest.Password)
+	m, _ := testMachine(t)
+	const subnet, gateway = "10.215.0.0/24", "10.215.0.1"
+	m.Containers = &Containers{Address: ctrd.Address, Helper: ctrtest.Helper(t, t.TempDir()), Subnet: subnet, BuildKitImage: kitImage}
+	t.Cleanup(m.Containers.Close)
+	pushTo := "http://" + gateway + ":" + strconv.Itoa(reg.Port)
+	pod := &activities.PodInput{ExecutionID: "e-1", Name: "gantry-build-1", Pod: plan.Pod{Machine: &plan.Machine{Containers: true},
+		Registries: map[string]plan.RegistryConnector{"reg": {ID: "reg", URL: pushTo, Username: registrytest.Username, PasswordRef: "reg_pw"}}}}
+	t.Cleanup(func() { _ = m.WorkspaceStop(context.Background(), *pod) }) // whatever failed: its network's mount goes
+	if _, err := machineStepAt(t, m, pod, "s.write", "Run", map[string]any{"shell": "Sh",
+		"command": `printf 'FROM scratch\nCOPY hello.txt /hello.txt\n' > Dockerfile; echo hello > hello.txt`}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	res, err := machineStepAt(t, m, pod, "s.image", "BuildAndPushDockerRegistry", map[string]any{"connectorRef": "reg", "repo": "app", "tags": []any{"7"}}, 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := name.NewTag(reg.Host+"/app:7", name.Insecure)
+	desc, err := remote.Head(ref, remote.WithAuth(auth))
+	if err != nil {
+		t.Fatalf("the pushed image: %v (outputs %v)", err, res.Outputs)
+	}
+	published := res.Outputs["stepArtifacts"].(map[string]any)["publishedImageArtifacts"].([]any)
+	if got := published[0].(map[string]any)["digest"]; got != desc.Digest.String() {
+		t.Errorf("digest output %v, the registry has %s (outputs %v)", got, desc.Digest, res.Outputs)
+	}
+	if err := m.WorkspaceStop(t.Context(), *pod); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -3,9 +3,10 @@
 package registrytest
 
 import (
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -25,13 +26,25 @@ const (
 type Registry struct {
 	URL  string // http://127.0.0.1:port
 	Host string // 127.0.0.1:port
+	Port int
 }
 
-// Start starts a registry.
+// Start starts a registry on loopback.
 func Start(t testing.TB) *Registry {
 	t.Helper()
+	return start(t, "127.0.0.1:0")
+}
+
+// StartExposed starts a registry on every address of the machine, for clients in other
+// network namespaces (containers reach it at their gateway's address); Host is still loopback.
+func StartExposed(t testing.TB) *Registry {
+	t.Helper()
+	return start(t, "0.0.0.0:0")
+}
+
+func start(t testing.TB, addr string) *Registry {
 	reg := registry.New()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != Username || p != Password {
 			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
@@ -39,8 +52,16 @@ func Start(t testing.TB) *Registry {
 		}
 		reg.ServeHTTP(w, r)
 	}))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = l
+	srv.Start()
 	t.Cleanup(srv.Close)
-	return &Registry{URL: srv.URL, Host: strings.TrimPrefix(srv.URL, "http://")}
+	port := l.Addr().(*net.TCPAddr).Port
+	host := "127.0.0.1:" + strconv.Itoa(port)
+	return &Registry{URL: "http://" + host, Host: host, Port: port}
 }
 
 // Push pushes a new random image as repo:tag and returns its digest.

@@ -117,6 +117,16 @@ func (r *resolver) machinePod(s *pipeline.Stage, p *pipeline.Pipeline) *plan.Pod
 			if ref := pipeline.Field(st.Spec, "connectorRef"); ref != nil {
 				r.dockerConnector(pod, st.Spec, "connectorRef", ref.Value)
 			}
+		case st.Type == "BuildAndPushDockerRegistry":
+			m.Containers = true
+			if ref := pipeline.Field(st.Spec, "connectorRef"); ref != nil {
+				r.dockerConnector(pod, st.Spec, "connectorRef", ref.Value)
+			}
+		case st.Type == "BuildAndPushECR":
+			m.Containers = true
+			keepConnector(&pod.Aws, st.Spec, func(ref string) (plan.AwsConnector, bool) {
+				return r.awsConnector(r.file, st.Spec, ref, "a BuildAndPushECR step")
+			})
 		}
 	})
 	if len(pod.Registries) == 0 {

@@ -163,8 +163,8 @@ func TestC134RuntimeOnBuildInfrastructure(t *testing.T) {
 
 // A CI stage on a runtime runs on a build machine when there are build machines and no build
 // cluster: its steps without an image run there, the platform and selectors choose the
-// machine; a step with an image is unsupported there unless the machines have containerd, and
-// a plugin always, named.
+// machine; a step with an image or a BuildAndPush step is unsupported there unless the
+// machines have containerd, and a plugin always, named.
 func TestRuntimeOnBuildMachine(t *testing.T) {
 	stage := "          runtime: {type: Docker, spec: {}}\n          platform: {os: Linux, arch: Arm64}\n" +
 		"          execution:\n            steps:\n              - step: {type: Run, name: a, identifier: a, spec: {shell: Bash, command: go test ./...}}\n" +
@@ -181,13 +181,14 @@ func TestRuntimeOnBuildMachine(t *testing.T) {
 	if m := r.Plan.Stages[0].Pod.Machine; m == nil || m.OS != "Linux" || m.Arch != "Arm64" || r.Plan.Stages[0].Pod.Connector.ID != "" {
 		t.Fatalf("stage s1's pod %+v: want a build machine of Linux/Arm64", r.Plan.Stages[0].Pod)
 	}
-	withImage := stage + "              - step: {type: Run, name: c, identifier: c, spec: {image: golang:1.22, connectorRef: hub, shell: Sh, command: make}}\n"
+	withImage := stage + "              - step: {type: Run, name: c, identifier: c, spec: {image: golang:1.22, connectorRef: hub, shell: Sh, command: make}}\n" +
+		"              - step: {type: BuildAndPushDockerRegistry, name: e, identifier: e, spec: {connectorRef: hub, repo: org/app, tags: [v1]}}\n"
 	imaged := withImage + "              - step: {type: Plugin, name: d, identifier: d, spec: {image: plugins/slack}}\n"
 	files["docker.yaml"] = "connector:\n  name: hub\n  identifier: hub\n  type: DockerRegistry\n  spec: {dockerRegistryUrl: https://index.docker.io/v1/, providerType: DockerHub, auth: {type: UsernamePassword, spec: {username: u, passwordRef: hub_pw}}}\n"
 	files["p.yaml"] = ciPipeline(imaged)
 	r = loadIn(t, files, "p.yaml", machines)
 	d := codes(r.Diags, diag.Unsupported, "unsupported-on-build-machine")
-	if len(d) != 2 || !strings.Contains(d[0].Message, "step c names an image") || !strings.Contains(d[1].Message, "step d (Plugin)") {
+	if len(d) != 3 || !strings.Contains(d[0].Message, "step c names an image") || !strings.Contains(d[1].Message, "step e (BuildAndPushDockerRegistry) builds") || !strings.Contains(d[2].Message, "step d (Plugin)") {
 		t.Fatalf("want the imaged step and the plugin unsupported on a build machine:\n%s", r.Diags.Render(r.Sources))
 	}
 	if !strings.Contains(d[0].Hint, "--containerd") {

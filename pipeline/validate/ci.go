@@ -102,9 +102,13 @@ func (c *checker) ciMachine(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
 			}
 		}
 		switch {
+		case pipeline.MachineBuildStepTypes[st.Type] && !spec.MachineContainers:
+			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(st.Node, "type")), "unsupported-on-build-machine",
+				"step %s (%s) builds with BuildKit in a container, and stage %s runs on a build machine that runs no containers: none was given containerd", st.Identifier, st.Type, s.Identifier).SetHint(hint)
+		case pipeline.MachineBuildStepTypes[st.Type]:
 		case !pipeline.MachineStepTypes[st.Type]:
 			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(st.Node, "type")), "unsupported-on-build-machine",
-				"step %s (%s) runs in a container of its type's own, and stage %s runs on a build machine, where Gantry runs only Run, RunTests, Background and GitClone steps", st.Identifier, st.Type, s.Identifier).
+				"step %s (%s) runs in a container of its type's own, and stage %s runs on a build machine, where Gantry runs only Run, RunTests, Background, GitClone and BuildAndPush steps", st.Identifier, st.Type, s.Identifier).
 				SetHint(podHint)
 		case pipeline.Field(st.Spec, "image") != nil && !spec.MachineContainers:
 			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(st.Spec, "image")), "unsupported-on-build-machine",
