@@ -119,6 +119,7 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools
 	$(GO) test -run '^$$' -bench 'DeploymentConstraint' -benchtime 20x -count 4 ./e2e | tee -a .bench.out
 	GANTRY_DRONE_BIN=$$(hack/bench-drone.sh --bin) $(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 15x -count 3 ./e2e | tee -a .bench.out
 	GANTRY_DRONE_BIN=$$(hack/bench-drone.sh --bin) $(GO) test -run '^$$' -bench 'MachineSteps' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'MachineContainers5' -benchtime 8x -count 3 ./e2e | tee -a .bench.out
 	hack/bench-drone.sh 15 3 | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out
 	@bash hack/bench-ratios.sh .bench-ui.out

@@ -409,56 +409,24 @@ func TestBuildMachineClonesCodebase(t *testing.T) {
 // credentials. When the stage ends no container is left; an abort mid-step removes the
 // step's container and the workspace.
 func TestBuildMachineRunsContainers(t *testing.T) {
-	ctrd := ctrtest.Start(t)
-	reg := registrytest.Start(t)
-	image := reg.Host + "/tools/busybox:1"
-	ctrtest.PushBusybox(t, image, &authn.Basic{Username: registrytest.Username, Password: registrytest.Password})
-	t.Setenv("GANTRY_SECRET_REG_PW", registrytest.Password)
 	queue := "build-machines-containers"
-	dir := t.TempDir()
-	p, err := worker.Start(env.client, worker.Options{TaskQueue: queue, Internal: env.internal, Logs: env.logs, WorkDir: dir, BuildMachine: true,
-		MaxStages: 2, StepHelper: stepHelper(t), Containerd: ctrd.Address})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
-	root := filepath.Join(dir, "build")
+	cm := containerMachine(t, queue)
+	root, image := cm.root, cm.image
 	containers := func() []string {
-		out, err := ctrd.Ctr("-n", container.ContainerNamespace, "containers", "ls", "-q")
+		out, err := cm.ctrd.Ctr("-n", container.ContainerNamespace, "containers", "ls", "-q")
 		if err != nil {
 			t.Fatalf("ctr: %v %s", err, out)
 		}
 		return strings.Fields(out)
 	}
-	files := t.TempDir()
-	conn := "connector:\n  name: reg\n  identifier: reg\n  type: DockerRegistry\n  spec: {dockerRegistryUrl: " + reg.URL +
-		", providerType: Other, auth: {type: UsernamePassword, spec: {username: " + registrytest.Username + ", passwordRef: reg_pw}}}\n"
-	if err := os.WriteFile(filepath.Join(files, "reg.yaml"), []byte(conn), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	withImage := func(id, typ, command, extra string) string {
-		return `                  - step: {type: ` + typ + `, name: ` + id + `, identifier: ` + id + `, spec: {connectorRef: reg, image: ` + image +
-			`, shell: Sh, command: ` + strconv.Quote(command) + extra + `}}
-`
-	}
-	opts := load.Options{ForRun: true, BuildInfra: &pipeline.BuildInfra{Machines: true, Containerd: ctrd.Address}}
-	loadFile := func(name, src string) *plan.Plan {
-		path := filepath.Join(files, name+".yaml")
-		if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		r, err := load.File(path, opts)
-		if err != nil || !r.OK() {
-			t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
-		}
-		return r.Plan
-	}
+	withImage := func(id, typ, command, extra string) string { return imageStep(image, id, typ, command, extra) }
+	loadFile := cm.load
 	stage := strings.Replace(machineStage("build",
 		runStep("prepare", "Sh", "echo from-the-machine > note.txt; WS=$PWD")+
 			withImage("db", "Background", "mkdir -p /www && echo ready > /www/ping && exec httpd -f -p 5432 -h /www", "")+
 			withImage("check", "Run", "for i in $(seq 1 100); do if wget -qO- http://db:5432/ping > got; then break; fi; sleep 0.1; done; PING=$(cat got); NOTE=$(cat /harness/note.txt)",
 				", outputVariables: [{name: PING}, {name: NOTE}]")), "type: Cloud", "type: Docker", 1)
-	_, res := runPlan(t, machineStarter(queue), loadFile("ok", machinePipeline("machines_containers", stage)))
+	_, res := runPlan(t, machineStarter(queue), loadFile(t, "ok", machinePipeline("machines_containers", stage)))
 	if res.Status != status.Succeeded {
 		t.Fatalf("pipeline %s: %s", res.Status, dumpTree(res.Tree))
 	}
@@ -474,7 +442,7 @@ func TestBuildMachineRunsContainers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	s := machineStarter(queue)
-	exec, err := s.Start(ctx, loadFile("hang", machinePipeline("machines_containers_abort", hang)), workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+	exec, err := s.Start(ctx, loadFile(t, "hang", machinePipeline("machines_containers_abort", hang)), workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,4 +462,59 @@ func TestBuildMachineRunsContainers(t *testing.T) {
 		t.Errorf("containers %v left after the abort", got)
 	}
 	waitEmpty(ctx, t, root)
+}
+
+// machineWithContainers is a build machine with containerd, and a registry holding a busybox
+// image behind credentials, connector reg's (its password secret reg_pw).
+type machineWithContainers struct {
+	ctrd  *ctrtest.Containerd
+	root  string // the workspace root
+	image string
+	files string // the folder of the pipelines, with reg.yaml
+}
+
+// containerMachine starts the pipelines' worker of queue as a build machine with a containerd
+// of its own.
+func containerMachine(t testing.TB, queue string) *machineWithContainers {
+	t.Helper()
+	cm := &machineWithContainers{ctrd: ctrtest.Start(t), files: t.TempDir()}
+	reg := registrytest.Start(t)
+	cm.image = reg.Host + "/tools/busybox:1"
+	ctrtest.PushBusybox(t, cm.image, &authn.Basic{Username: registrytest.Username, Password: registrytest.Password})
+	t.Setenv("GANTRY_SECRET_REG_PW", registrytest.Password)
+	dir := t.TempDir()
+	p, err := worker.Start(env.client, worker.Options{TaskQueue: queue, Internal: env.internal, Logs: env.logs, WorkDir: dir, BuildMachine: true,
+		MaxStages: 2, StepHelper: stepHelper(t), Containerd: cm.ctrd.Address})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	cm.root = filepath.Join(dir, "build")
+	conn := "connector:\n  name: reg\n  identifier: reg\n  type: DockerRegistry\n  spec: {dockerRegistryUrl: " + reg.URL +
+		", providerType: Other, auth: {type: UsernamePassword, spec: {username: " + registrytest.Username + ", passwordRef: reg_pw}}}\n"
+	if err := os.WriteFile(filepath.Join(cm.files, "reg.yaml"), []byte(conn), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+// load loads a pipeline of the machine's folder for a run on build machines with containerd.
+func (cm *machineWithContainers) load(t testing.TB, name, src string) *plan.Plan {
+	t.Helper()
+	path := filepath.Join(cm.files, name+".yaml")
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := load.File(path, load.Options{ForRun: true, BuildInfra: &pipeline.BuildInfra{Machines: true, Containerd: cm.ctrd.Address}})
+	if err != nil || !r.OK() {
+		t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	return r.Plan
+}
+
+// imageStep is a step of typ running command in image, pulled through connector reg.
+func imageStep(image, id, typ, command, extra string) string {
+	return `                  - step: {type: ` + typ + `, name: ` + id + `, identifier: ` + id + `, spec: {connectorRef: reg, image: ` + image +
+		`, shell: Sh, command: ` + strconv.Quote(command) + extra + `}}
+`
 }

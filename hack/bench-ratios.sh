@@ -235,6 +235,13 @@ if [ -n "$mg" ] && [ -n "$mx" ]; then
     printf "  gantry on its own build machine %.3f  drone-runner-exec %.3f  gantry/peer %.2f  (target <= 1.0)\n", g, p, x
   }'
 fi
+cg=$(unit MachineContainers5 ms/run); ch=$(unit MachineContainers5 hand-ms/run); cx=$(unit MachineContainers5 x-hand)
+if [ -n "$cg" ] && [ -n "$ch" ]; then
+  awk -v g="$cg" -v h="$ch" -v x="$cx" 'BEGIN {
+    print ""; print "build machine with containerd: a runtime: Docker stage of 5 `true` Run steps that name an image, start to result (ms; baseline: the same 5 containers in one CNI network namespace, created, started, waited for and removed by hand through containerd'"'"'s Go client, in the same minutes)"
+    printf "  gantry %.0f  by hand %.0f  gantry/hand %.2f  (target <= 1.2)\n", g, h, x
+  }'
+fi
 lh=$(unit LockHandoff handoff-ms); ls=$(unit LockHandoff sequential-ms)
 if [ -n "$lh" ] && [ -n "$ls" ]; then
   awk -v h="$lh" -v s="$ls" 'BEGIN {

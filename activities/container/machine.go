@@ -77,6 +77,7 @@ type workspace struct {
 	netMu      sync.Mutex
 	net        *stageNet
 	background []backgroundContainer
+	removals   sync.WaitGroup // of step containers being removed
 }
 
 // groupGrace is how long a process group has between SIGTERM and SIGKILL.
@@ -189,6 +190,7 @@ func (m *Machine) WorkspaceStop(ctx context.Context, in activities.PodInput) err
 		ws.supervisor = nil
 	}
 	if ws != nil {
+		ws.removals.Wait()
 		for _, b := range ws.background {
 			b.feed.Close() // the helper ends the service's process group
 			b.out.Close()

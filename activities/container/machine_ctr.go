@@ -246,7 +246,7 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepI
 		}
 		return activities.StepResult{}, nil
 	}
-	defer removeContainer(context.WithoutCancel(ctx), c)
+	defer m.removeLater(ctx, in.Pod.Pod.Name, c)
 	out := &output{nonce: req.Nonce, log: log, mask: mask}
 	errOut := &output{log: log, mask: mask}
 	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(stdin, out, errOut)))
@@ -486,6 +486,28 @@ func (n *stageNet) addHost(names ...string) error {
 		err = cerr
 	}
 	return err
+}
+
+// removeLater removes a step's container once the step has reported: the removal (a tenth of
+// a second) overlaps the next step's start. The stage's end waits for it.
+func (m *Machine) removeLater(ctx context.Context, name string, c client.Container) {
+	m.mu.Lock()
+	ws := m.live[name]
+	if ws != nil {
+		ws.removals.Add(1)
+	}
+	m.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	if ws == nil {
+		removeContainer(ctx, c)
+		cancel()
+		return
+	}
+	go func() {
+		defer ws.removals.Done()
+		defer cancel()
+		removeContainer(ctx, c)
+	}()
 }
 
 // removeContainer kills a container's task and removes it with its snapshot.

@@ -3,6 +3,8 @@
 package registrytest
 
 import (
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -43,7 +45,7 @@ func StartExposed(t testing.TB) *Registry {
 }
 
 func start(t testing.TB, addr string) *Registry {
-	reg := registry.New()
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0))) // its request log would split benchmark lines
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != Username || p != Password {
 			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
