@@ -91,6 +91,10 @@ func TestMachineContainerSteps(t *testing.T) {
 	if f := activities.Classify(err); f == nil || f.Category != activities.Timeout {
 		t.Fatalf("failure %+v, want Timeout", f)
 	}
+	// A step's container is removed just after the step reports.
+	for deadline := time.Now().Add(30 * time.Second); len(containers()) > 1 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
 	if got := containers(); len(got) != 1 {
 		t.Errorf("containers %v, want only the Background step's", got)
 	}
