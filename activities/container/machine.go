@@ -323,29 +323,25 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 		}
 		return res, log.Err()
 	}
-	if buildStep(in.Type) {
-		img := imageSpec{Privileged: "true"}
+	var spec stepSpec
+	var img imageSpec
+	switch {
+	case buildStep(in.Type): // in the BuildKit image, as in a pod
+		img.Privileged = "true"
 		if m.Containers != nil {
 			img.Image = cmp.Or(m.Containers.BuildKitImage, DefaultBuildKitImage)
 		}
-		res, err := m.containerStep(ctx, runCtx, in, stepSpec{}, img, top, work, log, mask)
-		if err != nil {
-			return res, ended(err)
-		}
-		return res, log.Err()
-	}
-	if !slices.Contains([]string{"Run", "RunTests", "Background"}, in.Type) {
+	case !slices.Contains([]string{"Run", "RunTests", "Background"}, in.Type):
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s steps do not run on build machines (build machine %s)", in.Type, m.Name)
+	default:
+		if spec, err = decodeStepSpec(in); err == nil {
+			img, err = decodeImageSpec(in)
+		}
+		if err != nil {
+			return activities.StepResult{}, err
+		}
 	}
-	spec, err := decodeStepSpec(in)
-	if err != nil {
-		return activities.StepResult{}, err
-	}
-	img, err := decodeImageSpec(in)
-	if err != nil {
-		return activities.StepResult{}, err
-	}
-	if img.Image != "" {
+	if img.Image != "" || buildStep(in.Type) {
 		res, err := m.containerStep(ctx, runCtx, in, spec, img, top, work, log, mask)
 		if err != nil {
 			return res, ended(err)
