@@ -315,7 +315,7 @@ func (m *Machine) startBackground(ctx context.Context, c client.Container, in ac
 	}
 	m.mu.Lock()
 	if ws := m.live[in.Pod.Pod.Name]; ws != nil {
-		ws.background = append(ws.background, backgroundContainer{task: task, feed: feed, out: f})
+		ws.background = append(ws.background, backgroundContainer{feed: feed, out: f})
 	}
 	m.mu.Unlock()
 	if err := net.addHost(stepID(in)); err != nil {
@@ -325,10 +325,9 @@ func (m *Machine) startBackground(ctx context.Context, c client.Container, in ac
 	return nil
 }
 
-// backgroundContainer is a running Background step's container: its task, and the ends of
-// its streams this process holds.
+// backgroundContainer is a running Background step's container: the ends of its streams this
+// process holds (removeContainers ends the container itself).
 type backgroundContainer struct {
-	task client.Task
 	feed io.Closer
 	out  *os.File
 }
