@@ -56,12 +56,12 @@ type built struct {
 // buildRequest is what the helper runs for a BuildAndPush step: `gantry-helper build` with
 // buildctl's arguments, the push credentials and the plain-HTTP registries in its environment
 // (on the exec stream, masked in the log).
-func (a *Activity) buildRequest(ctx context.Context, in activities.StepInput, mask *secrets.Masker) (wire.Request, built, error) {
+func buildRequest(ctx context.Context, r secrets.Resolver, in activities.StepInput, mask *secrets.Masker) (wire.Request, built, error) {
 	var spec buildSpec
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
 		return wire.Request{}, built{}, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
 	}
-	reg, err := a.pushTarget(ctx, in, spec)
+	reg, err := resolvePushTarget(ctx, r, in, spec)
 	if err != nil {
 		return wire.Request{}, built{}, err
 	}
@@ -129,11 +129,11 @@ type pushTarget struct {
 	user, password string
 }
 
-// pushTarget resolves a build's registry: the DockerRegistry connector's, or the ECR
+// resolvePushTarget resolves a build's registry: the DockerRegistry connector's, or the ECR
 // registry of the account, logged in with an authorization token of the Aws connector.
-func (a *Activity) pushTarget(ctx context.Context, in activities.StepInput, spec buildSpec) (pushTarget, error) {
+func resolvePushTarget(ctx context.Context, sr secrets.Resolver, in activities.StepInput, spec buildSpec) (pushTarget, error) {
 	if in.Type == "BuildAndPushECR" {
-		return a.ecrTarget(ctx, in, spec)
+		return ecrTarget(ctx, sr, in, spec)
 	}
 	r, ok := in.Pod.Pod.Pod.Registries[spec.ConnectorRef]
 	if !ok {
@@ -142,7 +142,7 @@ func (a *Activity) pushTarget(ctx context.Context, in activities.StepInput, spec
 	t := pushTarget{host: registryHost(r), image: imageName(r, spec.Repo), plain: strings.HasPrefix(r.URL, "http://")}
 	if r.PasswordRef != "" {
 		var err error
-		if t.user, t.password, err = a.registryLogin(ctx, r); err != nil {
+		if t.user, t.password, err = registryLogin(ctx, sr, r); err != nil {
 			return t, err
 		}
 	}
@@ -150,12 +150,12 @@ func (a *Activity) pushTarget(ctx context.Context, in activities.StepInput, spec
 }
 
 // ecrTarget logs in to the account's ECR registry in the step's region.
-func (a *Activity) ecrTarget(ctx context.Context, in activities.StepInput, spec buildSpec) (pushTarget, error) {
+func ecrTarget(ctx context.Context, sr secrets.Resolver, in activities.StepInput, spec buildSpec) (pushTarget, error) {
 	conn, ok := in.Pod.Pod.Pod.Aws[spec.ConnectorRef]
 	if !ok {
 		return pushTarget{}, activities.Fail(activities.Unknown, "BuildAndPushECR: connector %q was not resolved before the run", spec.ConnectorRef)
 	}
-	cfg, err := awsauth.Config(ctx, conn, spec.Region, a.Secrets, nil)
+	cfg, err := awsauth.Config(ctx, conn, spec.Region, sr, nil)
 	if err != nil {
 		return pushTarget{}, err
 	}
@@ -183,16 +183,16 @@ func (a *Activity) ecrTarget(ctx context.Context, in activities.StepInput, spec 
 }
 
 // registryLogin resolves a registry connector's user name and password.
-func (a *Activity) registryLogin(ctx context.Context, r plan.RegistryConnector) (string, string, error) {
+func registryLogin(ctx context.Context, sr secrets.Resolver, r plan.RegistryConnector) (string, string, error) {
 	user := r.Username
 	if r.UsernameRef != "" {
-		u, err := a.Secrets.Resolve(ctx, r.UsernameRef)
+		u, err := sr.Resolve(ctx, r.UsernameRef)
 		if err != nil {
 			return "", "", activities.Fail(activities.Authentication, "connector %s: username secret %q: %v", r.ID, r.UsernameRef, err)
 		}
 		user = u
 	}
-	pw, err := a.Secrets.Resolve(ctx, r.PasswordRef)
+	pw, err := sr.Resolve(ctx, r.PasswordRef)
 	if err != nil {
 		return "", "", activities.Fail(activities.Authentication, "connector %s: password secret %q: %v", r.ID, r.PasswordRef, err)
 	}

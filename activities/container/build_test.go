@@ -22,9 +22,8 @@ func TestBuildRequest(t *testing.T) {
 		"buildArgs": map[string]any{"B": "2", "A": "1"}, "labels": map[string]any{"org": "acme"}, "remoteCacheRepo": "reg.local:5000/cache"})
 	pod := &activities.PodStep{Pod: activities.PodInput{Pod: plan.Pod{Registries: map[string]plan.RegistryConnector{
 		"reg": {ID: "reg", URL: "http://reg.local:5000", Username: "ci", PasswordRef: "reg_pw"}}}}}
-	a := &Activity{Secrets: &secrets.Store{}}
 	mask := &secrets.Masker{}
-	req, out, err := a.buildRequest(context.Background(), activities.StepInput{Type: "BuildAndPushDockerRegistry", Spec: spec, Pod: pod,
+	req, out, err := buildRequest(context.Background(), &secrets.Store{}, activities.StepInput{Type: "BuildAndPushDockerRegistry", Spec: spec, Pod: pod,
 		Env: map[string]string{"CI": "true"}}, mask)
 	if err != nil {
 		t.Fatal(err)

@@ -218,7 +218,7 @@ func (a *Activity) pullSecret(ctx context.Context, in activities.PodInput, inf *
 		if ref == "" || !ok || r.PasswordRef == "" {
 			continue
 		}
-		user, pw, err := a.registryLogin(ctx, r)
+		user, pw, err := registryLogin(ctx, a.Secrets, r)
 		if err != nil {
 			return nil, err
 		}

@@ -378,13 +378,7 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 // request is what the helper runs: secrets resolved (masked in the log), the workspace as
 // the working directory and HARNESS_WORKSPACE.
 func (m *Machine) request(ctx context.Context, in activities.StepInput, spec stepSpec, work string, mask *secrets.Masker) (wire.Request, error) {
-	in.Env = maps.Clone(in.Env)
-	if in.Env == nil {
-		in.Env = map[string]string{}
-	}
-	in.Env["HARNESS_WORKSPACE"] = work
-	noStandIn := func(string) (string, bool) { return "", false }
-	req, _, err := commandRequest(ctx, m.Secrets, mask, noStandIn, in, spec, work)
+	req, err := m.workspaceRequest(ctx, in, spec, work, mask)
 	if err != nil {
 		return req, err
 	}
@@ -397,10 +391,29 @@ func (m *Machine) request(ctx context.Context, in activities.StepInput, spec ste
 	if req.Command == "" && len(req.Entrypoint) == 0 {
 		return req, activities.Fail(activities.Unknown, "%s step %s has no command: without an image, a build machine has nothing else to run", in.Type, in.StepPath)
 	}
+	return req, nil
+}
+
+// workspaceRequest is a command step's request with its secrets resolved (masked in the
+// log), dir (the workspace, as the command sees it) its working directory and
+// HARNESS_WORKSPACE, and its output variables.
+func (m *Machine) workspaceRequest(ctx context.Context, in activities.StepInput, spec stepSpec, dir string, mask *secrets.Masker) (wire.Request, error) {
+	noStandIn := func(string) (string, bool) { return "", false }
+	req, _, err := commandRequest(ctx, m.Secrets, mask, noStandIn, withWorkspace(in, dir), spec, dir)
 	for _, o := range spec.OutputVariables {
 		req.Outputs = append(req.Outputs, o.variable())
 	}
-	return req, nil
+	return req, err
+}
+
+// withWorkspace is in with HARNESS_WORKSPACE set to dir.
+func withWorkspace(in activities.StepInput, dir string) activities.StepInput {
+	in.Env = maps.Clone(in.Env)
+	if in.Env == nil {
+		in.Env = map[string]string{}
+	}
+	in.Env["HARNESS_WORKSPACE"] = dir
+	return in
 }
 
 // run runs one request through the workspace's supervisor (gantry-helper supervise), or

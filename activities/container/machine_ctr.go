@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -180,22 +179,13 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepI
 	if err != nil {
 		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: the stage's network: %v", where, err)
 	}
-	in.Env = maps.Clone(in.Env)
-	if in.Env == nil {
-		in.Env = map[string]string{}
-	}
-	in.Env["HARNESS_WORKSPACE"] = wire.Workspace
 	var req wire.Request
 	var pushed built
 	if buildStep(in.Type) {
 		// BuildKit in its image, as in a pod: gantry-helper build runs buildkitd and buildctl.
-		req, pushed, err = (&Activity{Secrets: m.Secrets}).buildRequest(ctx, in, mask)
+		req, pushed, err = buildRequest(ctx, m.Secrets, withWorkspace(in, wire.Workspace), mask)
 	} else {
-		noStandIn := func(string) (string, bool) { return "", false }
-		req, _, err = commandRequest(ctx, m.Secrets, mask, noStandIn, in, spec, wire.Workspace)
-		for _, o := range spec.OutputVariables {
-			req.Outputs = append(req.Outputs, o.variable())
-		}
+		req, err = m.workspaceRequest(ctx, in, spec, wire.Workspace, mask)
 	}
 	if err != nil {
 		return activities.StepResult{}, err

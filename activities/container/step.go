@@ -110,7 +110,7 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 	var req wire.Request
 	var image built
 	if buildStep(in.Type) {
-		req, image, err = a.buildRequest(ctx, in, mask)
+		req, image, err = buildRequest(ctx, a.Secrets, in, mask)
 	} else {
 		req, err = a.request(ctx, in, spec, mask)
 	}
