@@ -249,8 +249,8 @@ func TestBuildMachineAbortKillsProcessGroup(t *testing.T) {
 	}
 }
 
-// A build machine's worker killed with SIGKILL mid-step leaves no process behind (the step's
-// gantry-helper ends its process group when the worker's end closes its stdin); the stage
+// A build machine's worker killed with SIGKILL mid-step leaves no process behind (the stage's
+// fork server ends its process group when the worker's end of its lifeline closes); the stage
 // fails naming the lost machine, and the next worker on the machine removes the workspace.
 func TestBuildMachineWorkerSIGKILL(t *testing.T) {
 	if testing.Short() {

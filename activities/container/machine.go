@@ -29,13 +29,15 @@ import (
 	"github.com/gantry-cd/gantry/activities/container/wire"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/activities/shell"
 )
 
 // Machine runs the CI stages that name a runtime on this worker's own machine (a build
 // machine): each stage gets a workspace folder, and its container steps run there without a
-// container, as the worker's user, through gantry-helper's `run` (the program that runs them in
-// pods): the helper is the step's parent, so a step whose worker dies (its stdin closes) is
-// killed with its whole process group.
+// container, as the worker's user: Sh and Bash commands in subshells of the stage's fork
+// servers (runScript), the others through gantry-helper's `run` (the program that runs them in
+// pods). Either way a step whose worker dies is killed with its whole process group: the fork
+// server's watcher or the helper sees the worker's end of a pipe close.
 //
 // A workspace is ROOT/NAME with work/ (the steps' workspace, HARNESS_WORKSPACE), gantry/ (the
 // helper's scratch files, the process groups running in it, background steps' output) and
@@ -63,6 +65,9 @@ type Machine struct {
 
 	mu   sync.Mutex
 	live map[string]*workspace // by folder name
+	// scripts runs the Sh and Bash commands of steps without an image (runScript).
+	scripts     shell.Scripts
+	scriptsOnce sync.Once
 }
 
 type workspace struct {
@@ -175,6 +180,7 @@ func (m *Machine) release(name string) *workspace {
 // its workspace.
 func (m *Machine) WorkspaceStop(ctx context.Context, in activities.PodInput) error {
 	top, _, _ := m.dirs(in.Name)
+	m.scripts.EndStage(in.Name)
 	m.mu.Lock()
 	ws := m.live[in.Name]
 	m.mu.Unlock()
@@ -353,11 +359,17 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 		return activities.StepResult{}, err
 	}
 	req.Nonce = nonce()
-	req.GroupFile = filepath.Join(top, "gantry", "groups", req.Nonce)
-	if req.Background {
-		req.LogFile = filepath.Join(top, "gantry", "logs", req.Nonce+".log")
+	var res wire.Result
+	var last string
+	if m.forkable(req) {
+		res, last, err = m.runScript(runCtx, in.Pod.Pod.Name, top, req, log, mask)
+	} else {
+		req.GroupFile = filepath.Join(top, "gantry", "groups", req.Nonce)
+		if req.Background {
+			req.LogFile = filepath.Join(top, "gantry", "logs", req.Nonce+".log")
+		}
+		res, last, err = m.run(runCtx, in.Pod.Pod.Name, top, req, log, mask)
 	}
-	res, last, err := m.run(runCtx, in.Pod.Pod.Name, top, req, log, mask)
 	if err != nil {
 		return activities.StepResult{}, ended(err)
 	}
@@ -414,6 +426,38 @@ func withWorkspace(in activities.StepInput, dir string) activities.StepInput {
 	}
 	in.Env["HARNESS_WORKSPACE"] = dir
 	return in
+}
+
+// forkable says a request runs as a ShellScript step's script does (runScript): an Sh or Bash
+// command that is not a Background step's.
+func (m *Machine) forkable(req wire.Request) bool {
+	if req.Background || len(req.Entrypoint) > 0 {
+		return false
+	}
+	_, _, ok := shell.Interpreter(cmp.Or(req.Shell, "Sh"))
+	return ok
+}
+
+// runScript runs an Sh or Bash command as ShellScript steps run theirs (shell.Scripts): in a
+// subshell of the stage's fork server, forked ahead, instead of a new shell through
+// gantry-helper, whose exec costs more than the rest of the step. The fork server's process
+// group, the step's included, dies with this worker, as the helper's would.
+func (m *Machine) runScript(ctx context.Context, name, top string, req wire.Request, log *logs.Writer, mask *secrets.Masker) (wire.Result, string, error) {
+	m.scriptsOnce.Do(func() { m.scripts.Env = stepEnviron() })
+	res, err := m.scripts.Run(ctx, shell.Command{Stage: name, Shell: cmp.Or(req.Shell, "Sh"), Dir: req.Dir,
+		Scratch: filepath.Join(top, "gantry", "steps", req.Nonce), Env: req.Env, Script: req.Command,
+		Errexit: true, Outputs: req.Outputs}, log, mask)
+	if err != nil {
+		if ctx.Err() != nil {
+			return wire.Result{}, "", ctx.Err()
+		}
+		return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s: run the step's %s command: %v", m.Name, cmp.Or(req.Shell, "Sh"), err)
+	}
+	out := wire.Result{ExitCode: res.Code, Outputs: res.Outputs}
+	if res.Code == 0 && len(req.Outputs) > 0 && res.Outputs == nil {
+		out.Error = "the command ended the shell before its output variables were read (an explicit exit?)"
+	}
+	return out, res.Last, nil
 }
 
 // run runs one request through the workspace's supervisor (gantry-helper supervise), or

@@ -109,9 +109,9 @@ const (
 	maxIdleForks = 32
 )
 
-// startForkServer starts shell reading commands from its standard input and waits until it is
-// ready.
-func startForkServer(shell string, args []string) (*forkServer, error) {
+// startForkServer starts shell reading commands from its standard input, with the environment
+// env (nil: the worker's), and waits until it is ready.
+func startForkServer(shell string, args, env []string) (*forkServer, error) {
 	var pipes [6]*os.File // commands r/w, status r/w, lifeline r/w
 	for i := 0; i < 6; i += 2 {
 		r, w, err := os.Pipe()
@@ -123,6 +123,7 @@ func startForkServer(shell string, args []string) (*forkServer, error) {
 	}
 	cmd := exec.Command(shell, append(args, "-s")...)
 	cmd.Dir = "/"
+	cmd.Env = env // nil: the worker's
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = pipes[0], pipes[3], pipes[3]
 	cmd.ExtraFiles = []*os.File{pipes[4]}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -265,7 +266,7 @@ type forkPool struct {
 }
 
 // take returns the stage's idle fork server or starts one; nil means start a shell instead.
-func (p *forkPool) take(key, shell string, args []string) *forkServer {
+func (p *forkPool) take(key, shell string, args, env []string) *forkServer {
 	p.mu.Lock()
 	if p.off != nil {
 		p.mu.Unlock()
@@ -278,7 +279,7 @@ func (p *forkPool) take(key, shell string, args []string) *forkServer {
 		return f
 	}
 	p.mu.Unlock()
-	f, err := startForkServer(shell, args)
+	f, err := startForkServer(shell, args, env)
 	if err != nil {
 		p.disable(err)
 		return nil
@@ -367,6 +368,21 @@ func (p *forkPool) closeAll() {
 	}
 }
 
+// end kills the idle fork servers whose key matches, and what their steps left running in
+// their process groups.
+func (p *forkPool) end(match func(key string) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, f := range p.idle {
+		if match(k) {
+			f.idle.Stop()
+			f.kill()
+			f.close()
+			delete(p.idle, k)
+		}
+	}
+}
+
 // disable turns fork servers off for this worker when one could not start or run a step.
 func (p *forkPool) disable(err error) {
 	p.mu.Lock()
@@ -410,14 +426,17 @@ var shellSpecial = map[string]bool{
 
 // forkBody is what a subshell sources: the workspace, the step's environment and the script,
 // with the preamble on the script's first line so error messages keep its line numbers.
-func forkBody(dir string, names, values []string, script, tail string) string {
+func forkBody(st step) string {
 	var b strings.Builder
-	b.WriteString("cd -- " + quote(dir) + " || exit 1; export GANTRY_STEP_DIR=" + quote(dir))
-	for i, n := range names {
-		b.WriteString(" " + n + "=" + quote(values[i]))
+	b.WriteString("cd -- " + quote(st.workDir()) + " || exit 1; export GANTRY_STEP_DIR=" + quote(st.dir))
+	for i, n := range st.names {
+		b.WriteString(" " + n + "=" + quote(st.values[i]))
 	}
-	b.WriteString("; eval " + quote(script) + "\n")
-	b.WriteString(tail)
+	if st.errexit {
+		b.WriteString("; set -e")
+	}
+	b.WriteString("; eval " + quote(st.script) + "\n")
+	b.WriteString(outputTail(st.outs))
 	return b.String()
 }
 

@@ -31,7 +31,7 @@ func eachForkShell(t *testing.T, test func(t *testing.T, f *forkServer)) {
 			if path == "bash" {
 				path = bashPath()
 			}
-			f, err := startForkServer(path, sh.args)
+			f, err := startForkServer(path, sh.args, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func runBody(t *testing.T, f *forkServer, ctx context.Context, script string) (i
 		t.Fatal(err)
 	}
 	defer pr.Close()
-	code, ran, err := f.run(ctx, forkBody(t.TempDir(), []string{"A"}, []string{"it's"}, script, ""), pw)
+	code, ran, err := f.run(ctx, forkBody(step{dir: t.TempDir(), names: []string{"A"}, values: []string{"it's"}, script: script}), pw)
 	pw.Close()
 	if err != nil || !ran {
 		t.Fatalf("ran %v, err %v", ran, err)
@@ -137,7 +137,7 @@ func testCPUs(t *testing.T, f *forkServer) {
 		g := f
 		if i == 1 {
 			var err error
-			if g, err = startForkServer(f.cmd.Path, f.cmd.Args[1:len(f.cmd.Args)-1]); err != nil {
+			if g, err = startForkServer(f.cmd.Path, f.cmd.Args[1:len(f.cmd.Args)-1], nil); err != nil {
 				t.Fatal(err)
 			}
 			defer func() { g.kill(); g.close() }()
@@ -187,7 +187,7 @@ func testDiesWithTheWorker(t *testing.T, f *forkServer) {
 	defer pr.Close()
 	defer pw.Close()
 	go func() {
-		_, _, _ = f.run(context.Background(), forkBody(t.TempDir(), nil, nil, "sleep 60 & echo $! > "+pidFile+"; wait", ""), pw)
+		_, _, _ = f.run(context.Background(), forkBody(step{dir: t.TempDir(), script: "sleep 60 & echo $! > " + pidFile + "; wait"}), pw)
 	}()
 	var pid int
 	for deadline := time.Now().Add(5 * time.Second); pid == 0; time.Sleep(10 * time.Millisecond) {
@@ -271,9 +271,9 @@ func BenchmarkForkServerStep(b *testing.B) {
 		if path == "bash" {
 			path = bashPath()
 		}
-		body := forkBody(b.TempDir(), []string{"A"}, []string{"x"}, "true", "")
+		body := forkBody(step{dir: b.TempDir(), names: []string{"A"}, values: []string{"x"}, script: "true"})
 		b.Run(sh.name+"/fork-server", func(b *testing.B) {
-			f, err := startForkServer(path, sh.args)
+			f, err := startForkServer(path, sh.args, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -72,7 +73,7 @@ type Activity struct {
 	// any key, said in the step's log).
 	KnownHosts string
 
-	forks    forkPool
+	scripts  Scripts
 	removing sync.WaitGroup // workspaces being removed after their step
 }
 
@@ -80,7 +81,7 @@ type Activity struct {
 // servers. Call it after the worker stopped.
 func (a *Activity) Close() {
 	a.removing.Wait()
-	a.forks.closeAll()
+	a.scripts.Close()
 }
 
 var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -110,7 +111,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 
 	shell, args := a.interpreter(spec.Shell)
 	key := shell + "\x00" + forkKey(in)
-	dir := a.forks.workspace(key)
+	dir := a.scripts.forks.workspace(key)
 	if dir == "" {
 		if dir, err = newWorkspace(a.WorkDir); err != nil {
 			return activities.StepResult{}, err
@@ -120,7 +121,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		if len(spec.OutputVariables) > 0 {
 			_ = os.Remove(filepath.Join(dir, outputFile)) // read by now
 		}
-		if a.forks.keepWorkspace(key, dir) {
+		if a.scripts.forks.keepWorkspace(key, dir) {
 			return
 		}
 		// Removed while the workflow moves on to the next step.
@@ -134,8 +135,8 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
 
-	st := step{key: key, shell: shell, args: args, dir: dir, script: script, names: names, values: values, outs: spec.OutputVariables}
-	lastLine, code, runErr := a.run(runCtx, st, log, mask)
+	st := step{key: key, shell: shell, args: args, dir: dir, script: script, names: names, values: values, outs: outputNames(spec.OutputVariables)}
+	lastLine, code, runErr := a.scripts.run(runCtx, st, log, mask)
 	if err := outcome(ctx, runCtx, in, log.Err(), runErr, code, lastLine); err != nil {
 		return activities.StepResult{}, err
 	}
@@ -231,7 +232,7 @@ const (
 // writeScripts writes the user's script and returns the file to run. With output variables
 // that is a wrapper that sources the script and then records them (outputTail). Without output
 // variables the script runs as it is.
-func writeScripts(dir, script string, outs []Variable) (string, error) {
+func writeScripts(dir, script string, outs []string) (string, error) {
 	if err := os.WriteFile(filepath.Join(dir, userScript), []byte(script), 0o600); err != nil {
 		return "", fmt.Errorf("write step script: %w", err)
 	}
@@ -248,14 +249,14 @@ func writeScripts(dir, script string, outs []Variable) (string, error) {
 // outputTail records the output variables from the shell that ran the script, so they need no
 // export. An explicit `exit` in the script ends the shell before that: outputs are then not
 // captured (spec 11.2.5 Decision).
-func outputTail(outs []Variable) string {
+func outputTail(outs []string) string {
 	if len(outs) == 0 {
 		return ""
 	}
 	var w strings.Builder
 	w.WriteString("__gantry_rc=$?\n{ printf '%s\\0'")
 	for _, o := range outs {
-		fmt.Fprintf(&w, ` "${%s-}"`, str(o.Value))
+		fmt.Fprintf(&w, ` "${%s-}"`, o)
 	}
 	w.WriteString("; } > \"$GANTRY_STEP_DIR/" + outputFile + "\"\nexit $__gantry_rc\n")
 	return w.String()
@@ -296,11 +297,32 @@ var bashPath = sync.OnceValue(func() string {
 	return "bash"
 })
 
-// step is what run needs of a ShellScript step.
+// outputNames are the shell variables a ShellScript step's output variables read.
+func outputNames(outs []Variable) []string {
+	names := make([]string, len(outs))
+	for i, o := range outs {
+		names[i] = str(o.Value)
+	}
+	return names
+}
+
+// step is what run needs of a step's command.
 type step struct {
-	key, shell, dir, script string
-	args, names, values     []string
-	outs                    []Variable
+	key, shell, script string
+	// dir holds Gantry's files for the step (GANTRY_STEP_DIR); work is the command's working
+	// directory, dir when "".
+	dir, work           string
+	args, names, values []string
+	outs                []string // shell variables recorded after the script (outputTail)
+	errexit             bool     // set -e, as a container step's command runs
+}
+
+// workDir is where the step's command runs.
+func (st step) workDir() string {
+	if st.work != "" {
+		return st.work
+	}
+	return st.dir
 }
 
 // newWorkspace creates an empty, private step workspace and returns its absolute path.
@@ -323,22 +345,24 @@ func forkKey(in activities.StepInput) string {
 	return in.ExecutionID + "/" + stage
 }
 
-// interpreter returns the shell to run and its arguments before a script.
+// interpreter returns the shell to run and its arguments before a script: bash unless the
+// step says Sh.
 func (a *Activity) interpreter(shell string) (string, []string) {
 	if strings.EqualFold(shell, "Sh") {
-		// POSIX sh (dash on Debian) starts in less than half bash's time.
-		return "/bin/sh", nil
+		sh, args, _ := Interpreter(shell)
+		return sh, args
 	}
+	bash, args, _ := Interpreter("Bash")
 	if a.Bash != "" {
-		return a.Bash, []string{"--noprofile", "--norc"}
+		bash = a.Bash
 	}
-	return bashPath(), []string{"--noprofile", "--norc"}
+	return bash, args
 }
 
 // run runs the script, in a subshell of the stage's fork server where it can, else in a shell
 // of its own, and logs its merged output. It returns the last output line for the failure
 // message and the exit code.
-func (a *Activity) run(ctx context.Context, st step, log *logs.Writer, mask *secrets.Masker) (string, int, error) {
+func (s *Scripts) run(ctx context.Context, st step, log *logs.Writer, mask *secrets.Masker) (string, int, error) {
 	// An OS pipe the script writes to directly: no copying goroutine in between.
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -359,9 +383,9 @@ func (a *Activity) run(ctx context.Context, st step, log *logs.Writer, mask *sec
 			}
 		}
 	}()
-	code, err := a.forked(ctx, st, pw)
+	code, err := s.forked(ctx, st, pw)
 	if errors.Is(err, errNoFork) {
-		code, err = a.execute(ctx, st, pw)
+		code, err = s.execute(ctx, st, pw)
 	}
 	_ = pw.Close()
 	// Background children the script left may hold the pipe open: read what they write for
@@ -385,40 +409,50 @@ var (
 )
 
 // forked runs the step in a subshell of the stage's fork server; errNoFork means it did not run.
-func (a *Activity) forked(ctx context.Context, st step, out *os.File) (int, error) {
+func (s *Scripts) forked(ctx context.Context, st step, out *os.File) (int, error) {
 	if !forkable(st.script, st.names, st.values) {
 		return 0, errNoFork
 	}
-	body := forkBody(st.dir, st.names, st.values, st.script, outputTail(st.outs))
+	body := forkBody(st)
 	if len(body) > maxForkBody {
 		return 0, errNoFork
 	}
-	f := a.forks.take(st.key, st.shell, st.args)
+	f := s.forks.take(st.key, st.shell, st.args, s.Env)
 	if f == nil {
 		return 0, errNoFork
 	}
 	code, ran, err := f.run(ctx, body, out)
-	a.forks.give(st.key, f)
+	s.forks.give(st.key, f)
 	if errors.Is(err, errBodyTooBig) {
 		return 0, errNoFork
 	}
 	if err != nil || (!ran && ctx.Err() == nil) {
 		// The step did not start: this worker's steps start their own shells from now on.
-		a.forks.disable(fmt.Errorf("%w: %v", errForkDidNotRun, err))
+		s.forks.disable(fmt.Errorf("%w: %v", errForkDidNotRun, err))
 		return 0, errNoFork
 	}
 	return code, nil
 }
 
 // execute starts the shell on the script in its own process group.
-func (a *Activity) execute(ctx context.Context, st step, out *os.File) (int, error) {
+func (s *Scripts) execute(ctx context.Context, st step, out *os.File) (int, error) {
+	if err := os.MkdirAll(st.dir, 0o700); err != nil {
+		return 0, fmt.Errorf("%w: %v", errWorkspace, err)
+	}
 	entry, err := writeScripts(st.dir, st.script, st.outs)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %v", errWorkspace, err)
 	}
-	cmd := exec.CommandContext(ctx, st.shell, append(st.args, filepath.Join(st.dir, entry))...)
-	cmd.Dir = st.dir
-	cmd.Env = os.Environ()
+	args := slices.Clone(st.args)
+	if st.errexit {
+		args = append(args, "-e")
+	}
+	cmd := exec.CommandContext(ctx, st.shell, append(args, filepath.Join(st.dir, entry))...)
+	cmd.Dir = st.workDir()
+	cmd.Env = slices.Clone(s.Env)
+	if s.Env == nil {
+		cmd.Env = os.Environ()
+	}
 	for i, n := range st.names {
 		cmd.Env = append(cmd.Env, n+"="+st.values[i])
 	}
