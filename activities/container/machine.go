@@ -82,6 +82,7 @@ type workspace struct {
 	netMu      sync.Mutex
 	net        *stageNet
 	background []backgroundContainer
+	proxies    []*portProxy // Background containers' portBindings
 	removals   sync.WaitGroup // of step containers being removed
 }
 
@@ -197,6 +198,10 @@ func (m *Machine) WorkspaceStop(ctx context.Context, in activities.PodInput) err
 	}
 	if ws != nil {
 		ws.removals.Wait()
+		for _, p := range ws.proxies {
+			p.Close()
+		}
+		ws.proxies = nil
 		for _, b := range ws.background {
 			b.feed.Close() // the helper ends the service's process group
 			b.out.Close()

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -133,6 +134,8 @@ type imageSpec struct {
 	ImagePullPolicy string `json:"imagePullPolicy"`
 	Privileged      text   `json:"privileged"`
 	RunAsUser       *int64 `json:"runAsUser"`
+	// PortBindings (Background) are host ports relayed to the container's (portProxy).
+	PortBindings map[string]any `json:"portBindings"`
 }
 
 func decodeImageSpec(in activities.StepInput) (imageSpec, error) {
@@ -155,6 +158,7 @@ func stepID(in activities.StepInput) string {
 type stageNet struct {
 	path  string // the namespace's mount
 	hosts string // /etc/hosts of its containers
+	ip    string // its address on the machine's bridge
 	names []string
 }
 
@@ -231,9 +235,24 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepI
 	stdin, feed := io.Pipe()
 	go func() { _, _ = feed.Write(append(line, '\n')) }()
 	if in.Type == "Background" {
-		if err := m.startBackground(ctx, c, in, net, stdin, feed, top, log); err != nil {
+		proxies, err := m.bindPorts(in, img, net, log)
+		if err == nil {
+			err = m.startBackground(ctx, c, in, net, stdin, feed, top, log)
+		} else {
+			feed.Close()
+			removeContainer(context.WithoutCancel(ctx), c)
+		}
+		if err != nil {
+			for _, p := range proxies {
+				p.Close()
+			}
 			return activities.StepResult{}, err
 		}
+		m.mu.Lock()
+		if ws := m.live[in.Pod.Pod.Name]; ws != nil {
+			ws.proxies = append(ws.proxies, proxies...)
+		}
+		m.mu.Unlock()
 		return activities.StepResult{}, nil
 	}
 	defer m.removeLater(ctx, in.Pod.Pod.Name, c)
@@ -313,6 +332,29 @@ func (m *Machine) startBackground(ctx context.Context, c client.Container, in ac
 	}
 	log.Line(fmt.Sprintf("# gantry: started container %s (pid %d); it runs until the stage ends, reachable as %s and localhost; its output in %s", c.ID(), task.Pid(), stepID(in), logFile))
 	return nil
+}
+
+// bindPorts relays a Background step's portBindings, host port on loopback to the
+// container's port: a host port already taken fails the step before its container starts.
+func (m *Machine) bindPorts(in activities.StepInput, img imageSpec, net *stageNet, log *logs.Writer) ([]*portProxy, error) {
+	bindings, err := parsePortBindings(img.PortBindings)
+	if err != nil {
+		return nil, activities.Fail(activities.Unknown, "step %s: %v", in.StepPath, err)
+	}
+	var proxies []*portProxy
+	for _, b := range bindings {
+		p, err := listenPort(b.host, net.ip+":"+strconv.Itoa(b.container))
+		if err != nil {
+			for _, p := range proxies {
+				p.Close()
+			}
+			return nil, activities.Fail(activities.Unknown, "build machine %s: step %s binds host port %d (portBindings): %v; pick a free port, or let later steps in containers reach the service as %s:%d",
+				m.Name, in.StepPath, b.host, err, stepID(in), b.container)
+		}
+		proxies = append(proxies, p)
+		log.Line(fmt.Sprintf("# gantry: localhost:%d on the build machine reaches port %d of the service", b.host, b.container))
+	}
+	return proxies, nil
 }
 
 // backgroundContainer is a running Background step's container: the ends of its streams this
@@ -449,11 +491,19 @@ func (m *Machine) stageNetwork(ctx context.Context, cni gocni.CNI, name, top str
 	if err != nil {
 		return nil, fmt.Errorf("make a network namespace: %w", err)
 	}
-	if _, err := cni.Setup(ctx, name, ns.GetPath()); err != nil {
+	res, err := cni.Setup(ctx, name, ns.GetPath())
+	if err != nil {
 		_ = ns.Remove()
 		return nil, fmt.Errorf("set the network up with CNI (plugins in %s): %w", strings.Join(cmpSlice(m.Containers.CNIPlugins, DefaultCNIPlugins), ", "), err)
 	}
 	net := &stageNet{path: ns.GetPath(), hosts: filepath.Join(top, "gantry", "hosts")}
+	for _, cfg := range res.Interfaces {
+		for _, ip := range cfg.IPConfigs {
+			if ip.IP.To4() != nil && !ip.IP.IsLoopback() {
+				net.ip = ip.IP.String()
+			}
+		}
+	}
 	if err := net.addHost(); err != nil {
 		return nil, err
 	}

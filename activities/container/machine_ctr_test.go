@@ -2,6 +2,8 @@ package container
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/internal/ctrtest"
+	"github.com/gantry-cd/gantry/internal/freeport"
 	"github.com/gantry-cd/gantry/internal/ociimage"
 	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/plan"
@@ -73,9 +76,33 @@ func TestMachineContainerSteps(t *testing.T) {
 		t.Errorf("log:\n%s", b)
 	}
 
-	if _, err := machineStepAt(t, m, pod, "s.svc", "Background", map[string]any{"image": image, "connectorRef": "reg",
-		"command": "mkdir -p /www && echo pong > /www/ping && exec httpd -f -p 8080 -h /www"}, time.Minute); err != nil {
+	ports, err := freeport.Ports(1)
+	if err != nil {
 		t.Fatal(err)
+	}
+	hostPort := strconv.Itoa(ports[0])
+	if _, err := machineStepAt(t, m, pod, "s.svc", "Background", map[string]any{"image": image, "connectorRef": "reg",
+		"command":      "mkdir -p /www && echo pong > /www/ping && exec httpd -f -p 8080 -h /www",
+		"portBindings": map[string]any{hostPort: 8080}}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// Its portBindings: a program on the machine (a step without an image) reaches it at
+	// localhost:HOST_PORT; a second binding of the port fails that step, naming the port.
+	var got string
+	for deadline := time.Now().Add(20 * time.Second); got != "pong\n" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if r, err := http.Get("http://127.0.0.1:" + hostPort + "/ping"); err == nil {
+			b, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			got = string(b)
+		}
+	}
+	if got != "pong\n" {
+		t.Fatalf("localhost:%s answered %q, want the service's pong", hostPort, got)
+	}
+	_, err = machineStepAt(t, m, pod, "s.svc2", "Background", map[string]any{"image": image, "connectorRef": "reg",
+		"command": "exec sleep 300", "portBindings": map[string]any{hostPort: "80"}}, time.Minute)
+	if f := activities.Classify(err); f == nil || !strings.Contains(f.Message, "host port "+hostPort) {
+		t.Fatalf("failure %+v, want the taken host port named", f)
 	}
 	_, err = machineStepAt(t, m, pod, "s.probe", "Run", map[string]any{"image": image, "connectorRef": "reg",
 		"command": "cat /cache/kept; for i in $(seq 1 100); do wget -qO- http://svc:8080/ping && exit 0; sleep 0.1; done; exit 1"}, time.Minute)

@@ -209,6 +209,22 @@ func TestRuntimeOnBuildMachine(t *testing.T) {
 	if pod := r.Plan.Stages[0].Pod; !pod.Machine.Containers || pod.Registries["hub"].PasswordRef != "hub_pw" {
 		t.Errorf("pod %+v: want a machine running containers, with the hub connector", pod)
 	}
+	// portBindings: relayed for a container on a machine that runs them; ignored, said, for a
+	// program without an image (it listens on the machine itself); a port out of range broken.
+	files["p.yaml"] = ciPipeline(withImage + "              - step: {type: Background, name: pg, identifier: pg, spec: {image: postgres:16, connectorRef: hub, portBindings: {\"15432\": \"5432\"}}}\n")
+	if r = loadIn(t, files, "p.yaml", withContainers); !r.OK() || len(r.Diags) > 0 {
+		t.Fatalf("want a clean plan:\n%s", r.Diags.Render(r.Sources))
+	}
+	files["p.yaml"] = ciPipeline(strings.Replace(stage, "command: ./serve}", "command: ./serve, portBindings: {\"8080\": \"8080\"}}", 1))
+	r = loadIn(t, files, "p.yaml", withContainers)
+	if d := codes(r.Diags, diag.Warning, "not-implemented"); !r.OK() || len(d) != 1 || !strings.Contains(d[0].Message, "runs on the build machine itself") {
+		t.Fatalf("want portBindings of a step without an image said to be ignored:\n%s", r.Diags.Render(r.Sources))
+	}
+	files["p.yaml"] = ciPipeline(withImage + "              - step: {type: Background, name: pg, identifier: pg, spec: {image: postgres:16, connectorRef: hub, portBindings: {\"99999\": \"5432\"}}}\n")
+	if d := codes(loadIn(t, files, "p.yaml", withContainers).Diags, diag.Error, "invalid-value"); len(d) != 1 || !strings.Contains(d[0].Message, `"99999"`) {
+		t.Fatalf("want the port out of range broken, got %v", d)
+	}
+	files["p.yaml"] = ciPipeline(withImage)
 	// Without build machines or a cluster, both ways out are named.
 	r = loadIn(t, files, "p.yaml", load.Options{ForRun: true, BuildInfra: &pipeline.BuildInfra{}})
 	if d := codes(r.Diags, diag.Unsupported, "unsupported-runtime"); len(d) != 1 || !strings.Contains(d[0].Hint, "--build-machine") || !strings.Contains(d[0].Hint, "--ci-connector") {

@@ -153,13 +153,9 @@ func (sp *Run) Check(c Checker) {
 // ImageSettings returns the container's settings.
 func (sp *Background) ImageSettings() (*ContainerSettings, bool) { return &sp.ContainerSettings, true }
 
-// Check checks the shell.
+// Check checks the shell; portBindings depend on where the step runs (validate).
 func (sp *Background) Check(c Checker) {
 	c.Enum(sp.Node, "shell", sp.Shell, containerShells, "shell")
-	if len(sp.PortBindings) > 0 {
-		c.Ignored(pipeline.ValueAt(sp.Node, "portBindings"), "portBindings",
-			"the containers of a pod share its network, so later steps reach the service on localhost at its own port")
-	}
 }
 
 // ImageSettings returns the container's settings; a plugin named from the catalog (uses)

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -149,6 +150,9 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 		return // it runs in the pod's helper container
 	}
 	set, needsImage := im.ImageSettings()
+	if b, ok := spec.(*steps.Background); ok {
+		c.portBindings(b, inPod, onMachine)
+	}
 	if set.Image == "" && needsImage && !onMachine {
 		c.diags.Unsupportedf(c.pos(pipeline.ValueAt(s.Node, "spec")), "unsupported-field",
 			"%s step %s has no image: the reference then uses its own default image, which Gantry does not have", s.Type, s.Identifier).
@@ -163,6 +167,34 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 		if paths := pipeline.Field(pipeline.Field(r, "spec"), "paths"); paths == nil {
 			c.diags.Errorf(c.pos(r), "missing-field", "reports needs `spec.paths`: the JUnit files the step writes").
 				SetHint("reports: {type: JUnit, spec: {paths: [\"reports/*.xml\"]}}")
+		}
+	}
+}
+
+// portBindings checks a Background step's portBindings (host port: container port). A build
+// machine relays them for a container; a program without an image, on the machine itself,
+// and a pod's containers, which share its network, reach the service at its own port.
+func (c *checker) portBindings(b *steps.Background, inPod, onMachine bool) {
+	at := pipeline.Field(b.Node, "portBindings")
+	if at == nil || at.Kind != yaml.MappingNode || len(at.Content) == 0 {
+		return
+	}
+	switch {
+	case inPod && !onMachine:
+		c.diags.Warnf(c.pos(at), "not-implemented", "portBindings is ignored: %s",
+			"the containers of a pod share its network, so later steps reach the service on localhost at its own port")
+		return
+	case b.Image == "":
+		c.diags.Warnf(c.pos(at), "not-implemented", "portBindings is ignored: %s",
+			"without an image the program runs on the build machine itself, and steps reach it on localhost at its own port")
+		return
+	}
+	for i := 0; i+1 < len(at.Content); i += 2 {
+		for _, n := range at.Content[i : i+2] {
+			if p, err := strconv.Atoi(n.Value); !dynamic(n.Value) && (err != nil || p < 1 || p > 65535) {
+				c.diags.Errorf(c.pos(n), "invalid-value", "portBindings %s: %s: %q is not a port number (1-65535)", at.Content[i].Value, at.Content[i+1].Value, n.Value).
+					SetHint("map a host port to the container's: portBindings: {\"5432\": \"5432\"}")
+			}
 		}
 	}
 }
