@@ -82,7 +82,7 @@ type workspace struct {
 	netMu      sync.Mutex
 	net        *stageNet
 	background []backgroundContainer
-	proxies    []*portProxy // Background containers' portBindings
+	proxies    []*portProxy   // Background containers' portBindings
 	removals   sync.WaitGroup // of step containers being removed
 }
 
