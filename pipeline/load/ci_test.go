@@ -181,6 +181,15 @@ func TestRuntimeOnBuildMachine(t *testing.T) {
 	if m := r.Plan.Stages[0].Pod.Machine; m == nil || m.OS != "Linux" || m.Arch != "Arm64" || r.Plan.Stages[0].Pod.Connector.ID != "" {
 		t.Fatalf("stage s1's pod %+v: want a build machine of Linux/Arm64", r.Plan.Stages[0].Pod)
 	}
+	// The same with the build a runtime input given at the run (--set): the pipeline as the
+	// inputs made it runs on the build machine too.
+	files["p.yaml"] = strings.Replace(ciPipeline(stage), "build: {type: branch, spec: {branch: main}}", "build: <+input>", 1)
+	withSet := machines
+	withSet.Sets = []string{"pipeline.properties.ci.codebase.build={type: branch, spec: {branch: main}}"}
+	if r := loadIn(t, files, "p.yaml", withSet); !r.OK() || len(r.Diags) > 0 || r.Plan.Stages[0].Pod.Machine == nil {
+		t.Fatalf("with the build given by --set, want a clean plan on a build machine:\n%s", r.Diags.Render(r.Sources))
+	}
+	files["p.yaml"] = ciPipeline(stage)
 	withImage := stage + "              - step: {type: Run, name: c, identifier: c, spec: {image: golang:1.22, connectorRef: hub, shell: Sh, command: make}}\n" +
 		"              - step: {type: BuildAndPushDockerRegistry, name: e, identifier: e, spec: {connectorRef: hub, repo: org/app, tags: [v1]}}\n"
 	imaged := withImage + "              - step: {type: Plugin, name: d, identifier: d, spec: {image: plugins/slack}}\n"

@@ -194,6 +194,7 @@ func (r *Result) mergeInputs(name string, f *pipeline.File, opts Options) {
 	if len(merged.Values) > 0 {
 		p, pd := pipeline.DecodePipeline(name, f.Origins, merged.Root)
 		r.Diags.Add(pd...)
+		pipeline.ApplyBuildInfra(p, opts.BuildInfra) // as for the file, before its checks
 		r.Merged = p
 		mf := &pipeline.File{Name: name, Src: f.Src, Root: wrap(merged.Root), Pipeline: p, Origins: f.Origins}
 		_, vd := validate.File(mf)
