@@ -4,7 +4,7 @@ BIN     := bin/gantry
 FUZZTIME ?= 50000x
 LONGFUZZ ?= 5m
 
-.PHONY: all build run run-k8s run-topology k8s-tools terraform-tools ssh-tools browser-tools test vet fuzz bench stress clean docs-images perf-doc
+.PHONY: all build run run-ci-local run-k8s run-topology k8s-tools terraform-tools ssh-tools browser-tools test vet fuzz bench stress clean docs-images perf-doc
 
 all: build
 
@@ -16,6 +16,12 @@ build:
 # streaming step output. Run it again: the sequence number goes up, the state survives.
 run: build
 	$(BIN) run examples/02-build-test-deploy.yaml --data-dir .gantry --logs
+
+# Runs examples/ci-local (a `runtime: Docker` CI stage: clone, a store in a container, go test on
+# the machine, a BuildKit image; then a Deployment stage running it) on this machine, no
+# cluster: gantry run is the build machine, with a containerd of its own. Needs root.
+run-ci-local: build
+	hack/run-ci-local.sh
 
 # Runs examples/k8s (dev rolling deploy, sign-off, prod canary + rolling with rollback) against
 # a local Kubernetes control plane with simulated nodes. The first run builds it (minutes).

@@ -19,7 +19,7 @@ import (
 )
 
 // DefaultBuildKitImage is the image BuildAndPush steps run in when the worker names none
-// (hack/buildkit-image builds and pushes it).
+// (`go run ./hack/helper-image --buildkit REF` builds and pushes it).
 const DefaultBuildKitImage = "ghcr.io/gantry-cd/gantry-buildkit:1"
 
 // buildStep says whether a step type builds an image with BuildKit in its container.

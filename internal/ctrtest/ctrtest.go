@@ -8,7 +8,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -79,7 +81,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 		logf.Close()
 		// The shims of containers a failed test left; then the state.
 		_ = exec.Command("pkill", "-9", "-f", "containerd-shim-runc-v2 -namespace .* -address "+c.Address).Run()
-		_ = exec.Command("umount", "-R", filepath.Join(dir, "root")).Run()
+		unmountUnder(dir) // the task root filesystems the killed shims left mounted
 		_ = os.RemoveAll(dir)
 	})
 	for i := 0; i < 200; i++ {
@@ -91,6 +93,21 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	b, _ := os.ReadFile(filepath.Join(dir, "containerd.log"))
 	t.Fatalf("containerd did not start:\n%s", b)
 	return nil
+}
+
+// unmountUnder unmounts what is mounted below dir, deepest first.
+func unmountUnder(dir string) {
+	b, _ := os.ReadFile("/proc/self/mounts")
+	var points []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			points = append(points, f[1])
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	for _, p := range points {
+		_ = syscall.Unmount(p, syscall.MNT_DETACH)
+	}
 }
 
 // Ctr runs ctr against the containerd and returns its output.

@@ -262,6 +262,32 @@ func TestCIExample(t *testing.T) {
 	}
 }
 
+// examples/ci-local (make run-ci-local) loads for a run on a build machine with containerd
+// without a diagnostic: its Build stage on the machine, running containers, its connectors
+// resolved; its Deploy stage on the custom deployment template beside it. Without containerd
+// its steps with an image are unsupported, naming --containerd.
+func TestCILocalExample(t *testing.T) {
+	path := filepath.Join("..", "..", "examples", "ci-local", "pipeline.yaml")
+	build := []string{"pipeline.properties.ci.codebase.build={type: branch, spec: {branch: main}}"}
+	r, err := load.File(path, load.Options{ForRun: true, Sets: build,
+		BuildInfra: &pipeline.BuildInfra{Machines: true, Containerd: "/run/containerd/containerd.sock"}})
+	if err != nil || !r.OK() || r.Plan == nil || len(r.Diags) > 0 {
+		t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	b, d := r.Plan.Stages[0], r.Plan.Stages[1]
+	if b.Pod == nil || b.Pod.Machine == nil || !b.Pod.Machine.Containers || b.Pod.Git["app_repo"].URL == "" ||
+		b.Pod.Registries["registry"].URL == "" || b.Pod.Registries["builds_registry"].URL == "" {
+		t.Errorf("build stage's pod %+v", b.Pod)
+	}
+	if d.Deploy == nil || d.Deploy.Service.ID != "app" {
+		t.Errorf("deploy stage %+v", d.Deploy)
+	}
+	r, _ = load.File(path, load.Options{ForRun: true, Sets: build, BuildInfra: &pipeline.BuildInfra{Machines: true}})
+	if d := codes(r.Diags, diag.Unsupported, "unsupported-on-build-machine"); len(d) != 3 || !strings.Contains(d[0].Hint, "--containerd") {
+		t.Fatalf("without containerd, want the store, the smoke test and the image unsupported:\n%s", r.Diags.Render(r.Sources))
+	}
+}
+
 // A codebase with repoName and no connectorRef is a repository of the vendor's own Git hosting:
 // a stage that clones it is unsupported, naming it, and one that does not clone runs; with
 // neither field the codebase names nothing and is an error.
