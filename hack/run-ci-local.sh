@@ -22,24 +22,7 @@ hack/buildkit/build.sh >/dev/null
 # containerd, its socket on a short path (a unix socket's path is at most 108 bytes).
 CTRD=$(mktemp -d /tmp/gantry-ci-local.XXXXXX)
 SOCK=$CTRD/c.sock
-cat > "$CTRD/config.toml" <<TOML
-version = 3
-root = "$CTRD/root"
-state = "$CTRD/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs",
-  "io.containerd.tracing.processor.v1.otlp", "io.containerd.grpc.v1.cri",
-  "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.podsandbox.controller.v1.podsandbox",
-  "io.containerd.sandbox.controller.v1.shim"]
-[grpc]
-  address = "$SOCK"
-[ttrpc]
-  address = "$SOCK.ttrpc"
-[debug]
-  address = "$CTRD/debug.sock"
-[plugins.'io.containerd.internal.v1.opt']
-  path = "$CTRD/opt"
-TOML
+sed "s#@DIR@#$CTRD#g" hack/node/standalone.toml > "$CTRD/config.toml"
 export PATH=$NODE/bin:$PATH CONTAINERD_ADDRESS=$SOCK
 containerd --config "$CTRD/config.toml" > "$ST/containerd.log" 2>&1 &
 CONTAINERD=$!

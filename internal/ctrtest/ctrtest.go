@@ -4,7 +4,6 @@
 package ctrtest
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,24 +43,11 @@ func Start(t testing.TB) *Containerd {
 		t.Fatal(err)
 	}
 	c := &Containerd{Address: filepath.Join(dir, "c.sock"), Bin: bin}
-	conf := fmt.Sprintf(`version = 3
-root = %q
-state = %q
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs",
-  "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs",
-  "io.containerd.tracing.processor.v1.otlp", "io.containerd.grpc.v1.cri",
-  "io.containerd.cri.v1.images", "io.containerd.cri.v1.runtime", "io.containerd.podsandbox.controller.v1.podsandbox",
-  "io.containerd.sandbox.controller.v1.shim"]
-[grpc]
-  address = %q
-[ttrpc]
-  address = %q
-[debug]
-  address = %q
-[plugins.'io.containerd.internal.v1.opt']
-  path = %q
-`, filepath.Join(dir, "root"), filepath.Join(dir, "state"), c.Address, c.Address+".ttrpc",
-		filepath.Join(dir, "debug.sock"), filepath.Join(dir, "opt"))
+	tmpl, err := os.ReadFile(testproc.Hack("node", "standalone.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := strings.ReplaceAll(string(tmpl), "@DIR@", dir)
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
