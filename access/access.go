@@ -167,3 +167,13 @@ func (g *Gate) Allow(ctx context.Context, u *identity.User, a identity.Action, e
 	_, err = g.Execution(ctx, dir, u, a, executionID)
 	return err
 }
+
+// AllowPipeline authorizes action a on the executions of a pipeline for u, reading the
+// identity file now (the web UI's executions page asks through this).
+func (g *Gate) AllowPipeline(u *identity.User, a identity.Action, pipeline string) error {
+	dir, err := g.Directory()
+	if err != nil || !dir.Enforcing() {
+		return err
+	}
+	return dir.Authorize(u, a, identity.Resource{Pipeline: pipeline})
+}

@@ -41,6 +41,7 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 	o.Logs = webui.NewStepLogs(e.logs, e.starter)
 	o.Access, o.User = gate, user
 	o.Decisions = &webui.Decisions{Starter: e.starter, User: user, Access: gate}
+	o.Executions = e.starter
 	if conn.codecKeys != "" {
 		keys, err := codec.LoadFile(conn.codecKeys)
 		if err != nil {

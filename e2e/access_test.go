@@ -209,8 +209,9 @@ func TestRolesDecideWhoMayDoWhat(t *testing.T) {
 	// The web UI's pages: the log needs view; a decision page shows to its approvers.
 	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
 		Logs: webui.NewStepLogs(env.logs, env.starter), SignIn: webui.UserName(userOf(idFile)), User: userOf(idFile),
-		Access:    &access.Gate{IdentityFile: idFile, Starter: env.starter},
-		Decisions: &webui.Decisions{Starter: env.starter, User: userOf(idFile), Access: &access.Gate{IdentityFile: idFile, Starter: env.starter}}})
+		Access:     &access.Gate{IdentityFile: idFile, Starter: env.starter},
+		Decisions:  &webui.Decisions{Starter: env.starter, User: userOf(idFile), Access: &access.Gate{IdentityFile: idFile, Starter: env.starter}},
+		Executions: env.starter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,10 +245,18 @@ func TestRolesDecideWhoMayDoWhat(t *testing.T) {
 		{"dev", webui.DecidePath + pay + "/gate.gate", nil, 403, "dev may not view"},
 		{"alice", webui.DecidePath + pay + "/gate.gate", nil, 200, "ship?"}, // an approver, with no role
 		{"dev", webui.DecidePath + web + "/gate.gate", url.Values{"decision": {"APPROVE"}}, 403, "release_managers"},
+		// The executions page lists what the viewer may view, filtered as asked.
+		{"dev", webui.ExecutionsPath, nil, 200, `data-id="` + web + `"`},
+		{"dev", webui.ExecutionsPath + "?pipeline=payments_deploy", nil, 403, "dev may not view pipeline payments_deploy"},
+		{"root", webui.ExecutionsPath + "?pipeline=payments_deploy&status=APPROVAL_WAITING&user=ops", nil, 200, `data-id="` + pay + `"`},
+		{"root", webui.ExecutionsPath + "?pipeline=payments_deploy&user=dev", nil, 200, `No executions match the filter`},
 	} {
 		if code, body := page(p.user, p.path, p.form); code != p.want || !strings.Contains(body, p.contains) {
 			t.Errorf("%s %s: %d, want %d with %q:\n%s", p.user, p.path, code, p.want, p.contains, tail(body, 600))
 		}
+	}
+	if _, body := page("dev", webui.ExecutionsPath, nil); strings.Contains(body, pay) {
+		t.Errorf("dev, no viewer of payments_deploy, sees its execution listed:\n%s", tail(body, 600))
 	}
 
 	// alice approves web; ops aborts payments.

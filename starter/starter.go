@@ -15,6 +15,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -95,26 +96,30 @@ func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 		in.Key = key // taken ahead: the execution records its key
 	}
 	id := fmt.Sprintf("%s-%d", p.Identifier, seq)
-	run, err := s.Client.ExecuteWorkflow(ctx, StartOptions(p, id, s.queue(), seq, trig.Type), workflows.PipelineName, in)
+	var user []temporal.SearchAttributeUpdate
+	if trig.User != "" {
+		user = append(user, workflows.AttrUser.ValueSet(trig.User))
+	}
+	run, err := s.Client.ExecuteWorkflow(ctx, StartOptions(p, id, s.queue(), seq, trig.Type, user...), workflows.PipelineName, in)
 	if err != nil {
 		return Execution{ID: id, SequenceID: seq}, fmt.Errorf("start pipeline %s: %w", p.Identifier, err)
 	}
 	return Execution{ID: id, RunID: run.GetRunID(), SequenceID: seq}, nil
 }
 
-// StartOptions are the options an execution of p starts with: its ID, search attributes and
-// the summary and details the Temporal UI shows.
-func StartOptions(p *plan.Plan, id, taskQueue string, seq int64, trigger string) client.StartWorkflowOptions {
+// StartOptions are the options an execution of p starts with: its ID, search attributes (extra
+// ones added) and the summary and details the Temporal UI shows.
+func StartOptions(p *plan.Plan, id, taskQueue string, seq int64, trigger string, extra ...temporal.SearchAttributeUpdate) client.StartWorkflowOptions {
 	return client.StartWorkflowOptions{
 		ID:                                       id,
 		TaskQueue:                                taskQueue,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes: temporal.NewSearchAttributes(
+		TypedSearchAttributes: temporal.NewSearchAttributes(append([]temporal.SearchAttributeUpdate{
 			workflows.AttrPipeline.ValueSet(p.Identifier),
 			workflows.AttrStatus.ValueSet(string(status.Running)),
 			workflows.AttrTrigger.ValueSet(trigger),
-		),
+		}, extra...)...),
 		StaticSummary: fmt.Sprintf("Pipeline %s #%d", p.Name, seq),
 		StaticDetails: details(p),
 	}
@@ -282,6 +287,7 @@ type Summary struct {
 	Pipeline string    `json:"pipeline"`
 	Status   string    `json:"status"`
 	Trigger  string    `json:"trigger"`
+	User     string    `json:"user,omitempty"` // who started it by hand
 	Start    time.Time `json:"startedAt"`
 	End      time.Time `json:"endedAt,omitzero"`
 }
@@ -293,42 +299,19 @@ func (s *Starter) List(ctx context.Context, pipeline string, limit int) ([]Summa
 
 // ListWhere is List of the executions keep keeps (nil keeps all).
 func (s *Starter) ListWhere(ctx context.Context, pipeline string, limit int, keep func(Summary) bool) ([]Summary, error) {
-	q := fmt.Sprintf("WorkflowType = '%s'", workflows.PipelineName)
-	if pipeline != "" {
-		q += fmt.Sprintf(" AND %s = '%s'", workflows.AttrPipeline.GetName(), strings.ReplaceAll(pipeline, "'", ""))
-	}
 	var out []Summary
-	var token []byte
+	token := ""
 	for len(out) < limit {
-		resp, err := listVisibility(ctx, s.Client, &workflowservice.ListWorkflowExecutionsRequest{Query: q, PageSize: int32(limit), NextPageToken: token})
+		page, err := s.ListPage(ctx, ListFilter{Pipeline: pipeline}, limit, token)
 		if err != nil {
-			return nil, fmt.Errorf("list executions: %w", err)
+			return nil, err
 		}
-		for _, e := range resp.GetExecutions() {
-			sa := e.GetSearchAttributes().GetIndexedFields()
-			str := func(k string) string {
-				if p, ok := sa[k]; ok {
-					return strings.Trim(string(p.GetData()), `"`)
-				}
-				return ""
-			}
-			sm := Summary{
-				ID: e.GetExecution().GetWorkflowId(), Pipeline: str(workflows.AttrPipeline.GetName()),
-				Status: str(workflows.AttrStatus.GetName()), Trigger: str(workflows.AttrTrigger.GetName()),
-				Start: e.GetStartTime().AsTime(),
-			}
-			if e.GetCloseTime() != nil {
-				sm.End = e.GetCloseTime().AsTime()
-			}
-			if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-				sm.Status = strings.ToUpper(strings.TrimPrefix(e.GetStatus().String(), "WorkflowExecutionStatus"))
-			}
+		for _, sm := range page.Executions {
 			if keep == nil || keep(sm) {
 				out = append(out, sm)
 			}
 		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
+		if token = page.Next; token == "" {
 			break
 		}
 	}
@@ -336,6 +319,83 @@ func (s *Starter) ListWhere(ctx context.Context, pipeline string, limit int, kee
 		out = out[:limit]
 	}
 	return out, nil
+}
+
+// ListFilter narrows a listing of executions; "" matches any.
+type ListFilter struct {
+	Pipeline string
+	// Status is a Gantry status (RUNNING: still running, whatever Temporal says of it).
+	Status string
+	// User started the executions by hand.
+	User string
+}
+
+// ExecutionsPage is one page of a listing, newest first, and the token of the next ("" at the
+// end).
+type ExecutionsPage struct {
+	Executions []Summary
+	Next       string
+}
+
+// ListPage reads one page of at most limit pipeline executions from visibility, from token
+// (a page's Next; "" for the first).
+func (s *Starter) ListPage(ctx context.Context, f ListFilter, limit int, token string) (ExecutionsPage, error) {
+	next, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil {
+		return ExecutionsPage{}, fmt.Errorf("list executions: bad page token: %w", err)
+	}
+	resp, err := listVisibility(ctx, s.Client, &workflowservice.ListWorkflowExecutionsRequest{Query: listQuery(f), PageSize: int32(limit), NextPageToken: next})
+	if err != nil {
+		return ExecutionsPage{}, fmt.Errorf("list executions: %w", err)
+	}
+	page := ExecutionsPage{Next: base64.RawURLEncoding.EncodeToString(resp.GetNextPageToken())}
+	for _, e := range resp.GetExecutions() {
+		page.Executions = append(page.Executions, summaryOf(e))
+	}
+	return page, nil
+}
+
+// listQuery is the visibility query of f's pipeline executions.
+func listQuery(f ListFilter) string {
+	clean := func(v string) string { return strings.ReplaceAll(v, "'", "") }
+	q := fmt.Sprintf("WorkflowType = '%s'", workflows.PipelineName)
+	if f.Pipeline != "" {
+		q += fmt.Sprintf(" AND %s = '%s'", workflows.AttrPipeline.GetName(), clean(f.Pipeline))
+	}
+	switch f.Status {
+	case "":
+	case string(status.Running): // one Temporal terminated says RUNNING to the end
+		q += " AND ExecutionStatus = 'Running'"
+	default:
+		q += fmt.Sprintf(" AND %s = '%s'", workflows.AttrStatus.GetName(), clean(f.Status))
+	}
+	if f.User != "" {
+		q += fmt.Sprintf(" AND %s = '%s'", workflows.AttrUser.GetName(), clean(f.User))
+	}
+	return q
+}
+
+// summaryOf is an execution as visibility lists it.
+func summaryOf(e *workflowpb.WorkflowExecutionInfo) Summary {
+	sa := e.GetSearchAttributes().GetIndexedFields()
+	str := func(k string) string {
+		if p, ok := sa[k]; ok {
+			return strings.Trim(string(p.GetData()), `"`)
+		}
+		return ""
+	}
+	sm := Summary{
+		ID: e.GetExecution().GetWorkflowId(), Pipeline: str(workflows.AttrPipeline.GetName()),
+		Status: str(workflows.AttrStatus.GetName()), Trigger: str(workflows.AttrTrigger.GetName()),
+		User: str(workflows.AttrUser.GetName()), Start: e.GetStartTime().AsTime(),
+	}
+	if e.GetCloseTime() != nil {
+		sm.End = e.GetCloseTime().AsTime()
+	}
+	if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+		sm.Status = strings.ToUpper(strings.TrimPrefix(e.GetStatus().String(), "WorkflowExecutionStatus"))
+	}
+	return sm
 }
 
 // ErrNotFound is wrapped by errors about executions that do not exist (or stopped running).

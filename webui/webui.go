@@ -50,14 +50,19 @@ type Options struct {
 	// Decisions serves the pages where signed-in users answer waiting steps (DecidePath);
 	// nil: none.
 	Decisions *Decisions
+	// Executions lists pipeline executions on the executions page (ExecutionsPath, for
+	// signed-in users, with User); nil: no such page.
+	Executions ExecutionLister
 	// LivePollInterval spaces one page's long-polls of a running workflow's history (default
 	// DefaultLivePollInterval; negative: not spaced).
 	LivePollInterval time.Duration
 }
 
-// Access authorizes a signed-in user's request on an execution (see access.Gate).
+// Access authorizes a signed-in user's request on an execution, or on a pipeline's
+// executions (see access.Gate).
 type Access interface {
 	Allow(ctx context.Context, u *identity.User, a identity.Action, execution string) error
+	AllowPipeline(u *identity.User, a identity.Action, pipeline string) error
 	Audit(ctx context.Context, r workflows.AuditRecord)
 }
 
@@ -185,6 +190,9 @@ func frontMux(o Options, ns string, conn *grpc.ClientConn, backend *url.URL) (*h
 	}
 	if o.Decisions != nil {
 		mux.Handle(DecidePath, o.Decisions.handler(ns))
+	}
+	if o.Executions != nil && o.User != nil {
+		mux.Handle(ExecutionsPath, executions(o.Executions, o.User, o.Access, ns))
 	}
 	return mux, nil
 }

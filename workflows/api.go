@@ -176,12 +176,15 @@ var (
 	AttrStatus   = temporal.NewSearchAttributeKeyKeyword("GantryStatus")
 	AttrTrigger  = temporal.NewSearchAttributeKeyKeyword("GantryTrigger")
 	AttrStage    = temporal.NewSearchAttributeKeyKeyword("GantryStage")
+	// AttrUser is who started an execution by hand (a manual run, a re-run), for the
+	// executions page's filter; executions a trigger started have none.
+	AttrUser = temporal.NewSearchAttributeKeyKeyword("GantryUser")
 )
 
 // SearchAttributes lists the custom search attributes to register on a namespace.
 func SearchAttributes() map[string]enumspb.IndexedValueType {
 	out := map[string]enumspb.IndexedValueType{}
-	for _, k := range []temporal.SearchAttributeKeyKeyword{AttrPipeline, AttrStatus, AttrTrigger, AttrStage} {
+	for _, k := range []temporal.SearchAttributeKeyKeyword{AttrPipeline, AttrStatus, AttrTrigger, AttrStage, AttrUser} {
 		out[k.GetName()] = enumspb.INDEXED_VALUE_TYPE_KEYWORD
 	}
 	return out

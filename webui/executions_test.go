@@ -1,0 +1,79 @@
+package webui
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/codec"
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/starter"
+)
+
+// pages is an ExecutionLister of fixed pages, by token, recording the filters asked for.
+type pages struct {
+	byToken map[string]starter.ExecutionsPage
+	asked   []starter.ListFilter
+}
+
+func (p *pages) ListPage(_ context.Context, f starter.ListFilter, _ int, token string) (starter.ExecutionsPage, error) {
+	p.asked = append(p.asked, f)
+	return p.byToken[token], nil
+}
+
+// The executions page sends a visitor who is not signed in to sign in and back; it lists each
+// execution with a mark that tells its status without colour, who started it and for how
+// long it ran; it keeps the filter in its form and in its link to older executions.
+func TestExecutionsPage(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	first := []starter.Summary{
+		{ID: "web-2", Pipeline: "web", Status: "FAILED", Trigger: "WEBHOOK", Start: t0, End: t0.Add(90 * time.Second)},
+		{ID: "web-1", Pipeline: "web", Status: "SUCCEEDED", Trigger: "MANUAL", User: "ann", Start: t0, End: t0.Add(1500 * time.Millisecond)},
+	}
+	for len(first) < executionsPerPage { // a full page: the page reads no further
+		first = append(first, starter.Summary{ID: "older", Pipeline: "web", Status: "SUCCEEDED", Start: t0, End: t0})
+	}
+	list := &pages{byToken: map[string]starter.ExecutionsPage{"": {Executions: first, Next: "tok2"}}}
+	users := func(token string) (*identity.User, error) {
+		if token == "good" {
+			return &identity.User{Name: "ann"}, nil
+		}
+		return nil, identity.ErrUnauthenticated
+	}
+	srv := httptest.NewServer(executions(list, users, nil, "default"))
+	defer srv.Close()
+	get := func(token, query string) (int, string, string) {
+		req, _ := http.NewRequest("GET", srv.URL+ExecutionsPath+query, nil)
+		if token != "" {
+			req.AddCookie(&http.Cookie{Name: codec.TokenCookie, Value: token})
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Location"), string(b)
+	}
+	if code, loc, _ := get("", "?status=FAILED"); code != http.StatusSeeOther || loc != SignInPath+"?next=%2Fgantry%2Fexecutions%3Fstatus%3DFAILED" {
+		t.Fatalf("not signed in: %d to %q", code, loc)
+	}
+	code, _, body := get("good", "?pipeline=web&status=FAILED")
+	for _, want := range []string{
+		`data-id="web-2"`, `>✗</td>`, `s-FAILED">FAILED<`, `<td>webhook</td>`, `<td>1m30s</td>`,
+		`data-id="web-1"`, `>✓</td>`, `<td>ann</td>`, `<td>1.5s</td>`, `2026-01-02 03:04:05`,
+		`value="web"`, `<option selected>FAILED</option>`,
+		`href="/gantry/executions?page=tok2&amp;pipeline=web&amp;status=FAILED" id="older"`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q:\n%s", want, body)
+		}
+	}
+	if code != http.StatusOK || len(list.asked) != 1 || list.asked[0] != (starter.ListFilter{Pipeline: "web", Status: "FAILED"}) {
+		t.Errorf("%d, filters asked %+v", code, list.asked)
+	}
+}
