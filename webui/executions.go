@@ -13,15 +13,19 @@ import (
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // ExecutionsPath lists pipeline executions (not their stages' workflows), newest first, to
-// signed-in users: those of the pipelines they may view.
+// signed-in users: those of the pipelines they may view; ExecutionsPath/ID is an execution's
+// page (execution.go).
 const ExecutionsPath = "/gantry/executions"
 
-// ExecutionLister reads pages of pipeline executions (a *starter.Starter).
+// ExecutionLister reads pages of pipeline executions, and an execution's tree (a
+// *starter.Starter).
 type ExecutionLister interface {
 	ListPage(ctx context.Context, f starter.ListFilter, limit int, token string) (starter.ExecutionsPage, error)
+	Tree(ctx context.Context, executionID string) (*workflows.Node, error)
 }
 
 const (
@@ -166,7 +170,7 @@ input,select,button{padding:.3em;font:inherit}a:focus,button:focus,input:focus,s
 </form>
 {{if .Rows}}<table id="executions"><thead><tr><th></th><th>Execution</th><th>Pipeline</th><th>Status</th><th>Started by</th><th>Started (UTC)</th><th>Duration</th></tr></thead><tbody>
 {{range .Rows}}<tr class="execution" data-id="{{.ID}}"><td class="mark" aria-hidden="true">{{.Mark}}</td>
-<td><a href="/namespaces/{{$.Namespace}}/workflows/{{.ID}}">{{.ID}}</a></td><td>{{.Pipeline}}</td>
+<td><a href="{{$.Path}}/{{.ID}}">{{.ID}}</a></td><td>{{.Pipeline}}</td>
 <td class="status s-{{.Status}}">{{.Status}}</td><td>{{.StartedBy}}</td><td>{{.Start.UTC.Format "2006-01-02 15:04:05"}}</td><td>{{.Duration}}</td></tr>
 {{end}}</tbody></table>{{else}}<p id="none">No executions{{if or .Filter.Pipeline .Filter.Status .Filter.User}} match the filter{{end}}{{if not .First}} on this page{{end}}.</p>{{end}}
 <p>{{if not .First}}<a href="{{.Path}}?pipeline={{.Filter.Pipeline}}&amp;status={{.Filter.Status}}&amp;user={{.Filter.User}}" id="newest">newest</a> · {{end}}{{if .Next}}<a href="{{.Next}}" id="older">older →</a>{{end}}</p>

@@ -6,18 +6,26 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // pages is an ExecutionLister of fixed pages, by token, recording the filters asked for.
 type pages struct {
 	byToken map[string]starter.ExecutionsPage
 	asked   []starter.ListFilter
+}
+
+func (p *pages) Tree(context.Context, string) (*workflows.Node, error) {
+	return nil, starter.ErrNotFound
 }
 
 func (p *pages) ListPage(_ context.Context, f starter.ListFilter, _ int, token string) (starter.ExecutionsPage, error) {
@@ -75,5 +83,74 @@ func TestExecutionsPage(t *testing.T) {
 	}
 	if code != http.StatusOK || len(list.asked) != 1 || list.asked[0] != (starter.ListFilter{Pipeline: "web", Status: "FAILED"}) {
 		t.Errorf("%d, filters asked %+v", code, list.asked)
+	}
+}
+
+// countingTrees is a tree source that counts its reads, each taking a while, as a running
+// execution's does.
+type countingTrees struct{ reads atomic.Int32 }
+
+func (c *countingTrees) Tree(ctx context.Context, id string) (*workflows.Node, error) {
+	if id != "web-1" {
+		return nil, starter.ErrNotFound
+	}
+	c.reads.Add(1)
+	time.Sleep(50 * time.Millisecond)
+	return &workflows.Node{Kind: "pipeline", Name: "web", Status: status.Running}, nil
+}
+
+// The execution page and its tree need a signed-in user (the tree answers 401, on which the
+// page reloads into the sign-in); an unknown execution is a 404 that says so; the page and a
+// hundred viewers polling one execution at once cost one read of its tree (within the
+// freshness of a read, a minute here: sharedtrees_test.go tests its expiry).
+func TestExecutionPageSharesTreeReads(t *testing.T) {
+	src := &countingTrees{}
+	users := func(token string) (*identity.User, error) {
+		if token == "good" {
+			return &identity.User{Name: "ann"}, nil
+		}
+		return nil, identity.ErrUnauthenticated
+	}
+	srv := httptest.NewServer(executionPage(&sharedTrees{read: src.Tree, fresh: time.Minute}, users, nil, "default"))
+	defer srv.Close()
+	get := func(token, path string) (int, string) {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if token != "" {
+			req.AddCookie(&http.Cookie{Name: codec.TokenCookie, Value: token})
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get("", ExecutionsPath+"/web-1?tree"); code != http.StatusUnauthorized {
+		t.Errorf("the tree without a sign-in: %d", code)
+	}
+	if code, _ := get("", ExecutionsPath+"/web-1"); code != http.StatusSeeOther {
+		t.Errorf("the page without a sign-in: %d", code)
+	}
+	if code, body := get("good", ExecutionsPath+"/nope-3"); code != http.StatusNotFound || !strings.Contains(body, "execution nope-3 does not exist") {
+		t.Errorf("an unknown execution: %d %s", code, body)
+	}
+	if code, body := get("good", ExecutionsPath+"/web-1"); code != http.StatusOK || !strings.Contains(body, `id="flow"`) {
+		t.Errorf("the page: %d %.300s", code, body)
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, body := get("good", ExecutionsPath+"/web-1?tree"); code != http.StatusOK || !strings.Contains(body, `"kind":"pipeline"`) {
+				t.Errorf("tree: %d %s", code, body)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := src.reads.Load(); n != 1 {
+		t.Errorf("the page and a hundred viewers read the tree %d times, want once", n)
 	}
 }

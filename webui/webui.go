@@ -193,6 +193,8 @@ func frontMux(o Options, ns string, conn *grpc.ClientConn, backend *url.URL) (*h
 	}
 	if o.Executions != nil && o.User != nil {
 		mux.Handle(ExecutionsPath, executions(o.Executions, o.User, o.Access, ns))
+		trees := &sharedTrees{read: o.Executions.Tree, fresh: treeFresh}
+		mux.Handle(ExecutionsPath+"/", executionPage(trees, o.User, o.Access, ns))
 	}
 	return mux, nil
 }

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/webui"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+const graphPipeline = `pipeline:
+  name: ui_graph
+  identifier: ui_graph
+  stages:
+    - stage:
+        name: build
+        identifier: build
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: compile
+                  identifier: compile
+                  spec: {shell: Bash, source: {type: Inline, spec: {script: "for i in $(seq 1 8); do echo line $i; sleep 1; done"}}}
+    - parallel:
+        - stage:
+            name: test a
+            identifier: test_a
+            type: Custom
+            spec:
+              execution:
+                steps:
+                  - stepGroup:
+                      name: matrix
+                      identifier: matrix
+                      strategy: {matrix: {os: [linux, mac, win]}}
+                      steps:
+                        - step: {type: ShellScript, name: t, identifier: t, spec: {shell: Bash, source: {type: Inline, spec: {script: "echo <+matrix.os>"}}}}
+        - stage:
+            name: test b
+            identifier: test_b
+            type: Custom
+            spec:
+              execution:
+                steps:
+                  - step: {type: ShellScript, name: lint, identifier: lint, spec: {shell: Bash, source: {type: Inline, spec: {script: "echo lint"}}}}
+    - stage:
+        name: deploy
+        identifier: deploy
+        type: Custom
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: StageRollback}}}]
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: ship, identifier: ship, spec: {shell: Bash, source: {type: Inline, spec: {script: "echo shipping; exit 4"}}}}
+            rollbackSteps:
+              - step: {type: ShellScript, name: undo, identifier: undo, spec: {shell: Bash, source: {type: Inline, spec: {script: "echo undo"}}}}
+`
+
+// graphShape is the page's graph as the test checks it: per column, its stage boxes, each
+// with its node count, matrix iterations and rollback boxes.
+const graphShape = `JSON.stringify([...document.querySelectorAll("#flow .col")].map(c =>
+  [...c.children].map(b => ({stage: b.dataset.path, nodes: b.querySelectorAll(".node").length,
+    iterations: b.querySelectorAll(".kind-strategy > .box").length,
+    rollback: b.querySelectorAll(".kind-rollback").length}))))`
+
+// The execution page draws a run: stages in columns left to right, the parallel ones stacked
+// in one, a matrix group with its iterations, a stage's rollback apart; a running step's log
+// grows beneath the graph when it is selected; the failed step shows its failure. Not signed
+// in, the page leads to the sign-in and back.
+func TestWebUIExecutionGraph(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := &identity.Directory{}
+	dev, err := dir.AddUser("dev", "", []string{"developers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
+		Logs: webui.NewStepLogs(env.logs, env.starter), SignIn: webui.UserName(user), User: user, Executions: env.starter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ui.Stop()
+	p := compile(t, "ui_graph.yaml", []byte(graphPipeline), load.Options{})
+	// Regular activities: a fast-path step is in the tree only once it ended.
+	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{NoFastPath: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitForLog(t, ctx, exec.ID, "build.compile", "line 1")
+	b := browser(t, ctx)
+	page := ui.URL + webui.ExecutionsPath + "/" + exec.ID + "#build.compile"
+	pageText(t, b, page, "Sign in to Gantry")
+	if err := chromedp.Run(b, chromedp.SendKeys("#token", dev, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	// Back on the page, build.compile selected: its log grows while it runs.
+	text := waitText(t, b, "ui_graph", exec.ID, "compile", "RUNNING", "line 1")
+	if strings.Contains(text, "line 8") {
+		t.Fatalf("the step had ended before the page showed its log:\n%s", text)
+	}
+	screenshot(t, b, "execution-running")
+	waitText(t, b, "line 8")
+
+	// The run ends: every stage in its column, the failure on the failed step.
+	waitText(t, b, "✗ FAILED", "ship", "undo", "script exited with code 4")
+	var shape string
+	if err := chromedp.Run(b, chromedp.Evaluate(graphShape, &shape)); err != nil {
+		t.Fatal(err)
+	}
+	want := `[[{"stage":"build","nodes":2,"iterations":0,"rollback":0}],` +
+		`[{"stage":"test_a","nodes":8,"iterations":3,"rollback":0},{"stage":"test_b","nodes":2,"iterations":0,"rollback":0}],` +
+		`[{"stage":"deploy","nodes":4,"iterations":0,"rollback":1}]]`
+	if shape != want {
+		t.Errorf("graph %s\nwant  %s", shape, want)
+	}
+	if err := chromedp.Run(b, chromedp.Click(`.node[data-path="deploy.ship"]`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, b, "attempt 1", "shipping") // its log, beneath
+	screenshot(t, b, "execution-failed")
+	if res, err := env.starter.Result(ctx, exec.ID); err != nil || res.Status != status.Failed {
+		t.Fatalf("run: %v %v", res, err)
+	}
+}
