@@ -177,3 +177,13 @@ func (g *Gate) AllowPipeline(u *identity.User, a identity.Action, pipeline strin
 	}
 	return dir.Authorize(u, a, identity.Resource{Pipeline: pipeline})
 }
+
+// AllowPlan authorizes running p again (a re-run or a retry) for u: as starting it, each
+// Deployment stage's environment included.
+func (g *Gate) AllowPlan(u *identity.User, p *plan.Plan) error {
+	dir, err := g.Directory()
+	if err != nil || !dir.Enforcing() {
+		return err
+	}
+	return Plan(dir, u, p, false)
+}

@@ -250,6 +250,12 @@ func TestRolesDecideWhoMayDoWhat(t *testing.T) {
 		{"dev", webui.ExecutionsPath + "?pipeline=payments_deploy", nil, 403, "dev may not view pipeline payments_deploy"},
 		{"root", webui.ExecutionsPath + "?pipeline=payments_deploy&status=APPROVAL_WAITING&user=ops", nil, 200, `data-id="` + pay + `"`},
 		{"root", webui.ExecutionsPath + "?pipeline=payments_deploy&user=dev", nil, 200, `No executions match the filter`},
+		// An execution's page: view to see it; its buttons as the roles allow; a forged action
+		// refused with the reason.
+		{"dev", webui.ExecutionsPath + "/" + pay, nil, 403, "dev may not view pipeline payments_deploy"},
+		{"dev", webui.ExecutionsPath + "/" + web, nil, 200, `id="act-rerun"`},
+		{"ops", webui.ExecutionsPath + "/" + pay, nil, 200, `id="act-abort"`},
+		{"dev", webui.ExecutionsPath + "/" + web + "/abort", url.Values{"reason": {"forged"}}, 403, "dev may not abort pipeline web_deploy"},
 	} {
 		if code, body := page(p.user, p.path, p.form); code != p.want || !strings.Contains(body, p.contains) {
 			t.Errorf("%s %s: %d, want %d with %q:\n%s", p.user, p.path, code, p.want, p.contains, tail(body, 600))
@@ -257,6 +263,9 @@ func TestRolesDecideWhoMayDoWhat(t *testing.T) {
 	}
 	if _, body := page("dev", webui.ExecutionsPath, nil); strings.Contains(body, pay) {
 		t.Errorf("dev, no viewer of payments_deploy, sees its execution listed:\n%s", tail(body, 600))
+	}
+	if _, body := page("dev", webui.ExecutionsPath+"/"+web, nil); strings.Contains(body, `id="act-abort"`) {
+		t.Errorf("dev, who may not abort web_deploy, has an abort button:\n%s", tail(body, 600))
 	}
 
 	// alice approves web; ops aborts payments.

@@ -133,4 +133,65 @@ func TestWebUIExecutionGraph(t *testing.T) {
 	if res, err := env.starter.Result(ctx, exec.ID); err != nil || res.Status != status.Failed {
 		t.Fatalf("run: %v %v", res, err)
 	}
+
+	// Retry from the failed stage: the page of the new execution opens, build and tests
+	// carried over.
+	if err := chromedp.Run(b, chromedp.SetValue("#retry-stage", "deploy", chromedp.ByQuery), chromedp.Click("#act-retry", chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, b, "ui_graph-2", "deploy")
+	retried, err := env.starter.Result(ctx, "ui_graph-2")
+	if err != nil || retried.Status != status.Failed || retried.Tree.Find("build.compile").Status != status.Succeeded {
+		t.Fatalf("the retry: %v %v", retried, err)
+	}
+}
+
+// A waiting approval is a form beneath the graph when its step is selected: an approver
+// approves there, and the node turns green.
+func TestWebUIApproveFromTheGraph(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	dir := &identity.Directory{}
+	alice, _ := dir.AddUser("alice", "alice@example.com", []string{"release_managers"})
+	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address, SignIn: webui.UserName(user), User: user,
+		Logs: webui.NewStepLogs(env.logs, env.starter), Executions: env.starter, Decisions: &webui.Decisions{Starter: env.starter, User: user}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ui.Stop()
+	waiting := startAndWait(t, ctx, strings.Replace(approvalPipeline("ui_graph_decide", "", ""), "minimumCount: 2", "minimumCount: 1", 1))
+	b := browser(t, ctx)
+	pageText(t, b, ui.URL+webui.ExecutionsPath+"/"+waiting+"#gate.gate", "Sign in to Gantry")
+	if err := chromedp.Run(b, chromedp.SendKeys("#token", alice, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	waitText(t, b, "APPROVAL_WAITING", "signed in as alice")
+	// The form is the decision page's own, in a frame of the same origin.
+	inFrame := func(js string) string {
+		var out string
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+			_ = chromedp.Run(b, chromedp.Evaluate(`(() => { const d = document.getElementById("decide"); if (!d || !d.contentDocument || !d.contentDocument.getElementById("approve")) return ""; `+js+` })()`, &out))
+			if out != "" {
+				return out
+			}
+		}
+		t.Fatal("the decision form never showed beneath the graph")
+		return ""
+	}
+	inFrame(`d.contentDocument.getElementById("input-ticket").value = "CHG-9"; return "ok"`)
+	screenshot(t, b, "execution-approval")
+	inFrame(`d.contentDocument.getElementById("approve").click(); return "ok"`)
+	waitText(t, b, "✓ SUCCEEDED", "use")
+	var class string
+	if err := chromedp.Run(b, chromedp.Evaluate(`document.querySelector('.node[data-path="gate.gate"]').className`, &class)); err != nil || !strings.Contains(class, "s-SUCCEEDED") {
+		t.Errorf("the approval's node after the approval: %q %v", class, err)
+	}
+	res, err := env.starter.Result(ctx, waiting)
+	if err != nil || res.Status != status.Succeeded {
+		t.Fatalf("run: %v %v", res, err)
+	}
+	if out := res.Tree.Find("after.use").Outputs["outputVariables"].(map[string]any); out["t"] != "CHG-9" {
+		t.Errorf("the approver's input: %v", out)
+	}
 }

@@ -22,16 +22,13 @@ import (
 // pages: however many people watch an execution, the server reads its tree once per
 // treeFresh.
 
-// executionPage serves the execution page and its tree.
-func executionPage(trees *sharedTrees, userOf func(string) (*identity.User, error), acc Access, namespace string) http.Handler {
+// executionPage serves the execution page, its tree, and the actions on the execution
+// (ExecutionsPath/ID/ACTION, posted from the page).
+func executionPage(list ExecutionLister, trees *sharedTrees, userOf func(string) (*identity.User, error), acc Access, namespace string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			http.Error(w, "GET", http.StatusMethodNotAllowed)
-			return
-		}
-		id := strings.TrimPrefix(r.URL.Path, ExecutionsPath+"/")
-		if id == "" || strings.Contains(id, "/") {
-			http.Error(w, "an execution is "+ExecutionsPath+"/EXECUTION", http.StatusNotFound)
+		id, action, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, ExecutionsPath+"/"), "/")
+		if id == "" || (r.Method == http.MethodGet) != (action == "") || strings.Contains(action, "/") {
+			http.Error(w, "an execution is GET "+ExecutionsPath+"/EXECUTION; an action on it POST "+ExecutionsPath+"/EXECUTION/ACTION", http.StatusNotFound)
 			return
 		}
 		_, asTree := r.URL.Query()["tree"]
@@ -40,11 +37,15 @@ func executionPage(trees *sharedTrees, userOf func(string) (*identity.User, erro
 			user, _ = userOf(ck.Value)
 		}
 		if user == nil {
-			if asTree { // the page reloads, and its reload signs in
+			if asTree || action != "" { // the page reloads, and its reload signs in
 				http.Error(w, "sign in first: "+SignInPath, http.StatusUnauthorized)
 				return
 			}
 			http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		if action != "" {
+			act(w, r, list, acc, user, id, action)
 			return
 		}
 		tree, err := trees.get(r.Context(), id)
@@ -56,16 +57,9 @@ func executionPage(trees *sharedTrees, userOf func(string) (*identity.User, erro
 			http.Error(w, "read execution "+id+": "+err.Error(), http.StatusBadGateway)
 			return
 		}
-		if acc != nil {
-			if err := acc.Allow(r.Context(), user, identity.View, id); err != nil {
-				code := http.StatusBadGateway
-				if access.Forbidden(err) {
-					code = http.StatusForbidden
-					acc.Audit(r.Context(), workflows.AuditRecord{User: user.Name, Action: "view", Execution: id, Outcome: "refused", Detail: err.Error()})
-				}
-				http.Error(w, err.Error(), code)
-				return
-			}
+		if err := allow(r, acc, user, identity.View, id); err != nil {
+			refuse(w, err)
+			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		if asTree {
@@ -75,8 +69,128 @@ func executionPage(trees *sharedTrees, userOf func(string) (*identity.User, erro
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		_ = executionGraph.Execute(w, map[string]any{"Execution": id, "Name": tree.Name, "User": user.Name, "Namespace": namespace,
-			"LogsPath": LogsPath, "DecidePath": DecidePath, "ExecutionsPath": ExecutionsPath})
+			"LogsPath": LogsPath, "DecidePath": DecidePath, "ExecutionsPath": ExecutionsPath,
+			"CanAbort": allow(r, acc, user, identity.Abort, id) == nil, "CanRun": allowRun(r, list, acc, user, id) == nil,
+			"Stages": stageIDs(tree)})
 	})
+}
+
+// allow authorizes action a on the execution for user; refusals go to the audit trail.
+func allow(r *http.Request, acc Access, user *identity.User, a identity.Action, id string) error {
+	if acc == nil {
+		return nil
+	}
+	err := acc.Allow(r.Context(), user, a, id)
+	if access.Forbidden(err) && a == identity.View {
+		acc.Audit(r.Context(), workflows.AuditRecord{User: user.Name, Action: "view", Execution: id, Outcome: "refused", Detail: err.Error()})
+	}
+	return err
+}
+
+// allowRun authorizes running the execution's plan again as user.
+func allowRun(r *http.Request, list ExecutionLister, acc Access, user *identity.User, id string) error {
+	if acc == nil {
+		return nil
+	}
+	in, err := list.Input(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	return acc.AllowPlan(user, in.Plan)
+}
+
+// refuse answers a failed authorization: 403 with its reason, else the error reading what it
+// needed.
+func refuse(w http.ResponseWriter, err error) {
+	code := http.StatusBadGateway
+	switch {
+	case access.Forbidden(err):
+		code = http.StatusForbidden
+	case errors.Is(err, starter.ErrNotFound):
+		code = http.StatusNotFound
+	}
+	http.Error(w, err.Error(), code)
+}
+
+// stageIDs are the identifiers of the run's stages, in order, for retry from a stage.
+func stageIDs(n *workflows.Node) []string {
+	var out []string
+	for _, c := range n.Children {
+		switch c.Kind {
+		case "stage":
+			out = append(out, c.ID)
+		case "parallel":
+			out = append(out, stageIDs(c)...)
+		}
+	}
+	return out
+}
+
+// act applies an action posted from the execution page as user, with the rules of the API
+// (abort, pause and resume need abort; re-run and retry running the plan again), and audits
+// it. It answers the outcome's message as text (for a re-run or retry, the new execution's
+// ID in X-Gantry-Execution).
+func act(w http.ResponseWriter, r *http.Request, list ExecutionLister, acc Access, user *identity.User, id, action string) {
+	// Only the page may act: no form posted from another site.
+	if o := r.Header.Get("Origin"); o != "" {
+		if u, err := url.Parse(o); err != nil || u.Host != r.Host {
+			http.Error(w, "an action from another origin", http.StatusForbidden)
+			return
+		}
+	}
+	var msg, started string
+	var err error
+	switch action {
+	case "abort", "pause", "resume":
+		if err = allow(r, acc, user, identity.Abort, id); err != nil {
+			break
+		}
+		if action == "abort" {
+			if err = list.Abort(r.Context(), id, user.Name, r.PostFormValue("reason")); err == nil {
+				msg = "abort requested by " + user.Name
+			}
+		} else {
+			msg, err = list.Pause(r.Context(), id, user.Name, action == "pause")
+		}
+	case "rerun", "retry":
+		if err = allowRun(r, list, acc, user, id); err != nil {
+			break
+		}
+		trig := workflows.Trigger{Type: "MANUAL", User: user.Name}
+		var exec starter.Execution
+		if action == "retry" {
+			exec, err = list.Retry(r.Context(), id, r.PostFormValue("stage"), trig)
+		} else {
+			exec, err = list.Rerun(r.Context(), id, trig)
+		}
+		started, msg = exec.ID, "started "+exec.ID
+	default:
+		http.Error(w, "no action "+action+": abort, pause, resume, rerun or retry", http.StatusNotFound)
+		return
+	}
+	if acc != nil {
+		rec := workflows.AuditRecord{User: user.Name, Action: action, Execution: id, Outcome: "ok", Detail: started}
+		switch {
+		case access.Forbidden(err):
+			rec.Outcome, rec.Detail = "refused", err.Error()
+		case err != nil:
+			rec.Outcome, rec.Detail = "failed", err.Error()
+		}
+		acc.Audit(r.Context(), rec)
+	}
+	var refused *starter.Refused
+	switch {
+	case access.Forbidden(err):
+		http.Error(w, err.Error(), http.StatusForbidden)
+	case errors.As(err, &refused):
+		http.Error(w, refused.Message, http.StatusConflict)
+	case err != nil:
+		refuse(w, err)
+	default:
+		w.Header().Set("X-Gantry-Execution", started)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(msg))
+	}
 }
 
 var executionGraph = template.Must(template.New("execution").Parse(`<!doctype html>
@@ -101,8 +215,9 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
 </style></head>
 <body><p><a href="{{.ExecutionsPath}}">Pipeline executions</a> · <b>{{.Name}}</b> <span id="execution">{{.Execution}}</span> · <span id="status"></span> · signed in as {{.User}} ·
 <a href="/namespaces/{{.Namespace}}/workflows/{{.Execution}}">history in the Temporal UI</a></p>
+<p id="actions">{{if .CanAbort}}<button type="button" id="act-abort" data-action="abort">Abort</button> <button type="button" id="act-pause" data-action="pause">Pause</button> <button type="button" id="act-resume" data-action="resume">Resume</button> {{end}}{{if .CanRun}}<button type="button" id="act-rerun" data-action="rerun">Re-run</button> <label>Retry from stage <select id="retry-stage">{{range .Stages}}<option>{{.}}</option>{{end}}</select></label> <button type="button" id="act-retry" data-action="retry">Retry</button>{{end}} <span id="act-result" role="status"></span></p>
 <div id="flow" aria-label="the run's stages, left to right"></div>
-<section id="details" hidden></section>
+<section id="details" hidden><div id="info"></div><div id="decision"></div><div id="logbox"></div></section>
 <script>
 (function () {
   var exec = {{.Execution}}, ns = {{.Namespace}}, logs = {{.LogsPath}}, decide = {{.DecidePath}};
@@ -114,7 +229,7 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
     if (s === "SUCCEEDED" || s === "IGNORE_FAILED") return "✓";
     if (s === "ABORTED" || s === "TERMINATED") return "■";
     if (s === "RUNNING") return "▶";
-    if (/_WAITING$/.test(s) || s === "PAUSED" || s === "PAUSING") return "⏸";
+    if (/_WAITING$/.test(s) || s === "PAUSED" || s === "PAUSING") return "‖";
     if (failedSet[s]) return "✗";
     return "○";
   };
@@ -183,6 +298,7 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
   function render() {
     if (!tree) return;
     st.textContent = mark(tree.status) + " " + tree.status + " " + dur(tree);
+    showActions();
     var cols = el("div", "");
     cols.style.display = "contents";
     (tree.children || []).forEach(function (s) {
@@ -202,9 +318,10 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
     render();
   }
   function row(dl, k, v) { if (v) dl.append(el("dt", "", k), el("dd", "", v)); }
+  var info = document.getElementById("info"), decision = document.getElementById("decision"), logbox = document.getElementById("logbox"), shown = {};
   function showDetails() {
     var n = selected ? find(tree, selected) : null;
-    if (!n) { details.hidden = true; return; }
+    if (!n) { details.hidden = true; log.path = null; shown = {}; return; }
     details.hidden = false;
     var head = el("h2", "", mark(n.status) + " " + label(n));
     var dl = el("dl");
@@ -218,14 +335,31 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
     if (n.outputs) { parts.push(el("h3", "", "Outputs")); parts.push(el("pre", "outputs", JSON.stringify(n.outputs, null, 2))); }
     var links = el("p", "links");
     if (n.kind === "stage") { var a = el("a", "", "stage history in the Temporal UI"); a.href = "/namespaces/" + ns + "/workflows/" + encodeURIComponent(exec + "/" + n.id); links.append(a); }
-    if (/_WAITING$/.test(n.status) && n.kind === "step") { var d = el("a", "", "decide"); d.href = decide + exec + "/" + n.path; d.id = "decide"; links.append(d); }
+    if (n.kind === "step" && n.startedAt) { var full = el("a", "", "log page"); full.href = logs + exec + "/" + n.path; links.append(full); }
     parts.push(links);
-    if (n.kind === "step" && n.startedAt) {
-      var full = el("a", "", "log page"); full.href = logs + exec + "/" + n.path; links.append(document.createTextNode(" "), full);
-      if (log.path !== n.path) { log = {path: n.path, from: 0, text: "", timer: log.timer}; pollLog(); }
-      var pre = el("pre", "", log.text); pre.id = "log"; parts.push(pre);
-    } else log.path = null;
-    details.replaceChildren.apply(details, parts);
+    info.replaceChildren.apply(info, parts);
+    // The decision form and the log stay in place while the graph refreshes: a form being
+    // filled in keeps what was typed, the log its scroll.
+    var waiting = n.kind === "step" && /_WAITING$/.test(n.status) && n.status !== "RESOURCE_WAITING";
+    if (shown.decision !== (waiting ? n.path : "")) {
+      shown.decision = waiting ? n.path : "";
+      decision.replaceChildren();
+      if (waiting) {
+        var f = el("iframe"); f.id = "decide"; f.title = "the decision " + label(n) + " waits for";
+        f.src = decide + exec + "/" + n.path; f.style.cssText = "width:100%;height:26em;border:1px solid #8888";
+        decision.append(f);
+      }
+    }
+    var logged = n.kind === "step" && n.startedAt ? n.path : "";
+    if (shown.log !== logged) {
+      shown.log = logged;
+      logbox.replaceChildren();
+      log.path = logged || null;
+      if (logged) {
+        var pre = el("pre", ""); pre.id = "log"; pre.hidden = true; logbox.append(pre);
+        log.from = 0; log.text = ""; pollLog();
+      }
+    }
   }
   function pollLog() {
     var path = log.path;
@@ -236,10 +370,33 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
       var status = r.headers.get("X-Gantry-Status") || "";
       return r.text().then(function (text) {
         if (log.path !== path) return;
-        if (text && r.ok) { log.text += text; log.from += new TextEncoder().encode(text).length; var pre = document.getElementById("log"); if (pre) { pre.textContent = log.text; pre.scrollTop = pre.scrollHeight; } }
+        if (text && r.ok) { log.text += text; log.from += new TextEncoder().encode(text).length; var pre = document.getElementById("log"); if (pre) { pre.hidden = false; pre.textContent = log.text; pre.scrollTop = pre.scrollHeight; } }
         if (!ended[status]) log.timer = setTimeout(pollLog, 1000);
       });
     }).catch(function () { log.timer = setTimeout(pollLog, 2000); });
+  }
+  var actions = document.querySelectorAll("#actions button"), result = document.getElementById("act-result");
+  actions.forEach(function (b) {
+    b.onclick = function () {
+      var a = b.dataset.action, body = new URLSearchParams();
+      if (a === "abort" && !confirm("Abort " + exec + "?")) return;
+      if (a === "retry") body.set("stage", document.getElementById("retry-stage").value);
+      fetch(location.pathname + "/" + a, {method: "POST", body: body, credentials: "same-origin"}).then(function (r) {
+        if (r.status === 401) { location.reload(); return; }
+        var next = r.headers.get("X-Gantry-Execution");
+        return r.text().then(function (t) {
+          result.textContent = t.trim();
+          if (r.ok && next) location.href = {{.ExecutionsPath}} + "/" + encodeURIComponent(next);
+        });
+      });
+    };
+  });
+  function showActions() {
+    var s = tree.status, done = !!ended[s], paused = s === "PAUSED" || s === "PAUSING";
+    var show = {"abort": !done, "pause": !done && !paused, "resume": paused, "rerun": done, "retry": done};
+    actions.forEach(function (b) { b.hidden = !show[b.dataset.action]; });
+    var sel = document.getElementById("retry-stage");
+    if (sel) sel.parentNode.hidden = !done;
   }
   function poll() {
     fetch(location.pathname + "?tree", {credentials: "same-origin"}).then(function (r) {

@@ -21,11 +21,16 @@ import (
 // page (execution.go).
 const ExecutionsPath = "/gantry/executions"
 
-// ExecutionLister reads pages of pipeline executions, and an execution's tree (a
-// *starter.Starter).
+// ExecutionLister reads pages of pipeline executions and an execution's tree, and acts on
+// executions as a user (a *starter.Starter).
 type ExecutionLister interface {
 	ListPage(ctx context.Context, f starter.ListFilter, limit int, token string) (starter.ExecutionsPage, error)
 	Tree(ctx context.Context, executionID string) (*workflows.Node, error)
+	Input(ctx context.Context, executionID string) (*workflows.PipelineInput, error)
+	Abort(ctx context.Context, executionID, user, reason string) error
+	Pause(ctx context.Context, executionID, user string, pause bool) (string, error)
+	Rerun(ctx context.Context, executionID string, trig workflows.Trigger) (starter.Execution, error)
+	Retry(ctx context.Context, executionID, fromStage string, trig workflows.Trigger) (starter.Execution, error)
 }
 
 const (
@@ -142,7 +147,7 @@ func row(sm starter.Summary, now time.Time) executionRow {
 	case st == status.Running:
 		r.Mark = "▶"
 	case strings.HasSuffix(sm.Status, "_WAITING") || st == status.Paused || st == status.Pausing:
-		r.Mark = "⏸"
+		r.Mark = "‖"
 	default:
 		r.Mark = "✗"
 	}

@@ -18,8 +18,10 @@ import (
 	"github.com/gantry-cd/gantry/workflows"
 )
 
-// pages is an ExecutionLister of fixed pages, by token, recording the filters asked for.
+// pages is an ExecutionLister of fixed pages, by token, recording the filters asked for; it
+// acts on no execution.
 type pages struct {
+	ExecutionLister
 	byToken map[string]starter.ExecutionsPage
 	asked   []starter.ListFilter
 }
@@ -111,7 +113,7 @@ func TestExecutionPageSharesTreeReads(t *testing.T) {
 		}
 		return nil, identity.ErrUnauthenticated
 	}
-	srv := httptest.NewServer(executionPage(&sharedTrees{read: src.Tree, fresh: time.Minute}, users, nil, "default"))
+	srv := httptest.NewServer(executionPage(&pages{}, &sharedTrees{read: src.Tree, fresh: time.Minute}, users, nil, "default"))
 	defer srv.Close()
 	get := func(token, path string) (int, string) {
 		req, _ := http.NewRequest("GET", srv.URL+path, nil)

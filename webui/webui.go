@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/workflows"
 	"github.com/temporalio/ui-server/v2/server"
 	"github.com/temporalio/ui-server/v2/server/config"
@@ -63,6 +64,7 @@ type Options struct {
 type Access interface {
 	Allow(ctx context.Context, u *identity.User, a identity.Action, execution string) error
 	AllowPipeline(u *identity.User, a identity.Action, pipeline string) error
+	AllowPlan(u *identity.User, p *plan.Plan) error
 	Audit(ctx context.Context, r workflows.AuditRecord)
 }
 
@@ -194,7 +196,7 @@ func frontMux(o Options, ns string, conn *grpc.ClientConn, backend *url.URL) (*h
 	if o.Executions != nil && o.User != nil {
 		mux.Handle(ExecutionsPath, executions(o.Executions, o.User, o.Access, ns))
 		trees := &sharedTrees{read: o.Executions.Tree, fresh: treeFresh}
-		mux.Handle(ExecutionsPath+"/", executionPage(trees, o.User, o.Access, ns))
+		mux.Handle(ExecutionsPath+"/", executionPage(o.Executions, trees, o.User, o.Access, ns))
 	}
 	return mux, nil
 }
