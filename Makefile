@@ -94,6 +94,8 @@ fuzz:
 # waiting for approvals at once (embedded and topology; GANTRY_SCALE_RUNS sets the number), the
 # list of waiting decisions with 100 and 10,000 waiting vs bare visibility pages
 # (GANTRY_PENDING_RUNS), and
+# Gantry's execution page in Chromium (time to draw a 210-node run) vs the Temporal UI's page
+# of the same run, and its server CPU per viewer and minute while a run is live,
 # a CI stage of 5 Run steps vs a hand-written pod of the same containers, BuildAndPush vs the
 # same BuildKit build driven by hand, and a CI stage with its S3 cache restored vs cold.
 bench: k8s-tools terraform-tools ssh-tools browser-tools
@@ -126,6 +128,8 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools
 	GANTRY_DRONE_BIN=$$(hack/bench-drone.sh --bin) $(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 15x -count 3 ./e2e | tee -a .bench.out
 	GANTRY_DRONE_BIN=$$(hack/bench-drone.sh --bin) $(GO) test -run '^$$' -bench 'MachineSteps' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'MachineContainers5' -benchtime 8x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'ExecutionPage200' -benchtime 5x -count 3 ./e2e | tee -a .bench-ui.out
+	$(GO) test -run '^$$' -bench 'ExecutionPageViewers' -benchtime 1x -count 3 ./e2e | tee -a .bench-ui.out
 	hack/bench-drone.sh 15 3 | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out
 	@bash hack/bench-ratios.sh .bench-ui.out

@@ -45,7 +45,7 @@ func runCase(t *testing.T, c conformance.Case, set workflows.Settings) *workflow
 }
 
 // waitFor polls the live tree until a node has a status; it returns the tree.
-func waitFor(t *testing.T, ctx context.Context, s *starter.Starter, id, path string, want status.Status) *workflows.Node {
+func waitFor(t testing.TB, ctx context.Context, s *starter.Starter, id, path string, want status.Status) *workflows.Node {
 	t.Helper()
 	for {
 		tree, err := s.Tree(ctx, id)

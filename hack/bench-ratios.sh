@@ -260,3 +260,17 @@ if [ -n "$dc" ] && [ -n "$du" ]; then
     r = c / u; if (n == 0 || r < lo) lo = r; if (n == 0 || r > hi) hi = r; n++ }
     END { if (n > 1) printf "  ratios of the %d runs %.2f-%.2fx\n", n, lo, hi }'
 fi
+pg=$(unit ExecutionPage200 ms-to-draw-210); pt=$(unit ExecutionPage200 temporal-ui-ms)
+if [ -n "$pg" ] && [ -n "$pt" ]; then
+  awk -v g="$pg" -v t="$pt" 'BEGIN {
+    print ""; print "the execution page in headless Chromium, a run of 10 stages of 20 steps (ms from navigation to drawn, median; baseline: the Temporal UI'"'"'s page of the same run showing its status, the pages alternating)"
+    printf "  gantry page %.0f  Temporal UI page %.0f  ratio %.2fx\n", g, t, g / t
+  }'
+fi
+vc=$(unit ExecutionPageViewers cpu-ms/viewer-minute); vr=$(unit ExecutionPageViewers tree-reads/minute)
+if [ -n "$vc" ]; then
+  awk -v c="$vc" -v r="$vr" 'BEGIN {
+    print ""; print "the execution page'"'"'s server cost while a run is live: 20 viewers polling its tree every second for 15 s (baseline: the same window without viewers)"
+    printf "  %.1f ms of CPU per viewer and minute; %.0f tree reads a minute for all 20 (shared reads)\n", c, r
+  }'
+fi

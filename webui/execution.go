@@ -68,7 +68,14 @@ func executionPage(list ExecutionLister, trees *sharedTrees, userOf func(string)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		// The tree just read comes with the page: it draws the run without asking again.
+		initial, err := json.Marshal(tree)
+		if err != nil {
+			http.Error(w, "execution "+id+": "+err.Error(), http.StatusInternalServerError)
+			return
+		}
 		_ = executionGraph.Execute(w, map[string]any{"Execution": id, "Name": tree.Name, "User": user.Name, "Namespace": namespace,
+			"Tree":     template.JS(initial),
 			"LogsPath": LogsPath, "DecidePath": DecidePath, "ExecutionsPath": ExecutionsPath,
 			"CanAbort": allow(r, acc, user, identity.Abort, id) == nil, "CanRun": allowRun(r, list, acc, user, id) == nil,
 			"Stages": stageIDs(tree)})
@@ -405,6 +412,8 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
       return r.json().then(function (t) { tree = t; render(); if (!ended[t.status]) setTimeout(poll, 1000); });
     }).catch(function () { setTimeout(poll, 3000); });
   }
-  poll();
+  tree = {{.Tree}};
+  render();
+  if (!ended[tree.status]) setTimeout(poll, 1000);
 })();
 </script></body></html>`))
