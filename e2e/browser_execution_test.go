@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/webui"
 	"github.com/gantry-cd/gantry/workflows"
@@ -194,4 +196,54 @@ func TestWebUIApproveFromTheGraph(t *testing.T) {
 	if out := res.Tree.Find("after.use").Outputs["outputVariables"].(map[string]any); out["t"] != "CHG-9" {
 		t.Errorf("the approver's input: %v", out)
 	}
+}
+
+// bigTree is a run of a 5,000-iteration loop: what the page draws for it.
+type bigTree struct {
+	*starter.Starter
+	tree *workflows.Node
+}
+
+func (b bigTree) Tree(context.Context, string) (*workflows.Node, error) { return b.tree, nil }
+
+// A run of 5,000 loop iterations draws at once: the loop's box counts them, failed ones
+// first, and shows twenty until asked for the rest.
+func TestWebUIExecutionGraphOf5000(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	at := time.Now().Add(-time.Minute)
+	loop := &workflows.Node{Path: "big.loop", ID: "loop", Name: "loop", Kind: "strategy", Status: status.Failed, StartedAt: &at, EndedAt: &at}
+	for i := 0; i < 5000; i++ {
+		st := status.Succeeded
+		if i == 4321 {
+			st = status.Failed
+		}
+		loop.Children = append(loop.Children, &workflows.Node{Path: fmt.Sprintf("big.loop_%d", i), ID: fmt.Sprintf("loop_%d", i), Kind: "step", Status: st, StartedAt: &at, EndedAt: &at})
+	}
+	tree := &workflows.Node{Kind: "pipeline", Name: "big", Status: status.Failed, StartedAt: &at, EndedAt: &at, Children: []*workflows.Node{
+		{Path: "big", ID: "big", Name: "big", Kind: "stage", Status: status.Failed, StartedAt: &at, EndedAt: &at, Children: []*workflows.Node{loop}}}}
+	dir := &identity.Directory{}
+	dev, _ := dir.AddUser("dev", "", []string{"developers"})
+	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address, SignIn: webui.UserName(user), User: user,
+		Executions: bigTree{Starter: env.starter, tree: tree}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ui.Stop()
+	b := browser(t, ctx)
+	pageText(t, b, ui.URL+webui.ExecutionsPath+"/big-1", "Sign in to Gantry")
+	t0 := time.Now()
+	if err := chromedp.Run(b, chromedp.SendKeys("#token", dev, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	text := waitText(t, b, "5000 iterations, 1 failed", "… 4980 more")
+	t.Logf("drawn %s after the sign-in", time.Since(t0).Round(time.Millisecond))
+	if i, j := strings.Index(text, "loop_4321"), strings.Index(text, "loop_0"); i < 0 || j < 0 || i > j {
+		t.Errorf("the failed iteration does not come first:\n%.600s", text)
+	}
+	if err := chromedp.Run(b, chromedp.Click(".node.more", chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, b, "loop_4999")
 }
