@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +34,7 @@ const graphPipeline = `pipeline:
                   type: ShellScript
                   name: compile
                   identifier: compile
-                  spec: {shell: Bash, source: {type: Inline, spec: {script: "for i in $(seq 1 8); do echo line $i; sleep 1; done"}}}
+                  spec: {shell: Bash, source: {type: Inline, spec: {script: "i=0; while [ ! -e GATE ] && [ $i -lt 600 ]; do i=$((i+1)); echo line $i; sleep 0.5; done"}}}
     - parallel:
         - stage:
             name: test a
@@ -94,7 +96,10 @@ func TestWebUIExecutionGraph(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ui.Stop()
-	p := compile(t, "ui_graph.yaml", []byte(graphPipeline), load.Options{})
+	// build.compile prints lines until the test has seen them grow on the page (the gate
+	// file): a slow browser on a loaded machine cannot find it ended already.
+	gate := filepath.Join(t.TempDir(), "gate")
+	p := compile(t, "ui_graph.yaml", []byte(strings.Replace(graphPipeline, "GATE", gate, 1)), load.Options{})
 	// Regular activities: a fast-path step is in the tree only once it ended.
 	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{NoFastPath: true})
 	if err != nil {
@@ -108,12 +113,12 @@ func TestWebUIExecutionGraph(t *testing.T) {
 		t.Fatalf("sign in: %v", err)
 	}
 	// Back on the page, build.compile selected: its log grows while it runs.
-	text := waitText(t, b, "ui_graph", exec.ID, "compile", "RUNNING", "line 1")
-	if strings.Contains(text, "line 8") {
-		t.Fatalf("the step had ended before the page showed its log:\n%s", text)
-	}
+	text := waitText(t, b, "ui_graph", exec.ID, "compile", "RUNNING", "line 1\n")
+	waitText(t, b, fmt.Sprintf("line %d\n", strings.Count(text, "line ")+2)) // still growing
 	screenshot(t, b, "execution-running")
-	waitText(t, b, "line 8")
+	if err := os.WriteFile(gate, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 
 	// The run ends: every stage in its column, the failure on the failed step.
 	waitText(t, b, "✗ FAILED", "ship", "undo", "script exited with code 4")
