@@ -135,7 +135,7 @@ func TestWebUIExecutionGraph(t *testing.T) {
 	if err := chromedp.Run(b, chromedp.Click(`.node[data-path="deploy.ship"]`, chromedp.ByQuery)); err != nil {
 		t.Fatal(err)
 	}
-	waitText(t, b, "attempt 1", "shipping") // its log, beneath
+	waitText(t, b, "attempt 1", "shipping", "Inputs, as planned", "echo shipping; exit 4") // its log and spec, beneath
 	screenshot(t, b, "execution-failed")
 	if res, err := env.starter.Result(ctx, exec.ID); err != nil || res.Status != status.Failed {
 		t.Fatalf("run: %v %v", res, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -32,6 +33,8 @@ func executionPage(list ExecutionLister, trees *sharedTrees, userOf func(string)
 			return
 		}
 		_, asTree := r.URL.Query()["tree"]
+		inputsOf, asInputs := r.URL.Query()["inputs"]
+		asTree = asTree || asInputs
 		var user *identity.User
 		if ck, err := r.Cookie(codec.TokenCookie); err == nil {
 			user, _ = userOf(ck.Value)
@@ -62,6 +65,16 @@ func executionPage(list ExecutionLister, trees *sharedTrees, userOf func(string)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
+		if asInputs {
+			in, err := list.Input(r.Context(), id)
+			if err != nil {
+				refuse(w, err)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(nodeInputs(in.Plan, inputsOf[0]))
+			return
+		}
 		if asTree {
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(tree)
@@ -117,6 +130,55 @@ func refuse(w http.ResponseWriter, err error) {
 		code = http.StatusNotFound
 	}
 	http.Error(w, err.Error(), code)
+}
+
+// NodeInputs are what a node of the run was planned with: its spec (expressions in it are
+// rendered when it runs), variables, execution-time inputs, condition and timeout; for the
+// pipeline (path ""), its variables and codebase.
+type NodeInputs struct {
+	Spec      any              `json:"spec,omitempty"`
+	Variables []plan.Variable  `json:"variables,omitempty"`
+	Inputs    []plan.ExecInput `json:"inputs,omitempty"`
+	When      string           `json:"when,omitempty"`
+	Timeout   string           `json:"timeout,omitempty"`
+	Codebase  *plan.Codebase   `json:"codebase,omitempty"`
+}
+
+// nodeInputs finds the node at path in p, an iteration of a loop as the loop's node (its
+// identifier is the loop's and a suffix); nothing when p has no such node.
+func nodeInputs(p *plan.Plan, path string) NodeInputs {
+	if path == "" {
+		return NodeInputs{Variables: p.Variables, Timeout: p.Timeout, Codebase: p.Codebase}
+	}
+	level := p.Stages
+	var n *plan.Node
+	for _, seg := range strings.Split(path, ".") {
+		n = nil
+		for _, c := range flatten(level) {
+			if c.ID == seg || (c.Strategy != nil && strings.HasPrefix(seg, c.ID+"_")) {
+				n = c
+				break
+			}
+		}
+		if n == nil {
+			return NodeInputs{}
+		}
+		level = append(append([]*plan.Node{}, n.Children...), n.Rollback...)
+	}
+	return NodeInputs{Spec: n.Spec, Variables: n.Variables, Inputs: n.Inputs, When: n.When, Timeout: n.Timeout}
+}
+
+// flatten is nodes with the members of parallel blocks in place of the blocks.
+func flatten(nodes []*plan.Node) []*plan.Node {
+	var out []*plan.Node
+	for _, n := range nodes {
+		if n.Kind == plan.KindParallel {
+			out = append(out, flatten(n.Children)...)
+		} else {
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // stageIDs are the identifiers of the run's stages, in order, for retry from a stage.
@@ -224,7 +286,7 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
 <a href="/namespaces/{{.Namespace}}/workflows/{{.Execution}}">history in the Temporal UI</a></p>
 <p id="actions">{{if .CanAbort}}<button type="button" id="act-abort" data-action="abort">Abort</button> <button type="button" id="act-pause" data-action="pause">Pause</button> <button type="button" id="act-resume" data-action="resume">Resume</button> {{end}}{{if .CanRun}}<button type="button" id="act-rerun" data-action="rerun">Re-run</button> <label>Retry from stage <select id="retry-stage">{{range .Stages}}<option>{{.}}</option>{{end}}</select></label> <button type="button" id="act-retry" data-action="retry">Retry</button>{{end}} <span id="act-result" role="status"></span></p>
 <div id="flow" aria-label="the run's stages, left to right"></div>
-<section id="details" hidden><div id="info"></div><div id="decision"></div><div id="logbox"></div></section>
+<section id="details" hidden><div id="info"></div><div id="planned"></div><div id="decision"></div><div id="logbox"></div></section>
 <script>
 (function () {
   var exec = {{.Execution}}, ns = {{.Namespace}}, logs = {{.LogsPath}}, decide = {{.DecidePath}};
@@ -325,7 +387,7 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
     render();
   }
   function row(dl, k, v) { if (v) dl.append(el("dt", "", k), el("dd", "", v)); }
-  var info = document.getElementById("info"), decision = document.getElementById("decision"), logbox = document.getElementById("logbox"), shown = {};
+  var info = document.getElementById("info"), planned = document.getElementById("planned"), decision = document.getElementById("decision"), logbox = document.getElementById("logbox"), shown = {};
   function showDetails() {
     var n = selected ? find(tree, selected) : null;
     if (!n) { details.hidden = true; log.path = null; shown = {}; return; }
@@ -356,6 +418,16 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
         f.src = decide + exec + "/" + n.path; f.style.cssText = "width:100%;height:26em;border:1px solid #8888";
         decision.append(f);
       }
+    }
+    if (shown.inputs !== n.path) {
+      shown.inputs = n.path;
+      planned.replaceChildren();
+      fetch(location.pathname + "?inputs=" + encodeURIComponent(n.kind === "pipeline" ? "" : n.path), {credentials: "same-origin"}).then(function (r) {
+        return r.ok ? r.json() : null;
+      }).then(function (v) {
+        if (!v || shown.inputs !== n.path || !Object.keys(v).length) return;
+        planned.replaceChildren(el("h3", "", "Inputs, as planned (expressions resolve when it runs)"), el("pre", "inputs", JSON.stringify(v, null, 2)));
+      }).catch(function () {});
     }
     var logged = n.kind === "step" && n.startedAt ? n.path : "";
     if (shown.log !== logged) {

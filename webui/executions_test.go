@@ -2,6 +2,7 @@ package webui
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -154,5 +156,33 @@ func TestExecutionPageSharesTreeReads(t *testing.T) {
 	wg.Wait()
 	if n := src.reads.Load(); n != 1 {
 		t.Errorf("the page and a hundred viewers read the tree %d times, want once", n)
+	}
+}
+
+// A node's planned inputs are found by its path: in a parallel block, in a loop's iteration
+// (the loop's own node), among rollback steps; an unknown path has none.
+func TestNodeInputs(t *testing.T) {
+	step := func(id, script string) *plan.Node {
+		return &plan.Node{Kind: plan.KindStep, ID: id, Spec: map[string]any{"script": script}}
+	}
+	p := &plan.Plan{Variables: []plan.Variable{{Name: "v", Type: "String", Value: "1"}}, Stages: []*plan.Node{
+		{Kind: plan.KindParallel, Children: []*plan.Node{
+			{Kind: plan.KindStage, ID: "a", Variables: []plan.Variable{{Name: "sv", Type: "String", Value: "2"}}, Children: []*plan.Node{
+				{Kind: plan.KindGroup, ID: "matrix", Strategy: &plan.Strategy{}, Children: []*plan.Node{step("t", "echo t")}}}},
+			{Kind: plan.KindStage, ID: "b", Children: []*plan.Node{step("ship", "exit 4")}, Rollback: []*plan.Node{step("undo", "echo undo")}},
+		}},
+	}}
+	for path, want := range map[string]string{
+		"":             `{"variables":[{"name":"v","type":"String","value":"1"}]}`,
+		"a":            `{"variables":[{"name":"sv","type":"String","value":"2"}]}`,
+		"a.matrix_2.t": `{"spec":{"script":"echo t"}}`,
+		"b.undo":       `{"spec":{"script":"echo undo"}}`,
+		"b.nope":       `{}`,
+		"matrix_2.t":   `{}`,
+	} {
+		got, _ := json.Marshal(nodeInputs(p, path))
+		if string(got) != want {
+			t.Errorf("%q: %s, want %s", path, got, want)
+		}
 	}
 }
