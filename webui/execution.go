@@ -447,6 +447,11 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
     fetch(logs + exec + "/" + path + "?from=" + log.from, {credentials: "same-origin"}).then(function (r) {
       if (r.status === 401) { location.reload(); return; }
       var status = r.headers.get("X-Gantry-Status") || "";
+      if (!r.ok) { // no log (yet): ask again less often, and not once the step has ended
+        var n = tree && find(tree, path);
+        if (log.path === path && !(n && ended[n.status])) log.timer = setTimeout(pollLog, 5000);
+        return;
+      }
       return r.text().then(function (text) {
         if (log.path !== path) return;
         if (text && r.ok) { log.text += text; log.from += new TextEncoder().encode(text).length; var pre = document.getElementById("log"); if (pre) { pre.hidden = false; pre.textContent = log.text; pre.scrollTop = pre.scrollHeight; } }
