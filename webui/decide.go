@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/gantry-cd/gantry/access"
-	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
@@ -67,10 +66,7 @@ func (d Decisions) handler(namespace string) http.Handler {
 			http.Error(w, "a decision is /gantry/decide/EXECUTION/STEP", http.StatusNotFound)
 			return
 		}
-		var user *identity.User
-		if ck, err := r.Cookie(codec.TokenCookie); err == nil {
-			user, _ = d.User(ck.Value)
-		}
+		user := signedIn(r, d.User)
 		if user == nil {
 			http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.Path), http.StatusSeeOther)
 			return

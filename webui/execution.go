@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/gantry-cd/gantry/access"
-	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
@@ -35,10 +34,7 @@ func executionPage(list ExecutionLister, trees *sharedTrees, userOf func(string)
 		_, asTree := r.URL.Query()["tree"]
 		inputsOf, asInputs := r.URL.Query()["inputs"]
 		asTree = asTree || asInputs
-		var user *identity.User
-		if ck, err := r.Cookie(codec.TokenCookie); err == nil {
-			user, _ = userOf(ck.Value)
-		}
+		user := signedIn(r, userOf)
 		if user == nil {
 			if asTree || action != "" { // the page reloads, and its reload signs in
 				http.Error(w, "sign in first: "+SignInPath, http.StatusUnauthorized)

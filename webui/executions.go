@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/starter"
@@ -59,10 +58,7 @@ func executions(list ExecutionLister, userOf func(string) (*identity.User, error
 			http.Error(w, "GET", http.StatusMethodNotAllowed)
 			return
 		}
-		var user *identity.User
-		if ck, err := r.Cookie(codec.TokenCookie); err == nil {
-			user, _ = userOf(ck.Value)
-		}
+		user := signedIn(r, userOf)
 		if user == nil {
 			http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
@@ -77,11 +73,7 @@ func executions(list ExecutionLister, userOf func(string) (*identity.User, error
 		}
 		if f.Pipeline != "" {
 			if err := allowed(f.Pipeline); err != nil {
-				code := http.StatusBadGateway
-				if access.Forbidden(err) {
-					code = http.StatusForbidden
-				}
-				http.Error(w, err.Error(), code)
+				refuse(w, err)
 				return
 			}
 		}
@@ -117,6 +109,16 @@ func executions(list ExecutionLister, userOf func(string) (*identity.User, error
 		_ = executionsPage.Execute(w, map[string]any{"Rows": rows, "Filter": f, "Statuses": statusFilters, "Next": next,
 			"First": q.Get("page") == "", "User": user.Name, "Namespace": namespace, "Path": ExecutionsPath})
 	})
+}
+
+// signedIn is the user whose token the request's sign-in cookie holds, nil without one.
+func signedIn(r *http.Request, userOf func(string) (*identity.User, error)) *identity.User {
+	ck, err := r.Cookie(codec.TokenCookie)
+	if err != nil {
+		return nil
+	}
+	u, _ := userOf(ck.Value)
+	return u
 }
 
 // row is how an execution shows: a mark that tells its status without colour, its duration so
