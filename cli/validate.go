@@ -174,6 +174,12 @@ func report(out io.Writer, path string, r *load.Result) bool {
 			status = "Enabled"
 		}
 		fmt.Fprintf(out, "ok %s: freeze %s (%s, %d windows)\n", path, f.Freeze.Identifier, status, len(f.Freeze.Windows))
+	case f.Monitored != nil:
+		sources := 0
+		if f.Monitored.Sources != nil {
+			sources = len(f.Monitored.Sources.HealthSources)
+		}
+		fmt.Fprintf(out, "ok %s: monitored service %s (service %s, %d health sources)\n", path, f.Monitored.Identifier, f.Monitored.ServiceRef, sources)
 	case f.Overlay != nil:
 		fmt.Fprintf(out, "ok %s: overlay input set %s (%d input sets)\n", path, f.Overlay.Identifier, len(f.Overlay.InputSetReferences))
 	}

@@ -302,12 +302,13 @@ type Connector struct {
 	Spec   *yaml.Node `yaml:"spec" gantry:"required"`
 
 	// Decoded from Spec by type: one of them is set.
-	K8s    *K8sClusterSpec     `yaml:"-"`
-	Docker *DockerRegistrySpec `yaml:"-"` // type DockerRegistry
-	Git    *GitConnectorSpec   `yaml:"-"` // type Git
-	SCM    *SCMConnectorSpec   `yaml:"-"` // type Github, Gitlab or Bitbucket
-	Helm   *HelmRepoSpec       `yaml:"-"` // type HttpHelmRepo or OciHelmRepo
-	Aws    *AwsConnectorSpec   `yaml:"-"` // type Aws
+	K8s        *K8sClusterSpec          `yaml:"-"`
+	Docker     *DockerRegistrySpec      `yaml:"-"` // type DockerRegistry
+	Git        *GitConnectorSpec        `yaml:"-"` // type Git
+	SCM        *SCMConnectorSpec        `yaml:"-"` // type Github, Gitlab or Bitbucket
+	Helm       *HelmRepoSpec            `yaml:"-"` // type HttpHelmRepo or OciHelmRepo
+	Aws        *AwsConnectorSpec        `yaml:"-"` // type Aws
+	Prometheus *PrometheusConnectorSpec `yaml:"-"` // type Prometheus
 }
 
 // AwsConnectorSpec is an Aws connector: how a worker signs requests to AWS.
@@ -522,6 +523,9 @@ func (c *Connector) decodeSpec(d *Decoder) {
 	case "Aws":
 		c.Aws = &AwsConnectorSpec{}
 		d.Decode(c.Spec, c.Aws, "spec")
+	case "Prometheus":
+		c.Prometheus = &PrometheusConnectorSpec{}
+		d.Decode(c.Spec, c.Prometheus, "spec")
 	}
 }
 
@@ -540,6 +544,10 @@ func (c *Connector) Access() string {
 		return c.Helm.Auth.Type
 	case c.Aws != nil && c.Aws.Credential != nil:
 		return c.Aws.Credential.Type
+	case c.Prometheus != nil && c.Prometheus.Username != "":
+		return "BasicAuth"
+	case c.Prometheus != nil:
+		return "Anonymous"
 	}
 	return ""
 }

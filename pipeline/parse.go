@@ -32,6 +32,8 @@ type File struct {
 	Connector      *Connector
 	Secret         *Secret // an SSH credential (type SSHKey)
 	Freeze         *Freeze // a deployment freeze window
+	// Monitored is a monitored service: the metrics Verify steps read.
+	Monitored *MonitoredService
 }
 
 // InputSet is an `inputSet:` document (spec 12.1). Its pipeline part stays raw: it mirrors the
@@ -65,6 +67,7 @@ type document struct {
 	Connector      *Connector        `yaml:"connector"`
 	Secret         *Secret           `yaml:"secret"`
 	Freeze         *Freeze           `yaml:"freeze"`
+	Monitored      *MonitoredService `yaml:"monitoredService"`
 }
 
 // StageTypes are the stage types the engine runs.
@@ -115,13 +118,13 @@ func (f *File) Decode() diag.List {
 	d.Decode(root, &top, "document root")
 	roots := 0
 	for _, present := range []bool{top.Pipeline != nil, top.InputSet != nil, top.Overlay != nil, top.Trigger != nil, top.Template != nil,
-		top.Service != nil, top.Environment != nil, top.Infrastructure != nil, top.Connector != nil, top.EnvGroup != nil, top.Secret != nil, top.Freeze != nil} {
+		top.Service != nil, top.Environment != nil, top.Infrastructure != nil, top.Connector != nil, top.EnvGroup != nil, top.Secret != nil, top.Freeze != nil, top.Monitored != nil} {
 		if present {
 			roots++
 		}
 	}
 	if roots != 1 {
-		diags.Errorf(f.Source().Pos(root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, template, service, environment, infrastructureDefinition, environmentGroup, connector, secret or freeze").
+		diags.Errorf(f.Source().Pos(root), "root", "file must have exactly one root key: pipeline, inputSet, overlayInputSet, trigger, template, service, environment, infrastructureDefinition, environmentGroup, connector, secret, freeze or monitoredService").
 			SetHint("put the pipeline under a top-level `pipeline:` key")
 		return diags
 	}
@@ -130,7 +133,15 @@ func (f *File) Decode() diag.List {
 	if f.Connector != nil {
 		f.Connector.decodeSpec(d)
 	}
-	f.EnvGroup, f.Secret, f.Freeze = top.EnvGroup, top.Secret, top.Freeze
+	f.EnvGroup, f.Secret, f.Freeze, f.Monitored = top.EnvGroup, top.Secret, top.Freeze, top.Monitored
+	if m := f.Monitored; m != nil && m.Sources != nil {
+		for i := range m.Sources.HealthSources {
+			h := &m.Sources.HealthSources[i]
+			if HealthSourceKind.Check(&diags, f.Source().Pos(ValueAt(h.Node, "type")), h.Type) {
+				h.decodeSpec(d)
+			}
+		}
+	}
 	f.Template = top.Template
 	if top.Pipeline != nil {
 		f.Pipeline = decodePipeline(d, top.Pipeline)

@@ -23,6 +23,9 @@ type Deployment struct {
 	// Freezes are the enabled deployment freezes whose rules match this deployment; the
 	// stage checks their windows when it starts.
 	Freezes []Freeze `json:"freezes,omitempty"`
+	// Monitored is the monitored service of the service in the environment: the metrics a
+	// Verify step reads unless it names another.
+	Monitored *MonitoredService `json:"monitored,omitempty"`
 }
 
 // Service is a resolved service.

@@ -142,6 +142,8 @@ type StepRefs struct {
 	Git     map[string]GitConnector `json:"git,omitempty"`
 	// SSH are the SSH credentials a ShellScript's executionTarget names, by connectorRef.
 	SSH map[string]SSHCredential `json:"ssh,omitempty"`
+	// Monitored is the monitored service a Verify step names (type Configured).
+	Monitored *MonitoredService `json:"monitored,omitempty"`
 }
 
 // Traits are the facts about a step type that decide how a step runs.

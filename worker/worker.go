@@ -39,6 +39,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/notify"
 	policystep "github.com/gantry-cd/gantry/activities/policy"
+	"github.com/gantry-cd/gantry/activities/prometheus"
 	"github.com/gantry-cd/gantry/activities/records"
 	"github.com/gantry-cd/gantry/activities/registry"
 	"github.com/gantry-cd/gantry/activities/s3store"
@@ -307,6 +308,8 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(stamped(sh.Run), activity.RegisterOptions{Name: activities.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(stamped(hs.Run), activity.RegisterOptions{Name: activities.Http})
+	pq := &prometheus.Activity{Secrets: o.Secrets}
+	r.RegisterActivityWithOptions(pq.Query, activity.RegisterOptions{Name: activities.MetricsQuery})
 	ps := &policystep.Activity{Engine: o.Policies}
 	r.RegisterActivityWithOptions(stamped(ps.Run), activity.RegisterOptions{Name: activities.Policy})
 	ks := &k8sstep.Activity{Secrets: o.Secrets, Logs: o.Logs}

@@ -162,6 +162,8 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		outputs, failure = s.approvalStep(actx, t, spec, timeout, root)
 	case "queue":
 		failure = s.queueStep(actx, t, spec, timeout)
+	case "verify":
+		outputs, failure = s.verifyStep(actx, n, t, spec)
 	case "pipeline":
 		outputs, failure = s.chainStep(actx, n, t, spec)
 		if outputs != nil {

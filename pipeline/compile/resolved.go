@@ -41,11 +41,11 @@ func stepRefs(p *plan.Plan, refs map[string]*plan.StepRefs) {
 			return
 		}
 		e, _ := steps.Lookup(n.Type)
-		if !e.Stores && !e.SSHTarget {
+		if !e.Stores && !e.SSHTarget && !e.Monitored {
 			return
 		}
 		if !e.Stores && refs[strings.Join(path, "/")] == nil {
-			return // a ShellScript on the worker
+			return // a ShellScript on the worker, a Verify step of the stage's own service
 		}
 		r := &plan.StepRefs{}
 		if found, ok := refs[strings.Join(path, "/")]; ok {

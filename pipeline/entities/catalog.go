@@ -22,6 +22,7 @@ type Catalog struct {
 	Connectors   map[string]*pipeline.File
 	Secrets      map[string]*pipeline.File // SSH credentials
 	Freezes      map[string]*pipeline.File // deployment freeze windows
+	Monitored    map[string]*pipeline.File // monitored services, read by Verify steps
 	// Unsupported are valid entity files Gantry cannot run yet, by kind and identifier
 	// ("service/web"): a reference to one is unsupported, not missing.
 	Unsupported map[string]*pipeline.File
@@ -39,7 +40,7 @@ type Catalog struct {
 // parsing it: manifest folders hold templates that are not YAML until rendered.
 func IsEntityFile(src []byte) bool {
 	switch pipeline.RootKey(src) {
-	case "service", "environment", "infrastructureDefinition", "connector", "environmentGroup", "secret", "freeze":
+	case "service", "environment", "infrastructureDefinition", "connector", "environmentGroup", "secret", "freeze", "monitoredService":
 		return true
 	}
 	return false
@@ -52,7 +53,7 @@ func Load(dirs []string, check func(*pipeline.File) diag.List) (*Catalog, diag.L
 	c := &Catalog{Services: map[string]*pipeline.File{}, Environments: map[string]*pipeline.File{},
 		Infras: map[string]*pipeline.File{}, Connectors: map[string]*pipeline.File{}, Unsupported: map[string]*pipeline.File{},
 		EnvGroups: map[string]*pipeline.File{}, Secrets: map[string]*pipeline.File{}, Freezes: map[string]*pipeline.File{},
-		Sources: diag.Sources{}, Dirs: dirs, check: check, checked: map[string]bool{}}
+		Monitored: map[string]*pipeline.File{}, Sources: diag.Sources{}, Dirs: dirs, check: check, checked: map[string]bool{}}
 	var diags diag.List
 	seen := map[string]bool{}
 	for _, dir := range dirs {
@@ -112,6 +113,8 @@ func entityKey(f *pipeline.File) (kind, id string) {
 		return "secret", f.Secret.Identifier
 	case f.Freeze != nil:
 		return "freeze", f.Freeze.Identifier
+	case f.Monitored != nil:
+		return "monitored service", f.Monitored.Identifier
 	}
 	return "", ""
 }
@@ -119,7 +122,8 @@ func entityKey(f *pipeline.File) (kind, id string) {
 func (c *Catalog) add(f *pipeline.File, diags *diag.List) {
 	what, id := entityKey(f)
 	m := map[string]map[string]*pipeline.File{"service": c.Services, "environment": c.Environments,
-		"infrastructure definition": c.Infras, "connector": c.Connectors, "environment group": c.EnvGroups, "secret": c.Secrets, "freeze": c.Freezes}[what]
+		"infrastructure definition": c.Infras, "connector": c.Connectors, "environment group": c.EnvGroups, "secret": c.Secrets, "freeze": c.Freezes,
+		"monitored service": c.Monitored}[what]
 	if m == nil {
 		return
 	}

@@ -30,7 +30,7 @@ func (c *Catalog) StepRefs(src pipeline.Source, p *pipeline.Pipeline) (map[strin
 				return
 			}
 			e, _ := steps.Lookup(st.Type)
-			if !e.Stores && !e.SSHTarget {
+			if !e.Stores && !e.SSHTarget && !e.Monitored {
 				return
 			}
 			refs := &plan.StepRefs{}
@@ -40,7 +40,12 @@ func (c *Catalog) StepRefs(src pipeline.Source, p *pipeline.Pipeline) (map[strin
 			if e.SSHTarget {
 				r.sshTarget(st.Spec, refs)
 			}
-			if len(refs.Git) > 0 || len(refs.SSH) > 0 {
+			if e.Monitored {
+				if ref := monitoredRef(st.Spec); ref != "" && !strings.Contains(ref, "<+") {
+					r.configuredMonitored(st.Spec, ref, refs)
+				}
+			}
+			if len(refs.Git) > 0 || len(refs.SSH) > 0 || refs.Monitored != nil {
 				out[PodKey(s.Identifier, v.Groups, st.Identifier)] = refs
 			}
 		}

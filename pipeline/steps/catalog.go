@@ -38,6 +38,9 @@ type Entry struct {
 	// SSHTarget says the spec may name a target host's SSH credential
 	// (executionTarget.connectorRef, with onDelegate: false), resolved before the run.
 	SSHTarget bool
+	// Monitored says the step reads a monitored service, resolved before the run (a named
+	// one into the node's Refs, the stage's own onto its deployment).
+	Monitored bool
 	// NoDotInName says the step's name may not contain '.'.
 	NoDotInName bool
 	// OutsideDeployment says the reference also runs the type outside Deployment stages (a
@@ -72,6 +75,7 @@ var entries = []Entry{
 	{Type: "HarnessApproval", New: func() any { return &HarnessApproval{} }, Traits: plan.Traits{Builtin: "approval"}},
 	{Type: "Barrier", New: func() any { return &Barrier{} }, Traits: plan.Traits{Builtin: "barrier"}},
 	{Type: "Queue", New: func() any { return &Queue{} }, Traits: plan.Traits{Builtin: "queue"}},
+	{Type: "Verify", New: func() any { return &Verify{} }, DeploymentStage: true, Monitored: true, Traits: plan.Traits{Builtin: "verify"}},
 	{Type: "Policy", New: func() any { return &Policy{} }, Unresolved: "fail", Typed: [][]string{{"policySpec", "payload"}},
 		Traits: plan.Traits{Activity: activities.Policy}},
 

@@ -267,6 +267,17 @@ func (c *checker) connector(k *pipeline.Connector) {
 		c.gitConnector(k)
 		return
 	}
+	if p := k.Prometheus; p != nil {
+		c.urlValue(pipeline.ValueAt(p.Node, "url"), p.URL)
+		if p.PasswordRef != "" && p.Username == "" {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(p.Node, "passwordRef")), "missing-field", "a password without a username").
+				SetHint("Prometheus connectors authenticate with basic auth: set username too")
+		}
+		for _, h := range p.Headers {
+			c.boolean(h.Node, "valueEncrypted", h.ValueEncrypted)
+		}
+		return
+	}
 	if d := k.Docker; d != nil {
 		c.enum(d.Node, "providerType", d.ProviderType, []string{"DockerHub", "Harbor", "Quay", "Other"}, "providerType")
 		c.registryAuth(d.Auth)

@@ -79,6 +79,8 @@ func FileWith(f *pipeline.File, lib *templates.Library) (Summary, diag.List) {
 		c.secret(f.Secret)
 	case f.Freeze != nil:
 		c.freeze(f.Freeze)
+	case f.Monitored != nil:
+		c.monitoredService(f.Monitored)
 	case f.EnvGroup != nil:
 		g := f.EnvGroup
 		c.identifier(g.Node, "identifier", g.Identifier, "environment group")

@@ -1,0 +1,247 @@
+package entities
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// monitored gives each deployment the monitored service of its service and environment: the
+// one a Verify step with a Default monitored service reads.
+func (r *resolver) monitored(all []*plan.Deployment) {
+	if len(r.c.Monitored) == 0 {
+		return
+	}
+	ids := slices.Sorted(maps.Keys(r.c.Monitored))
+	for _, d := range all {
+		if d.Service == nil || d.Environment == nil {
+			continue
+		}
+		var found *pipeline.File
+		for _, id := range ids {
+			f := r.c.Monitored[id]
+			m := f.Monitored
+			if pipeline.LocalRef(m.ServiceRef) != d.Service.ID || !slices.ContainsFunc(m.Environments(), func(e string) bool { return pipeline.LocalRef(e) == d.Environment.ID }) {
+				continue
+			}
+			if found != nil {
+				r.diags.Errorf(r.at(f.Name, m.Node), "duplicate-entity", "monitored services %s and %s both watch service %s in environment %s",
+					found.Monitored.Identifier, m.Identifier, d.Service.ID, d.Environment.ID).
+					SetHint("a service has one monitored service per environment; merge their health sources")
+				continue
+			}
+			found = f
+		}
+		if found != nil {
+			d.Monitored = r.monitoredService(found)
+		}
+	}
+}
+
+// verifyDefaults reports the Verify steps of a Deployment stage that read the monitored service
+// of the stage's service and environment when there is none.
+func (r *resolver) verifyDefaults(s *pipeline.Stage, deploys []*plan.Deployment) {
+	ex := s.Execution()
+	if ex == nil {
+		return
+	}
+	visit := func(v pipeline.StepVisit) {
+		st := v.Step
+		if st == nil || st.Type != "Verify" || st.Spec == nil {
+			return
+		}
+		if ms := pipeline.Field(st.Spec, "monitoredService"); ms != nil && pipeline.Field(ms, "type") != nil && pipeline.Field(ms, "type").Value != "Default" {
+			return
+		}
+		if pipeline.Field(st.Spec, "monitoredServiceRef") != nil && pipeline.Field(st.Spec, "monitoredService") == nil {
+			return
+		}
+		for _, d := range deploys {
+			if d.Monitored == nil && d.Service != nil && d.Environment != nil {
+				r.diags.Errorf(r.at(r.file, st.Node), "missing-entity", "step %s verifies service %s in environment %s, which no monitored service watches",
+					st.Identifier, d.Service.ID, d.Environment.ID).
+					SetHint("%s", r.hint("monitoredService")+fmt.Sprintf(", with serviceRef: %s and environmentRef: %s", d.Service.ID, d.Environment.ID))
+				return
+			}
+		}
+	}
+	pipeline.WalkSteps(ex.Steps, false, nil, nil, visit)
+	pipeline.WalkSteps(ex.RollbackSteps, true, nil, nil, visit)
+}
+
+// configuredMonitored resolves the monitored service a Verify step names (type Configured).
+func (r *resolver) configuredMonitored(spec *yaml.Node, ref string, refs *plan.StepRefs) {
+	f, ok := r.c.Monitored[pipeline.LocalRef(ref)]
+	if !ok {
+		at := pipeline.ValueAt(pipeline.Field(pipeline.Field(spec, "monitoredService"), "spec"), "monitoredServiceRef")
+		if pipeline.Field(spec, "monitoredServiceRef") != nil {
+			at = pipeline.ValueAt(spec, "monitoredServiceRef")
+		}
+		r.missing(r.at(r.file, at), "monitored service", ref, "monitoredService")
+		return
+	}
+	refs.Monitored = r.monitoredService(f)
+}
+
+// monitoredService turns a monitored service file into what a Verify step reads: each
+// Prometheus health source with its connector, metrics and thresholds.
+func (r *resolver) monitoredService(f *pipeline.File) *plan.MonitoredService {
+	m := f.Monitored
+	out := &plan.MonitoredService{ID: m.Identifier, Name: m.Name, Service: pipeline.LocalRef(m.ServiceRef)}
+	if envs := m.Environments(); len(envs) > 0 {
+		out.Environment = pipeline.LocalRef(envs[0])
+	}
+	if m.Sources == nil {
+		return out
+	}
+	for _, h := range m.Sources.HealthSources {
+		p := h.Prometheus
+		if p == nil {
+			continue // unsupported types were reported when the file was read
+		}
+		src := plan.HealthSource{ID: h.Identifier, Name: h.Name, Type: h.Type}
+		conn, ok := r.prometheusConnector(f.Name, p)
+		if !ok {
+			continue
+		}
+		src.Prometheus = conn
+		for _, md := range p.MetricDefinitions {
+			if !md.Verified() {
+				continue
+			}
+			src.Metrics = append(src.Metrics, planMetric(md))
+		}
+		for _, pack := range p.MetricPacks {
+			for _, t := range pack.MetricThresholds {
+				src.Thresholds = append(src.Thresholds, planThreshold(t))
+			}
+		}
+		out.Sources = append(out.Sources, src)
+	}
+	return out
+}
+
+// prometheusConnector resolves a health source's connector, which must be a Prometheus one.
+func (r *resolver) prometheusConnector(file string, p *pipeline.PrometheusHealthSpec) (plan.PrometheusConnector, bool) {
+	cf, ok := r.c.Connectors[pipeline.LocalRef(p.ConnectorRef)]
+	if !ok {
+		r.missing(r.at(file, pipeline.ValueAt(p.Node, "connectorRef")), "connector", p.ConnectorRef, "connector")
+		return plan.PrometheusConnector{}, false
+	}
+	k := cf.Connector
+	if k.Prometheus == nil {
+		r.diags.Errorf(r.at(file, pipeline.ValueAt(p.Node, "connectorRef")), "connector",
+			"connector %s is a %s connector; a Prometheus health source needs a Prometheus connector", k.Identifier, k.Type)
+		return plan.PrometheusConnector{}, false
+	}
+	out := plan.PrometheusConnector{ID: k.Identifier, URL: k.Prometheus.URL, Username: k.Prometheus.Username, PasswordRef: k.Prometheus.PasswordRef}
+	for _, h := range k.Prometheus.Headers {
+		if h.EncryptedValueRef != "" || h.ValueEncrypted == "true" {
+			out.HeaderRefs = append(out.HeaderRefs, plan.NameValue{Name: h.Key, Value: cmpOr(h.EncryptedValueRef, h.Value)})
+			continue
+		}
+		out.Headers = append(out.Headers, plan.NameValue{Name: h.Key, Value: h.Value})
+	}
+	return out, true
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// planMetric is a metric definition as the step reads it: its query (built from the metric
+// and filters when not written by hand) and which change of it is a regression.
+func planMetric(md pipeline.PrometheusMetric) plan.Metric {
+	out := plan.Metric{ID: md.ID(), Name: md.MetricName, Group: md.GroupName, Query: md.Query, InstanceLabel: md.InstanceField()}
+	if out.Query == "" {
+		out.Query = builtQuery(md)
+	}
+	if p := md.Profile(); p != nil {
+		out.Category = cmpOr(p.RiskCategory, p.Category)
+		out.Higher = slices.Contains(p.ThresholdTypes, "ACT_WHEN_HIGHER")
+		out.Lower = slices.Contains(p.ThresholdTypes, "ACT_WHEN_LOWER")
+	}
+	return out
+}
+
+// builtQuery is the query of a metric given by name and filters, as the reference builds it:
+// aggregation(metric{filters}).
+func builtQuery(md pipeline.PrometheusMetric) string {
+	var matchers []string
+	for _, list := range [][]pipeline.PrometheusFilter{md.ServiceFilter, md.EnvFilter, md.AdditionalFilters} {
+		for _, f := range list {
+			matchers = append(matchers, f.LabelName+"="+strconv.Quote(f.LabelValue))
+		}
+	}
+	q := md.PrometheusMetric
+	if len(matchers) > 0 {
+		q += "{" + strings.Join(matchers, ",") + "}"
+	}
+	if md.Aggregation != "" {
+		by := ""
+		if l := md.InstanceField(); l != "" {
+			by = " by (" + l + ")" // keep the instances apart
+		}
+		q = md.Aggregation + by + "(" + q + ")"
+	}
+	return q
+}
+
+// planThreshold is a custom threshold as the step applies it.
+func planThreshold(t pipeline.MetricThreshold) plan.MetricThreshold {
+	out := plan.MetricThreshold{Kind: "Ignore", Metric: t.MetricIdentifier, Group: t.GroupName}
+	if t.Type == "FailImmediately" {
+		out.Kind, out.Action, out.Count = "FailFast", "FailImmediately", 1
+		if t.Spec != nil && t.Spec.Action != "" {
+			out.Action = t.Spec.Action
+			if t.Spec.Spec != nil {
+				if n, err := strconv.Atoi(t.Spec.Spec.Count); err == nil {
+					out.Count = n
+				}
+			}
+		}
+	}
+	if c := t.Criteria; c != nil {
+		out.Percentage = c.Type == "Percentage"
+		if c.Spec != nil {
+			out.GreaterThan, out.LessThan = number(c.Spec.GreaterThan), number(c.Spec.LessThan)
+		}
+	}
+	return out
+}
+
+func number(s string) *float64 {
+	v, err := strconv.ParseFloat(s, 64)
+	if s == "" || err != nil {
+		return nil
+	}
+	return &v
+}
+
+// monitoredRef is the monitored service a Verify step's spec names (Configured), or "".
+func monitoredRef(spec *yaml.Node) string {
+	ms := pipeline.Field(spec, "monitoredService")
+	if ms == nil {
+		if ref := pipeline.Field(spec, "monitoredServiceRef"); ref != nil {
+			return ref.Value
+		}
+		return ""
+	}
+	if t := pipeline.Field(ms, "type"); t == nil || t.Value != "Configured" {
+		return ""
+	}
+	if ref := pipeline.Field(pipeline.Field(ms, "spec"), "monitoredServiceRef"); ref != nil {
+		return ref.Value
+	}
+	return ""
+}

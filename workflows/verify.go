@@ -1,0 +1,186 @@
+package workflows
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/plan/duration"
+	"github.com/gantry-cd/gantry/verification"
+)
+
+// verifyStep runs a Verify step (docs/verification.md): it reads the monitored service's
+// metrics for the window before the stage started, then once a minute, on durable timers, for
+// its duration; fail-fast thresholds end it early; at the end each metric's test values are
+// compared with its control. The analysis is workflow code over the activities' answers, so a
+// worker that dies mid-analysis resumes it and reaches the same verdict.
+func (s *stageRun) verifyStep(ctx workflow.Context, n *plan.Node, t *Node, spec any) (map[string]any, *activities.Failure) {
+	ms := namedMonitored(n)
+	if ms == nil && s.in.Stage.Deploy != nil {
+		ms = s.in.Stage.Deploy.Monitored
+	}
+	if ms == nil || len(ms.Sources) == 0 {
+		return nil, &activities.Failure{Category: activities.Unknown, Message: "no monitored service with a health source for this stage's service and environment: add a monitoredService file"}
+	}
+	m, _ := spec.(map[string]any)
+	job, _ := m["spec"].(map[string]any)
+	typ := expressions.ToString(m["type"])
+	d, err := duration.Parse(strings.TrimSpace(expressions.ToString(job["duration"])))
+	if err != nil || d <= 0 {
+		return nil, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("verification duration %q: give a duration like 5m", expressions.ToString(job["duration"]))}
+	}
+	minutes := int(math.Ceil(d.Minutes()))
+	failOnNoAnalysis := expressions.ToString(job["failOnNoAnalysis"]) == "true"
+	a := verification.New(ms, verification.ModeOf(typ), verification.SensitivityOf(expressions.ToString(job["sensitivity"])))
+
+	start := workflow.Now(ctx)
+	deployed := start
+	if s.tree.StartedAt != nil {
+		deployed = *s.tree.StartedAt
+	}
+	v := &verifyView{Type: typ, Sensitivity: a.Sensitivity, Minutes: minutes, Start: start, Monitored: ms.ID, FailOnNoAnalysis: failOnNoAnalysis}
+	show := func() {
+		v.Result = a.Result()
+		t.Outputs = v.outputs()
+		s.publish(ctx)
+	}
+	if a.Mode != verification.ThresholdsOnly {
+		// The window of the same length before the stage started: which instances already ran,
+		// and the control of a before/after comparison.
+		v.Before = &window{Start: deployed.Add(-time.Duration(minutes) * time.Minute), End: deployed}
+		for _, src := range ms.Sources {
+			answer, f := s.queryMetrics(ctx, n, src, v.Before.Start, v.Before.End)
+			if f != nil {
+				return nil, f
+			}
+			if answer == nil {
+				v.Notes = append(v.Notes, fmt.Sprintf("%s did not answer for the window before the deployment", src.ID))
+				continue
+			}
+			a.Before(src.ID, answer.Metrics, v.Before.Start)
+		}
+	}
+	show()
+	for i := 1; i <= minutes; i++ {
+		if err := workflow.Sleep(ctx, start.Add(time.Duration(i)*time.Minute).Sub(workflow.Now(ctx))); err != nil {
+			return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+		}
+		from, to := start.Add(time.Duration(i-1)*time.Minute), start.Add(time.Duration(i)*time.Minute)
+		for _, src := range ms.Sources {
+			answer, f := s.queryMetrics(ctx, n, src, from, to)
+			if f != nil {
+				return nil, f
+			}
+			if answer == nil {
+				v.Missing++
+				v.Notes = append(v.Notes, fmt.Sprintf("%s did not answer for minute %d", src.ID, i))
+				continue
+			}
+			if b := a.Minute(src.ID, answer.Metrics, start); b != nil {
+				v.Analysed = i
+				show()
+				return t.Outputs, &activities.Failure{Category: activities.Verification, Message: "verification failed early: " + b.Reason}
+			}
+		}
+		v.Analysed = i
+		show()
+	}
+	switch v.Result.Verdict {
+	case verification.Failed:
+		return t.Outputs, &activities.Failure{Category: activities.Verification, Message: "verification failed: " + v.Result.Reason}
+	case verification.NoAnalysis:
+		if failOnNoAnalysis {
+			return t.Outputs, &activities.Failure{Category: activities.Verification, Message: "verification failed: no analysis (" + v.noAnalysis() + "), and failOnNoAnalysis is set"}
+		}
+		t.Notes = append(t.Notes, "passed without analysis: "+v.noAnalysis())
+	}
+	return t.Outputs, nil
+}
+
+// queryMetrics asks a health source for a window. nil without a failure: the monitoring
+// system did not answer (after retries); a failure: it refused the credentials or a query.
+func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.HealthSource, from, to time.Time) (*activities.MetricsAnswer, *activities.Failure) {
+	queue := workflow.GetInfo(ctx).TaskQueueName
+	if len(n.Selectors) > 0 {
+		queue = SelectorQueue(queue, n.Selectors)
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              queue,
+		StartToCloseTimeout:    20 * time.Second,
+		ScheduleToCloseTimeout: 50 * time.Second, // a minute's query never runs into the next
+		Summary:                fmt.Sprintf("%s (%s metrics)", n.ID, src.ID),
+		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
+	})
+	var answer activities.MetricsAnswer
+	err := workflow.ExecuteActivity(actx, activities.MetricsQuery, activities.MetricsRequest{Source: src, Start: from, End: to, Step: metricStep}).Get(ctx, &answer)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+		}
+		if f := activities.Classify(err); f.Category == activities.Authentication {
+			return nil, f
+		}
+		return nil, nil
+	}
+	for _, m := range answer.Metrics {
+		if m.Rejected != "" {
+			return nil, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("%s rejected the query of metric %s: %s", src.ID, m.ID, m.Rejected)}
+		}
+	}
+	return &answer, nil
+}
+
+// metricStep is the resolution of the values read: one every 15 seconds.
+const metricStep = 15 * time.Second
+
+// namedMonitored is the monitored service a step names (Configured), or nil.
+func namedMonitored(n *plan.Node) *plan.MonitoredService {
+	if n.Refs == nil {
+		return nil
+	}
+	return n.Refs.Monitored
+}
+
+// verifyView is a Verify step's outcome as its outputs show it (tree, -o json, API, the UI's
+// verification page).
+type verifyView struct {
+	Type             string                   `json:"type"`
+	Monitored        string                   `json:"monitoredService"`
+	Sensitivity      verification.Sensitivity `json:"sensitivity"`
+	FailOnNoAnalysis bool                     `json:"failOnNoAnalysis"`
+	Minutes          int                      `json:"minutes"`
+	Analysed         int                      `json:"analysedMinutes"`
+	Missing          int                      `json:"missingAnswers,omitempty"`
+	Start            time.Time                `json:"start"`
+	Before           *window                  `json:"before,omitempty"`
+	Notes            []string                 `json:"notes,omitempty"`
+	Result           verification.Result      `json:"result"`
+}
+
+type window struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+func (v *verifyView) noAnalysis() string {
+	if v.Missing > 0 {
+		return fmt.Sprintf("the monitoring system did not answer %d times; %s", v.Missing, v.Result.Reason)
+	}
+	return v.Result.Reason
+}
+
+// outputs is the view as step outputs: <+execution.steps.ID.output.result.verdict>.
+func (v *verifyView) outputs() map[string]any {
+	raw, _ := json.Marshal(v)
+	var out map[string]any
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
