@@ -65,6 +65,11 @@ func (r *resolver) verifyDefaults(s *pipeline.Stage, deploys []*plan.Deployment)
 		}
 		for _, d := range deploys {
 			if d.Monitored == nil && d.Service != nil && d.Environment != nil {
+				if f := r.unsupportedMonitored(d); f != nil {
+					r.diags.Unsupportedf(r.at(r.file, st.Node), "unsupported-entity", "step %s verifies with monitored service %s (%s), which uses what Gantry cannot run yet",
+						st.Identifier, f.Monitored.Identifier, f.Name).SetHint("the diagnostics of %s name what", f.Name)
+					return
+				}
 				r.diags.Errorf(r.at(r.file, st.Node), "missing-entity", "step %s verifies service %s in environment %s, which no monitored service watches",
 					st.Identifier, d.Service.ID, d.Environment.ID).
 					SetHint("%s", r.hint("monitoredService")+fmt.Sprintf(", with serviceRef: %s and environmentRef: %s", d.Service.ID, d.Environment.ID))
@@ -74,6 +79,19 @@ func (r *resolver) verifyDefaults(s *pipeline.Stage, deploys []*plan.Deployment)
 	}
 	pipeline.WalkSteps(ex.Steps, false, nil, nil, visit)
 	pipeline.WalkSteps(ex.RollbackSteps, true, nil, nil, visit)
+}
+
+// unsupportedMonitored is the monitored service of a deployment's service and environment
+// that Gantry cannot read, if any.
+func (r *resolver) unsupportedMonitored(d *plan.Deployment) *pipeline.File {
+	for _, key := range slices.Sorted(maps.Keys(r.c.Unsupported)) {
+		f := r.c.Unsupported[key]
+		if m := f.Monitored; m != nil && pipeline.LocalRef(m.ServiceRef) == d.Service.ID &&
+			slices.ContainsFunc(m.Environments(), func(e string) bool { return pipeline.LocalRef(e) == d.Environment.ID }) {
+			return f
+		}
+	}
+	return nil
 }
 
 // configuredMonitored resolves the monitored service a Verify step names (type Configured).
