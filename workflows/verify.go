@@ -119,8 +119,10 @@ func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.Hea
 		Summary:                fmt.Sprintf("%s (%s metrics)", n.ID, src.ID),
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
 	})
+	// Windows meet end to start: the value at a window's end is the next one's first.
+	req := activities.MetricsRequest{Source: src, Start: from, End: to.Add(-time.Second), Step: metricStep}
 	var answer activities.MetricsAnswer
-	err := workflow.ExecuteActivity(actx, activities.MetricsQuery, activities.MetricsRequest{Source: src, Start: from, End: to, Step: metricStep}).Get(ctx, &answer)
+	err := workflow.ExecuteActivity(actx, activities.MetricsQuery, req).Get(ctx, &answer)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, &activities.Failure{Category: aborted, Message: "aborted"}
