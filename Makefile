@@ -4,7 +4,7 @@ BIN     := bin/gantry
 FUZZTIME ?= 50000x
 LONGFUZZ ?= 5m
 
-.PHONY: all build run run-ci-local run-k8s run-topology k8s-tools terraform-tools ssh-tools browser-tools test vet fuzz bench stress clean docs-images perf-doc
+.PHONY: all build run run-ci-local run-k8s run-topology k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools test vet fuzz bench stress clean docs-images perf-doc
 
 all: build
 
@@ -48,6 +48,10 @@ terraform-tools:
 	@hack/tofu/build.sh >/dev/null
 	@hack/tofu/provider.sh >/dev/null
 
+# Builds Prometheus from the Go module proxy (cached) for the Verify step's tests.
+prometheus-tools:
+	@hack/prometheus/build.sh >/dev/null
+
 # Installs Debian's OpenSSH server (not started: the SSH tests run their own on loopback).
 ssh-tools:
 	@hack/ssh/install-sshd.sh
@@ -63,7 +67,7 @@ vet:
 
 # Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`. Test artifacts (the
 # browser tests' screenshots) are kept in .test-output/_artifacts.
-test: vet k8s-tools terraform-tools ssh-tools browser-tools
+test: vet k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	@mkdir -p .test-output
 	$(GO) test -race -count=1 -timeout 75m -artifacts -outputdir $(CURDIR)/.test-output ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions

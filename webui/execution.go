@@ -33,6 +33,7 @@ func executionPage(list ExecutionLister, trees *sharedTrees, userOf func(string)
 		}
 		_, asTree := r.URL.Query()["tree"]
 		inputsOf, asInputs := r.URL.Query()["inputs"]
+		verifyOf, asVerification := r.URL.Query()["verification"]
 		asTree = asTree || asInputs
 		user := signedIn(r, userOf)
 		if user == nil {
@@ -69,6 +70,10 @@ func executionPage(list ExecutionLister, trees *sharedTrees, userOf func(string)
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_ = json.NewEncoder(w).Encode(nodeInputs(in.Plan, inputsOf[0]))
+			return
+		}
+		if asVerification {
+			verificationPage(w, id, tree, verifyOf[0], user.Name)
 			return
 		}
 		if asTree {
@@ -401,6 +406,7 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
     var links = el("p", "links");
     if (n.kind === "stage") { var a = el("a", "", "stage history in the Temporal UI"); a.href = "/namespaces/" + ns + "/workflows/" + encodeURIComponent(exec + "/" + n.id); links.append(a); }
     if (n.kind === "step" && n.startedAt) { var full = el("a", "", "log page"); full.href = logs + exec + "/" + n.path; links.append(full); }
+    if (n.type === "Verify" && n.startedAt) { var v = el("a", "", "verification"); v.href = location.pathname + "?verification=" + encodeURIComponent(n.path); links.append(" · ", v); }
     parts.push(links);
     info.replaceChildren.apply(info, parts);
     // The decision form and the log stay in place while the graph refreshes: a form being

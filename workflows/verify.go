@@ -46,7 +46,7 @@ func (s *stageRun) verifyStep(ctx workflow.Context, n *plan.Node, t *Node, spec 
 	if s.tree.StartedAt != nil {
 		deployed = *s.tree.StartedAt
 	}
-	v := &verifyView{Type: typ, Sensitivity: a.Sensitivity, Minutes: minutes, Start: start, Monitored: ms.ID, FailOnNoAnalysis: failOnNoAnalysis}
+	v := &VerifyOutcome{Type: typ, Sensitivity: a.Sensitivity, Minutes: minutes, Start: start, Monitored: ms.ID, FailOnNoAnalysis: failOnNoAnalysis}
 	show := func() {
 		v.Result = a.Result()
 		t.Outputs = v.outputs()
@@ -55,7 +55,7 @@ func (s *stageRun) verifyStep(ctx workflow.Context, n *plan.Node, t *Node, spec 
 	if a.Mode != verification.ThresholdsOnly {
 		// The window of the same length before the stage started: which instances already ran,
 		// and the control of a before/after comparison.
-		v.Before = &window{Start: deployed.Add(-time.Duration(minutes) * time.Minute), End: deployed}
+		v.Before = &Window{Start: deployed.Add(-time.Duration(minutes) * time.Minute), End: deployed}
 		for _, src := range ms.Sources {
 			answer, f := s.queryMetrics(ctx, n, src, v.Before.Start, v.Before.End)
 			if f != nil {
@@ -151,9 +151,9 @@ func namedMonitored(n *plan.Node) *plan.MonitoredService {
 	return n.Refs.Monitored
 }
 
-// verifyView is a Verify step's outcome as its outputs show it (tree, -o json, API, the UI's
+// VerifyOutcome is a Verify step's outcome as its outputs show it (tree, -o json, API, the UI's
 // verification page).
-type verifyView struct {
+type VerifyOutcome struct {
 	Type             string                   `json:"type"`
 	Monitored        string                   `json:"monitoredService"`
 	Sensitivity      verification.Sensitivity `json:"sensitivity"`
@@ -162,17 +162,18 @@ type verifyView struct {
 	Analysed         int                      `json:"analysedMinutes"`
 	Missing          int                      `json:"missingAnswers,omitempty"`
 	Start            time.Time                `json:"start"`
-	Before           *window                  `json:"before,omitempty"`
+	Before           *Window                  `json:"before,omitempty"`
 	Notes            []string                 `json:"notes,omitempty"`
 	Result           verification.Result      `json:"result"`
 }
 
-type window struct {
+// Window is a span of time a Verify step read.
+type Window struct {
 	Start time.Time `json:"start"`
 	End   time.Time `json:"end"`
 }
 
-func (v *verifyView) noAnalysis() string {
+func (v *VerifyOutcome) noAnalysis() string {
 	if v.Missing > 0 {
 		return fmt.Sprintf("the monitoring system did not answer %d times; %s", v.Missing, v.Result.Reason)
 	}
@@ -180,7 +181,7 @@ func (v *verifyView) noAnalysis() string {
 }
 
 // outputs is the view as step outputs: <+execution.steps.ID.output.result.verdict>.
-func (v *verifyView) outputs() map[string]any {
+func (v *VerifyOutcome) outputs() map[string]any {
 	raw, _ := json.Marshal(v)
 	var out map[string]any
 	_ = json.Unmarshal(raw, &out)
