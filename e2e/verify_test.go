@@ -5,15 +5,22 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/chromedp/chromedp"
+
+	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/promtest"
+	"github.com/gantry-cd/gantry/internal/topotest"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/webui"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -102,6 +109,7 @@ func monitoredFiles(t *testing.T, dir, promURL string) {
 // primary rolls out; one whose error rate triples fails the Verify step, and the stage's
 // failure strategy deletes the canary and rolls back, on the local control plane.
 func TestVerifyCanaryOnPrometheus(t *testing.T) {
+	t.Parallel()
 	_, cs := cluster(t)
 	for _, c := range []struct {
 		name   string
@@ -178,6 +186,200 @@ func TestVerifyCanaryOnPrometheus(t *testing.T) {
 			if !strings.Contains(n.Failure.Message, "metric Errors per second (errors) of prometheus regressed: higher than the control") || n.Failure.Category != "Verification" {
 				t.Errorf("failure %+v", n.Failure)
 			}
+			verificationInBrowser(t, ctx, exec.ID)
 		})
+	}
+}
+
+// verificationInBrowser opens the failed verification's page in Chromium, through the sign-in:
+// the verdict, and both series of the metric drawn.
+func verificationInBrowser(t *testing.T, ctx context.Context, executionID string) {
+	dir := &identity.Directory{}
+	dev, err := dir.AddUser("dev", "", []string{"developers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
+		Logs: webui.NewStepLogs(env.logs, env.starter), SignIn: webui.UserName(user), User: user, Executions: env.starter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ui.Stop()
+	b := browser(t, ctx)
+	pageText(t, b, ui.URL+webui.ExecutionsPath+"/"+executionID+"?verification=deploy_dev.verify", "Sign in to Gantry")
+	if err := chromedp.Run(b, chromedp.SendKeys("#token", dev, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	waitText(t, b, "Verification: Failed", "Errors per second", "compared canary", "test: web-canary-new")
+	var points []int
+	if err := chromedp.Run(b, chromedp.Evaluate(`[...document.querySelectorAll("polyline")].map(p => p.points.numberOfItems)`, &points)); err != nil {
+		t.Fatal(err)
+	}
+	if len(points) != 2 || points[0] < 6 || points[1] < 6 {
+		t.Errorf("the chart's control and test lines have %v points, want two lines of 6 or more", points)
+	}
+	screenshot(t, b, "verification-failed")
+}
+
+// rollingPipeline verifies a deployment before/after for two minutes, and nothing else.
+const rollingPipeline = `pipeline:
+  name: Verified rolling
+  identifier: verified_rolling_SUFFIX
+  stages:
+    - stage:
+        name: Deploy dev
+        identifier: deploy_dev
+        type: Deployment
+        spec:
+          deploymentType: Kubernetes
+          service: {serviceRef: web}
+          environment:
+            environmentRef: dev
+            infrastructureDefinitions: [{identifier: dev_cluster}]
+          execution:
+            steps:
+              - step:
+                  type: Verify
+                  name: Verify
+                  identifier: verify
+                  timeout: 10m
+                  spec:
+                    type: Rolling
+                    monitoredService: {type: Default, spec: {}}
+                    spec: {sensitivity: HIGH, duration: 2m, failOnNoAnalysis: FAIL}
+        failureStrategies:
+          - onFailure:
+              errors: [AllErrors]
+              action: {type: StageRollback}
+`
+
+// rollingSetup writes a folder where web deploys to dev with its monitored service on a fresh
+// Prometheus scraping one instance (the service before and after), and returns the pipeline.
+func rollingSetup(t *testing.T, suffix string, failOnNoAnalysis bool) (string, *promtest.Instance, *promtest.Server) {
+	t.Helper()
+	cluster(t)
+	dir := k8sExample(t, suffix)
+	infra := filepath.Join(dir, "infra-dev.yaml")
+	writeFile(t, infra, strings.Replace(readFile(infra), "  deploymentType: Kubernetes\n", "  deploymentType: Kubernetes\n  allowSimultaneousDeployments: true\n", 1))
+	web, err := promtest.NewInstance("web-1", 50, 0.02)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(web.Close)
+	web.Start()
+	prom, err := promtest.Start(t.TempDir(), web)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prom.Stop)
+	monitoredFiles(t, dir, prom.URL)
+	file := filepath.Join(dir, "rolling.yaml")
+	writeFile(t, file, strings.NewReplacer("SUFFIX", strings.ReplaceAll(suffix, "-", "_"), "FAIL", fmt.Sprint(failOnNoAnalysis)).Replace(rollingPipeline))
+	time.Sleep(50 * time.Second) // the service's history before the deployment: three values or more
+	return file, web, prom
+}
+
+// Prometheus stopped once the step read the window before the deployment: no minute of the
+// analysis has data, which fails the step with failOnNoAnalysis and passes it, said so,
+// without.
+func TestVerifyPrometheusStops(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []bool{true, false} {
+		t.Run(fmt.Sprint("failOnNoAnalysis=", fail), func(t *testing.T) {
+			t.Parallel()
+			file, _, prom := rollingSetup(t, fmt.Sprintf("e2e-verify-stop-%v", fail), fail)
+			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+			defer cancel()
+			exec, err := env.starter.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for {
+				tree := waitFor(t, ctx, env.starter, exec.ID, "deploy_dev.verify", status.Running)
+				if tree.Find("deploy_dev.verify").Outputs["before"] != nil {
+					break
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			prom.Stop()
+			res, err := env.starter.Result(ctx, exec.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := res.Tree.Find("deploy_dev.verify")
+			if n.Outputs["result"].(map[string]any)["verdict"] != "NoAnalysis" || n.Outputs["missingAnswers"] != float64(2) {
+				t.Errorf("outcome %v, want NoAnalysis with 2 missing answers", n.Outputs)
+			}
+			if fail {
+				if n.Status != status.Failed || n.Failure.Category != "Verification" || !strings.Contains(n.Failure.Message, "the monitoring system did not answer 2 times") {
+					t.Fatalf("with failOnNoAnalysis: %s %+v", n.Status, n.Failure)
+				}
+				return
+			}
+			if n.Status != status.Succeeded || !strings.Contains(strings.Join(n.Notes, "\n"), "passed without analysis: the monitoring system did not answer 2 times") {
+				t.Fatalf("without failOnNoAnalysis: %s %q", n.Status, n.Notes)
+			}
+		})
+	}
+}
+
+// A worker SIGKILLed in the middle of an analysis: the next worker resumes it from the answers
+// already recorded (the first minute's values are the same ones) and reaches the verdict the
+// data calls for, here a regression once the error rate tripled.
+func TestVerifySurvivesWorkerKill(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds the gantry binary")
+	}
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	file, web, _ := rollingSetup(t, "e2e-verify-kill", true)
+	queue := "verify-kill"
+	data := filepath.Join(t.TempDir(), "data")
+	first := gantryWorker(t, bin, queue, data)
+	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	exec, err := s.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, s, exec.ID, "deploy_dev.verify", status.Running)
+	web.Set(50, 0.06) // the new version fails three times as often
+	var firstMinute any
+	for firstMinute == nil {
+		tree, err := s.Tree(ctx, exec.ID)
+		if err == nil {
+			if out := tree.Find("deploy_dev.verify").Outputs; out != nil && out["analysedMinutes"] == float64(1) {
+				firstMinute = out["result"].(map[string]any)["metrics"].([]any)[0].(map[string]any)["testSeries"]
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the first minute was never analysed")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	second := gantryWorker(t, bin, queue, data)
+	defer func() { _ = second.Process.Signal(syscall.SIGTERM); _ = second.Wait() }()
+	res, err := s.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := res.Tree.Find("deploy_dev.verify")
+	metric := n.Outputs["result"].(map[string]any)["metrics"].([]any)[0].(map[string]any)
+	if n.Status != status.Failed || n.Failure.Category != "Verification" || metric["compared"] != "before/after" || n.Outputs["analysedMinutes"] != float64(2) {
+		t.Fatalf("after the kill: %s %+v, %v", n.Status, n.Failure, n.Outputs)
+	}
+	series := metric["testSeries"].([]any)
+	first4 := fmt.Sprint(series[:len(firstMinute.([]any))])
+	if first4 != fmt.Sprint(firstMinute) {
+		t.Errorf("the first minute's values changed across the kill:\n%s\n%v", first4, firstMinute)
 	}
 }
