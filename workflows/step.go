@@ -163,7 +163,7 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 	case "queue":
 		failure = s.queueStep(actx, t, spec, timeout)
 	case "verify":
-		outputs, failure = s.verifyStep(actx, n, t, spec)
+		outputs, failure = s.verifyStep(actx, n, t, spec, timeout)
 	case "pipeline":
 		outputs, failure = s.chainStep(actx, n, t, spec)
 		if outputs != nil {

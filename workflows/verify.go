@@ -22,7 +22,26 @@ import (
 // its duration; fail-fast thresholds end it early; at the end each metric's test values are
 // compared with its control. The analysis is workflow code over the activities' answers, so a
 // worker that dies mid-analysis resumes it and reaches the same verdict.
-func (s *stageRun) verifyStep(ctx workflow.Context, n *plan.Node, t *Node, spec any) (map[string]any, *activities.Failure) {
+func (s *stageRun) verifyStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *activities.Failure) {
+	// The step's timeout bounds the whole analysis.
+	ctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	expired := false
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		if workflow.Sleep(ctx, timeout) == nil {
+			expired = true
+			cancel()
+		}
+	})
+	outputs, f := s.analyse(ctx, n, t, spec)
+	if expired {
+		return outputs, &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("the verification did not end within the step's timeout of %s", timeout)}
+	}
+	return outputs, f
+}
+
+// analyse runs the analysis of a Verify step.
+func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any) (map[string]any, *activities.Failure) {
 	ms := namedMonitored(n)
 	if ms == nil && s.in.Stage.Deploy != nil {
 		ms = s.in.Stage.Deploy.Monitored

@@ -77,13 +77,18 @@ func f64(v float64) *float64 { return &v }
 // runVerify runs a Custom stage whose second step is a Verify step of the given spec.
 func runVerify(t *testing.T, spec map[string]any, m *canaryMetrics, thresholds ...plan.MetricThreshold) *workflows.PipelineResult {
 	t.Helper()
+	return runVerifyWithTimeout(t, spec, "1h", m, thresholds...)
+}
+
+func runVerifyWithTimeout(t *testing.T, spec map[string]any, timeout string, m *canaryMetrics, thresholds ...plan.MetricThreshold) *workflows.PipelineResult {
+	t.Helper()
 	p := compile(t, "verify.yaml", verifyStagePipeline)
 	ms := &plan.MonitoredService{ID: "web_prod", Service: "web", Environment: "prod", Sources: []plan.HealthSource{{
 		ID: "prom", Type: "Prometheus", Prometheus: plan.PrometheusConnector{ID: "prom", URL: "http://127.0.0.1:9090"},
 		Metrics:    []plan.Metric{{ID: "errors", Name: "Errors", Query: "sum by (pod) (rate(errors_total[1m]))", Higher: true, InstanceLabel: "pod"}},
 		Thresholds: thresholds}}}
 	step := p.Stages[0].Children[1]
-	step.Type, step.Spec, step.Timeout = "Verify", spec, "1h"
+	step.Type, step.Spec, step.Timeout = "Verify", spec, timeout
 	step.Traits, step.Refs = &plan.Traits{Builtin: "verify"}, &plan.StepRefs{Monitored: ms}
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -146,6 +151,16 @@ func TestVerifyCanary(t *testing.T) {
 	}
 	if rb := res.Tree.Find("canary.rollbackSteps.rollback"); rb == nil || rb.Status != status.Succeeded {
 		t.Errorf("the stage did not roll back: %+v", rb)
+	}
+}
+
+// The step's timeout bounds the analysis: a 2-minute verification in a 90-second step expires.
+func TestVerifyTimeout(t *testing.T) {
+	p := verifySpec("Canary", false)
+	res := runVerifyWithTimeout(t, p, "90s", &canaryMetrics{factor: 1})
+	n, _, analysed := verdictOf(t, res)
+	if n.Status != status.Expired || n.Failure == nil || n.Failure.Category != activities.Timeout || analysed != 1 {
+		t.Fatalf("step %s after %v minutes: %+v", n.Status, analysed, n.Failure)
 	}
 }
 
