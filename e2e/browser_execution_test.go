@@ -81,9 +81,10 @@ const graphShape = `JSON.stringify([...document.querySelectorAll("#flow .col")].
 // in one, a matrix group with its iterations, a stage's rollback apart; a running step's log
 // grows beneath the graph when it is selected; the failed step shows its failure. Not signed
 // in, the page leads to the sign-in and back.
-func TestWebUIExecutionGraph(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+// devUI serves the Web UI with its pages of the test's executions to a user dev (of group
+// developers, without roles: everything is allowed); it returns dev's token.
+func devUI(t *testing.T, ctx context.Context) (*webui.Server, string) {
+	t.Helper()
 	dir := &identity.Directory{}
 	dev, err := dir.AddUser("dev", "", []string{"developers"})
 	if err != nil {
@@ -95,7 +96,14 @@ func TestWebUIExecutionGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ui.Stop()
+	t.Cleanup(ui.Stop)
+	return ui, dev
+}
+
+func TestWebUIExecutionGraph(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ui, dev := devUI(t, ctx)
 	// build.compile prints lines until the test has seen them grow on the page (the gate
 	// file): a slow browser on a loaded machine cannot find it ended already.
 	gate := filepath.Join(t.TempDir(), "gate")

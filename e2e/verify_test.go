@@ -14,7 +14,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/promtest"
 	"github.com/gantry-cd/gantry/internal/topotest"
@@ -194,18 +193,7 @@ func TestVerifyCanaryOnPrometheus(t *testing.T) {
 // verificationInBrowser opens the failed verification's page in Chromium, through the sign-in:
 // the verdict, and both series of the metric drawn.
 func verificationInBrowser(t *testing.T, ctx context.Context, executionID string) {
-	dir := &identity.Directory{}
-	dev, err := dir.AddUser("dev", "", []string{"developers"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
-	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
-		Logs: webui.NewStepLogs(env.logs, env.starter), SignIn: webui.UserName(user), User: user, Executions: env.starter})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ui.Stop()
+	ui, dev := devUI(t, ctx)
 	b := browser(t, ctx)
 	pageText(t, b, ui.URL+webui.ExecutionsPath+"/"+executionID+"?verification=deploy_dev.verify", "Sign in to Gantry")
 	if err := chromedp.Run(b, chromedp.SendKeys("#token", dev, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
