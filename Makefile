@@ -101,8 +101,10 @@ fuzz:
 # Gantry's execution page in Chromium (time to draw a 210-node run) vs the Temporal UI's page
 # of the same run, and its server CPU per viewer and minute while a run is live,
 # a CI stage of 5 Run steps vs a hand-written pod of the same containers, BuildAndPush vs the
-# same BuildKit build driven by hand, and a CI stage with its S3 cache restored vs cold.
-bench: k8s-tools terraform-tools ssh-tools browser-tools
+# same BuildKit build driven by hand, a CI stage with its S3 cache restored vs cold, and 100
+# Verify steps against one Prometheus (range queries served vs asked, CPU per metric-minute
+# beyond the same runs with a Wait step).
+bench: k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench 'OnRun(Prepared|NewPipeline)' -benchtime 500x -count 3 ./policies | tee -a .bench.out
 	$(GO) test -run '^$$' -bench OnRunUnprepared -benchtime 20x -count 3 ./policies | tee -a .bench.out
@@ -134,6 +136,7 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools
 	$(GO) test -run '^$$' -bench 'MachineContainers5' -benchtime 8x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'ExecutionPage200' -benchtime 5x -count 3 ./e2e | tee -a .bench-ui.out
 	$(GO) test -run '^$$' -bench 'ExecutionPageViewers' -benchtime 1x -count 3 ./e2e | tee -a .bench-ui.out
+	$(GO) test -run '^$$' -bench 'Verify100' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a .bench.out
 	hack/bench-drone.sh 15 3 | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out
 	@bash hack/bench-ratios.sh .bench-ui.out

@@ -72,7 +72,7 @@ func stopCluster() {
 
 // k8sExample copies examples/k8s into a folder with the connector pointed at the test cluster
 // (ManualConfig with a token secret) and namespaces made unique, and returns the folder.
-func k8sExample(t *testing.T, suffix string) string {
+func k8sExample(t testing.TB, suffix string) string {
 	t.Helper()
 	c, _ := cluster(t)
 	dir := t.TempDir()

@@ -73,7 +73,7 @@ const verifyPipeline = `pipeline:
 `
 
 // monitoredFiles are the Prometheus connector and the monitored service of web in dev.
-func monitoredFiles(t *testing.T, dir, promURL string) {
+func monitoredFiles(t testing.TB, dir, promURL string) {
 	writeFile(t, filepath.Join(dir, "prometheus.yaml"), fmt.Sprintf(`connector:
   name: Prometheus
   identifier: prometheus
@@ -244,7 +244,7 @@ const rollingPipeline = `pipeline:
 
 // rollingSetup writes a folder where web deploys to dev with its monitored service on a fresh
 // Prometheus scraping one instance (the service before and after), and returns the pipeline.
-func rollingSetup(t *testing.T, suffix string, failOnNoAnalysis bool) (string, *promtest.Instance, *promtest.Server) {
+func rollingSetup(t testing.TB, suffix string, failOnNoAnalysis bool) (string, *promtest.Instance, *promtest.Server) {
 	t.Helper()
 	cluster(t)
 	dir := k8sExample(t, suffix)

@@ -274,3 +274,10 @@ if [ -n "$vc" ]; then
     printf "  %.1f ms of CPU per viewer and minute; %.0f tree reads a minute for all 20 (shared reads)\n", c, r
   }'
 fi
+vq=$(unit Verify100 queries)
+if [ -n "$vq" ]; then
+  awk -v q="$vq" -v e="$(unit Verify100 expected-queries)" -v c="$(unit Verify100 cpu-ms-per-metric-minute)" -v w="$(unit Verify100 baseline-cpu-ms/run)" 'BEGIN {
+    print ""; print "100 Verify steps at once (Rolling, one metric, one minute) against one Prometheus"
+    printf "  range queries served %.0f for %.0f asked (none lost or doubled: equal); %.2f CPU ms per metric-minute beyond the same runs with a Wait step (%.1f CPU ms per run)\n", q, e, c, w
+  }'
+fi
