@@ -150,8 +150,8 @@ type StepRefs struct {
 type Traits struct {
 	// Activity is the activity that runs the step; "" when workflow code runs it (Builtin).
 	Activity string `json:"activity,omitempty"`
-	// Builtin names the workflow logic that runs the step: "wait", "approval", "barrier" or
-	// "queue".
+	// Builtin names the workflow logic that runs the step: "wait", "approval", "barrier",
+	// "queue" or "verify".
 	Builtin string `json:"builtin,omitempty"`
 	// Deployment says the activity receives the stage's service, environment and
 	// infrastructure.
