@@ -147,7 +147,7 @@ func TestCanaryAnalysis(t *testing.T) {
 
 func TestBeforeAfterAndNoData(t *testing.T) {
 	ms := &plan.MonitoredService{ID: "web_prod", Sources: []plan.HealthSource{{ID: "prom",
-		Metrics: []plan.Metric{{ID: "latency", Name: "Latency", Query: "x", Higher: true}, {ID: "silent", Name: "Silent", Query: "y"}},
+		Metrics:    []plan.Metric{{ID: "latency", Name: "Latency", Query: "x", Higher: true}, {ID: "silent", Name: "Silent", Query: "y"}},
 		Thresholds: []plan.MetricThreshold{{Kind: "Ignore", Metric: "latency", LessThan: f(10)}}}}}
 	start := time.Unix(1_800_000_000, 0)
 	a := New(ms, BeforeAfter, Medium)

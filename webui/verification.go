@@ -43,8 +43,8 @@ func verificationPage(w http.ResponseWriter, id string, tree *workflows.Node, pa
 type verifyChart struct {
 	verification.MetricResult
 	TestPoints, ControlPoints string // SVG polyline points
-	Width, Height int
-	YMax, XMax    string
+	Width, Height             int
+	YMax, XMax                string
 }
 
 const chartW, chartH = 560, 180
