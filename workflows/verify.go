@@ -138,8 +138,11 @@ func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.Hea
 		Summary:                fmt.Sprintf("%s (%s metrics)", n.ID, src.ID),
 		RetryPolicy:            &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
 	})
-	// Windows meet end to start: the value at a window's end is the next one's first.
-	req := activities.MetricsRequest{Source: src, Start: from, End: to.Add(-time.Second), Step: metricStep}
+	// Windows meet end to start: the value at a window's end is the next one's first. The
+	// values are read at times aligned to the window's end, so the window before the
+	// deployment ends with the last moment before it.
+	end := to.Add(-time.Second)
+	req := activities.MetricsRequest{Source: src, Start: end.Add(-end.Sub(from) / metricStep * metricStep), End: end, Step: metricStep}
 	var answer activities.MetricsAnswer
 	err := workflow.ExecuteActivity(actx, activities.MetricsQuery, req).Get(ctx, &answer)
 	if err != nil {

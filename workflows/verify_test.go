@@ -60,7 +60,7 @@ func (c *canaryMetrics) query(_ context.Context, in activities.MetricsRequest) (
 	}
 	old := activities.InstanceSeries{Instance: "web-old"}
 	fresh := activities.InstanceSeries{Instance: "web-new"}
-	for i, at := 0, in.Start; at.Before(in.End); i, at = i+1, at.Add(in.Step) {
+	for i, at := 0, in.Start; !at.After(in.End); i, at = i+1, at.Add(in.Step) { // Prometheus includes both ends
 		wobble := []float64{1, 1.1, 0.9, 1.05}[i%4]
 		old.Points = append(old.Points, [2]float64{float64(at.Unix()), wobble})
 		fresh.Points = append(fresh.Points, [2]float64{float64(at.Unix()), c.factor * wobble})
