@@ -101,28 +101,39 @@ func monitoredFiles(t testing.TB, dir, promURL string) {
               analysis:
                 deploymentVerification: {enabled: true, serviceInstanceFieldName: pod}
                 riskProfile: {riskCategory: Errors, thresholdTypes: [ACT_WHEN_HIGHER]}
+          metricPacks:
+            - identifier: Custom
+              metricThresholds:
+                - type: FailImmediately
+                  spec: {action: FailImmediately}
+                  criteria: {type: Absolute, spec: {greaterThan: 10}}
+                  metricIdentifier: errors
 `)
 }
 
 // A canary verified against a real Prometheus: a healthy one passes after its duration and the
 // primary rolls out; one whose error rate triples fails the Verify step, and the stage's
-// failure strategy deletes the canary and rolls back, on the local control plane.
+// failure strategy deletes the canary and rolls back, on the local control plane; one failing
+// more than 10 requests a second crosses the fail-fast threshold and fails in its first minute.
 func TestVerifyCanaryOnPrometheus(t *testing.T) {
 	t.Parallel()
 	_, cs := cluster(t)
 	for _, c := range []struct {
-		name   string
-		errors float64 // the canary's error ratio; the old instance fails 2% of requests
-		want   status.Status
+		name, suffix string
+		errors       float64 // the canary's error ratio of 50 requests a second; the old instance fails 2%
+		want         status.Status
+		minutes      float64 // analysed
+		failure      string
 	}{
-		{"healthy", 0.02, status.Succeeded},
-		{"errors tripled", 0.06, status.Failed},
+		{"healthy", "ok", 0.02, status.Succeeded, 2, ""},
+		{"errors tripled", "bad", 0.06, status.Failed, 2, "verification failed: metric Errors per second (errors) of prometheus regressed: higher than the control"},
+		{"fail fast", "fast", 0.4, status.Failed, 1, "verification failed early: metric Errors per second (errors): fail-fast threshold, value above 10, crossed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			suffix := "e2e-verify-" + map[status.Status]string{status.Succeeded: "ok", status.Failed: "bad"}[c.want]
+			suffix := "e2e-verify-" + c.suffix
 			dir := k8sExample(t, suffix)
-			// The two cases deploy the same service to the same infrastructure: let them overlap.
+			// The cases deploy the same service to the same infrastructure: let them overlap.
 			infra := filepath.Join(dir, "infra-dev.yaml")
 			writeFile(t, infra, strings.Replace(readFile(infra), "  deploymentType: Kubernetes\n", "  deploymentType: Kubernetes\n  allowSimultaneousDeployments: true\n", 1))
 			old, err := promtest.NewInstance("web-7c9d-old", 50, 0.02)
@@ -168,8 +179,8 @@ func TestVerifyCanaryOnPrometheus(t *testing.T) {
 			if metric["compared"] != "canary" || fmt.Sprint(metric["testInstances"]) != "[web-canary-new]" || fmt.Sprint(metric["controlInstances"]) != "[web-7c9d-old]" {
 				t.Errorf("compared %v: test %v, control %v", metric["compared"], metric["testInstances"], metric["controlInstances"])
 			}
-			if n.Outputs["analysedMinutes"] != float64(2) {
-				t.Errorf("analysed %v minutes, want 2", n.Outputs["analysedMinutes"])
+			if n.Outputs["analysedMinutes"] != c.minutes {
+				t.Errorf("analysed %v minutes, want %v", n.Outputs["analysedMinutes"], c.minutes)
 			}
 			ns := suffix + "-dev"
 			_, err = cs.AppsV1().Deployments(ns).Get(ctx, "web-canary", metav1.GetOptions{})
@@ -182,10 +193,12 @@ func TestVerifyCanaryOnPrometheus(t *testing.T) {
 			}
 			conformance.Check(t, res.Tree, map[string]status.Status{"": status.Failed, "deploy_dev.rolling": status.NotStarted,
 				"deploy_dev.rollbackSteps.rollback_canary": status.Succeeded})
-			if !strings.Contains(n.Failure.Message, "metric Errors per second (errors) of prometheus regressed: higher than the control") || n.Failure.Category != "Verification" {
-				t.Errorf("failure %+v", n.Failure)
+			if !strings.Contains(n.Failure.Message, c.failure) || n.Failure.Category != "Verification" {
+				t.Errorf("failure %+v, want %q", n.Failure, c.failure)
 			}
-			verificationInBrowser(t, ctx, exec.ID)
+			if c.minutes == 2 {
+				verificationInBrowser(t, ctx, exec.ID)
+			}
 		})
 	}
 }
