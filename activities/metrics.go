@@ -6,8 +6,36 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 )
 
-// MetricsQuery reads a health source's metrics over a window for a Verify step.
-const MetricsQuery = "gantry.MetricsQuery"
+// MetricsQuery reads a health source's metrics over a window for a Verify step. LastVerified
+// finds the window of a monitored service's last passed verification of another execution (nil
+// when none), RecordVerified records a passed one: a load test compares with it.
+const (
+	MetricsQuery   = "gantry.MetricsQuery"
+	LastVerified   = "gantry.LastVerified"
+	RecordVerified = "gantry.RecordVerified"
+)
+
+// VerifiedKey names a monitored service of a project (org/project); Execution, in a
+// LastVerified query, is the execution asking, whose own verifications do not count.
+type VerifiedKey struct {
+	Project   string `json:"project"`
+	Monitored string `json:"monitored"`
+	Execution string `json:"execution,omitempty"`
+}
+
+// Verified is a passed verification: its execution, step and window.
+type Verified struct {
+	Execution string    `json:"execution"`
+	Step      string    `json:"step"`
+	Start     time.Time `json:"start"`
+	End       time.Time `json:"end"`
+}
+
+// RecordVerifiedInput is RecordVerified's record.
+type RecordVerifiedInput struct {
+	Key      VerifiedKey `json:"key"`
+	Verified Verified    `json:"verified"`
+}
 
 // MetricsRequest asks a health source for its metrics' values from Start to End, one value
 // every Step, per instance.

@@ -20,6 +20,9 @@ type ProvisionerRecord struct {
 	// Deployed is a RecordKindDeployed record's artifact: the same workflow type keeps what an
 	// infrastructure was last deployed with, under DeployedID.
 	Deployed *Deployed `json:"deployed,omitempty"`
+	// Verified is a RecordKindVerified record's window: a monitored service's last passed
+	// verification, under VerifiedID.
+	Verified *Verified `json:"verified,omitempty"`
 }
 
 // The kinds of records.
@@ -31,6 +34,7 @@ const (
 	RecordKindRollback    = "rollback"  // a rollback re-applied an earlier configuration
 	RecordKindDestroyed   = "destroyed" // everything the configuration managed was destroyed
 	RecordKindDeployed    = "deployed"  // an Ssh stage deployed Deployed successfully
+	RecordKindVerified    = "verified"  // a Verify step passed over the window Verified
 )
 
 // ProvisionerQuery selects the newest record of one of Kinds, of Execution (or, with Other,
@@ -59,4 +63,9 @@ func ProvisionerID(project, id string) string { return "gantry-provisioner/" + p
 // infrastructure.
 func DeployedID(k DeployedKey) string {
 	return "gantry-deployed/" + k.Project + "/" + k.Environment + "/" + k.Infra + "/" + k.Service
+}
+
+// VerifiedID is the records workflow of a monitored service's passed verifications.
+func VerifiedID(k VerifiedKey) string {
+	return "gantry-verified/" + k.Project + "/" + k.Monitored
 }

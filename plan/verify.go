@@ -3,7 +3,10 @@ package plan
 // MonitoredService is a monitored service resolved before the run: the metrics a Verify step
 // reads for a service in an environment, and where it reads them.
 type MonitoredService struct {
-	ID          string         `json:"id"`
+	ID string `json:"id"`
+	// Project is the org/project the monitored service belongs to: its passed verifications
+	// are remembered per project.
+	Project     string         `json:"project,omitempty"`
 	Name        string         `json:"name,omitempty"`
 	Service     string         `json:"service"`
 	Environment string         `json:"environment"`

@@ -376,6 +376,8 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(stamped(tf.Run), activity.RegisterOptions{Name: activities.Terraform})
 	r.RegisterActivityWithOptions(dep.Last, activity.RegisterOptions{Name: activities.LastDeployed})
 	r.RegisterActivityWithOptions(dep.Record, activity.RegisterOptions{Name: activities.RecordDeployed})
+	r.RegisterActivityWithOptions(dep.LastVerified, activity.RegisterOptions{Name: activities.LastVerified})
+	r.RegisterActivityWithOptions(dep.RecordVerified, activity.RegisterOptions{Name: activities.RecordVerified})
 	sender := o.Notify
 	if sender.Secrets == nil {
 		sender.Secrets = o.Secrets

@@ -58,14 +58,29 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 	}
 	minutes := int(math.Ceil(d.Minutes()))
 	failOnNoAnalysis := expressions.ToString(job["failOnNoAnalysis"]) == "true"
-	a := verification.New(ms, verification.ModeOf(typ), verification.SensitivityOf(expressions.ToString(job["sensitivity"])))
+	mode := verification.ModeOf(typ)
+	var baseline *activities.Verified
+	var notes []string
+	if typ == "LoadTest" {
+		// A load test compares with the monitored service's last passed load test; the first
+		// is judged by its thresholds and becomes the baseline of the next.
+		if baseline, err = s.lastVerified(ctx, n, ms); err != nil {
+			notes = append(notes, "the last passed verification could not be read, thresholds alone decide: "+err.Error())
+		}
+		if baseline != nil {
+			mode = verification.BeforeAfter
+		} else if err == nil {
+			notes = append(notes, "no earlier passed load test of "+ms.ID+": thresholds alone decide, and this one becomes the baseline")
+		}
+	}
+	a := verification.New(ms, mode, verification.SensitivityOf(expressions.ToString(job["sensitivity"])))
 
 	start := workflow.Now(ctx)
 	deployed := start
 	if s.tree.StartedAt != nil {
 		deployed = *s.tree.StartedAt
 	}
-	v := &VerifyOutcome{Type: typ, Sensitivity: a.Sensitivity, Minutes: minutes, Start: start, Monitored: ms.ID, FailOnNoAnalysis: failOnNoAnalysis}
+	v := &VerifyOutcome{Type: typ, Sensitivity: a.Sensitivity, Minutes: minutes, Start: start, Monitored: ms.ID, FailOnNoAnalysis: failOnNoAnalysis, Notes: notes}
 	show := func() {
 		v.Result = a.Result()
 		t.Outputs = v.outputs()
@@ -73,8 +88,11 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 	}
 	if a.Mode != verification.ThresholdsOnly {
 		// The window of the same length before the stage started: which instances already ran,
-		// and the control of a before/after comparison.
+		// and the control of a before/after comparison; a load test's is its baseline's.
 		v.Before = &Window{Start: deployed.Add(-time.Duration(minutes) * time.Minute), End: deployed}
+		if baseline != nil {
+			v.Before, v.Baseline = &Window{Start: baseline.Start, End: baseline.End}, baseline.Execution
+		}
 		for _, src := range ms.Sources {
 			answer, f := s.queryMetrics(ctx, n, src, v.Before.Start, v.Before.End)
 			if f != nil {
@@ -111,6 +129,9 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 		}
 		v.Analysed = i
 		show()
+	}
+	if typ == "LoadTest" && v.Result.Verdict == verification.Passed {
+		s.recordVerified(ctx, n, t, ms, start, start.Add(time.Duration(minutes)*time.Minute))
 	}
 	switch v.Result.Verdict {
 	case verification.Failed:
@@ -162,6 +183,27 @@ func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.Hea
 	return &answer, nil
 }
 
+// lastVerified finds the window of the monitored service's last passed verification by
+// another execution (nil when none).
+func (s *stageRun) lastVerified(ctx workflow.Context, n *plan.Node, ms *plan.MonitoredService) (*activities.Verified, error) {
+	key := activities.VerifiedKey{Project: ms.Project, Monitored: ms.ID, Execution: s.in.ExecutionID}
+	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("%s: find the last passed load test of %s", n.ID, ms.ID)))
+	var last *activities.Verified
+	err := workflow.ExecuteActivity(actx, activities.LastVerified, key).Get(ctx, &last)
+	return last, err
+}
+
+// recordVerified remembers a passed load test's window, the baseline of the next.
+func (s *stageRun) recordVerified(ctx workflow.Context, n *plan.Node, t *Node, ms *plan.MonitoredService, from, to time.Time) {
+	in := activities.RecordVerifiedInput{Key: activities.VerifiedKey{Project: ms.Project, Monitored: ms.ID},
+		Verified: activities.Verified{Execution: s.in.ExecutionID, Step: t.Path, Start: from, End: to}}
+	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("%s: record the passed load test of %s", n.ID, ms.ID)))
+	if err := workflow.ExecuteActivity(actx, activities.RecordVerified, in).Get(ctx, nil); err != nil {
+		// The verification stands; only the next load test compares with an older one.
+		t.Notes = append(t.Notes, "this load test was not recorded as the next one's baseline: "+err.Error())
+	}
+}
+
 // metricStep is the resolution of the values read: one every 15 seconds.
 const metricStep = 15 * time.Second
 
@@ -185,8 +227,10 @@ type VerifyOutcome struct {
 	Missing          int                      `json:"missingAnswers,omitempty"`
 	Start            time.Time                `json:"start"`
 	Before           *Window                  `json:"before,omitempty"`
-	Notes            []string                 `json:"notes,omitempty"`
-	Result           verification.Result      `json:"result"`
+	// Baseline is the execution whose passed load test is the control (LoadTest only).
+	Baseline string              `json:"baseline,omitempty"`
+	Notes    []string            `json:"notes,omitempty"`
+	Result   verification.Result `json:"result"`
 }
 
 // Window is a span of time a Verify step read.

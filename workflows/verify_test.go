@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -82,6 +83,12 @@ func runVerify(t *testing.T, spec map[string]any, m *canaryMetrics, thresholds .
 
 func runVerifyWithTimeout(t *testing.T, spec map[string]any, timeout string, m *canaryMetrics, thresholds ...plan.MetricThreshold) *workflows.PipelineResult {
 	t.Helper()
+	return runVerifyIn(t, spec, timeout, m, nil, thresholds...)
+}
+
+// runVerifyIn is runVerify with the test environment set up further by prepare.
+func runVerifyIn(t *testing.T, spec map[string]any, timeout string, m *canaryMetrics, prepare func(*testsuite.TestWorkflowEnvironment), thresholds ...plan.MetricThreshold) *workflows.PipelineResult {
+	t.Helper()
 	p := compile(t, "verify.yaml", verifyStagePipeline)
 	ms := &plan.MonitoredService{ID: "web_prod", Service: "web", Environment: "prod", Sources: []plan.HealthSource{{
 		ID: "prom", Type: "Prometheus", Prometheus: plan.PrometheusConnector{ID: "prom", URL: "http://127.0.0.1:9090"},
@@ -95,6 +102,9 @@ func runVerifyWithTimeout(t *testing.T, spec map[string]any, timeout string, m *
 	env.SetTestTimeout(time.Minute)
 	worker.Register(env, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
 	env.OnActivity(activities.MetricsQuery, mock.Anything, mock.Anything).Return(m.query)
+	if prepare != nil {
+		prepare(env)
+	}
 	env.ExecuteWorkflow(workflows.PipelineName, workflows.PipelineInput{Plan: p, SequenceID: 1, Trigger: workflows.Trigger{Type: "MANUAL"},
 		Settings: workflows.Settings{HeartbeatTimeout: time.Minute}})
 	var res workflows.PipelineResult
@@ -161,6 +171,53 @@ func TestVerifyTimeout(t *testing.T) {
 	n, _, analysed := verdictOf(t, res)
 	if n.Status != status.Expired || n.Failure == nil || n.Failure.Category != activities.Timeout || analysed != 1 {
 		t.Fatalf("step %s after %v minutes: %+v", n.Status, analysed, n.Failure)
+	}
+}
+
+// A load test compares with the last passed load test of the monitored service: the first,
+// without one, is judged by its thresholds and recorded as the next one's baseline; the next
+// reads that window as its control.
+func TestVerifyLoadTest(t *testing.T) {
+	var mu sync.Mutex
+	var last *activities.Verified
+	var recorded []activities.RecordVerifiedInput
+	records := func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(activities.LastVerified, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, k activities.VerifiedKey) (*activities.Verified, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if k.Monitored != "web_prod" || k.Execution == "" {
+					t.Errorf("asked for the last verification of %+v", k)
+				}
+				return last, nil
+			})
+		env.OnActivity(activities.RecordVerified, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, in activities.RecordVerifiedInput) error {
+				mu.Lock()
+				defer mu.Unlock()
+				recorded = append(recorded, in)
+				return nil
+			})
+	}
+	res := runVerifyIn(t, verifySpec("LoadTest", false), "1h", &canaryMetrics{factor: 1}, records)
+	n, verdict, _ := verdictOf(t, res)
+	metric := n.Outputs["result"].(map[string]any)["metrics"].([]any)[0].(map[string]any)
+	if n.Status != status.Succeeded || verdict != "Passed" || metric["compared"] != "thresholds" || n.Outputs["before"] != nil ||
+		!strings.Contains(fmt.Sprint(n.Outputs["notes"]), "no earlier passed load test of web_prod: thresholds alone decide") {
+		t.Fatalf("first load test: %s %s, %v", n.Status, verdict, n.Outputs)
+	}
+	if len(recorded) != 1 || recorded[0].Verified.End.Sub(recorded[0].Verified.Start) != 2*time.Minute || recorded[0].Verified.Step != "canary.verify" {
+		t.Fatalf("recorded %+v", recorded)
+	}
+	last = &activities.Verified{Execution: "web-7", Step: "canary.verify", Start: recorded[0].Verified.Start.Add(-time.Hour), End: recorded[0].Verified.End.Add(-time.Hour)}
+	res = runVerifyIn(t, verifySpec("LoadTest", false), "1h", &canaryMetrics{factor: 1}, records)
+	n, verdict, _ = verdictOf(t, res)
+	metric = n.Outputs["result"].(map[string]any)["metrics"].([]any)[0].(map[string]any)
+	before, _ := n.Outputs["before"].(map[string]any)
+	from, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(before["start"]))
+	if n.Status != status.Succeeded || verdict != "Passed" || metric["compared"] != "before/after" || n.Outputs["baseline"] != "web-7" ||
+		!from.Equal(last.Start) {
+		t.Fatalf("second load test: %s %s, %v", n.Status, verdict, n.Outputs)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package deployed remembers what each Ssh stage that succeeded deployed, per service,
 // environment and infrastructure, so that a later stage's rollback restores the artifact
-// before it (`<+rollbackArtifact.*>`, issue 56).
+// before it (`<+rollbackArtifact.*>`), and the window of each monitored service's last passed
+// verification, which a load test compares with.
 package deployed
 
 import (

@@ -53,6 +53,9 @@ func stepRefs(p *plan.Plan, refs map[string]*plan.StepRefs) {
 			r = &c
 		}
 		r.Project = projectOf(p)
+		if r.Monitored != nil {
+			r.Monitored.Project = r.Project
+		}
 		n.Refs = r
 	})
 }
@@ -76,10 +79,13 @@ func deployments(p *plan.Plan, deploys map[string]*plan.Deployment, multis map[s
 	})
 }
 
-// scopeHosts gives an Ssh deployment's hosts their project.
+// scopeHosts gives an Ssh deployment's hosts, and its monitored service, their project.
 func scopeHosts(p *plan.Plan, d *plan.Deployment) {
 	if d != nil && d.Infra != nil && d.Infra.Ssh != nil {
 		d.Infra.Ssh.Project = projectOf(p)
+	}
+	if d != nil && d.Monitored != nil {
+		d.Monitored.Project = projectOf(p)
 	}
 }
 

@@ -67,9 +67,6 @@ func (v *Verify) Check(c Checker) {
 	c.Enum(v.Node, "type", v.Type, VerifyTypes, "verification type")
 	c.Boolean(v.Node, "isMultiServicesOrEnvs", v.IsMultiServicesOrEnvs)
 	c.Ignored(v.ConfigurableProperties, "configurableProperties", "the analysis starts when the step starts, with the control before the stage started")
-	if v.Type == "LoadTest" {
-		c.Ignored(pipeline.ValueAt(v.Node, "type"), "type LoadTest's baseline", "a load test is judged by the health source's thresholds alone; the comparison with the last successful verification is not built yet")
-	}
 	if j := v.Spec; j != nil {
 		c.Duration(j.Node, "duration", j.Duration, "verification duration")
 		if s := j.Sensitivity; s != "" && !strings.Contains(s, "<+") && !validSensitivity(s) {
