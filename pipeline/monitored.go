@@ -21,6 +21,20 @@ type MonitoredService struct {
 	Enabled              string            `yaml:"enabled"`
 }
 
+// DecodeSources decodes the specs of the health sources whose types Gantry reads, and reports
+// the others unsupported.
+func (m *MonitoredService) DecodeSources(d *Decoder) {
+	if m.Sources == nil {
+		return
+	}
+	for i := range m.Sources.HealthSources {
+		h := &m.Sources.HealthSources[i]
+		if HealthSourceKind.Check(d.Diags, d.Pos(ValueAt(h.Node, "type")), h.Type) {
+			h.decodeSpec(d)
+		}
+	}
+}
+
 // Environments are the environments the monitored service watches its service in.
 func (m *MonitoredService) Environments() []string {
 	if m.EnvironmentRef != "" {
@@ -233,4 +247,18 @@ type ConnectorKey struct {
 	Value             string     `yaml:"value"`
 	ValueEncrypted    string     `yaml:"valueEncrypted"`
 	EncryptedValueRef string     `yaml:"encryptedValueRef"`
+}
+
+// WithIdentity is a template's body as a document of its own: the template's identifier and
+// name first, then the body's other keys.
+func WithIdentity(body *yaml.Node, id, name string) *yaml.Node {
+	out := &yaml.Node{Kind: yaml.MappingNode, Line: body.Line, Column: body.Column, Content: []*yaml.Node{
+		{Kind: yaml.ScalarNode, Value: "identifier"}, {Kind: yaml.ScalarNode, Value: id},
+		{Kind: yaml.ScalarNode, Value: "name"}, {Kind: yaml.ScalarNode, Value: name}}}
+	for i := 0; i+1 < len(body.Content); i += 2 {
+		if k := body.Content[i].Value; k != "identifier" && k != "name" {
+			out.Content = append(out.Content, body.Content[i], body.Content[i+1])
+		}
+	}
+	return out
 }

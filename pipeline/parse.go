@@ -134,13 +134,8 @@ func (f *File) Decode() diag.List {
 		f.Connector.decodeSpec(d)
 	}
 	f.EnvGroup, f.Secret, f.Freeze, f.Monitored = top.EnvGroup, top.Secret, top.Freeze, top.Monitored
-	if m := f.Monitored; m != nil && m.Sources != nil {
-		for i := range m.Sources.HealthSources {
-			h := &m.Sources.HealthSources[i]
-			if HealthSourceKind.Check(&diags, f.Source().Pos(ValueAt(h.Node, "type")), h.Type) {
-				h.decodeSpec(d)
-			}
-		}
+	if f.Monitored != nil {
+		f.Monitored.DecodeSources(d)
 	}
 	f.Template = top.Template
 	if top.Pipeline != nil {

@@ -19,14 +19,7 @@ func (r *resolver) deploymentTemplate(file string, ref *pipeline.DeploymentTempl
 		r.diags.Errorf(pos, map[bool]string{true: "missing-entity", false: e.Code}[e.Code == templates.MissingTemplate], "%s: %s", needs, e.Message).SetHint("%s", e.Hint)
 		return nil, nil
 	}
-	if !r.c.checked[doc.File] && r.c.check != nil {
-		// The template file is checked where it is used, as an entity file is when loaded.
-		r.c.checked[doc.File] = true
-		r.c.Sources[doc.File] = doc.Src
-		if f, d := pipeline.Parse(doc.File, doc.Src); len(d.Invalid()) == 0 && f.Root != nil {
-			r.diags.Add(r.c.check(f)...)
-		}
-	}
+	r.checkTemplate(doc)
 	if doc.T.Type != "CustomDeployment" {
 		r.diags.Errorf(pos, "template-type", "%s: template %s is a %s template, not a CustomDeployment one", needs, doc.Key(), doc.T.Type)
 		return nil, nil
@@ -39,6 +32,18 @@ func (r *resolver) deploymentTemplate(file string, ref *pipeline.DeploymentTempl
 		return nil, nil
 	}
 	return doc, &spec
+}
+
+// checkTemplate checks a template file where it is used, as an entity file is when loaded.
+func (r *resolver) checkTemplate(doc *templates.Doc) {
+	if r.c.checked[doc.File] || r.c.check == nil {
+		return
+	}
+	r.c.checked[doc.File] = true
+	r.c.Sources[doc.File] = doc.Src
+	if f, d := pipeline.Parse(doc.File, doc.Src); len(d.Invalid()) == 0 && f.Root != nil {
+		r.diags.Add(r.c.check(f)...)
+	}
 }
 
 // customInfra resolves a CustomDeployment infrastructure: its template's script, list path and

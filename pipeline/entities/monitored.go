@@ -10,6 +10,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/templates"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -244,6 +245,55 @@ func number(s string) *float64 {
 		return nil
 	}
 	return &v
+}
+
+// templateMonitored resolves a Verify step's monitored service from a MonitoredService template
+// (type Template): the template's spec with the step's templateInputs filled in. Its service
+// and environment, when left to runtime inputs or expressions, are the stage's.
+func (r *resolver) templateMonitored(spec *yaml.Node, refs *plan.StepRefs) {
+	ms := pipeline.Field(pipeline.Field(spec, "monitoredService"), "spec")
+	ref, version := pipeline.Field(ms, "monitoredServiceTemplateRef"), pipeline.Field(ms, "versionLabel")
+	if ref == nil || strings.Contains(ref.Value, "<+") {
+		return // required by validation; an expression is resolved by nobody before the run
+	}
+	pos := r.at(r.file, ref)
+	label := ""
+	if version != nil {
+		label = version.Value
+	}
+	doc, e := r.c.Templates.Lookup(ref.Value, label)
+	if e != nil {
+		r.diags.Errorf(pos, map[bool]string{true: "missing-entity", false: e.Code}[e.Code == templates.MissingTemplate], "the Verify step's monitored service: %s", e.Message).SetHint("%s", e.Hint)
+		return
+	}
+	if doc.T.Type != "MonitoredService" {
+		r.diags.Errorf(pos, "template-type", "template %s is a %s template, not a MonitoredService one", doc.Key(), doc.T.Type)
+		return
+	}
+	r.checkTemplate(doc)
+	body := pipeline.CopyNode(doc.T.Spec)
+	if in := pipeline.Field(ms, "templateInputs"); in != nil && in.Kind == yaml.MappingNode {
+		r.diags.Add(templates.Fill(r.src, "", body, in, "templateInputs")...)
+	}
+	applyDefaults(body)
+	for _, key := range []string{"serviceRef", "environmentRef"} {
+		if v := pipeline.Field(body, key); v != nil && strings.Contains(v.Value, "<+") {
+			v.Value = "" // the stage's own
+		}
+	}
+	if open := openInputs(body, "templateInputs"); len(open) > 0 {
+		r.diags.Errorf(pos, "missing-input", "template %s has no value for its runtime input %s", doc.Key(), open[0].path).
+			SetHint("give it in the step's templateInputs, or a .default() in the template")
+		return
+	}
+	root := &yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{
+		{Kind: yaml.ScalarNode, Value: "monitoredService"}, pipeline.WithIdentity(body, doc.T.Identifier, doc.T.Name)}}
+	f := &pipeline.File{Name: doc.File, Src: doc.Src, Root: root}
+	if d := f.Decode(); d.HasErrors() {
+		r.diags.Add(d...)
+		return
+	}
+	refs.Monitored = r.monitoredService(f)
 }
 
 // monitoredRef is the monitored service a Verify step's spec names (Configured), or "".

@@ -161,6 +161,56 @@ func TestVerifyResolvesMonitoredService(t *testing.T) {
 	}
 }
 
+const msTemplate = `template:
+  name: Prometheus monitored service
+  identifier: prom_ms
+  versionLabel: v1
+  type: MonitoredService
+  spec:
+    serviceRef: <+input>
+    environmentRef: <+input>
+    type: Application
+    sources:
+      healthSources:
+        - name: Prometheus
+          identifier: prom_metrics
+          type: Prometheus
+          spec:
+            connectorRef: <+input>
+            metricDefinitions:
+              - identifier: errors
+                metricName: Errors
+                query: sum by (pod) (rate(http_requests_total{code=~"5.."}[1m]))
+                riskProfile: {category: Errors, thresholdTypes: [ACT_WHEN_HIGHER]}
+`
+
+// A Template monitored service is the template's spec with the step's templateInputs filled
+// in; its service and environment, given as expressions, are the stage's.
+func TestVerifyMonitoredServiceTemplate(t *testing.T) {
+	step := strings.Replace(verifyPipeline, "type: Default\n                      spec: {}", `type: Template
+                      spec:
+                        monitoredServiceTemplateRef: account.prom_ms
+                        versionLabel: v1
+                        templateInputs:
+                          serviceRef: <+service.identifier>
+                          environmentRef: <+env.identifier>
+                          sources:
+                            healthSources:
+                              - identifier: prom_metrics
+                                type: Prometheus
+                                spec: {connectorRef: prom}`, 1)
+	dir := copyExample(t, map[string]string{"prom.yaml": promConnector, "ms-template.yaml": msTemplate, "verify.yaml": step})
+	r, err := load.File(filepath.Join(dir, "verify.yaml"), load.Options{ForRun: true})
+	if err != nil || !r.OK() {
+		t.Fatalf("%v\n%s", err, r.Diags.Render(r.Sources))
+	}
+	ms := r.Plan.Stages[0].Children[0].Refs.Monitored
+	if ms == nil || ms.ID != "prom_ms" || len(ms.Sources) != 1 || ms.Sources[0].Prometheus.URL != "http://127.0.0.1:9090/" ||
+		len(ms.Sources[0].Metrics) != 1 || !ms.Sources[0].Metrics[0].Higher {
+		t.Fatalf("monitored service from the template: %+v", ms)
+	}
+}
+
 // Broken monitored services and Verify steps are errors at their line; other health sources
 // are unsupported by name.
 func TestVerifyErrors(t *testing.T) {
@@ -180,7 +230,9 @@ func TestVerifyErrors(t *testing.T) {
 		{"verification type", map[string]string{"verify.yaml": strings.Replace(verifyPipeline, "type: Canary", "type: Kanary", 1)}, `verification type "Kanary" is not one of`, false},
 		{"sensitivity", map[string]string{"verify.yaml": strings.Replace(verifyPipeline, "MEDIUM", "EXTREME", 1)}, `sensitivity "EXTREME" is not one of`, false},
 		{"Datadog", map[string]string{"web-prod.yaml": strings.Replace(webProd, "type: Prometheus\n        spec:", "type: DatadogMetrics\n        spec:", 1)}, "health source type DatadogMetrics: Gantry does not use it yet", true},
-		{"template", map[string]string{"verify.yaml": strings.Replace(verifyPipeline, "type: Default\n                      spec: {}", "type: Template\n                      spec: {monitoredServiceTemplateRef: t, versionLabel: v1, templateInputs: {}}", 1)}, "monitored service templates are not supported yet", true},
+		{"template not found", map[string]string{"verify.yaml": strings.Replace(verifyPipeline, "type: Default\n                      spec: {}", "type: Template\n                      spec: {monitoredServiceTemplateRef: nope, versionLabel: v1, templateInputs: {}}", 1)}, "the Verify step's monitored service: template nope", false},
+		{"template input missing", map[string]string{"ms-template.yaml": msTemplate, "verify.yaml": strings.Replace(verifyPipeline, "type: Default\n                      spec: {}", "type: Template\n                      spec: {monitoredServiceTemplateRef: account.prom_ms, versionLabel: v1, templateInputs: {}}", 1)},
+			"template prom_ms@v1 has no value for its runtime input templateInputs.sources.healthSources", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

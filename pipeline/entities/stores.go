@@ -44,6 +44,9 @@ func (c *Catalog) StepRefs(src pipeline.Source, p *pipeline.Pipeline) (map[strin
 				if ref := monitoredRef(st.Spec); ref != "" && !strings.Contains(ref, "<+") {
 					r.configuredMonitored(st.Spec, ref, refs)
 				}
+				if t := pipeline.Field(pipeline.Field(st.Spec, "monitoredService"), "type"); t != nil && t.Value == "Template" {
+					r.templateMonitored(st.Spec, refs)
+				}
 			}
 			if len(refs.Git) > 0 || len(refs.SSH) > 0 || refs.Monitored != nil {
 				out[PodKey(s.Identifier, v.Groups, st.Identifier)] = refs

@@ -94,8 +94,10 @@ func (v *Verify) Check(c Checker) {
 					SetHint("monitoredService: {type: Configured, spec: {monitoredServiceRef: web_prod}}")
 			}
 		case "Template":
-			c.Unsupported(pipeline.ValueAt(m.Node, "type"), "unsupported-field", "monitored service templates are not supported yet").
-				SetHint("write the monitored service as a `monitoredService:` file and use type Configured (or Default)")
+			if m.Spec == nil || m.Spec.MonitoredServiceTemplateRef == "" {
+				c.Error(m.Node, "missing-field", "a Template monitored service needs spec.monitoredServiceTemplateRef and versionLabel").
+					SetHint("monitoredService: {type: Template, spec: {monitoredServiceTemplateRef: prom_ms, versionLabel: v1, templateInputs: {...}}}")
+			}
 		}
 	}
 }

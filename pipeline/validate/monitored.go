@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 
@@ -27,10 +28,24 @@ var promql = parser.NewParser(parser.Options{})
 func (c *checker) monitoredService(m *pipeline.MonitoredService) {
 	c.identifier(m.Node, "identifier", m.Identifier, "monitored service")
 	c.name(m.Node, m.Name, "monitored service")
+	c.monitoredBody(m)
+}
+
+// monitoredTemplate checks a MonitoredService template's spec: a monitored service without
+// identity, runtime inputs allowed.
+func (c *checker) monitoredTemplate(t *pipeline.Template) {
+	var m pipeline.MonitoredService
+	c.dec.Decode(pipeline.WithIdentity(t.Spec, t.Identifier, t.Name), &m, "MonitoredService template spec")
+	m.DecodeSources(c.dec)
+	c.monitoredBody(&m)
+}
+
+// monitoredBody checks what a monitored service file and a monitored service template share.
+func (c *checker) monitoredBody(m *pipeline.MonitoredService) {
 	c.enum(m.Node, "type", m.Type, monitoredTypes, "monitored service type")
 	c.boolean(m.Node, "enabled", m.Enabled)
 	if len(m.Environments()) == 0 {
-		c.diags.Errorf(c.pos(m.Node), "missing-field", "monitored service %s names no environment", m.Identifier).
+		c.diags.Errorf(c.pos(m.Node), "missing-field", "monitored service %s names no environment", cmp.Or(m.Identifier, "template")).
 			SetHint("set environmentRef (or environmentRefList) to the environment the service runs in")
 	}
 	for _, key := range []string{"dependencies", "notificationRuleRefs"} {
@@ -59,7 +74,9 @@ func (c *checker) ignoredField(obj *yaml.Node, key, why string) {
 
 // prometheusSource checks a Prometheus health source.
 func (c *checker) prometheusSource(s *pipeline.PrometheusHealthSpec) {
-	c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
+	if !dynamic(s.ConnectorRef) { // a template's runtime input
+		c.reference(s.Node, "connectorRef", s.ConnectorRef, "connector")
+	}
 	if len(s.MetricDefinitions) == 0 {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "metricDefinitions")), "empty", "the Prometheus health source lists no metrics").
 			SetHint("add a metric definition: {identifier: errors, metricName: Errors, query: 'sum(rate(http_requests_total{code=~\"5..\"}[1m]))'}")

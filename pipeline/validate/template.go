@@ -13,7 +13,7 @@ import (
 var versionLabelRe = regexp.MustCompile(`^[0-9a-zA-Z][^\s/&]{0,127}$`)
 
 // otherTemplateKinds are the template types the reference defines that Gantry does not expand.
-var otherTemplateKinds = []string{"ArtifactSource", "MonitoredService", "Notification", "SecretManager", "Workspace"}
+var otherTemplateKinds = []string{"ArtifactSource", "Notification", "SecretManager", "Workspace"}
 
 // template checks a template document on its own (spec 19.2): its metadata, and its body
 // wrapped in the smallest pipeline that holds it, with runtime inputs left open.
@@ -25,12 +25,16 @@ func (c *checker) template(t *pipeline.Template) {
 			SetHint("start with a letter or digit; no spaces, / or &; at most 128 characters")
 	}
 	kind := pipeline.Kind{What: "template type", Code: "unsupported-template-kind",
-		Runs: []string{"Step", "StepGroup", "Stage", "Pipeline", "CustomDeployment"}, Reference: otherTemplateKinds}
+		Runs: []string{"Step", "StepGroup", "Stage", "Pipeline", "CustomDeployment", "MonitoredService"}, Reference: otherTemplateKinds}
 	if !kind.Check(&c.diags, c.pos(pipeline.ValueAt(t.Node, "type")), t.Type) || t.Spec == nil {
 		return
 	}
 	if t.Type == "CustomDeployment" {
 		c.deploymentTemplate(t)
+		return
+	}
+	if t.Type == "MonitoredService" {
+		c.monitoredTemplate(t)
 		return
 	}
 	if t.HasVariables() {
