@@ -83,7 +83,7 @@ svg{border:1px solid #ccc;background:#fafafa}.test{stroke:#d9480f;fill:none;stro
 <h1>Verification: <span id="verdict" class="{{.Outcome.Result.Verdict}}">{{if .Outcome.Result.Verdict}}{{.Outcome.Result.Verdict}}{{else}}starting{{end}}</span></h1>
 <p id="reason">{{.Outcome.Result.Reason}}</p>
 {{if .Failure}}<div class="failure">{{.Failure}}</div>{{end}}
-<dl><dt>type</dt><dd>{{.Outcome.Type}}</dd><dt>monitored service</dt><dd>{{.Outcome.Monitored}}</dd>
+<dl><dt>type</dt><dd>{{.Outcome.Type}}</dd><dt>monitored service</dt><dd>{{.Outcome.Monitored}}</dd>{{if .Outcome.DeploymentTag}}<dt>version</dt><dd>{{.Outcome.DeploymentTag}}</dd>{{end}}{{if .Outcome.Baseline}}<dt>baseline</dt><dd>the load test of {{.Outcome.Baseline}}</dd>{{end}}
 <dt>sensitivity</dt><dd>{{.Outcome.Sensitivity.Name}} (α {{.Outcome.Sensitivity.Alpha}}, median change ≥ {{.MinEffect}}%)</dd>
 <dt>minutes analysed</dt><dd>{{.Outcome.Analysed}} of {{.Outcome.Minutes}}</dd></dl>
 {{range .Outcome.Notes}}<p class="note">{{.}}</p>{{end}}

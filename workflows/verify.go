@@ -80,7 +80,8 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 	if s.tree.StartedAt != nil {
 		deployed = *s.tree.StartedAt
 	}
-	v := &VerifyOutcome{Type: typ, Sensitivity: a.Sensitivity, Minutes: minutes, Start: start, Monitored: ms.ID, FailOnNoAnalysis: failOnNoAnalysis, Notes: notes}
+	v := &VerifyOutcome{Type: typ, Sensitivity: a.Sensitivity, Minutes: minutes, Start: start, Monitored: ms.ID, FailOnNoAnalysis: failOnNoAnalysis, Notes: notes,
+		DeploymentTag: expressions.ToString(job["deploymentTag"])}
 	show := func() {
 		v.Result = a.Result()
 		t.Outputs = v.outputs()
@@ -218,8 +219,10 @@ func namedMonitored(n *plan.Node) *plan.MonitoredService {
 // VerifyOutcome is a Verify step's outcome as its outputs show it (tree, -o json, API, the UI's
 // verification page).
 type VerifyOutcome struct {
-	Type             string                   `json:"type"`
-	Monitored        string                   `json:"monitoredService"`
+	Type      string `json:"type"`
+	Monitored string `json:"monitoredService"`
+	// DeploymentTag labels the version verified (usually <+artifact.tag>).
+	DeploymentTag    string                   `json:"deploymentTag,omitempty"`
 	Sensitivity      verification.Sensitivity `json:"sensitivity"`
 	FailOnNoAnalysis bool                     `json:"failOnNoAnalysis"`
 	Minutes          int                      `json:"minutes"`
