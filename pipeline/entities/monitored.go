@@ -14,85 +14,77 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 )
 
-// monitored gives each deployment the monitored service of its service and environment: the
-// one a Verify step with a Default monitored service reads.
-func (r *resolver) monitored(all []*plan.Deployment) {
-	if len(r.c.Monitored) == 0 {
+// stageMonitored gives the deployments of a Deployment stage with a Verify step that reads
+// the monitored service of the stage's service and environment (Default) that monitored
+// service, and reports the step when there is none. Stages without one resolve none: a
+// monitored service is read only where it is used.
+func (r *resolver) stageMonitored(s *pipeline.Stage, deploys []*plan.Deployment) {
+	var step *pipeline.Step
+	if ex := s.Execution(); ex != nil {
+		visit := func(v pipeline.StepVisit) {
+			if st := v.Step; step == nil && st != nil && st.Type == "Verify" && st.Spec != nil && defaultMonitored(st.Spec) {
+				step = st
+			}
+		}
+		pipeline.WalkSteps(ex.Steps, false, nil, nil, visit)
+		pipeline.WalkSteps(ex.RollbackSteps, true, nil, nil, visit)
+	}
+	if step == nil {
 		return
 	}
-	ids := slices.Sorted(maps.Keys(r.c.Monitored))
-	for _, d := range all {
+	for _, d := range deploys {
 		if d.Service == nil || d.Environment == nil {
 			continue
 		}
-		var found *pipeline.File
-		for _, id := range ids {
-			f := r.c.Monitored[id]
-			m := f.Monitored
-			if pipeline.LocalRef(m.ServiceRef) != d.Service.ID || !slices.ContainsFunc(m.Environments(), func(e string) bool { return pipeline.LocalRef(e) == d.Environment.ID }) {
-				continue
-			}
-			if found != nil {
-				r.diags.Errorf(r.at(f.Name, m.Node), "duplicate-entity", "monitored services %s and %s both watch service %s in environment %s",
-					found.Monitored.Identifier, m.Identifier, d.Service.ID, d.Environment.ID).
-					SetHint("a service has one monitored service per environment; merge their health sources")
-				continue
-			}
-			found = f
+		if f := r.monitoredOf(d, r.c.Monitored, true); f != nil {
+			d.Monitored = r.monitoredService(f)
+			continue
 		}
-		if found != nil {
-			d.Monitored = r.monitoredService(found)
+		if f := r.monitoredOf(d, r.c.Unsupported, false); f != nil {
+			r.diags.Unsupportedf(r.at(r.file, step.Node), "unsupported-entity", "step %s verifies with monitored service %s (%s), which uses what Gantry cannot run yet",
+				step.Identifier, f.Monitored.Identifier, f.Name).SetHint("the diagnostics of %s name what", f.Name)
+			return
 		}
-	}
-}
-
-// verifyDefaults reports the Verify steps of a Deployment stage that read the monitored service
-// of the stage's service and environment when there is none.
-func (r *resolver) verifyDefaults(s *pipeline.Stage, deploys []*plan.Deployment) {
-	ex := s.Execution()
-	if ex == nil {
+		r.diags.Errorf(r.at(r.file, step.Node), "missing-entity", "step %s verifies service %s in environment %s, which no monitored service watches",
+			step.Identifier, d.Service.ID, d.Environment.ID).
+			SetHint("%s", r.hint("monitoredService")+fmt.Sprintf(", with serviceRef: %s and environmentRef: %s", d.Service.ID, d.Environment.ID))
 		return
 	}
-	visit := func(v pipeline.StepVisit) {
-		st := v.Step
-		if st == nil || st.Type != "Verify" || st.Spec == nil {
-			return
-		}
-		if ms := pipeline.Field(st.Spec, "monitoredService"); ms != nil && pipeline.Field(ms, "type") != nil && pipeline.Field(ms, "type").Value != "Default" {
-			return
-		}
-		if pipeline.Field(st.Spec, "monitoredServiceRef") != nil && pipeline.Field(st.Spec, "monitoredService") == nil {
-			return
-		}
-		for _, d := range deploys {
-			if d.Monitored == nil && d.Service != nil && d.Environment != nil {
-				if f := r.unsupportedMonitored(d); f != nil {
-					r.diags.Unsupportedf(r.at(r.file, st.Node), "unsupported-entity", "step %s verifies with monitored service %s (%s), which uses what Gantry cannot run yet",
-						st.Identifier, f.Monitored.Identifier, f.Name).SetHint("the diagnostics of %s name what", f.Name)
-					return
-				}
-				r.diags.Errorf(r.at(r.file, st.Node), "missing-entity", "step %s verifies service %s in environment %s, which no monitored service watches",
-					st.Identifier, d.Service.ID, d.Environment.ID).
-					SetHint("%s", r.hint("monitoredService")+fmt.Sprintf(", with serviceRef: %s and environmentRef: %s", d.Service.ID, d.Environment.ID))
-				return
-			}
-		}
-	}
-	pipeline.WalkSteps(ex.Steps, false, nil, nil, visit)
-	pipeline.WalkSteps(ex.RollbackSteps, true, nil, nil, visit)
 }
 
-// unsupportedMonitored is the monitored service of a deployment's service and environment
-// that Gantry cannot read, if any.
-func (r *resolver) unsupportedMonitored(d *plan.Deployment) *pipeline.File {
-	for _, key := range slices.Sorted(maps.Keys(r.c.Unsupported)) {
-		f := r.c.Unsupported[key]
-		if m := f.Monitored; m != nil && pipeline.LocalRef(m.ServiceRef) == d.Service.ID &&
-			slices.ContainsFunc(m.Environments(), func(e string) bool { return pipeline.LocalRef(e) == d.Environment.ID }) {
-			return f
-		}
+// defaultMonitored reports whether a Verify step reads the monitored service of its stage's
+// service and environment: type Default, or no monitored service named at all.
+func defaultMonitored(spec *yaml.Node) bool {
+	if ms := pipeline.Field(spec, "monitoredService"); ms != nil {
+		t := pipeline.Field(ms, "type")
+		return t == nil || t.Value == "Default"
 	}
-	return nil
+	return pipeline.Field(spec, "monitoredServiceRef") == nil
+}
+
+// monitoredOf is the file among files of the monitored service watching a deployment's
+// service in its environment; with unique, a second one is reported.
+func (r *resolver) monitoredOf(d *plan.Deployment, files map[string]*pipeline.File, unique bool) *pipeline.File {
+	var found *pipeline.File
+	for _, key := range slices.Sorted(maps.Keys(files)) {
+		f := files[key]
+		m := f.Monitored
+		if m == nil || pipeline.LocalRef(m.ServiceRef) != d.Service.ID ||
+			!slices.ContainsFunc(m.Environments(), func(e string) bool { return pipeline.LocalRef(e) == d.Environment.ID }) {
+			continue
+		}
+		if found == nil {
+			found = f
+			if !unique {
+				break
+			}
+			continue
+		}
+		r.diags.Errorf(r.at(f.Name, m.Node), "duplicate-entity", "monitored services %s and %s both watch service %s in environment %s",
+			found.Monitored.Identifier, m.Identifier, d.Service.ID, d.Environment.ID).
+			SetHint("a service has one monitored service per environment; merge their health sources")
+	}
+	return found
 }
 
 // configuredMonitored resolves the monitored service a Verify step names (type Configured).

@@ -41,13 +41,16 @@ func (c *Catalog) ResolveAll(src pipeline.Source, p *pipeline.Pipeline) (map[str
 		}
 	}
 	c.freezes(p, all)
-	r.monitored(all)
 	for _, s := range p.AllStages() {
 		if d, ok := r.out[s.Identifier]; ok {
-			r.verifyDefaults(s, []*plan.Deployment{d})
+			r.stageMonitored(s, []*plan.Deployment{d})
 		}
 		if m, ok := r.multis[s.Identifier]; ok {
-			r.verifyDefaults(s, slices.Collect(maps.Values(m.Deploys)))
+			var deploys []*plan.Deployment
+			for _, k := range slices.Sorted(maps.Keys(m.Deploys)) {
+				deploys = append(deploys, m.Deploys[k])
+			}
+			r.stageMonitored(s, deploys)
 		}
 	}
 	return r.out, r.multis, r.diags
