@@ -211,12 +211,25 @@ func TestForkServerCancel(t *testing.T) {
 }
 
 func testCancel(t *testing.T, f *forkServer) {
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	// Cancelled once the step runs (its marker file exists), however long a loaded machine
+	// takes to start it: a step cancelled before it ran is another case.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	start := time.Now()
-	code, _ := runBody(t, f, ctx, "sleep 30")
-	if code != -1 || !f.broken.Load() || time.Since(start) > 10*time.Second {
-		t.Fatalf("code %d broken %v after %s", code, f.broken.Load(), time.Since(start))
+	marker := filepath.Join(t.TempDir(), "started")
+	cancelled := make(chan time.Time, 1)
+	go func() {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(marker); err == nil {
+				break
+			}
+		}
+		cancelled <- time.Now()
+		cancel()
+	}()
+	code, _ := runBody(t, f, ctx, "touch "+marker+"; sleep 30")
+	at := <-cancelled
+	if code != -1 || !f.broken.Load() || time.Since(at) > 10*time.Second {
+		t.Fatalf("code %d broken %v, %s after the cancel", code, f.broken.Load(), time.Since(at))
 	}
 }
 
