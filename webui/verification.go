@@ -8,8 +8,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/gantry-cd/gantry/verification"
 	"github.com/gantry-cd/gantry/workflows"
+	"github.com/gantry-cd/gantry/workflows/verification"
 )
 
 // verificationPage serves a Verify step's page, ExecutionsPath/ID?verification=STEP: each

@@ -14,8 +14,8 @@ import (
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
-	"github.com/gantry-cd/gantry/verification"
 	"github.com/gantry-cd/gantry/workflows"
+	"github.com/gantry-cd/gantry/workflows/verification"
 )
 
 // A Verify step's page plots each metric's test and control series, with the verdict and the

@@ -14,7 +14,7 @@ import (
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
-	"github.com/gantry-cd/gantry/verification"
+	"github.com/gantry-cd/gantry/workflows/verification"
 )
 
 // verifyStep runs a Verify step (docs/verification.md): it reads the monitored service's
