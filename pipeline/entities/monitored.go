@@ -1,6 +1,7 @@
 package entities
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -155,19 +156,12 @@ func (r *resolver) prometheusConnector(file string, p *pipeline.PrometheusHealth
 	out := plan.PrometheusConnector{ID: k.Identifier, URL: k.Prometheus.URL, Username: k.Prometheus.Username, PasswordRef: k.Prometheus.PasswordRef}
 	for _, h := range k.Prometheus.Headers {
 		if h.EncryptedValueRef != "" || h.ValueEncrypted == "true" {
-			out.HeaderRefs = append(out.HeaderRefs, plan.NameValue{Name: h.Key, Value: cmpOr(h.EncryptedValueRef, h.Value)})
+			out.HeaderRefs = append(out.HeaderRefs, plan.NameValue{Name: h.Key, Value: cmp.Or(h.EncryptedValueRef, h.Value)})
 			continue
 		}
 		out.Headers = append(out.Headers, plan.NameValue{Name: h.Key, Value: h.Value})
 	}
 	return out, true
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // planMetric is a metric definition as the step reads it: its query (built from the metric
@@ -178,7 +172,7 @@ func planMetric(md pipeline.PrometheusMetric) plan.Metric {
 		out.Query = builtQuery(md)
 	}
 	if p := md.Profile(); p != nil {
-		out.Category = cmpOr(p.RiskCategory, p.Category)
+		out.Category = cmp.Or(p.RiskCategory, p.Category)
 		out.Higher = slices.Contains(p.ThresholdTypes, "ACT_WHEN_HIGHER")
 		out.Lower = slices.Contains(p.ThresholdTypes, "ACT_WHEN_LOWER")
 	}

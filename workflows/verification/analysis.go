@@ -2,6 +2,7 @@ package verification
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -134,7 +135,7 @@ func (a *Analysis) Minute(source string, data []activities.MetricData, start tim
 			m.split = &split
 			if !split {
 				m.control, m.controlSeries = m.before, m.beforeSeries
-				m.controlNames = sortedKeys(m.old)
+				m.controlNames = slices.Sorted(maps.Keys(m.old))
 			}
 		}
 		var testVals, controlVals []float64
@@ -224,7 +225,7 @@ func flatten(series []activities.InstanceSeries, start time.Time, names *[]strin
 		}
 	}
 	var out [][2]float64
-	for _, at := range sortedKeys(count) {
+	for _, at := range slices.Sorted(maps.Keys(count)) {
 		out = append(out, [2]float64{at, sum[at] / float64(count[at])})
 	}
 	return vals, out
@@ -344,12 +345,3 @@ func changeText(e float64) string {
 }
 
 func format(v float64) string { return fmt.Sprintf("%.4g", v) }
-
-func sortedKeys[K float64 | string, V any](m map[K]V) []K {
-	keys := make([]K, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
