@@ -23,11 +23,12 @@ import (
 	"github.com/gantry-cd/gantry/workflows"
 )
 
-// verifyPipeline deploys a canary, verifies it for two minutes against its monitored service,
-// then rolls the primary out; a failure rolls the canary back.
-const verifyPipeline = `pipeline:
-  name: Verified canary
-  identifier: verified_canary
+// devDeployment is a pipeline of one Deployment stage of web to dev that rolls back on any
+// failure, running steps (its execution's steps list, rollback steps included).
+func devDeployment(name, id, steps string) string {
+	return strings.NewReplacer("NAME", name, "ID", id).Replace(`pipeline:
+  name: NAME
+  identifier: ID
   stages:
     - stage:
         name: Deploy dev
@@ -41,7 +42,16 @@ const verifyPipeline = `pipeline:
             infrastructureDefinitions: [{identifier: dev_cluster}]
           execution:
             steps:
-              - step:
+`) + steps + `        failureStrategies:
+          - onFailure:
+              errors: [AllErrors]
+              action: {type: StageRollback}
+`
+}
+
+// verifyPipeline deploys a canary, verifies it for two minutes against its monitored service,
+// then rolls the primary out; a failure rolls the canary back.
+var verifyPipeline = devDeployment("Verified canary", "verified_canary", `              - step:
                   type: K8sCanaryDeploy
                   name: Canary
                   identifier: canary_deploy
@@ -66,11 +76,7 @@ const verifyPipeline = `pipeline:
             rollbackSteps:
               - step: {type: K8sCanaryDelete, name: Delete canary, identifier: rollback_canary, timeout: 2m, spec: {}}
               - step: {type: K8sRollingRollback, name: Rollback, identifier: rollback, timeout: 2m, spec: {}}
-        failureStrategies:
-          - onFailure:
-              errors: [AllErrors]
-              action: {type: StageRollback}
-`
+`)
 
 // monitoredFiles are the Prometheus connector and the monitored service of web in dev.
 func monitoredFiles(t testing.TB, dir, promURL string) {
@@ -224,23 +230,7 @@ func verificationInBrowser(t *testing.T, ctx context.Context, executionID string
 }
 
 // rollingPipeline verifies a deployment before/after for two minutes, and nothing else.
-const rollingPipeline = `pipeline:
-  name: Verified rolling
-  identifier: verified_rolling_SUFFIX
-  stages:
-    - stage:
-        name: Deploy dev
-        identifier: deploy_dev
-        type: Deployment
-        spec:
-          deploymentType: Kubernetes
-          service: {serviceRef: web}
-          environment:
-            environmentRef: dev
-            infrastructureDefinitions: [{identifier: dev_cluster}]
-          execution:
-            steps:
-              - step:
+var rollingPipeline = devDeployment("Verified rolling", "verified_rolling_SUFFIX", `              - step:
                   type: Verify
                   name: Verify
                   identifier: verify
@@ -249,11 +239,7 @@ const rollingPipeline = `pipeline:
                     type: Rolling
                     monitoredService: {type: Default, spec: {}}
                     spec: {sensitivity: HIGH, duration: 2m, failOnNoAnalysis: FAIL}
-        failureStrategies:
-          - onFailure:
-              errors: [AllErrors]
-              action: {type: StageRollback}
-`
+`)
 
 // rollingSetup writes a folder where web deploys to dev with its monitored service on a fresh
 // Prometheus scraping one instance (the service before and after), and returns the pipeline.
