@@ -121,7 +121,7 @@ func Start(dir string, instances ...*Instance) (*Server, error) {
 	}
 	cmd := exec.Command(bin, "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr)
-	cmd.Stdout, cmd.Stderr, cmd.SysProcAttr = log, log, procAttr()
+	cmd.Stdout, cmd.Stderr, cmd.SysProcAttr = log, log, testproc.DieWithTest()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -59,7 +59,7 @@ func Start(dir string) (*Server, error) {
 	}
 	cmd := exec.Command(bin, "--access", AccessKey, "--secret", SecretKey, "--region", Region, "--port", addr, "posix", root)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = testproc.DieWithTest()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("start versitygw: %w", err)
