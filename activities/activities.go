@@ -22,9 +22,14 @@ import (
 // Activity names, registered by the worker and called by name from workflow code.
 const (
 	ShellScript = "gantry.ShellScript"
-	Http        = "gantry.Http"
-	Policy      = "gantry.Policy"
-	Kubernetes  = "gantry.Kubernetes"
+	// Ticket opens or updates a Jira issue or ServiceNow ticket (or imports a ServiceNow row);
+	// TicketRead reads one for an approval; EmailStep sends an Email step's message.
+	Ticket     = "gantry.Ticket"
+	TicketRead = "gantry.TicketRead"
+	EmailStep  = "gantry.Email"
+	Http       = "gantry.Http"
+	Policy     = "gantry.Policy"
+	Kubernetes = "gantry.Kubernetes"
 	// FetchManifests fetches a Git-stored manifest at a Deployment stage's service phase.
 	FetchManifests = "gantry.FetchManifests"
 	// FetchChart pulls a Helm chart from a chart repository at a Deployment stage's service phase.

@@ -66,3 +66,18 @@ type InstanceSeries struct {
 	Instance string       `json:"instance"`
 	Points   [][2]float64 `json:"points"`
 }
+
+// TicketRequest asks TicketRead for a Jira issue (Key) or a ServiceNow ticket (Table and
+// number, Key).
+type TicketRequest struct {
+	Connector plan.TicketConnector `json:"connector"`
+	Key       string               `json:"key"`
+	Table     string               `json:"table,omitempty"`
+}
+
+// TicketState is an issue or ticket as read: its URL and fields, as the approval's criteria see
+// them (<+issue.Status>, <+ticket.state.displayValue>).
+type TicketState struct {
+	URL    string         `json:"url"`
+	Fields map[string]any `json:"fields"`
+}

@@ -309,6 +309,8 @@ type Connector struct {
 	Helm       *HelmRepoSpec            `yaml:"-"` // type HttpHelmRepo or OciHelmRepo
 	Aws        *AwsConnectorSpec        `yaml:"-"` // type Aws
 	Prometheus *PrometheusConnectorSpec `yaml:"-"` // type Prometheus
+	Jira       *JiraConnectorSpec       `yaml:"-"` // type Jira
+	ServiceNow *ServiceNowConnectorSpec `yaml:"-"` // type ServiceNow
 }
 
 // AwsConnectorSpec is an Aws connector: how a worker signs requests to AWS.
@@ -526,6 +528,12 @@ func (c *Connector) decodeSpec(d *Decoder) {
 	case "Prometheus":
 		c.Prometheus = &PrometheusConnectorSpec{}
 		d.Decode(c.Spec, c.Prometheus, "spec")
+	case "Jira":
+		c.Jira = &JiraConnectorSpec{}
+		d.Decode(c.Spec, c.Jira, "spec")
+	case "ServiceNow":
+		c.ServiceNow = &ServiceNowConnectorSpec{}
+		d.Decode(c.Spec, c.ServiceNow, "spec")
 	}
 }
 
@@ -548,6 +556,10 @@ func (c *Connector) Access() string {
 		return "BasicAuth"
 	case c.Prometheus != nil:
 		return "Anonymous"
+	case c.Jira != nil:
+		return c.Jira.AuthType()
+	case c.ServiceNow != nil:
+		return c.ServiceNow.AuthType()
 	}
 	return ""
 }

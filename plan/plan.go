@@ -144,6 +144,8 @@ type StepRefs struct {
 	SSH map[string]SSHCredential `json:"ssh,omitempty"`
 	// Monitored is the monitored service a Verify step names (type Configured).
 	Monitored *MonitoredService `json:"monitored,omitempty"`
+	// Ticket is the Jira or ServiceNow connector a ticket step names.
+	Ticket *TicketConnector `json:"ticket,omitempty"`
 }
 
 // Traits are the facts about a step type that decide how a step runs.

@@ -41,7 +41,7 @@ func stepRefs(p *plan.Plan, refs map[string]*plan.StepRefs) {
 			return
 		}
 		e, _ := steps.Lookup(n.Type)
-		if !e.Stores && !e.SSHTarget && !e.Monitored {
+		if !e.Stores && !e.SSHTarget && !e.Monitored && e.Ticketing == "" {
 			return
 		}
 		if !e.Stores && refs[strings.Join(path, "/")] == nil {

@@ -30,7 +30,7 @@ func (c *Catalog) StepRefs(src pipeline.Source, p *pipeline.Pipeline) (map[strin
 				return
 			}
 			e, _ := steps.Lookup(st.Type)
-			if !e.Stores && !e.SSHTarget && !e.Monitored {
+			if !e.Stores && !e.SSHTarget && !e.Monitored && e.Ticketing == "" {
 				return
 			}
 			refs := &plan.StepRefs{}
@@ -48,7 +48,10 @@ func (c *Catalog) StepRefs(src pipeline.Source, p *pipeline.Pipeline) (map[strin
 					r.templateMonitored(st.Spec, refs)
 				}
 			}
-			if len(refs.Git) > 0 || len(refs.SSH) > 0 || refs.Monitored != nil {
+			if e.Ticketing != "" {
+				r.ticketConnector(st.Spec, e.Ticketing, refs)
+			}
+			if len(refs.Git) > 0 || len(refs.SSH) > 0 || refs.Monitored != nil || refs.Ticket != nil {
 				out[PodKey(s.Identifier, v.Groups, st.Identifier)] = refs
 			}
 		}

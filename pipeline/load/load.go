@@ -284,7 +284,7 @@ func needsConnectors(p *pipeline.Pipeline) bool {
 				}
 				if v.Step != nil {
 					e, _ := steps.Lookup(v.Step.Type)
-					found = found || e.Traits.OwnPod || e.Stores || (e.SSHTarget && onTarget(v.Step.Spec))
+					found = found || e.Traits.OwnPod || e.Stores || e.Ticketing != "" || (e.SSHTarget && onTarget(v.Step.Spec))
 				}
 			}
 			pipeline.WalkSteps(ex.Steps, false, nil, nil, visit)

@@ -41,6 +41,9 @@ type Entry struct {
 	// Monitored says the step reads a monitored service, resolved before the run (a named
 	// one into the node's Refs, the stage's own onto its deployment).
 	Monitored bool
+	// Ticketing is the kind of ticket system connector the spec's connectorRef names ("Jira",
+	// "ServiceNow"), resolved before the run into the node's Refs.
+	Ticketing string
 	// NoDotInName says the step's name may not contain '.'.
 	NoDotInName bool
 	// OutsideDeployment says the reference also runs the type outside Deployment stages (a
@@ -61,6 +64,9 @@ var (
 	container  = plan.Traits{Activity: activities.ContainerStep, Container: plan.ContainerOwn, Heartbeat: true}
 	helper     = plan.Traits{Activity: activities.ContainerStep, Container: plan.ContainerHelper, Heartbeat: true}
 	terraform  = plan.Traits{Activity: activities.Terraform, Heartbeat: true}
+	// A ticket step's outputs are its issue or ticket (<+execution.steps.S.issue.key>).
+	ticket = plan.Traits{Activity: activities.Ticket, Outcome: "ticket"}
+	ticketApproval = plan.Traits{Builtin: "ticketApproval"}
 )
 
 // entries are the step types, one entry each. Adding a step type adds its entry here and its
@@ -76,6 +82,17 @@ var entries = []Entry{
 	{Type: "Barrier", New: func() any { return &Barrier{} }, Traits: plan.Traits{Builtin: "barrier"}},
 	{Type: "Queue", New: func() any { return &Queue{} }, Traits: plan.Traits{Builtin: "queue"}},
 	{Type: "Verify", New: func() any { return &Verify{} }, DeploymentStage: true, Monitored: true, Traits: plan.Traits{Builtin: "verify"}},
+	// An approval's Jexl criteria keep <+issue...>, <+ticket...> and <+output...> as written:
+	// they are evaluated against the ticket (or the script's outputs) each time it is read.
+	{Type: "JiraCreate", New: func() any { return &JiraCreate{} }, Ticketing: "Jira", Traits: ticket},
+	{Type: "JiraUpdate", New: func() any { return &JiraUpdate{} }, Ticketing: "Jira", Traits: ticket},
+	{Type: "JiraApproval", New: func() any { return &JiraApproval{} }, Ticketing: "Jira", Unresolved: "verbatim", Traits: ticketApproval},
+	{Type: "ServiceNowCreate", New: func() any { return &ServiceNowCreate{} }, Ticketing: "ServiceNow", Traits: ticket},
+	{Type: "ServiceNowUpdate", New: func() any { return &ServiceNowUpdate{} }, Ticketing: "ServiceNow", Traits: ticket},
+	{Type: "ServiceNowImportSet", New: func() any { return &ServiceNowImportSet{} }, Ticketing: "ServiceNow", Traits: ticket},
+	{Type: "ServiceNowApproval", New: func() any { return &ServiceNowApproval{} }, Ticketing: "ServiceNow", Unresolved: "verbatim", Traits: ticketApproval},
+	{Type: "CustomApproval", New: func() any { return &CustomApproval{} }, Unresolved: "verbatim", Traits: plan.Traits{Builtin: "customApproval"}},
+	{Type: "Email", New: func() any { return &Email{} }, Traits: plan.Traits{Activity: activities.EmailStep}},
 	{Type: "Policy", New: func() any { return &Policy{} }, Unresolved: "fail", Typed: [][]string{{"policySpec", "payload"}},
 		Traits: plan.Traits{Activity: activities.Policy}},
 

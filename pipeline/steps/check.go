@@ -28,6 +28,8 @@ type Checker interface {
 	// Error reports a broken value; Unsupported valid reference YAML Gantry cannot run.
 	Error(at *yaml.Node, code, format string, args ...any) *diag.Diagnostic
 	Unsupported(at *yaml.Node, code, format string, args ...any) *diag.Diagnostic
+	// Warn reports what Gantry changed or will not do as written.
+	Warn(at *yaml.Node, code, format string, args ...any) *diag.Diagnostic
 	// Ignored warns that a field Gantry accepts is not acted on, when at holds a value (not
 	// an empty list or mapping).
 	Ignored(at *yaml.Node, key, why string)

@@ -267,6 +267,14 @@ func (c *checker) connector(k *pipeline.Connector) {
 		c.gitConnector(k)
 		return
 	}
+	if k.Jira != nil {
+		c.jiraConnector(k.Jira)
+		return
+	}
+	if k.ServiceNow != nil {
+		c.serviceNowConnector(k.ServiceNow)
+		return
+	}
 	if p := k.Prometheus; p != nil {
 		c.urlValue(pipeline.ValueAt(p.Node, "url"), p.URL)
 		if p.PasswordRef != "" && p.Username == "" {

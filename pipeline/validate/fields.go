@@ -199,7 +199,8 @@ func (c *checker) variables(vars []pipeline.Variable, scope string) {
 }
 
 // conditionKeys are scalar fields read as JEXL conditions rather than text.
-var conditionKeys = map[string]bool{"condition": true, "assertion": true, "skipCondition": true, "jexlCondition": true}
+var conditionKeys = map[string]bool{"condition": true, "assertion": true, "skipCondition": true, "jexlCondition": true,
+	"expression": true} // an approval's Jexl criteria
 
 // scalars checks every runtime input and expression in a tree, at its own position.
 func (c *checker) scalars(n *yaml.Node, key string) {

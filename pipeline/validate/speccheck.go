@@ -47,3 +47,7 @@ func (s specChecker) Ignored(at *yaml.Node, key, why string) {
 	}
 	s.c.diags.Warnf(s.c.pos(at), "not-implemented", "%s is ignored: %s", key, why)
 }
+
+func (s specChecker) Warn(at *yaml.Node, code, format string, args ...any) *diag.Diagnostic {
+	return s.c.diags.Warnf(s.c.pos(at), code, format, args...)
+}

@@ -1,0 +1,364 @@
+package steps
+
+import (
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/plan/duration"
+)
+
+// Change tickets as gates (docs/tickets.md): Jira and ServiceNow steps that open, update and
+// wait on tickets, the CustomApproval step that waits on a script, and the Email step.
+
+// TicketField is a field of a ticket to set: Jira's by name or id, ServiceNow's by column name.
+type TicketField struct {
+	Node  *yaml.Node `yaml:"-"`
+	Name  string     `yaml:"name"`
+	Value string     `yaml:"value"`
+}
+
+// JiraCreate opens a Jira issue.
+type JiraCreate struct {
+	Node              *yaml.Node    `yaml:"-"`
+	ConnectorRef      string        `yaml:"connectorRef" gantry:"required"`
+	ProjectKey        string        `yaml:"projectKey" gantry:"required"`
+	IssueType         string        `yaml:"issueType" gantry:"required"`
+	Fields            []TicketField `yaml:"fields"`
+	DelegateSelectors *yaml.Node    `yaml:"delegateSelectors"`
+}
+
+// JiraUpdate changes a Jira issue's fields and moves it through a transition.
+type JiraUpdate struct {
+	Node              *yaml.Node    `yaml:"-"`
+	ConnectorRef      string        `yaml:"connectorRef" gantry:"required"`
+	IssueKey          string        `yaml:"issueKey" gantry:"required"`
+	IssueType         string        `yaml:"issueType"`
+	ProjectKey        string        `yaml:"projectKey"`
+	Fields            []TicketField `yaml:"fields"`
+	TransitionTo      *TransitionTo `yaml:"transitionTo"`
+	DelegateSelectors *yaml.Node    `yaml:"delegateSelectors"`
+}
+
+// TransitionTo moves an issue to a status, through the named transition when several lead
+// there.
+type TransitionTo struct {
+	Node           *yaml.Node `yaml:"-"`
+	Status         string     `yaml:"status"`
+	TransitionName string     `yaml:"transitionName"`
+}
+
+// JiraApproval waits until a Jira issue meets its approval criteria (or its rejection
+// criteria), reading it every retryInterval.
+type JiraApproval struct {
+	Node              *yaml.Node `yaml:"-"`
+	ConnectorRef      string     `yaml:"connectorRef" gantry:"required"`
+	IssueKey          string     `yaml:"issueKey" gantry:"required"`
+	IssueType         string     `yaml:"issueType"`
+	ProjectKey        string     `yaml:"projectKey"`
+	ApprovalCriteria  *Criteria  `yaml:"approvalCriteria" gantry:"required"`
+	RejectionCriteria *Criteria  `yaml:"rejectionCriteria"`
+	RetryInterval     string     `yaml:"retryInterval"`
+	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
+}
+
+// ServiceNowCreate opens a ServiceNow ticket (a row of the ticket type's table).
+type ServiceNowCreate struct {
+	Node                  *yaml.Node    `yaml:"-"`
+	ConnectorRef          string        `yaml:"connectorRef" gantry:"required"`
+	TicketType            string        `yaml:"ticketType" gantry:"required"`
+	Fields                []TicketField `yaml:"fields"`
+	CreateType            string        `yaml:"createType"`
+	TemplateName          string        `yaml:"templateName"`
+	UseServiceNowTemplate string        `yaml:"useServiceNowTemplate"`
+	DelegateSelectors     *yaml.Node    `yaml:"delegateSelectors"`
+}
+
+// ServiceNowUpdate changes a ServiceNow ticket's fields.
+type ServiceNowUpdate struct {
+	Node                  *yaml.Node    `yaml:"-"`
+	ConnectorRef          string        `yaml:"connectorRef" gantry:"required"`
+	TicketType            string        `yaml:"ticketType" gantry:"required"`
+	TicketNumber          string        `yaml:"ticketNumber"`
+	Fields                []TicketField `yaml:"fields"`
+	TemplateName          string        `yaml:"templateName"`
+	UseServiceNowTemplate string        `yaml:"useServiceNowTemplate" gantry:"required"`
+	UpdateMultiple        *yaml.Node    `yaml:"updateMultiple"`
+	DelegateSelectors     *yaml.Node    `yaml:"delegateSelectors"`
+}
+
+// ServiceNowApproval waits until a ServiceNow ticket meets its approval criteria (or its
+// rejection criteria), and, with a change window, until the window opens.
+type ServiceNowApproval struct {
+	Node              *yaml.Node    `yaml:"-"`
+	ConnectorRef      string        `yaml:"connectorRef" gantry:"required"`
+	TicketType        string        `yaml:"ticketType" gantry:"required"`
+	TicketNumber      string        `yaml:"ticketNumber" gantry:"required"`
+	ApprovalCriteria  *Criteria     `yaml:"approvalCriteria" gantry:"required"`
+	RejectionCriteria *Criteria     `yaml:"rejectionCriteria"`
+	ChangeWindow      *ChangeWindow `yaml:"changeWindow"`
+	RetryInterval     string        `yaml:"retryInterval"`
+	DelegateSelectors *yaml.Node    `yaml:"delegateSelectors"`
+}
+
+// ChangeWindow names the ticket's fields that hold the window's start and end.
+type ChangeWindow struct {
+	Node       *yaml.Node `yaml:"-"`
+	StartField string     `yaml:"startField" gantry:"required"`
+	EndField   string     `yaml:"endField" gantry:"required"`
+}
+
+// ServiceNowImportSet posts rows to an import set's staging table; ServiceNow's transform
+// maps turn them into records.
+type ServiceNowImportSet struct {
+	Node              *yaml.Node  `yaml:"-"`
+	ConnectorRef      string      `yaml:"connectorRef" gantry:"required"`
+	StagingTableName  string      `yaml:"stagingTableName" gantry:"required"`
+	ImportData        *ImportData `yaml:"importData" gantry:"required"`
+	DelegateSelectors *yaml.Node  `yaml:"delegateSelectors"`
+}
+
+// ImportData is the row to import: a JSON body, or fields.
+type ImportData struct {
+	Node *yaml.Node      `yaml:"-"`
+	Type string          `yaml:"type" gantry:"required"`
+	Spec *ImportDataSpec `yaml:"spec" gantry:"required"`
+}
+
+// ImportDataSpec holds a Json import's body or a KeyValues import's fields.
+type ImportDataSpec struct {
+	Node     *yaml.Node    `yaml:"-"`
+	JSONBody string        `yaml:"jsonBody"`
+	Fields   []TicketField `yaml:"fields"`
+}
+
+// CustomApproval runs a script every retryInterval until its output variables meet the
+// approval criteria (or the rejection criteria).
+type CustomApproval struct {
+	Node                 *yaml.Node      `yaml:"-"`
+	Shell                string          `yaml:"shell" gantry:"required"`
+	Source               *ScriptSource   `yaml:"source" gantry:"required"`
+	EnvironmentVariables []NameTypeValue `yaml:"environmentVariables"`
+	OutputVariables      []NameTypeValue `yaml:"outputVariables"`
+	RetryInterval        string          `yaml:"retryInterval" gantry:"required"`
+	ScriptTimeout        string          `yaml:"scriptTimeout" gantry:"required"`
+	ApprovalCriteria     *Criteria       `yaml:"approvalCriteria" gantry:"required"`
+	RejectionCriteria    *Criteria       `yaml:"rejectionCriteria"`
+	OnDelegate           string          `yaml:"onDelegate"`
+	DelegateSelectors    *yaml.Node      `yaml:"delegateSelectors"`
+}
+
+// Email sends a message through the notification SMTP server.
+type Email struct {
+	Node              *yaml.Node      `yaml:"-"`
+	To                string          `yaml:"to"`
+	Cc                string          `yaml:"cc"`
+	ToUserGroups      *yaml.Node      `yaml:"toUserGroups"`
+	CcUserGroups      *yaml.Node      `yaml:"ccUserGroups"`
+	Subject           string          `yaml:"subject" gantry:"required"`
+	Body              string          `yaml:"body"`
+	FireAndForget     string          `yaml:"fireAndForget"`
+	InputVariables    []NameTypeValue `yaml:"inputVariables"`
+	DelegateSelectors *yaml.Node      `yaml:"delegateSelectors"`
+}
+
+// Criteria decide an approval: a Jexl expression, or conditions on fields (all of them, or
+// any with matchAnyCondition).
+type Criteria struct {
+	Node *yaml.Node    `yaml:"-"`
+	Type string        `yaml:"type" gantry:"required"`
+	Spec *CriteriaSpec `yaml:"spec" gantry:"required"`
+}
+
+// CriteriaSpec is a Jexl criterion's expression or a KeyValues criterion's conditions.
+type CriteriaSpec struct {
+	Node              *yaml.Node  `yaml:"-"`
+	Expression        string      `yaml:"expression"`
+	Conditions        []Condition `yaml:"conditions"`
+	MatchAnyCondition string      `yaml:"matchAnyCondition"`
+}
+
+// Condition compares a field with a value: equals, not equals, in, not in (a comma-separated
+// list).
+type Condition struct {
+	Node     *yaml.Node `yaml:"-"`
+	Key      string     `yaml:"key" gantry:"required"`
+	Operator string     `yaml:"operator" gantry:"required"`
+	Value    string     `yaml:"value" gantry:"required"`
+}
+
+// Operators are the conditions' operators.
+var Operators = []string{"equals", "not equals", "in", "not in"}
+
+// MinRetryInterval is the shortest interval at which the reference reads a ticket or runs a
+// custom approval's script; a shorter one is raised to it.
+const MinRetryInterval = 5 * time.Second
+
+// Check checks the fields.
+func (j *JiraCreate) Check(c Checker) { ticketFields(c, j.Fields, false) }
+
+// Check checks the fields and the transition.
+func (j *JiraUpdate) Check(c Checker) {
+	ticketFields(c, j.Fields, false)
+	if t := j.TransitionTo; t != nil && t.Status == "" && t.TransitionName != "" {
+		c.Error(t.Node, "missing-field", "transitionTo needs the status to move the issue to").
+			SetHint("transitionTo: {status: Done, transitionName: Resolve}")
+	}
+}
+
+// Check checks the criteria and the interval.
+func (j *JiraApproval) Check(c Checker) {
+	criteria(c, j.ApprovalCriteria)
+	criteria(c, j.RejectionCriteria)
+	retryInterval(c, j.Node, j.RetryInterval)
+}
+
+// Check checks the fields and refuses what needs Harness's own ServiceNow app.
+func (s *ServiceNowCreate) Check(c Checker) {
+	ticketFields(c, s.Fields, true)
+	c.Enum(s.Node, "createType", s.CreateType, []string{"Normal", "Form", "Standard"}, "createType")
+	c.Boolean(s.Node, "useServiceNowTemplate", s.UseServiceNowTemplate)
+	if s.UseServiceNowTemplate == "true" || s.CreateType == "Form" || s.CreateType == "Standard" {
+		serviceNowTemplate(c, s.Node)
+	}
+}
+
+// Check checks the fields and refuses what needs Harness's own ServiceNow app.
+func (s *ServiceNowUpdate) Check(c Checker) {
+	ticketFields(c, s.Fields, true)
+	c.Boolean(s.Node, "useServiceNowTemplate", s.UseServiceNowTemplate)
+	if s.UseServiceNowTemplate == "true" {
+		serviceNowTemplate(c, s.Node)
+	}
+	if s.UpdateMultiple != nil {
+		c.Unsupported(s.UpdateMultiple, "unsupported-field", "updateMultiple (the change tasks of a change request) is not supported yet").
+			SetHint("update each change task with its own ServiceNowUpdate step and ticketNumber")
+	} else if s.TicketNumber == "" {
+		c.Error(s.Node, "missing-field", "ServiceNowUpdate needs the ticketNumber of the ticket to update").
+			SetHint("ticketNumber: <+execution.steps.open_change.ticket.ticketNumber>")
+	}
+}
+
+// Check checks the criteria, the interval and the change window.
+func (s *ServiceNowApproval) Check(c Checker) {
+	criteria(c, s.ApprovalCriteria)
+	criteria(c, s.RejectionCriteria)
+	retryInterval(c, s.Node, s.RetryInterval)
+}
+
+// Check checks the import's shape.
+func (s *ServiceNowImportSet) Check(c Checker) {
+	d := s.ImportData
+	if d == nil {
+		return
+	}
+	c.Enum(d.Node, "type", d.Type, []string{"Json", "KeyValues"}, "import data type")
+	if d.Spec == nil {
+		return
+	}
+	switch d.Type {
+	case "Json":
+		if d.Spec.JSONBody == "" {
+			c.Error(d.Spec.Node, "missing-field", "Json import data needs jsonBody").SetHint(`jsonBody: '{"u_name": "web", "u_version": "1.4"}'`)
+		}
+	case "KeyValues":
+		if len(d.Spec.Fields) == 0 {
+			c.Error(d.Spec.Node, "missing-field", "KeyValues import data needs fields").SetHint("fields: [{name: u_name, value: web}]")
+		}
+		ticketFields(c, d.Spec.Fields, true)
+	}
+}
+
+// Check checks the script, its variables, the criteria and the intervals.
+func (a *CustomApproval) Check(c Checker) {
+	c.Enum(a.Node, "shell", a.Shell, []string{"Bash", "PowerShell"}, "shell")
+	if a.Shell == "PowerShell" {
+		c.Unsupported(pipeline.ValueAt(a.Node, "shell"), "unsupported-field", "PowerShell scripts are not supported: Gantry's workers run Bash")
+	}
+	if a.Source != nil {
+		c.Enum(a.Source.Node, "type", a.Source.Type, []string{"Inline"}, "script source type")
+	}
+	c.Variables(a.EnvironmentVariables, "environment variable", []string{"String", "Number", "Secret"})
+	c.Variables(a.OutputVariables, "output variable", []string{"String", "Secret"})
+	c.Duration(a.Node, "scriptTimeout", a.ScriptTimeout, "script timeout")
+	retryInterval(c, a.Node, a.RetryInterval)
+	criteria(c, a.ApprovalCriteria)
+	criteria(c, a.RejectionCriteria)
+	if a.OnDelegate == "false" {
+		c.Unsupported(pipeline.ValueAt(a.Node, "onDelegate"), "unsupported-field", "a CustomApproval script runs on the worker (onDelegate: true)")
+	}
+}
+
+// Check checks that the message goes somewhere.
+func (e *Email) Check(c Checker) {
+	c.Boolean(e.Node, "fireAndForget", e.FireAndForget)
+	if e.To == "" && (e.ToUserGroups == nil || len(e.ToUserGroups.Content) == 0 && e.ToUserGroups.Value == "") {
+		c.Error(e.Node, "missing-field", "an Email step needs `to` (addresses) or `toUserGroups`").
+			SetHint("to: release-team@example.com")
+	}
+	c.Variables(e.InputVariables, "input variable", []string{"String", "Number", "Secret"})
+}
+
+// ticketFields checks that every field has a value, and, for ServiceNow, a name.
+func ticketFields(c Checker, fields []TicketField, named bool) {
+	seen := map[string]bool{}
+	for _, f := range fields {
+		if named && f.Name == "" {
+			c.Error(f.Node, "missing-field", "a ServiceNow field needs the column's name").SetHint("{name: short_description, value: Deploy web 1.4}")
+		}
+		if f.Name != "" && seen[f.Name] {
+			c.Error(pipeline.ValueAt(f.Node, "name"), "duplicate", "field %s is set twice", f.Name)
+		}
+		seen[f.Name] = true
+	}
+}
+
+// criteria checks a criterion's type, conditions and operators (a Jexl expression is checked
+// where every expression is).
+func criteria(c Checker, cr *Criteria) {
+	if cr == nil {
+		return
+	}
+	c.Enum(cr.Node, "type", cr.Type, []string{"Jexl", "KeyValues"}, "criteria type")
+	s := cr.Spec
+	if s == nil {
+		return
+	}
+	switch cr.Type {
+	case "Jexl":
+		if strings.TrimSpace(s.Expression) == "" {
+			c.Error(s.Node, "missing-field", "Jexl criteria need an expression").SetHint(`expression: <+issue.Status> == "Done"`)
+		}
+	case "KeyValues":
+		c.Boolean(s.Node, "matchAnyCondition", s.MatchAnyCondition)
+		seen := map[string]bool{}
+		for _, cond := range s.Conditions {
+			c.Enum(cond.Node, "operator", cond.Operator, Operators, "operator")
+			if seen[cond.Key] {
+				c.Error(pipeline.ValueAt(cond.Node, "key"), "duplicate", "two conditions on field %s", cond.Key).
+					SetHint("use one condition with operator in or not in, or Jexl criteria")
+			}
+			seen[cond.Key] = true
+		}
+	}
+}
+
+// retryInterval checks the interval and warns when Gantry raises it to the minimum.
+func retryInterval(c Checker, obj *yaml.Node, value string) {
+	if value == "" || strings.Contains(value, "<+") {
+		return
+	}
+	c.Duration(obj, "retryInterval", value, "retry interval")
+	if d, err := duration.Parse(strings.TrimSpace(value)); err == nil && d < MinRetryInterval {
+		c.Warn(pipeline.ValueAt(obj, "retryInterval"), "raised", "retryInterval %s is below the minimum of %s: Gantry reads every %s", value, MinRetryInterval, MinRetryInterval)
+	}
+}
+
+// serviceNowTemplate refuses a ticket from a ServiceNow template: those are served by Harness's
+// own ServiceNow app, which a Gantry user does not have.
+func serviceNowTemplate(c Checker, obj *yaml.Node) {
+	c.Unsupported(obj, "unsupported-field", "ServiceNow templates (useServiceNowTemplate, createType Form or Standard) are served by Harness's ServiceNow app; Gantry sets fields through the Table API").
+		SetHint("list the fields to set under `fields`")
+}
