@@ -614,6 +614,7 @@ type Pending struct {
 	Path        string                  `json:"path"`
 	Status      status.Status           `json:"status"`
 	Approval    *workflows.ApprovalView `json:"approval,omitempty"`
+	Ticket      *workflows.TicketView   `json:"ticket,omitempty"`
 	Actions     []string                `json:"actions,omitempty"`
 	Inputs      []string                `json:"inputs,omitempty"`
 }
@@ -666,15 +667,15 @@ func (s *Starter) PendingPage(ctx context.Context, limit int, token string) (Pen
 		if p, ok := e.GetSearchAttributes().GetIndexedFields()[workflows.AttrPipeline.GetName()]; ok {
 			pipeline = strings.Trim(string(p.GetData()), `"`)
 		}
-		add := func(path string, st status.Status, approval *workflows.ApprovalView, actions, inputs []string) {
+		add := func(path string, st status.Status, approval *workflows.ApprovalView, ticket *workflows.TicketView, actions, inputs []string) {
 			found[i] = append(found[i], Pending{ExecutionID: id, Pipeline: pipeline, Path: path, Status: st,
-				Approval: approval, Actions: actions, Inputs: inputs})
+				Approval: approval, Ticket: ticket, Actions: actions, Inputs: inputs})
 		}
 		if m, ok := e.GetMemo().GetFields()[workflows.MemoWaiting]; ok {
 			var nodes []workflows.WaitingNode
 			if converter.GetDefaultDataConverter().FromPayload(m, &nodes) == nil {
 				for _, n := range nodes {
-					add(n.Path, n.Status, n.Approval, n.Actions, n.Inputs)
+					add(n.Path, n.Status, n.Approval, n.Ticket, n.Actions, n.Inputs)
 				}
 				continue
 			}
@@ -692,7 +693,7 @@ func (s *Starter) PendingPage(ctx context.Context, limit int, token string) (Pen
 				switch n.Status {
 				case status.ApprovalWaiting, status.InterventionWaiting, status.InputWaiting:
 					if n.Kind == "step" {
-						add(n.Path, n.Status, n.Approval, n.Actions, n.Inputs)
+						add(n.Path, n.Status, n.Approval, n.Ticket, n.Actions, n.Inputs)
 					}
 				}
 			})

@@ -46,6 +46,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/shell"
 	"github.com/gantry-cd/gantry/activities/terraform"
+	"github.com/gantry-cd/gantry/activities/tickets"
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
@@ -308,6 +309,9 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(stamped(sh.Run), activity.RegisterOptions{Name: activities.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(stamped(hs.Run), activity.RegisterOptions{Name: activities.Http})
+	tk := &tickets.Activity{Secrets: o.Secrets}
+	r.RegisterActivityWithOptions(stamped(tk.Run), activity.RegisterOptions{Name: activities.Ticket})
+	r.RegisterActivityWithOptions(tk.Read, activity.RegisterOptions{Name: activities.TicketRead})
 	pq := &prometheus.Activity{Secrets: o.Secrets}
 	r.RegisterActivityWithOptions(pq.Query, activity.RegisterOptions{Name: activities.MetricsQuery})
 	ps := &policystep.Activity{Engine: o.Policies}
@@ -384,6 +388,7 @@ func registerActivities(r interface {
 	}
 	na := &notify.Activity{Sender: &sender, Log: o.Log}
 	r.RegisterActivityWithOptions(na.Run, activity.RegisterOptions{Name: activities.Notify})
+	r.RegisterActivityWithOptions(stamped(na.Email), activity.RegisterOptions{Name: activities.EmailStep})
 	statuses := &commitstatus.Activity{Secrets: o.Secrets, UIURL: sender.UIURL}
 	r.RegisterActivityWithOptions(statuses.Report, activity.RegisterOptions{Name: activities.CommitStatus})
 	r.RegisterActivityWithOptions(func(ctx context.Context, executionID string) (bool, error) {
@@ -453,7 +458,7 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
 		{workflows.RefusalsName, workflows.Refusals}, {activities.ProvisionerName, workflows.Provisioner},
 		{activities.LockWorkflow, workflows.Lock}, {activities.FreezeWorkflow, workflows.GlobalFreeze},
-		{workflows.FreezeNoticesName, workflows.FreezeNotices},
+		{workflows.FreezeNoticesName, workflows.FreezeNotices}, {workflows.TicketWaitName, workflows.TicketWait},
 	} {
 		if !slices.Contains(except, w.name) {
 			r.RegisterWorkflowWithOptions(w.fn, workflow.RegisterOptions{Name: w.name})

@@ -380,6 +380,9 @@ type Node struct {
 	Actions []string `json:"actions,omitempty"`
 	// Approval describes a HarnessApproval step while it waits.
 	Approval *ApprovalView `json:"approval,omitempty"`
+	// Ticket describes a JiraApproval, ServiceNowApproval or CustomApproval step while it
+	// waits: the ticket, the criteria and which are not met yet.
+	Ticket *TicketView `json:"ticket,omitempty"`
 	// Resource says what a RESOURCE_WAITING stage or QUEUED step waits for.
 	Resource *ResourceView `json:"resource,omitempty"`
 	// Inputs names the execution-time inputs a step waits for (INPUT_WAITING).

@@ -50,6 +50,7 @@ type WaitingNode struct {
 	Path     string        `json:"path"`
 	Status   status.Status `json:"status"`
 	Approval *ApprovalView `json:"approval,omitempty"`
+	Ticket   *TicketView   `json:"ticket,omitempty"`
 	Actions  []string      `json:"actions,omitempty"`
 	Inputs   []string      `json:"inputs,omitempty"`
 }
@@ -165,7 +166,7 @@ func (s *stageRun) flushWaiting(ctx workflow.Context) {
 func (s *stageRun) waitingNode(path string, st status.Status) WaitingNode {
 	w := WaitingNode{Path: path, Status: st}
 	if t := s.tree.Find(path); t != nil {
-		w.Approval, w.Actions, w.Inputs = t.Approval, t.Actions, t.Inputs
+		w.Approval, w.Ticket, w.Actions, w.Inputs = t.Approval, t.Ticket, t.Actions, t.Inputs
 	}
 	return w
 }

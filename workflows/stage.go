@@ -124,6 +124,7 @@ type stageRun struct {
 	activeSteps      int                             // step activities running now (MaxRunningSteps)
 	barriers         map[string]string               // barrier ref → outcome, as the pipeline reported it
 	approvals        map[string]*approval
+	ticketWaits      int                                     // TicketWait children started, for their workflow IDs
 	waitStatus       map[string]status.Status                // nodes waiting for users, by path
 	inputs           map[string]*inputWait                   // steps waiting for execution-time inputs
 	deploy           *deployTarget                           // a Deployment stage's target

@@ -162,6 +162,8 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		outputs, failure = s.approvalStep(actx, t, spec, timeout, root)
 	case "queue":
 		failure = s.queueStep(actx, t, spec, timeout)
+	case "ticketApproval", "customApproval":
+		outputs, failure = s.ticketApprovalStep(actx, n, t, spec, timeout)
 	case "verify":
 		outputs, failure = s.verifyStep(actx, n, t, spec, timeout)
 	case "pipeline":
@@ -228,6 +230,12 @@ func (s *stageRun) activityStep(ctx workflow.Context, n *plan.Node, t *Node, spe
 		s.commitStatus(ctx, activities.CommitPending)
 	case failure == nil && tr.Outcome == "instances":
 		s.instancesFetched(outputs)
+	case failure == nil && tr.Outcome == "ticket":
+		// The reference reads a ticket step's issue or ticket beside its outputs
+		// (<+execution.steps.S.issue.key>, <+execution.steps.S.ticket.ticketNumber>).
+		for k, v := range outputs {
+			data[k] = v
+		}
 	case tr.Outcome == "artifact":
 		// The reference publishes a build's images beside its outputs (spec 22.2).
 		delete(data, "artifact_"+n.ID)

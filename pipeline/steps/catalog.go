@@ -65,7 +65,7 @@ var (
 	helper     = plan.Traits{Activity: activities.ContainerStep, Container: plan.ContainerHelper, Heartbeat: true}
 	terraform  = plan.Traits{Activity: activities.Terraform, Heartbeat: true}
 	// A ticket step's outputs are its issue or ticket (<+execution.steps.S.issue.key>).
-	ticket = plan.Traits{Activity: activities.Ticket, Outcome: "ticket"}
+	ticket         = plan.Traits{Activity: activities.Ticket, Outcome: "ticket"}
 	ticketApproval = plan.Traits{Builtin: "ticketApproval"}
 )
 

@@ -1,0 +1,446 @@
+package workflows
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/plan/duration"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows/criteria"
+)
+
+// TicketWaitName is the workflow that waits on a ticket (JiraApproval, ServiceNowApproval) or a
+// script (CustomApproval) for an approval step: it reads it every retry interval on a durable
+// timer and decides the criteria. It is a child of the stage so that a wait of days, read every
+// minute, continues as new instead of filling the stage's history.
+const TicketWaitName = "gantry.TicketWait"
+
+// SignalTicketView, with the step's path after a colon, carries a TicketWait's view of its wait
+// to the stage when it changes.
+const SignalTicketView = "gantry.ticketView"
+
+func ticketViewSignal(path string) string { return SignalTicketView + ":" + path }
+
+// DefaultRetryInterval is how often an approval reads its ticket when the step does not say.
+const DefaultRetryInterval = time.Minute
+
+// MinRetryInterval is the shortest interval between reads (the reference's minimum).
+const MinRetryInterval = 5 * time.Second
+
+// readsPerRun is how many reads a TicketWait makes before it continues as new.
+const readsPerRun = 100
+
+// TicketView describes a waiting ticket or custom approval in the tree, the pending list and
+// the decision page: what it waits on, and which criteria are not met yet.
+type TicketView struct {
+	System    string     `json:"system"` // Jira, ServiceNow or Custom
+	Ticket    string     `json:"ticket,omitempty"`
+	URL       string     `json:"url,omitempty"`
+	Approval  string     `json:"approval"`
+	Rejection string     `json:"rejection,omitempty"`
+	Unmet     []string   `json:"unmet,omitempty"`
+	Reads     int        `json:"reads"`
+	LastRead  *time.Time `json:"lastRead,omitempty"`
+	// Error is why the last read failed: the wait goes on, reading less often, until the
+	// step's timeout.
+	Error string `json:"error,omitempty"`
+	// Window is the change window an approved ServiceNow ticket waits for.
+	Window string `json:"window,omitempty"`
+}
+
+// TicketWaitInput is what a TicketWait reads and decides.
+type TicketWaitInput struct {
+	Stage     string                    `json:"stage"` // the stage workflow to signal
+	Path      string                    `json:"path"`
+	Ticket    *activities.TicketRequest `json:"ticket,omitempty"`
+	Script    *activities.StepInput     `json:"script,omitempty"`
+	Queue     string                    `json:"queue"`
+	As        string                    `json:"as"` // what criteria call what is read: issue, ticket, output
+	Approval  criteria.Criteria         `json:"approval"`
+	Rejection *criteria.Criteria        `json:"rejection,omitempty"`
+	Interval  time.Duration             `json:"interval"`
+	Window    *ChangeWindow             `json:"window,omitempty"`
+	View      TicketView                `json:"view"`
+	Failures  int                       `json:"failures,omitempty"`
+}
+
+// ChangeWindow names the ticket fields that hold the window's start and end.
+type ChangeWindow struct {
+	Start string `json:"start"`
+	End   string `json:"end"`
+}
+
+// TicketWaitResult is how a wait ended: APPROVED, REJECTED, or FAILED with the reason.
+type TicketWaitResult struct {
+	Result  string         `json:"result"`
+	Message string         `json:"message,omitempty"`
+	Read    map[string]any `json:"read,omitempty"`
+	View    TicketView     `json:"view"`
+}
+
+// TicketWait reads and decides until the criteria are met (TicketWaitName).
+func TicketWait(ctx workflow.Context, in TicketWaitInput) (TicketWaitResult, error) {
+	view := in.View
+	signal := func() {
+		// Best effort: the stage shows the newest view; a lost one is replaced by the next.
+		_ = workflow.SignalExternalWorkflow(ctx, in.Stage, "", ticketViewSignal(in.Path), view).Get(ctx, nil)
+	}
+	for reads := 0; ; reads++ {
+		if reads == readsPerRun {
+			in.View = view
+			return TicketWaitResult{}, workflow.NewContinueAsNewError(ctx, TicketWaitName, in)
+		}
+		read, failure, err := readOnce(ctx, in)
+		if err != nil {
+			return TicketWaitResult{}, err // cancelled
+		}
+		now := workflow.Now(ctx)
+		view.Reads++
+		view.LastRead = &now
+		if failure != nil {
+			if failure.Category != activities.Unknown || !failure.Retryable {
+				return TicketWaitResult{Result: "FAILED", Message: failure.Message, View: view}, nil
+			}
+			// Down or slow: keep waiting, reading less often, until the step's timeout.
+			in.Failures++
+			changed := view.Error != failure.Message
+			view.Error = failure.Message
+			if changed {
+				signal()
+			}
+			if err := workflow.Sleep(ctx, backoff(in.Interval, in.Failures)); err != nil {
+				return TicketWaitResult{}, err
+			}
+			continue
+		}
+		in.Failures = 0
+		if u, ok := read["url"].(string); ok && u != "" {
+			view.URL = u
+		}
+		if in.Rejection != nil && !in.Rejection.Empty() {
+			d, err := criteria.Evaluate(in.Rejection, in.As, read)
+			if err != nil {
+				return TicketWaitResult{Result: "FAILED", Message: "rejection criteria: " + err.Error(), View: view}, nil
+			}
+			if d.Met {
+				return TicketWaitResult{Result: "REJECTED", Message: "the rejection criteria are met: " + in.Rejection.String(), Read: read, View: view}, nil
+			}
+		}
+		d, err := criteria.Evaluate(&in.Approval, in.As, read)
+		if err != nil {
+			return TicketWaitResult{Result: "FAILED", Message: "approval criteria: " + err.Error(), View: view}, nil
+		}
+		if d.Met {
+			if in.Window == nil {
+				return TicketWaitResult{Result: "APPROVED", Read: read, View: view}, nil
+			}
+			start, end, err := in.Window.bounds(read)
+			switch {
+			case err != nil:
+				return TicketWaitResult{Result: "FAILED", Message: err.Error(), View: view}, nil
+			case now.After(end):
+				return TicketWaitResult{Result: "FAILED", Message: fmt.Sprintf("approved, but its change window ended at %s UTC", end.Format(time.DateTime)), Read: read, View: view}, nil
+			case now.Before(start):
+				view.Window = fmt.Sprintf("approved; waits for its change window %s to %s UTC", start.Format(time.DateTime), end.Format(time.DateTime))
+				view.Unmet, view.Error = nil, ""
+				signal()
+				if err := workflow.Sleep(ctx, start.Sub(now)); err != nil {
+					return TicketWaitResult{}, err
+				}
+			}
+			return TicketWaitResult{Result: "APPROVED", Read: read, View: view}, nil
+		}
+		if !slices.Equal(view.Unmet, d.Unmet) || view.Error != "" {
+			view.Unmet, view.Error = d.Unmet, ""
+			signal()
+		}
+		if err := workflow.Sleep(ctx, in.Interval); err != nil {
+			return TicketWaitResult{}, err
+		}
+	}
+}
+
+// readOnce reads the ticket or runs the script once. A failure is the step's to report (or,
+// Retryable, an outage to wait out); err is a cancellation.
+func readOnce(ctx workflow.Context, in TicketWaitInput) (map[string]any, *readFailure, error) {
+	opts := workflow.ActivityOptions{
+		TaskQueue:           in.Queue,
+		StartToCloseTimeout: time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 2 * time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
+	}
+	var err error
+	var read map[string]any
+	if in.Script != nil {
+		opts.StartToCloseTimeout = in.Script.Timeout + time.Minute
+		opts.Summary = in.Path + " (custom approval script)"
+		var res activities.StepResult
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.ShellScript, *in.Script).Get(ctx, &res)
+		vars, _ := res.Outputs["outputVariables"].(map[string]any)
+		read = vars
+	} else {
+		opts.Summary = fmt.Sprintf("%s (read %s %s)", in.Path, in.Ticket.Connector.Type, in.Ticket.Key)
+		var t activities.TicketState
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.TicketRead, *in.Ticket).Get(ctx, &t)
+		read = t.Fields
+	}
+	if err == nil {
+		if read == nil {
+			read = map[string]any{}
+		}
+		return read, nil, nil
+	}
+	if ctx.Err() != nil {
+		return nil, nil, ctx.Err()
+	}
+	f := activities.Classify(err)
+	var app *temporal.ApplicationError
+	retryable := !errors.As(err, &app) || !app.NonRetryable()
+	if in.Script != nil {
+		retryable = false // a script that fails fails the step, as a ShellScript's would
+	}
+	return nil, &readFailure{Failure: *f, Retryable: retryable}, nil
+}
+
+type readFailure struct {
+	activities.Failure
+	Retryable bool
+}
+
+// backoff is the interval after consecutive failed reads: doubled each time, at most ten
+// minutes (or the interval, when longer).
+func backoff(interval time.Duration, failures int) time.Duration {
+	d := interval
+	for range min(failures, 10) {
+		d *= 2
+	}
+	return min(d, max(10*time.Minute, interval))
+}
+
+// bounds reads the change window from an approved ticket's fields (ServiceNow's UTC date and
+// time values).
+func (w *ChangeWindow) bounds(read map[string]any) (time.Time, time.Time, error) {
+	parse := func(field string) (time.Time, error) {
+		v := ""
+		switch x := read[field].(type) {
+		case map[string]any:
+			v, _ = x["value"].(string)
+		case string:
+			v = x
+		}
+		if v == "" {
+			return time.Time{}, fmt.Errorf("approved, but change window field %s is empty", field)
+		}
+		t, err := time.ParseInLocation(time.DateTime, v, time.UTC)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("approved, but change window field %s holds %q, not a date and time", field, v)
+		}
+		return t, nil
+	}
+	start, err := parse(w.Start)
+	if err != nil {
+		return start, start, err
+	}
+	end, err := parse(w.End)
+	return start, end, err
+}
+
+// ticketApprovalStep runs a JiraApproval, ServiceNowApproval or CustomApproval step: it starts
+// the TicketWait that reads and decides, shows its view while the step is APPROVAL_WAITING,
+// and ends the step as it ends (or at the step's timeout, or when aborted).
+func (s *stageRun) ticketApprovalStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *activities.Failure) {
+	in, err := s.ticketWaitInput(ctx, n, t, spec)
+	if err != nil {
+		return nil, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+	}
+	s.ticketWaits++
+	info := workflow.GetInfo(ctx)
+	cctx, cancel := workflow.WithCancel(ctx)
+	defer cancel()
+	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
+		WorkflowID:        fmt.Sprintf("%s/wait/%s/%d", info.WorkflowExecution.ID, t.Path, s.ticketWaits),
+		TaskQueue:         info.TaskQueueName,
+		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_TERMINATE,
+		StaticSummary:     fmt.Sprintf("%s waits on %s", t.Path, cmp.Or(in.View.Ticket, "its script")),
+	})
+	fut := workflow.ExecuteChildWorkflow(cctx, TicketWaitName, in)
+
+	view := in.View
+	t.Status, t.Ticket = status.ApprovalWaiting, &view
+	defer func() { t.Ticket = nil }()
+	s.setWaiting(ctx, t.Path, status.ApprovalWaiting)
+	defer s.setWaiting(ctx, t.Path, "")
+
+	views := workflow.GetSignalChannel(ctx, ticketViewSignal(t.Path))
+	timer := workflow.NewTimer(cctx, timeout)
+	var res TicketWaitResult
+	var childErr error
+	done, expired := false, false
+	for !done && !expired {
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(fut, func(f workflow.Future) { done, childErr = true, f.Get(ctx, &res) })
+		sel.AddReceive(views, func(c workflow.ReceiveChannel, _ bool) {
+			c.Receive(ctx, &view)
+			t.Ticket = &view
+			s.reportWaiting(ctx)
+			s.publish(ctx)
+		})
+		sel.AddFuture(timer, func(f workflow.Future) { expired = f.Get(ctx, nil) == nil })
+		sel.Select(ctx)
+		if ctx.Err() != nil {
+			return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+		}
+	}
+	if expired {
+		cancel()
+		return nil, &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("no decision within %s: %s", timeout, waitingOn(view))}
+	}
+	if childErr != nil {
+		return nil, &activities.Failure{Category: activities.Unknown, Message: "the wait on the ticket failed: " + childErr.Error()}
+	}
+	out := map[string]any{}
+	if res.Read != nil {
+		out[in.As] = res.Read
+	}
+	switch res.Result {
+	case "APPROVED":
+		s.stepEvent(ctx, activities.EventPipelineResumed, t, status.Running)
+		return out, nil
+	case "REJECTED":
+		return out, &activities.Failure{Category: activities.ApprovalRejection, Message: res.Message}
+	}
+	return out, &activities.Failure{Category: activities.Unknown, Message: res.Message}
+}
+
+// waitingOn says what a wait that timed out still waited for.
+func waitingOn(v TicketView) string {
+	switch {
+	case v.Error != "":
+		return "the last read failed: " + v.Error
+	case len(v.Unmet) > 0:
+		return "not met: " + strings.Join(v.Unmet, "; ")
+	case v.Window != "":
+		return v.Window
+	}
+	return "the criteria were not met"
+}
+
+// ticketWaitInput reads an approval step's rendered spec.
+func (s *stageRun) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node, spec any) (TicketWaitInput, error) {
+	m, _ := spec.(map[string]any)
+	in := TicketWaitInput{Stage: workflow.GetInfo(ctx).WorkflowExecution.ID, Path: t.Path, Queue: workflow.GetInfo(ctx).TaskQueueName}
+	interval := DefaultRetryInterval
+	if v := strings.TrimSpace(expressions.ToString(m["retryInterval"])); v != "" {
+		d, err := duration.Parse(v)
+		if err != nil {
+			return in, fmt.Errorf("retryInterval %q: give a duration like 1m", v)
+		}
+		interval = d
+	}
+	in.Interval = max(interval, MinRetryInterval)
+	var err error
+	if in.Approval, err = readCriteria(m["approvalCriteria"]); err != nil {
+		return in, fmt.Errorf("approvalCriteria: %v", err)
+	}
+	if m["rejectionCriteria"] != nil {
+		r, err := readCriteria(m["rejectionCriteria"])
+		if err != nil {
+			return in, fmt.Errorf("rejectionCriteria: %v", err)
+		}
+		in.Rejection = &r
+	}
+	in.View = TicketView{Approval: in.Approval.String()}
+	if in.Rejection != nil && !in.Rejection.Empty() {
+		in.View.Rejection = in.Rejection.String()
+	}
+	selectors := n.Selectors
+	switch n.Type {
+	case "CustomApproval":
+		in.As, in.View.System = "output", "Custom"
+		script, err := s.approvalScript(n, t, m)
+		if err != nil {
+			return in, err
+		}
+		in.Script = script
+	default:
+		if n.Refs == nil || n.Refs.Ticket == nil {
+			return in, fmt.Errorf("the step's connector was not resolved before the run")
+		}
+		conn := *n.Refs.Ticket
+		in.Ticket = &activities.TicketRequest{Connector: conn}
+		if len(selectors) == 0 {
+			selectors = conn.Selectors
+		}
+		if conn.Type == "ServiceNow" {
+			in.As = "ticket"
+			in.Ticket.Key = strings.TrimSpace(expressions.ToString(m["ticketNumber"]))
+			in.Ticket.Table = strings.TrimSpace(expressions.ToString(m["ticketType"]))
+			if w, ok := m["changeWindow"].(map[string]any); ok {
+				in.Window = &ChangeWindow{Start: expressions.ToString(w["startField"]), End: expressions.ToString(w["endField"])}
+			}
+		} else {
+			in.As = "issue"
+			in.Ticket.Key = strings.TrimSpace(expressions.ToString(m["issueKey"]))
+		}
+		if in.Ticket.Key == "" || strings.Contains(in.Ticket.Key, "<+") {
+			return in, fmt.Errorf("the ticket to wait on is %q: give its key or number", in.Ticket.Key)
+		}
+		in.View.System, in.View.Ticket = conn.Type, in.Ticket.Key
+	}
+	if len(selectors) > 0 {
+		in.Queue = SelectorQueue(in.Queue, selectors)
+	}
+	return in, nil
+}
+
+// approvalScript is a CustomApproval's script as a ShellScript activity runs it.
+func (s *stageRun) approvalScript(n *plan.Node, t *Node, m map[string]any) (*activities.StepInput, error) {
+	timeout := 10 * time.Minute
+	if v := strings.TrimSpace(expressions.ToString(m["scriptTimeout"])); v != "" {
+		d, err := duration.Parse(v)
+		if err != nil {
+			return nil, fmt.Errorf("scriptTimeout %q: give a duration like 2m", v)
+		}
+		timeout = d
+	}
+	sh := map[string]any{"shell": m["shell"], "source": m["source"], "environmentVariables": m["environmentVariables"],
+		"outputVariables": m["outputVariables"], "onDelegate": "true"}
+	raw, err := json.Marshal(sh)
+	if err != nil {
+		return nil, err
+	}
+	return &activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: "ShellScript", Spec: raw, Timeout: timeout}, nil
+}
+
+// readCriteria reads rendered criteria.
+func readCriteria(v any) (criteria.Criteria, error) {
+	m, _ := v.(map[string]any)
+	spec, _ := m["spec"].(map[string]any)
+	c := criteria.Criteria{Type: expressions.ToString(m["type"])}
+	switch c.Type {
+	case "Jexl":
+		c.Expression = strings.TrimSpace(expressions.ToString(spec["expression"]))
+	case "KeyValues":
+		c.MatchAny = strings.EqualFold(expressions.ToString(spec["matchAnyCondition"]), "true")
+		list, _ := spec["conditions"].([]any)
+		for _, e := range list {
+			cm, _ := e.(map[string]any)
+			c.Conditions = append(c.Conditions, criteria.Condition{Key: expressions.ToString(cm["key"]),
+				Operator: expressions.ToString(cm["operator"]), Value: expressions.ToString(cm["value"])})
+		}
+	default:
+		return c, fmt.Errorf("type %q: want Jexl or KeyValues", c.Type)
+	}
+	return c, nil
+}
