@@ -342,7 +342,7 @@ func (s *stageRun) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node, 
 	in := TicketWaitInput{Stage: workflow.GetInfo(ctx).WorkflowExecution.ID, Path: t.Path, Queue: workflow.GetInfo(ctx).TaskQueueName}
 	interval := DefaultRetryInterval
 	if v := strings.TrimSpace(expressions.ToString(m["retryInterval"])); v != "" {
-		d, err := duration.Parse(v)
+		d, err := duration.ParseInterval(v)
 		if err != nil {
 			return in, fmt.Errorf("retryInterval %q: give a duration like 1m", v)
 		}

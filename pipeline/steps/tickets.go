@@ -350,8 +350,12 @@ func retryInterval(c Checker, obj *yaml.Node, value string) {
 	if value == "" || strings.Contains(value, "<+") {
 		return
 	}
-	c.Duration(obj, "retryInterval", value, "retry interval")
-	if d, err := duration.Parse(strings.TrimSpace(value)); err == nil && d < MinRetryInterval {
+	d, err := duration.ParseInterval(strings.TrimSpace(value))
+	if err != nil {
+		c.Error(pipeline.ValueAt(obj, "retryInterval"), "duration", "retryInterval %q is not a duration", value).SetHint("retryInterval: 1m")
+		return
+	}
+	if d < MinRetryInterval {
 		c.Warn(pipeline.ValueAt(obj, "retryInterval"), "raised", "retryInterval %s is below the minimum of %s: Gantry reads every %s", value, MinRetryInterval, MinRetryInterval)
 	}
 }
