@@ -153,7 +153,7 @@ type Traits struct {
 	// Activity is the activity that runs the step; "" when workflow code runs it (Builtin).
 	Activity string `json:"activity,omitempty"`
 	// Builtin names the workflow logic that runs the step: "wait", "approval", "barrier",
-	// "queue" or "verify".
+	// "queue", "verify", "ticketApproval" or "customApproval".
 	Builtin string `json:"builtin,omitempty"`
 	// Deployment says the activity receives the stage's service, environment and
 	// infrastructure.

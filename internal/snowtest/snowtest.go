@@ -19,7 +19,7 @@ import (
 // Server is a fake ServiceNow instance with change_request and incident tables.
 type Server struct {
 	*httptest.Server
-	User, Password                      string
+	User, Password                       string
 	ClientID, ClientSecret, RefreshToken string
 
 	mu       sync.Mutex

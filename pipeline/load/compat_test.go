@@ -301,7 +301,7 @@ func TestUnsupportedStepTypeHints(t *testing.T) {
 		t.Errorf("DownloadManifests:\n%s", text)
 	}
 	for typ, want := range map[string]string{
-		"JiraApproval": "Gantry runs step types AsgBlueGreenDeploy, AsgBlueGreenRollback, AsgBlueGreenSwapService",
+		"AzureSlotDeployment": "Gantry runs step types AsgBlueGreenDeploy, AsgBlueGreenRollback, AsgBlueGreenSwapService",
 	} {
 		src := "pipeline:\n  name: p\n  identifier: p\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Custom\n        spec:\n          execution:\n            steps:\n              - step: {type: " + typ + ", name: x, identifier: x, spec: {}}\n"
 		r := load.Bytes("p.yaml", []byte(src), load.Options{})

@@ -420,7 +420,7 @@ func TestUnsupportedStepTypesListRunnableOnce(t *testing.T) {
 	step := func(id, typ string) string {
 		return "              - step: {name: " + id + ", identifier: " + id + ", type: " + typ + ", spec: {}}\n"
 	}
-	src := customStage("", step("a", "JiraUpdate")+step("b", "TerraformCloudRun")+step("c", "JiraUpdate")+step("d", "JiraCreate"))
+	src := customStage("", step("a", "AzureSlotDeployment")+step("b", "TerraformCloudRun")+step("c", "AzureSlotDeployment")+step("d", "AzureCreateARMResource"))
 	r := loadIn(t, map[string]string{"pipeline.yaml": src}, "pipeline.yaml", load.Options{})
 	uns := codes(r.Diags, diag.Unsupported, "unsupported-step-type")
 	if len(uns) != 4 {

@@ -13,7 +13,7 @@ import (
 // activity or in workflow code, deploying steps receive the deployment, container steps run
 // in the container activity, and every type is one the reference defines.
 func TestEntriesAreConsistent(t *testing.T) {
-	builtins := []string{"wait", "approval", "barrier", "queue", "verify"}
+	builtins := []string{"wait", "approval", "barrier", "queue", "verify", "ticketApproval", "customApproval"}
 	for _, e := range entries {
 		tr := e.Traits
 		if (tr.Activity == "") == (tr.Builtin == "") {
