@@ -112,6 +112,16 @@ func pendingDetail(p starter.Pending) string {
 	if p.Approval != nil {
 		return fmt.Sprintf("%q groups %s, %d of %d approvals", p.Approval.Message, strings.Join(p.Approval.UserGroups, ","), p.Approval.Approvals, p.Approval.MinimumCount)
 	}
+	if t := p.Ticket; t != nil {
+		what := t.System + " " + t.Ticket
+		if t.System == "Custom" {
+			what = "custom approval script"
+		}
+		if t.Error != "" {
+			return fmt.Sprintf("%s (read failing: %s)", what, t.Error)
+		}
+		return fmt.Sprintf("%s, not met: %s", what, strings.Join(t.Unmet, "; "))
+	}
 	return "actions " + strings.Join(p.Actions, "|")
 }
 

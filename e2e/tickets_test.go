@@ -357,3 +357,80 @@ func TestJiraRefusals(t *testing.T) {
 		t.Errorf("issues were created: %v", jira.Issues())
 	}
 }
+
+// customApprovalPipeline waits until its script reports the change approved.
+const customApprovalPipeline = `pipeline:
+  name: Custom approval
+  identifier: custom_approval
+  stages:
+    - stage:
+        name: Gate
+        identifier: gate
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: CustomApproval
+                  name: Ask the change board
+                  identifier: board
+                  timeout: 3m
+                  spec:
+                    shell: Bash
+                    retryInterval: 5s
+                    scriptTimeout: 1m
+                    source:
+                      type: Inline
+                      spec:
+                        script: |
+                          decision=pending
+                          if [ -f "$MARK" ]; then decision=$(cat "$MARK"); fi
+                    environmentVariables: [{name: MARK, type: String, value: MARKFILE}]
+                    outputVariables: [{name: decision, type: String, value: decision}]
+                    approvalCriteria:
+                      type: KeyValues
+                      spec: {matchAnyCondition: false, conditions: [{key: decision, operator: equals, value: approved}]}
+                    rejectionCriteria:
+                      type: Jexl
+                      spec: {expression: <+output.decision> == "rejected"}
+              - step:
+                  type: ShellScript
+                  name: After
+                  identifier: after
+                  spec: {shell: Bash, source: {type: Inline, spec: {script: 'echo "board said <+execution.steps.board.output.outputVariables.decision>"'}}}
+`
+
+// A CustomApproval runs its script every retryInterval until its outputs meet the approval
+// criteria; the decision is the step's output.
+func TestCustomApprovalWaitsOnItsScript(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "decision")
+	file := filepath.Join(dir, "gate.yaml")
+	writeFile(t, file, strings.Replace(customApprovalPipeline, "MARKFILE", mark, 1))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	exec, err := env.starter.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := waitFor(t, ctx, env.starter, exec.ID, "gate.board", status.ApprovalWaiting).Find("gate.board")
+	for n.Ticket == nil || len(n.Ticket.Unmet) == 0 {
+		time.Sleep(200 * time.Millisecond)
+		n = waitFor(t, ctx, env.starter, exec.ID, "gate.board", status.ApprovalWaiting).Find("gate.board")
+	}
+	if n.Ticket.System != "Custom" || len(n.Ticket.Unmet) != 1 || n.Ticket.Unmet[0] != `decision equals approved (now "pending")` {
+		t.Errorf("waiting with %+v", n.Ticket)
+	}
+	writeFile(t, mark, "approved")
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "gate.after": status.Succeeded})
+	var log strings.Builder
+	_ = env.logs.Copy(ctx, &log, exec.ID, "gate.after")
+	if !strings.Contains(log.String(), "board said approved") {
+		t.Errorf("after: %q", log.String())
+	}
+}

@@ -51,6 +51,11 @@ button{margin:.2em .4em .2em 0;padding:.4em 1em}#result{padding:.6em;margin:1em 
 <form method="post">{{range .Approval.Inputs}}<label>{{.}}<input name="input.{{.}}" id="input-{{.}}"></label>{{end}}
 <label>Comment<textarea name="comments" id="comments"></textarea></label>
 <button type="submit" name="decision" value="APPROVE" id="approve">Approve</button><button type="submit" name="decision" value="REJECT" id="reject">Reject</button></form>{{end}}
+{{with .Ticket}}<h1>Waiting on {{if eq .System "Custom"}}a script{{else}}{{.System}} {{if .URL}}<a id="ticket" href="{{.URL}}">{{.Ticket}}</a>{{else}}<span id="ticket">{{.Ticket}}</span>{{end}}{{end}}</h1>
+<p>The {{if eq .System "Custom"}}script's outputs decide{{else}}ticket decides{{end}}: nothing is approved here.</p>
+<p>Approves when: <code id="approval">{{.Approval}}</code>{{if .Rejection}}<br>Rejects when: <code id="rejection">{{.Rejection}}</code>{{end}}</p>
+{{if .Unmet}}<p>Not met yet:</p><ul id="unmet">{{range .Unmet}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .Window}}<p id="window">{{.Window}}</p>{{end}}{{if .Error}}<p id="refused">The last read failed, retrying: {{.Error}}</p>{{end}}{{end}}
 {{if .Actions}}<h1>Manual intervention</h1><form method="post">{{range .Actions}}<button type="submit" name="decision" value="action:{{.}}" id="action-{{.}}">{{.}}</button>{{end}}</form>{{end}}
 {{if .Inputs}}<h1>Inputs</h1><form method="post">{{range .Inputs}}<label>{{.}}<input name="input.{{.}}" id="input-{{.}}"></label>{{end}}
 <button type="submit" name="decision" value="INPUT" id="submit-inputs">Submit</button></form>{{end}}
@@ -123,6 +128,7 @@ func (d Decisions) handler(namespace string) http.Handler {
 		switch n.Status {
 		case status.ApprovalWaiting:
 			data["Approval"] = n.Approval
+			data["Ticket"] = n.Ticket
 		case status.InterventionWaiting:
 			data["Actions"] = n.Actions
 		case status.InputWaiting:

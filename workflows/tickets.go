@@ -45,14 +45,14 @@ const readsPerRun = 100
 // TicketView describes a waiting ticket or custom approval in the tree, the pending list and
 // the decision page: what it waits on, and which criteria are not met yet.
 type TicketView struct {
-	System    string     `json:"system"` // Jira, ServiceNow or Custom
-	Ticket    string     `json:"ticket,omitempty"`
-	URL       string     `json:"url,omitempty"`
-	Approval  string     `json:"approval"`
-	Rejection string     `json:"rejection,omitempty"`
-	Unmet     []string   `json:"unmet,omitempty"`
-	Reads     int        `json:"reads"`
-	LastRead  *time.Time `json:"lastRead,omitempty"`
+	System    string `json:"system"` // Jira, ServiceNow or Custom
+	Ticket    string `json:"ticket,omitempty"`
+	URL       string `json:"url,omitempty"`
+	Approval  string `json:"approval"`
+	Rejection string `json:"rejection,omitempty"`
+	// Unmet are the approval conditions not met at the last read that changed them (the stage
+	// hears of changes only, so that a wait of days costs its history nothing per read).
+	Unmet []string `json:"unmet,omitempty"`
 	// Error is why the last read failed: the wait goes on, reading less often, until the
 	// step's timeout.
 	Error string `json:"error,omitempty"`
@@ -107,8 +107,6 @@ func TicketWait(ctx workflow.Context, in TicketWaitInput) (TicketWaitResult, err
 			return TicketWaitResult{}, err // cancelled
 		}
 		now := workflow.Now(ctx)
-		view.Reads++
-		view.LastRead = &now
 		if failure != nil {
 			if failure.Category != activities.Unknown || !failure.Retryable {
 				return TicketWaitResult{Result: "FAILED", Message: failure.Message, View: view}, nil
@@ -309,9 +307,15 @@ func (s *stageRun) ticketApprovalStep(ctx workflow.Context, n *plan.Node, t *Nod
 	if childErr != nil {
 		return nil, &activities.Failure{Category: activities.Unknown, Message: "the wait on the ticket failed: " + childErr.Error()}
 	}
+	// A ticket approval's outputs are the ticket as last read; a custom approval's, its
+	// script's output variables (<+execution.steps.S.output.outputVariables.NAME>).
 	out := map[string]any{}
 	if res.Read != nil {
-		out[in.As] = res.Read
+		name := in.As
+		if name == "output" {
+			name = "outputVariables"
+		}
+		out[name] = res.Read
 	}
 	switch res.Result {
 	case "APPROVED":
