@@ -1,0 +1,102 @@
+package workflows_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/worker"
+	"github.com/gantry-cd/gantry/workflows"
+)
+
+// jiraIssue answers TicketRead as Jira would for an issue whose status the test scripts by
+// read: "To Do" until approvedAt (never when 0), and no answer at all for the reads in down.
+type jiraIssue struct {
+	mu         sync.Mutex
+	reads      int
+	approvedAt int
+	down       map[int]bool
+}
+
+func (j *jiraIssue) read(_ context.Context, in activities.TicketRequest) (activities.TicketState, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.reads++
+	if j.down[j.reads] {
+		return activities.TicketState{}, errors.New("GET /rest/api/2/issue/OPS-1 at Jira: connection refused")
+	}
+	st := "To Do"
+	if j.approvedAt > 0 && j.reads >= j.approvedAt {
+		st = "Approved"
+	}
+	return activities.TicketState{URL: "https://jira.example.com/browse/" + in.Key, Fields: map[string]any{"Status": st, "key": in.Key}}, nil
+}
+
+func runTicketApproval(t *testing.T, j *jiraIssue, timeout string) *workflows.PipelineResult {
+	t.Helper()
+	p := compile(t, "tickets.yaml", verifyStagePipeline)
+	step := p.Stages[0].Children[1]
+	step.Type, step.Timeout = "JiraApproval", timeout
+	step.Spec = map[string]any{"connectorRef": "jira", "issueKey": "OPS-1", "retryInterval": "1m",
+		"approvalCriteria":  map[string]any{"type": "KeyValues", "spec": map[string]any{"conditions": []any{map[string]any{"key": "Status", "operator": "equals", "value": "Approved"}}}},
+		"rejectionCriteria": map[string]any{"type": "Jexl", "spec": map[string]any{"expression": `<+issue.Status> == "Rejected"`}}}
+	step.Traits = &plan.Traits{Builtin: "ticketApproval"}
+	step.Refs = &plan.StepRefs{Ticket: &plan.TicketConnector{ID: "jira", Type: "Jira", URL: "https://jira.example.com", Auth: "UsernamePassword", Username: "bot", PasswordRef: "jira"}}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.SetTestTimeout(time.Minute)
+	worker.Register(env, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
+	env.OnActivity(activities.TicketRead, mock.Anything, mock.Anything).Return(j.read)
+	env.ExecuteWorkflow(workflows.PipelineName, workflows.PipelineInput{Plan: p, SequenceID: 1, Trigger: workflows.Trigger{Type: "MANUAL"},
+		Settings: workflows.Settings{HeartbeatTimeout: time.Minute}})
+	var res workflows.PipelineResult
+	if closeErr := env.GetWorkflowError(); closeErr == nil {
+		if err := env.GetWorkflowResult(&res); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := workflows.ResultFrom(closeErr, &res); err != nil {
+		t.Fatal(err)
+	}
+	return &res
+}
+
+// A JiraApproval reads its issue once a retry interval on durable timers, for as long as it
+// takes: past a hundred reads its wait continues as new, an outage in between is waited out,
+// and the step ends at the first read that meets the criteria.
+func TestJiraApprovalWaitsDurably(t *testing.T) {
+	j := &jiraIssue{approvedAt: 250, down: map[int]bool{120: true, 121: true, 122: true}}
+	res := runTicketApproval(t, j, "1d")
+	n := res.Tree.Find("canary.verify")
+	if res.Status != status.Succeeded || n.Status != status.Succeeded {
+		t.Fatalf("pipeline %s, step %s %+v", res.Status, n.Status, n.Failure)
+	}
+	if j.reads != 250 {
+		t.Errorf("%d reads, want 250: one a minute until the issue was approved", j.reads)
+	}
+	if issue, _ := n.Outputs["issue"].(map[string]any); issue["Status"] != "Approved" {
+		t.Errorf("outputs %v", n.Outputs)
+	}
+}
+
+// The step's timeout ends a wait that is never decided: EXPIRED, naming what was not met.
+func TestJiraApprovalTimesOut(t *testing.T) {
+	j := &jiraIssue{}
+	res := runTicketApproval(t, j, "30m")
+	n := res.Tree.Find("canary.verify")
+	if n.Status != status.Expired || n.Failure == nil || !strings.Contains(n.Failure.Message, `no decision within 30m0s: not met: Status equals Approved (now "To Do")`) {
+		t.Fatalf("step %s %+v", n.Status, n.Failure)
+	}
+	if j.reads < 29 || j.reads > 31 {
+		t.Errorf("%d reads in 30 minutes at one a minute", j.reads)
+	}
+}
