@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/jiratest"
 	"github.com/gantry-cd/gantry/internal/snowtest"
+	"github.com/gantry-cd/gantry/internal/topotest"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -172,7 +176,15 @@ func TestJiraChangeGatesThePipeline(t *testing.T) {
 			if !found {
 				t.Errorf("the pending list does not show the ticket: %+v", pending)
 			}
-			time.Sleep(3 * time.Second) // a read or two more
+			if c.want == status.Succeeded {
+				// Jira goes down for a while: the step keeps waiting and says why.
+				jira.SetDown(true)
+				for n.Ticket == nil || !strings.Contains(n.Ticket.Error, "HTTP 503: Jira is under maintenance") {
+					time.Sleep(200 * time.Millisecond)
+					n = waitFor(t, ctx, env.starter, exec.ID, "change.approval", status.ApprovalWaiting).Find("change.approval")
+				}
+				jira.SetDown(false)
+			}
 			jira.SetStatus(key, c.move)
 			res, err := env.starter.Result(ctx, exec.ID)
 			if err != nil {
@@ -432,5 +444,76 @@ func TestCustomApprovalWaitsOnItsScript(t *testing.T) {
 	_ = env.logs.Copy(ctx, &log, exec.ID, "gate.after")
 	if !strings.Contains(log.String(), "board said approved") {
 		t.Errorf("after: %q", log.String())
+	}
+}
+
+// A Jira approval waits across a SIGKILLed worker process and a restart of the server on the
+// same data directory: after both, approving the issue lets the pipeline finish, and the
+// issue was created once.
+func TestTicketWaitSurvivesKillAndRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gantry binary")
+	}
+	bin, err := topotest.Build(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	jira, snow := jiratest.Start(), snowtest.Start()
+	defer jira.Close()
+	defer snow.Close()
+	dir, data := t.TempDir(), t.TempDir()
+	ticketConnectors(t, dir, "restart", jira, snow, jira.Token)
+	file := filepath.Join(dir, "change.yaml")
+	writeFile(t, file, jiraPipeline)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	srv, c, err := startServer(ctx, filepath.Join(data, "temporal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorker := func(address string) *exec.Cmd {
+		cmd := exec.Command(bin, "worker", "--address", address, "--task-queue", "tickets-restart", "--data-dir", filepath.Join(data, "worker"))
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return cmd
+	}
+	w := startWorker(srv.Address)
+	s := &starter.Starter{Client: c, TaskQueue: "tickets-restart"}
+	exec1, err := s.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := waitFor(t, ctx, s, exec1.ID, "change.approval", status.ApprovalWaiting).Find("change.approval"); n.Ticket == nil || len(n.Ticket.Unmet) == 0; {
+		time.Sleep(200 * time.Millisecond)
+		n = waitFor(t, ctx, s, exec1.ID, "change.approval", status.ApprovalWaiting).Find("change.approval")
+	}
+	if err := w.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Wait()
+	c.Close()
+	if err := srv.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	srv, c, err = startServer(ctx, filepath.Join(data, "temporal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	defer c.Close()
+	w = startWorker(srv.Address)
+	defer func() { _ = w.Process.Signal(syscall.SIGTERM); _ = w.Wait() }()
+	s = &starter.Starter{Client: c, TaskQueue: "tickets-restart"}
+	waitFor(t, ctx, s, exec1.ID, "change.approval", status.ApprovalWaiting)
+	jira.SetStatus(jira.Issues()[0], "Approved")
+	res, err := s.Result(ctx, exec1.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "change.close": status.Succeeded})
+	if got := jira.Issues(); len(got) != 1 || jira.Requests()["POST issue"] != 1 {
+		t.Errorf("issues %v, %d creates: want one", got, jira.Requests()["POST issue"])
 	}
 }
