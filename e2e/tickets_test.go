@@ -88,7 +88,7 @@ const jiraPipeline = `pipeline:
 // ticketConnectors writes the Jira connector (basic auth with an API token) and the
 // ServiceNow connector (an OAuth client and refresh token); their secrets come from the
 // worker's environment under names unique to the test.
-func ticketConnectors(t *testing.T, dir, tag string, jira *jiratest.Server, snow *snowtest.Server, jiraToken string) {
+func ticketConnectors(t testing.TB, dir, tag string, jira *jiratest.Server, snow *snowtest.Server, jiraToken string) {
 	t.Helper()
 	set := func(id, v string) {
 		if err := os.Setenv(secrets.EnvName(id), v); err != nil {

@@ -51,42 +51,44 @@ func (s *stageRun) runBatches(ctx workflow.Context, n *plan.Node, t *Node, lp *l
 		running++
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
-			defer func() { running-- }()
-			ph := t.Children[k]
-			now := workflow.Now(ctx)
-			ph.Status, ph.StartedAt = status.Running, &now
-			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-				WorkflowID: ph.Source, TaskQueue: workflow.GetInfo(ctx).TaskQueueName, WaitForCancellation: true,
-				WorkflowTaskTimeout: stageTaskTimeout(s.in.Settings),
-				StaticSummary:       fmt.Sprintf("Iterations %d-%d of %s in stage %s", b[0].Index, b[len(b)-1].Index, t.Path, s.in.Stage.ID),
-			})
-			in := StageInput{ExecutionID: s.in.ExecutionID, Stage: s.in.Stage, Settings: s.in.Settings, Notify: s.in.Notify, Batch: &BatchInput{
-				Node: n, Iterations: b, Total: len(lp.iterations), Concurrency: lp.concurrency, SkipQueued: lp.skipQueued,
-				Prefix: prefix, ParentPath: parent, Root: batchRoot,
-			}}
-			f := workflow.ExecuteChildWorkflow(cctx, StageName, in)
-			if s.batchRuns == nil {
-				s.batchRuns = map[string]workflow.ChildWorkflowFuture{}
-			}
-			s.batchRuns[ph.Source] = f
-			var res StageResult
-			err := ResultFrom(f.Get(ctx, &res), &res)
-			delete(s.batchRuns, ph.Source)
-			end := workflow.Now(ctx)
-			ph.EndedAt = &end
-			if err != nil || res.Tree == nil {
-				ph.Status, ph.Source = status.Errored, ""
-				return
-			}
-			ph.Status = rollupChildren(res.Tree.Children)
-			for id, d := range res.Data {
-				container[id] = d
-			}
-			if ph.Status.Broke() {
-				failed = true
-			}
-			s.absorb(res)
+			func() {
+				ph := t.Children[k]
+				now := workflow.Now(ctx)
+				ph.Status, ph.StartedAt = status.Running, &now
+				cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+					WorkflowID: ph.Source, TaskQueue: workflow.GetInfo(ctx).TaskQueueName, WaitForCancellation: true,
+					WorkflowTaskTimeout: stageTaskTimeout(s.in.Settings),
+					StaticSummary:       fmt.Sprintf("Iterations %d-%d of %s in stage %s", b[0].Index, b[len(b)-1].Index, t.Path, s.in.Stage.ID),
+				})
+				in := StageInput{ExecutionID: s.in.ExecutionID, Stage: s.in.Stage, Settings: s.in.Settings, Notify: s.in.Notify, Batch: &BatchInput{
+					Node: n, Iterations: b, Total: len(lp.iterations), Concurrency: lp.concurrency, SkipQueued: lp.skipQueued,
+					Prefix: prefix, ParentPath: parent, Root: batchRoot,
+				}}
+				f := workflow.ExecuteChildWorkflow(cctx, StageName, in)
+				if s.batchRuns == nil {
+					s.batchRuns = map[string]workflow.ChildWorkflowFuture{}
+				}
+				s.batchRuns[ph.Source] = f
+				var res StageResult
+				err := ResultFrom(f.Get(ctx, &res), &res)
+				delete(s.batchRuns, ph.Source)
+				end := workflow.Now(ctx)
+				ph.EndedAt = &end
+				if err != nil || res.Tree == nil {
+					ph.Status, ph.Source = status.Errored, ""
+					return
+				}
+				ph.Status = rollupChildren(res.Tree.Children)
+				for id, d := range res.Data {
+					container[id] = d
+				}
+				if ph.Status.Broke() {
+					failed = true
+				}
+				s.absorb(res)
+			}()
+			running--
+			wg.Done() // not deferred: see runStep
 		})
 	}
 	wg.Wait(ctx)

@@ -116,12 +116,12 @@ func runIterations(ctx workflow.Context, lp *loopPlan, nodes []*Node, stopped fu
 		running++
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
 			run(ctx, i)
 			running--
 			if nodes[i].Status.Broke() {
 				failed = true
 			}
+			wg.Done() // not deferred: see runStep
 		})
 	}
 	wg.Wait(ctx)

@@ -403,8 +403,8 @@ func (p *pipelineRun) runElement(ctx workflow.Context, n *plan.Node, t *Node) {
 		i, c := i, c
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
 			p.runElement(ctx, c, t.Children[i])
+			wg.Done() // not deferred: see stageRun.runStep
 		})
 	}
 	wg.Wait(ctx)

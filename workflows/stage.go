@@ -452,8 +452,8 @@ func (s *stageRun) runParallel(ctx workflow.Context, n *plan.Node, t *Node, pref
 		i, c := i, c
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
 			s.runNode(ctx, c, t.Children[i], prefix, container, fr)
+			wg.Done() // not deferred: see runStep
 		})
 	}
 	wg.Wait(ctx)

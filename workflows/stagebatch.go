@@ -220,7 +220,6 @@ func (p *pipelineRun) runStageBatches(ctx workflow.Context, n *plan.Node, t *Nod
 		running++
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
-			defer wg.Done()
 			now := workflow.Now(ctx)
 			ph.Status, ph.StartedAt = status.Running, &now
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
@@ -243,6 +242,7 @@ func (p *pipelineRun) runStageBatches(ctx workflow.Context, n *plan.Node, t *Nod
 			if p.batchEnded(ctx, ph, res, err, stages, byID) {
 				failed = true
 			}
+			wg.Done() // not deferred: see stageRun.runStep
 		})
 	}
 	wg.Wait(ctx)

@@ -31,18 +31,22 @@ const infraGrace = time.Minute
 // runStep runs a step until its outcome is final: an attempt, then, on failure, the failure
 // strategy's action (spec 5.5), which may run it again.
 func (s *stageRun) runStep(ctx workflow.Context, n *plan.Node, t *Node, fqn string, container map[string]any, fr *frame) {
+	begun := workflow.Now(ctx)
+	s.runStepAttempts(ctx, n, t, fqn, container, fr)
+	// Not deferred: a workflow evicted from the worker's cache unwinds its coroutines, and a
+	// deferred call into the SDK would race with the eviction.
+	m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"step_type": n.Type, "status": string(t.Status)})
+	m.Counter(MetricStepsFinished).Inc(1)
+	m.Timer(MetricStepDuration).Record(workflow.Now(ctx).Sub(begun))
+}
+
+// runStepAttempts is runStep without its metrics.
+func (s *stageRun) runStepAttempts(ctx workflow.Context, n *plan.Node, t *Node, fqn string, container map[string]any, fr *frame) {
 	data := map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type, "status": string(status.Running), "retryCount": 0}
 	if n.Postfix != "" {
 		data["identifierPostFix"] = n.Postfix
 	}
 	container[n.ID] = data
-	stepType := n.Type // n is replaced below once execution-time inputs arrive
-	begun := workflow.Now(ctx)
-	defer func() {
-		m := workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"step_type": stepType, "status": string(t.Status)})
-		m.Counter(MetricStepsFinished).Inc(1)
-		m.Timer(MetricStepDuration).Record(workflow.Now(ctx).Sub(begun))
-	}()
 	d := &dispatcher{s: s, ctx: ctx, n: n, t: t, fr: fr, data: data}
 	s.noteStep(n, t, fqn, fr)
 	if n.Pod != nil { // a Container step: a pod of its own for all its attempts

@@ -81,6 +81,21 @@ func (s *Server) SetStatus(key, st string) {
 	}
 }
 
+// Open creates n Change issues in To Do, as people would, and returns their keys.
+func (s *Server) Open(n int) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var keys []string
+	for range n {
+		i := len(s.issues) + 1
+		is := &issue{ID: fmt.Sprint(20000 + i), Key: fmt.Sprintf("%s-%d", Project, i), Type: "10001", Fields: map[string]any{
+			"summary": "change", "status": map[string]any{"name": "To Do"}, "issuetype": map[string]any{"name": "Change"}}}
+		s.issues = append(s.issues, is)
+		keys = append(keys, is.Key)
+	}
+	return keys
+}
+
 // Issues returns the keys of the issues created, in order.
 func (s *Server) Issues() []string {
 	s.mu.Lock()
