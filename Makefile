@@ -137,6 +137,7 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	$(GO) test -run '^$$' -bench 'ExecutionPage200' -benchtime 5x -count 3 ./e2e | tee -a .bench-ui.out
 	$(GO) test -run '^$$' -bench 'ExecutionPageViewers' -benchtime 1x -count 3 ./e2e | tee -a .bench-ui.out
 	$(GO) test -run '^$$' -bench 'Verify100' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'TicketWait1000' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a .bench.out
 	hack/bench-drone.sh 15 3 | tee -a .bench.out
 	@bash hack/bench-ratios.sh .bench.out
 	@bash hack/bench-ratios.sh .bench-ui.out

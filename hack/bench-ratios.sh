@@ -281,3 +281,10 @@ if [ -n "$vq" ]; then
     printf "  range queries served %.0f for %.0f asked (none lost or doubled: equal); %.2f CPU ms per metric-minute beyond the same runs with a Wait step (%.1f CPU ms per run)\n", q, e, c, w
   }'
 fi
+tr=$(unit TicketWait1000 reads/min)
+if [ -n "$tr" ]; then
+  awk -v r="$tr" -v m="$(unit TicketWait1000 KiB/waiting)" -v b="$(unit TicketWait1000 KiB/timer-waiting)" -v x="$(unit TicketWait1000 x-memory-vs-timer)" -v s="$(unit TicketWait1000 s-slowest-to-continue)" 'BEGIN {
+    print ""; print "1,000 executions waiting on Jira issues read every 30 s (baseline: 1,000 waiting on a timer)"
+    printf "  %.0f reads a minute (2,000 asked); %.0f KiB per waiting execution vs %.0f KiB (%.2fx); slowest to go on after its issue was approved %.0f s (target: within 30 s)\n", r, m, b, x, s
+  }'
+fi
