@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +57,8 @@ const timerWaitStep = `                  type: Wait
 // 30s, and reports the reads per minute the fake Jira answers while they wait, the memory per
 // waiting execution (Go heap of this process: server and worker) against 1,000 executions that
 // wait on a timer instead, and, once every issue is approved at the same moment, the longest
-// time an execution took to go on (within one retry interval, 30s, is the target).
+// time an execution took to go on, and the median (within one retry interval, 30s, is the
+// target: a read every 30s, then the completions of 1,000 executions at once).
 func BenchmarkTicketWait1000(b *testing.B) {
 	const n, interval = 1000, 30 * time.Second
 	for i := range b.N {
@@ -124,17 +126,15 @@ func BenchmarkTicketWait1000(b *testing.B) {
 		for _, k := range keys {
 			jira.SetStatus(k, "Approved")
 		}
-		var slowest time.Duration
+		var took []time.Duration
 		for _, id := range waits {
 			res, err := env.starter.Result(ctx, id)
 			if err != nil || res.Status != status.Succeeded {
 				b.Fatalf("%s: %v %v", id, res, err)
 			}
-			n := res.Tree.Find("gate.wait")
-			if d := n.EndedAt.Sub(approved); d > slowest {
-				slowest = d
-			}
+			took = append(took, res.Tree.Find("gate.wait").EndedAt.Sub(approved))
 		}
+		slices.Sort(took)
 		cancel()
 		jira.Close()
 		snow.Close()
@@ -142,6 +142,7 @@ func BenchmarkTicketWait1000(b *testing.B) {
 		b.ReportMetric(ticketBytes/1024, "KiB/waiting")
 		b.ReportMetric(timerBytes/1024, "KiB/timer-waiting")
 		b.ReportMetric(ticketBytes/timerBytes, "x-memory-vs-timer")
-		b.ReportMetric(slowest.Seconds(), "s-slowest-to-continue")
+		b.ReportMetric(took[len(took)/2].Seconds(), "s-median-to-continue")
+		b.ReportMetric(took[len(took)-1].Seconds(), "s-slowest-to-continue")
 	}
 }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,12 +17,15 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/codec"
+	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/jiratest"
 	"github.com/gantry-cd/gantry/internal/snowtest"
 	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/webui"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -177,6 +184,15 @@ func TestJiraChangeGatesThePipeline(t *testing.T) {
 				t.Errorf("the pending list does not show the ticket: %+v", pending)
 			}
 			if c.want == status.Succeeded {
+				body := decisionPage(t, ctx, exec.ID, "change.approval", nil)
+				for _, want := range []string{`<a id="ticket" href="` + jira.URL + "/browse/" + key + `">` + key + "</a>", "nothing is approved here", `Status equals Approved (now &#34;To Do&#34;)`} {
+					if !strings.Contains(body, want) {
+						t.Errorf("the decision page lacks %q:\n%s", want, body)
+					}
+				}
+				if body := decisionPage(t, ctx, exec.ID, "change.approval", url.Values{"decision": {"APPROVE"}}); strings.Contains(body, `id="result"`) {
+					t.Errorf("a vote on a ticket approval was taken:\n%s", body)
+				}
 				// Jira goes down for a while: the step keeps waiting and says why.
 				jira.SetDown(true)
 				for n.Ticket == nil || !strings.Contains(n.Ticket.Error, "HTTP 503: Jira is under maintenance") {
@@ -516,4 +532,37 @@ func TestTicketWaitSurvivesKillAndRestart(t *testing.T) {
 	if got := jira.Issues(); len(got) != 1 || jira.Requests()["POST issue"] != 1 {
 		t.Errorf("issues %v, %d creates: want one", got, jira.Requests()["POST issue"])
 	}
+}
+
+// decisionPage fetches (or, with a form, posts to) a step's decision page as a signed-in user.
+func decisionPage(t *testing.T, ctx context.Context, execution, step string, form url.Values) string {
+	t.Helper()
+	dir := &identity.Directory{}
+	token, err := dir.AddUser("dev", "", []string{"developers"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address, SignIn: webui.UserName(user), User: user,
+		Decisions: &webui.Decisions{Starter: env.starter, User: user}, Executions: env.starter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ui.Stop()
+	jar, _ := cookiejar.New(nil)
+	u, _ := url.Parse(ui.URL)
+	jar.SetCookies(u, []*http.Cookie{{Name: codec.TokenCookie, Value: token, Path: "/"}})
+	hc := &http.Client{Jar: jar}
+	var resp *http.Response
+	if form != nil {
+		resp, err = hc.PostForm(ui.URL+webui.DecidePath+execution+"/"+step, form)
+	} else {
+		resp, err = hc.Get(ui.URL + webui.DecidePath + execution + "/" + step)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

@@ -308,6 +308,9 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	if len(selectors) == 0 && deploy != nil && deploy.Aws != nil {
 		selectors = deploy.Aws.Selectors // an AWS step without its own runs where its connector says
 	}
+	if len(selectors) == 0 && n.Refs != nil && n.Refs.Ticket != nil {
+		selectors = n.Refs.Ticket.Selectors // so does a ticket step
+	}
 	activity, actx, onMachine := tr.Activity, ctx, pod != nil && pod.Pod.Pod.Machine != nil
 	if onMachine {
 		// A step of a stage on a build machine: there, in its session, whatever its selectors

@@ -50,7 +50,7 @@ func TestTicketStepsBadInput(t *testing.T) {
                   name: a
                   identifier: a
                   spec: {connectorRef: snow, ticketType: change_request, useServiceNowTemplate: true, templateName: Std}
-`, strings.Replace(strings.Replace(strings.Replace(jiraConnector, "type: Jira", "type: ServiceNow", 1), "jiraUrl", "serviceNowUrl", 1), "identifier: jira",  "identifier: snow", 1), 16, "unsupported: ServiceNow templates"},
+`, strings.Replace(strings.Replace(strings.Replace(jiraConnector, "type: Jira", "type: ServiceNow", 1), "jiraUrl", "serviceNowUrl", 1), "identifier: jira", "identifier: snow", 1), 16, "unsupported: ServiceNow templates"},
 	} {
 		files := map[string]string{"pipeline.yaml": customStage("", c.step)}
 		if c.connector != "" {
