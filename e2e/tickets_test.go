@@ -162,11 +162,7 @@ func TestJiraChangeGatesThePipeline(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n := waitFor(t, ctx, env.starter, exec.ID, "change.approval", status.ApprovalWaiting).Find("change.approval")
-			for n.Ticket == nil || len(n.Ticket.Unmet) == 0 {
-				time.Sleep(200 * time.Millisecond)
-				n = waitFor(t, ctx, env.starter, exec.ID, "change.approval", status.ApprovalWaiting).Find("change.approval")
-			}
+			n := waitTicket(t, ctx, env.starter, exec.ID, "change.approval", unmet)
 			key := jira.Issues()[0]
 			if n.Ticket.System != "Jira" || n.Ticket.Ticket != key || n.Ticket.URL != jira.URL+"/browse/"+key ||
 				n.Ticket.Unmet[0] != `Status equals Approved (now "To Do")` || n.Ticket.Rejection != `<+issue.Status> == "Rejected"` {
@@ -195,10 +191,9 @@ func TestJiraChangeGatesThePipeline(t *testing.T) {
 				}
 				// Jira goes down for a while: the step keeps waiting and says why.
 				jira.SetDown(true)
-				for n.Ticket == nil || !strings.Contains(n.Ticket.Error, "HTTP 503: Jira is under maintenance") {
-					time.Sleep(200 * time.Millisecond)
-					n = waitFor(t, ctx, env.starter, exec.ID, "change.approval", status.ApprovalWaiting).Find("change.approval")
-				}
+				waitTicket(t, ctx, env.starter, exec.ID, "change.approval", func(v *workflows.TicketView) bool {
+					return strings.Contains(v.Error, "HTTP 503: Jira is under maintenance")
+				})
 				jira.SetDown(false)
 			}
 			jira.SetStatus(key, c.move)
@@ -442,11 +437,7 @@ func TestCustomApprovalWaitsOnItsScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := waitFor(t, ctx, env.starter, exec.ID, "gate.board", status.ApprovalWaiting).Find("gate.board")
-	for n.Ticket == nil || len(n.Ticket.Unmet) == 0 {
-		time.Sleep(200 * time.Millisecond)
-		n = waitFor(t, ctx, env.starter, exec.ID, "gate.board", status.ApprovalWaiting).Find("gate.board")
-	}
+	n := waitTicket(t, ctx, env.starter, exec.ID, "gate.board", unmet)
 	if n.Ticket.System != "Custom" || len(n.Ticket.Unmet) != 1 || n.Ticket.Unmet[0] != `decision equals approved (now "pending")` {
 		t.Errorf("waiting with %+v", n.Ticket)
 	}
@@ -501,10 +492,7 @@ func TestTicketWaitSurvivesKillAndRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for n := waitFor(t, ctx, s, exec1.ID, "change.approval", status.ApprovalWaiting).Find("change.approval"); n.Ticket == nil || len(n.Ticket.Unmet) == 0; {
-		time.Sleep(200 * time.Millisecond)
-		n = waitFor(t, ctx, s, exec1.ID, "change.approval", status.ApprovalWaiting).Find("change.approval")
-	}
+	waitTicket(t, ctx, s, exec1.ID, "change.approval", unmet)
 	if err := w.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -566,3 +554,19 @@ func decisionPage(t *testing.T, ctx context.Context, execution, step string, for
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// waitTicket polls the live tree until the approval step at path waits with a view that ok
+// accepts; it returns the step's node.
+func waitTicket(t *testing.T, ctx context.Context, s *starter.Starter, id, path string, ok func(*workflows.TicketView) bool) *workflows.Node {
+	t.Helper()
+	for {
+		n := waitFor(t, ctx, s, id, path, status.ApprovalWaiting).Find(path)
+		if n.Ticket != nil && ok(n.Ticket) {
+			return n
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// unmet accepts a view that lists unmet conditions: the wait has read its ticket.
+func unmet(v *workflows.TicketView) bool { return len(v.Unmet) > 0 }

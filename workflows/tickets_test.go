@@ -6,16 +6,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/gantry-cd/gantry/activities"
-	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
-	"github.com/gantry-cd/gantry/worker"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -52,22 +49,9 @@ func runTicketApproval(t *testing.T, j *jiraIssue, timeout string) *workflows.Pi
 		"rejectionCriteria": map[string]any{"type": "Jexl", "spec": map[string]any{"expression": `<+issue.Status> == "Rejected"`}}}
 	step.Traits = &plan.Traits{Builtin: "ticketApproval"}
 	step.Refs = &plan.StepRefs{Ticket: &plan.TicketConnector{ID: "jira", Type: "Jira", URL: "https://jira.example.com", Auth: "UsernamePassword", Username: "bot", PasswordRef: "jira"}}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.SetTestTimeout(time.Minute)
-	worker.Register(env, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
-	env.OnActivity(activities.TicketRead, mock.Anything, mock.Anything).Return(j.read)
-	env.ExecuteWorkflow(workflows.PipelineName, workflows.PipelineInput{Plan: p, SequenceID: 1, Trigger: workflows.Trigger{Type: "MANUAL"},
-		Settings: workflows.Settings{HeartbeatTimeout: time.Minute}})
-	var res workflows.PipelineResult
-	if closeErr := env.GetWorkflowError(); closeErr == nil {
-		if err := env.GetWorkflowResult(&res); err != nil {
-			t.Fatal(err)
-		}
-	} else if err := workflows.ResultFrom(closeErr, &res); err != nil {
-		t.Fatal(err)
-	}
-	return &res
+	return runPrepared(t, p, workflows.Settings{}, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(activities.TicketRead, mock.Anything, mock.Anything).Return(j.read)
+	})
 }
 
 // A JiraApproval reads its issue once a retry interval on durable timers, for as long as it

@@ -13,10 +13,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/gantry-cd/gantry/activities"
-	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
-	"github.com/gantry-cd/gantry/worker"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -97,25 +95,12 @@ func runVerifyIn(t *testing.T, spec map[string]any, timeout string, m *canaryMet
 	step := p.Stages[0].Children[1]
 	step.Type, step.Spec, step.Timeout = "Verify", spec, timeout
 	step.Traits, step.Refs = &plan.Traits{Builtin: "verify"}, &plan.StepRefs{Monitored: ms}
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestWorkflowEnvironment()
-	env.SetTestTimeout(time.Minute)
-	worker.Register(env, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
-	env.OnActivity(activities.MetricsQuery, mock.Anything, mock.Anything).Return(m.query)
-	if prepare != nil {
-		prepare(env)
-	}
-	env.ExecuteWorkflow(workflows.PipelineName, workflows.PipelineInput{Plan: p, SequenceID: 1, Trigger: workflows.Trigger{Type: "MANUAL"},
-		Settings: workflows.Settings{HeartbeatTimeout: time.Minute}})
-	var res workflows.PipelineResult
-	if closeErr := env.GetWorkflowError(); closeErr == nil {
-		if err := env.GetWorkflowResult(&res); err != nil {
-			t.Fatal(err)
+	return runPrepared(t, p, workflows.Settings{}, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(activities.MetricsQuery, mock.Anything, mock.Anything).Return(m.query)
+		if prepare != nil {
+			prepare(env)
 		}
-	} else if err := workflows.ResultFrom(closeErr, &res); err != nil {
-		t.Fatal(err)
-	}
-	return &res
+	})
 }
 
 func verifySpec(typ string, failOnNoAnalysis bool) map[string]any {

@@ -36,10 +36,20 @@ func run(t *testing.T, p *plan.Plan) *workflows.PipelineResult {
 // runWith is run with engine settings; the heartbeat timeout is always a minute.
 func runWith(t *testing.T, p *plan.Plan, set workflows.Settings) *workflows.PipelineResult {
 	t.Helper()
+	return runPrepared(t, p, set, nil)
+}
+
+// runPrepared is runWith with the test environment set up further by prepare (mocked
+// activities).
+func runPrepared(t *testing.T, p *plan.Plan, set workflows.Settings, prepare func(*testsuite.TestWorkflowEnvironment)) *workflows.PipelineResult {
+	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute) // steps really run: some sleep for seconds
 	worker.Register(env, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
+	if prepare != nil {
+		prepare(env)
+	}
 	// The test environment does not see heartbeats of long steps in time: give them room.
 	set.HeartbeatTimeout = time.Minute
 	env.ExecuteWorkflow(workflows.PipelineName, workflows.PipelineInput{Plan: p, SequenceID: 1, Trigger: workflows.Trigger{Type: "MANUAL"},
