@@ -570,3 +570,36 @@ func waitTicket(t *testing.T, ctx context.Context, s *starter.Starter, id, path 
 
 // unmet accepts a view that lists unmet conditions: the wait has read its ticket.
 func unmet(v *workflows.TicketView) bool { return len(v.Unmet) > 0 }
+
+// An execution aborted while it waits on a ticket ends ABORTED, and its wait ends with it: the
+// issue is not read any more.
+func TestTicketWaitAborted(t *testing.T) {
+	t.Parallel()
+	jira, snow := jiratest.Start(), snowtest.Start()
+	defer jira.Close()
+	defer snow.Close()
+	dir := t.TempDir()
+	ticketConnectors(t, dir, "aborted", jira, snow, jira.Token)
+	file := filepath.Join(dir, "change.yaml")
+	writeFile(t, file, jiraPipeline)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	exec, err := env.starter.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTicket(t, ctx, env.starter, exec.ID, "change.approval", unmet)
+	if err := env.starter.Abort(ctx, exec.ID, "test", "change withdrawn"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Aborted, "change.approval": status.Aborted})
+	reads := jira.Requests()["GET issue"]
+	time.Sleep(7 * time.Second) // longer than the 5s between reads
+	if after := jira.Requests()["GET issue"]; after != reads {
+		t.Errorf("the issue was read %d more times after the abort", after-reads)
+	}
+}

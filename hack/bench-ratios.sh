@@ -283,8 +283,8 @@ if [ -n "$vq" ]; then
 fi
 tr=$(unit TicketWait1000 reads/min)
 if [ -n "$tr" ]; then
-  awk -v r="$tr" -v m="$(unit TicketWait1000 KiB/waiting)" -v b="$(unit TicketWait1000 KiB/timer-waiting)" -v x="$(unit TicketWait1000 x-memory-vs-timer)" -v s="$(unit TicketWait1000 s-slowest-to-continue)" -v md="$(unit TicketWait1000 s-median-to-continue)" 'BEGIN {
+  awk -v r="$tr" -v m="$(unit TicketWait1000 KiB/waiting)" -v b="$(unit TicketWait1000 KiB/timer-waiting)" -v x="$(unit TicketWait1000 x-memory-vs-timer)" -v s="$(unit TicketWait1000 s-slowest-to-continue)" -v md="$(unit TicketWait1000 s-median-to-continue)" -v sn="$(unit TicketWait1000 s-slowest-to-see)" 'BEGIN {
     print ""; print "1,000 executions waiting on Jira issues read every 30 s (baseline: 1,000 waiting on a timer)"
-    printf "  %.0f reads a minute (2,000 asked); %.0f KiB per waiting execution vs %.0f KiB (%.2fx); after all 1,000 issues were approved at once, half went on within %.0f s, the slowest in %.0f s (target: within 30 s)\n", r, m, b, x, md, s
+    printf "  %.0f reads a minute (2,000 asked); %.0f KiB per waiting execution vs %.0f KiB (%.2fx); after all 1,000 issues were approved at once, every wait saw it within %.0f s (target: within 30 s), half the executions went on within %.0f s, the slowest in %.0f s\n", r, m, b, x, sn, md, s
   }'
 fi
