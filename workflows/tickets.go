@@ -108,7 +108,7 @@ func TicketWait(ctx workflow.Context, in TicketWaitInput) (TicketWaitResult, err
 		}
 		now := workflow.Now(ctx)
 		if failure != nil {
-			if failure.Category != activities.Unknown || !failure.Retryable {
+			if !failure.Retryable {
 				return TicketWaitResult{Result: "FAILED", Message: failure.Message, View: view}, nil
 			}
 			// Down or slow: keep waiting, reading less often, until the step's timeout.

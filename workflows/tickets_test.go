@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
@@ -82,5 +83,47 @@ func TestJiraApprovalTimesOut(t *testing.T) {
 	}
 	if j.reads < 29 || j.reads > 31 {
 		t.Errorf("%d reads in 30 minutes at one a minute", j.reads)
+	}
+}
+
+// An approved ServiceNow change waits for its change window to open, and fails when the
+// window has already ended.
+func TestServiceNowChangeWindow(t *testing.T) {
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name       string
+		start, end time.Time
+		want       status.Status
+		failure    string
+	}{
+		{"opens later", now.Add(2 * time.Hour), now.Add(3 * time.Hour), status.Succeeded, ""},
+		{"ended", now.Add(-3 * time.Hour), now.Add(-2 * time.Hour), status.Failed, "approved, but its change window ended at 2026-11-30 07:00:00 UTC"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := compile(t, "window.yaml", verifyStagePipeline)
+			step := p.Stages[0].Children[1]
+			step.Type, step.Timeout = "ServiceNowApproval", "1d"
+			step.Spec = map[string]any{"connectorRef": "snow", "ticketType": "change_request", "ticketNumber": "CHG0000001", "retryInterval": "1m",
+				"approvalCriteria": map[string]any{"type": "KeyValues", "spec": map[string]any{"conditions": []any{map[string]any{"key": "approval", "operator": "equals", "value": "Approved"}}}},
+				"changeWindow":     map[string]any{"startField": "start_date", "endField": "end_date"}}
+			step.Traits = &plan.Traits{Builtin: "ticketApproval"}
+			step.Refs = &plan.StepRefs{Ticket: &plan.TicketConnector{ID: "snow", Type: "ServiceNow", URL: "https://snow.example.com", Auth: "UsernamePassword", Username: "u", PasswordRef: "p"}}
+			read := func(context.Context, activities.TicketRequest) (activities.TicketState, error) {
+				field := func(v string) map[string]any { return map[string]any{"value": v, "displayValue": v} }
+				return activities.TicketState{Fields: map[string]any{"approval": field("Approved"),
+					"start_date": field(c.start.Format(time.DateTime)), "end_date": field(c.end.Format(time.DateTime))}}, nil
+			}
+			res := runPrepared(t, p, workflows.Settings{}, func(env *testsuite.TestWorkflowEnvironment) {
+				env.SetStartTime(now)
+				env.OnActivity(activities.TicketRead, mock.Anything, mock.Anything).Return(read)
+			})
+			n := res.Tree.Find("canary.verify")
+			if n.Status != c.want || c.failure != "" && (n.Failure == nil || !strings.Contains(n.Failure.Message, c.failure)) {
+				t.Fatalf("step %s %+v, want %s %q", n.Status, n.Failure, c.want, c.failure)
+			}
+			if c.want == status.Succeeded && n.EndedAt.Before(c.start) {
+				t.Errorf("the step went on at %s, before its window opened at %s", n.EndedAt, c.start)
+			}
+		})
 	}
 }
