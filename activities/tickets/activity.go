@@ -93,7 +93,29 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	if err != nil {
 		return activities.StepResult{}, err
 	}
-	return activities.StepResult{Outputs: out}, nil
+	// A field set from a secret comes back in the read-back issue: masked, as everywhere.
+	return activities.StepResult{Outputs: masked(out, mask).(map[string]any)}, nil
+}
+
+// masked returns v with every secret the step resolved masked in its strings.
+func masked(v any, mask *secrets.Masker) any {
+	switch x := v.(type) {
+	case string:
+		return mask.Apply(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = masked(e, mask)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = masked(e, mask)
+		}
+		return out
+	}
+	return v
 }
 
 // wrap names a read issue or ticket as the step's output.

@@ -35,20 +35,30 @@ func TestCreateIsIdempotentAcrossRetries(t *testing.T) {
 	a := &tickets.Activity{Secrets: secrets.Map{"jira": jira.Token, "snow": snow.Password}}
 	jc := &plan.TicketConnector{ID: "jira", Type: "Jira", URL: jira.URL, Auth: "UsernamePassword", Username: jira.User, PasswordRef: "jira"}
 	sc := &plan.TicketConnector{ID: "snow", Type: "ServiceNow", URL: snow.URL + "/", Auth: "UsernamePassword", Username: snow.User, PasswordRef: "snow"}
-	jin := step(t, "JiraCreate", jc, map[string]any{"projectKey": "OPS", "issueType": "Change", "fields": []any{map[string]any{"name": "Summary", "value": "deploy"}}})
+	a.Secrets = secrets.Map{"jira": jira.Token, "snow": snow.Password, "release_key": "rk-55193"}
+	jin := step(t, "JiraCreate", jc, map[string]any{"projectKey": "OPS", "issueType": "Change", "fields": []any{map[string]any{"name": "Summary", "value": "deploy"},
+		map[string]any{"name": "Description", "value": `key <+secrets.getValue("release_key")>`}}})
 	sin := step(t, "ServiceNowCreate", sc, map[string]any{"ticketType": "change_request", "fields": []any{map[string]any{"name": "short_description", "value": "deploy"}}})
 	var keys, numbers []string
+	var res activities.StepResult
 	for range 2 {
-		res, err := a.Run(context.Background(), jin)
+		var err error
+		res, err = a.Run(context.Background(), jin)
 		if err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, res.Outputs["issue"].(map[string]any)["key"].(string))
-		res, err = a.Run(context.Background(), sin)
+		sres, err := a.Run(context.Background(), sin)
 		if err != nil {
 			t.Fatal(err)
 		}
-		numbers = append(numbers, res.Outputs["ticket"].(map[string]any)["ticketNumber"].(string))
+		numbers = append(numbers, sres.Outputs["ticket"].(map[string]any)["ticketNumber"].(string))
+	}
+	if d := jira.Field(keys[0], "description"); d != "key rk-55193" {
+		t.Errorf("Jira got description %v: the secret is sent", d)
+	}
+	if out, _ := json.Marshal(res); strings.Contains(string(out), "rk-55193") {
+		t.Errorf("the secret is in the step's outputs: %s", out)
 	}
 	if keys[0] != keys[1] || len(jira.Issues()) != 1 {
 		t.Errorf("Jira: keys %v, issues %v: want one issue", keys, jira.Issues())
