@@ -149,19 +149,9 @@ func TestJiraChangeGatesThePipeline(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			jira, snow := jiratest.Start(), snowtest.Start()
-			defer jira.Close()
-			defer snow.Close()
-			dir := t.TempDir()
-			ticketConnectors(t, dir, "gate_"+c.name, jira, snow, jira.Token)
-			file := filepath.Join(dir, "change.yaml")
-			writeFile(t, file, jiraPipeline)
 			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 			defer cancel()
-			exec, err := env.starter.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			jira, _, exec := ticketRun(t, ctx, "gate_"+c.name, jiraPipeline)
 			n := waitTicket(t, ctx, env.starter, exec.ID, "change.approval", unmet)
 			key := jira.Issues()[0]
 			if n.Ticket.System != "Jira" || n.Ticket.Ticket != key || n.Ticket.URL != jira.URL+"/browse/"+key ||
@@ -297,19 +287,9 @@ const snowPipeline = `pipeline:
 // through the transform map, and its outcome is the step's output.
 func TestServiceNowChangeGatesThePipeline(t *testing.T) {
 	t.Parallel()
-	jira, snow := jiratest.Start(), snowtest.Start()
-	defer jira.Close()
-	defer snow.Close()
-	dir := t.TempDir()
-	ticketConnectors(t, dir, "snow_gate", jira, snow, jira.Token)
-	file := filepath.Join(dir, "change.yaml")
-	writeFile(t, file, snowPipeline)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	exec, err := env.starter.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, snow, exec := ticketRun(t, ctx, "snow_gate", snowPipeline)
 	n := waitFor(t, ctx, env.starter, exec.ID, "change.approval", status.ApprovalWaiting).Find("change.approval")
 	number := snow.Numbers("change_request")[0]
 	if n.Ticket == nil || n.Ticket.Ticket != number {
@@ -575,19 +555,9 @@ func unmet(v *workflows.TicketView) bool { return len(v.Unmet) > 0 }
 // issue is not read any more.
 func TestTicketWaitAborted(t *testing.T) {
 	t.Parallel()
-	jira, snow := jiratest.Start(), snowtest.Start()
-	defer jira.Close()
-	defer snow.Close()
-	dir := t.TempDir()
-	ticketConnectors(t, dir, "aborted", jira, snow, jira.Token)
-	file := filepath.Join(dir, "change.yaml")
-	writeFile(t, file, jiraPipeline)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	exec, err := env.starter.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	jira, _, exec := ticketRun(t, ctx, "aborted", jiraPipeline)
 	waitTicket(t, ctx, env.starter, exec.ID, "change.approval", unmet)
 	if err := env.starter.Abort(ctx, exec.ID, "test", "change withdrawn"); err != nil {
 		t.Fatal(err)
@@ -602,4 +572,22 @@ func TestTicketWaitAborted(t *testing.T) {
 	if after := jira.Requests()["GET issue"]; after != reads {
 		t.Errorf("the issue was read %d more times after the abort", after-reads)
 	}
+}
+
+// ticketRun starts a pipeline against fake Jira and ServiceNow servers of its own (closed when
+// the test ends), its connectors' secrets named by tag.
+func ticketRun(t *testing.T, ctx context.Context, tag, pipeline string) (*jiratest.Server, *snowtest.Server, starter.Execution) {
+	t.Helper()
+	jira, snow := jiratest.Start(), snowtest.Start()
+	t.Cleanup(jira.Close)
+	t.Cleanup(snow.Close)
+	dir := t.TempDir()
+	ticketConnectors(t, dir, tag, jira, snow, jira.Token)
+	file := filepath.Join(dir, "change.yaml")
+	writeFile(t, file, pipeline)
+	exec, err := env.starter.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jira, snow, exec
 }
