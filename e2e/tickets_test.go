@@ -591,3 +591,23 @@ func ticketRun(t *testing.T, ctx context.Context, tag, pipeline string) (*jirate
 	}
 	return jira, snow, exec
 }
+
+// TestRecordTicketHistories records a Jira change gate: the stage, and the TicketWait child
+// reading the issue until the test approves it.
+func TestRecordTicketHistories(t *testing.T) {
+	if !*updateHistories {
+		t.Skip("records only with -update-histories")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	jira, _, exec := ticketRun(t, ctx, "record", strings.Replace(jiraPipeline, "identifier: jira_change", "identifier: ticket_record", 1))
+	n := waitTicket(t, ctx, env.starter, exec.ID, "change.approval", unmet)
+	for reads := jira.Requests()["GET issue"]; jira.Requests()["GET issue"] < reads+2; {
+		time.Sleep(200 * time.Millisecond)
+	}
+	jira.SetStatus(n.Ticket.Ticket, "Approved")
+	if res, err := env.starter.Result(ctx, exec.ID); err != nil || res.Status != status.Succeeded {
+		t.Fatalf("%v %v", res, err)
+	}
+	recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), exec.ID)
+}
