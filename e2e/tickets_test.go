@@ -593,14 +593,15 @@ func ticketRun(t *testing.T, ctx context.Context, tag, pipeline string) (*jirate
 }
 
 // TestRecordTicketHistories records a Jira change gate: the stage, and the TicketWait child
-// reading the issue until the test approves it.
+// reading the issue until the test approves it, by local activity (ticket_record-1 was
+// recorded before, reading by regular activity).
 func TestRecordTicketHistories(t *testing.T) {
 	if !*updateHistories {
 		t.Skip("records only with -update-histories")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	jira, _, exec := ticketRun(t, ctx, "record", strings.Replace(jiraPipeline, "identifier: jira_change", "identifier: ticket_record", 1))
+	jira, _, exec := ticketRun(t, ctx, "record", strings.Replace(jiraPipeline, "identifier: jira_change", "identifier: ticket_local_record", 1))
 	n := waitTicket(t, ctx, env.starter, exec.ID, "change.approval", unmet)
 	for reads := jira.Requests()["GET issue"]; jira.Requests()["GET issue"] < reads+2; {
 		time.Sleep(200 * time.Millisecond)

@@ -119,6 +119,9 @@ const (
 	// service phase (Ssh stages did in the infrastructure phase) and publishes them for
 	// <+configFile.getAsString()>.
 	changeConfigFiles = "config-files"
+	// changeTicketLocalRead: a TicketWait whose reads no delegate selectors route reads its
+	// ticket as a local activity.
+	changeTicketLocalRead = "ticket-local-read"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients

@@ -74,6 +74,10 @@ type TicketWaitInput struct {
 	Window    *ChangeWindow             `json:"window,omitempty"`
 	View      TicketView                `json:"view"`
 	Failures  int                       `json:"failures,omitempty"`
+	// Local reads the ticket as a local activity of the wait's own worker (changeTicketLocalRead):
+	// a read is then one workflow task and no activity task. Set when no delegate selectors
+	// route the reads and the execution keeps the fast path on.
+	Local bool `json:"local,omitempty"`
 }
 
 // ChangeWindow names the ticket fields that hold the window's start and end.
@@ -93,6 +97,9 @@ type TicketWaitResult struct {
 // TicketWait reads and decides until the criteria are met (TicketWaitName).
 func TicketWait(ctx workflow.Context, in TicketWaitInput) (TicketWaitResult, error) {
 	view := in.View
+	if in.Local && in.Ticket != nil && workflow.GetVersion(ctx, changeTicketLocalRead, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		in.Local = false
+	}
 	signal := func() {
 		// Best effort: the stage shows the newest view; a lost one is replaced by the next.
 		_ = workflow.SignalExternalWorkflow(ctx, in.Stage, "", ticketViewSignal(in.Path), view).Get(ctx, nil)
@@ -190,7 +197,14 @@ func readOnce(ctx workflow.Context, in TicketWaitInput) (map[string]any, *readFa
 	} else {
 		opts.Summary = fmt.Sprintf("%s (read %s %s)", in.Path, in.Ticket.Connector.Type, in.Ticket.Key)
 		var t activities.TicketState
-		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.TicketRead, *in.Ticket).Get(ctx, &t)
+		if in.Local {
+			// A read is a GET: one that a crash makes run again costs a request, nothing more.
+			lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+				StartToCloseTimeout: opts.StartToCloseTimeout, RetryPolicy: opts.RetryPolicy, Summary: opts.Summary})
+			err = workflow.ExecuteLocalActivity(lctx, activities.TicketRead, *in.Ticket).Get(ctx, &t)
+		} else {
+			err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.TicketRead, *in.Ticket).Get(ctx, &t)
+		}
 		read = t.Fields
 	}
 	if err == nil {
@@ -405,6 +419,7 @@ func (s *stageRun) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node, 
 	if len(selectors) > 0 {
 		in.Queue = SelectorQueue(in.Queue, selectors)
 	}
+	in.Local = in.Ticket != nil && len(selectors) == 0 && !s.in.Settings.NoFastPath
 	return in, nil
 }
 
