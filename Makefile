@@ -4,7 +4,7 @@ BIN     := bin/gantry
 FUZZTIME ?= 50000x
 LONGFUZZ ?= 5m
 
-.PHONY: all build run run-ci-local run-k8s run-topology k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools test vet fuzz bench stress clean docs-images perf-doc
+.PHONY: all build run run-ci-local run-k8s run-topology k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools vault-tools test vet fuzz bench stress clean docs-images perf-doc
 
 all: build
 
@@ -52,6 +52,10 @@ terraform-tools:
 prometheus-tools:
 	@hack/prometheus/build.sh >/dev/null
 
+# Builds HashiCorp Vault (hack/vault: once, cached outside the repo) for the Vault connector's tests.
+vault-tools:
+	@hack/vault/build.sh >/dev/null
+
 # Installs Debian's OpenSSH server (not started: the SSH tests run their own on loopback).
 ssh-tools:
 	@hack/ssh/install-sshd.sh
@@ -67,7 +71,7 @@ vet:
 
 # Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`. Test artifacts (the
 # browser tests' screenshots) are kept in .test-output/_artifacts.
-test: vet k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
+test: vet k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools vault-tools
 	@mkdir -p .test-output
 	$(GO) test -race -count=1 -timeout 75m -artifacts -outputdir $(CURDIR)/.test-output ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions

@@ -242,6 +242,8 @@ func (e *engine) open(ctx context.Context, f connFlags, withWorker bool, log *za
 		DataConverter:     dc,
 		Logger:            worker.Logger(log),
 		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}},
+		// Secret routes travel from workflows to activities in headers.
+		ContextPropagators: worker.ContextPropagators(),
 	}
 	if e.metrics != nil {
 		opts.MetricsHandler = e.metrics.Handler

@@ -118,7 +118,7 @@ func startServer(ctx context.Context, dataDir string) (*devserver.Server, client
 		return nil, nil, err
 	}
 	// As the gantry command connects (cli/connect.go): no gRPC compression on the local hop.
-	c, err := client.Dial(client.Options{HostPort: srv.Address, Namespace: srv.Namespace, Logger: quiet{},
+	c, err := client.Dial(client.Options{HostPort: srv.Address, Namespace: srv.Namespace, Logger: quiet{}, ContextPropagators: worker.ContextPropagators(),
 		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
 	if err != nil {
 		srv.Stop()

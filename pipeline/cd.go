@@ -311,6 +311,7 @@ type Connector struct {
 	Prometheus *PrometheusConnectorSpec `yaml:"-"` // type Prometheus
 	Jira       *JiraConnectorSpec       `yaml:"-"` // type Jira
 	ServiceNow *ServiceNowConnectorSpec `yaml:"-"` // type ServiceNow
+	Vault      *VaultConnectorSpec      `yaml:"-"` // type Vault
 }
 
 // AwsConnectorSpec is an Aws connector: how a worker signs requests to AWS.
@@ -534,6 +535,9 @@ func (c *Connector) decodeSpec(d *Decoder) {
 	case "ServiceNow":
 		c.ServiceNow = &ServiceNowConnectorSpec{}
 		d.Decode(c.Spec, c.ServiceNow, "spec")
+	case "Vault":
+		c.Vault = &VaultConnectorSpec{}
+		d.Decode(c.Spec, c.Vault, "spec")
 	}
 }
 

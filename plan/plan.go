@@ -27,6 +27,9 @@ type Plan struct {
 	Notifications []NotificationRule `json:"notifications,omitempty"`
 	// Codebase is the repository the pipeline's CI stages build (spec 22.3).
 	Codebase *Codebase `json:"codebase,omitempty"`
+	// Secrets are the secrets the pipeline's entity files keep in a secret manager connector,
+	// by identifier; the others resolve through the worker's default store.
+	Secrets map[string]SecretRoute `json:"secrets,omitempty"`
 }
 
 // Codebase is the pipeline's CI codebase as `<+codebase.*>` shows it; the build's values may

@@ -290,6 +290,12 @@ func (w closing) Run(interrupt <-chan any) error {
 	return w.Worker.Run(interrupt)
 }
 
+// ContextPropagators are what clients and workers of Gantry's workflows must carry: the
+// secret routes (where secret manager secrets are read), from workflows to activities.
+func ContextPropagators() []workflow.ContextPropagator {
+	return []workflow.ContextPropagator{activities.SecretRoutesPropagator{}}
+}
+
 // Register adds the workflows and activities to any registry (a worker, a replayer's worker,
 // or a test environment).
 func Register(r interface {
@@ -305,6 +311,7 @@ func Register(r interface {
 func registerActivities(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }, o Options, c client.Client) (release func()) {
+	o.Secrets = secrets.Routed(o.Secrets)
 	sh := &shell.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir, KnownHosts: o.SSHKnownHosts}
 	r.RegisterActivityWithOptions(stamped(sh.Run), activity.RegisterOptions{Name: activities.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}

@@ -25,6 +25,8 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 		return nil, fmt.Errorf("pipeline workflow started without a plan")
 	}
 	backfillTraits(in.Plan.Stages)
+	// Every activity and stage below reads secret manager secrets where the entity files say.
+	ctx = activities.WithSecretRoutes(ctx, in.Plan.Secrets)
 	in.Settings.CommitStatus = nil // a chained pipeline reports to its own codebase, if any
 	if in.Plan.Codebase != nil {
 		in.Settings.CommitStatus = in.Plan.Codebase.Status

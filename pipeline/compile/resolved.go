@@ -24,6 +24,8 @@ type Resolved struct {
 	Chains map[string]*plan.Chain
 	// Origins are the pipeline's nodes copied from templates, positioned in their files.
 	Origins *pipeline.Origins
+	// Secrets are the routes of the secrets kept in secret manager connectors.
+	Secrets map[string]plan.SecretRoute
 }
 
 // place gives the compiled nodes what was resolved for them.
@@ -32,6 +34,9 @@ func (r Resolved) place(p *plan.Plan) {
 	pods(p, r.Pods)
 	stepRefs(p, r.Refs)
 	templateRefs(p, r.Templates)
+	if len(r.Secrets) > 0 {
+		p.Secrets = r.Secrets
+	}
 }
 
 // stepRefs gives each step with stores its resolved connectors and its provisioners' scope.

@@ -6,6 +6,7 @@
 package load
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -133,7 +134,7 @@ func Bytes(name string, src []byte, opts Options) *Result {
 		r.Diags.Add(runNeeds(entities.CheckService(f), opts)...)
 	}
 	var resolved compile.Resolved
-	if r.Merged != nil && !r.Diags.HasErrors() && (hasDeployment(r.Merged) || needsConnectors(r.Merged)) {
+	if r.Merged != nil && !r.Diags.HasErrors() && (hasDeployment(r.Merged) || needsConnectors(r.Merged) || usesSecrets(r.Sources)) {
 		resolved = r.resolveEntities(name, opts)
 	}
 	if r.Merged != nil && !r.Diags.HasErrors() {
@@ -294,6 +295,17 @@ func needsConnectors(p *pipeline.Pipeline) bool {
 	return found
 }
 
+// usesSecrets says whether the pipeline (or a template it uses) reads secrets by expression:
+// those kept in a secret manager connector are routed by the entity files.
+func usesSecrets(sources map[string][]byte) bool {
+	for _, src := range sources {
+		if bytes.Contains(src, []byte("secrets.getValue")) {
+			return true
+		}
+	}
+	return false
+}
+
 // resolveEntities resolves the Deployment stages against the entity files (spec 15.1), the
 // connectors of the containerized step groups and those of the steps' stores.
 func (r *Result) resolveEntities(name string, opts Options) compile.Resolved {
@@ -309,12 +321,14 @@ func (r *Result) resolveEntities(name string, opts Options) compile.Resolved {
 	out, multis, d := cat.ResolveAll(r.File.Source(), r.Merged)
 	pods, pd := cat.Pods(r.File.Source(), r.Merged)
 	refs, sd := cat.StepRefs(r.File.Source(), r.Merged)
+	routes, rd := cat.SecretRoutes()
+	sd = append(sd, rd...)
 	for k, v := range cat.Sources { // the template files used are among them now
 		r.Sources[k] = v
 	}
 	d = append(append(d, pd...), sd...)
 	r.Diags.Add(runNeeds(d, opts)...)
-	return compile.Resolved{Deploys: out, Multis: multis, Pods: pods, Refs: refs}
+	return compile.Resolved{Deploys: out, Multis: multis, Pods: pods, Refs: refs, Secrets: routes}
 }
 
 // runNeeds makes what only a run needs (entities and their inputs) warnings for a plain

@@ -275,6 +275,10 @@ func (c *checker) connector(k *pipeline.Connector) {
 		c.serviceNowConnector(k.ServiceNow)
 		return
 	}
+	if k.Vault != nil {
+		c.vaultConnector(k.Vault)
+		return
+	}
 	if p := k.Prometheus; p != nil {
 		c.urlValue(pipeline.ValueAt(p.Node, "url"), p.URL)
 		if p.PasswordRef != "" && p.Username == "" {
@@ -334,11 +338,11 @@ func (c *checker) registryAuth(a *pipeline.RegistryAuth) {
 	}
 }
 
-// secretKind is what `secret:` documents Gantry reads: SSH credentials. Other secrets' values
-// come from its secret stores.
-var secretKind = pipeline.Kind{What: "secret type", Code: "unsupported-secret-type", Runs: []string{"SSHKey"},
-	Reference: []string{"SecretText", "SecretFile", "WinRmCredentials"},
-	Hint:      "Gantry reads secret values from its secret stores (GANTRY_SECRET_<ID>, the secrets file, AWS Secrets Manager); a `secret:` document describes an SSH credential"}
+// secretKind is what `secret:` documents Gantry reads: SSH credentials, and text secrets kept in a
+// secret manager connector (or in the default store).
+var secretKind = pipeline.Kind{What: "secret type", Code: "unsupported-secret-type", Runs: []string{"SSHKey", "SecretText"},
+	Reference: []string{"SecretFile", "WinRmCredentials"},
+	Hint:      "Gantry reads secret values from its secret stores (GANTRY_SECRET_<ID>, the secrets file, AWS Secrets Manager, Vault connectors); a `secret:` document describes an SSH credential or a text secret"}
 
 // secret checks a `secret:` document: an SSH credential with a key (a secret holding it, or a
 // file on the worker) or a password.
@@ -346,6 +350,10 @@ func (c *checker) secret(s *pipeline.Secret) {
 	c.identifier(s.Node, "identifier", s.Identifier, "secret")
 	c.name(s.Node, s.Name, "secret")
 	if !secretKind.Check(&c.diags, c.pos(pipeline.ValueAt(s.Node, "type")), s.Type) {
+		return
+	}
+	if t := s.TextSpec(c.dec); t != nil {
+		c.secretText(t)
 		return
 	}
 	cred := s.SSHKeySpec(c.dec)
