@@ -98,7 +98,7 @@ func TestSshDeploymentChecks(t *testing.T) {
 		{"powershell", "pipeline.yaml", "shell: Bash", "shell: PowerShell", diag.Unsupported, "WinRM"},
 		{"on delegate", "pipeline.yaml", "onDelegate: false", "onDelegate: true", diag.Unsupported, "on the delegate"},
 		{"kerberos", "secret.yaml", "type: SSH\n", "type: Kerberos\n", diag.Unsupported, "Kerberos"},
-		{"secret text", "secret.yaml", "type: SSHKey", "type: SecretText", diag.Unsupported, "secret type SecretText"},
+		{"secret file", "secret.yaml", "type: SSHKey", "type: SecretFile", diag.Unsupported, "secret type SecretFile"},
 		{"no key", "secret.yaml", "key: deploy_pem", "keyPath: ''", diag.Error, "key"},
 		{"host groups", "infra.yaml", "hosts: [web-1, \"web-2:2200\"]", "hostGroups: []", diag.Unsupported, "hostGroups"},
 		{"host attributes", "infra.yaml", "hostFilter: {type: All, spec: {}}", "hostFilter: {type: HostAttributes, spec: {value: {region: eu}}}", diag.Unsupported, "hostFilter HostAttributes"},

@@ -34,12 +34,12 @@ func (c *checker) vaultConnector(v *pipeline.VaultConnectorSpec) {
 	}
 	switch access {
 	case "TOKEN":
-		c.required(v.Node, v.AuthToken, "authToken", "a TOKEN Vault connector")
+		c.required(v.Node, v.AuthToken, "authToken", "TOKEN Vault connector")
 	case "APP_ROLE":
-		c.required(v.Node, v.AppRoleID, "appRoleId", "an APP_ROLE Vault connector")
-		c.required(v.Node, v.SecretID, "secretId", "an APP_ROLE Vault connector")
+		c.required(v.Node, v.AppRoleID, "appRoleId", "APP_ROLE Vault connector")
+		c.required(v.Node, v.SecretID, "secretId", "APP_ROLE Vault connector")
 	case "K8s_AUTH":
-		c.required(v.Node, v.VaultK8sAuthRole, "vaultK8sAuthRole", "a K8s_AUTH Vault connector")
+		c.required(v.Node, v.VaultK8sAuthRole, "vaultK8sAuthRole", "K8s_AUTH Vault connector")
 	}
 	if len(v.DelegateSelectors) > 0 {
 		c.diags.Warnf(c.pos(pipeline.ValueAt(v.Node, "delegateSelectors")), "ignored-field",
@@ -58,6 +58,6 @@ func (c *checker) secretText(s *pipeline.SecretTextSpec) {
 		return
 	}
 	if s.ValueType == "Reference" {
-		c.required(s.Node, s.Value, "value", "a Reference secret")
+		c.required(s.Node, s.Value, "value", "Reference secret")
 	}
 }
