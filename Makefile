@@ -73,7 +73,7 @@ vet:
 # browser tests' screenshots) are kept in .test-output/_artifacts.
 test: vet k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools vault-tools
 	@mkdir -p .test-output
-	$(GO) test -race -count=1 -timeout 75m -artifacts -outputdir $(CURDIR)/.test-output ./...
+	$(GO) test -race -count=1 -timeout 85m -artifacts -outputdir $(CURDIR)/.test-output ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pipeline/load
 	$(GO) test -run '^$$' -fuzz '^FuzzExpand$$' -fuzztime $(FUZZTIME) ./pipeline/templates

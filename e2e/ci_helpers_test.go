@@ -16,6 +16,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/nodetest"
 	"github.com/gantry-cd/gantry/internal/s3test"
+	"github.com/gantry-cd/gantry/internal/testproc"
 	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/triggers"
 )
@@ -97,6 +98,7 @@ func workerProcess(t *testing.T, n *nodetest.Node, bin, queue, dir string) func(
 		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"),
 			"--helper-image", n.Image(nodetest.Helper))
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		cmd.SysProcAttr = testproc.DieWithTest() // a test that times out takes its workers with it
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

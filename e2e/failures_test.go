@@ -25,7 +25,9 @@ import (
 func runCase(t *testing.T, c conformance.Case, set workflows.Settings) *workflows.PipelineResult {
 	t.Helper()
 	p := compile(t, c.ID+".yaml", []byte(c.YAML), load.Options{})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	// A bound on hangs, not a speed check: the cases run in parallel, under -race, and the
+	// batched loop's 450 steps took over two minutes on a loaded 2-core machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "test"}, set)
 	if err != nil {

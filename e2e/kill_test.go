@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gantry-cd/gantry/internal/testproc"
 	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
@@ -138,6 +139,7 @@ func gantryWorker(t *testing.T, bin, queue, dataDir string, extra ...string) *ex
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", dataDir}, extra...)...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.SysProcAttr = testproc.DieWithTest() // a test that times out takes its workers with it
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

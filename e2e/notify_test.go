@@ -21,6 +21,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/internal/smtptest"
+	"github.com/gantry-cd/gantry/internal/testproc"
 	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/server"
@@ -334,6 +335,7 @@ func TestNotificationWorkerKilled(t *testing.T) {
 	startWorker := func() *exec.Cmd {
 		cmd := exec.Command(bin, "worker", "--address", env.srv.Address, "--task-queue", queue, "--data-dir", filepath.Join(dir, "data"))
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		cmd.SysProcAttr = testproc.DieWithTest() // a test that times out takes its workers with it
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

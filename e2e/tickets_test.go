@@ -22,6 +22,7 @@ import (
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/jiratest"
 	"github.com/gantry-cd/gantry/internal/snowtest"
+	"github.com/gantry-cd/gantry/internal/testproc"
 	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
@@ -461,6 +462,7 @@ func TestTicketWaitSurvivesKillAndRestart(t *testing.T) {
 	startWorker := func(address string) *exec.Cmd {
 		cmd := exec.Command(bin, "worker", "--address", address, "--task-queue", "tickets-restart", "--data-dir", filepath.Join(data, "worker"))
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		cmd.SysProcAttr = testproc.DieWithTest() // a test that times out takes its workers with it
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
