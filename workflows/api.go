@@ -120,7 +120,7 @@ const (
 	// <+configFile.getAsString()>.
 	changeConfigFiles = "config-files"
 	// changeTicketLocalRead: a TicketWait whose reads no delegate selectors route reads its
-	// ticket as a local activity.
+	// ticket as a local activity, and every TicketWait paces its reads from when each was due.
 	changeTicketLocalRead = "ticket-local-read"
 )
 

@@ -97,9 +97,12 @@ type TicketWaitResult struct {
 // TicketWait reads and decides until the criteria are met (TicketWaitName).
 func TicketWait(ctx workflow.Context, in TicketWaitInput) (TicketWaitResult, error) {
 	view := in.View
-	if in.Local && in.Ticket != nil && workflow.GetVersion(ctx, changeTicketLocalRead, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		in.Local = false
-	}
+	// Since changeTicketLocalRead: reads are local activities where they may be, and paced from
+	// when each was due, so neither read latency nor a late workflow task adds up from one read
+	// to the next: an approval is seen within one interval and the latency of one read.
+	paced := in.Ticket != nil && workflow.GetVersion(ctx, changeTicketLocalRead, workflow.DefaultVersion, 1) == 1
+	in.Local = in.Local && paced
+	due := workflow.Now(ctx)
 	signal := func() {
 		// Best effort: the stage shows the newest view; a lost one is replaced by the next.
 		_ = workflow.SignalExternalWorkflow(ctx, in.Stage, "", ticketViewSignal(in.Path), view).Get(ctx, nil)
@@ -128,6 +131,7 @@ func TicketWait(ctx workflow.Context, in TicketWaitInput) (TicketWaitResult, err
 			if err := workflow.Sleep(ctx, backoff(in.Interval, in.Failures)); err != nil {
 				return TicketWaitResult{}, err
 			}
+			due = workflow.Now(ctx)
 			continue
 		}
 		in.Failures = 0
@@ -171,10 +175,25 @@ func TicketWait(ctx workflow.Context, in TicketWaitInput) (TicketWaitResult, err
 			view.Unmet, view.Error = d.Unmet, ""
 			signal()
 		}
-		if err := workflow.Sleep(ctx, in.Interval); err != nil {
+		wait := in.Interval
+		if paced {
+			due = due.Add(in.Interval)
+			now := workflow.Now(ctx)
+			// A read that took most of an interval is followed by the next one a second later.
+			due = maxTime(due, now.Add(time.Second))
+			wait = due.Sub(now)
+		}
+		if err := workflow.Sleep(ctx, wait); err != nil {
 			return TicketWaitResult{}, err
 		}
 	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // readOnce reads the ticket or runs the script once. A failure is the step's to report (or,
