@@ -71,7 +71,8 @@ func (v *Vault) session(m plan.SecretManager) *vaultSession {
 		v.sessions = map[string]*vaultSession{}
 	}
 	// A connector edited between runs (another URL, another role) gets a session of its own.
-	key := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%s", m.ID, m.URL, m.Namespace, m.Auth, m.TokenRef, m.AppRoleID, m.K8sRole)
+	key := fmt.Sprintf("%s|%s|%s|%s|%s|%s|%s|%s|%s|%s", m.ID, m.URL, m.Namespace, m.Auth, m.TokenRef, m.AppRoleID, m.SecretIDRef,
+		m.K8sRole, m.K8sAuthPath, m.K8sTokenPath)
 	s := v.sessions[key]
 	if s == nil {
 		s = &vaultSession{}

@@ -141,14 +141,8 @@ func (s *Server) Revoke(token string) error {
 // AppRole enables AppRole sign-in (once) and makes role with policy, its tokens living ttl;
 // it returns the role ID and a secret ID.
 func (s *Server) AppRole(role, policy string, ttl time.Duration) (string, string, error) {
-	auths, err := s.Root.Sys().ListAuth()
-	if err != nil {
+	if err := s.EnableAuth("approle"); err != nil {
 		return "", "", err
-	}
-	if _, ok := auths["approle/"]; !ok {
-		if err := s.Root.Sys().EnableAuthWithOptions("approle", &vault.EnableAuthOptions{Type: "approle"}); err != nil {
-			return "", "", err
-		}
 	}
 	if _, err := s.Root.Logical().Write("auth/approle/role/"+role, map[string]any{"token_policies": policy, "token_ttl": ttl.String(), "token_max_ttl": ttl.String()}); err != nil {
 		return "", "", err
@@ -162,6 +156,18 @@ func (s *Server) AppRole(role, policy string, ttl time.Duration) (string, string
 		return "", "", err
 	}
 	return r.Data["role_id"].(string), sid.Data["secret_id"].(string), nil
+}
+
+// EnableAuth enables an auth method at its default path, once.
+func (s *Server) EnableAuth(kind string) error {
+	auths, err := s.Root.Sys().ListAuth()
+	if err != nil {
+		return err
+	}
+	if _, ok := auths[kind+"/"]; ok {
+		return nil
+	}
+	return s.Root.Sys().EnableAuthWithOptions(kind, &vault.EnableAuthOptions{Type: kind})
 }
 
 // Seal seals the server: every read fails until it is unsealed (a dev server cannot be).
