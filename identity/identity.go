@@ -47,6 +47,10 @@ type Group struct {
 	PagerDutyKey      string `yaml:"pagerDutyKey,omitempty"`
 	// Roles are the roles the group's members hold.
 	Roles []string `yaml:"roles,omitempty"`
+	// OIDCGroups are groups of the company's identity provider (values of the groups claim)
+	// whose members, signed in with OIDC, are members of this group. A claim value equal to
+	// the group's name maps too.
+	OIDCGroups []string `yaml:"oidcGroups,omitempty"`
 }
 
 // Directory is the content of the identity file.
@@ -181,6 +185,40 @@ func (d *Directory) Authenticate(token string) (*User, error) {
 		return nil, ErrUnauthenticated
 	}
 	return found, nil
+}
+
+// ErrNoGroup means a person signed in with the identity provider but neither the identity file
+// lists them nor maps any of their provider groups onto one of its groups.
+var ErrNoGroup = errors.New("signed in, but no group of the identity file maps any of your identity provider's groups")
+
+// Federated is the user a person signed in with the identity provider is: the identity file's
+// user of that name or e-mail address (with the file's groups), joined by every declared group
+// that maps one of the person's provider groups (OIDCGroups, or the same name). The file is
+// read on every request, so a mapping removed there applies to the next one.
+func (d *Directory) Federated(name, email string, claimGroups []string) (*User, error) {
+	u, listed := User{Name: name, Email: email}, false
+	for _, fu := range d.Users {
+		if fu.Name == name || (email != "" && strings.EqualFold(fu.Email, email)) {
+			u.Name, u.Groups, listed = fu.Name, slices.Clone(fu.Groups), true
+			if u.Email == "" {
+				u.Email = fu.Email
+			}
+			break
+		}
+	}
+	for _, g := range d.Groups {
+		if slices.Contains(u.Groups, g.Name) {
+			continue
+		}
+		if slices.Contains(claimGroups, g.Name) || slices.ContainsFunc(g.OIDCGroups, func(c string) bool { return slices.Contains(claimGroups, c) }) {
+			u.Groups = append(u.Groups, g.Name)
+		}
+	}
+	if len(u.Groups) == 0 && !listed {
+		return nil, ErrNoGroup
+	}
+	sort.Strings(u.Groups)
+	return &u, nil
 }
 
 // AddUser creates or updates a user, adds the groups and issues a new token, returned once.
