@@ -7,6 +7,7 @@ package access
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/identity/sso"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/workflows"
@@ -26,6 +28,8 @@ type Gate struct {
 	IdentityFile string
 	Starter      *starter.Starter
 	Log          *zap.Logger
+	// SSO, when set, also accepts ID tokens of the company's identity provider.
+	SSO *sso.Provider
 
 	once      sync.Once
 	file      *identity.File
@@ -37,6 +41,24 @@ type Gate struct {
 func (g *Gate) Directory() (*identity.Directory, error) {
 	g.once.Do(func() { g.file = &identity.File{Path: g.IdentityFile} })
 	return g.file.Load()
+}
+
+// User authenticates a bearer token: one of the identity file's, or with SSO an ID token
+// the provider signed, whose groups the identity file maps. It returns the directory it read.
+func (g *Gate) User(ctx context.Context, token string) (*identity.User, *identity.Directory, error) {
+	dir, err := g.Directory()
+	if err != nil {
+		return nil, nil, err
+	}
+	if g.SSO != nil && sso.LooksLikeIDToken(token) {
+		u, err := g.SSO.User(ctx, dir, token)
+		if err != nil {
+			return nil, dir, fmt.Errorf("%w: %w", identity.ErrUnauthenticated, err)
+		}
+		return u, dir, nil
+	}
+	u, err := dir.Authenticate(token)
+	return u, dir, err
 }
 
 // maxKnownPipelines bounds the executions whose pipeline the gate remembers.

@@ -93,9 +93,11 @@ in one of the groups. --origin allows the UI's address to call it from the brows
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			if opts.Users, err = identity.Load(usersFile); err != nil {
+			users, err := identity.Load(usersFile)
+			if err != nil {
 				return usageErr("%v", err)
 			}
+			opts.User = users.Authenticate
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {
 				return usageErr("%v", err)

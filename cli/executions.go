@@ -144,6 +144,7 @@ func serverCmd() *cobra.Command {
 	var buildInfra pipeline.BuildInfra
 	var uiListen string
 	var uiGroups []string
+	var oidc oidcFlags
 	runWorker := true
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -174,7 +175,11 @@ their token to see encrypted payloads in plain text.`,
 			if identityFile == "" {
 				identityFile = filepath.Join(conn.dataDir, "users.yaml")
 			}
-			api := server.New(server.Options{Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Strict: strict, BuildInfra: &buildInfra, Log: log,
+			idp, err := oidc.provider(ctx, uiListen)
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			api := server.New(server.Options{SSO: idp, Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Strict: strict, BuildInfra: &buildInfra, Log: log,
 				Secrets: e.secrets, Logs: e.logs, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies})
 			for _, w := range api.AccessWarnings() {
 				log.Warn(w, zap.String("identityFile", identityFile))
@@ -187,9 +192,9 @@ their token to see encrypted payloads in plain text.`,
 			go func() { errc <- srv.ListenAndServe() }()
 			uiNote := "no Web UI (--ui-listen is empty)"
 			if uiListen != "" {
-				ui, err := startUI(ctx, e, conn, uiListen, identityFile, uiGroups)
+				ui, err := startUI(ctx, e, conn, uiListen, identityFile, uiGroups, idp)
 				switch {
-				case err != nil && cmd.Flags().Changed("ui-listen"):
+				case err != nil && (cmd.Flags().Changed("ui-listen") || idp != nil):
 					return usageErr("%v", err)
 				case err != nil:
 					log.Warn("the Web UI is not served", zap.Error(err))
@@ -213,6 +218,7 @@ their token to see encrypted payloads in plain text.`,
 	cmd.Flags().StringVar(&listen, "listen", "127.0.0.1:8088", "address of the JSON API")
 	cmd.Flags().StringVar(&uiListen, "ui-listen", webui.DefaultListen, "address of the Temporal Web UI; empty serves none")
 	uiFlags(cmd, &uiGroups)
+	oidc.add(cmd)
 	cmd.Flags().StringVar(&pipelines, "pipelines", "", "directory of pipeline files that start requests may name")
 	templatesFlag(cmd, &templateDirs)
 	strictFlag(cmd, &strict)

@@ -48,7 +48,7 @@ func (f *remoteFlags) add(cmd *cobra.Command, token *string) {
 	cmd.Flags().StringVar(&f.server, "server", os.Getenv("GANTRY_SERVER"), "act through this gantry server's API (http://host:port) as the user of --token, with the roles of its identity file, instead of connecting to Temporal (env GANTRY_SERVER)")
 	if token == nil {
 		token = new(string)
-		cmd.Flags().StringVar(token, "token", os.Getenv("GANTRY_TOKEN"), "your API token, with --server (env GANTRY_TOKEN)")
+		cmd.Flags().StringVar(token, "token", os.Getenv("GANTRY_TOKEN"), "your API token, with --server (env GANTRY_TOKEN; default the sign-in gantry login kept)")
 	}
 	f.token = token
 }
@@ -58,9 +58,17 @@ func withControl(cmd *cobra.Command, conn connFlags, rf remoteFlags, fn func(ctx
 	if rf.server == "" {
 		return withEngine(cmd, conn, func(ctx context.Context, e *engine) error { return fn(ctx, e.starter) })
 	}
+	token := *rf.token
+	if token == "" {
+		// The sign-in gantry login kept for this server.
+		var err error
+		if token, err = storedToken(rf.server); err != nil {
+			return &exitError{code: ExitInvalid, err: err}
+		}
+	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 30*time.Second)
 	defer cancel()
-	if err := fn(ctx, &apiControl{base: strings.TrimSuffix(rf.server, "/"), token: *rf.token}); err != nil {
+	if err := fn(ctx, &apiControl{base: strings.TrimSuffix(rf.server, "/"), token: token}); err != nil {
 		return &exitError{code: ExitInvalid, err: err}
 	}
 	return nil

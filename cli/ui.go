@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/identity/sso"
 	"github.com/gantry-cd/gantry/webui"
 )
 
@@ -21,7 +21,8 @@ import (
 // TLS files, and records it for the commands that join this data directory's server. With
 // --codec-keys the UI decodes payloads for users who sign in with a token of identityFile (in
 // one of groups, when given).
-func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFile string, groups []string) (*webui.Server, error) {
+// With idp, people also sign in through the company's identity provider.
+func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFile string, groups []string, idp *sso.Provider) (*webui.Server, error) {
 	o := webui.Options{Listen: listen, Temporal: e.address, Namespace: conn.namespace,
 		CAFile: conn.secure.ca, CertFile: conn.secure.cert, KeyFile: conn.secure.key, ServerName: conn.secure.serverName}
 	if identityFile == "" {
@@ -29,14 +30,12 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 	}
 	// The identity file is read on each call: users added while the UI runs can sign in, and a
 	// removed token stops working at once.
-	gate := &access.Gate{IdentityFile: identityFile, Starter: e.starter, Log: e.log}
+	gate := &access.Gate{IdentityFile: identityFile, Starter: e.starter, Log: e.log, SSO: idp}
 	user := func(token string) (*identity.User, error) {
-		dir, err := gate.Directory()
-		if err != nil {
-			return nil, err
-		}
-		return dir.Authenticate(token)
+		u, _, err := gate.User(ctx, token)
+		return u, err
 	}
+	o.SSO, o.Directory = idp, gate.Directory
 	o.SignIn = webui.UserName(user)
 	o.Logs = webui.NewStepLogs(e.logs, e.starter)
 	o.Access, o.User = gate, user
@@ -48,14 +47,7 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 			return nil, err
 		}
 		c := &codec.Codec{Keys: keys}
-		o.Codec = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			dir, err := gate.Directory()
-			if err != nil {
-				http.Error(w, "identity file: "+err.Error(), http.StatusInternalServerError)
-				return
-			}
-			c.Handler(codec.ServerOptions{Users: dir, Groups: groups}).ServeHTTP(w, r)
-		})
+		o.Codec = c.Handler(codec.ServerOptions{User: user, Groups: groups})
 	}
 	ui, err := webui.Start(ctx, o)
 	if err != nil {
@@ -91,7 +83,7 @@ signed-in users read each step's log at /gantry/logs/EXECUTION/STEP, linked from
 				return usageErr("%v", err)
 			}
 			defer e.close()
-			ui, err := startUI(ctx, e, conn, listen, identityFile, groups)
+			ui, err := startUI(ctx, e, conn, listen, identityFile, groups, nil)
 			if err != nil {
 				return usageErr("%v", err)
 			}

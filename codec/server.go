@@ -14,8 +14,8 @@ import (
 type ServerOptions struct {
 	// Origins may call from a browser (the Temporal UI's address); "" entries are ignored.
 	Origins []string
-	// Users authenticates the bearer token; Groups, when set, restricts decryption to members.
-	Users  *identity.Directory
+	// User authenticates the bearer token; Groups, when set, restricts decryption to members.
+	User   func(token string) (*identity.User, error)
 	Groups []string
 }
 
@@ -50,7 +50,7 @@ func (c *Codec) Handler(o ServerOptions) http.Handler {
 			http.Error(w, "missing bearer token (or sign in to the Web UI)", http.StatusUnauthorized)
 			return
 		}
-		u, err := o.Users.Authenticate(token)
+		u, err := o.User(token)
 		if err != nil {
 			http.Error(w, "invalid token", http.StatusUnauthorized)
 			return

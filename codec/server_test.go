@@ -31,7 +31,7 @@ func TestCodecServer(t *testing.T) {
 	if users, err = identity.Load(path); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler(ServerOptions{Origins: []string{"http://ui.local"}, Users: users, Groups: []string{"sre"}}))
+	srv := httptest.NewServer(c.Handler(ServerOptions{Origins: []string{"http://ui.local"}, User: users.Authenticate, Groups: []string{"sre"}}))
 	defer srv.Close()
 
 	p, _ := converter.GetDefaultDataConverter().ToPayload("step output 42")

@@ -213,7 +213,7 @@ func TestWebUIDecodesAfterSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address,
-		Codec:  c.Handler(codec.ServerOptions{Users: dir, Groups: []string{"auditors"}}),
+		Codec:  c.Handler(codec.ServerOptions{User: dir.Authenticate, Groups: []string{"auditors"}}),
 		SignIn: webui.UserName(dir.Authenticate)})
 	if err != nil {
 		t.Fatal(err)

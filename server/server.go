@@ -24,6 +24,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/identity/sso"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/policies"
@@ -59,6 +60,9 @@ type Options struct {
 	Policies *policies.Engine
 	// Logs are the step logs (with a bucket, those of every worker).
 	Logs logs.Store
+	// SSO, when set, accepts ID tokens of the company's identity provider besides the
+	// identity file's tokens, and redeems gantry login's handoff codes.
+	SSO *sso.Provider
 }
 
 // Server serves the API.
@@ -76,12 +80,13 @@ func New(o Options) *Server {
 	if o.Log == nil {
 		o.Log = zap.NewNop()
 	}
-	s := &Server{o: o, mux: http.NewServeMux(), gate: &access.Gate{IdentityFile: o.IdentityFile, Starter: o.Starter, Log: o.Log}}
+	s := &Server{o: o, mux: http.NewServeMux(), gate: &access.Gate{IdentityFile: o.IdentityFile, Starter: o.Starter, Log: o.Log, SSO: o.SSO}}
 	for _, r := range Routes {
 		s.mux.HandleFunc(r.Method+" "+r.Pattern, s.auth(r))
 	}
-	// Webhooks authenticate per trigger (signatures, X-Api-Key), not with bearer tokens.
-	for _, r := range Webhooks {
+	// Webhooks authenticate per trigger (signatures, X-Api-Key), not with bearer tokens; the
+// sign-in calls come before the caller has a token.
+	for _, r := range append(Webhooks, SignInRoutes...) {
 		s.mux.HandleFunc(r.Method+" "+r.Pattern, r.handler(s))
 	}
 	s.mux.HandleFunc("GET /api/v1/openapi.yaml", func(w http.ResponseWriter, _ *http.Request) {
@@ -136,6 +141,7 @@ var Routes = []Route{
 	{"GET", "/api/v1/audit", func(s *Server) handlerFunc { return s.audit }, identity.Admin, ""},
 	{"GET", "/api/v1/freeze", func(s *Server) handlerFunc { return s.freeze }, "", ""},
 	{"PUT", "/api/v1/freeze", func(s *Server) handlerFunc { return s.setFreeze }, identity.Admin, "freeze"},
+	{"POST", "/api/v1/auth/sign-out", func(s *Server) handlerFunc { return s.signOut }, "", "sign-out"},
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
@@ -162,19 +168,11 @@ func fail(w http.ResponseWriter, code int, c, format string, args ...any) {
 func (s *Server) auth(route Route) http.HandlerFunc {
 	h := route.handler(s)
 	return func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		dir, err := s.gate.Directory()
-		if err != nil {
-			s.o.Log.Error("identity file unreadable", zap.String("file", s.o.IdentityFile), zap.Error(err))
-			fail(w, http.StatusInternalServerError, "identity", "the server's identity file cannot be read")
+		u, dir, ok := s.authenticate(w, r)
+		if !ok {
 			return
 		}
-		u, err := dir.Authenticate(strings.TrimSpace(tok))
-		if !ok || err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="gantry"`)
-			fail(w, http.StatusUnauthorized, "unauthenticated", "send a valid API token as Authorization: Bearer <token>")
-			return
-		}
+		var err error
 		r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
 		ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 		defer cancel()
@@ -194,6 +192,27 @@ func (s *Server) auth(route Route) http.HandlerFunc {
 		}
 		h(rec, r, u)
 	}
+}
+
+// authenticate finds the caller of a request, or answers it with why not.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*identity.User, *identity.Directory, bool) {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	u, dir, err := s.gate.User(r.Context(), strings.TrimSpace(tok))
+	switch {
+	case dir == nil:
+		s.o.Log.Error("identity file unreadable", zap.String("file", s.o.IdentityFile), zap.Error(err))
+		fail(w, http.StatusInternalServerError, "identity", "the server's identity file cannot be read")
+		return nil, nil, false
+	case !ok || err != nil:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="gantry"`)
+		msg := "send a valid API token as Authorization: Bearer <token>"
+		if ok && s.o.SSO != nil && sso.LooksLikeIDToken(tok) {
+			msg = fmt.Sprintf("%v; sign in again with gantry login --server URL", err)
+		}
+		fail(w, http.StatusUnauthorized, "unauthenticated", "%s", msg)
+		return nil, nil, false
+	}
+	return u, dir, true
 }
 
 // call is what the auth wrapper hands the handlers besides the user.

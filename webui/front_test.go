@@ -87,7 +87,7 @@ func TestSignIn(t *testing.T) {
 			return "ann", nil
 		}
 		return "", http.ErrNoCookie
-	})
+	}, nil)
 	post := func(token, origin string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodPost, "http://ui.example/gantry/sign-in", strings.NewReader("token="+token))
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gantry-cd/gantry/codec"
+	"github.com/gantry-cd/gantry/identity/sso"
 )
 
 var signInPage = template.Must(template.New("sign-in").Parse(`<!doctype html>
@@ -16,15 +17,21 @@ var signInPage = template.Must(template.New("sign-in").Parse(`<!doctype html>
 {{if .User}}<p id="signed-in">Signed in as <b>{{.User}}</b>: the UI shows step logs, and the payloads your groups may read. <a href="/">Open the UI</a></p>
 <form method="post"><input type="hidden" name="sign-out" value="1"><button type="submit" id="sign-out">Sign out</button></form>
 <h2>Sign in as someone else</h2>{{end}}{{if .Error}}<p id="error" style="color:#b00">{{.Error}}</p>{{end}}
-<p>Paste your Gantry API token (<code>gantry user add</code>) to read step logs, and encrypted payloads in plain text.</p>
+{{if .SSO}}<p><a id="sso" href="/gantry/oidc/start?next={{.Next}}">Sign in with your company account</a></p><p>Or paste a Gantry API token:</p>{{else}}
+<p>Paste your Gantry API token (<code>gantry user add</code>) to read step logs, and encrypted payloads in plain text.</p>{{end}}
 <form method="post"><input type="hidden" name="next" value="{{.Next}}"><input type="password" name="token" id="token" autocomplete="off" placeholder="token"><button type="submit" id="submit">Sign in</button></form>
 </body></html>`))
 
 // signIn serves the page that turns a Gantry token into the cookie the codec endpoint reads.
 // The cookie is HttpOnly and scoped to /gantry: the UI's own scripts never see the token.
-func signIn(check func(string) (string, error)) http.Handler {
+// With single sign-on it links to the identity provider, and signing out refuses the ID token
+// from the next request on, wherever it was copied.
+func signIn(check func(string) (string, error), idp *sso.Provider) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data := struct{ User, Error, Next string }{Next: r.FormValue("next")}
+		data := struct {
+			User, Error, Next string
+			SSO               bool
+		}{Next: r.FormValue("next"), SSO: idp != nil}
 		if !strings.HasPrefix(data.Next, "/gantry/") || strings.HasPrefix(data.Next, "//") {
 			data.Next = "" // only back to Gantry's own pages
 		}
@@ -42,6 +49,9 @@ func signIn(check func(string) (string, error)) http.Handler {
 				}
 			}
 			if r.PostFormValue("sign-out") != "" {
+				if ck, err := r.Cookie(codec.TokenCookie); err == nil && idp != nil && sso.LooksLikeIDToken(ck.Value) {
+					idp.SignOut(ck.Value)
+				}
 				http.SetCookie(w, &http.Cookie{Name: codec.TokenCookie, Path: "/gantry", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 				break
 			}

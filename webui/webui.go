@@ -15,7 +15,9 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/identity/sso"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/workflows"
 	"github.com/temporalio/ui-server/v2/server"
@@ -54,6 +56,10 @@ type Options struct {
 	// Executions lists pipeline executions on the executions page (ExecutionsPath, for
 	// signed-in users, with User); nil: no such page.
 	Executions ExecutionLister
+	// SSO signs people in with the company's identity provider besides tokens (with
+	// Directory, the identity file its groups are mapped onto); nil: tokens only.
+	SSO       *sso.Provider
+	Directory func() (*identity.Directory, error)
 	// LivePollInterval spaces one page's long-polls of a running workflow's history (default
 	// DefaultLivePollInterval; negative: not spaced).
 	LivePollInterval time.Duration
@@ -185,7 +191,12 @@ func frontMux(o Options, ns string, conn *grpc.ClientConn, backend *url.URL) (*h
 		mux.Handle(codecPath+"/", http.StripPrefix(codecPath, o.Codec))
 	}
 	if o.SignIn != nil {
-		mux.Handle(SignInPath, signIn(o.SignIn))
+		mux.Handle(SignInPath, signIn(o.SignIn, o.SSO))
+	}
+	if o.SSO != nil {
+		h := o.SSO.Handler(sso.HandlerOptions{Directory: o.Directory, Cookie: codec.TokenCookie})
+		mux.Handle(sso.StartPath, h)
+		mux.Handle(sso.CallbackPath, h)
 	}
 	if o.Logs != nil {
 		mux.Handle(LogsPath, logs(o.Logs, o.SignIn, ns, o.Access, o.User))

@@ -41,10 +41,10 @@ type Config struct {
 
 // Provider is a configured, reachable identity provider.
 type Provider struct {
-	cfg        Config
-	oauth      oauth2.Config
-	verifier   *gooidc.IDTokenVerifier
-	seal       sealer
+	cfg      Config
+	oauth    oauth2.Config
+	verifier *gooidc.IDTokenVerifier
+	seal     sealer
 
 	mu        sync.Mutex
 	verified  map[[32]byte]*Claims
@@ -90,16 +90,21 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 		cfg: cfg,
 		oauth: oauth2.Config{ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RedirectURL: cfg.RedirectURL,
 			Endpoint: op.Endpoint(), Scopes: []string{gooidc.ScopeOpenID, "profile", "email", cfg.GroupsClaim}},
-		verifier:   op.Verifier(&gooidc.Config{ClientID: cfg.ClientID, Now: cfg.Now}),
-		seal:       newSealer(cfg.ClientSecret),
-		verified:   map[[32]byte]*Claims{},
-		signedOut:  map[[32]byte]time.Time{},
+		verifier:  op.Verifier(&gooidc.Config{ClientID: cfg.ClientID, Now: cfg.Now}),
+		seal:      newSealer(cfg.ClientSecret),
+		verified:  map[[32]byte]*Claims{},
+		signedOut: map[[32]byte]time.Time{},
 	}
 	return p, nil
 }
 
 // Issuer is the provider's issuer URL.
 func (p *Provider) Issuer() string { return p.cfg.Issuer }
+
+// StartURL is the Web UI's address where a browser sign-in starts, next to the callback.
+func (p *Provider) StartURL() string {
+	return strings.TrimSuffix(p.cfg.RedirectURL, CallbackPath) + StartPath
+}
 
 // LooksLikeIDToken says whether a bearer token is a JWT (three dot-separated parts) rather
 // than an identity-file token (gty_...).
