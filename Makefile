@@ -121,6 +121,7 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	$(GO) test -run '^$$' -bench 'PendingList' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Approvals(Embedded|Topology)' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'APIRoles' -benchtime 300x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'APICallOIDC' -benchtime 300x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'RollingDeploy10|Kubectl10' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	GANTRY_HELM_BIN=$$(hack/helm/build.sh) $(GO) test -run '^$$' -bench 'HelmDeploy10|HelmCLI10|HelmBlueGreen|HelmCLIBlueGreen' -benchtime 3x -count 3 ./activities/k8s | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'AsgRolling' -benchtime 5x -count 3 ./activities/asg | tee -a .bench.out

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,5 +99,22 @@ func TestPairs(t *testing.T) {
 	var seen []string
 	if err := eachPair("--header", "Name=Value", []string{"X-A=1", "X-A=2"}, func(k, v string) { seen = append(seen, k+":"+v) }); err != nil || strings.Join(seen, ",") != "X-A:1,X-A:2" {
 		t.Errorf("eachPair keeps repeats in order: %v %v", seen, err)
+	}
+}
+
+// An identity provider that does not answer stops gantry server at start, with the reason.
+func TestServerRefusesAnUnreachableIssuer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	issuer := "http://" + ln.Addr().String() + "/"
+	ln.Close()
+	code, _, errs := run("server", "--data-dir", t.TempDir(), "--oidc-issuer", issuer, "--oidc-client-id", "gantry", "--ui-listen", "127.0.0.1:18233")
+	if code != ExitUsage || !strings.Contains(errs, "OIDC issuer "+issuer) || !strings.Contains(errs, "connection refused") {
+		t.Errorf("code %d, stderr %q", code, errs)
+	}
+	if code, _, errs := run("server", "--data-dir", t.TempDir(), "--oidc-issuer", issuer, "--oidc-client-id", "gantry", "--ui-listen", ""); code != ExitUsage || !strings.Contains(errs, "needs the Web UI") {
+		t.Errorf("without a UI: code %d, stderr %q", code, errs)
 	}
 }

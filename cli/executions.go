@@ -163,6 +163,11 @@ their token to see encrypted payloads in plain text.`,
 			if !runWorker && conn.address == "" {
 				return usageErr("--run-worker=false needs --address: the embedded server needs this process's worker")
 			}
+			// Before anything starts: a provider that does not answer is a reason not to.
+			idp, err := oidc.provider(ctx, uiListen)
+			if err != nil {
+				return usageErr("%v", err)
+			}
 			conn.buildMachine, conn.containerd = buildInfra.Machines, buildInfra.Containerd
 			e, err := connect(ctx, conn, runWorker, log)
 			if err != nil {
@@ -174,10 +179,6 @@ their token to see encrypted payloads in plain text.`,
 			}
 			if identityFile == "" {
 				identityFile = filepath.Join(conn.dataDir, "users.yaml")
-			}
-			idp, err := oidc.provider(ctx, uiListen)
-			if err != nil {
-				return usageErr("%v", err)
 			}
 			api := server.New(server.Options{SSO: idp, Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Strict: strict, BuildInfra: &buildInfra, Log: log,
 				Secrets: e.secrets, Logs: e.logs, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies})
