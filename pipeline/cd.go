@@ -312,6 +312,7 @@ type Connector struct {
 	Jira       *JiraConnectorSpec       `yaml:"-"` // type Jira
 	ServiceNow *ServiceNowConnectorSpec `yaml:"-"` // type ServiceNow
 	Vault      *VaultConnectorSpec      `yaml:"-"` // type Vault
+	AwsSM      *AwsSecretManagerSpec    `yaml:"-"` // type AwsSecretManager
 }
 
 // AwsConnectorSpec is an Aws connector: how a worker signs requests to AWS.
@@ -538,6 +539,9 @@ func (c *Connector) decodeSpec(d *Decoder) {
 	case "Vault":
 		c.Vault = &VaultConnectorSpec{}
 		d.Decode(c.Spec, c.Vault, "spec")
+	case "AwsSecretManager":
+		c.AwsSM = &AwsSecretManagerSpec{}
+		d.Decode(c.Spec, c.AwsSM, "spec")
 	}
 }
 

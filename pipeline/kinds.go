@@ -74,7 +74,7 @@ var (
 		Runs: []string{"KubernetesDirect", "AwsLambda", "ECS", "Asg", "CustomDeployment", "Pdc", "SshWinRmAws"}, Reference: reference.InfrastructureTypes}
 	InfraDeploymentKind = Kind{What: "deployment type", Code: "unsupported-deployment-type",
 		Runs: []string{"Kubernetes", "NativeHelm", "AwsLambda", "ECS", "Asg", "CustomDeployment", "Ssh"}, Reference: reference.ServiceDefinitionTypes}
-	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket", "DockerRegistry", "HttpHelmRepo", "OciHelmRepo", "Aws", "Prometheus", "Jira", "ServiceNow", "Vault"}}
+	ConnectorKind     = Kind{What: "connector type", Code: "unsupported-connector-type", Runs: []string{"K8sCluster", "Git", "Github", "Gitlab", "Bitbucket", "DockerRegistry", "HttpHelmRepo", "OciHelmRepo", "Aws", "Prometheus", "Jira", "ServiceNow", "Vault", "AwsSecretManager"}}
 	TriggerSourceKind = Kind{What: "trigger source type", Code: "unsupported-trigger-type",
 		Runs: []string{"Webhook", "Scheduled"}, Reference: reference.TriggerSourceTypes}
 	WebhookKind = Kind{What: "webhook type", Code: "unsupported-trigger-type",

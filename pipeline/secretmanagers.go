@@ -93,3 +93,42 @@ func DefaultSecretManager(id string) bool {
 	}
 	return id == "harnessSecretManager" || id == "harnessSecretManagerV2"
 }
+
+// AwsSecretManagerSpec is an AWS Secrets Manager connector: the region its secrets live in,
+// the prefix of the secrets written through it, and how a worker signs in.
+type AwsSecretManagerSpec struct {
+	Node                                   *yaml.Node                  `yaml:"-"`
+	Region                                 string                      `yaml:"region" gantry:"required"`
+	Credential                             *AwsSecretManagerCredential `yaml:"credential" gantry:"required"`
+	SecretNamePrefix                       string                      `yaml:"secretNamePrefix"`
+	Default                                string                      `yaml:"default"`
+	UsePutSecret                           string                      `yaml:"usePutSecret"`
+	ForceDeleteWithoutRecovery             string                      `yaml:"forceDeleteWithoutRecovery"`
+	RecoveryWindowInDays                   string                      `yaml:"recoveryWindowInDays"`
+	ExecuteOnDelegate                      string                      `yaml:"executeOnDelegate"`
+	IgnoreTestConnection                   string                      `yaml:"ignoreTestConnection"`
+	DelegateSelectors                      []string                    `yaml:"delegateSelectors"`
+	AwsOidcTokenExchangeDetailsForDelegate *yaml.Node                  `yaml:"awsOidcTokenExchangeDetailsForDelegate"`
+}
+
+// AwsSecretManagerCredential is how a worker signs in to Secrets Manager: ManualConfig (an
+// access key, or a secret holding it, and a secret holding the secret key), AssumeIAMRole (the
+// worker's own credentials), AssumeSTSRole (a role those credentials assume), or
+// OidcAuthentication.
+type AwsSecretManagerCredential struct {
+	Node *yaml.Node           `yaml:"-"`
+	Type string               `yaml:"type" gantry:"required"`
+	Spec *AwsSMCredentialSpec `yaml:"spec"`
+}
+
+// AwsSMCredentialSpec holds ManualConfig's keys or AssumeSTSRole's role.
+type AwsSMCredentialSpec struct {
+	Node                  *yaml.Node `yaml:"-"`
+	AccessKey             string     `yaml:"accessKey"`
+	AccessKeyPlainText    string     `yaml:"accessKeyPlainText"`
+	SecretKey             string     `yaml:"secretKey"`
+	RoleArn               string     `yaml:"roleArn"`
+	ExternalID            string     `yaml:"externalId"`
+	AssumeStsRoleDuration string     `yaml:"assumeStsRoleDuration"`
+	IamRoleArn            string     `yaml:"iamRoleArn"`
+}

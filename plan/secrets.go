@@ -9,21 +9,23 @@ type SecretRoute struct {
 	Key     string        `json:"key"`
 }
 
-// SecretManager is a secret manager connector (type Vault). Its own credentials are named
-// secrets of the default store, never held.
+// SecretManager is a secret manager connector (type Vault or AwsSecretManager). Its own
+// credentials are named secrets of the default store, never held.
 type SecretManager struct {
 	ID   string `json:"id"`
-	Type string `json:"type"` // Vault
-	URL  string `json:"url"`
+	Type string `json:"type"` // Vault, AwsSecretManager
+	URL  string `json:"url,omitempty"`
+	// Aws is how an AwsSecretManager connector signs in, with the region its secrets are in.
+	Aws *AwsConnector `json:"aws,omitempty"`
 	// Engine is the KV secrets engine's mount (secretEngineName) and EngineVersion its version,
 	// 1 or 2. BasePath is where inline secrets live inside it.
-	Engine        string `json:"engine"`
-	EngineVersion int    `json:"engineVersion"`
+	Engine        string `json:"engine,omitempty"`
+	EngineVersion int    `json:"engineVersion,omitempty"`
 	BasePath      string `json:"basePath,omitempty"`
 	Namespace     string `json:"namespace,omitempty"`
 	// Auth is TOKEN (TokenRef), APP_ROLE (AppRoleID and SecretIDRef) or K8s_AUTH (a login with
 	// the worker's service account token at K8sTokenPath, as K8sRole, at auth path K8sAuthPath).
-	Auth         string `json:"auth"`
+	Auth         string `json:"auth,omitempty"`
 	TokenRef     string `json:"tokenRef,omitempty"`
 	AppRoleID    string `json:"appRoleId,omitempty"`
 	SecretIDRef  string `json:"secretIdRef,omitempty"`

@@ -94,7 +94,7 @@ func newMachine(o Options, c client.Client) (*container.Machine, error) {
 	if o.Secrets == nil {
 		o.Secrets = &secrets.Store{}
 	}
-	o.Secrets = secrets.Routed(o.Secrets)
+	o.Secrets = secrets.Routed(o.Secrets, secretManagers)
 	m := &container.Machine{Root: filepath.Join(root, "build"), Secrets: o.Secrets, Logs: o.Logs, Helper: helper,
 		Name: workerName, Log: o.Log}
 	if c != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/ami"
 	asgstep "github.com/gantry-cd/gantry/activities/asg"
 	"github.com/gantry-cd/gantry/activities/awshosts"
+	"github.com/gantry-cd/gantry/activities/awssecrets"
 	"github.com/gantry-cd/gantry/activities/charts"
 	"github.com/gantry-cd/gantry/activities/command"
 	"github.com/gantry-cd/gantry/activities/commitstatus"
@@ -306,12 +307,15 @@ func Register(r interface {
 	registerActivities(r, o, nil)
 }
 
+// secretManagers read the secrets routed to connectors beside Vault.
+var secretManagers = map[string]func(secrets.Resolver) secrets.Manager{"AwsSecretManager": awssecrets.New}
+
 // registerActivities registers the step activities and returns what releases their resources.
 // c, when set, lets the containerized step groups' activity find the pods of closed runs.
 func registerActivities(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }, o Options, c client.Client) (release func()) {
-	o.Secrets = secrets.Routed(o.Secrets)
+	o.Secrets = secrets.Routed(o.Secrets, secretManagers)
 	sh := &shell.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir, KnownHosts: o.SSHKnownHosts}
 	r.RegisterActivityWithOptions(stamped(sh.Run), activity.RegisterOptions{Name: activities.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}

@@ -1,6 +1,7 @@
 package secrets
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,12 +17,15 @@ import (
 
 // SecretsManager resolves secrets from AWS Secrets Manager: secret id "name" reads the secret
 // Prefix+name, and "name#key" reads one key of a secret holding a JSON object (the form the AWS
-// console writes key/value secrets in). Values are kept for TTL, so a pipeline of many steps
-// asks once.
+// console writes key/value secrets in). Values are kept for TTL (default a minute), so a
+// pipeline of many steps asks once; a negative TTL keeps nothing.
 type SecretsManager struct {
 	Client *secretsmanager.Client
 	Prefix string
 	TTL    time.Duration
+	// Where says, in the error for a secret that does not exist, what decides the name
+	// (default the worker's --aws-secrets-prefix).
+	Where string
 
 	mu    sync.Mutex
 	cache map[string]cached
@@ -73,7 +77,7 @@ func (s *SecretsManager) get(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		var nf *types.ResourceNotFoundException
 		if errors.As(err, &nf) {
-			return "", fmt.Errorf("secret %s does not exist in AWS Secrets Manager (region %s): create it, or check the worker's --aws-secrets-prefix", name, s.Client.Options().Region)
+			return "", fmt.Errorf("secret %s does not exist in AWS Secrets Manager (region %s): create it, or check %s", name, s.Client.Options().Region, cmp.Or(s.Where, "the worker's --aws-secrets-prefix"))
 		}
 		return "", fmt.Errorf("read secret %s from AWS Secrets Manager (region %s): %w", name, s.Client.Options().Region, err)
 	}
@@ -83,6 +87,9 @@ func (s *SecretsManager) get(ctx context.Context, name string) (string, error) {
 		value = *out.SecretString
 	default:
 		value = string(out.SecretBinary)
+	}
+	if ttl < 0 {
+		return value, nil
 	}
 	s.mu.Lock()
 	if s.cache == nil {

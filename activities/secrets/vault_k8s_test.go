@@ -72,7 +72,7 @@ func TestVaultKubernetesSignIn(t *testing.T) {
 	must(err)
 	must(v.Put("secret", 2, "apps/web/db", map[string]any{"password": "k8s-read-password"}))
 
-	r := secrets.Routed(secrets.Map{})
+	r := secrets.Routed(secrets.Map{}, nil)
 	manager := func(tokenPath string) plan.SecretManager {
 		return plan.SecretManager{ID: "vault_k8s", Type: "Vault", URL: v.URL, Engine: "secret", EngineVersion: 2, Auth: "K8s_AUTH",
 			K8sRole: "deployer", K8sTokenPath: tokenPath}

@@ -40,8 +40,8 @@ func TestVaultConnector(t *testing.T) {
 	must(err)
 
 	def := secrets.Map{"vault_token": token, "approle_secret": secretID, "plain": "from-the-default-store", "db": "not-this-one"}
-	r := secrets.Routed(def).(*secrets.Router)
-	r.Vault.Minute = time.Second
+	r := secrets.Routed(def, nil).(*secrets.Router)
+	r.Managers["Vault"].(*secrets.Vault).Minute = time.Second
 	byToken := plan.SecretManager{ID: "vault", Type: "Vault", URL: v.URL, Engine: "secret", EngineVersion: 2, Auth: "TOKEN", TokenRef: "vault_token"}
 	kv1 := byToken
 	kv1.ID, kv1.Engine, kv1.EngineVersion = "vault_kv1", "kv1", 1
@@ -53,7 +53,7 @@ func TestVaultConnector(t *testing.T) {
 		"role_db":     {Manager: byRole, Path: "app/db", Key: "password"},
 		"no_field":    {Manager: byToken, Path: "app/db", Key: "pasword"},
 		"no_secret":   {Manager: byToken, Path: "app/nothing", Key: "x"},
-		"unreachable": {Manager: plan.SecretManager{ID: "gone", URL: "http://127.0.0.1:1", Engine: "secret", EngineVersion: 2, Auth: "TOKEN", TokenRef: "vault_token"}, Path: "app/db", Key: "password"},
+		"unreachable": {Manager: plan.SecretManager{ID: "gone", Type: "Vault", URL: "http://127.0.0.1:1", Engine: "secret", EngineVersion: 2, Auth: "TOKEN", TokenRef: "vault_token"}, Path: "app/db", Key: "password"},
 	})
 	read := func(id string) (string, error) { return r.Resolve(ctx, id) }
 	expect := func(id, want string) {

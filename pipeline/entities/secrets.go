@@ -36,23 +36,53 @@ func (c *Catalog) SecretRoutes() (map[string]plan.SecretRoute, diag.List) {
 			r.missing(pos, "connector", ref, "connector")
 			continue
 		}
-		v := k.Connector.Vault
-		if v == nil {
+		var route plan.SecretRoute
+		switch {
+		case k.Connector.Vault != nil:
+			v := k.Connector.Vault
+			route.Manager = vaultManager(k.Connector.Identifier, v)
+			if spec.ValueType == "Reference" {
+				p, key, _ := strings.Cut(spec.Value, "#")
+				route.Path, route.Key = strings.Trim(p, "/"), key
+			} else {
+				// Written through the reference's UI: kept under the base path, in field "value".
+				route.Path, route.Key = strings.Trim(path.Join(v.BasePath, id), "/"), "value"
+			}
+		case k.Connector.AwsSM != nil:
+			a := k.Connector.AwsSM
+			route.Manager = plan.SecretManager{ID: k.Connector.Identifier, Type: "AwsSecretManager", Aws: awsSMConnector(k.Connector.Identifier, a),
+				Selectors: a.DelegateSelectors}
+			if spec.ValueType == "Reference" {
+				route.Path, route.Key, _ = strings.Cut(spec.Value, "#")
+			} else {
+				// Written through the reference's UI: a secret named prefix/id.
+				route.Path = strings.TrimPrefix(path.Join(a.SecretNamePrefix, id), "/")
+			}
+		default:
 			r.diags.Errorf(pos, "connector", "secret %s names connector %s, a %s connector, as its secret manager", id, ref, k.Connector.Type).
-				SetHint("secretManagerIdentifier names a Vault connector, or harnessSecretManager for the worker's default store")
+				SetHint("secretManagerIdentifier names a Vault or AwsSecretManager connector, or harnessSecretManager for the worker's default store")
 			continue
-		}
-		route := plan.SecretRoute{Manager: vaultManager(k.Connector.Identifier, v)}
-		if spec.ValueType == "Reference" {
-			p, key, _ := strings.Cut(spec.Value, "#")
-			route.Path, route.Key = strings.Trim(p, "/"), key
-		} else {
-			// Written through the reference's UI: kept under the base path, in field "value".
-			route.Path, route.Key = strings.Trim(path.Join(v.BasePath, id), "/"), "value"
 		}
 		out[id] = route
 	}
 	return out, r.diags
+}
+
+// awsSMConnector is how a worker signs in to an AWS Secrets Manager connector's region:
+// AssumeIAMRole is the worker's own credentials, AssumeSTSRole a role they assume.
+func awsSMConnector(id string, a *pipeline.AwsSecretManagerSpec) *plan.AwsConnector {
+	c := &plan.AwsConnector{ID: id, Region: a.Region, Credential: "InheritFromDelegate", Selectors: a.DelegateSelectors}
+	spec := a.Credential.Spec
+	if spec == nil {
+		spec = &pipeline.AwsSMCredentialSpec{}
+	}
+	switch a.Credential.Type {
+	case "ManualConfig":
+		c.Credential, c.AccessKey, c.AccessKeyRef, c.SecretKeyRef = "ManualConfig", spec.AccessKeyPlainText, spec.AccessKey, spec.SecretKey
+	case "AssumeSTSRole":
+		c.RoleARN, c.ExternalID = spec.RoleArn, spec.ExternalID
+	}
+	return c
 }
 
 // vaultManager is what a worker needs of a Vault connector to sign in and read.

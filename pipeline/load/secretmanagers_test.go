@@ -115,3 +115,71 @@ func TestVaultConnectorsBadInput(t *testing.T) {
 		}
 	}
 }
+
+const awsSMConnector = `connector:
+  name: AWS SM
+  identifier: aws_sm
+  type: AwsSecretManager
+  spec:
+    region: eu-central-1
+    secretNamePrefix: harness
+    credential:
+      type: AssumeSTSRole
+      spec:
+        roleArn: arn:aws:iam::210987654321:role/reader
+        externalId: ext-7
+        assumeStsRoleDuration: 900
+    usePutSecret: false
+    default: false
+`
+
+// A secret kept in an AWS Secrets Manager connector carries its route: the region and sign-in
+// (a role to assume; keys named, never held), the secret's name (under the prefix when written
+// inline) and the JSON key; bad connectors are reported at their lines.
+func TestAwsSecretManagerRoutes(t *testing.T) {
+	step := `              - step:
+                  type: ShellScript
+                  name: a
+                  identifier: a
+                  spec: {shell: Bash, source: {type: Inline, spec: {script: 'echo <+secrets.getValue("db_password")> <+secrets.getValue("api_key")>'}}}
+`
+	ref := strings.Replace(vaultSecret, "secretManagerIdentifier: vault", "secretManagerIdentifier: aws_sm", 1)
+	inline := strings.NewReplacer("identifier: db_password", "identifier: api_key", "valueType: Reference", "valueType: Inline", "    value: /apps/web/db#password\n", "").Replace(ref)
+	r := loadIn(t, map[string]string{"pipeline.yaml": customStage("", step), "sm.yaml": awsSMConnector, "db.yaml": ref, "api.yaml": inline}, "pipeline.yaml", load.Options{ForRun: true})
+	if !r.OK() {
+		t.Fatal(r.Diags.Render(r.Sources))
+	}
+	db, api := r.Plan.Secrets["db_password"], r.Plan.Secrets["api_key"]
+	if a := db.Manager.Aws; db.Manager.Type != "AwsSecretManager" || a == nil || a.Region != "eu-central-1" || a.RoleARN != "arn:aws:iam::210987654321:role/reader" ||
+		a.ExternalID != "ext-7" || a.Credential != "InheritFromDelegate" || db.Path != "/apps/web/db" || db.Key != "password" {
+		t.Errorf("db_password: %+v %+v", db, a)
+	}
+	if api.Path != "harness/api_key" || api.Key != "" {
+		t.Errorf("api_key: %+v", api)
+	}
+	manual := strings.Replace(awsSMConnector, `      type: AssumeSTSRole
+      spec:
+        roleArn: arn:aws:iam::210987654321:role/reader
+        externalId: ext-7
+        assumeStsRoleDuration: 900`, `      type: ManualConfig
+      spec:
+        accessKeyPlainText: AKIDSM
+        secretKey: sm_secret_key`, 1)
+	r = loadIn(t, map[string]string{"pipeline.yaml": customStage("", step), "sm.yaml": manual, "db.yaml": ref, "api.yaml": inline}, "pipeline.yaml", load.Options{ForRun: true})
+	if a := r.Plan.Secrets["db_password"].Manager.Aws; !r.OK() || a.Credential != "ManualConfig" || a.AccessKey != "AKIDSM" || a.SecretKeyRef != "sm_secret_key" {
+		t.Fatalf("ManualConfig: %+v\n%s", a, r.Diags.Render(r.Sources))
+	}
+	for _, c := range []struct{ name, connector, line, want string }{
+		{"oidc", strings.Replace(awsSMConnector, "type: AssumeSTSRole", "type: OidcAuthentication", 1), "sm.yaml:9:", "unsupported"},
+		{"no role", strings.Replace(awsSMConnector, "        roleArn: arn:aws:iam::210987654321:role/reader\n", "", 1), "sm.yaml:", `missing required field "roleArn"`},
+		{"no secret key", strings.Replace(manual, "        secretKey: sm_secret_key\n", "", 1), "sm.yaml:", `missing required field "secretKey"`},
+		{"no region", strings.Replace(awsSMConnector, "    region: eu-central-1\n", "", 1), "sm.yaml:", `"region"`},
+		{"gcp", "connector:\n  name: g\n  identifier: g\n  type: GcpSecretManager\n  spec: {credentialsRef: g}\n", "sm.yaml:4:", "connector type GcpSecretManager"},
+	} {
+		r := loadIn(t, map[string]string{"pipeline.yaml": customStage("", step), "sm.yaml": c.connector}, "sm.yaml", load.Options{ForRun: true})
+		text := r.Diags.Render(r.Sources)
+		if r.OK() || !strings.Contains(text, c.want) || !strings.Contains(text, c.line) {
+			t.Errorf("%s: want %q at %s:\n%s", c.name, c.want, c.line, text)
+		}
+	}
+}

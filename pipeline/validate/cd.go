@@ -279,6 +279,10 @@ func (c *checker) connector(k *pipeline.Connector) {
 		c.vaultConnector(k.Vault)
 		return
 	}
+	if k.AwsSM != nil {
+		c.awsSecretManager(k.AwsSM)
+		return
+	}
 	if p := k.Prometheus; p != nil {
 		c.urlValue(pipeline.ValueAt(p.Node, "url"), p.URL)
 		if p.PasswordRef != "" && p.Username == "" {

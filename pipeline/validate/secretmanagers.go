@@ -1,6 +1,8 @@
 package validate
 
 import (
+	"gopkg.in/yaml.v3"
+
 	"github.com/gantry-cd/gantry/pipeline"
 )
 
@@ -41,10 +43,50 @@ func (c *checker) vaultConnector(v *pipeline.VaultConnectorSpec) {
 	case "K8s_AUTH":
 		c.required(v.Node, v.VaultK8sAuthRole, "vaultK8sAuthRole", "K8s_AUTH Vault connector")
 	}
-	if len(v.DelegateSelectors) > 0 {
-		c.diags.Warnf(c.pos(pipeline.ValueAt(v.Node, "delegateSelectors")), "ignored-field",
-			"delegateSelectors of a Vault connector are not used: the worker that runs a step reads the secrets it needs").
-			SetHint("give the workers that run such steps network access to Vault")
+	c.managerSelectors(v.Node, v.DelegateSelectors, "Vault")
+}
+
+// managerSelectors warns that a secret manager's delegate selectors are not acted on.
+func (c *checker) managerSelectors(obj *yaml.Node, selectors []string, manager string) {
+	if len(selectors) > 0 {
+		c.diags.Warnf(c.pos(pipeline.ValueAt(obj, "delegateSelectors")), "ignored-field",
+			"delegateSelectors of a %s connector are not used: the worker that runs a step reads the secrets it needs", manager).
+			SetHint("give the workers that run such steps network access to %s", manager)
+	}
+}
+
+// awsSMCredentialKind is how a worker signs in to AWS Secrets Manager.
+var awsSMCredentialKind = pipeline.Kind{What: "AWS Secrets Manager credential type", Code: "unsupported-aws-credential",
+	Runs: []string{"ManualConfig", "AssumeIAMRole", "AssumeSTSRole"}, Reference: []string{"OidcAuthentication"},
+	Hint: "Gantry signs in to AWS Secrets Manager with keys (ManualConfig), the worker's own credentials (AssumeIAMRole), or a role they assume (AssumeSTSRole)"}
+
+// awsSecretManager checks an AWS Secrets Manager connector: its flags, and the fields its
+// credential type needs.
+func (c *checker) awsSecretManager(a *pipeline.AwsSecretManagerSpec) {
+	for k, value := range map[string]string{"default": a.Default, "usePutSecret": a.UsePutSecret, "forceDeleteWithoutRecovery": a.ForceDeleteWithoutRecovery,
+		"executeOnDelegate": a.ExecuteOnDelegate, "ignoreTestConnection": a.IgnoreTestConnection} {
+		c.boolean(a.Node, k, value)
+	}
+	c.integer(a.Node, "recoveryWindowInDays", a.RecoveryWindowInDays, 0, true, "recoveryWindowInDays")
+	c.managerSelectors(a.Node, a.DelegateSelectors, "AWS Secrets Manager")
+	cred := a.Credential
+	if cred == nil || !awsSMCredentialKind.Check(&c.diags, c.pos(pipeline.ValueAt(cred.Node, "type")), cred.Type) {
+		return
+	}
+	spec := cred.Spec
+	if spec == nil {
+		spec = &pipeline.AwsSMCredentialSpec{Node: cred.Node}
+	}
+	switch cred.Type {
+	case "ManualConfig":
+		c.required(spec.Node, spec.SecretKey, "secretKey", "ManualConfig credential")
+		if spec.AccessKey == "" && spec.AccessKeyPlainText == "" {
+			c.diags.Errorf(c.pos(spec.Node), "missing-field", "the ManualConfig credential names no access key").
+				SetHint("accessKey: a secret holding the access key ID, or accessKeyPlainText: the ID itself")
+		}
+	case "AssumeSTSRole":
+		c.required(spec.Node, spec.RoleArn, "roleArn", "AssumeSTSRole credential")
+		c.integer(spec.Node, "assumeStsRoleDuration", spec.AssumeStsRoleDuration, 900, true, "assumeStsRoleDuration")
 	}
 }
 
