@@ -13,12 +13,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager/types"
+	"go.temporal.io/sdk/activity"
 )
 
 // SecretsManager resolves secrets from AWS Secrets Manager: secret id "name" reads the secret
 // Prefix+name, and "name#key" reads one key of a secret holding a JSON object (the form the AWS
-// console writes key/value secrets in). Values are kept for TTL (default a minute), so a
-// pipeline of many steps asks once; a negative TTL keeps nothing.
+// console writes key/value secrets in). A value read for a step is kept for that step only
+// (and at most TTL, default a minute), so a script naming a secret three times asks once and
+// the next step reads it anew; outside a step it is kept for TTL. A negative TTL keeps nothing.
 type SecretsManager struct {
 	Client *secretsmanager.Client
 	Prefix string
@@ -67,8 +69,9 @@ func (s *SecretsManager) get(ctx context.Context, name string) (string, error) {
 	if ttl == 0 {
 		ttl = time.Minute
 	}
+	key := stepOf(ctx) + "\x00" + name
 	s.mu.Lock()
-	if c, ok := s.cache[name]; ok && time.Since(c.at) < ttl {
+	if c, ok := s.cache[key]; ok && time.Since(c.at) < ttl {
 		s.mu.Unlock()
 		return c.value, nil
 	}
@@ -92,10 +95,22 @@ func (s *SecretsManager) get(ctx context.Context, name string) (string, error) {
 		return value, nil
 	}
 	s.mu.Lock()
-	if s.cache == nil {
+	if s.cache == nil || len(s.cache) >= maxCached {
 		s.cache = map[string]cached{}
 	}
-	s.cache[name] = cached{value: value, at: time.Now()}
+	s.cache[key] = cached{value: value, at: time.Now()}
 	s.mu.Unlock()
 	return value, nil
+}
+
+// maxCached bounds the values kept; past it the cache starts again.
+const maxCached = 10000
+
+// stepOf names the step (activity attempt) ctx runs, "" outside one.
+func stepOf(ctx context.Context) string {
+	if !activity.IsActivity(ctx) {
+		return ""
+	}
+	info := activity.GetInfo(ctx)
+	return fmt.Sprintf("%s/%s/%d", info.WorkflowExecution.RunID, info.ActivityID, info.Attempt)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/awsfake"
@@ -59,5 +60,41 @@ func TestSecretsManagerBehindTheStore(t *testing.T) {
 	out, err := secrets.Expand(ctx, store, &m, `echo <+secrets.getValue("db_password")>`)
 	if err != nil || m.Apply(out) != "echo "+secrets.Mask {
 		t.Fatalf("masking: %q %v", m.Apply(out), err)
+	}
+}
+
+// A value read from Secrets Manager for a step serves that step only: the next step reads it
+// anew.
+func TestSecretsManagerKeepsAValueForItsStep(t *testing.T) {
+	fake := awsfake.Start()
+	defer fake.Close()
+	fake.SetSecret("db_password", "s3cr3t")
+	client := secretsmanager.New(secretsmanager.Options{Region: "eu-west-1", BaseEndpoint: aws.String(fake.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDWORKER", "worker-secret", "")})
+	sm := &secrets.SecretsManager{Client: client}
+	step := func(ctx context.Context) (string, error) {
+		for range 3 {
+			if _, err := sm.Resolve(ctx, "db_password"); err != nil {
+				return "", err
+			}
+		}
+		return sm.Resolve(ctx, "db_password")
+	}
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(step)
+	for range 2 {
+		if _, err := env.ExecuteActivity(step); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gets := 0
+	for _, c := range fake.Calls() {
+		if c.Action == "GetSecretValue" {
+			gets++
+		}
+	}
+	if gets != 2 {
+		t.Fatalf("%d GetSecretValue calls for two steps reading the secret four times each, want 2", gets)
 	}
 }
