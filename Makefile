@@ -73,7 +73,10 @@ vet:
 # browser tests' screenshots) are kept in .test-output/_artifacts.
 test: vet k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools vault-tools
 	@mkdir -p .test-output
-	$(GO) test -race -count=1 -timeout 85m -artifacts -outputdir $(CURDIR)/.test-output ./...
+	@# gotestsum runs go test -json: the usual output, and the run's timings kept to list the
+	@# slowest tests, so the suite's budget is watched where it is spent.
+	$(GO) tool gotestsum --format standard-quiet --jsonfile .test-output/go-test.json -- -race -count=1 -timeout 85m -artifacts -outputdir $(CURDIR)/.test-output ./...; \
+	  rc=$$?; echo "slowest tests (over 60 s):"; $(GO) tool gotestsum tool slowest --jsonfile .test-output/go-test.json --threshold 60s | head -20; exit $$rc
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions
 	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pipeline/load
 	$(GO) test -run '^$$' -fuzz '^FuzzExpand$$' -fuzztime $(FUZZTIME) ./pipeline/templates
