@@ -7,7 +7,6 @@ package access
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -52,10 +51,7 @@ func (g *Gate) User(ctx context.Context, token string) (*identity.User, *identit
 	}
 	if g.SSO != nil && sso.LooksLikeIDToken(token) {
 		u, err := g.SSO.User(ctx, dir, token)
-		if err != nil {
-			return nil, dir, fmt.Errorf("%w: %w", identity.ErrUnauthenticated, err)
-		}
-		return u, dir, nil
+		return u, dir, err
 	}
 	u, err := dir.Authenticate(token)
 	return u, dir, err

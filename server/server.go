@@ -207,7 +207,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*identity
 		w.Header().Set("WWW-Authenticate", `Bearer realm="gantry"`)
 		msg := "send a valid API token as Authorization: Bearer <token>"
 		if ok && s.o.SSO != nil && sso.LooksLikeIDToken(tok) {
-			msg = fmt.Sprintf("%v; sign in again with gantry login --server URL", err)
+			msg = fmt.Sprintf("your sign-in is refused: %v (gantry login --server URL signs in again)", err)
 		}
 		fail(w, http.StatusUnauthorized, "unauthenticated", "%s", msg)
 		return nil, nil, false
