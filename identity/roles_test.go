@@ -207,3 +207,32 @@ func TestFileParsesOnlyWhenChanged(t *testing.T) {
 		t.Error("an invalid file loaded")
 	}
 }
+
+// A person signed in with the identity provider is the file's user of that name or e-mail
+// address, joined by the groups that map their provider groups; someone neither listed nor
+// mapped is refused.
+func TestFederated(t *testing.T) {
+	d := &Directory{
+		Users:  []User{{Name: "alice", Email: "Alice@example.com", Groups: []string{"auditors"}, TokenHashes: []string{"x"}}, {Name: "bob"}},
+		Groups: []Group{{Name: "release_managers", OIDCGroups: []string{"eng-release"}}, {Name: "sre"}},
+	}
+	for _, c := range []struct {
+		name, email string
+		claim       []string
+		want        string
+		err         error
+	}{
+		{"a.smith", "alice@example.com", []string{"eng-release"}, "alice:auditors,release_managers", nil},
+		{"carol", "", []string{"sre", "everyone"}, "carol:sre", nil},
+		{"bob", "", nil, "bob:", nil},
+		{"dave", "dave@example.com", []string{"everyone"}, "", ErrNoGroup},
+	} {
+		u, err := d.Federated(c.name, c.email, c.claim)
+		if !errors.Is(err, c.err) || (err == nil && u.Name+":"+strings.Join(u.Groups, ",") != c.want) {
+			t.Errorf("%s: %+v %v, want %s %v", c.name, u, err, c.want, c.err)
+		}
+		if err == nil && len(u.TokenHashes) > 0 {
+			t.Errorf("%s: a federated user carries the file's token hashes", c.name)
+		}
+	}
+}
