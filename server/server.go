@@ -85,7 +85,7 @@ func New(o Options) *Server {
 		s.mux.HandleFunc(r.Method+" "+r.Pattern, s.auth(r))
 	}
 	// Webhooks authenticate per trigger (signatures, X-Api-Key), not with bearer tokens; the
-// sign-in calls come before the caller has a token.
+	// sign-in calls come before the caller has a token.
 	for _, r := range append(Webhooks, SignInRoutes...) {
 		s.mux.HandleFunc(r.Method+" "+r.Pattern, r.handler(s))
 	}
