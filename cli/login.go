@@ -211,18 +211,12 @@ func logoutCmd() *cobra.Command {
 	return cmd
 }
 
-// loginRedeem is what the loopback redirect gives the command, for the server's token call.
-type loginRedeem struct {
-	Code     string `json:"code"`
-	Verifier string `json:"verifier"`
-}
-
 // browserSignIn sends a browser through the server's sign-in page and waits on a loopback
 // port for the handoff code it comes back with.
-func browserSignIn(ctx context.Context, cmd *cobra.Command, signIn string, noBrowser bool) (loginRedeem, error) {
+func browserSignIn(ctx context.Context, cmd *cobra.Command, signIn string, noBrowser bool) (server.SignInRedeem, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return loginRedeem{}, fmt.Errorf("listen on loopback for the sign-in to come back: %w", err)
+		return server.SignInRedeem{}, fmt.Errorf("listen on loopback for the sign-in to come back: %w", err)
 	}
 	defer ln.Close()
 	b := make([]byte, 18)
@@ -252,9 +246,9 @@ func browserSignIn(ctx context.Context, cmd *cobra.Command, signIn string, noBro
 	defer srv.Close()
 	select {
 	case code := <-codes:
-		return loginRedeem{Code: code, Verifier: verifier}, nil
+		return server.SignInRedeem{Code: code, Verifier: verifier}, nil
 	case <-ctx.Done():
-		return loginRedeem{}, errors.New("no sign-in came back before --timeout: run gantry login again")
+		return server.SignInRedeem{}, errors.New("no sign-in came back before --timeout: run gantry login again")
 	}
 }
 

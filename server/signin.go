@@ -28,6 +28,13 @@ type OIDCInfo struct {
 	SignIn string `json:"signIn"`
 }
 
+// SignInRedeem is gantry login's token call: the handoff code the loopback redirect brought,
+// and the PKCE verifier only that command holds.
+type SignInRedeem struct {
+	Code     string `json:"code"`
+	Verifier string `json:"verifier"`
+}
+
 // SignInToken is what a redeemed login code gives the command line.
 type SignInToken struct {
 	Token     string    `json:"token"`
@@ -51,7 +58,7 @@ func (s *Server) redeem(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusNotFound, "no-oidc", "this server signs people in with identity-file tokens only (gantry user add)")
 		return
 	}
-	var req struct{ Code, Verifier string }
+	var req SignInRedeem
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxBody)).Decode(&req); err != nil {
 		fail(w, http.StatusBadRequest, "bad-request", "send {\"code\": ..., \"verifier\": ...}: %v", err)
 		return
