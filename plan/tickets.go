@@ -1,5 +1,11 @@
 package plan
 
+import "time"
+
+// MinRetryInterval is the shortest interval at which the reference reads a ticket or runs a
+// custom approval's script; a shorter one is raised to it.
+const MinRetryInterval = 5 * time.Second
+
 // TicketConnector says how a worker reaches a ticket system (a Jira or ServiceNow connector).
 // Secrets are named, never held.
 type TicketConnector struct {

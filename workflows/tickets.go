@@ -36,9 +36,6 @@ func ticketViewSignal(path string) string { return SignalTicketView + ":" + path
 // DefaultRetryInterval is how often an approval reads its ticket when the step does not say.
 const DefaultRetryInterval = time.Minute
 
-// MinRetryInterval is the shortest interval between reads (the reference's minimum).
-const MinRetryInterval = 5 * time.Second
-
 // readsPerRun is how many reads a TicketWait makes before it continues as new.
 const readsPerRun = 100
 
@@ -385,7 +382,7 @@ func (s *stageRun) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node, 
 		}
 		interval = d
 	}
-	in.Interval = max(interval, MinRetryInterval)
+	in.Interval = max(interval, plan.MinRetryInterval)
 	var err error
 	if in.Approval, err = readCriteria(m["approvalCriteria"]); err != nil {
 		return in, fmt.Errorf("approvalCriteria: %v", err)

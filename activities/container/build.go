@@ -142,7 +142,7 @@ func resolvePushTarget(ctx context.Context, sr secrets.Resolver, in activities.S
 	t := pushTarget{host: registryHost(r), image: imageName(r, spec.Repo), plain: strings.HasPrefix(r.URL, "http://")}
 	if r.PasswordRef != "" {
 		var err error
-		if t.user, t.password, err = registryLogin(ctx, sr, r); err != nil {
+		if t.user, t.password, err = secrets.Login(ctx, sr, r.ID, r.Username, r.UsernameRef, r.PasswordRef); err != nil {
 			return t, err
 		}
 	}
@@ -180,23 +180,6 @@ func ecrTarget(ctx context.Context, sr secrets.Resolver, in activities.StepInput
 	host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(endpoint, "https://"), "http://"), "/")
 	return pushTarget{host: host, image: host + "/" + strings.TrimPrefix(spec.ImageName, "/"), plain: strings.HasPrefix(endpoint, "http://"),
 		user: user, password: pw}, nil
-}
-
-// registryLogin resolves a registry connector's user name and password.
-func registryLogin(ctx context.Context, sr secrets.Resolver, r plan.RegistryConnector) (string, string, error) {
-	user := r.Username
-	if r.UsernameRef != "" {
-		u, err := sr.Resolve(ctx, r.UsernameRef)
-		if err != nil {
-			return "", "", activities.Fail(activities.Authentication, "connector %s: username secret %q: %v", r.ID, r.UsernameRef, err)
-		}
-		user = u
-	}
-	pw, err := sr.Resolve(ctx, r.PasswordRef)
-	if err != nil {
-		return "", "", activities.Fail(activities.Authentication, "connector %s: password secret %q: %v", r.ID, r.PasswordRef, err)
-	}
-	return user, pw, nil
 }
 
 // imageName is the repository a build pushes to: repo as given when it names its registry,

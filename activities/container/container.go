@@ -218,7 +218,7 @@ func (a *Activity) pullSecret(ctx context.Context, in activities.PodInput, inf *
 		if ref == "" || !ok || r.PasswordRef == "" {
 			continue
 		}
-		user, pw, err := registryLogin(ctx, a.Secrets, r)
+		user, pw, err := secrets.Login(ctx, a.Secrets, r.ID, r.Username, r.UsernameRef, r.PasswordRef)
 		if err != nil {
 			return nil, err
 		}

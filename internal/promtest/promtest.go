@@ -87,20 +87,18 @@ func (in *Instance) Close() {
 
 // Server is a running Prometheus.
 type Server struct {
-	URL  string // http://127.0.0.1:PORT
-	cmd  *exec.Cmd
-	done chan struct{}
+	URL string // http://127.0.0.1:PORT
+	*testproc.Daemon
 }
 
 // Start builds Prometheus if its cache is cold (minutes, once) and runs it on a free loopback
 // port with its data in dir, scraping the instances every second (labels job=web and
 // pod=NAME).
 func Start(dir string, instances ...*Instance) (*Server, error) {
-	out, err := exec.Command(testproc.Hack("prometheus", "build.sh")).Output()
+	bin, err := testproc.Built("prometheus")
 	if err != nil {
-		return nil, fmt.Errorf("build Prometheus (hack/prometheus/build.sh): %v", err)
+		return nil, err
 	}
-	bin := strings.TrimSpace(string(out))
 	var targets strings.Builder
 	for _, in := range instances {
 		fmt.Fprintf(&targets, "      - targets: [%q]\n        labels: {pod: %q}\n", in.Addr, in.Name)
@@ -115,43 +113,26 @@ func Start(dir string, instances ...*Instance) (*Server, error) {
 		return nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	cmd := exec.Command(bin, "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+addr)
+	d, err := testproc.StartDaemon("prometheus", filepath.Join(dir, "prometheus.log"), cmd)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--config.file="+cfgFile, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+addr)
-	cmd.Stdout, cmd.Stderr, cmd.SysProcAttr = log, log, testproc.DieWithTest()
-	if err := cmd.Start(); err != nil {
+	s := &Server{URL: "http://" + addr, Daemon: d}
+	ready := func() error {
+		resp, err := http.Get(s.URL + "/-/ready")
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/-/ready answered %s", resp.Status)
+		}
+		return nil
+	}
+	if err := d.Ready(time.Minute, 100*time.Millisecond, ready); err != nil {
 		return nil, err
 	}
-	s := &Server{URL: "http://" + addr, cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); log.Close(); close(s.done) }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if resp, err := http.Get(s.URL + "/-/ready"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s, nil
-			}
-		}
-		select {
-		case <-s.done:
-			b, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
-			return nil, fmt.Errorf("prometheus exited: %s", b)
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return nil, fmt.Errorf("prometheus at %s not ready within a minute", addr)
-		}
-	}
-}
-
-// Stop kills the server and waits for it.
-func (s *Server) Stop() {
-	if s.cmd.Process != nil {
-		s.cmd.Process.Kill()
-	}
-	<-s.done
+	return s, nil
 }

@@ -4,7 +4,6 @@ package s3test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -32,18 +31,15 @@ const (
 type Server struct {
 	Endpoint string // http://127.0.0.1:PORT
 	Root     string // the folder it serves: one sub-folder per bucket
-	cmd      *exec.Cmd
-	done     chan struct{}
+	*testproc.Daemon
 }
 
 // Start builds versitygw if its cache is cold (about a minute, once) and serves dir.
 func Start(dir string) (*Server, error) {
-	out, err := exec.Command(testproc.Hack("s3", "build.sh")).Output()
+	bin, err := testproc.Built("s3")
 	if err != nil {
-		return nil, fmt.Errorf("build versitygw (hack/s3/build.sh): %v", err)
+		return nil, err
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	bin := lines[len(lines)-1]
 	ports, err := freeport.Ports(1)
 	if err != nil {
 		return nil, err
@@ -53,37 +49,22 @@ func Start(dir string) (*Server, error) {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	logf, err := os.Create(filepath.Join(dir, "versitygw.log"))
+	cmd := exec.Command(bin, "--access", AccessKey, "--secret", SecretKey, "--region", Region, "--port", addr, "posix", root)
+	d, err := testproc.StartDaemon("versitygw", filepath.Join(dir, "versitygw.log"), cmd)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--access", AccessKey, "--secret", SecretKey, "--region", Region, "--port", addr, "posix", root)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = testproc.DieWithTest()
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start versitygw: %w", err)
-	}
-	s := &Server{Endpoint: "http://" + addr, Root: root, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); logf.Close(); close(s.done) }()
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	listening := func() error {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return s, nil
 		}
-		select {
-		case <-s.done:
-			b, _ := os.ReadFile(filepath.Join(dir, "versitygw.log"))
-			return nil, fmt.Errorf("versitygw exited: %s", b)
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.Stop()
-			return nil, fmt.Errorf("versitygw did not listen on %s within 30s", addr)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return err
 	}
+	if err := d.Ready(30*time.Second, 20*time.Millisecond, listening); err != nil {
+		return nil, err
+	}
+	return &Server{Endpoint: "http://" + addr, Root: root, Daemon: d}, nil
 }
 
 // Client is an S3 client with the root credentials.
@@ -102,12 +83,4 @@ func (s *Server) Bucket(ctx context.Context, name string) error {
 func (s *Server) Put(ctx context.Context, bucket, key string, body []byte) error {
 	_, err := s.Client().PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: strings.NewReader(string(body))})
 	return err
-}
-
-// Stop stops the server.
-func (s *Server) Stop() {
-	if s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-	}
-	<-s.done
 }

@@ -26,78 +26,53 @@ const RootToken = "gantry-test-root"
 type Server struct {
 	URL  string // http://127.0.0.1:PORT
 	Root *vault.Client
-	cmd  *exec.Cmd
-	done chan struct{}
-	log  string
+	*testproc.Daemon
 }
 
 // Start builds Vault if its cache is cold (once, about 15 minutes on 2 cores) and starts a dev
 // server whose log is written in dir.
 func Start(dir string) (*Server, error) {
-	out, err := exec.Command(testproc.Hack("vault", "build.sh")).Output()
+	bin, err := testproc.Built("vault")
 	if err != nil {
-		return nil, fmt.Errorf("build Vault (hack/vault/build.sh): %v", err)
+		return nil, err
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	bin := lines[len(lines)-1]
 	ports, err := freeport.Ports(1)
 	if err != nil {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	s := &Server{URL: "http://" + addr, done: make(chan struct{}), log: filepath.Join(dir, "vault.log")}
-	logf, err := os.Create(s.log)
+	cmd := exec.Command(bin, "server", "-dev", "-dev-root-token-id="+RootToken, "-dev-listen-address="+addr, "-dev-no-store-token")
+	cmd.Env = append(os.Environ(), "HOME="+dir, "VAULT_ADDR=", "VAULT_TOKEN=")
+	d, err := testproc.StartDaemon("vault", filepath.Join(dir, "vault.log"), cmd)
 	if err != nil {
 		return nil, err
 	}
-	s.cmd = exec.Command(bin, "server", "-dev", "-dev-root-token-id="+RootToken, "-dev-listen-address="+addr, "-dev-no-store-token")
-	s.cmd.Env = append(os.Environ(), "HOME="+dir, "VAULT_ADDR=", "VAULT_TOKEN=")
-	s.cmd.Stdout, s.cmd.Stderr = logf, logf
-	s.cmd.SysProcAttr = testproc.DieWithTest()
-	if err := s.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start vault: %w", err)
-	}
-	go func() { _ = s.cmd.Wait(); logf.Close(); close(s.done) }()
+	s := &Server{URL: "http://" + addr, Daemon: d}
 	cfg := vault.DefaultConfig()
 	cfg.Address = s.URL
 	if s.Root, err = vault.NewClient(cfg); err != nil {
-		s.Close()
+		d.Stop()
 		return nil, err
 	}
 	s.Root.SetToken(RootToken)
-	for deadline := time.Now().Add(60 * time.Second); ; {
+	unsealed := func() error {
 		h, err := s.Root.Sys().Health()
-		if err == nil && h.Initialized && !h.Sealed {
-			return s, nil
+		if err == nil && (!h.Initialized || h.Sealed) {
+			err = fmt.Errorf("initialized %t, sealed %t", h.Initialized, h.Sealed)
 		}
-		select {
-		case <-s.done:
-			b, _ := os.ReadFile(s.log)
-			return nil, fmt.Errorf("vault exited: %s", b)
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.Close()
-			return nil, fmt.Errorf("vault did not become ready on %s: %v", addr, err)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return err
 	}
+	if err := d.Ready(60*time.Second, 100*time.Millisecond, unsealed); err != nil {
+		return nil, err
+	}
+	return s, nil
 }
 
 // Close stops the server.
-func (s *Server) Close() {
-	if s.cmd.Process != nil {
-		_ = s.cmd.Process.Kill()
-	}
-	<-s.done
-}
+func (s *Server) Close() { s.Stop() }
 
 // Log is what the server wrote so far.
-func (s *Server) Log() string {
-	b, _ := os.ReadFile(s.log)
-	return string(b)
-}
+func (s *Server) Log() string { return s.Output() }
 
 // MountKV mounts a KV engine of version 1 or 2 at path.
 func (s *Server) MountKV(path string, version int) error {

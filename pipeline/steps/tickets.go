@@ -2,11 +2,11 @@ package steps
 
 import (
 	"strings"
-	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
 )
 
@@ -192,10 +192,6 @@ type Condition struct {
 // Operators are the conditions' operators.
 var Operators = []string{"equals", "not equals", "in", "not in"}
 
-// MinRetryInterval is the shortest interval at which the reference reads a ticket or runs a
-// custom approval's script; a shorter one is raised to it.
-const MinRetryInterval = 5 * time.Second
-
 // Check checks the fields.
 func (j *JiraCreate) Check(c Checker) { ticketFields(c, j.Fields, false) }
 
@@ -355,8 +351,8 @@ func retryInterval(c Checker, obj *yaml.Node, value string) {
 		c.Error(pipeline.ValueAt(obj, "retryInterval"), "duration", "retryInterval %q is not a duration", value).SetHint("retryInterval: 1m")
 		return
 	}
-	if d < MinRetryInterval {
-		c.Warn(pipeline.ValueAt(obj, "retryInterval"), "raised", "retryInterval %s is below the minimum of %s: Gantry reads every %s", value, MinRetryInterval, MinRetryInterval)
+	if d < plan.MinRetryInterval {
+		c.Warn(pipeline.ValueAt(obj, "retryInterval"), "raised", "retryInterval %s is below the minimum of %s: Gantry reads every %s", value, plan.MinRetryInterval, plan.MinRetryInterval)
 	}
 }
 
