@@ -138,7 +138,8 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	$(GO) test -run '^$$' -bench 'Notifications' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Throughput' -benchtime 1x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'LockHandoff' -benchtime 3x -count 3 ./e2e | tee -a .bench.out
-	$(GO) test -run '^$$' -bench 'DeploymentConstraint' -benchtime 20x -count 4 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'DeploymentConstraint$$' -benchtime 20x -count 4 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'DeploymentConstraintRollout' -benchtime 20x -count 3 ./e2e | tee -a .bench.out
 	GANTRY_DRONE_BIN=$$(hack/bench-drone.sh --bin) $(GO) test -run '^$$' -bench 'ShortSteps' -benchtime 15x -count 3 ./e2e | tee -a .bench.out
 	GANTRY_DRONE_BIN=$$(hack/bench-drone.sh --bin) $(GO) test -run '^$$' -bench 'MachineSteps' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'MachineContainers5' -benchtime 8x -count 3 ./e2e | tee -a .bench.out

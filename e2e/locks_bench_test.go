@@ -3,11 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // BenchmarkLockHandoff: 20 executions queued at once on one key (a Queue step, then one
@@ -59,6 +62,51 @@ func BenchmarkDeploymentConstraint(b *testing.B) {
 		}{{locked, lf, &with}, {free, ff, &without}} {
 			start := time.Now()
 			waitSucceeded(b, c.r.start(b, c.file).ID)
+			*c.out = append(*c.out, float64(time.Since(start).Microseconds())/1000)
+		}
+	}
+	b.ReportMetric(median(with), "ms/run")
+	b.ReportMetric(median(without), "unconstrained-ms/run")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkDeploymentConstraintRollout: the same comparison on a stage that deploys: a
+// Kubernetes rolling deployment of a new image tag each run on the test control plane (kwok
+// nodes), holding the infrastructure's lock (ms/run) and with allowSimultaneousDeployments
+// (unconstrained-ms/run); runs alternate.
+func BenchmarkDeploymentConstraintRollout(b *testing.B) {
+	rollout := `              - step:
+                  type: K8sRollingDeploy
+                  name: Rolling deploy
+                  identifier: rolling
+                  timeout: 5m
+                  spec: {skipDryRun: false, pruningEnabled: true}
+`
+	file := func(suffix string, free bool) string {
+		dir := k8sExample(b, suffix)
+		if free {
+			infra := filepath.Join(dir, "infra-dev.yaml")
+			writeFile(b, infra, strings.Replace(readFile(infra), "  deploymentType: Kubernetes\n", "  deploymentType: Kubernetes\n  allowSimultaneousDeployments: true\n", 1))
+		}
+		f := filepath.Join(dir, "rolling.yaml")
+		writeFile(b, f, devDeployment("Rolling", strings.ReplaceAll(suffix, "-", "_"), rollout))
+		return f
+	}
+	run := fmt.Sprintf("bench-lock-%d", time.Now().Unix())
+	lf, ff := file(run+"-c", false), file(run+"-u", true)
+	var with, without []float64
+	for i := range b.N {
+		for _, c := range []struct {
+			file string
+			out  *[]float64
+		}{{lf, &with}, {ff, &without}} {
+			p := loadRun(b, c.file, fmt.Sprintf("pipeline.variables.tag=1.%d", i+1))
+			start := time.Now()
+			exec, err := env.starter.Start(context.Background(), p, workflows.Trigger{Type: "MANUAL", User: "bench"}, workflows.Settings{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			waitSucceeded(b, exec.ID)
 			*c.out = append(*c.out, float64(time.Since(start).Microseconds())/1000)
 		}
 	}

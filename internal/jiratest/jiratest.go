@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Field is a field an issue type takes.
@@ -39,6 +40,8 @@ type Server struct {
 type issue struct {
 	ID, Key, Type string
 	Fields        map[string]any
+	// moved is when a person last moved the issue, read when a GET first answered since.
+	moved, read time.Time
 }
 
 // Statuses are the statuses of the project's workflow: every status reaches every other.
@@ -78,7 +81,19 @@ func (s *Server) SetStatus(key, st string) {
 	defer s.mu.Unlock()
 	if is := s.find(key); is != nil {
 		is.Fields["status"] = map[string]any{"name": st}
+		is.moved, is.read = time.Now(), time.Time{}
 	}
+}
+
+// ReadSinceMoved is when a GET first answered an issue's status as SetStatus last set it
+// (zero before that).
+func (s *Server) ReadSinceMoved(key string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if is := s.find(key); is != nil {
+		return is.read
+	}
+	return time.Time{}
 }
 
 // Open creates n Change issues in To Do, as people would, and returns their keys.
@@ -189,6 +204,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if is == nil {
 			errorJSON(w, http.StatusNotFound, "Issue does not exist or you do not have permission to see it.")
 			return
+		}
+		if !is.moved.IsZero() && is.read.IsZero() {
+			is.read = time.Now()
 		}
 		names := map[string]string{"status": "Status", "issuetype": "Issue Type", "project": "Project"}
 		for _, f := range Types[is.Type] {
