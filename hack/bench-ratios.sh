@@ -249,27 +249,23 @@ if [ -n "$lh" ] && [ -n "$ls" ]; then
     printf "  handoff %.1f ms  sequential starts %.1f ms  ratio %.2fx\n", h, s, h / s
   }'
 fi
-dc=$(unit DeploymentConstraint ms/run); du=$(unit DeploymentConstraint unconstrained-ms/run)
-if [ -n "$dc" ] && [ -n "$du" ]; then
-  awk -v c="$dc" -v u="$du" 'BEGIN {
-    print ""; print "a Deployment stage of one short step, run after run (ms per run, median; baseline: the same stage with allowSimultaneousDeployments)"
-    printf "  with its resource constraint %.1f  without %.1f  ratio %.2fx  (target <= 1.05x)\n", c, u, c / u
+# constraint BENCH TITLE NOTE: a Deployment stage with its resource constraint against the same stage
+# with allowSimultaneousDeployments, runs interleaved.
+constraint() {
+  local c u
+  c=$(unit "$1" ms/run); u=$(unit "$1" unconstrained-ms/run)
+  [ -n "$c" ] && [ -n "$u" ] || return 0
+  awk -v c="$c" -v u="$u" -v t="$2" -v note="$3" 'BEGIN {
+    print ""; print t " (ms per run, median; baseline: the same stage with allowSimultaneousDeployments)"
+    printf "  with its resource constraint %.1f  without %.1f  ratio %.2fx  (%s)\n", c, u, c / u, note
   }'
   # Each -count run pairs the two interleaved: the spread of their ratios shows the noise.
-  grep "^BenchmarkDeploymentConstraint-" "$out" | awk '{for (i = 1; i <= NF; i++) { if ($i == "ms/run") c = $(i-1); if ($i == "unconstrained-ms/run") u = $(i-1) }
+  grep "^Benchmark$1-" "$out" | awk '{for (i = 1; i <= NF; i++) { if ($i == "ms/run") c = $(i-1); if ($i == "unconstrained-ms/run") u = $(i-1) }
     r = c / u; if (n == 0 || r < lo) lo = r; if (n == 0 || r > hi) hi = r; n++ }
     END { if (n > 1) printf "  ratios of the %d runs %.2f-%.2fx\n", n, lo, hi }'
-fi
-rc=$(unit DeploymentConstraintRollout ms/run); ru=$(unit DeploymentConstraintRollout unconstrained-ms/run)
-if [ -n "$rc" ] && [ -n "$ru" ]; then
-  awk -v c="$rc" -v u="$ru" 'BEGIN {
-    print ""; print "a Deployment stage that deploys: a Kubernetes rolling deployment of a new tag, run after run (ms per run, median; baseline: the same stage with allowSimultaneousDeployments)"
-    printf "  with its resource constraint %.1f  without %.1f  ratio %.2fx  (target <= 1.05x)\n", c, u, c / u
-  }'
-  grep "^BenchmarkDeploymentConstraintRollout-" "$out" | awk '{for (i = 1; i <= NF; i++) { if ($i == "ms/run") c = $(i-1); if ($i == "unconstrained-ms/run") u = $(i-1) }
-    r = c / u; if (n == 0 || r < lo) lo = r; if (n == 0 || r > hi) hi = r; n++ }
-    END { if (n > 1) printf "  ratios of the %d runs %.2f-%.2fx\n", n, lo, hi }'
-fi
+}
+constraint DeploymentConstraintRollout "a Deployment stage that deploys: a Kubernetes rolling deployment of a new tag, run after run" "target <= 1.05x"
+constraint DeploymentConstraint "a Deployment stage of one echo step, run after run: the constraint's fixed cost" "reported: one round trip to the lock"
 pg=$(unit ExecutionPage200 ms-to-draw-210); pt=$(unit ExecutionPage200 temporal-ui-ms)
 if [ -n "$pg" ] && [ -n "$pt" ]; then
   awk -v g="$pg" -v t="$pt" 'BEGIN {
