@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -39,11 +38,6 @@ var env struct {
 	knownHosts string
 }
 
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
-}
-
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
@@ -72,23 +66,23 @@ func runMain(m *testing.M) int {
 	env.starter = &starter.Starter{Client: c, Internal: ic}
 	env.logs = logs.Store{Dir: filepath.Join(dir, "logs")}
 	// OpenTofu for the Terraform steps: built by `make test` first (terraform-tools), cached.
-	tofu, err := testproc.Run(testproc.Hack("tofu", "build.sh"))
+	tofu, err := testproc.Built("tofu")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build OpenTofu:", err)
 		return 1
 	}
-	mirror, err := testproc.Run(testproc.Hack("tofu", "provider.sh"))
+	mirror, err := testproc.Built("tofu", "provider.sh")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "build the test provider:", err)
 		return 1
 	}
-	env.tfMirror = lastLine(mirror)
+	env.tfMirror = mirror
 	tfKeys, err := codec.LoadOrCreate(filepath.Join(dir, "terraform-keys.yaml"), "e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	env.tofu = lastLine(tofu)
+	env.tofu = tofu
 	// The SSH tests add their hosts' keys to the worker's known hosts.
 	env.knownHosts = filepath.Join(dir, "known_hosts")
 	if err := os.WriteFile(env.knownHosts, nil, 0o600); err != nil {

@@ -70,6 +70,14 @@ func stopCluster() {
 	}
 }
 
+// allowSimultaneous lets deployments to a k8sExample folder's dev infrastructure overlap: no
+// resource constraint.
+func allowSimultaneous(t testing.TB, dir string) {
+	t.Helper()
+	infra := filepath.Join(dir, "infra-dev.yaml")
+	writeFile(t, infra, strings.Replace(readFile(infra), "  deploymentType: Kubernetes\n", "  deploymentType: Kubernetes\n  allowSimultaneousDeployments: true\n", 1))
+}
+
 // k8sExample copies examples/k8s into a folder with the connector pointed at the test cluster
 // (ManualConfig with a token secret) and namespaces made unique, and returns the folder.
 func k8sExample(t testing.TB, suffix string) string {

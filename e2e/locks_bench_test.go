@@ -85,8 +85,7 @@ func BenchmarkDeploymentConstraintRollout(b *testing.B) {
 	file := func(suffix string, free bool) string {
 		dir := k8sExample(b, suffix)
 		if free {
-			infra := filepath.Join(dir, "infra-dev.yaml")
-			writeFile(b, infra, strings.Replace(readFile(infra), "  deploymentType: Kubernetes\n", "  deploymentType: Kubernetes\n  allowSimultaneousDeployments: true\n", 1))
+			allowSimultaneous(b, dir)
 		}
 		f := filepath.Join(dir, "rolling.yaml")
 		writeFile(b, f, devDeployment("Rolling", strings.ReplaceAll(suffix, "-", "_"), rollout))

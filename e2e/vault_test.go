@@ -69,7 +69,7 @@ func TestVaultSecretsInAPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer v.Close()
+	defer v.Stop()
 	const password = "vault-kept-Pa55word"
 	if err := v.Put("secret", 2, "apps/web/db", map[string]any{"password": password}); err != nil {
 		t.Fatal(err)

@@ -140,8 +140,7 @@ func TestVerifyCanaryOnPrometheus(t *testing.T) {
 			suffix := "e2e-verify-" + c.suffix
 			dir := k8sExample(t, suffix)
 			// The cases deploy the same service to the same infrastructure: let them overlap.
-			infra := filepath.Join(dir, "infra-dev.yaml")
-			writeFile(t, infra, strings.Replace(readFile(infra), "  deploymentType: Kubernetes\n", "  deploymentType: Kubernetes\n  allowSimultaneousDeployments: true\n", 1))
+			allowSimultaneous(t, dir)
 			old, err := promtest.NewInstance("web-7c9d-old", 50, 0.02)
 			if err != nil {
 				t.Fatal(err)
@@ -247,8 +246,7 @@ func rollingSetup(t testing.TB, suffix string, failOnNoAnalysis bool) (string, *
 	t.Helper()
 	cluster(t)
 	dir := k8sExample(t, suffix)
-	infra := filepath.Join(dir, "infra-dev.yaml")
-	writeFile(t, infra, strings.Replace(readFile(infra), "  deploymentType: Kubernetes\n", "  deploymentType: Kubernetes\n  allowSimultaneousDeployments: true\n", 1))
+	allowSimultaneous(t, dir)
 	web, err := promtest.NewInstance("web-1", 50, 0.02)
 	if err != nil {
 		t.Fatal(err)

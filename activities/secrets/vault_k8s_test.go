@@ -32,7 +32,7 @@ func TestVaultKubernetesSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer v.Close()
+	defer v.Stop()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

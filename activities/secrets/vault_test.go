@@ -23,7 +23,7 @@ func TestVaultConnector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer v.Close()
+	defer v.Stop()
 	must := func(err error) {
 		t.Helper()
 		if err != nil {

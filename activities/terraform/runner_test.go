@@ -14,12 +14,11 @@ import (
 // tofu builds OpenTofu once (cached) and returns the binary.
 func tofu(t *testing.T) string {
 	t.Helper()
-	out, err := testproc.Run(testproc.Hack("tofu", "build.sh"))
+	bin, err := testproc.Built("tofu")
 	if err != nil {
 		t.Fatalf("build OpenTofu: %v", err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	return lines[len(lines)-1]
+	return bin
 }
 
 // config has three terraform_data resources named by a variable, and outputs.

@@ -31,12 +31,11 @@ func Start(t testing.TB) *Containerd {
 	if os.Geteuid() != 0 {
 		t.Skip("containers need root")
 	}
-	out, err := testproc.Run(testproc.Hack("node", "build.sh"))
+	built, err := testproc.Built("node")
 	if err != nil {
 		t.Fatalf("build containerd: %v", err)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	bin := filepath.Join(lines[len(lines)-1], "bin")
+	bin := filepath.Join(built, "bin")
 	// Short paths: the socket's must stay under the 108 bytes of a unix address.
 	dir, err := os.MkdirTemp("", "ctrd")
 	if err != nil {

@@ -30,12 +30,11 @@ type Cluster struct {
 // a cluster whose state lives in dir. Stop it with Stop.
 func Start(dir string) (*Cluster, error) {
 	hack := testproc.Hack("k8s")
-	out, err := testproc.Run(filepath.Join(hack, "build.sh"))
+	built, err := testproc.Built("k8s")
 	if err != nil {
 		return nil, fmt.Errorf("build Kubernetes tools: %v", err)
 	}
-	outLines := strings.Split(strings.TrimSpace(out), "\n")
-	bin := filepath.Join(outLines[len(outLines)-1], "bin")
+	bin := filepath.Join(built, "bin")
 	ports, err := freeport.Ports(3)
 	if err != nil {
 		return nil, err

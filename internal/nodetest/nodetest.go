@@ -56,12 +56,12 @@ func Start(dir string) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{state: dir, hack: filepath.Join(root, "hack"), lock: lock, Kubeconfig: filepath.Join(dir, "cp", "kubeconfig")}
-	k8s, err := lastLine(filepath.Join(n.hack, "k8s", "build.sh"))
+	k8s, err := testproc.Built("k8s")
 	if err != nil {
 		n.unlock()
 		return nil, fmt.Errorf("build Kubernetes tools: %v", err)
 	}
-	node, err := lastLine(filepath.Join(n.hack, "node", "build.sh"))
+	node, err := testproc.Built("node")
 	if err != nil {
 		n.unlock()
 		return nil, fmt.Errorf("build the node's tools: %v", err)
@@ -153,13 +153,4 @@ func (n *Node) pushImages(root, pause string) error {
 		}
 	}
 	return nil
-}
-
-func lastLine(script string) (string, error) {
-	out, err := testproc.Run(script)
-	if err != nil {
-		return "", err
-	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	return lines[len(lines)-1], nil
 }

@@ -14,12 +14,11 @@ import (
 // returns the files and configuration of the image BuildAndPush steps run in: the three
 // programs, a /tmp, and the host's CA bundle so that the daemon trusts public registries.
 func BuildKitImage() ([]File, v1.Config, error) {
-	out, err := testproc.Run(testproc.Hack("buildkit", "build.sh"))
+	built, err := testproc.Built("buildkit")
 	if err != nil {
 		return nil, v1.Config{}, err
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	bin := filepath.Join(lines[len(lines)-1], "bin")
+	bin := filepath.Join(built, "bin")
 	files := []File{{Path: "tmp/", Mode: 0o1777}}
 	for _, p := range []string{"buildkitd", "buildctl", "runc"} {
 		files = append(files, File{Path: "usr/bin/" + p, Src: filepath.Join(bin, p)})

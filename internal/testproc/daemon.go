@@ -8,14 +8,17 @@ import (
 	"time"
 )
 
-// Built runs hack/TOOL/build.sh, which builds the tool if its cache is cold, and returns the
-// binary's path (the script's last line of output).
-func Built(tool string) (string, error) {
-	out, err := exec.Command(Hack(tool, "build.sh")).Output()
-	if err != nil {
-		return "", fmt.Errorf("build %s (hack/%s/build.sh): %v", tool, tool, err)
+// Built runs a script under hack/ that builds something if its cache is cold (hack/TOOL/build.sh
+// when only TOOL is given) and returns the last line it printed: the path of what it built.
+func Built(parts ...string) (string, error) {
+	if len(parts) == 1 {
+		parts = append(parts, "build.sh")
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	out, err := Run(Hack(parts...))
+	if err != nil {
+		return "", fmt.Errorf("hack/%s: %w", strings.Join(parts, "/"), err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return lines[len(lines)-1], nil
 }
 

@@ -68,12 +68,6 @@ func Start(dir string) (*Server, error) {
 	return s, nil
 }
 
-// Close stops the server.
-func (s *Server) Close() { s.Stop() }
-
-// Log is what the server wrote so far.
-func (s *Server) Log() string { return s.Output() }
-
 // MountKV mounts a KV engine of version 1 or 2 at path.
 func (s *Server) MountKV(path string, version int) error {
 	return s.Root.Sys().Mount(path, &vault.MountInput{Type: "kv", Options: map[string]string{"version": strconv.Itoa(version)}})
