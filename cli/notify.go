@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
@@ -39,8 +39,8 @@ manager). Stage and step events use the first stage or step the rule names. Noth
 nothing is recorded. Exit code 1 when a send failed, with the reason.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !slices.Contains(activities.EventTypes[1:], event) {
-				return usageErr("--event must be one of %s", strings.Join(activities.EventTypes[1:], ", "))
+			if !slices.Contains(contract.EventTypes[1:], event) {
+				return usageErr("--event must be one of %s", strings.Join(contract.EventTypes[1:], ", "))
 			}
 			opts.ForRun = true
 			r, err := load.File(args[0], opts)
@@ -98,7 +98,7 @@ nothing is recorded. Exit code 1 when a send failed, with the reason.`,
 
 // sampleDeliveries are the deliveries of a sample event of one type for each rule that could
 // select it, their targets rendered against the pipeline's variables.
-func sampleDeliveries(p *plan.Plan, typ string) []activities.Delivery {
+func sampleDeliveries(p *plan.Plan, typ string) []contract.Delivery {
 	vars := map[string]any{}
 	pdata := map[string]any{"identifier": p.Identifier, "name": p.Name, "executionId": "notify-test", "sequenceId": 0,
 		"variables": vars, "stages": map[string]any{}, "triggerType": "MANUAL"}
@@ -110,10 +110,10 @@ func sampleDeliveries(p *plan.Plan, typ string) []activities.Delivery {
 			vars[v.Name] = v.Value
 		}
 	}
-	var out []activities.Delivery
+	var out []contract.Delivery
 	for _, rule := range p.Notifications {
 		ev := sampleEvent(p, rule, typ)
-		if !activities.Matches(rule, ev) {
+		if !contract.Matches(rule, ev) {
 			continue
 		}
 		fqn := "pipeline"
@@ -126,9 +126,9 @@ func sampleDeliveries(p *plan.Plan, typ string) []activities.Delivery {
 }
 
 // sampleEvent is an event of typ as rule would see it: on the first stage or step it names.
-func sampleEvent(p *plan.Plan, rule plan.NotificationRule, typ string) activities.NotifyEvent {
+func sampleEvent(p *plan.Plan, rule plan.NotificationRule, typ string) contract.NotifyEvent {
 	end := time.Now().UTC().Truncate(time.Second)
-	ev := activities.NotifyEvent{Type: typ, ExecutionID: "notify-test-" + end.Format("20060102T150405"), Pipeline: p.Identifier,
+	ev := contract.NotifyEvent{Type: typ, ExecutionID: "notify-test-" + end.Format("20060102T150405"), Pipeline: p.Identifier,
 		PipelineName: p.Name, Org: p.Org, Project: p.Project, Node: "pipeline", Start: end.Add(-time.Minute), End: &end,
 		TriggerType: "MANUAL", TriggeredBy: "gantry notify test", Mode: "NORMAL"}
 	stage, step := "", ""
@@ -166,7 +166,7 @@ func sampleEvent(p *plan.Plan, rule plan.NotificationRule, typ string) activitie
 		step = firstStep
 	}
 	sample := "sample failure sent by gantry notify test: no pipeline ran"
-	switch activities.EventLevel(typ) {
+	switch contract.EventLevel(typ) {
 	case "stage":
 		ev.Node, ev.Stage, ev.StageName, ev.StageBase = stage, stage, stage, stage
 	case "step":
@@ -179,14 +179,14 @@ func sampleEvent(p *plan.Plan, rule plan.NotificationRule, typ string) activitie
 		ev.Error = sample
 	}
 	switch typ {
-	case activities.EventPipelineStart, activities.EventStageStart, activities.EventPipelineResumed:
+	case contract.EventPipelineStart, contract.EventStageStart, contract.EventPipelineResumed:
 		ev.Status, ev.End = status.Running, nil
-	case activities.EventWaitingForUserAction:
+	case contract.EventWaitingForUserAction:
 		ev.Status, ev.End = status.ApprovalWaiting, nil
 		ev.Action = "gantry approve " + ev.ExecutionID + " --step " + step
-	case activities.EventPipelinePaused:
+	case contract.EventPipelinePaused:
 		ev.Status = status.Paused
-	case activities.EventPipelineSuccess, activities.EventStageSuccess, activities.EventPipelineEnd:
+	case contract.EventPipelineSuccess, contract.EventStageSuccess, contract.EventPipelineEnd:
 		ev.Status = status.Succeeded
 	default:
 		ev.Status, ev.Category, ev.Error = status.Failed, "Unknown", sample

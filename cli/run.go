@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/policies"
@@ -361,7 +361,7 @@ type jsonNode struct {
 	// Failure is set on every node that failed (or whose failure a strategy settled).
 	Failure *jsonFailure `json:"failure,omitempty"`
 	// Tests summarise a step's test reports: total, failed, skipped, failing test names.
-	Tests *activities.TestSummary `json:"tests,omitempty"`
+	Tests *contract.TestSummary `json:"tests,omitempty"`
 }
 
 // jsonFailure is why a node failed and what its failure strategy did about it.

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
@@ -26,14 +26,14 @@ const benchSteps = 100
 // activity benchSteps times with no engine logic (no plan, expressions, tree or child).
 const rawStepsName = "bench.RawSteps"
 
-func rawSteps(ctx workflow.Context, in activities.StepInput, n int) error {
+func rawSteps(ctx workflow.Context, in contract.StepInput, n int) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
 		HeartbeatTimeout:    workflows.DefaultSettings.HeartbeatTimeout,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 5},
 	})
 	for i := 0; i < n; i++ {
-		if err := workflow.ExecuteActivity(ctx, activities.ShellScript, in).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteActivity(ctx, contract.ShellScript, in).Get(ctx, nil); err != nil {
 			return err
 		}
 	}
@@ -74,7 +74,7 @@ func BenchmarkGantry100Steps(b *testing.B) {
 // server and worker.
 func BenchmarkRaw100Steps(b *testing.B) {
 	spec, _ := json.Marshal(map[string]any{"shell": "Bash", "source": map[string]any{"type": "Inline", "spec": map[string]any{"script": "exit 0"}}})
-	in := activities.StepInput{ExecutionID: "raw", StepPath: "s.step", Type: "ShellScript", Spec: spec, Timeout: time.Minute}
+	in := contract.StepInput{ExecutionID: "raw", StepPath: "s.step", Type: "ShellScript", Spec: spec, Timeout: time.Minute}
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -95,7 +95,7 @@ const fanout, fanoutConcurrency = 200, 20
 // in flight, from a hand-written workflow.
 const rawFanoutName = "bench.RawFanout"
 
-func rawFanout(ctx workflow.Context, in activities.StepInput, n, limit int) error {
+func rawFanout(ctx workflow.Context, in contract.StepInput, n, limit int) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: time.Hour,
 		HeartbeatTimeout:    workflows.DefaultSettings.HeartbeatTimeout,
@@ -112,7 +112,7 @@ func rawFanout(ctx workflow.Context, in activities.StepInput, n, limit int) erro
 		wg.Add(1)
 		workflow.Go(ctx, func(ctx workflow.Context) {
 			defer wg.Done()
-			if err := workflow.ExecuteActivity(ctx, activities.ShellScript, in).Get(ctx, nil); err != nil && firstErr == nil {
+			if err := workflow.ExecuteActivity(ctx, contract.ShellScript, in).Get(ctx, nil); err != nil && firstErr == nil {
 				firstErr = err
 			}
 			running--
@@ -189,7 +189,7 @@ func BenchmarkGantryMatrix200(b *testing.B) {
 // BenchmarkRawFanout200 is the hand-written baseline of BenchmarkGantryMatrix200.
 func BenchmarkRawFanout200(b *testing.B) {
 	spec, _ := json.Marshal(map[string]any{"shell": "Bash", "source": map[string]any{"type": "Inline", "spec": map[string]any{"script": "exit 0"}}})
-	in := activities.StepInput{ExecutionID: "raw", StepPath: "s.step", Type: "ShellScript", Spec: spec, Timeout: time.Minute}
+	in := contract.StepInput{ExecutionID: "raw", StepPath: "s.step", Type: "ShellScript", Spec: spec, Timeout: time.Minute}
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {

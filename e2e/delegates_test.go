@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/status"
@@ -46,7 +46,7 @@ func TestDelegateSelectors(t *testing.T) {
 	}
 	conformance.Check(t, res.Tree, map[string]status.Status{"s.inherits": status.Succeeded, "s.gpu": status.Succeeded,
 		"s.windows": status.IgnoreFailed, "plain.anywhere": status.Succeeded})
-	if f := res.Tree.Find("s.windows").Failure; f == nil || f.Category != activities.DelegateProvisioning || !strings.Contains(f.Message, "gantry worker --tags windows") {
+	if f := res.Tree.Find("s.windows").Failure; f == nil || f.Category != contract.DelegateProvisioning || !strings.Contains(f.Message, "gantry worker --tags windows") {
 		t.Errorf("windows step failure %+v", f)
 	}
 	// The tagged workers ran the selected steps (their logs are in the tagged workers' store);

@@ -17,9 +17,9 @@ import (
 	"go.temporal.io/sdk/client"
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/records"
 	"github.com/gantry-cd/gantry/activities/terraform"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
@@ -372,15 +372,15 @@ func TestRecordProvisionerHistory(t *testing.T) {
 	}
 	ctx := context.Background()
 	rec := terraform.TemporalRecords{Temporal: records.Temporal{Client: env.internal, TaskQueue: workflows.SequenceQueue(workflows.TaskQueue)}}
-	for _, kind := range []string{activities.RecordKindPlan, activities.RecordKindApplied} {
-		if err := rec.Record(ctx, "default/recorded", "infra", activities.ProvisionerRecord{Kind: kind, Execution: "recorded-1", Step: "s." + kind, Time: time.Now(), Sealed: []byte("sealed")}); err != nil {
+	for _, kind := range []string{contract.RecordKindPlan, contract.RecordKindApplied} {
+		if err := rec.Record(ctx, "default/recorded", "infra", contract.ProvisionerRecord{Kind: kind, Execution: "recorded-1", Step: "s." + kind, Time: time.Now(), Sealed: []byte("sealed")}); err != nil {
 			t.Fatal(err)
 		}
-		if r, err := rec.Find(ctx, "default/recorded", "infra", activities.ProvisionerQuery{Kinds: []string{kind}}); err != nil || r == nil {
+		if r, err := rec.Find(ctx, "default/recorded", "infra", contract.ProvisionerQuery{Kinds: []string{kind}}); err != nil || r == nil {
 			t.Fatalf("find %s: %v, %v", kind, r, err)
 		}
 	}
-	id := activities.ProvisionerID("default/recorded", "infra")
+	id := contract.ProvisionerID("default/recorded", "infra")
 	writeClientHistory(t, env.internal, id, "", filepath.Join("..", "workflows", "testdata", "histories", strings.ReplaceAll(id, "/", "__")+".json"))
 }
 

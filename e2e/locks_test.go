@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
@@ -361,12 +361,12 @@ func TestResourceConstraintTerminatedHolderAndAbortedWaiter(t *testing.T) {
 	}
 }
 
-func lockState(t *testing.T, id string) activities.LockState {
+func lockState(t *testing.T, id string) contract.LockState {
 	t.Helper()
-	var st activities.LockState
+	var st contract.LockState
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		v, err := env.internal.QueryWorkflow(context.Background(), id, "", activities.QueryLock)
+		v, err := env.internal.QueryWorkflow(context.Background(), id, "", contract.QueryLock)
 		if err == nil {
 			err = v.Get(&st)
 		}
@@ -517,8 +517,8 @@ func TestLockManyWaiters(t *testing.T) {
 				return
 			case <-time.After(5 * time.Second):
 			}
-			v, err := env.internal.QueryWorkflow(context.Background(), workflows.LockID(workflows.LockQueue, key), "", activities.QueryLock)
-			var st activities.LockState
+			v, err := env.internal.QueryWorkflow(context.Background(), workflows.LockID(workflows.LockQueue, key), "", contract.QueryLock)
+			var st contract.LockState
 			if err == nil {
 				err = v.Get(&st)
 			}

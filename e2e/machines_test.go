@@ -15,9 +15,9 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/container"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/ctrtest"
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/registrytest"
@@ -292,7 +292,7 @@ func TestBuildMachineWorkerSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := res.Tree.Find("a.hang").Failure
-	if res.Status != status.Failed || f == nil || f.Category != activities.DelegateRestart || !strings.Contains(f.Message, "build machine") {
+	if res.Status != status.Failed || f == nil || f.Category != contract.DelegateRestart || !strings.Contains(f.Message, "build machine") {
 		t.Fatalf("pipeline %s, step failure %+v: want the lost machine named", res.Status, f)
 	}
 	waitEmpty(ctx, t, root)

@@ -8,7 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"io"
 	"net/http"
 	"os"
@@ -762,7 +762,7 @@ func (s *Server) setFreeze(w http.ResponseWriter, r *http.Request, u *identity.U
 	default:
 		note.detail = "off"
 		if _, err = s.o.Starter.FreezeOff(r.Context(), u.Name); err == nil {
-			st = activities.GlobalFreeze{}
+			st = contract.GlobalFreeze{}
 		}
 	}
 	if err != nil {

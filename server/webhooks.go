@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/gantry-cd/gantry/access"
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
@@ -369,7 +369,7 @@ func (s *Server) freezeNotices() []workflows.FreezeNoticesInput {
 		if f == nil || f.Status == "Disabled" {
 			continue
 		}
-		rules := f.PlanRules(activities.EventFreezeWindowEnabled, activities.EventOnEnableFreezeWindow)
+		rules := f.PlanRules(contract.EventFreezeWindowEnabled, contract.EventOnEnableFreezeWindow)
 		if len(rules) == 0 {
 			continue
 		}

@@ -3,8 +3,8 @@ package starter
 import (
 	"context"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/freezes"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 func (s *Starter) globalFreeze() *freezes.Global {
@@ -12,13 +12,13 @@ func (s *Starter) globalFreeze() *freezes.Global {
 }
 
 // GlobalFreeze reads the global deployment freeze.
-func (s *Starter) GlobalFreeze(ctx context.Context) (activities.GlobalFreeze, error) {
+func (s *Starter) GlobalFreeze(ctx context.Context) (contract.GlobalFreeze, error) {
 	return s.globalFreeze().State(ctx)
 }
 
 // FreezeOn turns the global deployment freeze on: every Deployment stage that starts while it
 // is on ends FREEZE_FAILED, unless its execution overrides freezes.
-func (s *Starter) FreezeOn(ctx context.Context, by, reason string) (activities.GlobalFreeze, error) {
+func (s *Starter) FreezeOn(ctx context.Context, by, reason string) (contract.GlobalFreeze, error) {
 	return s.globalFreeze().On(ctx, by, reason)
 }
 

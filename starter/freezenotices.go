@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -22,14 +22,14 @@ import (
 func (s *Starter) NotifyFreeze(ctx context.Context, n workflows.FreezeNotice) error {
 	id := fmt.Sprintf("freeze/%s/%s/%d", n.Freeze, n.Event, n.From.Unix())
 	from := n.From.UTC()
-	ev := activities.NotifyEvent{Type: n.Event, ExecutionID: id, Node: "freeze/" + n.Freeze, Freeze: n.Freeze,
+	ev := contract.NotifyEvent{Type: n.Event, ExecutionID: id, Node: "freeze/" + n.Freeze, Freeze: n.Freeze,
 		Start: from, Mode: workflows.ModeNormal}
 	if !n.To.IsZero() {
 		to := n.To.UTC()
 		ev.End = &to
 	}
 	scope := expressions.NewScope(map[string]any{"freeze": map[string]any{"identifier": n.Freeze, "name": n.Name}}, "freeze")
-	ds := activities.Deliveries(n.Rules, ev, func(text string) (string, error) {
+	ds := contract.Deliveries(n.Rules, ev, func(text string) (string, error) {
 		return expressions.RenderString(text, scope, expressions.Options{Unresolved: expressions.UnresolvedFail})
 	})
 	if len(ds) == 0 {

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/workflows"
@@ -37,7 +37,7 @@ func (s *Starter) NotifyTriggerFailed(ctx context.Context, rules []plan.Notifica
 		occurrence = now.Format("20060102T150405")
 	}
 	id := "trigger-failed/" + f.Pipeline + "/" + f.Trigger + "/" + occurrence
-	ev := activities.NotifyEvent{Type: activities.EventTriggerFailed, ExecutionID: id, Pipeline: f.Pipeline, PipelineName: f.PipelineName,
+	ev := contract.NotifyEvent{Type: contract.EventTriggerFailed, ExecutionID: id, Pipeline: f.Pipeline, PipelineName: f.PipelineName,
 		Node: "trigger/" + f.Trigger, TriggerID: f.Trigger, TriggerName: f.TriggerName, TriggerType: f.Type, Error: f.Reason,
 		Start: now, End: &now, Mode: workflows.ModeNormal}
 	vars := map[string]any{}
@@ -46,7 +46,7 @@ func (s *Starter) NotifyTriggerFailed(ctx context.Context, rules []plan.Notifica
 		vars[v.Name] = v.Value
 	}
 	scope := expressions.NewScope(root, "pipeline")
-	ds := activities.Deliveries(rules, ev, func(text string) (string, error) {
+	ds := contract.Deliveries(rules, ev, func(text string) (string, error) {
 		return expressions.RenderString(text, scope, expressions.Options{Unresolved: expressions.UnresolvedFail})
 	})
 	if len(ds) == 0 {

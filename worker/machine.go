@@ -13,9 +13,9 @@ import (
 	"go.temporal.io/sdk/client"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/container"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -75,9 +75,9 @@ func BuildMachines(c client.Client, o Options) ([]sdkworker.Worker, error) {
 func RegisterMachine(r interface {
 	RegisterActivityWithOptions(any, activity.RegisterOptions)
 }, m *container.Machine) {
-	r.RegisterActivityWithOptions(m.WorkspaceStart, activity.RegisterOptions{Name: activities.WorkspaceStart})
-	r.RegisterActivityWithOptions(m.WorkspaceStop, activity.RegisterOptions{Name: activities.WorkspaceStop})
-	r.RegisterActivityWithOptions(stamped(m.Step), activity.RegisterOptions{Name: activities.MachineStep})
+	r.RegisterActivityWithOptions(m.WorkspaceStart, activity.RegisterOptions{Name: contract.WorkspaceStart})
+	r.RegisterActivityWithOptions(m.WorkspaceStop, activity.RegisterOptions{Name: contract.WorkspaceStop})
+	r.RegisterActivityWithOptions(stamped(m.Step), activity.RegisterOptions{Name: contract.MachineStep})
 }
 
 // newMachine is a build machine's step runner: workspaces under WORKDIR/build, steps run by

@@ -19,7 +19,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"go.uber.org/zap"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/ami"
 	asgstep "github.com/gantry-cd/gantry/activities/asg"
 	"github.com/gantry-cd/gantry/activities/awshosts"
@@ -49,6 +48,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/terraform"
 	"github.com/gantry-cd/gantry/activities/tickets"
 	"github.com/gantry-cd/gantry/codec"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/workflows"
@@ -102,7 +102,7 @@ type Options struct {
 	TerraformPlugins string
 	TerraformKeys    *codec.Keys
 	// LockCheck is how often a lock workflow this worker starts makes sure its holder still
-	// runs (0: activities.DefaultLockCheck).
+	// runs (0: contract.DefaultLockCheck).
 	LockCheck time.Duration
 	// BuildMachine makes this worker a build machine: it runs the CI stages that name a
 	// runtime, their steps without an image on this machine (see BuildMachines), at most
@@ -206,7 +206,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	if o.machine != nil {
 		// The stages' steps on this machine, as local activities when this worker runs their
 		// workflow (workflows.ServeMachine).
-		w.RegisterActivityWithOptions(stamped(o.machine.Step), activity.RegisterOptions{Name: activities.MachineStep})
+		w.RegisterActivityWithOptions(stamped(o.machine.Step), activity.RegisterOptions{Name: contract.MachineStep})
 		workflows.ServeMachine(o.machine.Name)
 	}
 	st := &starter.StartActivity{Starter: &starter.Starter{Client: c, Internal: o.Internal, TaskQueue: tq, NoFastPath: o.NoFastPath}}
@@ -220,7 +220,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	seq := sdkworker.New(c, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
 	seq.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
 	seq.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
-	seq.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: activities.ProvisionerName})
+	seq.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: contract.ProvisionerName})
 	registerLocks(seq, c)
 	side := []sdkworker.Worker{seq}
 	if o.Internal != nil && o.Internal != c {
@@ -230,7 +230,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		in.RegisterWorkflowWithOptions(workflows.FreezeNotices, workflow.RegisterOptions{Name: workflows.FreezeNoticesName})
 		in.RegisterActivityWithOptions(st.Starter.NotifyFreeze, activity.RegisterOptions{Name: workflows.FreezeNotifyActivity})
 		in.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
-		in.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: activities.ProvisionerName})
+		in.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: contract.ProvisionerName})
 		registerLocks(in, c)
 		in.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 		side = append(side, in)
@@ -294,7 +294,7 @@ func (w closing) Run(interrupt <-chan any) error {
 // ContextPropagators are what clients and workers of Gantry's workflows must carry: the
 // secret routes (where secret manager secrets are read), from workflows to activities.
 func ContextPropagators() []workflow.ContextPropagator {
-	return []workflow.ContextPropagator{activities.SecretRoutesPropagator{}}
+	return []workflow.ContextPropagator{contract.SecretRoutesPropagator{}}
 }
 
 // Register adds the workflows and activities to any registry (a worker, a replayer's worker,
@@ -317,50 +317,50 @@ func registerActivities(r interface {
 }, o Options, c client.Client) (release func()) {
 	o.Secrets = secrets.Routed(o.Secrets, secretManagers)
 	sh := &shell.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir, KnownHosts: o.SSHKnownHosts}
-	r.RegisterActivityWithOptions(stamped(sh.Run), activity.RegisterOptions{Name: activities.ShellScript})
+	r.RegisterActivityWithOptions(stamped(sh.Run), activity.RegisterOptions{Name: contract.ShellScript})
 	hs := &httpstep.Activity{Secrets: o.Secrets}
-	r.RegisterActivityWithOptions(stamped(hs.Run), activity.RegisterOptions{Name: activities.Http})
+	r.RegisterActivityWithOptions(stamped(hs.Run), activity.RegisterOptions{Name: contract.Http})
 	tk := &tickets.Activity{Secrets: o.Secrets}
-	r.RegisterActivityWithOptions(stamped(tk.Run), activity.RegisterOptions{Name: activities.Ticket})
-	r.RegisterActivityWithOptions(tk.Read, activity.RegisterOptions{Name: activities.TicketRead})
+	r.RegisterActivityWithOptions(stamped(tk.Run), activity.RegisterOptions{Name: contract.Ticket})
+	r.RegisterActivityWithOptions(tk.Read, activity.RegisterOptions{Name: contract.TicketRead})
 	pq := &prometheus.Activity{Secrets: o.Secrets}
-	r.RegisterActivityWithOptions(pq.Query, activity.RegisterOptions{Name: activities.MetricsQuery})
+	r.RegisterActivityWithOptions(pq.Query, activity.RegisterOptions{Name: contract.MetricsQuery})
 	ps := &policystep.Activity{Engine: o.Policies}
-	r.RegisterActivityWithOptions(stamped(ps.Run), activity.RegisterOptions{Name: activities.Policy})
+	r.RegisterActivityWithOptions(stamped(ps.Run), activity.RegisterOptions{Name: contract.Policy})
 	ks := &k8sstep.Activity{Secrets: o.Secrets, Logs: o.Logs}
-	r.RegisterActivityWithOptions(stamped(ks.Run), activity.RegisterOptions{Name: activities.Kubernetes})
+	r.RegisterActivityWithOptions(stamped(ks.Run), activity.RegisterOptions{Name: contract.Kubernetes})
 	rs := &registry.Resolver{Secrets: o.Secrets}
-	r.RegisterActivityWithOptions(rs.Activity, activity.RegisterOptions{Name: activities.ResolveArtifact})
+	r.RegisterActivityWithOptions(rs.Activity, activity.RegisterOptions{Name: contract.ResolveArtifact})
 	gs := &gitstore.Fetcher{Secrets: o.Secrets, CacheDir: o.GitCache}
-	r.RegisterActivityWithOptions(gs.Activity, activity.RegisterOptions{Name: activities.FetchManifests})
+	r.RegisterActivityWithOptions(gs.Activity, activity.RegisterOptions{Name: contract.FetchManifests})
 	es := &ecsstep.Activity{Secrets: o.Secrets, Logs: o.Logs}
-	r.RegisterActivityWithOptions(stamped(es.Run), activity.RegisterOptions{Name: activities.Ecs})
+	r.RegisterActivityWithOptions(stamped(es.Run), activity.RegisterOptions{Name: contract.Ecs})
 	as := &asgstep.Activity{Secrets: o.Secrets, Logs: o.Logs}
-	r.RegisterActivityWithOptions(stamped(as.Run), activity.RegisterOptions{Name: activities.Asg})
+	r.RegisterActivityWithOptions(stamped(as.Run), activity.RegisterOptions{Name: contract.Asg})
 	ls := &lambdastep.Activity{Secrets: o.Secrets, Logs: o.Logs}
-	r.RegisterActivityWithOptions(stamped(ls.Run), activity.RegisterOptions{Name: activities.AwsLambda})
+	r.RegisterActivityWithOptions(stamped(ls.Run), activity.RegisterOptions{Name: contract.AwsLambda})
 	s3r := &s3store.Reader{Secrets: o.Secrets}
-	r.RegisterActivityWithOptions(s3r.FetchManifests, activity.RegisterOptions{Name: activities.FetchS3Manifests})
-	r.RegisterActivityWithOptions(s3r.ResolveArtifact, activity.RegisterOptions{Name: activities.ResolveS3Artifact})
+	r.RegisterActivityWithOptions(s3r.FetchManifests, activity.RegisterOptions{Name: contract.FetchS3Manifests})
+	r.RegisterActivityWithOptions(s3r.ResolveArtifact, activity.RegisterOptions{Name: contract.ResolveS3Artifact})
 	amis := &ami.Resolver{Secrets: o.Secrets}
-	r.RegisterActivityWithOptions(amis.Resolve, activity.RegisterOptions{Name: activities.ResolveAmiArtifact})
+	r.RegisterActivityWithOptions(amis.Resolve, activity.RegisterOptions{Name: contract.ResolveAmiArtifact})
 	cs := &charts.Puller{Secrets: o.Secrets}
-	r.RegisterActivityWithOptions(cs.Activity, activity.RegisterOptions{Name: activities.FetchChart})
+	r.RegisterActivityWithOptions(cs.Activity, activity.RegisterOptions{Name: contract.FetchChart})
 	pods := &container.Activity{Secrets: o.Secrets, Logs: o.Logs, HelperImage: o.HelperImage, BuildKitImage: o.BuildKitImage, Log: o.Log}
 	if c != nil {
 		pods.Closed = closedFunc(c)
 	}
-	r.RegisterActivityWithOptions(pods.Start, activity.RegisterOptions{Name: activities.PodStart})
-	r.RegisterActivityWithOptions(pods.Stop, activity.RegisterOptions{Name: activities.PodStop})
-	r.RegisterActivityWithOptions(stamped(pods.Step), activity.RegisterOptions{Name: activities.ContainerStep})
+	r.RegisterActivityWithOptions(pods.Start, activity.RegisterOptions{Name: contract.PodStart})
+	r.RegisterActivityWithOptions(pods.Stop, activity.RegisterOptions{Name: contract.PodStop})
+	r.RegisterActivityWithOptions(stamped(pods.Step), activity.RegisterOptions{Name: contract.ContainerStep})
 	cmd := &command.Activity{Secrets: o.Secrets, Logs: o.Logs, KnownHosts: o.SSHKnownHosts}
-	r.RegisterActivityWithOptions(stamped(cmd.Run), activity.RegisterOptions{Name: activities.Command})
+	r.RegisterActivityWithOptions(stamped(cmd.Run), activity.RegisterOptions{Name: contract.Command})
 	hosts := &awshosts.Lister{Secrets: o.Secrets}
-	r.RegisterActivityWithOptions(hosts.Describe, activity.RegisterOptions{Name: activities.DescribeHosts})
+	r.RegisterActivityWithOptions(hosts.Describe, activity.RegisterOptions{Name: contract.DescribeHosts})
 	fi := &instances.Activity{Secrets: o.Secrets, Logs: o.Logs, WorkDir: o.WorkDir}
 	ca := &instances.Artifacts{Secrets: o.Secrets, WorkDir: o.WorkDir}
-	r.RegisterActivityWithOptions(ca.Resolve, activity.RegisterOptions{Name: activities.ResolveCustomArtifact})
-	r.RegisterActivityWithOptions(stamped(fi.Run), activity.RegisterOptions{Name: activities.FetchInstances})
+	r.RegisterActivityWithOptions(ca.Resolve, activity.RegisterOptions{Name: contract.ResolveCustomArtifact})
+	r.RegisterActivityWithOptions(stamped(fi.Run), activity.RegisterOptions{Name: contract.FetchInstances})
 	tf := &terraform.Activity{Bin: o.TerraformBin, Mirror: o.TerraformPlugins, Keys: o.TerraformKeys, Secrets: o.Secrets, Logs: o.Logs, Git: gs, WorkDir: o.WorkDir}
 	dep := &deployed.Activity{}
 	if rc := o.Internal; rc != nil || c != nil {
@@ -376,38 +376,38 @@ func registerActivities(r interface {
 		rec := records.Temporal{Client: rc, TaskQueue: workflows.SequenceQueue(tq)}
 		tf.Records, dep.Records = terraform.TemporalRecords{Temporal: rec}, &rec
 		lk := &locks.Temporal{Locks: rc, Pipelines: c, TaskQueue: workflows.SequenceQueue(tq), Check: o.LockCheck, Log: o.Log}
-		r.RegisterActivityWithOptions(lk.Acquire, activity.RegisterOptions{Name: activities.LockAcquire})
-		r.RegisterActivityWithOptions(lk.Release, activity.RegisterOptions{Name: activities.LockRelease})
+		r.RegisterActivityWithOptions(lk.Acquire, activity.RegisterOptions{Name: contract.LockAcquire})
+		r.RegisterActivityWithOptions(lk.Release, activity.RegisterOptions{Name: contract.LockRelease})
 		gf := &freezes.Global{Client: rc}
-		r.RegisterActivityWithOptions(gf.State, activity.RegisterOptions{Name: activities.GlobalFreezeState})
+		r.RegisterActivityWithOptions(gf.State, activity.RegisterOptions{Name: contract.GlobalFreezeState})
 	} else {
 		// Without a server there is no global freeze to read: it is off.
-		r.RegisterActivityWithOptions(func(context.Context) (activities.GlobalFreeze, error) { return activities.GlobalFreeze{}, nil },
-			activity.RegisterOptions{Name: activities.GlobalFreezeState})
+		r.RegisterActivityWithOptions(func(context.Context) (contract.GlobalFreeze, error) { return contract.GlobalFreeze{}, nil },
+			activity.RegisterOptions{Name: contract.GlobalFreezeState})
 		lk := &locks.Local{}
-		r.RegisterActivityWithOptions(lk.Acquire, activity.RegisterOptions{Name: activities.LockAcquire})
-		r.RegisterActivityWithOptions(lk.Release, activity.RegisterOptions{Name: activities.LockRelease})
+		r.RegisterActivityWithOptions(lk.Acquire, activity.RegisterOptions{Name: contract.LockAcquire})
+		r.RegisterActivityWithOptions(lk.Release, activity.RegisterOptions{Name: contract.LockRelease})
 	}
-	r.RegisterActivityWithOptions(stamped(tf.Run), activity.RegisterOptions{Name: activities.Terraform})
-	r.RegisterActivityWithOptions(dep.Last, activity.RegisterOptions{Name: activities.LastDeployed})
-	r.RegisterActivityWithOptions(dep.Record, activity.RegisterOptions{Name: activities.RecordDeployed})
-	r.RegisterActivityWithOptions(dep.LastVerified, activity.RegisterOptions{Name: activities.LastVerified})
-	r.RegisterActivityWithOptions(dep.RecordVerified, activity.RegisterOptions{Name: activities.RecordVerified})
+	r.RegisterActivityWithOptions(stamped(tf.Run), activity.RegisterOptions{Name: contract.Terraform})
+	r.RegisterActivityWithOptions(dep.Last, activity.RegisterOptions{Name: contract.LastDeployed})
+	r.RegisterActivityWithOptions(dep.Record, activity.RegisterOptions{Name: contract.RecordDeployed})
+	r.RegisterActivityWithOptions(dep.LastVerified, activity.RegisterOptions{Name: contract.LastVerified})
+	r.RegisterActivityWithOptions(dep.RecordVerified, activity.RegisterOptions{Name: contract.RecordVerified})
 	sender := o.Notify
 	if sender.Secrets == nil {
 		sender.Secrets = o.Secrets
 	}
 	na := &notify.Activity{Sender: &sender, Log: o.Log}
-	r.RegisterActivityWithOptions(na.Run, activity.RegisterOptions{Name: activities.Notify})
-	r.RegisterActivityWithOptions(stamped(na.Email), activity.RegisterOptions{Name: activities.EmailStep})
+	r.RegisterActivityWithOptions(na.Run, activity.RegisterOptions{Name: contract.Notify})
+	r.RegisterActivityWithOptions(stamped(na.Email), activity.RegisterOptions{Name: contract.EmailStep})
 	statuses := &commitstatus.Activity{Secrets: o.Secrets, UIURL: sender.UIURL}
-	r.RegisterActivityWithOptions(statuses.Report, activity.RegisterOptions{Name: activities.CommitStatus})
+	r.RegisterActivityWithOptions(statuses.Report, activity.RegisterOptions{Name: contract.CommitStatus})
 	r.RegisterActivityWithOptions(func(ctx context.Context, executionID string) (bool, error) {
 		if c == nil {
 			return false, nil
 		}
 		return closedFunc(c)(ctx, executionID, "")
-	}, activity.RegisterOptions{Name: activities.ExecutionClosed})
+	}, activity.RegisterOptions{Name: contract.ExecutionClosed})
 	return sh.Close
 }
 
@@ -416,30 +416,30 @@ func registerActivities(r interface {
 func closedFunc(c client.Client) func(ctx context.Context, workflowID, runID string) (bool, error) {
 	lk := &locks.Temporal{Pipelines: c}
 	return func(ctx context.Context, workflowID, runID string) (bool, error) {
-		return lk.OwnerClosed(ctx, activities.WorkflowRef{ID: workflowID, RunID: runID})
+		return lk.OwnerClosed(ctx, contract.WorkflowRef{ID: workflowID, RunID: runID})
 	}
 }
 
 // registerLocks registers the lock workflow and the activities it calls on a worker of the
 // sequence queue; c is the pipelines' client, through which it reaches the stages.
 func registerLocks(w sdkworker.Worker, c client.Client) {
-	w.RegisterWorkflowWithOptions(workflows.Lock, workflow.RegisterOptions{Name: activities.LockWorkflow})
-	w.RegisterWorkflowWithOptions(workflows.GlobalFreeze, workflow.RegisterOptions{Name: activities.FreezeWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.Lock, workflow.RegisterOptions{Name: contract.LockWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.GlobalFreeze, workflow.RegisterOptions{Name: contract.FreezeWorkflow})
 	lk := &locks.Temporal{Pipelines: c}
-	w.RegisterActivityWithOptions(lk.Notify, activity.RegisterOptions{Name: activities.LockNotify})
-	w.RegisterActivityWithOptions(lk.OwnerClosed, activity.RegisterOptions{Name: activities.LockOwnerClosed})
+	w.RegisterActivityWithOptions(lk.Notify, activity.RegisterOptions{Name: contract.LockNotify})
+	w.RegisterActivityWithOptions(lk.OwnerClosed, activity.RegisterOptions{Name: contract.LockOwnerClosed})
 }
 
 // stamped wraps a step activity so its result says which process ran it and for how long.
-func stamped(fn func(context.Context, activities.StepInput) (activities.StepResult, error)) func(context.Context, activities.StepInput) (activities.StepResult, error) {
-	return func(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func stamped(fn func(context.Context, contract.StepInput) (contract.StepResult, error)) func(context.Context, contract.StepInput) (contract.StepResult, error) {
+	return func(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 		start := time.Now()
 		res, err := fn(ctx, in)
 		res.Worker, res.Started, res.Ended = workerName, start, time.Now()
 		// A step failure names the worker too, in the error's details.
 		var app *temporal.ApplicationError
 		if errors.As(err, &app) && app.NonRetryable() {
-			d := activities.Details(err)
+			d := contract.Details(err)
 			d.Worker = workerName
 			err = temporal.NewNonRetryableApplicationError(app.Message(), app.Type(), app.Unwrap(), d)
 		}
@@ -467,8 +467,8 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 	}{
 		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch},
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
-		{workflows.RefusalsName, workflows.Refusals}, {activities.ProvisionerName, workflows.Provisioner},
-		{activities.LockWorkflow, workflows.Lock}, {activities.FreezeWorkflow, workflows.GlobalFreeze},
+		{workflows.RefusalsName, workflows.Refusals}, {contract.ProvisionerName, workflows.Provisioner},
+		{contract.LockWorkflow, workflows.Lock}, {contract.FreezeWorkflow, workflows.GlobalFreeze},
 		{workflows.FreezeNoticesName, workflows.FreezeNotices}, {workflows.TicketWaitName, workflows.TicketWait},
 	} {
 		if !slices.Contains(except, w.name) {

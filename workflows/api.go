@@ -14,7 +14,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 )
@@ -374,11 +374,11 @@ type Node struct {
 	EndedAt   *time.Time    `json:"endedAt,omitempty"`
 	Attempts  int           `json:"attempts,omitempty"`
 	// Worker is the process (host/pid) that ran the step's last attempt.
-	Worker  string              `json:"worker,omitempty"`
-	Failure *activities.Failure `json:"failure,omitempty"`
-	Outputs map[string]any      `json:"outputs,omitempty"`
+	Worker  string            `json:"worker,omitempty"`
+	Failure *contract.Failure `json:"failure,omitempty"`
+	Outputs map[string]any    `json:"outputs,omitempty"`
 	// Tests summarises the test reports of the step's last attempt (spec 22.2).
-	Tests *activities.TestSummary `json:"tests,omitempty"`
+	Tests *contract.TestSummary `json:"tests,omitempty"`
 	// Actions lists what a user may do now (intervention choices while waiting).
 	Actions []string `json:"actions,omitempty"`
 	// Approval describes a HarnessApproval step while it waits.

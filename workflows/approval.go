@@ -10,7 +10,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
@@ -72,11 +72,11 @@ type approval struct {
 
 // approvalStep waits for approvers (spec 8.2): APPROVAL_WAITING until minimumCount distinct
 // users approved, someone rejected, or the step timed out.
-func (s *stageRun) approvalStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration, root map[string]any) (map[string]any, *activities.Failure) {
+func (s *stageRun) approvalStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration, root map[string]any) (map[string]any, *contract.Failure) {
 	m, _ := spec.(map[string]any)
 	a, err := newApproval(m, root)
 	if err != nil {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: err.Error()}
 	}
 	s.approvals[t.Path] = a
 	defer delete(s.approvals, t.Path)
@@ -87,18 +87,18 @@ func (s *stageRun) approvalStep(ctx workflow.Context, t *Node, spec any, timeout
 	done, err := workflow.AwaitWithTimeout(ctx, timeout, func() bool { return a.result != "" })
 	switch {
 	case err != nil:
-		return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+		return nil, &contract.Failure{Category: aborted, Message: "aborted"}
 	case !done:
-		return nil, &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("no decision within %s", timeout)}
+		return nil, &contract.Failure{Category: contract.Timeout, Message: fmt.Sprintf("no decision within %s", timeout)}
 	}
 	if a.result == "APPROVED" {
-		s.stepEvent(ctx, activities.EventPipelineResumed, t, status.Running)
+		s.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
 	}
 	out := map[string]any{"approvalActivities": anyList(a.activities), "approverInputs": a.lastInputs()}
 	child(s.root, "approval")["approvalActivities"] = out["approvalActivities"]
 	if a.result == "REJECTED" {
 		last := a.activities[len(a.activities)-1]
-		return out, &activities.Failure{Category: activities.ApprovalRejection,
+		return out, &contract.Failure{Category: contract.ApprovalRejection,
 			Message: fmt.Sprintf("rejected by %v", last["user"].(map[string]any)["name"])}
 	}
 	return out, nil

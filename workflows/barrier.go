@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
@@ -192,15 +192,15 @@ func (p *pipelineRun) listenBarriers(ctx workflow.Context) {
 
 // barrierStep waits at a barrier (spec 7.2): it reports its arrival to the pipeline and waits
 // for the outcome or its own timeout.
-func (s *stageRun) barrierStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration) (map[string]any, *activities.Failure) {
+func (s *stageRun) barrierStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration) (map[string]any, *contract.Failure) {
 	m, _ := spec.(map[string]any)
 	ref := expressions.ToString(m["barrierRef"])
 	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
 	if parent == nil {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: "a Barrier step needs to run inside a pipeline"}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: "a Barrier step needs to run inside a pipeline"}
 	}
 	if outcome := s.barriers[ref]; outcome == barrierAbandoned || outcome == barrierTimedOut {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("barrier %s already broken (%s)", ref, outcome)}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("barrier %s already broken (%s)", ref, outcome)}
 	}
 	t.Status = status.AsyncWaiting
 	// The pipeline keeps the barriers; a loop batch's parent is its stage (or stage batch).
@@ -212,17 +212,17 @@ func (s *stageRun) barrierStep(ctx workflow.Context, t *Node, spec any, timeout 
 	done, err := workflow.AwaitWithTimeout(ctx, timeout, func() bool { return s.barriers[ref] != "" })
 	switch {
 	case err != nil:
-		return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+		return nil, &contract.Failure{Category: aborted, Message: "aborted"}
 	case !done:
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
 		s.signal(dctx, pipeline, signalBarrier, BarrierSignal{Ref: ref, Stage: s.in.Stage.ID, Event: "expired"})
-		return nil, &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("barrier %s did not release within %s", ref, timeout)}
+		return nil, &contract.Failure{Category: contract.Timeout, Message: fmt.Sprintf("barrier %s did not release within %s", ref, timeout)}
 	}
 	switch s.barriers[ref] {
 	case barrierAbandoned:
-		return nil, &activities.Failure{Category: activities.Unknown, Message: "The barrier was abandoned"}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: "The barrier was abandoned"}
 	case barrierTimedOut:
-		return nil, &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("barrier %s timed out at another participant", ref)}
+		return nil, &contract.Failure{Category: contract.Timeout, Message: fmt.Sprintf("barrier %s timed out at another participant", ref)}
 	}
 	return map[string]any{"barrierRef": ref}, nil
 }

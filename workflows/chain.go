@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
@@ -39,10 +39,10 @@ type ChainLink struct {
 // (spec["inputs"]), the child starts as the same user, and its outputs become the stage's
 // (<+pipeline.stages.S.output.NAME>). Cancelling ctx (an abort of the parent) aborts the child;
 // a child that ends ABORTED aborts the parent.
-func (s *stageRun) chainStep(ctx workflow.Context, n *plan.Node, t *Node, spec any) (map[string]any, *activities.Failure) {
+func (s *stageRun) chainStep(ctx workflow.Context, n *plan.Node, t *Node, spec any) (map[string]any, *contract.Failure) {
 	ch := n.Chain
 	if ch == nil || ch.Plan == nil {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: "the Pipeline stage has no chained plan: validate the pipeline again"}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: "the Pipeline stage has no chained plan: validate the pipeline again"}
 	}
 	m, _ := spec.(map[string]any)
 	rendered, _ := m["inputs"].(map[string]any)
@@ -52,7 +52,7 @@ func (s *stageRun) chainStep(ctx workflow.Context, n *plan.Node, t *Node, spec a
 	}
 	child, err := ch.Bind(values)
 	if err != nil {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: "bind the chained pipeline's inputs: " + err.Error()}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: "bind the chained pipeline's inputs: " + err.Error()}
 	}
 	info := workflow.GetInfo(ctx)
 	s.chainStarts++
@@ -65,9 +65,9 @@ func (s *stageRun) chainStep(ctx workflow.Context, n *plan.Node, t *Node, spec a
 	var seq int64
 	if err := workflow.ExecuteActivity(actx, ChainNumberActivity, ChainNumberRequest{Pipeline: ch.Pipeline, Key: key}).Get(ctx, &seq); err != nil {
 		if ctx.Err() != nil {
-			return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+			return nil, &contract.Failure{Category: aborted, Message: "aborted"}
 		}
-		return nil, &activities.Failure{Category: activities.Unknown, Message: "number the chained execution: " + err.Error()}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: "number the chained execution: " + err.Error()}
 	}
 	pd, _ := s.root["pipeline"].(map[string]any)
 	by, _ := pd["triggeredBy"].(map[string]any)
@@ -101,11 +101,11 @@ func (s *stageRun) chainStep(ctx workflow.Context, n *plan.Node, t *Node, spec a
 	err = ResultFrom(f.Get(ctx, &res), &res)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+		return nil, &contract.Failure{Category: aborted, Message: "aborted"}
 	case err != nil:
-		return nil, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("chained execution %s: %v", id, err)}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("chained execution %s: %v", id, err)}
 	case res.Status == status.Aborted:
-		return nil, &activities.Failure{Category: aborted, Message: fmt.Sprintf("chained execution %s was aborted", id)}
+		return nil, &contract.Failure{Category: aborted, Message: fmt.Sprintf("chained execution %s was aborted", id)}
 	case res.Status.Final() && !failed(res.Status):
 		return res.Outputs, nil
 	}
@@ -113,7 +113,7 @@ func (s *stageRun) chainStep(ctx workflow.Context, n *plan.Node, t *Node, spec a
 	if res.Tree != nil {
 		msg = fmt.Sprintf("chained execution %s: %s", id, failureMessage(res.Status, res.Tree))
 	}
-	return res.Outputs, &activities.Failure{Category: activities.Unknown, Message: msg}
+	return res.Outputs, &contract.Failure{Category: contract.Unknown, Message: msg}
 }
 
 // chainOutputs renders a chained execution's outputs in its own context as it ends (nil

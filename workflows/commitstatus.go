@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/status"
 )
 
@@ -30,7 +30,7 @@ func (s *stageRun) commitStatus(ctx workflow.Context, state string) {
 	}
 	pipe, _ := s.root["pipeline"].(map[string]any)
 	pipeline, _ := pipe["identifier"].(string)
-	in := activities.CommitStatusInput{Repo: *repo, SHA: sha, State: state,
+	in := contract.CommitStatusInput{Repo: *repo, SHA: sha, State: state,
 		Context:     fmt.Sprintf("gantry/%s/%s", pipeline, s.in.Stage.ID),
 		Description: commitDescription(s.in.Stage.Name, state),
 		Namespace:   workflow.GetInfo(ctx).Namespace, ExecutionID: s.in.ExecutionID}
@@ -50,8 +50,8 @@ func (s *stageRun) commitStatus(ctx workflow.Context, state string) {
 		if before != nil {
 			_ = workflow.Await(ctx, before)
 		}
-		if err := workflow.ExecuteActivity(actx, activities.CommitStatus, in).Get(ctx, nil); err != nil {
-			s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("the %s commit status of %s could not be reported: %s", state, sha[:min(len(sha), 12)], activities.Classify(err).Message))
+		if err := workflow.ExecuteActivity(actx, contract.CommitStatus, in).Get(ctx, nil); err != nil {
+			s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("the %s commit status of %s could not be reported: %s", state, sha[:min(len(sha), 12)], contract.Classify(err).Message))
 		}
 		done = true
 	})
@@ -63,12 +63,12 @@ func (s *stageRun) finalCommitStatus(ctx workflow.Context) {
 	if s.statusSent == nil {
 		return // nothing reported: not a CI stage with a commit status, or not cloned
 	}
-	state := activities.CommitFailure
+	state := contract.CommitFailure
 	switch s.tree.Status {
 	case status.Succeeded, status.IgnoreFailed:
-		state = activities.CommitSuccess
+		state = contract.CommitSuccess
 	case status.Aborted:
-		state = activities.CommitError
+		state = contract.CommitError
 	}
 	s.commitStatus(ctx, state)
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
@@ -78,11 +78,11 @@ func (s *stageRun) finalCommitStatus(ctx workflow.Context) {
 // commitDescription is the status's text on the commit.
 func commitDescription(stage, state string) string {
 	switch state {
-	case activities.CommitPending:
+	case contract.CommitPending:
 		return "Stage " + stage + " is running"
-	case activities.CommitSuccess:
+	case contract.CommitSuccess:
 		return "Stage " + stage + " succeeded"
-	case activities.CommitError:
+	case contract.CommitError:
 		return "Stage " + stage + " was aborted"
 	}
 	return "Stage " + stage + " failed"

@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/worker"
@@ -64,23 +64,23 @@ func TestCommitStatusPendingThenOutcome(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute)
 	worker.Register(env, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
-	env.OnActivity(activities.PodStart, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(activities.PodStop, mock.Anything, mock.Anything).Return(nil)
-	env.OnActivity(activities.ContainerStep, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.StepInput) (activities.StepResult, error) {
+	env.OnActivity(contract.PodStart, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(contract.PodStop, mock.Anything, mock.Anything).Return(nil)
+	env.OnActivity(contract.ContainerStep, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in contract.StepInput) (contract.StepResult, error) {
 			if in.Type == "GitClone" {
-				return activities.StepResult{Outputs: map[string]any{"commitSha": sha}}, nil
+				return contract.StepResult{Outputs: map[string]any{"commitSha": sha}}, nil
 			}
-			return activities.StepResult{}, nil
+			return contract.StepResult{}, nil
 		})
 	var mu sync.Mutex
-	var reports []activities.CommitStatusInput
-	env.OnActivity(activities.CommitStatus, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.CommitStatusInput) error {
+	var reports []contract.CommitStatusInput
+	env.OnActivity(contract.CommitStatus, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in contract.CommitStatusInput) error {
 			mu.Lock()
 			defer mu.Unlock()
 			reports = append(reports, in)
-			if in.State == activities.CommitPending {
+			if in.State == contract.CommitPending {
 				return temporal.NewNonRetryableApplicationError("POST https://api.github.com/repos/acme/app/statuses/x: 403 Forbidden", "CommitStatus", nil)
 			}
 			return nil
@@ -97,7 +97,7 @@ func TestCommitStatusPendingThenOutcome(t *testing.T) {
 	if res.Status != status.Succeeded {
 		t.Fatalf("status %s: a refused report must not fail the build", res.Status)
 	}
-	if len(reports) != 2 || reports[0].State != activities.CommitPending || reports[1].State != activities.CommitSuccess {
+	if len(reports) != 2 || reports[0].State != contract.CommitPending || reports[1].State != contract.CommitSuccess {
 		t.Fatalf("reports %+v, want pending then success", reports)
 	}
 	for _, in := range reports {

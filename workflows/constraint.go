@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/status"
 )
@@ -54,16 +54,16 @@ type ResourceView struct {
 // a batch's to its stage, a stage's pipeline-scoped ones to the pipeline, which release them
 // when their scope ends.
 type HeldLock struct {
-	activities.LockTicket
+	contract.LockTicket
 	Pipeline bool `json:"pipeline,omitempty"`
 }
 
 // heldLock is a ticket of this workflow: requested, waiting or granted.
 type heldLock struct {
-	ticket   activities.LockTicket
+	ticket   contract.LockTicket
 	pipeline bool
 	granted  bool
-	notice   activities.LockNotice
+	notice   contract.LockNotice
 	notices  int // received so far
 }
 
@@ -89,15 +89,15 @@ func infrastructureKey(service, env, connector, infra string) string {
 
 // queueStep runs a Queue step: it waits, QUEUED, until it holds its key, which it keeps until
 // its scope (the stage, or the whole pipeline) ends.
-func (s *stageRun) queueStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration) *activities.Failure {
+func (s *stageRun) queueStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration) *contract.Failure {
 	m, _ := spec.(map[string]any)
 	key := strings.TrimSpace(expressions.ToString(m["key"]))
 	if key == "" {
-		return &activities.Failure{Category: activities.Unknown, Message: "Queue key rendered empty: give `key` a value (or an expression that resolves to one)"}
+		return &contract.Failure{Category: contract.Unknown, Message: "Queue key rendered empty: give `key` a value (or an expression that resolves to one)"}
 	}
 	scope := expressions.ToString(m["scope"])
 	if workflow.GetVersion(ctx, changeResourceLocks, workflow.DefaultVersion, 1) < 1 {
-		return &activities.Failure{Category: activities.Unknown, Message: "Queue steps need a newer worker"}
+		return &contract.Failure{Category: contract.Unknown, Message: "Queue steps need a newer worker"}
 	}
 	tctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
@@ -110,7 +110,7 @@ func (s *stageRun) queueStep(ctx workflow.Context, t *Node, spec any, timeout ti
 	})
 	f := s.acquireLock(tctx, t, LockQueue, key, scope == "Pipeline", status.Queued)
 	if expired {
-		return &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("still queued for %q after the step's timeout of %s", key, timeout)}
+		return &contract.Failure{Category: contract.Timeout, Message: fmt.Sprintf("still queued for %q after the step's timeout of %s", key, timeout)}
 	}
 	return f
 }
@@ -118,32 +118,32 @@ func (s *stageRun) queueStep(ctx workflow.Context, t *Node, spec any, timeout ti
 // acquireLock asks the lock of a key for this workflow's ticket and waits, showing waiting
 // on t, until it is granted. The ticket is released when its scope ends, whatever happens
 // before (see releaseLocks); a nil failure means it is held.
-func (s *stageRun) acquireLock(ctx workflow.Context, t *Node, kind, key string, pipelineScope bool, waiting status.Status) *activities.Failure {
+func (s *stageRun) acquireLock(ctx workflow.Context, t *Node, kind, key string, pipelineScope bool, waiting status.Status) *contract.Failure {
 	info := workflow.GetInfo(ctx)
-	self := activities.WorkflowRef{ID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
+	self := contract.WorkflowRef{ID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
 	owner := self
 	if s.in.Batch != nil && info.ParentWorkflowExecution != nil { // a batch of the stage's iterations
-		owner = activities.WorkflowRef{ID: info.ParentWorkflowExecution.ID, RunID: info.ParentWorkflowExecution.RunID}
+		owner = contract.WorkflowRef{ID: info.ParentWorkflowExecution.ID, RunID: info.ParentWorkflowExecution.RunID}
 	}
 	ticket := owner.ID + "/" + owner.RunID + "#" + kind
 	if pipelineScope {
-		owner = activities.WorkflowRef{ID: s.in.ExecutionID}
+		owner = contract.WorkflowRef{ID: s.in.ExecutionID}
 		ticket = s.in.ExecutionID + "#pipeline"
 	}
 	id := LockID(kind, key)
 	if h := s.locks[id]; h != nil && h.granted && h.ticket.Ticket == ticket {
 		return nil // this scope holds it already
 	}
-	h := &heldLock{ticket: activities.LockTicket{Lock: id, Ticket: ticket}, pipeline: pipelineScope}
+	h := &heldLock{ticket: contract.LockTicket{Lock: id, Ticket: ticket}, pipeline: pipelineScope}
 	s.listenLocks(ctx)
 	s.locks[id] = h
-	req := activities.LockRequest{Lock: id, Key: key, Ticket: ticket, Execution: s.in.ExecutionID, Node: t.Path, Notify: self, Owner: owner}
-	var answer activities.LockNotice
-	if err := workflow.ExecuteLocalActivity(lockContext(ctx), activities.LockAcquire, req).Get(ctx, &answer); err != nil {
+	req := contract.LockRequest{Lock: id, Key: key, Ticket: ticket, Execution: s.in.ExecutionID, Node: t.Path, Notify: self, Owner: owner}
+	var answer contract.LockNotice
+	if err := workflow.ExecuteLocalActivity(lockContext(ctx), contract.LockAcquire, req).Get(ctx, &answer); err != nil {
 		if ctx.Err() != nil {
-			return &activities.Failure{Category: aborted, Message: "aborted"}
+			return &contract.Failure{Category: aborted, Message: "aborted"}
 		}
-		return &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("queue for %s %q: %v", kind, key, err)}
+		return &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("queue for %s %q: %v", kind, key, err)}
 	}
 	if !h.granted && h.notices == 0 { // a notice may have overtaken the answer
 		h.notice, h.granted = answer, answer.Granted
@@ -158,7 +158,7 @@ func (s *stageRun) acquireLock(ctx workflow.Context, t *Node, kind, key string, 
 			s.publish(ctx)
 		}
 		if err := workflow.Await(ctx, func() bool { return h.granted || h.notices != shown }); err != nil {
-			return &activities.Failure{Category: aborted, Message: "aborted"}
+			return &contract.Failure{Category: aborted, Message: "aborted"}
 		}
 	}
 	if t.Resource != nil {
@@ -178,9 +178,9 @@ func (s *stageRun) listenLocks(ctx workflow.Context) {
 	s.locks = map[string]*heldLock{}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	workflow.Go(dctx, func(ctx workflow.Context) {
-		ch := workflow.GetSignalChannel(ctx, activities.SignalLockNotice)
+		ch := workflow.GetSignalChannel(ctx, contract.SignalLockNotice)
 		for {
-			var n activities.LockNotice
+			var n contract.LockNotice
 			ch.Receive(ctx, &n)
 			h := s.locks[n.Lock]
 			if h == nil || h.ticket.Ticket != n.Ticket || h.granted {
@@ -221,8 +221,8 @@ func (s *stageRun) releaseLocks(ctx workflow.Context) []HeldLock {
 
 // releaseLock hands a ticket back; a lock that cannot be reached releases it itself once it
 // sees the owner closed.
-func releaseLock(ctx workflow.Context, t activities.LockTicket) {
-	_ = workflow.ExecuteLocalActivity(lockContext(ctx), activities.LockRelease, t).Get(ctx, nil)
+func releaseLock(ctx workflow.Context, t contract.LockTicket) {
+	_ = workflow.ExecuteLocalActivity(lockContext(ctx), contract.LockRelease, t).Get(ctx, nil)
 }
 
 // lockContext runs the lock activities: short calls to Temporal, retried while it is

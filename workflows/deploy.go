@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -29,7 +29,7 @@ type deployTarget struct {
 	region   string
 	cluster  string
 	asgName  string // an Asg infrastructure's baseAsgName
-	artifact *activities.DeployArtifact
+	artifact *contract.DeployArtifact
 	// stepManifests are K8sApply steps' own manifests, by the step's FQN below the stage.
 	stepManifests map[string]plan.Manifest
 	// custom is a CustomDeployment infrastructure; ssh a Pdc one (hosts rendered) with the
@@ -39,8 +39,8 @@ type deployTarget struct {
 	configFiles []plan.File
 	// deployed (an Ssh stage's) says where the artifact is recorded when the stage succeeds;
 	// rollbackArtifact is what rollback steps restore (nil: nothing deployed before).
-	deployed         *activities.DeployedKey
-	rollbackArtifact *activities.DeployArtifact
+	deployed         *contract.DeployedKey
+	rollbackArtifact *contract.DeployArtifact
 }
 
 // deployContext runs a Deployment stage's service and infrastructure phases (spec 1.3.1,
@@ -315,7 +315,7 @@ func (s *stageRun) awsInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 		infra["baseAsgName"], s.deploy.asgName = asgName, asgName
 	}
 	if art, ok := s.root["artifact"].(map[string]any); ok {
-		s.deploy.artifact = &activities.DeployArtifact{Type: fmt.Sprint(art["type"])}
+		s.deploy.artifact = &contract.DeployArtifact{Type: fmt.Sprint(art["type"])}
 		if sv.Artifact.S3 != nil {
 			s.deploy.artifact.Bucket, s.deploy.artifact.Key = fmt.Sprint(art["bucketName"]), fmt.Sprint(art["filePath"])
 		} else {
@@ -378,7 +378,7 @@ func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, publ
 		if f == nil {
 			continue
 		}
-		var got activities.Fetched
+		var got contract.Fetched
 		if err := f.Get(ctx, &got); err != nil {
 			return nil, err
 		}
@@ -399,7 +399,7 @@ func (s *stageRun) startFetch(ctx workflow.Context, m *plan.Manifest, render fun
 		}
 		actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("pull chart %s %s for manifest %s from %s",
 			ch.Name, cmp.Or(ch.Version, "(latest)"), m.ID, ch.Connector.URL)))
-		f := workflow.ExecuteActivity(actx, activities.FetchChart, activities.ChartInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Chart: ch})
+		f := workflow.ExecuteActivity(actx, contract.FetchChart, contract.ChartInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Chart: ch})
 		m.Chart = &ch
 		return f, nil
 	}
@@ -410,8 +410,8 @@ func (s *stageRun) startFetch(ctx workflow.Context, m *plan.Manifest, render fun
 		}
 		ao := s.fetchOptions(ctx, fmt.Sprintf("read manifest %s from s3://%s (%s)", m.ID, st.Bucket, strings.Join(st.Paths, ", ")))
 		ao.TaskQueue = connectorQueue(ao.TaskQueue, st.Connector.Selectors)
-		f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), activities.FetchS3Manifests,
-			activities.S3FetchInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Store: st})
+		f := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), contract.FetchS3Manifests,
+			contract.S3FetchInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Store: st})
 		m.S3 = &st
 		return f, nil
 	}
@@ -431,14 +431,14 @@ func (s *stageRun) startFetch(ctx workflow.Context, m *plan.Manifest, render fun
 		ref = "commit " + st.Commit
 	}
 	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("fetch manifest %s from %s, %s", m.ID, st.RepoDisplay(), ref)))
-	f := workflow.ExecuteActivity(actx, activities.FetchManifests, activities.FetchInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Store: st})
+	f := workflow.ExecuteActivity(actx, contract.FetchManifests, contract.FetchInput{ExecutionID: s.in.ExecutionID, Manifest: m.ID, Store: st})
 	m.Store = &st
 	return f, nil
 }
 
 // recordFetched keeps a fetched manifest's files and publishes where they came from, as
 // `<+manifests.ID.*>` and on the stage node.
-func (s *stageRun) recordFetched(m *plan.Manifest, got activities.Fetched, published map[string]any) {
+func (s *stageRun) recordFetched(m *plan.Manifest, got contract.Fetched, published map[string]any) {
 	m.Files, m.Values = got.Files, got.Values
 	if m.Chart != nil {
 		s.pulledChart(m, got, published)
@@ -465,7 +465,7 @@ func (s *stageRun) recordFetched(m *plan.Manifest, got activities.Fetched, publi
 // pulledChart publishes a chart pulled from a repository as `<+manifests.ID.*>` (chartName,
 // chartVersion, and Chart.yaml under helm) and records the version (and an OCI chart's digest)
 // on the stage node, so a rerun pulls the same chart.
-func (s *stageRun) pulledChart(m *plan.Manifest, got activities.Fetched, published map[string]any) {
+func (s *stageRun) pulledChart(m *plan.Manifest, got contract.Fetched, published map[string]any) {
 	ch, meta := m.Chart, got.Chart
 	ch.Version, ch.Digest = meta.Version, got.Digest
 	published[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": ch.Type, "connectorRef": ch.Connector.ID,
@@ -506,8 +506,8 @@ func (s *stageRun) resolveArtifact(ctx workflow.Context, a *plan.Artifact, path,
 	}
 	in.TagRegex = regex
 	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("resolve artifact %s (%s)", a.ID, path)))
-	var got activities.Resolved
-	if err := workflow.ExecuteActivity(actx, activities.ResolveArtifact, activities.ResolveInput{ExecutionID: s.in.ExecutionID, Artifact: in}).Get(ctx, &got); err != nil {
+	var got contract.Resolved
+	if err := workflow.ExecuteActivity(actx, contract.ResolveArtifact, contract.ResolveInput{ExecutionID: s.in.ExecutionID, Artifact: in}).Get(ctx, &got); err != nil {
 		return err
 	}
 	art["tag"], art["digest"], art["image"] = got.Tag, got.Digest, got.Image
@@ -537,8 +537,8 @@ func (s *stageRun) resolveCustomArtifact(ctx workflow.Context, a *plan.Artifact,
 		}
 	}
 	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("list the versions of artifact %s", a.ID)))
-	var got activities.CustomArtifactResolved
-	if err := workflow.ExecuteActivity(actx, activities.ResolveCustomArtifact, activities.CustomArtifactInput{ExecutionID: s.in.ExecutionID, Artifact: a.ID, Script: sc}).Get(ctx, &got); err != nil {
+	var got contract.CustomArtifactResolved
+	if err := workflow.ExecuteActivity(actx, contract.ResolveCustomArtifact, contract.CustomArtifactInput{ExecutionID: s.in.ExecutionID, Artifact: a.ID, Script: sc}).Get(ctx, &got); err != nil {
 		return err
 	}
 	art["image"], art["imagePath"], art["version"], art["metadata"] = got.Version, got.Version, got.Version, got.Metadata
@@ -587,9 +587,9 @@ func (s *stageRun) resolveS3Artifact(ctx workflow.Context, a *plan.Artifact, ren
 	}
 	ao := s.fetchOptions(ctx, fmt.Sprintf("find artifact %s in s3://%s (%s)", a.ID, in.Bucket, what))
 	ao.TaskQueue = connectorQueue(ao.TaskQueue, in.Connector.Selectors)
-	var got activities.S3Resolved
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), activities.ResolveS3Artifact,
-		activities.S3ResolveInput{ExecutionID: s.in.ExecutionID, ID: a.ID, Artifact: in}).Get(ctx, &got); err != nil {
+	var got contract.S3Resolved
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), contract.ResolveS3Artifact,
+		contract.S3ResolveInput{ExecutionID: s.in.ExecutionID, ID: a.ID, Artifact: in}).Get(ctx, &got); err != nil {
 		return nil, err
 	}
 	s.tree.Artifact = got.URL + "#" + got.ETag
@@ -629,9 +629,9 @@ func (s *stageRun) resolveAmiArtifact(ctx workflow.Context, a *plan.Artifact, re
 	}
 	ao := s.fetchOptions(ctx, fmt.Sprintf("find artifact %s: image %s in %s", a.ID, what, in.Region))
 	ao.TaskQueue = connectorQueue(ao.TaskQueue, in.Connector.Selectors)
-	var got activities.AmiResolved
-	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), activities.ResolveAmiArtifact,
-		activities.AmiResolveInput{ExecutionID: s.in.ExecutionID, ID: a.ID, Artifact: in}).Get(ctx, &got); err != nil {
+	var got contract.AmiResolved
+	if err := workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, ao), contract.ResolveAmiArtifact,
+		contract.AmiResolveInput{ExecutionID: s.in.ExecutionID, ID: a.ID, Artifact: in}).Get(ctx, &got); err != nil {
 		return nil, err
 	}
 	s.tree.Artifact = got.AmiID
@@ -667,7 +667,7 @@ func tagMap(t map[string]string) map[string]any {
 // deployInput renders the manifests for a Kubernetes step at the step's FQN. Manifests may use
 // any expression the step could; `<+kubernetes.release.revision>` is left for the step, which
 // knows the release it deploys.
-func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.DeployInput, error) {
+func (s *stageRun) deployInput(root map[string]any, fqn string) (*contract.DeployInput, error) {
 	if s.deploy == nil {
 		return nil, fmt.Errorf("Kubernetes steps need a Deployment stage with a service, environment and infrastructure")
 	}
@@ -675,7 +675,7 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 	for k, v := range root {
 		data[k] = v
 	}
-	data["kubernetes"] = map[string]any{"release": map[string]any{"revision": activities.ReleaseRevisionMarker}}
+	data["kubernetes"] = map[string]any{"release": map[string]any{"revision": contract.ReleaseRevisionMarker}}
 	scope := expressions.NewScope(data, fqn)
 	renderFiles := func(fs []plan.File) ([]plan.File, error) {
 		out := make([]plan.File, len(fs))
@@ -692,7 +692,7 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*activities.Dep
 		}
 		return out, nil
 	}
-	in := &activities.DeployInput{Namespace: s.deploy.namespace, ReleaseName: s.deploy.releaseName,
+	in := &contract.DeployInput{Namespace: s.deploy.namespace, ReleaseName: s.deploy.releaseName,
 		Connector: s.deploy.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback,
 		Aws: s.deploy.aws, Region: s.deploy.region, Cluster: s.deploy.cluster, AsgName: s.deploy.asgName, Artifact: s.deploy.artifact}
 	if s.deploy.ssh != nil {
@@ -914,7 +914,7 @@ func (s *stageRun) sshInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 		s.deploy.configFiles = files
 	}
 	if workflow.GetVersion(ctx, changeDeployedArtifact, workflow.DefaultVersion, 1) == 1 {
-		if err := s.lastDeployed(ctx, activities.DeployedKey{Project: inf.Ssh.Project, Environment: env.ID, Infra: inf.ID, Service: sv.ID}); err != nil {
+		if err := s.lastDeployed(ctx, contract.DeployedKey{Project: inf.Ssh.Project, Environment: env.ID, Infra: inf.ID, Service: sv.ID}); err != nil {
 			return err
 		}
 	}
@@ -938,7 +938,7 @@ func hostKept(host string, only []string) bool {
 
 // describeHosts lists an SshWinRmAws infrastructure's instances on a worker, its region and
 // tag values rendered first.
-func (s *stageRun) describeHosts(ctx workflow.Context, h plan.AwsHosts, render renderFunc) ([]activities.Host, error) {
+func (s *stageRun) describeHosts(ctx workflow.Context, h plan.AwsHosts, render renderFunc) ([]contract.Host, error) {
 	var err error
 	if h.Region, err = render(h.Region, "infrastructure region"); err != nil {
 		return nil, err
@@ -951,8 +951,8 @@ func (s *stageRun) describeHosts(ctx workflow.Context, h plan.AwsHosts, render r
 	}
 	h.Tags = tags
 	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, "list the EC2 instances of "+h.Region))
-	var found []activities.Host
-	if err := workflow.ExecuteActivity(actx, activities.DescribeHosts, activities.DescribeHostsInput{ExecutionID: s.in.ExecutionID, Hosts: h}).Get(ctx, &found); err != nil {
+	var found []contract.Host
+	if err := workflow.ExecuteActivity(actx, contract.DescribeHosts, contract.DescribeHostsInput{ExecutionID: s.in.ExecutionID, Hosts: h}).Get(ctx, &found); err != nil {
 		return nil, err
 	}
 	if len(found) == 0 {
@@ -963,12 +963,12 @@ func (s *stageRun) describeHosts(ctx workflow.Context, h plan.AwsHosts, render r
 
 // sshArtifact is the primary artifact as an Ssh stage's Command steps fetch it: the object
 // or image the artifact phase resolved, with the connector that reads it.
-func sshArtifact(a *plan.Artifact, root map[string]any) *activities.DeployArtifact {
+func sshArtifact(a *plan.Artifact, root map[string]any) *contract.DeployArtifact {
 	art, ok := root["artifact"].(map[string]any)
 	if a == nil || !ok {
 		return nil
 	}
-	out := &activities.DeployArtifact{Type: a.Type, Image: fmt.Sprint(art["image"]), Tag: fmt.Sprint(art["tag"]), Registry: a.Connector}
+	out := &contract.DeployArtifact{Type: a.Type, Image: fmt.Sprint(art["image"]), Tag: fmt.Sprint(art["tag"]), Registry: a.Connector}
 	if a.S3 != nil {
 		conn := a.S3.Connector
 		out.Image, out.Aws = "", &conn
@@ -983,11 +983,11 @@ func sshArtifact(a *plan.Artifact, root map[string]any) *activities.DeployArtifa
 // lastDeployed finds what another execution last deployed with the stage's service to its
 // infrastructure: `<+rollbackArtifact.*>` (null when nothing was), and what the stage's
 // rollback steps copy. The stage records its own artifact when it succeeds.
-func (s *stageRun) lastDeployed(ctx workflow.Context, key activities.DeployedKey) error {
+func (s *stageRun) lastDeployed(ctx workflow.Context, key contract.DeployedKey) error {
 	key.Execution = s.in.ExecutionID
 	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("find what %s was last deployed with to %s", key.Service, key.Infra)))
-	var last *activities.Deployed
-	if err := workflow.ExecuteActivity(actx, activities.LastDeployed, key).Get(ctx, &last); err != nil {
+	var last *contract.Deployed
+	if err := workflow.ExecuteActivity(actx, contract.LastDeployed, key).Get(ctx, &last); err != nil {
 		return err
 	}
 	s.root["rollbackArtifact"] = nil
@@ -1007,9 +1007,9 @@ func (s *stageRun) recordDeployed(ctx workflow.Context) {
 		return
 	}
 	published, _ := s.root["artifact"].(map[string]any)
-	in := activities.RecordDeployedInput{Key: *d.deployed, Deployed: activities.Deployed{Execution: s.in.ExecutionID, Artifact: d.artifact, Published: published}}
+	in := contract.RecordDeployedInput{Key: *d.deployed, Deployed: contract.Deployed{Execution: s.in.ExecutionID, Artifact: d.artifact, Published: published}}
 	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("record what %s was deployed with to %s", in.Key.Service, in.Key.Infra)))
-	if err := workflow.ExecuteActivity(actx, activities.RecordDeployed, in).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(actx, contract.RecordDeployed, in).Get(ctx, nil); err != nil {
 		// The deployment stands; only a later rollback cannot find this artifact.
 		s.tree.Notes = append(s.tree.Notes, "the deployed artifact was not recorded, a later rollback restores an older one: "+err.Error())
 	}

@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/status"
 )
 
@@ -42,7 +42,7 @@ type treeRenderer struct {
 type renderedLine struct {
 	status           status.Status
 	started, endedAt time.Time
-	failure          *activities.Failure
+	failure          *contract.Failure
 	depth            int
 	line             string
 }

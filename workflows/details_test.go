@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/status"
 )
 
@@ -15,12 +15,12 @@ func TestTreeMarkdown(t *testing.T) {
 	t1 := t0.Add(1500 * time.Millisecond)
 	root := &Node{ID: "deploy", Type: "Deployment", Status: status.InterventionWaiting, Children: []*Node{
 		{ID: "build", Path: "deploy.build", Kind: "step", Type: "ShellScript", Status: status.Failed, StartedAt: &t0, EndedAt: &t1,
-			Failure: &activities.Failure{Category: activities.Unknown, Message: "exit 1\nmore"}},
+			Failure: &contract.Failure{Category: contract.Unknown, Message: "exit 1\nmore"}},
 		{Kind: "parallel", Children: []*Node{
 			{ID: "fix", Path: "deploy.fix", Kind: "step", Type: "ShellScript", Status: status.InterventionWaiting, StartedAt: &t0, Actions: []string{"Retry", "Abort"}},
 		}},
 		{ID: "unit", Path: "deploy.unit", Kind: "step", Type: "Run", Status: status.IgnoreFailed, StartedAt: &t0, EndedAt: &t1,
-			Tests: &activities.TestSummary{Total: 3, Failed: 1, Failing: []string{"pkg.TestB"}}},
+			Tests: &contract.TestSummary{Total: 3, Failed: 1, Failing: []string{"pkg.TestB"}}},
 	}}
 	md := TreeMarkdown(root, "p-1", t1.Add(time.Second))
 	for _, want := range []string{
@@ -60,7 +60,7 @@ func TestTreeRendererKeepsOnlyWhatDidNotChange(t *testing.T) {
 	check("a ended", 3*time.Second)
 	b.Status, b.StartedAt = status.Running, at(3*time.Second)
 	check("b running", 4*time.Second)
-	b.Status, b.EndedAt, b.Failure = status.Failed, at(5*time.Second), &activities.Failure{Category: activities.Unknown, Message: "exit 1"}
+	b.Status, b.EndedAt, b.Failure = status.Failed, at(5*time.Second), &contract.Failure{Category: contract.Unknown, Message: "exit 1"}
 	check("b failed", 5*time.Second)
 	// A retry runs b again, and it ends differently.
 	b.Status, b.StartedAt, b.EndedAt, b.Failure = status.Running, at(6*time.Second), nil, nil

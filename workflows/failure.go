@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 )
@@ -22,11 +22,11 @@ type dispatcher struct {
 	by      string // who chose the action being applied (ManualIntervention), "timeout", or ""
 }
 
-func (d *dispatcher) finish(st status.Status, f *activities.Failure) {
+func (d *dispatcher) finish(st status.Status, f *contract.Failure) {
 	d.data["status"] = string(st)
 	d.s.end(d.ctx, d.t, st, f)
 	if failed(st) { // the attempt's status after the failure strategy (spec 20.2.1)
-		d.s.stepEvent(d.ctx, activities.EventStepFailed, d.t, st)
+		d.s.stepEvent(d.ctx, contract.EventStepFailed, d.t, st)
 	}
 }
 
@@ -42,7 +42,7 @@ func (d *dispatcher) applied(action string) {
 // handle applies act to the failure; it returns true when the step must run again.
 // afterIntervention is set when the action came out of a manual-intervention wait: Retry and
 // ManualIntervention advisers then no longer apply to this failure (spec 5.5, 5.8).
-func (d *dispatcher) handle(st status.Status, f *activities.Failure, act *plan.Action, afterIntervention bool) bool {
+func (d *dispatcher) handle(st status.Status, f *contract.Failure, act *plan.Action, afterIntervention bool) bool {
 	s := d.s
 	if !afterIntervention {
 		d.by = ""
@@ -102,7 +102,7 @@ func (d *dispatcher) handle(st status.Status, f *activities.Failure, act *plan.A
 
 // retry runs the step again, after its interval, while retries are left; then the action's
 // onRetryFailure applies (spec 5.6).
-func (d *dispatcher) retry(st status.Status, f *activities.Failure, act *plan.Action, afterIntervention bool) bool {
+func (d *dispatcher) retry(st status.Status, f *contract.Failure, act *plan.Action, afterIntervention bool) bool {
 	if afterIntervention {
 		return d.fallback(st, f)
 	}
@@ -126,7 +126,7 @@ func (d *dispatcher) retry(st status.Status, f *activities.Failure, act *plan.Ac
 
 // retryGroup ends the step and has its step group run again from its first element, while
 // the group's retries are left (spec 5.7).
-func (d *dispatcher) retryGroup(st status.Status, f *activities.Failure, act *plan.Action, afterIntervention bool) bool {
+func (d *dispatcher) retryGroup(st status.Status, f *contract.Failure, act *plan.Action, afterIntervention bool) bool {
 	g := d.fr.groupFrame(act.Group)
 	if afterIntervention || g == nil || g.retries >= act.RetryCount {
 		return d.fallback(st, f) // retries exhausted: this adviser no longer applies
@@ -143,7 +143,7 @@ func (d *dispatcher) retryGroup(st status.Status, f *activities.Failure, act *pl
 
 // fallback ends the step with its failure; in a rollback section it also stops the section
 // (spec 5.5.3, 5.10.4).
-func (d *dispatcher) fallback(st status.Status, f *activities.Failure) bool {
+func (d *dispatcher) fallback(st status.Status, f *contract.Failure) bool {
 	d.finish(st, f)
 	if rb := d.fr.rollbackFrame(); rb != nil {
 		rb.halted = true
@@ -152,7 +152,7 @@ func (d *dispatcher) fallback(st status.Status, f *activities.Failure) bool {
 }
 
 // intervention waits for a user's decision or the timeout, then applies it.
-func (d *dispatcher) intervention(st status.Status, f *activities.Failure, act *plan.Action) bool {
+func (d *dispatcher) intervention(st status.Status, f *contract.Failure, act *plan.Action) bool {
 	d.by = ""
 	d.applied("ManualIntervention")
 	choice, user, ok := d.s.waitForUser(d.ctx, d.t, d.fr, act)

@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 )
@@ -14,12 +14,12 @@ import (
 // changeFreeze: a Deployment stage checks deployment freezes before it deploys.
 const changeFreeze = "deployment-freeze"
 
-// GlobalFreeze is the global deployment freeze's workflow (activities.FreezeWorkflow): it runs
+// GlobalFreeze is the global deployment freeze's workflow (contract.FreezeWorkflow): it runs
 // while the freeze is on and ends when someone turns it off, whose name it returns. Its
 // history is the freeze's record: who turned it on (the input), who off, and when.
-func GlobalFreeze(ctx workflow.Context, on activities.GlobalFreeze) (string, error) {
+func GlobalFreeze(ctx workflow.Context, on contract.GlobalFreeze) (string, error) {
 	var by string
-	workflow.GetSignalChannel(ctx, activities.SignalFreezeOff).Receive(ctx, &by)
+	workflow.GetSignalChannel(ctx, contract.SignalFreezeOff).Receive(ctx, &by)
 	return by, nil
 }
 
@@ -37,8 +37,8 @@ func (s *stageRun) checkFreeze(ctx workflow.Context) bool {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout: 30 * time.Second, ScheduleToCloseTimeout: 5 * time.Minute, Summary: "global freeze",
 		})
-		var g activities.GlobalFreeze
-		if err := workflow.ExecuteLocalActivity(lctx, activities.GlobalFreezeState).Get(ctx, &g); err != nil {
+		var g contract.GlobalFreeze
+		if err := workflow.ExecuteLocalActivity(lctx, contract.GlobalFreezeState).Get(ctx, &g); err != nil {
 			// Not knowing is not a freeze: say so and deploy.
 			s.tree.Notes = append(s.tree.Notes, "the global deployment freeze could not be read: "+err.Error())
 		} else if g.On {
@@ -58,7 +58,7 @@ func (s *stageRun) checkFreeze(ctx workflow.Context) bool {
 		return true
 	}
 	s.tree.Freeze = who
-	s.finish(ctx, status.FreezeFailed, &activities.Failure{Category: activities.Unknown,
+	s.finish(ctx, status.FreezeFailed, &contract.Failure{Category: contract.Unknown,
 		Message: fmt.Sprintf("deployment refused: %s; a user with the override-freeze permission can start it with --override-freeze", why)})
 	return false
 }

@@ -6,7 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -67,7 +67,7 @@ func FreezeNotices(ctx workflow.Context, in FreezeNoticesInput) error {
 		}
 	}
 	if in.Announce {
-		notify(activities.EventOnEnableFreezeWindow, workflow.Now(ctx), time.Time{})
+		notify(contract.EventOnEnableFreezeWindow, workflow.Now(ctx), time.Time{})
 	}
 	changes := workflow.GetSignalChannel(ctx, SignalFreezeChanged)
 	for turns := 0; turns < freezeNoticesPerRun; turns++ {
@@ -93,7 +93,7 @@ func FreezeNotices(ctx workflow.Context, in FreezeNoticesInput) error {
 		case changed != nil:
 			in.Freeze, in.Rules = changed.Freeze, changed.Rules
 		case begins:
-			notify(activities.EventFreezeWindowEnabled, from, to)
+			notify(contract.EventFreezeWindowEnabled, from, to)
 		}
 	}
 	// Signals that arrived meanwhile are read by the next run.

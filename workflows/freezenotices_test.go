@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -46,9 +46,9 @@ func TestFreezeNotices(t *testing.T) {
 		event string
 		from  time.Time
 	}{
-		{activities.EventOnEnableFreezeWindow, time.Time{}},
-		{activities.EventFreezeWindowEnabled, start},
-		{activities.EventFreezeWindowEnabled, start.Add(24 * time.Hour)},
+		{contract.EventOnEnableFreezeWindow, time.Time{}},
+		{contract.EventFreezeWindowEnabled, start},
+		{contract.EventFreezeWindowEnabled, start.Add(24 * time.Hour)},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("notices %+v, want %d", got, len(want))
@@ -58,7 +58,7 @@ func TestFreezeNotices(t *testing.T) {
 		if n.Event != w.event || n.Freeze != "nightly" || len(n.Rules) != 1 || (!w.from.IsZero() && !n.From.Equal(w.from)) {
 			t.Errorf("notice %d: %+v, want %s from %s", i, n, w.event, w.from)
 		}
-		if w.event == activities.EventFreezeWindowEnabled && !n.To.Equal(n.From.Add(time.Hour)) {
+		if w.event == contract.EventFreezeWindowEnabled && !n.To.Equal(n.From.Add(time.Hour)) {
 			t.Errorf("notice %d ends %s", i, n.To)
 		}
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/worker"
@@ -64,8 +64,8 @@ func TestGitManifestsFetchedOnceAndPinnedForPipelineRollback(t *testing.T) {
 	env := s.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(time.Minute)
 	worker.Register(env, worker.Options{Logs: logs.Store{Dir: t.TempDir()}})
-	env.OnActivity(activities.FetchManifests, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.FetchInput) (activities.Fetched, error) {
+	env.OnActivity(contract.FetchManifests, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in contract.FetchInput) (contract.Fetched, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			asked = append(asked, in.Store.Commit)
@@ -73,11 +73,11 @@ func TestGitManifestsFetchedOnceAndPinnedForPipelineRollback(t *testing.T) {
 			if commit == "" {
 				commit, heads = heads[0], heads[1:]
 			}
-			return activities.Fetched{Commit: commit, Files: []plan.File{{Path: "k8s/cm.yaml", Text: "kind: ConfigMap\n"}}}, nil
+			return contract.Fetched{Commit: commit, Files: []plan.File{{Path: "k8s/cm.yaml", Text: "kind: ConfigMap\n"}}}, nil
 		})
 	var digests []string // the digest each resolution was pinned to
-	env.OnActivity(activities.ResolveArtifact, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.ResolveInput) (activities.Resolved, error) {
+	env.OnActivity(contract.ResolveArtifact, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in contract.ResolveInput) (contract.Resolved, error) {
 			mu.Lock()
 			defer mu.Unlock()
 			digests = append(digests, in.Artifact.Digest)
@@ -85,7 +85,7 @@ func TestGitManifestsFetchedOnceAndPinnedForPipelineRollback(t *testing.T) {
 			if d == "" {
 				d = "sha256:" + string(rune('a'+len(digests)))
 			}
-			return activities.Resolved{Tag: in.Artifact.Tag, Digest: d, Image: "registry.example.com/team/web:1.0@" + d}, nil
+			return contract.Resolved{Tag: in.Artifact.Tag, Digest: d, Image: "registry.example.com/team/web:1.0@" + d}, nil
 		})
 	env.ExecuteWorkflow(workflows.PipelineName, workflows.PipelineInput{Plan: p, SequenceID: 1, Trigger: workflows.Trigger{Type: "MANUAL"},
 		Settings: workflows.Settings{HeartbeatTimeout: time.Minute}})

@@ -10,7 +10,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 )
@@ -35,7 +35,7 @@ type inputWait struct {
 
 // askInputs puts a step in INPUT_WAITING until a user supplies its execution-time inputs or the
 // step's timeout passes (category InputTimeoutError, spec 9.7).
-func (s *stageRun) askInputs(ctx workflow.Context, n *plan.Node, t *Node, timeout time.Duration) (map[string]string, *activities.Failure) {
+func (s *stageRun) askInputs(ctx workflow.Context, n *plan.Node, t *Node, timeout time.Duration) (map[string]string, *contract.Failure) {
 	w := &inputWait{decl: n.Inputs}
 	s.inputs[t.Path] = w
 	defer delete(s.inputs, t.Path)
@@ -49,12 +49,12 @@ func (s *stageRun) askInputs(ctx workflow.Context, n *plan.Node, t *Node, timeou
 	done, err := workflow.AwaitWithTimeout(ctx, timeout, func() bool { return w.values != nil })
 	switch {
 	case err != nil:
-		return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+		return nil, &contract.Failure{Category: aborted, Message: "aborted"}
 	case !done:
-		return nil, &activities.Failure{Category: activities.InputTimeout, Message: fmt.Sprintf("no execution-time input within %s", timeout)}
+		return nil, &contract.Failure{Category: contract.InputTimeout, Message: fmt.Sprintf("no execution-time input within %s", timeout)}
 	}
 	t.Notes = append(t.Notes, "inputs supplied by "+w.by)
-	s.stepEvent(ctx, activities.EventPipelineResumed, t, status.Running)
+	s.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
 	return w.values, nil
 }
 

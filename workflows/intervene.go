@@ -8,7 +8,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/status"
@@ -85,7 +85,7 @@ func (s *stageRun) waitForUser(ctx workflow.Context, t *Node, fr *frame, act *pl
 	t.Actions = nil
 	s.setWaiting(ctx, t.Path, "")
 	if decided && err == nil {
-		s.stepEvent(ctx, activities.EventPipelineResumed, t, status.Running)
+		s.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
 	}
 	if err != nil {
 		return nil, "", false
@@ -107,7 +107,7 @@ func (s *stageRun) setWaiting(ctx workflow.Context, path string, st status.Statu
 	} else {
 		s.waitStatus[path] = st
 		if t := s.waitNode(path); t != nil {
-			s.stepEvent(ctx, activities.EventWaitingForUserAction, t, st)
+			s.stepEvent(ctx, contract.EventWaitingForUserAction, t, st)
 		}
 	}
 	s.publish(ctx)

@@ -1,7 +1,7 @@
 package workflows
 
 import (
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -10,25 +10,25 @@ import (
 // step nodes without traits and replay with these. The table never grows: every plan compiled
 // since carries its steps' traits from the step catalog (pipeline/steps).
 var legacyTraits = func() map[string]plan.Traits {
-	kubernetes := plan.Traits{Activity: activities.Kubernetes, Deployment: true, Heartbeat: true}
-	ecs := plan.Traits{Activity: activities.Ecs, Deployment: true, Heartbeat: true}
-	lambda := plan.Traits{Activity: activities.AwsLambda, Deployment: true, Heartbeat: true}
-	own := plan.Traits{Activity: activities.ContainerStep, Container: plan.ContainerOwn, Heartbeat: true}
-	helper := plan.Traits{Activity: activities.ContainerStep, Container: plan.ContainerHelper, Heartbeat: true}
+	kubernetes := plan.Traits{Activity: contract.Kubernetes, Deployment: true, Heartbeat: true}
+	ecs := plan.Traits{Activity: contract.Ecs, Deployment: true, Heartbeat: true}
+	lambda := plan.Traits{Activity: contract.AwsLambda, Deployment: true, Heartbeat: true}
+	own := plan.Traits{Activity: contract.ContainerStep, Container: plan.ContainerOwn, Heartbeat: true}
+	helper := plan.Traits{Activity: contract.ContainerStep, Container: plan.ContainerHelper, Heartbeat: true}
 	m := map[string]plan.Traits{
-		"ShellScript": {Activity: activities.ShellScript, Heartbeat: true, FastPath: true},
-		"Http": {Activity: activities.Http, FastPath: true, Outcome: "http",
+		"ShellScript": {Activity: contract.ShellScript, Heartbeat: true, FastPath: true},
+		"Http": {Activity: contract.Http, FastPath: true, Outcome: "http",
 			Deferred: []string{".assertion", ".outputVariables[].value"}},
 		"Wait":              {Builtin: "wait"},
 		"HarnessApproval":   {Builtin: "approval"},
 		"Barrier":           {Builtin: "barrier"},
-		"Policy":            {Activity: activities.Policy},
-		"Container":         {Activity: activities.ContainerStep, Container: plan.ContainerOwn, OwnPod: true, Heartbeat: true},
+		"Policy":            {Activity: contract.Policy},
+		"Container":         {Activity: contract.ContainerStep, Container: plan.ContainerOwn, OwnPod: true, Heartbeat: true},
 		"Run":               own,
 		"Background":        own,
 		"Plugin":            own,
 		"GitClone":          helper,
-		"DownloadManifests": {Activity: activities.ContainerStep, Container: plan.ContainerHelper, Deployment: true, Heartbeat: true},
+		"DownloadManifests": {Activity: contract.ContainerStep, Container: plan.ContainerHelper, Deployment: true, Heartbeat: true},
 		"AwsLambdaDeploy":   lambda,
 		"AwsLambdaRollback": lambda,
 	}

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -39,10 +39,10 @@ func TestBackfillTraits(t *testing.T) {
 	if stage.Traits != nil {
 		t.Error("a stage got step traits")
 	}
-	if tr := stage.Children[0].Traits; tr == nil || tr.Activity != activities.ShellScript || !tr.FastPath {
+	if tr := stage.Children[0].Traits; tr == nil || tr.Activity != contract.ShellScript || !tr.FastPath {
 		t.Errorf("ShellScript traits: %+v", tr)
 	}
-	if tr := stage.Children[1].Children[0].Traits; tr == nil || tr.Activity != activities.Kubernetes || !tr.Deployment {
+	if tr := stage.Children[1].Children[0].Traits; tr == nil || tr.Activity != contract.Kubernetes || !tr.Deployment {
 		t.Errorf("K8sApply traits in a group: %+v", tr)
 	}
 	if stage.Children[2].Traits != own {
@@ -51,7 +51,7 @@ func TestBackfillTraits(t *testing.T) {
 	if stage.Children[3].Traits != nil {
 		t.Error("an unknown type got traits")
 	}
-	if tr := stage.Rollback[0].Traits; tr == nil || tr.Activity != activities.Kubernetes {
+	if tr := stage.Rollback[0].Traits; tr == nil || tr.Activity != contract.Kubernetes {
 		t.Errorf("rollback step traits: %+v", tr)
 	}
 }

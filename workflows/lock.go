@@ -7,7 +7,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Lock bounds, variables so tests can shorten them.
@@ -30,19 +30,19 @@ const lockNoticeBatch = 100
 // lockDoneKept is how many released tickets a lock remembers (see LockState.Done).
 const lockDoneKept = 200
 
-// Lock is the lock workflow of one key (activities.LockWorkflow): it grants one ticket at a
+// Lock is the lock workflow of one key (contract.LockWorkflow): it grants one ticket at a
 // time, in the order the requests arrived, and queues the others. A request is an update: a
 // free lock is granted in its answer, which spares the requester a signal and a workflow task;
 // a queued ticket hears of its grant by signal. A ticket is released by its holder (signal),
 // or, when the holder's owner closed without releasing (terminated from the Temporal UI), by
 // the lock itself, which checks its owner every LockRequest.Check.
-func Lock(ctx workflow.Context, st activities.LockState) error {
+func Lock(ctx workflow.Context, st contract.LockState) error {
 	l := &lockRun{st: st}
-	if err := workflow.SetQueryHandler(ctx, activities.QueryLock, func() (activities.LockState, error) { return l.st, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, contract.QueryLock, func() (contract.LockState, error) { return l.st, nil }); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandler(ctx, activities.UpdateLockAcquire, func(ctx workflow.Context, rs []activities.LockRequest) ([]activities.LockNotice, error) {
-		out := make([]activities.LockNotice, len(rs))
+	if err := workflow.SetUpdateHandler(ctx, contract.UpdateLockAcquire, func(ctx workflow.Context, rs []contract.LockRequest) ([]contract.LockNotice, error) {
+		out := make([]contract.LockNotice, len(rs))
 		for i, r := range rs {
 			out[i] = l.acquire(ctx, r)
 		}
@@ -51,7 +51,7 @@ func Lock(ctx workflow.Context, st activities.LockState) error {
 	}); err != nil {
 		return err
 	}
-	release := workflow.GetSignalChannel(ctx, activities.SignalLockRelease)
+	release := workflow.GetSignalChannel(ctx, contract.SignalLockRelease)
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 200 * time.Millisecond, MaximumInterval: 10 * time.Second},
@@ -67,7 +67,7 @@ func Lock(ctx workflow.Context, st activities.LockState) error {
 		// cancelled, messages, a marker): counting them bounds the history where the length
 		// is not known (the SDK's test environment). Requests in flight go to the next run.
 		if rounds++; workflow.GetInfo(ctx).GetCurrentHistoryLength() > lockHistory || rounds > lockHistory/8 {
-			return workflow.NewContinueAsNewError(ctx, activities.LockWorkflow, l.st)
+			return workflow.NewContinueAsNewError(ctx, contract.LockWorkflow, l.st)
 		}
 		wait := l.checkEvery()
 		if l.st.Holder == nil {
@@ -114,7 +114,7 @@ func (l *lockRun) loop(ctx, lctx workflow.Context, release workflow.ReceiveChann
 		// tick): counting them bounds the history where the length is not known (the SDK's
 		// test environment). Requests in flight go to the next run.
 		if rounds++; workflow.GetInfo(ctx).GetCurrentHistoryLength() > lockHistory || rounds > lockHistory/6 {
-			return workflow.NewContinueAsNewError(ctx, activities.LockWorkflow, l.st)
+			return workflow.NewContinueAsNewError(ctx, contract.LockWorkflow, l.st)
 		}
 		now := workflow.Now(ctx)
 		wait := l.checkEvery()
@@ -149,15 +149,15 @@ func (l *lockRun) loop(ctx, lctx workflow.Context, release workflow.ReceiveChann
 // (terminated from the Temporal UI).
 func (l *lockRun) checkOwner(ctx, lctx workflow.Context) {
 	var closed bool
-	if err := workflow.ExecuteLocalActivity(lctx, activities.LockOwnerClosed, l.st.Holder.Owner).Get(ctx, &closed); err == nil && closed {
+	if err := workflow.ExecuteLocalActivity(lctx, contract.LockOwnerClosed, l.st.Holder.Owner).Get(ctx, &closed); err == nil && closed {
 		l.release(l.st.Holder.Ticket)
 	}
 }
 
 // lockRun is a lock workflow's state and the notices it owes.
 type lockRun struct {
-	st    activities.LockState
-	owed  []activities.LockDelivery
+	st    contract.LockState
+	owed  []contract.LockDelivery
 	moved bool // the holder changed since the last notices
 	woken bool // a request arrived while the loop waited
 }
@@ -166,7 +166,7 @@ func (l *lockRun) checkEvery() time.Duration {
 	if l.st.Holder != nil && l.st.Holder.Check > 0 {
 		return l.st.Holder.Check
 	}
-	return activities.DefaultLockCheck
+	return contract.DefaultLockCheck
 }
 
 // drain takes every release received so far; true when there was one.
@@ -184,11 +184,11 @@ func (l *lockRun) drain(release workflow.ReceiveChannel) bool {
 
 // acquire queues a request and answers it: granted when the lock is free (or the holder asks
 // again), otherwise who holds it and how many wait ahead.
-func (l *lockRun) acquire(ctx workflow.Context, r activities.LockRequest) activities.LockNotice {
+func (l *lockRun) acquire(ctx workflow.Context, r contract.LockRequest) contract.LockNotice {
 	if l.st.Key == "" {
 		l.st.Key = r.Key
 	}
-	granted := activities.LockNotice{Lock: workflow.GetInfo(ctx).WorkflowExecution.ID, Ticket: r.Ticket, Granted: true}
+	granted := contract.LockNotice{Lock: workflow.GetInfo(ctx).WorkflowExecution.ID, Ticket: r.Ticket, Granted: true}
 	switch {
 	case l.st.Holder != nil && l.st.Holder.Ticket == r.Ticket:
 		// The holder asks again (a pipeline-scoped ticket from its next stage): granted.
@@ -196,10 +196,10 @@ func (l *lockRun) acquire(ctx workflow.Context, r activities.LockRequest) activi
 		return granted
 	case slices.Contains(l.st.Done, r.Ticket):
 		// Released already: a request repeated after its release takes nothing.
-		return activities.LockNotice{Lock: granted.Lock, Ticket: r.Ticket, Holder: l.holderName()}
+		return contract.LockNotice{Lock: granted.Lock, Ticket: r.Ticket, Holder: l.holderName()}
 	}
-	if i := slices.IndexFunc(l.st.Queue, func(q activities.LockRequest) bool { return q.Ticket == r.Ticket }); i >= 0 {
-		return activities.LockNotice{Lock: granted.Lock, Ticket: r.Ticket, Holder: l.holderName(), Ahead: i} // a repeat
+	if i := slices.IndexFunc(l.st.Queue, func(q contract.LockRequest) bool { return q.Ticket == r.Ticket }); i >= 0 {
+		return contract.LockNotice{Lock: granted.Lock, Ticket: r.Ticket, Holder: l.holderName(), Ahead: i} // a repeat
 	}
 	if l.st.Holder == nil && len(l.st.Queue) == 0 {
 		l.st.Holder, l.st.Since = &r, workflow.Now(ctx)
@@ -207,7 +207,7 @@ func (l *lockRun) acquire(ctx workflow.Context, r activities.LockRequest) activi
 		return granted
 	}
 	l.st.Queue = append(l.st.Queue, r)
-	return activities.LockNotice{Lock: granted.Lock, Ticket: r.Ticket, Holder: l.holderName(), Ahead: len(l.st.Queue) - 1}
+	return contract.LockNotice{Lock: granted.Lock, Ticket: r.Ticket, Holder: l.holderName(), Ahead: len(l.st.Queue) - 1}
 }
 
 // release hands back the holder's ticket or withdraws a queued one.
@@ -222,15 +222,15 @@ func (l *lockRun) release(ticket string) {
 		l.st.Holder, l.moved = nil, true
 		return
 	}
-	if i := slices.IndexFunc(l.st.Queue, func(q activities.LockRequest) bool { return q.Ticket == ticket }); i >= 0 {
+	if i := slices.IndexFunc(l.st.Queue, func(q contract.LockRequest) bool { return q.Ticket == ticket }); i >= 0 {
 		l.st.Queue = slices.Delete(l.st.Queue, i, i+1)
 		l.moved = true
 	}
 }
 
-func (l *lockRun) owe(to activities.WorkflowRef, n activities.LockNotice, ticket string) {
+func (l *lockRun) owe(to contract.WorkflowRef, n contract.LockNotice, ticket string) {
 	n.Ticket = ticket
-	l.owed = append(l.owed, activities.LockDelivery{To: to, Notice: n})
+	l.owed = append(l.owed, contract.LockDelivery{To: to, Notice: n})
 }
 
 // settle grants the lock when it is free and delivers the notices owed, until nothing changes:
@@ -244,14 +244,14 @@ func (l *lockRun) settle(ctx workflow.Context) {
 			l.st.Queue = l.st.Queue[1:]
 			l.st.Holder, l.st.Since, l.moved, granted = &next, workflow.Now(ctx), true, true
 			l.st.Grants++
-			l.owe(next.Notify, activities.LockNotice{Granted: true}, next.Ticket)
+			l.owe(next.Notify, contract.LockNotice{Granted: true}, next.Ticket)
 		}
 		// The waiters hear of a new holder once its grant is delivered: a holder whose
 		// workflow closed is passed over first.
 		if l.moved && !granted {
 			if l.st.Holder != nil {
 				for i, q := range l.st.Queue[:min(lockNoticed, len(l.st.Queue))] {
-					l.owe(q.Notify, activities.LockNotice{Holder: l.holderName(), Ahead: i}, q.Ticket)
+					l.owe(q.Notify, contract.LockNotice{Holder: l.holderName(), Ahead: i}, q.Ticket)
 				}
 			}
 			l.moved = false
@@ -270,7 +270,7 @@ func (l *lockRun) settle(ctx workflow.Context) {
 				batch[i].Notice.Lock = workflow.GetInfo(ctx).WorkflowExecution.ID
 			}
 			var closed []bool
-			if err := workflow.ExecuteLocalActivity(ctx, activities.LockNotify, batch).Get(ctx, &closed); err != nil {
+			if err := workflow.ExecuteLocalActivity(ctx, contract.LockNotify, batch).Get(ctx, &closed); err != nil {
 				return // retried until it succeeds; an error here is a cancelled workflow
 			}
 			for i, gone := range closed {

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -28,18 +28,18 @@ type lockEnv struct {
 func newLockEnv(t *testing.T) *lockEnv {
 	var s testsuite.WorkflowTestSuite
 	l := &lockEnv{env: s.NewTestWorkflowEnvironment(), closed: map[string]bool{}}
-	l.env.RegisterWorkflowWithOptions(workflows.Lock, workflow.RegisterOptions{Name: activities.LockWorkflow})
-	l.env.RegisterActivityWithOptions(func(_ context.Context, ds []activities.LockDelivery) ([]bool, error) {
+	l.env.RegisterWorkflowWithOptions(workflows.Lock, workflow.RegisterOptions{Name: contract.LockWorkflow})
+	l.env.RegisterActivityWithOptions(func(_ context.Context, ds []contract.LockDelivery) ([]bool, error) {
 		out := make([]bool, len(ds))
 		for i, d := range ds {
 			out[i] = l.closed[d.To.ID]
 			l.notices = append(l.notices, noticeText(d.To.ID, d.Notice))
 		}
 		return out, nil
-	}, activity.RegisterOptions{Name: activities.LockNotify})
-	l.env.RegisterActivityWithOptions(func(_ context.Context, w activities.WorkflowRef) (bool, error) {
+	}, activity.RegisterOptions{Name: contract.LockNotify})
+	l.env.RegisterActivityWithOptions(func(_ context.Context, w contract.WorkflowRef) (bool, error) {
 		return l.closed[w.ID], nil
-	}, activity.RegisterOptions{Name: activities.LockOwnerClosed})
+	}, activity.RegisterOptions{Name: contract.LockOwnerClosed})
 	return l
 }
 
@@ -48,22 +48,22 @@ func (l *lockEnv) at(d time.Duration, fn func()) { l.env.RegisterDelayedCallback
 // acquire sends who's request at d; its answer is recorded like a notice, with "(answer)".
 func (l *lockEnv) acquire(d time.Duration, who string) {
 	l.at(d, func() {
-		l.env.UpdateWorkflow(activities.UpdateLockAcquire, fmt.Sprintf("%s@%s", who, d), &testsuite.TestUpdateCallback{
+		l.env.UpdateWorkflow(contract.UpdateLockAcquire, fmt.Sprintf("%s@%s", who, d), &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { l.notices = append(l.notices, who+": rejected "+err.Error()) },
 			OnComplete: func(v any, err error) {
-				ns, _ := v.([]activities.LockNotice)
+				ns, _ := v.([]contract.LockNotice)
 				if err != nil || len(ns) != 1 {
 					l.notices = append(l.notices, fmt.Sprintf("%s: answer %v %v", who, v, err))
 					return
 				}
 				l.notices = append(l.notices, noticeText(who, ns[0])+" (answer)")
 			},
-		}, []activities.LockRequest{{Lock: "L", Key: "k", Ticket: who + "#t", Execution: who,
-			Notify: activities.WorkflowRef{ID: who}, Owner: activities.WorkflowRef{ID: who}, Check: time.Minute}})
+		}, []contract.LockRequest{{Lock: "L", Key: "k", Ticket: who + "#t", Execution: who,
+			Notify: contract.WorkflowRef{ID: who}, Owner: contract.WorkflowRef{ID: who}, Check: time.Minute}})
 	})
 }
 
-func noticeText(who string, n activities.LockNotice) string {
+func noticeText(who string, n contract.LockNotice) string {
 	if n.Granted {
 		return who + ": granted"
 	}
@@ -71,15 +71,15 @@ func noticeText(who string, n activities.LockNotice) string {
 }
 
 func (l *lockEnv) release(d time.Duration, who string) {
-	l.at(d, func() { l.env.SignalWorkflow(activities.SignalLockRelease, who+"#t") })
+	l.at(d, func() { l.env.SignalWorkflow(contract.SignalLockRelease, who+"#t") })
 }
 
-func (l *lockEnv) state(t *testing.T) activities.LockState {
-	v, err := l.env.QueryWorkflow(activities.QueryLock)
+func (l *lockEnv) state(t *testing.T) contract.LockState {
+	v, err := l.env.QueryWorkflow(contract.QueryLock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st activities.LockState
+	var st contract.LockState
 	if err := v.Get(&st); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestLockGrantsInArrivalOrder(t *testing.T) {
 	l.acquire(5*time.Second, "b") // a repeat
 	l.release(6*time.Second, "c") // withdrawn while queued
 	l.release(7*time.Second, "a")
-	var mid activities.LockState
+	var mid contract.LockState
 	l.at(8*time.Second, func() { mid = l.state(t) })
 	l.release(9*time.Second, "b")
 	l.release(10*time.Second, "d")
@@ -107,7 +107,7 @@ func TestLockGrantsInArrivalOrder(t *testing.T) {
 			t.Errorf("after all released: %+v", st)
 		}
 	})
-	l.env.ExecuteWorkflow(activities.LockWorkflow, activities.LockState{Key: "k"})
+	l.env.ExecuteWorkflow(contract.LockWorkflow, contract.LockState{Key: "k"})
 	if !l.env.IsWorkflowCompleted() || l.env.GetWorkflowError() != nil {
 		t.Fatalf("the idle lock did not complete: %v", l.env.GetWorkflowError())
 	}
@@ -134,10 +134,10 @@ func TestLockPassesOverClosedWorkflows(t *testing.T) {
 	l.acquire(2*time.Second, "b")
 	l.acquire(3*time.Second, "c")
 	l.at(4*time.Second, func() { l.closed["a"], l.closed["b"] = true, true })
-	var st activities.LockState
+	var st contract.LockState
 	l.at(2*time.Minute, func() { st = l.state(t) })
 	l.release(3*time.Minute, "c")
-	l.env.ExecuteWorkflow(activities.LockWorkflow, activities.LockState{Key: "k"})
+	l.env.ExecuteWorkflow(contract.LockWorkflow, contract.LockState{Key: "k"})
 	if st.Holder == nil || st.Holder.Execution != "c" || len(st.Queue) != 0 {
 		t.Errorf("after a's owner closed: %+v", st)
 	}
@@ -156,7 +156,7 @@ func TestLockHolderAsksAgain(t *testing.T) {
 	l.acquire(3*time.Second, "a")
 	l.release(4*time.Second, "a")
 	l.release(5*time.Second, "b")
-	l.env.ExecuteWorkflow(activities.LockWorkflow, activities.LockState{Key: "k"})
+	l.env.ExecuteWorkflow(contract.LockWorkflow, contract.LockState{Key: "k"})
 	want := []string{"a: granted (answer)", "b: a+0 (answer)", "a: granted (answer)", "b: granted"}
 	if !slices.Equal(l.notices, want) {
 		t.Errorf("notices\n got %q\nwant %q", l.notices, want)
@@ -173,13 +173,13 @@ func TestLockContinuesAsNew(t *testing.T) {
 	for i := range 30 { // so that a lock that never continues as new ends too
 		l.release(time.Duration(i+100)*time.Second, fmt.Sprintf("w%02d", i))
 	}
-	l.env.ExecuteWorkflow(activities.LockWorkflow, activities.LockState{Key: "k"})
+	l.env.ExecuteWorkflow(contract.LockWorkflow, contract.LockState{Key: "k"})
 	err := l.env.GetWorkflowError()
 	var can *workflow.ContinueAsNewError
 	if !errors.As(err, &can) {
 		t.Fatalf("want continue-as-new, got %v", err)
 	}
-	var st activities.LockState
+	var st contract.LockState
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -194,24 +194,24 @@ func TestLockContinuesAsNew(t *testing.T) {
 func TestLockContinuesAsNewAfterReleasesInFlight(t *testing.T) {
 	defer workflows.SetLockHistory(18)() // continues as new at its fourth round
 	l := newLockEnv(t)
-	l.env.RegisterActivityWithOptions(func(_ context.Context, ds []activities.LockDelivery) ([]bool, error) {
+	l.env.RegisterActivityWithOptions(func(_ context.Context, ds []contract.LockDelivery) ([]bool, error) {
 		for _, d := range ds {
 			l.notices = append(l.notices, noticeText(d.To.ID, d.Notice))
 			if d.To.ID == "b" && d.Notice.Granted { // b is done before the notice's answer is back
-				l.env.SignalWorkflow(activities.SignalLockRelease, "b#t")
+				l.env.SignalWorkflow(contract.SignalLockRelease, "b#t")
 			}
 		}
 		return make([]bool, len(ds)), nil
-	}, activity.RegisterOptions{Name: activities.LockNotify})
+	}, activity.RegisterOptions{Name: contract.LockNotify})
 	l.acquire(time.Second, "a")
 	l.acquire(2*time.Second, "b")
 	l.release(3*time.Second, "a")
-	l.env.ExecuteWorkflow(activities.LockWorkflow, activities.LockState{Key: "k"})
+	l.env.ExecuteWorkflow(contract.LockWorkflow, contract.LockState{Key: "k"})
 	var can *workflow.ContinueAsNewError
 	if err := l.env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("want continue-as-new, got %v", err)
 	}
-	var st activities.LockState
+	var st contract.LockState
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &st); err != nil {
 		t.Fatal(err)
 	}

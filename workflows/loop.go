@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
@@ -55,11 +55,11 @@ func (s *stageRun) runLoop(ctx workflow.Context, n *plan.Node, t *Node, prefix s
 
 // resolveLoop evaluates strategy.when and expands the strategy. skip means strategy.when was
 // false; a failure means the strategy could not be resolved or has no iterations.
-func resolveLoop(n *plan.Node, root map[string]any, fqn string) (*loopPlan, bool, *activities.Failure) {
+func resolveLoop(n *plan.Node, root map[string]any, fqn string) (*loopPlan, bool, *contract.Failure) {
 	if n.Strategy.When != "" {
 		ok, err := evalWhen(root, fqn, n.Strategy.When)
 		if err != nil {
-			return nil, false, &activities.Failure{Category: activities.Unknown, Message: "strategy.when: " + err.Error()}
+			return nil, false, &contract.Failure{Category: contract.Unknown, Message: "strategy.when: " + err.Error()}
 		}
 		if !ok {
 			return nil, true, nil
@@ -67,10 +67,10 @@ func resolveLoop(n *plan.Node, root map[string]any, fqn string) (*loopPlan, bool
 	}
 	lp, err := expand(n.Strategy, expressions.NewScope(root, fqn))
 	if err != nil {
-		return nil, false, &activities.Failure{Category: activities.Unknown, Message: "strategy: " + err.Error()}
+		return nil, false, &contract.Failure{Category: contract.Unknown, Message: "strategy: " + err.Error()}
 	}
 	if len(lp.iterations) == 0 {
-		return nil, false, &activities.Failure{Category: activities.Unknown, Message: "Total number of iterations found to be 0"}
+		return nil, false, &contract.Failure{Category: contract.Unknown, Message: "Total number of iterations found to be 0"}
 	}
 	return lp, false, nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
@@ -68,7 +68,7 @@ func machineKey(m plan.Machine) string {
 
 // startMachine waits, RESOURCE_WAITING, until a build machine of the stage's platform and tags
 // takes the stage, and makes its workspace there.
-func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*activities.PodInput, *activities.Failure) {
+func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*contract.PodInput, *contract.Failure) {
 	scope := expressions.NewScope(s.rootFor(fr), fqn)
 	opts := expressions.Options{Unresolved: expressions.UnresolvedFail}
 	m := *n.Pod.Machine
@@ -78,16 +78,16 @@ func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn
 		}
 		v, err := expressions.RenderString(*f, scope, opts)
 		if err != nil {
-			return nil, &activities.Failure{Category: activities.Unknown, Message: "platform: " + err.Error()}
+			return nil, &contract.Failure{Category: contract.Unknown, Message: "platform: " + err.Error()}
 		}
 		*f = v
 	}
 	if m.OS != "" && !strings.EqualFold(m.OS, "Linux") {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("platform os %s: Gantry's build machines are Linux machines", m.OS)}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("platform os %s: Gantry's build machines are Linux machines", m.OS)}
 	}
 	shared, err := renderSpec(n.Pod.SharedPaths, scope, opts, "", func(string) bool { return false })
 	if err != nil {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: "sharedPaths: " + err.Error()}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: "sharedPaths: " + err.Error()}
 	}
 	queue := MachineQueue(workflow.GetInfo(ctx).TaskQueueName, m.OS, m.Arch, m.Selectors, m.Containers)
 	prev, since := t.Status, workflow.Now(ctx)
@@ -98,21 +98,21 @@ func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn
 	if err != nil {
 		t.Status, t.Resource = prev, nil
 		if ctx.Err() != nil {
-			return nil, &activities.Failure{Category: aborted, Message: "aborted while waiting for a build machine"}
+			return nil, &contract.Failure{Category: aborted, Message: "aborted while waiting for a build machine"}
 		}
-		return nil, &activities.Failure{Category: activities.DelegateProvisioning,
+		return nil, &contract.Failure{Category: contract.DelegateProvisioning,
 			Message: fmt.Sprintf("no build machine (%s) took the stage: %v; start one with `gantry worker --build-machine%s`", machineKey(m), err, map[bool]string{true: " --containerd SOCKET"}[m.Containers])}
 	}
 	info := workflow.GetInfo(ctx)
-	in := &activities.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+	in := &contract.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 		Group: t.Path, Name: podName(s.in.ExecutionID, t.Path, n.ID),
 		Pod: plan.Pod{Machine: &m, SharedPaths: shared, Git: n.Pod.Git, Registries: n.Pod.Registries, Aws: n.Pod.Aws}}
 	// The machine may still wait for one of its stages to end (a stage slot, --max-stages):
 	// the stage shows waiting until its workspace is made.
 	ao := s.podOptions(t.Path + " (workspace)")
 	ao.StartToCloseTimeout, ao.HeartbeatTimeout = machineWait, machineHeartbeat
-	var ws activities.Workspace
-	err = workflow.ExecuteActivity(workflow.WithActivityOptions(sctx, ao), activities.WorkspaceStart, in).Get(ctx, &ws)
+	var ws contract.Workspace
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(sctx, ao), contract.WorkspaceStart, in).Get(ctx, &ws)
 	t.Status, t.Resource = prev, nil
 	if err != nil {
 		workflow.CompleteSession(sctx)
@@ -120,9 +120,9 @@ func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn
 			return nil, f
 		}
 		if ctx.Err() != nil {
-			return nil, &activities.Failure{Category: aborted, Message: "aborted while waiting for a build machine"}
+			return nil, &contract.Failure{Category: aborted, Message: "aborted while waiting for a build machine"}
 		}
-		return nil, activities.Classify(err)
+		return nil, contract.Classify(err)
 	}
 	if waited := workflow.Now(ctx).Sub(since); waited >= time.Second {
 		t.Notes = append(t.Notes, fmt.Sprintf("waited %s for a build machine (%s)", waited.Round(time.Second), machineKey(m)))
@@ -136,7 +136,7 @@ func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn
 
 // stopMachine removes the stage's workspace, and what its steps left running, whatever ended
 // the stage, then frees the machine for another stage.
-func (s *stageRun) stopMachine(ctx workflow.Context, pod *activities.PodInput) {
+func (s *stageRun) stopMachine(ctx workflow.Context, pod *contract.PodInput) {
 	if s.machine == nil {
 		return
 	}
@@ -148,7 +148,7 @@ func (s *stageRun) stopMachine(ctx workflow.Context, pod *activities.PodInput) {
 		dctx, _ := workflow.NewDisconnectedContext(sctx)
 		ao := s.podOptions(pod.Group + " (workspace cleanup)")
 		ao.ScheduleToStartTimeout = machineCleanupWait
-		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, ao), activities.WorkspaceStop, pod).Get(dctx, nil)
+		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, ao), contract.WorkspaceStop, pod).Get(dctx, nil)
 		if err != nil {
 			workflow.GetLogger(ctx).Warn("remove the stage's workspace", "machine", pod.Machine, "workspace", pod.Workspace, "error", err)
 		}
@@ -172,14 +172,14 @@ func (s *stageRun) onMachine(ctx workflow.Context) (workflow.Context, func()) {
 
 // machineLost is the failure of a step whose build machine went away (its worker stopped
 // heartbeating the session): its workspace went with it.
-func (s *stageRun) machineLost() *activities.Failure {
+func (s *stageRun) machineLost() *contract.Failure {
 	if s.machine == nil {
 		return nil
 	}
 	if info := workflow.GetSessionInfo(s.machine); info == nil || info.SessionState != workflow.SessionStateFailed {
 		return nil
 	}
-	return &activities.Failure{Category: activities.DelegateRestart,
+	return &contract.Failure{Category: contract.DelegateRestart,
 		Message: fmt.Sprintf("build machine %s stopped running the stage (its worker is gone); the stage's workspace is lost with it: re-run the stage", s.machineHost)}
 }
 

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	sdkworker "go.temporal.io/sdk/worker"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/status"
@@ -74,24 +74,24 @@ func TestBuildMachineStageWorkspaceAndStatuses(t *testing.T) {
 		defer mu.Unlock()
 		calls = append(calls, what)
 	}
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.PodInput) (activities.Workspace, error) {
+	env.RegisterActivityWithOptions(func(_ context.Context, in contract.PodInput) (contract.Workspace, error) {
 		record("start " + in.Pod.Machine.OS + "/" + in.Pod.Machine.Arch)
-		return activities.Workspace{Dir: ws, Machine: "builder/1"}, nil
-	}, activity.RegisterOptions{Name: activities.WorkspaceStart})
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.PodInput) error {
+		return contract.Workspace{Dir: ws, Machine: "builder/1"}, nil
+	}, activity.RegisterOptions{Name: contract.WorkspaceStart})
+	env.RegisterActivityWithOptions(func(_ context.Context, in contract.PodInput) error {
 		record("stop " + in.Workspace)
 		return nil
-	}, activity.RegisterOptions{Name: activities.WorkspaceStop})
-	env.RegisterActivityWithOptions(func(_ context.Context, in activities.StepInput) (activities.StepResult, error) {
+	}, activity.RegisterOptions{Name: contract.WorkspaceStop})
+	env.RegisterActivityWithOptions(func(_ context.Context, in contract.StepInput) (contract.StepResult, error) {
 		record(in.Type + " in " + in.Pod.Pod.Workspace)
 		if in.Type == "GitClone" {
-			return activities.StepResult{Outputs: map[string]any{"commitSha": sha}}, nil
+			return contract.StepResult{Outputs: map[string]any{"commitSha": sha}}, nil
 		}
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "build machine builder/1: the command exited with code 1")
-	}, activity.RegisterOptions{Name: activities.MachineStep})
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "build machine builder/1: the command exited with code 1")
+	}, activity.RegisterOptions{Name: contract.MachineStep})
 	var reports []string
-	env.OnActivity(activities.CommitStatus, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in activities.CommitStatusInput) error {
+	env.OnActivity(contract.CommitStatus, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in contract.CommitStatusInput) error {
 			mu.Lock()
 			defer mu.Unlock()
 			reports = append(reports, in.State)
@@ -110,7 +110,7 @@ func TestBuildMachineStageWorkspaceAndStatuses(t *testing.T) {
 	if strings.Join(calls, "; ") != strings.Join(want, "; ") {
 		t.Errorf("activities %q, want %q", calls, want)
 	}
-	if len(reports) != 2 || reports[0] != activities.CommitPending || reports[1] != activities.CommitFailure {
+	if len(reports) != 2 || reports[0] != contract.CommitPending || reports[1] != contract.CommitFailure {
 		t.Errorf("commit statuses %v, want pending then failure", reports)
 	}
 	if notes := strings.Join(res.Tree.Find("test").Notes, "; "); !strings.Contains(notes, "on build machine builder/1, workspace "+ws) {

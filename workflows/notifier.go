@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // NotifierName is the workflow that delivers an execution's notifications (spec 20.5): the
@@ -74,9 +74,9 @@ func (s NotifySettings) withDefaults() NotifySettings {
 // the notifier takes them in order. Batches without Seq (stages to their pipeline, a failed
 // trigger) are taken as they come.
 type NotifyBatch struct {
-	Seq        int                   `json:"seq,omitempty"`
-	Deliveries []activities.Delivery `json:"deliveries,omitempty"`
-	Final      bool                  `json:"final,omitempty"`
+	Seq        int                 `json:"seq,omitempty"`
+	Deliveries []contract.Delivery `json:"deliveries,omitempty"`
+	Final      bool                `json:"final,omitempty"`
 }
 
 // DeliveryRecord is one delivery's outcome so far; secrets are masked.
@@ -101,7 +101,7 @@ type NotifierInput struct {
 	ExecutionID string         `json:"executionId"`
 	Settings    NotifySettings `json:"settings"`
 	// Initial are the deliveries known when the pipeline started the notifier.
-	Initial []activities.Delivery `json:"initial,omitempty"`
+	Initial []contract.Delivery `json:"initial,omitempty"`
 	// NextSeq is the Seq of the next batch to take (0: 1).
 	NextSeq int              `json:"nextSeq,omitempty"`
 	Records []DeliveryRecord `json:"records,omitempty"`
@@ -125,9 +125,9 @@ type notifier struct {
 	in      NotifierInput
 	set     NotifySettings
 	records []DeliveryRecord
-	index   map[string]int                   // record index by delivery key
-	queues  map[string][]activities.Delivery // per (rule, target), in emission order
-	busy    map[string]bool                  // queues whose sender runs
+	index   map[string]int                 // record index by delivery key
+	queues  map[string][]contract.Delivery // per (rule, target), in emission order
+	busy    map[string]bool                // queues whose sender runs
 	closed  bool
 	next    int                 // Seq of the next batch to take
 	early   map[int]NotifyBatch // batches that arrived before an earlier one
@@ -136,7 +136,7 @@ type notifier struct {
 // Notifier is the notifier workflow.
 func Notifier(ctx workflow.Context, in NotifierInput) (*NotifierResult, error) {
 	n := &notifier{in: in, set: in.Settings.withDefaults(), records: in.Records, index: map[string]int{},
-		queues: map[string][]activities.Delivery{}, busy: map[string]bool{}, closed: in.Closed, next: max(in.NextSeq, 1), early: map[int]NotifyBatch{}}
+		queues: map[string][]contract.Delivery{}, busy: map[string]bool{}, closed: in.Closed, next: max(in.NextSeq, 1), early: map[int]NotifyBatch{}}
 	for i, r := range n.records {
 		n.index[r.Key] = i
 	}
@@ -226,7 +226,7 @@ func (n *notifier) takeNow(ctx workflow.Context, b NotifyBatch) {
 
 // enqueue records new deliveries and starts a sender for each target that has none. A key
 // already recorded is a duplicate of an event the engine saw twice: it is sent once.
-func (n *notifier) enqueue(ctx workflow.Context, ds []activities.Delivery) {
+func (n *notifier) enqueue(ctx workflow.Context, ds []contract.Delivery) {
 	now := workflow.Now(ctx)
 	for _, d := range ds {
 		if _, seen := n.index[d.Key]; seen {
@@ -266,7 +266,7 @@ func (n *notifier) drain(ctx workflow.Context, q string) {
 }
 
 // deliver runs attempts until one succeeds, one fails for good, or the schedule is spent.
-func (n *notifier) deliver(ctx workflow.Context, d activities.Delivery) {
+func (n *notifier) deliver(ctx workflow.Context, d contract.Delivery) {
 	rec := func() *DeliveryRecord { return &n.records[n.index[d.Key]] }
 	if d.Unresolved != "" {
 		r := rec()
@@ -286,8 +286,8 @@ func (n *notifier) deliver(ctx workflow.Context, d activities.Delivery) {
 	first := workflow.Now(ctx)
 	interval := n.set.FirstRetry
 	for attempt := rec().Attempts + 1; ; attempt++ {
-		var res activities.DeliveryResult
-		err := workflow.ExecuteActivity(actx, activities.Notify, d).Get(ctx, &res)
+		var res contract.DeliveryResult
+		err := workflow.ExecuteActivity(actx, contract.Notify, d).Get(ctx, &res)
 		r := rec()
 		r.Attempts, r.Updated = attempt, workflow.Now(ctx)
 		if err == nil {
@@ -318,20 +318,20 @@ func (n *notifier) deliver(ctx workflow.Context, d activities.Delivery) {
 
 // attemptFailure reads a failed attempt: the activity's own verdict, or a lost attempt (its
 // worker died or it ran out of time), which is retried.
-func attemptFailure(err error, timeout time.Duration) (activities.DeliveryFailure, string) {
+func attemptFailure(err error, timeout time.Duration) (contract.DeliveryFailure, string) {
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) {
-		var f activities.DeliveryFailure
+		var f contract.DeliveryFailure
 		if app.HasDetails() && app.Details(&f) == nil {
 			return f, app.Message()
 		}
-		return activities.DeliveryFailure{Retryable: true}, app.Message()
+		return contract.DeliveryFailure{Retryable: true}, app.Message()
 	}
 	var to *temporal.TimeoutError
 	if errors.As(err, &to) {
-		return activities.DeliveryFailure{Retryable: true}, fmt.Sprintf("the attempt did not finish within %s (its worker may have stopped)", timeout)
+		return contract.DeliveryFailure{Retryable: true}, fmt.Sprintf("the attempt did not finish within %s (its worker may have stopped)", timeout)
 	}
-	return activities.DeliveryFailure{Retryable: true}, err.Error()
+	return contract.DeliveryFailure{Retryable: true}, err.Error()
 }
 
 // pipelineClosed asks whether the execution has closed; an answer that cannot be had counts as
@@ -340,7 +340,7 @@ func (n *notifier) pipelineClosed(ctx workflow.Context) bool {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}})
 	var closed bool
-	if err := workflow.ExecuteActivity(actx, activities.ExecutionClosed, n.in.ExecutionID).Get(ctx, &closed); err != nil {
+	if err := workflow.ExecuteActivity(actx, contract.ExecutionClosed, n.in.ExecutionID).Get(ctx, &closed); err != nil {
 		return false
 	}
 	return closed

@@ -6,7 +6,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
@@ -16,7 +16,7 @@ import (
 // and the pipeline's part of every event. Nil when the pipeline has no enabled rule.
 type Notifications struct {
 	Rules []plan.NotificationRule `json:"rules"`
-	Base  activities.NotifyEvent  `json:"base"`
+	Base  contract.NotifyEvent    `json:"base"`
 }
 
 // raiser turns a workflow's node transitions into deliveries (spec 20.2, 20.5.1-2).
@@ -33,11 +33,11 @@ func newRaiser(n *Notifications) *raiser {
 }
 
 // wants reports whether any rule could select events of a level.
-func (r *raiser) wants(level string) bool { return r != nil && activities.Wants(r.n.Rules, level) }
+func (r *raiser) wants(level string) bool { return r != nil && contract.Wants(r.n.Rules, level) }
 
 // deliveries are what an event causes. Target fields render in the scope of the node that
 // raised it (root and fqn); secrets stay references.
-func (r *raiser) deliveries(ctx workflow.Context, ev activities.NotifyEvent, root map[string]any, fqn string) []activities.Delivery {
+func (r *raiser) deliveries(ctx workflow.Context, ev contract.NotifyEvent, root map[string]any, fqn string) []contract.Delivery {
 	if r == nil {
 		return nil
 	}
@@ -65,9 +65,9 @@ func (r *raiser) deliveries(ctx workflow.Context, ev activities.NotifyEvent, roo
 // NotifyDeliveries are the deliveries rules make of an event, their target fields rendered in
 // the scope of the node that raised it (root and fqn; an unresolved expression fails the
 // delivery); secrets stay references. `gantry notify test` renders its samples with it.
-func NotifyDeliveries(rules []plan.NotificationRule, ev activities.NotifyEvent, root map[string]any, fqn string) []activities.Delivery {
+func NotifyDeliveries(rules []plan.NotificationRule, ev contract.NotifyEvent, root map[string]any, fqn string) []contract.Delivery {
 	scope := expressions.NewScope(root, fqn)
-	return activities.Deliveries(rules, ev, func(s string) (string, error) {
+	return contract.Deliveries(rules, ev, func(s string) (string, error) {
 		return expressions.RenderString(s, scope, expressions.Options{Unresolved: expressions.UnresolvedFail})
 	})
 }
@@ -82,13 +82,13 @@ type outbox struct {
 	executionID string
 	summary     string
 	settings    NotifySettings
-	pending     []activities.Delivery
+	pending     []contract.Delivery
 	running     bool // the forwarder runs
 	final       bool // the pipeline ended: send what is left, then Final
 	done        bool
 }
 
-func (o *outbox) add(ctx workflow.Context, ds []activities.Delivery) {
+func (o *outbox) add(ctx workflow.Context, ds []contract.Delivery) {
 	if len(ds) == 0 {
 		return
 	}
@@ -148,7 +148,7 @@ func (o *outbox) forward(ctx workflow.Context) {
 }
 
 // take removes the next batch of pending deliveries.
-func (o *outbox) take() []activities.Delivery {
+func (o *outbox) take() []contract.Delivery {
 	n := min(len(o.pending), maxBatch)
 	out := o.pending[:n:n]
 	o.pending = o.pending[n:]
@@ -165,7 +165,7 @@ func (o *outbox) close(ctx workflow.Context) {
 }
 
 // raise raises a pipeline-level or stage event in the pipeline workflow.
-func (p *pipelineRun) raise(ctx workflow.Context, ev activities.NotifyEvent, root map[string]any, fqn string) {
+func (p *pipelineRun) raise(ctx workflow.Context, ev contract.NotifyEvent, root map[string]any, fqn string) {
 	if p.raiser == nil {
 		return
 	}
@@ -224,8 +224,8 @@ func (p *pipelineRun) pipelineEvent(ctx workflow.Context, typ string, st status.
 	if !p.raiser.wants("pipeline") {
 		return
 	}
-	ev := activities.NotifyEvent{Type: typ, Node: "pipeline", Status: st, Start: *p.tree.StartedAt, Mode: modeOf(p.data)}
-	if p.tree.EndedAt != nil && typ != activities.EventPipelineStart {
+	ev := contract.NotifyEvent{Type: typ, Node: "pipeline", Status: st, Start: *p.tree.StartedAt, Mode: modeOf(p.data)}
+	if p.tree.EndedAt != nil && typ != contract.EventPipelineStart {
 		ev.End = p.tree.EndedAt
 	}
 	if p.tree.Abort != nil {
@@ -251,11 +251,11 @@ func (p *pipelineRun) stageEvent(ctx workflow.Context, typ string, n *plan.Node,
 
 // freezeRejection is the event of a deployment freeze that refused a stage, raised after the
 // stage's StageFailed; only the freeze's own rules select it.
-func freezeRejection(typ string, n *plan.Node, t *Node, root map[string]any) (activities.NotifyEvent, bool) {
-	if typ != activities.EventStageFailed || t.Status != status.FreezeFailed || t.Freeze == "" {
-		return activities.NotifyEvent{}, false
+func freezeRejection(typ string, n *plan.Node, t *Node, root map[string]any) (contract.NotifyEvent, bool) {
+	if typ != contract.EventStageFailed || t.Status != status.FreezeFailed || t.Freeze == "" {
+		return contract.NotifyEvent{}, false
 	}
-	ev := stageEvent(activities.EventDeploymentRejected, n, t, root)
+	ev := stageEvent(contract.EventDeploymentRejected, n, t, root)
 	ev.Freeze = t.Freeze
 	return ev, true
 }
@@ -263,15 +263,15 @@ func freezeRejection(typ string, n *plan.Node, t *Node, root map[string]any) (ac
 // startingStage gives a stage that starts its identity in the scope, so its StageStart
 // renders <+stage.identifier> and <+stage.name>.
 func startingStage(typ string, n *plan.Node, root map[string]any) map[string]any {
-	if typ != activities.EventStageStart {
+	if typ != contract.EventStageStart {
 		return root
 	}
 	return withStageData(root, n.ID, map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type})
 }
 
 // stageEvent is the event of a stage node; its end status picks success or failure.
-func stageEvent(typ string, n *plan.Node, t *Node, root map[string]any) activities.NotifyEvent {
-	ev := activities.NotifyEvent{Type: typ, Node: t.Path, Stage: n.ID, StageName: n.Name, StageBase: baseID(n), Status: t.Status,
+func stageEvent(typ string, n *plan.Node, t *Node, root map[string]any) contract.NotifyEvent {
+	ev := contract.NotifyEvent{Type: typ, Node: t.Path, Stage: n.ID, StageName: n.Name, StageBase: baseID(n), Status: t.Status,
 		Mode: modeOf(child(root, "pipeline"))}
 	if strings.HasPrefix(t.Path, "pipelineRollback.") {
 		ev.Mode = ModePipelineRollback
@@ -279,7 +279,7 @@ func stageEvent(typ string, n *plan.Node, t *Node, root map[string]any) activiti
 	if t.StartedAt != nil {
 		ev.Start = *t.StartedAt
 	}
-	if typ != activities.EventStageStart && t.EndedAt != nil {
+	if typ != contract.EventStageStart && t.EndedAt != nil {
 		ev.End = t.EndedAt
 	}
 	if failed(t.Status) || t.Status == status.Aborted {
@@ -295,9 +295,9 @@ func stageEvent(typ string, n *plan.Node, t *Node, root map[string]any) activiti
 func stageEndType(st status.Status) string {
 	switch {
 	case st == status.Succeeded || st == status.IgnoreFailed:
-		return activities.EventStageSuccess
+		return contract.EventStageSuccess
 	case failed(st) || st == status.Aborted:
-		return activities.EventStageFailed
+		return contract.EventStageFailed
 	}
 	return ""
 }
@@ -328,7 +328,7 @@ func baseID(n *plan.Node) string { return strings.TrimSuffix(n.ID, n.Postfix) }
 
 // signalRaise raises an event in a stage or batch workflow: its deliveries go to the pipeline
 // as a signal the workflow waits for before it completes.
-func signalRaise(ctx workflow.Context, r *raiser, executionID string, ev activities.NotifyEvent, root map[string]any, fqn string, send func(workflow.Context, string, string, any)) {
+func signalRaise(ctx workflow.Context, r *raiser, executionID string, ev contract.NotifyEvent, root map[string]any, fqn string, send func(workflow.Context, string, string, any)) {
 	ds := r.deliveries(ctx, ev, root, fqn)
 	if len(ds) == 0 {
 		return
@@ -344,22 +344,22 @@ func signalRaise(ctx workflow.Context, r *raiser, executionID string, ev activit
 // stepEvent raises a step event (StepFailed, WaitingForUserAction) or PipelineResumed for a
 // step in a stage workflow.
 func (s *stageRun) stepEvent(ctx workflow.Context, typ string, t *Node, st status.Status) {
-	if s.raiser == nil || !s.raiser.wants(activities.EventLevel(typ)) {
+	if s.raiser == nil || !s.raiser.wants(contract.EventLevel(typ)) {
 		return
 	}
 	info := s.stepInfo[t.Path]
-	ev := activities.NotifyEvent{Type: typ, Node: t.Path, Stage: s.in.Stage.ID, StageName: s.in.Stage.Name, StageBase: baseID(s.in.Stage),
+	ev := contract.NotifyEvent{Type: typ, Node: t.Path, Stage: s.in.Stage.ID, StageName: s.in.Stage.Name, StageBase: baseID(s.in.Stage),
 		Step: t.ID, StepName: t.Name, StepType: t.Type, StepPath: info.base, Status: st, Mode: s.in.Mode}
 	if t.StartedAt != nil {
 		ev.Start = *t.StartedAt
 	}
 	now := workflow.Now(ctx)
-	if typ != activities.EventWaitingForUserAction {
+	if typ != contract.EventWaitingForUserAction {
 		ev.End = &now
 	} else {
 		ev.Action = actionCommand(s.in.ExecutionID, t.Path, st, t.Actions)
 	}
-	if typ == activities.EventStepFailed && t.Failure != nil {
+	if typ == contract.EventStepFailed && t.Failure != nil {
 		ev.Category, ev.Error = string(t.Failure.Category), t.Failure.Message
 	}
 	root := info.root

@@ -16,8 +16,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/worker"
 	"github.com/gantry-cd/gantry/workflows"
@@ -32,7 +32,7 @@ type attempt struct {
 
 // runNotifier runs a notifier in the test suite with batches signalled at start; answer says
 // how each attempt of a delivery ends (n counts its attempts from 1).
-func runNotifier(t *testing.T, batches []workflows.NotifyBatch, answer func(d activities.Delivery, n int) error) ([]workflows.DeliveryRecord, []attempt) {
+func runNotifier(t *testing.T, batches []workflows.NotifyBatch, answer func(d contract.Delivery, n int) error) ([]workflows.DeliveryRecord, []attempt) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
@@ -40,21 +40,21 @@ func runNotifier(t *testing.T, batches []workflows.NotifyBatch, answer func(d ac
 	var mu sync.Mutex
 	var seen []attempt
 	counts := map[string]int{}
-	env.RegisterActivityWithOptions(func(ctx context.Context, d activities.Delivery) (activities.DeliveryResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, d contract.Delivery) (contract.DeliveryResult, error) {
 		mu.Lock()
 		counts[d.Key]++
 		n := counts[d.Key]
 		seen = append(seen, attempt{d.Key, env.Now(), activity.GetInfo(ctx).TaskQueue})
 		mu.Unlock()
 		if err := answer(d, n); err != nil {
-			return activities.DeliveryResult{}, err
+			return contract.DeliveryResult{}, err
 		}
-		return activities.DeliveryResult{Code: 200}, nil
-	}, activity.RegisterOptions{Name: activities.Notify})
+		return contract.DeliveryResult{Code: 200}, nil
+	}, activity.RegisterOptions{Name: contract.Notify})
 	// Without a Final batch the notifier finds the pipeline closed by asking.
 	final := slices.ContainsFunc(batches, func(b workflows.NotifyBatch) bool { return b.Final })
 	var asked atomic.Int32
-	env.RegisterActivityWithOptions(func(context.Context, string) (bool, error) { asked.Add(1); return !final, nil }, activity.RegisterOptions{Name: activities.ExecutionClosed})
+	env.RegisterActivityWithOptions(func(context.Context, string) (bool, error) { asked.Add(1); return !final, nil }, activity.RegisterOptions{Name: contract.ExecutionClosed})
 	t.Cleanup(func() {
 		if !final && asked.Load() == 0 {
 			t.Error("the notifier ended without a Final batch and without asking whether the pipeline closed")
@@ -81,21 +81,21 @@ func failure(retryable bool, code int, after time.Duration) error {
 		kind = "Retryable"
 	}
 	return temporal.NewApplicationErrorWithOptions(fmt.Sprintf("HTTP %d", code), kind, temporal.ApplicationErrorOptions{NonRetryable: true,
-		Details: []any{activities.DeliveryFailure{Retryable: retryable, Code: code, RetryAfter: after}}})
+		Details: []any{contract.DeliveryFailure{Retryable: retryable, Code: code, RetryAfter: after}}})
 }
 
-func delivery(key, rule string, target int) activities.Delivery {
-	return activities.Delivery{Key: key, Rule: rule, Target: target, Channel: "Webhook", URL: "http://hook",
-		Event: activities.NotifyEvent{Type: "PipelineEnd", Node: "pipeline"}}
+func delivery(key, rule string, target int) contract.Delivery {
+	return contract.Delivery{Key: key, Rule: rule, Target: target, Channel: "Webhook", URL: "http://hook",
+		Event: contract.NotifyEvent{Type: "PipelineEnd", Node: "pipeline"}}
 }
 
 // C113: retried on retryable answers with the same delivery (same key) until delivered;
 // a final 4xx stops at once; an unreachable target is tried 8 times within 30 minutes on
 // spec 20.5.4's schedule.
 func TestNotifierRetries(t *testing.T) {
-	records, seen := runNotifier(t, []workflows.NotifyBatch{{Deliveries: []activities.Delivery{
+	records, seen := runNotifier(t, []workflows.NotifyBatch{{Deliveries: []contract.Delivery{
 		delivery("ok-after-503s", "a", 0), delivery("bad-request", "b", 0), delivery("down", "c", 0), delivery("unresolved", "d", 0),
-	}, Final: true}}, func(d activities.Delivery, n int) error {
+	}, Final: true}}, func(d contract.Delivery, n int) error {
 		switch d.Key {
 		case "ok-after-503s":
 			if n <= 2 {
@@ -152,9 +152,9 @@ func TestNotifierOrderAndDuplicates(t *testing.T) {
 	bad := delivery("bad", "u", 0)
 	bad.Unresolved = "UNRESOLVED_EXPRESSION: url: pipeline.variables.missing is not defined"
 	records, seen := runNotifier(t, []workflows.NotifyBatch{
-		{Deliveries: []activities.Delivery{first, second, other, bad}},
-		{Deliveries: []activities.Delivery{first}, Final: true},
-	}, func(d activities.Delivery, n int) error {
+		{Deliveries: []contract.Delivery{first, second, other, bad}},
+		{Deliveries: []contract.Delivery{first}, Final: true},
+	}, func(d contract.Delivery, n int) error {
 		if d.Key == "first" && n == 1 {
 			return failure(true, 429, 42*time.Second)
 		}
@@ -218,11 +218,11 @@ func (l *eventLog) workflow(ctx workflow.Context, in workflows.NotifierInput) (*
 }
 
 // deliveries are the deliveries handed over, in Seq order.
-func (l *eventLog) deliveries() []activities.Delivery {
+func (l *eventLog) deliveries() []contract.Delivery {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	sort.SliceStable(l.batches, func(i, j int) bool { return l.batches[i].Seq < l.batches[j].Seq })
-	var out []activities.Delivery
+	var out []contract.Delivery
 	for _, b := range l.batches {
 		out = append(out, b.Deliveries...)
 	}
@@ -231,7 +231,7 @@ func (l *eventLog) deliveries() []activities.Delivery {
 
 // events runs a pipeline in the test suite with a recording notifier and returns its status
 // and the events handed over, as "Type node status".
-func events(t *testing.T, src string) (status.Status, []string, []activities.Delivery) {
+func events(t *testing.T, src string) (status.Status, []string, []contract.Delivery) {
 	t.Helper()
 	p := compile(t, "p.yaml", src)
 	var s testsuite.WorkflowTestSuite
@@ -362,7 +362,7 @@ IGNORE`
 		t.Errorf("with Ignore: %q", got)
 	}
 	_, got, ds := events(t, notifyPipeline(rules, strings.Replace(stage, "IGNORE", "", 1)))
-	if len(ds) == 2 && ds[0].Event.Type == activities.EventStepFailed {
+	if len(ds) == 2 && ds[0].Event.Type == contract.EventStepFailed {
 		got[0], got[1], ds[0], ds[1] = got[1], got[0], ds[1], ds[0]
 	}
 	if strings.Join(got, "; ") != "StageSuccess deploy_0 SUCCEEDED; StepFailed deploy_1.g.x FAILED" {
@@ -465,10 +465,10 @@ func TestPauseHoldsNewSteps(t *testing.T) {
 // by Seq, so a batch that overtook an earlier one waits for it.
 func TestNotifierTakesBatchesInSeqOrder(t *testing.T) {
 	_, seen := runNotifier(t, []workflows.NotifyBatch{
-		{Seq: 2, Deliveries: []activities.Delivery{delivery("second", "r", 0)}},
+		{Seq: 2, Deliveries: []contract.Delivery{delivery("second", "r", 0)}},
 		{Seq: 3, Final: true},
-		{Seq: 1, Deliveries: []activities.Delivery{delivery("first", "r", 0)}},
-	}, func(activities.Delivery, int) error { return nil })
+		{Seq: 1, Deliveries: []contract.Delivery{delivery("first", "r", 0)}},
+	}, func(contract.Delivery, int) error { return nil })
 	var order []string
 	for _, a := range seen {
 		order = append(order, a.key)
@@ -481,8 +481,8 @@ func TestNotifierTakesBatchesInSeqOrder(t *testing.T) {
 // A pipeline whose last events raised nothing sends no Final batch: its notifier finishes what
 // it has and ends once it finds the pipeline closed.
 func TestNotifierEndsWhenThePipelineClosed(t *testing.T) {
-	records, _ := runNotifier(t, []workflows.NotifyBatch{{Seq: 1, Deliveries: []activities.Delivery{delivery("only", "r", 0)}}},
-		func(activities.Delivery, int) error { return nil })
+	records, _ := runNotifier(t, []workflows.NotifyBatch{{Seq: 1, Deliveries: []contract.Delivery{delivery("only", "r", 0)}}},
+		func(contract.Delivery, int) error { return nil })
 	if len(records) != 1 || records[0].Status != workflows.DeliveryDelivered {
 		t.Errorf("records %+v", records)
 	}
@@ -496,19 +496,19 @@ func TestNotifierSendsTheBatchThatArrivesWhileItAsks(t *testing.T) {
 	env.RegisterWorkflowWithOptions(workflows.Notifier, workflow.RegisterOptions{Name: workflows.NotifierName})
 	var mu sync.Mutex
 	var sent []string
-	env.RegisterActivityWithOptions(func(ctx context.Context, d activities.Delivery) (activities.DeliveryResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, d contract.Delivery) (contract.DeliveryResult, error) {
 		mu.Lock()
 		sent = append(sent, d.Key)
 		mu.Unlock()
-		return activities.DeliveryResult{Code: 200}, nil
-	}, activity.RegisterOptions{Name: activities.Notify})
+		return contract.DeliveryResult{Code: 200}, nil
+	}, activity.RegisterOptions{Name: contract.Notify})
 	env.RegisterActivityWithOptions(func(context.Context, string) (bool, error) {
 		env.SignalWorkflow(workflows.SignalNotify, workflows.NotifyBatch{Seq: 2, Final: true,
-			Deliveries: []activities.Delivery{delivery("last", "r", 0)}})
+			Deliveries: []contract.Delivery{delivery("last", "r", 0)}})
 		return true, nil
-	}, activity.RegisterOptions{Name: activities.ExecutionClosed})
+	}, activity.RegisterOptions{Name: contract.ExecutionClosed})
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(workflows.SignalNotify, workflows.NotifyBatch{Seq: 1, Deliveries: []activities.Delivery{delivery("first", "r", 0)}})
+		env.SignalWorkflow(workflows.SignalNotify, workflows.NotifyBatch{Seq: 1, Deliveries: []contract.Delivery{delivery("first", "r", 0)}})
 	}, 0)
 	env.ExecuteWorkflow(workflows.NotifierName, workflows.NotifierInput{ExecutionID: "p-1"})
 	var res workflows.NotifierResult

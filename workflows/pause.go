@@ -5,7 +5,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/status"
 )
 
@@ -48,9 +48,9 @@ func (p *pipelineRun) registerPause(ctx workflow.Context) error {
 // setPaused pauses or resumes the execution and tells its running stages and loop batches.
 func (p *pipelineRun) setPaused(ctx workflow.Context, pause bool, user string) {
 	p.paused = pause
-	st, event, verb := status.Running, activities.EventPipelineResumed, "resumed"
+	st, event, verb := status.Running, contract.EventPipelineResumed, "resumed"
 	if pause {
-		st, event, verb = status.Paused, activities.EventPipelinePaused, "paused"
+		st, event, verb = status.Paused, contract.EventPipelinePaused, "paused"
 	}
 	p.tree.Status = st
 	p.tree.Notes = append(p.tree.Notes, fmt.Sprintf("%s by %s at %s", verb, user, workflow.Now(ctx).UTC().Format("15:04:05")))

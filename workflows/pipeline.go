@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
@@ -26,7 +26,7 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 	}
 	backfillTraits(in.Plan.Stages)
 	// Every activity and stage below reads secret manager secrets where the entity files say.
-	ctx = activities.WithSecretRoutes(ctx, in.Plan.Secrets)
+	ctx = contract.WithSecretRoutes(ctx, in.Plan.Secrets)
 	in.Settings.CommitStatus = nil // a chained pipeline reports to its own codebase, if any
 	if in.Plan.Codebase != nil {
 		in.Settings.CommitStatus = in.Plan.Codebase.Status
@@ -48,15 +48,15 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 	final, _ := workflow.NewDisconnectedContext(ctx)
 	p.upsert(final, status.Running)
 	if err := renderVariables(in.Plan.Variables, child(p.data, "variables"), p.root, "pipeline"); err != nil {
-		p.tree.Failure = &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+		p.tree.Failure = &contract.Failure{Category: contract.Unknown, Message: err.Error()}
 		p.finish(final, status.Errored)
 		return p.result(final, nil)
 	}
-	p.pipelineEvent(final, activities.EventPipelineStart, status.Running) // rules read <+pipeline.variables>
+	p.pipelineEvent(final, contract.EventPipelineStart, status.Running) // rules read <+pipeline.variables>
 	// Executions started before pipeline and stage timeouts were enforced replay without them.
 	if workflow.GetVersion(ctx, changeTimeouts, workflow.DefaultVersion, 1) == 1 {
 		if err := p.startTimer(body); err != nil {
-			p.tree.Failure = &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+			p.tree.Failure = &contract.Failure{Category: contract.Unknown, Message: err.Error()}
 			p.finish(final, status.Errored)
 			return p.result(final, nil)
 		}
@@ -255,7 +255,7 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]map[string]WaitingSignal{},
 		loopOf: map[string]string{}, batchRuns: map[string]workflow.ChildWorkflowFuture{}, barriers: newBarriers(pl)}
 	if len(pl.Notifications) > 0 {
-		base := activities.NotifyEvent{ExecutionID: p.id, Namespace: info.Namespace, Pipeline: pl.Identifier, PipelineName: pl.Name,
+		base := contract.NotifyEvent{ExecutionID: p.id, Namespace: info.Namespace, Pipeline: pl.Identifier, PipelineName: pl.Name,
 			Org: pl.Org, Project: pl.Project, SequenceID: int(in.SequenceID), TriggerType: in.Trigger.Type, TriggeredBy: in.Trigger.User}
 		p.raiser = newRaiser(&Notifications{Rules: pl.Notifications, Base: base})
 		p.out = &outbox{executionID: p.id, summary: fmt.Sprintf("%s #%d", pl.Name, in.SequenceID), settings: in.Settings.Notify}
@@ -491,9 +491,9 @@ func (p *pipelineRun) runOneStage(ctx workflow.Context, n *plan.Node, t *Node, r
 	ok, err := evalWhen(root, "pipeline.stages."+n.ID, n.When)
 	if err != nil || !ok {
 		st := status.Skipped
-		var f *activities.Failure
+		var f *contract.Failure
 		if err != nil {
-			st, f = status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+			st, f = status.Errored, &contract.Failure{Category: contract.Unknown, Message: err.Error()}
 		}
 		now := workflow.Now(ctx)
 		t.Status, t.EndedAt, t.Failure = st, &now, f
@@ -556,7 +556,7 @@ func (p *pipelineRun) execStage(ctx workflow.Context, n *plan.Node, t *Node, in 
 	p.running = append(p.running, n.ID)
 	p.upsertStage(ctx)
 	in.Notify = p.notifications()
-	p.stageEvent(ctx, activities.EventStageStart, n, t, in.Context)
+	p.stageEvent(ctx, contract.EventStageStart, n, t, in.Context)
 	cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 		WorkflowID:          id,
 		TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
@@ -602,7 +602,7 @@ func stageOutcome(ctx workflow.Context, n *plan.Node, t *Node, res StageResult, 
 	if ctx.Err() != nil {
 		t.Status = status.Aborted
 	}
-	t.Failure = &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("stage workflow: %v", err)}
+	t.Failure = &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("stage workflow: %v", err)}
 	return StageResult{Data: map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type, "status": string(t.Status)}}
 }
 
@@ -649,11 +649,11 @@ func (p *pipelineRun) finish(ctx workflow.Context, st status.Status) {
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"pipeline": p.in.Plan.Identifier, "status": string(st)}).Counter(MetricExecutionsFinished).Inc(1)
 	switch {
 	case st == status.Succeeded || st == status.IgnoreFailed:
-		p.pipelineEvent(ctx, activities.EventPipelineSuccess, st)
+		p.pipelineEvent(ctx, contract.EventPipelineSuccess, st)
 	case failed(st) || st == status.Aborted:
-		p.pipelineEvent(ctx, activities.EventPipelineFailed, st)
+		p.pipelineEvent(ctx, contract.EventPipelineFailed, st)
 	}
-	p.pipelineEvent(ctx, activities.EventPipelineEnd, st)
+	p.pipelineEvent(ctx, contract.EventPipelineEnd, st)
 }
 
 func (p *pipelineRun) upsert(ctx workflow.Context, st status.Status) {

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -21,7 +21,7 @@ import (
 const podTimeout = 2 * time.Minute
 
 // podFor returns the pod of the containerized group a frame runs in, or nil.
-func (f *frame) podFor() *activities.PodInput {
+func (f *frame) podFor() *contract.PodInput {
 	for x := f; x != nil; x = x.parent {
 		if x.pod != nil {
 			return x.pod
@@ -32,7 +32,7 @@ func (f *frame) podFor() *activities.PodInput {
 
 // startPod creates the pod of a containerized group (or of a Container step, n itself): its
 // infrastructure and its containers' images rendered in n's scope.
-func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*activities.PodInput, *activities.Failure) {
+func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*contract.PodInput, *contract.Failure) {
 	if n.Pod.Machine != nil {
 		return s.startMachine(ctx, n, t, fqn, fr)
 	}
@@ -40,20 +40,20 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 	opts := expressions.Options{Unresolved: expressions.UnresolvedFail}
 	infra, err := renderSpec(n.Pod.Infra, scope, opts, "", func(string) bool { return false })
 	if err != nil {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: "stepGroupInfra: " + err.Error()}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: "stepGroupInfra: " + err.Error()}
 	}
 	shared, err := renderSpec(n.Pod.SharedPaths, scope, opts, "", func(string) bool { return false })
 	if err != nil {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: "sharedPaths: " + err.Error()}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: "sharedPaths: " + err.Error()}
 	}
 	info := workflow.GetInfo(ctx)
 	pod := plan.Pod{Connector: n.Pod.Connector, Infra: infra, SharedPaths: shared, Registries: n.Pod.Registries, Git: n.Pod.Git, Aws: n.Pod.Aws}
-	in := &activities.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
+	in := &contract.PodInput{ExecutionID: s.in.ExecutionID, WorkflowID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID,
 		Group: t.Path, Name: podName(s.in.ExecutionID, t.Path, n.ID), Pod: pod}
 	seen := map[string]bool{}
 	// visit collects the containers of the steps below prefix, the node path of their parent.
-	var visit func(nodes []*plan.Node, prefix string) *activities.Failure
-	visit = func(nodes []*plan.Node, prefix string) *activities.Failure {
+	var visit func(nodes []*plan.Node, prefix string) *contract.Failure
+	visit = func(nodes []*plan.Node, prefix string) *contract.Failure {
 		for _, c := range nodes {
 			path := prefix
 			if c.ID != "" && c != n {
@@ -72,7 +72,7 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 				seen[pc.Name] = true
 				in.Containers = append(in.Containers, pc)
 				raw, _ := json.Marshal(c.Spec)
-				for _, id := range activities.SecretRefs(string(raw)) {
+				for _, id := range contract.SecretRefs(string(raw)) {
 					if !seen["secret:"+id] {
 						seen["secret:"+id] = true
 						in.Secrets = append(in.Secrets, id)
@@ -97,21 +97,21 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 	} else if f := visit(n.Rollback, t.Path+"."+rollbackID); f != nil {
 		return nil, f
 	}
-	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, s.podOptions(t.Path+" (pod)")), activities.PodStart, in).Get(ctx, nil)
+	err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, s.podOptions(t.Path+" (pod)")), contract.PodStart, in).Get(ctx, nil)
 	if err != nil {
-		return nil, activities.Classify(err)
+		return nil, contract.Classify(err)
 	}
 	return in, nil
 }
 
 // stopPod deletes a group's pod whatever ended the group, an abort included.
-func (s *stageRun) stopPod(ctx workflow.Context, pod *activities.PodInput) {
+func (s *stageRun) stopPod(ctx workflow.Context, pod *contract.PodInput) {
 	if pod.Pod.Machine != nil {
 		s.stopMachine(ctx, pod)
 		return
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, s.podOptions(pod.Group+" (pod cleanup)")), activities.PodStop, pod).Get(dctx, nil)
+	err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, s.podOptions(pod.Group+" (pod cleanup)")), contract.PodStop, pod).Get(dctx, nil)
 	if err != nil {
 		workflow.GetLogger(ctx).Warn("delete step group pod", "pod", pod.Name, "error", err)
 	}
@@ -127,21 +127,21 @@ func (s *stageRun) podOptions(summary string) workflow.ActivityOptions {
 }
 
 // podContainer is a container step's container, its image settings rendered.
-func podContainer(n *plan.Node, scope *expressions.Scope, step string) (activities.PodContainer, *activities.Failure) {
+func podContainer(n *plan.Node, scope *expressions.Scope, step string) (contract.PodContainer, *contract.Failure) {
 	spec, _ := n.Spec.(map[string]any)
-	str := func(key string) (string, *activities.Failure) {
+	str := func(key string) (string, *contract.Failure) {
 		v, ok := spec[key].(string)
 		if !ok || !expressions.Has(v) {
 			return v, nil
 		}
 		out, err := expressions.RenderString(v, scope, expressions.Options{Unresolved: expressions.UnresolvedFail})
 		if err != nil {
-			return "", &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("step %s: %s: %v (a container's settings are rendered when its group starts)", n.ID, key, err)}
+			return "", &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("step %s: %s: %v (a container's settings are rendered when its group starts)", n.ID, key, err)}
 		}
 		return out, nil
 	}
-	c := activities.PodContainer{Name: containerName(n.ID), Step: step, Type: n.Type}
-	var f *activities.Failure
+	c := contract.PodContainer{Name: containerName(n.ID), Step: step, Type: n.Type}
+	var f *contract.Failure
 	if c.Image, f = str("image"); f != nil {
 		return c, f
 	}
@@ -163,7 +163,7 @@ func podContainer(n *plan.Node, scope *expressions.Scope, step string) (activiti
 	if uid != "" {
 		var u int64
 		if _, err := fmt.Sscan(uid, &u); err != nil {
-			return c, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("step %s: runAsUser %q is not a number", n.ID, uid)}
+			return c, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("step %s: runAsUser %q is not a number", n.ID, uid)}
 		}
 		c.RunAsUser = &u
 	}
@@ -178,7 +178,7 @@ func podContainer(n *plan.Node, scope *expressions.Scope, step string) (activiti
 
 // stepPod is where a container step runs: a Container step's own pod, or its group's; nil
 // for other steps or outside a containerized group.
-func (s *stageRun) stepPod(n *plan.Node, t *Node, fr *frame) *activities.PodStep {
+func (s *stageRun) stepPod(n *plan.Node, t *Node, fr *frame) *contract.PodStep {
 	where := traitsOf(n).Container
 	if where == "" {
 		return nil
@@ -191,9 +191,9 @@ func (s *stageRun) stepPod(n *plan.Node, t *Node, fr *frame) *activities.PodStep
 		return nil
 	}
 	if where == plan.ContainerHelper {
-		return &activities.PodStep{Pod: *pod, Container: activities.PodHelperContainer}
+		return &contract.PodStep{Pod: *pod, Container: contract.PodHelperContainer}
 	}
-	return &activities.PodStep{Pod: *pod, Container: containerName(n.ID)}
+	return &contract.PodStep{Pod: *pod, Container: containerName(n.ID)}
 }
 
 var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)

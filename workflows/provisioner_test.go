@@ -8,7 +8,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // The query finds the newest record of the kinds asked for, of one execution or of any other;
@@ -16,24 +16,24 @@ import (
 func TestProvisionerRecordsAndQuery(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(Provisioner, workflow.RegisterOptions{Name: activities.ProvisionerName})
+	env.RegisterWorkflowWithOptions(Provisioner, workflow.RegisterOptions{Name: contract.ProvisionerName})
 	defer func(n int) { provisionerPerRun = n }(provisionerPerRun)
 	provisionerPerRun = 4
-	records := []activities.ProvisionerRecord{
-		{Kind: activities.RecordKindApplied, Execution: "e1", Step: "a"},
-		{Kind: activities.RecordKindPlan, Execution: "e2", Step: "p"},
-		{Kind: activities.RecordKindApplied, Execution: "e2", Step: "b"},
+	records := []contract.ProvisionerRecord{
+		{Kind: contract.RecordKindApplied, Execution: "e1", Step: "a"},
+		{Kind: contract.RecordKindPlan, Execution: "e2", Step: "p"},
+		{Kind: contract.RecordKindApplied, Execution: "e2", Step: "b"},
 	}
 	for i, r := range records {
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(activities.SignalProvisioner, r) }, time.Duration(i+1)*time.Second)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalProvisioner, r) }, time.Duration(i+1)*time.Second)
 	}
-	find := func(q activities.ProvisionerQuery) string {
+	find := func(q contract.ProvisionerQuery) string {
 		t.Helper()
-		v, err := env.QueryWorkflow(activities.QueryProvisioner, q)
+		v, err := env.QueryWorkflow(contract.QueryProvisioner, q)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r *activities.ProvisionerRecord
+		var r *contract.ProvisionerRecord
 		if err := v.Get(&r); err != nil {
 			t.Fatal(err)
 		}
@@ -43,20 +43,20 @@ func TestProvisionerRecordsAndQuery(t *testing.T) {
 		return r.Execution + "/" + r.Step
 	}
 	env.RegisterDelayedCallback(func() {
-		for q, want := range map[*activities.ProvisionerQuery]string{
-			{Kinds: []string{activities.RecordKindApplied}}:                                                 "e2/b",
-			{Kinds: []string{activities.RecordKindApplied}, Execution: "e2", Other: true}:                   "e1/a",
-			{Kinds: []string{activities.RecordKindApplied, activities.RecordKindPlan}, Execution: "e2"}:     "e2/b",
-			{Kinds: []string{activities.RecordKindPlan}, Execution: "e1"}:                                   "none",
-			{Kinds: []string{activities.RecordKindRollback, activities.RecordKindDestroyed}, Execution: ""}: "none",
+		for q, want := range map[*contract.ProvisionerQuery]string{
+			{Kinds: []string{contract.RecordKindApplied}}:                                               "e2/b",
+			{Kinds: []string{contract.RecordKindApplied}, Execution: "e2", Other: true}:                 "e1/a",
+			{Kinds: []string{contract.RecordKindApplied, contract.RecordKindPlan}, Execution: "e2"}:     "e2/b",
+			{Kinds: []string{contract.RecordKindPlan}, Execution: "e1"}:                                 "none",
+			{Kinds: []string{contract.RecordKindRollback, contract.RecordKindDestroyed}, Execution: ""}: "none",
 		} {
 			if got := find(*q); got != want {
 				t.Errorf("%+v: found %s, want %s", *q, got, want)
 			}
 		}
-		env.SignalWorkflow(activities.SignalProvisioner, activities.ProvisionerRecord{Kind: activities.RecordKindDestroyed, Execution: "e3"})
+		env.SignalWorkflow(contract.SignalProvisioner, contract.ProvisionerRecord{Kind: contract.RecordKindDestroyed, Execution: "e3"})
 	}, 10*time.Second)
-	env.ExecuteWorkflow(activities.ProvisionerName, []activities.ProvisionerRecord(nil))
+	env.ExecuteWorkflow(contract.ProvisionerName, []contract.ProvisionerRecord(nil))
 	var cont *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &cont) {
 		t.Fatalf("the full run ended with %v, want a continue-as-new", err)
@@ -70,13 +70,13 @@ func TestProvisionerKeepsNewestRecords(t *testing.T) {
 	provisionerKeep, provisionerCarryBytes = 2, 100
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	big := make([]byte, 40)
-	in := []activities.ProvisionerRecord{
-		{Kind: activities.RecordKindApplied, Execution: "1", Sealed: big, Time: now},
-		{Kind: activities.RecordKindPlan, Execution: "old", Sealed: big[:1], Time: now.Add(-8 * 24 * time.Hour)},
-		{Kind: activities.RecordKindApplied, Execution: "2", Sealed: big, Time: now},
-		{Kind: activities.RecordKindPlan, Execution: "3", Sealed: big, Time: now},
-		{Kind: activities.RecordKindApplied, Execution: "4", Sealed: big, Time: now},
-		{Kind: activities.RecordKindDestroyed, Execution: "5", Sealed: big[:10], Time: now},
+	in := []contract.ProvisionerRecord{
+		{Kind: contract.RecordKindApplied, Execution: "1", Sealed: big, Time: now},
+		{Kind: contract.RecordKindPlan, Execution: "old", Sealed: big[:1], Time: now.Add(-8 * 24 * time.Hour)},
+		{Kind: contract.RecordKindApplied, Execution: "2", Sealed: big, Time: now},
+		{Kind: contract.RecordKindPlan, Execution: "3", Sealed: big, Time: now},
+		{Kind: contract.RecordKindApplied, Execution: "4", Sealed: big, Time: now},
+		{Kind: contract.RecordKindDestroyed, Execution: "5", Sealed: big[:10], Time: now},
 	}
 	var got []string
 	for _, r := range keepRecords(in, now) {

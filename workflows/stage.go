@@ -7,7 +7,7 @@ import (
 
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
@@ -117,12 +117,12 @@ type stageRun struct {
 	pipelineRollback bool                // a PipelineRollback action fired
 	waiting          map[string]*pending // nodes waiting for a user, by path
 	running          map[string]*runningStep
-	ownPods          map[string]*activities.PodInput // Container steps' pods, by node path
-	machine          workflow.Context                // the session on a CI stage's build machine
-	machineHost      string                          // that machine's worker
-	loopPaths        map[string]bool                 // paths of loop iterations: not part of currentStatus
-	activeSteps      int                             // step activities running now (MaxRunningSteps)
-	barriers         map[string]string               // barrier ref → outcome, as the pipeline reported it
+	ownPods          map[string]*contract.PodInput // Container steps' pods, by node path
+	machine          workflow.Context              // the session on a CI stage's build machine
+	machineHost      string                        // that machine's worker
+	loopPaths        map[string]bool               // paths of loop iterations: not part of currentStatus
+	activeSteps      int                           // step activities running now (MaxRunningSteps)
+	barriers         map[string]string             // barrier ref → outcome, as the pipeline reported it
 	approvals        map[string]*approval
 	ticketWaits      int                                     // TicketWait children started, for their workflow IDs
 	waitStatus       map[string]status.Status                // nodes waiting for users, by path
@@ -150,14 +150,14 @@ type stageRun struct {
 type frame struct {
 	parent   *frame
 	halted   bool
-	rollback bool                 // a rollback section: an unhandled failure stops it (spec 5.10.4)
-	group    *plan.Node           // the group this frame runs, nil otherwise
-	retries  int                  // RetryStepGroup re-runs done
-	retry    bool                 // a step asked for the group to run again
-	interval string               // the wait before that run
-	undo     bool                 // a step asked for StepGroupRollback
-	root     map[string]any       // a loop iteration's expression roots (strategy, matrix, repeat)
-	pod      *activities.PodInput // a containerized group's pod
+	rollback bool               // a rollback section: an unhandled failure stops it (spec 5.10.4)
+	group    *plan.Node         // the group this frame runs, nil otherwise
+	retries  int                // RetryStepGroup re-runs done
+	retry    bool               // a step asked for the group to run again
+	interval string             // the wait before that run
+	undo     bool               // a step asked for StepGroupRollback
+	root     map[string]any     // a loop iteration's expression roots (strategy, matrix, repeat)
+	pod      *contract.PodInput // a containerized group's pod
 }
 
 // rootFor returns the expression roots in effect in a frame.
@@ -240,12 +240,12 @@ func (s *stageRun) run(ctx workflow.Context) {
 	defer cancel()
 	if st.Timeout != "" && workflow.GetVersion(ctx, changeTimeouts, workflow.DefaultVersion, 1) == 1 {
 		if err := s.startTimer(body, st.Timeout); err != nil {
-			s.finish(ctx, status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
+			s.finish(ctx, status.Errored, &contract.Failure{Category: contract.Unknown, Message: err.Error()})
 			return
 		}
 	}
 	if err := renderVariables(st.Variables, child(s.data, "variables"), s.root, s.fqn); err != nil {
-		s.finish(ctx, status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
+		s.finish(ctx, status.Errored, &contract.Failure{Category: contract.Unknown, Message: err.Error()})
 		return
 	}
 	children, tree := st.Children, s.tree.Children
@@ -255,7 +255,7 @@ func (s *stageRun) run(ctx workflow.Context) {
 	}
 	if st.Deploy != nil && prov == nil {
 		if err := s.deployContext(ctx); err != nil {
-			s.finish(ctx, status.Failed, activities.Classify(err))
+			s.finish(ctx, status.Failed, contract.Classify(err))
 			return
 		}
 		if !s.holdInfrastructure(body) {
@@ -291,7 +291,7 @@ func (s *stageRun) run(ctx workflow.Context) {
 		if err := s.provision(ctx, body, prov, tree[0]); err != nil {
 			// What the provisioner made has no infrastructure to deploy to: roll it back.
 			s.rollbackProvisioner(body, prov)
-			s.finish(ctx, status.Failed, activities.Classify(err))
+			s.finish(ctx, status.Failed, contract.Classify(err))
 			return
 		}
 		if !s.holdInfrastructure(body) {
@@ -356,7 +356,7 @@ func (s *stageRun) expire() {
 // otherwise.
 func (s *stageRun) finishStopped(ctx workflow.Context) {
 	if s.expired {
-		s.finish(ctx, status.Expired, &activities.Failure{Category: activities.Timeout, Message: "the stage timed out before it could start its steps"})
+		s.finish(ctx, status.Expired, &contract.Failure{Category: contract.Timeout, Message: "the stage timed out before it could start its steps"})
 		return
 	}
 	s.aborted = true
@@ -377,7 +377,7 @@ func (s *stageRun) stopped(ctx workflow.Context, fr *frame) bool {
 	return s.aborted || s.expired || fr.stopped()
 }
 
-func (s *stageRun) finish(ctx workflow.Context, st status.Status, f *activities.Failure) {
+func (s *stageRun) finish(ctx workflow.Context, st status.Status, f *contract.Failure) {
 	now := workflow.Now(ctx)
 	s.tree.Status, s.tree.EndedAt, s.tree.Failure = st, &now, f
 	s.data["status"] = string(st)
@@ -423,7 +423,7 @@ func (s *stageRun) runNode(ctx workflow.Context, n *plan.Node, t *Node, prefix s
 	fqn := prefix + "." + n.ID
 	ok, err := evalWhen(s.rootFor(fr), fqn, n.When)
 	if err != nil {
-		s.end(ctx, t, status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
+		s.end(ctx, t, status.Errored, &contract.Failure{Category: contract.Unknown, Message: err.Error()})
 		container[n.ID] = map[string]any{"identifier": n.ID, "name": n.Name, "status": string(status.Errored)}
 		return
 	}
@@ -470,7 +470,7 @@ func (s *stageRun) runGroup(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 	}
 	container[n.ID] = data
 	if err := renderVariables(n.Variables, child(data, "variables"), s.rootFor(fr), fqn); err != nil {
-		s.end(ctx, t, status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
+		s.end(ctx, t, status.Errored, &contract.Failure{Category: contract.Unknown, Message: err.Error()})
 		data["status"] = string(status.Errored)
 		return
 	}
@@ -533,7 +533,7 @@ type ended struct {
 }
 
 // end records a node's final status and updates the stage's currentStatus (spec 4.3).
-func (s *stageRun) end(ctx workflow.Context, t *Node, st status.Status, f *activities.Failure) {
+func (s *stageRun) end(ctx workflow.Context, t *Node, st status.Status, f *contract.Failure) {
 	now := workflow.Now(ctx)
 	t.Status, t.EndedAt, t.Failure, t.Actions = st, &now, f, nil
 	s.terminal = append(s.terminal, ended{t.Path, st, s.inLoop(t.Path)})

@@ -8,7 +8,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 )
@@ -84,7 +84,7 @@ func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) 
 			if err != nil || !ok {
 				st := status.Skipped
 				if err != nil {
-					st, t.Failure = status.Errored, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+					st, t.Failure = status.Errored, &contract.Failure{Category: contract.Unknown, Message: err.Error()}
 				}
 				now := workflow.Now(ctx)
 				t.Status, t.EndedAt = st, &now
@@ -155,7 +155,7 @@ func (b *stageBatch) runStage(ctx workflow.Context, n *plan.Node, t *Node, in St
 	_ = workflow.Await(ctx, func() bool { return b.starting < b.wave })
 	b.starting++
 	in.Notify = b.in.Notify
-	b.event(ctx, activities.EventStageStart, n, t, in.Context)
+	b.event(ctx, contract.EventStageStart, n, t, in.Context)
 	f := workflow.ExecuteChildWorkflow(cctx, StageName, in)
 	b.running[n.ID] = f
 	_ = f.GetChildWorkflowExecution().Get(ctx, nil)
@@ -289,7 +289,7 @@ func (p *pipelineRun) batchEnded(ctx workflow.Context, ph *Node, res StageResult
 		if ctx.Err() != nil {
 			ph.Status = status.Aborted
 		}
-		ph.Failure = &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("stage batch workflow: %v", err)}
+		ph.Failure = &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("stage batch workflow: %v", err)}
 		return true
 	}
 	ph.Status = rollupChildren(res.Tree.Children)

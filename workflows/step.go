@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
@@ -57,7 +57,7 @@ func (s *stageRun) runStepAttempts(ctx workflow.Context, n *plan.Node, t *Node, 
 			return
 		}
 		if s.ownPods == nil {
-			s.ownPods = map[string]*activities.PodInput{}
+			s.ownPods = map[string]*contract.PodInput{}
 		}
 		s.ownPods[t.Path] = pod
 		defer func() {
@@ -79,7 +79,7 @@ func (s *stageRun) runStepAttempts(ctx workflow.Context, n *plan.Node, t *Node, 
 			d.finish(status.Succeeded, nil)
 			return
 		case s.expired:
-			d.finish(status.Expired, &activities.Failure{Category: activities.Timeout, Message: "expired: an enclosing stage or pipeline timed out"})
+			d.finish(status.Expired, &contract.Failure{Category: contract.Timeout, Message: "expired: an enclosing stage or pipeline timed out"})
 			return
 		case st == status.Aborted || s.aborted:
 			s.aborted = true
@@ -90,7 +90,7 @@ func (s *stageRun) runStepAttempts(ctx workflow.Context, n *plan.Node, t *Node, 
 		if !d.handle(st, f, n.OnFailure[string(f.Category)], false) {
 			return
 		}
-		s.stepEvent(ctx, activities.EventStepFailed, t, st) // this attempt failed; the next one runs
+		s.stepEvent(ctx, contract.EventStepFailed, t, st) // this attempt failed; the next one runs
 	}
 }
 
@@ -100,7 +100,7 @@ func (s *stageRun) runStepAttempts(ctx workflow.Context, n *plan.Node, t *Node, 
 func (s *stageRun) resolveInputs(ctx workflow.Context, n *plan.Node, t *Node, fqn string, d *dispatcher) (*plan.Node, bool) {
 	timeout, err := stepTimeout(n, expressions.NewScope(s.rootFor(d.fr), fqn))
 	if err != nil {
-		d.finish(status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()})
+		d.finish(status.Failed, &contract.Failure{Category: contract.Unknown, Message: err.Error()})
 		return nil, false
 	}
 	var values map[string]string
@@ -114,7 +114,7 @@ func (s *stageRun) resolveInputs(ctx workflow.Context, n *plan.Node, t *Node, fq
 			d.finish(status.Aborted, nil)
 			return nil, false
 		default:
-			act := n.OnFailure[string(activities.InputTimeout)]
+			act := n.OnFailure[string(contract.InputTimeout)]
 			if act != nil && act.Type == "ProceedWithDefaultValues" {
 				d.note("ProceedWithDefaultValues after %s", f.Message)
 				values = defaultInputs(n.Inputs)
@@ -124,7 +124,7 @@ func (s *stageRun) resolveInputs(ctx workflow.Context, n *plan.Node, t *Node, fq
 			if !d.handle(status.Failed, f, act, false) {
 				return nil, false
 			} // a Retry asks again
-			s.stepEvent(ctx, activities.EventStepFailed, t, status.Failed)
+			s.stepEvent(ctx, contract.EventStepFailed, t, status.Failed)
 		}
 	}
 	c := *n
@@ -134,18 +134,18 @@ func (s *stageRun) resolveInputs(ctx workflow.Context, n *plan.Node, t *Node, fq
 
 // attempt resolves a step's parameters and runs it once. It returns SUCCEEDED, or the broke
 // status and failure, or ABORTED when cancelled.
-func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn string, data map[string]any, fr *frame) (status.Status, *activities.Failure) {
+func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn string, data map[string]any, fr *frame) (status.Status, *contract.Failure) {
 	root := s.rootFor(fr)
 	t.Status = status.Running
 	scope := expressions.NewScope(root, fqn)
 	timeout, err := stepTimeout(n, scope)
 	if err != nil {
-		return status.Failed, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+		return status.Failed, &contract.Failure{Category: contract.Unknown, Message: err.Error()}
 	}
 	tr := traitsOf(n)
 	spec, err := renderSpec(n.Spec, scope, unresolvedMode(n.Unresolved), "", deferredField(tr))
 	if err != nil {
-		return status.Failed, &activities.Failure{Category: activities.Unknown, Message: "resolve spec: " + err.Error()}
+		return status.Failed, &contract.Failure{Category: contract.Unknown, Message: "resolve spec: " + err.Error()}
 	}
 	data["spec"] = specView(spec)
 	delete(data, "output")
@@ -158,7 +158,7 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 	defer delete(s.running, t.Path)
 
 	var outputs map[string]any
-	var failure *activities.Failure
+	var failure *contract.Failure
 	switch tr.Builtin {
 	case "wait":
 		failure = s.wait(actx, t, spec)
@@ -194,16 +194,16 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		if r.decision == "MarkAsSuccess" {
 			return status.Succeeded, nil
 		}
-		return status.Failed, &activities.Failure{Category: activities.UserMarkedFailure, Message: "marked as failed by " + r.user}
+		return status.Failed, &contract.Failure{Category: contract.UserMarkedFailure, Message: "marked as failed by " + r.user}
 	}
 	switch {
 	case failure == nil:
 		return status.Succeeded, nil
 	case failure.Category == aborted:
 		return status.Aborted, nil
-	case failure.Category == activities.Timeout:
+	case failure.Category == contract.Timeout:
 		return status.Expired, failure
-	case failure.Category == activities.ApprovalRejection:
+	case failure.Category == contract.ApprovalRejection:
 		return status.ApprovalRejected, failure
 	}
 	return status.Failed, failure
@@ -212,18 +212,18 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 // activityStep runs a step that is an activity: with the stage's deployment when the step
 // deploys, in its pod when it runs in a container; the step type's outcome then reads its
 // outputs.
-func (s *stageRun) activityStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration, root map[string]any, fqn string, data map[string]any, fr *frame) (map[string]any, *activities.Failure) {
+func (s *stageRun) activityStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration, root map[string]any, fqn string, data map[string]any, fr *frame) (map[string]any, *contract.Failure) {
 	tr := traitsOf(n)
-	var deploy *activities.DeployInput
+	var deploy *contract.DeployInput
 	if tr.Deployment {
 		var err error
 		if deploy, err = s.deployInput(root, fqn); err != nil {
-			return nil, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+			return nil, &contract.Failure{Category: contract.Unknown, Message: err.Error()}
 		}
 	}
 	pod := s.stepPod(n, t, fr)
 	if tr.Container != "" && pod == nil {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: n.Type + " steps run only in a containerized step group"}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: n.Type + " steps run only in a containerized step group"}
 	}
 	outputs, failure := s.callActivity(ctx, n, t, spec, timeout, deploy, pod)
 	switch {
@@ -231,7 +231,7 @@ func (s *stageRun) activityStep(ctx workflow.Context, n *plan.Node, t *Node, spe
 		outputs, failure = httpOutcome(n, spec, outputs, root, fqn)
 	case failure == nil && tr.Outcome == "codebase":
 		s.codebaseCloned(outputs)
-		s.commitStatus(ctx, activities.CommitPending)
+		s.commitStatus(ctx, contract.CommitPending)
 	case failure == nil && tr.Outcome == "instances":
 		s.instancesFetched(outputs)
 	case failure == nil && tr.Outcome == "ticket":
@@ -251,7 +251,7 @@ func (s *stageRun) activityStep(ctx workflow.Context, n *plan.Node, t *Node, spe
 }
 
 // aborted is the pseudo-category of a cancelled step.
-const aborted activities.Category = "aborted"
+const aborted contract.Category = "aborted"
 
 func stepTimeout(n *plan.Node, scope *expressions.Scope) (time.Duration, error) {
 	if n.Timeout == "" {
@@ -283,10 +283,10 @@ func traitsOf(n *plan.Node) plan.Traits {
 }
 
 // callActivity runs a step activity; a failure of category aborted means it was cancelled.
-func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration, deploy *activities.DeployInput, pod *activities.PodStep) (map[string]any, *activities.Failure) {
+func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration, deploy *contract.DeployInput, pod *contract.PodStep) (map[string]any, *contract.Failure) {
 	raw, err := json.Marshal(spec)
 	if err != nil {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: "encode spec: " + err.Error()}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: "encode spec: " + err.Error()}
 	}
 	set := s.in.Settings
 	ao := workflow.ActivityOptions{
@@ -321,7 +321,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		var release func()
 		actx, release = s.onMachine(ctx)
 		defer release()
-		activity, selectors = activities.MachineStep, nil
+		activity, selectors = contract.MachineStep, nil
 	}
 	if len(selectors) > 0 {
 		// Only workers with these tags poll this queue; none within the wait is a
@@ -332,15 +332,15 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	// Temporal allows 2,000 pending activities per workflow: a stage keeps well below it
 	// however many loop iterations and parallel branches want to run.
 	if err := workflow.Await(ctx, func() bool { return s.activeSteps < MaxRunningSteps }); err != nil {
-		return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+		return nil, &contract.Failure{Category: aborted, Message: "aborted"}
 	}
 	s.activeSteps++
 	defer func() { s.activeSteps-- }()
-	in := activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: n.Type, Spec: raw, Timeout: timeout, Deploy: deploy, Pod: pod, Refs: n.Refs}
+	in := contract.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: n.Type, Spec: raw, Timeout: timeout, Deploy: deploy, Pod: pod, Refs: n.Refs}
 	if pod != nil && s.in.Stage.Pod != nil { // a step of a CI stage
 		in.Env = s.ciEnv(n.Name)
 	}
-	var res activities.StepResult
+	var res contract.StepResult
 	var fast bool
 	if onMachine {
 		fast = s.machineFastPath(ctx, timeout)
@@ -359,11 +359,11 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	}
 	if res.Worker != "" {
 		t.Worker = res.Worker
-	} else if w := activities.FailedOn(err); w != "" {
+	} else if w := contract.FailedOn(err); w != "" {
 		t.Worker = w
 	}
 	if t.Tests = res.Tests; err != nil {
-		t.Tests = activities.Details(err).Tests
+		t.Tests = contract.Details(err).Tests
 	}
 	if fast && !res.Started.IsZero() {
 		s.flushFastPath(ctx, res.Ended.Sub(res.Started))
@@ -374,14 +374,14 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		}
 		var canceled *temporal.CanceledError
 		if errors.As(err, &canceled) || errors.Is(ctx.Err(), workflow.ErrCanceled) {
-			return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+			return nil, &contract.Failure{Category: aborted, Message: "aborted"}
 		}
-		f := activities.Classify(err)
-		if f.Category == activities.DelegateProvisioning {
+		f := contract.Classify(err)
+		if f.Category == contract.DelegateProvisioning {
 			f.Message = fmt.Sprintf("no worker with delegate selectors %v picked up the step within %s; start one with `gantry worker --tags %s`",
 				selectors, set.DelegateWait, strings.Join(selectors, ","))
 		}
-		return activities.Details(err).Outputs, f
+		return contract.Details(err).Outputs, f
 	}
 	return res.Outputs, nil
 }
@@ -391,7 +391,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 // concurrent siblings, unless the execution turned the fast path off. Local activities skip the
 // server round trips of a regular activity; their results reach history when the workflow task
 // completes.
-func (s *stageRun) fastPath(ctx workflow.Context, n *plan.Node, timeout time.Duration, deploy *activities.DeployInput) bool {
+func (s *stageRun) fastPath(ctx workflow.Context, n *plan.Node, timeout time.Duration, deploy *contract.DeployInput) bool {
 	set := s.in.Settings
 	if set.NoFastPath || !traitsOf(n).FastPath || deploy != nil ||
 		len(n.Selectors) > 0 || timeout > set.FastPathMaxTimeout || isConcurrent(ctx) {
@@ -452,23 +452,23 @@ func (s *stageRun) flushFastPath(ctx workflow.Context, ran time.Duration) {
 }
 
 // wait runs a Wait step as a durable timer (spec 15.5).
-func (s *stageRun) wait(ctx workflow.Context, t *Node, spec any) *activities.Failure {
+func (s *stageRun) wait(ctx workflow.Context, t *Node, spec any) *contract.Failure {
 	m, _ := spec.(map[string]any)
 	text := expressions.ToString(m["duration"])
 	d, err := duration.Parse(text)
 	if err != nil {
-		return &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("Wait duration %q: %v", text, err)}
+		return &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("Wait duration %q: %v", text, err)}
 	}
 	t.Status = status.WaitStepRunning
 	if err := workflow.Sleep(ctx, d); err != nil {
-		return &activities.Failure{Category: aborted, Message: "aborted"}
+		return &contract.Failure{Category: aborted, Message: "aborted"}
 	}
 	return nil
 }
 
 // httpOutcome evaluates an Http step's output variables and then its assertion over the
 // response (spec 15.3).
-func httpOutcome(n *plan.Node, spec any, resp map[string]any, root map[string]any, fqn string) (map[string]any, *activities.Failure) {
+func httpOutcome(n *plan.Node, spec any, resp map[string]any, root map[string]any, fqn string) (map[string]any, *contract.Failure) {
 	data := make(map[string]any, len(root)+4)
 	for k, v := range root {
 		data[k] = v
@@ -487,7 +487,7 @@ func httpOutcome(n *plan.Node, spec any, resp map[string]any, root map[string]an
 			src, _ := ov["value"].(string)
 			v, err := expressions.Render(src, expressions.Text, scope, opts)
 			if err != nil {
-				return resp, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("output variable %s: %v", name, err)}
+				return resp, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("output variable %s: %v", name, err)}
 			}
 			outVars[name] = v
 		}
@@ -505,11 +505,11 @@ func httpOutcome(n *plan.Node, spec any, resp map[string]any, root map[string]an
 	v, err := expressions.Render(assertion, expressions.Condition, scope, opts)
 	if err != nil {
 		out["status"], out["errorMsg"] = "FAILURE", "assertion error: "+err.Error()
-		return out, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("assertion %q could not be evaluated: %v", assertion, err)}
+		return out, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("assertion %q could not be evaluated: %v", assertion, err)}
 	}
 	if ok, _ := v.(bool); !ok {
 		out["status"], out["errorMsg"] = "FAILURE", "assertion failed"
-		return out, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("assertion failed: %s (response code %v)", assertion, resp["httpResponseCode"])}
+		return out, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("assertion failed: %s (response code %v)", assertion, resp["httpResponseCode"])}
 	}
 	return out, nil
 }

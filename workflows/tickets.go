@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
@@ -59,18 +59,18 @@ type TicketView struct {
 
 // TicketWaitInput is what a TicketWait reads and decides.
 type TicketWaitInput struct {
-	Stage     string                    `json:"stage"` // the stage workflow to signal
-	Path      string                    `json:"path"`
-	Ticket    *activities.TicketRequest `json:"ticket,omitempty"`
-	Script    *activities.StepInput     `json:"script,omitempty"`
-	Queue     string                    `json:"queue"`
-	As        string                    `json:"as"` // what criteria call what is read: issue, ticket, output
-	Approval  criteria.Criteria         `json:"approval"`
-	Rejection *criteria.Criteria        `json:"rejection,omitempty"`
-	Interval  time.Duration             `json:"interval"`
-	Window    *ChangeWindow             `json:"window,omitempty"`
-	View      TicketView                `json:"view"`
-	Failures  int                       `json:"failures,omitempty"`
+	Stage     string                  `json:"stage"` // the stage workflow to signal
+	Path      string                  `json:"path"`
+	Ticket    *contract.TicketRequest `json:"ticket,omitempty"`
+	Script    *contract.StepInput     `json:"script,omitempty"`
+	Queue     string                  `json:"queue"`
+	As        string                  `json:"as"` // what criteria call what is read: issue, ticket, output
+	Approval  criteria.Criteria       `json:"approval"`
+	Rejection *criteria.Criteria      `json:"rejection,omitempty"`
+	Interval  time.Duration           `json:"interval"`
+	Window    *ChangeWindow           `json:"window,omitempty"`
+	View      TicketView              `json:"view"`
+	Failures  int                     `json:"failures,omitempty"`
 	// Local reads the ticket as a local activity of the wait's own worker (changeTicketLocalRead):
 	// a read is then one workflow task and no activity task. Set when no delegate selectors
 	// route the reads and the execution keeps the fast path on.
@@ -206,20 +206,20 @@ func readOnce(ctx workflow.Context, in TicketWaitInput) (map[string]any, *readFa
 	if in.Script != nil {
 		opts.StartToCloseTimeout = in.Script.Timeout + time.Minute
 		opts.Summary = in.Path + " (custom approval script)"
-		var res activities.StepResult
-		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.ShellScript, *in.Script).Get(ctx, &res)
+		var res contract.StepResult
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), contract.ShellScript, *in.Script).Get(ctx, &res)
 		vars, _ := res.Outputs["outputVariables"].(map[string]any)
 		read = vars
 	} else {
 		opts.Summary = fmt.Sprintf("%s (read %s %s)", in.Path, in.Ticket.Connector.Type, in.Ticket.Key)
-		var t activities.TicketState
+		var t contract.TicketState
 		if in.Local {
 			// A read is a GET: one that a crash makes run again costs a request, nothing more.
 			lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 				StartToCloseTimeout: opts.StartToCloseTimeout, RetryPolicy: opts.RetryPolicy, Summary: opts.Summary})
-			err = workflow.ExecuteLocalActivity(lctx, activities.TicketRead, *in.Ticket).Get(ctx, &t)
+			err = workflow.ExecuteLocalActivity(lctx, contract.TicketRead, *in.Ticket).Get(ctx, &t)
 		} else {
-			err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), activities.TicketRead, *in.Ticket).Get(ctx, &t)
+			err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, opts), contract.TicketRead, *in.Ticket).Get(ctx, &t)
 		}
 		read = t.Fields
 	}
@@ -232,7 +232,7 @@ func readOnce(ctx workflow.Context, in TicketWaitInput) (map[string]any, *readFa
 	if ctx.Err() != nil {
 		return nil, nil, ctx.Err()
 	}
-	f := activities.Classify(err)
+	f := contract.Classify(err)
 	var app *temporal.ApplicationError
 	retryable := !errors.As(err, &app) || !app.NonRetryable()
 	if in.Script != nil {
@@ -242,7 +242,7 @@ func readOnce(ctx workflow.Context, in TicketWaitInput) (map[string]any, *readFa
 }
 
 type readFailure struct {
-	activities.Failure
+	contract.Failure
 	Retryable bool
 }
 
@@ -287,10 +287,10 @@ func (w *ChangeWindow) bounds(read map[string]any) (time.Time, time.Time, error)
 // ticketApprovalStep runs a JiraApproval, ServiceNowApproval or CustomApproval step: it starts
 // the TicketWait that reads and decides, shows its view while the step is APPROVAL_WAITING,
 // and ends the step as it ends (or at the step's timeout, or when aborted).
-func (s *stageRun) ticketApprovalStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *activities.Failure) {
+func (s *stageRun) ticketApprovalStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *contract.Failure) {
 	in, err := s.ticketWaitInput(ctx, n, t, spec)
 	if err != nil {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: err.Error()}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: err.Error()}
 	}
 	s.ticketWaits++
 	info := workflow.GetInfo(ctx)
@@ -327,15 +327,15 @@ func (s *stageRun) ticketApprovalStep(ctx workflow.Context, n *plan.Node, t *Nod
 		sel.AddFuture(timer, func(f workflow.Future) { expired = f.Get(ctx, nil) == nil })
 		sel.Select(ctx)
 		if ctx.Err() != nil {
-			return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+			return nil, &contract.Failure{Category: aborted, Message: "aborted"}
 		}
 	}
 	if expired {
 		cancel()
-		return nil, &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("no decision within %s: %s", timeout, waitingOn(view))}
+		return nil, &contract.Failure{Category: contract.Timeout, Message: fmt.Sprintf("no decision within %s: %s", timeout, waitingOn(view))}
 	}
 	if childErr != nil {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: "the wait on the ticket failed: " + childErr.Error()}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: "the wait on the ticket failed: " + childErr.Error()}
 	}
 	// A ticket approval's outputs are the ticket as last read; a custom approval's, its
 	// script's output variables (<+execution.steps.S.output.outputVariables.NAME>).
@@ -349,12 +349,12 @@ func (s *stageRun) ticketApprovalStep(ctx workflow.Context, n *plan.Node, t *Nod
 	}
 	switch res.Result {
 	case "APPROVED":
-		s.stepEvent(ctx, activities.EventPipelineResumed, t, status.Running)
+		s.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
 		return out, nil
 	case "REJECTED":
-		return out, &activities.Failure{Category: activities.ApprovalRejection, Message: res.Message}
+		return out, &contract.Failure{Category: contract.ApprovalRejection, Message: res.Message}
 	}
-	return out, &activities.Failure{Category: activities.Unknown, Message: res.Message}
+	return out, &contract.Failure{Category: contract.Unknown, Message: res.Message}
 }
 
 // waitingOn says what a wait that timed out still waited for.
@@ -412,7 +412,7 @@ func (s *stageRun) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node, 
 			return in, fmt.Errorf("the step's connector was not resolved before the run")
 		}
 		conn := *n.Refs.Ticket
-		in.Ticket = &activities.TicketRequest{Connector: conn}
+		in.Ticket = &contract.TicketRequest{Connector: conn}
 		if len(selectors) == 0 {
 			selectors = conn.Selectors
 		}
@@ -440,7 +440,7 @@ func (s *stageRun) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node, 
 }
 
 // approvalScript is a CustomApproval's script as a ShellScript activity runs it.
-func (s *stageRun) approvalScript(n *plan.Node, t *Node, m map[string]any) (*activities.StepInput, error) {
+func (s *stageRun) approvalScript(n *plan.Node, t *Node, m map[string]any) (*contract.StepInput, error) {
 	timeout := 10 * time.Minute
 	if v := strings.TrimSpace(expressions.ToString(m["scriptTimeout"])); v != "" {
 		d, err := duration.Parse(v)
@@ -455,7 +455,7 @@ func (s *stageRun) approvalScript(n *plan.Node, t *Node, m map[string]any) (*act
 	if err != nil {
 		return nil, err
 	}
-	return &activities.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: "ShellScript", Spec: raw, Timeout: timeout}, nil
+	return &contract.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: "ShellScript", Spec: raw, Timeout: timeout}, nil
 }
 
 // readCriteria reads rendered criteria.

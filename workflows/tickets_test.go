@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -26,18 +26,18 @@ type jiraIssue struct {
 	down       map[int]bool
 }
 
-func (j *jiraIssue) read(_ context.Context, in activities.TicketRequest) (activities.TicketState, error) {
+func (j *jiraIssue) read(_ context.Context, in contract.TicketRequest) (contract.TicketState, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.reads++
 	if j.down[j.reads] {
-		return activities.TicketState{}, errors.New("GET /rest/api/2/issue/OPS-1 at Jira: connection refused")
+		return contract.TicketState{}, errors.New("GET /rest/api/2/issue/OPS-1 at Jira: connection refused")
 	}
 	st := "To Do"
 	if j.approvedAt > 0 && j.reads >= j.approvedAt {
 		st = "Approved"
 	}
-	return activities.TicketState{URL: "https://jira.example.com/browse/" + in.Key, Fields: map[string]any{"Status": st, "key": in.Key}}, nil
+	return contract.TicketState{URL: "https://jira.example.com/browse/" + in.Key, Fields: map[string]any{"Status": st, "key": in.Key}}, nil
 }
 
 func runTicketApproval(t *testing.T, j *jiraIssue, timeout string) *workflows.PipelineResult {
@@ -51,7 +51,7 @@ func runTicketApproval(t *testing.T, j *jiraIssue, timeout string) *workflows.Pi
 	step.Traits = &plan.Traits{Builtin: "ticketApproval"}
 	step.Refs = &plan.StepRefs{Ticket: &plan.TicketConnector{ID: "jira", Type: "Jira", URL: "https://jira.example.com", Auth: "UsernamePassword", Username: "bot", PasswordRef: "jira"}}
 	return runPrepared(t, p, workflows.Settings{}, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(activities.TicketRead, mock.Anything, mock.Anything).Return(j.read)
+		env.OnActivity(contract.TicketRead, mock.Anything, mock.Anything).Return(j.read)
 	})
 }
 
@@ -108,14 +108,14 @@ func TestServiceNowChangeWindow(t *testing.T) {
 				"changeWindow":     map[string]any{"startField": "start_date", "endField": "end_date"}}
 			step.Traits = &plan.Traits{Builtin: "ticketApproval"}
 			step.Refs = &plan.StepRefs{Ticket: &plan.TicketConnector{ID: "snow", Type: "ServiceNow", URL: "https://snow.example.com", Auth: "UsernamePassword", Username: "u", PasswordRef: "p"}}
-			read := func(context.Context, activities.TicketRequest) (activities.TicketState, error) {
+			read := func(context.Context, contract.TicketRequest) (contract.TicketState, error) {
 				field := func(v string) map[string]any { return map[string]any{"value": v, "displayValue": v} }
-				return activities.TicketState{Fields: map[string]any{"approval": field("Approved"),
+				return contract.TicketState{Fields: map[string]any{"approval": field("Approved"),
 					"start_date": field(c.start.Format(time.DateTime)), "end_date": field(c.end.Format(time.DateTime))}}, nil
 			}
 			res := runPrepared(t, p, workflows.Settings{}, func(env *testsuite.TestWorkflowEnvironment) {
 				env.SetStartTime(now)
-				env.OnActivity(activities.TicketRead, mock.Anything, mock.Anything).Return(read)
+				env.OnActivity(contract.TicketRead, mock.Anything, mock.Anything).Return(read)
 			})
 			n := res.Tree.Find("canary.verify")
 			if n.Status != c.want || c.failure != "" && (n.Failure == nil || !strings.Contains(n.Failure.Message, c.failure)) {

@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
@@ -22,7 +22,7 @@ import (
 // its duration; fail-fast thresholds end it early; at the end each metric's test values are
 // compared with its control. The analysis is workflow code over the activities' answers, so a
 // worker that dies mid-analysis resumes it and reaches the same verdict.
-func (s *stageRun) verifyStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *activities.Failure) {
+func (s *stageRun) verifyStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *contract.Failure) {
 	// The step's timeout bounds the whole analysis.
 	ctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
@@ -35,31 +35,31 @@ func (s *stageRun) verifyStep(ctx workflow.Context, n *plan.Node, t *Node, spec 
 	})
 	outputs, f := s.analyse(ctx, n, t, spec)
 	if expired {
-		return outputs, &activities.Failure{Category: activities.Timeout, Message: fmt.Sprintf("the verification did not end within the step's timeout of %s", timeout)}
+		return outputs, &contract.Failure{Category: contract.Timeout, Message: fmt.Sprintf("the verification did not end within the step's timeout of %s", timeout)}
 	}
 	return outputs, f
 }
 
 // analyse runs the analysis of a Verify step.
-func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any) (map[string]any, *activities.Failure) {
+func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any) (map[string]any, *contract.Failure) {
 	ms := namedMonitored(n)
 	if ms == nil && s.in.Stage.Deploy != nil {
 		ms = s.in.Stage.Deploy.Monitored
 	}
 	if ms == nil || len(ms.Sources) == 0 {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: "no monitored service with a health source for this stage's service and environment: add a monitoredService file"}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: "no monitored service with a health source for this stage's service and environment: add a monitoredService file"}
 	}
 	m, _ := spec.(map[string]any)
 	job, _ := m["spec"].(map[string]any)
 	typ := expressions.ToString(m["type"])
 	d, err := duration.Parse(strings.TrimSpace(expressions.ToString(job["duration"])))
 	if err != nil || d <= 0 {
-		return nil, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("verification duration %q: give a duration like 5m", expressions.ToString(job["duration"]))}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("verification duration %q: give a duration like 5m", expressions.ToString(job["duration"]))}
 	}
 	minutes := int(math.Ceil(d.Minutes()))
 	failOnNoAnalysis := expressions.ToString(job["failOnNoAnalysis"]) == "true"
 	mode := verification.ModeOf(typ)
-	var baseline *activities.Verified
+	var baseline *contract.Verified
 	var notes []string
 	if typ == "LoadTest" {
 		// A load test compares with the monitored service's last passed load test; the first
@@ -109,7 +109,7 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 	show()
 	for i := 1; i <= minutes; i++ {
 		if err := workflow.Sleep(ctx, start.Add(time.Duration(i)*time.Minute).Sub(workflow.Now(ctx))); err != nil {
-			return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+			return nil, &contract.Failure{Category: aborted, Message: "aborted"}
 		}
 		from, to := start.Add(time.Duration(i-1)*time.Minute), start.Add(time.Duration(i)*time.Minute)
 		for _, src := range ms.Sources {
@@ -125,7 +125,7 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 			if b := a.Minute(src.ID, answer.Metrics, start); b != nil {
 				v.Analysed = i
 				show()
-				return t.Outputs, &activities.Failure{Category: activities.Verification, Message: "verification failed early: " + b.Reason}
+				return t.Outputs, &contract.Failure{Category: contract.Verification, Message: "verification failed early: " + b.Reason}
 			}
 		}
 		v.Analysed = i
@@ -136,10 +136,10 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 	}
 	switch v.Result.Verdict {
 	case verification.Failed:
-		return t.Outputs, &activities.Failure{Category: activities.Verification, Message: "verification failed: " + v.Result.Reason}
+		return t.Outputs, &contract.Failure{Category: contract.Verification, Message: "verification failed: " + v.Result.Reason}
 	case verification.NoAnalysis:
 		if failOnNoAnalysis {
-			return t.Outputs, &activities.Failure{Category: activities.Verification, Message: "verification failed: no analysis (" + v.noAnalysis() + "), and failOnNoAnalysis is set"}
+			return t.Outputs, &contract.Failure{Category: contract.Verification, Message: "verification failed: no analysis (" + v.noAnalysis() + "), and failOnNoAnalysis is set"}
 		}
 		t.Notes = append(t.Notes, "passed without analysis: "+v.noAnalysis())
 	}
@@ -148,7 +148,7 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 
 // queryMetrics asks a health source for a window. nil without a failure: the monitoring
 // system did not answer (after retries); a failure: it refused the credentials or a query.
-func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.HealthSource, from, to time.Time) (*activities.MetricsAnswer, *activities.Failure) {
+func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.HealthSource, from, to time.Time) (*contract.MetricsAnswer, *contract.Failure) {
 	queue := workflow.GetInfo(ctx).TaskQueueName
 	if len(n.Selectors) > 0 {
 		queue = SelectorQueue(queue, n.Selectors)
@@ -164,21 +164,21 @@ func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.Hea
 	// values are read at times aligned to the window's end, so the window before the
 	// deployment ends with the last moment before it.
 	end := to.Add(-time.Second)
-	req := activities.MetricsRequest{Source: src, Start: end.Add(-end.Sub(from) / metricStep * metricStep), End: end, Step: metricStep}
-	var answer activities.MetricsAnswer
-	err := workflow.ExecuteActivity(actx, activities.MetricsQuery, req).Get(ctx, &answer)
+	req := contract.MetricsRequest{Source: src, Start: end.Add(-end.Sub(from) / metricStep * metricStep), End: end, Step: metricStep}
+	var answer contract.MetricsAnswer
+	err := workflow.ExecuteActivity(actx, contract.MetricsQuery, req).Get(ctx, &answer)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, &activities.Failure{Category: aborted, Message: "aborted"}
+			return nil, &contract.Failure{Category: aborted, Message: "aborted"}
 		}
-		if f := activities.Classify(err); f.Category == activities.Authentication {
+		if f := contract.Classify(err); f.Category == contract.Authentication {
 			return nil, f
 		}
 		return nil, nil
 	}
 	for _, m := range answer.Metrics {
 		if m.Rejected != "" {
-			return nil, &activities.Failure{Category: activities.Unknown, Message: fmt.Sprintf("%s rejected the query of metric %s: %s", src.ID, m.ID, m.Rejected)}
+			return nil, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("%s rejected the query of metric %s: %s", src.ID, m.ID, m.Rejected)}
 		}
 	}
 	return &answer, nil
@@ -186,20 +186,20 @@ func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.Hea
 
 // lastVerified finds the window of the monitored service's last passed verification by
 // another execution (nil when none).
-func (s *stageRun) lastVerified(ctx workflow.Context, n *plan.Node, ms *plan.MonitoredService) (*activities.Verified, error) {
-	key := activities.VerifiedKey{Project: ms.Project, Monitored: ms.ID, Execution: s.in.ExecutionID}
+func (s *stageRun) lastVerified(ctx workflow.Context, n *plan.Node, ms *plan.MonitoredService) (*contract.Verified, error) {
+	key := contract.VerifiedKey{Project: ms.Project, Monitored: ms.ID, Execution: s.in.ExecutionID}
 	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("%s: find the last passed load test of %s", n.ID, ms.ID)))
-	var last *activities.Verified
-	err := workflow.ExecuteActivity(actx, activities.LastVerified, key).Get(ctx, &last)
+	var last *contract.Verified
+	err := workflow.ExecuteActivity(actx, contract.LastVerified, key).Get(ctx, &last)
 	return last, err
 }
 
 // recordVerified remembers a passed load test's window, the baseline of the next.
 func (s *stageRun) recordVerified(ctx workflow.Context, n *plan.Node, t *Node, ms *plan.MonitoredService, from, to time.Time) {
-	in := activities.RecordVerifiedInput{Key: activities.VerifiedKey{Project: ms.Project, Monitored: ms.ID},
-		Verified: activities.Verified{Execution: s.in.ExecutionID, Step: t.Path, Start: from, End: to}}
+	in := contract.RecordVerifiedInput{Key: contract.VerifiedKey{Project: ms.Project, Monitored: ms.ID},
+		Verified: contract.Verified{Execution: s.in.ExecutionID, Step: t.Path, Start: from, End: to}}
 	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("%s: record the passed load test of %s", n.ID, ms.ID)))
-	if err := workflow.ExecuteActivity(actx, activities.RecordVerified, in).Get(ctx, nil); err != nil {
+	if err := workflow.ExecuteActivity(actx, contract.RecordVerified, in).Get(ctx, nil); err != nil {
 		// The verification stands; only the next load test compares with an older one.
 		t.Notes = append(t.Notes, "this load test was not recorded as the next one's baseline: "+err.Error())
 	}

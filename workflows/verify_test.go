@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -47,28 +47,28 @@ type canaryMetrics struct {
 	calls  int
 }
 
-func (c *canaryMetrics) query(_ context.Context, in activities.MetricsRequest) (activities.MetricsAnswer, error) {
+func (c *canaryMetrics) query(_ context.Context, in contract.MetricsRequest) (contract.MetricsAnswer, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.calls++
 	if c.down {
-		return activities.MetricsAnswer{}, errors.New("dial tcp 127.0.0.1:9090: connection refused")
+		return contract.MetricsAnswer{}, errors.New("dial tcp 127.0.0.1:9090: connection refused")
 	}
 	if c.reject != "" {
-		return activities.MetricsAnswer{Metrics: []activities.MetricData{{ID: "errors", Rejected: c.reject}}}, nil
+		return contract.MetricsAnswer{Metrics: []contract.MetricData{{ID: "errors", Rejected: c.reject}}}, nil
 	}
-	old := activities.InstanceSeries{Instance: "web-old"}
-	fresh := activities.InstanceSeries{Instance: "web-new"}
+	old := contract.InstanceSeries{Instance: "web-old"}
+	fresh := contract.InstanceSeries{Instance: "web-new"}
 	for i, at := 0, in.Start; !at.After(in.End); i, at = i+1, at.Add(in.Step) { // Prometheus includes both ends
 		wobble := []float64{1, 1.1, 0.9, 1.05}[i%4]
 		old.Points = append(old.Points, [2]float64{float64(at.Unix()), wobble})
 		fresh.Points = append(fresh.Points, [2]float64{float64(at.Unix()), c.factor * wobble})
 	}
-	series := []activities.InstanceSeries{old}
+	series := []contract.InstanceSeries{old}
 	if in.End.Sub(in.Start) < time.Minute && c.factor > 0 { // the new instance runs only after the deployment
 		series = append(series, fresh)
 	}
-	return activities.MetricsAnswer{Metrics: []activities.MetricData{{ID: "errors", Series: series}}}, nil
+	return contract.MetricsAnswer{Metrics: []contract.MetricData{{ID: "errors", Series: series}}}, nil
 }
 
 func f64(v float64) *float64 { return &v }
@@ -96,7 +96,7 @@ func runVerifyIn(t *testing.T, spec map[string]any, timeout string, m *canaryMet
 	step.Type, step.Spec, step.Timeout = "Verify", spec, timeout
 	step.Traits, step.Refs = &plan.Traits{Builtin: "verify"}, &plan.StepRefs{Monitored: ms}
 	return runPrepared(t, p, workflows.Settings{}, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(activities.MetricsQuery, mock.Anything, mock.Anything).Return(m.query)
+		env.OnActivity(contract.MetricsQuery, mock.Anything, mock.Anything).Return(m.query)
 		if prepare != nil {
 			prepare(env)
 		}
@@ -140,7 +140,7 @@ func TestVerifyCanary(t *testing.T) {
 
 	res = runVerify(t, verifySpec("Canary", true), &canaryMetrics{factor: 3})
 	n, verdict, _ = verdictOf(t, res)
-	if n.Status != status.Failed || n.Failure == nil || n.Failure.Category != activities.Verification || verdict != "Failed" ||
+	if n.Status != status.Failed || n.Failure == nil || n.Failure.Category != contract.Verification || verdict != "Failed" ||
 		!strings.Contains(n.Failure.Message, "metric Errors (errors) of prom regressed: higher than the control") {
 		t.Fatalf("tripled errors: step %s %+v, verdict %s", n.Status, n.Failure, verdict)
 	}
@@ -154,7 +154,7 @@ func TestVerifyTimeout(t *testing.T) {
 	p := verifySpec("Canary", false)
 	res := runVerifyWithTimeout(t, p, "90s", &canaryMetrics{factor: 1})
 	n, _, analysed := verdictOf(t, res)
-	if n.Status != status.Expired || n.Failure == nil || n.Failure.Category != activities.Timeout || analysed != 1 {
+	if n.Status != status.Expired || n.Failure == nil || n.Failure.Category != contract.Timeout || analysed != 1 {
 		t.Fatalf("step %s after %v minutes: %+v", n.Status, analysed, n.Failure)
 	}
 }
@@ -164,11 +164,11 @@ func TestVerifyTimeout(t *testing.T) {
 // reads that window as its control.
 func TestVerifyLoadTest(t *testing.T) {
 	var mu sync.Mutex
-	var last *activities.Verified
-	var recorded []activities.RecordVerifiedInput
+	var last *contract.Verified
+	var recorded []contract.RecordVerifiedInput
 	records := func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(activities.LastVerified, mock.Anything, mock.Anything).Return(
-			func(_ context.Context, k activities.VerifiedKey) (*activities.Verified, error) {
+		env.OnActivity(contract.LastVerified, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, k contract.VerifiedKey) (*contract.Verified, error) {
 				mu.Lock()
 				defer mu.Unlock()
 				if k.Monitored != "web_prod" || k.Execution == "" {
@@ -176,8 +176,8 @@ func TestVerifyLoadTest(t *testing.T) {
 				}
 				return last, nil
 			})
-		env.OnActivity(activities.RecordVerified, mock.Anything, mock.Anything).Return(
-			func(_ context.Context, in activities.RecordVerifiedInput) error {
+		env.OnActivity(contract.RecordVerified, mock.Anything, mock.Anything).Return(
+			func(_ context.Context, in contract.RecordVerifiedInput) error {
 				mu.Lock()
 				defer mu.Unlock()
 				recorded = append(recorded, in)
@@ -194,7 +194,7 @@ func TestVerifyLoadTest(t *testing.T) {
 	if len(recorded) != 1 || recorded[0].Verified.End.Sub(recorded[0].Verified.Start) != 2*time.Minute || recorded[0].Verified.Step != "canary.verify" {
 		t.Fatalf("recorded %+v", recorded)
 	}
-	last = &activities.Verified{Execution: "web-7", Step: "canary.verify", Start: recorded[0].Verified.Start.Add(-time.Hour), End: recorded[0].Verified.End.Add(-time.Hour)}
+	last = &contract.Verified{Execution: "web-7", Step: "canary.verify", Start: recorded[0].Verified.Start.Add(-time.Hour), End: recorded[0].Verified.End.Add(-time.Hour)}
 	res = runVerifyIn(t, verifySpec("LoadTest", false), "1h", &canaryMetrics{factor: 1}, records)
 	n, verdict, _ = verdictOf(t, res)
 	metric = n.Outputs["result"].(map[string]any)["metrics"].([]any)[0].(map[string]any)
@@ -226,7 +226,7 @@ func TestVerifyWithoutAnswers(t *testing.T) {
 	}
 	res = runVerify(t, verifySpec("Canary", true), &canaryMetrics{down: true})
 	n, _, _ = verdictOf(t, res)
-	if n.Status != status.Failed || n.Failure.Category != activities.Verification || !strings.Contains(n.Failure.Message, "failOnNoAnalysis is set") {
+	if n.Status != status.Failed || n.Failure.Category != contract.Verification || !strings.Contains(n.Failure.Message, "failOnNoAnalysis is set") {
 		t.Fatalf("with failOnNoAnalysis: %s %+v", n.Status, n.Failure)
 	}
 	res = runVerify(t, verifySpec("Canary", false), &canaryMetrics{reject: `1:5: parse error: unexpected "}"`})

@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awsauth"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -27,15 +27,15 @@ type Resolver struct {
 }
 
 // Resolve finds the image.
-func (r *Resolver) Resolve(ctx context.Context, in activities.AmiResolveInput) (activities.AmiResolved, error) {
+func (r *Resolver) Resolve(ctx context.Context, in contract.AmiResolveInput) (contract.AmiResolved, error) {
 	a := in.Artifact
 	cfg, err := awsauth.Config(ctx, a.Connector, a.Region, r.Secrets, nil)
 	if err != nil {
-		return activities.AmiResolved{}, err
+		return contract.AmiResolved{}, err
 	}
 	images, err := describe(ctx, ec2.NewFromConfig(cfg), a.Tags, a.Filters)
 	if err != nil {
-		return activities.AmiResolved{}, awsauth.Fail(err, "artifact %s: list images in %s (connector %s)", in.ID, a.Region, a.Connector.ID)
+		return contract.AmiResolved{}, awsauth.Fail(err, "artifact %s: list images in %s (connector %s)", in.ID, a.Region, a.Connector.ID)
 	}
 	// Newest first, as the reference lists versions.
 	sort.SliceStable(images, func(i, j int) bool {
@@ -50,13 +50,13 @@ func (r *Resolver) Resolve(ctx context.Context, in activities.AmiResolveInput) (
 			}
 		}
 		if found == nil {
-			return activities.AmiResolved{}, activities.Fail(activities.Verification, "artifact %s: no available image named %q in %s matches its tags and filters (%d images do)",
+			return contract.AmiResolved{}, contract.Fail(contract.Verification, "artifact %s: no available image named %q in %s matches its tags and filters (%d images do)",
 				in.ID, a.Version, a.Region, len(images))
 		}
 	} else {
 		match, err := pattern(a.VersionRegex)
 		if err != nil {
-			return activities.AmiResolved{}, activities.Fail(activities.Verification, "artifact %s: versionRegex %q: %v", in.ID, a.VersionRegex, err)
+			return contract.AmiResolved{}, contract.Fail(contract.Verification, "artifact %s: versionRegex %q: %v", in.ID, a.VersionRegex, err)
 		}
 		for i := range images {
 			if match.MatchString(aws.ToString(images[i].Name)) {
@@ -65,7 +65,7 @@ func (r *Resolver) Resolve(ctx context.Context, in activities.AmiResolveInput) (
 			}
 		}
 		if found == nil {
-			return activities.AmiResolved{}, activities.Fail(activities.Verification, "artifact %s: no available image in %s whose name matches %q matches its tags and filters (%d images do)",
+			return contract.AmiResolved{}, contract.Fail(contract.Verification, "artifact %s: no available image in %s whose name matches %q matches its tags and filters (%d images do)",
 				in.ID, a.Region, a.VersionRegex, len(images))
 		}
 	}
@@ -75,7 +75,7 @@ func (r *Resolver) Resolve(ctx context.Context, in activities.AmiResolveInput) (
 			meta[k] = aws.ToString(t.Value)
 		}
 	}
-	return activities.AmiResolved{AmiID: aws.ToString(found.ImageId), Version: aws.ToString(found.Name), Metadata: meta}, nil
+	return contract.AmiResolved{AmiID: aws.ToString(found.ImageId), Version: aws.ToString(found.Name), Metadata: meta}, nil
 }
 
 // describe lists the images: available, not public, with the tags (tag:NAME) and filters (an

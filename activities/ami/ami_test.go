@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/ami"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -28,10 +28,10 @@ func TestResolve(t *testing.T) {
 		fake.AddImage(im)
 	}
 	r := &ami.Resolver{Secrets: awsfake.Secrets{"k": "secret"}}
-	resolve := func(a plan.AmiArtifact) (activities.AmiResolved, error) {
+	resolve := func(a plan.AmiArtifact) (contract.AmiResolved, error) {
 		a.Connector = plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDAMI", SecretKeyRef: "k"}
 		a.Region = "eu-west-1"
-		return r.Resolve(context.Background(), activities.AmiResolveInput{ID: "image", Artifact: a})
+		return r.Resolve(context.Background(), contract.AmiResolveInput{ID: "image", Artifact: a})
 	}
 	shop := []plan.NameValue{{Name: "app", Value: "shop"}}
 	if got, err := resolve(plan.AmiArtifact{Tags: shop, Version: "shop-1.0"}); err != nil || got.AmiID != "ami-01" {
@@ -45,7 +45,7 @@ func TestResolve(t *testing.T) {
 		t.Fatalf("filter: %+v %v", got, err)
 	}
 	_, err = resolve(plan.AmiArtifact{Tags: shop, Version: "shop-1.3"})
-	if f := activities.Classify(err); f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, `no available image named "shop-1.3"`) {
+	if f := contract.Classify(err); f == nil || f.Category != contract.Verification || !strings.Contains(f.Message, `no available image named "shop-1.3"`) {
 		t.Fatalf("a public image: %+v", f)
 	}
 	if _, err = resolve(plan.AmiArtifact{VersionRegex: "shop-[", Tags: shop}); err == nil || !strings.Contains(err.Error(), "versionRegex") {

@@ -31,10 +31,10 @@ import (
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	"github.com/aws/smithy-go"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awsauth"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -54,8 +54,8 @@ type Activity struct {
 }
 
 type run struct {
-	in   activities.StepInput
-	d    *activities.DeployInput
+	in   contract.StepInput
+	d    *contract.DeployInput
 	asg  *autoscaling.Client
 	ec2  *ec2.Client
 	elb  *elb.Client
@@ -104,10 +104,10 @@ type capacity struct {
 }
 
 // Run runs an ASG step.
-func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	st, err := awsauth.Start(ctx, in, a.Logs, a.Secrets, "Asg")
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	defer st.End()
 	ctx = st.Ctx
@@ -115,7 +115,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		asg: autoscaling.NewFromConfig(st.Cfg), ec2: ec2.NewFromConfig(st.Cfg), elb: elb.NewFromConfig(st.Cfg)}
 	var sp spec
 	if err := json.Unmarshal(in.Spec, &sp); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Verification, "%s spec: %v", in.Type, err)
+		return contract.StepResult{}, contract.Fail(contract.Verification, "%s spec: %v", in.Type, err)
 	}
 	if d, err := time.ParseDuration(sp.PollingInterval); err == nil && d > 0 {
 		r.poll = d
@@ -149,15 +149,15 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	case "AsgSteadyState":
 		out, err = r.steadyState(ctx, sp)
 	default:
-		err = activities.Fail(activities.Unknown, "Gantry does not run %s steps", in.Type)
+		err = contract.Fail(contract.Unknown, "Gantry does not run %s steps", in.Type)
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return activities.StepResult{}, activities.Fail(activities.Timeout, "%s: the Auto Scaling group did not reach its steady state within the step's timeout %s", in.Type, in.Timeout)
+			return contract.StepResult{}, contract.Fail(contract.Timeout, "%s: the Auto Scaling group did not reach its steady state within the step's timeout %s", in.Type, in.Timeout)
 		}
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
-	return activities.StepResult{Outputs: out}, nil
+	return contract.StepResult{Outputs: out}, nil
 }
 
 func truthy(v any) bool { return v == true || v == "true" }
@@ -179,7 +179,7 @@ func (r *run) files(typ string) []plan.File { return awsauth.Files(r.d, typ) }
 func (r *run) only(typ string) (plan.File, error) {
 	fs := r.files(typ)
 	if len(fs) != 1 {
-		return plan.File{}, activities.Fail(activities.Verification, "an Asg service needs exactly one %s manifest file, it has %d", typ, len(fs))
+		return plan.File{}, contract.Fail(contract.Verification, "an Asg service needs exactly one %s manifest file, it has %d", typ, len(fs))
 	}
 	return fs[0], nil
 }
@@ -213,7 +213,7 @@ func (r *run) baseName(sp spec) (string, error) {
 	if name := aws.ToString(cfg.AutoScalingGroupName); name != "" {
 		return name, nil
 	}
-	return "", activities.Fail(activities.Verification, "%s needs the group's name: the step's asgName, the infrastructure's baseAsgName or AutoScalingGroupName in the AsgConfiguration manifest", r.in.Type)
+	return "", contract.Fail(contract.Verification, "%s needs the group's name: the step's asgName, the infrastructure's baseAsgName or AutoScalingGroupName in the AsgConfiguration manifest", r.in.Type)
 }
 
 // describe returns a group, nil when there is none.
@@ -268,7 +268,7 @@ func parseSize(s string) (size, bool) {
 func (r *run) record(ctx context.Context, g *astypes.AutoScalingGroup) error {
 	name := aws.ToString(g.AutoScalingGroupName)
 	if g.LaunchTemplate == nil {
-		return activities.Fail(activities.Verification, "Auto Scaling group %s launches from a launch configuration or a mixed instances policy: Gantry deploys groups that use a launch template", name)
+		return contract.Fail(contract.Verification, "Auto Scaling group %s launches from a launch configuration or a mixed instances policy: Gantry deploys groups that use a launch template", name)
 	}
 	if tag(g, tagExecution) == r.in.ExecutionID {
 		return nil
@@ -308,7 +308,7 @@ func (r *run) launchTemplate(ctx context.Context, name string) (string, error) {
 		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(ud[0].Text)))
 	}
 	if aws.ToString(data.ImageId) == "" {
-		return "", activities.Fail(activities.Verification, "launch template %s has no ImageId: name the AMI the instances run", f.Path)
+		return "", contract.Fail(contract.Verification, "launch template %s has no ImageId: name the AMI the instances run", f.Path)
 	}
 	desc := aws.String("deployed by Gantry execution " + r.in.ExecutionID)
 	_, err = r.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
@@ -345,12 +345,12 @@ func desiredSize(sp spec, live *astypes.AutoScalingGroup, cfg *autoscaling.Creat
 		}{{sp.Instances.Spec.Min, &z.min, "min"}, {sp.Instances.Spec.Max, &z.max, "max"}, {sp.Instances.Spec.Desired, &z.desired, "desired"}} {
 			n, err := strconv.Atoi(strings.TrimSpace(fmt.Sprint(f.v)))
 			if err != nil || n < 0 {
-				return size{}, activities.Fail(activities.Verification, "instances %s %v is not a whole number", f.key, f.v)
+				return size{}, contract.Fail(contract.Verification, "instances %s %v is not a whole number", f.key, f.v)
 			}
 			*f.to = int32(n)
 		}
 		if z.min > z.desired || z.desired > z.max {
-			return size{}, activities.Fail(activities.Verification, "instances: desired %d must be between min %d and max %d", z.desired, z.min, z.max)
+			return size{}, contract.Fail(contract.Verification, "instances: desired %d must be between min %d and max %d", z.desired, z.min, z.max)
 		}
 		return z, nil
 	}
@@ -489,7 +489,7 @@ func (r *run) steady(ctx context.Context, name string) ([]string, error) {
 		g, err := r.describe(ctx, name)
 		if err != nil || g == nil {
 			if err == nil {
-				err = activities.Fail(activities.Verification, "Auto Scaling group %s does not exist", name)
+				err = contract.Fail(contract.Verification, "Auto Scaling group %s does not exist", name)
 			}
 			return false, err
 		}
@@ -564,7 +564,7 @@ func (r *run) policies(ctx context.Context, name string) error {
 // count is an instanceSelection's number of instances: a count, or a percentage of base.
 func count(c *capacity, base int32) (int32, error) {
 	if c == nil {
-		return 0, activities.Fail(activities.Verification, "the step needs instanceSelection: a Count or a Percentage")
+		return 0, contract.Fail(contract.Verification, "the step needs instanceSelection: a Count or a Percentage")
 	}
 	v := c.Spec.Count
 	if c.Type == "Percentage" {
@@ -572,7 +572,7 @@ func count(c *capacity, base int32) (int32, error) {
 	}
 	n, err := strconv.ParseFloat(strings.TrimSpace(fmt.Sprint(v)), 64)
 	if err != nil || n < 0 {
-		return 0, activities.Fail(activities.Verification, "instanceSelection %s %v is not a number", c.Type, v)
+		return 0, contract.Fail(contract.Verification, "instanceSelection %s %v is not a number", c.Type, v)
 	}
 	switch c.Type {
 	case "Count":
@@ -580,5 +580,5 @@ func count(c *capacity, base int32) (int32, error) {
 	case "Percentage":
 		return int32(math.Ceil(float64(base) * n / 100)), nil
 	}
-	return 0, activities.Fail(activities.Verification, "instanceSelection type %q is not Count or Percentage", c.Type)
+	return 0, contract.Fail(contract.Verification, "instanceSelection type %q is not Count or Percentage", c.Type)
 }

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/asg"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -42,19 +42,19 @@ func newRig(t testing.TB) *rig {
 	return &rig{t: t, fake: fake, a: &asg.Activity{Secrets: awsfake.Secrets{"k": "secret"}, Logs: logs.Store{Dir: t.TempDir()}}}
 }
 
-func (r *rig) step(typ, exec, image, spec string) (map[string]any, *activities.Failure) {
+func (r *rig) step(typ, exec, image, spec string) (map[string]any, *contract.Failure) {
 	r.t.Helper()
 	ms := []plan.Manifest{
 		{ID: "lt", Type: "AsgLaunchTemplate", Files: []plan.File{{Path: "lt.json", Text: fmt.Sprintf(launchTemplate, image)}}},
 		{ID: "cfg", Type: "AsgConfiguration", Files: []plan.File{{Path: "asg.yaml", Text: configuration}}},
 		{ID: "sp", Type: "AsgScalingPolicy", Files: []plan.File{{Path: "policy.yaml", Text: "PolicyName: cpu\nPolicyType: TargetTrackingScaling\nTargetTrackingConfiguration:\n  TargetValue: 60\n  PredefinedMetricSpecification: {PredefinedMetricType: ASGAverageCPUUtilization}\n"}}},
 	}
-	in := activities.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(spec), Timeout: time.Minute,
-		Deploy: &activities.DeployInput{Aws: &plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDASG", SecretKeyRef: "k"},
+	in := contract.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(spec), Timeout: time.Minute,
+		Deploy: &contract.DeployInput{Aws: &plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDASG", SecretKeyRef: "k"},
 			Region: "eu-west-1", Manifests: ms}}
 	res, err := r.a.Run(context.Background(), in)
 	if err != nil {
-		return nil, activities.Classify(err)
+		return nil, contract.Classify(err)
 	}
 	return res.Outputs, nil
 }
@@ -136,7 +136,7 @@ func TestRolling(t *testing.T) {
 	if _, f = r.step("AsgRollingDeploy", "exec-3", "ami-1", `{"asgName": "api"}`); f != nil {
 		t.Fatal(f)
 	}
-	if _, f = r.step("AsgRollingDeploy", "exec-4", "ami-2", `{"asgName": "api"}`); f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "ended Failed") {
+	if _, f = r.step("AsgRollingDeploy", "exec-4", "ami-2", `{"asgName": "api"}`); f == nil || f.Category != contract.Verification || !strings.Contains(f.Message, "ended Failed") {
 		t.Fatalf("a failed refresh: %+v", f)
 	}
 	if _, f = r.step("AsgRollingDeploy", "exec-5", "ami-1", `{"asgName": "db"}`); f != nil {

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/listeners"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Blue-green keeps two groups, NAME__1 and NAME__2, each with its own target groups. The one
@@ -112,7 +112,7 @@ func (r *run) deployed(ctx context.Context, base string) (mine, other *astypes.A
 func (r *run) blueGreenDeploy(ctx context.Context, sp spec) (map[string]any, error) {
 	lbs := sp.loadBalancers()
 	if len(lbs) == 0 {
-		return nil, activities.Fail(activities.Verification, "AsgBlueGreenDeploy needs a load balancer: prodListener and prodListenerRuleArn (and stage ones), or loadBalancers")
+		return nil, contract.Fail(contract.Verification, "AsgBlueGreenDeploy needs a load balancer: prodListener and prodListenerRuleArn (and stage ones), or loadBalancers")
 	}
 	base, err := r.baseName(sp)
 	if err != nil {
@@ -143,7 +143,7 @@ func (r *run) blueGreenDeploy(ctx context.Context, sp spec) (map[string]any, err
 				}
 			}
 			if free == "" {
-				return nil, activities.Fail(activities.Verification, "prod listener rule %s forwards only to the target groups of %s: to shift traffic by weight it must forward to a second target group for the new group",
+				return nil, contract.Fail(contract.Verification, "prod listener rule %s forwards only to the target groups of %s: to shift traffic by weight it must forward to a second target group for the new group",
 					lb.ProdListenerRuleArn, aws.ToString(prod.AutoScalingGroupName))
 			}
 			tgs = append(tgs, free)
@@ -231,7 +231,7 @@ func (r *run) deployedFor(ctx context.Context, sp spec) (mine, other *astypes.Au
 		return nil, nil, err
 	}
 	if mine, other, err = r.deployed(ctx, base); err == nil && mine == nil {
-		err = activities.Fail(activities.Verification, "%s: no group %s__1 or %s__2 was deployed by this execution: AsgBlueGreenDeploy comes first", r.in.Type, base, base)
+		err = contract.Fail(contract.Verification, "%s: no group %s__1 or %s__2 was deployed by this execution: AsgBlueGreenDeploy comes first", r.in.Type, base, base)
 	}
 	return mine, other, err
 }
@@ -285,7 +285,7 @@ func (r *run) downsize(ctx context.Context, old *astypes.AutoScalingGroup, yes b
 func (r *run) shiftTraffic(ctx context.Context, sp spec) (map[string]any, error) {
 	w, err := strconv.Atoi(strings.TrimSpace(fmt.Sprint(sp.Weight)))
 	if err != nil || w < 0 || w > 100 {
-		return nil, activities.Fail(activities.Verification, "AsgShiftTraffic weight %v is not a whole number from 0 to 100", sp.Weight)
+		return nil, contract.Fail(contract.Verification, "AsgShiftTraffic weight %v is not a whole number from 0 to 100", sp.Weight)
 	}
 	mine, old, err := r.deployedFor(ctx, sp)
 	if err != nil {

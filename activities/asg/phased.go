@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // The phased canary: AsgSetup creates the next group of a base name, NAME__N, at no instances
@@ -63,7 +63,7 @@ func (r *run) setup(ctx context.Context, sp spec) (map[string]any, error) {
 	}
 	strategy := sp.ResizeStrategy
 	if strategy != "resize_new_first" && strategy != "downsize_old_first" {
-		return nil, activities.Fail(activities.Verification, "AsgSetup resizeStrategy %q is not resize_new_first or downsize_old_first", strategy)
+		return nil, contract.Fail(contract.Verification, "AsgSetup resizeStrategy %q is not resize_new_first or downsize_old_first", strategy)
 	}
 	cfg, err := r.configuration()
 	if err != nil {
@@ -133,7 +133,7 @@ func (r *run) phasedDeploy(ctx context.Context, sp spec) (map[string]any, error)
 		}
 	}
 	if mine == nil {
-		return nil, activities.Fail(activities.Verification, "AsgPhasedDeploy: no group %s__N was set up by this execution: AsgSetup comes first", base)
+		return nil, contract.Fail(contract.Verification, "AsgPhasedDeploy: no group %s__N was set up by this execution: AsgSetup comes first", base)
 	}
 	name := aws.ToString(mine.AutoScalingGroupName)
 	target, _ := parseSize(tag(mine, tagTarget))

@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // rollingDeploy creates the group (first deploy) or updates it to a new launch template
@@ -116,7 +116,7 @@ func (r *run) refresh(ctx context.Context, name string, minHealthy, maxHealthy i
 			return false, r.fail(err, "describe instance refresh %s of %s", id, name)
 		}
 		if len(d.InstanceRefreshes) == 0 {
-			return false, activities.Fail(activities.Verification, "instance refresh %s of Auto Scaling group %s is gone", id, name)
+			return false, contract.Fail(contract.Verification, "instance refresh %s of Auto Scaling group %s is gone", id, name)
 		}
 		ir := d.InstanceRefreshes[0]
 		switch ir.Status {
@@ -128,7 +128,7 @@ func (r *run) refresh(ctx context.Context, name string, minHealthy, maxHealthy i
 			if ir.Status == astypes.InstanceRefreshStatusBaking {
 				return false, nil
 			}
-			return false, activities.Fail(activities.Verification, "instance refresh %s of Auto Scaling group %s ended %s: %s", id, name, ir.Status, aws.ToString(ir.StatusReason))
+			return false, contract.Fail(contract.Verification, "instance refresh %s of Auto Scaling group %s ended %s: %s", id, name, ir.Status, aws.ToString(ir.StatusReason))
 		}
 		r.logf("instance refresh %s: %s, %d%% complete", id, ir.Status, aws.ToInt32(ir.PercentageComplete))
 		return false, nil
@@ -166,7 +166,7 @@ func (r *run) restore(ctx context.Context, g *astypes.AutoScalingGroup) (map[str
 	}
 	z, ok := parseSize(tag(g, tagCapacity))
 	if !ok {
-		return nil, activities.Fail(activities.Verification, "Auto Scaling group %s: the recorded capacity %q is not MIN,MAX,DESIRED", name, tag(g, tagCapacity))
+		return nil, contract.Fail(contract.Verification, "Auto Scaling group %s: the recorded capacity %q is not MIN,MAX,DESIRED", name, tag(g, tagCapacity))
 	}
 	r.logf("rolling %s back to launch template version %s, min %d, max %d, desired %d", name, prev, z.min, z.max, z.desired)
 	if _, err := r.asg.UpdateAutoScalingGroup(ctx, &autoscaling.UpdateAutoScalingGroupInput{AutoScalingGroupName: aws.String(name),
@@ -261,7 +261,7 @@ func (r *run) scale(ctx context.Context, sp spec) (map[string]any, error) {
 		return nil, err
 	}
 	if g == nil {
-		return nil, activities.Fail(activities.Verification, "Auto Scaling group %s does not exist in region %s", name, r.d.Region)
+		return nil, contract.Fail(contract.Verification, "Auto Scaling group %s does not exist in region %s", name, r.d.Region)
 	}
 	was := sizeOf(g)
 	n, err := count(sp.InstanceSelection, was.desired)

@@ -19,8 +19,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -35,13 +35,13 @@ func Config(ctx context.Context, c plan.AwsConnector, region string, r secrets.R
 		if c.AccessKeyRef != "" {
 			v, err := r.Resolve(ctx, c.AccessKeyRef)
 			if err != nil {
-				return aws.Config{}, activities.Fail(activities.Authentication, "connector %s: access key: %v", c.ID, err)
+				return aws.Config{}, contract.Fail(contract.Authentication, "connector %s: access key: %v", c.ID, err)
 			}
 			id = v
 		}
 		key, err := r.Resolve(ctx, c.SecretKeyRef)
 		if err != nil {
-			return aws.Config{}, activities.Fail(activities.Authentication, "connector %s: secret key: %v", c.ID, err)
+			return aws.Config{}, contract.Fail(contract.Authentication, "connector %s: secret key: %v", c.ID, err)
 		}
 		if mask != nil {
 			mask.Add(key)
@@ -49,11 +49,11 @@ func Config(ctx context.Context, c plan.AwsConnector, region string, r secrets.R
 		opts = append(opts, config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider(id, key, "")))
 	case "InheritFromDelegate", "Irsa", "":
 	default:
-		return aws.Config{}, activities.Fail(activities.Authentication, "connector %s: Gantry cannot sign with %s credentials", c.ID, c.Credential)
+		return aws.Config{}, contract.Fail(contract.Authentication, "connector %s: Gantry cannot sign with %s credentials", c.ID, c.Credential)
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return aws.Config{}, activities.Fail(activities.Authentication, "connector %s: AWS configuration: %v", c.ID, err)
+		return aws.Config{}, contract.Fail(contract.Authentication, "connector %s: AWS configuration: %v", c.ID, err)
 	}
 	if c.RoleARN != "" {
 		p := stscreds.NewAssumeRoleProvider(sts.NewFromConfig(cfg), c.RoleARN, func(o *stscreds.AssumeRoleOptions) {
@@ -73,38 +73,38 @@ func Config(ctx context.Context, c plan.AwsConnector, region string, r secrets.R
 // not there or not as expected).
 func Fail(err error, format string, args ...any) error {
 	what := fmt.Sprintf(format, args...)
-	return activities.Fail(Category(err), "%s: %s", what, Reason(err))
+	return contract.Fail(Category(err), "%s: %s", what, Reason(err))
 }
 
 // Category is err's failure category.
-func Category(err error) activities.Category {
+func Category(err error) contract.Category {
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		switch code := api.ErrorCode(); {
 		case code == "AccessDenied" && isAssumeRole(err):
-			return activities.Authentication
+			return contract.Authentication
 		case strings.Contains(code, "AccessDenied"), code == "UnauthorizedOperation", code == "Forbidden", code == "AuthorizationError":
-			return activities.Authorization
+			return contract.Authorization
 		case code == "InvalidAccessKeyId", code == "SignatureDoesNotMatch", code == "InvalidClientTokenId", code == "UnrecognizedClientException",
 			code == "ExpiredToken", code == "ExpiredTokenException", code == "MissingAuthenticationTokenException", code == "InvalidToken":
-			return activities.Authentication
+			return contract.Authentication
 		case code == "RequestTimeout", code == "RequestTimeoutException":
-			return activities.Timeout
+			return contract.Timeout
 		}
-		return activities.Verification
+		return contract.Verification
 	}
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return activities.Timeout
+		return contract.Timeout
 	case errors.As(err, &ne) && ne.Timeout():
-		return activities.Timeout
+		return contract.Timeout
 	case errors.As(err, &ne), strings.Contains(err.Error(), "connection refused"), strings.Contains(err.Error(), "no such host"):
-		return activities.Connectivity
+		return contract.Connectivity
 	case strings.Contains(err.Error(), "failed to retrieve credentials"), strings.Contains(err.Error(), "no EC2 IMDS role found"):
-		return activities.Authentication
+		return contract.Authentication
 	}
-	return activities.Unknown
+	return contract.Unknown
 }
 
 // isAssumeRole reports an error of the STS AssumeRole a connector's credentials made.

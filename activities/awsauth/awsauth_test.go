@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awsauth"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -91,15 +91,15 @@ func TestConnectorCredentials(t *testing.T) {
 	wrongID := cross
 	wrongID.ExternalID = "guess"
 	_, err := whoAmI(t, fake, wrongID, keys)
-	if err == nil || awsauth.Category(err) != activities.Authentication {
-		t.Fatalf("a refused role: %v (%v)", err, err != nil && awsauth.Category(err) == activities.Authentication)
+	if err == nil || awsauth.Category(err) != contract.Authentication {
+		t.Fatalf("a refused role: %v (%v)", err, err != nil && awsauth.Category(err) == contract.Authentication)
 	}
-	failed := activities.Classify(awsauth.Fail(err, "read s3://b/k with connector aws"))
-	if failed.Category != activities.Authentication || !strings.Contains(failed.Message, "assume role: AccessDenied") || !strings.Contains(failed.Message, "s3://b/k") {
+	failed := contract.Classify(awsauth.Fail(err, "read s3://b/k with connector aws"))
+	if failed.Category != contract.Authentication || !strings.Contains(failed.Message, "assume role: AccessDenied") || !strings.Contains(failed.Message, "s3://b/k") {
 		t.Fatalf("failure %+v", failed)
 	}
 	_, err = whoAmI(t, fake, plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "A", SecretKeyRef: "nope"}, keys)
-	if f := activities.Classify(err); f == nil || f.Category != activities.Authentication || !strings.Contains(f.Message, "connector aws: secret key") {
+	if f := contract.Classify(err); f == nil || f.Category != contract.Authentication || !strings.Contains(f.Message, "connector aws: secret key") {
 		t.Fatalf("a missing secret: %+v", f)
 	}
 }
@@ -125,18 +125,18 @@ func TestFailureCategories(t *testing.T) {
 	ctx := context.Background()
 	for name, c := range map[string]struct {
 		err  func() error
-		want activities.Category
+		want contract.Category
 	}{
-		"denied":      {func() error { return get(ctx, fake.URL) }, activities.Authorization},
-		"unreachable": {func() error { return get(ctx, "http://127.0.0.1:1") }, activities.Connectivity},
+		"denied":      {func() error { return get(ctx, fake.URL) }, contract.Authorization},
+		"unreachable": {func() error { return get(ctx, "http://127.0.0.1:1") }, contract.Connectivity},
 		"timeout": {func() error {
 			tctx, cancel := context.WithTimeout(ctx, time.Nanosecond)
 			defer cancel()
 			time.Sleep(time.Millisecond)
 			return get(tctx, fake.URL)
-		}, activities.Timeout},
+		}, contract.Timeout},
 	} {
-		f := activities.Classify(c.err())
+		f := contract.Classify(c.err())
 		if f == nil || f.Category != c.want || !strings.HasPrefix(f.Message, "read secret db: ") {
 			t.Errorf("%s: %+v, want %s", name, f, c.want)
 		}

@@ -8,9 +8,9 @@ import (
 	"go.temporal.io/sdk/activity"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -27,20 +27,20 @@ type Step struct {
 // Start begins an AWS deployment step of a Deployment stage whose infrastructure deploys
 // with an Aws connector (stage names the deployment type, for the error): it opens the step's
 // log, heartbeats while the step runs and signs with the connector. Call End when it ends.
-func Start(ctx context.Context, in activities.StepInput, store logs.Store, r secrets.Resolver, stage string) (*Step, error) {
+func Start(ctx context.Context, in contract.StepInput, store logs.Store, r secrets.Resolver, stage string) (*Step, error) {
 	if in.Deploy == nil || in.Deploy.Aws == nil {
-		return nil, activities.Fail(activities.Unknown, "%s step %s needs a Deployment stage with deploymentType %s", in.Type, in.StepPath, stage)
+		return nil, contract.Fail(contract.Unknown, "%s step %s needs a Deployment stage with deploymentType %s", in.Type, in.StepPath, stage)
 	}
 	log, err := store.Open(in.ExecutionID, in.StepPath)
 	if err != nil {
-		return nil, activities.Fail(activities.Unknown, "open step log: %v", err)
+		return nil, contract.Fail(contract.Unknown, "open step log: %v", err)
 	}
 	s := &Step{Log: log, Mask: &secrets.Masker{}}
 	s.end = append(s.end, func() { log.Close() })
 	hctx, stop := context.WithCancel(ctx)
 	s.end = append(s.end, stop)
 	if activity.IsActivity(ctx) {
-		go activities.Heartbeat(hctx, activity.GetInfo(ctx).HeartbeatTimeout)
+		go contract.Heartbeat(hctx, activity.GetInfo(ctx).HeartbeatTimeout)
 	}
 	if in.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -69,16 +69,16 @@ func (s *Step) End() {
 func Decode(f plan.File, into any) error {
 	js, err := yaml.YAMLToJSON([]byte(f.Text))
 	if err != nil {
-		return activities.Fail(activities.Verification, "%s: %v", f.Path, err)
+		return contract.Fail(contract.Verification, "%s: %v", f.Path, err)
 	}
 	if err := json.Unmarshal(js, into); err != nil {
-		return activities.Fail(activities.Verification, "%s: %v", f.Path, err)
+		return contract.Fail(contract.Verification, "%s: %v", f.Path, err)
 	}
 	return nil
 }
 
 // Files returns the files of a deployment's manifests of a type.
-func Files(d *activities.DeployInput, typ string) []plan.File {
+func Files(d *contract.DeployInput, typ string) []plan.File {
 	var out []plan.File
 	for _, m := range d.Manifests {
 		if m.Type == typ {

@@ -11,9 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awsauth"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Lister lists instances with the worker's secrets.
@@ -24,7 +24,7 @@ type Lister struct {
 // Describe returns the running instances the input selects, in instance ID order, each
 // with the address the infrastructure reaches it at; an instance without one (no public IP
 // for PublicIP) is left out.
-func (l *Lister) Describe(ctx context.Context, in activities.DescribeHostsInput) ([]activities.Host, error) {
+func (l *Lister) Describe(ctx context.Context, in contract.DescribeHostsInput) ([]contract.Host, error) {
 	h := in.Hosts
 	cfg, err := awsauth.Config(ctx, h.Connector, h.Region, l.Secrets, nil)
 	if err != nil {
@@ -42,7 +42,7 @@ func (l *Lister) Describe(ctx context.Context, in activities.DescribeHostsInput)
 	if len(h.Vpcs) > 0 {
 		filters = append(filters, types.Filter{Name: aws.String("vpc-id"), Values: h.Vpcs})
 	}
-	var out []activities.Host
+	var out []contract.Host
 	p := ec2.NewDescribeInstancesPaginator(ec2.NewFromConfig(cfg), &ec2.DescribeInstancesInput{Filters: filters})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -51,7 +51,7 @@ func (l *Lister) Describe(ctx context.Context, in activities.DescribeHostsInput)
 		}
 		for _, r := range page.Reservations {
 			for _, i := range r.Instances {
-				host := activities.Host{InstanceID: aws.ToString(i.InstanceId), PrivateIP: aws.ToString(i.PrivateIpAddress),
+				host := contract.Host{InstanceID: aws.ToString(i.InstanceId), PrivateIP: aws.ToString(i.PrivateIpAddress),
 					PublicIP: aws.ToString(i.PublicIpAddress), PrivateDNS: aws.ToString(i.PrivateDnsName), PublicDNS: aws.ToString(i.PublicDnsName),
 					Tags: map[string]string{}}
 				for _, t := range i.Tags {

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awssecrets"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -36,7 +36,7 @@ func TestConnectorSecrets(t *testing.T) {
 		RoleARN: "arn:aws:iam::210987654321:role/reader", ExternalID: "ext-7", Region: "us-east-2"}}
 	def := secrets.Map{"sm_secret_key": "sm-secret", "missing": "from-the-default-store"}
 	r := secrets.Routed(def, map[string]func(secrets.Resolver) secrets.Manager{"AwsSecretManager": awssecrets.New})
-	ctx := activities.ContextWithSecretRoutes(context.Background(), map[string]plan.SecretRoute{
+	ctx := contract.ContextWithSecretRoutes(context.Background(), map[string]plan.SecretRoute{
 		"db_password": {Manager: manual, Path: "prod/db", Key: "password"},
 		"api_key":     {Manager: worker, Path: "team/api_key"},
 		"by_role":     {Manager: sts, Path: "prod/db", Key: "user"},

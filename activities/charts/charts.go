@@ -27,9 +27,9 @@ import (
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/registry"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/manifests"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -45,7 +45,7 @@ type Puller struct {
 }
 
 // Activity is the FetchChart activity.
-func (p *Puller) Activity(ctx context.Context, in activities.ChartInput) (activities.Fetched, error) {
+func (p *Puller) Activity(ctx context.Context, in contract.ChartInput) (contract.Fetched, error) {
 	return p.Pull(ctx, &in.Chart)
 }
 
@@ -53,9 +53,9 @@ func (p *Puller) Activity(ctx context.Context, in activities.ChartInput) (activi
 // Failures are step failures: Authentication, Connectivity, or Verification (no repository,
 // chart, version or values file; a corrupt archive), naming the repository, chart and
 // version, never a credential.
-func (p *Puller) Pull(ctx context.Context, c *plan.ChartRepo) (activities.Fetched, error) {
+func (p *Puller) Pull(ctx context.Context, c *plan.ChartRepo) (contract.Fetched, error) {
 	var archive []byte
-	var out activities.Fetched
+	var out contract.Fetched
 	var err error
 	if c.Type == "OciHelmChart" {
 		archive, out.Digest, err = p.pullOCI(ctx, c)
@@ -63,30 +63,30 @@ func (p *Puller) Pull(ctx context.Context, c *plan.ChartRepo) (activities.Fetche
 		archive, err = p.pullHTTP(ctx, c)
 	}
 	if err != nil {
-		return activities.Fetched{}, err
+		return contract.Fetched{}, err
 	}
 	where := fmt.Sprintf("chart %s from %s", c.Name, redact(c.Connector.URL))
 	files, err := unpack(archive)
 	if err != nil {
-		return activities.Fetched{}, activities.Fail(activities.Verification, "%s: not a chart archive: %v", where, err)
+		return contract.Fetched{}, contract.Fail(contract.Verification, "%s: not a chart archive: %v", where, err)
 	}
 	total := 0
 	for _, f := range files {
 		total += len(f.Text)
 		out.Files = append(out.Files, plan.File{Path: path.Join(c.Name, f.Path), Text: f.Text})
 		if f.Path == "Chart.yaml" {
-			var meta activities.ChartMeta
+			var meta contract.ChartMeta
 			if err := yaml.Unmarshal([]byte(f.Text), &meta); err != nil {
-				return activities.Fetched{}, activities.Fail(activities.Verification, "%s: Chart.yaml: %v", where, err)
+				return contract.Fetched{}, contract.Fail(contract.Verification, "%s: Chart.yaml: %v", where, err)
 			}
 			out.Chart = &meta
 		}
 	}
 	if out.Chart == nil {
-		return activities.Fetched{}, activities.Fail(activities.Verification, "%s: the archive has no Chart.yaml", where)
+		return contract.Fetched{}, contract.Fail(contract.Verification, "%s: the archive has no Chart.yaml", where)
 	}
 	if total > plan.MaxManifestBytes {
-		return activities.Fetched{}, activities.Fail(activities.Verification, "%s %s: %d bytes unpacked, above the %d a run carries", where, out.Chart.Version, total, plan.MaxManifestBytes)
+		return contract.Fetched{}, contract.Fail(contract.Verification, "%s %s: %d bytes unpacked, above the %d a run carries", where, out.Chart.Version, total, plan.MaxManifestBytes)
 	}
 	for _, v := range c.ValuesPaths {
 		want := path.Join(c.Name, strings.TrimPrefix(path.Clean("/"+v), "/"))
@@ -95,7 +95,7 @@ func (p *Puller) Pull(ctx context.Context, c *plan.ChartRepo) (activities.Fetche
 			i++
 		}
 		if i == len(out.Files) {
-			return activities.Fetched{}, activities.Fail(activities.Verification, "%s %s: no values file %s in the chart", where, out.Chart.Version, v)
+			return contract.Fetched{}, contract.Fail(contract.Verification, "%s %s: no values file %s in the chart", where, out.Chart.Version, v)
 		}
 		out.Values = append(out.Values, out.Files[i])
 	}
@@ -137,19 +137,19 @@ func (p *Puller) pullHTTP(ctx context.Context, c *plan.ChartRepo) ([]byte, error
 	}
 	var idx repo.IndexFile
 	if err := yaml.Unmarshal(index, &idx); err != nil {
-		return nil, activities.Fail(activities.Verification, "%s/index.yaml: not a chart repository index: %v", redact(base), err)
+		return nil, contract.Fail(contract.Verification, "%s/index.yaml: not a chart repository index: %v", redact(base), err)
 	}
 	idx.SortEntries()
 	cv, err := idx.Get(c.Name, c.Version)
 	if err != nil || len(cv.URLs) == 0 {
-		return nil, activities.Fail(activities.Verification, "%s: no chart %s at version %s (%s)", redact(base), c.Name, versionText(c.Version), available(idx.Entries[c.Name]))
+		return nil, contract.Fail(contract.Verification, "%s: no chart %s at version %s (%s)", redact(base), c.Name, versionText(c.Version), available(idx.Entries[c.Name]))
 	}
 	if c.Version != "" && c.Version != cv.Version && !isConstraint(c.Version) {
-		return nil, activities.Fail(activities.Verification, "%s: no chart %s at version %s", redact(base), c.Name, c.Version)
+		return nil, contract.Fail(contract.Verification, "%s: no chart %s at version %s", redact(base), c.Name, c.Version)
 	}
 	ref, err := repo.ResolveReferenceURL(base+"/", cv.URLs[0])
 	if err != nil {
-		return nil, activities.Fail(activities.Verification, "%s: chart %s %s: URL %q: %v", redact(base), c.Name, cv.Version, cv.URLs[0], err)
+		return nil, contract.Fail(contract.Verification, "%s: chart %s %s: URL %q: %v", redact(base), c.Name, cv.Version, cv.URLs[0], err)
 	}
 	archive, err := p.get(ctx, ref, base, user, pw)
 	if err != nil {
@@ -158,7 +158,7 @@ func (p *Puller) pullHTTP(ctx context.Context, c *plan.ChartRepo) ([]byte, error
 	if cv.Digest != "" {
 		sum := sha256.Sum256(archive)
 		if got := hex.EncodeToString(sum[:]); got != cv.Digest {
-			return nil, activities.Fail(activities.Verification, "%s: chart %s %s: the archive's digest is %s, the index says %s", redact(base), c.Name, cv.Version, got, cv.Digest)
+			return nil, contract.Fail(contract.Verification, "%s: chart %s %s: the archive's digest is %s, the index says %s", redact(base), c.Name, cv.Version, got, cv.Digest)
 		}
 	}
 	c.Version = cv.Version
@@ -170,7 +170,7 @@ func (p *Puller) pullHTTP(ctx context.Context, c *plan.ChartRepo) ([]byte, error
 func (p *Puller) get(ctx context.Context, u, base, user, pw string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, activities.Fail(activities.Verification, "%s: %v", redact(u), err)
+		return nil, contract.Fail(contract.Verification, "%s: %v", redact(u), err)
 	}
 	if bu, err := url.Parse(base); err == nil && user != "" && bu.Host == req.URL.Host {
 		req.SetBasicAuth(user, pw)
@@ -183,25 +183,25 @@ func (p *Puller) get(ctx context.Context, u, base, user, pw string) ([]byte, err
 	if err != nil {
 		var netErr net.Error
 		if errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
-			return nil, activities.Fail(activities.Connectivity, "%s: cannot reach the chart repository: %v", redact(u), unwrapURL(err))
+			return nil, contract.Fail(contract.Connectivity, "%s: cannot reach the chart repository: %v", redact(u), unwrapURL(err))
 		}
-		return nil, activities.Fail(activities.Unknown, "%s: %v", redact(u), unwrapURL(err))
+		return nil, contract.Fail(contract.Unknown, "%s: %v", redact(u), unwrapURL(err))
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, activities.Fail(activities.Authentication, "%s: the chart repository refused the connector's credentials (%d)", redact(u), resp.StatusCode)
+		return nil, contract.Fail(contract.Authentication, "%s: the chart repository refused the connector's credentials (%d)", redact(u), resp.StatusCode)
 	case resp.StatusCode == http.StatusNotFound:
-		return nil, activities.Fail(activities.Verification, "%s: not found in the chart repository", redact(u))
+		return nil, contract.Fail(contract.Verification, "%s: not found in the chart repository", redact(u))
 	case resp.StatusCode != http.StatusOK:
-		return nil, activities.Fail(activities.Unknown, "%s: the chart repository answered %s", redact(u), resp.Status)
+		return nil, contract.Fail(contract.Unknown, "%s: the chart repository answered %s", redact(u), resp.Status)
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 4*plan.MaxManifestBytes+1))
 	if err != nil {
-		return nil, activities.Fail(activities.Connectivity, "%s: %v", redact(u), err)
+		return nil, contract.Fail(contract.Connectivity, "%s: %v", redact(u), err)
 	}
 	if len(body) > 4*plan.MaxManifestBytes {
-		return nil, activities.Fail(activities.Verification, "%s: larger than %d bytes", redact(u), 4*plan.MaxManifestBytes)
+		return nil, contract.Fail(contract.Verification, "%s: larger than %d bytes", redact(u), 4*plan.MaxManifestBytes)
 	}
 	return body, nil
 }
@@ -211,7 +211,7 @@ func (p *Puller) get(ctx context.Context, u, base, user, pw string) ([]byte, err
 func (p *Puller) pullOCI(ctx context.Context, c *plan.ChartRepo) ([]byte, string, error) {
 	rp, err := registry.Repository(&c.Connector, path.Join(c.BasePath, c.Name))
 	if err != nil {
-		return nil, "", activities.Fail(activities.Verification, "chart %s: %v", c.Name, err)
+		return nil, "", contract.Fail(contract.Verification, "chart %s: %v", c.Name, err)
 	}
 	ro, err := registry.Options(ctx, p.Secrets, &c.Connector)
 	if err != nil {
@@ -224,7 +224,7 @@ func (p *Puller) pullOCI(ctx context.Context, c *plan.ChartRepo) ([]byte, string
 			return nil, "", registry.Classify(err, rp.String())
 		}
 		if version, err = highest(tags, version); err != nil {
-			return nil, "", activities.Fail(activities.Verification, "%s: chart %s: %v", rp, c.Name, err)
+			return nil, "", contract.Fail(contract.Verification, "%s: chart %s: %v", rp, c.Name, err)
 		}
 	}
 	// OCI tags cannot hold '+': Helm pushes build metadata with '_' instead.
@@ -239,7 +239,7 @@ func (p *Puller) pullOCI(ctx context.Context, c *plan.ChartRepo) ([]byte, string
 	}
 	img, err := desc.Image()
 	if err != nil {
-		return nil, "", activities.Fail(activities.Verification, "%s: not a chart: %v", what, err)
+		return nil, "", contract.Fail(contract.Verification, "%s: not a chart: %v", what, err)
 	}
 	layers, err := img.Layers()
 	if err != nil {
@@ -262,7 +262,7 @@ func (p *Puller) pullOCI(ctx context.Context, c *plan.ChartRepo) ([]byte, string
 		c.Version = version
 		return b, desc.Digest.String(), nil
 	}
-	return nil, "", activities.Fail(activities.Verification, "%s: the manifest holds no Helm chart (no %s layer)", what, ChartLayer)
+	return nil, "", contract.Fail(contract.Verification, "%s: the manifest holds no Helm chart (no %s layer)", what, ChartLayer)
 }
 
 // highest returns the highest stable version among tags that satisfies constraint (any when

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/charttest"
 	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/manifests"
@@ -102,23 +102,23 @@ func TestPullFailures(t *testing.T) {
 	cases := []struct {
 		name   string
 		chart  func() *plan.ChartRepo
-		want   activities.Category
+		want   contract.Category
 		saying string
 	}{
-		{"http bad token", func() *plan.ChartRepo { c := httpChart(r, ""); c.Connector.PasswordRef = "wrong"; return c }, activities.Authentication, "refused"},
-		{"http no such version", func() *plan.ChartRepo { return httpChart(r, "9.9.9") }, activities.Verification, "no chart web at version 9.9.9 (versions: 1.0.0)"},
-		{"http no such chart", func() *plan.ChartRepo { c := httpChart(r, ""); c.Name = "api"; return c }, activities.Verification, "no chart api"},
-		{"http no values file", func() *plan.ChartRepo { c := httpChart(r, ""); c.ValuesPaths = []string{"values-qa.yaml"}; return c }, activities.Verification, "no values file values-qa.yaml"},
-		{"http unreachable", func() *plan.ChartRepo { c := httpChart(r, ""); c.Connector.URL = "http://127.0.0.1:1"; return c }, activities.Connectivity, "cannot reach"},
-		{"oci bad token", func() *plan.ChartRepo { c := ociChart(reg, "1.0.0"); c.Connector.PasswordRef = "wrong"; return c }, activities.Authentication, "refused"},
-		{"oci no such version", func() *plan.ChartRepo { return ociChart(reg, "2.0.0") }, activities.Verification, "team/charts/web:2.0.0: not found"},
-		{"oci no version matches", func() *plan.ChartRepo { return ociChart(reg, ">=2") }, activities.Verification, "no version >=2"},
+		{"http bad token", func() *plan.ChartRepo { c := httpChart(r, ""); c.Connector.PasswordRef = "wrong"; return c }, contract.Authentication, "refused"},
+		{"http no such version", func() *plan.ChartRepo { return httpChart(r, "9.9.9") }, contract.Verification, "no chart web at version 9.9.9 (versions: 1.0.0)"},
+		{"http no such chart", func() *plan.ChartRepo { c := httpChart(r, ""); c.Name = "api"; return c }, contract.Verification, "no chart api"},
+		{"http no values file", func() *plan.ChartRepo { c := httpChart(r, ""); c.ValuesPaths = []string{"values-qa.yaml"}; return c }, contract.Verification, "no values file values-qa.yaml"},
+		{"http unreachable", func() *plan.ChartRepo { c := httpChart(r, ""); c.Connector.URL = "http://127.0.0.1:1"; return c }, contract.Connectivity, "cannot reach"},
+		{"oci bad token", func() *plan.ChartRepo { c := ociChart(reg, "1.0.0"); c.Connector.PasswordRef = "wrong"; return c }, contract.Authentication, "refused"},
+		{"oci no such version", func() *plan.ChartRepo { return ociChart(reg, "2.0.0") }, contract.Verification, "team/charts/web:2.0.0: not found"},
+		{"oci no version matches", func() *plan.ChartRepo { return ociChart(reg, ">=2") }, contract.Verification, "no version >=2"},
 		{"oci not a chart", func() *plan.ChartRepo {
 			reg.Push(t, "team/images/web", "1.0.0") // an image where a chart is looked for
 			c := ociChart(reg, "1.0.0")
 			c.BasePath = "team/images"
 			return c
-		}, activities.Verification, "no application/vnd.cncf.helm.chart.content.v1.tar+gzip layer"},
+		}, contract.Verification, "no application/vnd.cncf.helm.chart.content.v1.tar+gzip layer"},
 	}
 	p := &Puller{Secrets: sec}
 	for _, c := range cases {
@@ -127,7 +127,7 @@ func TestPullFailures(t *testing.T) {
 			if err == nil {
 				t.Fatal("pulled")
 			}
-			if got := activities.Classify(err).Category; got != c.want || !strings.Contains(err.Error(), c.saying) {
+			if got := contract.Classify(err).Category; got != c.want || !strings.Contains(err.Error(), c.saying) {
 				t.Errorf("%s: %v, want %s saying %q", got, err, c.want, c.saying)
 			}
 			for _, s := range sec {

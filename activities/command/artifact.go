@@ -17,17 +17,17 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awsauth"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/objstore"
 	"github.com/gantry-cd/gantry/activities/registry"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // artifact is the artifact a Copy or DownloadArtifact unit fetches (what names the unit's
 // verb): the stage's, or in a rollback step what the infrastructure was deployed with before;
 // nil without an error when a rollback has nothing to restore.
-func (r *run) artifact(what string) (*activities.DeployArtifact, error) {
+func (r *run) artifact(what string) (*contract.DeployArtifact, error) {
 	switch a := r.in.Deploy.Artifact; {
 	case a != nil:
 		return a, nil
@@ -35,7 +35,7 @@ func (r *run) artifact(what string) (*activities.DeployArtifact, error) {
 		r.log.Line("no earlier successful deployment of this service to this infrastructure: no artifact to restore")
 		return nil, nil
 	}
-	return nil, activities.Fail(activities.Unknown, "the service has no artifact to %s: give it `artifacts.primary`", what)
+	return nil, contract.Fail(contract.Unknown, "the service has no artifact to %s: give it `artifacts.primary`", what)
 }
 
 // copyArtifact fetches the artifact on the worker and writes it into dir on the host: an S3
@@ -60,7 +60,7 @@ func (r *run) copyArtifact(ctx context.Context, dir string) error {
 }
 
 // openArtifact opens the artifact for reading and names the file it is copied to.
-func (r *run) openArtifact(ctx context.Context, a *activities.DeployArtifact) (string, io.ReadCloser, error) {
+func (r *run) openArtifact(ctx context.Context, a *contract.DeployArtifact) (string, io.ReadCloser, error) {
 	switch {
 	case a.Bucket != "":
 		client, err := r.s3(ctx, a)
@@ -79,7 +79,7 @@ func (r *run) openArtifact(ctx context.Context, a *activities.DeployArtifact) (s
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 		if err != nil {
-			return "", nil, activities.Fail(activities.Unknown, "artifact %s: %v", a.String(), err)
+			return "", nil, contract.Fail(contract.Unknown, "artifact %s: %v", a.String(), err)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		var ue *url.Error
@@ -87,25 +87,25 @@ func (r *run) openArtifact(ctx context.Context, a *activities.DeployArtifact) (s
 			err = ue.Err // without the URL, whose query may hold credentials
 		}
 		if err != nil {
-			return "", nil, activities.Fail(activities.Connectivity, "artifact %s: %v", a.String(), err)
+			return "", nil, contract.Fail(contract.Connectivity, "artifact %s: %v", a.String(), err)
 		}
 		if resp.StatusCode != http.StatusOK {
 			resp.Body.Close()
-			return "", nil, activities.Fail(activities.Verification, "artifact %s: the server answered %s", a.String(), resp.Status)
+			return "", nil, contract.Fail(contract.Verification, "artifact %s: the server answered %s", a.String(), resp.Status)
 		}
 		return path.Base(u.Path), resp.Body, nil
 	case a.Registry != nil:
 		return r.imageArchive(ctx, a)
 	}
-	return "", nil, activities.Fail(activities.Unknown, "a %s artifact cannot be copied: Gantry copies AmazonS3 objects, images from a registry connector, and CustomArtifact versions that are URLs", a.Type)
+	return "", nil, contract.Fail(contract.Unknown, "a %s artifact cannot be copied: Gantry copies AmazonS3 objects, images from a registry connector, and CustomArtifact versions that are URLs", a.Type)
 }
 
 // imageArchive streams the image as a `docker load` archive named after its repository and
 // tag (shop_1.4.2.tar), fetched by its digest.
-func (r *run) imageArchive(ctx context.Context, a *activities.DeployArtifact) (string, io.ReadCloser, error) {
+func (r *run) imageArchive(ctx context.Context, a *contract.DeployArtifact) (string, io.ReadCloser, error) {
 	ref, err := name.ParseReference(a.Image)
 	if err != nil {
-		return "", nil, activities.Fail(activities.Unknown, "artifact image %q: %v", a.Image, err)
+		return "", nil, contract.Fail(contract.Unknown, "artifact image %q: %v", a.Image, err)
 	}
 	opts, err := registry.Options(ctx, r.a.Secrets, a.Registry)
 	if err != nil {
@@ -153,9 +153,9 @@ func (r *run) download(ctx context.Context, dir string) error {
 		}
 		link, file = u.String(), path.Base(u.Path)
 	case a.Registry != nil:
-		return activities.Fail(activities.Unknown, "an image is not downloaded as a file: pull it on the host in a Script unit (docker pull <+artifact.image>), or Copy it as an archive")
+		return contract.Fail(contract.Unknown, "an image is not downloaded as a file: pull it on the host in a Script unit (docker pull <+artifact.image>), or Copy it as an archive")
 	default:
-		return activities.Fail(activities.Unknown, "a %s artifact cannot be downloaded: Gantry downloads AmazonS3 objects and CustomArtifact versions that are URLs", a.Type)
+		return contract.Fail(contract.Unknown, "a %s artifact cannot be downloaded: Gantry downloads AmazonS3 objects and CustomArtifact versions that are URLs", a.Type)
 	}
 	r.mask.Add(link) // a presigned URL is a credential for as long as it lives
 	dest := path.Join(dir, file)
@@ -172,16 +172,16 @@ mv -f "$part" "$GANTRY_DEST"
 		return err
 	}
 	if code != 0 {
-		return activities.Fail(activities.Connectivity, "host %s could not download %s (exit code %d): %s", r.host, a.String(), code, out.Last())
+		return contract.Fail(contract.Connectivity, "host %s could not download %s (exit code %d): %s", r.host, a.String(), code, out.Last())
 	}
 	r.log.Line(fmt.Sprintf("%s downloaded %s to %s", r.host, a.String(), dest))
 	return nil
 }
 
 // s3 is a client for the artifact's bucket, signed with its connector.
-func (r *run) s3(ctx context.Context, a *activities.DeployArtifact) (*s3.Client, error) {
+func (r *run) s3(ctx context.Context, a *contract.DeployArtifact) (*s3.Client, error) {
 	if a.Aws == nil {
-		return nil, activities.Fail(activities.Unknown, "artifact %s has no AWS connector", a.String())
+		return nil, contract.Fail(contract.Unknown, "artifact %s has no AWS connector", a.String())
 	}
 	cfg, err := awsauth.Config(ctx, *a.Aws, a.Region, r.a.Secrets, r.mask)
 	if err != nil {
@@ -191,10 +191,10 @@ func (r *run) s3(ctx context.Context, a *activities.DeployArtifact) (*s3.Client,
 }
 
 // artifactURL is a CustomArtifact's metadata.url, else its version, read as an http(s) URL.
-func artifactURL(a *activities.DeployArtifact) (*url.URL, error) {
+func artifactURL(a *contract.DeployArtifact) (*url.URL, error) {
 	u, err := url.Parse(cmp.Or(a.URL, a.Image))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || path.Base(u.Path) == "/" || path.Base(u.Path) == "." {
-		return nil, activities.Fail(activities.Unknown,
+		return nil, contract.Fail(contract.Unknown,
 			"a CustomArtifact is copied or downloaded from the http(s) URL of a file, its metadata.url (an attribute of the listing script) or its version; %q is not: read the version in a Script unit as <+artifact.version>", cmp.Or(a.URL, a.Image))
 	}
 	return u, nil

@@ -18,10 +18,10 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/sshexec"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Activity runs Command steps.
@@ -69,7 +69,7 @@ type spec struct {
 // run is one Command step on its host.
 type run struct {
 	a      *Activity
-	in     activities.StepInput
+	in     contract.StepInput
 	host   string
 	c      *sshexec.Client
 	log    *logs.Writer
@@ -79,26 +79,26 @@ type run struct {
 }
 
 // Run runs one Command step on its host.
-func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	sp, host, err := commandSpec(in)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	r := &run{a: a, in: in, host: host, mask: &secrets.Masker{}, env: map[string]string{}, values: map[string]string{}}
 	target, err := sshexec.TargetFor(ctx, a.Secrets, r.mask, in.Deploy.Ssh.Credential, host, a.KnownHosts)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	for _, v := range sp.EnvironmentVariables {
 		val, err := secrets.Value(ctx, a.Secrets, r.mask, v.Type, scalar(v.Value))
 		if err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "environment variable %s: %v", v.Name, err)
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "environment variable %s: %v", v.Name, err)
 		}
 		r.env[v.Name] = val
 	}
 	sess, err := sshexec.Open(ctx, a.Logs, in, target)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	defer sess.Close()
 	r.log, r.c = sess.Log, sess.Client
@@ -110,11 +110,11 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	for _, u := range sp.CommandUnits {
 		r.log.Line(fmt.Sprintf("# unit %s (%s)", u.Name, u.Type))
 		if err := r.runUnit(runCtx, u, names); err != nil {
-			return activities.StepResult{}, stopped(ctx, runCtx, in, u.Name, err)
+			return contract.StepResult{}, stopped(ctx, runCtx, in, u.Name, err)
 		}
 	}
 	if r.log.Err() != nil {
-		return activities.StepResult{}, r.log.Err()
+		return contract.StepResult{}, r.log.Err()
 	}
 	out := map[string]any{"host": host}
 	if len(sp.OutputVariables) > 0 {
@@ -128,29 +128,29 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		}
 		out["outputVariables"] = vars
 	}
-	return activities.StepResult{Outputs: out}, nil
+	return contract.StepResult{Outputs: out}, nil
 }
 
 // commandSpec reads a Command step's spec and the host it runs on (its own, or its loop's).
-func commandSpec(in activities.StepInput) (sp spec, host string, err error) {
+func commandSpec(in contract.StepInput) (sp spec, host string, err error) {
 	if err := json.Unmarshal(in.Spec, &sp); err != nil {
-		return sp, "", activities.Fail(activities.Unknown, "Command spec: %v", err)
+		return sp, "", contract.Fail(contract.Unknown, "Command spec: %v", err)
 	}
 	if in.Deploy == nil || in.Deploy.Ssh == nil {
-		return sp, "", activities.Fail(activities.Unknown, "a Command step runs in a Deployment stage whose infrastructure is a Pdc one")
+		return sp, "", contract.Fail(contract.Unknown, "a Command step runs in a Deployment stage whose infrastructure is a Pdc one")
 	}
 	host = strings.TrimSpace(sp.Host)
 	if host == "" {
 		host = in.Deploy.Host
 	}
 	if host == "" {
-		return sp, "", activities.Fail(activities.Unknown,
+		return sp, "", contract.Fail(contract.Unknown,
 			"the Command step names no host: run it in a loop over the hosts (strategy: {repeat: {items: <+stage.output.hosts>}}), "+
 				"or over <+repeat.partition> inside a step group looping over partitions of them")
 	}
 	for _, o := range sp.OutputVariables {
 		if !sshexec.ShellName(scalar(o.Value)) {
-			return sp, "", activities.Fail(activities.Unknown,
+			return sp, "", contract.Fail(contract.Unknown,
 				"output variable %q reads shell variable %q, which is not a valid shell variable name", o.Name, scalar(o.Value))
 		}
 	}
@@ -170,7 +170,7 @@ func (r *run) runUnit(ctx context.Context, u unit, names []string) error {
 	case "Script":
 		return r.script(ctx, u, names)
 	default:
-		return activities.Fail(activities.Unknown, "%s units are not run", u.Type)
+		return contract.Fail(contract.Unknown, "%s units are not run", u.Type)
 	}
 }
 
@@ -191,7 +191,7 @@ func (r *run) copyConfig(ctx context.Context, dir string) error {
 func (r *run) script(ctx context.Context, u unit, names []string) error {
 	script, err := secrets.Expand(ctx, r.a.Secrets, r.mask, u.Spec.Source.Spec.Script)
 	if err != nil {
-		return activities.Fail(activities.Unknown, "%v", err)
+		return contract.Fail(contract.Unknown, "%v", err)
 	}
 	tails, err := r.startTails(ctx, u)
 	if err != nil {
@@ -209,7 +209,7 @@ func (r *run) script(ctx context.Context, u unit, names []string) error {
 		if last := out.Last(); last != "" {
 			msg += "; last output: " + last
 		}
-		return activities.Fail(activities.Unknown, "%s", msg)
+		return contract.Fail(contract.Unknown, "%s", msg)
 	}
 	for k, v := range values {
 		r.values[k] = v
@@ -219,16 +219,16 @@ func (r *run) script(ctx context.Context, u unit, names []string) error {
 
 // stopped is an error as the step reports it: the step's timeout, an abort, or the error,
 // naming the unit.
-func stopped(ctx, runCtx context.Context, in activities.StepInput, unit string, err error) error {
+func stopped(ctx, runCtx context.Context, in contract.StepInput, unit string, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return activities.Fail(activities.Timeout, "unit %s: the Command step ran longer than its timeout %s", unit, in.Timeout)
+		return contract.Fail(contract.Timeout, "unit %s: the Command step ran longer than its timeout %s", unit, in.Timeout)
 	}
 	var app *temporal.ApplicationError
 	if errors.As(err, &app) && app.NonRetryable() {
-		return activities.Fail(activities.Category(app.Type()), "unit %s: %s", unit, app.Message())
+		return contract.Fail(contract.Category(app.Type()), "unit %s: %s", unit, app.Message())
 	}
 	return err
 }
@@ -237,7 +237,7 @@ func stopped(ctx, runCtx context.Context, in activities.StepInput, unit string, 
 func compilePattern(p string) (*regexp.Regexp, error) {
 	re, err := regexp.Compile(p)
 	if err != nil {
-		return nil, activities.Fail(activities.Unknown, "tail pattern %q is not a regular expression: %v", p, err)
+		return nil, contract.Fail(contract.Unknown, "tail pattern %q is not a regular expression: %v", p, err)
 	}
 	return re, nil
 }

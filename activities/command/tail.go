@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/sshexec"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // tails follows a Script unit's tailFiles: each file from where it ended when the unit
@@ -44,7 +44,7 @@ func (r *run) startTails(ctx context.Context, u unit) (*tails, error) {
 	sizes.WriteString("for f in")
 	for _, tf := range u.Spec.TailFiles {
 		if strings.TrimSpace(tf.TailFile) == "" {
-			return nil, activities.Fail(activities.Unknown, "a tailFiles entry names no file")
+			return nil, contract.Fail(contract.Unknown, "a tailFiles entry names no file")
 		}
 		re, err := compilePattern(tf.TailPattern)
 		if err != nil {
@@ -62,7 +62,7 @@ func (r *run) startTails(ctx context.Context, u unit) (*tails, error) {
 	}
 	fields := strings.Fields(out.String())
 	if code != 0 || len(fields) != len(t.list) {
-		return nil, activities.Fail(activities.Unknown, "host %s: measure the tailed files: %s", r.host, strings.TrimSpace(out.String()))
+		return nil, contract.Fail(contract.Unknown, "host %s: measure the tailed files: %s", r.host, strings.TrimSpace(out.String()))
 	}
 	tctx, cancel := context.WithCancel(ctx)
 	t.cancel = cancel
@@ -103,7 +103,7 @@ func (t *tails) wait(ctx context.Context) error {
 		case <-tl.seen:
 			t.r.log.Line(fmt.Sprintf("# %s: %q appeared", tl.file, tl.pattern.String()))
 		case <-ctx.Done():
-			return activities.Fail(activities.Timeout, "%q did not appear in %s on host %s before the step's timeout", tl.pattern.String(), tl.file, t.r.host)
+			return contract.Fail(contract.Timeout, "%q did not appear in %s on host %s before the step's timeout", tl.pattern.String(), tl.file, t.r.host)
 		}
 	}
 	return nil

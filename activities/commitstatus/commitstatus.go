@@ -19,9 +19,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/notify"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Activity reports commit statuses.
@@ -43,7 +43,7 @@ type request struct {
 
 // Report sends one status. A refusal (4xx) is not retried: the token lacks the scope or the
 // repository or commit is not the provider's; the workflow notes it on the stage.
-func (a *Activity) Report(ctx context.Context, in activities.CommitStatusInput) error {
+func (a *Activity) Report(ctx context.Context, in contract.CommitStatusInput) error {
 	api := in.Repo.Connector.API
 	if api == nil {
 		return temporal.NewNonRetryableApplicationError("the codebase connector has no apiAccess", "CommitStatus", nil)
@@ -63,10 +63,10 @@ func (a *Activity) Report(ctx context.Context, in activities.CommitStatusInput) 
 }
 
 // link is the page the status links to: the execution in the Web UI, else the repository.
-func (a *Activity) link(in activities.CommitStatusInput) string {
+func (a *Activity) link(in contract.CommitStatusInput) string {
 	if a.UIURL != nil {
 		if base := a.UIURL(); base != "" {
-			return notify.LinksFor(base, activities.NotifyEvent{Namespace: in.Namespace, ExecutionID: in.ExecutionID}).Execution
+			return notify.LinksFor(base, contract.NotifyEvent{Namespace: in.Namespace, ExecutionID: in.ExecutionID}).Execution
 		}
 	}
 	return in.Repo.RepoDisplay()
@@ -99,7 +99,7 @@ func repository(raw string) (scheme, host, path string, err error) {
 }
 
 // build is the provider's request for a status.
-func build(in activities.CommitStatusInput, link, user, token string) (request, error) {
+func build(in contract.CommitStatusInput, link, user, token string) (request, error) {
 	scheme, host, path, err := repository(in.Repo.RepoURL())
 	if err != nil {
 		return request{}, err
@@ -124,8 +124,8 @@ func build(in activities.CommitStatusInput, link, user, token string) (request, 
 		} else {
 			h.Set("PRIVATE-TOKEN", token)
 		}
-		state := map[string]string{activities.CommitPending: "running", activities.CommitSuccess: "success",
-			activities.CommitFailure: "failed", activities.CommitError: "canceled"}[in.State]
+		state := map[string]string{contract.CommitPending: "running", contract.CommitSuccess: "success",
+			contract.CommitFailure: "failed", contract.CommitError: "canceled"}[in.State]
 		return request{url: scheme + "://" + host + "/api/v4/projects/" + url.PathEscape(path) + "/statuses/" + in.SHA, header: h,
 			body: map[string]string{"state": state, "name": in.Context, "description": clip(in.Description, 255), "target_url": link}}, nil
 	case "Bitbucket":
@@ -134,8 +134,8 @@ func build(in activities.CommitStatusInput, link, user, token string) (request, 
 		} else {
 			h.Set("Authorization", "Bearer "+token)
 		}
-		state := map[string]string{activities.CommitPending: "INPROGRESS", activities.CommitSuccess: "SUCCESSFUL",
-			activities.CommitFailure: "FAILED", activities.CommitError: "STOPPED"}[in.State]
+		state := map[string]string{contract.CommitPending: "INPROGRESS", contract.CommitSuccess: "SUCCESSFUL",
+			contract.CommitFailure: "FAILED", contract.CommitError: "STOPPED"}[in.State]
 		body := map[string]string{"key": key(in.Context), "state": state, "name": in.Context, "description": clip(in.Description, 255), "url": link}
 		if host == "bitbucket.org" {
 			return request{url: "https://api.bitbucket.org/2.0/repositories/" + path + "/commit/" + in.SHA + "/statuses/build", header: h, body: body}, nil

@@ -12,8 +12,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -69,8 +69,8 @@ type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func input(typ, repoURL, state string, api plan.GitAPI) activities.CommitStatusInput {
-	return activities.CommitStatusInput{
+func input(typ, repoURL, state string, api plan.GitAPI) contract.CommitStatusInput {
+	return contract.CommitStatusInput{
 		Repo: plan.GitStore{Connector: plan.GitConnector{ID: "scm", Type: typ, URL: repoURL, ConnectionType: "Repo", API: &api}},
 		SHA:  "0123456789abcdef0123456789abcdef01234567", State: state, Context: "gantry/build/test", Description: "Stage test failed",
 		Namespace: "default", ExecutionID: "build-7",
@@ -86,22 +86,22 @@ func TestReportPerProvider(t *testing.T) {
 		api                    plan.GitAPI
 		want                   call
 	}{
-		{"GitHub", "Github", "https://github.com/acme/app.git", activities.CommitFailure, plan.GitAPI{TokenRef: "pat"},
+		{"GitHub", "Github", "https://github.com/acme/app.git", contract.CommitFailure, plan.GitAPI{TokenRef: "pat"},
 			call{host: "api.github.com", path: "/repos/acme/app/statuses/" + sha, auth: "Bearer s3cr3t-token",
 				body: map[string]string{"state": "failure", "context": "gantry/build/test", "description": "Stage test failed", "target_url": link}}},
-		{"GitHub Enterprise over SSH", "Github", "git@ghe.example.com:acme/app.git", activities.CommitPending, plan.GitAPI{TokenRef: "pat"},
+		{"GitHub Enterprise over SSH", "Github", "git@ghe.example.com:acme/app.git", contract.CommitPending, plan.GitAPI{TokenRef: "pat"},
 			call{host: "ghe.example.com", path: "/api/v3/repos/acme/app/statuses/" + sha, auth: "Bearer s3cr3t-token",
 				body: map[string]string{"state": "pending", "context": "gantry/build/test", "description": "Stage test failed", "target_url": link}}},
-		{"GitLab subgroup", "Gitlab", "https://gitlab.example.com/acme/platform/app.git", activities.CommitSuccess, plan.GitAPI{TokenRef: "pat"},
+		{"GitLab subgroup", "Gitlab", "https://gitlab.example.com/acme/platform/app.git", contract.CommitSuccess, plan.GitAPI{TokenRef: "pat"},
 			call{host: "gitlab.example.com", path: "/api/v4/projects/acme%2Fplatform%2Fapp/statuses/" + sha, private: "s3cr3t-token",
 				body: map[string]string{"state": "success", "name": "gantry/build/test", "description": "Stage test failed", "target_url": link}}},
-		{"GitLab with an OAuth token", "Gitlab", "https://gitlab.com/acme/app", activities.CommitError, plan.GitAPI{Type: "OAuth", TokenRef: "pat"},
+		{"GitLab with an OAuth token", "Gitlab", "https://gitlab.com/acme/app", contract.CommitError, plan.GitAPI{Type: "OAuth", TokenRef: "pat"},
 			call{host: "gitlab.com", path: "/api/v4/projects/acme%2Fapp/statuses/" + sha, auth: "Bearer s3cr3t-token",
 				body: map[string]string{"state": "canceled", "name": "gantry/build/test", "description": "Stage test failed", "target_url": link}}},
-		{"Bitbucket Cloud", "Bitbucket", "https://bitbucket.org/acme/app.git", activities.CommitPending, plan.GitAPI{UsernameRef: "bb_user", TokenRef: "pat"},
+		{"Bitbucket Cloud", "Bitbucket", "https://bitbucket.org/acme/app.git", contract.CommitPending, plan.GitAPI{UsernameRef: "bb_user", TokenRef: "pat"},
 			call{host: "api.bitbucket.org", path: "/2.0/repositories/acme/app/commit/" + sha + "/statuses/build", auth: "Basic Y2ktYm90OnMzY3IzdC10b2tlbg==",
 				body: map[string]string{"key": "gantry/build/test", "state": "INPROGRESS", "name": "gantry/build/test", "description": "Stage test failed", "url": link}}},
-		{"Bitbucket Server", "Bitbucket", "https://bitbucket.example.com/scm/acme/app.git", activities.CommitError, plan.GitAPI{Username: "ci-bot", TokenRef: "pat"},
+		{"Bitbucket Server", "Bitbucket", "https://bitbucket.example.com/scm/acme/app.git", contract.CommitError, plan.GitAPI{Username: "ci-bot", TokenRef: "pat"},
 			call{host: "bitbucket.example.com", path: "/rest/build-status/1.0/commits/" + sha, auth: "Basic Y2ktYm90OnMzY3IzdC10b2tlbg==",
 				body: map[string]string{"key": "gantry/build/test", "state": "STOPPED", "name": "gantry/build/test", "description": "Stage test failed", "url": link}}},
 	} {
@@ -134,7 +134,7 @@ func TestReportPerProvider(t *testing.T) {
 func TestReportRefusedAndFailing(t *testing.T) {
 	p := newProvider(t)
 	p.status = http.StatusUnauthorized
-	err := p.activity().Report(context.Background(), input("Github", "https://github.com/acme/app", activities.CommitPending, plan.GitAPI{TokenRef: "pat"}))
+	err := p.activity().Report(context.Background(), input("Github", "https://github.com/acme/app", contract.CommitPending, plan.GitAPI{TokenRef: "pat"}))
 	var app *temporal.ApplicationError
 	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "Bad credentials") || strings.Contains(err.Error(), "s3cr3t") {
 		t.Fatalf("refusal: %v", err)
@@ -143,11 +143,11 @@ func TestReportRefusedAndFailing(t *testing.T) {
 		t.Errorf("a 401 should not be retried: %v", err)
 	}
 	p.status = http.StatusBadGateway
-	err = p.activity().Report(context.Background(), input("Github", "https://github.com/acme/app", activities.CommitPending, plan.GitAPI{TokenRef: "pat"}))
+	err = p.activity().Report(context.Background(), input("Github", "https://github.com/acme/app", contract.CommitPending, plan.GitAPI{TokenRef: "pat"}))
 	if err == nil || asApp(err, &app) {
 		t.Errorf("a 502 should be retried: %v", err)
 	}
-	err = p.activity().Report(context.Background(), input("Github", "https://github.com/acme/app", activities.CommitPending, plan.GitAPI{TokenRef: "missing"}))
+	err = p.activity().Report(context.Background(), input("Github", "https://github.com/acme/app", contract.CommitPending, plan.GitAPI{TokenRef: "missing"}))
 	if err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("unknown secret: %v", err)
 	}

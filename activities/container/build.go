@@ -11,10 +11,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/ecr"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awsauth"
 	"github.com/gantry-cd/gantry/activities/container/wire"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -56,10 +56,10 @@ type built struct {
 // buildRequest is what the helper runs for a BuildAndPush step: `gantry-helper build` with
 // buildctl's arguments, the push credentials and the plain-HTTP registries in its environment
 // (on the exec stream, masked in the log).
-func buildRequest(ctx context.Context, r secrets.Resolver, in activities.StepInput, mask *secrets.Masker) (wire.Request, built, error) {
+func buildRequest(ctx context.Context, r secrets.Resolver, in contract.StepInput, mask *secrets.Masker) (wire.Request, built, error) {
 	var spec buildSpec
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return wire.Request{}, built{}, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
+		return wire.Request{}, built{}, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
 	}
 	reg, err := resolvePushTarget(ctx, r, in, spec)
 	if err != nil {
@@ -131,13 +131,13 @@ type pushTarget struct {
 
 // resolvePushTarget resolves a build's registry: the DockerRegistry connector's, or the ECR
 // registry of the account, logged in with an authorization token of the Aws connector.
-func resolvePushTarget(ctx context.Context, sr secrets.Resolver, in activities.StepInput, spec buildSpec) (pushTarget, error) {
+func resolvePushTarget(ctx context.Context, sr secrets.Resolver, in contract.StepInput, spec buildSpec) (pushTarget, error) {
 	if in.Type == "BuildAndPushECR" {
 		return ecrTarget(ctx, sr, in, spec)
 	}
 	r, ok := in.Pod.Pod.Pod.Registries[spec.ConnectorRef]
 	if !ok {
-		return pushTarget{}, activities.Fail(activities.Unknown, "%s: connector %q was not resolved before the run", in.Type, spec.ConnectorRef)
+		return pushTarget{}, contract.Fail(contract.Unknown, "%s: connector %q was not resolved before the run", in.Type, spec.ConnectorRef)
 	}
 	t := pushTarget{host: registryHost(r), image: imageName(r, spec.Repo), plain: strings.HasPrefix(r.URL, "http://")}
 	if r.PasswordRef != "" {
@@ -150,10 +150,10 @@ func resolvePushTarget(ctx context.Context, sr secrets.Resolver, in activities.S
 }
 
 // ecrTarget logs in to the account's ECR registry in the step's region.
-func ecrTarget(ctx context.Context, sr secrets.Resolver, in activities.StepInput, spec buildSpec) (pushTarget, error) {
+func ecrTarget(ctx context.Context, sr secrets.Resolver, in contract.StepInput, spec buildSpec) (pushTarget, error) {
 	conn, ok := in.Pod.Pod.Pod.Aws[spec.ConnectorRef]
 	if !ok {
-		return pushTarget{}, activities.Fail(activities.Unknown, "BuildAndPushECR: connector %q was not resolved before the run", spec.ConnectorRef)
+		return pushTarget{}, contract.Fail(contract.Unknown, "BuildAndPushECR: connector %q was not resolved before the run", spec.ConnectorRef)
 	}
 	cfg, err := awsauth.Config(ctx, conn, spec.Region, sr, nil)
 	if err != nil {
@@ -168,13 +168,13 @@ func ecrTarget(ctx context.Context, sr secrets.Resolver, in activities.StepInput
 		return pushTarget{}, awsauth.Fail(err, "BuildAndPushECR: log in to ECR of account %s in %s with connector %s", spec.Account, spec.Region, spec.ConnectorRef)
 	}
 	if len(out.AuthorizationData) == 0 || out.AuthorizationData[0].AuthorizationToken == nil || out.AuthorizationData[0].ProxyEndpoint == nil {
-		return pushTarget{}, activities.Fail(activities.Unknown, "BuildAndPushECR: ECR returned no authorization token")
+		return pushTarget{}, contract.Fail(contract.Unknown, "BuildAndPushECR: ECR returned no authorization token")
 	}
 	d := out.AuthorizationData[0]
 	raw, err := base64.StdEncoding.DecodeString(*d.AuthorizationToken)
 	user, pw, ok := strings.Cut(string(raw), ":")
 	if err != nil || !ok {
-		return pushTarget{}, activities.Fail(activities.Authentication, "BuildAndPushECR: ECR's authorization token is not user:password")
+		return pushTarget{}, contract.Fail(contract.Authentication, "BuildAndPushECR: ECR's authorization token is not user:password")
 	}
 	endpoint := *d.ProxyEndpoint
 	host := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(endpoint, "https://"), "http://"), "/")

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/container/wire"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -20,10 +20,10 @@ func TestBuildRequest(t *testing.T) {
 	spec, _ := json.Marshal(map[string]any{"connectorRef": "reg", "repo": "team/app", "tags": []any{"1", 2},
 		"context": "app", "dockerfile": "build/Dockerfile.prod", "target": "runtime",
 		"buildArgs": map[string]any{"B": "2", "A": "1"}, "labels": map[string]any{"org": "acme"}, "remoteCacheRepo": "reg.local:5000/cache"})
-	pod := &activities.PodStep{Pod: activities.PodInput{Pod: plan.Pod{Registries: map[string]plan.RegistryConnector{
+	pod := &contract.PodStep{Pod: contract.PodInput{Pod: plan.Pod{Registries: map[string]plan.RegistryConnector{
 		"reg": {ID: "reg", URL: "http://reg.local:5000", Username: "ci", PasswordRef: "reg_pw"}}}}}
 	mask := &secrets.Masker{}
-	req, out, err := buildRequest(context.Background(), &secrets.Store{}, activities.StepInput{Type: "BuildAndPushDockerRegistry", Spec: spec, Pod: pod,
+	req, out, err := buildRequest(context.Background(), &secrets.Store{}, contract.StepInput{Type: "BuildAndPushDockerRegistry", Spec: spec, Pod: pod,
 		Env: map[string]string{"CI": "true"}}, mask)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestBuildRequest(t *testing.T) {
 func TestRunTestsCommand(t *testing.T) {
 	spec, _ := json.Marshal(map[string]any{"language": "Java", "buildTool": "Maven", "args": "test -B", "preCommand": "echo pre",
 		"postCommand": "echo post", "shell": "Sh", "reports": map[string]any{"type": "JUnit", "spec": map[string]any{"paths": []any{"target/*.xml"}}}})
-	got, err := decodeStepSpec(activities.StepInput{Type: "RunTests", Spec: spec})
+	got, err := decodeStepSpec(contract.StepInput{Type: "RunTests", Spec: spec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awsauth"
 	"github.com/gantry-cd/gantry/activities/container/wire"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/objstore"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // cacheSpec is a SaveCacheS3 or RestoreCacheS3 step's rendered spec.
@@ -44,14 +44,14 @@ type cacheSpec struct {
 const maxCache = 1 << 30
 
 // cacheBucket opens the step's bucket with its Aws connector's credentials.
-func (a *Activity) cacheBucket(ctx context.Context, in activities.StepInput, what string) (*objstore.Bucket, cacheSpec, error) {
+func (a *Activity) cacheBucket(ctx context.Context, in contract.StepInput, what string) (*objstore.Bucket, cacheSpec, error) {
 	var spec cacheSpec
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return nil, spec, activities.Fail(activities.Unknown, "%s spec: %v", what, err)
+		return nil, spec, contract.Fail(contract.Unknown, "%s spec: %v", what, err)
 	}
 	conn, ok := in.Pod.Pod.Pod.Aws[spec.ConnectorRef]
 	if !ok {
-		return nil, spec, activities.Fail(activities.Unknown, "%s: connector %q was not resolved before the run", what, spec.ConnectorRef)
+		return nil, spec, contract.Fail(contract.Unknown, "%s: connector %q was not resolved before the run", what, spec.ConnectorRef)
 	}
 	cfg, err := awsauth.Config(ctx, conn, spec.Region, a.Secrets, nil)
 	if err != nil {
@@ -68,22 +68,22 @@ func (a *Activity) cacheBucket(ctx context.Context, in activities.StepInput, wha
 
 // saveCache archives the step's sourcePaths in the pod (the helper writes them as a tar
 // stream) and writes the archive to bucket/key. With override false an existing key is kept.
-func (a *Activity) saveCache(ctx context.Context, k *cluster, ns string, in activities.StepInput, log *logs.Writer) (activities.StepResult, error) {
+func (a *Activity) saveCache(ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error) {
 	b, spec, err := a.cacheBucket(ctx, in, "SaveCacheS3")
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	where := b.URL(spec.Key)
 	if strings.EqualFold(string(spec.Override), "false") {
 		if _, err := b.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(b.Name), Key: aws.String(spec.Key)}); err == nil {
 			log.Line(fmt.Sprintf("cache %s exists and override is false: kept", where))
-			return activities.StepResult{Outputs: map[string]any{"key": spec.Key, "saved": "false"}}, nil
+			return contract.StepResult{Outputs: map[string]any{"key": spec.Key, "saved": "false"}}, nil
 		}
 	}
 	var tarball, errs bytes.Buffer
 	cmd := append([]string{"/gantry-helper", "tar", wire.Workspace}, spec.SourcePaths...)
-	if err := stream(ctx, k, ns, in.Pod.Pod.Name, activities.PodHelperContainer, cmd, nil, limitWriter(&tarball, maxCache), &errs); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "SaveCacheS3: archive %v: %v %s", spec.SourcePaths, err, strings.TrimSpace(errs.String()))
+	if err := stream(ctx, k, ns, in.Pod.Pod.Name, contract.PodHelperContainer, cmd, nil, limitWriter(&tarball, maxCache), &errs); err != nil {
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "SaveCacheS3: archive %v: %v %s", spec.SourcePaths, err, strings.TrimSpace(errs.String()))
 	}
 	body := tarball.Bytes()
 	if spec.ArchiveFormat == "Gzip" {
@@ -91,51 +91,51 @@ func (a *Activity) saveCache(ctx context.Context, k *cluster, ns string, in acti
 		zw := gzip.NewWriter(&z)
 		_, _ = zw.Write(body)
 		if err := zw.Close(); err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 		body = z.Bytes()
 	}
 	if err := b.Put(ctx, spec.Key, body); err != nil {
-		return activities.StepResult{}, awsauth.Fail(err, "SaveCacheS3: write %s with connector %s", where, spec.ConnectorRef)
+		return contract.StepResult{}, awsauth.Fail(err, "SaveCacheS3: write %s with connector %s", where, spec.ConnectorRef)
 	}
 	log.Line(fmt.Sprintf("saved %v to %s (%d bytes)", spec.SourcePaths, where, len(body)))
-	return activities.StepResult{Outputs: map[string]any{"key": spec.Key, "saved": "true", "size": len(body)}}, nil
+	return contract.StepResult{Outputs: map[string]any{"key": spec.Key, "saved": "true", "size": len(body)}}, nil
 }
 
 // restoreCache unpacks bucket/key into the pod where its files were saved from. A missing key
 // is a success (nothing to restore) unless failIfKeyNotFound.
-func (a *Activity) restoreCache(ctx context.Context, k *cluster, ns string, in activities.StepInput, log *logs.Writer) (activities.StepResult, error) {
+func (a *Activity) restoreCache(ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error) {
 	b, spec, err := a.cacheBucket(ctx, in, "RestoreCacheS3")
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	where := b.URL(spec.Key)
 	body, err := b.Get(ctx, spec.Key)
 	switch {
 	case errors.Is(err, objstore.ErrNotFound) && strings.EqualFold(string(spec.FailIfKeyNotFound), "true"):
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "RestoreCacheS3: no cache at %s (failIfKeyNotFound)", where)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "RestoreCacheS3: no cache at %s (failIfKeyNotFound)", where)
 	case errors.Is(err, objstore.ErrNotFound):
 		log.Line(fmt.Sprintf("no cache at %s: nothing restored", where))
-		return activities.StepResult{Outputs: map[string]any{"key": spec.Key, "restored": "false"}}, nil
+		return contract.StepResult{Outputs: map[string]any{"key": spec.Key, "restored": "false"}}, nil
 	case err != nil:
-		return activities.StepResult{}, awsauth.Fail(err, "RestoreCacheS3: read %s with connector %s", where, spec.ConnectorRef)
+		return contract.StepResult{}, awsauth.Fail(err, "RestoreCacheS3: read %s with connector %s", where, spec.ConnectorRef)
 	}
 	var r io.Reader = bytes.NewReader(body)
 	if spec.ArchiveFormat == "Gzip" {
 		zr, err := gzip.NewReader(r)
 		if err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "RestoreCacheS3: %s is not a gzip archive: %v", where, err)
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "RestoreCacheS3: %s is not a gzip archive: %v", where, err)
 		}
 		r = zr
 	}
 	out := &output{log: log}
-	err = stream(ctx, k, ns, in.Pod.Pod.Name, activities.PodHelperContainer, []string{"/gantry-helper", "untar", "/"}, r, out, out)
+	err = stream(ctx, k, ns, in.Pod.Pod.Name, contract.PodHelperContainer, []string{"/gantry-helper", "untar", "/"}, r, out, out)
 	_, last := out.flush()
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "RestoreCacheS3: unpack %s: %v%s", where, err, lastLine(last))
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "RestoreCacheS3: unpack %s: %v%s", where, err, lastLine(last))
 	}
 	log.Line(fmt.Sprintf("restored %s (%d bytes)", where, len(body)))
-	return activities.StepResult{Outputs: map[string]any{"key": spec.Key, "restored": "true"}}, nil
+	return contract.StepResult{Outputs: map[string]any{"key": spec.Key, "restored": "true"}}, nil
 }
 
 // limitWriter fails writes past n bytes.
@@ -157,15 +157,15 @@ func (l *limited) Write(p []byte) (int, error) {
 // s3Upload uploads the workspace files sourcePath matches (a path or a pattern, relative to
 // /harness; `**` spans directories) to bucket/target: each under target joined with its path
 // below the workspace, stripPrefix removed, as the reference's S3 upload plugin names them.
-func (a *Activity) s3Upload(ctx context.Context, k *cluster, ns string, in activities.StepInput, log *logs.Writer) (activities.StepResult, error) {
+func (a *Activity) s3Upload(ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error) {
 	b, spec, err := a.cacheBucket(ctx, in, "S3Upload")
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	var files, errs bytes.Buffer
 	cmd := []string{"/gantry-helper", "reports", wire.Workspace, spec.SourcePath}
-	if err := stream(ctx, k, ns, in.Pod.Pod.Name, activities.PodHelperContainer, cmd, nil, limitWriter(&files, maxCache), &errs); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "S3Upload: find %s: %v %s", spec.SourcePath, err, strings.TrimSpace(errs.String()))
+	if err := stream(ctx, k, ns, in.Pod.Pod.Name, contract.PodHelperContainer, cmd, nil, limitWriter(&files, maxCache), &errs); err != nil {
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "S3Upload: find %s: %v %s", spec.SourcePath, err, strings.TrimSpace(errs.String()))
 	}
 	tr := tar.NewReader(&files)
 	var keys []string
@@ -175,23 +175,23 @@ func (a *Activity) s3Upload(ctx context.Context, k *cluster, ns string, in activ
 			break
 		}
 		if err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "S3Upload: read the files of %s: %v", spec.SourcePath, err)
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "S3Upload: read the files of %s: %v", spec.SourcePath, err)
 		}
 		body, err := io.ReadAll(tr)
 		if err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(h.Name, wire.Workspace), "/")
 		rel = strings.TrimPrefix(strings.TrimPrefix(rel, strings.TrimPrefix(spec.StripPrefix, "/")), "/")
 		key := path.Join(spec.Target, rel)
 		if err := b.Put(ctx, key, body); err != nil {
-			return activities.StepResult{}, awsauth.Fail(err, "S3Upload: write %s with connector %s", b.URL(key), spec.ConnectorRef)
+			return contract.StepResult{}, awsauth.Fail(err, "S3Upload: write %s with connector %s", b.URL(key), spec.ConnectorRef)
 		}
 		log.Line(fmt.Sprintf("uploaded %s to %s (%d bytes)", h.Name, b.URL(key), len(body)))
 		keys = append(keys, key)
 	}
 	if len(keys) == 0 {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "S3Upload: no file of the workspace matches %s", spec.SourcePath)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "S3Upload: no file of the workspace matches %s", spec.SourcePath)
 	}
-	return activities.StepResult{Outputs: map[string]any{"uploaded": strings.Join(keys, ",")}}, nil
+	return contract.StepResult{Outputs: map[string]any{"uploaded": strings.Join(keys, ",")}}, nil
 }

@@ -23,10 +23,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gantry-cd/gantry/activities"
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -72,7 +72,7 @@ func (a *Activity) client(ctx context.Context, c plan.Connector, mask *secrets.M
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, activities.Fail(activities.Unknown, "connector %s: %v", c.ID, err)
+		return nil, contract.Fail(contract.Unknown, "connector %s: %v", c.ID, err)
 	}
 	if a.clients == nil {
 		a.clients = map[string]*cluster{}
@@ -106,7 +106,7 @@ func (a *Activity) log() *zap.Logger {
 
 // Start creates a group's pod and its Secrets, deleting first the pods of closed runs in its
 // namespace. It returns once the objects exist: each step waits for its own container.
-func (a *Activity) Start(ctx context.Context, in activities.PodInput) error {
+func (a *Activity) Start(ctx context.Context, in contract.PodInput) error {
 	inf, k, mask, err := a.connect(ctx, in.Pod)
 	if err != nil {
 		return err
@@ -117,13 +117,13 @@ func (a *Activity) Start(ctx context.Context, in activities.PodInput) error {
 
 // ensure creates the pod, or keeps the one that exists while it still runs; replace deletes a
 // pod that no longer runs (evicted, failed) and creates it again.
-func (a *Activity) ensure(ctx context.Context, k *cluster, in activities.PodInput, inf *infra, mask *secrets.Masker, replace bool) error {
+func (a *Activity) ensure(ctx context.Context, k *cluster, in contract.PodInput, inf *infra, mask *secrets.Masker, replace bool) error {
 	ns := string(inf.Namespace)
 	data := map[string][]byte{}
 	for _, id := range in.Secrets {
 		v, err := a.Secrets.Resolve(ctx, id)
 		if err != nil {
-			return activities.Fail(activities.Unknown, "step group %s: secret %q: %v", in.Group, id, err)
+			return contract.Fail(contract.Unknown, "step group %s: secret %q: %v", in.Group, id, err)
 		}
 		mask.Add(v)
 		data[SecretEnv(id)] = []byte(v)
@@ -187,7 +187,7 @@ func (a *Activity) deleteAndWait(ctx context.Context, k *cluster, ns, name strin
 
 // ownImage is one of Gantry's images (the helper's, BuildKit's): img or def, from the group's
 // harnessImageConnectorRef registry when it names one.
-func (a *Activity) ownImage(img, def string, in activities.PodInput, inf *infra) string {
+func (a *Activity) ownImage(img, def string, in contract.PodInput, inf *infra) string {
 	if img == "" {
 		img = def
 	}
@@ -207,7 +207,7 @@ func (a *Activity) ownImage(img, def string, in activities.PodInput, inf *infra)
 
 // pullSecret is the .dockerconfigjson of the registries with credentials the pod's images
 // come from, or nil.
-func (a *Activity) pullSecret(ctx context.Context, in activities.PodInput, inf *infra, mask *secrets.Masker) ([]byte, error) {
+func (a *Activity) pullSecret(ctx context.Context, in contract.PodInput, inf *infra, mask *secrets.Masker) ([]byte, error) {
 	refs := []string{string(inf.HarnessImageConnectorRef)}
 	for _, c := range in.Containers {
 		refs = append(refs, c.ConnectorRef)
@@ -230,7 +230,7 @@ func (a *Activity) pullSecret(ctx context.Context, in activities.PodInput, inf *
 
 // Stop deletes a group's pod and Secrets, after copying the Background steps' output (their
 // containers' logs) into their step logs. A pod already gone is not an error.
-func (a *Activity) Stop(ctx context.Context, in activities.PodInput) error {
+func (a *Activity) Stop(ctx context.Context, in contract.PodInput) error {
 	inf, k, mask, err := a.connect(ctx, in.Pod)
 	if err != nil {
 		return err
@@ -293,7 +293,7 @@ func (a *Activity) collect(ctx context.Context, k *cluster, ns string) {
 }
 
 // copyLog appends a Background step's container log to its step log.
-func (a *Activity) copyLog(ctx context.Context, k *cluster, ns string, in activities.PodInput, c activities.PodContainer, mask *secrets.Masker) {
+func (a *Activity) copyLog(ctx context.Context, k *cluster, ns string, in contract.PodInput, c contract.PodContainer, mask *secrets.Masker) {
 	for _, id := range in.Secrets {
 		if v, err := a.Secrets.Resolve(ctx, id); err == nil {
 			mask.Add(v)

@@ -19,11 +19,11 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/container/wire"
 	"github.com/gantry-cd/gantry/activities/gitstore"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -55,7 +55,7 @@ type gitCloneSpec struct {
 // gitClone clones a repository on the worker with go-git (the connector's credentials never
 // enter the pod) and streams the working copy, .git included, into the workspace through the
 // pod's gantry container.
-func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activities.StepInput, log *logs.Writer) (activities.StepResult, error) {
+func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error) {
 	return cloneAndPut(ctx, a.Secrets, in, "", log, func(tmp, dest string) error {
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(tarDir(tmp, pw)) }()
@@ -72,28 +72,28 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in activ
 // cloneAndPut clones the repository a GitClone step names into a new folder below tmpBase
 // ("": the system's) and hands it to put with the clone directory, as the step's spec names it
 // in the workspace.
-func cloneAndPut(ctx context.Context, r secrets.Resolver, in activities.StepInput, tmpBase string, log *logs.Writer, put func(tmp, dest string) error) (activities.StepResult, error) {
+func cloneAndPut(ctx context.Context, r secrets.Resolver, in contract.StepInput, tmpBase string, log *logs.Writer, put func(tmp, dest string) error) (contract.StepResult, error) {
 	var spec gitCloneSpec
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone spec: %v", err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "GitClone spec: %v", err)
 	}
 	conn, ok := in.Pod.Pod.Pod.Git[spec.ConnectorRef]
 	if !ok {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone: connector %q was not resolved before the run", spec.ConnectorRef)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "GitClone: connector %q was not resolved before the run", spec.ConnectorRef)
 	}
 	repoURL := (&plan.GitStore{Connector: conn, RepoName: spec.RepoName}).RepoURL()
 	where := gitstore.Redact(repoURL)
 	auth, err := (&gitstore.Fetcher{Secrets: r}).Auth(ctx, conn)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	opts, ref, depth, err := cloneOptions(spec, repoURL, auth)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	tmp, err := os.MkdirTemp(tmpBase, "gantry-clone-")
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	defer os.RemoveAll(tmp)
 	var repo *git.Repository
@@ -103,21 +103,21 @@ func cloneAndPut(ctx context.Context, r secrets.Resolver, in activities.StepInpu
 		repo, err = git.PlainCloneContext(ctx, tmp, false, opts)
 	}
 	if err != nil {
-		return activities.StepResult{}, gitstore.Classify(err, "%s, %s", where, ref)
+		return contract.StepResult{}, gitstore.Classify(err, "%s, %s", where, ref)
 	}
 	if err := checkoutCommit(repo, spec, where, ref, depth); err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	head, err := repo.Head()
 	if err != nil {
-		return activities.StepResult{}, gitstore.Classify(err, "%s, %s", where, ref)
+		return contract.StepResult{}, gitstore.Classify(err, "%s, %s", where, ref)
 	}
 	dest := cloneDirectory(spec.CloneDirectory, spec.RepoName, repoURL)
 	if err := put(tmp, dest); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "GitClone of %s into %s: %v", where, dest, err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "GitClone of %s into %s: %v", where, dest, err)
 	}
 	log.Line(fmt.Sprintf("cloned %s, %s, at %s into %s", where, ref, head.Hash(), dest))
-	return activities.StepResult{Outputs: map[string]any{"commitSha": head.Hash().String(), "cloneDirectory": dest}}, nil
+	return contract.StepResult{Outputs: map[string]any{"commitSha": head.Hash().String(), "cloneDirectory": dest}}, nil
 }
 
 // cloneOptions are go-git's options for a GitClone spec: the ref to fetch (a branch or tag
@@ -130,7 +130,7 @@ func cloneOptions(spec gitCloneSpec, repoURL string, auth transport.AuthMethod) 
 	depth = 1
 	if spec.Depth != "" {
 		if depth, err = strconv.Atoi(string(spec.Depth)); err != nil {
-			return nil, "", 0, activities.Fail(activities.Unknown, "GitClone depth %q is not a number", spec.Depth)
+			return nil, "", 0, contract.Fail(contract.Unknown, "GitClone depth %q is not a number", spec.Depth)
 		}
 	}
 	switch spec.Build.Type {
@@ -145,7 +145,7 @@ func cloneOptions(spec gitCloneSpec, repoURL string, auth transport.AuthMethod) 
 	case "PR":
 		ref = "pull request " + string(spec.Build.Spec.Number)
 	default:
-		return nil, "", 0, activities.Fail(activities.Unknown, "GitClone build type %q is not branch, tag, PR or commitSha", spec.Build.Type)
+		return nil, "", 0, contract.Fail(contract.Unknown, "GitClone build type %q is not branch, tag, PR or commitSha", spec.Build.Type)
 	}
 	return opts, ref, depth, nil
 }
@@ -163,14 +163,14 @@ func checkoutCommit(repo *git.Repository, spec gitCloneSpec, where, ref string, 
 	if commit != "" {
 		h, err := repo.ResolveRevision(plumbing.Revision(commit))
 		if err != nil {
-			return activities.Fail(activities.Verification, "%s, %s: no commit %s (a clone of depth %d)", where, ref, commit, depth)
+			return contract.Fail(contract.Verification, "%s, %s: no commit %s (a clone of depth %d)", where, ref, commit, depth)
 		}
 		wt, err := repo.Worktree()
 		if err == nil {
 			err = wt.Checkout(&git.CheckoutOptions{Hash: *h, Force: true})
 		}
 		if err != nil {
-			return activities.Fail(activities.Unknown, "%s: check out %s: %v", where, commit, err)
+			return contract.Fail(contract.Unknown, "%s: check out %s: %v", where, commit, err)
 		}
 	}
 	return nil
@@ -195,7 +195,7 @@ func pullRequestRef(conn plan.GitConnector, number, strategy string) string {
 func clonePullRequest(ctx context.Context, dir string, conn plan.GitConnector, spec gitCloneSpec, opts *git.CloneOptions, depth int) (*git.Repository, error) {
 	number := strings.TrimSpace(string(spec.Build.Spec.Number))
 	if number == "" {
-		return nil, activities.Fail(activities.Unknown, "a pull request build names no number")
+		return nil, contract.Fail(contract.Unknown, "a pull request build names no number")
 	}
 	ref := pullRequestRef(conn, number, spec.PrCloneStrategy)
 	repo, err := git.PlainInit(dir, false)
@@ -211,9 +211,9 @@ func clonePullRequest(ctx context.Context, dir string, conn plan.GitConnector, s
 	var missing git.NoMatchingRefSpecError
 	switch {
 	case errors.As(err, &missing) && spec.PrCloneStrategy != "SourceBranch":
-		return nil, activities.Fail(activities.Verification, "the Git server has no %s: the pull request does not merge cleanly, or the server publishes no merge refs; set the codebase's prCloneStrategy: SourceBranch to build its head", ref)
+		return nil, contract.Fail(contract.Verification, "the Git server has no %s: the pull request does not merge cleanly, or the server publishes no merge refs; set the codebase's prCloneStrategy: SourceBranch to build its head", ref)
 	case errors.As(err, &missing):
-		return nil, activities.Fail(activities.Verification, "the Git server has no %s: is %s a pull request of this repository?", ref, number)
+		return nil, contract.Fail(contract.Verification, "the Git server has no %s: is %s a pull request of this repository?", ref, number)
 	case err != nil:
 		return nil, err
 	}
@@ -229,9 +229,9 @@ func clonePullRequest(ctx context.Context, dir string, conn plan.GitConnector, s
 
 // downloadManifests writes the stage service's manifests (their files and values files, as
 // the service phase resolved them) into the workspace: /harness/<manifest identifier>/<path>.
-func (a *Activity) downloadManifests(ctx context.Context, k *cluster, ns string, in activities.StepInput, log *logs.Writer) (activities.StepResult, error) {
+func (a *Activity) downloadManifests(ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error) {
 	if in.Deploy == nil || len(in.Deploy.Manifests) == 0 {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "DownloadManifests: the stage's service has no manifests")
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "DownloadManifests: the stage's service has no manifests")
 	}
 	var files []plan.File
 	var dirs []string
@@ -248,9 +248,9 @@ func (a *Activity) downloadManifests(ctx context.Context, k *cluster, ns string,
 	pr.Close()
 	_, last := out.flush()
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "DownloadManifests into %s: %v%s", wire.Workspace, err, lastLine(last))
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "DownloadManifests into %s: %v%s", wire.Workspace, err, lastLine(last))
 	}
-	return activities.StepResult{Outputs: map[string]any{"manifests": strings.Join(dirs, ",")}}, nil
+	return contract.StepResult{Outputs: map[string]any{"manifests": strings.Join(dirs, ",")}}, nil
 }
 
 // tarFiles writes files as a tar stream.

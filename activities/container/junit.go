@@ -4,7 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // junitCase is a <testcase>; a <failure> or <error> child fails it, <skipped> skips it.
@@ -23,7 +23,7 @@ type junitSuite struct {
 }
 
 // addJUnit adds one JUnit XML report (a <testsuites> or <testsuite> document) to a summary.
-func addJUnit(sum *activities.TestSummary, data []byte) error {
+func addJUnit(sum *contract.TestSummary, data []byte) error {
 	var root struct {
 		XMLName xml.Name
 		junitSuite
@@ -41,7 +41,7 @@ func addJUnit(sum *activities.TestSummary, data []byte) error {
 			switch {
 			case c.Failure != nil || c.Error != nil:
 				sum.Failed++
-				if len(sum.Failing) < activities.MaxFailing {
+				if len(sum.Failing) < contract.MaxFailing {
 					name := c.Name
 					if c.Class != "" {
 						name = c.Class + "." + c.Name

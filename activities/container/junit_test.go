@@ -4,13 +4,13 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // JUnit reports of the common shapes (nested suites, a lone suite, errors and skips) add up;
 // a document that is not JUnit is refused and counts nothing.
 func TestAddJUnit(t *testing.T) {
-	sum := &activities.TestSummary{}
+	sum := &contract.TestSummary{}
 	reports := []string{
 		`<testsuites><testsuite name="a"><testsuite name="a.b"><testcase classname="a.b" name="one"/><testcase classname="a.b" name="two"><error/></testcase></testsuite></testsuite></testsuites>`,
 		`<?xml version="1.0"?><testsuite name="c"><testcase name="three"><skipped/></testcase><testcase classname="c" name="four"><failure message="x">trace</failure></testcase></testsuite>`,

@@ -24,12 +24,12 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.uber.org/zap"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/container/runner"
 	"github.com/gantry-cd/gantry/activities/container/wire"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/shell"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Machine runs the CI stages that name a runtime on this worker's own machine (a build
@@ -103,9 +103,9 @@ func (m *Machine) dirs(name string) (top, work, scratch string) {
 }
 
 // WorkspaceStart makes a stage's workspace, once this machine has room for another stage.
-func (m *Machine) WorkspaceStart(ctx context.Context, in activities.PodInput) (activities.Workspace, error) {
+func (m *Machine) WorkspaceStart(ctx context.Context, in contract.PodInput) (contract.Workspace, error) {
 	if err := os.MkdirAll(m.Root, 0o700); err != nil {
-		return activities.Workspace{}, activities.Fail(activities.Unknown, "build machine %s: workspace root %s: %v", m.Name, m.Root, err)
+		return contract.Workspace{}, contract.Fail(contract.Unknown, "build machine %s: workspace root %s: %v", m.Name, m.Root, err)
 	}
 	m.Sweep()
 	name := in.Name
@@ -113,7 +113,7 @@ func (m *Machine) WorkspaceStart(ctx context.Context, in activities.PodInput) (a
 	if ws := m.live[name]; ws != nil { // a retried start: the folder is ours already
 		m.mu.Unlock()
 		_, work, _ := m.dirs(name)
-		return activities.Workspace{Dir: work, Machine: m.Name}, nil
+		return contract.Workspace{Dir: work, Machine: m.Name}, nil
 	}
 	m.mu.Unlock()
 	for !m.reserve(name) {
@@ -121,15 +121,15 @@ func (m *Machine) WorkspaceStart(ctx context.Context, in activities.PodInput) (a
 		m.reapClosed(ctx)
 		select {
 		case <-ctx.Done():
-			return activities.Workspace{}, ctx.Err()
+			return contract.Workspace{}, ctx.Err()
 		case <-time.After(2 * time.Second):
 		}
 	}
 	top, work, scratch := m.dirs(name)
-	fail := func(err error) (activities.Workspace, error) {
+	fail := func(err error) (contract.Workspace, error) {
 		m.release(name)
 		os.RemoveAll(top)
-		return activities.Workspace{}, activities.Fail(activities.Unknown, "build machine %s: make workspace %s: %v", m.Name, top, err)
+		return contract.Workspace{}, contract.Fail(contract.Unknown, "build machine %s: make workspace %s: %v", m.Name, top, err)
 	}
 	for _, d := range []string{work, filepath.Join(scratch, "groups"), filepath.Join(scratch, "logs")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -152,7 +152,7 @@ func (m *Machine) WorkspaceStart(ctx context.Context, in activities.PodInput) (a
 	m.live[name] = ws
 	m.mu.Unlock()
 	m.log().Info("stage workspace made", zap.String("workspace", work), zap.String("stage", in.Group), zap.String("execution", in.ExecutionID))
-	return activities.Workspace{Dir: work, Machine: m.Name}, nil
+	return contract.Workspace{Dir: work, Machine: m.Name}, nil
 }
 
 // reserve takes a stage slot for name unless MaxStages are taken.
@@ -179,7 +179,7 @@ func (m *Machine) release(name string) *workspace {
 
 // WorkspaceStop ends what the stage's steps left running (its background steps) and removes
 // its workspace.
-func (m *Machine) WorkspaceStop(ctx context.Context, in activities.PodInput) error {
+func (m *Machine) WorkspaceStop(ctx context.Context, in contract.PodInput) error {
 	top, _, _ := m.dirs(in.Name)
 	m.scripts.EndStage(in.Name)
 	m.mu.Lock()
@@ -209,7 +209,7 @@ func (m *Machine) WorkspaceStop(ctx context.Context, in activities.PodInput) err
 		ws.background = nil
 	}
 	if err := m.clean(top); err != nil {
-		return activities.Fail(activities.Unknown, "build machine %s: remove workspace %s: %v", m.Name, top, err)
+		return contract.Fail(contract.Unknown, "build machine %s: remove workspace %s: %v", m.Name, top, err)
 	}
 	if ws := m.release(in.Name); ws != nil && ws.lock != nil {
 		ws.lock.Close()
@@ -286,33 +286,33 @@ func (m *Machine) reapClosed(ctx context.Context) {
 		}
 		if closed, err := m.Closed(ctx, ws.workflowID, ws.runID); err == nil && closed {
 			m.log().Info("removing the workspace of a stage that ended without removing it", zap.String("workflow", ws.workflowID))
-			_ = m.WorkspaceStop(ctx, activities.PodInput{Name: name})
+			_ = m.WorkspaceStop(ctx, contract.PodInput{Name: name})
 		}
 	}
 }
 
 // Step runs a container step of a stage on this machine: Run, RunTests and Background without
 // a container, GitClone into the workspace.
-func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (m *Machine) Step(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	if in.Pod == nil || in.Pod.Pod.Workspace == "" {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s has no build machine workspace", in.Type, in.StepPath)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s step %s has no build machine workspace", in.Type, in.StepPath)
 	}
 	if in.Pod.Pod.Machine != "" && in.Pod.Pod.Machine != m.Name {
-		return activities.StepResult{}, activities.Fail(activities.DelegateRestart, "the stage runs on build machine %s, and this is %s: its workspace is not here; re-run the stage", in.Pod.Pod.Machine, m.Name)
+		return contract.StepResult{}, contract.Fail(contract.DelegateRestart, "the stage runs on build machine %s, and this is %s: its workspace is not here; re-run the stage", in.Pod.Pod.Machine, m.Name)
 	}
 	work := in.Pod.Pod.Workspace
 	top := filepath.Dir(work)
 	if _, err := os.Stat(work); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.DelegateRestart, "build machine %s: the stage's workspace %s is gone (%v); re-run the stage", m.Name, work, err)
+		return contract.StepResult{}, contract.Fail(contract.DelegateRestart, "build machine %s: the stage's workspace %s is gone (%v); re-run the stage", m.Name, work, err)
 	}
 	info := activity.GetInfo(ctx)
 	log, err := m.Logs.OpenLazy(in.ExecutionID, in.StepPath,
 		fmt.Sprintf("# gantry: %s attempt %d on build machine %s in %s", in.StepPath, info.Attempt, m.Name, work))
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	defer log.Close()
-	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
+	runCtx, cancel := contract.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
 	mask := &secrets.Masker{}
 	where := "build machine " + m.Name
@@ -321,7 +321,7 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-			return activities.Fail(activities.Timeout, "%s: the step ran longer than its timeout %s and was stopped", where, in.Timeout)
+			return contract.Fail(contract.Timeout, "%s: the step ran longer than its timeout %s and was stopped", where, in.Timeout)
 		}
 		return err
 	}
@@ -343,13 +343,13 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 			img.Image = cmp.Or(m.Containers.BuildKitImage, DefaultBuildKitImage)
 		}
 	case !slices.Contains([]string{"Run", "RunTests", "Background"}, in.Type):
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s steps do not run on build machines (build machine %s)", in.Type, m.Name)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s steps do not run on build machines (build machine %s)", in.Type, m.Name)
 	default:
 		if spec, err = decodeStepSpec(in); err == nil {
 			img, err = decodeImageSpec(in)
 		}
 		if err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 	}
 	if img.Image != "" || buildStep(in.Type) {
@@ -361,7 +361,7 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 	}
 	req, err := m.request(ctx, in, spec, work, mask)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	req.Nonce = nonce()
 	var res wire.Result
@@ -376,25 +376,25 @@ func (m *Machine) Step(ctx context.Context, in activities.StepInput) (activities
 		res, last, err = m.run(runCtx, in.Pod.Pod.Name, top, req, log, mask)
 	}
 	if err != nil {
-		return activities.StepResult{}, ended(err)
+		return contract.StepResult{}, ended(err)
 	}
 	if log.Err() != nil {
-		return activities.StepResult{}, log.Err()
+		return contract.StepResult{}, log.Err()
 	}
 	tests := machineReports(work, spec, log)
 	if err := commandFailure(where, res, last, tests, mask); err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	if in.Type == "Background" {
 		log.Line(fmt.Sprintf("# gantry: started (pid %d); it runs until the stage ends, its output in %s", res.PID, req.LogFile))
-		return activities.StepResult{}, nil
+		return contract.StepResult{}, nil
 	}
-	return activities.StepResult{Outputs: outputVariables(spec, res, mask), Tests: tests}, nil
+	return contract.StepResult{Outputs: outputVariables(spec, res, mask), Tests: tests}, nil
 }
 
 // request is what the helper runs: secrets resolved (masked in the log), the workspace as
 // the working directory and HARNESS_WORKSPACE.
-func (m *Machine) request(ctx context.Context, in activities.StepInput, spec stepSpec, work string, mask *secrets.Masker) (wire.Request, error) {
+func (m *Machine) request(ctx context.Context, in contract.StepInput, spec stepSpec, work string, mask *secrets.Masker) (wire.Request, error) {
 	req, err := m.workspaceRequest(ctx, in, spec, work, mask)
 	if err != nil {
 		return req, err
@@ -406,7 +406,7 @@ func (m *Machine) request(ctx context.Context, in activities.StepInput, spec ste
 		}
 	}
 	if req.Command == "" && len(req.Entrypoint) == 0 {
-		return req, activities.Fail(activities.Unknown, "%s step %s has no command: without an image, a build machine has nothing else to run", in.Type, in.StepPath)
+		return req, contract.Fail(contract.Unknown, "%s step %s has no command: without an image, a build machine has nothing else to run", in.Type, in.StepPath)
 	}
 	return req, nil
 }
@@ -414,7 +414,7 @@ func (m *Machine) request(ctx context.Context, in activities.StepInput, spec ste
 // workspaceRequest is a command step's request with its secrets resolved (masked in the
 // log), dir (the workspace, as the command sees it) its working directory and
 // HARNESS_WORKSPACE, and its output variables.
-func (m *Machine) workspaceRequest(ctx context.Context, in activities.StepInput, spec stepSpec, dir string, mask *secrets.Masker) (wire.Request, error) {
+func (m *Machine) workspaceRequest(ctx context.Context, in contract.StepInput, spec stepSpec, dir string, mask *secrets.Masker) (wire.Request, error) {
 	noStandIn := func(string) (string, bool) { return "", false }
 	req, _, err := commandRequest(ctx, m.Secrets, mask, noStandIn, withWorkspace(in, dir), spec, dir)
 	for _, o := range spec.OutputVariables {
@@ -424,7 +424,7 @@ func (m *Machine) workspaceRequest(ctx context.Context, in activities.StepInput,
 }
 
 // withWorkspace is in with HARNESS_WORKSPACE set to dir.
-func withWorkspace(in activities.StepInput, dir string) activities.StepInput {
+func withWorkspace(in contract.StepInput, dir string) contract.StepInput {
 	in.Env = maps.Clone(in.Env)
 	if in.Env == nil {
 		in.Env = map[string]string{}
@@ -456,7 +456,7 @@ func (m *Machine) runScript(ctx context.Context, name, top string, req wire.Requ
 		if ctx.Err() != nil {
 			return wire.Result{}, "", ctx.Err()
 		}
-		return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s: run the step's %s command: %v", m.Name, cmp.Or(req.Shell, "Sh"), err)
+		return wire.Result{}, "", contract.Fail(contract.Unknown, "build machine %s: run the step's %s command: %v", m.Name, cmp.Or(req.Shell, "Sh"), err)
 	}
 	out := wire.Result{ExitCode: res.Code, Outputs: res.Outputs}
 	if res.Code == 0 && len(req.Outputs) > 0 && res.Outputs == nil {
@@ -497,7 +497,7 @@ func (m *Machine) run(ctx context.Context, name, top string, req wire.Request, l
 	if result != nil {
 		return *result, last, nil
 	}
-	return wire.Result{}, "", activities.Fail(activities.Unknown, "build machine %s: gantry-helper ended without a result (%v)%s", m.Name, err, lastLine(errLast))
+	return wire.Result{}, "", contract.Fail(contract.Unknown, "build machine %s: gantry-helper ended without a result (%v)%s", m.Name, err, lastLine(errLast))
 }
 
 // runVia sends a request to the workspace's supervisor and copies the step's output to out;
@@ -533,12 +533,12 @@ func (m *Machine) runHelper(ctx context.Context, top string, line []byte, out *o
 	errOut := &output{log: out.log, mask: out.mask}
 	cmd.Stdout, cmd.Stderr = out, errOut
 	if err := cmd.Start(); err != nil {
-		return "", activities.Fail(activities.Unknown, "build machine %s: start gantry-helper %s: %v", m.Name, m.Helper[0], err)
+		return "", contract.Fail(contract.Unknown, "build machine %s: start gantry-helper %s: %v", m.Name, m.Helper[0], err)
 	}
 	if _, err := stdin.Write(line); err != nil {
 		stdin.Close()
 		_ = cmd.Wait()
-		return "", activities.Fail(activities.Unknown, "build machine %s: send the step to gantry-helper: %v", m.Name, err)
+		return "", contract.Fail(contract.Unknown, "build machine %s: send the step to gantry-helper: %v", m.Name, err)
 	}
 	exited := make(chan struct{})
 	go func() {
@@ -558,7 +558,7 @@ func (m *Machine) runHelper(ctx context.Context, top string, line []byte, out *o
 // worker must not kill it before it ends its steps), its scratch folder in the workspace.
 func (m *Machine) helper(top, arg string) (*exec.Cmd, error) {
 	if len(m.Helper) == 0 {
-		return nil, activities.Fail(activities.Unknown, "build machine %s has no gantry-helper to run steps with", m.Name)
+		return nil, contract.Fail(contract.Unknown, "build machine %s has no gantry-helper to run steps with", m.Name)
 	}
 	cmd := exec.Command(m.Helper[0], append(slices.Clone(m.Helper[1:]), arg)...)
 	cmd.Env = append(stepEnviron(), m.HelperEnv...)
@@ -656,7 +656,7 @@ func moveInto(dir, dest string) error {
 
 // machineReports reads the JUnit reports a step names from the workspace; nil when it names
 // none.
-func machineReports(work string, spec stepSpec, log *logs.Writer) *activities.TestSummary {
+func machineReports(work string, spec stepSpec, log *logs.Writer) *contract.TestSummary {
 	r := spec.Reports
 	if r == nil || len(r.Spec.Paths) == 0 || (r.Type != "" && r.Type != "JUnit") {
 		return nil

@@ -29,10 +29,10 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 	"go.uber.org/zap"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/container/wire"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -138,19 +138,19 @@ type imageSpec struct {
 	PortBindings map[string]any `json:"portBindings"`
 }
 
-func decodeImageSpec(in activities.StepInput) (imageSpec, error) {
+func decodeImageSpec(in contract.StepInput) (imageSpec, error) {
 	var s imageSpec
 	if len(in.Spec) == 0 {
 		return s, nil
 	}
 	if err := json.Unmarshal(in.Spec, &s); err != nil {
-		return s, activities.Fail(activities.Unknown, "%s step %s: %v", in.Type, in.StepPath, err)
+		return s, contract.Fail(contract.Unknown, "%s step %s: %v", in.Type, in.StepPath, err)
 	}
 	return s, nil
 }
 
 // stepID is the step's own identifier, the last of its path.
-func stepID(in activities.StepInput) string {
+func stepID(in contract.StepInput) string {
 	return in.StepPath[strings.LastIndexByte(in.StepPath, '.')+1:]
 }
 
@@ -163,25 +163,25 @@ type stageNet struct {
 }
 
 // containerStep runs a step that names an image in a container of its own.
-func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepInput, spec stepSpec, img imageSpec, top, work string, log *logs.Writer, mask *secrets.Masker) (activities.StepResult, error) {
+func (m *Machine) containerStep(ctx, runCtx context.Context, in contract.StepInput, spec stepSpec, img imageSpec, top, work string, log *logs.Writer, mask *secrets.Masker) (contract.StepResult, error) {
 	where := "build machine " + m.Name
 	if m.Containers == nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown,
+		return contract.StepResult{}, contract.Fail(contract.Unknown,
 			"step %s runs in a container, and build machine %s runs none: start it with --containerd SOCKET (env GANTRY_CONTAINERD)", in.StepPath, m.Name)
 	}
 	cl, cni, err := m.Containers.connect(m.Root)
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: %v", where, err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: %v", where, err)
 	}
 	ctx = namespaces.WithNamespace(ctx, ContainerNamespace)
 	runCtx = namespaces.WithNamespace(runCtx, ContainerNamespace)
 	image, err := m.pull(runCtx, cl, in, img, log)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	net, err := m.stageNetwork(ctx, cni, in.Pod.Pod.Name, top)
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: the stage's network: %v", where, err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: the stage's network: %v", where, err)
 	}
 	var req wire.Request
 	var pushed built
@@ -192,20 +192,20 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepI
 		req, err = m.workspaceRequest(ctx, in, spec, wire.Workspace, mask)
 	}
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	if req.Command == "" && len(req.Entrypoint) == 0 {
 		// A Background step without a command runs its image's own program.
 		cfg, err := image.Spec(ctx)
 		if err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: image %s: %v", where, img.Image, err)
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: image %s: %v", where, img.Image, err)
 		}
 		ep := slices.Concat(cfg.Config.Entrypoint, cfg.Config.Cmd)
 		if len(spec.Entrypoint) > 0 {
 			ep = slices.Concat(spec.Entrypoint, spec.Args)
 		}
 		if in.Type != "Background" || len(ep) == 0 {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s has no command", in.Type, in.StepPath)
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "%s step %s has no command", in.Type, in.StepPath)
 		}
 		req.Entrypoint = ep
 	}
@@ -229,7 +229,7 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepI
 		client.WithContainerLabels(map[string]string{labelWorkspace: in.Pod.Pod.Name, labelStep: in.StepPath}),
 		client.WithNewSpec(opts...))
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: create the container of step %s: %v", where, in.StepPath, err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: create the container of step %s: %v", where, in.StepPath, err)
 	}
 	line, _ := json.Marshal(req)
 	stdin, feed := io.Pipe()
@@ -246,14 +246,14 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepI
 			for _, p := range proxies {
 				p.Close()
 			}
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 		m.mu.Lock()
 		if ws := m.live[in.Pod.Pod.Name]; ws != nil {
 			ws.proxies = append(ws.proxies, proxies...)
 		}
 		m.mu.Unlock()
-		return activities.StepResult{}, nil
+		return contract.StepResult{}, nil
 	}
 	defer m.removeLater(ctx, in.Pod.Pod.Name, c)
 	out := &output{nonce: req.Nonce, log: log, mask: mask}
@@ -261,16 +261,16 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepI
 	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(stdin, out, errOut)))
 	if err != nil {
 		feed.Close()
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: start the container of step %s: %v", where, in.StepPath, err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: start the container of step %s: %v", where, in.StepPath, err)
 	}
 	exited, err := task.Wait(ctx)
 	if err != nil {
 		feed.Close()
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: watch the container of step %s: %v", where, in.StepPath, err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: watch the container of step %s: %v", where, in.StepPath, err)
 	}
 	if err := task.Start(ctx); err != nil {
 		feed.Close()
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: start the container of step %s: %v", where, in.StepPath, err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: start the container of step %s: %v", where, in.StepPath, err)
 	}
 	select {
 	case <-exited:
@@ -286,31 +286,31 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in activities.StepI
 	result, last := out.flush()
 	errOut.flush()
 	if runCtx.Err() != nil {
-		return activities.StepResult{}, runCtx.Err()
+		return contract.StepResult{}, runCtx.Err()
 	}
 	if result == nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: the container of step %s ended without a result%s", where, in.StepPath, lastLine(last))
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: the container of step %s ended without a result%s", where, in.StepPath, lastLine(last))
 	}
 	tests := machineReports(work, spec, log)
 	if err := commandFailure(where+", container "+id, *result, last, tests, mask); err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	if buildStep(in.Type) {
-		return activities.StepResult{Outputs: publishedImages(pushed, result.Outputs["digest"])}, nil
+		return contract.StepResult{Outputs: publishedImages(pushed, result.Outputs["digest"])}, nil
 	}
-	return activities.StepResult{Outputs: outputVariables(spec, *result, mask), Tests: tests}, nil
+	return contract.StepResult{Outputs: outputVariables(spec, *result, mask), Tests: tests}, nil
 }
 
 // startBackground starts a Background step's container and leaves it running until the stage
 // ends; its output goes to a file of the workspace, and its identifier names it in the
 // stage's hosts file.
-func (m *Machine) startBackground(ctx context.Context, c client.Container, in activities.StepInput, net *stageNet, stdin io.Reader, feed io.Closer, top string, log *logs.Writer) error {
+func (m *Machine) startBackground(ctx context.Context, c client.Container, in contract.StepInput, net *stageNet, stdin io.Reader, feed io.Closer, top string, log *logs.Writer) error {
 	where := "build machine " + m.Name
 	logFile := filepath.Join(top, "gantry", "logs", stepID(in)+"-"+c.ID()+".log")
 	f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		removeContainer(ctx, c)
-		return activities.Fail(activities.Unknown, "%s: %v", where, err)
+		return contract.Fail(contract.Unknown, "%s: %v", where, err)
 	}
 	task, err := c.NewTask(ctx, cio.NewCreator(cio.WithStreams(stdin, f, f)))
 	if err == nil {
@@ -320,7 +320,7 @@ func (m *Machine) startBackground(ctx context.Context, c client.Container, in ac
 		f.Close()
 		feed.Close()
 		removeContainer(context.WithoutCancel(ctx), c)
-		return activities.Fail(activities.Unknown, "%s: start the container of step %s: %v", where, in.StepPath, err)
+		return contract.Fail(contract.Unknown, "%s: start the container of step %s: %v", where, in.StepPath, err)
 	}
 	m.mu.Lock()
 	if ws := m.live[in.Pod.Pod.Name]; ws != nil {
@@ -336,10 +336,10 @@ func (m *Machine) startBackground(ctx context.Context, c client.Container, in ac
 
 // bindPorts relays a Background step's portBindings, host port on loopback to the
 // container's port: a host port already taken fails the step before its container starts.
-func (m *Machine) bindPorts(in activities.StepInput, img imageSpec, net *stageNet, log *logs.Writer) ([]*portProxy, error) {
+func (m *Machine) bindPorts(in contract.StepInput, img imageSpec, net *stageNet, log *logs.Writer) ([]*portProxy, error) {
 	bindings, err := parsePortBindings(img.PortBindings)
 	if err != nil {
-		return nil, activities.Fail(activities.Unknown, "step %s: %v", in.StepPath, err)
+		return nil, contract.Fail(contract.Unknown, "step %s: %v", in.StepPath, err)
 	}
 	var proxies []*portProxy
 	for _, b := range bindings {
@@ -348,7 +348,7 @@ func (m *Machine) bindPorts(in activities.StepInput, img imageSpec, net *stageNe
 			for _, p := range proxies {
 				p.Close()
 			}
-			return nil, activities.Fail(activities.Unknown, "build machine %s: step %s binds host port %d (portBindings): %v; pick a free port, or let later steps in containers reach the service as %s:%d",
+			return nil, contract.Fail(contract.Unknown, "build machine %s: step %s binds host port %d (portBindings): %v; pick a free port, or let later steps in containers reach the service as %s:%d",
 				m.Name, in.StepPath, b.host, err, stepID(in), b.container)
 		}
 		proxies = append(proxies, p)
@@ -366,7 +366,7 @@ type backgroundContainer struct {
 
 // containerMounts are a step container's mounts: the workspace, the helper, the stage's
 // hosts file, the host's resolver and the stage's shared paths.
-func (m *Machine) containerMounts(work string, net *stageNet, in activities.StepInput) []specs.Mount {
+func (m *Machine) containerMounts(work string, net *stageNet, in contract.StepInput) []specs.Mount {
 	bind := func(src, dst string, ro bool) specs.Mount {
 		opts := []string{"rbind", "rprivate"}
 		if ro {
@@ -406,24 +406,24 @@ func sharedPaths(v any) []string {
 
 // pull makes the step's image present as its pull policy says, with the credentials of the
 // step's connector for the connector's registry.
-func (m *Machine) pull(ctx context.Context, cl *client.Client, in activities.StepInput, img imageSpec, log *logs.Writer) (client.Image, error) {
+func (m *Machine) pull(ctx context.Context, cl *client.Client, in contract.StepInput, img imageSpec, log *logs.Writer) (client.Image, error) {
 	named, err := reference.ParseDockerRef(img.Image)
 	if err != nil {
-		return nil, activities.Fail(activities.Unknown, "step %s: image %q: %v", in.StepPath, img.Image, err)
+		return nil, contract.Fail(contract.Unknown, "step %s: image %q: %v", in.StepPath, img.Image, err)
 	}
 	ref := named.String()
 	if img.ImagePullPolicy != "Always" {
 		if image, err := cl.GetImage(ctx, ref); err == nil {
 			return image, nil
 		} else if img.ImagePullPolicy == "Never" {
-			return nil, activities.Fail(activities.Unknown, "step %s: image %s is not on build machine %s, and its imagePullPolicy is Never", in.StepPath, ref, m.Name)
+			return nil, contract.Fail(contract.Unknown, "step %s: image %s is not on build machine %s, and its imagePullPolicy is Never", in.StepPath, ref, m.Name)
 		}
 	}
 	var creds func(host string) (string, string, error)
 	if img.ConnectorRef != "" {
 		rc, ok := in.Pod.Pod.Pod.Registries[img.ConnectorRef]
 		if !ok {
-			return nil, activities.Fail(activities.Unknown, "step %s: connector %q was not resolved before the run", in.StepPath, img.ConnectorRef)
+			return nil, contract.Fail(contract.Unknown, "step %s: connector %q was not resolved before the run", in.StepPath, img.ConnectorRef)
 		}
 		if rc.PasswordRef != "" {
 			user, pw, err := secrets.Login(ctx, m.Secrets, rc.ID, rc.Username, rc.UsernameRef, rc.PasswordRef)
@@ -451,15 +451,15 @@ func (m *Machine) pull(ctx context.Context, cl *client.Client, in activities.Ste
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		cat := activities.Unknown
+		cat := contract.Unknown
 		msg := err.Error()
 		switch {
 		case strings.Contains(msg, "401 Unauthorized") || strings.Contains(msg, "403 Forbidden"):
-			cat = activities.Authentication
+			cat = contract.Authentication
 		case errdefs.IsNotFound(err):
-			cat = activities.Verification
+			cat = contract.Verification
 		}
-		return nil, activities.Fail(cat, "step %s: pull image %s on build machine %s: %v", in.StepPath, ref, m.Name, err)
+		return nil, contract.Fail(cat, "step %s: pull image %s on build machine %s: %v", in.StepPath, ref, m.Name, err)
 	}
 	return image, nil
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/ctrtest"
 	"github.com/gantry-cd/gantry/internal/freeport"
 	"github.com/gantry-cd/gantry/internal/ociimage"
@@ -39,7 +39,7 @@ func TestMachineContainerSteps(t *testing.T) {
 	m, store := testMachine(t)
 	m.Containers = &Containers{Address: ctrd.Address, Helper: ctrtest.Helper(t, t.TempDir()), Subnet: "10.214.0.0/24"}
 	t.Cleanup(m.Containers.Close)
-	pod := &activities.PodInput{ExecutionID: "e-1", Name: "gantry-ctr-1", Pod: plan.Pod{Machine: &plan.Machine{},
+	pod := &contract.PodInput{ExecutionID: "e-1", Name: "gantry-ctr-1", Pod: plan.Pod{Machine: &plan.Machine{},
 		SharedPaths: []any{"/cache"},
 		Registries: map[string]plan.RegistryConnector{
 			"reg": {ID: "reg", URL: reg.URL, Username: registrytest.Username, PasswordRef: "reg_pw"},
@@ -55,7 +55,7 @@ func TestMachineContainerSteps(t *testing.T) {
 	}
 
 	_, err := machineStepAt(t, m, pod, "s.pull", "Run", map[string]any{"image": image, "connectorRef": "bad", "command": "true"}, time.Minute)
-	if f := activities.Classify(err); f == nil || f.Category != activities.Authentication || !strings.Contains(f.Message, image) {
+	if f := contract.Classify(err); f == nil || f.Category != contract.Authentication || !strings.Contains(f.Message, image) {
 		t.Fatalf("failure %+v, want the registry's refusal", f)
 	}
 
@@ -101,7 +101,7 @@ func TestMachineContainerSteps(t *testing.T) {
 	}
 	_, err = machineStepAt(t, m, pod, "s.svc2", "Background", map[string]any{"image": image, "connectorRef": "reg",
 		"command": "exec sleep 300", "portBindings": map[string]any{hostPort: "80"}}, time.Minute)
-	if f := activities.Classify(err); f == nil || !strings.Contains(f.Message, "host port "+hostPort) {
+	if f := contract.Classify(err); f == nil || !strings.Contains(f.Message, "host port "+hostPort) {
 		t.Fatalf("failure %+v, want the taken host port named", f)
 	}
 	_, err = machineStepAt(t, m, pod, "s.probe", "Run", map[string]any{"image": image, "connectorRef": "reg",
@@ -115,7 +115,7 @@ func TestMachineContainerSteps(t *testing.T) {
 	}
 
 	_, err = machineStepAt(t, m, pod, "s.slow", "Run", map[string]any{"image": image, "connectorRef": "reg", "command": "sleep 300"}, 2*time.Second)
-	if f := activities.Classify(err); f == nil || f.Category != activities.Timeout {
+	if f := contract.Classify(err); f == nil || f.Category != contract.Timeout {
 		t.Fatalf("failure %+v, want Timeout", f)
 	}
 	// A step's container is removed just after the step reports.
@@ -170,7 +170,7 @@ func TestMachineBuildAndPush(t *testing.T) {
 	m.Containers = &Containers{Address: ctrd.Address, Helper: ctrtest.Helper(t, t.TempDir()), Subnet: subnet, BuildKitImage: kitImage}
 	t.Cleanup(m.Containers.Close)
 	pushTo := "http://" + gateway + ":" + strconv.Itoa(reg.Port)
-	pod := &activities.PodInput{ExecutionID: "e-1", Name: "gantry-build-1", Pod: plan.Pod{Machine: &plan.Machine{Containers: true},
+	pod := &contract.PodInput{ExecutionID: "e-1", Name: "gantry-build-1", Pod: plan.Pod{Machine: &plan.Machine{Containers: true},
 		Registries: map[string]plan.RegistryConnector{"reg": {ID: "reg", URL: pushTo, Username: registrytest.Username, PasswordRef: "reg_pw"}}}}
 	t.Cleanup(func() { _ = m.WorkspaceStop(context.Background(), *pod) }) // whatever failed: its network's mount goes
 	if _, err := machineStepAt(t, m, pod, "s.write", "Run", map[string]any{"shell": "Sh",

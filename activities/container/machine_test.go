@@ -13,10 +13,10 @@ import (
 
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/container/runner"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -41,13 +41,13 @@ func testMachine(t *testing.T) (*Machine, logs.Store) {
 }
 
 // machineStep runs one step of a stage on m: its workspace made first.
-func machineStep(t *testing.T, m *Machine, pod *activities.PodInput, typ string, spec map[string]any, timeout time.Duration) (activities.StepResult, error) {
+func machineStep(t *testing.T, m *Machine, pod *contract.PodInput, typ string, spec map[string]any, timeout time.Duration) (contract.StepResult, error) {
 	t.Helper()
 	return machineStepAt(t, m, pod, "s."+strings.ToLower(typ), typ, spec, timeout)
 }
 
 // machineStepAt is machineStep for the step at path.
-func machineStepAt(t *testing.T, m *Machine, pod *activities.PodInput, path, typ string, spec map[string]any, timeout time.Duration) (activities.StepResult, error) {
+func machineStepAt(t *testing.T, m *Machine, pod *contract.PodInput, path, typ string, spec map[string]any, timeout time.Duration) (contract.StepResult, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
@@ -57,7 +57,7 @@ func machineStepAt(t *testing.T, m *Machine, pod *activities.PodInput, path, typ
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ws activities.Workspace
+		var ws contract.Workspace
 		if err := v.Get(&ws); err != nil {
 			t.Fatal(err)
 		}
@@ -65,9 +65,9 @@ func machineStepAt(t *testing.T, m *Machine, pod *activities.PodInput, path, typ
 	}
 	raw, _ := json.Marshal(spec)
 	env.RegisterActivity(m.Step)
-	v, err := env.ExecuteActivity(m.Step, activities.StepInput{ExecutionID: "e-1", StepPath: path, Type: typ, Spec: raw,
-		Timeout: timeout, Pod: &activities.PodStep{Pod: *pod}, Env: map[string]string{"CI": "true"}})
-	var res activities.StepResult
+	v, err := env.ExecuteActivity(m.Step, contract.StepInput{ExecutionID: "e-1", StepPath: path, Type: typ, Spec: raw,
+		Timeout: timeout, Pod: &contract.PodStep{Pod: *pod}, Env: map[string]string{"CI": "true"}})
+	var res contract.StepResult
 	if err == nil {
 		err = v.Get(&res)
 	}
@@ -80,7 +80,7 @@ func machineStepAt(t *testing.T, m *Machine, pod *activities.PodInput, path, typ
 func TestMachineRunStep(t *testing.T) {
 	t.Setenv("GANTRY_SECRET_API_TOKEN", "s3cr3t-value")
 	m, store := testMachine(t)
-	pod := &activities.PodInput{ExecutionID: "e-1", Name: "gantry-s-1", Pod: plan.Pod{Machine: &plan.Machine{}}}
+	pod := &contract.PodInput{ExecutionID: "e-1", Name: "gantry-s-1", Pod: plan.Pod{Machine: &plan.Machine{}}}
 	res, err := machineStep(t, m, pod, "Run", map[string]any{"shell": "Bash",
 		"command": `echo "token <+secrets.getValue("api_token")> in $PWD for $HARNESS_WORKSPACE ci=$CI"
 env | grep -c '^GANTRY_SECRET_' || true
@@ -112,15 +112,15 @@ NAME=gantry; TOKEN=<+secrets.getValue("api_token")>`,
 // names its exit code; a Background step runs on until the workspace is removed.
 func TestMachineTimeoutExitAndBackground(t *testing.T) {
 	m, _ := testMachine(t)
-	pod := &activities.PodInput{ExecutionID: "e-1", Name: "gantry-s-2", Pod: plan.Pod{Machine: &plan.Machine{}}}
+	pod := &contract.PodInput{ExecutionID: "e-1", Name: "gantry-s-2", Pod: plan.Pod{Machine: &plan.Machine{}}}
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	_, err := machineStep(t, m, pod, "Run", map[string]any{"shell": "Sh", "command": "sleep 300 & echo $! > " + pidFile + "; wait"}, time.Second)
-	if f := activities.Classify(err); f == nil || f.Category != activities.Timeout {
+	if f := contract.Classify(err); f == nil || f.Category != contract.Timeout {
 		t.Fatalf("failure %+v, want Timeout", f)
 	}
 	waitDead(t, pidOf(t, pidFile))
 	_, err = machineStep(t, m, pod, "Run", map[string]any{"shell": "Sh", "command": "echo nope; exit 3"}, time.Minute)
-	if f := activities.Classify(err); f == nil || !strings.Contains(f.Message, "exited with code 3") || !strings.Contains(f.Message, "build machine test/1") {
+	if f := contract.Classify(err); f == nil || !strings.Contains(f.Message, "exited with code 3") || !strings.Contains(f.Message, "build machine test/1") {
 		t.Fatalf("failure %+v", f)
 	}
 	bgPid := filepath.Join(t.TempDir(), "bg")
@@ -205,7 +205,7 @@ func waitDead(t *testing.T, pid int) {
 // step to a helper of its own, and the workspace still stops cleanly.
 func TestMachineSupervisorGone(t *testing.T) {
 	m, _ := testMachine(t)
-	pod := &activities.PodInput{ExecutionID: "e-1", Name: "gantry-s-3", Pod: plan.Pod{Machine: &plan.Machine{}}}
+	pod := &contract.PodInput{ExecutionID: "e-1", Name: "gantry-s-3", Pod: plan.Pod{Machine: &plan.Machine{}}}
 	if _, err := machineStep(t, m, pod, "Run", map[string]any{"shell": "Sh", "command": "true"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/container/wire"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -118,10 +118,10 @@ func decodeInfra(v any) (*infra, error) {
 	}
 	var in infra
 	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, activities.Fail(activities.Unknown, "stepGroupInfra: %v", err)
+		return nil, contract.Fail(contract.Unknown, "stepGroupInfra: %v", err)
 	}
 	if in.Namespace == "" {
-		return nil, activities.Fail(activities.Unknown, "stepGroupInfra: namespace is empty")
+		return nil, contract.Fail(contract.Unknown, "stepGroupInfra: namespace is empty")
 	}
 	return &in, nil
 }
@@ -157,14 +157,14 @@ func intOf(t text) (*int64, error) {
 	}
 	n, err := strconv.ParseInt(string(t), 10, 64)
 	if err != nil {
-		return nil, activities.Fail(activities.Unknown, "%q is not a whole number", string(t))
+		return nil, contract.Fail(contract.Unknown, "%q is not a whole number", string(t))
 	}
 	return &n, nil
 }
 
 // podObjects builds the group's pod and the Secrets it reads: one with the steps' secrets,
 // and one with the registry credentials of its images when any has credentials.
-func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte, pull []byte, helperImage, buildkitImage string) (*corev1.Pod, []*corev1.Secret, error) {
+func podObjects(in contract.PodInput, inf *infra, secretData map[string][]byte, pull []byte, helperImage, buildkitImage string) (*corev1.Pod, []*corev1.Secret, error) {
 	ns := string(inf.Namespace)
 	meta := func(name string) metav1.ObjectMeta {
 		m := metav1.ObjectMeta{Name: name, Namespace: ns,
@@ -215,7 +215,7 @@ func podObjects(in activities.PodInput, inf *infra, secretData map[string][]byte
 	}}
 	// Last, so that the steps' containers start first.
 	spec.Containers = append(spec.Containers, corev1.Container{
-		Name: activities.PodHelperContainer, Image: helperImage, Command: []string{"/gantry-helper", "wait"}, WorkingDir: wire.Workspace,
+		Name: contract.PodHelperContainer, Image: helperImage, Command: []string{"/gantry-helper", "wait"}, WorkingDir: wire.Workspace,
 		VolumeMounts: mounts, ImagePullPolicy: corev1.PullIfNotPresent,
 	})
 	if err := overlay(pod, string(inf.PodSpecOverlay)); err != nil {
@@ -268,7 +268,7 @@ func schedule(spec *corev1.PodSpec, inf *infra) error {
 
 // podVolumes returns the pod's volumes and where every step container mounts them: the
 // helper's folder, the workspace, the stage's shared paths and the infrastructure's volumes.
-func podVolumes(in activities.PodInput, inf *infra) ([]corev1.Volume, []corev1.VolumeMount, error) {
+func podVolumes(in contract.PodInput, inf *infra) ([]corev1.Volume, []corev1.VolumeMount, error) {
 	mounts := []corev1.VolumeMount{{Name: "gantry", MountPath: wire.HelperDir}, {Name: "workspace", MountPath: wire.Workspace}}
 	volumes := []corev1.Volume{
 		{Name: "gantry", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -294,7 +294,7 @@ func podVolumes(in activities.PodInput, inf *infra) ([]corev1.Volume, []corev1.V
 			if v.Spec.Size != "" {
 				q, err := resource.ParseQuantity(string(v.Spec.Size))
 				if err != nil {
-					return nil, nil, activities.Fail(activities.Unknown, "volume %s: size %q: %v", v.MountPath, v.Spec.Size, err)
+					return nil, nil, contract.Fail(contract.Unknown, "volume %s: size %q: %v", v.MountPath, v.Spec.Size, err)
 				}
 				vs.EmptyDir.SizeLimit = &q
 			}
@@ -308,7 +308,7 @@ func podVolumes(in activities.PodInput, inf *infra) ([]corev1.Volume, []corev1.V
 		case "Secret":
 			vs.Secret = &corev1.SecretVolumeSource{SecretName: string(v.Spec.Name), Optional: boolOf(v.Spec.Optional)}
 		default:
-			return nil, nil, activities.Fail(activities.Unknown, "volume %s: type %q is not EmptyDir, HostPath, PersistentVolumeClaim, ConfigMap or Secret", v.MountPath, v.Type)
+			return nil, nil, contract.Fail(contract.Unknown, "volume %s: type %q is not EmptyDir, HostPath, PersistentVolumeClaim, ConfigMap or Secret", v.MountPath, v.Type)
 		}
 		volumes = append(volumes, corev1.Volume{Name: name, VolumeSource: vs})
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: string(v.MountPath), ReadOnly: readOnly != nil && *readOnly})
@@ -318,7 +318,7 @@ func podVolumes(in activities.PodInput, inf *infra) ([]corev1.Volume, []corev1.V
 
 // stepContainers returns a container per step of the group, each waiting for the helper to
 // run its commands; withSecrets gives each the group's Secret as environment variables.
-func stepContainers(in activities.PodInput, inf *infra, mounts []corev1.VolumeMount, withSecrets bool, buildkitImage string) ([]corev1.Container, error) {
+func stepContainers(in contract.PodInput, inf *infra, mounts []corev1.VolumeMount, withSecrets bool, buildkitImage string) ([]corev1.Container, error) {
 	var out []corev1.Container
 	for _, c := range in.Containers {
 		if buildStep(c.Type) {
@@ -361,7 +361,7 @@ func overlay(pod *corev1.Pod, text string) error {
 	}
 	var doc map[string]any
 	if err := yaml.Unmarshal([]byte(text), &doc); err != nil || doc == nil {
-		return activities.Fail(activities.Unknown, "podSpecOverlay is not a YAML mapping (%v)", err)
+		return contract.Fail(contract.Unknown, "podSpecOverlay is not a YAML mapping (%v)", err)
 	}
 	specPatch, ok := doc["spec"].(map[string]any)
 	if !ok {
@@ -387,11 +387,11 @@ func overlay(pod *corev1.Pod, text string) error {
 	}
 	merged, err := strategicpatch.StrategicMergePatch(orig, patch, corev1.PodSpec{})
 	if err != nil {
-		return activities.Fail(activities.Unknown, "podSpecOverlay: %v", err)
+		return contract.Fail(contract.Unknown, "podSpecOverlay: %v", err)
 	}
 	var out corev1.PodSpec
 	if err := json.Unmarshal(merged, &out); err != nil {
-		return activities.Fail(activities.Unknown, "podSpecOverlay: %v", err)
+		return contract.Fail(contract.Unknown, "podSpecOverlay: %v", err)
 	}
 	ours := map[string]bool{}
 	for _, c := range pod.Spec.Containers {
@@ -404,7 +404,7 @@ func overlay(pod *corev1.Pod, text string) error {
 }
 
 // securityContext is the group's container security context with the step's own settings.
-func securityContext(inf *infra, c activities.PodContainer) (*corev1.SecurityContext, error) {
+func securityContext(inf *infra, c contract.PodContainer) (*corev1.SecurityContext, error) {
 	sc := &corev1.SecurityContext{}
 	set := false
 	if g := inf.ContainerSecurityContext; g != nil {
@@ -449,7 +449,7 @@ func securityContext(inf *infra, c activities.PodContainer) (*corev1.SecurityCon
 
 // resources are a step's limits (the reference sets no requests for step containers: they
 // run one at a time).
-func resources(inf *infra, c activities.PodContainer) (corev1.ResourceRequirements, error) {
+func resources(inf *infra, c contract.PodContainer) (corev1.ResourceRequirements, error) {
 	var r corev1.ResourceRequirements
 	cpu, mem := c.CPU, c.Memory
 	if inf.Resources != nil && inf.Resources.Limits != nil {
@@ -466,7 +466,7 @@ func resources(inf *infra, c activities.PodContainer) (corev1.ResourceRequiremen
 		}
 		q, err := resource.ParseQuantity(v)
 		if err != nil {
-			return r, activities.Fail(activities.Unknown, "container %s: %s limit %q: %v", c.Name, name, v, err)
+			return r, contract.Fail(contract.Unknown, "container %s: %s limit %q: %v", c.Name, name, v, err)
 		}
 		if r.Limits == nil {
 			r.Limits = corev1.ResourceList{}

@@ -29,12 +29,12 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/container/wire"
 	k8sstep "github.com/gantry-cd/gantry/activities/k8s"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/registry"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -71,33 +71,33 @@ func (o outputVariable) variable() string {
 }
 
 // Step runs one container step in its container of the group's pod.
-func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Step(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	if in.Pod == nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s is not in a containerized step group", in.Type, in.StepPath)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s step %s is not in a containerized step group", in.Type, in.StepPath)
 	}
 	spec, err := decodeStepSpec(in)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	inf, k, mask, err := a.connect(ctx, in.Pod.Pod.Pod)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	info := activity.GetInfo(ctx)
 	log, err := a.Logs.OpenLazy(in.ExecutionID, in.StepPath,
 		fmt.Sprintf("# gantry: %s attempt %d in container %s of pod %s/%s", in.StepPath, info.Attempt, in.Pod.Container, inf.Namespace, in.Pod.Pod.Name))
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	defer log.Close()
 
-	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
+	runCtx, cancel := contract.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
 	if err := a.waitRunning(runCtx, k, in, inf, mask); err != nil {
-		return activities.StepResult{}, a.ended(ctx, runCtx, in, err)
+		return contract.StepResult{}, a.ended(ctx, runCtx, in, err)
 	}
 	// The steps the worker does for the pod through its helper container.
-	helperSteps := map[string]func(context.Context, *cluster, string, activities.StepInput, *logs.Writer) (activities.StepResult, error){
+	helperSteps := map[string]func(context.Context, *cluster, string, contract.StepInput, *logs.Writer) (contract.StepResult, error){
 		"GitClone": a.gitClone, "DownloadManifests": a.downloadManifests, "SaveCacheS3": a.saveCache, "RestoreCacheS3": a.restoreCache, "S3Upload": a.s3Upload,
 	}
 	if do, ok := helperSteps[in.Type]; ok {
@@ -115,43 +115,43 @@ func (a *Activity) Step(ctx context.Context, in activities.StepInput) (activitie
 		req, err = a.request(ctx, in, spec, mask)
 	}
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	req.Nonce = nonce()
 	res, last, err := a.exec(runCtx, k, string(inf.Namespace), in.Pod.Pod.Name, in.Pod.Container, req, log, mask)
 	if err != nil {
-		return activities.StepResult{}, a.ended(ctx, runCtx, in, err)
+		return contract.StepResult{}, a.ended(ctx, runCtx, in, err)
 	}
 	if log.Err() != nil {
-		return activities.StepResult{}, log.Err()
+		return contract.StepResult{}, log.Err()
 	}
 	// Test reports are read however the command ended: a test run that fails exits non-zero.
 	tests := a.testReports(runCtx, k, string(inf.Namespace), in, spec, log)
 	if err := commandFailure("container "+in.Pod.Container, res, last, tests, mask); err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	if buildStep(in.Type) {
-		return activities.StepResult{Outputs: publishedImages(image, res.Outputs["digest"])}, nil
+		return contract.StepResult{Outputs: publishedImages(image, res.Outputs["digest"])}, nil
 	}
 	if in.Type == "Background" {
 		log.Line(fmt.Sprintf("# gantry: started (pid %d); it runs until the step group ends", res.PID))
-		return activities.StepResult{}, nil
+		return contract.StepResult{}, nil
 	}
-	return activities.StepResult{Outputs: outputVariables(spec, res, mask), Tests: tests}, nil
+	return contract.StepResult{Outputs: outputVariables(spec, res, mask), Tests: tests}, nil
 }
 
 // commandFailure is the step's failure, where it ran (a container, a build machine) named, when its command did not succeed: an error of the
 // helper, a signal, a non-zero exit; nil otherwise. It carries the test reports read.
-func commandFailure(where string, res wire.Result, last string, tests *activities.TestSummary, mask *secrets.Masker) error {
+func commandFailure(where string, res wire.Result, last string, tests *contract.TestSummary, mask *secrets.Masker) error {
 	switch {
 	case res.Error != "" && res.ExitCode == 0:
-		return activities.FailWithTests(activities.Unknown, tests, "%s: %s", where, mask.Apply(res.Error))
+		return contract.FailWithTests(contract.Unknown, tests, "%s: %s", where, mask.Apply(res.Error))
 	case res.Signal != "":
 		msg := fmt.Sprintf("%s: the command was killed by signal %s", where, res.Signal)
 		if res.Signal == "KILL" {
 			msg += " (out of memory, if the container has a memory limit)"
 		}
-		return activities.FailWithTests(activities.Unknown, tests, "%s%s", msg, lastLine(last))
+		return contract.FailWithTests(contract.Unknown, tests, "%s%s", msg, lastLine(last))
 	case res.ExitCode != 0:
 		msg := fmt.Sprintf("%s: the command exited with code %d", where, res.ExitCode)
 		if res.ExitCode == 137 {
@@ -160,7 +160,7 @@ func commandFailure(where string, res wire.Result, last string, tests *activitie
 		if res.Error != "" {
 			msg += ": " + mask.Apply(res.Error)
 		}
-		return activities.FailWithTests(activities.Unknown, tests, "%s%s", msg, lastLine(last))
+		return contract.FailWithTests(contract.Unknown, tests, "%s%s", msg, lastLine(last))
 	}
 	return nil
 }
@@ -186,7 +186,7 @@ func outputVariables(spec stepSpec, res wire.Result, mask *secrets.Masker) map[s
 // testReports reads the JUnit reports a step names from its pod (through the helper
 // container, which shares the workspace) into a summary; nil when it names none. A report
 // that cannot be read is a line in the step's log, not a failure of the step.
-func (a *Activity) testReports(ctx context.Context, k *cluster, ns string, in activities.StepInput, spec stepSpec, log *logs.Writer) *activities.TestSummary {
+func (a *Activity) testReports(ctx context.Context, k *cluster, ns string, in contract.StepInput, spec stepSpec, log *logs.Writer) *contract.TestSummary {
 	r := spec.Reports
 	if r == nil || len(r.Spec.Paths) == 0 || (r.Type != "" && r.Type != "JUnit") {
 		return nil
@@ -194,7 +194,7 @@ func (a *Activity) testReports(ctx context.Context, k *cluster, ns string, in ac
 	var out bytes.Buffer
 	var errs strings.Builder
 	cmd := append([]string{"/gantry-helper", "reports", wire.Workspace}, r.Spec.Paths...)
-	if err := stream(ctx, k, ns, in.Pod.Pod.Name, activities.PodHelperContainer, cmd, nil, &out, &errs); err != nil {
+	if err := stream(ctx, k, ns, in.Pod.Pod.Name, contract.PodHelperContainer, cmd, nil, &out, &errs); err != nil {
 		log.Line(fmt.Sprintf("# gantry: test reports %v could not be read: %v %s", r.Spec.Paths, err, strings.TrimSpace(errs.String())))
 		return nil
 	}
@@ -203,8 +203,8 @@ func (a *Activity) testReports(ctx context.Context, k *cluster, ns string, in ac
 
 // summarizeReports reads the JUnit reports of a tar stream (gantry-helper reports) into a
 // summary, each report that is not JUnit a line in the step's log.
-func summarizeReports(out io.Reader, paths []string, log *logs.Writer) *activities.TestSummary {
-	sum := &activities.TestSummary{}
+func summarizeReports(out io.Reader, paths []string, log *logs.Writer) *contract.TestSummary {
+	sum := &contract.TestSummary{}
 	tr := tar.NewReader(out)
 	for {
 		h, err := tr.Next()
@@ -236,19 +236,19 @@ func lastLine(s string) string {
 
 // ended turns an error that ended a step early into its outcome: an abort stays an abort, the
 // step's own deadline is a Timeout.
-func (a *Activity) ended(ctx, runCtx context.Context, in activities.StepInput, err error) error {
+func (a *Activity) ended(ctx, runCtx context.Context, in contract.StepInput, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return activities.Fail(activities.Timeout, "container %s: the step ran longer than its timeout %s and was stopped", in.Pod.Container, in.Timeout)
+		return contract.Fail(contract.Timeout, "container %s: the step ran longer than its timeout %s and was stopped", in.Pod.Container, in.Timeout)
 	}
 	return err
 }
 
 // request is what the helper runs: secrets the pod carries stand in as placeholders, the
 // others travel on the exec stream (never in the pod spec or history).
-func (a *Activity) request(ctx context.Context, in activities.StepInput, spec stepSpec, mask *secrets.Masker) (wire.Request, error) {
+func (a *Activity) request(ctx context.Context, in contract.StepInput, spec stepSpec, mask *secrets.Masker) (wire.Request, error) {
 	inPod := map[string]bool{}
 	for _, id := range in.Pod.Pod.Secrets {
 		inPod[id] = true
@@ -314,7 +314,7 @@ func (a *Activity) request(ctx context.Context, in activities.StepInput, spec st
 // commandRequest is what the helper runs for a step's command in dir: its command and
 // environment with the secrets they reference expanded (or stood in for by standIn's
 // placeholders), and the expansion, for the step type's further fields.
-func commandRequest(ctx context.Context, r secrets.Resolver, mask *secrets.Masker, standIn func(string) (string, bool), in activities.StepInput, spec stepSpec, dir string) (wire.Request, func(what, s string) (string, error), error) {
+func commandRequest(ctx context.Context, r secrets.Resolver, mask *secrets.Masker, standIn func(string) (string, bool), in contract.StepInput, spec stepSpec, dir string) (wire.Request, func(what, s string) (string, error), error) {
 	req := wire.Request{Shell: spec.Shell, Dir: dir, Env: maps.Clone(in.Env)}
 	if req.Env == nil {
 		req.Env = map[string]string{}
@@ -322,7 +322,7 @@ func commandRequest(ctx context.Context, r secrets.Resolver, mask *secrets.Maske
 	expand := func(what, s string) (string, error) {
 		out, err := secrets.ExpandTo(ctx, r, mask, s, standIn)
 		if err != nil {
-			return "", activities.Fail(activities.Unknown, "%s: %v", what, err)
+			return "", contract.Fail(contract.Unknown, "%s: %v", what, err)
 		}
 		return out, nil
 	}
@@ -347,11 +347,11 @@ func nonce() string {
 
 // decodeStepSpec reads a container step's spec; a RunTests step becomes the Run step it is:
 // preCommand, its build tool with args, then postCommand.
-func decodeStepSpec(in activities.StepInput) (stepSpec, error) {
+func decodeStepSpec(in contract.StepInput) (stepSpec, error) {
 	var spec stepSpec
 	if in.Type != "RunTests" {
 		if err := json.Unmarshal(in.Spec, &spec); err != nil {
-			return spec, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
+			return spec, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
 		}
 		return spec, nil
 	}
@@ -363,11 +363,11 @@ func decodeStepSpec(in activities.StepInput) (stepSpec, error) {
 		PostCommand string `json:"postCommand"`
 	}
 	if err := json.Unmarshal(in.Spec, &rt); err != nil {
-		return spec, activities.Fail(activities.Unknown, "RunTests spec: %v", err)
+		return spec, contract.Fail(contract.Unknown, "RunTests spec: %v", err)
 	}
 	tool, ok := steps.TestTools[rt.BuildTool]
 	if !ok {
-		return spec, activities.Fail(activities.Unknown, "RunTests: buildTool %q is not one Gantry knows", rt.BuildTool)
+		return spec, contract.Fail(contract.Unknown, "RunTests: buildTool %q is not one Gantry knows", rt.BuildTool)
 	}
 	var cmd []string
 	if c := strings.TrimSpace(rt.PreCommand); c != "" {
@@ -404,7 +404,7 @@ func settingText(v any) string {
 // imageEntrypoint is what the step's image runs, as its configuration names it: its
 // entrypoint, then args when given (as Docker's args replace the image's command), else its
 // command. The step container's own runs gantry-helper instead, so the helper starts it.
-func (a *Activity) imageEntrypoint(ctx context.Context, in activities.StepInput, args []string) ([]string, error) {
+func (a *Activity) imageEntrypoint(ctx context.Context, in contract.StepInput, args []string) ([]string, error) {
 	for _, c := range in.Pod.Pod.Containers {
 		if c.Name == in.Pod.Container {
 			cfg, err := imageConfig(ctx, c.Image, in.Pod.Pod.Pod.Registries[c.ConnectorRef], a.Secrets)
@@ -417,12 +417,12 @@ func (a *Activity) imageEntrypoint(ctx context.Context, in activities.StepInput,
 			}
 			ep := append(append([]string{}, cfg.Entrypoint...), cmd...)
 			if len(ep) == 0 {
-				return nil, activities.Fail(activities.Unknown, "image %s names no entrypoint or command; set the step's entrypoint", c.Image)
+				return nil, contract.Fail(contract.Unknown, "image %s names no entrypoint or command; set the step's entrypoint", c.Image)
 			}
 			return ep, nil
 		}
 	}
-	return nil, activities.Fail(activities.Unknown, "container %s is not in pod %s", in.Pod.Container, in.Pod.Pod.Name)
+	return nil, contract.Fail(contract.Unknown, "container %s is not in pod %s", in.Pod.Container, in.Pod.Pod.Name)
 }
 
 // pullFailures are container waiting reasons that mean the image will not start.
@@ -431,7 +431,7 @@ var pullFailures = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": tru
 
 // waitRunning waits until the step's container runs, recreating the pod once if it is gone
 // or can no longer run, within the group's init timeout.
-func (a *Activity) waitRunning(ctx context.Context, k *cluster, in activities.StepInput, inf *infra, mask *secrets.Masker) error {
+func (a *Activity) waitRunning(ctx context.Context, k *cluster, in contract.StepInput, inf *infra, mask *secrets.Masker) error {
 	ns, name, cname := string(inf.Namespace), in.Pod.Pod.Name, in.Pod.Container
 	deadline := time.Now().Add(inf.initTimeout())
 	recreated := false
@@ -440,7 +440,7 @@ func (a *Activity) waitRunning(ctx context.Context, k *cluster, in activities.St
 		switch {
 		case apierrors.IsNotFound(err) || (err == nil && !runs(pod)):
 			if recreated {
-				return activities.Fail(activities.Unknown, "pod %s/%s of step group %s is gone again after it was recreated", ns, name, in.Pod.Pod.Group)
+				return contract.Fail(contract.Unknown, "pod %s/%s of step group %s is gone again after it was recreated", ns, name, in.Pod.Pod.Group)
 			}
 			why := "it no longer exists"
 			if err == nil {
@@ -449,7 +449,7 @@ func (a *Activity) waitRunning(ctx context.Context, k *cluster, in activities.St
 			// A step of a run that closed (terminated) must not bring its pod back.
 			if a.Closed != nil {
 				if closed, cerr := a.Closed(ctx, in.Pod.Pod.WorkflowID, in.Pod.Pod.RunID); cerr == nil && closed {
-					return activities.Fail(activities.Unknown, "pod %s/%s: %s, and its run has ended", ns, name, why)
+					return contract.Fail(contract.Unknown, "pod %s/%s: %s, and its run has ended", ns, name, why)
 				}
 			}
 			a.log().Sugar().Infow("recreating step group pod", "pod", name, "namespace", ns, "why", why)
@@ -465,7 +465,7 @@ func (a *Activity) waitRunning(ctx context.Context, k *cluster, in activities.St
 			return err
 		}
 		if time.Now().After(deadline) {
-			return activities.Fail(activities.Timeout, "container %s of pod %s/%s did not start within the init timeout %s: %s",
+			return contract.Fail(contract.Timeout, "container %s of pod %s/%s did not start within the init timeout %s: %s",
 				cname, ns, name, inf.initTimeout(), waiting(pod, cname))
 		}
 		if err := watchPod(ctx, k, ns, name, pod.ResourceVersion, time.Until(deadline)); err != nil {
@@ -478,10 +478,10 @@ func (a *Activity) waitRunning(ctx context.Context, k *cluster, in activities.St
 func containerReady(pod *corev1.Pod, name string) (bool, error) {
 	for _, s := range pod.Status.InitContainerStatuses {
 		if t := s.State.Terminated; t != nil && t.ExitCode != 0 {
-			return false, activities.Fail(activities.Unknown, "pod %s: Gantry's helper container %s failed (%s, exit code %d): %s", pod.Name, s.Name, t.Reason, t.ExitCode, t.Message)
+			return false, contract.Fail(contract.Unknown, "pod %s: Gantry's helper container %s failed (%s, exit code %d): %s", pod.Name, s.Name, t.Reason, t.ExitCode, t.Message)
 		}
 		if w := s.State.Waiting; w != nil && pullFailures[w.Reason] {
-			return false, activities.Fail(activities.Unknown, "pod %s: Gantry's helper image %s cannot be pulled (%s): %s; set the worker's --helper-image or the group's harnessImageConnectorRef", pod.Name, s.Image, w.Reason, w.Message)
+			return false, contract.Fail(contract.Unknown, "pod %s: Gantry's helper image %s cannot be pulled (%s): %s; set the worker's --helper-image or the group's harnessImageConnectorRef", pod.Name, s.Image, w.Reason, w.Message)
 		}
 	}
 	for _, s := range pod.Status.ContainerStatuses {
@@ -493,14 +493,14 @@ func containerReady(pod *corev1.Pod, name string) (bool, error) {
 			return true, nil
 		case s.State.Terminated != nil:
 			t := s.State.Terminated
-			return false, activities.Fail(activities.Unknown, "container %s of pod %s ended (%s, exit code %d) before its step ran%s", name, pod.Name, t.Reason, t.ExitCode, suffix(t.Message))
+			return false, contract.Fail(contract.Unknown, "container %s of pod %s ended (%s, exit code %d) before its step ran%s", name, pod.Name, t.Reason, t.ExitCode, suffix(t.Message))
 		case s.State.Waiting != nil && pullFailures[s.State.Waiting.Reason]:
 			w := s.State.Waiting
-			cat := activities.Unknown
+			cat := contract.Unknown
 			if strings.Contains(w.Message, "401") || strings.Contains(strings.ToLower(w.Message), "unauthorized") {
-				cat = activities.Authentication
+				cat = contract.Authentication
 			}
-			return false, activities.Fail(cat, "container %s: image %s cannot be pulled (%s)%s", name, s.Image, w.Reason, suffix(w.Message))
+			return false, contract.Fail(cat, "container %s: image %s cannot be pulled (%s)%s", name, s.Image, w.Reason, suffix(w.Message))
 		}
 	}
 	return false, nil
@@ -594,7 +594,7 @@ func (a *Activity) exec(ctx context.Context, k *cluster, ns, pod, container stri
 	if err != nil {
 		return wire.Result{}, "", err
 	}
-	return wire.Result{}, "", activities.Fail(activities.Unknown, "container %s of pod %s/%s: gantry-helper ended without a result%s", container, ns, pod, lastLine(errLast))
+	return wire.Result{}, "", contract.Fail(contract.Unknown, "container %s of pod %s/%s: gantry-helper ended without a result%s", container, ns, pod, lastLine(errLast))
 }
 
 // stream runs a command in a container through the exec API (WebSocket, else SPDY).
@@ -603,21 +603,21 @@ func stream(ctx context.Context, k *cluster, ns, pod, container string, command 
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: command, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec).URL()
 	ws, err := remotecommand.NewWebSocketExecutor(k.cfg, http.MethodGet, u.String())
 	if err != nil {
-		return activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
+		return contract.Fail(contract.Unknown, "exec in %s/%s: %v", pod, container, err)
 	}
 	spdy, err := remotecommand.NewSPDYExecutor(k.cfg, http.MethodPost, u)
 	if err != nil {
-		return activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
+		return contract.Fail(contract.Unknown, "exec in %s/%s: %v", pod, container, err)
 	}
 	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
 		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
 	})
 	if err != nil {
-		return activities.Fail(activities.Unknown, "exec in %s/%s: %v", pod, container, err)
+		return contract.Fail(contract.Unknown, "exec in %s/%s: %v", pod, container, err)
 	}
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil && ctx.Err() == nil {
-		return activities.Fail(activities.Unknown, "exec %s in container %s of pod %s/%s: %v", command[len(command)-1], container, ns, pod, err)
+		return contract.Fail(contract.Unknown, "exec %s in container %s of pod %s/%s: %v", command[len(command)-1], container, ns, pod, err)
 	}
 	return err
 }
@@ -694,7 +694,7 @@ func (o *output) line(s string) {
 func imageConfig(ctx context.Context, image string, c plan.RegistryConnector, r secrets.Resolver) (*v1.Config, error) {
 	ref, err := name.ParseReference(image)
 	if err != nil {
-		return nil, activities.Fail(activities.Unknown, "image %q: %v", image, err)
+		return nil, contract.Fail(contract.Unknown, "image %q: %v", image, err)
 	}
 	opts := []remote.Option{remote.WithContext(ctx)}
 	if c.ID != "" {

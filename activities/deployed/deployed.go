@@ -9,8 +9,8 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/records"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Activity reads and writes the records; without Records (a worker with no client) nothing
@@ -20,12 +20,12 @@ type Activity struct {
 }
 
 // Last returns what the newest successful stage of another execution deployed, nil when none.
-func (a *Activity) Last(ctx context.Context, k activities.DeployedKey) (*activities.Deployed, error) {
+func (a *Activity) Last(ctx context.Context, k contract.DeployedKey) (*contract.Deployed, error) {
 	if a.Records == nil {
 		return nil, nil
 	}
-	r, err := a.Records.Find(ctx, activities.DeployedID(k), what(k),
-		activities.ProvisionerQuery{Kinds: []string{activities.RecordKindDeployed}, Execution: k.Execution, Other: true})
+	r, err := a.Records.Find(ctx, contract.DeployedID(k), what(k),
+		contract.ProvisionerQuery{Kinds: []string{contract.RecordKindDeployed}, Execution: k.Execution, Other: true})
 	if err != nil || r == nil {
 		return nil, err
 	}
@@ -33,15 +33,15 @@ func (a *Activity) Last(ctx context.Context, k activities.DeployedKey) (*activit
 }
 
 // Record remembers a successful stage's deployment.
-func (a *Activity) Record(ctx context.Context, in activities.RecordDeployedInput) error {
+func (a *Activity) Record(ctx context.Context, in contract.RecordDeployedInput) error {
 	if a.Records == nil {
 		return nil
 	}
 	d := in.Deployed
-	return a.Records.Record(ctx, activities.DeployedID(in.Key), what(in.Key), activities.ProvisionerRecord{
-		Kind: activities.RecordKindDeployed, Execution: d.Execution, Time: activity.GetInfo(ctx).StartedTime, Deployed: &d})
+	return a.Records.Record(ctx, contract.DeployedID(in.Key), what(in.Key), contract.ProvisionerRecord{
+		Kind: contract.RecordKindDeployed, Execution: d.Execution, Time: activity.GetInfo(ctx).StartedTime, Deployed: &d})
 }
 
-func what(k activities.DeployedKey) string {
+func what(k contract.DeployedKey) string {
 	return "service " + k.Service + " on infrastructure " + k.Infra + " of environment " + k.Environment
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // The basic strategy keeps each release in a service of its own, `<serviceName>__<N>`:
@@ -85,7 +85,7 @@ func (r *run) serviceSetup(ctx context.Context, sameCount bool, resize string) (
 		resize = "ResizeNewFirst"
 	}
 	if resize != "ResizeNewFirst" && resize != "DownsizeOldFirst" {
-		return nil, activities.Fail(activities.Verification, "resizeStrategy %q is not ResizeNewFirst or DownsizeOldFirst", resize)
+		return nil, contract.Fail(contract.Verification, "resizeStrategy %q is not ResizeNewFirst or DownsizeOldFirst", resize)
 	}
 	versions, err := r.basicVersions(ctx, name)
 	if err != nil {
@@ -161,7 +161,7 @@ func (r *run) thisExecutionsVersion(ctx context.Context) (*types.Service, map[st
 func instanceCount(v any, unit string, base int32, what string) (int32, error) {
 	n, err := strconv.ParseFloat(strings.TrimSpace(fmt.Sprint(v)), 64)
 	if err != nil || n < 0 {
-		return 0, activities.Fail(activities.Verification, "%s %v is not a number", what, v)
+		return 0, contract.Fail(contract.Verification, "%s %v is not a number", what, v)
 	}
 	switch unit {
 	case "Count":
@@ -169,7 +169,7 @@ func instanceCount(v any, unit string, base int32, what string) (int32, error) {
 	case "Percentage":
 		return int32(math.Ceil(float64(base) * n / 100)), nil
 	}
-	return 0, activities.Fail(activities.Verification, "%s unit %q is not Count or Percentage", what, unit)
+	return 0, contract.Fail(contract.Verification, "%s unit %q is not Count or Percentage", what, unit)
 }
 
 // scaleTo sets a service's desired count and waits for it to be steady.
@@ -191,7 +191,7 @@ func (r *run) upgradeContainer(ctx context.Context, spec upgradeSpec) (map[strin
 		return nil, err
 	}
 	if s == nil {
-		return nil, activities.Fail(activities.Verification, "no service set up by this execution: EcsServiceSetup comes first")
+		return nil, contract.Fail(contract.Verification, "no service set up by this execution: EcsServiceSetup comes first")
 	}
 	target, _ := strconv.Atoi(tags[tagBasicTarget])
 	newCount, err := instanceCount(spec.NewServiceInstanceCount, spec.NewServiceInstanceUnit, int32(target), "newServiceInstanceCount")
@@ -295,7 +295,7 @@ func (r *run) scaleService(ctx context.Context, spec scaleSpec) (map[string]any,
 		return nil, err
 	}
 	if s == nil {
-		return nil, activities.Fail(activities.Verification, "service %s does not exist in cluster %s", spec.Service, r.d.Cluster)
+		return nil, contract.Fail(contract.Verification, "service %s does not exist in cluster %s", spec.Service, r.d.Cluster)
 	}
 	count, err := instanceCount(spec.Instances, spec.InstanceUnit, s.DesiredCount, "instances")
 	if err != nil {

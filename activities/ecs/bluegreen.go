@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs"
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/listeners"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Blue-green: EcsBlueGreenCreateService starts the new version as a green service of its own
@@ -128,16 +128,16 @@ func (r *run) blueGreenCreate(ctx context.Context, spec bgSpec) (map[string]any,
 	shift := truthy(spec.IsTrafficShift)
 	switch {
 	case shift && (spec.ProdListener == "" || spec.ProdListenerRuleArn == "" || spec.StageTargetGroupArn == ""):
-		return nil, activities.Fail(activities.Verification, "EcsBlueGreenCreateService with isTrafficShift needs prodListener, prodListenerRuleArn (whose weights the traffic shifts change) and stageTargetGroupArn")
+		return nil, contract.Fail(contract.Verification, "EcsBlueGreenCreateService with isTrafficShift needs prodListener, prodListenerRuleArn (whose weights the traffic shifts change) and stageTargetGroupArn")
 	case !shift && (spec.ProdListener == "" || spec.StageListener == ""):
-		return nil, activities.Fail(activities.Verification, "EcsBlueGreenCreateService needs prodListener and stageListener (and their rules, unless the listeners' default actions forward)")
+		return nil, contract.Fail(contract.Verification, "EcsBlueGreenCreateService needs prodListener and stageListener (and their rules, unless the listeners' default actions forward)")
 	}
 	tdFile, def, err := r.definitions()
 	if err != nil {
 		return nil, err
 	}
 	if len(def.LoadBalancers) == 0 {
-		return nil, activities.Fail(activities.Verification, "service definition of %s has no loadBalancers: a blue-green service needs one with containerName and containerPort", aws.ToString(def.ServiceName))
+		return nil, contract.Fail(contract.Verification, "service definition of %s has no loadBalancers: a blue-green service needs one with containerName and containerPort", aws.ToString(def.ServiceName))
 	}
 	prodTG, err := r.forwardsTo(ctx, spec.ProdListener, spec.ProdListenerRuleArn)
 	if err != nil {
@@ -231,7 +231,7 @@ func (r *run) blueGreenSwap(ctx context.Context, spec bgSpec) (map[string]any, e
 		return nil, err
 	}
 	if green == nil {
-		return nil, activities.Fail(activities.Verification, "no green service of this execution in cluster %s: run EcsBlueGreenCreateService first", r.d.Cluster)
+		return nil, contract.Fail(contract.Verification, "no green service of this execution in cluster %s: run EcsBlueGreenCreateService first", r.d.Cluster)
 	}
 	name := aws.ToString(green.ServiceName)
 	if tags[tagSwapped] != "true" {

@@ -28,10 +28,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awsauth"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -50,8 +50,8 @@ type Activity struct {
 }
 
 type run struct {
-	in      activities.StepInput
-	d       *activities.DeployInput
+	in      contract.StepInput
+	d       *contract.DeployInput
 	c       *ecs.Client
 	scaling *applicationautoscaling.Client
 	elb     *elb.Client
@@ -60,15 +60,15 @@ type run struct {
 }
 
 // Run runs an ECS step.
-func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	st, err := awsauth.Start(ctx, in, a.Logs, a.Secrets, "ECS")
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	defer st.End()
 	ctx, d := st.Ctx, in.Deploy
 	if d.Cluster == "" {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s needs a Deployment stage with deploymentType ECS", in.Type, in.StepPath)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s step %s needs a Deployment stage with deploymentType ECS", in.Type, in.StepPath)
 	}
 	r := &run{in: in, d: d, log: st.Log, mask: st.Mask}
 	r.c, r.scaling, r.elb = ecs.NewFromConfig(st.Cfg), applicationautoscaling.NewFromConfig(st.Cfg), elb.NewFromConfig(st.Cfg)
@@ -127,15 +127,15 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		_ = json.Unmarshal(in.Spec, &sc)
 		out, err = r.scaleService(ctx, sc)
 	default:
-		err = activities.Fail(activities.Unknown, "Gantry does not run %s steps", in.Type)
+		err = contract.Fail(contract.Unknown, "Gantry does not run %s steps", in.Type)
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return activities.StepResult{}, activities.Fail(activities.Timeout, "%s: the service did not reach its steady state within the step's timeout %s", in.Type, in.Timeout)
+			return contract.StepResult{}, contract.Fail(contract.Timeout, "%s: the service did not reach its steady state within the step's timeout %s", in.Type, in.Timeout)
 		}
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
-	return activities.StepResult{Outputs: out}, nil
+	return contract.StepResult{Outputs: out}, nil
 }
 
 func truthy(v any) bool { return v == true || v == "true" }
@@ -160,7 +160,7 @@ func (r *run) register(ctx context.Context, f plan.File) (string, error) {
 		return "", err
 	}
 	if aws.ToString(in.Family) == "" || len(in.ContainerDefinitions) == 0 {
-		return "", activities.Fail(activities.Verification, "task definition %s needs family and containerDefinitions", f.Path)
+		return "", contract.Fail(contract.Verification, "task definition %s needs family and containerDefinitions", f.Path)
 	}
 	out, err := r.c.RegisterTaskDefinition(ctx, &in)
 	if err != nil {
@@ -179,14 +179,14 @@ func (r *run) register(ctx context.Context, f plan.File) (string, error) {
 func (r *run) definitions() (plan.File, *ecs.CreateServiceInput, error) {
 	tds, sds := r.files("EcsTaskDefinition"), r.files("EcsServiceDefinition")
 	if len(tds) != 1 || len(sds) != 1 {
-		return plan.File{}, nil, activities.Fail(activities.Verification, "the ECS service needs one EcsTaskDefinition and one EcsServiceDefinition file (has %d and %d)", len(tds), len(sds))
+		return plan.File{}, nil, contract.Fail(contract.Verification, "the ECS service needs one EcsTaskDefinition and one EcsServiceDefinition file (has %d and %d)", len(tds), len(sds))
 	}
 	var svc ecs.CreateServiceInput
 	if err := decode(sds[0], &svc); err != nil {
 		return plan.File{}, nil, err
 	}
 	if aws.ToString(svc.ServiceName) == "" {
-		return plan.File{}, nil, activities.Fail(activities.Verification, "service definition %s needs serviceName", sds[0].Path)
+		return plan.File{}, nil, contract.Fail(contract.Verification, "service definition %s needs serviceName", sds[0].Path)
 	}
 	svc.Cluster = aws.String(r.d.Cluster)
 	return tds[0], &svc, nil
@@ -344,7 +344,7 @@ func (r *run) steady(ctx context.Context, name, taskDef string) (*types.Service,
 			return nil, err
 		}
 		if s == nil {
-			return nil, activities.Fail(activities.Verification, "service %s disappeared while it was deploying", name)
+			return nil, contract.Fail(contract.Verification, "service %s disappeared while it was deploying", name)
 		}
 		var primary *types.Deployment
 		for i, d := range s.Deployments {
@@ -354,7 +354,7 @@ func (r *run) steady(ctx context.Context, name, taskDef string) (*types.Service,
 		}
 		if primary != nil {
 			if primary.RolloutState == types.DeploymentRolloutStateFailed {
-				return nil, activities.Fail(activities.Verification, "service %s: the deployment of %s failed: %s", name, taskDef, aws.ToString(primary.RolloutStateReason))
+				return nil, contract.Fail(contract.Verification, "service %s: the deployment of %s failed: %s", name, taskDef, aws.ToString(primary.RolloutStateReason))
 			}
 			state := fmt.Sprintf("%d deployment(s); new: %d/%d running, %d pending", len(s.Deployments), primary.RunningCount, primary.DesiredCount, primary.PendingCount)
 			if state != last {
@@ -505,7 +505,7 @@ func (r *run) runTask(ctx context.Context, arn string, skipSteady bool) (map[str
 	}
 	if arn == "" {
 		if len(taskDef) != 1 {
-			return nil, activities.Fail(activities.Verification, "EcsRunTask needs a taskDefinition file or a taskDefinitionArn")
+			return nil, contract.Fail(contract.Verification, "EcsRunTask needs a taskDefinition file or a taskDefinitionArn")
 		}
 		var err error
 		if arn, err = r.register(ctx, taskDef[0]); err != nil {
@@ -525,7 +525,7 @@ func (r *run) runTask(ctx context.Context, arn string, skipSteady bool) (map[str
 	}
 	if len(out.Failures) > 0 {
 		f := out.Failures[0]
-		return nil, activities.Fail(activities.Verification, "run a task of %s: %s: %s", arn, aws.ToString(f.Reason), aws.ToString(f.Detail))
+		return nil, contract.Fail(contract.Verification, "run a task of %s: %s: %s", arn, aws.ToString(f.Reason), aws.ToString(f.Detail))
 	}
 	var arns []string
 	for _, t := range out.Tasks {
@@ -550,7 +550,7 @@ func (r *run) runTask(ctx context.Context, arn string, skipSteady bool) (map[str
 			stopped++
 			for _, c := range t.Containers {
 				if c.ExitCode != nil && *c.ExitCode != 0 {
-					return nil, activities.Fail(activities.Verification, "task %s: container %s exited with code %d (%s)", aws.ToString(t.TaskArn),
+					return nil, contract.Fail(contract.Verification, "task %s: container %s exited with code %d (%s)", aws.ToString(t.TaskArn),
 						aws.ToString(c.Name), *c.ExitCode, aws.ToString(t.StoppedReason))
 				}
 			}

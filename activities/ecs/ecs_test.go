@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/ecs"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -32,7 +32,7 @@ const serviceDef = `{"serviceName": "web", "launchType": "FARGATE", "desiredCoun
  "networkConfiguration": {"awsvpcConfiguration": {"subnets": ["subnet-1"], "securityGroups": ["sg-1"], "assignPublicIp": "ENABLED"}},
  "deploymentConfiguration": {"maximumPercent": 200, "minimumHealthyPercent": 100}}`
 
-func step(t *testing.T, a *ecs.Activity, typ, exec, image string, count int, spec string, extra ...plan.Manifest) (map[string]any, *activities.Failure) {
+func step(t *testing.T, a *ecs.Activity, typ, exec, image string, count int, spec string, extra ...plan.Manifest) (map[string]any, *contract.Failure) {
 	t.Helper()
 	ms := []plan.Manifest{
 		{ID: "td", Type: "EcsTaskDefinition", Files: []plan.File{{Path: "task.yaml", Text: fmt.Sprintf(taskDef, image)}}},
@@ -40,12 +40,12 @@ func step(t *testing.T, a *ecs.Activity, typ, exec, image string, count int, spe
 		{ID: "st", Type: "EcsScalableTargetDefinition", Files: []plan.File{{Path: "target.yaml", Text: fmt.Sprintf("minCapacity: %d\nmaxCapacity: %d\n", count, count*3)}}},
 		{ID: "sp", Type: "EcsScalingPolicyDefinition", Files: []plan.File{{Path: "policy.yaml", Text: "policyName: cpu\npolicyType: TargetTrackingScaling\ntargetTrackingScalingPolicyConfiguration:\n  targetValue: 60\n  predefinedMetricSpecification: {predefinedMetricType: ECSServiceAverageCPUUtilization}\n"}}},
 	}
-	in := activities.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(spec), Timeout: time.Minute,
-		Deploy: &activities.DeployInput{Aws: &plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDECS", SecretKeyRef: "k"},
+	in := contract.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(spec), Timeout: time.Minute,
+		Deploy: &contract.DeployInput{Aws: &plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDECS", SecretKeyRef: "k"},
 			Region: "eu-west-1", Cluster: "prod", Manifests: append(ms, extra...)}}
 	res, err := a.Run(context.Background(), in)
 	if err != nil {
-		return nil, activities.Classify(err)
+		return nil, contract.Classify(err)
 	}
 	return res.Outputs, nil
 }
@@ -91,7 +91,7 @@ func TestEcsSteps(t *testing.T) {
 	}
 
 	_, f = step(t, a, "EcsRollingDeploy", "exec-4", "crashloop:1", 3, `{}`)
-	if f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "circuit breaker") {
+	if f == nil || f.Category != contract.Verification || !strings.Contains(f.Message, "circuit breaker") {
 		t.Fatalf("a failed rollout: %+v", f)
 	}
 
@@ -105,7 +105,7 @@ func TestEcsSteps(t *testing.T) {
 		t.Fatal("the canary service is still there")
 	}
 
-	run := func(command string) (map[string]any, *activities.Failure) {
+	run := func(command string) (map[string]any, *contract.Failure) {
 		return step(t, a, "EcsRunTask", "exec-6", "busybox", 1, `{}`, plan.Manifest{ID: "migrate", Type: "EcsRunTask",
 			Files:  []plan.File{{Path: "migrate.yaml", Text: fmt.Sprintf(taskDef, "migrations:1")}},
 			Values: []plan.File{{Path: "run.yaml", Text: "launchType: FARGATE\noverrides:\n  containerOverrides: [{name: web, command: [sh, -c, '" + command + "']}]\n"}}})
@@ -113,7 +113,7 @@ func TestEcsSteps(t *testing.T) {
 	if out, f = run("migrate up"); f != nil || len(out["taskArns"].([]string)) != 1 {
 		t.Fatalf("run task: %v %+v", out, f)
 	}
-	if _, f = run("exit 1"); f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "container web exited with code 1") {
+	if _, f = run("exit 1"); f == nil || f.Category != contract.Verification || !strings.Contains(f.Message, "container web exited with code 1") {
 		t.Fatalf("a failing task: %+v", f)
 	}
 
@@ -155,7 +155,7 @@ func TestEcsBlueGreen(t *testing.T) {
 	fake.AddListener(stageL, "", tgB)
 	a := &ecs.Activity{Secrets: awsfake.Secrets{"k": "secret"}, Logs: logs.Store{Dir: t.TempDir()}}
 	bgSpec := `{"loadBalancer": "` + lb + `", "prodListener": "` + prodL + `", "prodListenerRuleArn": "` + prodRule + `", "stageListener": "` + stageL + `", "sameAsAlreadyRunningInstances": true}`
-	withLB := func(typ, exec, image, spec string) (map[string]any, *activities.Failure) {
+	withLB := func(typ, exec, image, spec string) (map[string]any, *contract.Failure) {
 		t.Helper()
 		return step(t, a, typ, exec, image, 2, spec)
 	}
@@ -309,7 +309,7 @@ func TestEcsTrafficShift(t *testing.T) {
 	if out, f := step(t, a, "EcsBlueGreenCreateService", "exec-2", "nginx:2", 2, create); f != nil || out["stageTargetGroupArn"] != tgB {
 		t.Fatalf("create green for traffic shifting: %v %+v", out, f)
 	}
-	shift := func(exec string, pct int) *activities.Failure {
+	shift := func(exec string, pct int) *contract.Failure {
 		_, f := step(t, a, "EcsBlueGreenTrafficShift", exec, "nginx:2", 2, fmt.Sprintf(`{"ecsTrafficShiftWrapper": {"type": "Inherit", "spec": {"weightPercentage": %d}}}`, pct))
 		return f
 	}

@@ -11,7 +11,7 @@ import (
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // EcsBlueGreenTrafficShift weighs a listener rule's forward action between target groups.
@@ -70,7 +70,7 @@ func (r *run) ruleForward(ctx context.Context, rule string) ([]weighted, error) 
 		return nil, r.fail(err, "read listener rule %s", rule)
 	}
 	if len(out.Rules) == 0 {
-		return nil, activities.Fail(activities.Verification, "listener rule %s does not exist", rule)
+		return nil, contract.Fail(contract.Verification, "listener rule %s does not exist", rule)
 	}
 	for _, a := range out.Rules[0].Actions {
 		if a.Type != elbtypes.ActionTypeEnumForward {
@@ -87,7 +87,7 @@ func (r *run) ruleForward(ctx context.Context, rule string) ([]weighted, error) 
 			return []weighted{{tg: tg, weight: 1}}, nil
 		}
 	}
-	return nil, activities.Fail(activities.Verification, "listener rule %s does not forward to a target group", rule)
+	return nil, contract.Fail(contract.Verification, "listener rule %s does not forward to a target group", rule)
 }
 
 func (r *run) ruleTags(ctx context.Context, rule string) (map[string]string, error) {
@@ -107,7 +107,7 @@ func (r *run) ruleTags(ctx context.Context, rule string) (map[string]string, err
 func percentage(v any, what string) (int32, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(fmt.Sprint(v)))
 	if err != nil || n < 0 || n > 100 {
-		return 0, activities.Fail(activities.Verification, "%s %v is not a whole number from 0 to 100", what, v)
+		return 0, contract.Fail(contract.Verification, "%s %v is not a whole number from 0 to 100", what, v)
 	}
 	return int32(n), nil
 }
@@ -120,19 +120,19 @@ func (r *run) trafficShift(ctx context.Context, spec shiftSpec) (map[string]any,
 	case "Inherit":
 		return r.inheritShift(ctx, w.Spec.WeightPercentage)
 	}
-	return nil, activities.Fail(activities.Verification, "ecsTrafficShiftWrapper type %q is not Standalone or Inherit", w.Type)
+	return nil, contract.Fail(contract.Verification, "ecsTrafficShiftWrapper type %q is not Standalone or Inherit", w.Type)
 }
 
 func (r *run) standaloneShift(ctx context.Context, spec shiftSpec) (map[string]any, error) {
 	s := spec.EcsTrafficShiftWrapper.Spec
 	if s.ListenerRuleArn == "" || len(s.ForwardConfig) == 0 {
-		return nil, activities.Fail(activities.Verification, "a Standalone traffic shift needs listenerRuleArn and forwardConfig")
+		return nil, contract.Fail(contract.Verification, "a Standalone traffic shift needs listenerRuleArn and forwardConfig")
 	}
 	var groups []weighted
 	for _, f := range s.ForwardConfig {
 		n, err := strconv.Atoi(strings.TrimSpace(fmt.Sprint(f.Weight)))
 		if err != nil || n < 0 || n > 999 {
-			return nil, activities.Fail(activities.Verification, "forwardConfig weight %v of %s is not a whole number from 0 to 999", f.Weight, f.TargetGroupArn)
+			return nil, contract.Fail(contract.Verification, "forwardConfig weight %v of %s is not a whole number from 0 to 999", f.Weight, f.TargetGroupArn)
 		}
 		groups = append(groups, weighted{tg: f.TargetGroupArn, weight: int32(n)})
 	}
@@ -216,11 +216,11 @@ func (r *run) inheritShift(ctx context.Context, pct any) (map[string]any, error)
 		return nil, err
 	}
 	if green == nil {
-		return nil, activities.Fail(activities.Verification, "an Inherit traffic shift needs this execution's EcsBlueGreenCreateService first: it has no green service")
+		return nil, contract.Fail(contract.Verification, "an Inherit traffic shift needs this execution's EcsBlueGreenCreateService first: it has no green service")
 	}
 	rule := tags[tagProdRule]
 	if rule == "" {
-		return nil, activities.Fail(activities.Verification, "an Inherit traffic shift weighs the prod listener's rule: EcsBlueGreenCreateService needs prodListenerRuleArn")
+		return nil, contract.Fail(contract.Verification, "an Inherit traffic shift weighs the prod listener's rule: EcsBlueGreenCreateService needs prodListenerRuleArn")
 	}
 	groups := []weighted{{tg: tags[tagStageTG], weight: weight}, {tg: tags[tagProdTG], weight: 100 - weight}}
 	if err := r.weighRule(ctx, rule, groups); err != nil {

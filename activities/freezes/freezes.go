@@ -1,5 +1,5 @@
 // Package freezes turns the global deployment freeze on and off and reads it: a workflow of
-// the internal namespace that runs while the freeze is on (activities.GlobalFreezeID).
+// the internal namespace that runs while the freeze is on (contract.GlobalFreezeID).
 package freezes
 
 import (
@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Global reaches the global freeze through a client of the internal namespace.
@@ -26,20 +26,20 @@ type Global struct {
 const memoKey = "freeze"
 
 // State reads the global freeze: on while its workflow runs.
-func (g *Global) State(ctx context.Context) (activities.GlobalFreeze, error) {
-	d, err := g.Client.DescribeWorkflowExecution(ctx, activities.GlobalFreezeID, "")
+func (g *Global) State(ctx context.Context) (contract.GlobalFreeze, error) {
+	d, err := g.Client.DescribeWorkflowExecution(ctx, contract.GlobalFreezeID, "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
-		return activities.GlobalFreeze{}, nil
+		return contract.GlobalFreeze{}, nil
 	}
 	if err != nil {
-		return activities.GlobalFreeze{}, fmt.Errorf("read the global deployment freeze: %w", err)
+		return contract.GlobalFreeze{}, fmt.Errorf("read the global deployment freeze: %w", err)
 	}
 	info := d.GetWorkflowExecutionInfo()
 	if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-		return activities.GlobalFreeze{}, nil
+		return contract.GlobalFreeze{}, nil
 	}
-	st := activities.GlobalFreeze{On: true, Since: info.GetStartTime().AsTime()}
+	st := contract.GlobalFreeze{On: true, Since: info.GetStartTime().AsTime()}
 	if p := info.GetMemo().GetFields()[memoKey]; p != nil {
 		_ = converter.GetDefaultDataConverter().FromPayload(p, &st)
 		st.On = true
@@ -48,13 +48,13 @@ func (g *Global) State(ctx context.Context) (activities.GlobalFreeze, error) {
 }
 
 // On turns the global freeze on; it is an error when it is on already.
-func (g *Global) On(ctx context.Context, by, reason string) (activities.GlobalFreeze, error) {
-	st := activities.GlobalFreeze{On: true, By: by, Since: time.Now().UTC(), Reason: reason}
+func (g *Global) On(ctx context.Context, by, reason string) (contract.GlobalFreeze, error) {
+	st := contract.GlobalFreeze{On: true, By: by, Since: time.Now().UTC(), Reason: reason}
 	_, err := g.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID: activities.GlobalFreezeID, TaskQueue: g.TaskQueue, StaticSummary: "Global deployment freeze",
+		ID: contract.GlobalFreezeID, TaskQueue: g.TaskQueue, StaticSummary: "Global deployment freeze",
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL, WorkflowExecutionErrorWhenAlreadyStarted: true,
 		Memo: map[string]any{memoKey: st},
-	}, activities.FreezeWorkflow, st)
+	}, contract.FreezeWorkflow, st)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		cur, _ := g.State(ctx)
@@ -69,13 +69,13 @@ func (g *Global) On(ctx context.Context, by, reason string) (activities.GlobalFr
 // Off turns the global freeze off and returns once it is (a deployment that starts after Off
 // returns is not refused); off already is no error (false).
 func (g *Global) Off(ctx context.Context, by string) (bool, error) {
-	err := g.Client.SignalWorkflow(ctx, activities.GlobalFreezeID, "", activities.SignalFreezeOff, by)
+	err := g.Client.SignalWorkflow(ctx, contract.GlobalFreezeID, "", contract.SignalFreezeOff, by)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return false, nil
 	}
 	if err == nil {
-		err = g.Client.GetWorkflow(ctx, activities.GlobalFreezeID, "").Get(ctx, nil)
+		err = g.Client.GetWorkflow(ctx, contract.GlobalFreezeID, "").Get(ctx, nil)
 	}
 	if err != nil {
 		return false, fmt.Errorf("turn the global deployment freeze off: %w", err)
@@ -95,7 +95,7 @@ type Change struct {
 // start is an "on", its completion an "off".
 func (g *Global) Changes(ctx context.Context, since time.Time) ([]Change, error) {
 	runs := map[string]bool{}
-	d, err := g.Client.DescribeWorkflowExecution(ctx, activities.GlobalFreezeID, "")
+	d, err := g.Client.DescribeWorkflowExecution(ctx, contract.GlobalFreezeID, "")
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
@@ -104,7 +104,7 @@ func (g *Global) Changes(ctx context.Context, since time.Time) ([]Change, error)
 		return nil, fmt.Errorf("read the global freeze's changes: %w", err)
 	}
 	runs[d.GetWorkflowExecutionInfo().GetExecution().GetRunId()] = true
-	query := fmt.Sprintf("WorkflowId = '%s' AND (ExecutionStatus = 'Running' OR CloseTime >= '%s')", activities.GlobalFreezeID, since.UTC().Format(time.RFC3339Nano))
+	query := fmt.Sprintf("WorkflowId = '%s' AND (ExecutionStatus = 'Running' OR CloseTime >= '%s')", contract.GlobalFreezeID, since.UTC().Format(time.RFC3339Nano))
 	var token []byte
 	for {
 		resp, err := g.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
@@ -121,7 +121,7 @@ func (g *Global) Changes(ctx context.Context, since time.Time) ([]Change, error)
 	dc := converter.GetDefaultDataConverter()
 	var out []Change
 	for run := range runs {
-		iter := g.Client.GetWorkflowHistory(ctx, activities.GlobalFreezeID, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		iter := g.Client.GetWorkflowHistory(ctx, contract.GlobalFreezeID, run, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 		for iter.HasNext() {
 			ev, err := iter.Next()
 			if errors.As(err, &nf) {
@@ -132,7 +132,7 @@ func (g *Global) Changes(ctx context.Context, since time.Time) ([]Change, error)
 			}
 			switch ev.GetEventType() {
 			case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-				var st activities.GlobalFreeze
+				var st contract.GlobalFreeze
 				if p := ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads(); len(p) == 1 && dc.FromPayload(p[0], &st) == nil {
 					out = append(out, Change{On: true, By: st.By, At: ev.GetEventTime().AsTime(), Reason: st.Reason})
 				}

@@ -30,8 +30,8 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/manifests"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -50,20 +50,20 @@ type Fetcher struct {
 // paths and values paths at that commit. Failures are step failures with a category:
 // Authentication, Connectivity, Verification (no such repository, branch, commit or path) or
 // Unknown; their messages name the repository, the ref and the path, never a credential.
-func (f *Fetcher) Fetch(ctx context.Context, st *plan.GitStore) (activities.Fetched, error) {
+func (f *Fetcher) Fetch(ctx context.Context, st *plan.GitStore) (contract.Fetched, error) {
 	repoURL := st.RepoURL()
 	where := redact(repoURL)
 	auth, err := f.auth(ctx, st.Connector)
 	if err != nil {
-		return activities.Fetched{}, err
+		return contract.Fetched{}, err
 	}
 	commit := st.Commit
 	if commit == "" {
 		if st.Branch == "" {
-			return activities.Fetched{}, activities.Fail(activities.Verification, "%s: the store names neither a branch nor a commit", where)
+			return contract.Fetched{}, contract.Fail(contract.Verification, "%s: the store names neither a branch nor a commit", where)
 		}
 		if commit, err = headOf(ctx, repoURL, st.Branch, auth); err != nil {
-			return activities.Fetched{}, classify(err, "%s, branch %s", where, st.Branch)
+			return contract.Fetched{}, classify(err, "%s, branch %s", where, st.Branch)
 		}
 	}
 	key := cacheKey(repoURL, commit)
@@ -72,23 +72,23 @@ func (f *Fetcher) Fetch(ctx context.Context, st *plan.GitStore) (activities.Fetc
 	defer mu.(*sync.Mutex).Unlock()
 	dir := filepath.Join(f.cacheDir(), key)
 	wanted := append(append([]string(nil), st.Paths...), st.ValuesPaths...)
-	out := activities.Fetched{Commit: commit, Cached: cached(dir, wanted)}
+	out := contract.Fetched{Commit: commit, Cached: cached(dir, wanted)}
 	if !out.Cached {
 		if out.Commit, err = fetchInto(ctx, dir, repoURL, st.Branch, st.Commit, auth, wanted); err != nil {
-			return activities.Fetched{}, err
+			return contract.Fetched{}, err
 		}
 	}
 	for _, p := range st.Paths {
 		files, err := readTree(dir, p, !st.AllFiles)
 		if err != nil {
-			return activities.Fetched{}, activities.Fail(activities.Verification, "%s at %s: %v", where, short(out.Commit), err)
+			return contract.Fetched{}, contract.Fail(contract.Verification, "%s at %s: %v", where, short(out.Commit), err)
 		}
 		out.Files = append(out.Files, files...)
 	}
 	for _, p := range st.ValuesPaths {
 		files, err := readTree(dir, p, false)
 		if err != nil {
-			return activities.Fetched{}, activities.Fail(activities.Verification, "%s at %s: values %v", where, short(out.Commit), err)
+			return contract.Fetched{}, contract.Fail(contract.Verification, "%s at %s: values %v", where, short(out.Commit), err)
 		}
 		out.Values = append(out.Values, files...)
 	}
@@ -96,7 +96,7 @@ func (f *Fetcher) Fetch(ctx context.Context, st *plan.GitStore) (activities.Fetc
 }
 
 // Activity is the FetchManifests activity.
-func (f *Fetcher) Activity(ctx context.Context, in activities.FetchInput) (activities.Fetched, error) {
+func (f *Fetcher) Activity(ctx context.Context, in contract.FetchInput) (contract.Fetched, error) {
 	return f.Fetch(ctx, &in.Store)
 }
 
@@ -139,7 +139,7 @@ func fetchInto(ctx context.Context, dir, repoURL, branch, commit string, auth tr
 	} else {
 		h, err := repo.ResolveRevision(plumbing.Revision(commit))
 		if err != nil {
-			return "", activities.Fail(activities.Verification, "%s: no commit %s", where, commit)
+			return "", contract.Fail(contract.Verification, "%s: no commit %s", where, commit)
 		}
 		hash = *h
 	}
@@ -153,7 +153,7 @@ func fetchInto(ctx context.Context, dir, repoURL, branch, commit string, auth tr
 	}
 	for _, p := range wanted {
 		if err := writePath(tree, dir, p); err != nil {
-			return "", activities.Fail(activities.Verification, "%s at %s: %v", where, short(hash.String()), err)
+			return "", contract.Fail(contract.Verification, "%s at %s: %v", where, short(hash.String()), err)
 		}
 	}
 	return hash.String(), nil
@@ -295,12 +295,12 @@ func (f *Fetcher) auth(ctx context.Context, c plan.GitConnector) (transport.Auth
 		}
 		keys, err := gitssh.NewPublicKeys(user, []byte(key), "")
 		if err != nil {
-			return nil, activities.Fail(activities.Authentication, "connector %s: sshKeyRef %s does not hold a private key this worker can read: %v", c.ID, c.SSHKeyRef, err)
+			return nil, contract.Fail(contract.Authentication, "connector %s: sshKeyRef %s does not hold a private key this worker can read: %v", c.ID, c.SSHKeyRef, err)
 		}
 		// Host keys are checked against known_hosts ($SSH_KNOWN_HOSTS, else ~/.ssh/known_hosts).
 		cb, err := gitssh.NewKnownHostsCallback()
 		if err != nil {
-			return nil, activities.Fail(activities.Authentication, "connector %s: no known_hosts to check the server's key against (set SSH_KNOWN_HOSTS or fill ~/.ssh/known_hosts): %v", c.ID, err)
+			return nil, contract.Fail(contract.Authentication, "connector %s: no known_hosts to check the server's key against (set SSH_KNOWN_HOSTS or fill ~/.ssh/known_hosts): %v", c.ID, err)
 		}
 		keys.HostKeyCallback = cb
 		return keys, nil
@@ -322,16 +322,16 @@ func classify(err error, format string, args ...any) error {
 	switch {
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
 		strings.Contains(err.Error(), "unable to authenticate"):
-		return activities.Fail(activities.Authentication, "%s: the server refused the connector's credentials: %v", where, err)
+		return contract.Fail(contract.Authentication, "%s: the server refused the connector's credentials: %v", where, err)
 	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return activities.Fail(activities.Verification, "%s: repository not found", where)
+		return contract.Fail(contract.Verification, "%s: repository not found", where)
 	case errors.Is(err, plumbing.ErrReferenceNotFound), errors.Is(err, git.NoMatchingRefSpecError{}):
-		return activities.Fail(activities.Verification, "%s: not found in the repository", where)
+		return contract.Fail(contract.Verification, "%s: not found in the repository", where)
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &opErr), errors.As(err, &netErr),
 		strings.Contains(err.Error(), "connection refused"), strings.Contains(err.Error(), "no such host"):
-		return activities.Fail(activities.Connectivity, "%s: cannot reach the Git server: %v", where, err)
+		return contract.Fail(contract.Connectivity, "%s: cannot reach the Git server: %v", where, err)
 	}
-	return activities.Fail(activities.Unknown, "%s: %v", where, err)
+	return contract.Fail(contract.Unknown, "%s: %v", where, err)
 }
 
 func (f *Fetcher) cacheDir() string {

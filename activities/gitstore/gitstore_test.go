@@ -11,8 +11,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -109,7 +109,7 @@ func TestFetchTooLarge(t *testing.T) {
 	srv, f, _ := setup(t)
 	srv.Commit("app", "main", map[string]string{"k8s/big.yaml": strings.Repeat("# padding\n", 110000)})
 	_, err := f.Fetch(context.Background(), httpStore(srv))
-	if category(err) != string(activities.Verification) || !strings.Contains(err.Error(), "too much to carry") {
+	if category(err) != string(contract.Verification) || !strings.Contains(err.Error(), "too much to carry") {
 		t.Fatalf("%v", err)
 	}
 }
@@ -133,15 +133,15 @@ func TestFetchFailures(t *testing.T) {
 	cases := []struct {
 		name   string
 		change func(*plan.GitStore)
-		want   activities.Category
+		want   contract.Category
 		says   string
 	}{
-		{"bad token", func(s *plan.GitStore) { s.Connector.PasswordRef = "wrong" }, activities.Authentication, "refused"},
-		{"no branch", func(s *plan.GitStore) { s.Branch = "release" }, activities.Verification, "branch release"},
-		{"no commit", func(s *plan.GitStore) { s.Commit = strings.Repeat("ab", 20) }, activities.Verification, "no commit"},
-		{"no path", func(s *plan.GitStore) { s.Paths = []string{"helm"} }, activities.Verification, "helm: no such file or folder"},
-		{"no repository", func(s *plan.GitStore) { s.Connector.URL = srv.HTTPURL + "/other.git" }, activities.Verification, "other.git"},
-		{"unreachable", func(s *plan.GitStore) { s.Connector.URL = "http://127.0.0.1:1/app.git" }, activities.Connectivity, "cannot reach"},
+		{"bad token", func(s *plan.GitStore) { s.Connector.PasswordRef = "wrong" }, contract.Authentication, "refused"},
+		{"no branch", func(s *plan.GitStore) { s.Branch = "release" }, contract.Verification, "branch release"},
+		{"no commit", func(s *plan.GitStore) { s.Commit = strings.Repeat("ab", 20) }, contract.Verification, "no commit"},
+		{"no path", func(s *plan.GitStore) { s.Paths = []string{"helm"} }, contract.Verification, "helm: no such file or folder"},
+		{"no repository", func(s *plan.GitStore) { s.Connector.URL = srv.HTTPURL + "/other.git" }, contract.Verification, "other.git"},
+		{"unreachable", func(s *plan.GitStore) { s.Connector.URL = "http://127.0.0.1:1/app.git" }, contract.Connectivity, "cannot reach"},
 	}
 	f.Secrets.(secrets.Map)["wrong"] = "not-the-token"
 	for _, c := range cases {

@@ -12,8 +12,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // MaxBodyBytes bounds the response body kept for expressions.
@@ -41,10 +41,10 @@ type Activity struct {
 
 // Run sends the request. Its outputs are httpUrl, httpMethod, httpResponseCode and
 // httpResponseBody (masked).
-func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	var spec Spec
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "Http spec: %v", err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "Http spec: %v", err)
 	}
 	method := strings.ToUpper(strings.TrimSpace(spec.Method))
 	if method == "" {
@@ -53,15 +53,15 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	mask := &secrets.Masker{}
 	rawURL, err := secrets.Expand(ctx, a.Secrets, mask, spec.URL)
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "url: %v", err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "url: %v", err)
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Scheme == "" || u.Host == "" {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "url %q is not an absolute http(s) URL", mask.Apply(rawURL))
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "url %q is not an absolute http(s) URL", mask.Apply(rawURL))
 	}
 	body, err := secrets.Expand(ctx, a.Secrets, mask, spec.RequestBody)
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "requestBody: %v", err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "requestBody: %v", err)
 	}
 	if in.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -70,12 +70,12 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), strings.NewReader(body))
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "build request: %v", err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "build request: %v", err)
 	}
 	for _, h := range spec.Headers {
 		v, err := secrets.Expand(ctx, a.Secrets, mask, h.Value)
 		if err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "header %s: %v", h.Key, err)
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "header %s: %v", h.Key, err)
 		}
 		req.Header.Add(h.Key, v)
 	}
@@ -85,14 +85,14 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return activities.StepResult{}, classify(ctx, in, mask, err)
+		return contract.StepResult{}, classify(ctx, in, mask, err)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes))
 	if err != nil {
-		return activities.StepResult{}, classify(ctx, in, mask, err)
+		return contract.StepResult{}, classify(ctx, in, mask, err)
 	}
-	return activities.StepResult{Outputs: map[string]any{
+	return contract.StepResult{Outputs: map[string]any{
 		"httpUrl":          mask.Apply(u.String()),
 		"httpMethod":       method,
 		"httpResponseCode": resp.StatusCode,
@@ -102,17 +102,17 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 
 // classify maps a transport error to a category: deadline ⇒ Timeout, TLS ⇒ Authentication,
 // anything else (refused, DNS, reset) ⇒ Connectivity.
-func classify(ctx context.Context, in activities.StepInput, mask *secrets.Masker, err error) error {
+func classify(ctx context.Context, in contract.StepInput, mask *secrets.Masker, err error) error {
 	msg := mask.Apply(err.Error())
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return activities.Fail(activities.Timeout, "no response within the step timeout %s: %s", in.Timeout, msg)
+		return contract.Fail(contract.Timeout, "no response within the step timeout %s: %s", in.Timeout, msg)
 	}
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	var certErr *tls.CertificateVerificationError
 	if errors.As(err, &certErr) {
-		return activities.Fail(activities.Authentication, "TLS: %s", msg)
+		return contract.Fail(contract.Authentication, "TLS: %s", msg)
 	}
-	return activities.Fail(activities.Connectivity, "request failed: %s", msg)
+	return contract.Fail(contract.Connectivity, "request failed: %s", msg)
 }

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/registry"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -26,18 +26,18 @@ type Artifacts struct {
 // list must hold, or the highest matching versionRegex (the whole version, compared as
 // versions are). The version's attributes are its metadata. Failures are Verification
 // failures naming what was looked for; the script's output is only in their message.
-func (a *Artifacts) Resolve(ctx context.Context, in activities.CustomArtifactInput) (activities.CustomArtifactResolved, error) {
+func (a *Artifacts) Resolve(ctx context.Context, in contract.CustomArtifactInput) (contract.CustomArtifactResolved, error) {
 	sc := in.Script
 	mask := &secrets.Masker{}
 	script, err := secrets.Expand(ctx, a.Secrets, mask, sc.Script)
 	if err != nil {
-		return activities.CustomArtifactResolved{}, activities.Fail(activities.Unknown, "artifact %s: script: %v", in.Artifact, err)
+		return contract.CustomArtifactResolved{}, contract.Fail(contract.Unknown, "artifact %s: script: %v", in.Artifact, err)
 	}
 	var env []string
 	for _, v := range sc.Inputs {
 		val, err := secrets.Value(ctx, a.Secrets, mask, v.Type, v.Value)
 		if err != nil {
-			return activities.CustomArtifactResolved{}, activities.Fail(activities.Unknown, "artifact %s: input %s: %v", in.Artifact, v.Name, err)
+			return contract.CustomArtifactResolved{}, contract.Fail(contract.Unknown, "artifact %s: input %s: %v", in.Artifact, v.Name, err)
 		}
 		env = append(env, v.Name+"="+val)
 	}
@@ -46,27 +46,27 @@ func (a *Artifacts) Resolve(ctx context.Context, in activities.CustomArtifactInp
 	b, last, err := runScript(runCtx, a.WorkDir, script, "HARNESS_ARTIFACT_RESULT_PATH", env, mask, func(string) {})
 	switch {
 	case ctx.Err() != nil:
-		return activities.CustomArtifactResolved{}, ctx.Err()
+		return contract.CustomArtifactResolved{}, ctx.Err()
 	case err == errNoOutput:
-		return activities.CustomArtifactResolved{}, activities.Fail(activities.Verification, "artifact %s: the script wrote nothing to $HARNESS_ARTIFACT_RESULT_PATH; last output: %s", in.Artifact, last)
+		return contract.CustomArtifactResolved{}, contract.Fail(contract.Verification, "artifact %s: the script wrote nothing to $HARNESS_ARTIFACT_RESULT_PATH; last output: %s", in.Artifact, last)
 	case err != nil:
-		return activities.CustomArtifactResolved{}, activities.Fail(activities.Unknown, "artifact %s: the script failed (%v); last output: %s", in.Artifact, err, last)
+		return contract.CustomArtifactResolved{}, contract.Fail(contract.Unknown, "artifact %s: the script failed (%v); last output: %s", in.Artifact, err, last)
 	}
 	versions, metadata, err := ParseArtifacts(b, sc.ArrayPath, sc.VersionPath, sc.Attributes)
 	if err != nil {
-		return activities.CustomArtifactResolved{}, activities.Fail(activities.Verification, "artifact %s: %s", in.Artifact, mask.Apply(err.Error()))
+		return contract.CustomArtifactResolved{}, contract.Fail(contract.Verification, "artifact %s: %s", in.Artifact, mask.Apply(err.Error()))
 	}
 	pick := -1
 	switch {
 	case sc.Version != "":
 		pick = slices.Index(versions, sc.Version)
 		if pick < 0 {
-			return activities.CustomArtifactResolved{}, activities.Fail(activities.Verification, "artifact %s: version %s is not among the %d the script listed", in.Artifact, sc.Version, len(versions))
+			return contract.CustomArtifactResolved{}, contract.Fail(contract.Verification, "artifact %s: version %s is not among the %d the script listed", in.Artifact, sc.Version, len(versions))
 		}
 	default:
 		re, err := regexp.Compile("^(?:" + sc.VersionRegex + ")$")
 		if err != nil {
-			return activities.CustomArtifactResolved{}, activities.Fail(activities.Unknown, "artifact %s: versionRegex %q: %v", in.Artifact, sc.VersionRegex, err)
+			return contract.CustomArtifactResolved{}, contract.Fail(contract.Unknown, "artifact %s: versionRegex %q: %v", in.Artifact, sc.VersionRegex, err)
 		}
 		for i, v := range versions {
 			if re.MatchString(v) && (pick < 0 || registry.CompareVersions(v, versions[pick]) > 0) {
@@ -74,11 +74,11 @@ func (a *Artifacts) Resolve(ctx context.Context, in activities.CustomArtifactInp
 			}
 		}
 		if pick < 0 {
-			return activities.CustomArtifactResolved{}, activities.Fail(activities.Verification, "artifact %s: none of the %d versions the script listed matches %q (%s)",
+			return contract.CustomArtifactResolved{}, contract.Fail(contract.Verification, "artifact %s: none of the %d versions the script listed matches %q (%s)",
 				in.Artifact, len(versions), sc.VersionRegex, strings.Join(versions[:min(len(versions), 5)], ", "))
 		}
 	}
-	return activities.CustomArtifactResolved{Version: versions[pick], Metadata: metadata[pick], Listed: len(versions)}, nil
+	return contract.CustomArtifactResolved{Version: versions[pick], Metadata: metadata[pick], Listed: len(versions)}, nil
 }
 
 // ParseArtifacts reads the artifacts of a script's JSON: the list at arrayPath, each one's

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -23,10 +23,10 @@ JSON`,
 		Inputs:    []plan.Variable{{Name: "REPO", Type: "String", Value: "shop"}, {Name: "TOKEN", Type: "Secret", Value: "repo_token"}},
 		ArrayPath: "builds", VersionPath: "v", Attributes: []plan.InstanceAttribute{{Name: "url", JSONPath: "link"}},
 	}
-	resolve := func(mod func(*plan.CustomArtifactScript)) (activities.CustomArtifactResolved, error) {
+	resolve := func(mod func(*plan.CustomArtifactScript)) (contract.CustomArtifactResolved, error) {
 		sc := script
 		mod(&sc)
-		return a.Resolve(context.Background(), activities.CustomArtifactInput{Artifact: "pkg", Script: sc})
+		return a.Resolve(context.Background(), contract.CustomArtifactInput{Artifact: "pkg", Script: sc})
 	}
 	got, err := resolve(func(sc *plan.CustomArtifactScript) { sc.VersionRegex = `1\..*` })
 	if err != nil || got.Version != "1.10" || got.Metadata["url"] != "https://repo/shop/1.10.tgz" || got.Listed != 3 {
@@ -47,7 +47,7 @@ JSON`,
 		"secret masked": {func(sc *plan.CustomArtifactScript) { sc.Version, sc.Script = "1.9", "echo token $TOKEN; exit 3" }, "token ***"},
 	} {
 		_, err := resolve(c.mod)
-		if f := activities.Classify(err); err == nil || !strings.Contains(f.Message, c.want) || strings.Contains(f.Message, "s3cr3t") {
+		if f := contract.Classify(err); err == nil || !strings.Contains(f.Message, c.want) || strings.Contains(f.Message, "s3cr3t") {
 			t.Errorf("%s: %v, want %q", name, err, c.want)
 		}
 	}

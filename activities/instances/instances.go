@@ -21,9 +21,9 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -39,48 +39,48 @@ type Activity struct {
 }
 
 // Run runs one FetchInstanceScript step.
-func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	if in.Deploy == nil || in.Deploy.Custom == nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "FetchInstanceScript runs in a Deployment stage whose infrastructure is a CustomDeployment")
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "FetchInstanceScript runs in a Deployment stage whose infrastructure is a CustomDeployment")
 	}
 	c := in.Deploy.Custom
 	mask := &secrets.Masker{}
 	script, err := secrets.Expand(ctx, a.Secrets, mask, c.Script)
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "fetch-instances script: %v", err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "fetch-instances script: %v", err)
 	}
 	info := activity.GetInfo(ctx)
 	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	defer log.Close()
 	log.Line(fmt.Sprintf("# gantry: %s attempt %d: the fetch-instances script of template %s", in.StepPath, info.Attempt, c.Template))
-	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
+	runCtx, cancel := contract.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
 	b, lastLine, runErr := runScript(runCtx, a.WorkDir, script, "INSTANCE_OUTPUT_PATH", nil, mask, log.Line)
 	switch {
 	case log.Err() != nil:
-		return activities.StepResult{}, log.Err()
+		return contract.StepResult{}, log.Err()
 	case ctx.Err() != nil:
-		return activities.StepResult{}, ctx.Err()
+		return contract.StepResult{}, ctx.Err()
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return activities.StepResult{}, activities.Fail(activities.Timeout, "the fetch-instances script ran longer than the step timeout %s", in.Timeout)
+		return contract.StepResult{}, contract.Fail(contract.Timeout, "the fetch-instances script ran longer than the step timeout %s", in.Timeout)
 	case errors.Is(runErr, errNoOutput):
-		return activities.StepResult{}, activities.Fail(activities.Verification, "the fetch-instances script wrote nothing to $INSTANCE_OUTPUT_PATH")
+		return contract.StepResult{}, contract.Fail(contract.Verification, "the fetch-instances script wrote nothing to $INSTANCE_OUTPUT_PATH")
 	case runErr != nil:
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "the fetch-instances script failed (%v); last output: %s", runErr, lastLine)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "the fetch-instances script failed (%v); last output: %s", runErr, lastLine)
 	}
 	hosts, list, err := Parse(b, c.ListPath, c.Attributes)
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Verification, "%s", mask.Apply(err.Error()))
+		return contract.StepResult{}, contract.Fail(contract.Verification, "%s", mask.Apply(err.Error()))
 	}
 	log.Line(fmt.Sprintf("# %d instances: %s", len(hosts), strings.Join(hosts, ", ")))
 	anyHosts := make([]any, len(hosts))
 	for i, h := range hosts {
 		anyHosts[i] = h
 	}
-	return activities.StepResult{Outputs: map[string]any{"hosts": anyHosts, "instances": list}}, nil
+	return contract.StepResult{Outputs: map[string]any{"hosts": anyHosts, "instances": list}}, nil
 }
 
 // errNoOutput says a script wrote nothing to its output file.

@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -45,7 +45,7 @@ func restConfig(ctx context.Context, c plan.Connector, r secrets.Resolver, mask 
 		cfg = &rest.Config{Host: c.MasterURL}
 		tok, err := r.Resolve(ctx, c.TokenRef)
 		if err != nil {
-			return nil, activities.Fail(activities.Authentication, "connector %s: token secret %q: %v", c.ID, c.TokenRef, err)
+			return nil, contract.Fail(contract.Authentication, "connector %s: token secret %q: %v", c.ID, c.TokenRef, err)
 		}
 		mask.Add(tok)
 		cfg.BearerToken = tok
@@ -53,7 +53,7 @@ func restConfig(ctx context.Context, c plan.Connector, r secrets.Resolver, mask 
 		if c.CACertRef != "" {
 			ca, err := r.Resolve(ctx, c.CACertRef)
 			if err != nil {
-				return nil, activities.Fail(activities.Authentication, "connector %s: CA certificate secret %q: %v", c.ID, c.CACertRef, err)
+				return nil, contract.Fail(contract.Authentication, "connector %s: CA certificate secret %q: %v", c.ID, c.CACertRef, err)
 			}
 			cfg.TLSClientConfig.CAData = []byte(ca)
 		}
@@ -70,7 +70,7 @@ func restConfig(ctx context.Context, c plan.Connector, r secrets.Resolver, mask 
 		}
 	}
 	if err != nil {
-		return nil, activities.Fail(activities.Authentication, "connector %s (%s): cannot build a cluster configuration: %v", c.ID, c.Type, err)
+		return nil, contract.Fail(contract.Authentication, "connector %s (%s): cannot build a cluster configuration: %v", c.ID, c.Type, err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.UserAgent = "gantry"
@@ -115,15 +115,15 @@ func classify(ctx context.Context, err error, format string, args ...any) error 
 	what := fmt.Sprintf(format, args...)
 	switch {
 	case apierrors.IsUnauthorized(err):
-		return activities.Fail(activities.Authentication, "%s: the cluster rejected the credentials: %v", what, err)
+		return contract.Fail(contract.Authentication, "%s: the cluster rejected the credentials: %v", what, err)
 	case apierrors.IsForbidden(err):
-		return activities.Fail(activities.Authorization, "%s: not allowed: %v", what, err)
+		return contract.Fail(contract.Authorization, "%s: not allowed: %v", what, err)
 	case errors.Is(err, context.DeadlineExceeded), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
-		return activities.Fail(activities.Timeout, "%s: timed out: %v", what, err)
+		return contract.Fail(contract.Timeout, "%s: timed out: %v", what, err)
 	case isConnectivity(err):
-		return activities.Fail(activities.Connectivity, "%s: cannot reach the cluster: %v", what, err)
+		return contract.Fail(contract.Connectivity, "%s: cannot reach the cluster: %v", what, err)
 	}
-	return activities.Fail(activities.Unknown, "%s: %v", what, err)
+	return contract.Fail(contract.Unknown, "%s: %v", what, err)
 }
 
 func isConnectivity(err error) bool {

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/manifests"
 )
 
@@ -50,7 +50,7 @@ func (s *stepRun) helmConfig() (*action.Configuration, error) {
 	cfg := new(action.Configuration)
 	getter := &restGetter{c: s.c, namespace: s.in.Namespace}
 	if err := cfg.Init(getter, s.in.Namespace, "secret", func(format string, v ...any) { s.logf(format, v...) }); err != nil {
-		return nil, activities.Fail(activities.Unknown, "connector %s: Helm: %v", s.in.Connector.ID, err)
+		return nil, contract.Fail(contract.Unknown, "connector %s: Helm: %v", s.in.Connector.ID, err)
 	}
 	return cfg, nil
 }
@@ -89,16 +89,16 @@ func (s *stepRun) helmChart(revision int) (*chart.Chart, map[string]any, error) 
 		}
 	}
 	if chartManifest < 0 {
-		return nil, nil, activities.Fail(activities.Verification, "the service has no HelmChart manifest: Helm steps deploy a chart")
+		return nil, nil, contract.Fail(contract.Verification, "the service has no HelmChart manifest: Helm steps deploy a chart")
 	}
 	m := s.in.Manifests[chartManifest]
 	ch, err := manifests.LoadChart(toFiles(m.Files, revision), m.Folder)
 	if err != nil {
-		return nil, nil, activities.Fail(activities.Verification, "manifest %s: %s", m.ID, s.mask.Apply(err.Error()))
+		return nil, nil, contract.Fail(contract.Verification, "manifest %s: %s", m.ID, s.mask.Apply(err.Error()))
 	}
 	vals, err := manifests.HelmValues(append(toFiles(m.Values, revision), values...))
 	if err != nil {
-		return nil, nil, activities.Fail(activities.Verification, "manifest %s: %s", m.ID, s.mask.Apply(err.Error()))
+		return nil, nil, contract.Fail(contract.Verification, "manifest %s: %s", m.ID, s.mask.Apply(err.Error()))
 	}
 	return ch, vals, nil
 }
@@ -124,7 +124,7 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 		if !s.bool("ignoreReleaseHistFailStatus") {
 			return nil, err
 		}
-		s.logf("ignoring (ignoreReleaseHistFailStatus): %s", activities.Classify(err).Message)
+		s.logf("ignoring (ignoreReleaseHistFailStatus): %s", contract.Classify(err).Message)
 	}
 	mine := executionLabel(s.exec)
 	prev := 0
@@ -132,7 +132,7 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 		last := revs[n-1]
 		if last.Info.Status.IsPending() {
 			if last.Labels[LabelHelmExecution] != mine {
-				return nil, activities.Fail(activities.Unknown, "Helm release %s in namespace %s: revision %d is %s, another operation is in progress; wait for it or roll the release back (`helm rollback %s -n %s`)",
+				return nil, contract.Fail(contract.Unknown, "Helm release %s in namespace %s: revision %d is %s, another operation is in progress; wait for it or roll the release back (`helm rollback %s -n %s`)",
 					s.helmName(), s.in.Namespace, last.Version, last.Info.Status, s.helmName(), s.in.Namespace)
 			}
 			last.SetStatus(release.StatusFailed, "left pending by an attempt of this execution that did not finish; retried")
@@ -200,7 +200,7 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 func (s *stepRun) helmSteady(cfg *action.Configuration, rel *release.Release) error {
 	objs, err := manifests.Split("release "+rel.Name, []byte(rel.Manifest))
 	if err != nil {
-		return activities.Fail(activities.Unknown, "read the manifest of Helm release %s revision %d: %v", rel.Name, rel.Version, err)
+		return contract.Fail(contract.Unknown, "read the manifest of Helm release %s revision %d: %v", rel.Name, rel.Version, err)
 	}
 	var mapped []*object
 	for _, o := range objs {
@@ -212,7 +212,7 @@ func (s *stepRun) helmSteady(cfg *action.Configuration, rel *release.Release) er
 	}
 	err = s.waitSteady(mapped, true)
 	if err != nil && s.ctx.Err() == nil {
-		rel.SetStatus(release.StatusFailed, "steady state not reached: "+s.mask.Apply(activities.Classify(err).Message))
+		rel.SetStatus(release.StatusFailed, "steady state not reached: "+s.mask.Apply(contract.Classify(err).Message))
 		if uerr := cfg.Releases.Update(rel); uerr != nil {
 			s.logf("could not mark release %s revision %d failed: %v", rel.Name, rel.Version, uerr)
 		}
@@ -307,7 +307,7 @@ func (s *stepRun) helmDelete() (map[string]any, error) {
 	un.DryRun = s.bool("dryRun")
 	res, err := un.Run(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
-		return nil, activities.Fail(activities.Verification, "Helm release %s does not exist in namespace %s", name, s.in.Namespace)
+		return nil, contract.Fail(contract.Verification, "Helm release %s does not exist in namespace %s", name, s.in.Namespace)
 	}
 	if err != nil {
 		return nil, s.helmFailure(err, "uninstall Helm release %s", name)
@@ -332,9 +332,9 @@ func (s *stepRun) helmFailure(err error, format string, args ...any) error {
 	case s.ctx.Err() != nil:
 		return s.ctx.Err()
 	case s.steadyCtx.Err() != nil || strings.Contains(msg, "timed out waiting") || strings.Contains(msg, "context deadline exceeded"):
-		return activities.Fail(activities.Timeout, "%s: not ready in time: %s", what, msg)
+		return contract.Fail(contract.Timeout, "%s: not ready in time: %s", what, msg)
 	case strings.Contains(msg, "template:") || strings.Contains(msg, "parse error") || strings.Contains(msg, "unable to build kubernetes objects"):
-		return activities.Fail(activities.Verification, "%s: %s", what, msg)
+		return contract.Fail(contract.Verification, "%s: %s", what, msg)
 	}
 	return classify(s.ctx, err, "%s", what)
 }

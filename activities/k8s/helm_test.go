@@ -9,7 +9,7 @@ import (
 	"helm.sh/helm/v3/pkg/release"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -86,12 +86,12 @@ func TestHelmDeployFailures(t *testing.T) {
 	h := newHarness(t, "helm-fail")
 	bad := plan.File{Path: "charts/app/templates/bad.yaml", Text: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Values.name }\n"}
 	_, f := h.run("HelmDeploy", `{}`, chart("1", bad), false, time.Minute)
-	if f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "templates/bad.yaml:4") {
+	if f == nil || f.Category != contract.Verification || !strings.Contains(f.Message, "templates/bad.yaml:4") {
 		t.Fatalf("template error: %+v", f)
 	}
 	unready := plan.File{Path: "charts/app/templates/stuck.yaml", Text: "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: stuck}\nspec:\n  selector: {matchLabels: {app: stuck}}\n  template:\n    metadata: {labels: {app: stuck}}\n    spec:\n      nodeSelector: {topology.kubernetes.io/zone: nowhere}\n      containers: [{name: app, image: nginx}]\n"}
 	_, f = h.run("HelmDeploy", `{}`, chart("1", unready), false, 5*time.Second)
-	if f == nil || f.Category != activities.Timeout {
+	if f == nil || f.Category != contract.Timeout {
 		t.Fatalf("a release that never becomes ready: %+v", f)
 	}
 	if revs, err := action.NewHistory(h.helmStorage()).Run(h.release); err == nil {

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Helm canary and blue-green keep the new version in a Helm release of its own beside the
@@ -244,7 +244,7 @@ func (s *stepRun) helmRollback() (map[string]any, error) {
 // colour release whose deployment failed before its Services were applied has none to swap.
 func (s *stepRun) swapBackIfSwapped() error {
 	if _, _, err := s.liveColors(); err != nil {
-		s.logf("no blue-green Services to swap back: %s", activities.Classify(err).Message)
+		s.logf("no blue-green Services to swap back: %s", contract.Classify(err).Message)
 		return nil
 	}
 	rollback := s.in.Rollback

@@ -18,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/manifests"
 )
 
@@ -36,7 +36,7 @@ type stepRun struct {
 	// steadyCtx ends when the step timeout does; waiting for steady state uses it.
 	steadyCtx context.Context
 	timeout   time.Duration
-	in        *activities.DeployInput
+	in        *contract.DeployInput
 	exec      string
 	path      string
 	spec      map[string]any
@@ -56,17 +56,17 @@ type stepRun struct {
 }
 
 // Run is the activity: it connects to the infrastructure's cluster and runs the step type.
-func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	if in.Deploy == nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s step %s has no deployment target; Kubernetes steps run in Deployment stages", in.Type, in.StepPath)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s step %s has no deployment target; Kubernetes steps run in Deployment stages", in.Type, in.StepPath)
 	}
 	s := &stepRun{ctx: ctx, in: in.Deploy, exec: in.ExecutionID, path: in.StepPath, mask: &secrets.Masker{}, timeout: in.Timeout, secrets: a.Secrets}
 	if err := json.Unmarshal(in.Spec, &s.spec); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
 	}
 	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "open step log: %v", err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "open step log: %v", err)
 	}
 	defer log.Close()
 	s.log = log
@@ -80,16 +80,16 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 
 	cfg, err := restConfig(ctx, in.Deploy.Connector, a.Secrets, s.mask)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	if s.c, err = newClient(cfg); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "connector %s: %v", in.Deploy.Connector.ID, err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "connector %s: %v", in.Deploy.Connector.ID, err)
 	}
 	s.logf("%s: release %s in namespace %s (connector %s)", in.Type, s.in.ReleaseName, s.in.Namespace, in.Deploy.Connector.ID)
 	switch in.Type {
 	case "K8sRollingDeploy", "K8sCanaryDeploy", "K8sBlueGreenDeploy", "K8sApply", "HelmDeploy", "HelmBGDeploy", "HelmCanaryDeploy":
 		if err := s.ensureNamespace(); err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 	}
 	var out map[string]any
@@ -139,17 +139,17 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	case "HelmCanaryDelete":
 		out, err = s.helmCanaryDelete()
 	default:
-		err = activities.Fail(activities.Unknown, "step type %s is not a Kubernetes step", in.Type)
+		err = contract.Fail(contract.Unknown, "step type %s is not a Kubernetes step", in.Type)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			return activities.StepResult{}, ctx.Err() // aborted: the workflow decides
+			return contract.StepResult{}, ctx.Err() // aborted: the workflow decides
 		}
-		f := activities.Classify(err)
+		f := contract.Classify(err)
 		s.logf("failed (%s): %s", f.Category, f.Message)
-		return activities.StepResult{}, activities.Fail(f.Category, "%s", s.mask.Apply(f.Message))
+		return contract.StepResult{}, contract.Fail(f.Category, "%s", s.mask.Apply(f.Message))
 	}
-	return activities.StepResult{Outputs: out}, nil
+	return contract.StepResult{Outputs: out}, nil
 }
 
 // heartbeater heartbeats every second with the latest progress message as details, so a

@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/gantry-cd/gantry/activities"
 	k8s "github.com/gantry-cd/gantry/activities/k8s"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/kubetest"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -82,22 +82,22 @@ func newHarness(t testing.TB, ns string) *harness {
 }
 
 // run runs one step through Temporal's activity test environment.
-func (h *harness) run(stepType, spec string, ms []plan.Manifest, rollback bool, timeout time.Duration) (map[string]any, *activities.Failure) {
+func (h *harness) run(stepType, spec string, ms []plan.Manifest, rollback bool, timeout time.Duration) (map[string]any, *contract.Failure) {
 	h.t.Helper()
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	env := s.NewTestActivityEnvironment()
 	a := &k8s.Activity{Secrets: secretMap{"k8s_token": h.token}, Logs: h.logs}
 	env.RegisterActivity(a.Run)
-	in := activities.StepInput{ExecutionID: h.exec, StepPath: "stage." + strings.ToLower(stepType), Type: stepType,
+	in := contract.StepInput{ExecutionID: h.exec, StepPath: "stage." + strings.ToLower(stepType), Type: stepType,
 		Spec: []byte(spec), Timeout: timeout,
-		Deploy: &activities.DeployInput{Namespace: h.ns, ReleaseName: h.release, Rollback: rollback, Manifests: ms,
+		Deploy: &contract.DeployInput{Namespace: h.ns, ReleaseName: h.release, Rollback: rollback, Manifests: ms,
 			Connector: plan.Connector{ID: "test", Type: "ManualConfig", MasterURL: h.url, TokenRef: "k8s_token", InsecureSkipTLSVerify: true}}}
 	v, err := env.ExecuteActivity(a.Run, in)
 	if err != nil {
-		return nil, activities.Classify(err)
+		return nil, contract.Classify(err)
 	}
-	var res activities.StepResult
+	var res contract.StepResult
 	if err := v.Get(&res); err != nil {
 		h.t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func (h *harness) ok(stepType, spec string, ms []plan.Manifest) map[string]any {
 // app renders a service's manifests: a ConfigMap, a Deployment using it and a Service.
 func app(tag string, replicas int, extra ...plan.File) []plan.Manifest {
 	files := []plan.File{
-		{Path: "manifests/config.yaml", Text: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config}\ndata: {TAG: {{ .Values.tag | quote }}, RELEASE: \"" + activities.ReleaseRevisionMarker + "\"}\n"},
+		{Path: "manifests/config.yaml", Text: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app-config}\ndata: {TAG: {{ .Values.tag | quote }}, RELEASE: \"" + contract.ReleaseRevisionMarker + "\"}\n"},
 		{Path: "manifests/deployment.yaml", Text: `apiVersion: apps/v1
 kind: Deployment
 metadata: {name: app}
@@ -206,7 +206,7 @@ func TestRollingDeployUpdateFailureAndRollback(t *testing.T) {
 
 	// Release 3 cannot schedule (no node has the zone) and its progress deadline passes.
 	_, f := h.run("K8sRollingDeploy", `{}`, withValues(app("1.29", 3), "zone: nowhere\ndeadline: 2\n"), false, time.Minute)
-	if f == nil || f.Category != activities.Unknown || !strings.Contains(f.Message, "Deployment/app") || !strings.Contains(f.Message, "progress deadline exceeded") {
+	if f == nil || f.Category != contract.Unknown || !strings.Contains(f.Message, "Deployment/app") || !strings.Contains(f.Message, "progress deadline exceeded") {
 		t.Fatalf("release 3 failure = %+v, want the failing Deployment and its reason", f)
 	}
 	out = h.ok("K8sRollingRollback", `{}`, nil)
@@ -528,20 +528,20 @@ func TestApplyJobAndDryRun(t *testing.T) {
 func TestErrorCategories(t *testing.T) {
 	h := newHarness(t, "errors")
 	h.token = "not-a-token"
-	if _, f := h.run("K8sRollingDeploy", `{}`, app("1.27", 1), false, time.Minute); f == nil || f.Category != activities.Authentication {
+	if _, f := h.run("K8sRollingDeploy", `{}`, app("1.27", 1), false, time.Minute); f == nil || f.Category != contract.Authentication {
 		t.Errorf("bad token: %+v", f)
 	}
 	h.token = cluster.NoRights
-	if _, f := h.run("K8sRollingDeploy", `{}`, app("1.27", 1), false, time.Minute); f == nil || f.Category != activities.Authorization {
+	if _, f := h.run("K8sRollingDeploy", `{}`, app("1.27", 1), false, time.Minute); f == nil || f.Category != contract.Authorization {
 		t.Errorf("no permissions: %+v", f)
 	}
 	h.token, h.url = cluster.Token, "https://127.0.0.1:1"
-	if _, f := h.run("K8sRollingDeploy", `{}`, app("1.27", 1), false, time.Minute); f == nil || f.Category != activities.Connectivity {
+	if _, f := h.run("K8sRollingDeploy", `{}`, app("1.27", 1), false, time.Minute); f == nil || f.Category != contract.Connectivity {
 		t.Errorf("unreachable cluster: %+v", f)
 	}
 	h.url = cluster.Server
 	_, f := h.run("K8sRollingDeploy", `{}`, withValues(app("1.27", 1), "zone: nowhere\n"), false, 3*time.Second)
-	if f == nil || f.Category != activities.Timeout || !strings.Contains(f.Message, "errors/Deployment/app") {
+	if f == nil || f.Category != contract.Timeout || !strings.Contains(f.Message, "errors/Deployment/app") {
 		t.Errorf("steady-state timeout: %+v", f)
 	}
 	bad := app("1.27", 1)

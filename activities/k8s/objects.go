@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/manifests"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -93,7 +93,7 @@ func (s *stepRun) render(o renderOptions) ([]*object, error) {
 			objs, err = manifests.Kustomize(files, m.Folder, patches...)
 		case m.Type == "OpenshiftTemplate":
 			if len(files) != 1 {
-				return nil, activities.Fail(activities.Unknown, "manifest %s: an OpenshiftTemplate manifest is one template file, found %d", m.ID, len(files))
+				return nil, contract.Fail(contract.Unknown, "manifest %s: an OpenshiftTemplate manifest is one template file, found %d", m.ID, len(files))
 			}
 			// The template's own param files, then the service's OpenshiftParam files.
 			objs, err = manifests.OpenshiftTemplate(files[0], append(toFiles(m.Values, o.revision), params...))
@@ -104,19 +104,19 @@ func (s *stepRun) render(o renderOptions) ([]*object, error) {
 			for _, f := range files {
 				more, err := manifests.Split(f.Path, []byte(f.Text))
 				if err != nil {
-					return nil, activities.Fail(activities.Unknown, "manifest %s: %v", m.ID, err)
+					return nil, contract.Fail(contract.Unknown, "manifest %s: %v", m.ID, err)
 				}
 				objs = append(objs, more...)
 			}
 		default:
 			var vals map[string]any
 			if vals, err = manifests.Values(append(toFiles(m.Values, o.revision), values...)); err != nil {
-				return nil, activities.Fail(activities.Unknown, "manifest %s: %v", m.ID, err)
+				return nil, contract.Fail(contract.Unknown, "manifest %s: %v", m.ID, err)
 			}
 			objs, err = manifests.Render(files, vals)
 		}
 		if err != nil {
-			return nil, activities.Fail(activities.Unknown, "manifest %s: %s", m.ID, s.mask.Apply(err.Error()))
+			return nil, contract.Fail(contract.Unknown, "manifest %s: %s", m.ID, s.mask.Apply(err.Error()))
 		}
 		for _, obj := range objs {
 			mo, err := s.mapObject(obj)
@@ -147,7 +147,7 @@ func (s *stepRun) expandSecrets() error {
 			for j := range fs {
 				t, err := secrets.Expand(s.ctx, s.secrets, s.mask, fs[j].Text)
 				if err != nil {
-					return activities.Fail(activities.Unknown, "manifest %s, %s: %v", m.ID, fs[j].Path, err)
+					return contract.Fail(contract.Unknown, "manifest %s, %s: %v", m.ID, fs[j].Path, err)
 				}
 				fs[j].Text = t
 			}
@@ -159,7 +159,7 @@ func (s *stepRun) expandSecrets() error {
 func toFiles(fs []plan.File, revision int) []manifests.File {
 	out := make([]manifests.File, len(fs))
 	for i, f := range fs {
-		out[i] = manifests.File{Path: f.Path, Text: strings.ReplaceAll(f.Text, activities.ReleaseRevisionMarker, strconv.Itoa(revision))}
+		out[i] = manifests.File{Path: f.Path, Text: strings.ReplaceAll(f.Text, contract.ReleaseRevisionMarker, strconv.Itoa(revision))}
 	}
 	return out
 }
@@ -170,7 +170,7 @@ func (s *stepRun) mapObject(obj manifests.Object) (*object, error) {
 	m, err := s.c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return nil, activities.Fail(activities.Unknown, "%s: the cluster has no resource type %s", obj.File, gvk)
+			return nil, contract.Fail(contract.Unknown, "%s: the cluster has no resource type %s", obj.File, gvk)
 		}
 		return nil, classify(s.ctx, err, "look up resource type %s", gvk)
 	}

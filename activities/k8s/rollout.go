@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // rolloutKinds are the workloads kubectl rollout manages.
@@ -37,7 +37,7 @@ func (s *stepRun) rollout() (map[string]any, error) {
 			err = s.patchLive(o, body, "restart")
 		case "pause", "resume":
 			if o.GetKind() != "Deployment" {
-				return nil, activities.Fail(activities.Unknown, "%s: only Deployments can be paused and resumed", o.ID())
+				return nil, contract.Fail(contract.Unknown, "%s: only Deployments can be paused and resumed", o.ID())
 			}
 			err = s.patchLive(o, mustJSON(map[string]any{"spec": map[string]any{"paused": command == "pause"}}), command)
 		case "undo":
@@ -52,7 +52,7 @@ func (s *stepRun) rollout() (map[string]any, error) {
 			}
 		case "status":
 		default:
-			return nil, activities.Fail(activities.Unknown, "rollout command %q is not restart, pause, resume, undo, status or history", command)
+			return nil, contract.Fail(contract.Unknown, "rollout command %q is not restart, pause, resume, undo, status or history", command)
 		}
 		if err != nil {
 			return nil, err
@@ -88,7 +88,7 @@ func (s *stepRun) rolloutTargets() ([]*object, error) {
 			return nil, err
 		}
 		if len(h.Releases) == 0 {
-			return nil, activities.Fail(activities.Unknown, "release %s has not been deployed in namespace %s", s.in.ReleaseName, s.in.Namespace)
+			return nil, contract.Fail(contract.Unknown, "release %s has not been deployed in namespace %s", s.in.ReleaseName, s.in.Namespace)
 		}
 		if objs, err = s.objectsOf(&h.Releases[len(h.Releases)-1]); err != nil {
 			return nil, err
@@ -99,7 +99,7 @@ func (s *stepRun) rolloutTargets() ([]*object, error) {
 			return nil, err
 		}
 	default:
-		return nil, activities.Fail(activities.Unknown, "resources.type %v is not ResourceName, ReleaseName or ManifestPath", res["type"])
+		return nil, contract.Fail(contract.Unknown, "resources.type %v is not ResourceName, ReleaseName or ManifestPath", res["type"])
 	}
 	var out []*object
 	for _, o := range objs {
@@ -108,7 +108,7 @@ func (s *stepRun) rolloutTargets() ([]*object, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, activities.Fail(activities.Unknown, "no Deployment, StatefulSet or DaemonSet among the step's resources")
+		return nil, contract.Fail(contract.Unknown, "no Deployment, StatefulSet or DaemonSet among the step's resources")
 	}
 	return out, nil
 }
@@ -152,14 +152,14 @@ func revision(rs appsv1.ReplicaSet) int {
 // undo puts a Deployment's pod template back to its previous revision's.
 func (s *stepRun) undo(o *object) error {
 	if o.GetKind() != "Deployment" {
-		return activities.Fail(activities.Unknown, "%s: Gantry undoes Deployments' rollouts; a %s's is not undone yet", o.ID(), o.GetKind())
+		return contract.Fail(contract.Unknown, "%s: Gantry undoes Deployments' rollouts; a %s's is not undone yet", o.ID(), o.GetKind())
 	}
 	_, rss, err := s.replicaSets(o)
 	if err != nil {
 		return err
 	}
 	if len(rss) < 2 {
-		return activities.Fail(activities.Unknown, "%s has no previous revision to go back to", o.ID())
+		return contract.Fail(contract.Unknown, "%s has no previous revision to go back to", o.ID())
 	}
 	prev := rss[1]
 	tmpl := prev.Spec.Template.DeepCopy()
@@ -175,7 +175,7 @@ func (s *stepRun) undo(o *object) error {
 // revisions lists a Deployment's revisions, oldest first, with their change causes and images.
 func (s *stepRun) revisions(o *object) ([]map[string]any, error) {
 	if o.GetKind() != "Deployment" {
-		return nil, activities.Fail(activities.Unknown, "%s: Gantry lists Deployments' revisions; a %s's are not listed yet", o.ID(), o.GetKind())
+		return nil, contract.Fail(contract.Unknown, "%s: Gantry lists Deployments' revisions; a %s's are not listed yet", o.ID(), o.GetKind())
 	}
 	_, rss, err := s.replicaSets(o)
 	if err != nil {

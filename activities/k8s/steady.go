@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // errRolloutFailed marks a rollout the controller gave up on (it will not finish by waiting).
@@ -147,7 +147,7 @@ func (s *stepRun) waitSteady(objs []*object, jobs bool) error {
 	}
 	for i, err := range errs {
 		if errors.Is(err, errRolloutFailed) {
-			return activities.Fail(activities.Unknown, "%s did not reach steady state: %v", targets[i].ID(), err)
+			return contract.Fail(contract.Unknown, "%s did not reach steady state: %v", targets[i].ID(), err)
 		}
 	}
 	var waiting []string
@@ -161,7 +161,7 @@ func (s *stepRun) waitSteady(objs []*object, jobs bool) error {
 		}
 	}
 	if len(waiting) > 0 {
-		return activities.Fail(activities.Timeout, "steady state not reached within %s: %v", s.timeout, waiting)
+		return contract.Fail(contract.Timeout, "steady state not reached within %s: %v", s.timeout, waiting)
 	}
 	s.logf("steady state: %d workloads in %s", len(targets), time.Since(start).Round(time.Millisecond))
 	return nil

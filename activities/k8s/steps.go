@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // cleanup is how long bookkeeping after a failure may take once the step's own time is up.
@@ -42,7 +42,7 @@ func (s *stepRun) rollingDeploy() (map[string]any, error) {
 		return nil, err
 	}
 	if len(objs) == 0 {
-		return nil, activities.Fail(activities.Unknown, "the service's manifests render no objects")
+		return nil, contract.Fail(contract.Unknown, "the service's manifests render no objects")
 	}
 	if !s.bool("skipDryRun") {
 		if err := s.apply(objs, true); err != nil {
@@ -217,7 +217,7 @@ func (s *stepRun) instances(base int64) (int64, error) {
 		v := fmt.Sprint(spec[key])
 		n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 		if err != nil || n < 0 {
-			return 0, activities.Fail(activities.Unknown, "instanceSelection %s %q is not a number", key, v)
+			return 0, contract.Fail(contract.Unknown, "instanceSelection %s %q is not a number", key, v)
 		}
 		return int64(n), nil
 	}
@@ -231,7 +231,7 @@ func (s *stepRun) instances(base int64) (int64, error) {
 		}
 		return int64(math.Ceil(float64(base) * float64(p) / 100)), nil
 	}
-	return 0, activities.Fail(activities.Unknown, "instanceSelection type %v is not Count or Percentage", sel["type"])
+	return 0, contract.Fail(contract.Unknown, "instanceSelection type %v is not Count or Percentage", sel["type"])
 }
 
 func replicas(u *unstructured.Unstructured) int64 {
@@ -250,7 +250,7 @@ func theDeployment(objs []*object, step string) (*object, error) {
 		}
 	}
 	if len(found) != 1 {
-		return nil, activities.Fail(activities.Unknown, "%s needs exactly one Deployment in the manifests, found %d", step, len(found))
+		return nil, contract.Fail(contract.Unknown, "%s needs exactly one Deployment in the manifests, found %d", step, len(found))
 	}
 	return found[0], nil
 }
@@ -381,7 +381,7 @@ func bgServices(objs []*object) (primary, stage *object, err error) {
 		primary = svcs[0]
 	}
 	if primary == nil {
-		return nil, nil, activities.Fail(activities.Unknown, "blue-green needs one Service, or one annotated %s: \"true\" (found %d Services)", AnnotPrimaryService, len(svcs))
+		return nil, nil, contract.Fail(contract.Unknown, "blue-green needs one Service, or one annotated %s: \"true\" (found %d Services)", AnnotPrimaryService, len(svcs))
 	}
 	if stage == nil {
 		c := primary.Object.Unstructured.DeepCopy()
@@ -499,7 +499,7 @@ func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
 	if tr, ok := s.spec["trafficRouting"].(map[string]any); ok && len(tr) > 0 {
 		var sp trafficSpec
 		if err := remarshal(map[string]any{"type": "config", "trafficRouting": tr}, &sp); err != nil {
-			return nil, activities.Fail(activities.Unknown, "K8sBlueGreenDeploy trafficRouting: %v", err)
+			return nil, contract.Fail(contract.Unknown, "K8sBlueGreenDeploy trafficRouting: %v", err)
 		}
 		routed, err := s.configTraffic(sp)
 		if err != nil {
@@ -556,7 +556,7 @@ func (s *stepRun) liveColors() ([]*object, bgColors, error) {
 		return nil, c, err
 	}
 	if c.primaryColor == "" || c.stageColor == "" {
-		return nil, c, activities.Fail(activities.Unknown, "services %s and %s are not deployed with colours; run K8sBlueGreenDeploy or HelmBGDeploy first", c.primary.GetName(), c.stage.GetName())
+		return nil, c, contract.Fail(contract.Unknown, "services %s and %s are not deployed with colours; run K8sBlueGreenDeploy or HelmBGDeploy first", c.primary.GetName(), c.stage.GetName())
 	}
 	return objs, c, nil
 }
@@ -675,7 +675,7 @@ func pathMatcher(paths []string) (func(string) bool, map[string]bool) {
 func (s *stepRun) applyFiles() (map[string]any, error) {
 	paths := stringList(s.spec["filePaths"])
 	if len(paths) == 0 && !s.in.StepSource {
-		return nil, activities.Fail(activities.Unknown, "K8sApply needs at least one entry in filePaths")
+		return nil, contract.Fail(contract.Unknown, "K8sApply needs at least one entry in filePaths")
 	}
 	match, used := pathMatcher(paths)
 	if len(paths) == 0 {
@@ -691,7 +691,7 @@ func (s *stepRun) applyFiles() (map[string]any, error) {
 			if s.in.StepSource {
 				of = "the step's manifestSource"
 			}
-			return nil, activities.Fail(activities.Unknown, "filePaths entry %q matches no manifest file of %s", p, of)
+			return nil, contract.Fail(contract.Unknown, "filePaths entry %q matches no manifest file of %s", p, of)
 		}
 	}
 	if !s.bool("skipDryRun") {
@@ -777,20 +777,20 @@ func (s *stepRun) patch() (map[string]any, error) {
 	strategy := fmt.Sprint(s.spec["mergeStrategyType"])
 	pt, ok := patchTypes[strategy]
 	if !ok {
-		return nil, activities.Fail(activities.Unknown, "mergeStrategyType %q is not Strategic, Merge or Json", strategy)
+		return nil, contract.Fail(contract.Unknown, "mergeStrategyType %q is not Strategic, Merge or Json", strategy)
 	}
 	src, _ := s.spec["source"].(map[string]any)
 	spec, _ := src["spec"].(map[string]any)
 	content, _ := spec["content"].(string)
 	if src["type"] != "Inline" || strings.TrimSpace(content) == "" {
-		return nil, activities.Fail(activities.Unknown, "K8sPatch needs an Inline source with content (got a %v source)", src["type"])
+		return nil, contract.Fail(contract.Unknown, "K8sPatch needs an Inline source with content (got a %v source)", src["type"])
 	}
 	if content, err = secrets.Expand(s.ctx, s.secrets, s.mask, content); err != nil {
-		return nil, activities.Fail(activities.Unknown, "K8sPatch content: %v", err)
+		return nil, contract.Fail(contract.Unknown, "K8sPatch content: %v", err)
 	}
 	body, err := yaml.YAMLToJSON([]byte(content))
 	if err != nil {
-		return nil, activities.Fail(activities.Unknown, "K8sPatch content is neither YAML nor JSON: %v", err)
+		return nil, contract.Fail(contract.Unknown, "K8sPatch content is neither YAML nor JSON: %v", err)
 	}
 	name := target.GetName()
 	if _, err := s.resource(target).Patch(s.ctx, name, pt, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
@@ -869,7 +869,7 @@ func (s *stepRun) delete() (map[string]any, error) {
 			return nil, err
 		}
 	default:
-		return nil, activities.Fail(activities.Unknown, "deleteResources.type %v is not ResourceName, ReleaseName or ManifestPath", dr["type"])
+		return nil, contract.Fail(contract.Unknown, "deleteResources.type %v is not ResourceName, ReleaseName or ManifestPath", dr["type"])
 	}
 	deleted, err := s.remove(s.ctx, targets)
 	if err != nil {
@@ -890,7 +890,7 @@ func (s *stepRun) delete() (map[string]any, error) {
 func (s *stepRun) namedObjects(what string, spec map[string]any) ([]*object, error) {
 	names := stringList(spec["resourceNames"])
 	if len(names) == 0 {
-		return nil, activities.Fail(activities.Unknown, "%s.spec.resourceNames is empty", what)
+		return nil, contract.Fail(contract.Unknown, "%s.spec.resourceNames is empty", what)
 	}
 	var out []*object
 	for _, n := range names {
@@ -910,7 +910,7 @@ func (s *stepRun) manifestPathObjects(what string, spec map[string]any) ([]*obje
 	if spec["allManifestPaths"] != true && fmt.Sprint(spec["allManifestPaths"]) != "true" && !s.bool("allManifestPaths") {
 		paths := stringList(spec["manifestPaths"])
 		if len(paths) == 0 {
-			return nil, activities.Fail(activities.Unknown, "%s.spec needs manifestPaths or allManifestPaths: true", what)
+			return nil, contract.Fail(contract.Unknown, "%s.spec needs manifestPaths or allManifestPaths: true", what)
 		}
 		match, _ = pathMatcher(paths)
 	}
@@ -938,7 +938,7 @@ func (s *stepRun) byName(ref string) (*object, error) {
 	case 3:
 		ns, parts = parts[0], parts[1:]
 	default:
-		return nil, activities.Fail(activities.Unknown, "resource name %q is not Kind/name or namespace/Kind/name", ref)
+		return nil, contract.Fail(contract.Unknown, "resource name %q is not Kind/name or namespace/Kind/name", ref)
 	}
 	av, kind := "v1", parts[0]
 	if k, ok := knownKinds[strings.ToLower(kind)]; ok {
@@ -946,7 +946,7 @@ func (s *stepRun) byName(ref string) (*object, error) {
 	}
 	m, err := s.c.mapper.RESTMapping(schemaGK(av, kind))
 	if err != nil {
-		return nil, activities.Fail(activities.Unknown, "resource name %q: unknown kind %s", ref, kind)
+		return nil, contract.Fail(contract.Unknown, "resource name %q: unknown kind %s", ref, kind)
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(m.GroupVersionKind)

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // K8sTrafficRouting writes the service mesh's routing for the release: an Istio VirtualService,
@@ -103,14 +103,14 @@ func (s *stepRun) meshResource(kind string) (schema.GroupVersionResource, error)
 			}
 		}
 	}
-	return schema.GroupVersionResource{}, activities.Fail(activities.Verification,
+	return schema.GroupVersionResource{}, contract.Fail(contract.Verification,
 		"K8sTrafficRouting: the cluster has no %s; install the mesh, or route traffic with the Services the deploy steps manage", k.what)
 }
 
 func (s *stepRun) trafficRouting() (map[string]any, error) {
 	var sp trafficSpec
 	if err := remarshal(s.spec, &sp); err != nil {
-		return nil, activities.Fail(activities.Unknown, "K8sTrafficRouting spec: %v", err)
+		return nil, contract.Fail(contract.Unknown, "K8sTrafficRouting spec: %v", err)
 	}
 	if sp.Type == "inherit" {
 		return s.inheritTraffic(sp.TrafficRouting.Routes)
@@ -123,14 +123,14 @@ func (s *stepRun) trafficRouting() (map[string]any, error) {
 func (s *stepRun) configTraffic(sp trafficSpec) (map[string]any, error) {
 	provider := sp.TrafficRouting.Provider
 	if _, ok := meshKinds[provider]; !ok || provider == "smi-routegroup" {
-		return nil, activities.Fail(activities.Unknown, "K8sTrafficRouting provider %q is not smi or istio", provider)
+		return nil, contract.Fail(contract.Unknown, "K8sTrafficRouting provider %q is not smi or istio", provider)
 	}
 	spec := sp.TrafficRouting.Spec
 	if spec.Name == "" {
-		return nil, activities.Fail(activities.Unknown, "K8sTrafficRouting needs trafficRouting.spec.name, the mesh resource's name")
+		return nil, contract.Fail(contract.Unknown, "K8sTrafficRouting needs trafficRouting.spec.name, the mesh resource's name")
 	}
 	if len(spec.Routes) == 0 {
-		return nil, activities.Fail(activities.Unknown, "K8sTrafficRouting needs at least one route in trafficRouting.spec.routes")
+		return nil, contract.Fail(contract.Unknown, "K8sTrafficRouting needs at least one route in trafficRouting.spec.routes")
 	}
 	gvr, err := s.meshResource(provider)
 	if err != nil {
@@ -209,7 +209,7 @@ func (s *stepRun) destinations(r trafficRoute) ([]destination, error) {
 		out = append(out, destination{host: host, port: p, weight: w})
 	}
 	if len(out) == 0 {
-		return nil, activities.Fail(activities.Unknown, "route %s has no destinations", r.Route.Name)
+		return nil, contract.Fail(contract.Unknown, "route %s has no destinations", r.Route.Name)
 	}
 	if total != 100 && total > 0 {
 		s.logf("warning: the weights of route %s add up to %d, not 100: normalised to percentages", r.Route.Name, total)
@@ -240,7 +240,7 @@ func (s *stepRun) placeholderHost(host string) (string, error) {
 		}
 		return stage.GetName(), nil
 	case "canary":
-		return "", activities.Fail(activities.Unknown, "destination host `canary`: Gantry's canary shares the release's Service and has none of its own to route to; name a Service")
+		return "", contract.Fail(contract.Unknown, "destination host `canary`: Gantry's canary shares the release's Service and has none of its own to route to; name a Service")
 	}
 	return host, nil
 }
@@ -257,11 +257,11 @@ func number(v any, what string) (int64, error) {
 		}
 		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
 		if err != nil {
-			return 0, activities.Fail(activities.Unknown, "destination %s %q is not a whole number", what, x)
+			return 0, contract.Fail(contract.Unknown, "destination %s %q is not a whole number", what, x)
 		}
 		return n, nil
 	}
-	return 0, activities.Fail(activities.Unknown, "destination %s %v is not a whole number", what, v)
+	return 0, contract.Fail(contract.Unknown, "destination %s %v is not a whole number", what, v)
 }
 
 // istioMatch turns the reference's rules into one Istio HTTPMatchRequest.
@@ -295,7 +295,7 @@ func istioMatch(rules []trafficRule) (map[string]any, error) {
 			}
 			m["headers"] = h
 		default:
-			return nil, activities.Fail(activities.Unknown, "route rule type %q is not uri, method, headers, port, scheme or authority", r.Type)
+			return nil, contract.Fail(contract.Unknown, "route rule type %q is not uri, method, headers, port, scheme or authority", r.Type)
 		}
 	}
 	return m, nil
@@ -390,7 +390,7 @@ func (s *stepRun) trafficSplit(gvr schema.GroupVersionResource, name, root strin
 		return nil, err
 	}
 	if root == "" {
-		return nil, activities.Fail(activities.Unknown, "the smi provider needs trafficRouting.spec.rootService, the Service clients call")
+		return nil, contract.Fail(contract.Unknown, "the smi provider needs trafficRouting.spec.rootService, the Service clients call")
 	}
 	var backends []any
 	for _, d := range ds {
@@ -416,7 +416,7 @@ func (s *stepRun) trafficSplit(gvr schema.GroupVersionResource, name, root strin
 				}
 				m["headers"] = h
 			default:
-				return nil, activities.Fail(activities.Unknown, "the smi provider matches uri, method and headers rules, not %s (Istio matches it)", x.Rule.Type)
+				return nil, contract.Fail(contract.Unknown, "the smi provider matches uri, method and headers rules, not %s (Istio matches it)", x.Rule.Type)
 			}
 		}
 		matches = append(matches, m)
@@ -442,7 +442,7 @@ func (s *stepRun) trafficSplit(gvr schema.GroupVersionResource, name, root strin
 // or TrafficSplit labelled with the release): route i takes the destinations of routes[i].
 func (s *stepRun) inheritTraffic(routes []trafficRoute) (map[string]any, error) {
 	if len(routes) == 0 {
-		return nil, activities.Fail(activities.Unknown, "K8sTrafficRouting (inherit) needs at least one route in trafficRouting.routes")
+		return nil, contract.Fail(contract.Unknown, "K8sTrafficRouting (inherit) needs at least one route in trafficRouting.routes")
 	}
 	sel := LabelRelease + "=" + s.in.ReleaseName
 	for _, provider := range []string{"istio", "smi"} {
@@ -469,7 +469,7 @@ func (s *stepRun) inheritTraffic(routes []trafficRoute) (map[string]any, error) 
 			http, _, _ := unstructured.NestedSlice(o.Object, "spec", "http")
 			for i, r := range routes {
 				if i >= len(http) {
-					return nil, activities.Fail(activities.Unknown, "VirtualService %s has %d routes; route %d has nothing to inherit", o.GetName(), len(http), i+1)
+					return nil, contract.Fail(contract.Unknown, "VirtualService %s has %d routes; route %d has nothing to inherit", o.GetName(), len(http), i+1)
 				}
 				dest, err := s.istioRoute(r)
 				if err != nil {
@@ -495,7 +495,7 @@ func (s *stepRun) inheritTraffic(routes []trafficRoute) (map[string]any, error) 
 		s.logf("updated the routes of %s/%s", o.GetKind(), o.GetName())
 		return map[string]any{"provider": provider, "resources": []any{o.GetKind() + "/" + o.GetName()}}, nil
 	}
-	return nil, activities.Fail(activities.Verification, "K8sTrafficRouting (inherit): release %s has no VirtualService or TrafficSplit in namespace %s to inherit; a K8sTrafficRouting step with type: config creates one", s.in.ReleaseName, s.in.Namespace)
+	return nil, contract.Fail(contract.Verification, "K8sTrafficRouting (inherit): release %s has no VirtualService or TrafficSplit in namespace %s to inherit; a K8sTrafficRouting step with type: config creates one", s.in.ReleaseName, s.in.Namespace)
 }
 
 // remarshal converts the step's spec into a typed value.

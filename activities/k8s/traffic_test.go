@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // installCRD serves a namespaced kind with any fields, as a mesh's CRDs make the API server
@@ -56,7 +56,7 @@ func TestTrafficRouting(t *testing.T) {
 			{"rule": {"type": "headers", "spec": {"values": [{"key": "x-canary", "value": "1", "matchType": "exact"}]}}}],
 			"destinations": [{"destination": {"host": "stable", "weight": 3}}, {"destination": {"host": "stage", "weight": 1, "port": 80}}]}}]}}}`
 	_, f := h.run("K8sTrafficRouting", istio, app("1.27", 1), false, time.Minute)
-	if f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "the cluster has no Istio") {
+	if f == nil || f.Category != contract.Verification || !strings.Contains(f.Message, "the cluster has no Istio") {
 		t.Fatalf("without Istio: %+v", f)
 	}
 	for _, spec := range []string{`{"type": "config", "trafficRouting": {"provider": "istio", "spec": {"name": "x", "routes": []}}}`, `{"type": "inherit", "trafficRouting": {"routes": []}}`} {

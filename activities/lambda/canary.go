@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // A Lambda canary deploys and publishes the new version as AwsLambdaDeploy does, and routes to
@@ -37,7 +37,7 @@ type AliasDefinition struct {
 }
 
 // aliasDefinition parses the service's alias definition manifest.
-func aliasDefinition(d *activities.DeployInput) (*AliasDefinition, error) {
+func aliasDefinition(d *contract.DeployInput) (*AliasDefinition, error) {
 	for _, m := range d.Manifests {
 		if m.Type != "AwsLambdaFunctionAliasDefinition" || len(m.Files) == 0 {
 			continue
@@ -45,20 +45,20 @@ func aliasDefinition(d *activities.DeployInput) (*AliasDefinition, error) {
 		f := m.Files[0]
 		var def AliasDefinition
 		if err := yaml.UnmarshalStrict([]byte(f.Text), &def); err != nil {
-			return nil, activities.Fail(activities.Verification, "alias definition %s (manifest %s): %v", f.Path, m.ID, err)
+			return nil, contract.Fail(contract.Verification, "alias definition %s (manifest %s): %v", f.Path, m.ID, err)
 		}
 		if def.Name == "" {
-			return nil, activities.Fail(activities.Verification, "alias definition %s (manifest %s) needs name", f.Path, m.ID)
+			return nil, contract.Fail(contract.Verification, "alias definition %s (manifest %s) needs name", f.Path, m.ID)
 		}
 		return &def, nil
 	}
-	return nil, activities.Fail(activities.Verification, "the service has no AwsLambdaFunctionAliasDefinition manifest: a Lambda canary routes through the alias it names")
+	return nil, contract.Fail(contract.Verification, "the service has no AwsLambdaFunctionAliasDefinition manifest: a Lambda canary routes through the alias it names")
 }
 
 // canaryDeploy deploys and publishes the new version, then points the alias at the stable
 // version with the new one at weight 0 (a first deployment: the alias is created on the new
 // version, which has nothing to share traffic with).
-func (r *run) canaryDeploy(ctx context.Context, def *Definition, alias *AliasDefinition, art *activities.DeployArtifact) (map[string]any, error) {
+func (r *run) canaryDeploy(ctx context.Context, def *Definition, alias *AliasDefinition, art *contract.DeployArtifact) (map[string]any, error) {
 	name := def.FunctionName
 	cur, err := r.c.GetAlias(ctx, &lambda.GetAliasInput{FunctionName: aws.String(name), Name: aws.String(alias.Name)})
 	if err != nil && !notFound(err) {
@@ -149,14 +149,14 @@ func (r *run) trafficShift(ctx context.Context, def *Definition, alias *AliasDef
 	name := def.FunctionName
 	pct, err := strconv.ParseFloat(fmt.Sprint(r.spec["trafficPercentage"]), 64)
 	if err != nil || pct <= 0 || pct > 100 {
-		return nil, activities.Fail(activities.Verification, "AwsLambdaTrafficShift trafficPercentage %v is not a number above 0 and at most 100", r.spec["trafficPercentage"])
+		return nil, contract.Fail(contract.Verification, "AwsLambdaTrafficShift trafficPercentage %v is not a number above 0 and at most 100", r.spec["trafficPercentage"])
 	}
 	canary, stable, ok, err := r.canaryState(ctx, name)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, activities.Fail(activities.Verification, "function %s has no canary version deployed by this execution: AwsLambdaCanaryDeploy comes first", name)
+		return nil, contract.Fail(contract.Verification, "function %s has no canary version deployed by this execution: AwsLambdaCanaryDeploy comes first", name)
 	}
 	out := map[string]any{"functionName": name, "alias": alias.Name, "canaryVersion": canary, "stableVersion": stable, "trafficPercentage": pct}
 	if pct == 100 || stable == "none" || stable == canary {

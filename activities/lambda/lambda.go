@@ -28,10 +28,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awsauth"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // The tags a deploy leaves on the function for its rollback.
@@ -79,7 +79,7 @@ type fnState = lambda.GetFunctionConfigurationOutput
 
 type run struct {
 	a      *Activity
-	in     activities.StepInput
+	in     contract.StepInput
 	c      *lambda.Client
 	log    *logs.Writer
 	mask   *secrets.Masker
@@ -88,10 +88,10 @@ type run struct {
 }
 
 // Run runs an AwsLambdaDeploy or AwsLambdaRollback step.
-func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	st, err := awsauth.Start(ctx, in, a.Logs, a.Secrets, "AwsLambda")
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	defer st.End()
 	ctx, d := st.Ctx, in.Deploy
@@ -99,11 +99,11 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	r.c = lambda.NewFromConfig(st.Cfg)
 	def, err := definition(d)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	if len(in.Spec) > 0 {
 		if err := json.Unmarshal(in.Spec, &r.spec); err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
 		}
 	}
 	var out map[string]any
@@ -113,7 +113,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	case "AwsLambdaCanaryDeploy", "AwsLambdaTrafficShift", "AwsLambdaCanaryRollback":
 		var alias *AliasDefinition
 		if alias, err = aliasDefinition(d); err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 		switch in.Type {
 		case "AwsLambdaCanaryDeploy":
@@ -128,15 +128,15 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			return activities.StepResult{}, activities.Fail(activities.Timeout, "%s: function %s did not finish within the step's timeout %s", in.Type, def.FunctionName, in.Timeout)
+			return contract.StepResult{}, contract.Fail(contract.Timeout, "%s: function %s did not finish within the step's timeout %s", in.Type, def.FunctionName, in.Timeout)
 		}
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
-	return activities.StepResult{Outputs: out}, nil
+	return contract.StepResult{Outputs: out}, nil
 }
 
 // definition parses the service's function definition manifest (JSON or YAML).
-func definition(d *activities.DeployInput) (*Definition, error) {
+func definition(d *contract.DeployInput) (*Definition, error) {
 	for _, m := range d.Manifests {
 		if m.Type != "AwsLambdaFunctionDefinition" || len(m.Files) == 0 {
 			continue
@@ -144,14 +144,14 @@ func definition(d *activities.DeployInput) (*Definition, error) {
 		f := m.Files[0]
 		var def Definition
 		if err := yaml.UnmarshalStrict([]byte(f.Text), &def); err != nil {
-			return nil, activities.Fail(activities.Verification, "function definition %s (manifest %s): %v", f.Path, m.ID, err)
+			return nil, contract.Fail(contract.Verification, "function definition %s (manifest %s): %v", f.Path, m.ID, err)
 		}
 		if def.FunctionName == "" || def.Role == "" {
-			return nil, activities.Fail(activities.Verification, "function definition %s (manifest %s) needs functionName and role", f.Path, m.ID)
+			return nil, contract.Fail(contract.Verification, "function definition %s (manifest %s) needs functionName and role", f.Path, m.ID)
 		}
 		return &def, nil
 	}
-	return nil, activities.Fail(activities.Verification, "the service has no AwsLambdaFunctionDefinition manifest")
+	return nil, contract.Fail(contract.Verification, "the service has no AwsLambdaFunctionDefinition manifest")
 }
 
 func (r *run) logf(format string, args ...any) {
@@ -168,10 +168,10 @@ func notFound(err error) bool {
 }
 
 // deploy creates or updates the function and publishes a version.
-func (r *run) deploy(ctx context.Context, def *Definition, art *activities.DeployArtifact) (map[string]any, error) {
+func (r *run) deploy(ctx context.Context, def *Definition, art *contract.DeployArtifact) (map[string]any, error) {
 	name := def.FunctionName
 	if art == nil || (art.Key == "" && art.Image == "") {
-		return nil, activities.Fail(activities.Verification, "function %s: the service has no artifact (an S3 object or an image) to deploy", name)
+		return nil, contract.Fail(contract.Verification, "function %s: the service has no artifact (an S3 object or an image) to deploy", name)
 	}
 	code := codeOf(art)
 	got, err := r.c.GetFunction(ctx, &lambda.GetFunctionInput{FunctionName: aws.String(name)})
@@ -306,14 +306,14 @@ func (r *run) configure(def *Definition, handler **string, runtime *types.Runtim
 	}
 }
 
-func codeOf(art *activities.DeployArtifact) *types.FunctionCode {
+func codeOf(art *contract.DeployArtifact) *types.FunctionCode {
 	if art.Image != "" {
 		return &types.FunctionCode{ImageUri: aws.String(art.Image)}
 	}
 	return &types.FunctionCode{S3Bucket: aws.String(art.Bucket), S3Key: aws.String(art.Key)}
 }
 
-func packageType(def *Definition, art *activities.DeployArtifact) types.PackageType {
+func packageType(def *Definition, art *contract.DeployArtifact) types.PackageType {
 	if def.PackageType != "" {
 		return types.PackageType(def.PackageType)
 	}
@@ -323,7 +323,7 @@ func packageType(def *Definition, art *activities.DeployArtifact) types.PackageT
 	return types.PackageTypeZip
 }
 
-func describe(art *activities.DeployArtifact) string {
+func describe(art *contract.DeployArtifact) string {
 	if art.Image != "" {
 		return "image " + art.Image
 	}
@@ -359,9 +359,9 @@ func (r *run) wait(ctx context.Context, name, qualifier string) (*fnState, error
 		}
 		switch {
 		case fn.State == types.StateFailed:
-			return nil, activities.Fail(activities.Verification, "%s failed to become active: %s: %s", what, fn.StateReasonCode, aws.ToString(fn.StateReason))
+			return nil, contract.Fail(contract.Verification, "%s failed to become active: %s: %s", what, fn.StateReasonCode, aws.ToString(fn.StateReason))
 		case fn.LastUpdateStatus == types.LastUpdateStatusFailed:
-			return nil, activities.Fail(activities.Verification, "%s: its update failed: %s: %s", what, fn.LastUpdateStatusReasonCode, aws.ToString(fn.LastUpdateStatusReason))
+			return nil, contract.Fail(contract.Verification, "%s: its update failed: %s: %s", what, fn.LastUpdateStatusReasonCode, aws.ToString(fn.LastUpdateStatusReason))
 		case fn.State == types.StateActive && (fn.LastUpdateStatus == "" || fn.LastUpdateStatus == types.LastUpdateStatusSuccessful):
 			r.logf("%s is active (%s, %d MB, code %s)", what, fn.Runtime, aws.ToInt32(fn.MemorySize), aws.ToString(fn.CodeSha256))
 			return fn, nil
@@ -417,7 +417,7 @@ func (r *run) rollback(ctx context.Context, name string) (map[string]any, error)
 	} else {
 		zip, err := r.download(ctx, aws.ToString(old.Code.Location))
 		if err != nil {
-			return nil, activities.Fail(activities.Connectivity, "download the code of version %s of function %s: %v", to, name, err)
+			return nil, contract.Fail(contract.Connectivity, "download the code of version %s of function %s: %v", to, name, err)
 		}
 		uc.ZipFile = zip
 	}

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/lambda"
 	"github.com/gantry-cd/gantry/activities/logs"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -26,15 +26,15 @@ type rig struct {
 	logs logs.Store
 }
 
-func (r *rig) step(typ, exec, fn string, memory int, key string) (map[string]any, *activities.Failure) {
+func (r *rig) step(typ, exec, fn string, memory int, key string) (map[string]any, *contract.Failure) {
 	r.t.Helper()
-	in := activities.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(`{}`), Timeout: time.Minute,
-		Deploy: &activities.DeployInput{Aws: &plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDDEPLOY", SecretKeyRef: "aws_secret"},
-			Region: "eu-west-1", Artifact: &activities.DeployArtifact{Type: "AmazonS3", Bucket: "builds", Key: key},
+	in := contract.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(`{}`), Timeout: time.Minute,
+		Deploy: &contract.DeployInput{Aws: &plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDDEPLOY", SecretKeyRef: "aws_secret"},
+			Region: "eu-west-1", Artifact: &contract.DeployArtifact{Type: "AmazonS3", Bucket: "builds", Key: key},
 			Manifests: []plan.Manifest{{ID: "fn", Type: "AwsLambdaFunctionDefinition", Files: []plan.File{{Path: "fn.json", Text: fmt.Sprintf(definition, fn, memory, exec)}}}}}}
 	res, err := r.a.Run(context.Background(), in)
 	if err != nil {
-		return nil, activities.Classify(err)
+		return nil, contract.Classify(err)
 	}
 	return res.Outputs, nil
 }
@@ -96,11 +96,11 @@ func TestDeployAndRollback(t *testing.T) {
 
 	fake.FailNextUpdate("orders", "the image manifest is not valid")
 	_, f = r.step("AwsLambdaDeploy", "exec-5", "orders", 128, "orders-5.zip")
-	if f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "the image manifest is not valid") {
+	if f == nil || f.Category != contract.Verification || !strings.Contains(f.Message, "the image manifest is not valid") {
 		t.Fatalf("a failing update: %+v", f)
 	}
 	_, f = r.step("AwsLambdaDeploy", "exec-6", "orders", 128, "")
-	if f == nil || f.Category != activities.Verification || !strings.Contains(f.Message, "no artifact") {
+	if f == nil || f.Category != contract.Verification || !strings.Contains(f.Message, "no artifact") {
 		t.Fatalf("no artifact: %+v", f)
 	}
 	for _, c := range fake.Calls() {
@@ -111,16 +111,16 @@ func TestDeployAndRollback(t *testing.T) {
 }
 
 // canaryStep runs a canary step with the alias definition `live`.
-func (r *rig) canaryStep(typ, exec, spec, key string) (map[string]any, *activities.Failure) {
+func (r *rig) canaryStep(typ, exec, spec, key string) (map[string]any, *contract.Failure) {
 	r.t.Helper()
-	in := activities.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(spec), Timeout: time.Minute,
-		Deploy: &activities.DeployInput{Aws: &plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDDEPLOY", SecretKeyRef: "aws_secret"},
-			Region: "eu-west-1", Artifact: &activities.DeployArtifact{Type: "AmazonS3", Bucket: "builds", Key: key},
+	in := contract.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(spec), Timeout: time.Minute,
+		Deploy: &contract.DeployInput{Aws: &plan.AwsConnector{ID: "aws", Credential: "ManualConfig", AccessKey: "AKIDDEPLOY", SecretKeyRef: "aws_secret"},
+			Region: "eu-west-1", Artifact: &contract.DeployArtifact{Type: "AmazonS3", Bucket: "builds", Key: key},
 			Manifests: []plan.Manifest{{ID: "fn", Type: "AwsLambdaFunctionDefinition", Files: []plan.File{{Path: "fn.json", Text: fmt.Sprintf(definition, "checkout", 128, exec)}}},
 				{ID: "alias", Type: "AwsLambdaFunctionAliasDefinition", Files: []plan.File{{Path: "alias.yaml", Text: "name: live\ndescription: production traffic\n"}}}}}}
 	res, err := r.a.Run(context.Background(), in)
 	if err != nil {
-		return nil, activities.Classify(err)
+		return nil, contract.Classify(err)
 	}
 	return res.Outputs, nil
 }
@@ -178,7 +178,7 @@ func TestCanaryTrafficShiftAndRollback(t *testing.T) {
 	if _, f := r.canaryStep("AwsLambdaTrafficShift", "exec-3", `{"trafficPercentage": 100}`, ""); f != nil || alias().Version != "3" || len(alias().Weights) != 0 {
 		t.Fatalf("a full shift: %+v, alias %+v", f, alias())
 	}
-	if _, f := r.canaryStep("AwsLambdaTrafficShift", "exec-3", `{"trafficPercentage": 0}`, ""); f == nil || f.Category != activities.Verification {
+	if _, f := r.canaryStep("AwsLambdaTrafficShift", "exec-3", `{"trafficPercentage": 0}`, ""); f == nil || f.Category != contract.Verification {
 		t.Fatalf("a shift of 0%%: %+v", f)
 	}
 	if out, f := r.canaryStep("AwsLambdaCanaryRollback", "exec-9", `{}`, ""); f != nil || out["rolledBack"] != false {

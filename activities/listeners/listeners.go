@@ -13,7 +13,7 @@ import (
 	elb "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2"
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Fail turns an AWS error, from what was being done, into the step's failure.
@@ -56,7 +56,7 @@ func Forwards(ctx context.Context, c *elb.Client, listener, rule string, fail Fa
 			return out, nil
 		}
 	}
-	return nil, activities.Fail(activities.Verification, "listener %s (rule %s) does not forward to a target group", listener, rule)
+	return nil, contract.Fail(contract.Verification, "listener %s (rule %s) does not forward to a target group", listener, rule)
 }
 
 // Set makes a rule (or the listener) forward by weights: to the one group, or weighted.

@@ -1,4 +1,4 @@
-// Package locks carries the messages between lock workflows (activities.LockWorkflow, one per
+// Package locks carries the messages between lock workflows (contract.LockWorkflow, one per
 // key, in the internal namespace) and the stages that wait for them (the pipelines'
 // namespace): a workflow can signal only within its own namespace, so these activities do it
 // through a client of each.
@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Temporal runs the lock activities.
@@ -26,7 +26,7 @@ type Temporal struct {
 	Locks, Pipelines client.Client
 	// TaskQueue is the queue the lock workflows run on (the sequence queue).
 	TaskQueue string
-	// Check is how often a lock makes sure its holder runs (0: activities.DefaultLockCheck).
+	// Check is how often a lock makes sure its holder runs (0: contract.DefaultLockCheck).
 	Check time.Duration
 	// Log receives releases that could not be delivered (nil: none).
 	Log *zap.Logger
@@ -37,12 +37,12 @@ type Temporal struct {
 
 // acquireCall is one Acquire waiting for the update that carries its request.
 type acquireCall struct {
-	r    activities.LockRequest
+	r    contract.LockRequest
 	done chan acquireAnswer
 }
 
 type acquireAnswer struct {
-	n   activities.LockNotice
+	n   contract.LockNotice
 	err error
 }
 
@@ -54,7 +54,7 @@ const maxRequestsPerUpdate = 500
 // process for one lock that arrive while an update to it is on its way go together in the
 // next: a lock takes one update at a time, and a burst of a thousand stages would otherwise
 // queue a thousand updates on it.
-func (t *Temporal) Acquire(ctx context.Context, r activities.LockRequest) (activities.LockNotice, error) {
+func (t *Temporal) Acquire(ctx context.Context, r contract.LockRequest) (contract.LockNotice, error) {
 	if r.Check == 0 {
 		r.Check = t.Check
 	}
@@ -73,7 +73,7 @@ func (t *Temporal) Acquire(ctx context.Context, r activities.LockRequest) (activ
 	case a := <-c.done:
 		return a.n, a.err
 	case <-ctx.Done():
-		return activities.LockNotice{}, ctx.Err()
+		return contract.LockNotice{}, ctx.Err()
 	}
 }
 
@@ -90,7 +90,7 @@ func (t *Temporal) send(lock, key string) {
 		calls = calls[:min(len(calls), maxRequestsPerUpdate)]
 		t.pending[lock] = t.pending[lock][len(calls):]
 		t.mu.Unlock()
-		reqs := make([]activities.LockRequest, len(calls))
+		reqs := make([]contract.LockRequest, len(calls))
 		for i, c := range calls {
 			reqs[i] = c.r
 		}
@@ -107,15 +107,15 @@ func (t *Temporal) send(lock, key string) {
 
 // update sends one acquire update, starting the lock when it is not running, and waits for
 // its answers.
-func (t *Temporal) update(lock, key string, reqs []activities.LockRequest) ([]activities.LockNotice, error) {
+func (t *Temporal) update(lock, key string, reqs []contract.LockRequest) ([]contract.LockNotice, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	// A running lock takes a plain update, cheaper for the server than update-with-start.
 	h, err := t.Locks.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: lock, UpdateName: activities.UpdateLockAcquire, Args: []any{reqs},
+		WorkflowID: lock, UpdateName: contract.UpdateLockAcquire, Args: []any{reqs},
 		WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
-	var answers []activities.LockNotice
+	var answers []contract.LockNotice
 	if err == nil {
 		if err = h.Get(ctx, &answers); err == nil {
 			return checkAnswers(lock, reqs, answers)
@@ -126,11 +126,11 @@ func (t *Temporal) update(lock, key string, reqs []activities.LockRequest) ([]ac
 	start := t.Locks.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID: lock, TaskQueue: t.TaskQueue, StaticSummary: "Lock of " + key,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-	}, activities.LockWorkflow, activities.LockState{Key: key})
+	}, contract.LockWorkflow, contract.LockState{Key: key})
 	h, err = t.Locks.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 		StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{
-			WorkflowID: lock, UpdateName: activities.UpdateLockAcquire, Args: []any{reqs},
+			WorkflowID: lock, UpdateName: contract.UpdateLockAcquire, Args: []any{reqs},
 			WaitForStage: client.WorkflowUpdateStageCompleted,
 		},
 	})
@@ -144,7 +144,7 @@ func (t *Temporal) update(lock, key string, reqs []activities.LockRequest) ([]ac
 }
 
 // checkAnswers returns a lock's answers, one per request.
-func checkAnswers(lock string, reqs []activities.LockRequest, answers []activities.LockNotice) ([]activities.LockNotice, error) {
+func checkAnswers(lock string, reqs []contract.LockRequest, answers []contract.LockNotice) ([]contract.LockNotice, error) {
 	if len(answers) != len(reqs) {
 		return nil, fmt.Errorf("queue %d request(s) with lock %s: %d answers", len(reqs), lock, len(answers))
 	}
@@ -155,12 +155,12 @@ func checkAnswers(lock string, reqs []activities.LockRequest, answers []activiti
 // releases is about to end, and its end should not wait on the lock. The signal is retried
 // for a while; should it never arrive (this worker dies first), the lock releases the ticket
 // itself at its next check of the owner (LockRequest.Check).
-func (t *Temporal) Release(_ context.Context, tk activities.LockTicket) error {
+func (t *Temporal) Release(_ context.Context, tk contract.LockTicket) error {
 	go func() {
 		wait := 100 * time.Millisecond
 		for deadline := time.Now().Add(releaseRetries); ; wait = min(2*wait, 5*time.Second) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			err := t.Locks.SignalWorkflow(ctx, tk.Lock, "", activities.SignalLockRelease, tk.Ticket)
+			err := t.Locks.SignalWorkflow(ctx, tk.Lock, "", contract.SignalLockRelease, tk.Ticket)
 			cancel()
 			var nf *serviceerror.NotFound
 			if err == nil || errors.As(err, &nf) { // a lock that is not running holds nothing
@@ -188,13 +188,13 @@ const notifyAtOnce = 16
 // Notify delivers a lock's notices and reports for each whether its workflow has closed (it
 // will never take the lock). Notices to different workflows go out concurrently; one workflow
 // may get two in either order (its stage keeps the grant whatever comes after).
-func (t *Temporal) Notify(ctx context.Context, ds []activities.LockDelivery) ([]bool, error) {
+func (t *Temporal) Notify(ctx context.Context, ds []contract.LockDelivery) ([]bool, error) {
 	closed := make([]bool, len(ds))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(notifyAtOnce)
 	for i, d := range ds {
 		g.Go(func() error {
-			err := t.Pipelines.SignalWorkflow(gctx, d.To.ID, d.To.RunID, activities.SignalLockNotice, d.Notice)
+			err := t.Pipelines.SignalWorkflow(gctx, d.To.ID, d.To.RunID, contract.SignalLockNotice, d.Notice)
 			var nf *serviceerror.NotFound
 			switch {
 			case errors.As(err, &nf):
@@ -213,7 +213,7 @@ func (t *Temporal) Notify(ctx context.Context, ds []activities.LockDelivery) ([]
 
 // OwnerClosed tells whether a ticket's owner has closed; one whose history is gone closed
 // long ago.
-func (t *Temporal) OwnerClosed(ctx context.Context, w activities.WorkflowRef) (bool, error) {
+func (t *Temporal) OwnerClosed(ctx context.Context, w contract.WorkflowRef) (bool, error) {
 	d, err := t.Pipelines.DescribeWorkflowExecution(ctx, w.ID, w.RunID)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Activity sends deliveries for the notifier workflow: one attempt per activity execution; the
@@ -23,8 +23,8 @@ type Activity struct {
 }
 
 // Run sends a delivery once. A failure is an ApplicationError (never retried by Temporal) of
-// type "Retryable" or "Permanent" with an activities.DeliveryFailure as its details.
-func (a *Activity) Run(ctx context.Context, d activities.Delivery) (activities.DeliveryResult, error) {
+// type "Retryable" or "Permanent" with an contract.DeliveryFailure as its details.
+func (a *Activity) Run(ctx context.Context, d contract.Delivery) (contract.DeliveryResult, error) {
 	res, err := a.Sender.Send(ctx, d)
 	log := a.Log
 	if log == nil {
@@ -45,6 +45,6 @@ func (a *Activity) Run(ctx context.Context, d activities.Delivery) (activities.D
 		kind = "Retryable"
 	}
 	log.Warn("notification not delivered", append(fields, zap.String("error", e.Msg), zap.Bool("retryable", e.Retryable))...)
-	return activities.DeliveryResult{}, temporal.NewApplicationErrorWithOptions(e.Msg, kind, temporal.ApplicationErrorOptions{
-		NonRetryable: true, Details: []any{activities.DeliveryFailure{Retryable: e.Retryable, Code: e.Code, RetryAfter: e.RetryAfter}}})
+	return contract.DeliveryResult{}, temporal.NewApplicationErrorWithOptions(e.Msg, kind, temporal.ApplicationErrorOptions{
+		NonRetryable: true, Details: []any{contract.DeliveryFailure{Retryable: e.Retryable, Code: e.Code, RetryAfter: e.RetryAfter}}})
 }

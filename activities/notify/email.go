@@ -7,8 +7,8 @@ import (
 	"html"
 	"strings"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
 )
 
@@ -28,21 +28,21 @@ type emailSpec struct {
 // retried step sends the same message again, which mail systems that deduplicate keep once.
 // With fireAndForget, a message that cannot be sent is reported in the outputs and the step
 // still succeeds.
-func (a *Activity) Email(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Email(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	var spec emailSpec
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "decode Email spec: %v", err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "decode Email spec: %v", err)
 	}
 	mask := &secrets.Masker{}
 	s := a.Sender
 	expand := func(v string) (string, error) { return secrets.Expand(ctx, s.Secrets, mask, v) }
 	subject, err := expand(spec.Subject)
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "subject: %v", err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "subject: %v", err)
 	}
 	body, err := expand(spec.Body)
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "body: %v", err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "body: %v", err)
 	}
 	to, errTo := s.emailRecipients(spec.To, spec.ToUserGroups)
 	cc, errCc := s.emailRecipients(spec.Cc, spec.CcUserGroups)
@@ -67,17 +67,17 @@ func (a *Activity) Email(ctx context.Context, in activities.StepInput) (activiti
 	out := map[string]any{"to": strings.Join(to, ","), "cc": strings.Join(cc, ",")}
 	if err == nil {
 		out["sent"] = "true"
-		return activities.StepResult{Outputs: out}, nil
+		return contract.StepResult{Outputs: out}, nil
 	}
 	msg := mask.Apply(err.Error())
 	if e, ok := err.(*Error); ok && e.Retryable && spec.FireAndForget != "true" {
-		return activities.StepResult{}, fmt.Errorf("send the Email step's message: %s", msg) // retried
+		return contract.StepResult{}, fmt.Errorf("send the Email step's message: %s", msg) // retried
 	}
 	if spec.FireAndForget == "true" {
 		out["sent"], out["error"] = "false", msg
-		return activities.StepResult{Outputs: out}, nil
+		return contract.StepResult{Outputs: out}, nil
 	}
-	return activities.StepResult{}, activities.Fail(activities.Unknown, "send the Email step's message: %s", msg)
+	return contract.StepResult{}, contract.Fail(contract.Unknown, "send the Email step's message: %s", msg)
 }
 
 // emailRecipients are the comma-separated addresses and the members of the user groups.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/notify"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/internal/smtptest"
 )
@@ -25,9 +25,9 @@ func TestEmailStep(t *testing.T) {
 		return &identity.Directory{Users: []identity.User{{Name: "bob", Email: "bob@example.org", Groups: []string{"release"}}}}, nil
 	}
 	a := &notify.Activity{Sender: s}
-	run := func(spec map[string]any) (activities.StepResult, error) {
+	run := func(spec map[string]any) (contract.StepResult, error) {
 		raw, _ := json.Marshal(spec)
-		return a.Email(context.Background(), activities.StepInput{ExecutionID: "rel-7", StepPath: "ship.mail", Type: "Email", Spec: raw})
+		return a.Email(context.Background(), contract.StepInput{ExecutionID: "rel-7", StepPath: "ship.mail", Type: "Email", Spec: raw})
 	}
 	res, err := run(map[string]any{"to": "ann@example.org, ops@example.org", "cc": "audit@example.org", "ccUserGroups": []any{"release"},
 		"subject": "web 1.4 is live", "body": "Released with key <+secrets.getValue(\"release_key\")>."})

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/status"
 )
 
 // NodeStatus is the status word of spec 20.4.1 for an event.
-func NodeStatus(ev activities.NotifyEvent) string {
-	if ev.Type == activities.EventPipelineResumed {
+func NodeStatus(ev contract.NotifyEvent) string {
+	if ev.Type == contract.EventPipelineResumed {
 		return "resumed"
 	}
 	switch ev.Status {
@@ -48,7 +48,7 @@ type Links struct {
 }
 
 // LinksFor builds the UI links of an event from the UI's base URL.
-func LinksFor(uiURL string, ev activities.NotifyEvent) Links {
+func LinksFor(uiURL string, ev contract.NotifyEvent) Links {
 	if uiURL == "" || (ev.Pipeline == "" && ev.Freeze != "") { // a freeze's own event has no page
 		return Links{}
 	}
@@ -65,7 +65,7 @@ func LinksFor(uiURL string, ev activities.NotifyEvent) Links {
 }
 
 // WebhookPayload is the body of the Webhook channel: {"eventData": {...}} (spec 20.4.1).
-func WebhookPayload(ev activities.NotifyEvent, links Links) map[string]any {
+func WebhookPayload(ev contract.NotifyEvent, links Links) map[string]any {
 	d := map[string]any{
 		"accountIdentifier":  ev.Namespace,
 		"orgIdentifier":      ev.Org,
@@ -82,7 +82,7 @@ func WebhookPayload(ev activities.NotifyEvent, links Links) map[string]any {
 	if ev.Error != "" {
 		d["errorMessage"] = ev.Error
 	}
-	if ev.Type == activities.EventTriggerFailed {
+	if ev.Type == contract.EventTriggerFailed {
 		d["triggerIdentifier"], d["triggerName"], d["triggerType"] = ev.TriggerID, ev.TriggerName, ev.TriggerType
 		return map[string]any{"eventData": d}
 	}
@@ -117,7 +117,7 @@ type summary struct {
 	Action string
 }
 
-func summarize(ev activities.NotifyEvent, links Links) summary {
+func summarize(ev contract.NotifyEvent, links Links) summary {
 	st := NodeStatus(ev)
 	run := ev.Pipeline
 	if ev.SequenceID > 0 {
@@ -129,7 +129,7 @@ func summarize(ev activities.NotifyEvent, links Links) summary {
 		what = fmt.Sprintf("step %s of stage %s in %s", ev.StepName, ev.StageName, run)
 	case ev.Stage != "":
 		what = fmt.Sprintf("stage %s of %s", ev.StageName, run)
-	case ev.Type == activities.EventTriggerFailed:
+	case ev.Type == contract.EventTriggerFailed:
 		what = fmt.Sprintf("trigger %s of %s", ev.TriggerName, ev.Pipeline)
 	case ev.Pipeline == "" && ev.Freeze != "": // a freeze's own event
 		what = "deployment freeze " + ev.Freeze
@@ -154,7 +154,7 @@ func summarize(ev activities.NotifyEvent, links Links) summary {
 	}
 	add("Project", ev.Project)
 	add("Org", ev.Org)
-	if ev.Type == activities.EventTriggerFailed {
+	if ev.Type == contract.EventTriggerFailed {
 		add("Trigger", fmt.Sprintf("%s (%s, %s)", ev.TriggerName, ev.TriggerID, ev.TriggerType))
 	} else {
 		by := ev.TriggeredBy
@@ -196,7 +196,7 @@ func color(st string) string {
 
 // SlackMessage is an incoming-webhook message: a one-line text, and one attachment coloured by
 // the status whose blocks hold the facts.
-func SlackMessage(ev activities.NotifyEvent, links Links) map[string]any {
+func SlackMessage(ev contract.NotifyEvent, links Links) map[string]any {
 	s := summarize(ev, links)
 	line := s.Title
 	if s.URL != "" {
@@ -229,7 +229,7 @@ func slackEscape(s string) string {
 }
 
 // TeamsMessage is a Microsoft Teams connector MessageCard.
-func TeamsMessage(ev activities.NotifyEvent, links Links) map[string]any {
+func TeamsMessage(ev contract.NotifyEvent, links Links) map[string]any {
 	s := summarize(ev, links)
 	var facts []map[string]any
 	for _, f := range s.Facts {
@@ -257,7 +257,7 @@ func TeamsMessage(ev activities.NotifyEvent, links Links) map[string]any {
 }
 
 // PagerDutyEvent is an Events API v2 trigger event.
-func PagerDutyEvent(ev activities.NotifyEvent, links Links, routingKey, dedupKey string) map[string]any {
+func PagerDutyEvent(ev contract.NotifyEvent, links Links, routingKey, dedupKey string) map[string]any {
 	s := summarize(ev, links)
 	severity := "info"
 	switch s.Status {
@@ -311,7 +311,7 @@ func PagerDutyEvent(ev activities.NotifyEvent, links Links, routingKey, dedupKey
 }
 
 // DatadogEvent is an Events API v1 event.
-func DatadogEvent(ev activities.NotifyEvent, links Links) map[string]any {
+func DatadogEvent(ev contract.NotifyEvent, links Links) map[string]any {
 	s := summarize(ev, links)
 	var text strings.Builder
 	text.WriteString("%%% \n")
@@ -379,7 +379,7 @@ var mailHTML = template.Must(template.New("mail").Parse(`<!DOCTYPE html>
 `))
 
 // MailMessage is the e-mail of an event: subject "<pipeline> <event type>".
-func MailMessage(ev activities.NotifyEvent, links Links) Mail {
+func MailMessage(ev contract.NotifyEvent, links Links) Mail {
 	s := summarize(ev, links)
 	var t strings.Builder
 	t.WriteString(s.Title + "\n\n")

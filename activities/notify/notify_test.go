@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/notify"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/internal/smtptest"
 	"github.com/gantry-cd/gantry/status"
@@ -57,10 +57,10 @@ func newReceiver(t *testing.T, answer func(n int) (int, http.Header)) *receiver 
 	return r
 }
 
-func failedEvent() activities.NotifyEvent {
+func failedEvent() contract.NotifyEvent {
 	start := time.Date(2024, 8, 20, 8, 14, 46, 0, time.UTC)
 	end := start.Add(90 * time.Second)
-	return activities.NotifyEvent{Type: activities.EventStageFailed, ExecutionID: "release-12", Namespace: "default",
+	return contract.NotifyEvent{Type: contract.EventStageFailed, ExecutionID: "release-12", Namespace: "default",
 		Pipeline: "release", PipelineName: "Release", Project: "payments", Org: "fin", SequenceID: 12, Node: "deploy_eu",
 		Stage: "deploy_eu", StageName: "Deploy EU", StageBase: "deploy_eu", Status: status.Failed, Start: start, End: &end,
 		Category: "Unknown", Error: "deploy_eu.rollout FAILED: Unknown: exit 1", TriggerType: "MANUAL", TriggeredBy: "ann", Mode: "NORMAL"}
@@ -85,7 +85,7 @@ func str(m map[string]any, path ...string) string {
 // Idempotency-Key header and the rule's headers with secrets resolved.
 func TestWebhookPayload(t *testing.T) {
 	r := newReceiver(t, nil)
-	d := activities.Delivery{Key: "release-12:deploy_eu:StageFailed:r1:0", Rule: "r1", Channel: "Webhook",
+	d := contract.Delivery{Key: "release-12:deploy_eu:StageFailed:r1:0", Rule: "r1", Channel: "Webhook",
 		URL: r.srv.URL + `/cd?k=<+secrets.getValue("hk")>`, Headers: map[string]string{"Authorization": `Bearer <+secrets.getValue("hk")>`}, Event: failedEvent()}
 	res, err := sender().Send(context.Background(), d)
 	if err != nil || res.Code != 200 {
@@ -123,7 +123,7 @@ func TestChannelShapes(t *testing.T) {
 	s := sender()
 	s.PagerDutyURL = r.srv.URL + "/v2/enqueue"
 	ev := failedEvent()
-	for _, d := range []activities.Delivery{
+	for _, d := range []contract.Delivery{
 		{Key: "k-slack", Channel: "Slack", URL: r.srv.URL + "/slack", Event: ev},
 		{Key: "k-teams", Channel: "MsTeams", URL: r.srv.URL + "/teams", Event: ev},
 		{Key: "k-pd", Channel: "PagerDuty", RoutingKey: `<+secrets.getValue("pd")>`, Event: ev},
@@ -175,7 +175,7 @@ func TestSendClassifiesFailures(t *testing.T) {
 		}
 		return codes[n-1], h
 	})
-	d := activities.Delivery{Key: "k", Channel: "Webhook", URL: r.srv.URL + `/x?token=<+secrets.getValue("hk")>`, Event: failedEvent()}
+	d := contract.Delivery{Key: "k", Channel: "Webhook", URL: r.srv.URL + `/x?token=<+secrets.getValue("hk")>`, Event: failedEvent()}
 	for i, want := range []struct {
 		retryable bool
 		after     time.Duration
@@ -209,13 +209,13 @@ func TestGroupTargets(t *testing.T) {
 	s.Directory = func() (*identity.Directory, error) {
 		return &identity.Directory{Groups: []identity.Group{{Name: "ops", SlackWebhookURL: r.srv.URL + "/ops"}}}, nil
 	}
-	if _, err := s.Send(context.Background(), activities.Delivery{Key: "k", Channel: "Slack", Groups: []string{"account.ops"}, Event: failedEvent()}); err != nil {
+	if _, err := s.Send(context.Background(), contract.Delivery{Key: "k", Channel: "Slack", Groups: []string{"account.ops"}, Event: failedEvent()}); err != nil {
 		t.Fatal(err)
 	}
 	if r.reqs[0].URL.Path != "/ops" {
 		t.Errorf("group webhook not used: %s", r.reqs[0].URL)
 	}
-	_, err := s.Send(context.Background(), activities.Delivery{Key: "k", Channel: "MsTeams", Groups: []string{"nobody"}, Event: failedEvent()})
+	_, err := s.Send(context.Background(), contract.Delivery{Key: "k", Channel: "MsTeams", Groups: []string{"nobody"}, Event: failedEvent()})
 	var e *notify.Error
 	if !errors.As(err, &e) || e.Retryable || !strings.Contains(err.Error(), "nobody") {
 		t.Errorf("unknown group: %v", err)
@@ -234,9 +234,9 @@ func TestEmail(t *testing.T) {
 		return &identity.Directory{Users: []identity.User{{Name: "bob", Email: "bob@example.org", Groups: []string{"sre"}}, {Name: "eve", Groups: []string{"sre"}}}}, nil
 	}
 	ev := failedEvent()
-	ev.Type, ev.Node, ev.Step, ev.StepName, ev.StepPath, ev.Status = activities.EventWaitingForUserAction, "deploy_eu.gate", "gate", "Gate", "deploy_eu.gate", status.ApprovalWaiting
+	ev.Type, ev.Node, ev.Step, ev.StepName, ev.StepPath, ev.Status = contract.EventWaitingForUserAction, "deploy_eu.gate", "gate", "Gate", "deploy_eu.gate", status.ApprovalWaiting
 	ev.Action = "gantry approve release-12 --step deploy_eu.gate"
-	d := activities.Delivery{Key: "release-12:deploy_eu.gate:WaitingForUserAction:mail:0", Channel: "Email",
+	d := contract.Delivery{Key: "release-12:deploy_eu.gate:WaitingForUserAction:mail:0", Channel: "Email",
 		Recipients: []string{"ann@example.org"}, Groups: []string{"sre", "ghosts"}, Event: ev}
 	res, err := s.Send(context.Background(), d)
 	if err != nil {
@@ -283,7 +283,7 @@ func TestEmailImplicitTLS(t *testing.T) {
 	s := sender()
 	s.Secrets = secrets.Map{"smtp": "pw"}
 	s.SMTP = notify.SMTP{Host: srv.Host, Port: srv.Port, Security: "tls", Username: "gantry", PasswordRef: "smtp", From: "cd@example.org", InsecureSkipVerify: true}
-	if _, err := s.Send(context.Background(), activities.Delivery{Key: "k", Channel: "Email", Recipients: []string{"a@example.org"}, Event: failedEvent()}); err != nil {
+	if _, err := s.Send(context.Background(), contract.Delivery{Key: "k", Channel: "Email", Recipients: []string{"a@example.org"}, Event: failedEvent()}); err != nil {
 		t.Fatal(err)
 	}
 	if len(srv.Messages()) != 1 {
@@ -292,7 +292,7 @@ func TestEmailImplicitTLS(t *testing.T) {
 	s.SMTP.Security = "starttls" // a plain-text greeting expected, a TLS server met: the attempt fails
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if _, err := s.Send(ctx, activities.Delivery{Key: "k", Channel: "Email", Recipients: []string{"a@example.org"}, Event: failedEvent()}); err == nil {
+	if _, err := s.Send(ctx, contract.Delivery{Key: "k", Channel: "Email", Recipients: []string{"a@example.org"}, Event: failedEvent()}); err == nil {
 		t.Error("STARTTLS against an SMTPS port succeeded")
 	}
 }

@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
 )
 
@@ -74,9 +74,9 @@ func permanent(code int, format string, args ...any) *Error {
 }
 
 // Send sends one delivery once.
-func (s *Sender) Send(ctx context.Context, d activities.Delivery) (activities.DeliveryResult, error) {
+func (s *Sender) Send(ctx context.Context, d contract.Delivery) (contract.DeliveryResult, error) {
 	if d.Unresolved != "" {
-		return activities.DeliveryResult{}, permanent(0, "%s", d.Unresolved)
+		return contract.DeliveryResult{}, permanent(0, "%s", d.Unresolved)
 	}
 	mask := &secrets.Masker{}
 	res, err := s.send(ctx, d, mask)
@@ -85,14 +85,14 @@ func (s *Sender) Send(ctx context.Context, d activities.Delivery) (activities.De
 		if !errors.As(err, &e) {
 			e = &Error{Retryable: true, Msg: err.Error()}
 		}
-		e.Msg = activities.MaskRefs(mask.Apply(e.Msg))
+		e.Msg = contract.MaskRefs(mask.Apply(e.Msg))
 		return res, e
 	}
 	res.Detail = mask.Apply(res.Detail)
 	return res, nil
 }
 
-func (s *Sender) send(ctx context.Context, d activities.Delivery, mask *secrets.Masker) (activities.DeliveryResult, error) {
+func (s *Sender) send(ctx context.Context, d contract.Delivery, mask *secrets.Masker) (contract.DeliveryResult, error) {
 	links := LinksFor(s.uiURL(), d.Event)
 	if d.Channel == "Email" {
 		return s.sendMail(ctx, d, links, mask)
@@ -102,7 +102,7 @@ func (s *Sender) send(ctx context.Context, d activities.Delivery, mask *secrets.
 	if len(d.Groups) == 1 {
 		var err error
 		if target, routing, err = s.groupTarget(d.Channel, d.Groups[0]); err != nil {
-			return activities.DeliveryResult{}, err
+			return contract.DeliveryResult{}, err
 		}
 	}
 	var body any
@@ -118,7 +118,7 @@ func (s *Sender) send(ctx context.Context, d activities.Delivery, mask *secrets.
 	case "PagerDuty":
 		key, err := secrets.Expand(ctx, s.Secrets, mask, routing)
 		if err != nil {
-			return activities.DeliveryResult{}, permanent(0, "PagerDuty integration key: %v", err)
+			return contract.DeliveryResult{}, permanent(0, "PagerDuty integration key: %v", err)
 		}
 		target = s.PagerDutyURL
 		if target == "" {
@@ -128,24 +128,24 @@ func (s *Sender) send(ctx context.Context, d activities.Delivery, mask *secrets.
 	case "Datadog":
 		key, err := secrets.Expand(ctx, s.Secrets, mask, routing)
 		if err != nil {
-			return activities.DeliveryResult{}, permanent(0, "Datadog API key: %v", err)
+			return contract.DeliveryResult{}, permanent(0, "Datadog API key: %v", err)
 		}
 		headers["DD-API-KEY"] = key
 		headers["Idempotency-Key"] = d.Key
 		body = DatadogEvent(d.Event, links)
 	default:
-		return activities.DeliveryResult{}, permanent(0, "unknown channel type %q", d.Channel)
+		return contract.DeliveryResult{}, permanent(0, "unknown channel type %q", d.Channel)
 	}
 	for _, k := range slices.Sorted(maps.Keys(d.Headers)) {
 		v, err := secrets.Expand(ctx, s.Secrets, mask, d.Headers[k])
 		if err != nil {
-			return activities.DeliveryResult{}, permanent(0, "header %s: %v", k, err)
+			return contract.DeliveryResult{}, permanent(0, "header %s: %v", k, err)
 		}
 		headers[k] = v
 	}
 	u, err := secrets.Expand(ctx, s.Secrets, mask, target)
 	if err != nil {
-		return activities.DeliveryResult{}, permanent(0, "url: %v", err)
+		return contract.DeliveryResult{}, permanent(0, "url: %v", err)
 	}
 	return s.post(ctx, u, headers, mustJSON(body), mask)
 }
@@ -203,10 +203,10 @@ func (s *Sender) directory() (*identity.Directory, error) {
 
 // post sends a JSON body and classifies the answer: 2xx delivered; 408, 425, 429 and 5xx (or no
 // answer) retryable; any other status permanent.
-func (s *Sender) post(ctx context.Context, url string, headers map[string]string, body []byte, mask *secrets.Masker) (activities.DeliveryResult, error) {
+func (s *Sender) post(ctx context.Context, url string, headers map[string]string, body []byte, mask *secrets.Masker) (contract.DeliveryResult, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil || req.URL.Host == "" || (req.URL.Scheme != "http" && req.URL.Scheme != "https") {
-		return activities.DeliveryResult{}, permanent(0, "%q is not an absolute http(s) URL", mask.Apply(url))
+		return contract.DeliveryResult{}, permanent(0, "%q is not an absolute http(s) URL", mask.Apply(url))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Gantry-Notifications/1")
@@ -219,13 +219,13 @@ func (s *Sender) post(ctx context.Context, url string, headers map[string]string
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return activities.DeliveryResult{}, &Error{Retryable: true, Msg: fmt.Sprintf("POST %s: %v", MaskURL(mask.Apply(url)), err)}
+		return contract.DeliveryResult{}, &Error{Retryable: true, Msg: fmt.Sprintf("POST %s: %v", MaskURL(mask.Apply(url)), err)}
 	}
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 	answer := strings.TrimSpace(string(text))
 	if resp.StatusCode/100 == 2 {
-		return activities.DeliveryResult{Code: resp.StatusCode, Detail: clip(answer, 200)}, nil
+		return contract.DeliveryResult{Code: resp.StatusCode, Detail: clip(answer, 200)}, nil
 	}
 	e := &Error{Code: resp.StatusCode, Msg: fmt.Sprintf("POST %s: HTTP %d: %s", MaskURL(mask.Apply(url)), resp.StatusCode, clip(answer, 500))}
 	switch c := resp.StatusCode; {
@@ -235,7 +235,7 @@ func (s *Sender) post(ctx context.Context, url string, headers map[string]string
 			e.RetryAfter = time.Duration(secs) * time.Second
 		}
 	}
-	return activities.DeliveryResult{}, e
+	return contract.DeliveryResult{}, e
 }
 
 // MaskURL hides a URL's query values: webhook URLs often carry their token there.
@@ -254,13 +254,13 @@ func MaskURL(u string) string {
 }
 
 // sendMail sends one message to the recipients and the members of the groups.
-func (s *Sender) sendMail(ctx context.Context, d activities.Delivery, links Links, mask *secrets.Masker) (activities.DeliveryResult, error) {
+func (s *Sender) sendMail(ctx context.Context, d contract.Delivery, links Links, mask *secrets.Masker) (contract.DeliveryResult, error) {
 	rcpt := append([]string(nil), d.Recipients...)
 	var skipped []string
 	if len(d.Groups) > 0 {
 		dir, err := s.directory()
 		if err != nil {
-			return activities.DeliveryResult{}, err
+			return contract.DeliveryResult{}, err
 		}
 		for _, ref := range d.Groups {
 			g, ok := dir.Group(ref)
@@ -274,22 +274,22 @@ func (s *Sender) sendMail(ctx context.Context, d activities.Delivery, links Link
 	rcpt = uniq(rcpt)
 	if len(rcpt) == 0 {
 		if len(skipped) > 0 {
-			return activities.DeliveryResult{}, permanent(0, "no recipient: user groups %s are not in the identity file", strings.Join(skipped, ", "))
+			return contract.DeliveryResult{}, permanent(0, "no recipient: user groups %s are not in the identity file", strings.Join(skipped, ", "))
 		}
-		return activities.DeliveryResult{}, permanent(0, "no recipient: the recipients and the groups' members have no e-mail address")
+		return contract.DeliveryResult{}, permanent(0, "no recipient: the recipients and the groups' members have no e-mail address")
 	}
 	if s.SMTP.Host == "" {
-		return activities.DeliveryResult{}, permanent(0, "no SMTP server configured: start the worker with --smtp-host (and --smtp-from)")
+		return contract.DeliveryResult{}, permanent(0, "no SMTP server configured: start the worker with --smtp-host (and --smtp-from)")
 	}
 	msg := buildMail(s.SMTP.From, rcpt, d.Key, MailMessage(d.Event, links))
 	if err := s.deliverSMTP(ctx, rcpt, msg, mask); err != nil {
-		return activities.DeliveryResult{}, err
+		return contract.DeliveryResult{}, err
 	}
 	detail := fmt.Sprintf("sent to %d address(es)", len(rcpt))
 	if len(skipped) > 0 {
 		detail += "; user groups not in the identity file, not told: " + strings.Join(skipped, ", ")
 	}
-	return activities.DeliveryResult{Code: 250, Detail: detail}, nil
+	return contract.DeliveryResult{Code: 250, Detail: detail}, nil
 }
 
 func uniq(list []string) []string {

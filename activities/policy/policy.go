@@ -10,7 +10,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/policies"
 )
 
@@ -29,19 +29,19 @@ type Activity struct {
 }
 
 // Run evaluates the step's sets and returns status and per-set details as outputs.
-func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	var spec Spec
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "Policy spec: %v", err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "Policy spec: %v", err)
 	}
 	if a.Engine == nil {
-		return activities.StepResult{}, activities.Fail(activities.PolicyEvaluation, "this worker has no policies loaded (start it with --policies DIR); failing closed")
+		return contract.StepResult{}, contract.Fail(contract.PolicyEvaluation, "this worker has no policies loaded (start it with --policies DIR); failing closed")
 	}
 	if spec.Type != "" && spec.Type != "Custom" {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "Policy step type %q is not supported; use Custom", spec.Type)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "Policy step type %q is not supported; use Custom", spec.Type)
 	}
 	if len(spec.PolicySets) == 0 {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "policySets is empty")
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "policySets is empty")
 	}
 	for _, name := range spec.PolicySets {
 		ok := false
@@ -51,21 +51,21 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 			}
 		}
 		if !ok {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "policy set %q is not a custom policy set of this worker's policies", name)
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "policy set %q is not a custom policy set of this worker's policies", name)
 		}
 	}
 	payload := spec.PolicySpec.Payload
 	if text, ok := payload.(string); ok {
 		if err := json.Unmarshal([]byte(text), &payload); err != nil || strings.TrimSpace(text) == "" {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "policySpec.payload must be non-empty JSON: %v", err)
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "policySpec.payload must be non-empty JSON: %v", err)
 		}
 	}
 	if payload == nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "policySpec.payload is empty")
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "policySpec.payload is empty")
 	}
 	d, err := a.Engine.Evaluate(ctx, spec.PolicySets, payload)
 	if err != nil {
-		return activities.StepResult{}, activities.Fail(activities.PolicyEvaluation, "%v", err)
+		return contract.StepResult{}, contract.Fail(contract.PolicyEvaluation, "%v", err)
 	}
 	details := map[string]any{}
 	for _, s := range d.Sets {
@@ -86,7 +86,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	activity.GetLogger(ctx).Info("policy step evaluated", "step", in.StepPath, "execution", in.ExecutionID,
 		"sets", spec.PolicySets, "decision", d.Status, "messages", d.Messages())
 	if d.Denied() {
-		return activities.StepResult{}, activities.FailWithOutputs(activities.PolicyEvaluation, out, "denied by policy: %s", strings.Join(d.Messages(), "; "))
+		return contract.StepResult{}, contract.FailWithOutputs(contract.PolicyEvaluation, out, "denied by policy: %s", strings.Join(d.Messages(), "; "))
 	}
-	return activities.StepResult{Outputs: out}, nil
+	return contract.StepResult{Outputs: out}, nil
 }

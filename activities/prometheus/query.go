@@ -16,8 +16,8 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -31,18 +31,18 @@ type Activity struct {
 // a server error, fails the call (the workflow retries it, then counts the minute as having no
 // data); one that refuses a query answers it as Rejected; one that refuses the credentials
 // fails it as an Authentication failure.
-func (a *Activity) Query(ctx context.Context, in activities.MetricsRequest) (activities.MetricsAnswer, error) {
+func (a *Activity) Query(ctx context.Context, in contract.MetricsRequest) (contract.MetricsAnswer, error) {
 	mask := &secrets.Masker{}
 	rt, err := a.transport(ctx, in.Source.Prometheus, mask)
 	if err != nil {
-		return activities.MetricsAnswer{}, err
+		return contract.MetricsAnswer{}, err
 	}
 	c, err := api.NewClient(api.Config{Address: in.Source.Prometheus.URL, RoundTripper: rt})
 	if err != nil {
-		return activities.MetricsAnswer{}, activities.Fail(activities.Unknown, "Prometheus connector %s: %v", in.Source.Prometheus.ID, err)
+		return contract.MetricsAnswer{}, contract.Fail(contract.Unknown, "Prometheus connector %s: %v", in.Source.Prometheus.ID, err)
 	}
 	prom := promv1.NewAPI(c)
-	var out activities.MetricsAnswer
+	var out contract.MetricsAnswer
 	for _, m := range in.Source.Metrics {
 		if len(in.Metrics) > 0 && !slices.Contains(in.Metrics, m.ID) {
 			continue
@@ -51,21 +51,21 @@ func (a *Activity) Query(ctx context.Context, in activities.MetricsRequest) (act
 		var perr *promv1.Error
 		switch {
 		case errors.As(err, &perr) && (perr.Type == promv1.ErrBadData || perr.Type == promv1.ErrExec && strings.Contains(perr.Msg, "parse")):
-			out.Metrics = append(out.Metrics, activities.MetricData{ID: m.ID, Rejected: mask.Apply(perr.Msg)})
+			out.Metrics = append(out.Metrics, contract.MetricData{ID: m.ID, Rejected: mask.Apply(perr.Msg)})
 			continue
 		case errors.As(err, &perr) && perr.Type == promv1.ErrBadResponse && (strings.Contains(perr.Msg, "401") || strings.Contains(perr.Msg, "403")):
-			return out, activities.Fail(activities.Authentication, "Prometheus %s refused the credentials of connector %s: %s", in.Source.Prometheus.URL, in.Source.Prometheus.ID, mask.Apply(err.Error()))
+			return out, contract.Fail(contract.Authentication, "Prometheus %s refused the credentials of connector %s: %s", in.Source.Prometheus.URL, in.Source.Prometheus.ID, mask.Apply(err.Error()))
 		case err != nil:
 			return out, fmt.Errorf("query metric %s at Prometheus %s: %s", m.ID, in.Source.Prometheus.URL, mask.Apply(err.Error()))
 		}
-		out.Metrics = append(out.Metrics, activities.MetricData{ID: m.ID, Series: series(v, m.InstanceLabel)})
+		out.Metrics = append(out.Metrics, contract.MetricData{ID: m.ID, Series: series(v, m.InstanceLabel)})
 	}
 	return out, nil
 }
 
 // series groups a matrix by the instance label; series of one instance (several label sets)
 // are summed per timestamp, as one instance's total.
-func series(v model.Value, label string) []activities.InstanceSeries {
+func series(v model.Value, label string) []contract.InstanceSeries {
 	matrix, ok := v.(model.Matrix)
 	if !ok {
 		return nil
@@ -87,10 +87,10 @@ func series(v model.Value, label string) []activities.InstanceSeries {
 			}
 		}
 	}
-	var out []activities.InstanceSeries
+	var out []contract.InstanceSeries
 	for _, inst := range slices.Sorted(maps.Keys(byInstance)) {
 		pts := byInstance[inst]
-		s := activities.InstanceSeries{Instance: inst}
+		s := contract.InstanceSeries{Instance: inst}
 		for _, t := range slices.Sorted(maps.Keys(pts)) {
 			s.Points = append(s.Points, [2]float64{float64(t), pts[t]})
 		}
@@ -113,7 +113,7 @@ func (a *Activity) transport(ctx context.Context, c plan.PrometheusConnector, ma
 	for _, h := range c.HeaderRefs {
 		v, err := a.Secrets.Resolve(ctx, h.Value)
 		if err != nil {
-			return nil, activities.Fail(activities.Authentication, "Prometheus connector %s: header %s: %v", c.ID, h.Name, err)
+			return nil, contract.Fail(contract.Authentication, "Prometheus connector %s: header %s: %v", c.ID, h.Name, err)
 		}
 		mask.Add(v)
 		t.headers.Set(h.Name, v)
@@ -123,7 +123,7 @@ func (a *Activity) transport(ctx context.Context, c plan.PrometheusConnector, ma
 		if c.PasswordRef != "" {
 			v, err := a.Secrets.Resolve(ctx, c.PasswordRef)
 			if err != nil {
-				return nil, activities.Fail(activities.Authentication, "Prometheus connector %s: password: %v", c.ID, err)
+				return nil, contract.Fail(contract.Authentication, "Prometheus connector %s: password: %v", c.ID, err)
 			}
 			mask.Add(v)
 			t.password = v

@@ -12,7 +12,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Temporal adds and finds records through a Temporal client.
@@ -24,9 +24,9 @@ type Temporal struct {
 
 // Record adds a record to workflow id, starting it the first time; what names the subject in
 // errors.
-func (t Temporal) Record(ctx context.Context, id, what string, r activities.ProvisionerRecord) error {
-	_, err := t.Client.SignalWithStartWorkflow(ctx, id, activities.SignalProvisioner, r,
-		client.StartWorkflowOptions{ID: id, TaskQueue: t.TaskQueue}, activities.ProvisionerName, []activities.ProvisionerRecord(nil))
+func (t Temporal) Record(ctx context.Context, id, what string, r contract.ProvisionerRecord) error {
+	_, err := t.Client.SignalWithStartWorkflow(ctx, id, contract.SignalProvisioner, r,
+		client.StartWorkflowOptions{ID: id, TaskQueue: t.TaskQueue}, contract.ProvisionerName, []contract.ProvisionerRecord(nil))
 	if err != nil {
 		return fmt.Errorf("record %s of %s: %w", r.Kind, what, err)
 	}
@@ -34,8 +34,8 @@ func (t Temporal) Record(ctx context.Context, id, what string, r activities.Prov
 }
 
 // Find returns the newest record of workflow id matching q, nil when there is none.
-func (t Temporal) Find(ctx context.Context, id, what string, q activities.ProvisionerQuery) (*activities.ProvisionerRecord, error) {
-	v, err := t.Client.QueryWorkflow(ctx, id, "", activities.QueryProvisioner, q)
+func (t Temporal) Find(ctx context.Context, id, what string, q contract.ProvisionerQuery) (*contract.ProvisionerRecord, error) {
+	v, err := t.Client.QueryWorkflow(ctx, id, "", contract.QueryProvisioner, q)
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return nil, nil
@@ -43,7 +43,7 @@ func (t Temporal) Find(ctx context.Context, id, what string, q activities.Provis
 	if err != nil {
 		return nil, fmt.Errorf("read the records of %s: %w", what, err)
 	}
-	var r *activities.ProvisionerRecord
+	var r *contract.ProvisionerRecord
 	if err := v.Get(&r); err != nil {
 		return nil, fmt.Errorf("read the records of %s: %w", what, err)
 	}

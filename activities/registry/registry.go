@@ -20,8 +20,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -31,7 +31,7 @@ type Resolver struct {
 }
 
 // Activity is the ResolveArtifact activity.
-func (r *Resolver) Activity(ctx context.Context, in activities.ResolveInput) (activities.Resolved, error) {
+func (r *Resolver) Activity(ctx context.Context, in contract.ResolveInput) (contract.Resolved, error) {
 	return r.Resolve(ctx, &in.Artifact)
 }
 
@@ -39,19 +39,19 @@ func (r *Resolver) Activity(ctx context.Context, in activities.ResolveInput) (ac
 // to exist; otherwise the tag (or the highest tag matching TagRegex, compared as versions) is
 // resolved. Failures are step failures: Authentication, Connectivity, or Verification (no such
 // repository, tag or digest; no tag matches), naming the image, never a credential.
-func (r *Resolver) Resolve(ctx context.Context, a *plan.Artifact) (activities.Resolved, error) {
+func (r *Resolver) Resolve(ctx context.Context, a *plan.Artifact) (contract.Resolved, error) {
 	repo, err := Repository(a.Connector, a.ImagePath)
 	if err != nil {
-		return activities.Resolved{}, activities.Fail(activities.Verification, "artifact %s: %v", a.ID, err)
+		return contract.Resolved{}, contract.Fail(contract.Verification, "artifact %s: %v", a.ID, err)
 	}
 	ro, err := Options(ctx, r.Secrets, a.Connector)
 	if err != nil {
-		return activities.Resolved{}, err
+		return contract.Resolved{}, err
 	}
 	tag := a.Tag
 	if a.Digest == "" && (a.TagRegex != "" || tag == "") {
 		if tag, err = highestTag(repo, a.TagRegex, ro); err != nil {
-			return activities.Resolved{}, err
+			return contract.Resolved{}, err
 		}
 	}
 	var ref name.Reference
@@ -62,9 +62,9 @@ func (r *Resolver) Resolve(ctx context.Context, a *plan.Artifact) (activities.Re
 	}
 	desc, err := remote.Head(ref, ro...)
 	if err != nil {
-		return activities.Resolved{}, classify(err, ref.String())
+		return contract.Resolved{}, classify(err, ref.String())
 	}
-	out := activities.Resolved{Tag: tag, Digest: desc.Digest.String()}
+	out := contract.Resolved{Tag: tag, Digest: desc.Digest.String()}
 	out.Image = repo.String() + "@" + out.Digest
 	if tag != "" {
 		out.Image = repo.String() + ":" + tag + "@" + out.Digest
@@ -84,7 +84,7 @@ func highestTag(repo name.Repository, pattern string, ro []remote.Option) (strin
 	if pattern != "" {
 		var err error
 		if re, err = regexp.Compile("^(?:" + pattern + ")$"); err != nil {
-			return "", activities.Fail(activities.Verification, "tagRegex %q: %v", pattern, err)
+			return "", contract.Fail(contract.Verification, "tagRegex %q: %v", pattern, err)
 		}
 	}
 	tags, err := remote.List(repo, ro...)
@@ -103,9 +103,9 @@ func highestTag(repo name.Repository, pattern string, ro []remote.Option) (strin
 	case pattern == "" && slices.Contains(tags, "latest"):
 		return "latest", nil
 	case pattern == "":
-		return "", activities.Fail(activities.Verification, "%s: no tag to deploy: the artifact names none and the repository has no version tag nor `latest` (%d tags)", repo, len(tags))
+		return "", contract.Fail(contract.Verification, "%s: no tag to deploy: the artifact names none and the repository has no version tag nor `latest` (%d tags)", repo, len(tags))
 	}
-	return "", activities.Fail(activities.Verification, "%s: no tag matches %q (%d tags)", repo, pattern, len(tags))
+	return "", contract.Fail(contract.Verification, "%s: no tag matches %q (%d tags)", repo, pattern, len(tags))
 }
 
 // CompareVersions orders versions (tags, a custom artifact's versions) by their dot-, dash- and
@@ -189,16 +189,16 @@ func classify(err error, what string) error {
 	if errors.As(err, &te) {
 		switch te.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden:
-			return activities.Fail(activities.Authentication, "%s: the registry refused the connector's credentials (%d)", what, te.StatusCode)
+			return contract.Fail(contract.Authentication, "%s: the registry refused the connector's credentials (%d)", what, te.StatusCode)
 		case http.StatusNotFound:
-			return activities.Fail(activities.Verification, "%s: not found in the registry", what)
+			return contract.Fail(contract.Verification, "%s: not found in the registry", what)
 		}
-		return activities.Fail(activities.Unknown, "%s: the registry answered %d", what, te.StatusCode)
+		return contract.Fail(contract.Unknown, "%s: the registry answered %d", what, te.StatusCode)
 	}
 	var netErr net.Error
 	var opErr *net.OpError
 	if errors.As(err, &opErr) || errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) {
-		return activities.Fail(activities.Connectivity, "%s: cannot reach the registry: %v", what, err)
+		return contract.Fail(contract.Connectivity, "%s: cannot reach the registry: %v", what, err)
 	}
-	return activities.Fail(activities.Unknown, "%s: %v", what, err)
+	return contract.Fail(contract.Unknown, "%s: %v", what, err)
 }

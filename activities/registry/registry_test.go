@@ -8,8 +8,8 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -77,15 +77,15 @@ func TestResolveFailures(t *testing.T) {
 	cases := []struct {
 		name   string
 		change func(*plan.Artifact)
-		want   activities.Category
+		want   contract.Category
 		says   string
 	}{
-		{"bad token", func(a *plan.Artifact) { a.Connector.PasswordRef = "wrong" }, activities.Authentication, "refused"},
-		{"no tag", func(a *plan.Artifact) { a.Tag = "9.9.9" }, activities.Verification, "team/web:9.9.9: not found"},
-		{"no match", func(a *plan.Artifact) { a.Tag, a.TagRegex = "", `2\..*` }, activities.Verification, "no tag matches"},
-		{"no tag to deploy", func(a *plan.Artifact) { a.Tag, a.ImagePath = "", "team/docs" }, activities.Verification, "no tag to deploy"},
-		{"no repository", func(a *plan.Artifact) { a.ImagePath = "team/api" }, activities.Verification, "team/api"},
-		{"unreachable", func(a *plan.Artifact) { a.Connector.URL = "http://127.0.0.1:1" }, activities.Connectivity, "cannot reach"},
+		{"bad token", func(a *plan.Artifact) { a.Connector.PasswordRef = "wrong" }, contract.Authentication, "refused"},
+		{"no tag", func(a *plan.Artifact) { a.Tag = "9.9.9" }, contract.Verification, "team/web:9.9.9: not found"},
+		{"no match", func(a *plan.Artifact) { a.Tag, a.TagRegex = "", `2\..*` }, contract.Verification, "no tag matches"},
+		{"no tag to deploy", func(a *plan.Artifact) { a.Tag, a.ImagePath = "", "team/docs" }, contract.Verification, "no tag to deploy"},
+		{"no repository", func(a *plan.Artifact) { a.ImagePath = "team/api" }, contract.Verification, "team/api"},
+		{"unreachable", func(a *plan.Artifact) { a.Connector.URL = "http://127.0.0.1:1" }, contract.Connectivity, "cannot reach"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

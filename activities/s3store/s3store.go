@@ -18,10 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/awsauth"
 	"github.com/gantry-cd/gantry/activities/objstore"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/manifests"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -44,14 +44,14 @@ func (r *Reader) bucket(ctx context.Context, c plan.AwsConnector, bucket, region
 // FetchManifests reads a manifest's S3 store: each path is an object's key, or a folder whose
 // .yaml, .yml and .tpl objects are read (values paths: every object). Digest fingerprints the
 // keys and ETags read, so a run says which versions it deployed.
-func (r *Reader) FetchManifests(ctx context.Context, in activities.S3FetchInput) (activities.Fetched, error) {
+func (r *Reader) FetchManifests(ctx context.Context, in contract.S3FetchInput) (contract.Fetched, error) {
 	st := in.Store
 	b, err := r.bucket(ctx, st.Connector, st.Bucket, st.Region)
 	if err != nil {
-		return activities.Fetched{}, err
+		return contract.Fetched{}, err
 	}
 	sum := sha256.New()
-	var out activities.Fetched
+	var out contract.Fetched
 	size := 0
 	read := func(paths []string, all bool) ([]plan.File, error) {
 		var files []plan.File
@@ -67,12 +67,12 @@ func (r *Reader) FetchManifests(ctx context.Context, in activities.S3FetchInput)
 					return nil, awsauth.Fail(err, "manifest %s: read s3://%s/%s with connector %s", in.Manifest, st.Bucket, o.Key, st.Connector.ID)
 				}
 				if size += len(body); size > plan.MaxManifestBytes {
-					return nil, activities.Fail(activities.Verification, "manifest %s: more than %d KiB of files in s3://%s/%s, too much to carry in a run", in.Manifest, plan.MaxManifestBytes>>10, st.Bucket, p)
+					return nil, contract.Fail(contract.Verification, "manifest %s: more than %d KiB of files in s3://%s/%s, too much to carry in a run", in.Manifest, plan.MaxManifestBytes>>10, st.Bucket, p)
 				}
 				fmt.Fprintf(sum, "%s %s\n", o.Key, o.ETag)
 				unpacked, err := manifests.UnpackDependencyFiles(o.Key, body)
 				if err != nil {
-					return nil, activities.Fail(activities.Verification, "manifest %s: s3://%s/%s: %v", in.Manifest, st.Bucket, o.Key, err)
+					return nil, contract.Fail(contract.Verification, "manifest %s: s3://%s/%s: %v", in.Manifest, st.Bucket, o.Key, err)
 				}
 				for _, f := range unpacked {
 					files = append(files, plan.File{Path: f.Path, Text: f.Text})
@@ -82,10 +82,10 @@ func (r *Reader) FetchManifests(ctx context.Context, in activities.S3FetchInput)
 		return files, nil
 	}
 	if out.Files, err = read(st.Paths, false); err != nil {
-		return activities.Fetched{}, err
+		return contract.Fetched{}, err
 	}
 	if out.Values, err = read(st.ValuesPaths, true); err != nil {
-		return activities.Fetched{}, err
+		return contract.Fetched{}, err
 	}
 	out.Digest = "sha256:" + hex.EncodeToString(sum.Sum(nil))
 	return out, nil
@@ -125,7 +125,7 @@ func (r *Reader) objectsAt(ctx context.Context, b *objstore.Bucket, p string, al
 		}
 	}
 	if len(out) == 0 {
-		return nil, activities.Fail(activities.Verification, "s3://%s/%s: no such object, and no manifest files (.yaml, .yml, .tpl) below it", b.Name, p)
+		return nil, contract.Fail(contract.Verification, "s3://%s/%s: no such object, and no manifest files (.yaml, .yml, .tpl) below it", b.Name, p)
 	}
 	return out, nil
 }
@@ -149,11 +149,11 @@ func list(ctx context.Context, b *objstore.Bucket, prefix string) ([]object, err
 // ResolveArtifact finds an AmazonS3 artifact's object: its filePath (checked to exist), or the
 // newest object whose key matches filePathRegex (a regular expression matching the whole key;
 // a pattern that is not one is taken as a glob, * matching within a folder).
-func (r *Reader) ResolveArtifact(ctx context.Context, in activities.S3ResolveInput) (activities.S3Resolved, error) {
+func (r *Reader) ResolveArtifact(ctx context.Context, in contract.S3ResolveInput) (contract.S3Resolved, error) {
 	a := in.Artifact
 	b, err := r.bucket(ctx, a.Connector, a.Bucket, a.Region)
 	if err != nil {
-		return activities.S3Resolved{}, err
+		return contract.S3Resolved{}, err
 	}
 	where := fmt.Sprintf("artifact %s: s3://%s", in.ID, a.Bucket)
 	var found *object
@@ -161,14 +161,14 @@ func (r *Reader) ResolveArtifact(ctx context.Context, in activities.S3ResolveInp
 		key := strings.TrimPrefix(a.FilePath, "/")
 		out, err := b.Client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(key)})
 		if err != nil {
-			return activities.S3Resolved{}, awsauth.Fail(err, "%s/%s (connector %s)", where, key, a.Connector.ID)
+			return contract.S3Resolved{}, awsauth.Fail(err, "%s/%s (connector %s)", where, key, a.Connector.ID)
 		}
 		found = &object{Key: key, ETag: strings.Trim(aws.ToString(out.ETag), `"`), Size: aws.ToInt64(out.ContentLength), Modified: aws.ToTime(out.LastModified)}
 	} else {
 		match, prefix := matcher(a.FilePathRegex)
 		objs, err := list(ctx, b, prefix)
 		if err != nil {
-			return activities.S3Resolved{}, awsauth.Fail(err, "%s: list objects (connector %s)", where, a.Connector.ID)
+			return contract.S3Resolved{}, awsauth.Fail(err, "%s: list objects (connector %s)", where, a.Connector.ID)
 		}
 		for i, o := range objs {
 			if match(o.Key) && (found == nil || o.Modified.After(found.Modified) || o.Modified.Equal(found.Modified) && o.Key > found.Key) {
@@ -176,11 +176,11 @@ func (r *Reader) ResolveArtifact(ctx context.Context, in activities.S3ResolveInp
 			}
 		}
 		if found == nil {
-			return activities.S3Resolved{}, activities.Fail(activities.Verification, "%s: no object matches filePathRegex %q", where, a.FilePathRegex)
+			return contract.S3Resolved{}, contract.Fail(contract.Verification, "%s: no object matches filePathRegex %q", where, a.FilePathRegex)
 		}
 	}
 	region := cmp.Or(a.Region, b.Client.Options().Region)
-	return activities.S3Resolved{Bucket: a.Bucket, FilePath: found.Key, Region: region, ETag: found.ETag, Size: found.Size,
+	return contract.S3Resolved{Bucket: a.Bucket, FilePath: found.Key, Region: region, ETag: found.ETag, Size: found.Size,
 		Modified: found.Modified.UTC().Format(time.RFC3339), URL: (&objstore.Bucket{Name: a.Bucket}).URL(found.Key)}, nil
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Map resolves secrets from a fixed map (tests, embedding).
@@ -24,11 +24,11 @@ func (m Map) Resolve(_ context.Context, id string) (string, error) {
 func Login(ctx context.Context, r Resolver, connector, user, userRef, passRef string) (string, string, error) {
 	resolve := func(ref string) (string, error) {
 		if r == nil {
-			return "", activities.Fail(activities.Authentication, "connector %s: secret %q: no secret resolver on this worker", connector, ref)
+			return "", contract.Fail(contract.Authentication, "connector %s: secret %q: no secret resolver on this worker", connector, ref)
 		}
 		v, err := r.Resolve(ctx, ref)
 		if err != nil {
-			return "", activities.Fail(activities.Authentication, "connector %s: %v", connector, err)
+			return "", contract.Fail(contract.Authentication, "connector %s: %v", connector, err)
 		}
 		return v, nil
 	}

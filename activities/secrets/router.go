@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -42,7 +42,7 @@ func Routed(def Resolver, managers map[string]func(creds Resolver) Manager) Reso
 
 // Resolve implements Resolver.
 func (r *Router) Resolve(ctx context.Context, id string) (string, error) {
-	routes := activities.SecretRoutes(ctx)
+	routes := contract.SecretRoutes(ctx)
 	route, ok := routes[id]
 	if !ok {
 		route, ok = routes[plan.LocalRef(id)] // account.db and org.db name the file's db

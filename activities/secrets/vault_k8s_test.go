@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/kubetest"
 	"github.com/gantry-cd/gantry/internal/vaulttest"
 	"github.com/gantry-cd/gantry/plan"
@@ -79,7 +79,7 @@ func TestVaultKubernetesSignIn(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	ctx = activities.ContextWithSecretRoutes(ctx, map[string]plan.SecretRoute{
+	ctx = contract.ContextWithSecretRoutes(ctx, map[string]plan.SecretRoute{
 		"db":     {Manager: manager(token("deployer")), Path: "apps/web/db", Key: "password"},
 		"stolen": {Manager: manager(token("intruder")), Path: "apps/web/db", Key: "password"},
 	})

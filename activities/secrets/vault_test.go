@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/vaulttest"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -46,7 +46,7 @@ func TestVaultConnector(t *testing.T) {
 	kv1 := byToken
 	kv1.ID, kv1.Engine, kv1.EngineVersion = "vault_kv1", "kv1", 1
 	byRole := plan.SecretManager{ID: "vault_role", Type: "Vault", URL: v.URL, Engine: "secret", EngineVersion: 2, Auth: "APP_ROLE", AppRoleID: roleID, SecretIDRef: "approle_secret"}
-	ctx := activities.ContextWithSecretRoutes(context.Background(), map[string]plan.SecretRoute{
+	ctx := contract.ContextWithSecretRoutes(context.Background(), map[string]plan.SecretRoute{
 		"db":          {Manager: byToken, Path: "app/db", Key: "password"},
 		"db_user":     {Manager: byToken, Path: "/app/db", Key: "user"},
 		"api":         {Manager: kv1, Path: "app/api"},
@@ -105,7 +105,7 @@ func TestVaultConnector(t *testing.T) {
 	renewing.ID, renewing.TokenRef, renewing.RenewalMinutes = "vault_renewing", "short", 1
 	lapsing := byToken
 	lapsing.ID, lapsing.TokenRef = "vault_lapsing", "unrenewed"
-	ctx = activities.ContextWithSecretRoutes(ctx, map[string]plan.SecretRoute{
+	ctx = contract.ContextWithSecretRoutes(ctx, map[string]plan.SecretRoute{
 		"renewed": {Manager: renewing, Path: "app/db", Key: "password"},
 		"lapsed":  {Manager: lapsing, Path: "app/db", Key: "password"},
 		"db":      {Manager: byToken, Path: "app/db", Key: "password"},

@@ -24,10 +24,10 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/sshexec"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -87,15 +87,15 @@ func (a *Activity) Close() {
 var shellName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Run executes one ShellScript step.
-func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	spec, err := parseSpec(in.Spec)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	mask := &secrets.Masker{}
 	script, names, values, err := a.prepare(ctx, spec, mask)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	info := activity.GetInfo(ctx)
 	if fmt.Sprint(spec.OnDelegate) == "false" && spec.ExecutionTarget != nil {
@@ -105,7 +105,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	log, err := a.Logs.OpenLazy(in.ExecutionID, in.StepPath,
 		fmt.Sprintf("# gantry: %s attempt %d on %s (pid %d)", in.StepPath, info.Attempt, hostname(), os.Getpid()))
 	if err != nil {
-		return activities.StepResult{}, err // an engine fault: Temporal retries it
+		return contract.StepResult{}, err // an engine fault: Temporal retries it
 	}
 	defer log.Close()
 
@@ -114,7 +114,7 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	dir := a.scripts.forks.workspace(key)
 	if dir == "" {
 		if dir, err = newWorkspace(a.WorkDir); err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 	}
 	defer func() {
@@ -132,22 +132,22 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		}()
 	}()
 
-	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
+	runCtx, cancel := contract.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
 
 	st := step{key: key, shell: shell, args: args, dir: dir, script: script, names: names, values: values, outs: outputNames(spec.OutputVariables)}
 	lastLine, code, runErr := a.scripts.run(runCtx, st, log, mask)
 	if err := outcome(ctx, runCtx, in, log.Err(), runErr, code, lastLine); err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	outputs, err := readOutputs(dir, spec.OutputVariables, mask)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	if outputs == nil {
-		return activities.StepResult{}, nil
+		return contract.StepResult{}, nil
 	}
-	return activities.StepResult{Outputs: map[string]any{"outputVariables": outputs}}, nil
+	return contract.StepResult{Outputs: map[string]any{"outputVariables": outputs}}, nil
 }
 
 // parseSpec reads a ShellScript spec and refuses what no worker can run: another shell, an
@@ -155,14 +155,14 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 func parseSpec(raw json.RawMessage) (Spec, error) {
 	var spec Spec
 	if err := json.Unmarshal(raw, &spec); err != nil {
-		return spec, activities.Fail(activities.Unknown, "ShellScript spec: %v", err)
+		return spec, contract.Fail(contract.Unknown, "ShellScript spec: %v", err)
 	}
 	if spec.Shell != "" && !strings.EqualFold(spec.Shell, "Bash") && !strings.EqualFold(spec.Shell, "Sh") {
-		return spec, activities.Fail(activities.Unknown, "shell %q is not available on this worker; use Bash", spec.Shell)
+		return spec, contract.Fail(contract.Unknown, "shell %q is not available on this worker; use Bash", spec.Shell)
 	}
 	for _, o := range spec.OutputVariables {
 		if !shellName.MatchString(str(o.Value)) {
-			return spec, activities.Fail(activities.Unknown,
+			return spec, contract.Fail(contract.Unknown,
 				"output variable %q reads shell variable %q, which is not a valid shell variable name", o.Name, str(o.Value))
 		}
 	}
@@ -175,7 +175,7 @@ func parseSpec(raw json.RawMessage) (Spec, error) {
 func (a *Activity) prepare(ctx context.Context, spec Spec, mask *secrets.Masker) (script string, names, values []string, err error) {
 	script, err = secrets.Expand(ctx, a.Secrets, mask, spec.Source.Spec.Script)
 	if err != nil {
-		return "", nil, nil, activities.Fail(activities.Unknown, "%v", err)
+		return "", nil, nil, contract.Fail(contract.Unknown, "%v", err)
 	}
 	names = make([]string, len(spec.EnvironmentVariables))
 	values = make([]string, len(spec.EnvironmentVariables))
@@ -192,24 +192,24 @@ func (a *Activity) prepare(ctx context.Context, spec Spec, mask *secrets.Masker)
 // outcome is the step's failure, nil when the script exited 0: lost output and failures of the
 // engine are errors Temporal retries, an abort is the workflow's, a timeout and a non-zero
 // exit are the step's own.
-func outcome(ctx, runCtx context.Context, in activities.StepInput, logErr, runErr error, code int, lastLine string) error {
+func outcome(ctx, runCtx context.Context, in contract.StepInput, logErr, runErr error, code int, lastLine string) error {
 	switch {
 	case logErr != nil:
 		return logErr // output was lost: an engine fault, Temporal runs the step again
 	case ctx.Err() != nil:
 		return ctx.Err() // aborted: the workflow decides
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return activities.Fail(activities.Timeout, "script ran longer than the step timeout %s and was killed", in.Timeout)
+		return contract.Fail(contract.Timeout, "script ran longer than the step timeout %s and was killed", in.Timeout)
 	case errors.Is(runErr, errWorkspace):
 		return runErr // an engine fault: Temporal retries it
 	case runErr != nil:
-		return activities.Fail(activities.Unknown, "run the shell: %v", runErr)
+		return contract.Fail(contract.Unknown, "run the shell: %v", runErr)
 	case code != 0:
 		msg := fmt.Sprintf("script exited with code %d", code)
 		if lastLine != "" {
 			msg += "; last output: " + lastLine
 		}
-		return activities.Fail(activities.Unknown, "%s", msg)
+		return contract.Fail(contract.Unknown, "%s", msg)
 	}
 	return nil
 }
@@ -218,7 +218,7 @@ func outcome(ctx, runCtx context.Context, in activities.StepInput, logErr, runEr
 func (a *Activity) envValue(ctx context.Context, mask *secrets.Masker, v Variable) (string, error) {
 	s, err := secrets.Value(ctx, a.Secrets, mask, v.Type, str(v.Value))
 	if err != nil {
-		return "", activities.Fail(activities.Unknown, "environment variable %s: %v", v.Name, err)
+		return "", contract.Fail(contract.Unknown, "environment variable %s: %v", v.Name, err)
 	}
 	return s, nil
 }
@@ -340,7 +340,7 @@ func newWorkspace(base string) (string, error) {
 }
 
 // forkKey names the fork server a step may use: one per stage of an execution.
-func forkKey(in activities.StepInput) string {
+func forkKey(in contract.StepInput) string {
 	stage, _, _ := strings.Cut(in.StepPath, ".")
 	return in.ExecutionID + "/" + stage
 }
@@ -480,11 +480,11 @@ func readOutputs(dir string, outs []Variable, mask *secrets.Masker) (map[string]
 	}
 	b, err := os.ReadFile(filepath.Join(dir, outputFile))
 	if err != nil {
-		return nil, activities.Fail(activities.Unknown,
+		return nil, contract.Fail(contract.Unknown,
 			"output variables could not be captured: the script ended with an explicit exit before they were recorded")
 	}
 	if len(b) > MaxOutputBytes {
-		return nil, activities.Fail(activities.Unknown, "output variables total %d bytes, more than the %d byte limit", len(b), MaxOutputBytes)
+		return nil, contract.Fail(contract.Unknown, "output variables total %d bytes, more than the %d byte limit", len(b), MaxOutputBytes)
 	}
 	vals := bytes.Split(b, []byte{0})
 	out := make(map[string]any, len(outs))
@@ -495,7 +495,7 @@ func readOutputs(dir string, outs []Variable, mask *secrets.Masker) (map[string]
 		}
 		if strings.EqualFold(o.Type, "Secret") {
 			if v == "" {
-				return nil, activities.Fail(activities.Unknown, "secret output variable %s is empty", o.Name)
+				return nil, contract.Fail(contract.Unknown, "secret output variable %s is empty", o.Name)
 			}
 			mask.Add(v)
 		}
@@ -516,22 +516,22 @@ func str(v any) string {
 
 // runOnTarget runs the script on the executionTarget's host over SSH, as the SSH credential
 // resolved before the run (docs/traditional.md), in its working directory.
-func (a *Activity) runOnTarget(ctx context.Context, in activities.StepInput, spec Spec, script string, names, values []string, mask *secrets.Masker) (activities.StepResult, error) {
+func (a *Activity) runOnTarget(ctx context.Context, in contract.StepInput, spec Spec, script string, names, values []string, mask *secrets.Masker) (contract.StepResult, error) {
 	et := spec.ExecutionTarget
 	cr, ok := plan.SSHCredential{}, false
 	if in.Refs != nil {
 		cr, ok = in.Refs.SSH[et.ConnectorRef]
 	}
 	if !ok {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "the SSH credential %q of the target host was not resolved before the run: define it as a `secret:` of type SSHKey beside the pipeline", et.ConnectorRef)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "the SSH credential %q of the target host was not resolved before the run: define it as a `secret:` of type SSHKey beside the pipeline", et.ConnectorRef)
 	}
 	target, err := sshexec.TargetFor(ctx, a.Secrets, mask, cr, et.Host, a.KnownHosts)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	sess, err := sshexec.Open(ctx, a.Logs, in, target)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	defer sess.Close()
 	log, c, runCtx := sess.Log, sess.Client, sess.Ctx
@@ -548,20 +548,20 @@ func (a *Activity) runOnTarget(ctx context.Context, in activities.StepInput, spe
 	out.Flush()
 	switch {
 	case ctx.Err() != nil:
-		return activities.StepResult{}, ctx.Err()
+		return contract.StepResult{}, ctx.Err()
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return activities.StepResult{}, activities.Fail(activities.Timeout, "script ran longer than the step timeout %s on host %s", in.Timeout, target.Addr())
+		return contract.StepResult{}, contract.Fail(contract.Timeout, "script ran longer than the step timeout %s on host %s", in.Timeout, target.Addr())
 	case err != nil:
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	case code != 0:
 		msg := fmt.Sprintf("script exited with code %d on host %s", code, target.Addr())
 		if last := out.Last(); last != "" {
 			msg += "; last output: " + last
 		}
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s", msg)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s", msg)
 	}
 	if log.Err() != nil || len(spec.OutputVariables) == 0 {
-		return activities.StepResult{}, log.Err()
+		return contract.StepResult{}, log.Err()
 	}
 	vars := map[string]any{}
 	for _, o := range spec.OutputVariables {
@@ -571,5 +571,5 @@ func (a *Activity) runOnTarget(ctx context.Context, in activities.StepInput, spe
 		}
 		vars[o.Name] = mask.Apply(v)
 	}
-	return activities.StepResult{Outputs: map[string]any{"outputVariables": vars}}, nil
+	return contract.StepResult{Outputs: map[string]any{"outputVariables": vars}}, nil
 }

@@ -16,23 +16,23 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/shell"
+	"github.com/gantry-cd/gantry/contract"
 )
 
-func runScript(t *testing.T, script string, timeout time.Duration, outs ...string) (activities.StepResult, error) {
+func runScript(t *testing.T, script string, timeout time.Duration, outs ...string) (contract.StepResult, error) {
 	t.Helper()
 	return runShell(t, "Bash", script, timeout, outs...)
 }
 
-func runShell(t *testing.T, shellName, script string, timeout time.Duration, outs ...string) (activities.StepResult, error) {
+func runShell(t *testing.T, shellName, script string, timeout time.Duration, outs ...string) (contract.StepResult, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	a := &shell.Activity{Secrets: &secrets.Store{}, Logs: logs.Store{Dir: t.TempDir()}}
-	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: contract.ShellScript})
 	spec := map[string]any{"shell": shellName, "source": map[string]any{"type": "Inline", "spec": map[string]any{"script": script}}}
 	var ov []map[string]any
 	for _, o := range outs {
@@ -40,8 +40,8 @@ func runShell(t *testing.T, shellName, script string, timeout time.Duration, out
 	}
 	spec["outputVariables"] = ov
 	raw, _ := json.Marshal(spec)
-	v, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{ExecutionID: "x-1", StepPath: "s.a", Type: "ShellScript", Spec: raw, Timeout: timeout})
-	var res activities.StepResult
+	v, err := env.ExecuteActivity(contract.ShellScript, contract.StepInput{ExecutionID: "x-1", StepPath: "s.a", Type: "ShellScript", Spec: raw, Timeout: timeout})
+	var res contract.StepResult
 	if err == nil {
 		err = v.Get(&res)
 	}
@@ -59,7 +59,7 @@ func category(err error) string {
 func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	_, err := runScript(t, "sleep 60 & echo $! > "+pidFile+"; wait", time.Second)
-	if category(err) != string(activities.Timeout) {
+	if category(err) != string(contract.Timeout) {
 		t.Fatalf("want a Timeout failure, got %v", err)
 	}
 	b, err := os.ReadFile(pidFile)
@@ -78,7 +78,7 @@ func TestTimeoutKillsTheWholeProcessGroup(t *testing.T) {
 
 func TestExitCodesAndOutputs(t *testing.T) {
 	res, err := runScript(t, "A=1; B='two words'; false", 0, "A", "B", "UNSET")
-	if category(err) != string(activities.Unknown) || !strings.Contains(err.Error(), "exited with code 1") {
+	if category(err) != string(contract.Unknown) || !strings.Contains(err.Error(), "exited with code 1") {
 		t.Fatalf("a failing last command fails the step: %v", err)
 	}
 	res, err = runScript(t, "false; A=1; B='two words'", 0, "A", "B", "UNSET")
@@ -108,9 +108,9 @@ func TestRelativeWorkDir(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	a := &shell.Activity{Secrets: &secrets.Store{}, WorkDir: "work"}
-	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: contract.ShellScript})
 	raw := []byte(`{"source": {"type": "Inline", "spec": {"script": "exit 0"}}}`)
-	if _, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{StepPath: "s.a", Spec: raw}); err != nil {
+	if _, err := env.ExecuteActivity(contract.ShellScript, contract.StepInput{StepPath: "s.a", Spec: raw}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -136,10 +136,10 @@ func TestBackgroundChildDoesNotHoldTheStep(t *testing.T) {
 	env := s.NewTestActivityEnvironment()
 	store := logs.Store{Dir: dir}
 	a := &shell.Activity{Secrets: &secrets.Store{}, Logs: store}
-	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: contract.ShellScript})
 	raw := []byte(`{"shell": "Sh", "source": {"type": "Inline", "spec": {"script": "echo early; (sleep 20; echo late) &"}}}`)
 	start := time.Now()
-	if _, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{ExecutionID: "x-1", StepPath: "s.bg", Spec: raw}); err != nil {
+	if _, err := env.ExecuteActivity(contract.ShellScript, contract.StepInput{ExecutionID: "x-1", StepPath: "s.bg", Spec: raw}); err != nil {
 		t.Fatal(err)
 	}
 	if d := time.Since(start); d > 15*time.Second {
@@ -157,17 +157,17 @@ func TestStepsOfAStageShareAForkServer(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	a := &shell.Activity{Secrets: &secrets.Store{}}
-	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: contract.ShellScript})
 	parent := func(shellName, path, script string) string {
 		t.Helper()
 		spec := map[string]any{"shell": shellName, "source": map[string]any{"type": "Inline", "spec": map[string]any{"script": script}},
 			"outputVariables": []map[string]any{{"name": "P", "type": "String", "value": "P"}}}
 		raw, _ := json.Marshal(spec)
-		v, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{ExecutionID: "x-1", StepPath: path, Spec: raw})
+		v, err := env.ExecuteActivity(contract.ShellScript, contract.StepInput{ExecutionID: "x-1", StepPath: path, Spec: raw})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var res activities.StepResult
+		var res contract.StepResult
 		if err := v.Get(&res); err != nil {
 			t.Fatal(err)
 		}
@@ -192,10 +192,10 @@ func TestWorkspacesAreRemoved(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	a := &shell.Activity{Secrets: &secrets.Store{}, WorkDir: work}
-	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: contract.ShellScript})
 	for i, script := range []string{"true", "mkdir -p a/b; echo x > a/b/c; echo y > f", "A=1; exit 0"} {
 		raw, _ := json.Marshal(map[string]any{"source": map[string]any{"type": "Inline", "spec": map[string]any{"script": script}}})
-		if _, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{ExecutionID: "x-1", StepPath: "s.s" + strconv.Itoa(i), Spec: raw}); err != nil {
+		if _, err := env.ExecuteActivity(contract.ShellScript, contract.StepInput{ExecutionID: "x-1", StepPath: "s.s" + strconv.Itoa(i), Spec: raw}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -213,12 +213,12 @@ func TestWorkspaceReuseIsEmpty(t *testing.T) {
 	env := s.NewTestActivityEnvironment()
 	a := &shell.Activity{Secrets: &secrets.Store{}}
 	defer a.Close()
-	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: activities.ShellScript})
+	env.RegisterActivityWithOptions(a.Run, activity.RegisterOptions{Name: contract.ShellScript})
 	run := func(i int, script string) (pwd, list string) {
 		t.Helper()
 		raw, _ := json.Marshal(map[string]any{"shell": "Sh", "source": map[string]any{"type": "Inline", "spec": map[string]any{"script": script}},
 			"outputVariables": []map[string]any{{"name": "L", "type": "String", "value": "L"}}})
-		if _, err := env.ExecuteActivity(activities.ShellScript, activities.StepInput{ExecutionID: "x-1", StepPath: "s.s" + strconv.Itoa(i), Spec: raw}); err != nil {
+		if _, err := env.ExecuteActivity(contract.ShellScript, contract.StepInput{ExecutionID: "x-1", StepPath: "s.s" + strconv.Itoa(i), Spec: raw}); err != nil {
 			t.Fatal(err)
 		}
 		b, _ := os.ReadFile(filepath.Join(out, strconv.Itoa(i)))

@@ -27,9 +27,9 @@ import (
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -82,7 +82,7 @@ func Dial(ctx context.Context, t Target) (*Client, error) {
 	d := net.Dialer{Timeout: timeout}
 	conn, err := d.DialContext(ctx, "tcp", t.Addr())
 	if err != nil {
-		return nil, activities.Fail(activities.Connectivity, "host %s cannot be reached: %v", t.Addr(), err)
+		return nil, contract.Fail(contract.Connectivity, "host %s cannot be reached: %v", t.Addr(), err)
 	}
 	_ = conn.SetDeadline(time.Now().Add(timeout))
 	sc, chans, reqs, err := ssh.NewClientConn(conn, t.Addr(), cfg)
@@ -104,14 +104,14 @@ func authMethods(t Target) ([]ssh.AuthMethod, error) {
 			signer, err = ssh.ParsePrivateKey([]byte(t.Key))
 		}
 		if err != nil {
-			return nil, activities.Fail(activities.Authentication, "the SSH key for %s@%s does not parse: %v", t.User, t.Host, err)
+			return nil, contract.Fail(contract.Authentication, "the SSH key for %s@%s does not parse: %v", t.User, t.Host, err)
 		}
 		return []ssh.AuthMethod{ssh.PublicKeys(signer)}, nil
 	}
 	if t.Password != "" {
 		return []ssh.AuthMethod{ssh.Password(t.Password)}, nil
 	}
-	return nil, activities.Fail(activities.Authentication, "no key or password to log in to %s as %s", t.Host, t.User)
+	return nil, contract.Fail(contract.Authentication, "no key or password to log in to %s as %s", t.Host, t.User)
 }
 
 // hostKeyCallback checks host keys against known_hosts lines; none accepts any key.
@@ -131,7 +131,7 @@ func hostKeyCallback(lines string) (ssh.HostKeyCallback, error) {
 	f.Close()
 	cb, err := knownhosts.New(f.Name())
 	if err != nil {
-		return nil, activities.Fail(activities.Authentication, "known hosts do not parse: %v", err)
+		return nil, contract.Fail(contract.Authentication, "known hosts do not parse: %v", err)
 	}
 	return cb, nil
 }
@@ -141,17 +141,17 @@ func classify(t Target, err error) error {
 	var ke *knownhosts.KeyError
 	switch {
 	case errors.As(err, &ke) && len(ke.Want) > 0:
-		return activities.Fail(activities.Authentication, "host %s presented a key that is not the one known for it: refusing to log in", t.Addr())
+		return contract.Fail(contract.Authentication, "host %s presented a key that is not the one known for it: refusing to log in", t.Addr())
 	case errors.As(err, &ke):
-		return activities.Fail(activities.Authentication, "host %s is not among the known hosts: refusing to log in", t.Addr())
+		return contract.Fail(contract.Authentication, "host %s is not among the known hosts: refusing to log in", t.Addr())
 	case strings.Contains(err.Error(), "unable to authenticate"):
-		return activities.Fail(activities.Authentication, "host %s refused the credentials of %s", t.Addr(), t.User)
+		return contract.Fail(contract.Authentication, "host %s refused the credentials of %s", t.Addr(), t.User)
 	}
 	var ne net.Error
 	if errors.As(err, &ne) || errors.Is(err, io.EOF) {
-		return activities.Fail(activities.Connectivity, "host %s: the SSH handshake failed: %v", t.Addr(), err)
+		return contract.Fail(contract.Connectivity, "host %s: the SSH handshake failed: %v", t.Addr(), err)
 	}
-	return activities.Fail(activities.Connectivity, "host %s: %v", t.Addr(), err)
+	return contract.Fail(contract.Connectivity, "host %s: %v", t.Addr(), err)
 }
 
 // Close closes the connection.
@@ -163,7 +163,7 @@ func (c *Client) Close() error { return c.c.Close() }
 func (c *Client) Run(ctx context.Context, script, dir string, env map[string]string, out io.Writer) (int, error) {
 	s, err := c.c.NewSession()
 	if err != nil {
-		return -1, activities.Fail(activities.Connectivity, "host %s: open a session: %v", c.target.Addr(), err)
+		return -1, contract.Fail(contract.Connectivity, "host %s: open a session: %v", c.target.Addr(), err)
 	}
 	defer s.Close()
 	var b strings.Builder
@@ -192,7 +192,7 @@ func (c *Client) Run(ctx context.Context, script, dir string, env map[string]str
 		case errors.As(err, &exit):
 			return exit.ExitStatus(), nil
 		}
-		return -1, activities.Fail(activities.Connectivity, "host %s: the session ended: %v", c.target.Addr(), err)
+		return -1, contract.Fail(contract.Connectivity, "host %s: the session ended: %v", c.target.Addr(), err)
 	}
 }
 
@@ -226,22 +226,22 @@ func (c *Client) RunOutputs(ctx context.Context, script, dir string, env map[str
 	}
 	sc, err := sftp.NewClient(c.c)
 	if err != nil {
-		return code, nil, activities.Fail(activities.Connectivity, "host %s: start SFTP: %v", c.target.Addr(), err)
+		return code, nil, contract.Fail(contract.Connectivity, "host %s: start SFTP: %v", c.target.Addr(), err)
 	}
 	defer sc.Close()
 	f, err := sc.Open(file)
 	if err != nil {
-		return code, nil, activities.Fail(activities.Unknown,
+		return code, nil, contract.Fail(contract.Unknown,
 			"host %s: output variables could not be captured: the script ended with an explicit exit before they were recorded", c.target.Addr())
 	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxOutputs+1))
 	f.Close()
 	_ = sc.Remove(file)
 	if err != nil {
-		return code, nil, activities.Fail(activities.Connectivity, "host %s: read the output variables: %v", c.target.Addr(), err)
+		return code, nil, contract.Fail(contract.Connectivity, "host %s: read the output variables: %v", c.target.Addr(), err)
 	}
 	if len(raw) > maxOutputs {
-		return code, nil, activities.Fail(activities.Unknown, "host %s: output variables total more than %d bytes", c.target.Addr(), maxOutputs)
+		return code, nil, contract.Fail(contract.Unknown, "host %s: output variables total more than %d bytes", c.target.Addr(), maxOutputs)
 	}
 	values := map[string]string{}
 	parts := strings.Split(string(raw), "\x00")
@@ -259,23 +259,23 @@ const maxOutputs = 512 << 10
 func (c *Client) Copy(ctx context.Context, dest string, content io.Reader, mode os.FileMode) error {
 	sc, err := sftp.NewClient(c.c)
 	if err != nil {
-		return activities.Fail(activities.Connectivity, "host %s: start SFTP: %v", c.target.Addr(), err)
+		return contract.Fail(contract.Connectivity, "host %s: start SFTP: %v", c.target.Addr(), err)
 	}
 	defer sc.Close()
 	if rest, ok := homeRelative(dest); ok {
 		home, err := sc.Getwd() // SFTP starts in the login's home
 		if err != nil {
-			return activities.Fail(activities.Connectivity, "host %s: find the home folder: %v", c.target.Addr(), err)
+			return contract.Fail(contract.Connectivity, "host %s: find the home folder: %v", c.target.Addr(), err)
 		}
 		dest = path.Join(home, rest)
 	}
 	if err := sc.MkdirAll(path.Dir(dest)); err != nil {
-		return activities.Fail(activities.Unknown, "host %s: make %s: %v", c.target.Addr(), path.Dir(dest), err)
+		return contract.Fail(contract.Unknown, "host %s: make %s: %v", c.target.Addr(), path.Dir(dest), err)
 	}
 	tmp := path.Join(path.Dir(dest), "."+path.Base(dest)+".gantry-part")
 	f, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC)
 	if err != nil {
-		return activities.Fail(activities.Unknown, "host %s: write %s: %v", c.target.Addr(), dest, err)
+		return contract.Fail(contract.Unknown, "host %s: write %s: %v", c.target.Addr(), dest, err)
 	}
 	if _, err := io.Copy(f, contextReader{ctx, content}); err != nil {
 		f.Close()
@@ -283,16 +283,16 @@ func (c *Client) Copy(ctx context.Context, dest string, content io.Reader, mode 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return activities.Fail(activities.Connectivity, "host %s: copy to %s: %v", c.target.Addr(), dest, err)
+		return contract.Fail(contract.Connectivity, "host %s: copy to %s: %v", c.target.Addr(), dest, err)
 	}
 	if err := f.Close(); err != nil {
-		return activities.Fail(activities.Connectivity, "host %s: copy to %s: %v", c.target.Addr(), dest, err)
+		return contract.Fail(contract.Connectivity, "host %s: copy to %s: %v", c.target.Addr(), dest, err)
 	}
 	if err := sc.Chmod(tmp, mode); err != nil {
-		return activities.Fail(activities.Unknown, "host %s: chmod %s: %v", c.target.Addr(), dest, err)
+		return contract.Fail(contract.Unknown, "host %s: chmod %s: %v", c.target.Addr(), dest, err)
 	}
 	if err := sc.PosixRename(tmp, dest); err != nil {
-		return activities.Fail(activities.Unknown, "host %s: rename into %s: %v", c.target.Addr(), dest, err)
+		return contract.Fail(contract.Unknown, "host %s: rename into %s: %v", c.target.Addr(), dest, err)
 	}
 	return nil
 }
@@ -362,7 +362,7 @@ func TargetFor(ctx context.Context, r secrets.Resolver, mask *secrets.Masker, cr
 		}
 		v, err := secrets.Value(ctx, r, mask, "Secret", ref)
 		if err != nil {
-			return "", activities.Fail(activities.Authentication, "SSH credential %s: %s: %v", cr.ID, what, err)
+			return "", contract.Fail(contract.Authentication, "SSH credential %s: %s: %v", cr.ID, what, err)
 		}
 		return v, nil
 	}
@@ -373,7 +373,7 @@ func TargetFor(ctx context.Context, r secrets.Resolver, mask *secrets.Masker, cr
 	if cr.KeyPath != "" {
 		b, err := os.ReadFile(cr.KeyPath)
 		if err != nil {
-			return t, activities.Fail(activities.Authentication, "SSH credential %s: the key file on this worker: %v", cr.ID, err)
+			return t, contract.Fail(contract.Authentication, "SSH credential %s: the key file on this worker: %v", cr.ID, err)
 		}
 		t.Key = string(b)
 	}
@@ -386,7 +386,7 @@ func TargetFor(ctx context.Context, r secrets.Resolver, mask *secrets.Masker, cr
 	if knownHosts != "" {
 		b, err := os.ReadFile(knownHosts)
 		if err != nil {
-			return t, activities.Fail(activities.Unknown, "the worker's known hosts: %v", err)
+			return t, contract.Fail(contract.Unknown, "the worker's known hosts: %v", err)
 		}
 		t.KnownHosts = string(b)
 		if strings.TrimSpace(t.KnownHosts) == "" {
@@ -407,7 +407,7 @@ type Session struct {
 }
 
 // Open opens a step's log and logs in to target.
-func Open(ctx context.Context, store logs.Store, in activities.StepInput, target Target) (*Session, error) {
+func Open(ctx context.Context, store logs.Store, in contract.StepInput, target Target) (*Session, error) {
 	info := activity.GetInfo(ctx)
 	log, err := store.Open(in.ExecutionID, in.StepPath)
 	if err != nil {
@@ -417,7 +417,7 @@ func Open(ctx context.Context, store logs.Store, in activities.StepInput, target
 	if target.KnownHosts == "" {
 		log.Line("# the host's key is not checked: start the worker with --ssh-known-hosts")
 	}
-	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
+	runCtx, cancel := contract.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	c, err := Dial(runCtx, target)
 	if err != nil {
 		cancel()

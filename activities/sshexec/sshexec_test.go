@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/sshtest"
 )
 
@@ -94,13 +94,13 @@ func TestSSHAgainstOpenSSH(t *testing.T) {
 	other := sshtest.Start(t)
 	for name, c := range map[string]struct {
 		target   Target
-		category activities.Category
+		category contract.Category
 		want     string
 	}{
-		"wrong password":   {Target{Host: "127.0.0.1", Port: srv.Port, User: sshtest.PasswordUser, Password: "nope", KnownHosts: srv.KnownHosts}, activities.Authentication, "refused the credentials"},
-		"unknown host key": {Target{Host: "127.0.0.1", Port: srv.Port, User: srv.KeyUser, Key: srv.ClientKey, KnownHosts: strings.Replace(other.KnownHosts, other.Addr[strings.LastIndex(other.Addr, ":")+1:], srv.Addr[strings.LastIndex(srv.Addr, ":")+1:], 1)}, activities.Authentication, "not the one known"},
-		"host not listed":  {Target{Host: "127.0.0.1", Port: srv.Port, User: srv.KeyUser, Key: srv.ClientKey, KnownHosts: other.KnownHosts}, activities.Authentication, "not among the known hosts"},
-		"host down":        {Target{Host: "127.0.0.1", Port: other.Port, User: srv.KeyUser, Key: srv.ClientKey, KnownHosts: other.KnownHosts}, activities.Connectivity, "cannot be reached"},
+		"wrong password":   {Target{Host: "127.0.0.1", Port: srv.Port, User: sshtest.PasswordUser, Password: "nope", KnownHosts: srv.KnownHosts}, contract.Authentication, "refused the credentials"},
+		"unknown host key": {Target{Host: "127.0.0.1", Port: srv.Port, User: srv.KeyUser, Key: srv.ClientKey, KnownHosts: strings.Replace(other.KnownHosts, other.Addr[strings.LastIndex(other.Addr, ":")+1:], srv.Addr[strings.LastIndex(srv.Addr, ":")+1:], 1)}, contract.Authentication, "not the one known"},
+		"host not listed":  {Target{Host: "127.0.0.1", Port: srv.Port, User: srv.KeyUser, Key: srv.ClientKey, KnownHosts: other.KnownHosts}, contract.Authentication, "not among the known hosts"},
+		"host down":        {Target{Host: "127.0.0.1", Port: other.Port, User: srv.KeyUser, Key: srv.ClientKey, KnownHosts: other.KnownHosts}, contract.Connectivity, "cannot be reached"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if name == "host down" {
@@ -108,7 +108,7 @@ func TestSSHAgainstOpenSSH(t *testing.T) {
 				defer other.Start()
 			}
 			_, err := Dial(ctx, c.target)
-			f := activities.Classify(err)
+			f := contract.Classify(err)
 			if err == nil || f.Category != c.category || !strings.Contains(f.Message, c.want) || strings.Contains(f.Message, srv.Password) {
 				t.Errorf("%v (%+v), want %s %q", err, f, c.category, c.want)
 			}

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/gitstore"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -96,7 +96,7 @@ type varFileSpec struct {
 // worker's Git fetcher at the branch's head (or the commit named).
 func fetchConfig(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs, f filesSpec) (*Config, error) {
 	if f.ConfigFiles == nil {
-		return nil, activities.Fail(activities.Unknown, "the configuration names no configFiles")
+		return nil, contract.Fail(contract.Unknown, "the configuration names no configFiles")
 	}
 	c := &Config{Files: map[string]string{}, Workspace: f.Workspace, Targets: stringList(f.Targets)}
 	st := f.ConfigFiles.Store
@@ -138,7 +138,7 @@ func fetchConfig(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs
 		c.Env = append(c.Env, EnvVar{Name: e.Name, Type: e.Type, Value: scalar(e.Value)})
 	}
 	if n := c.size(); n > maxConfigBytes {
-		return nil, activities.Fail(activities.Verification, "the configuration is %d KiB; Gantry keeps configurations of at most %d KiB with their provisioner", n>>10, maxConfigBytes>>10)
+		return nil, contract.Fail(contract.Verification, "the configuration is %d KiB; Gantry keeps configurations of at most %d KiB with their provisioner", n>>10, maxConfigBytes>>10)
 	}
 	return c, nil
 }
@@ -170,7 +170,7 @@ func fetchStore(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs,
 		gc, ok = refs.Git[st.Spec.ConnectorRef]
 	}
 	if !ok {
-		return nil, "", activities.Fail(activities.Verification, "connector %q of a %s store was not resolved before the run; name a Git connector defined beside the pipeline", st.Spec.ConnectorRef, st.Type)
+		return nil, "", contract.Fail(contract.Verification, "connector %q of a %s store was not resolved before the run; name a Git connector defined beside the pipeline", st.Spec.ConnectorRef, st.Type)
 	}
 	gs := &plan.GitStore{Type: st.Type, Connector: gc, RepoName: st.Spec.RepoName, Paths: paths, AllFiles: true}
 	if st.Spec.GitFetchType == "Commit" {

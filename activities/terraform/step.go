@@ -15,11 +15,11 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/gitstore"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/codec"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // Activity runs the TerraformPlan, TerraformApply, TerraformDestroy and TerraformRollback
@@ -71,28 +71,28 @@ type sealed struct {
 const maxPlanJSON = 256 << 10
 
 // Run runs one step.
-func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	var spec stepSpec
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s spec: %v", in.Type, err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
 	}
 	if spec.ProvisionerIdentifier == "" {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: provisionerIdentifier is empty", in.Type)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: provisionerIdentifier is empty", in.Type)
 	}
 	if a.Keys == nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: this worker has no keys to seal plans with", in.Type)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: this worker has no keys to seal plans with", in.Type)
 	}
 	if in.Refs == nil || a.Records == nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: this worker keeps no provisioner records (no Temporal client)", in.Type)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: this worker keeps no provisioner records (no Temporal client)", in.Type)
 	}
 	bin, err := a.binary()
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	info := activity.GetInfo(ctx)
 	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
 	if err != nil {
-		return activities.StepResult{}, err // an engine fault: Temporal retries it
+		return contract.StepResult{}, err // an engine fault: Temporal retries it
 	}
 	defer log.Close()
 	mask := &secrets.Masker{}
@@ -100,30 +100,30 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 	defer out.Flush()
 	out.Line(fmt.Sprintf("# gantry: %s (%s, provisioner %s) attempt %d with %s", in.StepPath, in.Type, spec.ProvisionerIdentifier, info.Attempt, filepath.Base(bin)))
 
-	runCtx, cancel := activities.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
+	runCtx, cancel := contract.RunContext(ctx, in.Timeout, info.HeartbeatTimeout)
 	defer cancel()
 
 	s := &run{a: a, in: in, spec: spec, bin: bin, log: out, mask: mask, attempt: info.Attempt}
 	res, err := s.dispatch(runCtx)
 	switch {
 	case log.Err() != nil:
-		return activities.StepResult{}, log.Err()
+		return contract.StepResult{}, log.Err()
 	case ctx.Err() != nil:
-		return activities.StepResult{}, ctx.Err()
+		return contract.StepResult{}, ctx.Err()
 	case errors.Is(runCtx.Err(), context.DeadlineExceeded):
-		return activities.StepResult{}, activities.Fail(activities.Timeout, "%s ran longer than the step timeout %s", in.Type, in.Timeout)
+		return contract.StepResult{}, contract.Fail(contract.Timeout, "%s ran longer than the step timeout %s", in.Type, in.Timeout)
 	case err != nil:
 		var app *temporal.ApplicationError
 		var cmd *CommandError
 		switch {
 		case errors.As(err, &app):
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		case errors.As(err, &cmd):
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s: %s", cmd.Command, mask.Apply(cmd.Output))
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: %s", cmd.Command, mask.Apply(cmd.Output))
 		}
 		// Anything else (the records unreachable, a full disk) is the worker's: Temporal
 		// retries the step, which never applies a plan twice.
-		return activities.StepResult{}, errors.New(mask.Apply(err.Error()))
+		return contract.StepResult{}, errors.New(mask.Apply(err.Error()))
 	}
 	return res, nil
 }
@@ -137,13 +137,13 @@ func (a *Activity) binary() (string, error) {
 			return p, nil
 		}
 	}
-	return "", activities.Fail(activities.Unknown, "this worker has no OpenTofu or Terraform binary: start it with --terraform-bin (hack/tofu/build.sh builds OpenTofu)")
+	return "", contract.Fail(contract.Unknown, "this worker has no OpenTofu or Terraform binary: start it with --terraform-bin (hack/tofu/build.sh builds OpenTofu)")
 }
 
 // run is one step attempt.
 type run struct {
 	a       *Activity
-	in      activities.StepInput
+	in      contract.StepInput
 	spec    stepSpec
 	bin     string
 	log     *logs.Lines
@@ -151,23 +151,23 @@ type run struct {
 	attempt int32
 }
 
-func (s *run) dispatch(ctx context.Context) (activities.StepResult, error) {
+func (s *run) dispatch(ctx context.Context) (contract.StepResult, error) {
 	cf := s.spec.Configuration
 	switch s.in.Type {
 	case "TerraformPlan":
 		if cf == nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "TerraformPlan needs configuration")
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "TerraformPlan needs configuration")
 		}
 		return s.plan(ctx)
 	case "TerraformApply", "TerraformDestroy":
 		if cf == nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "%s needs configuration", s.in.Type)
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "%s needs configuration", s.in.Type)
 		}
 		return s.applyOrDestroy(ctx, s.in.Type == "TerraformDestroy")
 	case "TerraformRollback":
 		return s.rollback(ctx)
 	}
-	return activities.StepResult{}, activities.Fail(activities.Unknown, "step type %s is not a Terraform step", s.in.Type)
+	return contract.StepResult{}, contract.Fail(contract.Unknown, "step type %s is not a Terraform step", s.in.Type)
 }
 
 // flags are the step's commandFlags by command type.
@@ -210,7 +210,7 @@ func (s *run) prepare(ctx context.Context, c *Config) (*prepared, func(), error)
 	varFiles, backend, err := c.write(dir, expand)
 	if err != nil {
 		cleanup()
-		return nil, nil, activities.Fail(activities.Unknown, "%v", err)
+		return nil, nil, contract.Fail(contract.Unknown, "%v", err)
 	}
 	env := []string{}
 	for _, e := range c.Env {
@@ -239,7 +239,7 @@ func (s *run) prepare(ctx context.Context, c *Config) (*prepared, func(), error)
 func (s *run) envValue(ctx context.Context, e EnvVar) (string, error) {
 	v, err := secrets.Value(ctx, s.a.Secrets, s.mask, e.Type, e.Value)
 	if err != nil {
-		return "", activities.Fail(activities.Unknown, "environment variable %s: %v", e.Name, err)
+		return "", contract.Fail(contract.Unknown, "environment variable %s: %v", e.Name, err)
 	}
 	return v, nil
 }
@@ -259,19 +259,19 @@ func (s *run) record(ctx context.Context, kind string, sl sealed) error {
 	if err != nil {
 		return err
 	}
-	return s.a.Records.Record(ctx, s.project(), s.spec.ProvisionerIdentifier, activities.ProvisionerRecord{
+	return s.a.Records.Record(ctx, s.project(), s.spec.ProvisionerIdentifier, contract.ProvisionerRecord{
 		Kind: kind, Execution: s.in.ExecutionID, Step: s.in.StepPath, Time: time.Now().UTC(), Sealed: box})
 }
 
 // find returns the newest record matching q, opened; nil when there is none.
-func (s *run) find(ctx context.Context, q activities.ProvisionerQuery) (*activities.ProvisionerRecord, *sealed, error) {
+func (s *run) find(ctx context.Context, q contract.ProvisionerQuery) (*contract.ProvisionerRecord, *sealed, error) {
 	r, err := s.a.Records.Find(ctx, s.project(), s.spec.ProvisionerIdentifier, q)
 	if err != nil || r == nil {
 		return nil, nil, err
 	}
 	plain, err := Open(s.a.Keys, r.Sealed)
 	if err != nil {
-		return nil, nil, activities.Fail(activities.Verification, "provisioner %s: the %s kept by %s: %v", s.spec.ProvisionerIdentifier, r.Kind, r.Step, err)
+		return nil, nil, contract.Fail(contract.Verification, "provisioner %s: the %s kept by %s: %v", s.spec.ProvisionerIdentifier, r.Kind, r.Step, err)
 	}
 	var sl sealed
 	if err := json.Unmarshal(plain, &sl); err != nil {
@@ -281,35 +281,35 @@ func (s *run) find(ctx context.Context, q activities.ProvisionerQuery) (*activit
 }
 
 // plan makes and keeps a plan.
-func (s *run) plan(ctx context.Context) (activities.StepResult, error) {
+func (s *run) plan(ctx context.Context) (contract.StepResult, error) {
 	cf := s.spec.Configuration
 	destroy := cf.Command == "Destroy"
 	c, err := s.config(ctx, cf.filesSpec)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	p, cleanup, err := s.prepare(ctx, c)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	defer cleanup()
 	pl, err := p.runner.Plan(ctx, PlanOptions{Destroy: destroy, VarFiles: p.varFiles, Targets: c.Targets, SkipRefresh: s.skipRefresh()})
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	file, err := os.ReadFile(pl.File)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	if len(file)+c.size() > maxConfigBytes*2 {
-		return activities.StepResult{}, activities.Fail(activities.Verification, "the saved plan is %d KiB; Gantry keeps plans of at most %d KiB between the steps", len(file)>>10, maxConfigBytes*2>>10)
+		return contract.StepResult{}, contract.Fail(contract.Verification, "the saved plan is %d KiB; Gantry keeps plans of at most %d KiB between the steps", len(file)>>10, maxConfigBytes*2>>10)
 	}
-	kind := activities.RecordKindPlan
+	kind := contract.RecordKindPlan
 	if destroy {
-		kind = activities.RecordKindDestroyPlan
+		kind = contract.RecordKindDestroyPlan
 	}
 	if err := s.record(ctx, kind, sealed{Config: c, Plan: file}); err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	s.log.Line(fmt.Sprintf("# plan kept sealed with provisioner %s: %d to add, %d to change, %d to destroy", s.spec.ProvisionerIdentifier, pl.Add, pl.Change, pl.Destroy))
 	out := map[string]any{"add": pl.Add, "change": pl.Change, "destroy": pl.Destroy, "hasChanges": pl.Add+pl.Change+pl.Destroy > 0,
@@ -317,7 +317,7 @@ func (s *run) plan(ctx context.Context) (activities.StepResult, error) {
 	if scalar(cf.ExportTerraformPlanJson) == "true" {
 		js, err := Redact(pl.JSON, s.mask.Values()...)
 		if err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 		if len(js) > maxPlanJSON {
 			s.log.Line(fmt.Sprintf("# the plan's JSON is %d KiB, more than the %d KiB an output holds: not exported", len(js)>>10, maxPlanJSON>>10))
@@ -325,64 +325,64 @@ func (s *run) plan(ctx context.Context) (activities.StepResult, error) {
 			out["tfPlanJson"] = string(js)
 		}
 	}
-	return activities.StepResult{Outputs: out}, nil
+	return contract.StepResult{Outputs: out}, nil
 }
 
 // applyOrDestroy applies (or destroys with) an inherited plan, the last applied configuration
 // (a destroy's InheritFromApply) or an inline configuration.
-func (s *run) applyOrDestroy(ctx context.Context, destroy bool) (activities.StepResult, error) {
+func (s *run) applyOrDestroy(ctx context.Context, destroy bool) (contract.StepResult, error) {
 	cf := s.spec.Configuration
 	var c *Config
 	var planFile []byte
 	switch cf.Type {
 	case "InheritFromPlan":
-		kind := activities.RecordKindPlan
+		kind := contract.RecordKindPlan
 		if destroy {
-			kind = activities.RecordKindDestroyPlan
+			kind = contract.RecordKindDestroyPlan
 		}
-		_, sl, err := s.find(ctx, activities.ProvisionerQuery{Kinds: []string{kind}, Execution: s.in.ExecutionID})
+		_, sl, err := s.find(ctx, contract.ProvisionerQuery{Kinds: []string{kind}, Execution: s.in.ExecutionID})
 		if err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 		if sl == nil {
 			cmd := "Apply"
 			if destroy {
 				cmd = "Destroy"
 			}
-			return activities.StepResult{}, activities.Fail(activities.Verification,
+			return contract.StepResult{}, contract.Fail(contract.Verification,
 				"provisioner %s has no plan of this execution to inherit: run a TerraformPlan with command %s and provisionerIdentifier %s before this step",
 				s.spec.ProvisionerIdentifier, cmd, s.spec.ProvisionerIdentifier)
 		}
 		c, planFile = sl.Config, sl.Plan
 	case "InheritFromApply":
-		_, sl, err := s.find(ctx, activities.ProvisionerQuery{Kinds: []string{activities.RecordKindApplied, activities.RecordKindRollback}})
+		_, sl, err := s.find(ctx, contract.ProvisionerQuery{Kinds: []string{contract.RecordKindApplied, contract.RecordKindRollback}})
 		if err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 		if sl == nil {
-			return activities.StepResult{}, activities.Fail(activities.Verification, "provisioner %s has applied nothing to inherit", s.spec.ProvisionerIdentifier)
+			return contract.StepResult{}, contract.Fail(contract.Verification, "provisioner %s has applied nothing to inherit", s.spec.ProvisionerIdentifier)
 		}
 		c = sl.Config
 	default:
 		if cf.Spec == nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "an Inline configuration needs spec")
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "an Inline configuration needs spec")
 		}
 		var err error
 		if c, err = s.config(ctx, *cf.Spec); err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 	}
 	if destroy {
 		if err := s.destroy(ctx, c, planFile); err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
-		return activities.StepResult{Outputs: map[string]any{"provisionerIdentifier": s.spec.ProvisionerIdentifier}}, nil
+		return contract.StepResult{Outputs: map[string]any{"provisionerIdentifier": s.spec.ProvisionerIdentifier}}, nil
 	}
-	outputs, err := s.apply(ctx, c, planFile, activities.RecordKindApplied)
+	outputs, err := s.apply(ctx, c, planFile, contract.RecordKindApplied)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
-	return activities.StepResult{Outputs: outputs}, nil
+	return contract.StepResult{Outputs: outputs}, nil
 }
 
 // apply applies a configuration: its saved plan when given (exactly that plan), otherwise a
@@ -393,7 +393,7 @@ func (s *run) apply(ctx context.Context, c *Config, planFile []byte, kind string
 		return nil, err
 	}
 	defer cleanup()
-	if err := s.record(ctx, activities.RecordKindApplying, sealed{Config: c}); err != nil {
+	if err := s.record(ctx, contract.RecordKindApplying, sealed{Config: c}); err != nil {
 		return nil, err
 	}
 	if planFile != nil {
@@ -413,7 +413,7 @@ func (s *run) apply(ctx context.Context, c *Config, planFile []byte, kind string
 				return nil, perr
 			}
 			if fresh.Add+fresh.Change+fresh.Destroy > 0 || s.attempt == 1 {
-				return nil, activities.Fail(activities.Verification,
+				return nil, contract.Fail(contract.Verification,
 					"provisioner %s: the state changed since the plan was made (%d to add, %d to change, %d to destroy now); the inherited plan was not applied: plan again",
 					s.spec.ProvisionerIdentifier, fresh.Add, fresh.Change, fresh.Destroy)
 			}
@@ -475,42 +475,42 @@ func (s *run) destroy(ctx context.Context, c *Config, planFile []byte) error {
 		}
 		s.log.Line("# the destroy plan was applied by an earlier attempt of this step")
 	}
-	return s.record(ctx, activities.RecordKindDestroyed, sealed{Config: c})
+	return s.record(ctx, contract.RecordKindDestroyed, sealed{Config: c})
 }
 
 // rollback re-applies the provisioner's configuration from before this execution; when this
 // execution applied its first configuration, it destroys what that created.
-func (s *run) rollback(ctx context.Context) (activities.StepResult, error) {
+func (s *run) rollback(ctx context.Context) (contract.StepResult, error) {
 	exec := s.in.ExecutionID
 	out := map[string]any{"provisionerIdentifier": s.spec.ProvisionerIdentifier}
-	prev, sl, err := s.find(ctx, activities.ProvisionerQuery{Kinds: []string{activities.RecordKindApplied, activities.RecordKindRollback, activities.RecordKindDestroyed}, Execution: exec, Other: true})
+	prev, sl, err := s.find(ctx, contract.ProvisionerQuery{Kinds: []string{contract.RecordKindApplied, contract.RecordKindRollback, contract.RecordKindDestroyed}, Execution: exec, Other: true})
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
-	if prev != nil && prev.Kind != activities.RecordKindDestroyed {
+	if prev != nil && prev.Kind != contract.RecordKindDestroyed {
 		s.log.Line(fmt.Sprintf("# rolling back to the configuration %s applied by %s of execution %s", sl.Config.Source, prev.Step, prev.Execution))
-		outs, err := s.apply(ctx, sl.Config, nil, activities.RecordKindRollback)
+		outs, err := s.apply(ctx, sl.Config, nil, contract.RecordKindRollback)
 		if err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 		outs["rollback"] = "reapplied"
-		return activities.StepResult{Outputs: outs}, nil
+		return contract.StepResult{Outputs: outs}, nil
 	}
-	_, mine, err := s.find(ctx, activities.ProvisionerQuery{Kinds: []string{activities.RecordKindApplying, activities.RecordKindApplied}, Execution: exec})
+	_, mine, err := s.find(ctx, contract.ProvisionerQuery{Kinds: []string{contract.RecordKindApplying, contract.RecordKindApplied}, Execution: exec})
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	if mine == nil {
 		s.log.Line(fmt.Sprintf("# provisioner %s applied nothing in this execution or before it: nothing to roll back", s.spec.ProvisionerIdentifier))
 		out["rollback"] = "none"
-		return activities.StepResult{Outputs: out}, nil
+		return contract.StepResult{Outputs: out}, nil
 	}
 	s.log.Line("# this execution applied the provisioner's first configuration: destroying what it created")
 	if err := s.destroy(ctx, mine.Config, nil); err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	out["rollback"] = "destroyed"
-	return activities.StepResult{Outputs: out}, nil
+	return contract.StepResult{Outputs: out}, nil
 }
 
 // isStale says the binary refused a saved plan because the state changed since it was made.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // stepSpec holds the fields of every ticket step's rendered spec.
@@ -38,23 +38,23 @@ type specField struct {
 // Run runs a JiraCreate, JiraUpdate, ServiceNowCreate, ServiceNowUpdate or ServiceNowImportSet
 // step. Its outputs are the issue (`issue`) or ticket (`ticket`) as read back after the
 // change, or the import's outcome.
-func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities.StepResult, error) {
+func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	var spec stepSpec
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "decode %s spec: %v", in.Type, err)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "decode %s spec: %v", in.Type, err)
 	}
 	mask := &secrets.Masker{}
 	ref := in.Refs
 	if ref == nil {
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "the %s step's connector was not resolved before the run", in.Type)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "the %s step's connector was not resolved before the run", in.Type)
 	}
 	c, err := a.connect(ctx, ref.Ticket, mask)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	fields, err := a.expand(ctx, mask, spec.Fields)
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	mark := correlation(in.ExecutionID, in.StepPath)
 	var out map[string]any
@@ -73,28 +73,28 @@ func (a *Activity) Run(ctx context.Context, in activities.StepInput) (activities
 		out, err = wrap("ticket")(c.ServiceNowUpdate(ctx, spec.TicketType, spec.TicketNumber, fields))
 	case "ServiceNowImportSet":
 		if spec.ImportData == nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "ServiceNowImportSet has no importData")
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "ServiceNowImportSet has no importData")
 		}
 		body, err := secrets.Expand(ctx, a.Secrets, mask, spec.ImportData.Spec.JSONBody)
 		if err != nil {
-			return activities.StepResult{}, activities.Fail(activities.Unknown, "import data: %v", err)
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "import data: %v", err)
 		}
 		rows, err := a.expand(ctx, mask, spec.ImportData.Spec.Fields)
 		if err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 		out, err = c.ServiceNowImport(ctx, spec.StagingTableName, body, rows)
 		if err != nil {
-			return activities.StepResult{}, err
+			return contract.StepResult{}, err
 		}
 	default:
-		return activities.StepResult{}, activities.Fail(activities.Unknown, "the ticket activity does not run %s steps", in.Type)
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "the ticket activity does not run %s steps", in.Type)
 	}
 	if err != nil {
-		return activities.StepResult{}, err
+		return contract.StepResult{}, err
 	}
 	// A field set from a secret comes back in the read-back issue: masked, as everywhere.
-	return activities.StepResult{Outputs: masked(out, mask).(map[string]any)}, nil
+	return contract.StepResult{Outputs: masked(out, mask).(map[string]any)}, nil
 }
 
 // masked returns v with every secret the step resolved masked in its strings.
@@ -134,7 +134,7 @@ func (a *Activity) expand(ctx context.Context, mask *secrets.Masker, in []specFi
 	for _, f := range in {
 		v, err := secrets.Expand(ctx, a.Secrets, mask, fieldText(f.Value))
 		if err != nil {
-			return nil, activities.Fail(activities.Unknown, "field %s: %v", f.Name, err)
+			return nil, contract.Fail(contract.Unknown, "field %s: %v", f.Name, err)
 		}
 		out = append(out, Field{Name: f.Name, Value: v})
 	}
@@ -143,11 +143,11 @@ func (a *Activity) expand(ctx context.Context, mask *secrets.Masker, in []specFi
 
 // Read reads an issue or ticket for an approval step: a ticket system that cannot be reached
 // fails the call (retryable), refused credentials or an unknown ticket fail it for good.
-func (a *Activity) Read(ctx context.Context, in activities.TicketRequest) (activities.TicketState, error) {
+func (a *Activity) Read(ctx context.Context, in contract.TicketRequest) (contract.TicketState, error) {
 	mask := &secrets.Masker{}
 	c, err := a.connect(ctx, &in.Connector, mask)
 	if err != nil {
-		return activities.TicketState{}, err
+		return contract.TicketState{}, err
 	}
 	var t map[string]any
 	if in.Connector.Type == "ServiceNow" {
@@ -156,8 +156,8 @@ func (a *Activity) Read(ctx context.Context, in activities.TicketRequest) (activ
 		t, err = c.JiraRead(ctx, in.Key)
 	}
 	if err != nil {
-		return activities.TicketState{}, err
+		return contract.TicketState{}, err
 	}
 	url, _ := t["url"].(string)
-	return activities.TicketState{URL: url, Fields: t}, nil
+	return contract.TicketState{URL: url, Fields: t}, nil
 }

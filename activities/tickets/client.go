@@ -17,8 +17,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -44,7 +44,7 @@ type client struct {
 // client.
 func (a *Activity) connect(ctx context.Context, conn *plan.TicketConnector, mask *secrets.Masker) (*client, error) {
 	if conn == nil {
-		return nil, activities.Fail(activities.Unknown, "the step's connector was not resolved before the run")
+		return nil, contract.Fail(contract.Unknown, "the step's connector was not resolved before the run")
 	}
 	hc := a.Client
 	if hc == nil {
@@ -103,7 +103,7 @@ func (c *client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return activities.Fail(activities.Unknown, "%s connector %s: %v", c.conn.Type, c.conn.ID, err)
+		return contract.Fail(contract.Unknown, "%s connector %s: %v", c.conn.Type, c.conn.ID, err)
 	}
 	req.Header.Set("Authorization", c.auth)
 	req.Header.Set("Accept", "application/json")
@@ -137,11 +137,11 @@ func (c *client) fail(err error, what string) error {
 	case !ok:
 		return fmt.Errorf("%s: %w", what, err)
 	case se.code == http.StatusUnauthorized || se.code == http.StatusForbidden:
-		return activities.Fail(activities.Authentication, "%s: %s refused the credentials of connector %s (HTTP %d): %s", what, c.conn.Type, c.conn.ID, se.code, se.message)
+		return contract.Fail(contract.Authentication, "%s: %s refused the credentials of connector %s (HTTP %d): %s", what, c.conn.Type, c.conn.ID, se.code, se.message)
 	case se.code == http.StatusTooManyRequests || se.code >= 500:
 		return fmt.Errorf("%s: %w", what, se)
 	}
-	return activities.Fail(activities.Unknown, "%s: %s answered HTTP %d: %s", what, c.conn.Type, se.code, se.message)
+	return contract.Fail(contract.Unknown, "%s: %s answered HTTP %d: %s", what, c.conn.Type, se.code, se.message)
 }
 
 // serverMessage is the readable part of an error answer: Jira's errorMessages and errors,

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // jiraField is a field as Jira's create and edit metadata describe it.
@@ -51,7 +51,7 @@ func (c *client) jiraIssueType(ctx context.Context, project, name string) (strin
 	}
 	if err := c.do(ctx, http.MethodGet, "/rest/api/2/issue/createmeta/"+esc(project)+"/issuetypes", nil, &types); err != nil {
 		if se, ok := err.(*statusError); ok && se.code == http.StatusNotFound {
-			return "", activities.Fail(activities.Unknown, "Jira has no project %s (or the connector's user cannot see it): %s", project, se.message)
+			return "", contract.Fail(contract.Unknown, "Jira has no project %s (or the connector's user cannot see it): %s", project, se.message)
 		}
 		return "", c.fail(err, "read the issue types of Jira project "+project)
 	}
@@ -62,7 +62,7 @@ func (c *client) jiraIssueType(ctx context.Context, project, name string) (strin
 		}
 		names = append(names, t.Name)
 	}
-	return "", activities.Fail(activities.Unknown, "Jira project %s has no issue type %q; its issue types are: %s", project, name, strings.Join(names, ", "))
+	return "", contract.Fail(contract.Unknown, "Jira project %s has no issue type %q; its issue types are: %s", project, name, strings.Join(names, ", "))
 }
 
 // jiraCreateFields reads the fields an issue type takes on creation.
@@ -110,12 +110,12 @@ func jiraFields(in []Field, meta []jiraField, what string) (map[string]any, erro
 				names = append(names, m.Name)
 			}
 			slices.Sort(names)
-			return nil, activities.Fail(activities.Unknown, "Jira does not take field %q %s; the fields it takes are: %s", f.Name, what, strings.Join(names, ", "))
+			return nil, contract.Fail(contract.Unknown, "Jira does not take field %q %s; the fields it takes are: %s", f.Name, what, strings.Join(names, ", "))
 		}
 		m := meta[i]
 		v, err := jiraValue(m, f.Value)
 		if err != nil {
-			return nil, activities.Fail(activities.Unknown, "Jira field %s: %v", m.Name, err)
+			return nil, contract.Fail(contract.Unknown, "Jira field %s: %v", m.Name, err)
 		}
 		out[m.ID] = v
 	}
@@ -282,7 +282,7 @@ func (c *client) jiraTransition(ctx context.Context, key, status, name string) e
 	if name != "" {
 		what = fmt.Sprintf("status %s through transition %s", status, name)
 	}
-	return activities.Fail(activities.Unknown, "Jira issue %s (now %s) cannot move to %s; the transitions it offers are: %s", key, cur.Fields.Status.Name, what, strings.Join(offered, ", "))
+	return contract.Fail(contract.Unknown, "Jira issue %s (now %s) cannot move to %s; the transitions it offers are: %s", key, cur.Fields.Status.Name, what, strings.Join(offered, ", "))
 }
 
 // JiraRead reads an issue: its key, id, URL and each field by its name (and its id), values
@@ -315,7 +315,7 @@ func (c *client) JiraRead(ctx context.Context, key string) (map[string]any, erro
 // to fix.
 func (c *client) jiraIssueFail(err error, key, what string) error {
 	if se, ok := err.(*statusError); ok && se.code == http.StatusNotFound {
-		return activities.Fail(activities.Unknown, "Jira has no issue %s (or the connector's user cannot see it): %s", key, se.message)
+		return contract.Fail(contract.Unknown, "Jira has no issue %s (or the connector's user cannot see it): %s", key, se.message)
 	}
 	return c.fail(err, what+" Jira issue "+key)
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 )
 
 // snowColumns reads a table's columns (with those it inherits, as ServiceNow's UI metadata
@@ -27,12 +27,12 @@ func (c *client) snowColumns(ctx context.Context, table string) (map[string]stri
 	}
 	if err := c.do(ctx, http.MethodGet, "/api/now/ui/meta/"+esc(table), nil, &meta); err != nil {
 		if se, ok := err.(*statusError); ok && (se.code == http.StatusNotFound || se.code == http.StatusBadRequest) {
-			return nil, activities.Fail(activities.Unknown, "ServiceNow has no ticket type (table) %q: %s", table, se.message)
+			return nil, contract.Fail(contract.Unknown, "ServiceNow has no ticket type (table) %q: %s", table, se.message)
 		}
 		return nil, c.fail(err, "read the fields of ServiceNow table "+table)
 	}
 	if len(meta.Result.Columns) == 0 {
-		return nil, activities.Fail(activities.Unknown, "ServiceNow has no ticket type (table) %q", table)
+		return nil, contract.Fail(contract.Unknown, "ServiceNow has no ticket type (table) %q", table)
 	}
 	out := map[string]string{}
 	for name, col := range meta.Result.Columns {
@@ -62,7 +62,7 @@ func snowFields(in []Field, columns map[string]string, table string) (map[string
 				names = append(names, n)
 			}
 			slices.Sort(names)
-			return nil, activities.Fail(activities.Unknown, "ServiceNow table %s has no field %q; its fields are: %s", table, f.Name, strings.Join(names, ", "))
+			return nil, contract.Fail(contract.Unknown, "ServiceNow table %s has no field %q; its fields are: %s", table, f.Name, strings.Join(names, ", "))
 		}
 		out[name] = f.Value
 	}
@@ -135,7 +135,7 @@ func (c *client) ServiceNowUpdate(ctx context.Context, table, number string, fie
 		return nil, err
 	}
 	if rec == nil {
-		return nil, activities.Fail(activities.Unknown, "ServiceNow has no %s %s", table, number)
+		return nil, contract.Fail(contract.Unknown, "ServiceNow has no %s %s", table, number)
 	}
 	var updated struct {
 		Result snowRecord `json:"result"`
@@ -154,7 +154,7 @@ func (c *client) ServiceNowRead(ctx context.Context, table, number string) (map[
 		return nil, err
 	}
 	if rec == nil {
-		return nil, activities.Fail(activities.Unknown, "ServiceNow has no %s %s", table, number)
+		return nil, contract.Fail(contract.Unknown, "ServiceNow has no %s %s", table, number)
 	}
 	return c.snowTicket(table, rec), nil
 }
@@ -165,7 +165,7 @@ func (c *client) ServiceNowImport(ctx context.Context, staging, jsonBody string,
 	var body any
 	if jsonBody != "" {
 		if err := json.Unmarshal([]byte(jsonBody), &body); err != nil {
-			return nil, activities.Fail(activities.Unknown, "import data jsonBody is not JSON: %v", err)
+			return nil, contract.Fail(contract.Unknown, "import data jsonBody is not JSON: %v", err)
 		}
 	} else {
 		m := map[string]any{}
@@ -191,14 +191,14 @@ func (c *client) ServiceNowImport(ctx context.Context, staging, jsonBody string,
 	}
 	if err := c.do(ctx, http.MethodPost, "/api/now/import/"+esc(staging), body, &res); err != nil {
 		if se, ok := err.(*statusError); ok && se.code == http.StatusNotFound {
-			return nil, activities.Fail(activities.Unknown, "ServiceNow has no import set staging table %q: %s", staging, se.message)
+			return nil, contract.Fail(contract.Unknown, "ServiceNow has no import set staging table %q: %s", staging, se.message)
 		}
 		return nil, c.fail(err, "import into ServiceNow staging table "+staging)
 	}
 	var outcomes []any
 	for _, r := range res.Result {
 		if r.Status == "error" {
-			return nil, activities.Fail(activities.Unknown, "ServiceNow's transform map %s refused the row: %s", r.TransformMap, cmp.Or(r.ErrorMessage, r.StatusMsg))
+			return nil, contract.Fail(contract.Unknown, "ServiceNow's transform map %s refused the row: %s", r.TransformMap, cmp.Or(r.ErrorMessage, r.StatusMsg))
 		}
 		outcomes = append(outcomes, map[string]any{"transformMap": r.TransformMap, "table": r.Table, "displayName": r.DisplayName,
 			"displayValue": r.DisplayValue, "recordURL": r.RecordLink, "status": r.Status, "sysId": r.SysID})
@@ -257,7 +257,7 @@ func (a *Activity) accessToken(ctx context.Context, c *client) (string, error) {
 		}
 		v, err := a.Secrets.Resolve(ctx, ref)
 		if err != nil {
-			return "", activities.Fail(activities.Authentication, "connector %s: %v", conn.ID, err)
+			return "", contract.Fail(contract.Authentication, "connector %s: %v", conn.ID, err)
 		}
 		c.mask.Add(v)
 		return v, nil
@@ -291,7 +291,7 @@ func (a *Activity) accessToken(ctx context.Context, c *client) (string, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, conn.TokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
-		return "", activities.Fail(activities.Unknown, "connector %s: token URL: %v", conn.ID, err)
+		return "", contract.Fail(contract.Unknown, "connector %s: token URL: %v", conn.ID, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	resp, err := c.http.Do(req)
@@ -310,7 +310,7 @@ func (a *Activity) accessToken(ctx context.Context, c *client) (string, error) {
 	case resp.StatusCode >= 500:
 		return "", fmt.Errorf("connector %s: the token endpoint answered HTTP %d", conn.ID, resp.StatusCode)
 	case resp.StatusCode >= 300 || tok.AccessToken == "":
-		return "", activities.Fail(activities.Authentication, "connector %s: the token endpoint refused the refresh token (HTTP %d): %s", conn.ID, resp.StatusCode, c.mask.Apply(strings.TrimSpace(tok.Error+" "+tok.Description)))
+		return "", contract.Fail(contract.Authentication, "connector %s: the token endpoint refused the refresh token (HTTP %d): %s", conn.ID, resp.StatusCode, c.mask.Apply(strings.TrimSpace(tok.Error+" "+tok.Description)))
 	}
 	c.mask.Add(tok.AccessToken)
 	life := time.Duration(max(tok.ExpiresIn, 120)) * time.Second

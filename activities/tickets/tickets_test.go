@@ -9,21 +9,21 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/gantry-cd/gantry/activities"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/tickets"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/internal/jiratest"
 	"github.com/gantry-cd/gantry/internal/snowtest"
 	"github.com/gantry-cd/gantry/plan"
 )
 
-func step(t *testing.T, typ string, conn *plan.TicketConnector, spec map[string]any) activities.StepInput {
+func step(t *testing.T, typ string, conn *plan.TicketConnector, spec map[string]any) contract.StepInput {
 	t.Helper()
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return activities.StepInput{ExecutionID: "change-7", StepPath: "change.open", Type: typ, Spec: raw, Refs: &plan.StepRefs{Ticket: conn}}
+	return contract.StepInput{ExecutionID: "change-7", StepPath: "change.open", Type: typ, Spec: raw, Refs: &plan.StepRefs{Ticket: conn}}
 }
 
 // A create retried after it succeeded (its answer lost with the worker) finds the issue or
@@ -40,7 +40,7 @@ func TestCreateIsIdempotentAcrossRetries(t *testing.T) {
 		map[string]any{"name": "Description", "value": `key <+secrets.getValue("release_key")>`}}})
 	sin := step(t, "ServiceNowCreate", sc, map[string]any{"ticketType": "change_request", "fields": []any{map[string]any{"name": "short_description", "value": "deploy"}}})
 	var keys, numbers []string
-	var res activities.StepResult
+	var res contract.StepResult
 	for range 2 {
 		var err error
 		res, err = a.Run(context.Background(), jin)
@@ -82,7 +82,7 @@ func TestUnknownFieldsAndTickets(t *testing.T) {
 	jc := &plan.TicketConnector{ID: "jira", Type: "Jira", URL: jira.URL, Auth: "UsernamePassword", Username: jira.User, PasswordRef: "jira"}
 	sc := &plan.TicketConnector{ID: "snow", Type: "ServiceNow", URL: snow.URL, Auth: "UsernamePassword", Username: snow.User, PasswordRef: "snow"}
 	for _, c := range []struct {
-		in   activities.StepInput
+		in   contract.StepInput
 		want string
 	}{
 		{step(t, "JiraCreate", jc, map[string]any{"projectKey": "OPS", "issueType": "Bug", "fields": []any{map[string]any{"name": "Change Risk", "value": "High"}}}),
@@ -97,7 +97,7 @@ func TestUnknownFieldsAndTickets(t *testing.T) {
 		{step(t, "ServiceNowUpdate", sc, map[string]any{"ticketType": "change_request", "ticketNumber": "CHG0099999"}), "ServiceNow has no change_request CHG0099999"},
 	} {
 		_, err := a.Run(context.Background(), c.in)
-		if f := activities.Classify(err); f == nil || !strings.Contains(f.Message, c.want) || f.Category != activities.Unknown {
+		if f := contract.Classify(err); f == nil || !strings.Contains(f.Message, c.want) || f.Category != contract.Unknown {
 			t.Errorf("%s: %+v, want %q", c.in.Type, f, c.want)
 		}
 	}
@@ -119,13 +119,13 @@ func TestJiraPATAndOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	key := res.Outputs["issue"].(map[string]any)["key"].(string)
-	got, err := a.Read(context.Background(), activities.TicketRequest{Connector: conn, Key: key})
+	got, err := a.Read(context.Background(), contract.TicketRequest{Connector: conn, Key: key})
 	if err != nil || got.Fields["Status"] != "To Do" || got.Fields["Summary"] != "x" || got.URL != jira.URL+"/browse/"+key {
 		t.Errorf("read %v %v", got, err)
 	}
 	jira.SetDown(true)
-	_, err = a.Read(context.Background(), activities.TicketRequest{Connector: conn, Key: key})
-	if f := activities.Classify(err); err == nil || f.Category == activities.Authentication || strings.Contains(err.Error(), jira.PAT) {
+	_, err = a.Read(context.Background(), contract.TicketRequest{Connector: conn, Key: key})
+	if f := contract.Classify(err); err == nil || f.Category == contract.Authentication || strings.Contains(err.Error(), jira.PAT) {
 		t.Errorf("down: %v", err)
 	}
 	var app *temporal.ApplicationError

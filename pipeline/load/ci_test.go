@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/load"
@@ -53,7 +53,7 @@ func TestCIStagePlan(t *testing.T) {
 		t.Fatalf("stage s1's pod: %+v", s1.Pod)
 	}
 	clone := s1.Children[0]
-	if clone.ID != "cloneCodebase" || clone.Traits == nil || clone.Traits.Activity != activities.ContainerStep || clone.Traits.Container != plan.ContainerHelper {
+	if clone.ID != "cloneCodebase" || clone.Traits == nil || clone.Traits.Activity != contract.ContainerStep || clone.Traits.Container != plan.ContainerHelper {
 		t.Errorf("s1 starts with %+v", clone)
 	}
 	if spec, _ := clone.Spec.(map[string]any); spec["cloneDirectory"] != "/harness" || spec["depth"] != "50" || spec["connectorRef"] != "git" {

@@ -3,7 +3,7 @@ package load_test
 import (
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -51,10 +51,10 @@ func TestStepNodesCarryTheirTraits(t *testing.T) {
 			t.Errorf("step %s: traits %+v", id, got[id])
 		}
 	}
-	check("sh", func(tr plan.Traits) bool { return tr.Activity == activities.ShellScript && tr.FastPath && tr.Heartbeat })
+	check("sh", func(tr plan.Traits) bool { return tr.Activity == contract.ShellScript && tr.FastPath && tr.Heartbeat })
 	check("call", func(tr plan.Traits) bool {
-		return tr.Activity == activities.Http && tr.Outcome == "http" && len(tr.Deferred) == 2
+		return tr.Activity == contract.Http && tr.Outcome == "http" && len(tr.Deferred) == 2
 	})
 	check("pause", func(tr plan.Traits) bool { return tr.Builtin == "wait" && tr.Activity == "" })
-	check("undo", func(tr plan.Traits) bool { return tr.Activity == activities.ShellScript })
+	check("undo", func(tr plan.Traits) bool { return tr.Activity == contract.ShellScript })
 }

@@ -8,7 +8,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -57,15 +57,15 @@ type Entry struct {
 
 // The traits the step families share.
 var (
-	kubernetes = plan.Traits{Activity: activities.Kubernetes, Deployment: true, Heartbeat: true}
-	ecs        = plan.Traits{Activity: activities.Ecs, Deployment: true, Heartbeat: true}
-	asg        = plan.Traits{Activity: activities.Asg, Deployment: true, Heartbeat: true}
-	lambda     = plan.Traits{Activity: activities.AwsLambda, Deployment: true, Heartbeat: true}
-	container  = plan.Traits{Activity: activities.ContainerStep, Container: plan.ContainerOwn, Heartbeat: true}
-	helper     = plan.Traits{Activity: activities.ContainerStep, Container: plan.ContainerHelper, Heartbeat: true}
-	terraform  = plan.Traits{Activity: activities.Terraform, Heartbeat: true}
+	kubernetes = plan.Traits{Activity: contract.Kubernetes, Deployment: true, Heartbeat: true}
+	ecs        = plan.Traits{Activity: contract.Ecs, Deployment: true, Heartbeat: true}
+	asg        = plan.Traits{Activity: contract.Asg, Deployment: true, Heartbeat: true}
+	lambda     = plan.Traits{Activity: contract.AwsLambda, Deployment: true, Heartbeat: true}
+	container  = plan.Traits{Activity: contract.ContainerStep, Container: plan.ContainerOwn, Heartbeat: true}
+	helper     = plan.Traits{Activity: contract.ContainerStep, Container: plan.ContainerHelper, Heartbeat: true}
+	terraform  = plan.Traits{Activity: contract.Terraform, Heartbeat: true}
 	// A ticket step's outputs are its issue or ticket (<+execution.steps.S.issue.key>).
-	ticket         = plan.Traits{Activity: activities.Ticket, Outcome: "ticket"}
+	ticket         = plan.Traits{Activity: contract.Ticket, Outcome: "ticket"}
 	ticketApproval = plan.Traits{Builtin: "ticketApproval"}
 )
 
@@ -73,9 +73,9 @@ var (
 // activity (docs/contributing.md).
 var entries = []Entry{
 	{Type: "ShellScript", New: func() any { return &ShellScript{} }, NoDotInName: true, SSHTarget: true,
-		Traits: plan.Traits{Activity: activities.ShellScript, Heartbeat: true, FastPath: true}},
+		Traits: plan.Traits{Activity: contract.ShellScript, Heartbeat: true, FastPath: true}},
 	{Type: "Http", New: func() any { return &Http{} }, Unresolved: "verbatim",
-		Traits: plan.Traits{Activity: activities.Http, FastPath: true, Outcome: "http",
+		Traits: plan.Traits{Activity: contract.Http, FastPath: true, Outcome: "http",
 			Deferred: []string{".assertion", ".outputVariables[].value"}}},
 	{Type: "Wait", New: func() any { return &Wait{} }, Traits: plan.Traits{Builtin: "wait"}},
 	{Type: "HarnessApproval", New: func() any { return &HarnessApproval{} }, Traits: plan.Traits{Builtin: "approval"}},
@@ -92,9 +92,9 @@ var entries = []Entry{
 	{Type: "ServiceNowImportSet", New: func() any { return &ServiceNowImportSet{} }, Ticketing: "ServiceNow", Traits: ticket},
 	{Type: "ServiceNowApproval", New: func() any { return &ServiceNowApproval{} }, Ticketing: "ServiceNow", Unresolved: "verbatim", Traits: ticketApproval},
 	{Type: "CustomApproval", New: func() any { return &CustomApproval{} }, Unresolved: "verbatim", Traits: plan.Traits{Builtin: "customApproval"}},
-	{Type: "Email", New: func() any { return &Email{} }, Traits: plan.Traits{Activity: activities.EmailStep}},
+	{Type: "Email", New: func() any { return &Email{} }, Traits: plan.Traits{Activity: contract.EmailStep}},
 	{Type: "Policy", New: func() any { return &Policy{} }, Unresolved: "fail", Typed: [][]string{{"policySpec", "payload"}},
-		Traits: plan.Traits{Activity: activities.Policy}},
+		Traits: plan.Traits{Activity: contract.Policy}},
 
 	{Type: "TerraformPlan", New: func() any { return &TerraformPlan{} }, Stores: true, Traits: terraform},
 	{Type: "TerraformApply", New: func() any { return &TerraformApply{} }, Stores: true, Traits: terraform},
@@ -144,9 +144,9 @@ var entries = []Entry{
 	{Type: "AwsLambdaCanaryRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
 
 	{Type: "Command", New: func() any { return &Command{} }, Deploys: "Ssh", OutsideDeployment: true,
-		Traits: plan.Traits{Activity: activities.Command, Deployment: true, Heartbeat: true}},
+		Traits: plan.Traits{Activity: contract.Command, Deployment: true, Heartbeat: true}},
 	{Type: "FetchInstanceScript", New: func() any { return &FetchInstanceScript{} }, Deploys: "CustomDeployment",
-		Traits: plan.Traits{Activity: activities.FetchInstances, Deployment: true, Heartbeat: true, Outcome: "instances"}},
+		Traits: plan.Traits{Activity: contract.FetchInstances, Deployment: true, Heartbeat: true, Outcome: "instances"}},
 
 	{Type: "EcsRollingDeploy", New: func() any { return &EcsRollingDeploy{} }, Deploys: "ECS", Traits: ecs},
 	{Type: "EcsRollingRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "ECS", Traits: ecs},

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline/reference"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -25,7 +25,7 @@ func TestEntriesAreConsistent(t *testing.T) {
 		if e.Deploys != "" && !tr.Deployment {
 			t.Errorf("%s deploys %s services but does not receive the stage's deployment", e.Type, e.Deploys)
 		}
-		if (tr.Container != "") != (tr.Activity == activities.ContainerStep) {
+		if (tr.Container != "") != (tr.Activity == contract.ContainerStep) {
 			t.Errorf("%s: container %q with activity %q", e.Type, tr.Container, tr.Activity)
 		}
 		if tr.OwnPod && tr.Container != plan.ContainerOwn {

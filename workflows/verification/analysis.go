@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -99,7 +99,7 @@ func (a *Analysis) metric(source, id string) *Metric {
 
 // Before records a source's answer for the window before the deployment (from start): the
 // instances that already ran, and the values a BeforeAfter comparison uses as its control.
-func (a *Analysis) Before(source string, data []activities.MetricData, start time.Time) {
+func (a *Analysis) Before(source string, data []contract.MetricData, start time.Time) {
 	for _, d := range data {
 		m := a.metric(source, d.ID)
 		if m == nil {
@@ -123,7 +123,7 @@ type Breach struct {
 
 // Minute records a source's answer for one minute of the analysis (start is the analysis's
 // start, for the plotted series) and applies the fail-fast thresholds to it.
-func (a *Analysis) Minute(source string, data []activities.MetricData, start time.Time) *Breach {
+func (a *Analysis) Minute(source string, data []contract.MetricData, start time.Time) *Breach {
 	var breach *Breach
 	for _, d := range data {
 		m := a.metric(source, d.ID)
@@ -140,7 +140,7 @@ func (a *Analysis) Minute(source string, data []activities.MetricData, start tim
 		}
 		var testVals, controlVals []float64
 		if m.split != nil && *m.split {
-			var testSeries, controlSeries []activities.InstanceSeries
+			var testSeries, controlSeries []contract.InstanceSeries
 			for _, s := range d.Series {
 				if m.old[s.Instance] {
 					controlSeries = append(controlSeries, s)
@@ -179,7 +179,7 @@ func (a *Analysis) Minute(source string, data []activities.MetricData, start tim
 }
 
 // splits decides whether a metric is compared canary-style: new instances beside old ones.
-func (a *Analysis) splits(m *Metric, series []activities.InstanceSeries) bool {
+func (a *Analysis) splits(m *Metric, series []contract.InstanceSeries) bool {
 	if a.Mode != Canary && a.Mode != Auto || m.Def.InstanceLabel == "" {
 		return false
 	}
@@ -209,7 +209,7 @@ func occurrences(t plan.MetricThreshold, f FailFast) string {
 
 // flatten returns every value of the series, and their mean across instances per time as
 // seconds from start; names collects the instances seen.
-func flatten(series []activities.InstanceSeries, start time.Time, names *[]string) ([]float64, [][2]float64) {
+func flatten(series []contract.InstanceSeries, start time.Time, names *[]string) ([]float64, [][2]float64) {
 	var vals []float64
 	sum, count := map[float64]float64{}, map[float64]int{}
 	for _, s := range series {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -107,8 +107,8 @@ func TestThresholds(t *testing.T) {
 }
 
 // series makes one instance's values at 15-second steps from at.
-func series(instance string, at time.Time, values ...float64) activities.InstanceSeries {
-	s := activities.InstanceSeries{Instance: instance}
+func series(instance string, at time.Time, values ...float64) contract.InstanceSeries {
+	s := contract.InstanceSeries{Instance: instance}
 	for i, v := range values {
 		s.Points = append(s.Points, [2]float64{float64(at.Unix() + int64(15*i)), v})
 	}
@@ -129,10 +129,10 @@ func TestCanaryAnalysis(t *testing.T) {
 		{"errors tripled", []float64{3, 3.3, 2.7, 3}, Failed},
 	} {
 		a := New(ms, Canary, Medium)
-		a.Before("prom", []activities.MetricData{{ID: "errors", Series: []activities.InstanceSeries{series("old-1", start.Add(-time.Minute), 1, 1, 1, 1)}}}, start.Add(-time.Minute))
+		a.Before("prom", []contract.MetricData{{ID: "errors", Series: []contract.InstanceSeries{series("old-1", start.Add(-time.Minute), 1, 1, 1, 1)}}}, start.Add(-time.Minute))
 		for minute := 0; minute < 2; minute++ {
 			at := start.Add(time.Duration(minute) * time.Minute)
-			a.Minute("prom", []activities.MetricData{{ID: "errors", Series: []activities.InstanceSeries{
+			a.Minute("prom", []contract.MetricData{{ID: "errors", Series: []contract.InstanceSeries{
 				series("old-1", at, 1, 1.05, 0.95, 1), series("new-1", at, c.newValues...)}}}, start)
 		}
 		r := a.Result()
@@ -151,8 +151,8 @@ func TestBeforeAfterAndNoData(t *testing.T) {
 		Thresholds: []plan.MetricThreshold{{Kind: "Ignore", Metric: "latency", LessThan: f(10)}}}}}
 	start := time.Unix(1_800_000_000, 0)
 	a := New(ms, BeforeAfter, Medium)
-	a.Before("prom", []activities.MetricData{{ID: "latency", Series: []activities.InstanceSeries{series("", start.Add(-time.Minute), 2, 2.1, 1.9, 2)}}}, start.Add(-time.Minute))
-	a.Minute("prom", []activities.MetricData{{ID: "latency", Series: []activities.InstanceSeries{series("", start, 4, 4.2, 3.8, 4)}}}, start)
+	a.Before("prom", []contract.MetricData{{ID: "latency", Series: []contract.InstanceSeries{series("", start.Add(-time.Minute), 2, 2.1, 1.9, 2)}}}, start.Add(-time.Minute))
+	a.Minute("prom", []contract.MetricData{{ID: "latency", Series: []contract.InstanceSeries{series("", start, 4, 4.2, 3.8, 4)}}}, start)
 	r := a.Result()
 	// Latency doubled, significantly, but stays under the ignore rule's 10; the silent metric
 	// has no data and is said so, not counted healthy.
@@ -171,10 +171,10 @@ func TestFailFastEndsEarly(t *testing.T) {
 		Thresholds: []plan.MetricThreshold{{Kind: "FailFast", Action: "FailImmediately", Count: 1, Metric: "errors", GreaterThan: f(0.5)}}}}}
 	start := time.Unix(1_800_000_000, 0)
 	a := New(ms, ThresholdsOnly, Medium)
-	if b := a.Minute("prom", []activities.MetricData{{ID: "errors", Series: []activities.InstanceSeries{series("", start, 0.1, 0.2)}}}, start); b != nil {
+	if b := a.Minute("prom", []contract.MetricData{{ID: "errors", Series: []contract.InstanceSeries{series("", start, 0.1, 0.2)}}}, start); b != nil {
 		t.Fatalf("breach below the threshold: %v", b)
 	}
-	b := a.Minute("prom", []activities.MetricData{{ID: "errors", Series: []activities.InstanceSeries{series("", start.Add(time.Minute), 0.9, 0.8)}}}, start)
+	b := a.Minute("prom", []contract.MetricData{{ID: "errors", Series: []contract.InstanceSeries{series("", start.Add(time.Minute), 0.9, 0.8)}}}, start)
 	if b == nil || b.Metric != "errors" {
 		t.Fatalf("no breach at a mean of 0.85 over 0.5")
 	}

@@ -1,11 +1,11 @@
-package activities_test
+package contract_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/gantry-cd/gantry/activities"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -17,12 +17,12 @@ func rule(id string, ch plan.NotificationChannel, events ...plan.NotificationEve
 // paths (absent, empty or AllSteps: every step), AllEvents everything.
 func TestMatches(t *testing.T) {
 	hook := plan.NotificationChannel{Type: "Webhook", WebhookURL: "http://h"}
-	stageFail := activities.NotifyEvent{Type: activities.EventStageFailed, Stage: "deploy_1", StageBase: "deploy"}
-	stepFail := activities.NotifyEvent{Type: activities.EventStepFailed, StepPath: "deploy.g.x"}
+	stageFail := contract.NotifyEvent{Type: contract.EventStageFailed, Stage: "deploy_1", StageBase: "deploy"}
+	stepFail := contract.NotifyEvent{Type: contract.EventStepFailed, StepPath: "deploy.g.x"}
 	for _, c := range []struct {
 		name string
 		r    plan.NotificationRule
-		ev   activities.NotifyEvent
+		ev   contract.NotifyEvent
 		want bool
 	}{
 		{"base identifier", rule("r", hook, plan.NotificationEvent{Type: "StageFailed", Stages: []string{"deploy"}}), stageFail, true},
@@ -35,19 +35,19 @@ func TestMatches(t *testing.T) {
 		{"every step", rule("r", hook, plan.NotificationEvent{Type: "StepFailed"}), stepFail, true},
 		{"AllSteps", rule("r", hook, plan.NotificationEvent{Type: "StepFailed", Steps: []string{"AllSteps"}}), stepFail, true},
 		{"AllEvents", rule("r", hook, plan.NotificationEvent{Type: "AllEvents"}), stepFail, true},
-		{"pipeline type alone", rule("r", hook, plan.NotificationEvent{Type: "PipelineEnd"}), activities.NotifyEvent{Type: "PipelineEnd"}, true},
+		{"pipeline type alone", rule("r", hook, plan.NotificationEvent{Type: "PipelineEnd"}), contract.NotifyEvent{Type: "PipelineEnd"}, true},
 		{"a freeze's rule, its freeze", rule("r", hook, plan.NotificationEvent{Type: "DeploymentRejectedDueToFreeze", Stages: []string{"AllStages"}, Freeze: "f"}), rejected("f"), true},
 		{"a freeze's rule, another freeze", rule("r", hook, plan.NotificationEvent{Type: "DeploymentRejectedDueToFreeze", Stages: []string{"AllStages"}, Freeze: "f"}), rejected("g"), false},
 		{"a pipeline's AllEvents, a freeze's event", rule("r", hook, plan.NotificationEvent{Type: "AllEvents"}), rejected("f"), false},
 	} {
-		if got := activities.Matches(c.r, c.ev); got != c.want {
+		if got := contract.Matches(c.r, c.ev); got != c.want {
 			t.Errorf("%s: Matches = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
 
-func rejected(freeze string) activities.NotifyEvent {
-	return activities.NotifyEvent{Type: activities.EventDeploymentRejected, Stage: "deploy", StageBase: "deploy", Freeze: freeze}
+func rejected(freeze string) contract.NotifyEvent {
+	return contract.NotifyEvent{Type: contract.EventDeploymentRejected, Stage: "deploy", StageBase: "deploy", Freeze: freeze}
 }
 
 // Spec 20.3, 20.5.2, 20.5.5: one delivery per target, keys stable and distinct, fields rendered,
@@ -68,8 +68,8 @@ func TestDeliveries(t *testing.T) {
 		}
 		return s, nil
 	}
-	ev := activities.NotifyEvent{Type: activities.EventPipelineFailed, ExecutionID: "p-7", Node: "pipeline", Occurrence: 1}
-	ds := activities.Deliveries(rules, ev, render)
+	ev := contract.NotifyEvent{Type: contract.EventPipelineFailed, ExecutionID: "p-7", Node: "pipeline", Occurrence: 1}
+	ds := contract.Deliveries(rules, ev, render)
 	var keys []string
 	for _, d := range ds {
 		keys = append(keys, d.Key)
@@ -81,17 +81,17 @@ func TestDeliveries(t *testing.T) {
 	if ds[0].URL != "https://hooks/payments" || ds[1].Groups[0] != "ops" || ds[2].Groups[0] != "org.sre" {
 		t.Errorf("targets: %+v", ds[:3])
 	}
-	if !strings.HasPrefix(ds[3].Unresolved, activities.UnresolvedExpression) || ds[3].Headers["X-Token"] != `<+secrets.getValue("tok")>` {
+	if !strings.HasPrefix(ds[3].Unresolved, contract.UnresolvedExpression) || ds[3].Headers["X-Token"] != `<+secrets.getValue("tok")>` {
 		t.Errorf("webhook delivery: %+v", ds[3])
 	}
 	if got := ds[3].Describe(); strings.Contains(got, "tok") {
 		t.Errorf("Describe shows a secret reference: %s", got)
 	}
 	ev.Occurrence = 2
-	if k := activities.Deliveries(rules[:1], ev, render)[0].Key; k != "p-7:pipeline:PipelineFailed:2:slack:0" {
+	if k := contract.Deliveries(rules[:1], ev, render)[0].Key; k != "p-7:pipeline:PipelineFailed:2:slack:0" {
 		t.Errorf("second occurrence key %s", k)
 	}
-	mail := activities.Deliveries(rules, activities.NotifyEvent{Type: "PipelineEnd", ExecutionID: "p-7", Node: "pipeline"}, render)
+	mail := contract.Deliveries(rules, contract.NotifyEvent{Type: "PipelineEnd", ExecutionID: "p-7", Node: "pipeline"}, render)
 	if len(mail) != 2 || mail[1].Channel != "Email" || len(mail[1].Recipients) != 1 || mail[1].Groups[0] != "ops" {
 		t.Errorf("an Email rule is one delivery to its recipients and groups: %+v", mail)
 	}

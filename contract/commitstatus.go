@@ -1,4 +1,4 @@
-package activities
+package contract
 
 import "github.com/gantry-cd/gantry/plan"
 

@@ -2,7 +2,7 @@
 // against them, and the deliveries they cause, each with a stable idempotency key. Pure
 // functions, so workflows raise events; activities/notify formats and sends the messages.
 
-package activities
+package contract
 
 import (
 	"fmt"

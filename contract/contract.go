@@ -1,7 +1,7 @@
-// Package activities is the contract between the workflows and the step implementations:
+// Package contract is the contract between the workflows and the step implementations:
 // activity names, the step input and result types, and the failure categories. It holds no
 // I/O, so workflow code may import it.
-package activities
+package contract
 
 import (
 	"cmp"
