@@ -21,7 +21,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/gantry-cd/gantry/activities/container"
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/codec"
@@ -74,8 +73,8 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringSliceVar(&f.tags, "tags", splitList(os.Getenv("GANTRY_WORKER_TAGS")), "delegate tags of this process's worker: it also runs steps whose delegateSelectors are among them (env GANTRY_WORKER_TAGS, comma-separated)")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-listen", os.Getenv("GANTRY_METRICS_LISTEN"), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9090 (env GANTRY_METRICS_LISTEN)")
 	cmd.Flags().DurationVar(&f.stopGrace, "shutdown-grace", 0, "on SIGTERM, how long running steps of this process's worker may finish before they are cancelled (and retried by another worker)")
-	cmd.Flags().StringVar(&f.helperImage, "helper-image", envOr("GANTRY_HELPER_IMAGE", container.DefaultHelperImage), "gantry-helper's image, pulled into the pods of containerized step groups (env GANTRY_HELPER_IMAGE)")
-	cmd.Flags().StringVar(&f.buildkitImage, "buildkit-image", envOr("GANTRY_BUILDKIT_IMAGE", container.DefaultBuildKitImage), "the image BuildAndPush steps build in, made by `go run ./hack/helper-image --buildkit REF` (env GANTRY_BUILDKIT_IMAGE)")
+	cmd.Flags().StringVar(&f.helperImage, "helper-image", envOr("GANTRY_HELPER_IMAGE", worker.DefaultHelperImage), "gantry-helper's image, pulled into the pods of containerized step groups (env GANTRY_HELPER_IMAGE)")
+	cmd.Flags().StringVar(&f.buildkitImage, "buildkit-image", envOr("GANTRY_BUILDKIT_IMAGE", worker.DefaultBuildKitImage), "the image BuildAndPush steps build in, made by `go run ./hack/helper-image --buildkit REF` (env GANTRY_BUILDKIT_IMAGE)")
 	cmd.Flags().StringVar(&f.terraformBin, "terraform-bin", os.Getenv("GANTRY_TERRAFORM_BIN"), "the tofu or terraform binary Terraform steps run; empty finds tofu, then terraform, on PATH (env GANTRY_TERRAFORM_BIN; hack/tofu/build.sh builds OpenTofu)")
 	cmd.Flags().StringVar(&f.tfPlugins, "terraform-plugins", os.Getenv("GANTRY_TERRAFORM_PLUGINS"), "a filesystem mirror of Terraform providers (HOST/NAMESPACE/TYPE/VERSION/OS_ARCH folders), the only place Terraform steps install providers from; empty: their registries (env GANTRY_TERRAFORM_PLUGINS)")
 	cmd.Flags().StringVar(&f.knownHosts, "ssh-known-hosts", os.Getenv("GANTRY_SSH_KNOWN_HOSTS"), "known_hosts file the hosts of SSH deployments must match; empty accepts any host key and says so in the step's log (env GANTRY_SSH_KNOWN_HOSTS)")

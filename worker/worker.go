@@ -54,14 +54,21 @@ import (
 	"github.com/gantry-cd/gantry/workflows"
 )
 
+// The images containerized step groups use when the worker's options name none, for the
+// command line's flag defaults (the families are linked by the worker alone).
+const (
+	DefaultHelperImage   = container.DefaultHelperImage
+	DefaultBuildKitImage = container.DefaultBuildKitImage
+)
+
 // Options configure a worker.
 type Options struct {
 	TaskQueue string // "" is workflows.TaskQueue
 	// HelperImage is gantry-helper's image for containerized step groups; "" is
-	// container.DefaultHelperImage.
+	// DefaultHelperImage.
 	HelperImage string
 	// BuildKitImage is the image BuildAndPush steps run in; "" is
-	// container.DefaultBuildKitImage.
+	// DefaultBuildKitImage.
 	BuildKitImage string
 	// Log receives the activities' own log lines (nil: none).
 	Log     *zap.Logger

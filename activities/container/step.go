@@ -35,8 +35,8 @@ import (
 	"github.com/gantry-cd/gantry/activities/registry"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/contract"
-	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // stepSpec is a container step's rendered spec, the fields of Run, Background and Plugin.
@@ -365,20 +365,12 @@ func decodeStepSpec(in contract.StepInput) (stepSpec, error) {
 	if err := json.Unmarshal(in.Spec, &rt); err != nil {
 		return spec, contract.Fail(contract.Unknown, "RunTests spec: %v", err)
 	}
-	tool, ok := steps.TestTools[rt.BuildTool]
+	script, ok := stepspec.RunTestsCommand(rt.BuildTool, rt.Args, rt.PreCommand, rt.PostCommand)
 	if !ok {
 		return spec, contract.Fail(contract.Unknown, "RunTests: buildTool %q is not one Gantry knows", rt.BuildTool)
 	}
-	var cmd []string
-	if c := strings.TrimSpace(rt.PreCommand); c != "" {
-		cmd = append(cmd, c)
-	}
-	cmd = append(cmd, strings.TrimSpace(tool+" "+rt.Args))
-	if c := strings.TrimSpace(rt.PostCommand); c != "" {
-		cmd = append(cmd, c)
-	}
 	spec = rt.stepSpec
-	spec.Command, spec.Args = strings.Join(cmd, "\n"), nil
+	spec.Command, spec.Args = script, nil
 	return spec, nil
 }
 

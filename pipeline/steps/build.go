@@ -6,6 +6,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // BuildSettings are what the BuildAndPush steps share: how the image is built.
@@ -92,23 +93,13 @@ type RunTests struct {
 	PythonVersion        string            `yaml:"pythonVersion"`
 }
 
-// TestTools are the commands RunTests runs for each buildTool, args following.
-var TestTools = map[string]string{
-	"Maven": "mvn", "Gradle": "gradle", "Bazel": "bazel", "Dotnet": "dotnet", "Nunitconsole": "nunit3-console",
-	"SBT": "sbt", "Pytest": "pytest", "Unittest": "python3 -m unittest", "Rspec": "bundle exec rspec",
-}
-
 // ImageSettings returns the container's settings.
 func (sp *RunTests) ImageSettings() (*ContainerSettings, bool) { return &sp.ContainerSettings, true }
 
 // Check checks the tool and shell, and warns that test selection runs every test.
 func (sp *RunTests) Check(c Checker) {
 	c.Enum(sp.Node, "language", sp.Language, []string{"Java", "Kotlin", "Scala", "Csharp", "Python", "Ruby"}, "language")
-	tools := make([]string, 0, len(TestTools))
-	for t := range TestTools {
-		tools = append(tools, t)
-	}
-	c.Enum(sp.Node, "buildTool", sp.BuildTool, tools, "buildTool")
+	c.Enum(sp.Node, "buildTool", sp.BuildTool, stepspec.BuildTools(), "buildTool")
 	c.Enum(sp.Node, "shell", sp.Shell, containerShells, "shell")
 	c.Variables(sp.OutputVariables, "output variable", []string{"String", "Secret"})
 	ignoredTrue(c, sp.Node, "runOnlySelectedTests", sp.RunOnlySelectedTests,
