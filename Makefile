@@ -71,15 +71,17 @@ vet:
 
 # Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`. Test artifacts (the
 # browser tests' screenshots) are kept in .test-output/_artifacts.
-test: vet k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools vault-tools
+test:
 	@mkdir -p .test-output
+	@hack/phase.sh vet $(MAKE) --no-print-directory vet
+	@hack/phase.sh tools $(MAKE) --no-print-directory k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools vault-tools
 	@# gotestsum runs go test -json: the usual output, and the run's timings kept to list the
 	@# slowest tests, so the suite's budget is watched where it is spent.
-	$(GO) tool gotestsum --format standard-quiet --jsonfile .test-output/go-test.json -- -race -count=1 -timeout 85m -artifacts -outputdir $(CURDIR)/.test-output ./...; \
+	@hack/phase.sh go-test $(GO) tool gotestsum --format standard-quiet --jsonfile .test-output/go-test.json -- -race -count=1 -timeout 85m -artifacts -outputdir $(CURDIR)/.test-output ./...; \
 	  rc=$$?; echo "slowest tests (over 60 s):"; $(GO) tool gotestsum tool slowest --jsonfile .test-output/go-test.json --threshold 60s | head -20; exit $$rc
-	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(FUZZTIME) ./expressions
-	$(GO) test -run '^$$' -fuzz '^FuzzLoad$$' -fuzztime $(FUZZTIME) ./pipeline/load
-	$(GO) test -run '^$$' -fuzz '^FuzzExpand$$' -fuzztime $(FUZZTIME) ./pipeline/templates
+	@hack/phase.sh fuzz sh -c '$(GO) test -run "^$$" -fuzz "^FuzzRender$$" -fuzztime $(FUZZTIME) ./expressions && \
+	  $(GO) test -run "^$$" -fuzz "^FuzzLoad$$" -fuzztime $(FUZZTIME) ./pipeline/load && \
+	  $(GO) test -run "^$$" -fuzz "^FuzzExpand$$" -fuzztime $(FUZZTIME) ./pipeline/templates'
 
 # Long load tests, outside `make test`: decisions sent to many executions while another process
 # saturates the CPU (each applied exactly once), a 3,000-iteration stage matrix, and 1,000
