@@ -2,12 +2,15 @@ package worker
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/gantry-cd/gantry/activities/lambda"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline/steps"
 )
 
@@ -28,6 +31,24 @@ func TestEveryStepTypeHasItsActivity(t *testing.T) {
 	for _, e := range steps.Entries() {
 		if a := e.Traits.Activity; a != "" && !r.activities[a] {
 			t.Errorf("step type %s runs in activity %s, which the worker does not register", e.Type, a)
+		}
+	}
+}
+
+// Each step type of a family that registers its handlers has one, and each handler a step
+// type of the catalog that runs in that family's activity.
+func TestEveryStepTypeHasItsHandler(t *testing.T) {
+	families := map[string][]string{contract.AwsLambda: lambda.Handles()}
+	for activity, handles := range families {
+		var types []string
+		for _, e := range steps.Entries() {
+			if e.Traits.Activity == activity {
+				types = append(types, e.Type)
+			}
+		}
+		slices.Sort(types)
+		if !slices.Equal(types, handles) {
+			t.Errorf("activity %s: the catalog's step types %v, the family's handlers %v", activity, types, handles)
 		}
 	}
 }

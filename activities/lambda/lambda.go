@@ -18,7 +18,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -32,6 +34,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // The tags a deploy leaves on the function for its rollback.
@@ -87,7 +90,44 @@ type run struct {
 	spec   map[string]any
 }
 
-// Run runs an AwsLambdaDeploy or AwsLambdaRollback step.
+// A handler runs one step type on the function its service defines.
+type handler func(ctx context.Context, r *run, def *Definition, d *contract.DeployInput) (map[string]any, error)
+
+// handlers are the family's step types, one handler each.
+var handlers = map[string]handler{
+	stepspec.AwsLambdaDeploy: func(ctx context.Context, r *run, def *Definition, d *contract.DeployInput) (map[string]any, error) {
+		return r.deploy(ctx, def, d.Artifact)
+	},
+	stepspec.AwsLambdaRollback: func(ctx context.Context, r *run, def *Definition, _ *contract.DeployInput) (map[string]any, error) {
+		return r.rollback(ctx, def.FunctionName)
+	},
+	stepspec.AwsLambdaCanaryDeploy: withAlias(func(ctx context.Context, r *run, def *Definition, alias *AliasDefinition, d *contract.DeployInput) (map[string]any, error) {
+		return r.canaryDeploy(ctx, def, alias, d.Artifact)
+	}),
+	stepspec.AwsLambdaTrafficShift: withAlias(func(ctx context.Context, r *run, def *Definition, alias *AliasDefinition, _ *contract.DeployInput) (map[string]any, error) {
+		return r.trafficShift(ctx, def, alias)
+	}),
+	stepspec.AwsLambdaCanaryRollback: withAlias(func(ctx context.Context, r *run, def *Definition, alias *AliasDefinition, _ *contract.DeployInput) (map[string]any, error) {
+		return r.canaryRollback(ctx, def, alias)
+	}),
+}
+
+// withAlias gives a handler the alias definition the service's manifests hold.
+func withAlias(h func(context.Context, *run, *Definition, *AliasDefinition, *contract.DeployInput) (map[string]any, error)) handler {
+	return func(ctx context.Context, r *run, def *Definition, d *contract.DeployInput) (map[string]any, error) {
+		alias, err := aliasDefinition(d)
+		if err != nil {
+			return nil, err
+		}
+		return h(ctx, r, def, alias, d)
+	}
+}
+
+// Handles lists the step types the family runs, for the worker's test that each step type
+// of the catalog has its handler.
+func Handles() []string { return slices.Sorted(maps.Keys(handlers)) }
+
+// Run runs one of the family's steps: the handler of its type.
 func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	st, err := awsauth.Start(ctx, in, a.Logs, a.Secrets, "AwsLambda")
 	if err != nil {
@@ -106,26 +146,11 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 			return contract.StepResult{}, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
 		}
 	}
-	var out map[string]any
-	switch in.Type {
-	case "AwsLambdaRollback":
-		out, err = r.rollback(ctx, def.FunctionName)
-	case "AwsLambdaCanaryDeploy", "AwsLambdaTrafficShift", "AwsLambdaCanaryRollback":
-		var alias *AliasDefinition
-		if alias, err = aliasDefinition(d); err != nil {
-			return contract.StepResult{}, err
-		}
-		switch in.Type {
-		case "AwsLambdaCanaryDeploy":
-			out, err = r.canaryDeploy(ctx, def, alias, d.Artifact)
-		case "AwsLambdaTrafficShift":
-			out, err = r.trafficShift(ctx, def, alias)
-		default:
-			out, err = r.canaryRollback(ctx, def, alias)
-		}
-	default:
-		out, err = r.deploy(ctx, def, d.Artifact)
+	h, ok := handlers[in.Type]
+	if !ok {
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "the AwsLambda activity runs no step of type %s", in.Type)
 	}
+	out, err := h(ctx, r, def, d)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			return contract.StepResult{}, contract.Fail(contract.Timeout, "%s: function %s did not finish within the step's timeout %s", in.Type, def.FunctionName, in.Timeout)

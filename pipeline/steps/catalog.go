@@ -10,6 +10,7 @@ import (
 
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // Entry describes one step type.
@@ -137,11 +138,11 @@ var entries = []Entry{
 	{Type: "HelmCanaryDeploy", New: func() any { return &HelmCanaryDeploy{} }, Deploys: "Kubernetes", Traits: kubernetes},
 	{Type: "HelmCanaryDelete", New: func() any { return &HelmSimple{} }, Deploys: "Kubernetes", Traits: kubernetes},
 
-	{Type: "AwsLambdaDeploy", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
-	{Type: "AwsLambdaRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
-	{Type: "AwsLambdaCanaryDeploy", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
-	{Type: "AwsLambdaTrafficShift", New: func() any { return &AwsLambdaTrafficShift{} }, Deploys: "AwsLambda", Traits: lambda},
-	{Type: "AwsLambdaCanaryRollback", New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: stepspec.AwsLambdaDeploy, New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: stepspec.AwsLambdaRollback, New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: stepspec.AwsLambdaCanaryDeploy, New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: stepspec.AwsLambdaTrafficShift, New: func() any { return &AwsLambdaTrafficShift{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: stepspec.AwsLambdaCanaryRollback, New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
 
 	{Type: "Command", New: func() any { return &Command{} }, Deploys: "Ssh", OutsideDeployment: true,
 		Traits: plan.Traits{Activity: contract.Command, Deployment: true, Heartbeat: true}},
