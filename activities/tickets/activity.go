@@ -3,9 +3,12 @@ package tickets
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // stepSpec holds the fields of every ticket step's rendered spec.
@@ -35,6 +38,55 @@ type specField struct {
 	Value any    `json:"value"`
 }
 
+// ticketStep is what every handler of the family is given: the connected client, the decoded
+// spec, its fields with secrets expanded, and the mark that finds a created ticket again.
+type ticketStep struct {
+	a      *Activity
+	c      *client
+	spec   stepSpec
+	fields []Field
+	mark   string
+	mask   *secrets.Masker
+}
+
+// handlers are the family's step types, one handler each.
+var handlers = map[string]func(context.Context, *ticketStep) (map[string]any, error){
+	stepspec.JiraCreate: func(ctx context.Context, t *ticketStep) (map[string]any, error) {
+		return wrap("issue")(t.c.JiraCreate(ctx, t.spec.ProjectKey, t.spec.IssueType, t.fields, t.mark))
+	},
+	stepspec.JiraUpdate: func(ctx context.Context, t *ticketStep) (map[string]any, error) {
+		status, name := "", ""
+		if tr := t.spec.TransitionTo; tr != nil {
+			status, name = tr.Status, tr.TransitionName
+		}
+		return wrap("issue")(t.c.JiraUpdate(ctx, t.spec.IssueKey, t.fields, status, name))
+	},
+	stepspec.ServiceNowCreate: func(ctx context.Context, t *ticketStep) (map[string]any, error) {
+		return wrap("ticket")(t.c.ServiceNowCreate(ctx, t.spec.TicketType, t.fields, t.mark))
+	},
+	stepspec.ServiceNowUpdate: func(ctx context.Context, t *ticketStep) (map[string]any, error) {
+		return wrap("ticket")(t.c.ServiceNowUpdate(ctx, t.spec.TicketType, t.spec.TicketNumber, t.fields))
+	},
+	stepspec.ServiceNowImportSet: func(ctx context.Context, t *ticketStep) (map[string]any, error) {
+		if t.spec.ImportData == nil {
+			return nil, contract.Fail(contract.Unknown, "ServiceNowImportSet has no importData")
+		}
+		body, err := secrets.Expand(ctx, t.a.Secrets, t.mask, t.spec.ImportData.Spec.JSONBody)
+		if err != nil {
+			return nil, contract.Fail(contract.Unknown, "import data: %v", err)
+		}
+		rows, err := t.a.expand(ctx, t.mask, t.spec.ImportData.Spec.Fields)
+		if err != nil {
+			return nil, err
+		}
+		return t.c.ServiceNowImport(ctx, t.spec.StagingTableName, body, rows)
+	},
+}
+
+// Handles lists the step types the family runs, for the worker's test that each step type
+// of the catalog has its handler.
+func Handles() []string { return slices.Sorted(maps.Keys(handlers)) }
+
 // Run runs a JiraCreate, JiraUpdate, ServiceNowCreate, ServiceNowUpdate or ServiceNowImportSet
 // step. Its outputs are the issue (`issue`) or ticket (`ticket`) as read back after the
 // change, or the import's outcome.
@@ -56,40 +108,11 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	if err != nil {
 		return contract.StepResult{}, err
 	}
-	mark := correlation(in.ExecutionID, in.StepPath)
-	var out map[string]any
-	switch in.Type {
-	case "JiraCreate":
-		out, err = wrap("issue")(c.JiraCreate(ctx, spec.ProjectKey, spec.IssueType, fields, mark))
-	case "JiraUpdate":
-		status, name := "", ""
-		if t := spec.TransitionTo; t != nil {
-			status, name = t.Status, t.TransitionName
-		}
-		out, err = wrap("issue")(c.JiraUpdate(ctx, spec.IssueKey, fields, status, name))
-	case "ServiceNowCreate":
-		out, err = wrap("ticket")(c.ServiceNowCreate(ctx, spec.TicketType, fields, mark))
-	case "ServiceNowUpdate":
-		out, err = wrap("ticket")(c.ServiceNowUpdate(ctx, spec.TicketType, spec.TicketNumber, fields))
-	case "ServiceNowImportSet":
-		if spec.ImportData == nil {
-			return contract.StepResult{}, contract.Fail(contract.Unknown, "ServiceNowImportSet has no importData")
-		}
-		body, err := secrets.Expand(ctx, a.Secrets, mask, spec.ImportData.Spec.JSONBody)
-		if err != nil {
-			return contract.StepResult{}, contract.Fail(contract.Unknown, "import data: %v", err)
-		}
-		rows, err := a.expand(ctx, mask, spec.ImportData.Spec.Fields)
-		if err != nil {
-			return contract.StepResult{}, err
-		}
-		out, err = c.ServiceNowImport(ctx, spec.StagingTableName, body, rows)
-		if err != nil {
-			return contract.StepResult{}, err
-		}
-	default:
+	h, ok := handlers[in.Type]
+	if !ok {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "the ticket activity does not run %s steps", in.Type)
 	}
+	out, err := h(ctx, &ticketStep{a: a, c: c, spec: spec, fields: fields, mark: correlation(in.ExecutionID, in.StepPath), mask: mask})
 	if err != nil {
 		return contract.StepResult{}, err
 	}
