@@ -18,7 +18,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,6 +38,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // The tags a deploy leaves on the groups it changes, for its rollback.
@@ -120,37 +123,11 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	if d, err := time.ParseDuration(sp.PollingInterval); err == nil && d > 0 {
 		r.poll = d
 	}
-	var out map[string]any
-	switch in.Type {
-	case "AsgRollingDeploy":
-		out, err = r.rollingDeploy(ctx, sp)
-	case "AsgRollingRollback":
-		out, err = r.rollingRollback(ctx, sp)
-	case "AsgCanaryDeploy":
-		out, err = r.canaryDeploy(ctx, sp)
-	case "AsgCanaryDelete":
-		out, err = r.canaryDelete(ctx, sp)
-	case "AsgBlueGreenDeploy":
-		out, err = r.blueGreenDeploy(ctx, sp)
-	case "AsgBlueGreenSwapService":
-		out, err = r.blueGreenSwap(ctx, sp)
-	case "AsgShiftTraffic":
-		out, err = r.shiftTraffic(ctx, sp)
-	case "AsgBlueGreenRollback":
-		out, err = r.blueGreenRollback(ctx, sp)
-	case "AsgSetup":
-		out, err = r.setup(ctx, sp)
-	case "AsgPhasedDeploy":
-		out, err = r.phasedDeploy(ctx, sp)
-	case "AsgRollback":
-		out, err = r.phasedRollback(ctx, sp)
-	case "AsgScale":
-		out, err = r.scale(ctx, sp)
-	case "AsgSteadyState":
-		out, err = r.steadyState(ctx, sp)
-	default:
-		err = contract.Fail(contract.Unknown, "Gantry does not run %s steps", in.Type)
+	h, ok := handlers[in.Type]
+	if !ok {
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "Gantry does not run %s steps", in.Type)
 	}
+	out, err := h(r, ctx, sp)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			return contract.StepResult{}, contract.Fail(contract.Timeout, "%s: the Auto Scaling group did not reach its steady state within the step's timeout %s", in.Type, in.Timeout)
@@ -159,6 +136,27 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	}
 	return contract.StepResult{Outputs: out}, nil
 }
+
+// handlers are the family's step types, one handler each.
+var handlers = map[string]func(*run, context.Context, spec) (map[string]any, error){
+	stepspec.AsgRollingDeploy:        (*run).rollingDeploy,
+	stepspec.AsgRollingRollback:      (*run).rollingRollback,
+	stepspec.AsgCanaryDeploy:         (*run).canaryDeploy,
+	stepspec.AsgCanaryDelete:         (*run).canaryDelete,
+	stepspec.AsgBlueGreenDeploy:      (*run).blueGreenDeploy,
+	stepspec.AsgBlueGreenSwapService: (*run).blueGreenSwap,
+	stepspec.AsgShiftTraffic:         (*run).shiftTraffic,
+	stepspec.AsgBlueGreenRollback:    (*run).blueGreenRollback,
+	stepspec.AsgSetup:                (*run).setup,
+	stepspec.AsgPhasedDeploy:         (*run).phasedDeploy,
+	stepspec.AsgRollback:             (*run).phasedRollback,
+	stepspec.AsgScale:                (*run).scale,
+	stepspec.AsgSteadyState:          (*run).steadyState,
+}
+
+// Handles lists the step types the family runs, for the worker's test that each step type
+// of the catalog has its handler.
+func Handles() []string { return slices.Sorted(maps.Keys(handlers)) }
 
 func truthy(v any) bool { return v == true || v == "true" }
 
