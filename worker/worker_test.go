@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/activities/asg"
+	"github.com/gantry-cd/gantry/activities/ecs"
 	"github.com/gantry-cd/gantry/activities/lambda"
 	"github.com/gantry-cd/gantry/activities/tickets"
 	"github.com/gantry-cd/gantry/contract"
@@ -40,7 +41,7 @@ func TestEveryStepTypeHasItsActivity(t *testing.T) {
 // Each step type of a family that registers its handlers has one, and each handler a step
 // type of the catalog that runs in that family's activity.
 func TestEveryStepTypeHasItsHandler(t *testing.T) {
-	families := map[string][]string{contract.AwsLambda: lambda.Handles(), contract.Ticket: tickets.Handles(), contract.Asg: asg.Handles()}
+	families := map[string][]string{contract.AwsLambda: lambda.Handles(), contract.Ticket: tickets.Handles(), contract.Asg: asg.Handles(), contract.Ecs: ecs.Handles()}
 	for activity, handles := range families {
 		var types []string
 		for _, e := range steps.Entries() {

@@ -17,6 +17,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +35,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // The tags a rolling deploy leaves on the service for its rollback.
@@ -72,63 +75,11 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	}
 	r := &run{in: in, d: d, log: st.Log, mask: st.Mask}
 	r.c, r.scaling, r.elb = ecs.NewFromConfig(st.Cfg), applicationautoscaling.NewFromConfig(st.Cfg), elb.NewFromConfig(st.Cfg)
-	var spec struct {
-		SameAsAlreadyRunningInstances any `json:"sameAsAlreadyRunningInstances"`
-		ForceNewDeployment            any `json:"forceNewDeployment"`
-		SkipApplicationScaling        any `json:"skipApplicationScaling"`
-		TaskDefinitionArn             string
-		SkipSteadyStateCheck          any `json:"skipSteadyStateCheck"`
+	h, ok := handlers[in.Type]
+	if !ok {
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "Gantry does not run %s steps", in.Type)
 	}
-	_ = json.Unmarshal(in.Spec, &spec)
-	var bg bgSpec
-	_ = json.Unmarshal(in.Spec, &bg)
-	var out map[string]any
-	switch in.Type {
-	case "EcsRollingDeploy":
-		out, err = r.rollingDeploy(ctx, truthy(spec.SameAsAlreadyRunningInstances), truthy(spec.ForceNewDeployment), truthy(spec.SkipApplicationScaling))
-	case "EcsRollingRollback":
-		out, err = r.rollingRollback(ctx)
-	case "EcsCanaryDeploy":
-		out, err = r.canaryDeploy(ctx)
-	case "EcsCanaryDelete":
-		out, err = r.canaryDelete(ctx)
-	case "EcsRunTask":
-		out, err = r.runTask(ctx, spec.TaskDefinitionArn, truthy(spec.SkipSteadyStateCheck))
-	case "EcsBlueGreenCreateService":
-		out, err = r.blueGreenCreate(ctx, bg)
-	case "EcsBlueGreenSwapTargetGroups":
-		out, err = r.blueGreenSwap(ctx, bg)
-	case "EcsBlueGreenRollback":
-		out, err = r.blueGreenRollback(ctx)
-	case "EcsServiceSetup":
-		var setup struct {
-			ResizeStrategy string `json:"resizeStrategy"`
-		}
-		_ = json.Unmarshal(in.Spec, &setup)
-		out, err = r.serviceSetup(ctx, truthy(spec.SameAsAlreadyRunningInstances), setup.ResizeStrategy)
-	case "EcsUpgradeContainer":
-		var up upgradeSpec
-		_ = json.Unmarshal(in.Spec, &up)
-		out, err = r.upgradeContainer(ctx, up)
-	case "EcsBasicRollback":
-		out, err = r.basicRollback(ctx)
-	case "EcsBlueGreenTrafficShift":
-		var sh shiftSpec
-		_ = json.Unmarshal(in.Spec, &sh)
-		out, err = r.trafficShift(ctx, sh)
-	case "StandAloneTrafficShiftRollback":
-		var rb struct {
-			ListenerRuleArns []string `json:"listenerRuleArns"`
-		}
-		_ = json.Unmarshal(in.Spec, &rb)
-		out, err = r.standaloneRollback(ctx, rb.ListenerRuleArns)
-	case "EcsScale":
-		var sc scaleSpec
-		_ = json.Unmarshal(in.Spec, &sc)
-		out, err = r.scaleService(ctx, sc)
-	default:
-		err = contract.Fail(contract.Unknown, "Gantry does not run %s steps", in.Type)
-	}
+	out, err := h(ctx, r, in.Spec)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			return contract.StepResult{}, contract.Fail(contract.Timeout, "%s: the service did not reach its steady state within the step's timeout %s", in.Type, in.Timeout)
@@ -137,6 +88,80 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	}
 	return contract.StepResult{Outputs: out}, nil
 }
+
+// serviceSpec holds the fields the rolling, setup and run-task steps share.
+type serviceSpec struct {
+	SameAsAlreadyRunningInstances any `json:"sameAsAlreadyRunningInstances"`
+	ForceNewDeployment            any `json:"forceNewDeployment"`
+	SkipApplicationScaling        any `json:"skipApplicationScaling"`
+	TaskDefinitionArn             string
+	SkipSteadyStateCheck          any      `json:"skipSteadyStateCheck"`
+	ResizeStrategy                string   `json:"resizeStrategy"`
+	ListenerRuleArns              []string `json:"listenerRuleArns"`
+}
+
+type handler func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error)
+
+// specOf decodes a step's rendered spec into the handler's spec type. The front end decoded
+// it strictly before the run, so a field of another type here is one the handler ignores.
+func specOf[T any](raw json.RawMessage) T {
+	var v T
+	_ = json.Unmarshal(raw, &v)
+	return v
+}
+
+// handlers are the family's step types, one handler each.
+var handlers = map[string]handler{
+	stepspec.EcsRollingDeploy: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
+		sp := specOf[serviceSpec](raw)
+		return r.rollingDeploy(ctx, truthy(sp.SameAsAlreadyRunningInstances), truthy(sp.ForceNewDeployment), truthy(sp.SkipApplicationScaling))
+	},
+	stepspec.EcsRollingRollback: func(ctx context.Context, r *run, _ json.RawMessage) (map[string]any, error) {
+		return r.rollingRollback(ctx)
+	},
+	stepspec.EcsCanaryDeploy: func(ctx context.Context, r *run, _ json.RawMessage) (map[string]any, error) {
+		return r.canaryDeploy(ctx)
+	},
+	stepspec.EcsCanaryDelete: func(ctx context.Context, r *run, _ json.RawMessage) (map[string]any, error) {
+		return r.canaryDelete(ctx)
+	},
+	stepspec.EcsRunTask: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
+		sp := specOf[serviceSpec](raw)
+		return r.runTask(ctx, sp.TaskDefinitionArn, truthy(sp.SkipSteadyStateCheck))
+	},
+	stepspec.EcsBlueGreenCreateService: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
+		return r.blueGreenCreate(ctx, specOf[bgSpec](raw))
+	},
+	stepspec.EcsBlueGreenSwapTargetGroups: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
+		return r.blueGreenSwap(ctx, specOf[bgSpec](raw))
+	},
+	stepspec.EcsBlueGreenRollback: func(ctx context.Context, r *run, _ json.RawMessage) (map[string]any, error) {
+		return r.blueGreenRollback(ctx)
+	},
+	stepspec.EcsServiceSetup: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
+		sp := specOf[serviceSpec](raw)
+		return r.serviceSetup(ctx, truthy(sp.SameAsAlreadyRunningInstances), sp.ResizeStrategy)
+	},
+	stepspec.EcsUpgradeContainer: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
+		return r.upgradeContainer(ctx, specOf[upgradeSpec](raw))
+	},
+	stepspec.EcsBasicRollback: func(ctx context.Context, r *run, _ json.RawMessage) (map[string]any, error) {
+		return r.basicRollback(ctx)
+	},
+	stepspec.EcsBlueGreenTrafficShift: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
+		return r.trafficShift(ctx, specOf[shiftSpec](raw))
+	},
+	stepspec.StandAloneTrafficShiftRollback: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
+		return r.standaloneRollback(ctx, specOf[serviceSpec](raw).ListenerRuleArns)
+	},
+	stepspec.EcsScale: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
+		return r.scaleService(ctx, specOf[scaleSpec](raw))
+	},
+}
+
+// Handles lists the step types the family runs, for the worker's test that each step type
+// of the catalog has its handler.
+func Handles() []string { return slices.Sorted(maps.Keys(handlers)) }
 
 func truthy(v any) bool { return v == true || v == "true" }
 
