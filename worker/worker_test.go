@@ -12,6 +12,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/asg"
 	"github.com/gantry-cd/gantry/activities/ecs"
 	"github.com/gantry-cd/gantry/activities/lambda"
+	"github.com/gantry-cd/gantry/activities/terraform"
 	"github.com/gantry-cd/gantry/activities/tickets"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline/steps"
@@ -41,7 +42,8 @@ func TestEveryStepTypeHasItsActivity(t *testing.T) {
 // Each step type of a family that registers its handlers has one, and each handler a step
 // type of the catalog that runs in that family's activity.
 func TestEveryStepTypeHasItsHandler(t *testing.T) {
-	families := map[string][]string{contract.AwsLambda: lambda.Handles(), contract.Ticket: tickets.Handles(), contract.Asg: asg.Handles(), contract.Ecs: ecs.Handles()}
+	families := map[string][]string{contract.AwsLambda: lambda.Handles(), contract.Ticket: tickets.Handles(), contract.Asg: asg.Handles(), contract.Ecs: ecs.Handles(),
+		contract.Terraform: terraform.Handles()}
 	for activity, handles := range families {
 		var types []string
 		for _, e := range steps.Entries() {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +22,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // Activity runs the TerraformPlan, TerraformApply, TerraformDestroy and TerraformRollback
@@ -151,23 +154,34 @@ type run struct {
 	attempt int32
 }
 
-func (s *run) dispatch(ctx context.Context) (contract.StepResult, error) {
-	cf := s.spec.Configuration
-	switch s.in.Type {
-	case "TerraformPlan":
-		if cf == nil {
-			return contract.StepResult{}, contract.Fail(contract.Unknown, "TerraformPlan needs configuration")
-		}
-		return s.plan(ctx)
-	case "TerraformApply", "TerraformDestroy":
-		if cf == nil {
+// handlers are the family's step types, one handler each.
+var handlers = map[string]func(*run, context.Context) (contract.StepResult, error){
+	stepspec.TerraformPlan:     withConfiguration((*run).plan),
+	stepspec.TerraformApply:    withConfiguration(func(s *run, ctx context.Context) (contract.StepResult, error) { return s.applyOrDestroy(ctx, false) }),
+	stepspec.TerraformDestroy:  withConfiguration(func(s *run, ctx context.Context) (contract.StepResult, error) { return s.applyOrDestroy(ctx, true) }),
+	stepspec.TerraformRollback: (*run).rollback,
+}
+
+// withConfiguration refuses a step without the configuration its handler runs.
+func withConfiguration(h func(*run, context.Context) (contract.StepResult, error)) func(*run, context.Context) (contract.StepResult, error) {
+	return func(s *run, ctx context.Context) (contract.StepResult, error) {
+		if s.spec.Configuration == nil {
 			return contract.StepResult{}, contract.Fail(contract.Unknown, "%s needs configuration", s.in.Type)
 		}
-		return s.applyOrDestroy(ctx, s.in.Type == "TerraformDestroy")
-	case "TerraformRollback":
-		return s.rollback(ctx)
+		return h(s, ctx)
 	}
-	return contract.StepResult{}, contract.Fail(contract.Unknown, "step type %s is not a Terraform step", s.in.Type)
+}
+
+// Handles lists the step types the family runs, for the worker's test that each step type
+// of the catalog has its handler.
+func Handles() []string { return slices.Sorted(maps.Keys(handlers)) }
+
+func (s *run) dispatch(ctx context.Context) (contract.StepResult, error) {
+	h, ok := handlers[s.in.Type]
+	if !ok {
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "step type %s is not a Terraform step", s.in.Type)
+	}
+	return h(s, ctx)
 }
 
 // flags are the step's commandFlags by command type.

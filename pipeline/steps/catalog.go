@@ -97,10 +97,10 @@ var entries = []Entry{
 	{Type: "Policy", New: func() any { return &Policy{} }, Unresolved: "fail", Typed: [][]string{{"policySpec", "payload"}},
 		Traits: plan.Traits{Activity: contract.Policy}},
 
-	{Type: "TerraformPlan", New: func() any { return &TerraformPlan{} }, Stores: true, Traits: terraform},
-	{Type: "TerraformApply", New: func() any { return &TerraformApply{} }, Stores: true, Traits: terraform},
-	{Type: "TerraformDestroy", New: func() any { return &TerraformDestroy{} }, Stores: true, Traits: terraform},
-	{Type: "TerraformRollback", New: func() any { return &TerraformRollback{} }, Stores: true, Traits: terraform},
+	{Type: stepspec.TerraformPlan, New: func() any { return &TerraformPlan{} }, Stores: true, Traits: terraform},
+	{Type: stepspec.TerraformApply, New: func() any { return &TerraformApply{} }, Stores: true, Traits: terraform},
+	{Type: stepspec.TerraformDestroy, New: func() any { return &TerraformDestroy{} }, Stores: true, Traits: terraform},
+	{Type: stepspec.TerraformRollback, New: func() any { return &TerraformRollback{} }, Stores: true, Traits: terraform},
 
 	{Type: "Container", New: func() any { return &Container{} }, Connector: "DockerRegistry", Traits: withOwnPod(container)},
 	{Type: "Run", New: func() any { return &Run{} }, Connector: "DockerRegistry", Traits: container},
