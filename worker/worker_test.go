@@ -11,6 +11,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities/asg"
 	"github.com/gantry-cd/gantry/activities/ecs"
+	"github.com/gantry-cd/gantry/activities/k8s"
 	"github.com/gantry-cd/gantry/activities/lambda"
 	"github.com/gantry-cd/gantry/activities/terraform"
 	"github.com/gantry-cd/gantry/activities/tickets"
@@ -43,7 +44,7 @@ func TestEveryStepTypeHasItsActivity(t *testing.T) {
 // type of the catalog that runs in that family's activity.
 func TestEveryStepTypeHasItsHandler(t *testing.T) {
 	families := map[string][]string{contract.AwsLambda: lambda.Handles(), contract.Ticket: tickets.Handles(), contract.Asg: asg.Handles(), contract.Ecs: ecs.Handles(),
-		contract.Terraform: terraform.Handles()}
+		contract.Terraform: terraform.Handles(), contract.Kubernetes: k8s.Handles()}
 	for activity, handles := range families {
 		var types []string
 		for _, e := range steps.Entries() {

@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/manifests"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // Activity runs Kubernetes steps.
@@ -55,6 +58,43 @@ type stepRun struct {
 	progress func(string)
 }
 
+// handler runs one step type; createsNamespace says the step may be the first to deploy
+// into the release's namespace, so it creates the namespace when missing.
+type handler struct {
+	run              func(*stepRun) (map[string]any, error)
+	createsNamespace bool
+}
+
+// handlers are the family's step types, one handler each.
+var handlers = map[string]handler{
+	stepspec.K8sRollingDeploy:           {run: (*stepRun).rollingDeploy, createsNamespace: true},
+	stepspec.K8sRollingRollback:         {run: (*stepRun).rollingRollback},
+	stepspec.K8sCanaryDeploy:            {run: (*stepRun).canaryDeploy, createsNamespace: true},
+	stepspec.K8sCanaryDelete:            {run: (*stepRun).canaryDelete},
+	stepspec.K8sBlueGreenDeploy:         {run: (*stepRun).blueGreenDeploy, createsNamespace: true},
+	stepspec.K8sBGSwapServices:          {run: (*stepRun).swapServices},
+	stepspec.K8sApply:                   {run: (*stepRun).applyFiles, createsNamespace: true},
+	stepspec.K8sScale:                   {run: (*stepRun).scale},
+	stepspec.K8sDelete:                  {run: (*stepRun).delete},
+	stepspec.K8sPatch:                   {run: (*stepRun).patch},
+	stepspec.K8sRollout:                 {run: (*stepRun).rollout},
+	stepspec.K8sDiff:                    {run: (*stepRun).diff},
+	stepspec.K8sBlueGreenStageScaleDown: {run: (*stepRun).stageScaleDown},
+	stepspec.K8sTrafficRouting:          {run: (*stepRun).trafficRouting},
+	stepspec.K8sDryRun:                  {run: (*stepRun).dryRun},
+	stepspec.HelmDeploy:                 {run: (*stepRun).helmDeploy, createsNamespace: true},
+	stepspec.HelmRollback:               {run: (*stepRun).helmRollback},
+	stepspec.HelmDelete:                 {run: (*stepRun).helmDelete},
+	stepspec.HelmBGDeploy:               {run: (*stepRun).helmBlueGreenDeploy, createsNamespace: true},
+	stepspec.HelmBlueGreenSwapStep:      {run: (*stepRun).swapServices},
+	stepspec.HelmCanaryDeploy:           {run: (*stepRun).helmCanaryDeploy, createsNamespace: true},
+	stepspec.HelmCanaryDelete:           {run: (*stepRun).helmCanaryDelete},
+}
+
+// Handles lists the step types the family runs, for the worker's test that each step type
+// of the catalog has its handler.
+func Handles() []string { return slices.Sorted(maps.Keys(handlers)) }
+
 // Run is the activity: it connects to the infrastructure's cluster and runs the step type.
 func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	if in.Deploy == nil {
@@ -86,61 +126,16 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "connector %s: %v", in.Deploy.Connector.ID, err)
 	}
 	s.logf("%s: release %s in namespace %s (connector %s)", in.Type, s.in.ReleaseName, s.in.Namespace, in.Deploy.Connector.ID)
-	switch in.Type {
-	case "K8sRollingDeploy", "K8sCanaryDeploy", "K8sBlueGreenDeploy", "K8sApply", "HelmDeploy", "HelmBGDeploy", "HelmCanaryDeploy":
+	h, ok := handlers[in.Type]
+	if !ok {
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "step type %s is not a Kubernetes step", in.Type)
+	}
+	if h.createsNamespace {
 		if err := s.ensureNamespace(); err != nil {
 			return contract.StepResult{}, err
 		}
 	}
-	var out map[string]any
-	switch in.Type {
-	case "K8sRollingDeploy":
-		out, err = s.rollingDeploy()
-	case "K8sRollingRollback":
-		out, err = s.rollingRollback()
-	case "K8sCanaryDeploy":
-		out, err = s.canaryDeploy()
-	case "K8sCanaryDelete":
-		out, err = s.canaryDelete()
-	case "K8sBlueGreenDeploy":
-		out, err = s.blueGreenDeploy()
-	case "K8sBGSwapServices":
-		out, err = s.swapServices()
-	case "K8sApply":
-		out, err = s.applyFiles()
-	case "K8sScale":
-		out, err = s.scale()
-	case "K8sDelete":
-		out, err = s.delete()
-	case "K8sPatch":
-		out, err = s.patch()
-	case "K8sRollout":
-		out, err = s.rollout()
-	case "K8sDiff":
-		out, err = s.diff()
-	case "K8sBlueGreenStageScaleDown":
-		out, err = s.stageScaleDown()
-	case "K8sTrafficRouting":
-		out, err = s.trafficRouting()
-	case "K8sDryRun":
-		out, err = s.dryRun()
-	case "HelmDeploy":
-		out, err = s.helmDeploy()
-	case "HelmRollback":
-		out, err = s.helmRollback()
-	case "HelmDelete":
-		out, err = s.helmDelete()
-	case "HelmBGDeploy":
-		out, err = s.helmBlueGreenDeploy()
-	case "HelmBlueGreenSwapStep":
-		out, err = s.swapServices()
-	case "HelmCanaryDeploy":
-		out, err = s.helmCanaryDeploy()
-	case "HelmCanaryDelete":
-		out, err = s.helmCanaryDelete()
-	default:
-		err = contract.Fail(contract.Unknown, "step type %s is not a Kubernetes step", in.Type)
-	}
+	out, err := h.run(s)
 	if err != nil {
 		if ctx.Err() != nil {
 			return contract.StepResult{}, ctx.Err() // aborted: the workflow decides
