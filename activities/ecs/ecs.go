@@ -110,21 +110,20 @@ func specOf[T any](raw json.RawMessage) T {
 	return v
 }
 
+// withoutSpec makes a handler of a step that reads no spec fields.
+func withoutSpec(f func(*run, context.Context) (map[string]any, error)) handler {
+	return func(ctx context.Context, r *run, _ json.RawMessage) (map[string]any, error) { return f(r, ctx) }
+}
+
 // handlers are the family's step types, one handler each.
 var handlers = map[string]handler{
 	stepspec.EcsRollingDeploy: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
 		sp := specOf[serviceSpec](raw)
 		return r.rollingDeploy(ctx, truthy(sp.SameAsAlreadyRunningInstances), truthy(sp.ForceNewDeployment), truthy(sp.SkipApplicationScaling))
 	},
-	stepspec.EcsRollingRollback: func(ctx context.Context, r *run, _ json.RawMessage) (map[string]any, error) {
-		return r.rollingRollback(ctx)
-	},
-	stepspec.EcsCanaryDeploy: func(ctx context.Context, r *run, _ json.RawMessage) (map[string]any, error) {
-		return r.canaryDeploy(ctx)
-	},
-	stepspec.EcsCanaryDelete: func(ctx context.Context, r *run, _ json.RawMessage) (map[string]any, error) {
-		return r.canaryDelete(ctx)
-	},
+	stepspec.EcsRollingRollback: withoutSpec((*run).rollingRollback),
+	stepspec.EcsCanaryDeploy:    withoutSpec((*run).canaryDeploy),
+	stepspec.EcsCanaryDelete:    withoutSpec((*run).canaryDelete),
 	stepspec.EcsRunTask: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
 		sp := specOf[serviceSpec](raw)
 		return r.runTask(ctx, sp.TaskDefinitionArn, truthy(sp.SkipSteadyStateCheck))
@@ -135,9 +134,7 @@ var handlers = map[string]handler{
 	stepspec.EcsBlueGreenSwapTargetGroups: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
 		return r.blueGreenSwap(ctx, specOf[bgSpec](raw))
 	},
-	stepspec.EcsBlueGreenRollback: func(ctx context.Context, r *run, _ json.RawMessage) (map[string]any, error) {
-		return r.blueGreenRollback(ctx)
-	},
+	stepspec.EcsBlueGreenRollback: withoutSpec((*run).blueGreenRollback),
 	stepspec.EcsServiceSetup: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
 		sp := specOf[serviceSpec](raw)
 		return r.serviceSetup(ctx, truthy(sp.SameAsAlreadyRunningInstances), sp.ResizeStrategy)
@@ -145,9 +142,7 @@ var handlers = map[string]handler{
 	stepspec.EcsUpgradeContainer: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
 		return r.upgradeContainer(ctx, specOf[upgradeSpec](raw))
 	},
-	stepspec.EcsBasicRollback: func(ctx context.Context, r *run, _ json.RawMessage) (map[string]any, error) {
-		return r.basicRollback(ctx)
-	},
+	stepspec.EcsBasicRollback: withoutSpec((*run).basicRollback),
 	stepspec.EcsBlueGreenTrafficShift: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
 		return r.trafficShift(ctx, specOf[shiftSpec](raw))
 	},
