@@ -37,24 +37,24 @@ run-topology: build
 # BuildKit and runc for the node's BuildAndPush image (hack/buildkit), and versitygw, the
 # S3-compatible server the AWS tests use (hack/s3).
 k8s-tools:
-	@hack/k8s/build.sh >/dev/null
-	@hack/node/build.sh >/dev/null
-	@hack/buildkit/build.sh >/dev/null
-	@hack/s3/build.sh >/dev/null
+	@hack/tool.sh k8s >/dev/null
+	@hack/tool.sh node >/dev/null
+	@hack/tool.sh buildkit >/dev/null
+	@hack/tool.sh s3 >/dev/null
 
 # Builds OpenTofu and the test provider's filesystem mirror from the Go module proxy (cached)
 # for the Terraform steps' tests.
 terraform-tools:
-	@hack/tofu/build.sh >/dev/null
-	@hack/tofu/provider.sh >/dev/null
+	@hack/tool.sh tofu >/dev/null
+	@hack/tool.sh tofu provider.sh >/dev/null
 
 # Builds Prometheus from the Go module proxy (cached) for the Verify step's tests.
 prometheus-tools:
-	@hack/prometheus/build.sh >/dev/null
+	@hack/tool.sh prometheus >/dev/null
 
 # Builds HashiCorp Vault (hack/vault: once, cached outside the repo) for the Vault connector's tests.
 vault-tools:
-	@hack/vault/build.sh >/dev/null
+	@hack/tool.sh vault >/dev/null
 
 # Installs Debian's OpenSSH server (not started: the SSH tests run their own on loopback).
 ssh-tools:
@@ -70,15 +70,20 @@ vet:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 
 # Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`. Test artifacts (the
-# browser tests' screenshots) are kept in .test-output/_artifacts.
+# browser tests' screenshots) are kept in .test-output/_artifacts. The tools build in the
+# background while go test compiles and runs the packages that do not need them; a test that
+# asks for a tool still being built waits for that build (hack/tool.sh). Each phase prints its
+# seconds; the tools' own output is in .test-output/tools.log.
 test:
 	@mkdir -p .test-output
 	@hack/phase.sh vet $(MAKE) --no-print-directory vet
-	@hack/phase.sh tools $(MAKE) --no-print-directory k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools vault-tools
+	@hack/phase.sh debian-packages hack/debian-packages.sh
 	@# gotestsum runs go test -json: the usual output, and the run's timings kept to list the
 	@# slowest tests, so the suite's budget is watched where it is spent.
-	@hack/phase.sh go-test $(GO) tool gotestsum --format standard-quiet --jsonfile .test-output/go-test.json -- -race -count=1 -timeout 85m -artifacts -outputdir $(CURDIR)/.test-output ./...; \
-	  rc=$$?; echo "slowest tests (over 60 s):"; $(GO) tool gotestsum tool slowest --jsonfile .test-output/go-test.json --threshold 60s | head -20; exit $$rc
+	@hack/phase.sh tools $(MAKE) --no-print-directory k8s-tools terraform-tools vault-tools prometheus-tools >.test-output/tools.log 2>&1 & tools=$$!; \
+	  hack/phase.sh go-test $(GO) tool gotestsum --format standard-quiet --jsonfile .test-output/go-test.json -- -race -count=1 -timeout 85m -artifacts -outputdir $(CURDIR)/.test-output ./...; \
+	  rc=$$?; wait $$tools || { cat .test-output/tools.log; rc=1; }; tail -1 .test-output/tools.log; \
+	  echo "slowest tests (over 60 s):"; $(GO) tool gotestsum tool slowest --jsonfile .test-output/go-test.json --threshold 60s | head -20; exit $$rc
 	@hack/phase.sh fuzz sh -c '$(GO) test -run "^$$" -fuzz "^FuzzRender$$" -fuzztime $(FUZZTIME) ./expressions && \
 	  $(GO) test -run "^$$" -fuzz "^FuzzLoad$$" -fuzztime $(FUZZTIME) ./pipeline/load && \
 	  $(GO) test -run "^$$" -fuzz "^FuzzExpand$$" -fuzztime $(FUZZTIME) ./pipeline/templates'

@@ -23,6 +23,10 @@ import (
 	"github.com/gantry-cd/gantry/workflows"
 )
 
+// verifyMinute is the analysis minute of the Verify tests: the analysis is the one of real
+// minutes (the same windows and values per minute), in a quarter of the time.
+const verifyMinute = 15 * time.Second
+
 // devDeployment is a pipeline of one Deployment stage of web to dev that rolls back on any
 // failure, running steps (its execution's steps list, rollback steps included).
 func devDeployment(name, id, steps string) string {
@@ -164,7 +168,7 @@ func TestVerifyCanaryOnPrometheus(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 			defer cancel()
-			exec, err := env.starter.Start(ctx, loadRun(t, file, "pipeline.variables.tag=1.27"), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+			exec, err := env.starter.Start(ctx, loadRun(t, file, "pipeline.variables.tag=1.27"), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{VerifyMinute: verifyMinute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -261,7 +265,7 @@ func rollingSetup(t testing.TB, suffix string, failOnNoAnalysis bool) (string, *
 	monitoredFiles(t, dir, prom.URL)
 	file := filepath.Join(dir, "rolling.yaml")
 	writeFile(t, file, strings.NewReplacer("SUFFIX", strings.ReplaceAll(suffix, "-", "_"), "FAIL", fmt.Sprint(failOnNoAnalysis)).Replace(rollingPipeline))
-	time.Sleep(50 * time.Second) // the service's history before the deployment: three values or more
+	time.Sleep(verifyMinute) // the service's history before the deployment: four values or more
 	return file, web, prom
 }
 
@@ -276,7 +280,7 @@ func TestVerifyPrometheusStops(t *testing.T) {
 			file, _, prom := rollingSetup(t, fmt.Sprintf("e2e-verify-stop-%v", fail), fail)
 			ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 			defer cancel()
-			exec, err := env.starter.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{})
+			exec, err := env.starter.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{VerifyMinute: verifyMinute})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -328,7 +332,7 @@ func TestVerifySurvivesWorkerKill(t *testing.T) {
 	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	exec, err := s.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})
+	exec, err := s.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL", User: "test"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second, VerifyMinute: verifyMinute})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,6 +208,10 @@ type Settings struct {
 	// FastPathMaxTimeout is the longest step timeout that still runs as a local activity on
 	// the stage's own worker (ShellScript and Http steps without delegate selectors).
 	FastPathMaxTimeout time.Duration `json:"fastPathMaxTimeout,omitempty"`
+	// VerifyMinute is the length of a Verify step's analysis minute (0: a real minute). Tests
+	// shorten it so an analysis of two minutes takes seconds; the analysis is the same, its
+	// windows and the resolution of the values read scaled with it.
+	VerifyMinute time.Duration `json:"verifyMinute,omitempty"`
 	// LoopBatchSize is the most iterations of a loop one workflow runs (0: BatchSize); bigger
 	// loops run in batch workflows. Smaller batches trade more workflows for shorter histories.
 	LoopBatchSize int `json:"loopBatchSize,omitempty"`
@@ -219,6 +223,14 @@ type Settings struct {
 	// CommitStatus is where the CI stages report their build's status: the codebase's
 	// repository, set by the pipeline from its plan (nil: nowhere).
 	CommitStatus *plan.GitStore `json:"commitStatus,omitempty"`
+}
+
+// verifyMinute is the length of a Verify step's analysis minute.
+func (s Settings) verifyMinute() time.Duration {
+	if s.VerifyMinute > 0 {
+		return s.VerifyMinute
+	}
+	return time.Minute
 }
 
 // batchSize is the loop batch size these settings ask for.

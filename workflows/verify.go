@@ -56,6 +56,7 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 	if err != nil || d <= 0 {
 		return nil, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("verification duration %q: give a duration like 5m", expressions.ToString(job["duration"]))}
 	}
+	minute := s.in.Settings.verifyMinute()
 	minutes := int(math.Ceil(d.Minutes()))
 	failOnNoAnalysis := expressions.ToString(job["failOnNoAnalysis"]) == "true"
 	mode := verification.ModeOf(typ)
@@ -90,12 +91,12 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 	if a.Mode != verification.ThresholdsOnly {
 		// The window of the same length before the stage started: which instances already ran,
 		// and the control of a before/after comparison; a load test's is its baseline's.
-		v.Before = &Window{Start: deployed.Add(-time.Duration(minutes) * time.Minute), End: deployed}
+		v.Before = &Window{Start: deployed.Add(-time.Duration(minutes) * minute), End: deployed}
 		if baseline != nil {
 			v.Before, v.Baseline = &Window{Start: baseline.Start, End: baseline.End}, baseline.Execution
 		}
 		for _, src := range ms.Sources {
-			answer, f := s.queryMetrics(ctx, n, src, v.Before.Start, v.Before.End)
+			answer, f := s.queryMetrics(ctx, n, src, minute, v.Before.Start, v.Before.End)
 			if f != nil {
 				return nil, f
 			}
@@ -108,12 +109,12 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 	}
 	show()
 	for i := 1; i <= minutes; i++ {
-		if err := workflow.Sleep(ctx, start.Add(time.Duration(i)*time.Minute).Sub(workflow.Now(ctx))); err != nil {
+		if err := workflow.Sleep(ctx, start.Add(time.Duration(i)*minute).Sub(workflow.Now(ctx))); err != nil {
 			return nil, &contract.Failure{Category: aborted, Message: "aborted"}
 		}
-		from, to := start.Add(time.Duration(i-1)*time.Minute), start.Add(time.Duration(i)*time.Minute)
+		from, to := start.Add(time.Duration(i-1)*minute), start.Add(time.Duration(i)*minute)
 		for _, src := range ms.Sources {
-			answer, f := s.queryMetrics(ctx, n, src, from, to)
+			answer, f := s.queryMetrics(ctx, n, src, minute, from, to)
 			if f != nil {
 				return nil, f
 			}
@@ -132,7 +133,7 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 		show()
 	}
 	if typ == "LoadTest" && v.Result.Verdict == verification.Passed {
-		s.recordVerified(ctx, n, t, ms, start, start.Add(time.Duration(minutes)*time.Minute))
+		s.recordVerified(ctx, n, t, ms, start, start.Add(time.Duration(minutes)*minute))
 	}
 	switch v.Result.Verdict {
 	case verification.Failed:
@@ -148,7 +149,7 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 
 // queryMetrics asks a health source for a window. nil without a failure: the monitoring
 // system did not answer (after retries); a failure: it refused the credentials or a query.
-func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.HealthSource, from, to time.Time) (*contract.MetricsAnswer, *contract.Failure) {
+func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.HealthSource, minute time.Duration, from, to time.Time) (*contract.MetricsAnswer, *contract.Failure) {
 	queue := workflow.GetInfo(ctx).TaskQueueName
 	if len(n.Selectors) > 0 {
 		queue = SelectorQueue(queue, n.Selectors)
@@ -163,8 +164,9 @@ func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.Hea
 	// Windows meet end to start: the value at a window's end is the next one's first. The
 	// values are read at times aligned to the window's end, so the window before the
 	// deployment ends with the last moment before it.
-	end := to.Add(-time.Second)
-	req := contract.MetricsRequest{Source: src, Start: end.Add(-end.Sub(from) / metricStep * metricStep), End: end, Step: metricStep}
+	step := minute / valuesPerMinute
+	end := to.Add(-step / 15)
+	req := contract.MetricsRequest{Source: src, Start: end.Add(-end.Sub(from) / step * step), End: end, Step: step}
 	var answer contract.MetricsAnswer
 	err := workflow.ExecuteActivity(actx, contract.MetricsQuery, req).Get(ctx, &answer)
 	if err != nil {
@@ -205,8 +207,8 @@ func (s *stageRun) recordVerified(ctx workflow.Context, n *plan.Node, t *Node, m
 	}
 }
 
-// metricStep is the resolution of the values read: one every 15 seconds.
-const metricStep = 15 * time.Second
+// valuesPerMinute is the resolution of the values read: one every 15 seconds of a real minute.
+const valuesPerMinute = 4
 
 // namedMonitored is the monitored service a step names (Configured), or nil.
 func namedMonitored(n *plan.Node) *plan.MonitoredService {

@@ -9,14 +9,13 @@ import (
 )
 
 // Built runs a script under hack/ that builds something if its cache is cold (hack/TOOL/build.sh
-// when only TOOL is given) and returns the last line it printed: the path of what it built.
-func Built(parts ...string) (string, error) {
-	if len(parts) == 1 {
-		parts = append(parts, "build.sh")
-	}
-	out, err := Run(Hack(parts...))
+// when only TOOL is given) and returns the last line it printed: the path of what it built. It
+// runs through hack/tool.sh, which waits for a build of the same tool already under way (make
+// test builds the tools beside the tests).
+func Built(tool string, script ...string) (string, error) {
+	out, err := Run(Hack("tool.sh"), append([]string{tool}, script...)...)
 	if err != nil {
-		return "", fmt.Errorf("hack/%s: %w", strings.Join(parts, "/"), err)
+		return "", fmt.Errorf("hack/%s: %w", strings.Join(append([]string{tool}, script...), "/"), err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	return lines[len(lines)-1], nil
