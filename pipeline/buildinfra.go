@@ -23,26 +23,14 @@ type BuildInfra struct {
 // Configured says whether an operator named a build infrastructure.
 func (b *BuildInfra) Configured() bool { return b != nil && b.Connector != "" }
 
-// ImagedStepTypes are the step types that run an image of their own and may leave it to a
-// build infrastructure's default image.
-var ImagedStepTypes = map[string]bool{"Run": true, "RunTests": true, "Background": true, "Plugin": true}
-
-// MachineStepTypes are the container step types a build machine runs: the command steps
-// (without an image on the machine itself, with one in a container through containerd) and
-// GitClone into the workspace.
-var MachineStepTypes = map[string]bool{"Run": true, "RunTests": true, "Background": true, "GitClone": true}
-
-// MachineBuildStepTypes are the step types a build machine runs only with containerd: image
-// builds, in the BuildKit image.
-var MachineBuildStepTypes = map[string]bool{"BuildAndPushDockerRegistry": true, "BuildAndPushECR": true}
-
 // ApplyBuildInfra places the CI stages of p that name a runtime and no infrastructure on b:
 // each gets `infrastructure: {type: KubernetesDirect, spec: {connectorRef, namespace}}`, and
 // its container steps without an image get b's image. The new nodes carry the runtime's
 // position, so that what is said about them points at the runtime.
 //
 // Without a cluster but with build machines, those stages are marked OnMachine instead.
-func ApplyBuildInfra(p *Pipeline, b *BuildInfra) {
+// defaultImage says which step types take b's image (the catalog's DefaultImage).
+func ApplyBuildInfra(p *Pipeline, b *BuildInfra, defaultImage func(stepType string) bool) {
 	if p == nil || b == nil {
 		return
 	}
@@ -79,7 +67,7 @@ func ApplyBuildInfra(p *Pipeline, b *BuildInfra) {
 		}
 		WalkSteps(spec.Execution.Steps, false, nil, nil, func(v StepVisit) {
 			st := v.Step
-			if st == nil || !ImagedStepTypes[st.Type] || st.Spec == nil || st.Spec.Kind != yaml.MappingNode {
+			if st == nil || !defaultImage(st.Type) || st.Spec == nil || st.Spec.Kind != yaml.MappingNode {
 				return
 			}
 			if Field(st.Spec, "image") == nil && Field(st.Spec, "uses") == nil {

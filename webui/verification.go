@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gantry-cd/gantry/stepspec"
 	"github.com/gantry-cd/gantry/workflows"
 	"github.com/gantry-cd/gantry/workflows/verification"
 )
@@ -17,7 +18,7 @@ import (
 // these rather than read them. A running step's page reloads every 15 seconds.
 func verificationPage(w http.ResponseWriter, id string, tree *workflows.Node, path, user string) {
 	n := tree.Find(path)
-	if n == nil || n.Type != "Verify" {
+	if n == nil || n.Type != stepspec.Verify {
 		http.Error(w, "execution "+id+" has no Verify step "+path, http.StatusNotFound)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/activities/asg"
+	"github.com/gantry-cd/gantry/activities/container"
 	"github.com/gantry-cd/gantry/activities/ecs"
 	"github.com/gantry-cd/gantry/activities/k8s"
 	"github.com/gantry-cd/gantry/activities/lambda"
@@ -44,7 +45,7 @@ func TestEveryStepTypeHasItsActivity(t *testing.T) {
 // type of the catalog that runs in that family's activity.
 func TestEveryStepTypeHasItsHandler(t *testing.T) {
 	families := map[string][]string{contract.AwsLambda: lambda.Handles(), contract.Ticket: tickets.Handles(), contract.Asg: asg.Handles(), contract.Ecs: ecs.Handles(),
-		contract.Terraform: terraform.Handles(), contract.Kubernetes: k8s.Handles()}
+		contract.Terraform: terraform.Handles(), contract.Kubernetes: k8s.Handles(), contract.ContainerStep: container.Handles()}
 	for activity, handles := range families {
 		var types []string
 		for _, e := range steps.Entries() {
@@ -56,6 +57,17 @@ func TestEveryStepTypeHasItsHandler(t *testing.T) {
 		if !slices.Equal(types, handles) {
 			t.Errorf("activity %s: the catalog's step types %v, the family's handlers %v", activity, types, handles)
 		}
+	}
+	// A build machine runs the container steps the catalog says it does, and those only.
+	var onMachine []string
+	for _, e := range steps.Entries() {
+		if e.OnMachine != "" {
+			onMachine = append(onMachine, e.Type)
+		}
+	}
+	slices.Sort(onMachine)
+	if got := container.MachineHandles(); !slices.Equal(onMachine, got) {
+		t.Errorf("build machines: the catalog's step types %v, the family's %v", onMachine, got)
 	}
 }
 

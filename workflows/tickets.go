@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/stepspec"
 	"github.com/gantry-cd/gantry/workflows/criteria"
 )
 
@@ -399,8 +400,8 @@ func (s *stageRun) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node, 
 		in.View.Rejection = in.Rejection.String()
 	}
 	selectors := n.Selectors
-	switch n.Type {
-	case "CustomApproval":
+	switch traitsOf(n).Builtin {
+	case "customApproval":
 		in.As, in.View.System = "output", "Custom"
 		script, err := s.approvalScript(n, t, m)
 		if err != nil {
@@ -455,7 +456,7 @@ func (s *stageRun) approvalScript(n *plan.Node, t *Node, m map[string]any) (*con
 	if err != nil {
 		return nil, err
 	}
-	return &contract.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: "ShellScript", Spec: raw, Timeout: timeout}, nil
+	return &contract.StepInput{ExecutionID: s.in.ExecutionID, StepPath: t.Path, Type: stepspec.ShellScript, Spec: raw, Timeout: timeout}, nil
 }
 
 // readCriteria reads rendered criteria.

@@ -22,11 +22,6 @@ import (
 // (`go run ./hack/helper-image --buildkit REF` builds and pushes it).
 const DefaultBuildKitImage = "ghcr.io/gantry-cd/gantry-buildkit:1"
 
-// buildStep says whether a step type builds an image with BuildKit in its container.
-func buildStep(typ string) bool {
-	return typ == "BuildAndPushDockerRegistry" || typ == "BuildAndPushECR"
-}
-
 // buildSpec is a BuildAndPush step's rendered spec: BuildAndPushDockerRegistry's repo, or
 // BuildAndPushECR's account, region and imageName.
 type buildSpec struct {
@@ -132,7 +127,7 @@ type pushTarget struct {
 // resolvePushTarget resolves a build's registry: the DockerRegistry connector's, or the ECR
 // registry of the account, logged in with an authorization token of the Aws connector.
 func resolvePushTarget(ctx context.Context, sr secrets.Resolver, in contract.StepInput, spec buildSpec) (pushTarget, error) {
-	if in.Type == "BuildAndPushECR" {
+	if kinds[in.Type].ecr {
 		return ecrTarget(ctx, sr, in, spec)
 	}
 	r, ok := in.Pod.Pod.Pod.Registries[spec.ConnectorRef]

@@ -44,14 +44,14 @@ type cacheSpec struct {
 const maxCache = 1 << 30
 
 // cacheBucket opens the step's bucket with its Aws connector's credentials.
-func (a *Activity) cacheBucket(ctx context.Context, in contract.StepInput, what string) (*objstore.Bucket, cacheSpec, error) {
+func (a *Activity) cacheBucket(ctx context.Context, in contract.StepInput) (*objstore.Bucket, cacheSpec, error) {
 	var spec cacheSpec
 	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return nil, spec, contract.Fail(contract.Unknown, "%s spec: %v", what, err)
+		return nil, spec, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
 	}
 	conn, ok := in.Pod.Pod.Pod.Aws[spec.ConnectorRef]
 	if !ok {
-		return nil, spec, contract.Fail(contract.Unknown, "%s: connector %q was not resolved before the run", what, spec.ConnectorRef)
+		return nil, spec, contract.Fail(contract.Unknown, "%s: connector %q was not resolved before the run", in.Type, spec.ConnectorRef)
 	}
 	cfg, err := awsauth.Config(ctx, conn, spec.Region, a.Secrets, nil)
 	if err != nil {
@@ -69,7 +69,7 @@ func (a *Activity) cacheBucket(ctx context.Context, in contract.StepInput, what 
 // saveCache archives the step's sourcePaths in the pod (the helper writes them as a tar
 // stream) and writes the archive to bucket/key. With override false an existing key is kept.
 func (a *Activity) saveCache(ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error) {
-	b, spec, err := a.cacheBucket(ctx, in, "SaveCacheS3")
+	b, spec, err := a.cacheBucket(ctx, in)
 	if err != nil {
 		return contract.StepResult{}, err
 	}
@@ -105,7 +105,7 @@ func (a *Activity) saveCache(ctx context.Context, k *cluster, ns string, in cont
 // restoreCache unpacks bucket/key into the pod where its files were saved from. A missing key
 // is a success (nothing to restore) unless failIfKeyNotFound.
 func (a *Activity) restoreCache(ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error) {
-	b, spec, err := a.cacheBucket(ctx, in, "RestoreCacheS3")
+	b, spec, err := a.cacheBucket(ctx, in)
 	if err != nil {
 		return contract.StepResult{}, err
 	}
@@ -158,7 +158,7 @@ func (l *limited) Write(p []byte) (int, error) {
 // /harness; `**` spans directories) to bucket/target: each under target joined with its path
 // below the workspace, stripPrefix removed, as the reference's S3 upload plugin names them.
 func (a *Activity) s3Upload(ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error) {
-	b, spec, err := a.cacheBucket(ctx, in, "S3Upload")
+	b, spec, err := a.cacheBucket(ctx, in)
 	if err != nil {
 		return contract.StepResult{}, err
 	}

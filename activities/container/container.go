@@ -237,7 +237,7 @@ func (a *Activity) Stop(ctx context.Context, in contract.PodInput) error {
 	}
 	ns := string(inf.Namespace)
 	for _, c := range in.Containers {
-		if c.Type == "Background" {
+		if kinds[c.Type].background {
 			a.copyLog(ctx, k, ns, in, c, mask)
 		}
 	}

@@ -325,7 +325,11 @@ func (m *Machine) Step(ctx context.Context, in contract.StepInput) (contract.Ste
 		}
 		return err
 	}
-	if in.Type == "GitClone" {
+	kd, err := kindOf(in)
+	if err != nil {
+		return contract.StepResult{}, err
+	}
+	if kd.clones {
 		res, err := cloneAndPut(runCtx, m.Secrets, in, filepath.Join(top, "gantry"), log, func(tmp, dest string) error {
 			return moveInto(tmp, inWorkspace(dest, work))
 		})
@@ -337,29 +341,29 @@ func (m *Machine) Step(ctx context.Context, in contract.StepInput) (contract.Ste
 	var spec stepSpec
 	var img imageSpec
 	switch {
-	case buildStep(in.Type): // in the BuildKit image, as in a pod
+	case kd.build: // in the BuildKit image, as in a pod
 		img.Privileged = "true"
 		if m.Containers != nil {
 			img.Image = cmp.Or(m.Containers.BuildKitImage, DefaultBuildKitImage)
 		}
-	case !slices.Contains([]string{"Run", "RunTests", "Background"}, in.Type):
+	case !kd.machine:
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s steps do not run on build machines (build machine %s)", in.Type, m.Name)
 	default:
-		if spec, err = decodeStepSpec(in); err == nil {
+		if spec, err = kd.decode(in); err == nil {
 			img, err = decodeImageSpec(in)
 		}
 		if err != nil {
 			return contract.StepResult{}, err
 		}
 	}
-	if img.Image != "" || buildStep(in.Type) {
-		res, err := m.containerStep(ctx, runCtx, in, spec, img, top, work, log, mask)
+	if img.Image != "" || kd.build {
+		res, err := m.containerStep(ctx, runCtx, kd, in, spec, img, top, work, log, mask)
 		if err != nil {
 			return res, ended(err)
 		}
 		return res, log.Err()
 	}
-	req, err := m.request(ctx, in, spec, work, mask)
+	req, err := m.request(ctx, kd, in, spec, work, mask)
 	if err != nil {
 		return contract.StepResult{}, err
 	}
@@ -385,7 +389,7 @@ func (m *Machine) Step(ctx context.Context, in contract.StepInput) (contract.Ste
 	if err := commandFailure(where, res, last, tests, mask); err != nil {
 		return contract.StepResult{}, err
 	}
-	if in.Type == "Background" {
+	if kd.background {
 		log.Line(fmt.Sprintf("# gantry: started (pid %d); it runs until the stage ends, its output in %s", res.PID, req.LogFile))
 		return contract.StepResult{}, nil
 	}
@@ -394,12 +398,12 @@ func (m *Machine) Step(ctx context.Context, in contract.StepInput) (contract.Ste
 
 // request is what the helper runs: secrets resolved (masked in the log), the workspace as
 // the working directory and HARNESS_WORKSPACE.
-func (m *Machine) request(ctx context.Context, in contract.StepInput, spec stepSpec, work string, mask *secrets.Masker) (wire.Request, error) {
+func (m *Machine) request(ctx context.Context, kd kind, in contract.StepInput, spec stepSpec, work string, mask *secrets.Masker) (wire.Request, error) {
 	req, err := m.workspaceRequest(ctx, in, spec, work, mask)
 	if err != nil {
 		return req, err
 	}
-	if in.Type == "Background" {
+	if kd.background {
 		req.Background = true
 		if len(spec.Entrypoint) > 0 {
 			req.Entrypoint = append(slices.Clone(spec.Entrypoint), spec.Args...)

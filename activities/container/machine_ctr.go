@@ -163,7 +163,7 @@ type stageNet struct {
 }
 
 // containerStep runs a step that names an image in a container of its own.
-func (m *Machine) containerStep(ctx, runCtx context.Context, in contract.StepInput, spec stepSpec, img imageSpec, top, work string, log *logs.Writer, mask *secrets.Masker) (contract.StepResult, error) {
+func (m *Machine) containerStep(ctx, runCtx context.Context, kd kind, in contract.StepInput, spec stepSpec, img imageSpec, top, work string, log *logs.Writer, mask *secrets.Masker) (contract.StepResult, error) {
 	where := "build machine " + m.Name
 	if m.Containers == nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown,
@@ -185,7 +185,7 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in contract.StepInp
 	}
 	var req wire.Request
 	var pushed built
-	if buildStep(in.Type) {
+	if kd.build {
 		// BuildKit in its image, as in a pod: gantry-helper build runs buildkitd and buildctl.
 		req, pushed, err = buildRequest(ctx, m.Secrets, withWorkspace(in, wire.Workspace), mask)
 	} else {
@@ -204,7 +204,7 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in contract.StepInp
 		if len(spec.Entrypoint) > 0 {
 			ep = slices.Concat(spec.Entrypoint, spec.Args)
 		}
-		if in.Type != "Background" || len(ep) == 0 {
+		if !kd.background || len(ep) == 0 {
 			return contract.StepResult{}, contract.Fail(contract.Unknown, "%s step %s has no command", in.Type, in.StepPath)
 		}
 		req.Entrypoint = ep
@@ -234,7 +234,7 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in contract.StepInp
 	line, _ := json.Marshal(req)
 	stdin, feed := io.Pipe()
 	go func() { _, _ = feed.Write(append(line, '\n')) }()
-	if in.Type == "Background" {
+	if kd.background {
 		proxies, err := m.bindPorts(in, img, net, log)
 		if err == nil {
 			err = m.startBackground(ctx, c, in, net, stdin, feed, top, log)
@@ -295,7 +295,7 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, in contract.StepInp
 	if err := commandFailure(where+", container "+id, *result, last, tests, mask); err != nil {
 		return contract.StepResult{}, err
 	}
-	if buildStep(in.Type) {
+	if kd.build {
 		return contract.StepResult{Outputs: publishedImages(pushed, result.Outputs["digest"])}, nil
 	}
 	return contract.StepResult{Outputs: outputVariables(spec, *result, mask), Tests: tests}, nil

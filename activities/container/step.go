@@ -75,7 +75,11 @@ func (a *Activity) Step(ctx context.Context, in contract.StepInput) (contract.St
 	if in.Pod == nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s step %s is not in a containerized step group", in.Type, in.StepPath)
 	}
-	spec, err := decodeStepSpec(in)
+	kd, err := kindOf(in)
+	if err != nil {
+		return contract.StepResult{}, err
+	}
+	spec, err := kd.decode(in)
 	if err != nil {
 		return contract.StepResult{}, err
 	}
@@ -96,12 +100,8 @@ func (a *Activity) Step(ctx context.Context, in contract.StepInput) (contract.St
 	if err := a.waitRunning(runCtx, k, in, inf, mask); err != nil {
 		return contract.StepResult{}, a.ended(ctx, runCtx, in, err)
 	}
-	// The steps the worker does for the pod through its helper container.
-	helperSteps := map[string]func(context.Context, *cluster, string, contract.StepInput, *logs.Writer) (contract.StepResult, error){
-		"GitClone": a.gitClone, "DownloadManifests": a.downloadManifests, "SaveCacheS3": a.saveCache, "RestoreCacheS3": a.restoreCache, "S3Upload": a.s3Upload,
-	}
-	if do, ok := helperSteps[in.Type]; ok {
-		res, err := do(runCtx, k, string(inf.Namespace), in, log)
+	if kd.helper != nil {
+		res, err := kd.helper(a, runCtx, k, string(inf.Namespace), in, log)
 		if err != nil {
 			return res, a.ended(ctx, runCtx, in, err)
 		}
@@ -109,10 +109,10 @@ func (a *Activity) Step(ctx context.Context, in contract.StepInput) (contract.St
 	}
 	var req wire.Request
 	var image built
-	if buildStep(in.Type) {
+	if kd.build {
 		req, image, err = buildRequest(ctx, a.Secrets, in, mask)
 	} else {
-		req, err = a.request(ctx, in, spec, mask)
+		req, err = a.request(ctx, kd, in, spec, mask)
 	}
 	if err != nil {
 		return contract.StepResult{}, err
@@ -130,10 +130,10 @@ func (a *Activity) Step(ctx context.Context, in contract.StepInput) (contract.St
 	if err := commandFailure("container "+in.Pod.Container, res, last, tests, mask); err != nil {
 		return contract.StepResult{}, err
 	}
-	if buildStep(in.Type) {
+	if kd.build {
 		return contract.StepResult{Outputs: publishedImages(image, res.Outputs["digest"])}, nil
 	}
-	if in.Type == "Background" {
+	if kd.background {
 		log.Line(fmt.Sprintf("# gantry: started (pid %d); it runs until the step group ends", res.PID))
 		return contract.StepResult{}, nil
 	}
@@ -248,7 +248,7 @@ func (a *Activity) ended(ctx, runCtx context.Context, in contract.StepInput, err
 
 // request is what the helper runs: secrets the pod carries stand in as placeholders, the
 // others travel on the exec stream (never in the pod spec or history).
-func (a *Activity) request(ctx context.Context, in contract.StepInput, spec stepSpec, mask *secrets.Masker) (wire.Request, error) {
+func (a *Activity) request(ctx context.Context, kd kind, in contract.StepInput, spec stepSpec, mask *secrets.Masker) (wire.Request, error) {
 	inPod := map[string]bool{}
 	for _, id := range in.Pod.Pod.Secrets {
 		inPod[id] = true
@@ -263,40 +263,9 @@ func (a *Activity) request(ctx context.Context, in contract.StepInput, spec step
 	if err != nil {
 		return req, err
 	}
-	switch in.Type {
-	case "Run":
-		if req.Command == "" { // the image's entrypoint runs, as for a Plugin step
-			if req.Entrypoint, err = a.imageEntrypoint(ctx, in, nil); err != nil {
-				return req, err
-			}
-		}
-	case "Plugin":
-		// Drone's convention: each setting is PLUGIN_<NAME>; lists are comma-joined, objects JSON.
-		for k, v := range spec.Settings {
-			s, err := expand("setting "+k, settingText(v))
-			if err != nil {
-				return req, err
-			}
-			req.Env["PLUGIN_"+strings.ToUpper(k)] = s
-		}
-		req.Command, req.Entrypoint = "", spec.Entrypoint
-		if len(req.Entrypoint) == 0 {
-			c, err := a.imageEntrypoint(ctx, in, nil)
-			if err != nil {
-				return req, err
-			}
-			req.Entrypoint = c
-		}
-	case "Background":
-		req.Background = true
-		if len(spec.Entrypoint) > 0 {
-			req.Entrypoint = append(slices.Clone(spec.Entrypoint), spec.Args...)
-		} else if req.Command == "" || len(spec.Args) > 0 {
-			c, err := a.imageEntrypoint(ctx, in, spec.Args)
-			if err != nil {
-				return req, err
-			}
-			req.Entrypoint = c
+	if kd.finish != nil {
+		if err := kd.finish(a, ctx, in, spec, &req, expand); err != nil {
+			return req, err
 		}
 	}
 	for _, o := range spec.OutputVariables {
@@ -338,6 +307,52 @@ func commandRequest(ctx context.Context, r secrets.Resolver, mask *secrets.Maske
 	return req, expand, nil
 }
 
+// runEntrypoint: a Run step without a command runs its image's entrypoint, as a Plugin step.
+func (a *Activity) runEntrypoint(ctx context.Context, in contract.StepInput, _ stepSpec, req *wire.Request, _ func(what, s string) (string, error)) error {
+	if req.Command != "" {
+		return nil
+	}
+	var err error
+	req.Entrypoint, err = a.imageEntrypoint(ctx, in, nil)
+	return err
+}
+
+// pluginEntrypoint: a Plugin step runs its entrypoint, or its image's, with its settings in
+// the environment by Drone's convention: each setting is PLUGIN_<NAME>; lists are
+// comma-joined, objects JSON.
+func (a *Activity) pluginEntrypoint(ctx context.Context, in contract.StepInput, spec stepSpec, req *wire.Request, expand func(what, s string) (string, error)) error {
+	for k, v := range spec.Settings {
+		s, err := expand("setting "+k, settingText(v))
+		if err != nil {
+			return err
+		}
+		req.Env["PLUGIN_"+strings.ToUpper(k)] = s
+	}
+	req.Command, req.Entrypoint = "", spec.Entrypoint
+	if len(req.Entrypoint) > 0 {
+		return nil
+	}
+	var err error
+	req.Entrypoint, err = a.imageEntrypoint(ctx, in, nil)
+	return err
+}
+
+// backgroundEntrypoint: a Background step is left running; it runs its entrypoint with its
+// args, or its command, or its image's entrypoint with its args.
+func (a *Activity) backgroundEntrypoint(ctx context.Context, in contract.StepInput, spec stepSpec, req *wire.Request, _ func(what, s string) (string, error)) error {
+	req.Background = true
+	if len(spec.Entrypoint) > 0 {
+		req.Entrypoint = append(slices.Clone(spec.Entrypoint), spec.Args...)
+		return nil
+	}
+	if req.Command == "" || len(spec.Args) > 0 {
+		var err error
+		req.Entrypoint, err = a.imageEntrypoint(ctx, in, spec.Args)
+		return err
+	}
+	return nil
+}
+
 // nonce marks a request's result line.
 func nonce() string {
 	b := make([]byte, 12)
@@ -345,16 +360,19 @@ func nonce() string {
 	return hex.EncodeToString(b)
 }
 
-// decodeStepSpec reads a container step's spec; a RunTests step becomes the Run step it is:
-// preCommand, its build tool with args, then postCommand.
-func decodeStepSpec(in contract.StepInput) (stepSpec, error) {
+// decodeSpec reads a container step's spec.
+func decodeSpec(in contract.StepInput) (stepSpec, error) {
 	var spec stepSpec
-	if in.Type != "RunTests" {
-		if err := json.Unmarshal(in.Spec, &spec); err != nil {
-			return spec, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
-		}
-		return spec, nil
+	if err := json.Unmarshal(in.Spec, &spec); err != nil {
+		return spec, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
 	}
+	return spec, nil
+}
+
+// decodeRunTests reads a RunTests step's spec as the Run step it is: preCommand, its build
+// tool with args, then postCommand.
+func decodeRunTests(in contract.StepInput) (stepSpec, error) {
+	var spec stepSpec
 	var rt struct {
 		stepSpec
 		Args        string `json:"args"`

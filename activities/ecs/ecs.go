@@ -519,7 +519,7 @@ func (r *run) canaryDelete(ctx context.Context) (map[string]any, error) {
 func (r *run) runTask(ctx context.Context, arn string, skipSteady bool) (map[string]any, error) {
 	var taskDef, request []plan.File
 	for _, m := range r.d.Manifests {
-		if m.Type == "EcsRunTask" {
+		if m.Type == stepspec.EcsRunTask {
 			taskDef, request = m.Files, m.Values
 		}
 	}

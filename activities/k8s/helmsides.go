@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // Helm canary and blue-green keep the new version in a Helm release of its own beside the
@@ -92,7 +93,7 @@ func addMetaLabels(o *object, add map[string]string) {
 // `<name>-canary` with the selected number of pods, labelled harness.io/track: canary, so the
 // chart's Services send it its share of traffic. HelmDeploy then deploys the stage's release.
 func (s *stepRun) helmCanaryDeploy() (map[string]any, error) {
-	dep, own, _, err := s.sideObjects("HelmCanaryDeploy", "canary", map[string]string{LabelTrack: "canary"})
+	dep, own, _, err := s.sideObjects(stepspec.HelmCanaryDeploy, "canary", map[string]string{LabelTrack: "canary"})
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +154,7 @@ func (s *stepRun) helmBlueGreenDeploy() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, own, shared, err := s.sideObjects("HelmBGDeploy", stageColor, map[string]string{LabelColor: stageColor})
+	_, own, shared, err := s.sideObjects(stepspec.HelmBGDeploy, stageColor, map[string]string{LabelColor: stageColor})
 	if err != nil {
 		return nil, err
 	}

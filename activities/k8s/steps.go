@@ -21,6 +21,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // cleanup is how long bookkeeping after a failure may take once the step's own time is up.
@@ -278,7 +279,7 @@ func (s *stepRun) canaryDeploy() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	dep, err := theDeployment(objs, "K8sCanaryDeploy")
+	dep, err := theDeployment(objs, stepspec.K8sCanaryDeploy)
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +444,7 @@ func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	dep, err := theDeployment(objs, "K8sBlueGreenDeploy")
+	dep, err := theDeployment(objs, stepspec.K8sBlueGreenDeploy)
 	if err != nil {
 		return nil, err
 	}
@@ -614,7 +615,7 @@ func (s *stepRun) stageScaleDown() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	dep, err := theDeployment(objs, "K8sBlueGreenStageScaleDown")
+	dep, err := theDeployment(objs, stepspec.K8sBlueGreenStageScaleDown)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 package compile
 
-import "github.com/gantry-cd/gantry/plan"
+import (
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
+)
 
 // stageSteps are a stage's steps, in its execution and rollback sections, at any depth.
 func stageSteps(stage *plan.Node) []*plan.Node {
@@ -31,7 +34,7 @@ func shiftedRules(stage *plan.Node) {
 	seen := map[any]bool{}
 	all := stageSteps(stage)
 	for _, n := range all {
-		if n.Type != "EcsBlueGreenTrafficShift" {
+		if n.Type != stepspec.EcsBlueGreenTrafficShift {
 			continue
 		}
 		sp, _ := n.Spec.(map[string]any)
@@ -43,7 +46,7 @@ func shiftedRules(stage *plan.Node) {
 		}
 	}
 	for _, n := range all {
-		if sp, ok := n.Spec.(map[string]any); ok && n.Type == "StandAloneTrafficShiftRollback" {
+		if sp, ok := n.Spec.(map[string]any); ok && n.Type == stepspec.StandAloneTrafficShiftRollback {
 			sp["listenerRuleArns"] = rules
 		}
 	}
@@ -52,10 +55,10 @@ func shiftedRules(stage *plan.Node) {
 // asgFollowers are, for each ASG step that names a group, the steps after it that act on what
 // it deployed and name nothing themselves.
 var asgFollowers = map[string][]string{
-	"AsgRollingDeploy":   {"AsgRollingRollback"},
-	"AsgCanaryDeploy":    {"AsgCanaryDelete"},
-	"AsgBlueGreenDeploy": {"AsgBlueGreenSwapService", "AsgShiftTraffic", "AsgBlueGreenRollback"},
-	"AsgSetup":           {"AsgPhasedDeploy", "AsgRollback"},
+	stepspec.AsgRollingDeploy:   {stepspec.AsgRollingRollback},
+	stepspec.AsgCanaryDeploy:    {stepspec.AsgCanaryDelete},
+	stepspec.AsgBlueGreenDeploy: {stepspec.AsgBlueGreenSwapService, stepspec.AsgShiftTraffic, stepspec.AsgBlueGreenRollback},
+	stepspec.AsgSetup:           {stepspec.AsgPhasedDeploy, stepspec.AsgRollback},
 }
 
 // asgNames gives those followers the group's asgName and, from AsgBlueGreenDeploy, its load
@@ -86,7 +89,7 @@ func asgNames(stage *plan.Node) {
 			if _, set := dst["asgName"]; !set && sp["asgName"] != nil {
 				dst["asgName"] = sp["asgName"]
 			}
-			if _, set := dst["loadBalancers"]; !set && lbs != nil && src.Type == "AsgBlueGreenDeploy" {
+			if _, set := dst["loadBalancers"]; !set && lbs != nil && src.Type == stepspec.AsgBlueGreenDeploy {
 				dst["loadBalancers"] = lbs
 			}
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // notGoTemplate are the manifest types whose files are not Go templates over values: patches
@@ -113,7 +114,7 @@ func (r *resolver) applyManifest(s *pipeline.Stage, v pipeline.StepVisit, sp *st
 // (Local stores, relative to the pipeline) into a manifest: Files hold the task definition,
 // Values the request.
 func (r *resolver) runTaskFiles(s *pipeline.Stage, st *pipeline.Step, sp *steps.EcsRunTask) (plan.Manifest, bool) {
-	pm := plan.Manifest{ID: st.Identifier, Type: "EcsRunTask"}
+	pm := plan.Manifest{ID: st.Identifier, Type: stepspec.EcsRunTask}
 	read := func(store *pipeline.ManifestStore, field string) []plan.File {
 		if store == nil || store.Spec == nil {
 			return nil

@@ -11,6 +11,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/pipeline/templates"
 	"github.com/gantry-cd/gantry/plan"
 )
@@ -23,7 +24,7 @@ func (r *resolver) stageMonitored(s *pipeline.Stage, deploys []*plan.Deployment)
 	var step *pipeline.Step
 	if ex := s.Execution(); ex != nil {
 		visit := func(v pipeline.StepVisit) {
-			if st := v.Step; step == nil && st != nil && st.Type == "Verify" && st.Spec != nil && defaultMonitored(st.Spec) {
+			if st := v.Step; step == nil && st != nil && steps.Traits(st.Type).Builtin == "verify" && st.Spec != nil && defaultMonitored(st.Spec) {
 				step = st
 			}
 		}

@@ -106,26 +106,27 @@ func (r *resolver) machinePod(s *pipeline.Stage, p *pipeline.Pipeline) *plan.Pod
 		if st == nil || st.Spec == nil || slices.ContainsFunc(v.Groups, func(g *pipeline.StepGroup) bool { return g.StepGroupInfra != nil }) {
 			return
 		}
+		e, _ := steps.Lookup(st.Type)
 		switch {
-		case st.Type == "GitClone":
+		case e.OnMachine == steps.OnMachineClone:
 			keepConnector(&pod.Git, st.Spec, func(ref string) (plan.GitConnector, bool) {
-				return r.gitConnector(r.file, st.Spec, ref, "a GitClone step")
+				return r.gitConnector(r.file, st.Spec, ref, "a "+st.Type+" step")
 			})
-		case pipeline.MachineStepTypes[st.Type] && pipeline.Field(st.Spec, "image") != nil:
+		case e.OnMachine == steps.OnMachineCommand && pipeline.Field(st.Spec, "image") != nil:
 			// A step with an image runs in a container, pulled with its connector's credentials.
 			m.Containers = true
 			if ref := pipeline.Field(st.Spec, "connectorRef"); ref != nil {
 				r.dockerConnector(pod, st.Spec, "connectorRef", ref.Value)
 			}
-		case st.Type == "BuildAndPushDockerRegistry":
+		case e.OnMachine == steps.OnMachineBuild && e.Connector == "DockerRegistry":
 			m.Containers = true
 			if ref := pipeline.Field(st.Spec, "connectorRef"); ref != nil {
 				r.dockerConnector(pod, st.Spec, "connectorRef", ref.Value)
 			}
-		case st.Type == "BuildAndPushECR":
+		case e.OnMachine == steps.OnMachineBuild && e.Connector == "Aws":
 			m.Containers = true
 			keepConnector(&pod.Aws, st.Spec, func(ref string) (plan.AwsConnector, bool) {
-				return r.awsConnector(r.file, st.Spec, ref, "a BuildAndPushECR step")
+				return r.awsConnector(r.file, st.Spec, ref, "a "+st.Type+" step")
 			})
 		}
 	})

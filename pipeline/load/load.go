@@ -112,7 +112,7 @@ func Bytes(name string, src []byte, opts Options) *Result {
 		return r
 	}
 	r.Diags.Add(f.Decode()...)
-	pipeline.ApplyBuildInfra(f.Pipeline, opts.BuildInfra)
+	pipeline.ApplyBuildInfra(f.Pipeline, opts.BuildInfra, steps.DefaultImage)
 	var lib *templates.Library
 	if f.Template != nil {
 		// A template's own links resolve to the templates beside it and in the folders given.
@@ -195,7 +195,7 @@ func (r *Result) mergeInputs(name string, f *pipeline.File, opts Options) {
 	if len(merged.Values) > 0 {
 		p, pd := pipeline.DecodePipeline(name, f.Origins, merged.Root)
 		r.Diags.Add(pd...)
-		pipeline.ApplyBuildInfra(p, opts.BuildInfra) // as for the file, before its checks
+		pipeline.ApplyBuildInfra(p, opts.BuildInfra, steps.DefaultImage) // as for the file, before its checks
 		r.Merged = p
 		mf := &pipeline.File{Name: name, Src: f.Src, Root: wrap(merged.Root), Pipeline: p, Origins: f.Origins}
 		_, vd := validate.File(mf)

@@ -33,6 +33,12 @@ type Entry struct {
 	// Typed are the spec fields (paths of keys) whose mappings and lists keep their YAML
 	// types in the plan; all other values are strings until rendered.
 	Typed [][]string
+	// DefaultImage says the step runs an image of its own, for which a build infrastructure's
+	// default image stands in when the spec names none.
+	DefaultImage bool
+	// OnMachine is how a build machine runs the step ("": it does not): OnMachineCommand,
+	// OnMachineClone or OnMachineBuild.
+	OnMachine string
 	// Stores says the spec holds stores (`store: {type, spec: {connectorRef}}`) at any depth:
 	// their Git connectors are resolved before the run into the node's Refs.
 	Stores bool
@@ -73,28 +79,28 @@ var (
 // entries are the step types, one entry each. Adding a step type adds its entry here and its
 // activity (docs/contributing.md).
 var entries = []Entry{
-	{Type: "ShellScript", New: func() any { return &ShellScript{} }, NoDotInName: true, SSHTarget: true,
+	{Type: stepspec.ShellScript, New: func() any { return &ShellScript{} }, NoDotInName: true, SSHTarget: true,
 		Traits: plan.Traits{Activity: contract.ShellScript, Heartbeat: true, FastPath: true}},
-	{Type: "Http", New: func() any { return &Http{} }, Unresolved: "verbatim",
+	{Type: stepspec.Http, New: func() any { return &Http{} }, Unresolved: "verbatim",
 		Traits: plan.Traits{Activity: contract.Http, FastPath: true, Outcome: "http",
 			Deferred: []string{".assertion", ".outputVariables[].value"}}},
-	{Type: "Wait", New: func() any { return &Wait{} }, Traits: plan.Traits{Builtin: "wait"}},
-	{Type: "HarnessApproval", New: func() any { return &HarnessApproval{} }, Traits: plan.Traits{Builtin: "approval"}},
-	{Type: "Barrier", New: func() any { return &Barrier{} }, Traits: plan.Traits{Builtin: "barrier"}},
-	{Type: "Queue", New: func() any { return &Queue{} }, Traits: plan.Traits{Builtin: "queue"}},
-	{Type: "Verify", New: func() any { return &Verify{} }, DeploymentStage: true, Monitored: true, Traits: plan.Traits{Builtin: "verify"}},
+	{Type: stepspec.Wait, New: func() any { return &Wait{} }, Traits: plan.Traits{Builtin: "wait"}},
+	{Type: stepspec.HarnessApproval, New: func() any { return &HarnessApproval{} }, Traits: plan.Traits{Builtin: "approval"}},
+	{Type: stepspec.Barrier, New: func() any { return &Barrier{} }, Traits: plan.Traits{Builtin: "barrier"}},
+	{Type: stepspec.Queue, New: func() any { return &Queue{} }, Traits: plan.Traits{Builtin: "queue"}},
+	{Type: stepspec.Verify, New: func() any { return &Verify{} }, DeploymentStage: true, Monitored: true, Traits: plan.Traits{Builtin: "verify"}},
 	// An approval's Jexl criteria keep <+issue...>, <+ticket...> and <+output...> as written:
 	// they are evaluated against the ticket (or the script's outputs) each time it is read.
 	{Type: stepspec.JiraCreate, New: func() any { return &JiraCreate{} }, Ticketing: "Jira", Traits: ticket},
 	{Type: stepspec.JiraUpdate, New: func() any { return &JiraUpdate{} }, Ticketing: "Jira", Traits: ticket},
-	{Type: "JiraApproval", New: func() any { return &JiraApproval{} }, Ticketing: "Jira", Unresolved: "verbatim", Traits: ticketApproval},
+	{Type: stepspec.JiraApproval, New: func() any { return &JiraApproval{} }, Ticketing: "Jira", Unresolved: "verbatim", Traits: ticketApproval},
 	{Type: stepspec.ServiceNowCreate, New: func() any { return &ServiceNowCreate{} }, Ticketing: "ServiceNow", Traits: ticket},
 	{Type: stepspec.ServiceNowUpdate, New: func() any { return &ServiceNowUpdate{} }, Ticketing: "ServiceNow", Traits: ticket},
 	{Type: stepspec.ServiceNowImportSet, New: func() any { return &ServiceNowImportSet{} }, Ticketing: "ServiceNow", Traits: ticket},
-	{Type: "ServiceNowApproval", New: func() any { return &ServiceNowApproval{} }, Ticketing: "ServiceNow", Unresolved: "verbatim", Traits: ticketApproval},
-	{Type: "CustomApproval", New: func() any { return &CustomApproval{} }, Unresolved: "verbatim", Traits: plan.Traits{Builtin: "customApproval"}},
-	{Type: "Email", New: func() any { return &Email{} }, Traits: plan.Traits{Activity: contract.EmailStep}},
-	{Type: "Policy", New: func() any { return &Policy{} }, Unresolved: "fail", Typed: [][]string{{"policySpec", "payload"}},
+	{Type: stepspec.ServiceNowApproval, New: func() any { return &ServiceNowApproval{} }, Ticketing: "ServiceNow", Unresolved: "verbatim", Traits: ticketApproval},
+	{Type: stepspec.CustomApproval, New: func() any { return &CustomApproval{} }, Unresolved: "verbatim", Traits: plan.Traits{Builtin: "customApproval"}},
+	{Type: stepspec.Email, New: func() any { return &Email{} }, Traits: plan.Traits{Activity: contract.EmailStep}},
+	{Type: stepspec.Policy, New: func() any { return &Policy{} }, Unresolved: "fail", Typed: [][]string{{"policySpec", "payload"}},
 		Traits: plan.Traits{Activity: contract.Policy}},
 
 	{Type: stepspec.TerraformPlan, New: func() any { return &TerraformPlan{} }, Stores: true, Traits: terraform},
@@ -102,18 +108,18 @@ var entries = []Entry{
 	{Type: stepspec.TerraformDestroy, New: func() any { return &TerraformDestroy{} }, Stores: true, Traits: terraform},
 	{Type: stepspec.TerraformRollback, New: func() any { return &TerraformRollback{} }, Stores: true, Traits: terraform},
 
-	{Type: "Container", New: func() any { return &Container{} }, Connector: "DockerRegistry", Traits: withOwnPod(container)},
-	{Type: "Run", New: func() any { return &Run{} }, Connector: "DockerRegistry", Traits: container},
-	{Type: "Background", New: func() any { return &Background{} }, Connector: "DockerRegistry", Traits: container},
-	{Type: "Plugin", New: func() any { return &Plugin{} }, Connector: "DockerRegistry", Traits: container},
-	{Type: "RunTests", New: func() any { return &RunTests{} }, Connector: "DockerRegistry", Traits: container},
-	{Type: "BuildAndPushDockerRegistry", New: func() any { return &BuildAndPush{} }, Connector: "DockerRegistry", Traits: withOutcome(container, "artifact")},
-	{Type: "BuildAndPushECR", New: func() any { return &BuildAndPushECR{} }, Connector: "Aws", Traits: withOutcome(container, "artifact")},
-	{Type: "GitClone", New: func() any { return &GitClone{} }, Connector: "Git", Traits: helper},
-	{Type: "SaveCacheS3", New: func() any { return &SaveCacheS3{} }, Connector: "Aws", Traits: helper},
-	{Type: "RestoreCacheS3", New: func() any { return &RestoreCacheS3{} }, Connector: "Aws", Traits: helper},
-	{Type: "S3Upload", New: func() any { return &S3Upload{} }, Connector: "Aws", Traits: helper},
-	{Type: "DownloadManifests", New: func() any { return &DownloadManifests{} }, DeploymentStage: true, Traits: withDeployment(helper)},
+	{Type: stepspec.Container, New: func() any { return &Container{} }, Connector: "DockerRegistry", Traits: withOwnPod(container)},
+	{Type: stepspec.Run, New: func() any { return &Run{} }, Connector: "DockerRegistry", DefaultImage: true, OnMachine: OnMachineCommand, Traits: container},
+	{Type: stepspec.Background, New: func() any { return &Background{} }, Connector: "DockerRegistry", DefaultImage: true, OnMachine: OnMachineCommand, Traits: container},
+	{Type: stepspec.Plugin, New: func() any { return &Plugin{} }, Connector: "DockerRegistry", DefaultImage: true, Traits: container},
+	{Type: stepspec.RunTests, New: func() any { return &RunTests{} }, Connector: "DockerRegistry", DefaultImage: true, OnMachine: OnMachineCommand, Traits: container},
+	{Type: stepspec.BuildAndPushDockerRegistry, New: func() any { return &BuildAndPush{} }, Connector: "DockerRegistry", OnMachine: OnMachineBuild, Traits: withOutcome(container, "artifact")},
+	{Type: stepspec.BuildAndPushECR, New: func() any { return &BuildAndPushECR{} }, Connector: "Aws", OnMachine: OnMachineBuild, Traits: withOutcome(container, "artifact")},
+	{Type: stepspec.GitClone, New: func() any { return &GitClone{} }, Connector: "Git", OnMachine: OnMachineClone, Traits: helper},
+	{Type: stepspec.SaveCacheS3, New: func() any { return &SaveCacheS3{} }, Connector: "Aws", Traits: helper},
+	{Type: stepspec.RestoreCacheS3, New: func() any { return &RestoreCacheS3{} }, Connector: "Aws", Traits: helper},
+	{Type: stepspec.S3Upload, New: func() any { return &S3Upload{} }, Connector: "Aws", Traits: helper},
+	{Type: stepspec.DownloadManifests, New: func() any { return &DownloadManifests{} }, DeploymentStage: true, Traits: withDeployment(helper)},
 
 	{Type: stepspec.K8sRollingDeploy, New: func() any { return &K8sRollingDeploy{} }, Deploys: "Kubernetes", Traits: kubernetes},
 	{Type: stepspec.K8sRollingRollback, New: func() any { return &K8sRollingRollback{} }, Deploys: "Kubernetes", Traits: kubernetes},
@@ -144,9 +150,9 @@ var entries = []Entry{
 	{Type: stepspec.AwsLambdaTrafficShift, New: func() any { return &AwsLambdaTrafficShift{} }, Deploys: "AwsLambda", Traits: lambda},
 	{Type: stepspec.AwsLambdaCanaryRollback, New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
 
-	{Type: "Command", New: func() any { return &Command{} }, Deploys: "Ssh", OutsideDeployment: true,
+	{Type: stepspec.Command, New: func() any { return &Command{} }, Deploys: "Ssh", OutsideDeployment: true,
 		Traits: plan.Traits{Activity: contract.Command, Deployment: true, Heartbeat: true}},
-	{Type: "FetchInstanceScript", New: func() any { return &FetchInstanceScript{} }, Deploys: "CustomDeployment",
+	{Type: stepspec.FetchInstanceScript, New: func() any { return &FetchInstanceScript{} }, Deploys: "CustomDeployment",
 		Traits: plan.Traits{Activity: contract.FetchInstances, Deployment: true, Heartbeat: true, Outcome: "instances"}},
 
 	{Type: stepspec.EcsRollingDeploy, New: func() any { return &EcsRollingDeploy{} }, Deploys: "ECS", Traits: ecs},
@@ -182,12 +188,23 @@ var entries = []Entry{
 // The step a CI stage with cloneCodebase starts with: the pipeline's codebase cloned into the
 // workspace (spec 22.1). Its identifier is reserved in such stages.
 const (
-	CloneStepType = "GitClone"
+	CloneStepType = stepspec.GitClone
 	CloneStepID   = "cloneCodebase"
 )
 
 // ServiceStepType is the step type a CI stage's service dependencies run as.
-const ServiceStepType = "Background"
+const ServiceStepType = stepspec.Background
+
+// How a build machine runs a step (Entry.OnMachine).
+const (
+	// OnMachineCommand: the command as a process in the workspace, or in a container of its
+	// image through the machine's containerd.
+	OnMachineCommand = "command"
+	// OnMachineClone: a clone into the workspace.
+	OnMachineClone = "clone"
+	// OnMachineBuild: in the BuildKit image, through the machine's containerd only.
+	OnMachineBuild = "build"
+)
 
 func withOwnPod(t plan.Traits) plan.Traits     { t.OwnPod = true; return t }
 func withDeployment(t plan.Traits) plan.Traits { t.Deployment = true; return t }
@@ -220,6 +237,13 @@ func Lookup(typ string) (Entry, bool) {
 	e, ok := catalog[typ]
 	return e, ok
 }
+
+// DefaultImage says a build infrastructure's default image stands in for a step type's
+// image (Entry.DefaultImage).
+func DefaultImage(typ string) bool { return catalog[typ].DefaultImage }
+
+// OnMachine is how a build machine runs a step type ("": it does not; Entry.OnMachine).
+func OnMachine(typ string) string { return catalog[typ].OnMachine }
 
 // Traits returns the traits of a step type; an unknown type has none.
 func Traits(typ string) plan.Traits { return catalog[typ].Traits }

@@ -6,6 +6,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // TerraformPlan plans a configuration (command Apply or Destroy) and keeps the plan, sealed,
@@ -170,7 +171,7 @@ func (sp *TerraformPlan) Check(c Checker) {
 
 // Check checks the configuration type and, for an inline one, its files.
 func (sp *TerraformApply) Check(c Checker) {
-	sp.check(c, "TerraformApply", []string{"Inline", "InheritFromPlan"})
+	sp.check(c, stepspec.TerraformApply, []string{"Inline", "InheritFromPlan"})
 }
 
 func (sp *TerraformApply) check(c Checker, typ string, types []string) {
@@ -211,7 +212,7 @@ type TerraformDestroy struct {
 
 // Check checks the configuration type and, for an inline one, its files.
 func (sp *TerraformDestroy) Check(c Checker) {
-	sp.check(c, "TerraformDestroy", []string{"Inline", "InheritFromPlan", "InheritFromApply"})
+	sp.check(c, stepspec.TerraformDestroy, []string{"Inline", "InheritFromPlan", "InheritFromApply"})
 }
 
 // Check checks the flags.

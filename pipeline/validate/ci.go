@@ -101,12 +101,13 @@ func (c *checker) ciMachine(s *pipeline.Stage, spec *pipeline.CIStageSpec) {
 				return // the group's own pod
 			}
 		}
+		on := steps.OnMachine(st.Type)
 		switch {
-		case pipeline.MachineBuildStepTypes[st.Type] && !spec.MachineContainers:
+		case on == steps.OnMachineBuild && !spec.MachineContainers:
 			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(st.Node, "type")), "unsupported-on-build-machine",
 				"step %s (%s) builds with BuildKit in a container, and stage %s runs on a build machine that runs no containers: none was given containerd", st.Identifier, st.Type, s.Identifier).SetHint(hint)
-		case pipeline.MachineBuildStepTypes[st.Type]:
-		case !pipeline.MachineStepTypes[st.Type]:
+		case on == steps.OnMachineBuild:
+		case on == "":
 			c.diags.Unsupportedf(c.pos(pipeline.ValueAt(st.Node, "type")), "unsupported-on-build-machine",
 				"step %s (%s) runs in a container of its type's own, and stage %s runs on a build machine, where Gantry runs only Run, RunTests, Background, GitClone and BuildAndPush steps", st.Identifier, st.Type, s.Identifier).
 				SetHint(podHint)
