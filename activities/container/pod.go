@@ -20,6 +20,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/container/wire"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // Labels and annotations on what Gantry creates for a group.
@@ -39,23 +40,7 @@ const (
 const DefaultInitTimeout = 10 * time.Minute
 
 // text is a rendered scalar: a string, or a number or boolean an expression rendered to.
-type text string
-
-func (t *text) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err == nil {
-		*t = text(s)
-		return nil
-	}
-	var v any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	if v != nil {
-		*t = text(fmt.Sprint(v))
-	}
-	return nil
-}
+type text = stepspec.Text
 
 // infra is the rendered stepGroupInfra spec.
 type infra struct {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // A Lambda canary deploys and publishes the new version as AwsLambdaDeploy does, and routes to
@@ -145,11 +146,11 @@ func (r *run) canaryState(ctx context.Context, name string) (canary, stable stri
 
 // trafficShift gives the canary version trafficPercentage of the alias's traffic; at 100 the
 // alias routes to it alone.
-func (r *run) trafficShift(ctx context.Context, def *Definition, alias *AliasDefinition) (map[string]any, error) {
+func (r *run) trafficShift(ctx context.Context, def *Definition, alias *AliasDefinition, sp stepspec.AwsLambdaTrafficShiftSpec) (map[string]any, error) {
 	name := def.FunctionName
-	pct, err := strconv.ParseFloat(fmt.Sprint(r.spec["trafficPercentage"]), 64)
+	pct, err := strconv.ParseFloat(string(sp.TrafficPercentage), 64)
 	if err != nil || pct <= 0 || pct > 100 {
-		return nil, contract.Fail(contract.Verification, "AwsLambdaTrafficShift trafficPercentage %v is not a number above 0 and at most 100", r.spec["trafficPercentage"])
+		return nil, contract.Fail(contract.Verification, "%s trafficPercentage %v is not a number above 0 and at most 100", r.in.Type, sp.TrafficPercentage)
 	}
 	canary, stable, ok, err := r.canaryState(ctx, name)
 	if err != nil {

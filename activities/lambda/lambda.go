@@ -14,7 +14,6 @@ package lambda
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -87,7 +86,6 @@ type run struct {
 	log    *logs.Writer
 	mask   *secrets.Masker
 	region string
-	spec   map[string]any
 }
 
 // A handler runs one step type on the function its service defines.
@@ -105,7 +103,11 @@ var handlers = map[string]handler{
 		return r.canaryDeploy(ctx, def, alias, d.Artifact)
 	}),
 	stepspec.AwsLambdaTrafficShift: withAlias(func(ctx context.Context, r *run, def *Definition, alias *AliasDefinition, _ *contract.DeployInput) (map[string]any, error) {
-		return r.trafficShift(ctx, def, alias)
+		sp, err := stepspec.Decode[stepspec.AwsLambdaTrafficShiftSpec](r.in.Spec)
+		if err != nil {
+			return nil, contract.Fail(contract.Unknown, "%s spec: %v", r.in.Type, err)
+		}
+		return r.trafficShift(ctx, def, alias, sp)
 	}),
 	stepspec.AwsLambdaCanaryRollback: withAlias(func(ctx context.Context, r *run, def *Definition, alias *AliasDefinition, _ *contract.DeployInput) (map[string]any, error) {
 		return r.canaryRollback(ctx, def, alias)
@@ -140,11 +142,6 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	def, err := definition(d)
 	if err != nil {
 		return contract.StepResult{}, err
-	}
-	if len(in.Spec) > 0 {
-		if err := json.Unmarshal(in.Spec, &r.spec); err != nil {
-			return contract.StepResult{}, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
-		}
 	}
 	h, ok := handlers[in.Type]
 	if !ok {

@@ -315,7 +315,7 @@ var objects = []struct {
 	{"steps.K8sRollout", false, []string{"K8sRolloutStepInfo"}},
 	{"steps.K8sDiff", false, []string{"K8sDiffStepInfo"}},
 	{"steps.K8sBlueGreenStageScaleDown", false, []string{"K8sBGStageScaleDownStepInfo"}},
-	{"steps.SelectorsOnly", false, []string{"AwsLambdaDeployStepInfo", "AwsLambdaRollbackStepInfo", "EcsRollingRollbackStepInfo", "EcsCanaryDeployStepInfo",
+	{"stepspec.Selectors", false, []string{"AwsLambdaDeployStepInfo", "AwsLambdaRollbackStepInfo", "EcsRollingRollbackStepInfo", "EcsCanaryDeployStepInfo",
 		"EcsCanaryDeleteStepInfo", "EcsBlueGreenRollbackStepInfo",
 		"AsgCanaryDeleteStepInfo", "AsgRollingRollbackStepInfo", "AsgBlueGreenRollbackStepInfo", "AsgRollbackStepInfo"}},
 	{"steps.EcsBlueGreenCreateService", false, []string{"EcsBlueGreenCreateServiceStepInfo"}},

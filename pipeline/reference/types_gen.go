@@ -628,7 +628,7 @@ var Fields = map[string][]string{
 	"steps.K8sRollout":                           {"command", "commandFlags", "delegateSelectors", "description", "resources"},
 	"steps.K8sDiff":                              {"delegateSelectors", "description"},
 	"steps.K8sBlueGreenStageScaleDown":           {"delegateSelectors", "description"},
-	"steps.SelectorsOnly":                        {"delegateSelectors", "description"},
+	"stepspec.Selectors":                         {"delegateSelectors", "description"},
 	"steps.EcsBlueGreenCreateService":            {"delegateSelectors", "description", "enableAutoScalingInSwapStep", "isTrafficShift", "loadBalancer", "prodListener", "prodListenerRuleArn", "sameAsAlreadyRunningInstances", "stageListener", "stageListenerRuleArn", "stageTargetGroupArn", "updateGreenService"},
 	"steps.EcsBlueGreenSwapTargetGroups":         {"delegateSelectors", "description", "doNotDownsizeOldService", "downsizeOldServiceDelayInSecs"},
 	"steps.EcsRollingDeploy":                     {"delegateSelectors", "description", "forceNewDeployment", "sameAsAlreadyRunningInstances", "skipApplicationScaling"},

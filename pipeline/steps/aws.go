@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // EcsBlueGreenCreateService starts the new version as a green service behind the stage
@@ -164,23 +165,12 @@ type EcsRunTask struct {
 	SkipSteadyStateCheck     string                  `yaml:"skipSteadyStateCheck"`
 }
 
-// SelectorsOnly is the spec of AwsLambdaDeploy, AwsLambdaRollback and the ECS steps that take
-// no settings: the stage's service, infrastructure and artifact say what is deployed, the step
-// only where it runs.
-type SelectorsOnly struct {
-	Node              *yaml.Node `yaml:"-"`
-	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
-}
+// SelectorsOnly is the spec of the ECS steps that take no settings.
+type SelectorsOnly = stepspec.Selectors
 
-// AwsLambdaTrafficShift gives a Lambda canary's version a share of its alias's traffic.
-type AwsLambdaTrafficShift struct {
-	SelectorsOnly     `yaml:",inline"`
-	TrafficPercentage string `yaml:"trafficPercentage"`
-}
-
-// Check checks the percentage: above 0 and at most 100.
-func (sp *AwsLambdaTrafficShift) Check(c Checker) {
-	v := sp.TrafficPercentage
+// checkTrafficShift checks AwsLambdaTrafficShift's percentage: above 0 and at most 100.
+func checkTrafficShift(sp *stepspec.AwsLambdaTrafficShiftSpec, c Checker) {
+	v := string(sp.TrafficPercentage)
 	if v == "" {
 		c.Error(sp.Node, "missing-field", "AwsLambdaTrafficShift needs `trafficPercentage`, the share of the alias's traffic the canary version takes").
 			SetHint("trafficPercentage: 10")

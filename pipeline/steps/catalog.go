@@ -16,9 +16,11 @@ import (
 // Entry describes one step type.
 type Entry struct {
 	Type string
-	// New returns a pointer to an empty spec value for the strict decoder. A spec type that
-	// implements Checked checks its own values.
-	New func() any
+	// New returns a pointer to an empty spec value for the strict decoder: the spec's type,
+	// from stepspec when its family reads it as the same type. A spec type of this package
+	// that implements Checked checks its own values; Check checks a stepspec type's.
+	New   func() any
+	Check func(spec any, c Checker)
 	// Unresolved says how unresolved expressions in the spec render (spec 9.9): "null"
 	// (the default), "verbatim" or "fail".
 	Unresolved string
@@ -144,11 +146,12 @@ var entries = []Entry{
 	{Type: stepspec.HelmCanaryDeploy, New: func() any { return &HelmCanaryDeploy{} }, Deploys: "Kubernetes", Traits: kubernetes},
 	{Type: stepspec.HelmCanaryDelete, New: func() any { return &HelmSimple{} }, Deploys: "Kubernetes", Traits: kubernetes},
 
-	{Type: stepspec.AwsLambdaDeploy, New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
-	{Type: stepspec.AwsLambdaRollback, New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
-	{Type: stepspec.AwsLambdaCanaryDeploy, New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
-	{Type: stepspec.AwsLambdaTrafficShift, New: func() any { return &AwsLambdaTrafficShift{} }, Deploys: "AwsLambda", Traits: lambda},
-	{Type: stepspec.AwsLambdaCanaryRollback, New: func() any { return &SelectorsOnly{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: stepspec.AwsLambdaDeploy, New: func() any { return &stepspec.Selectors{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: stepspec.AwsLambdaRollback, New: func() any { return &stepspec.Selectors{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: stepspec.AwsLambdaCanaryDeploy, New: func() any { return &stepspec.Selectors{} }, Deploys: "AwsLambda", Traits: lambda},
+	{Type: stepspec.AwsLambdaTrafficShift, New: func() any { return &stepspec.AwsLambdaTrafficShiftSpec{} }, Check: checks(checkTrafficShift),
+		Deploys: "AwsLambda", Traits: lambda},
+	{Type: stepspec.AwsLambdaCanaryRollback, New: func() any { return &stepspec.Selectors{} }, Deploys: "AwsLambda", Traits: lambda},
 
 	{Type: stepspec.Command, New: func() any { return &Command{} }, Deploys: "Ssh", OutsideDeployment: true,
 		Traits: plan.Traits{Activity: contract.Command, Deployment: true, Heartbeat: true}},
@@ -244,6 +247,20 @@ func DefaultImage(typ string) bool { return catalog[typ].DefaultImage }
 
 // OnMachine is how a build machine runs a step type ("": it does not; Entry.OnMachine).
 func OnMachine(typ string) string { return catalog[typ].OnMachine }
+
+// CheckSpec runs the checks of a decoded spec: the entry's Check, or the spec type's own.
+func (e Entry) CheckSpec(spec any, c Checker) {
+	if e.Check != nil {
+		e.Check(spec, c)
+	} else if ck, ok := spec.(Checked); ok {
+		ck.Check(c)
+	}
+}
+
+// checks makes an entry's Check of a function over its spec type.
+func checks[S any](check func(*S, Checker)) func(any, Checker) {
+	return func(spec any, c Checker) { check(spec.(*S), c) }
+}
 
 // Traits returns the traits of a step type; an unknown type has none.
 func Traits(typ string) plan.Traits { return catalog[typ].Traits }

@@ -142,8 +142,8 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 			SetHint("move it into a CI stage, or into a step group with `stepGroupInfra: {type: KubernetesDirect, spec: {connectorRef: ..., namespace: ...}}`")
 		return
 	}
-	if ck, ok := spec.(steps.Checked); ok {
-		ck.Check(specChecker{c})
+	if e, ok := steps.Lookup(s.Type); ok {
+		e.CheckSpec(spec, specChecker{c})
 	}
 	im, ok := spec.(steps.Imaged)
 	if !ok {

@@ -335,8 +335,8 @@ func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []
 	if entry.Traits.Container != "" {
 		onMachine := ctx.stage.CI != nil && ctx.stage.CI.OnMachine
 		c.containerStep(s, spec, groups, ctx.stage.Type == "CI", onMachine) // checked in its pod, or refused outside one
-	} else if ck, ok := spec.(steps.Checked); ok {
-		ck.Check(specChecker{c})
+	} else {
+		entry.CheckSpec(spec, specChecker{c})
 	}
 	if entry.DeploymentStage && !deploys && ctx.stage.Type != "Deployment" {
 		c.diags.Errorf(c.pos(pipeline.ValueAt(s.Node, "type")), "step-stage-type", "%s works on the stage's service and runs only in Deployment stages; stage %s is %s",
