@@ -5,7 +5,6 @@ package http
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -14,24 +13,11 @@ import (
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // MaxBodyBytes bounds the response body kept for expressions.
 const MaxBodyBytes = 1 << 20
-
-// Spec is the part of the Http spec the activity needs.
-type Spec struct {
-	URL         string   `json:"url"`
-	Method      string   `json:"method"`
-	Headers     []Header `json:"headers"`
-	RequestBody string   `json:"requestBody"`
-}
-
-// Header is one request header.
-type Header struct {
-	Key   string `json:"key"`
-	Value string `json:"value"`
-}
 
 // Activity runs Http steps.
 type Activity struct {
@@ -42,8 +28,8 @@ type Activity struct {
 // Run sends the request. Its outputs are httpUrl, httpMethod, httpResponseCode and
 // httpResponseBody (masked).
 func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
-	var spec Spec
-	if err := json.Unmarshal(in.Spec, &spec); err != nil {
+	spec, err := stepspec.Decode[stepspec.HttpSpec](in.Spec)
+	if err != nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "Http spec: %v", err)
 	}
 	method := strings.ToUpper(strings.TrimSpace(spec.Method))

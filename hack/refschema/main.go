@@ -293,7 +293,7 @@ var objects = []struct {
 	{"steps.ApproverInput", false, []string{"ApproverInputInfo"}},
 	{"steps.ExecutionTarget", false, []string{"ExecutionTarget"}},
 	{"steps.ShellScript", false, []string{"ShellScriptStepInfo"}},
-	{"steps.Http", false, []string{"HttpStepInfo"}},
+	{"stepspec.HttpSpec", false, []string{"HttpStepInfo"}},
 	{"steps.Wait", false, []string{"WaitStepInfo"}},
 	{"steps.HarnessApproval", false, []string{"HarnessApprovalStepInfo"}},
 	{"steps.Barrier", false, []string{"BarrierStepInfo"}},

@@ -606,7 +606,7 @@ var Fields = map[string][]string{
 	"steps.ApproverInput":                        {"allowedValues", "defaultValue", "description", "name", "regex", "required", "selectManyFrom", "selectOneFrom"},
 	"steps.ExecutionTarget":                      {"connectorRef", "description", "host", "workingDirectory"},
 	"steps.ShellScript":                          {"delegateSelectors", "description", "environmentVariables", "executionTarget", "includeInfraSelectors", "metadata", "onDelegate", "outputAlias", "outputVariables", "shell", "source"},
-	"steps.Http":                                 {"assertion", "delegateSelectors", "description", "headers", "method", "outputVariables", "requestBody", "url"},
+	"stepspec.HttpSpec":                          {"assertion", "delegateSelectors", "description", "headers", "method", "outputVariables", "requestBody", "url"},
 	"steps.Wait":                                 {"description", "duration", "metadata"},
 	"steps.HarnessApproval":                      {"approvalMessage", "approverInputs", "approvers", "autoApproval", "callbackId", "description", "includePipelineExecutionHistory"},
 	"steps.Barrier":                              {"barrierRef", "description"},

@@ -83,7 +83,7 @@ var (
 var entries = []Entry{
 	{Type: stepspec.ShellScript, New: func() any { return &ShellScript{} }, NoDotInName: true, SSHTarget: true,
 		Traits: plan.Traits{Activity: contract.ShellScript, Heartbeat: true, FastPath: true}},
-	{Type: stepspec.Http, New: func() any { return &Http{} }, Unresolved: "verbatim",
+	{Type: stepspec.Http, New: func() any { return &stepspec.HttpSpec{} }, Check: checks(checkHttp), Unresolved: "verbatim",
 		Traits: plan.Traits{Activity: contract.Http, FastPath: true, Outcome: "http",
 			Deferred: []string{".assertion", ".outputVariables[].value"}}},
 	{Type: stepspec.Wait, New: func() any { return &Wait{} }, Traits: plan.Traits{Builtin: "wait"}},

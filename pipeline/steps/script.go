@@ -7,15 +7,11 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // NameTypeValue is an input, output or environment variable of a step.
-type NameTypeValue struct {
-	Node  *yaml.Node `yaml:"-"`
-	Name  string     `yaml:"name" gantry:"required"`
-	Type  string     `yaml:"type"`
-	Value string     `yaml:"value"`
-}
+type NameTypeValue = stepspec.NameTypeValue
 
 // ShellScript runs a script (spec 11.1).
 type ShellScript struct {
@@ -54,28 +50,6 @@ type OutputAlias struct {
 	Node  *yaml.Node `yaml:"-"`
 	Key   string     `yaml:"key" gantry:"required"`
 	Scope string     `yaml:"scope" gantry:"required"`
-}
-
-// Http calls a URL (spec 15.3).
-type Http struct {
-	Node              *yaml.Node      `yaml:"-"`
-	URL               string          `yaml:"url" gantry:"required"`
-	Method            string          `yaml:"method" gantry:"required"`
-	Headers           []KeyValue      `yaml:"headers"`
-	RequestBody       string          `yaml:"requestBody"`
-	Assertion         string          `yaml:"assertion"`
-	InputVariables    []NameTypeValue `yaml:"inputVariables"`
-	OutputVariables   []NameTypeValue `yaml:"outputVariables"`
-	Certificate       string          `yaml:"certificate"`
-	CertificateKey    string          `yaml:"certificateKey"`
-	DelegateSelectors *yaml.Node      `yaml:"delegateSelectors"`
-}
-
-// KeyValue is an HTTP header.
-type KeyValue struct {
-	Node  *yaml.Node `yaml:"-"`
-	Key   string     `yaml:"key" gantry:"required"`
-	Value string     `yaml:"value"`
 }
 
 // Wait pauses for a duration (spec 15.5).
@@ -215,8 +189,8 @@ func (sp *ShellScript) Check(c Checker) {
 	}
 }
 
-// Check checks the method and the variables.
-func (sp *Http) Check(c Checker) {
+// checkHttp checks an Http step's method and variables.
+func checkHttp(sp *stepspec.HttpSpec, c Checker) {
 	c.Enum(sp.Node, "method", sp.Method, []string{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"}, "HTTP method")
 	c.Variables(sp.InputVariables, "input variable", []string{"String", "Number", "Secret"})
 	c.Variables(sp.OutputVariables, "output variable", []string{"String", "Number", "Secret"})
