@@ -72,7 +72,7 @@ type approval struct {
 
 // approvalStep waits for approvers (spec 8.2): APPROVAL_WAITING until minimumCount distinct
 // users approved, someone rejected, or the step timed out.
-func (s *stageRun) approvalStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration, root map[string]any) (map[string]any, *contract.Failure) {
+func (s *decisions) approvalStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration, root map[string]any) (map[string]any, *contract.Failure) {
 	m, _ := spec.(map[string]any)
 	a, err := newApproval(m, root)
 	if err != nil {
@@ -92,7 +92,7 @@ func (s *stageRun) approvalStep(ctx workflow.Context, t *Node, spec any, timeout
 		return nil, &contract.Failure{Category: contract.Timeout, Message: fmt.Sprintf("no decision within %s", timeout)}
 	}
 	if a.result == "APPROVED" {
-		s.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
+		s.notices.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
 	}
 	out := map[string]any{"approvalActivities": anyList(a.activities), "approverInputs": a.lastInputs()}
 	child(s.root, "approval")["approvalActivities"] = out["approvalActivities"]
@@ -288,7 +288,7 @@ func anyList(l []map[string]any) []any {
 }
 
 // registerApprove installs the approve update on a stage workflow.
-func (s *stageRun) registerApprove(ctx workflow.Context) error {
+func (s *decisions) registerApprove(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateApprove,
 		func(ctx workflow.Context, req ApprovalRequest) (string, error) {
 			a := s.approvals[req.Path]

@@ -133,7 +133,7 @@ func copyMap(m map[string]any) map[string]any {
 
 // absorb applies the flow decisions a batch reports to its stage.
 func (s *stageRun) absorb(res StageResult) {
-	s.inherited = append(s.inherited, res.Locks...)
+	s.constraint.inherited = append(s.constraint.inherited, res.Locks...)
 	if res.Aborted {
 		s.abort()
 	}
@@ -153,9 +153,9 @@ func runBatch(ctx workflow.Context, in StageInput) (*StageResult, error) {
 	stageData := child(child(child(root, "pipeline"), "stages"), in.Stage.ID)
 	s := &stageRun{in: in, root: root, data: stageData, fqn: "pipeline.stages." + in.Stage.ID,
 		tree:    &Node{Path: b.ParentPath, Kind: "batch", Status: status.Running},
-		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{},
-		loopPaths: map[string]bool{}, barriers: map[string]string{},
-		approvals: map[string]*approval{}, waitStatus: map[string]status.Status{}, inputs: map[string]*inputWait{}}
+		forward: &frame{}, running: map[string]*runningStep{},
+		loopPaths: map[string]bool{}, barriers: map[string]string{}}
+	s.withConcerns()
 	if err := s.listen(ctx); err != nil {
 		return nil, err
 	}
@@ -199,5 +199,5 @@ func runBatch(ctx workflow.Context, in StageInput) (*StageResult, error) {
 	s.tree.Status = rollupChildren(s.tree.Children)
 	s.settle(ctx)
 	return &StageResult{Tree: s.tree, Data: data, Aborted: s.aborted, StageRollback: s.stageRollback, PipelineRollback: s.pipelineRollback,
-		Locks: s.releaseLocks(ctx)}, nil
+		Locks: s.constraint.releaseLocks(ctx)}, nil
 }

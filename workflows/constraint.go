@@ -17,6 +17,13 @@ import (
 	"github.com/gantry-cd/gantry/status"
 )
 
+// constraints are the stage's resource constraints and Queue steps: the lock tickets it holds.
+type constraints struct {
+	*stageRun
+	held      map[string]*heldLock // this workflow's lock tickets, by lock ID
+	inherited []HeldLock           // tickets its loop batches handed up
+}
+
 // changeResourceLocks: a Deployment stage holds its infrastructure's lock from its
 // infrastructure phase to its end (a resource constraint), and Queue steps run.
 const changeResourceLocks = "resource-locks"
@@ -71,15 +78,15 @@ type heldLock struct {
 // key is the service, environment, connector and infrastructure, and a second stage deploying
 // there waits, RESOURCE_WAITING, until the first ends. allowSimultaneousDeployments turns it
 // off. false: the stage was aborted or expired while waiting.
-func (s *stageRun) holdInfrastructure(ctx workflow.Context) bool {
+func (s *constraints) holdInfrastructure(ctx workflow.Context) bool {
 	d := s.in.Stage.Deploy
-	if d == nil || d.Infra == nil || d.Infra.AllowSimultaneous || s.deployKey == "" {
+	if d == nil || d.Infra == nil || d.Infra.AllowSimultaneous || s.dep.key == "" {
 		return true
 	}
 	if workflow.GetVersion(ctx, changeResourceLocks, workflow.DefaultVersion, 1) < 1 {
 		return true
 	}
-	return s.acquireLock(ctx, s.tree, LockInfrastructure, s.deployKey, false, status.ResourceWaiting) == nil
+	return s.acquireLock(ctx, s.tree, LockInfrastructure, s.dep.key, false, status.ResourceWaiting) == nil
 }
 
 // infrastructureKey is a deployment's constraint key, as people read it.
@@ -89,7 +96,7 @@ func infrastructureKey(service, env, connector, infra string) string {
 
 // queueStep runs a Queue step: it waits, QUEUED, until it holds its key, which it keeps until
 // its scope (the stage, or the whole pipeline) ends.
-func (s *stageRun) queueStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration) *contract.Failure {
+func (s *constraints) queueStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration) *contract.Failure {
 	m, _ := spec.(map[string]any)
 	key := strings.TrimSpace(expressions.ToString(m["key"]))
 	if key == "" {
@@ -118,7 +125,7 @@ func (s *stageRun) queueStep(ctx workflow.Context, t *Node, spec any, timeout ti
 // acquireLock asks the lock of a key for this workflow's ticket and waits, showing waiting
 // on t, until it is granted. The ticket is released when its scope ends, whatever happens
 // before (see releaseLocks); a nil failure means it is held.
-func (s *stageRun) acquireLock(ctx workflow.Context, t *Node, kind, key string, pipelineScope bool, waiting status.Status) *contract.Failure {
+func (s *constraints) acquireLock(ctx workflow.Context, t *Node, kind, key string, pipelineScope bool, waiting status.Status) *contract.Failure {
 	info := workflow.GetInfo(ctx)
 	self := contract.WorkflowRef{ID: info.WorkflowExecution.ID, RunID: info.WorkflowExecution.RunID}
 	owner := self
@@ -131,12 +138,12 @@ func (s *stageRun) acquireLock(ctx workflow.Context, t *Node, kind, key string, 
 		ticket = s.in.ExecutionID + "#pipeline"
 	}
 	id := LockID(kind, key)
-	if h := s.locks[id]; h != nil && h.granted && h.ticket.Ticket == ticket {
+	if h := s.held[id]; h != nil && h.granted && h.ticket.Ticket == ticket {
 		return nil // this scope holds it already
 	}
 	h := &heldLock{ticket: contract.LockTicket{Lock: id, Ticket: ticket}, pipeline: pipelineScope}
 	s.listenLocks(ctx)
-	s.locks[id] = h
+	s.held[id] = h
 	req := contract.LockRequest{Lock: id, Key: key, Ticket: ticket, Execution: s.in.ExecutionID, Node: t.Path, Notify: self, Owner: owner}
 	var answer contract.LockNotice
 	if err := workflow.ExecuteLocalActivity(lockContext(ctx), contract.LockAcquire, req).Get(ctx, &answer); err != nil {
@@ -171,18 +178,18 @@ func (s *stageRun) acquireLock(ctx workflow.Context, t *Node, kind, key string, 
 }
 
 // listenLocks routes the locks' notices to this workflow's tickets (once per workflow).
-func (s *stageRun) listenLocks(ctx workflow.Context) {
-	if s.locks != nil {
+func (s *constraints) listenLocks(ctx workflow.Context) {
+	if s.held != nil {
 		return
 	}
-	s.locks = map[string]*heldLock{}
+	s.held = map[string]*heldLock{}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	workflow.Go(dctx, func(ctx workflow.Context) {
 		ch := workflow.GetSignalChannel(ctx, contract.SignalLockNotice)
 		for {
 			var n contract.LockNotice
 			ch.Receive(ctx, &n)
-			h := s.locks[n.Lock]
+			h := s.held[n.Lock]
 			if h == nil || h.ticket.Ticket != n.Ticket || h.granted {
 				continue // a ticket given up on, or a notice overtaken by the grant
 			}
@@ -194,9 +201,9 @@ func (s *stageRun) listenLocks(ctx workflow.Context) {
 
 // releaseLocks releases the tickets whose scope ends with this workflow, and returns those
 // its parent releases: a batch's all (its stage's scope goes on), a stage's pipeline-scoped.
-func (s *stageRun) releaseLocks(ctx workflow.Context) []HeldLock {
+func (s *constraints) releaseLocks(ctx workflow.Context) []HeldLock {
 	held := s.inherited
-	for _, h := range s.locks {
+	for _, h := range s.held {
 		held = append(held, HeldLock{LockTicket: h.ticket, Pipeline: h.pipeline})
 	}
 	if len(held) == 0 {

@@ -18,6 +18,15 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 )
 
+// deployment is a Deployment stage's service, environment and infrastructure: the phases that
+// resolve them before the steps, and what the deploying steps are given.
+type deployment struct {
+	*stageRun
+	target      *deployTarget // the stage's target
+	key         string        // its resource constraint's key
+	configFiles []plan.File   // the service's config files, fetched ones too (nil: Ssh fetches its own)
+}
+
 // deployTarget is a Deployment stage's resolved target, rendered at stage start.
 type deployTarget struct {
 	namespace   string
@@ -48,7 +57,7 @@ type deployTarget struct {
 // `<+service.*>`, `<+serviceVariables.*>`, `<+artifact(s).*>`, `<+manifests.*>`, `<+env.*>`,
 // `<+infra.*>` and `<+INFRA_KEY>` for the stage's steps. Failures in these phases are
 // expression errors, which retrying cannot fix, so they fail the stage.
-func (s *stageRun) deployContext(ctx workflow.Context) error {
+func (s *deployment) deployContext(ctx workflow.Context) error {
 	manifests, render, err := s.servicePhases(ctx)
 	if err != nil {
 		return err
@@ -58,7 +67,7 @@ func (s *stageRun) deployContext(ctx workflow.Context) error {
 
 // servicePhases runs the phases before the infrastructure's: service, artifact, service
 // variables and environment. It returns the service's manifests and the stage's renderer.
-func (s *stageRun) servicePhases(ctx workflow.Context) ([]plan.Manifest, renderFunc, error) {
+func (s *deployment) servicePhases(ctx workflow.Context) ([]plan.Manifest, renderFunc, error) {
 	d := s.in.Stage.Deploy
 	render := func(text, what string) (string, error) {
 		out, err := expressions.RenderString(text, expressions.NewScope(s.root, s.fqn), expressions.Options{})
@@ -88,7 +97,7 @@ type renderFunc func(text, what string) (string, error)
 
 // servicePhase publishes <+service.*> and <+manifests.*> and fetches the manifests stored
 // outside the plan (Git, chart repositories, S3); it returns the service's manifests.
-func (s *stageRun) servicePhase(ctx workflow.Context, sv *plan.Service, render renderFunc) ([]plan.Manifest, error) {
+func (s *deployment) servicePhase(ctx workflow.Context, sv *plan.Service, render renderFunc) ([]plan.Manifest, error) {
 	s.root["service"] = map[string]any{"name": sv.Name, "identifier": sv.ID, "description": sv.Description,
 		"tags": tagMap(sv.Tags), "type": sv.Type, "gitOpsEnabled": false}
 	ms := map[string]any{}
@@ -113,7 +122,7 @@ func (s *stageRun) servicePhase(ctx workflow.Context, sv *plan.Service, render r
 // configFilePhase fetches the service's config files kept in Git and publishes them all for
 // <+configFile.getAsString("id")> and getAsBase64. Executions started before it (and their
 // Ssh stages) fetched Git config files in the Ssh infrastructure phase, and had no functions.
-func (s *stageRun) configFilePhase(ctx workflow.Context, sv *plan.Service, render renderFunc) error {
+func (s *deployment) configFilePhase(ctx workflow.Context, sv *plan.Service, render renderFunc) error {
 	if len(sv.ConfigFiles) == 0 && len(sv.ConfigStores) == 0 {
 		return nil
 	}
@@ -151,7 +160,7 @@ func (s *stageRun) configFilePhase(ctx workflow.Context, sv *plan.Service, rende
 
 // artifactPhase resolves the primary artifact (an image tag to its digest, an S3 object) and
 // publishes <+artifact.*>.
-func (s *stageRun) artifactPhase(ctx workflow.Context, a *plan.Artifact, render renderFunc) error {
+func (s *deployment) artifactPhase(ctx workflow.Context, a *plan.Artifact, render renderFunc) error {
 	if a == nil {
 		return nil
 	}
@@ -207,7 +216,7 @@ func (s *stageRun) artifactPhase(ctx workflow.Context, a *plan.Artifact, render 
 // serviceVariables publishes <+serviceVariables.*>: the service definition's, then the
 // environment's, then the environment's overrides for the service (spec 10.3 levels 5, 4, 3).
 // It returns the environment's own variables.
-func (s *stageRun) serviceVariables(sv *plan.Service, env *plan.Environment) (map[string]any, error) {
+func (s *deployment) serviceVariables(sv *plan.Service, env *plan.Environment) (map[string]any, error) {
 	svars := map[string]any{}
 	if err := renderVariables(sv.Variables, svars, s.root, s.fqn); err != nil {
 		return nil, fmt.Errorf("service %s: %v", sv.ID, err)
@@ -230,7 +239,7 @@ func (s *stageRun) serviceVariables(sv *plan.Service, env *plan.Environment) (ma
 }
 
 // environmentPhase publishes <+env.*>.
-func (s *stageRun) environmentPhase(env *plan.Environment, envVars map[string]any) {
+func (s *deployment) environmentPhase(env *plan.Environment, envVars map[string]any) {
 	s.root["env"] = map[string]any{"name": env.Name, "identifier": env.ID, "description": env.Description,
 		"type": env.Type, "tags": tagMap(env.Tags), "variables": envVars}
 	if env.GroupRef != "" {
@@ -241,7 +250,7 @@ func (s *stageRun) environmentPhase(env *plan.Environment, envVars map[string]an
 // infrastructurePhase renders the infrastructure (namespace, release name, and for AWS the
 // region and cluster), publishes <+infra.*> and <+INFRA_KEY>, sets the stage's deploy
 // target and fetches the steps' own manifests.
-func (s *stageRun) infrastructurePhase(ctx workflow.Context, d *plan.Deployment, manifests []plan.Manifest, render renderFunc) error {
+func (s *deployment) infrastructurePhase(ctx workflow.Context, d *plan.Deployment, manifests []plan.Manifest, render renderFunc) error {
 	sv, env, inf := d.Service, d.Environment, d.Infra
 	ns, err := render(inf.Namespace, "infrastructure namespace")
 	if err != nil {
@@ -255,7 +264,7 @@ func (s *stageRun) infrastructurePhase(ctx workflow.Context, d *plan.Deployment,
 	if inf.Aws != nil {
 		connector = inf.Aws.ID
 	}
-	s.deployKey = infrastructureKey(sv.ID, env.ID, connector, inf.ID)
+	s.key = infrastructureKey(sv.ID, env.ID, connector, inf.ID)
 	if inf.Custom != nil {
 		return s.customInfrastructure(d, render)
 	}
@@ -273,12 +282,12 @@ func (s *stageRun) infrastructurePhase(ctx workflow.Context, d *plan.Deployment,
 	s.root["infra"] = map[string]any{"name": inf.Name, "infraIdentifier": inf.ID, "identifier": inf.ID,
 		"connectorRef": inf.Connector.ID, "connector": map[string]any{"name": inf.Connector.Name},
 		"namespace": ns, "releaseName": release, "tags": tagMap(inf.Tags)}
-	s.deploy = &deployTarget{namespace: ns, releaseName: release, connector: inf.Connector, manifests: manifests}
+	s.target = &deployTarget{namespace: ns, releaseName: release, connector: inf.Connector, manifests: manifests}
 	if inf.Aws != nil {
 		return s.awsInfrastructure(ctx, d, render)
 	}
 	if len(d.StepManifests) > 0 && workflow.GetVersion(ctx, changeStepManifests, workflow.DefaultVersion, 1) == 1 {
-		if s.deploy.stepManifests, err = s.stepSources(ctx, d.StepManifests, render); err != nil {
+		if s.target.stepManifests, err = s.stepSources(ctx, d.StepManifests, render); err != nil {
 			return err
 		}
 	}
@@ -290,7 +299,7 @@ func (s *stageRun) infrastructurePhase(ctx workflow.Context, d *plan.Deployment,
 // awsInfrastructure is the infrastructure phase of an AwsLambda or ECS infrastructure (only
 // plans made since they exist have one): the region, the cluster, and the artifact the
 // AWS steps deploy.
-func (s *stageRun) awsInfrastructure(ctx workflow.Context, d *plan.Deployment, render renderFunc) error {
+func (s *deployment) awsInfrastructure(ctx workflow.Context, d *plan.Deployment, render renderFunc) error {
 	sv, env, inf := d.Service, d.Environment, d.Infra
 	region, err := render(inf.Region, "infrastructure region")
 	if err != nil {
@@ -303,23 +312,23 @@ func (s *stageRun) awsInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 	}
 	infra["connectorRef"], infra["region"], infra["type"] = inf.Aws.ID, region, inf.Type
 	infra["connector"] = map[string]any{"name": inf.Aws.ID}
-	s.deploy.aws, s.deploy.region = inf.Aws, region
+	s.target.aws, s.target.region = inf.Aws, region
 	if cluster != "" {
-		infra["cluster"], s.deploy.cluster = cluster, cluster
+		infra["cluster"], s.target.cluster = cluster, cluster
 	}
 	asgName, err := render(inf.BaseAsgName, "infrastructure baseAsgName")
 	if err != nil {
 		return err
 	}
 	if asgName != "" {
-		infra["baseAsgName"], s.deploy.asgName = asgName, asgName
+		infra["baseAsgName"], s.target.asgName = asgName, asgName
 	}
 	if art, ok := s.root["artifact"].(map[string]any); ok {
-		s.deploy.artifact = &contract.DeployArtifact{Type: fmt.Sprint(art["type"])}
+		s.target.artifact = &contract.DeployArtifact{Type: fmt.Sprint(art["type"])}
 		if sv.Artifact.S3 != nil {
-			s.deploy.artifact.Bucket, s.deploy.artifact.Key = fmt.Sprint(art["bucketName"]), fmt.Sprint(art["filePath"])
+			s.target.artifact.Bucket, s.target.artifact.Key = fmt.Sprint(art["bucketName"]), fmt.Sprint(art["filePath"])
 		} else {
-			s.deploy.artifact.Image = fmt.Sprint(art["image"])
+			s.target.artifact.Image = fmt.Sprint(art["image"])
 		}
 	}
 	target := "AWS Lambda in " + region
@@ -332,7 +341,7 @@ func (s *stageRun) awsInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: %s with connector %s",
 		sv.ID, env.ID, env.Type, inf.ID, target, inf.Aws.ID))
 	if len(d.StepManifests) > 0 { // EcsRunTask steps' definitions
-		if s.deploy.stepManifests, err = s.stepSources(ctx, d.StepManifests, render); err != nil {
+		if s.target.stepManifests, err = s.stepSources(ctx, d.StepManifests, render); err != nil {
 			return err
 		}
 	}
@@ -342,7 +351,7 @@ func (s *stageRun) awsInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 // stepSources fetches the Git-stored manifestSource of K8sApply steps with the service's
 // manifests' machinery, keyed (and recorded on the stage node) by the step's FQN below the
 // stage; they are not published as `<+manifests.*>`, which are the service's.
-func (s *stageRun) stepSources(ctx workflow.Context, in map[string]plan.Manifest, render func(text, what string) (string, error)) (map[string]plan.Manifest, error) {
+func (s *deployment) stepSources(ctx workflow.Context, in map[string]plan.Manifest, render func(text, what string) (string, error)) (map[string]plan.Manifest, error) {
 	keys := slices.Sorted(maps.Keys(in))
 	list := make([]plan.Manifest, len(keys))
 	for i, k := range keys {
@@ -364,7 +373,7 @@ func (s *stageRun) stepSources(ctx workflow.Context, in map[string]plan.Manifest
 // fetchManifests fetches the stage's Git-stored manifests on a worker, all at once, and
 // returns the manifests with their files. Each is fetched once, at one commit, for the whole
 // stage; the commit is published as `<+manifests.ID.commitId>` and recorded on the stage node.
-func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, published map[string]any, render func(text, what string) (string, error)) ([]plan.Manifest, error) {
+func (s *deployment) fetchManifests(ctx workflow.Context, in []plan.Manifest, published map[string]any, render func(text, what string) (string, error)) ([]plan.Manifest, error) {
 	out := slices.Clone(in)
 	futures := make([]workflow.Future, len(out))
 	for i := range out {
@@ -390,7 +399,7 @@ func (s *stageRun) fetchManifests(ctx workflow.Context, in []plan.Manifest, publ
 // startFetch starts the activity that fetches a manifest stored outside the plan (a chart
 // repository, S3, Git) with its references rendered, and points m at what it asked for; nil
 // when the plan holds the manifest's files.
-func (s *stageRun) startFetch(ctx workflow.Context, m *plan.Manifest, render func(text, what string) (string, error)) (workflow.Future, error) {
+func (s *deployment) startFetch(ctx workflow.Context, m *plan.Manifest, render func(text, what string) (string, error)) (workflow.Future, error) {
 	if m.Chart != nil {
 		ch := *m.Chart
 		var err error
@@ -438,7 +447,7 @@ func (s *stageRun) startFetch(ctx workflow.Context, m *plan.Manifest, render fun
 
 // recordFetched keeps a fetched manifest's files and publishes where they came from, as
 // `<+manifests.ID.*>` and on the stage node.
-func (s *stageRun) recordFetched(m *plan.Manifest, got contract.Fetched, published map[string]any) {
+func (s *deployment) recordFetched(m *plan.Manifest, got contract.Fetched, published map[string]any) {
 	m.Files, m.Values = got.Files, got.Values
 	if m.Chart != nil {
 		s.pulledChart(m, got, published)
@@ -465,7 +474,7 @@ func (s *stageRun) recordFetched(m *plan.Manifest, got contract.Fetched, publish
 // pulledChart publishes a chart pulled from a repository as `<+manifests.ID.*>` (chartName,
 // chartVersion, and Chart.yaml under helm) and records the version (and an OCI chart's digest)
 // on the stage node, so a rerun pulls the same chart.
-func (s *stageRun) pulledChart(m *plan.Manifest, got contract.Fetched, published map[string]any) {
+func (s *deployment) pulledChart(m *plan.Manifest, got contract.Fetched, published map[string]any) {
 	ch, meta := m.Chart, got.Chart
 	ch.Version, ch.Digest = meta.Version, got.Digest
 	published[m.ID] = map[string]any{"identifier": m.ID, "type": m.Type, "store": ch.Type, "connectorRef": ch.Connector.ID,
@@ -483,7 +492,7 @@ func (s *stageRun) pulledChart(m *plan.Manifest, got contract.Fetched, published
 
 // fetchOptions are the activity options of a service-phase fetch (a manifest, a chart, an
 // artifact): on this stage's task queue, retried as infrastructure is.
-func (s *stageRun) fetchOptions(ctx workflow.Context, what string) workflow.ActivityOptions {
+func (s *deployment) fetchOptions(ctx workflow.Context, what string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
 		StartToCloseTimeout: fetchTimeout,
@@ -497,7 +506,7 @@ func (s *stageRun) fetchOptions(ctx workflow.Context, what string) workflow.Acti
 // digest on a worker, publishes `<+artifact.tag>`, `<+artifact.digest>` and `<+artifact.image>`
 // (registry/path:tag@digest, so every step deploys that one image) and records the digest on
 // the stage node.
-func (s *stageRun) resolveArtifact(ctx workflow.Context, a *plan.Artifact, path, tag string, art map[string]any, render func(text, what string) (string, error)) error {
+func (s *deployment) resolveArtifact(ctx workflow.Context, a *plan.Artifact, path, tag string, art map[string]any, render func(text, what string) (string, error)) error {
 	in := *a
 	in.ImagePath, in.Tag = path, tag
 	regex, err := render(a.TagRegex, "artifact tagRegex")
@@ -519,7 +528,7 @@ func (s *stageRun) resolveArtifact(ctx workflow.Context, a *plan.Artifact, path,
 // resolveCustomArtifact runs a CustomArtifact source's listing script on a worker and
 // publishes the version picked as `<+artifact.version>` (and the image, as a version-only
 // source publishes it) with its attributes as `<+artifact.metadata.*>`.
-func (s *stageRun) resolveCustomArtifact(ctx workflow.Context, a *plan.Artifact, art map[string]any, render renderFunc) error {
+func (s *deployment) resolveCustomArtifact(ctx workflow.Context, a *plan.Artifact, art map[string]any, render renderFunc) error {
 	sc := *a.Custom
 	var err error
 	for _, f := range []struct {
@@ -570,7 +579,7 @@ func renderS3Store(st plan.S3Store, id string, render func(text, what string) (s
 // resolveS3Artifact finds an AmazonS3 artifact's object on a worker and returns what
 // `<+artifact.*>` publishes of it: bucketName, filePath, region, and metadata (url, eTag,
 // size, lastModified). The object is recorded on the stage node.
-func (s *stageRun) resolveS3Artifact(ctx workflow.Context, a *plan.Artifact, render func(text, what string) (string, error)) (map[string]any, error) {
+func (s *deployment) resolveS3Artifact(ctx workflow.Context, a *plan.Artifact, render func(text, what string) (string, error)) (map[string]any, error) {
 	in := *a.S3
 	for _, f := range []struct {
 		v    *string
@@ -603,7 +612,7 @@ func (s *stageRun) resolveS3Artifact(ctx workflow.Context, a *plan.Artifact, ren
 // resolveAmiArtifact finds an AmazonMachineImage artifact's image on a worker and returns
 // what `<+artifact.*>` publishes of it: amiId (also image, what an Asg stage deploys),
 // version (the image's name), versionRegex and metadata (its tags, ownerId, imageType).
-func (s *stageRun) resolveAmiArtifact(ctx workflow.Context, a *plan.Artifact, render renderFunc) (map[string]any, error) {
+func (s *deployment) resolveAmiArtifact(ctx workflow.Context, a *plan.Artifact, render renderFunc) (map[string]any, error) {
 	in := *a.Ami
 	in.Tags, in.Filters = slices.Clone(in.Tags), slices.Clone(in.Filters)
 	type field struct {
@@ -667,8 +676,8 @@ func tagMap(t map[string]string) map[string]any {
 // deployInput renders the manifests for a Kubernetes step at the step's FQN. Manifests may use
 // any expression the step could; `<+kubernetes.release.revision>` is left for the step, which
 // knows the release it deploys.
-func (s *stageRun) deployInput(root map[string]any, fqn string) (*contract.DeployInput, error) {
-	if s.deploy == nil {
+func (s *deployment) deployInput(root map[string]any, fqn string) (*contract.DeployInput, error) {
+	if s.target == nil {
 		return nil, fmt.Errorf("Kubernetes steps need a Deployment stage with a service, environment and infrastructure")
 	}
 	data := make(map[string]any, len(root)+1)
@@ -692,23 +701,23 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*contract.Deplo
 		}
 		return out, nil
 	}
-	in := &contract.DeployInput{Namespace: s.deploy.namespace, ReleaseName: s.deploy.releaseName,
-		Connector: s.deploy.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback,
-		Aws: s.deploy.aws, Region: s.deploy.region, Cluster: s.deploy.cluster, AsgName: s.deploy.asgName, Artifact: s.deploy.artifact}
-	if s.deploy.ssh != nil {
-		files, err := renderFiles(s.deploy.configFiles)
+	in := &contract.DeployInput{Namespace: s.target.namespace, ReleaseName: s.target.releaseName,
+		Connector: s.target.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback,
+		Aws: s.target.aws, Region: s.target.region, Cluster: s.target.cluster, AsgName: s.target.asgName, Artifact: s.target.artifact}
+	if s.target.ssh != nil {
+		files, err := renderFiles(s.target.configFiles)
 		if err != nil {
 			return nil, err
 		}
-		in.Ssh, in.ConfigFiles = s.deploy.ssh, files
+		in.Ssh, in.ConfigFiles = s.target.ssh, files
 		if in.Rollback {
-			in.Artifact = s.deploy.rollbackArtifact // what the infrastructure had before
+			in.Artifact = s.target.rollbackArtifact // what the infrastructure had before
 		}
 		if r, ok := root["repeat"].(map[string]any); ok {
 			in.Host, _ = hostOf(r["item"]).(string) // the loop over <+stage.output.hosts> this step runs in
 		}
 	}
-	if c := s.deploy.custom; c != nil {
+	if c := s.target.custom; c != nil {
 		// The script sees the stage's expressions as they are when its step runs.
 		script, err := expressions.RenderString(c.Script, scope, expressions.Options{})
 		if err != nil {
@@ -718,8 +727,8 @@ func (s *stageRun) deployInput(root map[string]any, fqn string) (*contract.Deplo
 		custom.Script = script
 		in.Custom = &custom
 	}
-	ms := s.deploy.manifests
-	if src, ok := s.deploy.stepManifests[strings.TrimPrefix(fqn, s.fqn+".")]; ok {
+	ms := s.target.manifests
+	if src, ok := s.target.stepManifests[strings.TrimPrefix(fqn, s.fqn+".")]; ok {
 		ms, in.StepSource = []plan.Manifest{src}, true
 	}
 	for _, m := range ms {
@@ -747,7 +756,7 @@ func provisionerOf(st *plan.Node, mode string) *plan.Node {
 
 // provisionerData is the provisioner group's data: `<+pipeline.stages.S.spec.environment.
 // provisioner.*>`.
-func (s *stageRun) provisionerData() map[string]any {
+func (s *deployment) provisionerData() map[string]any {
 	return child(child(s.data, "spec"), "environment")
 }
 
@@ -756,7 +765,7 @@ func (s *stageRun) provisionerData() map[string]any {
 // provisioner's steps, whose outputs become `<+provisioner.*>`, then the infrastructure. A
 // provisioner that fails leaves the infrastructure unrendered and the execution not started
 // (the failure strategies already ran for its step).
-func (s *stageRun) provision(ctx, body workflow.Context, prov *plan.Node, t *Node) error {
+func (s *deployment) provision(ctx, body workflow.Context, prov *plan.Node, t *Node) error {
 	manifests, render, err := s.servicePhases(ctx)
 	if err != nil {
 		return err
@@ -782,7 +791,7 @@ func (s *stageRun) provision(ctx, body workflow.Context, prov *plan.Node, t *Nod
 }
 
 // rollbackProvisioner runs the provisioner's rollback steps.
-func (s *stageRun) rollbackProvisioner(ctx workflow.Context, prov *plan.Node) {
+func (s *deployment) rollbackProvisioner(ctx workflow.Context, prov *plan.Node) {
 	if len(prov.Rollback) == 0 || s.aborted || s.expired {
 		return
 	}
@@ -793,7 +802,7 @@ func (s *stageRun) rollbackProvisioner(ctx workflow.Context, prov *plan.Node) {
 // customInfrastructure is the infrastructure phase of a CustomDeployment infrastructure:
 // its variables rendered and published as `<+infra.variables.*>`, the template its
 // FetchInstanceScript step runs.
-func (s *stageRun) customInfrastructure(d *plan.Deployment, render renderFunc) error {
+func (s *deployment) customInfrastructure(d *plan.Deployment, render renderFunc) error {
 	sv, env, inf := d.Service, d.Environment, d.Infra
 	vars := map[string]any{}
 	for _, v := range inf.Custom.Variables {
@@ -805,7 +814,7 @@ func (s *stageRun) customInfrastructure(d *plan.Deployment, render renderFunc) e
 	}
 	s.root["infra"] = map[string]any{"name": inf.Name, "infraIdentifier": inf.ID, "identifier": inf.ID, "type": inf.Type,
 		"tags": tagMap(inf.Tags), "variables": vars}
-	s.deploy = &deployTarget{custom: inf.Custom}
+	s.target = &deployTarget{custom: inf.Custom}
 	s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("deploys service %s to environment %s (%s), infrastructure %s: deployment template %s",
 		sv.ID, env.ID, env.Type, inf.ID, inf.Custom.Template))
 	return nil
@@ -814,7 +823,7 @@ func (s *stageRun) customInfrastructure(d *plan.Deployment, render renderFunc) e
 // instancesFetched is the outcome of a FetchInstanceScript step: the instances' host names
 // become the stage's `<+stage.output.hosts>`, and each instance is `<+instance.*>` in the
 // iterations of a loop over them.
-func (s *stageRun) instancesFetched(outputs map[string]any) {
+func (s *deployment) instancesFetched(outputs map[string]any) {
 	hosts, _ := outputs["hosts"].([]any)
 	list, _ := outputs["instances"].([]any)
 	byHost := map[string]any{}
@@ -855,7 +864,7 @@ func withInstance(root map[string]any, it iteration) map[string]any {
 
 // sshInfrastructure is the infrastructure phase of a Pdc infrastructure: its hosts rendered,
 // published as `<+stage.output.hosts>` and, in a loop over them, `<+instance.*>`.
-func (s *stageRun) sshInfrastructure(ctx workflow.Context, d *plan.Deployment, render renderFunc) error {
+func (s *deployment) sshInfrastructure(ctx workflow.Context, d *plan.Deployment, render renderFunc) error {
 	sv, env, inf := d.Service, d.Environment, d.Infra
 	hosts := make([]string, 0, len(inf.Ssh.Hosts))
 	byHost := map[string]any{}
@@ -898,9 +907,9 @@ func (s *stageRun) sshInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 		"tags": tagMap(inf.Tags), "hosts": list, "credentialsRef": inf.Ssh.Credential.ID}
 	sshInfra := *inf.Ssh
 	sshInfra.Hosts = hosts
-	s.deploy = &deployTarget{ssh: &sshInfra, configFiles: sv.ConfigFiles, artifact: sshArtifact(sv.Artifact, s.root)}
+	s.target = &deployTarget{ssh: &sshInfra, configFiles: sv.ConfigFiles, artifact: sshArtifact(sv.Artifact, s.root)}
 	if s.configFiles != nil {
-		s.deploy.configFiles = s.configFiles // fetched in the service phase
+		s.target.configFiles = s.configFiles // fetched in the service phase
 	} else if len(sv.ConfigStores) > 0 {
 		// Only services with Git-stored config files, which no earlier version ran, fetch them.
 		fetched, err := s.fetchManifests(ctx, sv.ConfigStores, map[string]any{}, render)
@@ -911,7 +920,7 @@ func (s *stageRun) sshInfrastructure(ctx workflow.Context, d *plan.Deployment, r
 		for _, m := range fetched {
 			files = append(files, m.Files...)
 		}
-		s.deploy.configFiles = files
+		s.target.configFiles = files
 	}
 	if workflow.GetVersion(ctx, changeDeployedArtifact, workflow.DefaultVersion, 1) == 1 {
 		if err := s.lastDeployed(ctx, contract.DeployedKey{Project: inf.Ssh.Project, Environment: env.ID, Infra: inf.ID, Service: sv.ID}); err != nil {
@@ -938,7 +947,7 @@ func hostKept(host string, only []string) bool {
 
 // describeHosts lists an SshWinRmAws infrastructure's instances on a worker, its region and
 // tag values rendered first.
-func (s *stageRun) describeHosts(ctx workflow.Context, h plan.AwsHosts, render renderFunc) ([]contract.Host, error) {
+func (s *deployment) describeHosts(ctx workflow.Context, h plan.AwsHosts, render renderFunc) ([]contract.Host, error) {
 	var err error
 	if h.Region, err = render(h.Region, "infrastructure region"); err != nil {
 		return nil, err
@@ -983,7 +992,7 @@ func sshArtifact(a *plan.Artifact, root map[string]any) *contract.DeployArtifact
 // lastDeployed finds what another execution last deployed with the stage's service to its
 // infrastructure: `<+rollbackArtifact.*>` (null when nothing was), and what the stage's
 // rollback steps copy. The stage records its own artifact when it succeeds.
-func (s *stageRun) lastDeployed(ctx workflow.Context, key contract.DeployedKey) error {
+func (s *deployment) lastDeployed(ctx workflow.Context, key contract.DeployedKey) error {
 	key.Execution = s.in.ExecutionID
 	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("find what %s was last deployed with to %s", key.Service, key.Infra)))
 	var last *contract.Deployed
@@ -992,17 +1001,17 @@ func (s *stageRun) lastDeployed(ctx workflow.Context, key contract.DeployedKey) 
 	}
 	s.root["rollbackArtifact"] = nil
 	if last != nil {
-		s.root["rollbackArtifact"], s.deploy.rollbackArtifact = last.Published, last.Artifact
+		s.root["rollbackArtifact"], s.target.rollbackArtifact = last.Published, last.Artifact
 		s.tree.Notes = append(s.tree.Notes, fmt.Sprintf("rollback artifact: %s (deployed by %s)", last.Artifact, last.Execution))
 	}
 	key.Execution = ""
-	s.deploy.deployed = &key
+	s.target.deployed = &key
 	return nil
 }
 
 // recordDeployed records the artifact of an Ssh stage that succeeded.
-func (s *stageRun) recordDeployed(ctx workflow.Context) {
-	d := s.deploy
+func (s *deployment) recordDeployed(ctx workflow.Context) {
+	d := s.target
 	if d == nil || d.deployed == nil || d.artifact == nil {
 		return
 	}

@@ -26,7 +26,7 @@ func (d *dispatcher) finish(st status.Status, f *contract.Failure) {
 	d.data["status"] = string(st)
 	d.s.end(d.ctx, d.t, st, f)
 	if failed(st) { // the attempt's status after the failure strategy (spec 20.2.1)
-		d.s.stepEvent(d.ctx, contract.EventStepFailed, d.t, st)
+		d.s.notices.stepEvent(d.ctx, contract.EventStepFailed, d.t, st)
 	}
 }
 
@@ -155,7 +155,7 @@ func (d *dispatcher) fallback(st status.Status, f *contract.Failure) bool {
 func (d *dispatcher) intervention(st status.Status, f *contract.Failure, act *plan.Action) bool {
 	d.by = ""
 	d.applied("ManualIntervention")
-	choice, user, ok := d.s.waitForUser(d.ctx, d.t, d.fr, act)
+	choice, user, ok := d.s.decisions.waitForUser(d.ctx, d.t, d.fr, act)
 	switch {
 	case !ok:
 		d.finish(status.Aborted, f)

@@ -35,7 +35,7 @@ type inputWait struct {
 
 // askInputs puts a step in INPUT_WAITING until a user supplies its execution-time inputs or the
 // step's timeout passes (category InputTimeoutError, spec 9.7).
-func (s *stageRun) askInputs(ctx workflow.Context, n *plan.Node, t *Node, timeout time.Duration) (map[string]string, *contract.Failure) {
+func (s *decisions) askInputs(ctx workflow.Context, n *plan.Node, t *Node, timeout time.Duration) (map[string]string, *contract.Failure) {
 	w := &inputWait{decl: n.Inputs}
 	s.inputs[t.Path] = w
 	defer delete(s.inputs, t.Path)
@@ -54,7 +54,7 @@ func (s *stageRun) askInputs(ctx workflow.Context, n *plan.Node, t *Node, timeou
 		return nil, &contract.Failure{Category: contract.InputTimeout, Message: fmt.Sprintf("no execution-time input within %s", timeout)}
 	}
 	t.Notes = append(t.Notes, "inputs supplied by "+w.by)
-	s.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
+	s.notices.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
 	return w.values, nil
 }
 
@@ -162,7 +162,7 @@ func (w *inputWait) validate(req InputRequest) error {
 }
 
 // registerInput installs the input update on a stage workflow.
-func (s *stageRun) registerInput(ctx workflow.Context) error {
+func (s *decisions) registerInput(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateInput,
 		func(ctx workflow.Context, req InputRequest) (string, error) {
 			w := s.inputs[req.Path]

@@ -14,6 +14,16 @@ import (
 	"github.com/gantry-cd/gantry/status"
 )
 
+// decisions are what waits for people: interventions, approvals and execution inputs.
+type decisions struct {
+	*stageRun
+	waiting    map[string]*pending      // nodes waiting for a user, by path
+	waitStatus map[string]status.Status // nodes waiting for users, by path
+	owed       *WaitingSignal           // "nothing waits" not yet reported (changeQuietWaiting)
+	approvals  map[string]*approval
+	inputs     map[string]*inputWait // steps waiting for execution-time inputs
+}
+
 // DefaultInterventionTimeout applies when a ManualIntervention has no usable timeout (spec 5.8).
 const DefaultInterventionTimeout = 24 * time.Hour
 
@@ -71,7 +81,7 @@ func interventionActions(fr *frame) []string {
 // waitForUser puts a node in INTERVENTION_WAITING until a user decides or the timeout fires.
 // It returns the action to apply, the user ("" for the timeout action) and false when the
 // stage was cancelled meanwhile.
-func (s *stageRun) waitForUser(ctx workflow.Context, t *Node, fr *frame, act *plan.Action) (*plan.Action, string, bool) {
+func (s *decisions) waitForUser(ctx workflow.Context, t *Node, fr *frame, act *plan.Action) (*plan.Action, string, bool) {
 	timeout := DefaultInterventionTimeout
 	if d, err := duration.Parse(act.Timeout); err == nil {
 		timeout = d
@@ -85,7 +95,7 @@ func (s *stageRun) waitForUser(ctx workflow.Context, t *Node, fr *frame, act *pl
 	t.Actions = nil
 	s.setWaiting(ctx, t.Path, "")
 	if decided && err == nil {
-		s.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
+		s.notices.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
 	}
 	if err != nil {
 		return nil, "", false
@@ -101,13 +111,13 @@ func (s *stageRun) waitForUser(ctx workflow.Context, t *Node, fr *frame, act *pl
 
 // setWaiting records that a node waits for users (st "" when it stopped) and reports the
 // stage's strongest waiting status to the pipeline, which shows it in GantryStatus.
-func (s *stageRun) setWaiting(ctx workflow.Context, path string, st status.Status) {
+func (s *decisions) setWaiting(ctx workflow.Context, path string, st status.Status) {
 	if st == "" {
 		delete(s.waitStatus, path)
 	} else {
 		s.waitStatus[path] = st
-		if t := s.waitNode(path); t != nil {
-			s.stepEvent(ctx, contract.EventWaitingForUserAction, t, st)
+		if t := s.notices.waitNode(path); t != nil {
+			s.notices.stepEvent(ctx, contract.EventWaitingForUserAction, t, st)
 		}
 	}
 	s.publish(ctx)
@@ -118,7 +128,7 @@ func (s *stageRun) setWaiting(ctx workflow.Context, path string, st status.Statu
 // is said later (changeQuietWaiting): by flushWaiting when the stage next blocks, or by the
 // stage's result when it ends first, which saves a signal, and a workflow task on each side,
 // for every approval that ends its stage.
-func (s *stageRun) reportWaiting(ctx workflow.Context) {
+func (s *decisions) reportWaiting(ctx workflow.Context) {
 	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
 	if parent == nil {
 		return
@@ -150,7 +160,7 @@ func (s *stageRun) reportWaiting(ctx workflow.Context) {
 // flushWaiting sends an owed "nothing waits" report once the stage's other coroutines block:
 // the stage went on to something that takes time. The root coroutine runs first in each pass,
 // so a stage that ends in the same workflow task takes the owed report into its result first.
-func (s *stageRun) flushWaiting(ctx workflow.Context) {
+func (s *decisions) flushWaiting(ctx workflow.Context) {
 	ctx, _ = workflow.NewDisconnectedContext(ctx)
 	for {
 		if workflow.Await(ctx, func() bool { return s.owed != nil }) != nil {
@@ -163,7 +173,7 @@ func (s *stageRun) flushWaiting(ctx workflow.Context) {
 }
 
 // waitingNode describes the waiting step at path for the pipeline's memo.
-func (s *stageRun) waitingNode(path string, st status.Status) WaitingNode {
+func (s *decisions) waitingNode(path string, st status.Status) WaitingNode {
 	w := WaitingNode{Path: path, Status: st}
 	if t := s.tree.Find(path); t != nil {
 		w.Approval, w.Ticket, w.Actions, w.Inputs = t.Approval, t.Ticket, t.Actions, t.Inputs
@@ -182,7 +192,7 @@ func statusMap(m map[string]status.Status) map[string]any {
 // registerIntervene installs the intervene update: a validator that rejects anything but an
 // allowed action on a waiting or running node (so a bad request leaves no trace in history),
 // and a handler that hands the decision to the waiting step.
-func (s *stageRun) registerIntervene(ctx workflow.Context) error {
+func (s *decisions) registerIntervene(ctx workflow.Context) error {
 	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateIntervene,
 		func(ctx workflow.Context, req InterventionRequest) (string, error) {
 			if p := s.waiting[req.Path]; p != nil {
@@ -197,7 +207,7 @@ func (s *stageRun) registerIntervene(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: s.validateIntervention})
 }
 
-func (s *stageRun) validateIntervention(req InterventionRequest) error {
+func (s *decisions) validateIntervention(req InterventionRequest) error {
 	if req.User == "" {
 		return refuse(ErrForbidden, "an intervention must name the user who makes it")
 	}

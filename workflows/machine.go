@@ -16,6 +16,13 @@ import (
 	"github.com/gantry-cd/gantry/status"
 )
 
+// buildMachine is a CI stage's session on a build machine.
+type buildMachine struct {
+	*stageRun
+	session workflow.Context // the session on the machine
+	host    string           // that machine's worker
+}
+
 // A CI stage that names a runtime runs on a build machine (issue: runtime Cloud and Docker
 // without a cluster): a worker started with --build-machine. The stage holds a Temporal
 // session on one machine from its workspace's creation to its removal, so that all its steps
@@ -68,7 +75,7 @@ func machineKey(m plan.Machine) string {
 
 // startMachine waits, RESOURCE_WAITING, until a build machine of the stage's platform and tags
 // takes the stage, and makes its workspace there.
-func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*contract.PodInput, *contract.Failure) {
+func (s *buildMachine) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*contract.PodInput, *contract.Failure) {
 	scope := expressions.NewScope(s.rootFor(fr), fqn)
 	opts := expressions.Options{Unresolved: expressions.UnresolvedFail}
 	m := *n.Pod.Machine
@@ -109,7 +116,7 @@ func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn
 		Pod: plan.Pod{Machine: &m, SharedPaths: shared, Git: n.Pod.Git, Registries: n.Pod.Registries, Aws: n.Pod.Aws}}
 	// The machine may still wait for one of its stages to end (a stage slot, --max-stages):
 	// the stage shows waiting until its workspace is made.
-	ao := s.podOptions(t.Path + " (workspace)")
+	ao := s.pods.podOptions(t.Path + " (workspace)")
 	ao.StartToCloseTimeout, ao.HeartbeatTimeout = machineWait, machineHeartbeat
 	var ws contract.Workspace
 	err = workflow.ExecuteActivity(workflow.WithActivityOptions(sctx, ao), contract.WorkspaceStart, in).Get(ctx, &ws)
@@ -129,24 +136,24 @@ func (s *stageRun) startMachine(ctx workflow.Context, n *plan.Node, t *Node, fqn
 	}
 	in.Workspace, in.Machine = ws.Dir, ws.Machine
 	t.Notes = append(t.Notes, fmt.Sprintf("on build machine %s, workspace %s", ws.Machine, ws.Dir))
-	s.machine, s.machineHost = sctx, ws.Machine
+	s.session, s.host = sctx, ws.Machine
 	s.publish(ctx)
 	return in, nil
 }
 
 // stopMachine removes the stage's workspace, and what its steps left running, whatever ended
 // the stage, then frees the machine for another stage.
-func (s *stageRun) stopMachine(ctx workflow.Context, pod *contract.PodInput) {
-	if s.machine == nil {
+func (s *buildMachine) stopMachine(ctx workflow.Context, pod *contract.PodInput) {
+	if s.session == nil {
 		return
 	}
-	sctx, lost := s.machine, s.machineLost()
-	s.machine = nil
+	sctx, lost := s.session, s.machineLost()
+	s.session = nil
 	if lost == nil {
 		// A machine that went away meanwhile never takes it (its session fails later): the
 		// next worker on the machine removes the workspace then.
 		dctx, _ := workflow.NewDisconnectedContext(sctx)
-		ao := s.podOptions(pod.Group + " (workspace cleanup)")
+		ao := s.pods.podOptions(pod.Group + " (workspace cleanup)")
 		ao.ScheduleToStartTimeout = machineCleanupWait
 		err := workflow.ExecuteActivity(workflow.WithActivityOptions(dctx, ao), contract.WorkspaceStop, pod).Get(dctx, nil)
 		if err != nil {
@@ -158,8 +165,8 @@ func (s *stageRun) stopMachine(ctx workflow.Context, pod *contract.PodInput) {
 
 // onMachine is a context whose activities run on the stage's build machine, cancelled when
 // ctx is (an abort, a timeout) or the machine is lost; release ends the link.
-func (s *stageRun) onMachine(ctx workflow.Context) (workflow.Context, func()) {
-	mctx, cancel := workflow.WithCancel(s.machine)
+func (s *buildMachine) onMachine(ctx workflow.Context) (workflow.Context, func()) {
+	mctx, cancel := workflow.WithCancel(s.session)
 	done := workflow.NewChannel(ctx)
 	workflow.Go(ctx, func(g workflow.Context) {
 		sel := workflow.NewSelector(g)
@@ -172,15 +179,15 @@ func (s *stageRun) onMachine(ctx workflow.Context) (workflow.Context, func()) {
 
 // machineLost is the failure of a step whose build machine went away (its worker stopped
 // heartbeating the session): its workspace went with it.
-func (s *stageRun) machineLost() *contract.Failure {
-	if s.machine == nil {
+func (s *buildMachine) machineLost() *contract.Failure {
+	if s.session == nil {
 		return nil
 	}
-	if info := workflow.GetSessionInfo(s.machine); info == nil || info.SessionState != workflow.SessionStateFailed {
+	if info := workflow.GetSessionInfo(s.session); info == nil || info.SessionState != workflow.SessionStateFailed {
 		return nil
 	}
 	return &contract.Failure{Category: contract.DelegateRestart,
-		Message: fmt.Sprintf("build machine %s stopped running the stage (its worker is gone); the stage's workspace is lost with it: re-run the stage", s.machineHost)}
+		Message: fmt.Sprintf("build machine %s stopped running the stage (its worker is gone); the stage's workspace is lost with it: re-run the stage", s.host)}
 }
 
 // localMachines are the build machines this process serves, by name: a step of a stage whose
@@ -217,12 +224,12 @@ func servesMachine(name string) bool {
 // worker of gantry run and gantry server, a single worker), with the limits of the ShellScript
 // fast path (a timeout up to FastPathMaxTimeout, no concurrent siblings, the fast path on).
 // Where the workflow runs is not deterministic: the answer is recorded, per step, in history.
-func (s *stageRun) machineFastPath(ctx workflow.Context, timeout time.Duration) bool {
+func (s *buildMachine) machineFastPath(ctx workflow.Context, timeout time.Duration) bool {
 	set := s.in.Settings
-	if set.NoFastPath || timeout > set.FastPathMaxTimeout || isConcurrent(ctx) || s.machineHost == "" {
+	if set.NoFastPath || timeout > set.FastPathMaxTimeout || isConcurrent(ctx) || s.host == "" {
 		return false
 	}
-	host := s.machineHost
+	host := s.host
 	var here bool
 	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return servesMachine(host) }).Get(&here); err != nil {
 		return false

@@ -12,6 +12,12 @@ import (
 	"github.com/gantry-cd/gantry/status"
 )
 
+// notices are the notification events the stage raises.
+type notices struct {
+	*stageRun
+	raiser *raiser // nil without notification rules
+}
+
 // Notifications is what a stage or a loop batch needs to raise notification events: the rules
 // and the pipeline's part of every event. Nil when the pipeline has no enabled rule.
 type Notifications struct {
@@ -343,7 +349,7 @@ func signalRaise(ctx workflow.Context, r *raiser, executionID string, ev contrac
 
 // stepEvent raises a step event (StepFailed, WaitingForUserAction) or PipelineResumed for a
 // step in a stage workflow.
-func (s *stageRun) stepEvent(ctx workflow.Context, typ string, t *Node, st status.Status) {
+func (s *notices) stepEvent(ctx workflow.Context, typ string, t *Node, st status.Status) {
 	if s.raiser == nil || !s.raiser.wants(contract.EventLevel(typ)) {
 		return
 	}
@@ -377,7 +383,7 @@ type stepNote struct {
 }
 
 // noteStep remembers a step's base path and scope for its events.
-func (s *stageRun) noteStep(n *plan.Node, t *Node, fqn string, fr *frame) {
+func (s *notices) noteStep(n *plan.Node, t *Node, fqn string, fr *frame) {
 	if s.raiser == nil {
 		return
 	}
@@ -403,7 +409,7 @@ func actionCommand(execution, path string, st status.Status, actions []string) s
 }
 
 // waitNode is the node waiting at path, when events are wanted.
-func (s *stageRun) waitNode(path string) *Node {
+func (s *notices) waitNode(path string) *Node {
 	if s.raiser == nil {
 		return nil
 	}

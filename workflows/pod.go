@@ -17,6 +17,12 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 )
 
+// pods are the pods of containerized step groups and Container steps.
+type pods struct {
+	*stageRun
+	own map[string]*contract.PodInput // Container steps' pods, by node path
+}
+
 // podTimeout bounds creating or deleting a group's pod (the steps wait for their containers).
 const podTimeout = 2 * time.Minute
 
@@ -32,9 +38,9 @@ func (f *frame) podFor() *contract.PodInput {
 
 // startPod creates the pod of a containerized group (or of a Container step, n itself): its
 // infrastructure and its containers' images rendered in n's scope.
-func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*contract.PodInput, *contract.Failure) {
+func (s *pods) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn string, fr *frame) (*contract.PodInput, *contract.Failure) {
 	if n.Pod.Machine != nil {
-		return s.startMachine(ctx, n, t, fqn, fr)
+		return s.build.startMachine(ctx, n, t, fqn, fr)
 	}
 	scope := expressions.NewScope(s.rootFor(fr), fqn)
 	opts := expressions.Options{Unresolved: expressions.UnresolvedFail}
@@ -105,9 +111,9 @@ func (s *stageRun) startPod(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 }
 
 // stopPod deletes a group's pod whatever ended the group, an abort included.
-func (s *stageRun) stopPod(ctx workflow.Context, pod *contract.PodInput) {
+func (s *pods) stopPod(ctx workflow.Context, pod *contract.PodInput) {
 	if pod.Pod.Machine != nil {
-		s.stopMachine(ctx, pod)
+		s.build.stopMachine(ctx, pod)
 		return
 	}
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
@@ -117,7 +123,7 @@ func (s *stageRun) stopPod(ctx workflow.Context, pod *contract.PodInput) {
 	}
 }
 
-func (s *stageRun) podOptions(summary string) workflow.ActivityOptions {
+func (s *pods) podOptions(summary string) workflow.ActivityOptions {
 	return workflow.ActivityOptions{
 		StartToCloseTimeout: podTimeout,
 		Summary:             summary,
@@ -178,12 +184,12 @@ func podContainer(n *plan.Node, scope *expressions.Scope, step string) (contract
 
 // stepPod is where a container step runs: a Container step's own pod, or its group's; nil
 // for other steps or outside a containerized group.
-func (s *stageRun) stepPod(n *plan.Node, t *Node, fr *frame) *contract.PodStep {
+func (s *pods) stepPod(n *plan.Node, t *Node, fr *frame) *contract.PodStep {
 	where := traitsOf(n).Container
 	if where == "" {
 		return nil
 	}
-	pod := s.ownPods[t.Path]
+	pod := s.own[t.Path]
 	if pod == nil {
 		pod = fr.podFor()
 	}

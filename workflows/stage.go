@@ -28,10 +28,10 @@ func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 	}
 	s.run(ctx)
 	s.finalCommitStatus(ctx)
-	res := &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted, Locks: s.releaseLocks(ctx)}
+	res := &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted, Locks: s.constraint.releaseLocks(ctx)}
 	// Before settle, which may block and let flushWaiting send the owed report.
-	if s.owed != nil {
-		s.owed, res.WaitingCleared = nil, true
+	if s.decisions.owed != nil {
+		s.decisions.owed, res.WaitingCleared = nil, true
 	}
 	s.settle(ctx)
 	if err := closing(ctx, s.tree.Status, s.tree, *res); err != nil {
@@ -65,17 +65,17 @@ func (s *stageRun) listen(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return s.tree, nil }); err != nil {
 		return err
 	}
-	if err := s.registerIntervene(ctx); err != nil {
+	if err := s.decisions.registerIntervene(ctx); err != nil {
 		return err
 	}
-	if err := s.registerApprove(ctx); err != nil {
+	if err := s.decisions.registerApprove(ctx); err != nil {
 		return err
 	}
-	if err := s.registerInput(ctx); err != nil {
+	if err := s.decisions.registerInput(ctx); err != nil {
 		return err
 	}
 	s.listenPause(ctx)
-	workflow.Go(ctx, s.flushWaiting)
+	workflow.Go(ctx, s.decisions.flushWaiting)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		workflow.GetSignalChannel(ctx, signalExpire).Receive(ctx, nil)
 		s.expire()
@@ -111,38 +111,33 @@ type stageRun struct {
 
 	forward          *frame // the execution steps; halted when progression must stop
 	cancelBody       workflow.CancelFunc
-	aborted          bool                // an abort: nothing new starts, running steps are cancelled
-	expired          bool                // the stage or pipeline timer fired: running nodes end EXPIRED
-	stageRollback    bool                // a StageRollback action fired
-	pipelineRollback bool                // a PipelineRollback action fired
-	waiting          map[string]*pending // nodes waiting for a user, by path
+	aborted          bool // an abort: nothing new starts, running steps are cancelled
+	expired          bool // the stage or pipeline timer fired: running nodes end EXPIRED
+	stageRollback    bool // a StageRollback action fired
+	pipelineRollback bool // a PipelineRollback action fired
 	running          map[string]*runningStep
-	ownPods          map[string]*contract.PodInput // Container steps' pods, by node path
-	machine          workflow.Context              // the session on a CI stage's build machine
-	machineHost      string                        // that machine's worker
-	loopPaths        map[string]bool               // paths of loop iterations: not part of currentStatus
-	activeSteps      int                           // step activities running now (MaxRunningSteps)
-	barriers         map[string]string             // barrier ref → outcome, as the pipeline reported it
-	approvals        map[string]*approval
-	ticketWaits      int                                     // TicketWait children started, for their workflow IDs
-	waitStatus       map[string]status.Status                // nodes waiting for users, by path
-	inputs           map[string]*inputWait                   // steps waiting for execution-time inputs
-	deploy           *deployTarget                           // a Deployment stage's target
+	loopPaths        map[string]bool                         // paths of loop iterations: not part of currentStatus
+	activeSteps      int                                     // step activities running now (MaxRunningSteps)
+	barriers         map[string]string                       // barrier ref → outcome, as the pipeline reported it
 	fastVersion      *workflow.Version                       // changeFastPath, read at the first eligible step
 	fastUnflushed    time.Duration                           // fast-path step time not yet persisted in history
 	fastTask         int                                     // history length when those steps ran
 	signals          []workflow.Future                       // signals sent to other workflows, for settle
-	owed             *WaitingSignal                          // "nothing waits" not yet reported (changeQuietWaiting)
 	paused           bool                                    // the execution is paused: no node starts
-	raiser           *raiser                                 // nil without notification rules
 	stepInfo         map[string]stepNote                     // steps' base paths and scopes, for their events
 	batchRuns        map[string]workflow.ChildWorkflowFuture // running loop batches by workflow ID
-	locks            map[string]*heldLock                    // this workflow's lock tickets, by lock ID
-	inherited        []HeldLock                              // tickets its loop batches handed up
-	deployKey        string                                  // a Deployment stage's constraint key
 	statusSent       func() bool                             // the last commit status report is done (nil: none)
-	configFiles      []plan.File                             // the service's config files, fetched ones too (nil: Ssh fetches its own)
 	chainStarts      int                                     // chained executions started (a Pipeline stage's retries)
+
+	// The concerns, each holding the state it owns (their methods are in the file named).
+	dep        *deployment   // deploy.go: the service, environment and infrastructure of a Deployment stage
+	constraint *constraints  // constraint.go: resource constraints and Queue steps
+	pods       *pods         // pod.go: containerized groups' and Container steps' pods
+	build      *buildMachine // machine.go: a CI stage's session on a build machine
+	ticketing  *ticketing    // tickets.go: Jira, ServiceNow and custom approvals
+	notices    *notices      // notify.go: the notification events the stage raises
+	decisions  *decisions    // intervene.go, approval.go, inputs.go: what waits for people
+	verifier   *verifier     // verify.go: Verify steps' analyses
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a
@@ -227,10 +222,25 @@ func newStageRun(ctx workflow.Context, in StageInput) *stageRun {
 	} else {
 		tree.Children = childTree(st, path)
 	}
-	return &stageRun{in: in, root: root, data: data, tree: tree, fqn: "pipeline.stages." + st.ID,
-		forward: &frame{}, waiting: map[string]*pending{}, running: map[string]*runningStep{}, loopPaths: map[string]bool{}, barriers: map[string]string{},
-		approvals: map[string]*approval{}, waitStatus: map[string]status.Status{}, inputs: map[string]*inputWait{},
-		raiser: newRaiser(in.Notify), stepInfo: map[string]stepNote{}}
+	s := &stageRun{in: in, root: root, data: data, tree: tree, fqn: "pipeline.stages." + st.ID,
+		forward: &frame{}, running: map[string]*runningStep{}, loopPaths: map[string]bool{}, barriers: map[string]string{},
+		stepInfo: map[string]stepNote{}}
+	s.withConcerns()
+	s.notices.raiser = newRaiser(in.Notify)
+	return s
+}
+
+// withConcerns gives the stage its concerns, each with its state empty.
+func (s *stageRun) withConcerns() {
+	s.dep = &deployment{stageRun: s}
+	s.constraint = &constraints{stageRun: s}
+	s.pods = &pods{stageRun: s}
+	s.build = &buildMachine{stageRun: s}
+	s.ticketing = &ticketing{stageRun: s}
+	s.notices = &notices{stageRun: s}
+	s.decisions = &decisions{stageRun: s, waiting: map[string]*pending{}, waitStatus: map[string]status.Status{},
+		approvals: map[string]*approval{}, inputs: map[string]*inputWait{}}
+	s.verifier = &verifier{stageRun: s}
 }
 
 func (s *stageRun) run(ctx workflow.Context) {
@@ -254,18 +264,18 @@ func (s *stageRun) run(ctx workflow.Context) {
 		return
 	}
 	if st.Deploy != nil && prov == nil {
-		if err := s.deployContext(ctx); err != nil {
+		if err := s.dep.deployContext(ctx); err != nil {
 			s.finish(ctx, status.Failed, contract.Classify(err))
 			return
 		}
-		if !s.holdInfrastructure(body) {
+		if !s.constraint.holdInfrastructure(body) {
 			s.finishStopped(ctx)
 			return
 		}
 	}
 	if st.Pod != nil && s.in.Mode != ModePipelineRollback {
 		// A CI stage: one pod for all its steps (spec 22.1), deleted however the stage ends.
-		pod, f := s.startPod(body, st, s.tree, s.fqn, s.forward)
+		pod, f := s.pods.startPod(body, st, s.tree, s.fqn, s.forward)
 		if f != nil && st.Pod.Machine != nil && body.Err() != nil {
 			s.finishStopped(ctx) // aborted or timed out while waiting for a build machine
 			return
@@ -275,7 +285,7 @@ func (s *stageRun) run(ctx workflow.Context) {
 			return
 		}
 		s.forward.pod = pod
-		defer s.stopPod(ctx, pod)
+		defer s.pods.stopPod(ctx, pod)
 	}
 	execution := child(child(s.data, "spec"), "execution")
 	if s.in.Mode == ModePipelineRollback {
@@ -288,14 +298,14 @@ func (s *stageRun) run(ctx workflow.Context) {
 	if prov != nil {
 		// The environment's provisioner runs before the infrastructure is rendered: its
 		// outputs are `<+provisioner.*>` in the infrastructure's fields (issue 55).
-		if err := s.provision(ctx, body, prov, tree[0]); err != nil {
+		if err := s.dep.provision(ctx, body, prov, tree[0]); err != nil {
 			// What the provisioner made has no infrastructure to deploy to: roll it back.
-			s.rollbackProvisioner(body, prov)
+			s.dep.rollbackProvisioner(body, prov)
 			s.finish(ctx, status.Failed, contract.Classify(err))
 			return
 		}
-		if !s.holdInfrastructure(body) {
-			s.rollbackProvisioner(body, prov)
+		if !s.constraint.holdInfrastructure(body) {
+			s.dep.rollbackProvisioner(body, prov)
 			s.finishStopped(ctx)
 			return
 		}
@@ -306,14 +316,14 @@ func (s *stageRun) run(ctx workflow.Context) {
 		s.runRollback(body, st.Rollback, s.tree.Children[len(s.tree.Children)-1], s.fqn+".spec.execution", execution)
 	}
 	if prov != nil && s.stageRollback {
-		s.rollbackProvisioner(body, prov) // after the execution's, as it provisioned first
+		s.dep.rollbackProvisioner(body, prov) // after the execution's, as it provisioned first
 	}
 	final := rollupChildren(s.tree.Children)
 	if s.expired {
 		final = status.Expired
 	}
 	if final == status.Succeeded {
-		s.recordDeployed(ctx)
+		s.dep.recordDeployed(ctx)
 	}
 	s.finish(ctx, final, nil)
 }
@@ -476,14 +486,14 @@ func (s *stageRun) runGroup(ctx workflow.Context, n *plan.Node, t *Node, fqn str
 	}
 	g := &frame{parent: fr, group: n}
 	if n.Pod != nil {
-		pod, f := s.startPod(ctx, n, t, fqn, fr)
+		pod, f := s.pods.startPod(ctx, n, t, fqn, fr)
 		if f != nil {
 			s.end(ctx, t, status.Failed, f)
 			data["status"] = string(status.Failed)
 			return
 		}
 		g.pod = pod
-		defer s.stopPod(ctx, pod)
+		defer s.pods.stopPod(ctx, pod)
 	}
 	for {
 		s.runList(ctx, n.Children, t.Children, fqn+".steps", child(data, "steps"), g)

@@ -48,21 +48,21 @@ func (s *stageRun) runStepAttempts(ctx workflow.Context, n *plan.Node, t *Node, 
 	}
 	container[n.ID] = data
 	d := &dispatcher{s: s, ctx: ctx, n: n, t: t, fr: fr, data: data}
-	s.noteStep(n, t, fqn, fr)
+	s.notices.noteStep(n, t, fqn, fr)
 	if n.Pod != nil { // a Container step: a pod of its own for all its attempts
-		pod, f := s.startPod(ctx, n, t, fqn, fr)
+		pod, f := s.pods.startPod(ctx, n, t, fqn, fr)
 		if f != nil {
 			t.Attempts++
 			d.finish(status.Failed, f)
 			return
 		}
-		if s.ownPods == nil {
-			s.ownPods = map[string]*contract.PodInput{}
+		if s.pods.own == nil {
+			s.pods.own = map[string]*contract.PodInput{}
 		}
-		s.ownPods[t.Path] = pod
+		s.pods.own[t.Path] = pod
 		defer func() {
-			s.stopPod(ctx, pod)
-			delete(s.ownPods, t.Path)
+			s.pods.stopPod(ctx, pod)
+			delete(s.pods.own, t.Path)
 		}()
 	}
 	if len(n.Inputs) > 0 {
@@ -90,7 +90,7 @@ func (s *stageRun) runStepAttempts(ctx workflow.Context, n *plan.Node, t *Node, 
 		if !d.handle(st, f, n.OnFailure[string(f.Category)], false) {
 			return
 		}
-		s.stepEvent(ctx, contract.EventStepFailed, t, st) // this attempt failed; the next one runs
+		s.notices.stepEvent(ctx, contract.EventStepFailed, t, st) // this attempt failed; the next one runs
 	}
 }
 
@@ -105,7 +105,7 @@ func (s *stageRun) resolveInputs(ctx workflow.Context, n *plan.Node, t *Node, fq
 	}
 	var values map[string]string
 	for values == nil {
-		v, f := s.askInputs(ctx, n, t, timeout)
+		v, f := s.decisions.askInputs(ctx, n, t, timeout)
 		switch {
 		case f == nil:
 			values = v
@@ -124,7 +124,7 @@ func (s *stageRun) resolveInputs(ctx workflow.Context, n *plan.Node, t *Node, fq
 			if !d.handle(status.Failed, f, act, false) {
 				return nil, false
 			} // a Retry asks again
-			s.stepEvent(ctx, contract.EventStepFailed, t, status.Failed)
+			s.notices.stepEvent(ctx, contract.EventStepFailed, t, status.Failed)
 		}
 	}
 	c := *n
@@ -163,13 +163,13 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 	case "wait":
 		failure = s.wait(actx, t, spec)
 	case "approval":
-		outputs, failure = s.approvalStep(actx, t, spec, timeout, root)
+		outputs, failure = s.decisions.approvalStep(actx, t, spec, timeout, root)
 	case "queue":
-		failure = s.queueStep(actx, t, spec, timeout)
+		failure = s.constraint.queueStep(actx, t, spec, timeout)
 	case "ticketApproval", "customApproval":
-		outputs, failure = s.ticketApprovalStep(actx, n, t, spec, timeout)
+		outputs, failure = s.ticketing.ticketApprovalStep(actx, n, t, spec, timeout)
 	case "verify":
-		outputs, failure = s.verifyStep(actx, n, t, spec, timeout)
+		outputs, failure = s.verifier.verifyStep(actx, n, t, spec, timeout)
 	case "pipeline":
 		outputs, failure = s.chainStep(actx, n, t, spec)
 		if outputs != nil {
@@ -217,11 +217,11 @@ func (s *stageRun) activityStep(ctx workflow.Context, n *plan.Node, t *Node, spe
 	var deploy *contract.DeployInput
 	if tr.Deployment {
 		var err error
-		if deploy, err = s.deployInput(root, fqn); err != nil {
+		if deploy, err = s.dep.deployInput(root, fqn); err != nil {
 			return nil, &contract.Failure{Category: contract.Unknown, Message: err.Error()}
 		}
 	}
-	pod := s.stepPod(n, t, fr)
+	pod := s.pods.stepPod(n, t, fr)
 	if tr.Container != "" && pod == nil {
 		return nil, &contract.Failure{Category: contract.Unknown, Message: n.Type + " steps run only in a containerized step group"}
 	}
@@ -233,7 +233,7 @@ func (s *stageRun) activityStep(ctx workflow.Context, n *plan.Node, t *Node, spe
 		s.codebaseCloned(outputs)
 		s.commitStatus(ctx, contract.CommitPending)
 	case failure == nil && tr.Outcome == "instances":
-		s.instancesFetched(outputs)
+		s.dep.instancesFetched(outputs)
 	case failure == nil && tr.Outcome == "ticket":
 		// The reference reads a ticket step's issue or ticket beside its outputs
 		// (<+execution.steps.S.issue.key>, <+execution.steps.S.ticket.ticketNumber>).
@@ -315,11 +315,11 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	if onMachine {
 		// A step of a stage on a build machine: there, in its session, whatever its selectors
 		// (they chose the machine).
-		if f := s.machineLost(); f != nil {
+		if f := s.build.machineLost(); f != nil {
 			return nil, f
 		}
 		var release func()
-		actx, release = s.onMachine(ctx)
+		actx, release = s.build.onMachine(ctx)
 		defer release()
 		activity, selectors = contract.MachineStep, nil
 	}
@@ -343,7 +343,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	var res contract.StepResult
 	var fast bool
 	if onMachine {
-		fast = s.machineFastPath(ctx, timeout)
+		fast = s.build.machineFastPath(ctx, timeout)
 	} else {
 		fast = s.fastPath(ctx, n, timeout, deploy)
 	}
@@ -369,7 +369,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		s.flushFastPath(ctx, res.Ended.Sub(res.Started))
 	}
 	if err != nil {
-		if f := s.machineLost(); onMachine && f != nil && ctx.Err() == nil {
+		if f := s.build.machineLost(); onMachine && f != nil && ctx.Err() == nil {
 			return nil, f
 		}
 		var canceled *temporal.CanceledError

@@ -22,6 +22,12 @@ import (
 	"github.com/gantry-cd/gantry/workflows/criteria"
 )
 
+// ticketing runs Jira, ServiceNow and custom approvals in TicketWait children.
+type ticketing struct {
+	*stageRun
+	waits int // TicketWait children started, for their workflow IDs
+}
+
 // TicketWaitName is the workflow that waits on a ticket (JiraApproval, ServiceNowApproval) or a
 // script (CustomApproval) for an approval step: it reads it every retry interval on a durable
 // timer and decides the criteria. It is a child of the stage so that a wait of days, read every
@@ -288,17 +294,17 @@ func (w *ChangeWindow) bounds(read map[string]any) (time.Time, time.Time, error)
 // ticketApprovalStep runs a JiraApproval, ServiceNowApproval or CustomApproval step: it starts
 // the TicketWait that reads and decides, shows its view while the step is APPROVAL_WAITING,
 // and ends the step as it ends (or at the step's timeout, or when aborted).
-func (s *stageRun) ticketApprovalStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *contract.Failure) {
+func (s *ticketing) ticketApprovalStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *contract.Failure) {
 	in, err := s.ticketWaitInput(ctx, n, t, spec)
 	if err != nil {
 		return nil, &contract.Failure{Category: contract.Unknown, Message: err.Error()}
 	}
-	s.ticketWaits++
+	s.waits++
 	info := workflow.GetInfo(ctx)
 	cctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
-		WorkflowID:        fmt.Sprintf("%s/wait/%s/%d", info.WorkflowExecution.ID, t.Path, s.ticketWaits),
+		WorkflowID:        fmt.Sprintf("%s/wait/%s/%d", info.WorkflowExecution.ID, t.Path, s.waits),
 		TaskQueue:         info.TaskQueueName,
 		ParentClosePolicy: enumspb.PARENT_CLOSE_POLICY_TERMINATE,
 		StaticSummary:     fmt.Sprintf("%s waits on %s", t.Path, cmp.Or(in.View.Ticket, "its script")),
@@ -308,8 +314,8 @@ func (s *stageRun) ticketApprovalStep(ctx workflow.Context, n *plan.Node, t *Nod
 	view := in.View
 	t.Status, t.Ticket = status.ApprovalWaiting, &view
 	defer func() { t.Ticket = nil }()
-	s.setWaiting(ctx, t.Path, status.ApprovalWaiting)
-	defer s.setWaiting(ctx, t.Path, "")
+	s.decisions.setWaiting(ctx, t.Path, status.ApprovalWaiting)
+	defer s.decisions.setWaiting(ctx, t.Path, "")
 
 	views := workflow.GetSignalChannel(ctx, ticketViewSignal(t.Path))
 	timer := workflow.NewTimer(cctx, timeout)
@@ -322,7 +328,7 @@ func (s *stageRun) ticketApprovalStep(ctx workflow.Context, n *plan.Node, t *Nod
 		sel.AddReceive(views, func(c workflow.ReceiveChannel, _ bool) {
 			c.Receive(ctx, &view)
 			t.Ticket = &view
-			s.reportWaiting(ctx)
+			s.decisions.reportWaiting(ctx)
 			s.publish(ctx)
 		})
 		sel.AddFuture(timer, func(f workflow.Future) { expired = f.Get(ctx, nil) == nil })
@@ -350,7 +356,7 @@ func (s *stageRun) ticketApprovalStep(ctx workflow.Context, n *plan.Node, t *Nod
 	}
 	switch res.Result {
 	case "APPROVED":
-		s.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
+		s.notices.stepEvent(ctx, contract.EventPipelineResumed, t, status.Running)
 		return out, nil
 	case "REJECTED":
 		return out, &contract.Failure{Category: contract.ApprovalRejection, Message: res.Message}
@@ -372,7 +378,7 @@ func waitingOn(v TicketView) string {
 }
 
 // ticketWaitInput reads an approval step's rendered spec.
-func (s *stageRun) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node, spec any) (TicketWaitInput, error) {
+func (s *ticketing) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node, spec any) (TicketWaitInput, error) {
 	m, _ := spec.(map[string]any)
 	in := TicketWaitInput{Stage: workflow.GetInfo(ctx).WorkflowExecution.ID, Path: t.Path, Queue: workflow.GetInfo(ctx).TaskQueueName}
 	interval := DefaultRetryInterval
@@ -441,7 +447,7 @@ func (s *stageRun) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node, 
 }
 
 // approvalScript is a CustomApproval's script as a ShellScript activity runs it.
-func (s *stageRun) approvalScript(n *plan.Node, t *Node, m map[string]any) (*contract.StepInput, error) {
+func (s *ticketing) approvalScript(n *plan.Node, t *Node, m map[string]any) (*contract.StepInput, error) {
 	timeout := 10 * time.Minute
 	if v := strings.TrimSpace(expressions.ToString(m["scriptTimeout"])); v != "" {
 		d, err := duration.Parse(v)

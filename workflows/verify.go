@@ -17,12 +17,17 @@ import (
 	"github.com/gantry-cd/gantry/workflows/verification"
 )
 
+// verifier runs Verify steps' analyses; they keep no state beyond their step's node.
+type verifier struct {
+	*stageRun
+}
+
 // verifyStep runs a Verify step (docs/verification.md): it reads the monitored service's
 // metrics for the window before the stage started, then once a minute, on durable timers, for
 // its duration; fail-fast thresholds end it early; at the end each metric's test values are
 // compared with its control. The analysis is workflow code over the activities' answers, so a
 // worker that dies mid-analysis resumes it and reaches the same verdict.
-func (s *stageRun) verifyStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *contract.Failure) {
+func (s *verifier) verifyStep(ctx workflow.Context, n *plan.Node, t *Node, spec any, timeout time.Duration) (map[string]any, *contract.Failure) {
 	// The step's timeout bounds the whole analysis.
 	ctx, cancel := workflow.WithCancel(ctx)
 	defer cancel()
@@ -41,7 +46,7 @@ func (s *stageRun) verifyStep(ctx workflow.Context, n *plan.Node, t *Node, spec 
 }
 
 // analyse runs the analysis of a Verify step.
-func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any) (map[string]any, *contract.Failure) {
+func (s *verifier) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any) (map[string]any, *contract.Failure) {
 	ms := namedMonitored(n)
 	if ms == nil && s.in.Stage.Deploy != nil {
 		ms = s.in.Stage.Deploy.Monitored
@@ -149,7 +154,7 @@ func (s *stageRun) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 
 // queryMetrics asks a health source for a window. nil without a failure: the monitoring
 // system did not answer (after retries); a failure: it refused the credentials or a query.
-func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.HealthSource, minute time.Duration, from, to time.Time) (*contract.MetricsAnswer, *contract.Failure) {
+func (s *verifier) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.HealthSource, minute time.Duration, from, to time.Time) (*contract.MetricsAnswer, *contract.Failure) {
 	queue := workflow.GetInfo(ctx).TaskQueueName
 	if len(n.Selectors) > 0 {
 		queue = SelectorQueue(queue, n.Selectors)
@@ -188,19 +193,19 @@ func (s *stageRun) queryMetrics(ctx workflow.Context, n *plan.Node, src plan.Hea
 
 // lastVerified finds the window of the monitored service's last passed verification by
 // another execution (nil when none).
-func (s *stageRun) lastVerified(ctx workflow.Context, n *plan.Node, ms *plan.MonitoredService) (*contract.Verified, error) {
+func (s *verifier) lastVerified(ctx workflow.Context, n *plan.Node, ms *plan.MonitoredService) (*contract.Verified, error) {
 	key := contract.VerifiedKey{Project: ms.Project, Monitored: ms.ID, Execution: s.in.ExecutionID}
-	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("%s: find the last passed load test of %s", n.ID, ms.ID)))
+	actx := workflow.WithActivityOptions(ctx, s.dep.fetchOptions(ctx, fmt.Sprintf("%s: find the last passed load test of %s", n.ID, ms.ID)))
 	var last *contract.Verified
 	err := workflow.ExecuteActivity(actx, contract.LastVerified, key).Get(ctx, &last)
 	return last, err
 }
 
 // recordVerified remembers a passed load test's window, the baseline of the next.
-func (s *stageRun) recordVerified(ctx workflow.Context, n *plan.Node, t *Node, ms *plan.MonitoredService, from, to time.Time) {
+func (s *verifier) recordVerified(ctx workflow.Context, n *plan.Node, t *Node, ms *plan.MonitoredService, from, to time.Time) {
 	in := contract.RecordVerifiedInput{Key: contract.VerifiedKey{Project: ms.Project, Monitored: ms.ID},
 		Verified: contract.Verified{Execution: s.in.ExecutionID, Step: t.Path, Start: from, End: to}}
-	actx := workflow.WithActivityOptions(ctx, s.fetchOptions(ctx, fmt.Sprintf("%s: record the passed load test of %s", n.ID, ms.ID)))
+	actx := workflow.WithActivityOptions(ctx, s.dep.fetchOptions(ctx, fmt.Sprintf("%s: record the passed load test of %s", n.ID, ms.ID)))
 	if err := workflow.ExecuteActivity(actx, contract.RecordVerified, in).Get(ctx, nil); err != nil {
 		// The verification stands; only the next load test compares with an older one.
 		t.Notes = append(t.Notes, "this load test was not recorded as the next one's baseline: "+err.Error())
