@@ -2,7 +2,6 @@ package tickets
 
 import (
 	"context"
-	"encoding/json"
 	"maps"
 	"slices"
 
@@ -11,76 +10,74 @@ import (
 	"github.com/gantry-cd/gantry/stepspec"
 )
 
-// stepSpec holds the fields of every ticket step's rendered spec.
-type stepSpec struct {
-	ProjectKey   string      `json:"projectKey"`
-	IssueType    string      `json:"issueType"`
-	IssueKey     string      `json:"issueKey"`
-	Fields       []specField `json:"fields"`
-	TransitionTo *struct {
-		Status         string `json:"status"`
-		TransitionName string `json:"transitionName"`
-	} `json:"transitionTo"`
-	TicketType       string `json:"ticketType"`
-	TicketNumber     string `json:"ticketNumber"`
-	StagingTableName string `json:"stagingTableName"`
-	ImportData       *struct {
-		Type string `json:"type"`
-		Spec struct {
-			JSONBody string      `json:"jsonBody"`
-			Fields   []specField `json:"fields"`
-		} `json:"spec"`
-	} `json:"importData"`
-}
-
-type specField struct {
-	Name  string `json:"name"`
-	Value any    `json:"value"`
-}
-
-// ticketStep is what every handler of the family is given: the connected client, the decoded
-// spec, its fields with secrets expanded, and the mark that finds a created ticket again.
+// ticketStep is what every handler of the family is given: the connected client, the step's
+// rendered spec, and the mark that finds a created ticket again.
 type ticketStep struct {
-	a      *Activity
-	c      *client
-	spec   stepSpec
-	fields []Field
-	mark   string
-	mask   *secrets.Masker
+	a    *Activity
+	in   contract.StepInput
+	c    *client
+	mark string
+	mask *secrets.Masker
+}
+
+// handler runs one step type.
+type handler func(context.Context, *ticketStep) (map[string]any, error)
+
+// withSpec makes a handler of a function over the step's spec type S (stepspec's, the one
+// validation decoded) and its fields, secrets expanded.
+func withSpec[S any](fields func(*S) []stepspec.TicketField, h func(context.Context, *ticketStep, *S, []Field) (map[string]any, error)) handler {
+	return func(ctx context.Context, t *ticketStep) (map[string]any, error) {
+		sp, err := stepspec.Decode[S](t.in.Spec)
+		if err != nil {
+			return nil, contract.Fail(contract.Unknown, "decode %s spec: %v", t.in.Type, err)
+		}
+		var expanded []Field
+		if fields != nil {
+			if expanded, err = t.a.expand(ctx, t.mask, fields(&sp)); err != nil {
+				return nil, err
+			}
+		}
+		return h(ctx, t, &sp, expanded)
+	}
 }
 
 // handlers are the family's step types, one handler each.
-var handlers = map[string]func(context.Context, *ticketStep) (map[string]any, error){
-	stepspec.JiraCreate: func(ctx context.Context, t *ticketStep) (map[string]any, error) {
-		return wrap("issue")(t.c.JiraCreate(ctx, t.spec.ProjectKey, t.spec.IssueType, t.fields, t.mark))
-	},
-	stepspec.JiraUpdate: func(ctx context.Context, t *ticketStep) (map[string]any, error) {
-		status, name := "", ""
-		if tr := t.spec.TransitionTo; tr != nil {
-			status, name = tr.Status, tr.TransitionName
-		}
-		return wrap("issue")(t.c.JiraUpdate(ctx, t.spec.IssueKey, t.fields, status, name))
-	},
-	stepspec.ServiceNowCreate: func(ctx context.Context, t *ticketStep) (map[string]any, error) {
-		return wrap("ticket")(t.c.ServiceNowCreate(ctx, t.spec.TicketType, t.fields, t.mark))
-	},
-	stepspec.ServiceNowUpdate: func(ctx context.Context, t *ticketStep) (map[string]any, error) {
-		return wrap("ticket")(t.c.ServiceNowUpdate(ctx, t.spec.TicketType, t.spec.TicketNumber, t.fields))
-	},
-	stepspec.ServiceNowImportSet: func(ctx context.Context, t *ticketStep) (map[string]any, error) {
-		if t.spec.ImportData == nil {
-			return nil, contract.Fail(contract.Unknown, "ServiceNowImportSet has no importData")
-		}
-		body, err := secrets.Expand(ctx, t.a.Secrets, t.mask, t.spec.ImportData.Spec.JSONBody)
-		if err != nil {
-			return nil, contract.Fail(contract.Unknown, "import data: %v", err)
-		}
-		rows, err := t.a.expand(ctx, t.mask, t.spec.ImportData.Spec.Fields)
-		if err != nil {
-			return nil, err
-		}
-		return t.c.ServiceNowImport(ctx, t.spec.StagingTableName, body, rows)
-	},
+var handlers = map[string]handler{
+	stepspec.JiraCreate: withSpec(func(sp *stepspec.JiraCreateSpec) []stepspec.TicketField { return sp.Fields },
+		func(ctx context.Context, t *ticketStep, sp *stepspec.JiraCreateSpec, fields []Field) (map[string]any, error) {
+			return wrap("issue")(t.c.JiraCreate(ctx, sp.ProjectKey, sp.IssueType, fields, t.mark))
+		}),
+	stepspec.JiraUpdate: withSpec(func(sp *stepspec.JiraUpdateSpec) []stepspec.TicketField { return sp.Fields },
+		func(ctx context.Context, t *ticketStep, sp *stepspec.JiraUpdateSpec, fields []Field) (map[string]any, error) {
+			status, name := "", ""
+			if tr := sp.TransitionTo; tr != nil {
+				status, name = tr.Status, tr.TransitionName
+			}
+			return wrap("issue")(t.c.JiraUpdate(ctx, sp.IssueKey, fields, status, name))
+		}),
+	stepspec.ServiceNowCreate: withSpec(func(sp *stepspec.ServiceNowCreateSpec) []stepspec.TicketField { return sp.Fields },
+		func(ctx context.Context, t *ticketStep, sp *stepspec.ServiceNowCreateSpec, fields []Field) (map[string]any, error) {
+			return wrap("ticket")(t.c.ServiceNowCreate(ctx, sp.TicketType, fields, t.mark))
+		}),
+	stepspec.ServiceNowUpdate: withSpec(func(sp *stepspec.ServiceNowUpdateSpec) []stepspec.TicketField { return sp.Fields },
+		func(ctx context.Context, t *ticketStep, sp *stepspec.ServiceNowUpdateSpec, fields []Field) (map[string]any, error) {
+			return wrap("ticket")(t.c.ServiceNowUpdate(ctx, sp.TicketType, sp.TicketNumber, fields))
+		}),
+	stepspec.ServiceNowImportSet: withSpec(nil,
+		func(ctx context.Context, t *ticketStep, sp *stepspec.ServiceNowImportSetSpec, _ []Field) (map[string]any, error) {
+			if sp.ImportData == nil || sp.ImportData.Spec == nil {
+				return nil, contract.Fail(contract.Unknown, "ServiceNowImportSet has no importData")
+			}
+			body, err := secrets.Expand(ctx, t.a.Secrets, t.mask, sp.ImportData.Spec.JSONBody)
+			if err != nil {
+				return nil, contract.Fail(contract.Unknown, "import data: %v", err)
+			}
+			rows, err := t.a.expand(ctx, t.mask, sp.ImportData.Spec.Fields)
+			if err != nil {
+				return nil, err
+			}
+			return t.c.ServiceNowImport(ctx, sp.StagingTableName, body, rows)
+		}),
 }
 
 // Handles lists the step types the family runs, for the worker's test that each step type
@@ -91,10 +88,6 @@ func Handles() []string { return slices.Sorted(maps.Keys(handlers)) }
 // step. Its outputs are the issue (`issue`) or ticket (`ticket`) as read back after the
 // change, or the import's outcome.
 func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
-	var spec stepSpec
-	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return contract.StepResult{}, contract.Fail(contract.Unknown, "decode %s spec: %v", in.Type, err)
-	}
 	mask := &secrets.Masker{}
 	ref := in.Refs
 	if ref == nil {
@@ -104,15 +97,11 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	if err != nil {
 		return contract.StepResult{}, err
 	}
-	fields, err := a.expand(ctx, mask, spec.Fields)
-	if err != nil {
-		return contract.StepResult{}, err
-	}
 	h, ok := handlers[in.Type]
 	if !ok {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "the ticket activity does not run %s steps", in.Type)
 	}
-	out, err := h(ctx, &ticketStep{a: a, c: c, spec: spec, fields: fields, mark: correlation(in.ExecutionID, in.StepPath), mask: mask})
+	out, err := h(ctx, &ticketStep{a: a, in: in, c: c, mark: correlation(in.ExecutionID, in.StepPath), mask: mask})
 	if err != nil {
 		return contract.StepResult{}, err
 	}
@@ -152,10 +141,10 @@ func wrap(name string) func(map[string]any, error) (map[string]any, error) {
 }
 
 // expand resolves the secrets in the fields' values.
-func (a *Activity) expand(ctx context.Context, mask *secrets.Masker, in []specField) ([]Field, error) {
+func (a *Activity) expand(ctx context.Context, mask *secrets.Masker, in []stepspec.TicketField) ([]Field, error) {
 	var out []Field
 	for _, f := range in {
-		v, err := secrets.Expand(ctx, a.Secrets, mask, fieldText(f.Value))
+		v, err := secrets.Expand(ctx, a.Secrets, mask, fieldText(f.Rendered))
 		if err != nil {
 			return nil, contract.Fail(contract.Unknown, "field %s: %v", f.Name, err)
 		}

@@ -93,12 +93,12 @@ var entries = []Entry{
 	{Type: stepspec.Verify, New: func() any { return &Verify{} }, DeploymentStage: true, Monitored: true, Traits: plan.Traits{Builtin: "verify"}},
 	// An approval's Jexl criteria keep <+issue...>, <+ticket...> and <+output...> as written:
 	// they are evaluated against the ticket (or the script's outputs) each time it is read.
-	{Type: stepspec.JiraCreate, New: func() any { return &JiraCreate{} }, Ticketing: "Jira", Traits: ticket},
-	{Type: stepspec.JiraUpdate, New: func() any { return &JiraUpdate{} }, Ticketing: "Jira", Traits: ticket},
+	{Type: stepspec.JiraCreate, New: func() any { return &JiraCreate{} }, Check: checks(checkJiraCreate), Ticketing: "Jira", Traits: ticket},
+	{Type: stepspec.JiraUpdate, New: func() any { return &JiraUpdate{} }, Check: checks(checkJiraUpdate), Ticketing: "Jira", Traits: ticket},
 	{Type: stepspec.JiraApproval, New: func() any { return &JiraApproval{} }, Ticketing: "Jira", Unresolved: "verbatim", Traits: ticketApproval},
-	{Type: stepspec.ServiceNowCreate, New: func() any { return &ServiceNowCreate{} }, Ticketing: "ServiceNow", Traits: ticket},
-	{Type: stepspec.ServiceNowUpdate, New: func() any { return &ServiceNowUpdate{} }, Ticketing: "ServiceNow", Traits: ticket},
-	{Type: stepspec.ServiceNowImportSet, New: func() any { return &ServiceNowImportSet{} }, Ticketing: "ServiceNow", Traits: ticket},
+	{Type: stepspec.ServiceNowCreate, New: func() any { return &ServiceNowCreate{} }, Check: checks(checkServiceNowCreate), Ticketing: "ServiceNow", Traits: ticket},
+	{Type: stepspec.ServiceNowUpdate, New: func() any { return &ServiceNowUpdate{} }, Check: checks(checkServiceNowUpdate), Ticketing: "ServiceNow", Traits: ticket},
+	{Type: stepspec.ServiceNowImportSet, New: func() any { return &ServiceNowImportSet{} }, Check: checks(checkServiceNowImportSet), Ticketing: "ServiceNow", Traits: ticket},
 	{Type: stepspec.ServiceNowApproval, New: func() any { return &ServiceNowApproval{} }, Ticketing: "ServiceNow", Unresolved: "verbatim", Traits: ticketApproval},
 	{Type: stepspec.CustomApproval, New: func() any { return &CustomApproval{} }, Unresolved: "verbatim", Traits: plan.Traits{Builtin: "customApproval"}},
 	{Type: stepspec.Email, New: func() any { return &Email{} }, Traits: plan.Traits{Activity: contract.EmailStep}},

@@ -8,47 +8,24 @@ import (
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // Change tickets as gates (docs/tickets.md): Jira and ServiceNow steps that open, update and
 // wait on tickets, the CustomApproval step that waits on a script, and the Email step.
 
-// TicketField is a field of a ticket to set: Jira's by name or id, ServiceNow's by column name.
-type TicketField struct {
-	Node  *yaml.Node `yaml:"-"`
-	Name  string     `yaml:"name"`
-	Value string     `yaml:"value"`
-}
-
-// JiraCreate opens a Jira issue.
-type JiraCreate struct {
-	Node              *yaml.Node    `yaml:"-"`
-	ConnectorRef      string        `yaml:"connectorRef" gantry:"required"`
-	ProjectKey        string        `yaml:"projectKey" gantry:"required"`
-	IssueType         string        `yaml:"issueType" gantry:"required"`
-	Fields            []TicketField `yaml:"fields"`
-	DelegateSelectors *yaml.Node    `yaml:"delegateSelectors"`
-}
-
-// JiraUpdate changes a Jira issue's fields and moves it through a transition.
-type JiraUpdate struct {
-	Node              *yaml.Node    `yaml:"-"`
-	ConnectorRef      string        `yaml:"connectorRef" gantry:"required"`
-	IssueKey          string        `yaml:"issueKey" gantry:"required"`
-	IssueType         string        `yaml:"issueType"`
-	ProjectKey        string        `yaml:"projectKey"`
-	Fields            []TicketField `yaml:"fields"`
-	TransitionTo      *TransitionTo `yaml:"transitionTo"`
-	DelegateSelectors *yaml.Node    `yaml:"delegateSelectors"`
-}
-
-// TransitionTo moves an issue to a status, through the named transition when several lead
-// there.
-type TransitionTo struct {
-	Node           *yaml.Node `yaml:"-"`
-	Status         string     `yaml:"status"`
-	TransitionName string     `yaml:"transitionName"`
-}
+// The ticket steps' specs, shared with the ticket family (stepspec).
+type (
+	TicketField         = stepspec.TicketField
+	JiraCreate          = stepspec.JiraCreateSpec
+	JiraUpdate          = stepspec.JiraUpdateSpec
+	TransitionTo        = stepspec.TransitionTo
+	ServiceNowCreate    = stepspec.ServiceNowCreateSpec
+	ServiceNowUpdate    = stepspec.ServiceNowUpdateSpec
+	ServiceNowImportSet = stepspec.ServiceNowImportSetSpec
+	ImportData          = stepspec.ImportData
+	ImportDataSpec      = stepspec.ImportDataSpec
+)
 
 // JiraApproval waits until a Jira issue meets its approval criteria (or its rejection
 // criteria), reading it every retryInterval.
@@ -62,31 +39,6 @@ type JiraApproval struct {
 	RejectionCriteria *Criteria  `yaml:"rejectionCriteria"`
 	RetryInterval     string     `yaml:"retryInterval"`
 	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
-}
-
-// ServiceNowCreate opens a ServiceNow ticket (a row of the ticket type's table).
-type ServiceNowCreate struct {
-	Node                  *yaml.Node    `yaml:"-"`
-	ConnectorRef          string        `yaml:"connectorRef" gantry:"required"`
-	TicketType            string        `yaml:"ticketType" gantry:"required"`
-	Fields                []TicketField `yaml:"fields"`
-	CreateType            string        `yaml:"createType"`
-	TemplateName          string        `yaml:"templateName"`
-	UseServiceNowTemplate string        `yaml:"useServiceNowTemplate"`
-	DelegateSelectors     *yaml.Node    `yaml:"delegateSelectors"`
-}
-
-// ServiceNowUpdate changes a ServiceNow ticket's fields.
-type ServiceNowUpdate struct {
-	Node                  *yaml.Node    `yaml:"-"`
-	ConnectorRef          string        `yaml:"connectorRef" gantry:"required"`
-	TicketType            string        `yaml:"ticketType" gantry:"required"`
-	TicketNumber          string        `yaml:"ticketNumber"`
-	Fields                []TicketField `yaml:"fields"`
-	TemplateName          string        `yaml:"templateName"`
-	UseServiceNowTemplate string        `yaml:"useServiceNowTemplate" gantry:"required"`
-	UpdateMultiple        *yaml.Node    `yaml:"updateMultiple"`
-	DelegateSelectors     *yaml.Node    `yaml:"delegateSelectors"`
 }
 
 // ServiceNowApproval waits until a ServiceNow ticket meets its approval criteria (or its
@@ -108,30 +60,6 @@ type ChangeWindow struct {
 	Node       *yaml.Node `yaml:"-"`
 	StartField string     `yaml:"startField" gantry:"required"`
 	EndField   string     `yaml:"endField" gantry:"required"`
-}
-
-// ServiceNowImportSet posts rows to an import set's staging table; ServiceNow's transform
-// maps turn them into records.
-type ServiceNowImportSet struct {
-	Node              *yaml.Node  `yaml:"-"`
-	ConnectorRef      string      `yaml:"connectorRef" gantry:"required"`
-	StagingTableName  string      `yaml:"stagingTableName" gantry:"required"`
-	ImportData        *ImportData `yaml:"importData" gantry:"required"`
-	DelegateSelectors *yaml.Node  `yaml:"delegateSelectors"`
-}
-
-// ImportData is the row to import: a JSON body, or fields.
-type ImportData struct {
-	Node *yaml.Node      `yaml:"-"`
-	Type string          `yaml:"type" gantry:"required"`
-	Spec *ImportDataSpec `yaml:"spec" gantry:"required"`
-}
-
-// ImportDataSpec holds a Json import's body or a KeyValues import's fields.
-type ImportDataSpec struct {
-	Node     *yaml.Node    `yaml:"-"`
-	JSONBody string        `yaml:"jsonBody"`
-	Fields   []TicketField `yaml:"fields"`
 }
 
 // CustomApproval runs a script every retryInterval until its output variables meet the
@@ -193,10 +121,10 @@ type Condition struct {
 var Operators = []string{"equals", "not equals", "in", "not in"}
 
 // Check checks the fields.
-func (j *JiraCreate) Check(c Checker) { ticketFields(c, j.Fields, false) }
+func checkJiraCreate(j *JiraCreate, c Checker) { ticketFields(c, j.Fields, false) }
 
 // Check checks the fields and the transition.
-func (j *JiraUpdate) Check(c Checker) {
+func checkJiraUpdate(j *JiraUpdate, c Checker) {
 	ticketFields(c, j.Fields, false)
 	if t := j.TransitionTo; t != nil && t.Status == "" && t.TransitionName != "" {
 		c.Error(t.Node, "missing-field", "transitionTo needs the status to move the issue to").
@@ -212,7 +140,7 @@ func (j *JiraApproval) Check(c Checker) {
 }
 
 // Check checks the fields and refuses what needs Harness's own ServiceNow app.
-func (s *ServiceNowCreate) Check(c Checker) {
+func checkServiceNowCreate(s *ServiceNowCreate, c Checker) {
 	ticketFields(c, s.Fields, true)
 	c.Enum(s.Node, "createType", s.CreateType, []string{"Normal", "Form", "Standard"}, "createType")
 	c.Boolean(s.Node, "useServiceNowTemplate", s.UseServiceNowTemplate)
@@ -222,7 +150,7 @@ func (s *ServiceNowCreate) Check(c Checker) {
 }
 
 // Check checks the fields and refuses what needs Harness's own ServiceNow app.
-func (s *ServiceNowUpdate) Check(c Checker) {
+func checkServiceNowUpdate(s *ServiceNowUpdate, c Checker) {
 	ticketFields(c, s.Fields, true)
 	c.Boolean(s.Node, "useServiceNowTemplate", s.UseServiceNowTemplate)
 	if s.UseServiceNowTemplate == "true" {
@@ -245,7 +173,7 @@ func (s *ServiceNowApproval) Check(c Checker) {
 }
 
 // Check checks the import's shape.
-func (s *ServiceNowImportSet) Check(c Checker) {
+func checkServiceNowImportSet(s *ServiceNowImportSet, c Checker) {
 	d := s.ImportData
 	if d == nil {
 		return
