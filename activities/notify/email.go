@@ -2,7 +2,6 @@ package notify
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"html"
 	"strings"
@@ -10,18 +9,8 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/stepspec"
 )
-
-// emailSpec is an Email step's rendered spec.
-type emailSpec struct {
-	To            string `json:"to"`
-	Cc            string `json:"cc"`
-	ToUserGroups  any    `json:"toUserGroups"`
-	CcUserGroups  any    `json:"ccUserGroups"`
-	Subject       string `json:"subject"`
-	Body          string `json:"body"`
-	FireAndForget string `json:"fireAndForget"`
-}
 
 // Email sends an Email step's message through the notification SMTP server, to its addresses
 // and the members of its user groups. The Message-ID comes from the execution and step, so a
@@ -29,8 +18,8 @@ type emailSpec struct {
 // With fireAndForget, a message that cannot be sent is reported in the outputs and the step
 // still succeeds.
 func (a *Activity) Email(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
-	var spec emailSpec
-	if err := json.Unmarshal(in.Spec, &spec); err != nil {
+	spec, err := stepspec.Decode[stepspec.EmailSpec](in.Spec)
+	if err != nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "decode Email spec: %v", err)
 	}
 	mask := &secrets.Masker{}
@@ -44,8 +33,8 @@ func (a *Activity) Email(ctx context.Context, in contract.StepInput) (contract.S
 	if err != nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "body: %v", err)
 	}
-	to, errTo := s.emailRecipients(spec.To, spec.ToUserGroups)
-	cc, errCc := s.emailRecipients(spec.Cc, spec.CcUserGroups)
+	to, errTo := s.emailRecipients(spec.To, spec.ToGroups)
+	cc, errCc := s.emailRecipients(spec.Cc, spec.CcGroups)
 	send := func() error {
 		if err := firstError(errTo, errCc); err != nil {
 			return err

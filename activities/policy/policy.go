@@ -12,16 +12,8 @@ import (
 
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/policies"
+	"github.com/gantry-cd/gantry/stepspec"
 )
-
-// Spec is the Policy step spec.
-type Spec struct {
-	PolicySets []string `json:"policySets"`
-	Type       string   `json:"type"`
-	PolicySpec struct {
-		Payload any `json:"payload"` // JSON text, or a mapping written in YAML
-	} `json:"policySpec"`
-}
 
 // Activity evaluates Policy steps with the worker's policy engine.
 type Activity struct {
@@ -30,8 +22,8 @@ type Activity struct {
 
 // Run evaluates the step's sets and returns status and per-set details as outputs.
 func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
-	var spec Spec
-	if err := json.Unmarshal(in.Spec, &spec); err != nil {
+	spec, err := stepspec.Decode[stepspec.PolicySpec](in.Spec)
+	if err != nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "Policy spec: %v", err)
 	}
 	if a.Engine == nil {
@@ -40,10 +32,10 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	if spec.Type != "" && spec.Type != "Custom" {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "Policy step type %q is not supported; use Custom", spec.Type)
 	}
-	if len(spec.PolicySets) == 0 {
+	if len(spec.Sets) == 0 {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "policySets is empty")
 	}
-	for _, name := range spec.PolicySets {
+	for _, name := range spec.Sets {
 		ok := false
 		for _, s := range a.Engine.Sets {
 			if s.Identifier == name && s.Action == policies.Custom {
@@ -54,7 +46,10 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 			return contract.StepResult{}, contract.Fail(contract.Unknown, "policy set %q is not a custom policy set of this worker's policies", name)
 		}
 	}
-	payload := spec.PolicySpec.Payload
+	var payload any
+	if spec.PolicySpec != nil {
+		payload = spec.PolicySpec.Rendered
+	}
 	if text, ok := payload.(string); ok {
 		if err := json.Unmarshal([]byte(text), &payload); err != nil || strings.TrimSpace(text) == "" {
 			return contract.StepResult{}, contract.Fail(contract.Unknown, "policySpec.payload must be non-empty JSON: %v", err)
@@ -63,7 +58,7 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	if payload == nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "policySpec.payload is empty")
 	}
-	d, err := a.Engine.Evaluate(ctx, spec.PolicySets, payload)
+	d, err := a.Engine.Evaluate(ctx, spec.Sets, payload)
 	if err != nil {
 		return contract.StepResult{}, contract.Fail(contract.PolicyEvaluation, "%v", err)
 	}
@@ -84,7 +79,7 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	}
 	out := map[string]any{"status": d.Status, "policySetDetails": details}
 	activity.GetLogger(ctx).Info("policy step evaluated", "step", in.StepPath, "execution", in.ExecutionID,
-		"sets", spec.PolicySets, "decision", d.Status, "messages", d.Messages())
+		"sets", spec.Sets, "decision", d.Status, "messages", d.Messages())
 	if d.Denied() {
 		return contract.StepResult{}, contract.FailWithOutputs(contract.PolicyEvaluation, out, "denied by policy: %s", strings.Join(d.Messages(), "; "))
 	}

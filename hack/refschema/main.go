@@ -297,7 +297,7 @@ var objects = []struct {
 	{"steps.Wait", false, []string{"WaitStepInfo"}},
 	{"steps.HarnessApproval", false, []string{"HarnessApprovalStepInfo"}},
 	{"steps.Barrier", false, []string{"BarrierStepInfo"}},
-	{"steps.Policy", false, []string{"PolicyStepInfo"}},
+	{"stepspec.PolicySpec", false, []string{"PolicyStepInfo"}},
 	{"steps.Verify", false, []string{"CVNGStepInfo"}},
 	{"steps.VerifyJob", false, []string{"VerificationJobSpec", "CanaryVerificationJobSpec", "BlueGreenVerificationJobSpec", "TestVerificationJobSpec"}},
 	{"steps.VerifyMonitored", false, []string{"MonitoredServiceNode"}},

@@ -610,7 +610,7 @@ var Fields = map[string][]string{
 	"steps.Wait":                                 {"description", "duration", "metadata"},
 	"steps.HarnessApproval":                      {"approvalMessage", "approverInputs", "approvers", "autoApproval", "callbackId", "description", "includePipelineExecutionHistory"},
 	"steps.Barrier":                              {"barrierRef", "description"},
-	"steps.Policy":                               {"description", "metadata", "policySets", "policySpec", "type"},
+	"stepspec.PolicySpec":                        {"description", "metadata", "policySets", "policySpec", "type"},
 	"steps.Verify":                               {"configurableProperties", "description", "monitoredService", "spec", "type"},
 	"steps.VerifyJob":                            {"baseline", "deploymentTag", "description", "duration", "sensitivity", "supportedDataTypesForVerification", "trafficSplitPercentage"},
 	"steps.VerifyMonitored":                      {"description", "spec", "type"},

@@ -101,8 +101,8 @@ var entries = []Entry{
 	{Type: stepspec.ServiceNowImportSet, New: func() any { return &ServiceNowImportSet{} }, Check: checks(checkServiceNowImportSet), Ticketing: "ServiceNow", Traits: ticket},
 	{Type: stepspec.ServiceNowApproval, New: func() any { return &ServiceNowApproval{} }, Ticketing: "ServiceNow", Unresolved: "verbatim", Traits: ticketApproval},
 	{Type: stepspec.CustomApproval, New: func() any { return &CustomApproval{} }, Unresolved: "verbatim", Traits: plan.Traits{Builtin: "customApproval"}},
-	{Type: stepspec.Email, New: func() any { return &Email{} }, Traits: plan.Traits{Activity: contract.EmailStep}},
-	{Type: stepspec.Policy, New: func() any { return &Policy{} }, Unresolved: "fail", Typed: [][]string{{"policySpec", "payload"}},
+	{Type: stepspec.Email, New: func() any { return &Email{} }, Check: checks(checkEmail), Traits: plan.Traits{Activity: contract.EmailStep}},
+	{Type: stepspec.Policy, New: func() any { return &Policy{} }, Check: checks(checkPolicy), Unresolved: "fail", Typed: [][]string{{"policySpec", "payload"}},
 		Traits: plan.Traits{Activity: contract.Policy}},
 
 	{Type: stepspec.TerraformPlan, New: func() any { return &TerraformPlan{} }, Stores: true, Traits: terraform},

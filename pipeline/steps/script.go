@@ -128,20 +128,6 @@ func (q *Queue) Check(c Checker) {
 	c.Enum(q.Node, "scope", q.Scope, []string{"Pipeline", "Stage"}, "Queue scope")
 }
 
-// Policy evaluates policy sets against a payload (spec 15.6).
-type Policy struct {
-	Node       *yaml.Node  `yaml:"-"`
-	PolicySets *yaml.Node  `yaml:"policySets" gantry:"required"`
-	Type       string      `yaml:"type" gantry:"required"`
-	PolicySpec *PolicySpec `yaml:"policySpec" gantry:"required"`
-}
-
-// PolicySpec holds the payload.
-type PolicySpec struct {
-	Node    *yaml.Node `yaml:"-"`
-	Payload *yaml.Node `yaml:"payload" gantry:"required"` // JSON text or a mapping
-}
-
 // Check checks the shell, the script source and the variables.
 func (sp *ShellScript) Check(c Checker) {
 	c.Enum(sp.Node, "shell", sp.Shell, []string{"Bash", "PowerShell", "Sh"}, "shell")
@@ -238,8 +224,14 @@ func scalarList(n *yaml.Node) bool {
 	return n.Kind == yaml.SequenceNode && !slices.ContainsFunc(n.Content, func(e *yaml.Node) bool { return e.Kind != yaml.ScalarNode })
 }
 
-// Check checks the policy type and that there is a policy set.
-func (sp *Policy) Check(c Checker) {
+// Policy and its payload are the Policy step's spec, shared with the Policy activity.
+type (
+	Policy     = stepspec.PolicySpec
+	PolicySpec = stepspec.PolicyPayload
+)
+
+// checkPolicy checks the policy type and that there is a policy set.
+func checkPolicy(sp *Policy, c Checker) {
 	c.Enum(sp.Node, "type", sp.Type, []string{"Custom"}, "Policy type")
 	if g := sp.PolicySets; g != nil && g.Kind == yaml.SequenceNode && len(g.Content) == 0 {
 		c.Error(g, "empty", "policySets needs at least one policy set")

@@ -78,20 +78,6 @@ type CustomApproval struct {
 	DelegateSelectors    *yaml.Node      `yaml:"delegateSelectors"`
 }
 
-// Email sends a message through the notification SMTP server.
-type Email struct {
-	Node              *yaml.Node      `yaml:"-"`
-	To                string          `yaml:"to"`
-	Cc                string          `yaml:"cc"`
-	ToUserGroups      *yaml.Node      `yaml:"toUserGroups"`
-	CcUserGroups      *yaml.Node      `yaml:"ccUserGroups"`
-	Subject           string          `yaml:"subject" gantry:"required"`
-	Body              string          `yaml:"body"`
-	FireAndForget     string          `yaml:"fireAndForget"`
-	InputVariables    []NameTypeValue `yaml:"inputVariables"`
-	DelegateSelectors *yaml.Node      `yaml:"delegateSelectors"`
-}
-
 // Criteria decide an approval: a Jexl expression, or conditions on fields (all of them, or
 // any with matchAnyCondition).
 type Criteria struct {
@@ -215,8 +201,11 @@ func (a *CustomApproval) Check(c Checker) {
 	}
 }
 
-// Check checks that the message goes somewhere.
-func (e *Email) Check(c Checker) {
+// Email is the Email step's spec, shared with the notification family.
+type Email = stepspec.EmailSpec
+
+// checkEmail checks that the message goes somewhere.
+func checkEmail(e *Email, c Checker) {
 	c.Boolean(e.Node, "fireAndForget", e.FireAndForget)
 	if e.To == "" && (e.ToUserGroups == nil || len(e.ToUserGroups.Content) == 0 && e.ToUserGroups.Value == "") {
 		c.Error(e.Node, "missing-field", "an Email step needs `to` (addresses) or `toUserGroups`").
