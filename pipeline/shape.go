@@ -1,16 +1,12 @@
 package pipeline
 
-import "gopkg.in/yaml.v3"
+import "github.com/gantry-cd/gantry/stepspec"
 
 // Shapes the reference repeats across its schema, declared once and inlined (`yaml:",inline"`)
 // or instantiated where they occur; the decoder reads their keys as the outer object's.
 
 // Typed is an object whose spec is shaped by its type: `type: X` with `spec: {...}`.
-type Typed[S any] struct {
-	Node *yaml.Node `yaml:"-"`
-	Type string     `yaml:"type" gantry:"required"`
-	Spec *S         `yaml:"spec" gantry:"required"`
-}
+type Typed[S any] = stepspec.Typed[S]
 
 // Identity is the name and identifier every node and document has.
 type Identity struct {

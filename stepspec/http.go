@@ -27,10 +27,11 @@ type Header struct {
 	Value string     `yaml:"value" json:"value"`
 }
 
-// NameTypeValue is a step's input, environment or output variable.
+// NameTypeValue is a step's input, environment or output variable; its value, once rendered,
+// may be of any JSON type (Text reads it as text).
 type NameTypeValue struct {
 	Node  *yaml.Node `yaml:"-" json:"-"`
 	Name  string     `yaml:"name" json:"name" gantry:"required"`
 	Type  string     `yaml:"type" json:"type"`
-	Value string     `yaml:"value" json:"value"`
+	Value Text       `yaml:"value" json:"value"`
 }

@@ -29,37 +29,18 @@ import (
 	"github.com/gantry-cd/gantry/activities/sshexec"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // MaxOutputBytes bounds the captured output variables (spec 11.2.6).
 const MaxOutputBytes = 512 * 1024
 
-// Spec is the ShellScript spec as the activity reads it.
-type Spec struct {
-	Shell  string `json:"shell"`
-	Source struct {
-		Type string `json:"type"`
-		Spec struct {
-			Script string `json:"script"`
-		} `json:"spec"`
-	} `json:"source"`
-	EnvironmentVariables []Variable `json:"environmentVariables"`
-	OutputVariables      []Variable `json:"outputVariables"`
-	// OnDelegate false runs the script on ExecutionTarget's host over SSH.
-	OnDelegate      any `json:"onDelegate"`
-	ExecutionTarget *struct {
-		Host             string `json:"host"`
-		ConnectorRef     string `json:"connectorRef"`
-		WorkingDirectory string `json:"workingDirectory"`
-	} `json:"executionTarget"`
-}
-
-// Variable is one name/type/value entry.
-type Variable struct {
-	Name  string `json:"name"`
-	Type  string `json:"type"`
-	Value any    `json:"value"`
-}
+// Spec is a ShellScript step's spec, the type validation decoded it into; Variable one of its
+// variables.
+type (
+	Spec     = stepspec.ShellScriptSpec
+	Variable = stepspec.NameTypeValue
+)
 
 // Activity runs ShellScript steps.
 type Activity struct {
@@ -98,7 +79,7 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 		return contract.StepResult{}, err
 	}
 	info := activity.GetInfo(ctx)
-	if fmt.Sprint(spec.OnDelegate) == "false" && spec.ExecutionTarget != nil {
+	if spec.OnDelegate == "false" && spec.ExecutionTarget != nil {
 		return a.runOnTarget(ctx, in, spec, script, names, values, mask)
 	}
 	// The log file is created with the step's first output line: a silent step costs no file.
@@ -153,17 +134,20 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 // parseSpec reads a ShellScript spec and refuses what no worker can run: another shell, an
 // output variable that is not a shell variable's name.
 func parseSpec(raw json.RawMessage) (Spec, error) {
-	var spec Spec
-	if err := json.Unmarshal(raw, &spec); err != nil {
+	spec, err := stepspec.Decode[Spec](raw)
+	if err != nil {
 		return spec, contract.Fail(contract.Unknown, "ShellScript spec: %v", err)
+	}
+	if spec.Source == nil || spec.Source.Spec == nil {
+		spec.Source = &stepspec.ScriptSource{Spec: &stepspec.ScriptInline{}} // no script: an empty one, as before
 	}
 	if spec.Shell != "" && !strings.EqualFold(spec.Shell, "Bash") && !strings.EqualFold(spec.Shell, "Sh") {
 		return spec, contract.Fail(contract.Unknown, "shell %q is not available on this worker; use Bash", spec.Shell)
 	}
 	for _, o := range spec.OutputVariables {
-		if !shellName.MatchString(str(o.Value)) {
+		if !shellName.MatchString(string(o.Value)) {
 			return spec, contract.Fail(contract.Unknown,
-				"output variable %q reads shell variable %q, which is not a valid shell variable name", o.Name, str(o.Value))
+				"output variable %q reads shell variable %q, which is not a valid shell variable name", o.Name, string(o.Value))
 		}
 	}
 
@@ -216,7 +200,7 @@ func outcome(ctx, runCtx context.Context, in contract.StepInput, logErr, runErr 
 
 // envValue resolves one environment variable; a Secret-typed value names a secret.
 func (a *Activity) envValue(ctx context.Context, mask *secrets.Masker, v Variable) (string, error) {
-	s, err := secrets.Value(ctx, a.Secrets, mask, v.Type, str(v.Value))
+	s, err := secrets.Value(ctx, a.Secrets, mask, v.Type, string(v.Value))
 	if err != nil {
 		return "", contract.Fail(contract.Unknown, "environment variable %s: %v", v.Name, err)
 	}
@@ -301,7 +285,7 @@ var bashPath = sync.OnceValue(func() string {
 func outputNames(outs []Variable) []string {
 	names := make([]string, len(outs))
 	for i, o := range outs {
-		names[i] = str(o.Value)
+		names[i] = string(o.Value)
 	}
 	return names
 }
@@ -504,16 +488,6 @@ func readOutputs(dir string, outs []Variable, mask *secrets.Masker) (map[string]
 	return out, nil
 }
 
-func str(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	}
-	return fmt.Sprint(v)
-}
-
 // runOnTarget runs the script on the executionTarget's host over SSH, as the SSH credential
 // resolved before the run (docs/traditional.md), in its working directory.
 func (a *Activity) runOnTarget(ctx context.Context, in contract.StepInput, spec Spec, script string, names, values []string, mask *secrets.Masker) (contract.StepResult, error) {
@@ -541,7 +515,7 @@ func (a *Activity) runOnTarget(ctx context.Context, in contract.StepInput, spec 
 	}
 	var outs []string
 	for _, o := range spec.OutputVariables {
-		outs = append(outs, str(o.Value))
+		outs = append(outs, string(o.Value))
 	}
 	out := &logs.Lines{Log: log, Mask: mask}
 	code, got, err := c.RunOutputs(runCtx, script, et.WorkingDirectory, env, out, outs)
@@ -565,7 +539,7 @@ func (a *Activity) runOnTarget(ctx context.Context, in contract.StepInput, spec 
 	}
 	vars := map[string]any{}
 	for _, o := range spec.OutputVariables {
-		v := got[str(o.Value)]
+		v := got[string(o.Value)]
 		if strings.EqualFold(o.Type, "Secret") && v != "" {
 			mask.Add(v)
 		}

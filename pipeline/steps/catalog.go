@@ -81,7 +81,7 @@ var (
 // entries are the step types, one entry each. Adding a step type adds its entry here and its
 // activity (docs/contributing.md).
 var entries = []Entry{
-	{Type: stepspec.ShellScript, New: func() any { return &ShellScript{} }, NoDotInName: true, SSHTarget: true,
+	{Type: stepspec.ShellScript, New: func() any { return &ShellScript{} }, Check: checks(checkShellScript), NoDotInName: true, SSHTarget: true,
 		Traits: plan.Traits{Activity: contract.ShellScript, Heartbeat: true, FastPath: true}},
 	{Type: stepspec.Http, New: func() any { return &stepspec.HttpSpec{} }, Check: checks(checkHttp), Unresolved: "verbatim",
 		Traits: plan.Traits{Activity: contract.Http, FastPath: true, Outcome: "http",

@@ -13,44 +13,14 @@ import (
 // NameTypeValue is an input, output or environment variable of a step.
 type NameTypeValue = stepspec.NameTypeValue
 
-// ShellScript runs a script (spec 11.1).
-type ShellScript struct {
-	Node                  *yaml.Node       `yaml:"-"`
-	Shell                 string           `yaml:"shell" gantry:"required"`
-	OnDelegate            string           `yaml:"onDelegate"`
-	ExecutionTarget       *ExecutionTarget `yaml:"executionTarget"`
-	Source                *ScriptSource    `yaml:"source" gantry:"required"`
-	EnvironmentVariables  []NameTypeValue  `yaml:"environmentVariables"`
-	OutputVariables       []NameTypeValue  `yaml:"outputVariables"`
-	DelegateSelectors     *yaml.Node       `yaml:"delegateSelectors"`
-	IncludeInfraSelectors string           `yaml:"includeInfraSelectors"`
-	OutputAlias           *OutputAlias     `yaml:"outputAlias"`
-}
-
-// ExecutionTarget is the remote host of a ShellScript step.
-type ExecutionTarget struct {
-	Node             *yaml.Node `yaml:"-"`
-	Host             string     `yaml:"host"`
-	ConnectorRef     string     `yaml:"connectorRef"`
-	WorkingDirectory string     `yaml:"workingDirectory"`
-}
-
-// ScriptSource says where the script comes from.
-type ScriptSource = pipeline.Typed[ScriptInline]
-
-// ScriptInline holds an inline script or a file-store path.
-type ScriptInline struct {
-	Node   *yaml.Node `yaml:"-"`
-	Script string     `yaml:"script"`
-	File   string     `yaml:"file"`
-}
-
-// OutputAlias publishes outputs under an exported alias (spec 11.4).
-type OutputAlias struct {
-	Node  *yaml.Node `yaml:"-"`
-	Key   string     `yaml:"key" gantry:"required"`
-	Scope string     `yaml:"scope" gantry:"required"`
-}
+// ShellScript and its parts are the ShellScript step's spec, shared with the shell family.
+type (
+	ShellScript     = stepspec.ShellScriptSpec
+	ExecutionTarget = stepspec.ExecutionTarget
+	ScriptSource    = stepspec.ScriptSource
+	ScriptInline    = stepspec.ScriptInline
+	OutputAlias     = stepspec.OutputAlias
+)
 
 // Wait pauses for a duration (spec 15.5).
 type Wait struct {
@@ -128,10 +98,10 @@ func (q *Queue) Check(c Checker) {
 	c.Enum(q.Node, "scope", q.Scope, []string{"Pipeline", "Stage"}, "Queue scope")
 }
 
-// Check checks the shell, the script source and the variables.
-func (sp *ShellScript) Check(c Checker) {
+// checkShellScript checks the shell, the script source and the variables.
+func checkShellScript(sp *ShellScript, c Checker) {
 	c.Enum(sp.Node, "shell", sp.Shell, []string{"Bash", "PowerShell", "Sh"}, "shell")
-	c.Boolean(sp.Node, "onDelegate", sp.OnDelegate)
+	c.Boolean(sp.Node, "onDelegate", string(sp.OnDelegate))
 	switch {
 	case sp.OnDelegate == "false":
 		// On a target host over SSH (docs/traditional.md).
@@ -155,7 +125,7 @@ func (sp *ShellScript) Check(c Checker) {
 		if sp.Shell == "PowerShell" {
 			c.Unsupported(pipeline.ValueAt(sp.Node, "shell"), "unsupported-field", "PowerShell on a target host runs over WinRM, which Gantry does not reach")
 		}
-	case strings.Contains(sp.OnDelegate, "<+") && sp.ExecutionTarget != nil:
+	case strings.Contains(string(sp.OnDelegate), "<+") && sp.ExecutionTarget != nil:
 		c.Unsupported(pipeline.ValueAt(sp.Node, "onDelegate"), "unsupported-expression",
 			"onDelegate is an expression: whether the script runs on the worker or on the target must be known before the run").
 			SetHint("onDelegate: false runs it on executionTarget.host")
