@@ -9,7 +9,6 @@ package command
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -22,6 +21,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/activities/sshexec"
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // Activity runs Command steps.
@@ -33,38 +33,11 @@ type Activity struct {
 	KnownHosts string
 }
 
-type variable struct {
-	Name  string `json:"name"`
-	Type  string `json:"type"`
-	Value any    `json:"value"`
-}
-
-type unit struct {
-	Identifier string `json:"identifier"`
-	Name       string `json:"name"`
-	Type       string `json:"type"`
-	Spec       struct {
-		DestinationPath  string `json:"destinationPath"`
-		SourceType       string `json:"sourceType"`
-		WorkingDirectory string `json:"workingDirectory"`
-		Source           struct {
-			Spec struct {
-				Script string `json:"script"`
-			} `json:"spec"`
-		} `json:"source"`
-		TailFiles []struct {
-			TailFile    string `json:"tailFile"`
-			TailPattern string `json:"tailPattern"`
-		} `json:"tailFiles"`
-	} `json:"spec"`
-}
-
-type spec struct {
-	Host                 string     `json:"host"`
-	EnvironmentVariables []variable `json:"environmentVariables"`
-	OutputVariables      []variable `json:"outputVariables"`
-	CommandUnits         []unit     `json:"commandUnits"`
-}
+// The Command step's spec, the type validation decoded it into.
+type (
+	spec = stepspec.CommandSpec
+	unit = stepspec.CommandUnit
+)
 
 // run is one Command step on its host.
 type run struct {
@@ -90,7 +63,7 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 		return contract.StepResult{}, err
 	}
 	for _, v := range sp.EnvironmentVariables {
-		val, err := secrets.Value(ctx, a.Secrets, r.mask, v.Type, scalar(v.Value))
+		val, err := secrets.Value(ctx, a.Secrets, r.mask, v.Type, string(v.Value))
 		if err != nil {
 			return contract.StepResult{}, contract.Fail(contract.Unknown, "environment variable %s: %v", v.Name, err)
 		}
@@ -105,7 +78,7 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	runCtx := sess.Ctx
 	var names []string
 	for _, o := range sp.OutputVariables {
-		names = append(names, scalar(o.Value))
+		names = append(names, string(o.Value))
 	}
 	for _, u := range sp.CommandUnits {
 		r.log.Line(fmt.Sprintf("# unit %s (%s)", u.Name, u.Type))
@@ -120,7 +93,7 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	if len(sp.OutputVariables) > 0 {
 		vars := map[string]any{}
 		for _, o := range sp.OutputVariables {
-			v := r.values[scalar(o.Value)]
+			v := r.values[string(o.Value)]
 			if strings.EqualFold(o.Type, "Secret") && v != "" {
 				r.mask.Add(v)
 			}
@@ -133,8 +106,13 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 
 // commandSpec reads a Command step's spec and the host it runs on (its own, or its loop's).
 func commandSpec(in contract.StepInput) (sp spec, host string, err error) {
-	if err := json.Unmarshal(in.Spec, &sp); err != nil {
+	if sp, err = stepspec.Decode[spec](in.Spec); err != nil {
 		return sp, "", contract.Fail(contract.Unknown, "Command spec: %v", err)
+	}
+	for _, u := range sp.CommandUnits {
+		if u.Spec == nil {
+			return sp, "", contract.Fail(contract.Unknown, "command unit %s has no spec", u.Name)
+		}
 	}
 	if in.Deploy == nil || in.Deploy.Ssh == nil {
 		return sp, "", contract.Fail(contract.Unknown, "a Command step runs in a Deployment stage whose infrastructure is a Pdc one")
@@ -149,9 +127,9 @@ func commandSpec(in contract.StepInput) (sp spec, host string, err error) {
 				"or over <+repeat.partition> inside a step group looping over partitions of them")
 	}
 	for _, o := range sp.OutputVariables {
-		if !sshexec.ShellName(scalar(o.Value)) {
+		if !sshexec.ShellName(string(o.Value)) {
 			return sp, "", contract.Fail(contract.Unknown,
-				"output variable %q reads shell variable %q, which is not a valid shell variable name", o.Name, scalar(o.Value))
+				"output variable %q reads shell variable %q, which is not a valid shell variable name", o.Name, string(o.Value))
 		}
 	}
 	return sp, host, nil
@@ -189,7 +167,7 @@ func (r *run) copyConfig(ctx context.Context, dir string) error {
 // script runs a Script unit, following its tailed files, and reads back the output
 // variables its shell left set.
 func (r *run) script(ctx context.Context, u unit, names []string) error {
-	script, err := secrets.Expand(ctx, r.a.Secrets, r.mask, u.Spec.Source.Spec.Script)
+	script, err := secrets.Expand(ctx, r.a.Secrets, r.mask, u.Spec.Script())
 	if err != nil {
 		return contract.Fail(contract.Unknown, "%v", err)
 	}
@@ -240,14 +218,4 @@ func compilePattern(p string) (*regexp.Regexp, error) {
 		return nil, contract.Fail(contract.Unknown, "tail pattern %q is not a regular expression: %v", p, err)
 	}
 	return re, nil
-}
-
-func scalar(v any) string {
-	if v == nil {
-		return ""
-	}
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return fmt.Sprint(v)
 }

@@ -153,7 +153,7 @@ var entries = []Entry{
 		Deploys: "AwsLambda", Traits: lambda},
 	{Type: stepspec.AwsLambdaCanaryRollback, New: func() any { return &stepspec.Selectors{} }, Deploys: "AwsLambda", Traits: lambda},
 
-	{Type: stepspec.Command, New: func() any { return &Command{} }, Deploys: "Ssh", OutsideDeployment: true,
+	{Type: stepspec.Command, New: func() any { return &Command{} }, Check: checks(checkCommand), Deploys: "Ssh", OutsideDeployment: true,
 		Traits: plan.Traits{Activity: contract.Command, Deployment: true, Heartbeat: true}},
 	{Type: stepspec.FetchInstanceScript, New: func() any { return &FetchInstanceScript{} }, Deploys: "CustomDeployment",
 		Traits: plan.Traits{Activity: contract.FetchInstances, Deployment: true, Heartbeat: true, Outcome: "instances"}},

@@ -4,57 +4,21 @@ import (
 	"regexp"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
-// Command runs command units (Copy, Script) on one host of an Ssh stage's infrastructure:
-// the step's `host`, or the item of the loop over <+stage.output.hosts> it runs in.
-type Command struct {
-	Node                 *yaml.Node      `yaml:"-"`
-	OnDelegate           string          `yaml:"onDelegate" gantry:"required"`
-	Host                 string          `yaml:"host"`
-	CommandUnits         []CommandUnit   `yaml:"commandUnits"`
-	EnvironmentVariables []NameTypeValue `yaml:"environmentVariables"`
-	OutputVariables      []NameTypeValue `yaml:"outputVariables"`
-	DelegateSelectors    *yaml.Node      `yaml:"delegateSelectors"`
-	Metadata             string          `yaml:"metadata"`
-}
+// Command and its units are the Command step's spec, shared with the command family.
+type (
+	Command         = stepspec.CommandSpec
+	CommandUnit     = stepspec.CommandUnit
+	CommandUnitSpec = stepspec.CommandUnitSpec
+	TailFile        = stepspec.TailFile
+)
 
-// CommandUnit is one unit of a Command step.
-type CommandUnit struct {
-	Node       *yaml.Node       `yaml:"-"`
-	Identifier string           `yaml:"identifier" gantry:"required"`
-	Name       string           `yaml:"name" gantry:"required"`
-	Type       string           `yaml:"type" gantry:"required"`
-	Spec       *CommandUnitSpec `yaml:"spec"`
-}
-
-// CommandUnitSpec holds the fields of the unit types: Copy's and DownloadArtifact's
-// destination, Copy's source, Script's shell, source, working directory and tailed files.
-type CommandUnitSpec struct {
-	Node                       *yaml.Node    `yaml:"-"`
-	DestinationPath            string        `yaml:"destinationPath"`
-	SourceType                 string        `yaml:"sourceType"`
-	PreserveDirectoryStructure string        `yaml:"preserveDirectoryStructure"`
-	Shell                      string        `yaml:"shell"`
-	Source                     *ScriptSource `yaml:"source"`
-	WorkingDirectory           string        `yaml:"workingDirectory"`
-	TailFiles                  []TailFile    `yaml:"tailFiles"`
-}
-
-// TailFile is a file a Script unit follows until a line matches the pattern (a regular
-// expression).
-type TailFile struct {
-	Node        *yaml.Node `yaml:"-"`
-	TailFile    string     `yaml:"tailFile"`
-	TailPattern string     `yaml:"tailPattern"`
-}
-
-// Check checks the units: what Gantry runs (Copy of config files, Bash scripts) and what it
-// does not yet.
-func (sp *Command) Check(c Checker) {
+// checkCommand checks the units: what Gantry runs (Copy of config files, Bash scripts) and
+// what it does not yet.
+func checkCommand(sp *Command, c Checker) {
 	c.Boolean(sp.Node, "onDelegate", sp.OnDelegate)
 	if sp.OnDelegate == "true" {
 		c.Unsupported(pipeline.ValueAt(sp.Node, "onDelegate"), "unsupported-field",
