@@ -72,16 +72,17 @@ vet:
 # Unit, table, example and short fuzz tests. Long fuzzing is `make fuzz`. Test artifacts (the
 # browser tests' screenshots) are kept in .test-output/_artifacts. The tools build in the
 # background while go test compiles and runs the packages that do not need them; a test that
-# asks for a tool still being built waits for that build (hack/tool.sh). Each phase prints its
-# seconds; the tools' own output is in .test-output/tools.log.
+# asks for a tool still being built waits for that build (hack/tool.sh). The e2e package runs
+# as two shards at once (hack/go-test.sh). Each phase prints its seconds; the tools' own
+# output is in .test-output/tools.log.
 test:
 	@mkdir -p .test-output
 	@hack/phase.sh vet $(MAKE) --no-print-directory vet
 	@hack/phase.sh debian-packages hack/debian-packages.sh
-	@# gotestsum runs go test -json: the usual output, and the run's timings kept to list the
-	@# slowest tests, so the suite's budget is watched where it is spent.
+	@# go test runs under gotestsum (go test -json: the usual output, and the run's timings kept
+	@# to list the slowest tests), the e2e package as two shards beside the other packages.
 	@hack/phase.sh tools $(MAKE) --no-print-directory k8s-tools terraform-tools vault-tools prometheus-tools >.test-output/tools.log 2>&1 & tools=$$!; \
-	  hack/phase.sh go-test $(GO) tool gotestsum --format standard-quiet --jsonfile .test-output/go-test.json -- -race -count=1 -timeout 85m -artifacts -outputdir $(CURDIR)/.test-output ./...; \
+	  GO=$(GO) hack/phase.sh go-test hack/go-test.sh .test-output; \
 	  rc=$$?; wait $$tools || { cat .test-output/tools.log; rc=1; }; tail -1 .test-output/tools.log; \
 	  echo "slowest tests (over 60 s):"; $(GO) tool gotestsum tool slowest --jsonfile .test-output/go-test.json --threshold 60s | head -20; exit $$rc
 	@hack/phase.sh fuzz sh -c '$(GO) test -run "^$$" -fuzz "^FuzzRender$$" -fuzztime $(FUZZTIME) ./expressions && \

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The go-test phase of `make test`: go test -race over the module, in three processes at once.
+# The e2e package is most of the suite's time and mostly waits (on servers, clocks, rollouts),
+# so it runs as two shards of its tests beside the other packages: each shard is a process of
+# its own with its own embedded Temporal server, control plane and tools, so they do not
+# collide; the real node (one per machine) is used by one shard only. Compiled once, run twice.
+# Timings go to OUT/go-test.json (gotestsum), the slowest tests are listed at the end.
+# Usage: hack/go-test.sh OUT
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=$(realpath "$1")
+GO=${GO:-go}
+module=$($GO list -m)
+# The node shard: the files whose tests run containers on the real node or on build
+# machines, and the slowest groups beside them; every other e2e test is in the other shard.
+node_files="ci_test ci_build_test containers_test machines_test kill_test failures_test ssh_test terraform_test"
+names() { for f in $node_files; do grep -ho '^func Test[A-Za-z0-9_]*' "e2e/$f.go"; done | sed 's/^func //' | paste -sd'|'; }
+node="^($(names))\$"
+flags=(-race -count=1 -timeout 85m)
+run() { # NAME ARGS...: gotestsum into OUT/NAME.json
+  local name=$1; shift
+  $GO tool gotestsum --format standard-quiet --jsonfile "$out/$name.json" "$@"
+}
+pkgs=$($GO list ./... | grep -v "^$module/e2e\$")
+run units -- "${flags[@]}" -artifacts -outputdir "$out" $pkgs & units=$!
+# The e2e test binary, built while the other packages compile and run.
+rc=0
+if $GO test -c "${flags[@]:0:1}" -o "$out/e2e.test" ./e2e; then
+  shard() { # NAME SELECTION...
+    local name=$1; shift
+    (cd e2e && run "e2e-$name" --raw-command -- $GO tool test2json -t -p "$module/e2e" "$out/e2e.test" \
+      -test.v=test2json -test.paniconexit0 -test.count=1 -test.timeout=85m -test.artifacts -test.outputdir="$out" "$@")
+  }
+  shard node -test.run "$node" & a=$!
+  shard rest -test.skip "$node" & b=$!
+  wait $a || rc=1
+  wait $b || rc=1
+else
+  rc=1
+fi
+wait $units || rc=1
+cat "$out"/units.json "$out"/e2e-*.json > "$out/go-test.json" 2>/dev/null
+exit $rc
