@@ -68,44 +68,6 @@ type run struct {
 	poll time.Duration
 }
 
-// spec is the union of the ASG steps' specs.
-type spec struct {
-	AsgName                    string     `json:"asgName"`
-	Instances                  *instances `json:"instances"`
-	InstanceSelection          *capacity  `json:"instanceSelection"`
-	MinimumHealthyPercentage   any        `json:"minimumHealthyPercentage"`
-	MaximumHealthyPercentage   any        `json:"maximumHealthyPercentage"`
-	InstanceWarmup             any        `json:"instanceWarmup"`
-	SkipMatching               any        `json:"skipMatching"`
-	UseAlreadyRunningInstances any        `json:"useAlreadyRunningInstances"`
-	ResizeStrategy             string     `json:"resizeStrategy"`
-	DownsizeOldAsg             any        `json:"downsizeOldAsg"`
-	Weight                     any        `json:"weight"`
-	SkipSteadyStateCheck       any        `json:"skipSteadyStateCheck"`
-	PollingInterval            string     `json:"pollingInterval"`
-	LoadBalancers              []lbConfig `json:"loadBalancers"`
-	lbConfig
-}
-
-// instances is a deploy's capacity: Fixed (its spec), or CurrentRunning (the live group's).
-type instances struct {
-	Type string `json:"type"`
-	Spec struct {
-		Desired any `json:"desired"`
-		Max     any `json:"max"`
-		Min     any `json:"min"`
-	} `json:"spec"`
-}
-
-// capacity is an instanceSelection: a Count, or a Percentage.
-type capacity struct {
-	Type string `json:"type"`
-	Spec struct {
-		Count      any `json:"count"`
-		Percentage any `json:"percentage"`
-	} `json:"spec"`
-}
-
 // Run runs an ASG step.
 func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
 	st, err := awsauth.Start(ctx, in, a.Logs, a.Secrets, "Asg")
@@ -116,18 +78,11 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	ctx = st.Ctx
 	r := &run{in: in, d: in.Deploy, log: st.Log, mask: st.Mask, poll: 5 * time.Second,
 		asg: autoscaling.NewFromConfig(st.Cfg), ec2: ec2.NewFromConfig(st.Cfg), elb: elb.NewFromConfig(st.Cfg)}
-	var sp spec
-	if err := json.Unmarshal(in.Spec, &sp); err != nil {
-		return contract.StepResult{}, contract.Fail(contract.Verification, "%s spec: %v", in.Type, err)
-	}
-	if d, err := time.ParseDuration(sp.PollingInterval); err == nil && d > 0 {
-		r.poll = d
-	}
 	h, ok := handlers[in.Type]
 	if !ok {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "Gantry does not run %s steps", in.Type)
 	}
-	out, err := h(r, ctx, sp)
+	out, err := h(r, ctx, in.Spec)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			return contract.StepResult{}, contract.Fail(contract.Timeout, "%s: the Auto Scaling group did not reach its steady state within the step's timeout %s", in.Type, in.Timeout)
@@ -137,28 +92,43 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	return contract.StepResult{Outputs: out}, nil
 }
 
+// A handler runs one step type, given its rendered spec.
+type handler func(*run, context.Context, json.RawMessage) (map[string]any, error)
+
+// withSpec makes a handler of a function over the step's spec type S (stepspec's, the one
+// validation decoded).
+func withSpec[S any](f func(*run, context.Context, *S) (map[string]any, error)) handler {
+	return func(r *run, ctx context.Context, raw json.RawMessage) (map[string]any, error) {
+		sp, err := stepspec.Decode[S](raw)
+		if err != nil {
+			return nil, contract.Fail(contract.Verification, "%s spec: %v", r.in.Type, err)
+		}
+		return f(r, ctx, &sp)
+	}
+}
+
 // handlers are the family's step types, one handler each.
-var handlers = map[string]func(*run, context.Context, spec) (map[string]any, error){
-	stepspec.AsgRollingDeploy:        (*run).rollingDeploy,
-	stepspec.AsgRollingRollback:      (*run).rollingRollback,
-	stepspec.AsgCanaryDeploy:         (*run).canaryDeploy,
-	stepspec.AsgCanaryDelete:         (*run).canaryDelete,
-	stepspec.AsgBlueGreenDeploy:      (*run).blueGreenDeploy,
-	stepspec.AsgBlueGreenSwapService: (*run).blueGreenSwap,
-	stepspec.AsgShiftTraffic:         (*run).shiftTraffic,
-	stepspec.AsgBlueGreenRollback:    (*run).blueGreenRollback,
-	stepspec.AsgSetup:                (*run).setup,
-	stepspec.AsgPhasedDeploy:         (*run).phasedDeploy,
-	stepspec.AsgRollback:             (*run).phasedRollback,
-	stepspec.AsgScale:                (*run).scale,
-	stepspec.AsgSteadyState:          (*run).steadyState,
+var handlers = map[string]handler{
+	stepspec.AsgRollingDeploy:        withSpec((*run).rollingDeploy),
+	stepspec.AsgRollingRollback:      withSpec((*run).rollingRollback),
+	stepspec.AsgCanaryDeploy:         withSpec((*run).canaryDeploy),
+	stepspec.AsgCanaryDelete:         withSpec((*run).canaryDelete),
+	stepspec.AsgBlueGreenDeploy:      withSpec((*run).blueGreenDeploy),
+	stepspec.AsgBlueGreenSwapService: withSpec((*run).blueGreenSwap),
+	stepspec.AsgShiftTraffic:         withSpec((*run).shiftTraffic),
+	stepspec.AsgBlueGreenRollback:    withSpec((*run).blueGreenRollback),
+	stepspec.AsgSetup:                withSpec((*run).setup),
+	stepspec.AsgPhasedDeploy:         withSpec((*run).phasedDeploy),
+	stepspec.AsgRollback:             withSpec((*run).phasedRollback),
+	stepspec.AsgScale:                withSpec((*run).scale),
+	stepspec.AsgSteadyState:          withSpec((*run).steadyState),
 }
 
 // Handles lists the step types the family runs, for the worker's test that each step type
 // of the catalog has its handler.
 func Handles() []string { return slices.Sorted(maps.Keys(handlers)) }
 
-func truthy(v any) bool { return v == true || v == "true" }
+func truthy(v stepspec.Text) bool { return v == "true" }
 
 func (r *run) logf(format string, args ...any) {
 	r.log.Line(r.mask.Apply(fmt.Sprintf(format, args...)))
@@ -197,9 +167,9 @@ func (r *run) configuration() (*autoscaling.CreateAutoScalingGroupInput, error) 
 
 // baseName is the group a step deploys: the step's asgName, else the infrastructure's
 // baseAsgName, else the configuration's AutoScalingGroupName.
-func (r *run) baseName(sp spec) (string, error) {
-	if sp.AsgName != "" {
-		return sp.AsgName, nil
+func (r *run) baseName(asgName string) (string, error) {
+	if asgName != "" {
+		return asgName, nil
 	}
 	if r.d.AsgName != "" {
 		return r.d.AsgName, nil
@@ -333,14 +303,14 @@ func (r *run) launchTemplate(ctx context.Context, name string) (string, error) {
 
 // desiredSize is a deploy's capacity: Fixed instances, the live group's (CurrentRunning or
 // useAlreadyRunningInstances; the reference's 0,10,6 when nothing runs), or the configuration's.
-func desiredSize(sp spec, live *astypes.AutoScalingGroup, cfg *autoscaling.CreateAutoScalingGroupInput) (size, error) {
-	if sp.Instances != nil && sp.Instances.Type == "Fixed" {
+func desiredSize(instances *stepspec.AsgInstances, useRunning stepspec.Text, live *astypes.AutoScalingGroup, cfg *autoscaling.CreateAutoScalingGroupInput) (size, error) {
+	if instances != nil && instances.Type == "Fixed" && instances.Spec != nil {
 		var z size
 		for _, f := range []struct {
 			v   any
 			to  *int32
 			key string
-		}{{sp.Instances.Spec.Min, &z.min, "min"}, {sp.Instances.Spec.Max, &z.max, "max"}, {sp.Instances.Spec.Desired, &z.desired, "desired"}} {
+		}{{instances.Spec.Min, &z.min, "min"}, {instances.Spec.Max, &z.max, "max"}, {instances.Spec.Desired, &z.desired, "desired"}} {
 			n, err := strconv.Atoi(strings.TrimSpace(fmt.Sprint(f.v)))
 			if err != nil || n < 0 {
 				return size{}, contract.Fail(contract.Verification, "instances %s %v is not a whole number", f.key, f.v)
@@ -352,7 +322,7 @@ func desiredSize(sp spec, live *astypes.AutoScalingGroup, cfg *autoscaling.Creat
 		}
 		return z, nil
 	}
-	if (sp.Instances != nil && sp.Instances.Type == "CurrentRunning") || truthy(sp.UseAlreadyRunningInstances) {
+	if (instances != nil && instances.Type == "CurrentRunning") || truthy(useRunning) {
 		if live != nil {
 			return sizeOf(live), nil
 		}
@@ -560,8 +530,8 @@ func (r *run) policies(ctx context.Context, name string) error {
 }
 
 // count is an instanceSelection's number of instances: a count, or a percentage of base.
-func count(c *capacity, base int32) (int32, error) {
-	if c == nil {
+func count(c *stepspec.InstanceSelection, base int32) (int32, error) {
+	if c == nil || c.Spec == nil {
 		return 0, contract.Fail(contract.Verification, "the step needs instanceSelection: a Count or a Percentage")
 	}
 	v := c.Spec.Count

@@ -204,6 +204,8 @@ func TestBlueGreen(t *testing.T) {
 	r.fake.AddListener(strings.TrimSuffix(stageRule, "/rule-2"), stageRule, tgGreen)
 	lb := `"loadBalancer": "web", "prodListener": "` + prodListener + `", "prodListenerRuleArn": "` + prodRule +
 		`", "stageListener": "x", "stageListenerRuleArn": "` + stageRule + `"`
+	// The steps after the deploy receive its listeners as compile gives them: a loadBalancers list.
+	followed := `"loadBalancers": [{` + lb + `}]`
 	out, f := r.step("AsgBlueGreenDeploy", "exec-1", "ami-1", `{`+lb+`}`)
 	if f != nil || out["asgName"] != "web__1" || out["prodAsgName"] != "" {
 		t.Fatalf("first: %v %+v", out, f)
@@ -211,7 +213,7 @@ func TestBlueGreen(t *testing.T) {
 	if g := r.group("web__1"); g.Tags["BG_VERSION"] != "BLUE" || !reflect.DeepEqual(g.TargetGroups, []string{tgBlue}) {
 		t.Fatalf("first group %+v", g)
 	}
-	if out, f = r.step("AsgBlueGreenSwapService", "exec-1", "ami-1", `{"downsizeOldAsg": true, `+lb+`}`); f != nil || out["swapped"] != false {
+	if out, f = r.step("AsgBlueGreenSwapService", "exec-1", "ami-1", `{"downsizeOldAsg": true, `+followed+`}`); f != nil || out["swapped"] != false {
 		t.Fatalf("first swap: %v %+v", out, f)
 	}
 	out, f = r.step("AsgBlueGreenDeploy", "exec-2", "ami-2", `{`+lb+`, "instances": {"type": "CurrentRunning"}}`)
@@ -221,13 +223,13 @@ func TestBlueGreen(t *testing.T) {
 	if g := r.group("web__2"); g.Tags["BG_VERSION"] != "GREEN" || !reflect.DeepEqual(g.TargetGroups, []string{tgGreen}) || g.Desired != 2 {
 		t.Fatalf("second group %+v", g)
 	}
-	if out, f = r.step("AsgBlueGreenSwapService", "exec-2", "", `{"downsizeOldAsg": true, `+lb+`}`); f != nil || out["swapped"] != true {
+	if out, f = r.step("AsgBlueGreenSwapService", "exec-2", "", `{"downsizeOldAsg": true, `+followed+`}`); f != nil || out["swapped"] != true {
 		t.Fatalf("swap: %v %+v", out, f)
 	}
 	if r.fake.Forwards(prodRule) != tgGreen || r.fake.Forwards(stageRule) != tgBlue || r.group("web__1").Desired != 0 || r.group("web__2").Tags["BG_VERSION"] != "BLUE" {
 		t.Fatalf("after the swap prod → %s, stage → %s, old %+v", r.fake.Forwards(prodRule), r.fake.Forwards(stageRule), r.group("web__1"))
 	}
-	if out, f = r.step("AsgBlueGreenRollback", "exec-2", "", `{`+lb+`}`); f != nil || out["deleted"] != true || out["prodAsgName"] != "web__1" {
+	if out, f = r.step("AsgBlueGreenRollback", "exec-2", "", `{`+followed+`}`); f != nil || out["deleted"] != true || out["prodAsgName"] != "web__1" {
 		t.Fatalf("rollback: %v %+v", out, f)
 	}
 	if r.fake.Forwards(prodRule) != tgBlue || r.fake.Forwards(stageRule) != tgGreen || r.group("web__1").Desired != 2 || r.group("web__1").Tags["BG_VERSION"] != "BLUE" {
@@ -236,7 +238,7 @@ func TestBlueGreen(t *testing.T) {
 	if _, ok := r.fake.Group("web__2"); ok {
 		t.Fatal("the group the rolled-back deploy created survived")
 	}
-	if _, f = r.step("AsgBlueGreenSwapService", "exec-7", "", `{"downsizeOldAsg": false, `+lb+`}`); f == nil || !strings.Contains(f.Message, "AsgBlueGreenDeploy comes first") {
+	if _, f = r.step("AsgBlueGreenSwapService", "exec-7", "", `{"downsizeOldAsg": false, `+followed+`}`); f == nil || !strings.Contains(f.Message, "AsgBlueGreenDeploy comes first") {
 		t.Fatalf("swap without a deploy: %+v", f)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities/listeners"
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // Blue-green keeps two groups, NAME__1 and NAME__2, each with its own target groups. The one
@@ -27,23 +28,7 @@ const (
 )
 
 // lbConfig is one load balancer's listeners (the step's own fields, or a loadBalancers item).
-type lbConfig struct {
-	LoadBalancer         string `json:"loadBalancer"`
-	ProdListener         string `json:"prodListener"`
-	ProdListenerRuleArn  string `json:"prodListenerRuleArn"`
-	StageListener        string `json:"stageListener"`
-	StageListenerRuleArn string `json:"stageListenerRuleArn"`
-}
-
-func (sp spec) loadBalancers() []lbConfig {
-	if len(sp.LoadBalancers) > 0 {
-		return sp.LoadBalancers
-	}
-	if sp.ProdListener != "" || sp.ProdListenerRuleArn != "" {
-		return []lbConfig{sp.lbConfig}
-	}
-	return nil
-}
+type lbConfig = stepspec.AsgLoadBalancer
 
 // shifting reports load balancers without stage listeners: traffic moves by weight.
 func shifting(lbs []lbConfig) bool {
@@ -109,12 +94,12 @@ func (r *run) deployed(ctx context.Context, base string) (mine, other *astypes.A
 // blueGreenDeploy deploys the new version to the group not serving prod, behind the stage
 // listener's target groups (or, when traffic shifts by weight, the prod rule's target group
 // the live group is not in).
-func (r *run) blueGreenDeploy(ctx context.Context, sp spec) (map[string]any, error) {
-	lbs := sp.loadBalancers()
+func (r *run) blueGreenDeploy(ctx context.Context, sp *stepspec.AsgBlueGreenDeploySpec) (map[string]any, error) {
+	lbs := sp.Listeners()
 	if len(lbs) == 0 {
 		return nil, contract.Fail(contract.Verification, "AsgBlueGreenDeploy needs a load balancer: prodListener and prodListenerRuleArn (and stage ones), or loadBalancers")
 	}
-	base, err := r.baseName(sp)
+	base, err := r.baseName(sp.AsgName)
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +140,7 @@ func (r *run) blueGreenDeploy(ctx context.Context, sp spec) (map[string]any, err
 			tgs = append(tgs, listeners.Heaviest(stageW))
 		}
 	}
-	z, err := desiredSize(sp, prod, cfg)
+	z, err := desiredSize(sp.Instances, sp.UseAlreadyRunningInstances, prod, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -200,8 +185,8 @@ func (r *run) blueGreenDeploy(ctx context.Context, sp spec) (map[string]any, err
 
 // blueGreenSwap sends prod traffic to the group this execution deployed and stage traffic to
 // the other, whose instances it stops when downsizeOldAsg.
-func (r *run) blueGreenSwap(ctx context.Context, sp spec) (map[string]any, error) {
-	mine, old, err := r.deployedFor(ctx, sp)
+func (r *run) blueGreenSwap(ctx context.Context, sp *stepspec.AsgBlueGreenSwapServiceSpec) (map[string]any, error) {
+	mine, old, err := r.deployedFor(ctx, sp.AsgName)
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +196,7 @@ func (r *run) blueGreenSwap(ctx context.Context, sp spec) (map[string]any, error
 		return map[string]any{"prodAsgName": name, "swapped": false}, nil
 	}
 	if tag(mine, tagSwapped) != r.in.ExecutionID {
-		if err := r.swap(ctx, sp.loadBalancers()); err != nil {
+		if err := r.swap(ctx, sp.LoadBalancers); err != nil {
 			return nil, err
 		}
 		if err := r.roles(ctx, mine, old, map[string]string{tagSwapped: r.in.ExecutionID}); err != nil {
@@ -225,8 +210,8 @@ func (r *run) blueGreenSwap(ctx context.Context, sp spec) (map[string]any, error
 }
 
 // deployedFor is deployed for a step's base name, failing when no deploy ran.
-func (r *run) deployedFor(ctx context.Context, sp spec) (mine, other *astypes.AutoScalingGroup, err error) {
-	base, err := r.baseName(sp)
+func (r *run) deployedFor(ctx context.Context, asgName string) (mine, other *astypes.AutoScalingGroup, err error) {
+	base, err := r.baseName(asgName)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -282,12 +267,12 @@ func (r *run) downsize(ctx context.Context, old *astypes.AutoScalingGroup, yes b
 
 // shiftTraffic gives the group this execution deployed a weight (of 100) on each prod rule,
 // the old group the rest; at 100 the new group becomes BLUE, and downsizeOldAsg stops the old.
-func (r *run) shiftTraffic(ctx context.Context, sp spec) (map[string]any, error) {
+func (r *run) shiftTraffic(ctx context.Context, sp *stepspec.AsgShiftTrafficSpec) (map[string]any, error) {
 	w, err := strconv.Atoi(strings.TrimSpace(fmt.Sprint(sp.Weight)))
 	if err != nil || w < 0 || w > 100 {
 		return nil, contract.Fail(contract.Verification, "AsgShiftTraffic weight %v is not a whole number from 0 to 100", sp.Weight)
 	}
-	mine, old, err := r.deployedFor(ctx, sp)
+	mine, old, err := r.deployedFor(ctx, sp.AsgName)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +284,7 @@ func (r *run) shiftTraffic(ctx context.Context, sp spec) (map[string]any, error)
 	if err := r.setTags(ctx, name, map[string]string{tagSwapped: r.in.ExecutionID}); err != nil {
 		return nil, err
 	}
-	if err := r.weigh(ctx, sp.loadBalancers(), mine, int32(w)); err != nil {
+	if err := r.weigh(ctx, sp.LoadBalancers, mine, int32(w)); err != nil {
 		return nil, err
 	}
 	if w == 100 {
@@ -336,8 +321,8 @@ func (r *run) weigh(ctx context.Context, lbs []lbConfig, g *astypes.AutoScalingG
 
 // blueGreenRollback sends prod traffic back to the old group if this execution moved it, gives
 // the old group back its capacity, and deletes (or restores) the group this execution deployed.
-func (r *run) blueGreenRollback(ctx context.Context, sp spec) (map[string]any, error) {
-	base, err := r.baseName(sp)
+func (r *run) blueGreenRollback(ctx context.Context, sp *stepspec.AsgFollowerSpec) (map[string]any, error) {
+	base, err := r.baseName(sp.AsgName)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +335,7 @@ func (r *run) blueGreenRollback(ctx context.Context, sp spec) (map[string]any, e
 		return map[string]any{"rolledBack": false}, nil
 	}
 	name := aws.ToString(mine.AutoScalingGroupName)
-	lbs := sp.loadBalancers()
+	lbs := sp.LoadBalancers
 	if old != nil && tag(mine, tagSwapped) == r.in.ExecutionID {
 		var err error
 		if shifting(lbs) {

@@ -11,6 +11,7 @@ import (
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // The phased canary: AsgSetup creates the next group of a base name, NAME__N, at no instances
@@ -56,8 +57,8 @@ func suffix(base, name string) (int, bool) {
 }
 
 // setup deletes the older groups that run nothing, and creates the next one at no instances.
-func (r *run) setup(ctx context.Context, sp spec) (map[string]any, error) {
-	base, err := r.baseName(sp)
+func (r *run) setup(ctx context.Context, sp *stepspec.AsgSetupSpec) (map[string]any, error) {
+	base, err := r.baseName(sp.AsgName)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +92,7 @@ func (r *run) setup(ctx context.Context, sp spec) (map[string]any, error) {
 		live = g
 		olds = append(olds, aws.ToString(g.AutoScalingGroupName))
 	}
-	z, err := desiredSize(sp, live, cfg)
+	z, err := desiredSize(sp.Instances, "", live, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -113,8 +114,8 @@ func (r *run) setup(ctx context.Context, sp spec) (map[string]any, error) {
 // phasedDeploy brings the new group to the selected share of its full capacity (a count, or a
 // percentage of it) and the older groups down by as many instances, newest kept longest, in
 // the setup's resize order.
-func (r *run) phasedDeploy(ctx context.Context, sp spec) (map[string]any, error) {
-	base, err := r.baseName(sp)
+func (r *run) phasedDeploy(ctx context.Context, sp *stepspec.AsgPhasedDeploySpec) (map[string]any, error) {
+	base, err := r.baseName(sp.AsgName)
 	if err != nil {
 		return nil, err
 	}
@@ -183,8 +184,8 @@ func (r *run) phasedDeploy(ctx context.Context, sp spec) (map[string]any, error)
 
 // phasedRollback deletes the group this execution set up and gives the older ones the
 // capacity they had.
-func (r *run) phasedRollback(ctx context.Context, sp spec) (map[string]any, error) {
-	base, err := r.baseName(sp)
+func (r *run) phasedRollback(ctx context.Context, sp *stepspec.AsgFollowerSpec) (map[string]any, error) {
+	base, err := r.baseName(sp.AsgName)
 	if err != nil {
 		return nil, err
 	}

@@ -6,19 +6,21 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // rollingDeploy creates the group (first deploy) or updates it to a new launch template
 // version, sets its policies and scheduled actions, and replaces its instances with an
 // instance refresh; it waits for the group's steady state.
-func (r *run) rollingDeploy(ctx context.Context, sp spec) (map[string]any, error) {
-	name, err := r.baseName(sp)
+func (r *run) rollingDeploy(ctx context.Context, sp *stepspec.AsgRollingDeploySpec) (map[string]any, error) {
+	name, err := r.baseName(sp.AsgName)
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +32,7 @@ func (r *run) rollingDeploy(ctx context.Context, sp spec) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	z, err := desiredSize(sp, live, cfg)
+	z, err := desiredSize(sp.Instances, sp.UseAlreadyRunningInstances, live, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -138,8 +140,8 @@ func (r *run) refresh(ctx context.Context, name string, minHealthy, maxHealthy i
 // rollingRollback puts back what this execution's rolling deploy changed: a group it created
 // is deleted with its launch template; an updated one gets its launch template version and
 // capacity back, its instances refreshed.
-func (r *run) rollingRollback(ctx context.Context, sp spec) (map[string]any, error) {
-	name, err := r.baseName(sp)
+func (r *run) rollingRollback(ctx context.Context, sp *stepspec.AsgFollowerSpec) (map[string]any, error) {
+	name, err := r.baseName(sp.AsgName)
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +190,8 @@ func (r *run) restore(ctx context.Context, g *astypes.AutoScalingGroup) (map[str
 
 // canaryDeploy starts the new version in a group of its own, NAME__Canary, at the instances
 // selected (a percentage of the live group's desired capacity, or the configuration's).
-func (r *run) canaryDeploy(ctx context.Context, sp spec) (map[string]any, error) {
-	base, err := r.baseName(sp)
+func (r *run) canaryDeploy(ctx context.Context, sp *stepspec.AsgCanaryDeploySpec) (map[string]any, error) {
+	base, err := r.baseName(sp.AsgName)
 	if err != nil {
 		return nil, err
 	}
@@ -229,8 +231,8 @@ func (r *run) canaryDeploy(ctx context.Context, sp spec) (map[string]any, error)
 }
 
 // canaryDelete deletes the canary group and its launch template.
-func (r *run) canaryDelete(ctx context.Context, sp spec) (map[string]any, error) {
-	base, err := r.baseName(sp)
+func (r *run) canaryDelete(ctx context.Context, sp *stepspec.AsgFollowerSpec) (map[string]any, error) {
+	base, err := r.baseName(sp.AsgName)
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +253,8 @@ func (r *run) canaryDelete(ctx context.Context, sp spec) (map[string]any, error)
 
 // scale sets a group's desired capacity (a count, or a percentage of what it wants now),
 // widening min and max to hold it, and waits for its steady state unless skipSteadyStateCheck.
-func (r *run) scale(ctx context.Context, sp spec) (map[string]any, error) {
-	name, err := r.baseName(sp)
+func (r *run) scale(ctx context.Context, sp *stepspec.AsgScaleSpec) (map[string]any, error) {
+	name, err := r.baseName(sp.AsgName)
 	if err != nil {
 		return nil, err
 	}
@@ -281,8 +283,11 @@ func (r *run) scale(ctx context.Context, sp spec) (map[string]any, error) {
 }
 
 // steadyState waits until a group runs its desired capacity.
-func (r *run) steadyState(ctx context.Context, sp spec) (map[string]any, error) {
-	name, err := r.baseName(sp)
+func (r *run) steadyState(ctx context.Context, sp *stepspec.AsgSteadyStateSpec) (map[string]any, error) {
+	if d, err := time.ParseDuration(sp.PollingInterval); err == nil && d > 0 {
+		r.poll = d
+	}
+	name, err := r.baseName(sp.AsgName)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // K8sRollingDeploy applies manifests and waits for steady state: a rolling rollback's settings
@@ -19,15 +20,12 @@ type K8sRollingRollback struct {
 	PruningEnabled string `yaml:"pruningEnabled"`
 }
 
-// InstanceSelection picks instances by count or percentage.
-type InstanceSelection = pipeline.Typed[InstanceCount]
-
-// InstanceCount is the count or percentage.
-type InstanceCount struct {
-	Node       *yaml.Node `yaml:"-"`
-	Count      string     `yaml:"count"`
-	Percentage string     `yaml:"percentage"`
-}
+// InstanceSelection picks instances by count or percentage; InstanceCount is the count or
+// percentage (stepspec's, shared with the families).
+type (
+	InstanceSelection = stepspec.InstanceSelection
+	InstanceCount     = stepspec.InstanceCount
+)
 
 // K8sCanaryDeploy deploys a canary copy.
 type K8sCanaryDeploy struct {
@@ -387,8 +385,8 @@ func checkInstanceSelection(c Checker, is *InstanceSelection) {
 	}
 	switch is.Type {
 	case "Count":
-		c.Integer(is.Spec.Node, "count", is.Spec.Count, 1, false, "instance count")
+		c.Integer(is.Spec.Node, "count", string(is.Spec.Count), 1, false, "instance count")
 	case "Percentage":
-		c.Integer(is.Spec.Node, "percentage", is.Spec.Percentage, 1, false, "instance percentage")
+		c.Integer(is.Spec.Node, "percentage", string(is.Spec.Percentage), 1, false, "instance percentage")
 	}
 }
