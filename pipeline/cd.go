@@ -1,6 +1,10 @@
 package pipeline
 
-import "gopkg.in/yaml.v3"
+import (
+	"gopkg.in/yaml.v3"
+
+	"github.com/gantry-cd/gantry/stepspec"
+)
 
 // The CD entities a Deployment stage refers to (spec 15.1): services, environments,
 // infrastructure definitions and the connectors they use. Each is a file of its own with one
@@ -82,40 +86,13 @@ type OverlayConfiguration struct {
 	KustomizeYamlFolderPath string     `yaml:"kustomizeYamlFolderPath" gantry:"required"`
 }
 
-// ManifestStore locates manifest files: `Local` stores name paths relative to the service
-// file, read when the run is submitted; Git stores (Git, Github, Gitlab, Bitbucket) name a
-// connector, a branch or commit and paths in the repository, fetched by a worker when the
-// stage starts.
-type ManifestStore = Typed[ManifestStoreSpec]
-
-// ManifestStoreSpec lists files and folders, and for Git stores where they are.
-type ManifestStoreSpec struct {
-	Node         *yaml.Node `yaml:"-"`
-	Paths        []string   `yaml:"paths"`
-	ConnectorRef string     `yaml:"connectorRef"`
-	GitFetchType string     `yaml:"gitFetchType"`
-	Branch       string     `yaml:"branch"`
-	CommitID     string     `yaml:"commitId"`
-	FolderPath   string     `yaml:"folderPath"`
-	RepoName     string     `yaml:"repoName"`
-	// OciHelmChart: the registry connector under config, and the repository path the chart
-	// is below.
-	BasePath string          `yaml:"basePath"`
-	Config   *OciChartConfig `yaml:"config"`
-	// S3: the bucket (and its region) the paths are keys or key prefixes in.
-	BucketName string `yaml:"bucketName"`
-	Region     string `yaml:"region"`
-}
-
-// OciChartConfig is an OciHelmChart store's registry: `Generic` names an OciHelmRepo connector
-// (ECR and GAR reach cloud registries through cloud connectors, not run yet).
-type OciChartConfig = Typed[OciChartConfigSpec]
-
-// OciChartConfigSpec names the registry's connector.
-type OciChartConfigSpec struct {
-	Node         *yaml.Node `yaml:"-"`
-	ConnectorRef string     `yaml:"connectorRef" gantry:"required"`
-}
+// ManifestStore locates manifest files (stepspec's: services and steps hold stores alike).
+type (
+	ManifestStore      = stepspec.ManifestStore
+	ManifestStoreSpec  = stepspec.ManifestStoreSpec
+	OciChartConfig     = stepspec.OciChartConfig
+	OciChartConfigSpec = stepspec.OciChartConfigSpec
+)
 
 // ServiceArtifacts is the primary artifact and its sources.
 type ServiceArtifacts struct {

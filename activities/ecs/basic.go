@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ecs/types"
 
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // The basic strategy keeps each release in a service of its own, `<serviceName>__<N>`:
@@ -185,7 +186,7 @@ func (r *run) scaleTo(ctx context.Context, s *types.Service, count int32) (*type
 // upgradeContainer scales the new version to its share of the full size and, when asked, the
 // old version down to its share of what it ran, in the setup's resize order; at full size the
 // service's scaling definitions are applied to the new version.
-func (r *run) upgradeContainer(ctx context.Context, spec upgradeSpec) (map[string]any, error) {
+func (r *run) upgradeContainer(ctx context.Context, spec *stepspec.EcsUpgradeContainerSpec) (map[string]any, error) {
 	s, tags, err := r.thisExecutionsVersion(ctx)
 	if err != nil {
 		return nil, err
@@ -200,7 +201,7 @@ func (r *run) upgradeContainer(ctx context.Context, spec upgradeSpec) (map[strin
 	}
 	var old *types.Service
 	oldCount := int32(-1)
-	if tags[tagBasicOld] != "none" && spec.DownsizeOldServiceInstanceCount != nil {
+	if tags[tagBasicOld] != "none" && spec.DownsizeOldServiceInstanceCount != "" {
 		before, _ := strconv.Atoi(tags[tagBasicOldCount])
 		if oldCount, err = instanceCount(spec.DownsizeOldServiceInstanceCount, spec.DownsizeOldServiceInstanceUnit, int32(before), "downsizeOldServiceInstanceCount"); err != nil {
 			return nil, err
@@ -245,12 +246,6 @@ func (r *run) upgradeContainer(ctx context.Context, spec upgradeSpec) (map[strin
 }
 
 // upgradeSpec is EcsUpgradeContainer's spec.
-type upgradeSpec struct {
-	NewServiceInstanceCount         any    `json:"newServiceInstanceCount"`
-	NewServiceInstanceUnit          string `json:"newServiceInstanceUnit"`
-	DownsizeOldServiceInstanceCount any    `json:"downsizeOldServiceInstanceCount"`
-	DownsizeOldServiceInstanceUnit  string `json:"downsizeOldServiceInstanceUnit"`
-}
 
 // basicRollback deletes this execution's version and gives the one it replaced its tasks back.
 func (r *run) basicRollback(ctx context.Context) (map[string]any, error) {
@@ -286,7 +281,7 @@ func (r *run) basicRollback(ctx context.Context) (map[string]any, error) {
 
 // scaleService sets a named service's desired count (EcsScale): a count, or a percentage of
 // what it runs now; unless skipSteadyStateCheck it waits for steady state.
-func (r *run) scaleService(ctx context.Context, spec scaleSpec) (map[string]any, error) {
+func (r *run) scaleService(ctx context.Context, spec *stepspec.EcsScaleSpec) (map[string]any, error) {
 	if spec.Cluster != "" && spec.Cluster != r.d.Cluster {
 		r.d.Cluster = spec.Cluster
 	}
@@ -312,10 +307,3 @@ func (r *run) scaleService(ctx context.Context, spec scaleSpec) (map[string]any,
 }
 
 // scaleSpec is EcsScale's spec.
-type scaleSpec struct {
-	Service              string `json:"service"`
-	Cluster              string `json:"cluster"`
-	Instances            any    `json:"instances"`
-	InstanceUnit         string `json:"instanceUnit"`
-	SkipSteadyStateCheck any    `json:"skipSteadyStateCheck"`
-}

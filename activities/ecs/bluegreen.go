@@ -13,6 +13,7 @@ import (
 
 	"github.com/gantry-cd/gantry/activities/listeners"
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // Blue-green: EcsBlueGreenCreateService starts the new version as a green service of its own
@@ -34,22 +35,6 @@ const (
 	tagStageRule  = "gantry-bg-stage-rule"
 	tagStageTG    = "gantry-bg-stage-target-group"
 )
-
-// bgSpec is what the blue-green steps take of their spec.
-type bgSpec struct {
-	LoadBalancer                  string `json:"loadBalancer"`
-	ProdListener                  string `json:"prodListener"`
-	ProdListenerRuleArn           string `json:"prodListenerRuleArn"`
-	StageListener                 string `json:"stageListener"`
-	StageListenerRuleArn          string `json:"stageListenerRuleArn"`
-	SameAsAlreadyRunningInstances any    `json:"sameAsAlreadyRunningInstances"`
-	DoNotDownsizeOldService       any    `json:"doNotDownsizeOldService"`
-	DownsizeOldServiceDelayInSecs any    `json:"downsizeOldServiceDelayInSecs"`
-	// A traffic-shift deployment has no stage listener: the green service starts behind
-	// stageTargetGroupArn, and EcsBlueGreenTrafficShift (Inherit) weighs the prod rule.
-	IsTrafficShift      any    `json:"isTrafficShift"`
-	StageTargetGroupArn string `json:"stageTargetGroupArn"`
-}
 
 // forwardsTo is the target group a listener rule (or, without one, the listener) forwards to;
 // when weighted (after a traffic shift), the group taking the most traffic.
@@ -124,7 +109,7 @@ func (r *run) tag(ctx context.Context, s *types.Service, tags map[string]string)
 	return nil
 }
 
-func (r *run) blueGreenCreate(ctx context.Context, spec bgSpec) (map[string]any, error) {
+func (r *run) blueGreenCreate(ctx context.Context, spec *stepspec.EcsBlueGreenCreateServiceSpec) (map[string]any, error) {
 	shift := truthy(spec.IsTrafficShift)
 	switch {
 	case shift && (spec.ProdListener == "" || spec.ProdListenerRuleArn == "" || spec.StageTargetGroupArn == ""):
@@ -225,7 +210,7 @@ func (r *run) greenOf(ctx context.Context) (*types.Service, map[string]string, e
 	return nil, nil, nil
 }
 
-func (r *run) blueGreenSwap(ctx context.Context, spec bgSpec) (map[string]any, error) {
+func (r *run) blueGreenSwap(ctx context.Context, spec *stepspec.EcsBlueGreenSwapTargetGroupsSpec) (map[string]any, error) {
 	green, tags, err := r.greenOf(ctx)
 	if err != nil {
 		return nil, err

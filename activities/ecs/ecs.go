@@ -89,25 +89,18 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	return contract.StepResult{Outputs: out}, nil
 }
 
-// serviceSpec holds the fields the rolling, setup and run-task steps share.
-type serviceSpec struct {
-	SameAsAlreadyRunningInstances any `json:"sameAsAlreadyRunningInstances"`
-	ForceNewDeployment            any `json:"forceNewDeployment"`
-	SkipApplicationScaling        any `json:"skipApplicationScaling"`
-	TaskDefinitionArn             string
-	SkipSteadyStateCheck          any      `json:"skipSteadyStateCheck"`
-	ResizeStrategy                string   `json:"resizeStrategy"`
-	ListenerRuleArns              []string `json:"listenerRuleArns"`
-}
-
 type handler func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error)
 
-// specOf decodes a step's rendered spec into the handler's spec type. The front end decoded
-// it strictly before the run, so a field of another type here is one the handler ignores.
-func specOf[T any](raw json.RawMessage) T {
-	var v T
-	_ = json.Unmarshal(raw, &v)
-	return v
+// withSpec makes a handler of a function over the step's spec type S (stepspec's, the one
+// validation decoded).
+func withSpec[S any](f func(*run, context.Context, *S) (map[string]any, error)) handler {
+	return func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
+		sp, err := stepspec.Decode[S](raw)
+		if err != nil {
+			return nil, contract.Fail(contract.Verification, "%s spec: %v", r.in.Type, err)
+		}
+		return f(r, ctx, &sp)
+	}
 }
 
 // withoutSpec makes a handler of a step that reads no spec fields.
@@ -117,48 +110,35 @@ func withoutSpec(f func(*run, context.Context) (map[string]any, error)) handler 
 
 // handlers are the family's step types, one handler each.
 var handlers = map[string]handler{
-	stepspec.EcsRollingDeploy: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
-		sp := specOf[serviceSpec](raw)
+	stepspec.EcsRollingDeploy: withSpec(func(r *run, ctx context.Context, sp *stepspec.EcsRollingDeploySpec) (map[string]any, error) {
 		return r.rollingDeploy(ctx, truthy(sp.SameAsAlreadyRunningInstances), truthy(sp.ForceNewDeployment), truthy(sp.SkipApplicationScaling))
-	},
+	}),
 	stepspec.EcsRollingRollback: withoutSpec((*run).rollingRollback),
 	stepspec.EcsCanaryDeploy:    withoutSpec((*run).canaryDeploy),
 	stepspec.EcsCanaryDelete:    withoutSpec((*run).canaryDelete),
-	stepspec.EcsRunTask: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
-		sp := specOf[serviceSpec](raw)
+	stepspec.EcsRunTask: withSpec(func(r *run, ctx context.Context, sp *stepspec.EcsRunTaskSpec) (map[string]any, error) {
 		return r.runTask(ctx, sp.TaskDefinitionArn, truthy(sp.SkipSteadyStateCheck))
-	},
-	stepspec.EcsBlueGreenCreateService: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
-		return r.blueGreenCreate(ctx, specOf[bgSpec](raw))
-	},
-	stepspec.EcsBlueGreenSwapTargetGroups: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
-		return r.blueGreenSwap(ctx, specOf[bgSpec](raw))
-	},
-	stepspec.EcsBlueGreenRollback: withoutSpec((*run).blueGreenRollback),
-	stepspec.EcsServiceSetup: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
-		sp := specOf[serviceSpec](raw)
+	}),
+	stepspec.EcsBlueGreenCreateService:    withSpec((*run).blueGreenCreate),
+	stepspec.EcsBlueGreenSwapTargetGroups: withSpec((*run).blueGreenSwap),
+	stepspec.EcsBlueGreenRollback:         withoutSpec((*run).blueGreenRollback),
+	stepspec.EcsServiceSetup: withSpec(func(r *run, ctx context.Context, sp *stepspec.EcsServiceSetupSpec) (map[string]any, error) {
 		return r.serviceSetup(ctx, truthy(sp.SameAsAlreadyRunningInstances), sp.ResizeStrategy)
-	},
-	stepspec.EcsUpgradeContainer: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
-		return r.upgradeContainer(ctx, specOf[upgradeSpec](raw))
-	},
-	stepspec.EcsBasicRollback: withoutSpec((*run).basicRollback),
-	stepspec.EcsBlueGreenTrafficShift: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
-		return r.trafficShift(ctx, specOf[shiftSpec](raw))
-	},
-	stepspec.StandAloneTrafficShiftRollback: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
-		return r.standaloneRollback(ctx, specOf[serviceSpec](raw).ListenerRuleArns)
-	},
-	stepspec.EcsScale: func(ctx context.Context, r *run, raw json.RawMessage) (map[string]any, error) {
-		return r.scaleService(ctx, specOf[scaleSpec](raw))
-	},
+	}),
+	stepspec.EcsUpgradeContainer:      withSpec((*run).upgradeContainer),
+	stepspec.EcsBasicRollback:         withoutSpec((*run).basicRollback),
+	stepspec.EcsBlueGreenTrafficShift: withSpec((*run).trafficShift),
+	stepspec.StandAloneTrafficShiftRollback: withSpec(func(r *run, ctx context.Context, sp *stepspec.StandAloneTrafficShiftRollbackSpec) (map[string]any, error) {
+		return r.standaloneRollback(ctx, sp.ListenerRuleArns)
+	}),
+	stepspec.EcsScale: withSpec((*run).scaleService),
 }
 
 // Handles lists the step types the family runs, for the worker's test that each step type
 // of the catalog has its handler.
 func Handles() []string { return slices.Sorted(maps.Keys(handlers)) }
 
-func truthy(v any) bool { return v == true || v == "true" }
+func truthy(v stepspec.Text) bool { return v == "true" }
 
 func (r *run) logf(format string, args ...any) {
 	r.log.Line(r.mask.Apply(fmt.Sprintf(format, args...)))

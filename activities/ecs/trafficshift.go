@@ -12,6 +12,7 @@ import (
 	elbtypes "github.com/aws/aws-sdk-go-v2/service/elasticloadbalancingv2/types"
 
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // EcsBlueGreenTrafficShift weighs a listener rule's forward action between target groups.
@@ -26,22 +27,6 @@ const (
 )
 
 // shiftSpec is EcsBlueGreenTrafficShift's spec.
-type shiftSpec struct {
-	EcsTrafficShiftWrapper struct {
-		Type string `json:"type"`
-		Spec struct {
-			LoadBalancer     string `json:"loadBalancer"`
-			Listener         string `json:"listener"`
-			ListenerRuleArn  string `json:"listenerRuleArn"`
-			WeightPercentage any    `json:"weightPercentage"`
-			ForwardConfig    []struct {
-				TargetGroupArn string `json:"targetGroupArn"`
-				Weight         any    `json:"weight"`
-			} `json:"forwardConfig"`
-		} `json:"spec"`
-	} `json:"ecsTrafficShiftWrapper"`
-}
-
 type weighted struct {
 	tg     string
 	weight int32
@@ -112,8 +97,11 @@ func percentage(v any, what string) (int32, error) {
 	return int32(n), nil
 }
 
-func (r *run) trafficShift(ctx context.Context, spec shiftSpec) (map[string]any, error) {
+func (r *run) trafficShift(ctx context.Context, spec *stepspec.EcsBlueGreenTrafficShiftSpec) (map[string]any, error) {
 	w := spec.EcsTrafficShiftWrapper
+	if w == nil || w.Spec == nil {
+		return nil, contract.Fail(contract.Verification, "%s needs ecsTrafficShiftWrapper with its spec", r.in.Type)
+	}
 	switch w.Type {
 	case "Standalone":
 		return r.standaloneShift(ctx, spec)
@@ -123,13 +111,13 @@ func (r *run) trafficShift(ctx context.Context, spec shiftSpec) (map[string]any,
 	return nil, contract.Fail(contract.Verification, "ecsTrafficShiftWrapper type %q is not Standalone or Inherit", w.Type)
 }
 
-func (r *run) standaloneShift(ctx context.Context, spec shiftSpec) (map[string]any, error) {
+func (r *run) standaloneShift(ctx context.Context, spec *stepspec.EcsBlueGreenTrafficShiftSpec) (map[string]any, error) {
 	s := spec.EcsTrafficShiftWrapper.Spec
-	if s.ListenerRuleArn == "" || len(s.ForwardConfig) == 0 {
+	if s.ListenerRuleArn == "" || len(s.Forward) == 0 {
 		return nil, contract.Fail(contract.Verification, "a Standalone traffic shift needs listenerRuleArn and forwardConfig")
 	}
 	var groups []weighted
-	for _, f := range s.ForwardConfig {
+	for _, f := range s.Forward {
 		n, err := strconv.Atoi(strings.TrimSpace(fmt.Sprint(f.Weight)))
 		if err != nil || n < 0 || n > 999 {
 			return nil, contract.Fail(contract.Verification, "forwardConfig weight %v of %s is not a whole number from 0 to 999", f.Weight, f.TargetGroupArn)
