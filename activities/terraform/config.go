@@ -12,6 +12,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/gitstore"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // Config is everything a plan or an apply is made of, fetched: the root module's files, the
@@ -46,59 +47,13 @@ type EnvVar struct {
 // stop at 2 MB, with its plan.
 const maxConfigBytes = 512 << 10
 
-// filesSpec is the rendered shape of a configuration's files and settings (the reference's
-// TerraformExecutionData and the same fields of TerraformPlanExecutionData).
-type filesSpec struct {
-	ConfigFiles *struct {
-		Store storeSpec `json:"store"`
-	} `json:"configFiles"`
-	VarFiles []struct {
-		VarFile struct {
-			Identifier string      `json:"identifier"`
-			Type       string      `json:"type"`
-			Spec       varFileSpec `json:"spec"`
-		} `json:"varFile"`
-	} `json:"varFiles"`
-	BackendConfig *struct {
-		Type string      `json:"type"`
-		Spec varFileSpec `json:"spec"`
-	} `json:"backendConfig"`
-	EnvironmentVariables []struct {
-		Name  string `json:"name"`
-		Type  string `json:"type"`
-		Value any    `json:"value"`
-	} `json:"environmentVariables"`
-	Targets   any    `json:"targets"`
-	Workspace string `json:"workspace"`
-}
-
-type storeSpec struct {
-	Type string `json:"type"`
-	Spec struct {
-		ConnectorRef string `json:"connectorRef"`
-		GitFetchType string `json:"gitFetchType"`
-		Branch       string `json:"branch"`
-		CommitID     string `json:"commitId"`
-		FolderPath   string `json:"folderPath"`
-		RepoName     string `json:"repoName"`
-		Paths        any    `json:"paths"`
-		Content      string `json:"content"`
-	} `json:"spec"`
-}
-
-type varFileSpec struct {
-	Content  string     `json:"content"`
-	Store    *storeSpec `json:"store"`
-	Optional any        `json:"optional"`
-}
-
 // fetchConfig gathers a configuration's files: inline ones as written, Git ones through the
 // worker's Git fetcher at the branch's head (or the commit named).
-func fetchConfig(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs, f filesSpec) (*Config, error) {
-	if f.ConfigFiles == nil {
-		return nil, contract.Fail(contract.Unknown, "the configuration names no configFiles")
+func fetchConfig(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs, f *stepspec.TerraformFiles) (*Config, error) {
+	if f.ConfigFiles == nil || f.ConfigFiles.Store == nil || f.ConfigFiles.Store.Spec == nil {
+		return nil, contract.Fail(contract.Unknown, "the configuration names no configFiles with a store")
 	}
-	c := &Config{Files: map[string]string{}, Workspace: f.Workspace, Targets: stringList(f.Targets)}
+	c := &Config{Files: map[string]string{}, Workspace: f.Workspace, Targets: stringList(f.TargetList)}
 	st := f.ConfigFiles.Store
 	switch st.Type {
 	case "Inline":
@@ -119,13 +74,16 @@ func fetchConfig(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs
 		}
 	}
 	for _, v := range f.VarFiles {
+		if v.VarFile == nil || v.VarFile.Spec == nil {
+			return nil, contract.Fail(contract.Unknown, "a var file of the configuration has no spec")
+		}
 		texts, err := varTexts(ctx, git, refs, v.VarFile.Type, v.VarFile.Spec, "var file "+v.VarFile.Identifier)
 		if err != nil {
 			return nil, err
 		}
 		c.VarFiles = append(c.VarFiles, texts...)
 	}
-	if b := f.BackendConfig; b != nil && (b.Type != "" || b.Spec.Content != "" || b.Spec.Store != nil) {
+	if b := f.BackendConfig; b != nil && b.Spec != nil && (b.Type != "" || b.Spec.Content != "" || b.Spec.Store != nil) {
 		texts, err := varTexts(ctx, git, refs, b.Type, b.Spec, "backendConfig")
 		if err != nil {
 			return nil, err
@@ -135,7 +93,7 @@ func fetchConfig(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs
 		}
 	}
 	for _, e := range f.EnvironmentVariables {
-		c.Env = append(c.Env, EnvVar{Name: e.Name, Type: e.Type, Value: scalar(e.Value)})
+		c.Env = append(c.Env, EnvVar{Name: e.Name, Type: e.Type, Value: string(e.Value)})
 	}
 	if n := c.size(); n > maxConfigBytes {
 		return nil, contract.Fail(contract.Verification, "the configuration is %d KiB; Gantry keeps configurations of at most %d KiB with their provisioner", n>>10, maxConfigBytes>>10)
@@ -144,13 +102,13 @@ func fetchConfig(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs
 }
 
 // varTexts reads an Inline or Remote var file (or backend configuration).
-func varTexts(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs, typ string, s varFileSpec, what string) ([]NamedText, error) {
-	if typ == "Inline" || s.Store == nil {
+func varTexts(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs, typ string, s *stepspec.TerraformVarFileSpec, what string) ([]NamedText, error) {
+	if typ == "Inline" || s.Store == nil || s.Store.Spec == nil {
 		return []NamedText{{Name: what, Text: s.Content}}, nil
 	}
-	files, where, err := fetchStore(ctx, git, refs, *s.Store, stringList(s.Store.Spec.Paths))
+	files, where, err := fetchStore(ctx, git, refs, s.Store, stringList(s.Store.Spec.PathList))
 	if err != nil {
-		if scalar(s.Optional) == "true" {
+		if s.Optional == "true" {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -163,7 +121,7 @@ func varTexts(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs, t
 }
 
 // fetchStore reads paths of a Git store through the connector resolved before the run.
-func fetchStore(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs, st storeSpec, paths []string) ([]plan.File, string, error) {
+func fetchStore(ctx context.Context, git *gitstore.Fetcher, refs *plan.StepRefs, st *stepspec.TerraformStore, paths []string) ([]plan.File, string, error) {
 	var gc plan.GitConnector
 	ok := false
 	if refs != nil {

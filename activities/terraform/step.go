@@ -43,27 +43,6 @@ type Activity struct {
 	WorkDir string
 }
 
-// stepSpec is the rendered spec of the four step types.
-type stepSpec struct {
-	ProvisionerIdentifier string `json:"provisionerIdentifier"`
-	Configuration         *struct {
-		filesSpec
-		Command                 string        `json:"command"` // TerraformPlan
-		Type                    string        `json:"type"`    // TerraformApply, TerraformDestroy
-		Spec                    *filesSpec    `json:"spec"`
-		CommandFlags            []commandFlag `json:"commandFlags"`
-		SkipRefreshCommand      any           `json:"skipRefreshCommand"`
-		ExportTerraformPlanJson any           `json:"exportTerraformPlanJson"`
-	} `json:"configuration"`
-	CommandFlags       []commandFlag `json:"commandFlags"` // TerraformRollback
-	SkipRefreshCommand any           `json:"skipRefreshCommand"`
-}
-
-type commandFlag struct {
-	CommandType string `json:"commandType"`
-	Flag        string `json:"flag"`
-}
-
 // sealed is what a record keeps: the configuration, and for a plan the plan file.
 type sealed struct {
 	Config *Config `json:"config"`
@@ -75,8 +54,12 @@ const maxPlanJSON = 256 << 10
 
 // Run runs one step.
 func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.StepResult, error) {
-	var spec stepSpec
-	if err := json.Unmarshal(in.Spec, &spec); err != nil {
+	h, ok := handlers[in.Type]
+	if !ok {
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "step type %s is not a Terraform step", in.Type)
+	}
+	spec, err := h.read(in.Spec)
+	if err != nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
 	}
 	if spec.ProvisionerIdentifier == "" {
@@ -87,6 +70,9 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	}
 	if in.Refs == nil || a.Records == nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: this worker keeps no provisioner records (no Temporal client)", in.Type)
+	}
+	if spec.needsConfiguration && spec.plan == nil && spec.apply == nil {
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s needs configuration", in.Type)
 	}
 	bin, err := a.binary()
 	if err != nil {
@@ -107,7 +93,7 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	defer cancel()
 
 	s := &run{a: a, in: in, spec: spec, bin: bin, log: out, mask: mask, attempt: info.Attempt}
-	res, err := s.dispatch(runCtx)
+	res, err := h.run(s, runCtx)
 	switch {
 	case log.Err() != nil:
 		return contract.StepResult{}, log.Err()
@@ -147,63 +133,79 @@ func (a *Activity) binary() (string, error) {
 type run struct {
 	a       *Activity
 	in      contract.StepInput
-	spec    stepSpec
+	spec    step
 	bin     string
 	log     *logs.Lines
 	mask    *secrets.Masker
 	attempt int32
 }
 
-// handlers are the family's step types, one handler each.
-var handlers = map[string]func(*run, context.Context) (contract.StepResult, error){
-	stepspec.TerraformPlan:     withConfiguration((*run).plan),
-	stepspec.TerraformApply:    withConfiguration(func(s *run, ctx context.Context) (contract.StepResult, error) { return s.applyOrDestroy(ctx, false) }),
-	stepspec.TerraformDestroy:  withConfiguration(func(s *run, ctx context.Context) (contract.StepResult, error) { return s.applyOrDestroy(ctx, true) }),
-	stepspec.TerraformRollback: (*run).rollback,
+// step is what the family's code reads of a step, from the spec type of its step type
+// (stepspec's, the one validation decoded).
+type step struct {
+	ProvisionerIdentifier string
+	needsConfiguration    bool
+	plan                  *stepspec.TerraformPlanConfig // TerraformPlan's configuration
+	apply                 *stepspec.TerraformStepConfig // TerraformApply's or TerraformDestroy's
+	commandFlags          []stepspec.TerraformFlag
+	skipRefresh           stepspec.Text
 }
 
-// withConfiguration refuses a step without the configuration its handler runs.
-func withConfiguration(h func(*run, context.Context) (contract.StepResult, error)) func(*run, context.Context) (contract.StepResult, error) {
-	return func(s *run, ctx context.Context) (contract.StepResult, error) {
-		if s.spec.Configuration == nil {
-			return contract.StepResult{}, contract.Fail(contract.Unknown, "%s needs configuration", s.in.Type)
-		}
-		return h(s, ctx)
+// handler reads one step type's spec and runs it.
+type handler struct {
+	read func(raw []byte) (step, error)
+	run  func(*run, context.Context) (contract.StepResult, error)
+}
+
+// handlers are the family's step types, one handler each.
+var handlers = map[string]handler{
+	stepspec.TerraformPlan: {readPlan, (*run).plan},
+	stepspec.TerraformApply: {readApply, func(s *run, ctx context.Context) (contract.StepResult, error) {
+		return s.applyOrDestroy(ctx, false)
+	}},
+	stepspec.TerraformDestroy: {readApply, func(s *run, ctx context.Context) (contract.StepResult, error) {
+		return s.applyOrDestroy(ctx, true)
+	}},
+	stepspec.TerraformRollback: {readRollback, (*run).rollback},
+}
+
+func readPlan(raw []byte) (step, error) {
+	sp, err := stepspec.Decode[stepspec.TerraformPlanSpec](raw)
+	st := step{ProvisionerIdentifier: sp.ProvisionerIdentifier, needsConfiguration: true, plan: sp.Configuration}
+	if c := sp.Configuration; c != nil {
+		st.commandFlags, st.skipRefresh = c.CommandFlags, c.SkipRefreshCommand
 	}
+	return st, err
+}
+
+func readApply(raw []byte) (step, error) {
+	sp, err := stepspec.Decode[stepspec.TerraformApplySpec](raw)
+	st := step{ProvisionerIdentifier: sp.ProvisionerIdentifier, needsConfiguration: true, apply: sp.Configuration}
+	if c := sp.Configuration; c != nil {
+		st.commandFlags, st.skipRefresh = c.CommandFlags, c.SkipRefreshCommand
+	}
+	return st, err
+}
+
+func readRollback(raw []byte) (step, error) {
+	sp, err := stepspec.Decode[stepspec.TerraformRollbackSpec](raw)
+	return step{ProvisionerIdentifier: sp.ProvisionerIdentifier, commandFlags: sp.CommandFlags, skipRefresh: sp.SkipRefreshCommand}, err
 }
 
 // Handles lists the step types the family runs, for the worker's test that each step type
 // of the catalog has its handler.
 func Handles() []string { return slices.Sorted(maps.Keys(handlers)) }
 
-func (s *run) dispatch(ctx context.Context) (contract.StepResult, error) {
-	h, ok := handlers[s.in.Type]
-	if !ok {
-		return contract.StepResult{}, contract.Fail(contract.Unknown, "step type %s is not a Terraform step", s.in.Type)
-	}
-	return h(s, ctx)
-}
-
 // flags are the step's commandFlags by command type.
 func (s *run) flags() map[string]string {
-	list := s.spec.CommandFlags
-	if s.spec.Configuration != nil && len(s.spec.Configuration.CommandFlags) > 0 {
-		list = s.spec.Configuration.CommandFlags
-	}
 	out := map[string]string{}
-	for _, f := range list {
+	for _, f := range s.spec.commandFlags {
 		out[f.CommandType] = strings.TrimSpace(out[f.CommandType] + " " + f.Flag)
 	}
 	return out
 }
 
-func (s *run) skipRefresh() bool {
-	v := s.spec.SkipRefreshCommand
-	if s.spec.Configuration != nil && s.spec.Configuration.SkipRefreshCommand != nil {
-		v = s.spec.Configuration.SkipRefreshCommand
-	}
-	return scalar(v) == "true"
-}
+func (s *run) skipRefresh() bool { return s.spec.skipRefresh == "true" }
 
 // prepared is a configuration laid out and initialised in a folder of its own.
 type prepared struct {
@@ -258,7 +260,7 @@ func (s *run) envValue(ctx context.Context, e EnvVar) (string, error) {
 	return v, nil
 }
 
-func (s *run) config(ctx context.Context, f filesSpec) (*Config, error) {
+func (s *run) config(ctx context.Context, f *stepspec.TerraformFiles) (*Config, error) {
 	return fetchConfig(ctx, s.a.Git, s.in.Refs, f)
 }
 
@@ -296,9 +298,9 @@ func (s *run) find(ctx context.Context, q contract.ProvisionerQuery) (*contract.
 
 // plan makes and keeps a plan.
 func (s *run) plan(ctx context.Context) (contract.StepResult, error) {
-	cf := s.spec.Configuration
+	cf := s.spec.plan
 	destroy := cf.Command == "Destroy"
-	c, err := s.config(ctx, cf.filesSpec)
+	c, err := s.config(ctx, &cf.TerraformFiles)
 	if err != nil {
 		return contract.StepResult{}, err
 	}
@@ -328,7 +330,7 @@ func (s *run) plan(ctx context.Context) (contract.StepResult, error) {
 	s.log.Line(fmt.Sprintf("# plan kept sealed with provisioner %s: %d to add, %d to change, %d to destroy", s.spec.ProvisionerIdentifier, pl.Add, pl.Change, pl.Destroy))
 	out := map[string]any{"add": pl.Add, "change": pl.Change, "destroy": pl.Destroy, "hasChanges": pl.Add+pl.Change+pl.Destroy > 0,
 		"provisionerIdentifier": s.spec.ProvisionerIdentifier}
-	if scalar(cf.ExportTerraformPlanJson) == "true" {
+	if cf.ExportTerraformPlanJson == "true" {
 		js, err := Redact(pl.JSON, s.mask.Values()...)
 		if err != nil {
 			return contract.StepResult{}, err
@@ -345,7 +347,7 @@ func (s *run) plan(ctx context.Context) (contract.StepResult, error) {
 // applyOrDestroy applies (or destroys with) an inherited plan, the last applied configuration
 // (a destroy's InheritFromApply) or an inline configuration.
 func (s *run) applyOrDestroy(ctx context.Context, destroy bool) (contract.StepResult, error) {
-	cf := s.spec.Configuration
+	cf := s.spec.apply
 	var c *Config
 	var planFile []byte
 	switch cf.Type {
@@ -382,7 +384,7 @@ func (s *run) applyOrDestroy(ctx context.Context, destroy bool) (contract.StepRe
 			return contract.StepResult{}, contract.Fail(contract.Unknown, "an Inline configuration needs spec")
 		}
 		var err error
-		if c, err = s.config(ctx, *cf.Spec); err != nil {
+		if c, err = s.config(ctx, cf.Spec); err != nil {
 			return contract.StepResult{}, err
 		}
 	}

@@ -105,10 +105,10 @@ var entries = []Entry{
 	{Type: stepspec.Policy, New: func() any { return &Policy{} }, Check: checks(checkPolicy), Unresolved: "fail", Typed: [][]string{{"policySpec", "payload"}},
 		Traits: plan.Traits{Activity: contract.Policy}},
 
-	{Type: stepspec.TerraformPlan, New: func() any { return &TerraformPlan{} }, Stores: true, Traits: terraform},
-	{Type: stepspec.TerraformApply, New: func() any { return &TerraformApply{} }, Stores: true, Traits: terraform},
-	{Type: stepspec.TerraformDestroy, New: func() any { return &TerraformDestroy{} }, Stores: true, Traits: terraform},
-	{Type: stepspec.TerraformRollback, New: func() any { return &TerraformRollback{} }, Stores: true, Traits: terraform},
+	{Type: stepspec.TerraformPlan, New: func() any { return &TerraformPlan{} }, Check: checks(checkTerraformPlan), Stores: true, Traits: terraform},
+	{Type: stepspec.TerraformApply, New: func() any { return &TerraformApply{} }, Check: checks(checkTerraformApply), Stores: true, Traits: terraform},
+	{Type: stepspec.TerraformDestroy, New: func() any { return &TerraformApply{} }, Check: checks(checkTerraformDestroy), Stores: true, Traits: terraform},
+	{Type: stepspec.TerraformRollback, New: func() any { return &TerraformRollback{} }, Check: checks(checkTerraformRollback), Stores: true, Traits: terraform},
 
 	{Type: stepspec.Container, New: func() any { return &Container{} }, Connector: "DockerRegistry", Traits: withOwnPod(container)},
 	{Type: stepspec.Run, New: func() any { return &Run{} }, Connector: "DockerRegistry", DefaultImage: true, OnMachine: OnMachineCommand, Traits: container},

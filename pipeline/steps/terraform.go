@@ -9,134 +9,24 @@ import (
 	"github.com/gantry-cd/gantry/stepspec"
 )
 
-// TerraformPlan plans a configuration (command Apply or Destroy) and keeps the plan, sealed,
-// for the TerraformApply or TerraformDestroy of the same provisioner that inherits it.
-type TerraformPlan struct {
-	Node                  *yaml.Node           `yaml:"-"`
-	ProvisionerIdentifier string               `yaml:"provisionerIdentifier" gantry:"required"`
-	Configuration         *TerraformPlanConfig `yaml:"configuration"`
-	CloudCliConfiguration *yaml.Node           `yaml:"cloudCliConfiguration"`
-	DelegateSelectors     *yaml.Node           `yaml:"delegateSelectors"`
-}
-
-// TerraformPlanConfig is what a plan is made of.
-type TerraformPlanConfig struct {
-	TerraformFiles                   `yaml:",inline"`
-	Command                          string          `yaml:"command" gantry:"required"`
-	SecretManagerRef                 string          `yaml:"secretManagerRef" gantry:"required"`
-	CommandFlags                     []TerraformFlag `yaml:"commandFlags"`
-	ExportTerraformPlanJson          string          `yaml:"exportTerraformPlanJson"`
-	ExportTerraformHumanReadablePlan string          `yaml:"exportTerraformHumanReadablePlan"`
-	SkipRefreshCommand               string          `yaml:"skipRefreshCommand"`
-	SkipStateStorage                 string          `yaml:"skipStateStorage"`
-	StoreTfPlanOnDelegate            string          `yaml:"storeTfPlanOnDelegate"`
-	CreateRemoteWorkspaceWithPrefix  string          `yaml:"createRemoteWorkspaceWithPrefix"`
-}
-
-// TerraformFiles are a configuration's files and settings, shared by a plan and an inline
-// apply or destroy.
-type TerraformFiles struct {
-	Node                 *yaml.Node              `yaml:"-"`
-	ConfigFiles          *TerraformConfigFiles   `yaml:"configFiles" gantry:"required"`
-	VarFiles             []TerraformVarFileEntry `yaml:"varFiles"`
-	BackendConfig        *TerraformBackendConfig `yaml:"backendConfig"`
-	EnvironmentVariables []NameTypeValue         `yaml:"environmentVariables"`
-	Targets              *yaml.Node              `yaml:"targets"`
-	Workspace            string                  `yaml:"workspace"`
-	ProviderCredential   *yaml.Node              `yaml:"providerCredential"`
-}
-
-// TerraformConfigFiles is where the root module lives.
-type TerraformConfigFiles struct {
-	Node         *yaml.Node      `yaml:"-"`
-	Store        *TerraformStore `yaml:"store" gantry:"required"`
-	ModuleSource *yaml.Node      `yaml:"moduleSource"`
-}
-
-// TerraformStore is a Git store (Git, Github, GitLab, Bitbucket) or an Inline one (content).
-type TerraformStore = pipeline.Typed[TerraformStoreSpec]
-
-// TerraformStoreSpec locates files in a repository, or holds one file's content.
-type TerraformStoreSpec struct {
-	Node         *yaml.Node `yaml:"-"`
-	ConnectorRef string     `yaml:"connectorRef"`
-	GitFetchType string     `yaml:"gitFetchType"`
-	Branch       string     `yaml:"branch"`
-	CommitID     string     `yaml:"commitId"`
-	FolderPath   string     `yaml:"folderPath"`
-	RepoName     string     `yaml:"repoName"`
-	Paths        *yaml.Node `yaml:"paths"`
-	Content      string     `yaml:"content"`
-}
-
-// TerraformVarFileEntry wraps one var file.
-type TerraformVarFileEntry struct {
-	Node    *yaml.Node        `yaml:"-"`
-	VarFile *TerraformVarFile `yaml:"varFile" gantry:"required"`
-}
-
-// TerraformVarFile is an Inline var file (content) or a Remote one (a store's paths).
-type TerraformVarFile struct {
-	Node       *yaml.Node            `yaml:"-"`
-	Identifier string                `yaml:"identifier" gantry:"required"`
-	Type       string                `yaml:"type" gantry:"required"`
-	Spec       *TerraformVarFileSpec `yaml:"spec" gantry:"required"`
-}
-
-// TerraformVarFileSpec holds the content or the store.
-type TerraformVarFileSpec struct {
-	Node     *yaml.Node      `yaml:"-"`
-	Type     string          `yaml:"type"`
-	Content  string          `yaml:"content"`
-	Store    *TerraformStore `yaml:"store"`
-	Optional string          `yaml:"optional"`
-}
-
-// TerraformBackendConfig is the backend's settings: Inline content or a Remote store.
-type TerraformBackendConfig struct {
-	Node *yaml.Node            `yaml:"-"`
-	Type string                `yaml:"type"`
-	Spec *TerraformVarFileSpec `yaml:"spec"`
-}
-
-// TerraformFlag is extra command-line flags for one command.
-type TerraformFlag struct {
-	Node        *yaml.Node `yaml:"-"`
-	CommandType string     `yaml:"commandType" gantry:"required"`
-	Flag        string     `yaml:"flag" gantry:"required"`
-}
-
-// TerraformApply applies the plan of its provisioner's TerraformPlan (InheritFromPlan) or an
-// inline configuration; TerraformDestroy destroys with the same shapes (and InheritFromApply).
-type TerraformApply struct {
-	Node                  *yaml.Node           `yaml:"-"`
-	ProvisionerIdentifier string               `yaml:"provisionerIdentifier" gantry:"required"`
-	Configuration         *TerraformStepConfig `yaml:"configuration"`
-	CloudCliConfiguration *yaml.Node           `yaml:"cloudCliConfiguration"`
-	DelegateSelectors     *yaml.Node           `yaml:"delegateSelectors"`
-	Metadata              string               `yaml:"metadata"`
-}
-
-// TerraformStepConfig is an apply's or destroy's configuration.
-type TerraformStepConfig struct {
-	Node                            *yaml.Node      `yaml:"-"`
-	Type                            string          `yaml:"type" gantry:"required"`
-	Spec                            *TerraformFiles `yaml:"spec"`
-	CommandFlags                    []TerraformFlag `yaml:"commandFlags"`
-	SkipRefreshCommand              string          `yaml:"skipRefreshCommand"`
-	SkipStateStorage                string          `yaml:"skipStateStorage"`
-	CreateRemoteWorkspaceWithPrefix string          `yaml:"createRemoteWorkspaceWithPrefix"`
-}
-
-// TerraformRollback re-applies its provisioner's last successful configuration before this
-// execution, or destroys what this execution created first.
-type TerraformRollback struct {
-	Node                  *yaml.Node      `yaml:"-"`
-	ProvisionerIdentifier string          `yaml:"provisionerIdentifier" gantry:"required"`
-	CommandFlags          []TerraformFlag `yaml:"commandFlags"`
-	SkipRefreshCommand    string          `yaml:"skipRefreshCommand"`
-	DelegateSelectors     *yaml.Node      `yaml:"delegateSelectors"`
-}
+// The Terraform steps' specs, shared with the Terraform family (stepspec); TerraformDestroy's
+// spec is TerraformApply's, checked for its own configuration types.
+type (
+	TerraformPlan          = stepspec.TerraformPlanSpec
+	TerraformPlanConfig    = stepspec.TerraformPlanConfig
+	TerraformFiles         = stepspec.TerraformFiles
+	TerraformConfigFiles   = stepspec.TerraformConfigFiles
+	TerraformStore         = stepspec.TerraformStore
+	TerraformStoreSpec     = stepspec.TerraformStoreSpec
+	TerraformVarFileEntry  = stepspec.TerraformVarFileEntry
+	TerraformVarFile       = stepspec.TerraformVarFile
+	TerraformVarFileSpec   = stepspec.TerraformVarFileSpec
+	TerraformBackendConfig = stepspec.TerraformBackendConfig
+	TerraformFlag          = stepspec.TerraformFlag
+	TerraformApply         = stepspec.TerraformApplySpec
+	TerraformStepConfig    = stepspec.TerraformStepConfig
+	TerraformRollback      = stepspec.TerraformRollbackSpec
+)
 
 // terraformCommands are the command types commandFlags may name.
 var terraformCommands = []string{"INIT", "WORKSPACE", "REFRESH", "PLAN", "APPLY", "DESTROY"}
@@ -145,7 +35,7 @@ var terraformCommands = []string{"INIT", "WORKSPACE", "REFRESH", "PLAN", "APPLY"
 var terraformStores = []string{"Git", "Github", "GitLab", "Bitbucket", "Inline"}
 
 // Check checks the command, the files and the flags; Terraform Cloud is not run.
-func (sp *TerraformPlan) Check(c Checker) {
+func checkTerraformPlan(sp *TerraformPlan, c Checker) {
 	terraformCloud(c, sp.Node, sp.CloudCliConfiguration)
 	if sp.Configuration == nil {
 		if sp.CloudCliConfiguration == nil {
@@ -156,8 +46,8 @@ func (sp *TerraformPlan) Check(c Checker) {
 	}
 	cf := sp.Configuration
 	c.Enum(cf.Node, "command", cf.Command, []string{"Apply", "Destroy"}, "TerraformPlan command")
-	booleans(c, cf.Node, "exportTerraformPlanJson", cf.ExportTerraformPlanJson, "exportTerraformHumanReadablePlan", cf.ExportTerraformHumanReadablePlan,
-		"skipRefreshCommand", cf.SkipRefreshCommand, "skipStateStorage", cf.SkipStateStorage, "storeTfPlanOnDelegate", cf.StoreTfPlanOnDelegate,
+	booleans(c, cf.Node, "exportTerraformPlanJson", string(cf.ExportTerraformPlanJson), "exportTerraformHumanReadablePlan", cf.ExportTerraformHumanReadablePlan,
+		"skipRefreshCommand", string(cf.SkipRefreshCommand), "skipStateStorage", cf.SkipStateStorage, "storeTfPlanOnDelegate", cf.StoreTfPlanOnDelegate,
 		"createRemoteWorkspaceWithPrefix", cf.CreateRemoteWorkspaceWithPrefix)
 	ignoredTrue(c, cf.Node, "exportTerraformHumanReadablePlan", cf.ExportTerraformHumanReadablePlan, "the plan's human-readable form is in the step's log")
 	ignoredTrue(c, cf.Node, "storeTfPlanOnDelegate", cf.StoreTfPlanOnDelegate, "Gantry keeps the plan sealed with its provisioner, whichever worker runs the apply")
@@ -165,16 +55,16 @@ func (sp *TerraformPlan) Check(c Checker) {
 	ignoredTrue(c, cf.Node, "createRemoteWorkspaceWithPrefix", cf.CreateRemoteWorkspaceWithPrefix, "it applies to Terraform Cloud workspaces only")
 	c.Ignored(pipeline.ValueAt(cf.Node, "secretManagerRef"), "secretManagerRef",
 		"Gantry seals the saved plan with the worker's codec keys, not with a secret manager")
-	cf.TerraformFiles.check(c)
+	checkTerraformFiles(c, &cf.TerraformFiles)
 	terraformFlags(c, cf.CommandFlags)
 }
 
-// Check checks the configuration type and, for an inline one, its files.
-func (sp *TerraformApply) Check(c Checker) {
-	sp.check(c, stepspec.TerraformApply, []string{"Inline", "InheritFromPlan"})
+// checkTerraformApply checks the configuration type and, for an inline one, its files.
+func checkTerraformApply(sp *TerraformApply, c Checker) {
+	checkApplyOrDestroy(c, sp, stepspec.TerraformApply, []string{"Inline", "InheritFromPlan"})
 }
 
-func (sp *TerraformApply) check(c Checker, typ string, types []string) {
+func checkApplyOrDestroy(c Checker, sp *TerraformApply, typ string, types []string) {
 	terraformCloud(c, sp.Node, sp.CloudCliConfiguration)
 	cf := sp.Configuration
 	if cf == nil {
@@ -185,7 +75,7 @@ func (sp *TerraformApply) check(c Checker, typ string, types []string) {
 		return
 	}
 	c.Enum(cf.Node, "type", cf.Type, types, typ+" configuration type")
-	booleans(c, cf.Node, "skipRefreshCommand", cf.SkipRefreshCommand, "skipStateStorage", cf.SkipStateStorage,
+	booleans(c, cf.Node, "skipRefreshCommand", string(cf.SkipRefreshCommand), "skipStateStorage", cf.SkipStateStorage,
 		"createRemoteWorkspaceWithPrefix", cf.CreateRemoteWorkspaceWithPrefix)
 	ignoredTrue(c, cf.Node, "skipStateStorage", cf.SkipStateStorage, "the state is the backend's; Gantry stores none of its own")
 	ignoredTrue(c, cf.Node, "createRemoteWorkspaceWithPrefix", cf.CreateRemoteWorkspaceWithPrefix, "it applies to Terraform Cloud workspaces only")
@@ -197,7 +87,7 @@ func (sp *TerraformApply) check(c Checker, typ string, types []string) {
 				SetHint("spec: {configFiles: {store: ...}}")
 			return
 		}
-		cf.Spec.check(c)
+		checkTerraformFiles(c, cf.Spec)
 	default:
 		if cf.Spec != nil {
 			c.Ignored(pipeline.ValueAt(cf.Node, "spec"), "spec", "an inherited configuration is the plan's or the apply's, not this spec")
@@ -205,23 +95,18 @@ func (sp *TerraformApply) check(c Checker, typ string, types []string) {
 	}
 }
 
-// TerraformDestroy destroys what its provisioner's configuration manages.
-type TerraformDestroy struct {
-	TerraformApply `yaml:",inline"`
+// checkTerraformDestroy checks the configuration type and, for an inline one, its files.
+func checkTerraformDestroy(sp *TerraformApply, c Checker) {
+	checkApplyOrDestroy(c, sp, stepspec.TerraformDestroy, []string{"Inline", "InheritFromPlan", "InheritFromApply"})
 }
 
-// Check checks the configuration type and, for an inline one, its files.
-func (sp *TerraformDestroy) Check(c Checker) {
-	sp.check(c, stepspec.TerraformDestroy, []string{"Inline", "InheritFromPlan", "InheritFromApply"})
-}
-
-// Check checks the flags.
-func (sp *TerraformRollback) Check(c Checker) {
-	c.Boolean(sp.Node, "skipRefreshCommand", sp.SkipRefreshCommand)
+// checkTerraformRollback checks the flags.
+func checkTerraformRollback(sp *TerraformRollback, c Checker) {
+	c.Boolean(sp.Node, "skipRefreshCommand", string(sp.SkipRefreshCommand))
 	terraformFlags(c, sp.CommandFlags)
 }
 
-func (f *TerraformFiles) check(c Checker) {
+func checkTerraformFiles(c Checker, f *TerraformFiles) {
 	if f.ConfigFiles != nil && f.ConfigFiles.Store != nil {
 		terraformStore(c, f.ConfigFiles.Store, "configFiles", true)
 		if f.ConfigFiles.ModuleSource != nil {
@@ -265,7 +150,7 @@ func varSource(c Checker, node *yaml.Node, typ string, spec *TerraformVarFileSpe
 		c.Error(node, "missing-field", "%s needs `spec`", what)
 		return
 	}
-	c.Boolean(spec.Node, "optional", spec.Optional)
+	c.Boolean(spec.Node, "optional", string(spec.Optional))
 	switch typ {
 	case "Inline":
 		if pipeline.Field(spec.Node, "content") == nil {
