@@ -11,9 +11,11 @@ cd "$(dirname "$0")/.."
 out=$(realpath "$1")
 GO=${GO:-go}
 module=$($GO list -m)
-# The node shard: the files whose tests run containers on the real node or on build
-# machines, and the slowest groups beside them; every other e2e test is in the other shard.
-node_files="ci_test ci_build_test containers_test machines_test kill_test failures_test ssh_test terraform_test"
+# The node shard: the files whose tests run containers on the real node or on build machines,
+# with the scale tests and other slow groups beside them, about half the package's time
+# (`make test` lists the slowest tests to rebalance by); every other e2e test is in the
+# other shard.
+node_files="ci_test ci_build_test containers_test machines_test kill_test failures_test ssh_test terraform_test scale_test"
 names() { for f in $node_files; do grep -ho '^func Test[A-Za-z0-9_]*' "e2e/$f.go"; done | sed 's/^func //' | paste -sd'|'; }
 node="^($(names))\$"
 flags=(-race -count=1 -timeout 85m)
