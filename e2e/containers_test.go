@@ -51,6 +51,11 @@ func realNode(t testing.TB) (*nodetest.Node, kubernetes.Interface) {
 	if testing.Short() {
 		t.Skip("starts a real Kubernetes node")
 	}
+	if shard := os.Getenv("GANTRY_E2E_SHARD"); shard != "" && shard != "node" {
+		// The node is one per machine, held by the shard that started it until it ends: a test
+		// of another shard would wait for it all that time.
+		t.Fatalf("%s uses the real node, and this is e2e shard %s: list its file in hack/go-test.sh's node shard", t.Name(), shard)
+	}
 	node.once.Do(func() {
 		if node.dir, node.err = os.MkdirTemp("", "gantry-e2e-node-"); node.err != nil {
 			return

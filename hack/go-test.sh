@@ -14,8 +14,8 @@ module=$($GO list -m)
 # The node shard: the files whose tests run containers on the real node or on build machines,
 # with the scale tests and other slow groups beside them, about half the package's time
 # (`make test` lists the slowest tests to rebalance by); every other e2e test is in the
-# other shard.
-node_files="ci_test ci_build_test containers_test machines_test kill_test failures_test ssh_test terraform_test scale_test"
+# other shard, where a test that reaches for the real node fails at once, naming this list.
+node_files="ci_test ci_build_test ci_status_test containers_test machines_test kill_test failures_test ssh_test terraform_test scale_test"
 names() { for f in $node_files; do grep -ho '^func Test[A-Za-z0-9_]*' "e2e/$f.go"; done | sed 's/^func //' | paste -sd'|'; }
 node="^($(names))\$"
 flags=(-race -count=1 -timeout 85m)
@@ -33,8 +33,8 @@ if $GO test -c "${flags[@]:0:1}" -o "$out/e2e.test" ./e2e; then
     (cd e2e && run "e2e-$name" --raw-command -- $GO tool test2json -t -p "$module/e2e" "$out/e2e.test" \
       -test.v=test2json -test.paniconexit0 -test.count=1 -test.timeout=85m -test.artifacts -test.outputdir="$out" "$@")
   }
-  shard node -test.run "$node" & a=$!
-  shard rest -test.skip "$node" & b=$!
+  GANTRY_E2E_SHARD=node shard node -test.run "$node" & a=$!
+  GANTRY_E2E_SHARD=rest shard rest -test.skip "$node" & b=$!
   wait $a || rc=1
   wait $b || rc=1
 else
