@@ -8,9 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
@@ -45,9 +47,23 @@ func browser(t testing.TB, ctx context.Context) context.Context {
 	t.Cleanup(cancel)
 	bctx, cancelTab := chromedp.NewContext(actx)
 	t.Cleanup(cancelTab)
-	if err := chromedp.Run(bctx); err != nil {
+	if err := chromedp.Run(bctx, network.Enable()); err != nil {
 		t.Fatalf("start Chromium: %v", err)
 	}
+	// The calls of the page that failed on the server, for the log of a test that fails on the
+	// UI's error page; none is logged once the test ends.
+	var mu sync.Mutex
+	ended := false
+	chromedp.ListenTarget(bctx, func(ev any) {
+		if r, ok := ev.(*network.EventResponseReceived); ok && r.Response.Status >= 500 {
+			mu.Lock()
+			defer mu.Unlock()
+			if !ended {
+				t.Logf("the page's call %s answered %d", r.Response.URL, r.Response.Status)
+			}
+		}
+	})
+	t.Cleanup(func() { mu.Lock(); ended = true; mu.Unlock() })
 	return bctx
 }
 
