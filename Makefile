@@ -73,14 +73,15 @@ vet:
 # browser tests' screenshots) are kept in .test-output/_artifacts. The tools build in the
 # background while go test compiles and runs the packages that do not need them; a test that
 # asks for a tool still being built waits for that build (hack/tool.sh). The e2e package runs
-# as two shards at once (hack/go-test.sh). Each phase prints its seconds; the tools' own
-# output is in .test-output/tools.log.
+# in a process of its own beside the other packages, as two shards at once with
+# GANTRY_E2E_SHARDS=2 on a machine with cores to spare (hack/go-test.sh). Each phase prints
+# its seconds; the tools' own output is in .test-output/tools.log.
 test:
 	@mkdir -p .test-output
 	@hack/phase.sh vet $(MAKE) --no-print-directory vet
 	@hack/phase.sh debian-packages hack/debian-packages.sh
 	@# go test runs under gotestsum (go test -json: the usual output, and the run's timings kept
-	@# to list the slowest tests), the e2e package as two shards beside the other packages.
+	@# to list the slowest tests), the e2e package beside the other packages.
 	@hack/phase.sh tools $(MAKE) --no-print-directory k8s-tools terraform-tools vault-tools prometheus-tools >.test-output/tools.log 2>&1 & tools=$$!; \
 	  GO=$(GO) hack/phase.sh go-test hack/go-test.sh .test-output; \
 	  rc=$$?; wait $$tools || { cat .test-output/tools.log; rc=1; }; tail -1 .test-output/tools.log; \
