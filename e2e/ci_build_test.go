@@ -23,7 +23,6 @@ import (
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/nodetest"
 	"github.com/gantry-cd/gantry/internal/s3test"
-	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -202,10 +201,7 @@ func TestCIStageAbortAndWorkerSIGKILL(t *testing.T) {
 		t.Errorf("pods left after the abort: %v", left)
 	}
 
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	queue := "ci-kill"
 	startWorker := workerProcess(t, n, bin, queue, t.TempDir())
 	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}

@@ -21,7 +21,6 @@ import (
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/nodetest"
-	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
@@ -505,10 +504,7 @@ func TestContainerizedStepAbort(t *testing.T) {
 // its pod to the next group that starts in the namespace, which deletes it.
 func TestContainerizedWorkerSIGKILL(t *testing.T) {
 	n, cs := realNode(t)
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	queue := "containers-kill"
 	startWorker := workerProcess(t, n, bin, queue, t.TempDir())
 	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}

@@ -1,12 +1,19 @@
-// Package e2e runs pipelines end to end on the embedded Temporal server (real history, real
-// matching, real timers), real bash and a real local HTTP server.
+// Package e2e runs pipelines end to end on a real Temporal server (real history, real matching,
+// real timers), real bash and a real local HTTP server. The shared server is a `gantry temporal`
+// process on SQLite files, the embedded server's store: built without the race detector, it
+// runs several times faster than inside the race-instrumented test binary, while the worker,
+// the starter and every activity run in the test binary, under the detector.
 package e2e
 
 import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,7 +24,9 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/devserver"
+	"github.com/gantry-cd/gantry/internal/freeport"
 	"github.com/gantry-cd/gantry/internal/testproc"
+	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/starter"
@@ -25,9 +34,10 @@ import (
 	"github.com/gantry-cd/gantry/workflows"
 )
 
-// env is one embedded server with a worker, shared by the tests of this package.
+// env is one Temporal server with a worker, shared by the tests of this package.
 var env struct {
-	srv      *devserver.Server
+	srv      *temporalProcess
+	gantry   string // the gantry binary, built once for the tests that run its commands
 	client   client.Client
 	internal client.Client // the internal namespace, as the gantry command uses
 	starter  *starter.Starter
@@ -43,18 +53,26 @@ func TestMain(m *testing.M) {
 }
 
 func runMain(m *testing.M) int {
-	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "gantry-e2e-")
 	if err != nil {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	srv, c, err := startServer(ctx, filepath.Join(dir, "temporal")) // file-backed, as gantry run uses
+	if env.gantry, err = topotest.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	srv, err := startTemporal(env.gantry, filepath.Join(dir, "temporal")) // file-backed, as gantry run uses
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer srv.Stop()
+	c, err := dialServer(srv.Address, srv.Namespace)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	defer c.Close()
 	ic, err := client.NewClientFromExisting(c, client.Options{Namespace: workflows.InternalNamespace(srv.Namespace), Logger: quiet{}})
 	if err != nil {
@@ -105,20 +123,86 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
+// startServer starts an embedded server of a test's own (one it restarts), with its client.
 func startServer(ctx context.Context, dataDir string) (*devserver.Server, client.Client, error) {
 	srv, err := devserver.Start(ctx, devserver.Options{DataDir: dataDir, SearchAttributes: workflows.SearchAttributes(),
 		Extra: []string{workflows.InternalNamespace("default")}})
 	if err != nil {
 		return nil, nil, err
 	}
-	// As the gantry command connects (cli/connect.go): no gRPC compression on the local hop.
-	c, err := client.Dial(client.Options{HostPort: srv.Address, Namespace: srv.Namespace, Logger: quiet{}, ContextPropagators: worker.ContextPropagators(),
-		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
+	c, err := dialServer(srv.Address, srv.Namespace)
 	if err != nil {
 		srv.Stop()
 		return nil, nil, err
 	}
 	return srv, c, nil
+}
+
+// dialServer connects as the gantry command does (cli/connect.go): no gRPC compression on the
+// local hop.
+func dialServer(address, namespace string) (client.Client, error) {
+	return client.Dial(client.Options{HostPort: address, Namespace: namespace, Logger: quiet{}, ContextPropagators: worker.ContextPropagators(),
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
+}
+
+// temporalProcess is the shared Temporal server: `gantry temporal --data-dir`, its log beside
+// its data (shown when it fails to start).
+type temporalProcess struct {
+	Address, Namespace string
+	cmd                *exec.Cmd
+	exited             chan struct{}
+}
+
+// startTemporal starts the server on eight consecutive free ports and waits until it serves.
+func startTemporal(bin, dataDir string) (*temporalProcess, error) {
+	base, err := freeport.Consecutive(8)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	logPath := dataDir + ".log"
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	p := &temporalProcess{Address: "127.0.0.1:" + strconv.Itoa(base), Namespace: "default", exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, "temporal", "--data-dir", dataDir, "--listen", p.Address, "--namespace", p.Namespace)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if out, _ := os.ReadFile(logPath); strings.Contains(string(out), "temporal: serving on") {
+			return p, nil
+		}
+		select {
+		case <-p.exited:
+			out, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("gantry temporal exited before serving:\n%s", out)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			p.Stop()
+			out, _ := os.ReadFile(logPath)
+			return nil, fmt.Errorf("gantry temporal did not serve within 3 minutes:\n%s", out)
+		}
+	}
+}
+
+// Stop stops the server as an operator does (SIGTERM), killing it if it lingers.
+func (p *temporalProcess) Stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
 }
 
 // internalOf is the internal namespace's client beside c, closed when the test ends.

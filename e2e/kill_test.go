@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/internal/testproc"
-	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
@@ -28,10 +27,7 @@ func TestWorkerSIGKILLMidStage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gantry binary")
 	}
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	for _, timeout := range []string{"10m", "1m"} {
 		t.Run(timeout, func(t *testing.T) { killMidStage(t, bin, timeout, syscall.SIGKILL) })
 	}
@@ -43,10 +39,7 @@ func TestWorkerSIGTERMFastStep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gantry binary")
 	}
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	killMidStage(t, bin, "1m", syscall.SIGTERM)
 }
 

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/contract"
-	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
@@ -437,10 +436,7 @@ func TestResourceConstraintWorkerSIGKILL(t *testing.T) {
 		t.Skip("builds the gantry binary")
 	}
 	t.Parallel()
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	r := newLockRig(t, false)
 	queue := "lock-kill-test"
 	data := filepath.Join(t.TempDir(), "data")

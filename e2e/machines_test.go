@@ -22,7 +22,6 @@ import (
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/internal/testproc"
-	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
@@ -258,10 +257,7 @@ func TestBuildMachineWorkerSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gantry binary")
 	}
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	queue := "build-machines-kill"
 	data := filepath.Join(t.TempDir(), "data")
 	pidFile := filepath.Join(t.TempDir(), "pid")

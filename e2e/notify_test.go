@@ -22,7 +22,6 @@ import (
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/internal/smtptest"
 	"github.com/gantry-cd/gantry/internal/testproc"
-	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/starter"
@@ -326,10 +325,7 @@ func TestNotificationWorkerKilled(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gantry binary")
 	}
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	dir := t.TempDir()
 	queue := "notify-kill"
 	startWorker := func() *exec.Cmd {

@@ -2,13 +2,17 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/pipeline/load"
@@ -22,31 +26,43 @@ import (
 // once looked only among the 200 newest executions): 250 executions waiting for an approval
 // come back as pages of 100, 100 and 50, each execution once, through the starter and the API.
 func TestPendingPagesListEveryWaitingExecution(t *testing.T) {
-	const waiting = 250
-	// A bound, not a timing: on a busy 2-core machine under -race the 250 starts take minutes.
+	const waiting, pageSize = 250, 100
+	// A bound, not a timing: on a busy 2-core machine under -race the starts take a minute.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	p := compile(t, "pending_pages.yaml", []byte(approvalPipeline("pending_pages", "", "")), load.Options{})
 	ids := map[string]bool{}
+	var mu sync.Mutex
+	var g errgroup.Group
+	g.SetLimit(8) // starts wait on the server, not the CPU
 	for i := 0; i < waiting; i++ {
-		exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids[exec.ID] = true
+		g.Go(func() error {
+			exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL", User: "dev"}, workflows.Settings{})
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			ids[exec.ID] = true
+			mu.Unlock()
+			return nil
+		})
 	}
+	startErr := g.Wait()
 	defer func() {
 		for id := range ids {
 			_ = env.client.TerminateWorkflow(context.Background(), id, "", "test over")
 		}
 	}()
+	if startErr != nil {
+		t.Fatal(startErr)
+	}
 	// Visibility follows the executions' status a moment behind: page until all are listed.
 	var pages []starter.PendingPage
 	for {
 		pages = nil
 		token, seen := "", 0
 		for {
-			page, err := env.starter.PendingPage(ctx, 100, token)
+			page, err := env.starter.PendingPage(ctx, pageSize, token)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -70,7 +86,7 @@ func TestPendingPagesListEveryWaitingExecution(t *testing.T) {
 	}
 	listed := map[string]bool{}
 	for _, page := range pages {
-		if len(page.Pending) > 100 {
+		if len(page.Pending) > pageSize {
 			t.Errorf("a page of %d", len(page.Pending))
 		}
 		for _, pd := range page.Pending {
@@ -94,7 +110,7 @@ func TestPendingPagesListEveryWaitingExecution(t *testing.T) {
 	const path = "/api/v1/pending"
 	apiSeen, token := 0, ""
 	for {
-		q := url.Values{"limit": {"100"}}
+		q := url.Values{"limit": {fmt.Sprint(pageSize)}}
 		if token != "" {
 			q.Set("pageToken", token)
 		}

@@ -17,6 +17,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/internal/conformance"
@@ -25,14 +30,9 @@ import (
 	"github.com/gantry-cd/gantry/internal/registrytest"
 	"github.com/gantry-cd/gantry/internal/s3test"
 	"github.com/gantry-cd/gantry/internal/sshtest"
-	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 var knownHostsMu sync.Mutex
@@ -665,10 +665,7 @@ func TestSshCopyWorkerSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gantry binary")
 	}
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	dir, target := t.TempDir(), t.TempDir()
 	sshHosts(t, dir, 1)
 	pkg := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB

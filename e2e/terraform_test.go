@@ -20,7 +20,6 @@ import (
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/gittest"
 	"github.com/gantry-cd/gantry/internal/s3test"
-	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
@@ -388,10 +387,7 @@ func TestTerraformApplyWorkerSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gantry binary")
 	}
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	dir := t.TempDir()
 	marks, state := filepath.Join(dir, "marks"), filepath.Join(dir, "kill.tfstate")
 	module := `terraform {

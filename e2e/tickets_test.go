@@ -23,7 +23,6 @@ import (
 	"github.com/gantry-cd/gantry/internal/jiratest"
 	"github.com/gantry-cd/gantry/internal/snowtest"
 	"github.com/gantry-cd/gantry/internal/testproc"
-	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/webui"
@@ -442,10 +441,7 @@ func TestTicketWaitSurvivesKillAndRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gantry binary")
 	}
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	jira, snow := jiratest.Start(), snowtest.Start()
 	defer jira.Close()
 	defer snow.Close()

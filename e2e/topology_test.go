@@ -221,14 +221,12 @@ func apiText(t testing.TB, base, token, path string) string {
 	return string(b)
 }
 
-// startTopology builds gantry and starts the topology for one test.
-func startTopology(t testing.TB, env ...string) (*topotest.Topology, string) {
+// startTopology starts the topology for one test, with the tests' gantry binary; vars
+// (NAME=VALUE) are added to its components' environment.
+func startTopology(t testing.TB, vars ...string) (*topotest.Topology, string) {
 	t.Helper()
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	topo, err := topotest.Start(t.TempDir(), bin, env...)
+	bin := env.gantry
+	topo, err := topotest.Start(t.TempDir(), bin, vars...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,10 +301,7 @@ func TestRunAgainstClusterRunsNoWorker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gantry binary")
 	}
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	data := t.TempDir()
 	cmd := exec.Command(bin, "run", "../examples/01-hello.yaml", "--address", env.srv.Address, "--data-dir", data, "--logs", "--output", "json")
 	var stderr bytes.Buffer

@@ -16,7 +16,6 @@ import (
 
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/internal/promtest"
-	"github.com/gantry-cd/gantry/internal/topotest"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/webui"
@@ -321,10 +320,7 @@ func TestVerifySurvivesWorkerKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the gantry binary")
 	}
-	bin, err := topotest.Build(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := env.gantry
 	file, web, _ := rollingSetup(t, "e2e-verify-kill", true)
 	queue := "verify-kill"
 	data := filepath.Join(t.TempDir(), "data")

@@ -2,7 +2,7 @@
 # The go-test phase of `make test`: go test -race over the module, the e2e package in a process
 # of its own beside the other packages (compiled while they run). With GANTRY_E2E_SHARDS=2 the
 # e2e package, most of the suite's time, runs as two shards of its tests at once: each shard a
-# process with its own embedded Temporal server, control plane and tools, the real node (one
+# process with its own Temporal server, control plane and tools, the real node (one
 # per machine) used by one shard only. That is for machines with cores to spare: on 2 cores
 # the CPU-heavy groups of the two shards (the scale tests, the pending-list tests, the browser
 # tests) starve each other and tests time out, so 1 is the default.
