@@ -66,6 +66,17 @@ func (d *Decoder) decode(n *yaml.Node, v reflect.Value, what string) {
 	if n.Kind == yaml.ScalarNode && IsRuntimeInput(n.Value) && !holdsString(v.Type()) {
 		return
 	}
+	// A type that reads its own YAML (a list that may also be an expression) is given the node.
+	if v.CanAddr() {
+		if u, ok := v.Addr().Interface().(yaml.Unmarshaler); ok {
+			if !isNull(n) {
+				if err := u.UnmarshalYAML(n); err != nil {
+					d.Diags.Errorf(d.Pos(n), "type", "%s %v", what, err)
+				}
+			}
+			return
+		}
+	}
 	switch v.Kind() {
 	case reflect.Pointer:
 		if isNull(n) {

@@ -37,3 +37,35 @@ type OciChartConfigSpec struct {
 	Node         *yaml.Node `yaml:"-" json:"-"`
 	ConnectorRef string     `yaml:"connectorRef" json:"connectorRef" gantry:"required"`
 }
+
+// ManifestSpec is where a manifest's files are and how they are rendered: a service's manifest,
+// or a K8sApply step's own. The front end resolves it into files before the run (no family reads
+// it), so it has YAML keys only.
+type ManifestSpec struct {
+	Node                      *yaml.Node     `yaml:"-"`
+	Store                     *ManifestStore `yaml:"store" gantry:"required"`
+	ValuesPaths               []string       `yaml:"valuesPaths"`
+	SkipResourceVersioning    string         `yaml:"skipResourceVersioning"`
+	EnableDeclarativeRollback string         `yaml:"enableDeclarativeRollback"`
+	// Kustomize: the overlay to build below the store's folder, and patch files of the same
+	// store added to its patches; plugins are refused (unsupported).
+	OverlayConfiguration *OverlayConfiguration `yaml:"overlayConfiguration"`
+	PluginPath           string                `yaml:"pluginPath"`
+	PatchesPaths         []string              `yaml:"patchesPaths"`
+	// OpenshiftTemplate: param files of the template's store, read as `oc process
+	// --param-file` reads them.
+	ParamsPaths []string `yaml:"paramsPaths"`
+	// HelmChart: the chart is the store's folder (Local and Git stores), or chartName at
+	// chartVersion (the latest when empty) of a chart repository (Http and OciHelmChart stores).
+	ChartName    string `yaml:"chartName"`
+	ChartVersion string `yaml:"chartVersion"`
+	HelmVersion  string `yaml:"helmVersion"`
+	SubChartPath string `yaml:"subChartPath"`
+}
+
+// OverlayConfiguration names the folder, relative to a Kustomize store's folder, whose
+// kustomization is built.
+type OverlayConfiguration struct {
+	Node                    *yaml.Node `yaml:"-"`
+	KustomizeYamlFolderPath string     `yaml:"kustomizeYamlFolderPath" gantry:"required"`
+}

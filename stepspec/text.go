@@ -3,6 +3,10 @@ package stepspec
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Text is a spec's scalar: a string in the YAML (it may hold an expression), and once
@@ -35,4 +39,69 @@ func Decode[S any](raw []byte) (S, error) {
 	}
 	err := json.Unmarshal(raw, &s)
 	return s, err
+}
+
+// Bool is the value as a boolean: true for any spelling strconv.ParseBool reads as true.
+func (t Text) Bool() bool {
+	b, _ := strconv.ParseBool(strings.TrimSpace(string(t)))
+	return b
+}
+
+// List is a spec's list of names or paths: a YAML sequence, or an expression that renders to
+// a list or to a comma-separated string (the reference allows both where it takes a list).
+type List []string
+
+// UnmarshalJSON reads a rendered list: an array of scalars, or a string of comma-separated
+// entries; empty entries are dropped.
+func (l *List) UnmarshalJSON(b []byte) error {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	var out List
+	add := func(s string) {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	switch x := v.(type) {
+	case nil:
+	case string:
+		for _, s := range strings.Split(x, ",") {
+			add(s)
+		}
+	case []any:
+		for _, e := range x {
+			if e != nil {
+				add(fmt.Sprint(e))
+			}
+		}
+	default:
+		return fmt.Errorf("a list must be an array or a comma-separated string, got %v", v)
+	}
+	*l = out
+	return nil
+}
+
+// UnmarshalYAML reads a sequence of scalars, or one expression (`<+...>`) standing for the
+// list; a plain scalar is refused, as the reference refuses it.
+func (l *List) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		out := make(List, 0, len(n.Content))
+		for _, e := range n.Content {
+			if e.Kind != yaml.ScalarNode {
+				return fmt.Errorf("must be a list of single values, got a nested structure at line %d", e.Line)
+			}
+			out = append(out, e.Value)
+		}
+		*l = out
+		return nil
+	case yaml.ScalarNode:
+		if strings.Contains(n.Value, "<+") {
+			*l = List{n.Value}
+			return nil
+		}
+	}
+	return fmt.Errorf("must be a list (one entry per line starting with '- '), or an expression")
 }

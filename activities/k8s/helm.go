@@ -21,6 +21,7 @@ import (
 
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/manifests"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // The NativeHelm steps (HelmDeploy, HelmRollback, HelmDelete) manage a Helm release with the
@@ -114,14 +115,14 @@ func (s *stepRun) helmWaitTimeout() time.Duration {
 // resources to be ready unless skipSteadyStateCheck. A revision left pending by an earlier
 // attempt of this execution (a worker that died mid-deploy) is marked failed first, so the
 // retry can proceed; one left pending by someone else is not touched.
-func (s *stepRun) helmDeploy() (map[string]any, error) {
+func (s *stepRun) helmDeploy(sp stepspec.HelmDeploySpec) (map[string]any, error) {
 	cfg, err := s.helmConfig()
 	if err != nil {
 		return nil, err
 	}
 	revs, err := s.helmHistory(cfg)
 	if err != nil {
-		if !s.bool("ignoreReleaseHistFailStatus") {
+		if !sp.IgnoreReleaseHistFailStatus.Bool() {
 			return nil, err
 		}
 		s.logf("ignoring (ignoreReleaseHistFailStatus): %s", contract.Classify(err).Message)
@@ -147,7 +148,7 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	wait := !s.bool("skipSteadyStateCheck")
+	wait := !sp.SkipSteadyStateCheck.Bool()
 	labels := map[string]string{LabelHelmExecution: mine}
 	description := fmt.Sprintf("Gantry execution %s, step %s", s.exec, s.path)
 	verb := "install"
@@ -169,7 +170,7 @@ func (s *stepRun) helmDeploy() (map[string]any, error) {
 		if rel, err = in.RunWithContext(s.steadyCtx, ch, vals); err == nil && wait {
 			err = s.helmSteady(cfg, rel)
 		}
-		if err != nil && !s.bool("skipCleanup") && s.ctx.Err() == nil {
+		if err != nil && !sp.SkipCleanup.Bool() && s.ctx.Err() == nil {
 			// A release whose first install failed would make the next install refuse the name.
 			if _, uerr := action.NewUninstall(cfg).Run(s.helmName()); uerr == nil {
 				s.logf("uninstalled the failed first install of release %s (skipCleanup keeps it)", s.helmName())
@@ -238,11 +239,10 @@ func changedBy(revs []*release.Release, mine string) bool {
 	return slices.ContainsFunc(revs, func(r *release.Release) bool { return r.Labels[LabelHelmExecution] == mine })
 }
 
-// uninstall uninstalls the release, waiting for its resources to go unless
-// skipSteadyStateCheck.
-func (s *stepRun) uninstall(cfg *action.Configuration) error {
+// uninstall uninstalls the release, waiting for its resources to go when asked to.
+func (s *stepRun) uninstall(cfg *action.Configuration, wait bool) error {
 	un := action.NewUninstall(cfg)
-	un.Wait, un.Timeout = !s.bool("skipSteadyStateCheck"), s.helmWaitTimeout()
+	un.Wait, un.Timeout = wait, s.helmWaitTimeout()
 	if _, err := un.Run(s.helmName()); err != nil {
 		return s.helmFailure(err, "uninstall Helm release %s", s.helmName())
 	}
@@ -251,7 +251,8 @@ func (s *stepRun) uninstall(cfg *action.Configuration) error {
 
 // rollbackRelease rolls the release back to the revision it had before this execution changed
 // it; a release this execution installed is uninstalled; one it never changed is left alone.
-func (s *stepRun) rollbackRelease() (map[string]any, error) {
+// Each waits for steady state (or for the resources to go) unless skipSteadyStateCheck.
+func (s *stepRun) rollbackRelease(sp stepspec.HelmRollbackSpec) (map[string]any, error) {
 	cfg, err := s.helmConfig()
 	if err != nil {
 		return nil, err
@@ -267,7 +268,7 @@ func (s *stepRun) rollbackRelease() (map[string]any, error) {
 	}
 	prev := s.lastBefore(revs, mine)
 	if prev == 0 {
-		if err := s.uninstall(cfg); err != nil {
+		if err := s.uninstall(cfg, !sp.SkipSteadyStateCheck.Bool()); err != nil {
 			return nil, err
 		}
 		s.logf("release %s was installed by this execution: uninstalled", s.helmName())
@@ -283,7 +284,7 @@ func (s *stepRun) rollbackRelease() (map[string]any, error) {
 	if err != nil {
 		return nil, classify(s.ctx, err, "read Helm release %s", s.helmName())
 	}
-	if !s.bool("skipSteadyStateCheck") {
+	if !sp.SkipSteadyStateCheck.Bool() {
 		if err := s.helmSteady(cfg, rel); err != nil {
 			return nil, s.helmFailure(err, "roll Helm release %s back to revision %d", s.helmName(), prev)
 		}
@@ -294,8 +295,8 @@ func (s *stepRun) rollbackRelease() (map[string]any, error) {
 
 // helmDelete uninstalls a release (the step's releaseName, or the stage's), as `helm
 // uninstall` does; dryRun only says what would go.
-func (s *stepRun) helmDelete() (map[string]any, error) {
-	name, _ := s.spec["releaseName"].(string)
+func (s *stepRun) helmDelete(sp stepspec.HelmDeleteSpec) (map[string]any, error) {
+	name := sp.ReleaseName
 	if name == "" {
 		name = s.helmName()
 	}
@@ -304,7 +305,7 @@ func (s *stepRun) helmDelete() (map[string]any, error) {
 		return nil, err
 	}
 	un := action.NewUninstall(cfg)
-	un.DryRun = s.bool("dryRun")
+	un.DryRun = sp.DryRun.Bool()
 	res, err := un.Run(name)
 	if errors.Is(err, driver.ErrReleaseNotFound) {
 		return nil, contract.Fail(contract.Verification, "Helm release %s does not exist in namespace %s", name, s.in.Namespace)

@@ -92,18 +92,18 @@ func addMetaLabels(o *object, add map[string]string) {
 // helmCanaryDeploy deploys the canary release `<release>-canary`: the chart's Deployment as
 // `<name>-canary` with the selected number of pods, labelled harness.io/track: canary, so the
 // chart's Services send it its share of traffic. HelmDeploy then deploys the stage's release.
-func (s *stepRun) helmCanaryDeploy() (map[string]any, error) {
+func (s *stepRun) helmCanaryDeploy(sp stepspec.HelmCanaryDeploySpec) (map[string]any, error) {
 	dep, own, _, err := s.sideObjects(stepspec.HelmCanaryDeploy, "canary", map[string]string{LabelTrack: "canary"})
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.instances(replicas(dep.Object.Unstructured))
+	n, err := instances(sp.InstanceSelection, replicas(dep.Object.Unstructured))
 	if err != nil {
 		return nil, err
 	}
 	_ = unstructured.SetNestedField(dep.Object.Unstructured.Object, n, "spec", "replicas")
 	s.side = &sideRelease{name: s.in.ReleaseName + "-canary", objs: own}
-	out, err := s.helmDeploy()
+	out, err := s.helmDeploy(stepspec.HelmDeploySpec{HelmBGDeploySpec: sp.HelmBGDeploySpec})
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (s *stepRun) uninstallSide() (map[string]any, error) {
 		s.logf("Helm release %s does not exist: nothing to delete", s.helmName())
 		return map[string]any{"releaseName": s.helmName(), "deleted": false}, nil
 	}
-	if err := s.uninstall(cfg); err != nil {
+	if err := s.uninstall(cfg, true); err != nil {
 		return nil, err
 	}
 	s.logf("uninstalled Helm release %s", s.helmName())
@@ -145,7 +145,7 @@ func (s *stepRun) uninstallSide() (map[string]any, error) {
 // stage Services (and the chart's other shared objects): the stage Service routes to the new
 // colour, the primary keeps the live one until HelmBlueGreenSwapStep (on a first deployment
 // both route to the new colour).
-func (s *stepRun) helmBlueGreenDeploy() (map[string]any, error) {
+func (s *stepRun) helmBlueGreenDeploy(sp stepspec.HelmBGDeploySpec) (map[string]any, error) {
 	objs, err := s.render(renderOptions{revision: 0})
 	if err != nil {
 		return nil, err
@@ -159,7 +159,7 @@ func (s *stepRun) helmBlueGreenDeploy() (map[string]any, error) {
 		return nil, err
 	}
 	s.side = &sideRelease{name: s.in.ReleaseName + "-" + stageColor, objs: own}
-	out, err := s.helmDeploy()
+	out, err := s.helmDeploy(stepspec.HelmDeploySpec{HelmBGDeploySpec: sp})
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +205,8 @@ func hasObject(objs []*object, o *object) bool {
 // swapped them, so traffic returns before anything else moves; then each of the stage's Helm
 // releases (its own, the canary, both colours) to the revision it had before, uninstalling one
 // this execution installed.
-func (s *stepRun) helmRollback() (map[string]any, error) {
-	out, err := s.rollbackRelease()
+func (s *stepRun) helmRollback(sp stepspec.HelmRollbackSpec) (map[string]any, error) {
+	out, err := s.rollbackRelease(sp)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +229,7 @@ func (s *stepRun) helmRollback() (map[string]any, error) {
 				return nil, err
 			}
 		}
-		side, err := s.rollbackRelease()
+		side, err := s.rollbackRelease(sp)
 		if err != nil {
 			return nil, err
 		}

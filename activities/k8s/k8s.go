@@ -6,7 +6,6 @@ package k8s
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -42,7 +41,6 @@ type stepRun struct {
 	in        *contract.DeployInput
 	exec      string
 	path      string
-	spec      map[string]any
 	c         *client
 	mask      *secrets.Masker
 	secrets   secrets.Resolver
@@ -58,37 +56,55 @@ type stepRun struct {
 	progress func(string)
 }
 
-// handler runs one step type; createsNamespace says the step may be the first to deploy
-// into the release's namespace, so it creates the namespace when missing.
+// handler runs one step type: bind decodes the rendered spec into the type's spec and returns
+// the run; createsNamespace says the step may be the first to deploy into the release's
+// namespace, so it creates the namespace when missing.
 type handler struct {
-	run              func(*stepRun) (map[string]any, error)
+	bind             func(spec []byte) (func(*stepRun) (map[string]any, error), error)
 	createsNamespace bool
+}
+
+// with makes a handler's bind of a method over the step type's spec S.
+func with[S any](run func(*stepRun, S) (map[string]any, error)) func([]byte) (func(*stepRun) (map[string]any, error), error) {
+	return func(raw []byte) (func(*stepRun) (map[string]any, error), error) {
+		sp, err := stepspec.Decode[S](raw)
+		if err != nil {
+			return nil, err
+		}
+		return func(s *stepRun) (map[string]any, error) { return run(s, sp) }, nil
+	}
+}
+
+// settingsOnly makes a handler's bind of a method for a step type whose spec S holds nothing the
+// family reads (where it runs, kubectl's or helm's flags); the spec is still decoded as S.
+func settingsOnly[S any](run func(*stepRun) (map[string]any, error)) func([]byte) (func(*stepRun) (map[string]any, error), error) {
+	return with(func(s *stepRun, _ S) (map[string]any, error) { return run(s) })
 }
 
 // handlers are the family's step types, one handler each.
 var handlers = map[string]handler{
-	stepspec.K8sRollingDeploy:           {run: (*stepRun).rollingDeploy, createsNamespace: true},
-	stepspec.K8sRollingRollback:         {run: (*stepRun).rollingRollback},
-	stepspec.K8sCanaryDeploy:            {run: (*stepRun).canaryDeploy, createsNamespace: true},
-	stepspec.K8sCanaryDelete:            {run: (*stepRun).canaryDelete},
-	stepspec.K8sBlueGreenDeploy:         {run: (*stepRun).blueGreenDeploy, createsNamespace: true},
-	stepspec.K8sBGSwapServices:          {run: (*stepRun).swapServices},
-	stepspec.K8sApply:                   {run: (*stepRun).applyFiles, createsNamespace: true},
-	stepspec.K8sScale:                   {run: (*stepRun).scale},
-	stepspec.K8sDelete:                  {run: (*stepRun).delete},
-	stepspec.K8sPatch:                   {run: (*stepRun).patch},
-	stepspec.K8sRollout:                 {run: (*stepRun).rollout},
-	stepspec.K8sDiff:                    {run: (*stepRun).diff},
-	stepspec.K8sBlueGreenStageScaleDown: {run: (*stepRun).stageScaleDown},
-	stepspec.K8sTrafficRouting:          {run: (*stepRun).trafficRouting},
-	stepspec.K8sDryRun:                  {run: (*stepRun).dryRun},
-	stepspec.HelmDeploy:                 {run: (*stepRun).helmDeploy, createsNamespace: true},
-	stepspec.HelmRollback:               {run: (*stepRun).helmRollback},
-	stepspec.HelmDelete:                 {run: (*stepRun).helmDelete},
-	stepspec.HelmBGDeploy:               {run: (*stepRun).helmBlueGreenDeploy, createsNamespace: true},
-	stepspec.HelmBlueGreenSwapStep:      {run: (*stepRun).swapServices},
-	stepspec.HelmCanaryDeploy:           {run: (*stepRun).helmCanaryDeploy, createsNamespace: true},
-	stepspec.HelmCanaryDelete:           {run: (*stepRun).helmCanaryDelete},
+	stepspec.K8sRollingDeploy:           {bind: with((*stepRun).rollingDeploy), createsNamespace: true},
+	stepspec.K8sRollingRollback:         {bind: with((*stepRun).rollingRollback)},
+	stepspec.K8sCanaryDeploy:            {bind: with((*stepRun).canaryDeploy), createsNamespace: true},
+	stepspec.K8sCanaryDelete:            {bind: settingsOnly[stepspec.K8sSimpleSpec]((*stepRun).canaryDelete)},
+	stepspec.K8sBlueGreenDeploy:         {bind: with((*stepRun).blueGreenDeploy), createsNamespace: true},
+	stepspec.K8sBGSwapServices:          {bind: settingsOnly[stepspec.K8sSimpleSpec]((*stepRun).swapServices)},
+	stepspec.K8sApply:                   {bind: with((*stepRun).applyFiles), createsNamespace: true},
+	stepspec.K8sScale:                   {bind: with((*stepRun).scale)},
+	stepspec.K8sDelete:                  {bind: with((*stepRun).delete)},
+	stepspec.K8sPatch:                   {bind: with((*stepRun).patch)},
+	stepspec.K8sRollout:                 {bind: with((*stepRun).rollout)},
+	stepspec.K8sDiff:                    {bind: settingsOnly[stepspec.K8sDiffSpec]((*stepRun).diff)},
+	stepspec.K8sBlueGreenStageScaleDown: {bind: settingsOnly[stepspec.K8sBlueGreenStageScaleDownSpec]((*stepRun).stageScaleDown)},
+	stepspec.K8sTrafficRouting:          {bind: with((*stepRun).trafficRouting)},
+	stepspec.K8sDryRun:                  {bind: settingsOnly[stepspec.K8sSimpleSpec]((*stepRun).dryRun)},
+	stepspec.HelmDeploy:                 {bind: with((*stepRun).helmDeploy), createsNamespace: true},
+	stepspec.HelmRollback:               {bind: with((*stepRun).helmRollback)},
+	stepspec.HelmDelete:                 {bind: with((*stepRun).helmDelete)},
+	stepspec.HelmBGDeploy:               {bind: with((*stepRun).helmBlueGreenDeploy), createsNamespace: true},
+	stepspec.HelmBlueGreenSwapStep:      {bind: settingsOnly[stepspec.HelmSettings]((*stepRun).swapServices)},
+	stepspec.HelmCanaryDeploy:           {bind: with((*stepRun).helmCanaryDeploy), createsNamespace: true},
+	stepspec.HelmCanaryDelete:           {bind: settingsOnly[stepspec.HelmSettings]((*stepRun).helmCanaryDelete)},
 }
 
 // Handles lists the step types the family runs, for the worker's test that each step type
@@ -100,10 +116,15 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	if in.Deploy == nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s step %s has no deployment target; Kubernetes steps run in Deployment stages", in.Type, in.StepPath)
 	}
-	s := &stepRun{ctx: ctx, in: in.Deploy, exec: in.ExecutionID, path: in.StepPath, mask: &secrets.Masker{}, timeout: in.Timeout, secrets: a.Secrets}
-	if err := json.Unmarshal(in.Spec, &s.spec); err != nil {
+	h, ok := handlers[in.Type]
+	if !ok {
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "step type %s is not a Kubernetes step", in.Type)
+	}
+	run, err := h.bind(in.Spec)
+	if err != nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
 	}
+	s := &stepRun{ctx: ctx, in: in.Deploy, exec: in.ExecutionID, path: in.StepPath, mask: &secrets.Masker{}, timeout: in.Timeout, secrets: a.Secrets}
 	log, err := a.Logs.Open(in.ExecutionID, in.StepPath)
 	if err != nil {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "open step log: %v", err)
@@ -126,16 +147,12 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "connector %s: %v", in.Deploy.Connector.ID, err)
 	}
 	s.logf("%s: release %s in namespace %s (connector %s)", in.Type, s.in.ReleaseName, s.in.Namespace, in.Deploy.Connector.ID)
-	h, ok := handlers[in.Type]
-	if !ok {
-		return contract.StepResult{}, contract.Fail(contract.Unknown, "step type %s is not a Kubernetes step", in.Type)
-	}
 	if h.createsNamespace {
 		if err := s.ensureNamespace(); err != nil {
 			return contract.StepResult{}, err
 		}
 	}
-	out, err := h.run(s)
+	out, err := run(s)
 	if err != nil {
 		if ctx.Err() != nil {
 			return contract.StepResult{}, ctx.Err() // aborted: the workflow decides
@@ -181,17 +198,6 @@ func (s *stepRun) logf(format string, args ...any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.log.Line(s.mask.Apply(fmt.Sprintf(format, args...)))
-}
-
-func (s *stepRun) bool(key string) bool {
-	switch v := s.spec[key].(type) {
-	case bool:
-		return v
-	case string:
-		b, _ := strconv.ParseBool(v)
-		return b
-	}
-	return false
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

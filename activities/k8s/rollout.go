@@ -1,7 +1,6 @@
 package k8s
 
 import (
-	"fmt"
 	"slices"
 	"strconv"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // rolloutKinds are the workloads kubectl rollout manages.
@@ -20,9 +20,9 @@ var rolloutKinds = []string{"Deployment", "StatefulSet", "DaemonSet"}
 // (a new pod template annotation), pause and resume (Deployments), undo (a Deployment back to
 // its previous revision), status and history. Every command but pause and history waits for
 // the workloads to be steady.
-func (s *stepRun) rollout() (map[string]any, error) {
-	command := fmt.Sprint(s.spec["command"])
-	targets, err := s.rolloutTargets()
+func (s *stepRun) rollout(sp stepspec.K8sRolloutSpec) (map[string]any, error) {
+	command := sp.Command
+	targets, err := s.rolloutTargets(sp.Resources)
 	if err != nil {
 		return nil, err
 	}
@@ -72,14 +72,19 @@ func (s *stepRun) rollout() (map[string]any, error) {
 
 // rolloutTargets are the workloads a K8sRollout step names: by resource name, those of the
 // release's last deployment, or those of manifest paths.
-func (s *stepRun) rolloutTargets() ([]*object, error) {
-	res, _ := s.spec["resources"].(map[string]any)
-	spec, _ := res["spec"].(map[string]any)
+func (s *stepRun) rolloutTargets(res *stepspec.RolloutResources) ([]*object, error) {
+	if res == nil {
+		return nil, contract.Fail(contract.Unknown, "K8sRollout needs resources")
+	}
+	var spec stepspec.RolloutTarget
+	if res.Spec != nil {
+		spec = *res.Spec
+	}
 	var objs []*object
-	switch res["type"] {
+	switch res.Type {
 	case "ResourceName":
 		var err error
-		if objs, err = s.namedObjects("resources", spec); err != nil {
+		if objs, err = s.namedObjects("resources", spec.ResourceNames); err != nil {
 			return nil, err
 		}
 	case "ReleaseName":
@@ -95,11 +100,11 @@ func (s *stepRun) rolloutTargets() ([]*object, error) {
 		}
 	case "ManifestPath":
 		var err error
-		if objs, err = s.manifestPathObjects("resources", spec); err != nil {
+		if objs, err = s.manifestPathObjects("resources", spec.AllManifestPaths, spec.ManifestPaths); err != nil {
 			return nil, err
 		}
 	default:
-		return nil, contract.Fail(contract.Unknown, "resources.type %v is not ResourceName, ReleaseName or ManifestPath", res["type"])
+		return nil, contract.Fail(contract.Unknown, "resources.type %q is not ResourceName, ReleaseName or ManifestPath", res.Type)
 	}
 	var out []*object
 	for _, o := range objs {

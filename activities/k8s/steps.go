@@ -32,7 +32,7 @@ func (s *stepRun) cleanupCtx() (context.Context, context.CancelFunc) {
 }
 
 // rollingDeploy applies all manifests as a new release and waits for steady state (spec 15.2).
-func (s *stepRun) rollingDeploy() (map[string]any, error) {
+func (s *stepRun) rollingDeploy(sp stepspec.K8sRollingDeploySpec) (map[string]any, error) {
 	h, err := s.loadHistory()
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (s *stepRun) rollingDeploy() (map[string]any, error) {
 	if len(objs) == 0 {
 		return nil, contract.Fail(contract.Unknown, "the service's manifests render no objects")
 	}
-	if !s.bool("skipDryRun") {
+	if !sp.SkipDryRun.Bool() {
 		if err := s.apply(objs, true); err != nil {
 			return nil, err
 		}
@@ -57,7 +57,7 @@ func (s *stepRun) rollingDeploy() (map[string]any, error) {
 		return nil, err
 	}
 	var pruned []any
-	if s.bool("pruningEnabled") {
+	if sp.PruningEnabled.Bool() {
 		if prev := h.LastSucceeded(rev); prev != nil {
 			if pruned, err = s.prune(prev, objs); err != nil {
 				return nil, err
@@ -143,7 +143,7 @@ func (s *stepRun) prune(prev *Release, objs []*object) ([]any, error) {
 // rollingRollback restores the last successful release of this release name, if this
 // execution deployed a newer one (spec 5.10.1, 15.2). Only workloads are rolled back, plus,
 // with pruning, the resources the failed release pruned.
-func (s *stepRun) rollingRollback() (map[string]any, error) {
+func (s *stepRun) rollingRollback(sp stepspec.K8sRollingRollbackSpec) (map[string]any, error) {
 	h, err := s.loadHistory()
 	if err != nil {
 		return nil, err
@@ -190,7 +190,7 @@ func (s *stepRun) rollingRollback() (map[string]any, error) {
 		switch {
 		case isWorkload(o.GetKind()), o.GetKind() == "ConfigMap" || o.GetKind() == "Secret":
 			restore = append(restore, o) // workloads and the configuration they mount
-		case s.bool("pruningEnabled") && !curIDs[o.ID()]:
+		case sp.PruningEnabled.Bool() && !curIDs[o.ID()]:
 			if _, err := s.resource(o).Get(s.ctx, o.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
 				restore, recreated = append(restore, o), append(recreated, o)
 			}
@@ -210,29 +210,29 @@ func (s *stepRun) rollingRollback() (map[string]any, error) {
 	return map[string]any{"rolledBack": true, "rolledBackTo": int64(prev.Number), "recreatedResourceIds": fmtIDs(recreated), "podIps": ips}, nil
 }
 
-// instances reads instanceSelection: a count, or a percentage of base rounded up.
-func (s *stepRun) instances(base int64) (int64, error) {
-	sel, _ := s.spec["instanceSelection"].(map[string]any)
-	spec, _ := sel["spec"].(map[string]any)
-	num := func(key string) (int64, error) {
-		v := fmt.Sprint(spec[key])
-		n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+// instances reads an instanceSelection: a count, or a percentage of base rounded up.
+func instances(sel *stepspec.InstanceSelection, base int64) (int64, error) {
+	if sel == nil || sel.Spec == nil {
+		return 0, contract.Fail(contract.Unknown, "the step needs instanceSelection, a Count or a Percentage")
+	}
+	num := func(key string, v stepspec.Text) (int64, error) {
+		n, err := strconv.ParseFloat(strings.TrimSpace(string(v)), 64)
 		if err != nil || n < 0 {
-			return 0, contract.Fail(contract.Unknown, "instanceSelection %s %q is not a number", key, v)
+			return 0, contract.Fail(contract.Unknown, "instanceSelection %s %q is not a number", key, string(v))
 		}
 		return int64(n), nil
 	}
-	switch sel["type"] {
+	switch sel.Type {
 	case "Count":
-		return num("count")
+		return num("count", sel.Spec.Count)
 	case "Percentage":
-		p, err := num("percentage")
+		p, err := num("percentage", sel.Spec.Percentage)
 		if err != nil {
 			return 0, err
 		}
 		return int64(math.Ceil(float64(base) * float64(p) / 100)), nil
 	}
-	return 0, contract.Fail(contract.Unknown, "instanceSelection type %v is not Count or Percentage", sel["type"])
+	return 0, contract.Fail(contract.Unknown, "instanceSelection type %s is not Count or Percentage", sel.Type)
 }
 
 func replicas(u *unstructured.Unstructured) int64 {
@@ -269,7 +269,7 @@ func addLabels(o *object, add map[string]string) {
 
 // canaryDeploy deploys `<name>-canary`, a copy of the service's Deployment with the selected
 // number of pods, and its ConfigMaps and Secrets suffixed -canary.
-func (s *stepRun) canaryDeploy() (map[string]any, error) {
+func (s *stepRun) canaryDeploy(sp stepspec.K8sCanaryDeploySpec) (map[string]any, error) {
 	h, err := s.loadHistory()
 	if err != nil {
 		return nil, err
@@ -283,7 +283,7 @@ func (s *stepRun) canaryDeploy() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.instances(replicas(dep.Object.Unstructured))
+	n, err := instances(sp.InstanceSelection, replicas(dep.Object.Unstructured))
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func (s *stepRun) canaryDeploy() (map[string]any, error) {
 			apply = append(apply, o)
 		}
 	}
-	if !s.bool("skipDryRun") {
+	if !sp.SkipDryRun.Bool() {
 		if err := s.apply(apply, true); err != nil {
 			return nil, err
 		}
@@ -434,7 +434,7 @@ func (s *stepRun) colors(objs []*object) (primary, stage *object, primaryColor, 
 
 // blueGreenDeploy deploys `<name>-<stage color>` behind the stage Service; the primary Service
 // keeps routing to the primary colour (on a first deployment both route to the new one).
-func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
+func (s *stepRun) blueGreenDeploy(sp stepspec.K8sBlueGreenDeploySpec) (map[string]any, error) {
 	h, err := s.loadHistory()
 	if err != nil {
 		return nil, err
@@ -467,7 +467,7 @@ func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
 	dep.SetAnnotations(ann)
 	out := map[string]any{"stageColor": stageColor, "primaryColor": primaryColor, "primaryServiceName": primary.GetName(),
 		"stageServiceName": stage.GetName(), "releaseNumber": int64(rev), "stageDeploymentSkipped": false}
-	if s.bool("skipUnchangedManifest") && primaryColor != stageColor {
+	if sp.SkipUnchangedManifest.Bool() && primaryColor != stageColor {
 		live, err := s.c.cs.AppsV1().Deployments(s.in.Namespace).Get(s.ctx, base+"-"+primaryColor, metav1.GetOptions{})
 		if err == nil && live.Annotations[AnnotManifestHash] == hash {
 			s.logf("the manifest is unchanged from the primary (%s); skipping the stage deployment", primaryColor)
@@ -484,7 +484,7 @@ func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
 		}
 	}
 	apply = append(apply, primary, stage)
-	if !s.bool("skipDryRun") {
+	if !sp.SkipDryRun.Bool() {
 		if err := s.apply(apply, true); err != nil {
 			return nil, err
 		}
@@ -497,12 +497,8 @@ func (s *stepRun) blueGreenDeploy() (map[string]any, error) {
 	if err := s.saveHistory(s.ctx, h); err != nil {
 		return nil, err
 	}
-	if tr, ok := s.spec["trafficRouting"].(map[string]any); ok && len(tr) > 0 {
-		var sp trafficSpec
-		if err := remarshal(map[string]any{"type": "config", "trafficRouting": tr}, &sp); err != nil {
-			return nil, contract.Fail(contract.Unknown, "K8sBlueGreenDeploy trafficRouting: %v", err)
-		}
-		routed, err := s.configTraffic(sp)
+	if tr := sp.TrafficRouting; tr != nil && (tr.Provider != "" || tr.Spec.Name != "" || len(tr.Spec.Routes) > 0) {
+		routed, err := s.configTraffic(tr)
 		if err != nil {
 			return nil, err
 		}
@@ -637,25 +633,6 @@ func (s *stepRun) stageScaleDown() (map[string]any, error) {
 	return map[string]any{"scaledDown": true, "stageColor": sc, "deployment": name}, nil
 }
 
-func stringList(v any) []string {
-	var out []string
-	switch l := v.(type) {
-	case []any:
-		for _, x := range l {
-			if s := strings.TrimSpace(fmt.Sprint(x)); s != "" && x != nil {
-				out = append(out, s)
-			}
-		}
-	case string:
-		for _, x := range strings.Split(l, ",") {
-			if s := strings.TrimSpace(x); s != "" {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
 // pathMatcher matches manifest files by their path, or by a path relative to a store folder.
 func pathMatcher(paths []string) (func(string) bool, map[string]bool) {
 	used := map[string]bool{}
@@ -673,8 +650,8 @@ func pathMatcher(paths []string) (func(string) bool, map[string]bool) {
 
 // applyFiles applies selected manifest files (K8sApply), any kinds including Jobs, and waits
 // for workloads and Jobs unless skipSteadyStateCheck.
-func (s *stepRun) applyFiles() (map[string]any, error) {
-	paths := stringList(s.spec["filePaths"])
+func (s *stepRun) applyFiles(sp stepspec.K8sApplySpec) (map[string]any, error) {
+	paths := []string(sp.FilePaths)
 	if len(paths) == 0 && !s.in.StepSource {
 		return nil, contract.Fail(contract.Unknown, "K8sApply needs at least one entry in filePaths")
 	}
@@ -682,7 +659,7 @@ func (s *stepRun) applyFiles() (map[string]any, error) {
 	if len(paths) == 0 {
 		match = nil // all files of the step's manifestSource
 	}
-	objs, err := s.render(renderOptions{files: match, noRender: s.bool("skipRendering")})
+	objs, err := s.render(renderOptions{files: match, noRender: sp.SkipRendering.Bool()})
 	if err != nil {
 		return nil, err
 	}
@@ -695,7 +672,7 @@ func (s *stepRun) applyFiles() (map[string]any, error) {
 			return nil, contract.Fail(contract.Unknown, "filePaths entry %q matches no manifest file of %s", p, of)
 		}
 	}
-	if !s.bool("skipDryRun") {
+	if !sp.SkipDryRun.Bool() {
 		if err := s.apply(objs, true); err != nil {
 			return nil, err
 		}
@@ -703,7 +680,7 @@ func (s *stepRun) applyFiles() (map[string]any, error) {
 	if err := s.apply(objs, false); err != nil {
 		return nil, err
 	}
-	if !s.bool("skipSteadyStateCheck") {
+	if !sp.SkipSteadyStateCheck.Bool() {
 		if err := s.waitSteady(objs, true); err != nil {
 			return nil, err
 		}
@@ -713,8 +690,8 @@ func (s *stepRun) applyFiles() (map[string]any, error) {
 
 // scale sets a workload's replicas through its scale subresource (K8sScale). A percentage is of
 // the replicas the release's manifests ask for, or of the current count if they do not name it.
-func (s *stepRun) scale() (map[string]any, error) {
-	ref := strings.TrimSpace(fmt.Sprint(s.spec["workload"]))
+func (s *stepRun) scale(sp stepspec.K8sScaleSpec) (map[string]any, error) {
+	ref := strings.TrimSpace(sp.Workload)
 	kind, name, ok := strings.Cut(ref, "/")
 	if !ok {
 		kind, name = "Deployment", ref
@@ -742,7 +719,7 @@ func (s *stepRun) scale() (map[string]any, error) {
 	if _, ok, _ := unstructured.NestedInt64(target.Object.Unstructured.Object, "spec", "replicas"); ok {
 		base = replicas(target.Object.Unstructured)
 	}
-	n, err := s.instances(base)
+	n, err := instances(sp.InstanceSelection, base)
 	if err != nil {
 		return nil, err
 	}
@@ -751,7 +728,7 @@ func (s *stepRun) scale() (map[string]any, error) {
 		return nil, classify(s.ctx, err, "scale %s", target.ID())
 	}
 	s.logf("scaled %s from %d to %d replicas", target.ID(), replicas(live), n)
-	if !s.bool("skipSteadyStateCheck") {
+	if !sp.SkipSteadyStateCheck.Bool() {
 		if err := s.waitSteady([]*object{target}, false); err != nil {
 			return nil, err
 		}
@@ -766,8 +743,8 @@ var patchTypes = map[string]types.PatchType{
 
 // patch applies the step's Inline patch (YAML or JSON) to a live workload (K8sPatch), records
 // the change cause when asked, and waits for the workload to be steady again.
-func (s *stepRun) patch() (map[string]any, error) {
-	ref := strings.TrimSpace(fmt.Sprint(s.spec["workload"]))
+func (s *stepRun) patch(sp stepspec.K8sPatchSpec) (map[string]any, error) {
+	ref := strings.TrimSpace(sp.Workload)
 	if !strings.Contains(ref, "/") {
 		ref = "Deployment/" + ref
 	}
@@ -775,16 +752,20 @@ func (s *stepRun) patch() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	strategy := fmt.Sprint(s.spec["mergeStrategyType"])
+	strategy := sp.MergeStrategyType
 	pt, ok := patchTypes[strategy]
 	if !ok {
 		return nil, contract.Fail(contract.Unknown, "mergeStrategyType %q is not Strategic, Merge or Json", strategy)
 	}
-	src, _ := s.spec["source"].(map[string]any)
-	spec, _ := src["spec"].(map[string]any)
-	content, _ := spec["content"].(string)
-	if src["type"] != "Inline" || strings.TrimSpace(content) == "" {
-		return nil, contract.Fail(contract.Unknown, "K8sPatch needs an Inline source with content (got a %v source)", src["type"])
+	var source, content string
+	if src := sp.Source; src != nil {
+		source = src.Type
+		if src.Spec != nil {
+			content = src.Spec.Content
+		}
+	}
+	if source != "Inline" || strings.TrimSpace(content) == "" {
+		return nil, contract.Fail(contract.Unknown, "K8sPatch needs an Inline source with content (got a %q source)", source)
 	}
 	if content, err = secrets.Expand(s.ctx, s.secrets, s.mask, content); err != nil {
 		return nil, contract.Fail(contract.Unknown, "K8sPatch content: %v", err)
@@ -798,14 +779,14 @@ func (s *stepRun) patch() (map[string]any, error) {
 		return nil, classify(s.ctx, shortInvalid(err), "patch %s (%s)", target.ID(), strategy)
 	}
 	s.logf("patched %s (%s merge)", target.ID(), strategy)
-	if s.bool("recordChangeCause") {
+	if sp.RecordChangeCause.Bool() {
 		cause := mustJSON(map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 			"kubernetes.io/change-cause": fmt.Sprintf("K8sPatch %s of execution %s", s.path, s.exec)}}})
 		if _, err := s.resource(target).Patch(s.ctx, name, types.MergePatchType, cause, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 			return nil, classify(s.ctx, err, "record the change cause on %s", target.ID())
 		}
 	}
-	if !s.bool("skipSteadyStateCheck") {
+	if !sp.SkipSteadyStateCheck.Bool() {
 		if err := s.waitSteady([]*object{target}, false); err != nil {
 			return nil, err
 		}
@@ -827,14 +808,20 @@ func shortInvalid(err error) error {
 }
 
 // delete removes resources by name, by release or by manifest (K8sDelete).
-func (s *stepRun) delete() (map[string]any, error) {
-	dr, _ := s.spec["deleteResources"].(map[string]any)
-	spec, _ := dr["spec"].(map[string]any)
+func (s *stepRun) delete(sp stepspec.K8sDeleteSpec) (map[string]any, error) {
+	var dr stepspec.DeleteResources
+	if sp.DeleteResources != nil {
+		dr = *sp.DeleteResources
+	}
+	var spec stepspec.DeleteTarget
+	if dr.Spec != nil {
+		spec = *dr.Spec
+	}
 	var targets []*object
-	switch dr["type"] {
+	switch dr.Type {
 	case "ResourceName":
 		var err error
-		if targets, err = s.namedObjects("deleteResources", spec); err != nil {
+		if targets, err = s.namedObjects("deleteResources", spec.ResourceNames); err != nil {
 			return nil, err
 		}
 	case "ReleaseName":
@@ -866,17 +853,17 @@ func (s *stepRun) delete() (map[string]any, error) {
 		targets = append(targets, o)
 	case "ManifestPath":
 		var err error
-		if targets, err = s.manifestPathObjects("deleteResources", spec); err != nil {
+		if targets, err = s.manifestPathObjects("deleteResources", spec.AllManifestPaths, spec.ManifestPaths); err != nil {
 			return nil, err
 		}
 	default:
-		return nil, contract.Fail(contract.Unknown, "deleteResources.type %v is not ResourceName, ReleaseName or ManifestPath", dr["type"])
+		return nil, contract.Fail(contract.Unknown, "deleteResources.type %q is not ResourceName, ReleaseName or ManifestPath", dr.Type)
 	}
 	deleted, err := s.remove(s.ctx, targets)
 	if err != nil {
 		return nil, err
 	}
-	if dr["type"] == "ReleaseName" && (spec["deleteNamespace"] == true || fmt.Sprint(spec["deleteNamespace"]) == "true") {
+	if dr.Type == "ReleaseName" && spec.DeleteNamespace.Bool() {
 		if err := s.c.cs.CoreV1().Namespaces().Delete(s.ctx, s.in.Namespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return nil, classify(s.ctx, err, "delete namespace %s", s.in.Namespace)
 		}
@@ -888,8 +875,7 @@ func (s *stepRun) delete() (map[string]any, error) {
 
 // namedObjects are the objects a step's resourceNames (Kind/name, namespace/Kind/name) name;
 // what is the field holding the spec, for errors.
-func (s *stepRun) namedObjects(what string, spec map[string]any) ([]*object, error) {
-	names := stringList(spec["resourceNames"])
+func (s *stepRun) namedObjects(what string, names stepspec.List) ([]*object, error) {
 	if len(names) == 0 {
 		return nil, contract.Fail(contract.Unknown, "%s.spec.resourceNames is empty", what)
 	}
@@ -906,10 +892,9 @@ func (s *stepRun) namedObjects(what string, spec map[string]any) ([]*object, err
 
 // manifestPathObjects are the objects of the manifests a step's manifestPaths name, or of all
 // of them with allManifestPaths.
-func (s *stepRun) manifestPathObjects(what string, spec map[string]any) ([]*object, error) {
+func (s *stepRun) manifestPathObjects(what string, all stepspec.Text, paths stepspec.List) ([]*object, error) {
 	var match func(string) bool
-	if spec["allManifestPaths"] != true && fmt.Sprint(spec["allManifestPaths"]) != "true" && !s.bool("allManifestPaths") {
-		paths := stringList(spec["manifestPaths"])
+	if !all.Bool() {
 		if len(paths) == 0 {
 			return nil, contract.Fail(contract.Unknown, "%s.spec needs manifestPaths or allManifestPaths: true", what)
 		}

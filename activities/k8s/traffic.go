@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // K8sTrafficRouting writes the service mesh's routing for the release: an Istio VirtualService,
@@ -24,52 +25,11 @@ import (
 // release already has. The mesh's resource kinds must be served by the cluster: without them
 // the step fails naming the mesh, since nothing would route by the resource.
 
-// trafficSpec is the step's spec.
-type trafficSpec struct {
-	Type           string `json:"type"`
-	TrafficRouting struct {
-		Provider string `json:"provider"`
-		Spec     struct {
-			Name        string         `json:"name"`
-			RootService string         `json:"rootService"`
-			Hosts       []string       `json:"hosts"`
-			Gateways    []string       `json:"gateways"`
-			Routes      []trafficRoute `json:"routes"`
-		} `json:"spec"`
-		Routes []trafficRoute `json:"routes"` // type: inherit
-	} `json:"trafficRouting"`
-}
-
-type trafficRoute struct {
-	Route struct {
-		Type  string `json:"type"`
-		Name  string `json:"name"`
-		Rules []struct {
-			Rule trafficRule `json:"rule"`
-		} `json:"rules"`
-		Destinations []struct {
-			Destination struct {
-				Host   string `json:"host"`
-				Weight any    `json:"weight"`
-				Port   any    `json:"port"`
-			} `json:"destination"`
-		} `json:"destinations"`
-	} `json:"route"`
-}
-
-type trafficRule struct {
-	Type string `json:"type"`
-	Spec struct {
-		Name      string `json:"name"`
-		MatchType string `json:"matchType"`
-		Value     any    `json:"value"`
-		Values    []struct {
-			Key       string `json:"key"`
-			Value     string `json:"value"`
-			MatchType string `json:"matchType"`
-		} `json:"values"`
-	} `json:"spec"`
-}
+// trafficRoute and trafficRule are the spec's routes and their rules.
+type (
+	trafficRoute = stepspec.TrafficRoute
+	trafficRule  = stepspec.TrafficRule
+)
 
 // destination is one weighted backend, its host resolved.
 type destination struct {
@@ -107,25 +67,24 @@ func (s *stepRun) meshResource(kind string) (schema.GroupVersionResource, error)
 		"K8sTrafficRouting: the cluster has no %s; install the mesh, or route traffic with the Services the deploy steps manage", k.what)
 }
 
-func (s *stepRun) trafficRouting() (map[string]any, error) {
-	var sp trafficSpec
-	if err := remarshal(s.spec, &sp); err != nil {
-		return nil, contract.Fail(contract.Unknown, "K8sTrafficRouting spec: %v", err)
+func (s *stepRun) trafficRouting(sp stepspec.K8sTrafficRoutingSpec) (map[string]any, error) {
+	if sp.TrafficRouting == nil {
+		return nil, contract.Fail(contract.Unknown, "K8sTrafficRouting needs trafficRouting")
 	}
 	if sp.Type == "inherit" {
 		return s.inheritTraffic(sp.TrafficRouting.Routes)
 	}
-	return s.configTraffic(sp)
+	return s.configTraffic(sp.TrafficRouting)
 }
 
 // configTraffic writes the mesh resources of a new config (`type: config`, or the
 // trafficRouting of K8sBlueGreenDeploy).
-func (s *stepRun) configTraffic(sp trafficSpec) (map[string]any, error) {
-	provider := sp.TrafficRouting.Provider
+func (s *stepRun) configTraffic(tr *stepspec.TrafficRoutingConfig) (map[string]any, error) {
+	provider := tr.Provider
 	if _, ok := meshKinds[provider]; !ok || provider == "smi-routegroup" {
 		return nil, contract.Fail(contract.Unknown, "K8sTrafficRouting provider %q is not smi or istio", provider)
 	}
-	spec := sp.TrafficRouting.Spec
+	spec := tr.Spec
 	if spec.Name == "" {
 		return nil, contract.Fail(contract.Unknown, "K8sTrafficRouting needs trafficRouting.spec.name, the mesh resource's name")
 	}
@@ -245,23 +204,16 @@ func (s *stepRun) placeholderHost(host string) (string, error) {
 	return host, nil
 }
 
-func number(v any, what string) (int64, error) {
-	switch x := v.(type) {
-	case nil:
+func number(v stepspec.Text, what string) (int64, error) {
+	x := strings.TrimSpace(string(v))
+	if x == "" {
 		return 0, nil
-	case float64:
-		return int64(x), nil
-	case string:
-		if x == "" {
-			return 0, nil
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64)
-		if err != nil {
-			return 0, contract.Fail(contract.Unknown, "destination %s %q is not a whole number", what, x)
-		}
-		return n, nil
 	}
-	return 0, contract.Fail(contract.Unknown, "destination %s %v is not a whole number", what, v)
+	n, err := strconv.ParseFloat(x, 64)
+	if err != nil {
+		return 0, contract.Fail(contract.Unknown, "destination %s %q is not a whole number", what, x)
+	}
+	return int64(n), nil
 }
 
 // istioMatch turns the reference's rules into one Istio HTTPMatchRequest.
@@ -272,7 +224,7 @@ func istioMatch(rules []trafficRule) (map[string]any, error) {
 		if t == "" {
 			t = "exact"
 		}
-		return map[string]any{t: fmt.Sprint(r.Spec.Value)}
+		return map[string]any{t: string(r.Spec.Value)}
 	}
 	for _, r := range rules {
 		switch r.Type {
@@ -369,7 +321,7 @@ func toAny(l []string) []any {
 
 // smiPath turns a uri rule into the path regex an HTTPRouteGroup matches.
 func smiPath(r trafficRule) string {
-	v := fmt.Sprint(r.Spec.Value)
+	v := string(r.Spec.Value)
 	switch r.Spec.MatchType {
 	case "regex":
 		return v
@@ -408,7 +360,7 @@ func (s *stepRun) trafficSplit(gvr schema.GroupVersionResource, name, root strin
 			case "uri":
 				m["pathRegex"] = smiPath(x.Rule)
 			case "method":
-				m["methods"] = []any{fmt.Sprint(x.Rule.Spec.Value)}
+				m["methods"] = []any{string(x.Rule.Spec.Value)}
 			case "headers":
 				h := map[string]any{}
 				for _, v := range x.Rule.Spec.Values {
@@ -496,13 +448,4 @@ func (s *stepRun) inheritTraffic(routes []trafficRoute) (map[string]any, error) 
 		return map[string]any{"provider": provider, "resources": []any{o.GetKind() + "/" + o.GetName()}}, nil
 	}
 	return nil, contract.Fail(contract.Verification, "K8sTrafficRouting (inherit): release %s has no VirtualService or TrafficSplit in namespace %s to inherit; a K8sTrafficRouting step with type: config creates one", s.in.ReleaseName, s.in.Namespace)
-}
-
-// remarshal converts the step's spec into a typed value.
-func remarshal(in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, out)
 }

@@ -7,64 +7,43 @@ import (
 	"github.com/gantry-cd/gantry/stepspec"
 )
 
-// K8sRollingDeploy applies manifests and waits for steady state: a rolling rollback's settings
-// and skipDryRun.
-type K8sRollingDeploy struct {
-	K8sRollingRollback `yaml:",inline"`
-	SkipDryRun         string `yaml:"skipDryRun"`
-}
-
-// K8sRollingRollback restores the last successful release.
-type K8sRollingRollback struct {
-	K8sSimple      `yaml:",inline"`
-	PruningEnabled string `yaml:"pruningEnabled"`
-}
-
-// InstanceSelection picks instances by count or percentage; InstanceCount is the count or
-// percentage (stepspec's, shared with the families).
+// The Kubernetes and Helm steps' specs, shared with the Kubernetes family (stepspec).
 type (
-	InstanceSelection = stepspec.InstanceSelection
-	InstanceCount     = stepspec.InstanceCount
+	InstanceSelection          = stepspec.InstanceSelection
+	InstanceCount              = stepspec.InstanceCount
+	K8sSimple                  = stepspec.K8sSimpleSpec
+	K8sRollingDeploy           = stepspec.K8sRollingDeploySpec
+	K8sRollingRollback         = stepspec.K8sRollingRollbackSpec
+	K8sCanaryDeploy            = stepspec.K8sCanaryDeploySpec
+	K8sBlueGreenDeploy         = stepspec.K8sBlueGreenDeploySpec
+	K8sTrafficRouting          = stepspec.K8sTrafficRoutingSpec
+	K8sApply                   = stepspec.K8sApplySpec
+	ManifestSource             = stepspec.ManifestSource
+	K8sScale                   = stepspec.K8sScaleSpec
+	K8sPatch                   = stepspec.K8sPatchSpec
+	PatchSource                = stepspec.PatchSource
+	K8sRollout                 = stepspec.K8sRolloutSpec
+	RolloutResources           = stepspec.RolloutResources
+	K8sDiff                    = stepspec.K8sDiffSpec
+	K8sBlueGreenStageScaleDown = stepspec.K8sBlueGreenStageScaleDownSpec
+	K8sDelete                  = stepspec.K8sDeleteSpec
+	DeleteResources            = stepspec.DeleteResources
+	HelmSettings               = stepspec.HelmSettings
+	HelmDeploy                 = stepspec.HelmDeploySpec
+	HelmRollback               = stepspec.HelmRollbackSpec
+	HelmBGDeploy               = stepspec.HelmBGDeploySpec
+	HelmCanaryDeploy           = stepspec.HelmCanaryDeploySpec
+	HelmDelete                 = stepspec.HelmDeleteSpec
 )
 
-// K8sCanaryDeploy deploys a canary copy.
-type K8sCanaryDeploy struct {
-	K8sSimple         `yaml:",inline"`
-	InstanceSelection *InstanceSelection `yaml:"instanceSelection" gantry:"required"`
-	SkipDryRun        string             `yaml:"skipDryRun"`
-	TrafficRouting    *yaml.Node         `yaml:"trafficRouting"`
-}
-
-// K8sSimple is the spec of K8s steps with no settings of their own, and the settings the
-// others share (all but K8sScale and K8sDelete).
-type K8sSimple struct {
-	Node              *yaml.Node `yaml:"-"`
-	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
-	CommandFlags      *yaml.Node `yaml:"commandFlags"`
-}
-
-// K8sBlueGreenDeploy deploys to the stage colour: a rolling deploy's settings and its own.
-type K8sBlueGreenDeploy struct {
-	K8sRollingDeploy      `yaml:",inline"`
-	SkipUnchangedManifest string     `yaml:"skipUnchangedManifest"`
-	TrafficRouting        *yaml.Node `yaml:"trafficRouting"`
-}
-
-// K8sTrafficRouting writes a service mesh's routing: a new config, or new weights for the
-// release's existing one (inherit).
-type K8sTrafficRouting struct {
-	K8sSimple      `yaml:",inline"`
-	Type           string     `yaml:"type" gantry:"required"`
-	TrafficRouting *yaml.Node `yaml:"trafficRouting" gantry:"required"`
-}
-
-// Check checks the config type and, for a new config, its provider, name and routes.
-func (sp *K8sTrafficRouting) Check(c Checker) {
+// checkK8sTrafficRouting checks the config type and, for a new config, its provider, name and
+// routes.
+func checkK8sTrafficRouting(sp *K8sTrafficRouting, c Checker) {
 	c.Enum(sp.Node, "type", sp.Type, []string{"config", "inherit"}, "traffic routing type")
-	tr := sp.TrafficRouting
-	if tr == nil || tr.Kind != yaml.MappingNode {
+	if sp.TrafficRouting == nil {
 		return
 	}
+	tr := sp.TrafficRouting.Node
 	if sp.Type == "inherit" {
 		if pipeline.Field(tr, "routes") == nil {
 			c.Error(tr, "missing-field", "trafficRouting of type inherit needs `routes`, the destinations and weights to set").
@@ -72,14 +51,15 @@ func (sp *K8sTrafficRouting) Check(c Checker) {
 		}
 		return
 	}
-	checkTrafficRouting(c, tr)
+	checkTrafficRouting(c, sp.TrafficRouting)
 }
 
 // checkTrafficRouting checks a new traffic routing config: its provider, name and routes.
-func checkTrafficRouting(c Checker, tr *yaml.Node) {
-	if tr == nil || tr.Kind != yaml.MappingNode {
+func checkTrafficRouting(c Checker, cfg *stepspec.TrafficRoutingConfig) {
+	if cfg == nil || cfg.Node == nil || cfg.Node.Kind != yaml.MappingNode {
 		return
 	}
+	tr := cfg.Node
 	provider := pipeline.Field(tr, "provider")
 	if provider == nil {
 		c.Error(tr, "missing-field", "trafficRouting needs `provider`: istio or smi")
@@ -98,186 +78,41 @@ func checkTrafficRouting(c Checker, tr *yaml.Node) {
 	}
 }
 
-// K8sApply applies selected manifest files: of the service's manifests, or of the step's own
-// manifestSource (then all of them when filePaths is absent).
-type K8sApply struct {
-	K8sSimple            `yaml:",inline"`
-	FilePaths            *yaml.Node      `yaml:"filePaths"`
-	SkipDryRun           string          `yaml:"skipDryRun"`
-	SkipSteadyStateCheck string          `yaml:"skipSteadyStateCheck"`
-	SkipRendering        string          `yaml:"skipRendering"`
-	Overrides            *yaml.Node      `yaml:"overrides"`
-	ManifestSource       *ManifestSource `yaml:"manifestSource"`
-}
-
-// ManifestSource is a K8sApply step's own manifest: a K8sManifest's store and values paths.
-type ManifestSource = pipeline.Typed[pipeline.ManifestSpec]
-
-// K8sScale scales a workload.
-type K8sScale struct {
-	Node                 *yaml.Node         `yaml:"-"`
-	Workload             string             `yaml:"workload" gantry:"required"`
-	InstanceSelection    *InstanceSelection `yaml:"instanceSelection" gantry:"required"`
-	SkipSteadyStateCheck string             `yaml:"skipSteadyStateCheck"`
-	DelegateSelectors    *yaml.Node         `yaml:"delegateSelectors"`
-}
-
-// K8sPatch patches a live workload with the step's own patch.
-type K8sPatch struct {
-	Node                 *yaml.Node   `yaml:"-"`
-	Workload             string       `yaml:"workload" gantry:"required"`
-	Source               *PatchSource `yaml:"source" gantry:"required"`
-	MergeStrategyType    string       `yaml:"mergeStrategyType" gantry:"required"`
-	RecordChangeCause    string       `yaml:"recordChangeCause"`
-	SkipSteadyStateCheck string       `yaml:"skipSteadyStateCheck"`
-	CommandFlags         *yaml.Node   `yaml:"commandFlags"`
-	DelegateSelectors    *yaml.Node   `yaml:"delegateSelectors"`
-}
-
-// PatchSource is where a K8sPatch step's patch comes from: a store, of which Gantry reads the
-// Inline one (its spec is read by the step's check).
-type PatchSource struct {
-	Node *yaml.Node `yaml:"-"`
-	Type string     `yaml:"type" gantry:"required"`
-	Spec *yaml.Node `yaml:"spec" gantry:"required"`
-}
-
-// K8sRollout runs a `kubectl rollout` command on workloads.
-type K8sRollout struct {
-	Node              *yaml.Node        `yaml:"-"`
-	Command           string            `yaml:"command" gantry:"required"`
-	Resources         *RolloutResources `yaml:"resources" gantry:"required"`
-	CommandFlags      *yaml.Node        `yaml:"commandFlags"`
-	DelegateSelectors *yaml.Node        `yaml:"delegateSelectors"`
-}
-
-// RolloutResources selects K8sRollout's workloads, as K8sDelete's resources are selected.
-type RolloutResources = pipeline.Typed[RolloutTarget]
-
-// RolloutTarget lists names or manifest paths (a release needs neither).
-type RolloutTarget struct {
-	Node             *yaml.Node `yaml:"-"`
-	ResourceNames    *yaml.Node `yaml:"resourceNames"`
-	ManifestPaths    *yaml.Node `yaml:"manifestPaths"`
-	AllManifestPaths string     `yaml:"allManifestPaths"`
-}
-
-// K8sDiff shows what deploying the stage's manifests would change.
-type K8sDiff struct {
-	Node              *yaml.Node `yaml:"-"`
-	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
-}
-
-// K8sBlueGreenStageScaleDown scales the stage colour of a blue-green deployment to zero.
-type K8sBlueGreenStageScaleDown struct {
-	Node              *yaml.Node `yaml:"-"`
-	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
-}
-
-// K8sDelete deletes resources.
-type K8sDelete struct {
-	Node              *yaml.Node       `yaml:"-"`
-	DeleteResources   *DeleteResources `yaml:"deleteResources" gantry:"required"`
-	DelegateSelectors *yaml.Node       `yaml:"delegateSelectors"`
-}
-
-// DeleteResources selects what K8sDelete removes.
-type DeleteResources = pipeline.Typed[DeleteTarget]
-
-// DeleteTarget lists names, manifest paths or the namespace.
-type DeleteTarget struct {
-	Node             *yaml.Node `yaml:"-"`
-	ResourceNames    *yaml.Node `yaml:"resourceNames"`
-	DeleteNamespace  string     `yaml:"deleteNamespace"`
-	ManifestPaths    *yaml.Node `yaml:"manifestPaths"`
-	AllManifestPaths string     `yaml:"allManifestPaths"`
-}
-
-// HelmSettings are what the NativeHelm steps share: where they run and the helm CLI's flags
-// and environment (Gantry uses the Helm SDK: warned about, not applied).
-type HelmSettings struct {
-	Node                 *yaml.Node `yaml:"-"`
-	DelegateSelectors    *yaml.Node `yaml:"delegateSelectors"`
-	CommandFlags         *yaml.Node `yaml:"commandFlags"`
-	EnvironmentVariables *yaml.Node `yaml:"environmentVariables"`
-}
-
-// HelmDeploy installs or upgrades the stage's Helm release.
-type HelmDeploy struct {
-	HelmSettings                `yaml:",inline"`
-	SkipSteadyStateCheck        string `yaml:"skipSteadyStateCheck"`
-	IgnoreReleaseHistFailStatus string `yaml:"ignoreReleaseHistFailStatus"`
-	UseUpgradeInstall           string `yaml:"useUpgradeInstall"`
-	RunChartTests               string `yaml:"runChartTests"`
-	SkipCleanup                 string `yaml:"skipCleanup"`
-}
-
-// HelmRollback rolls the release back to the revision before this execution's.
-type HelmRollback struct {
-	HelmSettings         `yaml:",inline"`
-	SkipSteadyStateCheck string `yaml:"skipSteadyStateCheck"`
-	RunChartTests        string `yaml:"runChartTests"`
-}
-
-// HelmBGDeploy deploys the chart as the stage colour of a blue-green release.
-type HelmBGDeploy struct {
-	HelmSettings                `yaml:",inline"`
-	SkipSteadyStateCheck        string `yaml:"skipSteadyStateCheck"`
-	IgnoreReleaseHistFailStatus string `yaml:"ignoreReleaseHistFailStatus"`
-	UseUpgradeInstall           string `yaml:"useUpgradeInstall"`
-	RunChartTests               string `yaml:"runChartTests"`
-}
-
-// HelmCanaryDeploy deploys some of the chart's pods as a canary release.
-type HelmCanaryDeploy struct {
-	HelmBGDeploy      `yaml:",inline"`
-	InstanceSelection *InstanceSelection `yaml:"instanceSelection" gantry:"required"`
-}
-
-// HelmSimple is the spec of the Helm steps with no settings of their own
-// (HelmBlueGreenSwapStep, HelmCanaryDelete).
-type HelmSimple struct {
-	HelmSettings `yaml:",inline"`
-}
-
-// HelmDelete uninstalls a release.
-type HelmDelete struct {
-	HelmSettings `yaml:",inline"`
-	ReleaseName  string `yaml:"releaseName"`
-	DryRun       string `yaml:"dryRun"`
-}
-
 // kubectlFlags is why the K8s steps' kubectl flags are ignored.
 const kubectlFlags = "Gantry applies through the Kubernetes API, not kubectl"
 
-// Check warns of the settings Gantry does not act on.
-func (sp *K8sCanaryDeploy) Check(c Checker) {
+// checkK8sCanaryDeploy checks the instance selection and warns of the settings Gantry does not
+// act on.
+func checkK8sCanaryDeploy(sp *K8sCanaryDeploy, c Checker) {
 	checkInstanceSelection(c, sp.InstanceSelection)
 	c.Ignored(sp.TrafficRouting, "trafficRouting", "the step does not write mesh routing; the canary shares the Service's traffic by pod count (a K8sTrafficRouting step after it does)")
 	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
 }
 
-// Check warns of the settings Gantry does not act on.
-func (sp *K8sRollingDeploy) Check(c Checker) {
+// checkKubectlFlags warns of kubectl's flags, which Gantry does not act on.
+func checkKubectlFlags(sp *K8sSimple, c Checker) {
 	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
 }
 
-// Check warns of the settings Gantry does not act on.
-func (sp *K8sRollingRollback) Check(c Checker) {
-	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
+// checkK8sRollingDeploy warns of the settings Gantry does not act on.
+func checkK8sRollingDeploy(sp *K8sRollingDeploy, c Checker) { checkKubectlFlags(&sp.K8sSimpleSpec, c) }
+
+// checkK8sRollingRollback warns of the settings Gantry does not act on.
+func checkK8sRollingRollback(sp *K8sRollingRollback, c Checker) {
+	checkKubectlFlags(&sp.K8sSimpleSpec, c)
 }
 
-// Check warns of the settings Gantry does not act on.
-func (sp *K8sBlueGreenDeploy) Check(c Checker) {
+// checkK8sBlueGreenDeploy checks the traffic routing and warns of kubectl's flags.
+func checkK8sBlueGreenDeploy(sp *K8sBlueGreenDeploy, c Checker) {
 	checkTrafficRouting(c, sp.TrafficRouting)
 	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
 }
 
-// Check checks that the step names its files, and its own manifest's store.
-func (sp *K8sApply) Check(c Checker) {
+// checkK8sApply checks that the step names its files, and its own manifest's store.
+func checkK8sApply(sp *K8sApply, c Checker) {
 	c.Ignored(sp.CommandFlags, "commandFlags", kubectlFlags)
 	c.Ignored(sp.Overrides, "overrides", "put overriding values in the service's values files")
-	if sp.FilePaths == nil && sp.ManifestSource == nil {
+	if pipeline.Field(sp.Node, "filePaths") == nil && sp.ManifestSource == nil {
 		c.Error(sp.Node, "missing-field", "K8sApply needs `filePaths` (files of the service's manifests) or `manifestSource`").
 			SetHint("filePaths: [jobs/migrate.yaml]")
 	}
@@ -289,53 +124,52 @@ func (sp *K8sApply) Check(c Checker) {
 	}
 }
 
-// Check warns of the helm CLI settings the Helm SDK has no use for.
-func (sp *HelmDeploy) Check(c Checker) {
-	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry deploys with the Helm SDK, not the helm CLI")
-	c.Ignored(sp.EnvironmentVariables, "environmentVariables", "Gantry deploys with the Helm SDK, not the helm CLI")
-	ignoredTrue(c, sp.Node, "runChartTests", sp.RunChartTests, "Gantry does not run chart tests yet")
+// helmSDK says why the helm CLI's settings are ignored, for a verb ("deploys").
+func helmSDK(verb string) string { return "Gantry " + verb + " with the Helm SDK, not the helm CLI" }
+
+// checkHelmCLI warns of the helm CLI's flags and environment.
+func checkHelmCLI(sp *HelmSettings, c Checker, verb string) {
+	c.Ignored(sp.CommandFlags, "commandFlags", helmSDK(verb))
+	c.Ignored(sp.EnvironmentVariables, "environmentVariables", helmSDK(verb))
 }
 
-// Check warns of the helm CLI settings the Helm SDK has no use for.
-func (sp *HelmRollback) Check(c Checker) {
-	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry rolls back with the Helm SDK, not the helm CLI")
-	c.Ignored(sp.EnvironmentVariables, "environmentVariables", "Gantry rolls back with the Helm SDK, not the helm CLI")
-	ignoredTrue(c, sp.Node, "runChartTests", sp.RunChartTests, "Gantry does not run chart tests yet")
+// checkHelmBGDeploy warns of the helm CLI settings and of chart tests.
+func checkHelmBGDeploy(sp *HelmBGDeploy, c Checker) {
+	checkHelmCLI(&sp.HelmSettings, c, "deploys")
+	ignoredTrue(c, sp.Node, "runChartTests", string(sp.RunChartTests), "Gantry does not run chart tests yet")
 }
 
-// Check warns of the helm CLI settings the Helm SDK has no use for.
-func (sp *HelmBGDeploy) Check(c Checker) {
-	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry deploys with the Helm SDK, not the helm CLI")
-	c.Ignored(sp.EnvironmentVariables, "environmentVariables", "Gantry deploys with the Helm SDK, not the helm CLI")
-	ignoredTrue(c, sp.Node, "runChartTests", sp.RunChartTests, "Gantry does not run chart tests yet")
+// checkHelmDeploy warns of the helm CLI settings and of chart tests.
+func checkHelmDeploy(sp *HelmDeploy, c Checker) { checkHelmBGDeploy(&sp.HelmBGDeploySpec, c) }
+
+// checkHelmRollback warns of the helm CLI settings and of chart tests.
+func checkHelmRollback(sp *HelmRollback, c Checker) {
+	checkHelmCLI(&sp.HelmSettings, c, "rolls back")
+	ignoredTrue(c, sp.Node, "runChartTests", string(sp.RunChartTests), "Gantry does not run chart tests yet")
 }
 
-// Check checks the instance selection and warns of the helm CLI settings.
-func (sp *HelmCanaryDeploy) Check(c Checker) {
+// checkHelmCanaryDeploy checks the instance selection and warns of the helm CLI settings.
+func checkHelmCanaryDeploy(sp *HelmCanaryDeploy, c Checker) {
 	checkInstanceSelection(c, sp.InstanceSelection)
-	sp.HelmBGDeploy.Check(c)
+	checkHelmBGDeploy(&sp.HelmBGDeploySpec, c)
 }
 
-// Check warns of the helm CLI settings the Helm SDK has no use for.
-func (sp *HelmSimple) Check(c Checker) {
-	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry acts on Helm releases with the Helm SDK, not the helm CLI")
-	c.Ignored(sp.EnvironmentVariables, "environmentVariables", "Gantry acts on Helm releases with the Helm SDK, not the helm CLI")
+// checkHelmSimple warns of the helm CLI settings.
+func checkHelmSimple(sp *HelmSettings, c Checker) {
+	checkHelmCLI(sp, c, "acts on Helm releases")
 }
 
-// Check warns of the helm CLI settings the Helm SDK has no use for.
-func (sp *HelmDelete) Check(c Checker) {
-	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry uninstalls with the Helm SDK, not the helm CLI")
-	c.Ignored(sp.EnvironmentVariables, "environmentVariables", "Gantry uninstalls with the Helm SDK, not the helm CLI")
-}
+// checkHelmDelete warns of the helm CLI settings.
+func checkHelmDelete(sp *HelmDelete, c Checker) { checkHelmCLI(&sp.HelmSettings, c, "uninstalls") }
 
-// Check checks the instance selection.
-func (sp *K8sScale) Check(c Checker) { checkInstanceSelection(c, sp.InstanceSelection) }
+// checkK8sScale checks the instance selection.
+func checkK8sScale(sp *K8sScale, c Checker) { checkInstanceSelection(c, sp.InstanceSelection) }
 
-// Check checks the patch: its merge strategy, and an Inline source with content.
-func (sp *K8sPatch) Check(c Checker) {
+// checkK8sPatch checks the patch: its merge strategy, and an Inline source with content.
+func checkK8sPatch(sp *K8sPatch, c Checker) {
 	c.Enum(sp.Node, "mergeStrategyType", sp.MergeStrategyType, []string{"Strategic", "Merge", "Json"}, "mergeStrategyType")
-	c.Boolean(sp.Node, "recordChangeCause", sp.RecordChangeCause)
-	c.Boolean(sp.Node, "skipSteadyStateCheck", sp.SkipSteadyStateCheck)
+	c.Boolean(sp.Node, "recordChangeCause", string(sp.RecordChangeCause))
+	c.Boolean(sp.Node, "skipSteadyStateCheck", string(sp.SkipSteadyStateCheck))
 	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry patches through the Kubernetes API, not kubectl")
 	src := sp.Source
 	if src == nil {
@@ -347,14 +181,14 @@ func (sp *K8sPatch) Check(c Checker) {
 			SetHint("source: {type: Inline, spec: {content: '{spec: {replicas: 3}}'}}")
 		return
 	}
-	if src.Spec != nil && src.Spec.Kind == yaml.MappingNode && pipeline.Field(src.Spec, "content") == nil {
-		c.Error(src.Spec, "missing-field", "K8sPatch source: an Inline source needs `content`, the patch").
+	if src.Spec != nil && src.Spec.Node != nil && src.Spec.Node.Kind == yaml.MappingNode && pipeline.Field(src.Spec.Node, "content") == nil {
+		c.Error(src.Spec.Node, "missing-field", "K8sPatch source: an Inline source needs `content`, the patch").
 			SetHint("spec: {content: '{spec: {replicas: 3}}'}")
 	}
 }
 
-// Check checks the command and the resources' selection.
-func (sp *K8sRollout) Check(c Checker) {
+// checkK8sRollout checks the command and the resources' selection.
+func checkK8sRollout(sp *K8sRollout, c Checker) {
 	c.Enum(sp.Node, "command", sp.Command, []string{"restart", "resume", "status", "undo", "pause", "history"}, "command")
 	c.Ignored(sp.CommandFlags, "commandFlags", "Gantry rolls out through the Kubernetes API, not kubectl")
 	r := sp.Resources
@@ -362,14 +196,14 @@ func (sp *K8sRollout) Check(c Checker) {
 		return
 	}
 	c.Enum(r.Node, "type", r.Type, []string{"ResourceName", "ReleaseName", "ManifestPath"}, "resources.type")
-	if r.Type == "ResourceName" && r.Spec != nil && r.Spec.ResourceNames == nil {
+	if r.Type == "ResourceName" && r.Spec != nil && pipeline.Field(r.Spec.Node, "resourceNames") == nil {
 		c.Error(r.Spec.Node, "missing-field", "resources of type ResourceName need `resourceNames`").
 			SetHint("spec: {resourceNames: [Deployment/web]}")
 	}
 }
 
-// Check checks what is deleted.
-func (sp *K8sDelete) Check(c Checker) {
+// checkK8sDelete checks what is deleted.
+func checkK8sDelete(sp *K8sDelete, c Checker) {
 	if d := sp.DeleteResources; d != nil {
 		c.Enum(d.Node, "type", d.Type, []string{"ResourceName", "ReleaseName", "ManifestPath"}, "deleteResources.type")
 	}
