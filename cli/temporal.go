@@ -23,9 +23,9 @@ import (
 func temporalCmd() *cobra.Command {
 	var (
 		pg, dataDir, listen, namespace string
-		shards                int32
-		retention             time.Duration
-		verbose               bool
+		shards                         int32
+		retention                      time.Duration
+		verbose                        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "temporal",

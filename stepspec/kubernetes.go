@@ -80,10 +80,10 @@ type K8sTrafficRoutingSpec struct {
 // TrafficRoutingConfig is a mesh's routing: its provider (istio or smi) and the routes of its
 // spec, or, for type inherit, only routes.
 type TrafficRoutingConfig struct {
-	Node     *yaml.Node           `yaml:"-" json:"-"`
-	Provider string               `yaml:"provider" json:"provider"`
+	Node     *yaml.Node          `yaml:"-" json:"-"`
+	Provider string              `yaml:"provider" json:"provider"`
 	Spec     TrafficRoutingRules `yaml:"spec" json:"spec"`
-	Routes   []TrafficRoute       `yaml:"routes" json:"routes"`
+	Routes   []TrafficRoute      `yaml:"routes" json:"routes"`
 }
 
 // TrafficRoutingRules names the routing resource and lists its routes; Istio's also name
@@ -99,7 +99,7 @@ type TrafficRoutingRules struct {
 
 // TrafficRoute is one entry of routes.
 type TrafficRoute struct {
-	Node  *yaml.Node        `yaml:"-" json:"-"`
+	Node  *yaml.Node       `yaml:"-" json:"-"`
 	Route TrafficRouteSpec `yaml:"route" json:"route"`
 }
 
@@ -114,14 +114,14 @@ type TrafficRouteSpec struct {
 
 // TrafficRuleEntry is one entry of a route's rules.
 type TrafficRuleEntry struct {
-	Node *yaml.Node   `yaml:"-" json:"-"`
+	Node *yaml.Node  `yaml:"-" json:"-"`
 	Rule TrafficRule `yaml:"rule" json:"rule"`
 }
 
 // TrafficRule matches on a request's uri, method, headers, port, scheme or authority.
 type TrafficRule struct {
-	Node *yaml.Node       `yaml:"-" json:"-"`
-	Type string           `yaml:"type" json:"type"`
+	Node *yaml.Node      `yaml:"-" json:"-"`
+	Type string          `yaml:"type" json:"type"`
 	Spec TrafficRuleSpec `yaml:"spec" json:"spec"`
 }
 
@@ -144,7 +144,7 @@ type TrafficHeaderMatch struct {
 
 // TrafficDestination is one entry of a route's destinations.
 type TrafficDestination struct {
-	Node        *yaml.Node           `yaml:"-" json:"-"`
+	Node        *yaml.Node         `yaml:"-" json:"-"`
 	Destination TrafficBackendSpec `yaml:"destination" json:"destination"`
 }
 
