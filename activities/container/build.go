@@ -3,7 +3,6 @@ package container
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"path"
 	"sort"
@@ -16,30 +15,43 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // DefaultBuildKitImage is the image BuildAndPush steps run in when the worker names none
 // (`go run ./hack/helper-image --buildkit REF` builds and pushes it).
 const DefaultBuildKitImage = "ghcr.io/gantry-cd/gantry-buildkit:1"
 
-// buildSpec is a BuildAndPush step's rendered spec: BuildAndPushDockerRegistry's repo, or
-// BuildAndPushECR's account, region and imageName.
+// buildSpec is what the family builds and pushes, from either BuildAndPush type's spec:
+// BuildAndPushDockerRegistry's repo, or BuildAndPushECR's account, region and imageName.
 type buildSpec struct {
-	ConnectorRef     string          `json:"connectorRef"`
-	Repo             string          `json:"repo"`
-	Account          text            `json:"account"`
-	Region           string          `json:"region"`
-	ImageName        string          `json:"imageName"`
-	RemoteCacheImage string          `json:"remoteCacheImage"`
-	Tags             []text          `json:"tags"`
-	Context          string          `json:"context"`
-	Dockerfile       string          `json:"dockerfile"`
-	Target           string          `json:"target"`
-	Labels           map[string]text `json:"labels"`
-	BuildArgs        map[string]text `json:"buildArgs"`
-	CacheFrom        []string        `json:"cacheFrom"`
-	CacheTo          string          `json:"cacheTo"`
-	RemoteCacheRepo  string          `json:"remoteCacheRepo"`
+	ConnectorRef    string
+	Repo            string
+	Account         text
+	Region          string
+	ImageName       string
+	RemoteCacheRepo string // or BuildAndPushECR's remoteCacheImage
+	Tags            []text
+	stepspec.BuildSettings
+}
+
+// pushToRegistry reads a BuildAndPushDockerRegistry step.
+func pushToRegistry(sp stepspec.BuildAndPushSpec) buildSpec {
+	return buildSpec{ConnectorRef: sp.ConnectorRef, Repo: sp.Repo, RemoteCacheRepo: sp.RemoteCacheRepo, Tags: sp.Tags, BuildSettings: sp.BuildSettings}
+}
+
+// pushToECR reads a BuildAndPushECR step.
+func pushToECR(sp stepspec.BuildAndPushECRSpec) buildSpec {
+	return buildSpec{ConnectorRef: sp.ConnectorRef, Account: sp.Account, Region: sp.Region, ImageName: sp.ImageName,
+		RemoteCacheRepo: sp.RemoteCacheImage, Tags: sp.Tags, BuildSettings: sp.BuildSettings}
+}
+
+// buildOf makes a kind's build of a projection of the step type's spec S.
+func buildOf[S any](project func(S) buildSpec) func(contract.StepInput) (buildSpec, error) {
+	return func(in contract.StepInput) (buildSpec, error) {
+		sp, err := decodeHelperSpec[S](in)
+		return project(sp), err
+	}
 }
 
 // built is what a build pushed: one image under several tags.
@@ -52,9 +64,9 @@ type built struct {
 // buildctl's arguments, the push credentials and the plain-HTTP registries in its environment
 // (on the exec stream, masked in the log).
 func buildRequest(ctx context.Context, r secrets.Resolver, in contract.StepInput, mask *secrets.Masker) (wire.Request, built, error) {
-	var spec buildSpec
-	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return wire.Request{}, built{}, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
+	spec, err := kinds[in.Type].build(in)
+	if err != nil {
+		return wire.Request{}, built{}, err
 	}
 	reg, err := resolvePushTarget(ctx, r, in, spec)
 	if err != nil {
@@ -78,9 +90,6 @@ func buildRequest(ctx context.Context, r secrets.Resolver, in contract.StepInput
 	}
 	for _, k := range sortedKeys(spec.Labels) {
 		args = append(args, "--opt", "label:"+k+"="+string(spec.Labels[k]))
-	}
-	if spec.RemoteCacheRepo == "" {
-		spec.RemoteCacheRepo = spec.RemoteCacheImage
 	}
 	if c := spec.RemoteCacheRepo; c != "" {
 		args = append(args, "--import-cache", "type=registry,ref="+c, "--export-cache", "type=registry,mode=max,ref="+c)

@@ -55,7 +55,7 @@ func TestBuildRequest(t *testing.T) {
 func TestRunTestsCommand(t *testing.T) {
 	spec, _ := json.Marshal(map[string]any{"language": "Java", "buildTool": "Maven", "args": "test -B", "preCommand": "echo pre",
 		"postCommand": "echo post", "shell": "Sh", "reports": map[string]any{"type": "JUnit", "spec": map[string]any{"paths": []any{"target/*.xml"}}}})
-	got, err := decodeRunTests(contract.StepInput{Type: "RunTests", Spec: spec})
+	got, err := runTestsCommand(contract.StepInput{Type: "RunTests", Spec: spec})
 	if err != nil {
 		t.Fatal(err)
 	}

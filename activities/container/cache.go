@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,56 +19,59 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/objstore"
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
-// cacheSpec is a SaveCacheS3 or RestoreCacheS3 step's rendered spec.
-type cacheSpec struct {
-	ConnectorRef      string   `json:"connectorRef"`
-	Region            string   `json:"region"`
-	Bucket            string   `json:"bucket"`
-	Key               string   `json:"key"`
-	Endpoint          string   `json:"endpoint"`
-	PathStyle         text     `json:"pathStyle"`
-	ArchiveFormat     string   `json:"archiveFormat"`
-	SourcePaths       []string `json:"sourcePaths"`
-	Override          text     `json:"override"`
-	FailIfKeyNotFound text     `json:"failIfKeyNotFound"`
-	// S3Upload's.
-	SourcePath  string `json:"sourcePath"`
-	Target      string `json:"target"`
-	StripPrefix string `json:"stripPrefix"`
+// bucketRef is where a cache or upload step's objects are: a bucket reached with an Aws
+// connector's credentials, at an endpoint of its own (an S3-compatible store) or AWS's.
+type bucketRef struct {
+	connectorRef, region, endpoint, bucket string
+	pathStyle                              text
+}
+
+func cacheRef(c stepspec.CacheS3) bucketRef {
+	return bucketRef{connectorRef: c.ConnectorRef, region: c.Region, endpoint: c.Endpoint, bucket: c.Bucket, pathStyle: c.PathStyle}
+}
+
+// decodeHelperSpec reads a helper step's rendered spec into its type's spec S.
+func decodeHelperSpec[S any](in contract.StepInput) (S, error) {
+	sp, err := stepspec.Decode[S](in.Spec)
+	if err != nil {
+		return sp, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
+	}
+	return sp, nil
 }
 
 // maxCache bounds a cache archive, which the worker holds in memory while it moves it.
 const maxCache = 1 << 30
 
 // cacheBucket opens the step's bucket with its Aws connector's credentials.
-func (a *Activity) cacheBucket(ctx context.Context, in contract.StepInput) (*objstore.Bucket, cacheSpec, error) {
-	var spec cacheSpec
-	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return nil, spec, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
-	}
-	conn, ok := in.Pod.Pod.Pod.Aws[spec.ConnectorRef]
+func (a *Activity) cacheBucket(ctx context.Context, in contract.StepInput, ref bucketRef) (*objstore.Bucket, error) {
+	conn, ok := in.Pod.Pod.Pod.Aws[ref.connectorRef]
 	if !ok {
-		return nil, spec, contract.Fail(contract.Unknown, "%s: connector %q was not resolved before the run", in.Type, spec.ConnectorRef)
+		return nil, contract.Fail(contract.Unknown, "%s: connector %q was not resolved before the run", in.Type, ref.connectorRef)
 	}
-	cfg, err := awsauth.Config(ctx, conn, spec.Region, a.Secrets, nil)
+	cfg, err := awsauth.Config(ctx, conn, ref.region, a.Secrets, nil)
 	if err != nil {
-		return nil, spec, err
+		return nil, err
 	}
 	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		if spec.Endpoint != "" {
-			o.BaseEndpoint = aws.String(spec.Endpoint)
+		if ref.endpoint != "" {
+			o.BaseEndpoint = aws.String(ref.endpoint)
 		}
-		o.UsePathStyle = spec.Endpoint != "" || strings.EqualFold(string(spec.PathStyle), "true") || objstore.PathStyle()
+		o.UsePathStyle = ref.endpoint != "" || ref.pathStyle.Bool() || objstore.PathStyle()
 	})
-	return &objstore.Bucket{Client: client, Name: spec.Bucket}, spec, nil
+	return &objstore.Bucket{Client: client, Name: ref.bucket}, nil
 }
 
 // saveCache archives the step's sourcePaths in the pod (the helper writes them as a tar
 // stream) and writes the archive to bucket/key. With override false an existing key is kept.
 func (a *Activity) saveCache(ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error) {
-	b, spec, err := a.cacheBucket(ctx, in)
+	spec, err := decodeHelperSpec[stepspec.SaveCacheS3Spec](in)
+	if err != nil {
+		return contract.StepResult{}, err
+	}
+	b, err := a.cacheBucket(ctx, in, cacheRef(spec.CacheS3))
 	if err != nil {
 		return contract.StepResult{}, err
 	}
@@ -105,7 +107,11 @@ func (a *Activity) saveCache(ctx context.Context, k *cluster, ns string, in cont
 // restoreCache unpacks bucket/key into the pod where its files were saved from. A missing key
 // is a success (nothing to restore) unless failIfKeyNotFound.
 func (a *Activity) restoreCache(ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error) {
-	b, spec, err := a.cacheBucket(ctx, in)
+	spec, err := decodeHelperSpec[stepspec.RestoreCacheS3Spec](in)
+	if err != nil {
+		return contract.StepResult{}, err
+	}
+	b, err := a.cacheBucket(ctx, in, cacheRef(spec.CacheS3))
 	if err != nil {
 		return contract.StepResult{}, err
 	}
@@ -158,7 +164,11 @@ func (l *limited) Write(p []byte) (int, error) {
 // /harness; `**` spans directories) to bucket/target: each under target joined with its path
 // below the workspace, stripPrefix removed, as the reference's S3 upload plugin names them.
 func (a *Activity) s3Upload(ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error) {
-	b, spec, err := a.cacheBucket(ctx, in)
+	spec, err := decodeHelperSpec[stepspec.S3UploadSpec](in)
+	if err != nil {
+		return contract.StepResult{}, err
+	}
+	b, err := a.cacheBucket(ctx, in, bucketRef{connectorRef: spec.ConnectorRef, region: spec.Region, endpoint: spec.Endpoint, bucket: spec.Bucket})
 	if err != nil {
 		return contract.StepResult{}, err
 	}

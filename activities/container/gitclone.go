@@ -3,7 +3,6 @@ package container
 import (
 	"archive/tar"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,31 +24,22 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
-// gitCloneSpec is a GitClone step's rendered spec.
-type gitCloneSpec struct {
-	ConnectorRef string `json:"connectorRef"`
-	RepoName     string `json:"repoName"`
-	Build        struct {
-		Type string `json:"type"`
-		Spec struct {
-			Branch    string `json:"branch"`
-			Tag       string `json:"tag"`
-			CommitSha string `json:"commitSha"`
-			Number    text   `json:"number"`
-		} `json:"spec"`
-	} `json:"build"`
-	// PrCloneStrategy is how a CI stage's codebase clone builds a pull request: MergeCommit
-	// (the default: the pull request merged into its target) or SourceBranch (its head).
-	PrCloneStrategy string `json:"prCloneStrategy"`
-	CloneDirectory  string `json:"cloneDirectory"`
-	// Checkout is the commit a CI stage's codebase clone checks out on its branch or tag: the
-	// commit a webhook event named (not a field of the reference's GitClone step).
-	Checkout  string `json:"checkout"`
-	Depth     text   `json:"depth"`
-	SSLVerify text   `json:"sslVerify"`
-	FetchTags text   `json:"fetchTags"`
+// gitCloneSpec is a GitClone step's rendered spec, its build always present (its spec too).
+type gitCloneSpec = stepspec.GitCloneSpec
+
+// decodeGitClone reads a GitClone step's spec.
+func decodeGitClone(in contract.StepInput) (gitCloneSpec, error) {
+	spec, err := decodeHelperSpec[gitCloneSpec](in)
+	if spec.Build == nil {
+		spec.Build = &stepspec.GitBuild{}
+	}
+	if spec.Build.Spec == nil {
+		spec.Build.Spec = &stepspec.GitBuildSpec{}
+	}
+	return spec, err
 }
 
 // gitClone clones a repository on the worker with go-git (the connector's credentials never
@@ -73,9 +63,9 @@ func (a *Activity) gitClone(ctx context.Context, k *cluster, ns string, in contr
 // ("": the system's) and hands it to put with the clone directory, as the step's spec names it
 // in the workspace.
 func cloneAndPut(ctx context.Context, r secrets.Resolver, in contract.StepInput, tmpBase string, log *logs.Writer, put func(tmp, dest string) error) (contract.StepResult, error) {
-	var spec gitCloneSpec
-	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return contract.StepResult{}, contract.Fail(contract.Unknown, "GitClone spec: %v", err)
+	spec, err := decodeGitClone(in)
+	if err != nil {
+		return contract.StepResult{}, err
 	}
 	conn, ok := in.Pod.Pod.Pod.Git[spec.ConnectorRef]
 	if !ok {

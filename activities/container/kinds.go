@@ -17,14 +17,17 @@ type kind struct {
 	// helper does the step for the pod through its helper container (a clone, a cache, an
 	// upload); nil: the step's command runs in its own container.
 	helper func(a *Activity, ctx context.Context, k *cluster, ns string, in contract.StepInput, log *logs.Writer) (contract.StepResult, error)
-	// spec reads a command step's spec (nil: decodeSpec; RunTests makes its script).
-	spec func(in contract.StepInput) (stepSpec, error)
+	// command reads a command step's spec as what the family runs (nil: a helper or a build,
+	// which reads its own spec).
+	command func(in contract.StepInput) (stepSpec, error)
 	// finish completes the pod's request with what the type adds to its command: an image's
 	// entrypoint, a plugin's settings, a background process.
 	finish func(a *Activity, ctx context.Context, in contract.StepInput, spec stepSpec, req *wire.Request, expand func(what, s string) (string, error)) error
-	// build says the step builds an image with BuildKit and pushes it; ecr, to ECR with the
-	// stage's Aws connector (otherwise to its DockerRegistry connector's registry).
-	build, ecr bool
+	// build reads a step that builds an image with BuildKit and pushes it (nil: it does not);
+	// ecr says to ECR with the stage's Aws connector (otherwise to its DockerRegistry
+	// connector's registry).
+	build func(in contract.StepInput) (buildSpec, error)
+	ecr   bool
 	// background says the step starts a process that runs until its group or stage ends.
 	background bool
 	// machine says a build machine runs the step's command (as a process, or in a container
@@ -33,14 +36,14 @@ type kind struct {
 }
 
 var kinds = map[string]kind{
-	stepspec.Run:        {finish: (*Activity).runEntrypoint, machine: true},
-	stepspec.RunTests:   {spec: decodeRunTests, machine: true},
-	stepspec.Background: {finish: (*Activity).backgroundEntrypoint, background: true, machine: true},
-	stepspec.Plugin:     {finish: (*Activity).pluginEntrypoint},
-	stepspec.Container:  {},
+	stepspec.Run:        {command: command(runCommand), finish: (*Activity).runEntrypoint, machine: true},
+	stepspec.RunTests:   {command: runTestsCommand, machine: true},
+	stepspec.Background: {command: command(backgroundCommand), finish: (*Activity).backgroundEntrypoint, background: true, machine: true},
+	stepspec.Plugin:     {command: command(pluginCommand), finish: (*Activity).pluginEntrypoint},
+	stepspec.Container:  {command: command(containerCommand)},
 
-	stepspec.BuildAndPushDockerRegistry: {build: true},
-	stepspec.BuildAndPushECR:            {build: true, ecr: true},
+	stepspec.BuildAndPushDockerRegistry: {build: buildOf(pushToRegistry)},
+	stepspec.BuildAndPushECR:            {build: buildOf(pushToECR), ecr: true},
 
 	stepspec.GitClone:          {helper: (*Activity).gitClone, clones: true},
 	stepspec.DownloadManifests: {helper: (*Activity).downloadManifests},
@@ -60,14 +63,17 @@ func kindOf(in contract.StepInput) (kind, error) {
 
 // decode reads the step's spec as a command step's.
 func (k kind) decode(in contract.StepInput) (stepSpec, error) {
-	if k.spec == nil {
-		return decodeSpec(in)
+	if k.command == nil {
+		return stepSpec{}, nil // a helper's or a build's: it reads its own spec
 	}
-	return k.spec(in)
+	return k.command(in)
 }
 
 // onMachine says a build machine runs the kind.
-func (k kind) onMachine() bool { return k.machine || k.clones || k.build }
+func (k kind) onMachine() bool { return k.machine || k.clones || k.builds() }
+
+// builds says the kind builds and pushes an image.
+func (k kind) builds() bool { return k.build != nil }
 
 // Handles lists the step types the family's pod activity runs (ContainerStep), sorted.
 func Handles() []string { return slices.Sorted(maps.Keys(kinds)) }

@@ -341,7 +341,7 @@ func (m *Machine) Step(ctx context.Context, in contract.StepInput) (contract.Ste
 	var spec stepSpec
 	var img imageSpec
 	switch {
-	case kd.build: // in the BuildKit image, as in a pod
+	case kd.builds(): // in the BuildKit image, as in a pod
 		img.Privileged = "true"
 		if m.Containers != nil {
 			img.Image = cmp.Or(m.Containers.BuildKitImage, DefaultBuildKitImage)
@@ -349,14 +349,12 @@ func (m *Machine) Step(ctx context.Context, in contract.StepInput) (contract.Ste
 	case !kd.machine:
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s steps do not run on build machines (build machine %s)", in.Type, m.Name)
 	default:
-		if spec, err = kd.decode(in); err == nil {
-			img, err = decodeImageSpec(in)
-		}
-		if err != nil {
+		if spec, err = kd.decode(in); err != nil {
 			return contract.StepResult{}, err
 		}
+		img = spec.image
 	}
-	if img.Image != "" || kd.build {
+	if img.Image != "" || kd.builds() {
 		res, err := m.containerStep(ctx, runCtx, kd, in, spec, img, top, work, log, mask)
 		if err != nil {
 			return res, ended(err)
@@ -422,7 +420,7 @@ func (m *Machine) workspaceRequest(ctx context.Context, in contract.StepInput, s
 	noStandIn := func(string) (string, bool) { return "", false }
 	req, _, err := commandRequest(ctx, m.Secrets, mask, noStandIn, withWorkspace(in, dir), spec, dir)
 	for _, o := range spec.OutputVariables {
-		req.Outputs = append(req.Outputs, o.variable())
+		req.Outputs = append(req.Outputs, variable(o))
 	}
 	return req, err
 }
@@ -661,18 +659,18 @@ func moveInto(dir, dest string) error {
 // machineReports reads the JUnit reports a step names from the workspace; nil when it names
 // none.
 func machineReports(work string, spec stepSpec, log *logs.Writer) *contract.TestSummary {
-	r := spec.Reports
-	if r == nil || len(r.Spec.Paths) == 0 || (r.Type != "" && r.Type != "JUnit") {
+	paths := junitPaths(spec.Reports)
+	if len(paths) == 0 {
 		return nil
 	}
-	patterns := make([]string, len(r.Spec.Paths))
-	for i, p := range r.Spec.Paths {
+	patterns := make([]string, len(paths))
+	for i, p := range paths {
 		patterns[i] = inWorkspace(p, work)
 	}
 	var out bytes.Buffer
 	if err := runner.Reports(&out, work, patterns); err != nil {
-		log.Line(fmt.Sprintf("# gantry: test reports %v could not be read: %v", r.Spec.Paths, err))
+		log.Line(fmt.Sprintf("# gantry: test reports %v could not be read: %v", paths, err))
 		return nil
 	}
-	return summarizeReports(&out, r.Spec.Paths, log)
+	return summarizeReports(&out, paths, log)
 }

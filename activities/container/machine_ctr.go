@@ -127,26 +127,16 @@ func cmpSlice(s, def []string) []string {
 	return s
 }
 
-// imageSpec is what a step with an image adds to its spec.
+// imageSpec is what a build machine reads of a step's container: its image and how it runs
+// (projected from the type's ContainerSettings by its kind; imageOf).
 type imageSpec struct {
-	Image           string `json:"image"`
-	ConnectorRef    string `json:"connectorRef"`
-	ImagePullPolicy string `json:"imagePullPolicy"`
-	Privileged      text   `json:"privileged"`
-	RunAsUser       *int64 `json:"runAsUser"`
+	Image           string
+	ConnectorRef    string
+	ImagePullPolicy string
+	Privileged      text
+	RunAsUser       text
 	// PortBindings (Background) are host ports relayed to the container's (portProxy).
-	PortBindings map[string]any `json:"portBindings"`
-}
-
-func decodeImageSpec(in contract.StepInput) (imageSpec, error) {
-	var s imageSpec
-	if len(in.Spec) == 0 {
-		return s, nil
-	}
-	if err := json.Unmarshal(in.Spec, &s); err != nil {
-		return s, contract.Fail(contract.Unknown, "%s step %s: %v", in.Type, in.StepPath, err)
-	}
-	return s, nil
+	PortBindings map[string]text
 }
 
 // stepID is the step's own identifier, the last of its path.
@@ -185,7 +175,7 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, kd kind, in contrac
 	}
 	var req wire.Request
 	var pushed built
-	if kd.build {
+	if kd.builds() {
 		// BuildKit in its image, as in a pod: gantry-helper build runs buildkitd and buildctl.
 		req, pushed, err = buildRequest(ctx, m.Secrets, withWorkspace(in, wire.Workspace), mask)
 	} else {
@@ -222,8 +212,12 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, kd kind, in contrac
 	if img.Privileged == "true" {
 		opts = append(opts, oci.WithPrivileged, oci.WithAllDevicesAllowed, oci.WithHostDevices)
 	}
-	if img.RunAsUser != nil {
-		opts = append(opts, oci.WithUserID(uint32(*img.RunAsUser)))
+	if u := strings.TrimSpace(string(img.RunAsUser)); u != "" {
+		uid, err := strconv.ParseUint(u, 10, 32)
+		if err != nil {
+			return contract.StepResult{}, contract.Fail(contract.Unknown, "%s: step %s: runAsUser %q is not a user ID", where, in.StepPath, u)
+		}
+		opts = append(opts, oci.WithUserID(uint32(uid)))
 	}
 	c, err := cl.NewContainer(ctx, id, client.WithImage(image), client.WithNewSnapshot(id, image),
 		client.WithContainerLabels(map[string]string{labelWorkspace: in.Pod.Pod.Name, labelStep: in.StepPath}),
@@ -295,7 +289,7 @@ func (m *Machine) containerStep(ctx, runCtx context.Context, kd kind, in contrac
 	if err := commandFailure(where+", container "+id, *result, last, tests, mask); err != nil {
 		return contract.StepResult{}, err
 	}
-	if kd.build {
+	if kd.builds() {
 		return contract.StepResult{Outputs: publishedImages(pushed, result.Outputs["digest"])}, nil
 	}
 	return contract.StepResult{Outputs: outputVariables(spec, *result, mask), Tests: tests}, nil

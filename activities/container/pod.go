@@ -306,7 +306,7 @@ func podVolumes(in contract.PodInput, inf *infra) ([]corev1.Volume, []corev1.Vol
 func stepContainers(in contract.PodInput, inf *infra, mounts []corev1.VolumeMount, withSecrets bool, buildkitImage string) ([]corev1.Container, error) {
 	var out []corev1.Container
 	for _, c := range in.Containers {
-		if kinds[c.Type].build {
+		if kinds[c.Type].builds() {
 			// BuildKit runs each RUN line in a container of its own: it needs privileges.
 			c.Image, c.Privileged = buildkitImage, true
 			if c.ImagePullPolicy == "" {

@@ -29,10 +29,10 @@ type portProxy struct {
 type portBinding struct{ host, container int }
 
 // parsePortBindings reads a Background step's portBindings: host port to container port.
-func parsePortBindings(m map[string]any) ([]portBinding, error) {
+func parsePortBindings(m map[string]text) ([]portBinding, error) {
 	var out []portBinding
 	for h, v := range m {
-		c := fmt.Sprint(v)
+		c := string(v)
 		hp, err1 := port(h)
 		cp, err2 := port(c)
 		if err := errors.Join(err1, err2); err != nil {

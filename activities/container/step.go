@@ -39,35 +39,35 @@ import (
 	"github.com/gantry-cd/gantry/stepspec"
 )
 
-// stepSpec is a container step's rendered spec, the fields of Run, Background and Plugin.
+// stepSpec is what the family runs for a command step (Run, RunTests, Background, Plugin,
+// Container): its type's rendered spec (stepspec) projected by its kind, with the container
+// settings a build machine reads where it runs the container itself.
 type stepSpec struct {
-	Shell           string           `json:"shell"`
-	Command         string           `json:"command"`
-	Entrypoint      []string         `json:"entrypoint"`
-	Args            []string         `json:"args"` // a CI stage's service dependency's, after the entrypoint
-	EnvVariables    map[string]text  `json:"envVariables"`
-	OutputVariables []outputVariable `json:"outputVariables"`
-	Settings        map[string]any   `json:"settings"`
-	Reports         *struct {
-		Type string `json:"type"`
-		Spec struct {
-			Paths []string `json:"paths"`
-		} `json:"spec"`
-	} `json:"reports"`
+	Shell           string
+	Command         string
+	Entrypoint      []string
+	Args            []string // a CI stage's service dependency's, after the entrypoint
+	EnvVariables    map[string]text
+	OutputVariables []stepspec.NameTypeValue
+	Settings        map[string]any
+	Reports         *stepspec.Reports
+	image           imageSpec
 }
 
-// outputVariable is published under Name; it reads the shell variable Value names, or Name.
-type outputVariable struct {
-	Name  string `json:"name"`
-	Type  string `json:"type"`
-	Value string `json:"value"`
-}
-
-func (o outputVariable) variable() string {
+// variable is the shell variable an output variable reads: its value names one, or its name.
+func variable(o stepspec.NameTypeValue) string {
 	if o.Value != "" {
-		return o.Value
+		return string(o.Value)
 	}
 	return o.Name
+}
+
+// junitPaths are the JUnit report files a step names; none for another report type.
+func junitPaths(r *stepspec.Reports) []string {
+	if r == nil || r.Spec == nil || (r.Type != "" && r.Type != "JUnit") {
+		return nil
+	}
+	return r.Spec.Paths
 }
 
 // Step runs one container step in its container of the group's pod.
@@ -109,7 +109,7 @@ func (a *Activity) Step(ctx context.Context, in contract.StepInput) (contract.St
 	}
 	var req wire.Request
 	var image built
-	if kd.build {
+	if kd.builds() {
 		req, image, err = buildRequest(ctx, a.Secrets, in, mask)
 	} else {
 		req, err = a.request(ctx, kd, in, spec, mask)
@@ -130,7 +130,7 @@ func (a *Activity) Step(ctx context.Context, in contract.StepInput) (contract.St
 	if err := commandFailure("container "+in.Pod.Container, res, last, tests, mask); err != nil {
 		return contract.StepResult{}, err
 	}
-	if kd.build {
+	if kd.builds() {
 		return contract.StepResult{Outputs: publishedImages(image, res.Outputs["digest"])}, nil
 	}
 	if kd.background {
@@ -173,7 +173,7 @@ func outputVariables(spec stepSpec, res wire.Result, mask *secrets.Masker) map[s
 	}
 	outs := map[string]any{}
 	for _, o := range spec.OutputVariables {
-		v := res.Outputs[o.variable()]
+		v := res.Outputs[variable(o)]
 		if strings.EqualFold(o.Type, "Secret") {
 			mask.Add(v)
 			v = secrets.Mask
@@ -187,18 +187,18 @@ func outputVariables(spec stepSpec, res wire.Result, mask *secrets.Masker) map[s
 // container, which shares the workspace) into a summary; nil when it names none. A report
 // that cannot be read is a line in the step's log, not a failure of the step.
 func (a *Activity) testReports(ctx context.Context, k *cluster, ns string, in contract.StepInput, spec stepSpec, log *logs.Writer) *contract.TestSummary {
-	r := spec.Reports
-	if r == nil || len(r.Spec.Paths) == 0 || (r.Type != "" && r.Type != "JUnit") {
+	paths := junitPaths(spec.Reports)
+	if len(paths) == 0 {
 		return nil
 	}
 	var out bytes.Buffer
 	var errs strings.Builder
-	cmd := append([]string{"/gantry-helper", "reports", wire.Workspace}, r.Spec.Paths...)
+	cmd := append([]string{"/gantry-helper", "reports", wire.Workspace}, paths...)
 	if err := stream(ctx, k, ns, in.Pod.Pod.Name, contract.PodHelperContainer, cmd, nil, &out, &errs); err != nil {
-		log.Line(fmt.Sprintf("# gantry: test reports %v could not be read: %v %s", r.Spec.Paths, err, strings.TrimSpace(errs.String())))
+		log.Line(fmt.Sprintf("# gantry: test reports %v could not be read: %v %s", paths, err, strings.TrimSpace(errs.String())))
 		return nil
 	}
-	return summarizeReports(&out, r.Spec.Paths, log)
+	return summarizeReports(&out, paths, log)
 }
 
 // summarizeReports reads the JUnit reports of a tar stream (gantry-helper reports) into a
@@ -269,7 +269,7 @@ func (a *Activity) request(ctx context.Context, kd kind, in contract.StepInput, 
 		}
 	}
 	for _, o := range spec.OutputVariables {
-		req.Outputs = append(req.Outputs, o.variable())
+		req.Outputs = append(req.Outputs, variable(o))
 	}
 	if len(in.Pod.Pod.Secrets) > 0 {
 		req.Secrets = map[string]string{}
@@ -360,36 +360,59 @@ func nonce() string {
 	return hex.EncodeToString(b)
 }
 
-// decodeSpec reads a container step's spec.
-func decodeSpec(in contract.StepInput) (stepSpec, error) {
-	var spec stepSpec
-	if err := json.Unmarshal(in.Spec, &spec); err != nil {
-		return spec, contract.Fail(contract.Unknown, "%s spec: %v", in.Type, err)
+// command makes a kind's command of a projection of the step type's spec S.
+func command[S any](project func(S) stepSpec) func(in contract.StepInput) (stepSpec, error) {
+	return func(in contract.StepInput) (stepSpec, error) {
+		sp, err := stepspec.Decode[S](in.Spec)
+		if err != nil {
+			return stepSpec{}, contract.Fail(contract.Unknown, "%s step %s: spec: %v", in.Type, in.StepPath, err)
+		}
+		return project(sp), nil
 	}
-	return spec, nil
 }
 
-// decodeRunTests reads a RunTests step's spec as the Run step it is: preCommand, its build
-// tool with args, then postCommand.
-func decodeRunTests(in contract.StepInput) (stepSpec, error) {
-	var spec stepSpec
-	var rt struct {
-		stepSpec
-		Args        string `json:"args"`
-		BuildTool   string `json:"buildTool"`
-		PreCommand  string `json:"preCommand"`
-		PostCommand string `json:"postCommand"`
+// imageOf is what a build machine reads of a container's settings.
+func imageOf(set stepspec.ContainerSettings) imageSpec {
+	return imageSpec{Image: set.Image, ConnectorRef: set.ConnectorRef, ImagePullPolicy: set.ImagePullPolicy,
+		Privileged: set.Privileged, RunAsUser: set.RunAsUser}
+}
+
+// The command steps' projections.
+
+func runCommand(sp stepspec.RunSpec) stepSpec {
+	return stepSpec{Shell: sp.Shell, Command: sp.Command, EnvVariables: sp.EnvVariables, OutputVariables: sp.OutputVariables,
+		Reports: sp.Reports, image: imageOf(sp.ContainerSettings)}
+}
+
+func backgroundCommand(sp stepspec.BackgroundSpec) stepSpec {
+	img := imageOf(sp.ContainerSettings)
+	img.PortBindings = sp.PortBindings
+	return stepSpec{Shell: sp.Shell, Command: sp.Command, Entrypoint: sp.Entrypoint, Args: sp.Args, EnvVariables: sp.EnvVariables,
+		Reports: sp.Reports, image: img}
+}
+
+func pluginCommand(sp stepspec.PluginSpec) stepSpec {
+	return stepSpec{Entrypoint: sp.Entrypoint, Settings: sp.Settings, Reports: sp.Reports, image: imageOf(sp.ContainerSettings)}
+}
+
+func containerCommand(sp stepspec.ContainerSpec) stepSpec {
+	return stepSpec{Shell: sp.Shell, Command: sp.Command, Entrypoint: sp.Entrypoint, EnvVariables: sp.EnvVariables,
+		OutputVariables: sp.OutputVariables, Reports: sp.Reports, image: imageOf(sp.ContainerSettings)}
+}
+
+// runTestsCommand reads a RunTests step as the Run step it is: preCommand, its build tool
+// with args, then postCommand.
+func runTestsCommand(in contract.StepInput) (stepSpec, error) {
+	sp, err := stepspec.Decode[stepspec.RunTestsSpec](in.Spec)
+	if err != nil {
+		return stepSpec{}, contract.Fail(contract.Unknown, "RunTests spec: %v", err)
 	}
-	if err := json.Unmarshal(in.Spec, &rt); err != nil {
-		return spec, contract.Fail(contract.Unknown, "RunTests spec: %v", err)
-	}
-	script, ok := stepspec.RunTestsCommand(rt.BuildTool, rt.Args, rt.PreCommand, rt.PostCommand)
+	script, ok := stepspec.RunTestsCommand(sp.BuildTool, sp.Args, sp.PreCommand, sp.PostCommand)
 	if !ok {
-		return spec, contract.Fail(contract.Unknown, "RunTests: buildTool %q is not one Gantry knows", rt.BuildTool)
+		return stepSpec{}, contract.Fail(contract.Unknown, "RunTests: buildTool %q is not one Gantry knows", sp.BuildTool)
 	}
-	spec = rt.stepSpec
-	spec.Command, spec.Args = script, nil
-	return spec, nil
+	return stepSpec{Shell: sp.Shell, Command: script, EnvVariables: sp.EnvVariables, OutputVariables: sp.OutputVariables,
+		Reports: sp.Reports, image: imageOf(sp.ContainerSettings)}, nil
 }
 
 func settingText(v any) string {

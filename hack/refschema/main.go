@@ -302,7 +302,7 @@ var objects = []struct {
 	{"steps.VerifyJob", false, []string{"VerificationJobSpec", "CanaryVerificationJobSpec", "BlueGreenVerificationJobSpec", "TestVerificationJobSpec"}},
 	{"steps.VerifyMonitored", false, []string{"MonitoredServiceNode"}},
 	{"steps.VerifyMonitoredSpec", false, []string{"DefaultMonitoredServiceSpec", "ConfiguredMonitoredServiceSpec", "TemplateMonitoredServiceSpec"}},
-	{"steps.Container", false, []string{"ContainerStepInfo"}},
+	{"stepspec.ContainerSpec", false, []string{"ContainerStepInfo"}},
 	{"stepspec.K8sRollingDeploySpec", false, []string{"K8sRollingStepInfo"}},
 	{"stepspec.K8sRollingRollbackSpec", false, []string{"K8sRollingRollbackStepInfo"}},
 	{"stepspec.K8sCanaryDeploySpec", false, []string{"K8sCanaryStepInfo"}},

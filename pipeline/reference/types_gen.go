@@ -615,7 +615,7 @@ var Fields = map[string][]string{
 	"steps.VerifyJob":                             {"baseline", "deploymentTag", "description", "duration", "sensitivity", "supportedDataTypesForVerification", "trafficSplitPercentage"},
 	"steps.VerifyMonitored":                       {"description", "spec", "type"},
 	"steps.VerifyMonitoredSpec":                   {"branch", "description", "label", "monitoredServiceRef", "monitoredServiceTemplateRef", "templateInputs", "type", "versionLabel"},
-	"steps.Container":                             {"command", "connectorRef", "description", "entrypoint", "envVariables", "image", "imagePullPolicy", "infrastructure", "metadata", "outputVariables", "privileged", "settings", "shell"},
+	"stepspec.ContainerSpec":                      {"command", "connectorRef", "description", "entrypoint", "envVariables", "image", "imagePullPolicy", "infrastructure", "metadata", "outputVariables", "privileged", "settings", "shell"},
 	"stepspec.K8sRollingDeploySpec":               {"commandFlags", "delegateSelectors", "description", "pruningEnabled", "skipDryRun"},
 	"stepspec.K8sRollingRollbackSpec":             {"commandFlags", "delegateSelectors", "description", "pruningEnabled"},
 	"stepspec.K8sCanaryDeploySpec":                {"canaryType", "commandFlags", "delegateSelectors", "description", "instanceSelection", "skipDryRun", "targetPercentage", "trafficRouting"},

@@ -159,11 +159,12 @@ func (c *checker) containerStep(s *pipeline.Step, spec any, groups []*pipeline.S
 			SetHint("name the image, e.g. `image: alpine:3.20`")
 	}
 	c.enum(s.Spec, "imagePullPolicy", set.ImagePullPolicy, []string{"Always", "Never", "IfNotPresent"}, "imagePullPolicy")
-	c.boolean(s.Spec, "privileged", set.Privileged)
-	c.integer(s.Spec, "runAsUser", set.RunAsUser, 0, false, "runAsUser")
+	c.boolean(s.Spec, "privileged", string(set.Privileged))
+	c.integer(s.Spec, "runAsUser", string(set.RunAsUser), 0, false, "runAsUser")
 	c.resources(set.Resources)
-	if r := set.Reports; r != nil && r.Kind == yaml.MappingNode {
-		c.enum(r, "type", scalarValue(pipeline.Field(r, "type")), []string{"JUnit"}, "reports type")
+	if set.Reports != nil && set.Reports.Node != nil && set.Reports.Node.Kind == yaml.MappingNode {
+		r := set.Reports.Node
+		c.enum(r, "type", set.Reports.Type, []string{"JUnit"}, "reports type")
 		if paths := pipeline.Field(pipeline.Field(r, "spec"), "paths"); paths == nil {
 			c.diags.Errorf(c.pos(r), "missing-field", "reports needs `spec.paths`: the JUnit files the step writes").
 				SetHint("reports: {type: JUnit, spec: {paths: [\"reports/*.xml\"]}}")
