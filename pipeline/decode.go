@@ -260,7 +260,7 @@ func addFields(fs *fieldSet, t reflect.Type, at []int) {
 }
 
 // RefName is the name reference.Fields knows a decoded Go type by: package and type name, with
-// the type arguments of a generic shape named the same way ("pipeline.Typed[steps.Wait]").
+// the type arguments of a generic shape named the same way ("pipeline.Typed[stepspec.WaitSpec]").
 func RefName(t reflect.Type) string {
 	name := t.Name()
 	if open := strings.IndexByte(name, '['); open >= 0 {

@@ -52,7 +52,7 @@ func (t Text) Bool() bool {
 type List []string
 
 // UnmarshalJSON reads a rendered list: an array of scalars, or a string of comma-separated
-// entries; empty entries are dropped.
+// entries (in brackets or not); empty entries are dropped.
 func (l *List) UnmarshalJSON(b []byte) error {
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -67,7 +67,8 @@ func (l *List) UnmarshalJSON(b []byte) error {
 	switch x := v.(type) {
 	case nil:
 	case string:
-		for _, s := range strings.Split(x, ",") {
+		// An expression that rendered a list as text may keep its brackets: [a, b].
+		for _, s := range strings.Split(strings.Trim(strings.TrimSpace(x), "[]"), ",") {
 			add(s)
 		}
 	case []any:
@@ -104,4 +105,33 @@ func (l *List) UnmarshalYAML(n *yaml.Node) error {
 		}
 	}
 	return fmt.Errorf("must be a list (one entry per line starting with '- '), or an expression")
+}
+
+// Choices are an approver input's values: a YAML sequence or one string of comma-separated
+// values (the reference's schema types them as a string), rendered the same ways. The YAML
+// reader keeps what it can read; validation words a nested structure itself.
+type Choices List
+
+// UnmarshalJSON reads rendered choices as a List.
+func (c *Choices) UnmarshalJSON(b []byte) error { return (*List)(c).UnmarshalJSON(b) }
+
+// UnmarshalYAML reads a sequence of scalars, or a scalar as comma-separated values.
+func (c *Choices) UnmarshalYAML(n *yaml.Node) error {
+	var out Choices
+	switch n.Kind {
+	case yaml.ScalarNode:
+		for _, s := range strings.Split(n.Value, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+	case yaml.SequenceNode:
+		for _, e := range n.Content {
+			if e.Kind == yaml.ScalarNode {
+				out = append(out, e.Value)
+			}
+		}
+	}
+	*c = out
+	return nil
 }

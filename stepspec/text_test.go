@@ -25,7 +25,7 @@ func TestTextReadsAnyScalar(t *testing.T) {
 // A rendered list is an array or a comma-separated string (an expression that rendered to
 // text); empty entries are dropped.
 func TestListReadsArrayOrCommaSeparatedText(t *testing.T) {
-	for raw, want := range map[string]string{`{"l":["a"," b",""]}`: "a|b", `{"l":"a, b,,c"}`: "a|b|c", `{"l":[1,true]}`: "1|true", `{"l":null}`: "", `{}`: ""} {
+	for raw, want := range map[string]string{`{"l":["a"," b",""]}`: "a|b", `{"l":"a, b,,c"}`: "a|b|c", `{"l":"[a, b]"}`: "a|b", `{"l":[1,true]}`: "1|true", `{"l":null}`: "", `{}`: ""} {
 		got, err := Decode[struct {
 			L List `json:"l"`
 		}]([]byte(raw))

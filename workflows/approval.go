@@ -14,6 +14,7 @@ import (
 	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // UpdateApprove records an approver's vote on a waiting HarnessApproval step (ApprovalRequest);
@@ -105,73 +106,38 @@ func (s *decisions) approvalStep(ctx workflow.Context, t *Node, spec any, timeou
 }
 
 func newApproval(m map[string]any, root map[string]any) (*approval, error) {
-	appr, _ := m["approvers"].(map[string]any)
-	a := &approval{voters: map[string]bool{}}
-	switch g := appr["userGroups"].(type) {
-	case []any:
-		for _, x := range g {
-			a.groups = append(a.groups, expressions.ToString(x))
-		}
-	case string:
-		for _, x := range strings.Split(strings.Trim(g, "[]"), ",") {
-			if x = strings.TrimSpace(x); x != "" {
-				a.groups = append(a.groups, x)
-			}
-		}
+	sp, err := specOf[stepspec.HarnessApprovalSpec](m)
+	if err != nil {
+		return nil, fmt.Errorf("HarnessApproval spec: %v", err)
 	}
+	appr := sp.Approvers
+	if appr == nil {
+		appr = &stepspec.Approvers{}
+	}
+	a := &approval{voters: map[string]bool{}, groups: appr.UserGroups}
 	if len(a.groups) == 0 {
 		return nil, fmt.Errorf("approvers.userGroups is empty: nobody could approve")
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(expressions.ToString(appr["minimumCount"])))
+	n, err := strconv.Atoi(strings.TrimSpace(string(appr.MinimumCount)))
 	if err != nil || n < 1 {
-		return nil, fmt.Errorf("approvers.minimumCount must be a whole number of at least 1, got %v", appr["minimumCount"])
+		return nil, fmt.Errorf("approvers.minimumCount must be a whole number of at least 1, got %q", appr.MinimumCount)
 	}
 	a.minimum = n
-	a.disallowExecutor = strings.EqualFold(expressions.ToString(appr["disallowPipelineExecutor"]), "true")
+	a.disallowExecutor = strings.EqualFold(string(appr.DisallowPipelineExecutor), "true")
 	if p, ok := root["pipeline"].(map[string]any); ok {
 		if tb, ok := p["triggeredBy"].(map[string]any); ok {
 			a.executor = expressions.ToString(tb["name"])
 		}
 	}
-	if list, ok := m["approverInputs"].([]any); ok {
-		for _, e := range list {
-			im, _ := e.(map[string]any)
-			in := approvalInput{Name: expressions.ToString(im["name"])}
-			if v, ok := im["defaultValue"].(string); ok {
-				in.Default = v
-			}
-			if v, ok := im["regex"].(string); ok {
-				in.Regex = v
-			}
-			in.Allowed = append(choices(im["allowedValues"]), choices(im["selectOneFrom"])...)
-			in.Many = choices(im["selectManyFrom"])
-			a.inputs = append(a.inputs, in)
-		}
+	for _, im := range sp.ApproverInputs {
+		a.inputs = append(a.inputs, approvalInput{Name: string(im.Name), Default: string(im.DefaultValue), Regex: string(im.Regex),
+			Allowed: append(slices.Clone(im.AllowedValues), im.SelectOneFrom...), Many: im.SelectManyFrom})
 	}
-	a.view = &ApprovalView{Message: expressions.ToString(m["approvalMessage"]), UserGroups: a.groups, MinimumCount: a.minimum}
+	a.view = &ApprovalView{Message: string(sp.ApprovalMessage), UserGroups: a.groups, MinimumCount: a.minimum}
 	for _, in := range a.inputs {
 		a.view.Inputs = append(a.view.Inputs, in.Name)
 	}
 	return a, nil
-}
-
-// choices reads an approver input's values: a list, or a string of comma-separated values (as
-// the reference's schema types them, and as an expression renders them).
-func choices(v any) []string {
-	var out []string
-	switch x := v.(type) {
-	case []any:
-		for _, e := range x {
-			out = append(out, expressions.ToString(e))
-		}
-	case string:
-		for _, e := range strings.Split(x, ",") {
-			if e = strings.TrimSpace(e); e != "" {
-				out = append(out, e)
-			}
-		}
-	}
-	return out
 }
 
 // validate is the update validator: an invalid vote is refused and leaves no trace.

@@ -7,9 +7,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/contract"
-	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // Barrier outcomes (spec 7.2).
@@ -40,8 +40,8 @@ func barrierRefs(stage *plan.Node) []string {
 		if n.Kind != plan.KindStep || traitsOf(n).Builtin != "barrier" {
 			return
 		}
-		m, _ := n.Spec.(map[string]any)
-		if ref, _ := m["barrierRef"].(string); ref != "" && !seen[ref] {
+		sp, _ := specOf[stepspec.BarrierSpec](n.Spec)
+		if ref := sp.BarrierRef; ref != "" && !seen[ref] {
 			seen[ref] = true
 			refs = append(refs, ref)
 		}
@@ -193,8 +193,11 @@ func (p *pipelineRun) listenBarriers(ctx workflow.Context) {
 // barrierStep waits at a barrier (spec 7.2): it reports its arrival to the pipeline and waits
 // for the outcome or its own timeout.
 func (s *stageRun) barrierStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration) (map[string]any, *contract.Failure) {
-	m, _ := spec.(map[string]any)
-	ref := expressions.ToString(m["barrierRef"])
+	sp, err := specOf[stepspec.BarrierSpec](spec)
+	if err != nil {
+		return nil, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("Barrier spec: %v", err)}
+	}
+	ref := sp.BarrierRef
 	parent := workflow.GetInfo(ctx).ParentWorkflowExecution
 	if parent == nil {
 		return nil, &contract.Failure{Category: contract.Unknown, Message: "a Barrier step needs to run inside a pipeline"}

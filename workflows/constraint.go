@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/contract"
-	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // constraints are the stage's resource constraints and Queue steps: the lock tickets it holds.
@@ -97,12 +97,15 @@ func infrastructureKey(service, env, connector, infra string) string {
 // queueStep runs a Queue step: it waits, QUEUED, until it holds its key, which it keeps until
 // its scope (the stage, or the whole pipeline) ends.
 func (s *constraints) queueStep(ctx workflow.Context, t *Node, spec any, timeout time.Duration) *contract.Failure {
-	m, _ := spec.(map[string]any)
-	key := strings.TrimSpace(expressions.ToString(m["key"]))
+	sp, err := specOf[stepspec.QueueSpec](spec)
+	if err != nil {
+		return &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("Queue spec: %v", err)}
+	}
+	key := strings.TrimSpace(string(sp.Key))
 	if key == "" {
 		return &contract.Failure{Category: contract.Unknown, Message: "Queue key rendered empty: give `key` a value (or an expression that resolves to one)"}
 	}
-	scope := expressions.ToString(m["scope"])
+	scope := string(sp.Scope)
 	if workflow.GetVersion(ctx, changeResourceLocks, workflow.DefaultVersion, 1) < 1 {
 		return &contract.Failure{Category: contract.Unknown, Message: "Queue steps need a newer worker"}
 	}

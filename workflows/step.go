@@ -16,6 +16,7 @@ import (
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // MaxRunningSteps bounds the step activities one stage runs at once.
@@ -453,8 +454,11 @@ func (s *stageRun) flushFastPath(ctx workflow.Context, ran time.Duration) {
 
 // wait runs a Wait step as a durable timer (spec 15.5).
 func (s *stageRun) wait(ctx workflow.Context, t *Node, spec any) *contract.Failure {
-	m, _ := spec.(map[string]any)
-	text := expressions.ToString(m["duration"])
+	sp, err := specOf[stepspec.WaitSpec](spec)
+	if err != nil {
+		return &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("Wait spec: %v", err)}
+	}
+	text := string(sp.Duration)
 	d, err := duration.Parse(text)
 	if err != nil {
 		return &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("Wait duration %q: %v", text, err)}

@@ -14,7 +14,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/contract"
-	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
 	"github.com/gantry-cd/gantry/status"
@@ -377,12 +376,38 @@ func waitingOn(v TicketView) string {
 	return "the criteria were not met"
 }
 
-// ticketWaitInput reads an approval step's rendered spec.
+// waitCriteria are what the three approvals that poll share: how often, and the criteria.
+type waitCriteria struct {
+	interval            stepspec.Text
+	approval, rejection *stepspec.Criteria
+}
+
+// ticketWaitInput reads an approval step's rendered spec: a CustomApproval's, or a
+// ServiceNowApproval's or JiraApproval's by its connector.
 func (s *ticketing) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node, spec any) (TicketWaitInput, error) {
 	m, _ := spec.(map[string]any)
 	in := TicketWaitInput{Stage: workflow.GetInfo(ctx).WorkflowExecution.ID, Path: t.Path, Queue: workflow.GetInfo(ctx).TaskQueueName}
+	var wc waitCriteria
+	var custom stepspec.CustomApprovalSpec
+	var snow stepspec.ServiceNowApprovalSpec
+	var jira stepspec.JiraApprovalSpec
+	var err error
+	switch {
+	case traitsOf(n).Builtin == "customApproval":
+		custom, err = specOf[stepspec.CustomApprovalSpec](spec)
+		wc = waitCriteria{custom.RetryInterval, custom.ApprovalCriteria, custom.RejectionCriteria}
+	case n.Refs != nil && n.Refs.Ticket != nil && n.Refs.Ticket.Type == "ServiceNow":
+		snow, err = specOf[stepspec.ServiceNowApprovalSpec](spec)
+		wc = waitCriteria{snow.RetryInterval, snow.ApprovalCriteria, snow.RejectionCriteria}
+	default:
+		jira, err = specOf[stepspec.JiraApprovalSpec](spec)
+		wc = waitCriteria{jira.RetryInterval, jira.ApprovalCriteria, jira.RejectionCriteria}
+	}
+	if err != nil {
+		return in, fmt.Errorf("spec: %v", err)
+	}
 	interval := DefaultRetryInterval
-	if v := strings.TrimSpace(expressions.ToString(m["retryInterval"])); v != "" {
+	if v := strings.TrimSpace(string(wc.interval)); v != "" {
 		d, err := duration.ParseInterval(v)
 		if err != nil {
 			return in, fmt.Errorf("retryInterval %q: give a duration like 1m", v)
@@ -390,12 +415,11 @@ func (s *ticketing) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node,
 		interval = d
 	}
 	in.Interval = max(interval, plan.MinRetryInterval)
-	var err error
-	if in.Approval, err = readCriteria(m["approvalCriteria"]); err != nil {
+	if in.Approval, err = readCriteria(wc.approval); err != nil {
 		return in, fmt.Errorf("approvalCriteria: %v", err)
 	}
-	if m["rejectionCriteria"] != nil {
-		r, err := readCriteria(m["rejectionCriteria"])
+	if wc.rejection != nil {
+		r, err := readCriteria(wc.rejection)
 		if err != nil {
 			return in, fmt.Errorf("rejectionCriteria: %v", err)
 		}
@@ -409,7 +433,7 @@ func (s *ticketing) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node,
 	switch traitsOf(n).Builtin {
 	case "customApproval":
 		in.As, in.View.System = "output", "Custom"
-		script, err := s.approvalScript(n, t, m)
+		script, err := s.approvalScript(t, custom, m)
 		if err != nil {
 			return in, err
 		}
@@ -425,14 +449,14 @@ func (s *ticketing) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node,
 		}
 		if conn.Type == "ServiceNow" {
 			in.As = "ticket"
-			in.Ticket.Key = strings.TrimSpace(expressions.ToString(m["ticketNumber"]))
-			in.Ticket.Table = strings.TrimSpace(expressions.ToString(m["ticketType"]))
-			if w, ok := m["changeWindow"].(map[string]any); ok {
-				in.Window = &ChangeWindow{Start: expressions.ToString(w["startField"]), End: expressions.ToString(w["endField"])}
+			in.Ticket.Key = strings.TrimSpace(string(snow.TicketNumber))
+			in.Ticket.Table = strings.TrimSpace(string(snow.TicketType))
+			if w := snow.ChangeWindow; w != nil {
+				in.Window = &ChangeWindow{Start: string(w.StartField), End: string(w.EndField)}
 			}
 		} else {
 			in.As = "issue"
-			in.Ticket.Key = strings.TrimSpace(expressions.ToString(m["issueKey"]))
+			in.Ticket.Key = strings.TrimSpace(string(jira.IssueKey))
 		}
 		if in.Ticket.Key == "" || strings.Contains(in.Ticket.Key, "<+") {
 			return in, fmt.Errorf("the ticket to wait on is %q: give its key or number", in.Ticket.Key)
@@ -446,10 +470,11 @@ func (s *ticketing) ticketWaitInput(ctx workflow.Context, n *plan.Node, t *Node,
 	return in, nil
 }
 
-// approvalScript is a CustomApproval's script as a ShellScript activity runs it.
-func (s *ticketing) approvalScript(n *plan.Node, t *Node, m map[string]any) (*contract.StepInput, error) {
+// approvalScript is a CustomApproval's script as a ShellScript activity runs it: the spec's
+// script fields (m, the rendered spec) passed on as the ShellScript spec they are, on the worker.
+func (s *ticketing) approvalScript(t *Node, sp stepspec.CustomApprovalSpec, m map[string]any) (*contract.StepInput, error) {
 	timeout := 10 * time.Minute
-	if v := strings.TrimSpace(expressions.ToString(m["scriptTimeout"])); v != "" {
+	if v := strings.TrimSpace(string(sp.ScriptTimeout)); v != "" {
 		d, err := duration.Parse(v)
 		if err != nil {
 			return nil, fmt.Errorf("scriptTimeout %q: give a duration like 2m", v)
@@ -466,20 +491,22 @@ func (s *ticketing) approvalScript(n *plan.Node, t *Node, m map[string]any) (*co
 }
 
 // readCriteria reads rendered criteria.
-func readCriteria(v any) (criteria.Criteria, error) {
-	m, _ := v.(map[string]any)
-	spec, _ := m["spec"].(map[string]any)
-	c := criteria.Criteria{Type: expressions.ToString(m["type"])}
+func readCriteria(cr *stepspec.Criteria) (criteria.Criteria, error) {
+	if cr == nil {
+		cr = &stepspec.Criteria{}
+	}
+	spec := cr.Spec
+	if spec == nil {
+		spec = &stepspec.CriteriaSpec{}
+	}
+	c := criteria.Criteria{Type: string(cr.Type)}
 	switch c.Type {
 	case "Jexl":
-		c.Expression = strings.TrimSpace(expressions.ToString(spec["expression"]))
+		c.Expression = strings.TrimSpace(string(spec.Expression))
 	case "KeyValues":
-		c.MatchAny = strings.EqualFold(expressions.ToString(spec["matchAnyCondition"]), "true")
-		list, _ := spec["conditions"].([]any)
-		for _, e := range list {
-			cm, _ := e.(map[string]any)
-			c.Conditions = append(c.Conditions, criteria.Condition{Key: expressions.ToString(cm["key"]),
-				Operator: expressions.ToString(cm["operator"]), Value: expressions.ToString(cm["value"])})
+		c.MatchAny = strings.EqualFold(string(spec.MatchAnyCondition), "true")
+		for _, cond := range spec.Conditions {
+			c.Conditions = append(c.Conditions, criteria.Condition{Key: string(cond.Key), Operator: string(cond.Operator), Value: string(cond.Value)})
 		}
 	default:
 		return c, fmt.Errorf("type %q: want Jexl or KeyValues", c.Type)

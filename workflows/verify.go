@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/contract"
-	"github.com/gantry-cd/gantry/expressions"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/plan/duration"
+	"github.com/gantry-cd/gantry/stepspec"
 	"github.com/gantry-cd/gantry/workflows/verification"
 )
 
@@ -54,16 +54,22 @@ func (s *verifier) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 	if ms == nil || len(ms.Sources) == 0 {
 		return nil, &contract.Failure{Category: contract.Unknown, Message: "no monitored service with a health source for this stage's service and environment: add a monitoredService file"}
 	}
-	m, _ := spec.(map[string]any)
-	job, _ := m["spec"].(map[string]any)
-	typ := expressions.ToString(m["type"])
-	d, err := duration.Parse(strings.TrimSpace(expressions.ToString(job["duration"])))
+	sp, err := specOf[stepspec.VerifySpec](spec)
+	if err != nil {
+		return nil, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("Verify spec: %v", err)}
+	}
+	job := sp.Spec
+	if job == nil {
+		job = &stepspec.VerifyJob{}
+	}
+	typ := string(sp.Type)
+	d, err := duration.Parse(strings.TrimSpace(string(job.Duration)))
 	if err != nil || d <= 0 {
-		return nil, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("verification duration %q: give a duration like 5m", expressions.ToString(job["duration"]))}
+		return nil, &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("verification duration %q: give a duration like 5m", string(job.Duration))}
 	}
 	minute := s.in.Settings.verifyMinute()
 	minutes := int(math.Ceil(d.Minutes()))
-	failOnNoAnalysis := expressions.ToString(job["failOnNoAnalysis"]) == "true"
+	failOnNoAnalysis := string(job.FailOnNoAnalysis) == "true"
 	mode := verification.ModeOf(typ)
 	var baseline *contract.Verified
 	var notes []string
@@ -79,7 +85,7 @@ func (s *verifier) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 			notes = append(notes, "no earlier passed load test of "+ms.ID+": thresholds alone decide, and this one becomes the baseline")
 		}
 	}
-	a := verification.New(ms, mode, verification.SensitivityOf(expressions.ToString(job["sensitivity"])))
+	a := verification.New(ms, mode, verification.SensitivityOf(string(job.Sensitivity)))
 
 	start := workflow.Now(ctx)
 	deployed := start
@@ -87,7 +93,7 @@ func (s *verifier) analyse(ctx workflow.Context, n *plan.Node, t *Node, spec any
 		deployed = *s.tree.StartedAt
 	}
 	v := &VerifyOutcome{Type: typ, Sensitivity: a.Sensitivity, Minutes: minutes, Start: start, Monitored: ms.ID, FailOnNoAnalysis: failOnNoAnalysis, Notes: notes,
-		DeploymentTag: expressions.ToString(job["deploymentTag"])}
+		DeploymentTag: string(job.DeploymentTag)}
 	show := func() {
 		v.Result = a.Result()
 		t.Outputs = v.outputs()

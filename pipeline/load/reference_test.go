@@ -279,7 +279,7 @@ func TestUnknownKeysInEntityFiles(t *testing.T) {
 // (hack/refschema derives the list), so the test closes one.
 func TestUnknownKeyInAClosedObjectIsAnError(t *testing.T) {
 	saved := reference.Closed
-	reference.Closed = append([]string{"steps.Wait"}, saved...)
+	reference.Closed = append([]string{"stepspec.WaitSpec"}, saved...)
 	defer func() { reference.Closed = saved }()
 	src := customStage("", "              - step: {name: w, identifier: w, type: Wait, spec: {duration: 10s, extra: 1}}\n")
 	r := loadIn(t, map[string]string{"pipeline.yaml": src}, "pipeline.yaml", load.Options{})

@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/stepspec"
 )
@@ -115,8 +113,6 @@ func checkTrafficShift(sp *stepspec.AwsLambdaTrafficShiftSpec, c Checker) {
 	}
 }
 
-// FetchInstanceScript runs a CustomDeployment infrastructure's fetch-instances script.
-type FetchInstanceScript struct {
-	Node              *yaml.Node `yaml:"-"`
-	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
-}
+// FetchInstanceScript runs a CustomDeployment infrastructure's fetch-instances script
+// (stepspec's).
+type FetchInstanceScript = stepspec.FetchInstanceScriptSpec

@@ -22,80 +22,21 @@ type (
 	OutputAlias     = stepspec.OutputAlias
 )
 
-// Wait pauses for a duration (spec 15.5).
-type Wait struct {
-	Node     *yaml.Node `yaml:"-"`
-	Duration string     `yaml:"duration" gantry:"required"`
-}
+// The builtin steps' specs, shared with the workflows that run them (stepspec).
+type (
+	Wait            = stepspec.WaitSpec
+	HarnessApproval = stepspec.HarnessApprovalSpec
+	Approvers       = stepspec.Approvers
+	ApproverInput   = stepspec.ApproverInput
+	AutoApproval    = stepspec.AutoApproval
+	Deadline        = stepspec.Deadline
+	Barrier         = stepspec.BarrierSpec
+	Queue           = stepspec.QueueSpec
+)
 
-// HarnessApproval waits for people to approve (spec 8.1).
-type HarnessApproval struct {
-	Node                            *yaml.Node      `yaml:"-"`
-	ApprovalMessage                 string          `yaml:"approvalMessage" gantry:"required"`
-	IncludePipelineExecutionHistory string          `yaml:"includePipelineExecutionHistory" gantry:"required"`
-	IsAutoRejectEnabled             string          `yaml:"isAutoRejectEnabled"`
-	Approvers                       *Approvers      `yaml:"approvers" gantry:"required"`
-	ApproverInputs                  []ApproverInput `yaml:"approverInputs"`
-	AutoApproval                    *AutoApproval   `yaml:"autoApproval"`
-	CallbackID                      string          `yaml:"callbackId"`
-}
-
-// Approvers says who may approve.
-type Approvers struct {
-	Node                     *yaml.Node `yaml:"-"`
-	UserGroups               *yaml.Node `yaml:"userGroups" gantry:"required"`
-	MinimumCount             string     `yaml:"minimumCount" gantry:"required"`
-	DisallowPipelineExecutor string     `yaml:"disallowPipelineExecutor" gantry:"required"`
-}
-
-// ApproverInput is a value approvers fill in.
-type ApproverInput struct {
-	Node         *yaml.Node `yaml:"-"`
-	Name         string     `yaml:"name" gantry:"required"`
-	DefaultValue string     `yaml:"defaultValue"`
-	Required     string     `yaml:"required"`
-	// The choices are a list, or one string (the reference's schema types them so): values
-	// separated by commas, or an expression that renders to them when the step starts.
-	AllowedValues *yaml.Node `yaml:"allowedValues"`
-	SelectOneFrom *yaml.Node `yaml:"selectOneFrom"`
-	// SelectManyFrom takes a comma-separated selection of its values.
-	SelectManyFrom *yaml.Node `yaml:"selectManyFrom"`
-	Regex          string     `yaml:"regex"`
-	Description    string     `yaml:"description"`
-}
-
-// AutoApproval approves at a deadline.
-type AutoApproval struct {
-	Node              *yaml.Node `yaml:"-"`
-	Action            string     `yaml:"action" gantry:"required"`
-	ScheduledDeadline *Deadline  `yaml:"scheduledDeadline" gantry:"required"`
-	Comments          string     `yaml:"comments"`
-}
-
-// Deadline is a wall-clock time in a time zone.
-type Deadline struct {
-	Node     *yaml.Node `yaml:"-"`
-	TimeZone string     `yaml:"timeZone" gantry:"required"`
-	Time     string     `yaml:"time" gantry:"required"`
-}
-
-// Barrier waits for the other stages at a barrier (spec 7).
-type Barrier struct {
-	Node       *yaml.Node `yaml:"-"`
-	BarrierRef string     `yaml:"barrierRef" gantry:"required"`
-}
-
-// Queue waits until the execution holds a key that other executions and pipelines queue on
-// too, first come first served, and keeps it until its scope (the stage or the pipeline) ends.
-type Queue struct {
-	Node  *yaml.Node `yaml:"-"`
-	Key   string     `yaml:"key" gantry:"required"`
-	Scope string     `yaml:"scope" gantry:"required"`
-}
-
-// Check checks the scope.
-func (q *Queue) Check(c Checker) {
-	c.Enum(q.Node, "scope", q.Scope, []string{"Pipeline", "Stage"}, "Queue scope")
+// checkQueue checks the scope.
+func checkQueue(q *Queue, c Checker) {
+	c.Enum(q.Node, "scope", string(q.Scope), []string{"Pipeline", "Stage"}, "Queue scope")
 }
 
 // checkShellScript checks the shell, the script source and the variables.
@@ -152,22 +93,22 @@ func checkHttp(sp *stepspec.HttpSpec, c Checker) {
 	c.Variables(sp.OutputVariables, "output variable", []string{"String", "Number", "Secret"})
 }
 
-// Check checks the duration.
-func (sp *Wait) Check(c Checker) {
-	c.Duration(sp.Node, "duration", sp.Duration, "Wait duration")
+// checkWait checks the duration.
+func checkWait(sp *Wait, c Checker) {
+	c.Duration(sp.Node, "duration", string(sp.Duration), "Wait duration")
 }
 
-// Check checks the message, who approves and the approver inputs.
-func (sp *HarnessApproval) Check(c Checker) {
-	if strings.TrimSpace(sp.ApprovalMessage) == "" && pipeline.Field(sp.Node, "approvalMessage") != nil {
+// checkHarnessApproval checks the message, who approves and the approver inputs.
+func checkHarnessApproval(sp *HarnessApproval, c Checker) {
+	if strings.TrimSpace(string(sp.ApprovalMessage)) == "" && pipeline.Field(sp.Node, "approvalMessage") != nil {
 		c.Error(pipeline.ValueAt(sp.Node, "approvalMessage"), "empty", "approvalMessage cannot be empty")
 	}
-	c.Boolean(sp.Node, "includePipelineExecutionHistory", sp.IncludePipelineExecutionHistory)
-	c.Boolean(sp.Node, "isAutoRejectEnabled", sp.IsAutoRejectEnabled)
+	c.Boolean(sp.Node, "includePipelineExecutionHistory", string(sp.IncludePipelineExecutionHistory))
+	c.Boolean(sp.Node, "isAutoRejectEnabled", string(sp.IsAutoRejectEnabled))
 	if a := sp.Approvers; a != nil {
-		c.Integer(a.Node, "minimumCount", a.MinimumCount, 1, false, "approvers.minimumCount")
-		c.Boolean(a.Node, "disallowPipelineExecutor", a.DisallowPipelineExecutor)
-		if g := a.UserGroups; g != nil && g.Kind == yaml.SequenceNode && len(g.Content) == 0 {
+		c.Integer(a.Node, "minimumCount", string(a.MinimumCount), 1, false, "approvers.minimumCount")
+		c.Boolean(a.Node, "disallowPipelineExecutor", string(a.DisallowPipelineExecutor))
+		if g := pipeline.Field(a.Node, "userGroups"); g != nil && g.Kind == yaml.SequenceNode && len(g.Content) == 0 {
 			c.Error(g, "empty", "approvers.userGroups needs at least one group; nobody could approve")
 		}
 	}
@@ -175,9 +116,10 @@ func (sp *HarnessApproval) Check(c Checker) {
 		c.Enum(aa.Node, "action", aa.Action, []string{"APPROVE"}, "autoApproval.action")
 		c.Ignored(pipeline.ValueAt(sp.Node, "autoApproval"), "autoApproval", "Gantry does not approve at a deadline yet; the approval waits for people")
 	}
-	ignoredTrue(c, sp.Node, "isAutoRejectEnabled", sp.IsAutoRejectEnabled, "Gantry does not reject automatically yet; the approval waits for people")
+	ignoredTrue(c, sp.Node, "isAutoRejectEnabled", string(sp.IsAutoRejectEnabled), "Gantry does not reject automatically yet; the approval waits for people")
 	for _, in := range sp.ApproverInputs {
-		for key, n := range map[string]*yaml.Node{"allowedValues": in.AllowedValues, "selectOneFrom": in.SelectOneFrom, "selectManyFrom": in.SelectManyFrom} {
+		for _, key := range []string{"allowedValues", "selectOneFrom", "selectManyFrom"} {
+			n := pipeline.Field(in.Node, key)
 			if n != nil && !scalarList(n) {
 				c.Error(n, "type", "approver input %s: %s must be a list of values or one string of comma-separated values", in.Name, key).
 					SetHint("write `%s: [a, b]` or `%s: a,b`", key, key)

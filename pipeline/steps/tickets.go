@@ -27,82 +27,6 @@ type (
 	ImportDataSpec      = stepspec.ImportDataSpec
 )
 
-// JiraApproval waits until a Jira issue meets its approval criteria (or its rejection
-// criteria), reading it every retryInterval.
-type JiraApproval struct {
-	Node              *yaml.Node `yaml:"-"`
-	ConnectorRef      string     `yaml:"connectorRef" gantry:"required"`
-	IssueKey          string     `yaml:"issueKey" gantry:"required"`
-	IssueType         string     `yaml:"issueType"`
-	ProjectKey        string     `yaml:"projectKey"`
-	ApprovalCriteria  *Criteria  `yaml:"approvalCriteria" gantry:"required"`
-	RejectionCriteria *Criteria  `yaml:"rejectionCriteria"`
-	RetryInterval     string     `yaml:"retryInterval"`
-	DelegateSelectors *yaml.Node `yaml:"delegateSelectors"`
-}
-
-// ServiceNowApproval waits until a ServiceNow ticket meets its approval criteria (or its
-// rejection criteria), and, with a change window, until the window opens.
-type ServiceNowApproval struct {
-	Node              *yaml.Node    `yaml:"-"`
-	ConnectorRef      string        `yaml:"connectorRef" gantry:"required"`
-	TicketType        string        `yaml:"ticketType" gantry:"required"`
-	TicketNumber      string        `yaml:"ticketNumber" gantry:"required"`
-	ApprovalCriteria  *Criteria     `yaml:"approvalCriteria" gantry:"required"`
-	RejectionCriteria *Criteria     `yaml:"rejectionCriteria"`
-	ChangeWindow      *ChangeWindow `yaml:"changeWindow"`
-	RetryInterval     string        `yaml:"retryInterval"`
-	DelegateSelectors *yaml.Node    `yaml:"delegateSelectors"`
-}
-
-// ChangeWindow names the ticket's fields that hold the window's start and end.
-type ChangeWindow struct {
-	Node       *yaml.Node `yaml:"-"`
-	StartField string     `yaml:"startField" gantry:"required"`
-	EndField   string     `yaml:"endField" gantry:"required"`
-}
-
-// CustomApproval runs a script every retryInterval until its output variables meet the
-// approval criteria (or the rejection criteria).
-type CustomApproval struct {
-	Node                 *yaml.Node      `yaml:"-"`
-	Shell                string          `yaml:"shell" gantry:"required"`
-	Source               *ScriptSource   `yaml:"source" gantry:"required"`
-	EnvironmentVariables []NameTypeValue `yaml:"environmentVariables"`
-	OutputVariables      []NameTypeValue `yaml:"outputVariables"`
-	RetryInterval        string          `yaml:"retryInterval" gantry:"required"`
-	ScriptTimeout        string          `yaml:"scriptTimeout" gantry:"required"`
-	ApprovalCriteria     *Criteria       `yaml:"approvalCriteria" gantry:"required"`
-	RejectionCriteria    *Criteria       `yaml:"rejectionCriteria"`
-	OnDelegate           string          `yaml:"onDelegate"`
-	DelegateSelectors    *yaml.Node      `yaml:"delegateSelectors"`
-}
-
-// Criteria decide an approval: a Jexl expression, or conditions on fields (all of them, or
-// any with matchAnyCondition).
-type Criteria struct {
-	Node *yaml.Node    `yaml:"-"`
-	Type string        `yaml:"type" gantry:"required"`
-	Spec *CriteriaSpec `yaml:"spec" gantry:"required"`
-}
-
-// CriteriaSpec is a Jexl criterion's expression or a KeyValues criterion's conditions.
-type CriteriaSpec struct {
-	Node              *yaml.Node  `yaml:"-"`
-	Expression        string      `yaml:"expression"`
-	Conditions        []Condition `yaml:"conditions"`
-	MatchAnyCondition string      `yaml:"matchAnyCondition"`
-}
-
-// Condition compares a field with a value: equals, not equals, in, not in (a comma-separated
-// list).
-type Condition struct {
-	Node     *yaml.Node `yaml:"-"`
-	Key      string     `yaml:"key" gantry:"required"`
-	Operator string     `yaml:"operator" gantry:"required"`
-	Value    string     `yaml:"value" gantry:"required"`
-}
-
 // Operators are the conditions' operators.
 var Operators = []string{"equals", "not equals", "in", "not in"}
 
@@ -118,11 +42,23 @@ func checkJiraUpdate(j *JiraUpdate, c Checker) {
 	}
 }
 
-// Check checks the criteria and the interval.
-func (j *JiraApproval) Check(c Checker) {
+// The ticket approvals' and CustomApproval's specs, shared with the workflow that runs them
+// (stepspec).
+type (
+	JiraApproval       = stepspec.JiraApprovalSpec
+	ServiceNowApproval = stepspec.ServiceNowApprovalSpec
+	ChangeWindow       = stepspec.ChangeWindow
+	CustomApproval     = stepspec.CustomApprovalSpec
+	Criteria           = stepspec.Criteria
+	CriteriaSpec       = stepspec.CriteriaSpec
+	Condition          = stepspec.Condition
+)
+
+// checkJiraApproval checks the criteria and the interval.
+func checkJiraApproval(j *JiraApproval, c Checker) {
 	criteria(c, j.ApprovalCriteria)
 	criteria(c, j.RejectionCriteria)
-	retryInterval(c, j.Node, j.RetryInterval)
+	retryInterval(c, j.Node, string(j.RetryInterval))
 }
 
 // Check checks the fields and refuses what needs Harness's own ServiceNow app.
@@ -151,11 +87,11 @@ func checkServiceNowUpdate(s *ServiceNowUpdate, c Checker) {
 	}
 }
 
-// Check checks the criteria, the interval and the change window.
-func (s *ServiceNowApproval) Check(c Checker) {
+// checkServiceNowApproval checks the criteria, the interval and the change window.
+func checkServiceNowApproval(s *ServiceNowApproval, c Checker) {
 	criteria(c, s.ApprovalCriteria)
 	criteria(c, s.RejectionCriteria)
-	retryInterval(c, s.Node, s.RetryInterval)
+	retryInterval(c, s.Node, string(s.RetryInterval))
 }
 
 // Check checks the import's shape.
@@ -181,8 +117,8 @@ func checkServiceNowImportSet(s *ServiceNowImportSet, c Checker) {
 	}
 }
 
-// Check checks the script, its variables, the criteria and the intervals.
-func (a *CustomApproval) Check(c Checker) {
+// checkCustomApproval checks the script, its variables, the criteria and the intervals.
+func checkCustomApproval(a *CustomApproval, c Checker) {
 	c.Enum(a.Node, "shell", a.Shell, []string{"Bash", "PowerShell"}, "shell")
 	if a.Shell == "PowerShell" {
 		c.Unsupported(pipeline.ValueAt(a.Node, "shell"), "unsupported-field", "PowerShell scripts are not supported: Gantry's workers run Bash")
@@ -192,8 +128,8 @@ func (a *CustomApproval) Check(c Checker) {
 	}
 	c.Variables(a.EnvironmentVariables, "environment variable", []string{"String", "Number", "Secret"})
 	c.Variables(a.OutputVariables, "output variable", []string{"String", "Secret"})
-	c.Duration(a.Node, "scriptTimeout", a.ScriptTimeout, "script timeout")
-	retryInterval(c, a.Node, a.RetryInterval)
+	c.Duration(a.Node, "scriptTimeout", string(a.ScriptTimeout), "script timeout")
+	retryInterval(c, a.Node, string(a.RetryInterval))
 	criteria(c, a.ApprovalCriteria)
 	criteria(c, a.RejectionCriteria)
 	if a.OnDelegate == "false" {
@@ -234,21 +170,21 @@ func criteria(c Checker, cr *Criteria) {
 	if cr == nil {
 		return
 	}
-	c.Enum(cr.Node, "type", cr.Type, []string{"Jexl", "KeyValues"}, "criteria type")
+	c.Enum(cr.Node, "type", string(cr.Type), []string{"Jexl", "KeyValues"}, "criteria type")
 	s := cr.Spec
 	if s == nil {
 		return
 	}
 	switch cr.Type {
 	case "Jexl":
-		if strings.TrimSpace(s.Expression) == "" {
+		if strings.TrimSpace(string(s.Expression)) == "" {
 			c.Error(s.Node, "missing-field", "Jexl criteria need an expression").SetHint(`expression: <+issue.Status> == "Done"`)
 		}
 	case "KeyValues":
-		c.Boolean(s.Node, "matchAnyCondition", s.MatchAnyCondition)
-		seen := map[string]bool{}
+		c.Boolean(s.Node, "matchAnyCondition", string(s.MatchAnyCondition))
+		seen := map[stepspec.Text]bool{}
 		for _, cond := range s.Conditions {
-			c.Enum(cond.Node, "operator", cond.Operator, Operators, "operator")
+			c.Enum(cond.Node, "operator", string(cond.Operator), Operators, "operator")
 			if seen[cond.Key] {
 				c.Error(pipeline.ValueAt(cond.Node, "key"), "duplicate", "two conditions on field %s", cond.Key).
 					SetHint("use one condition with operator in or not in, or Jexl criteria")
