@@ -94,15 +94,17 @@ func providerLogIn(t *testing.T, b context.Context, user string) {
 }
 
 // decide clicks a button of the decision form beneath the graph and returns the page's
-// outcome (#result or #refused).
+// outcome (#result or #refused). The click is remembered by the form's document, not the
+// page: when the graph's refresh replaces the form before its click submitted (a loaded
+// machine), the new form is clicked too. A loaded machine may take most of a minute to answer.
 func decide(t *testing.T, b context.Context, button string) string {
 	t.Helper()
 	var out string
-	for deadline := time.Now().Add(45 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		js := `(() => { const d = document.getElementById("decide"); if (!d || !d.contentDocument) return "";
-			const o = d.contentDocument.getElementById("result") || d.contentDocument.getElementById("refused");
+			const doc = d.contentDocument, o = doc.getElementById("result") || doc.getElementById("refused");
 			if (o) return o.id + ": " + o.textContent;
-			const btn = d.contentDocument.getElementById("` + button + `"); if (btn && !window.clicked) { window.clicked = true; btn.click(); } return ""; })()`
+			const btn = doc.getElementById("` + button + `"); if (btn && !doc.gantryClicked) { doc.gantryClicked = true; btn.click(); } return ""; })()`
 		_ = chromedp.Run(b, chromedp.Evaluate(js, &out))
 		if out != "" {
 			return out
