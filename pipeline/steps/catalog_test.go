@@ -1,12 +1,14 @@
 package steps
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline/reference"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // TestEntriesAreConsistent checks the facts the workflows rely on: each step runs either in an
@@ -50,5 +52,17 @@ func TestTraitsOfCopies(t *testing.T) {
 	}
 	if TraitsOf("NoSuchType") != nil {
 		t.Fatal("an unknown type has traits")
+	}
+}
+
+// Every step type's spec is defined once, in stepspec: the front end decodes the YAML into it,
+// and the family (or the workflow, for a builtin) reads the rendered JSON into the same type.
+// A spec type of pipeline/steps would be a second definition the runner cannot share.
+func TestEverySpecIsDefinedInStepspec(t *testing.T) {
+	want := reflect.TypeOf(stepspec.Text("")).PkgPath()
+	for _, e := range entries {
+		if got := reflect.TypeOf(e.New()).Elem(); got.PkgPath() != want {
+			t.Errorf("%s: spec type %s is defined in %s, not in stepspec", e.Type, got, got.PkgPath())
+		}
 	}
 }
