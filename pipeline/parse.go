@@ -94,6 +94,10 @@ func ParseYAML(name string, src []byte) (*File, diag.List) {
 		diags.Add(syntaxError(name, err))
 		return f, diags
 	}
+	if d := CheckExpansion(name, &doc); d != nil {
+		diags.Add(*d)
+		return f, diags
+	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		diags.Errorf(NodePos(name, &extra), "multiple-documents", "file holds more than one YAML document").

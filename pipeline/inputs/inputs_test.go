@@ -166,3 +166,23 @@ func TestSelectManyFrom(t *testing.T) {
 		t.Error("a default outside the values was accepted")
 	}
 }
+
+// A --set value is read as YAML: one whose aliases multiply past the document limit is
+// refused at the flag, before anything follows them.
+func TestSetFlagAliasBombRefused(t *testing.T) {
+	v := "[&a0 [x, x, x, x, x, x, x, x, x, x]"
+	for i := 1; i <= 6; i++ {
+		v += ", &a" + string(rune('0'+i)) + " [" + strings.TrimSuffix(strings.Repeat("*a"+string(rune('0'+i-1))+", ", 10), ", ") + "]"
+	}
+	v += "]"
+	s, diags := inputs.FromSetFlags([]string{"pipeline.variables.list=" + v, "pipeline.variables.ok=[a, b]"})
+	if len(diags) != 1 || diags[0].Code != "alias-expansion" || !strings.Contains(diags[0].Message, "--set pipeline.variables.list") {
+		t.Fatalf("diagnostics %v", diags)
+	}
+	if _, ok := s.Values["pipeline.variables.list"]; ok {
+		t.Error("the bomb was kept as a value")
+	}
+	if _, ok := s.Values["pipeline.variables.ok"]; !ok {
+		t.Error("the other value was dropped")
+	}
+}

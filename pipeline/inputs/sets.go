@@ -130,6 +130,10 @@ func FromSetFlags(sets []string) (*Source, diag.List) {
 		if err := yaml.Unmarshal([]byte(v), &n); err != nil || len(n.Content) == 0 {
 			n = yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Tag: "!!str", Value: v}}}
 		}
+		if d := pipeline.CheckExpansion("--set", &n); d != nil {
+			diags.Errorf(pos, d.Code, "--set %s: %s", k, d.Message).SetHint("%s", d.Hint)
+			continue
+		}
 		val := n.Content[0]
 		if val.Kind == yaml.ScalarNode {
 			val.Tag, val.Style = "!!str", 0

@@ -64,6 +64,8 @@ func (c *checker) trigger(t *pipeline.Trigger) {
 		var doc yaml.Node
 		if err := yaml.Unmarshal([]byte(t.InputYaml), &doc); err != nil {
 			c.diags.Errorf(c.pos(pipeline.ValueAt(t.Node, "inputYaml")), "input-yaml", "inputYaml is not valid YAML: %v", err)
+		} else if d := pipeline.CheckExpansion("inputYaml", &doc); d != nil {
+			c.diags.Errorf(c.pos(pipeline.ValueAt(t.Node, "inputYaml")), d.Code, "inputYaml, line %d: %s", d.Pos.Line, d.Message).SetHint("%s", d.Hint)
 		}
 	}
 }

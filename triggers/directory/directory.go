@@ -136,6 +136,9 @@ func (r *Registry) load(t *pipeline.Trigger, extra ...*inputs.Source) (*load.Res
 		if err := yaml.Unmarshal([]byte(t.InputYaml), &doc); err != nil || len(doc.Content) == 0 {
 			return nil, fmt.Errorf("trigger %s: inputYaml is not valid YAML", t.Identifier)
 		}
+		if d := pipeline.CheckExpansion("inputYaml", &doc); d != nil {
+			return nil, fmt.Errorf("trigger %s: inputYaml, line %d: %s", t.Identifier, d.Pos.Line, d.Message)
+		}
 		if p := pipeline.Field(doc.Content[0], "pipeline"); p != nil {
 			opts.Inputs = append(opts.Inputs, inputs.SourceFromTree("trigger "+t.Identifier+" inputYaml", t.Identifier, p))
 		}

@@ -1,0 +1,65 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/server"
+)
+
+// aliasBomb is levels of nine-way aliases ending in a pipeline's delegateSelectors: under a
+// kilobyte, it stands for 9^(levels+1) nodes once its aliases are followed.
+func aliasBomb(levels int) string {
+	var b strings.Builder
+	b.WriteString("a0: &a0 [x, x, x, x, x, x, x, x, x]\n")
+	for i := 1; i <= levels; i++ {
+		fmt.Fprintf(&b, "a%d: &a%d [%s]\n", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 9), ", "))
+	}
+	fmt.Fprintf(&b, "pipeline:\n  name: bomb\n  identifier: bomb\n  delegateSelectors: *a%d\n  stages:\n    - stage: {name: s, identifier: s, type: Custom, spec: {execution: {steps: [{step: {type: Wait, name: w, identifier: w, spec: {duration: 1s}}}]}}}\n", levels)
+	return b.String()
+}
+
+// An alias bomb sent as a pipeline is refused (422, naming the limit) at once, and the server
+// allocates a bounded amount for it, however many nodes it stands for: seven levels once took
+// the server to 0.9 GB and a 502, ten levels to 18.6 GB.
+func TestAPIRefusesAliasBombs(t *testing.T) {
+	idFile := filepath.Join(t.TempDir(), "users.yaml")
+	dir := &identity.Directory{}
+	carol, _ := dir.AddUser("carol", "", []string{"release_managers"})
+	if err := dir.Save(idFile); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
+	defer srv.Close()
+	c := &apiClient{t: t, url: srv.URL, spec: openAPIPaths(t)}
+	const execs = "/api/v1/executions"
+	for _, levels := range []int{7, 10} {
+		bomb := aliasBomb(levels)
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start := time.Now()
+		code, out := c.call("POST", execs, execs, carol, map[string]any{"yaml": bomb})
+		took := time.Since(start)
+		runtime.ReadMemStats(&after)
+		allocated := after.TotalAlloc - before.TotalAlloc
+		t.Logf("%d levels (%d bytes): %d in %s, %.1f MiB allocated by the test process meanwhile", levels, len(bomb), code, took, float64(allocated)/(1<<20))
+		if code != 422 || !strings.Contains(fmt.Sprint(out["details"]), "with its aliases followed the document stands for more than") {
+			t.Errorf("%d levels: %d %v", levels, code, out)
+		}
+		if took > 10*time.Second {
+			t.Errorf("%d levels: refused after %s", levels, took)
+		}
+		// The process's whole allocation while the request ran (the worker polls meanwhile): a
+		// bomb the server read would allocate gigabytes.
+		if allocated > 32<<20 {
+			t.Errorf("%d levels: %d MiB allocated while refusing it", levels, allocated>>20)
+		}
+	}
+}
