@@ -1,8 +1,10 @@
 // Package e2e runs pipelines end to end on a real Temporal server (real history, real matching,
-// real timers), real bash and a real local HTTP server. The shared server is a `gantry temporal`
-// process on SQLite files, the embedded server's store: built without the race detector, it
-// runs several times faster than inside the race-instrumented test binary, while the worker,
-// the starter and every activity run in the test binary, under the detector.
+// real timers), real bash and a real local HTTP server. The shared server keeps its state in
+// SQLite files, as the embedded server does. Under the race detector (`make test`) it is a
+// `gantry temporal` process, built without the detector: inside the race-instrumented test
+// binary it ran several times slower, while the worker, the starter and every activity stay in
+// the test binary, under the detector. Without it (`make bench`) it is the embedded server in
+// the test's process, as `gantry run` runs it.
 package e2e
 
 import (
@@ -36,7 +38,7 @@ import (
 
 // env is one Temporal server with a worker, shared by the tests of this package.
 var env struct {
-	srv      *temporalProcess
+	srv      *sharedServer
 	gantry   string // the gantry binary, built once for the tests that run its commands
 	client   client.Client
 	internal client.Client // the internal namespace, as the gantry command uses
@@ -62,12 +64,12 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	srv, err := startTemporal(env.gantry, filepath.Join(dir, "temporal")) // file-backed, as gantry run uses
+	srv, err := startShared(env.gantry, filepath.Join(dir, "temporal")) // file-backed, as gantry run uses
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer srv.Stop()
+	defer srv.stop()
 	c, err := dialServer(srv.Address, srv.Namespace)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -145,8 +147,32 @@ func dialServer(address, namespace string) (client.Client, error) {
 		ConnectionOptions: client.ConnectionOptions{GrpcCompression: &client.GrpcCompressionNone{}}})
 }
 
-// temporalProcess is the shared Temporal server: `gantry temporal --data-dir`, its log beside
-// its data (shown when it fails to start).
+// sharedServer is the Temporal server the package's tests share.
+type sharedServer struct {
+	Address, Namespace string
+	stop               func()
+}
+
+// startShared starts the shared server: a process of its own under the race detector, the
+// embedded server otherwise (raceDetector).
+func startShared(bin, dataDir string) (*sharedServer, error) {
+	if raceDetector {
+		p, err := startTemporal(bin, dataDir)
+		if err != nil {
+			return nil, err
+		}
+		return &sharedServer{Address: p.Address, Namespace: p.Namespace, stop: p.Stop}, nil
+	}
+	srv, err := devserver.Start(context.Background(), devserver.Options{DataDir: dataDir, SearchAttributes: workflows.SearchAttributes(),
+		Extra: []string{workflows.InternalNamespace("default")}})
+	if err != nil {
+		return nil, err
+	}
+	return &sharedServer{Address: srv.Address, Namespace: srv.Namespace, stop: func() { _ = srv.Stop() }}, nil
+}
+
+// temporalProcess is a Temporal server of its own: `gantry temporal --data-dir`, its log
+// beside its data (shown when it fails to start).
 type temporalProcess struct {
 	Address, Namespace string
 	cmd                *exec.Cmd
