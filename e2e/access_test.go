@@ -261,6 +261,11 @@ func TestRolesDecideWhoMayDoWhat(t *testing.T) {
 			t.Errorf("%s %s: %d, want %d with %q:\n%s", p.user, p.path, code, p.want, p.contains, tail(body, 600))
 		}
 	}
+	// A decision whose step cannot be read after it (here: none by that path) still answers
+	// with its outcome, not an error page in its place.
+	if code, body := page("alice", webui.DecidePath+web+"/gate.nope", url.Values{"decision": {"APPROVE"}}); !strings.Contains(body, `id="refused"`) || !strings.Contains(body, `id="unread"`) {
+		t.Errorf("a decision for a step that cannot be read: %d\n%s", code, tail(body, 600))
+	}
 	if _, body := page("dev", webui.ExecutionsPath, nil); strings.Contains(body, pay) {
 		t.Errorf("dev, no viewer of payments_deploy, sees its execution listed:\n%s", tail(body, 600))
 	}

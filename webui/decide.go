@@ -45,7 +45,7 @@ var decidePage = template.Must(template.New("decide").Parse(`<!doctype html>
 <style>body{font-family:sans-serif;max-width:44em;margin:1em 2em}input,textarea{width:100%;padding:.3em;margin:.2em 0 .6em}
 button{margin:.2em .4em .2em 0;padding:.4em 1em}#result{padding:.6em;margin:1em 0;border:1px solid #080;background:#efe}#refused{padding:.6em;margin:1em 0;border:1px solid #b00;background:#fee}</style></head>
 <body><p><a href="/namespaces/{{.Namespace}}/workflows/{{.Execution}}">{{.Execution}}</a> · step <b>{{.Step}}</b> · <span id="status">{{.Status}}</span> · signed in as {{.User}}</p>
-{{if .Result}}<p id="result">{{.Result}}</p>{{end}}{{if .Refused}}<p id="refused">{{.Refused}}</p>{{end}}
+{{if .Result}}<p id="result">{{.Result}}</p>{{end}}{{if .Refused}}<p id="refused">{{.Refused}}</p>{{end}}{{if .Unread}}<p id="unread">{{.Unread}}</p>{{end}}
 {{if .Approval}}<h1>Approval</h1><p id="message">{{.Approval.Message}}</p>
 <p>Approver groups: {{range $i, $g := .Approval.UserGroups}}{{if $i}}, {{end}}{{$g}}{{end}} · {{.Approval.Approvals}} of {{.Approval.MinimumCount}} approvals</p>
 <form method="post">{{range .Approval.Inputs}}<label>{{.}}<input name="input.{{.}}" id="input-{{.}}"></label>{{end}}
@@ -103,15 +103,25 @@ func (d Decisions) handler(namespace string) http.Handler {
 			}
 		}
 		tree, err := d.Starter.Tree(r.Context(), execution)
-		if err != nil && !errors.Is(err, starter.ErrNotFound) {
-			http.Error(w, "read execution "+execution+": "+err.Error(), http.StatusBadGateway)
-			return
-		}
 		var n *workflows.Node
 		if tree != nil {
 			n = tree.Find(step)
 		}
-		if n == nil {
+		if (err != nil && !errors.Is(err, starter.ErrNotFound)) || n == nil {
+			if r.Method == http.MethodPost {
+				// The decision was sent: its outcome is the answer, even when the execution
+				// cannot be read just after it (a stage that the decision ended has left the
+				// pipeline's tree until the pipeline records its result).
+				data["Unread"] = "the step cannot be read just now; reload the execution's page to see where it is"
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				w.Header().Set("Cache-Control", "no-store")
+				_ = decidePage.Execute(w, data)
+				return
+			}
+			if err != nil && !errors.Is(err, starter.ErrNotFound) {
+				http.Error(w, "read execution "+execution+": "+err.Error(), http.StatusBadGateway)
+				return
+			}
 			http.Error(w, "execution "+execution+" has no step "+step+" running", http.StatusNotFound)
 			return
 		}
