@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"runtime"
@@ -61,5 +63,48 @@ func TestAPIRefusesAliasBombs(t *testing.T) {
 		if allocated > 32<<20 {
 			t.Errorf("%d levels: %d MiB allocated while refusing it", levels, allocated>>20)
 		}
+	}
+}
+
+// A webhook body that is valid JSON nested 100,000 levels deep (under the 1 MiB body limit) is
+// refused as an invalid payload at once, with a bounded allocation: decoding stops at a depth
+// limit instead of recursing through it.
+func TestWebhookRefusesDeepJSON(t *testing.T) {
+	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter}))
+	defer srv.Close()
+	const depth = 100_000
+	for name, body := range map[string]string{
+		"arrays":  strings.Repeat("[", depth) + strings.Repeat("]", depth),
+		"objects": strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth),
+	} {
+		t.Run(name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			start := time.Now()
+			req, _ := http.NewRequest("POST", srv.URL+"/api/v1/webhooks/github", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-GitHub-Event", "push")
+			req.Header.Set("X-GitHub-Delivery", "deep-"+name)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			took := time.Since(start)
+			runtime.ReadMemStats(&after)
+			allocated := after.TotalAlloc - before.TotalAlloc
+			t.Logf("%s, %d bytes: %d in %s, %.1f MiB allocated meanwhile: %s", name, len(body), resp.StatusCode, took, float64(allocated)/(1<<20), answer)
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(answer), "invalid-payload") {
+				t.Errorf("%d %s", resp.StatusCode, answer)
+			}
+			if took > 5*time.Second {
+				t.Errorf("refused after %s", took)
+			}
+			if allocated > 64<<20 {
+				t.Errorf("%d MiB allocated for a %d byte body", allocated>>20, len(body))
+			}
+		})
 	}
 }

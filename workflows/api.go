@@ -122,6 +122,10 @@ const (
 	// changeTicketLocalRead: a TicketWait whose reads no delegate selectors route reads its
 	// ticket as a local activity, and every TicketWait paces its reads from when each was due.
 	changeTicketLocalRead = "ticket-local-read"
+	// changeStopConfirmed: an aborted or expired step that heartbeats ends only once its
+	// activity reports its processes dead, or its worker is known gone (heartbeat timeout),
+	// so the locks its stage holds are released after the step stopped, never before.
+	changeStopConfirmed = "stop-confirmed"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients

@@ -120,6 +120,7 @@ type stageRun struct {
 	activeSteps      int                                     // step activities running now (MaxRunningSteps)
 	barriers         map[string]string                       // barrier ref → outcome, as the pipeline reported it
 	fastVersion      *workflow.Version                       // changeFastPath, read at the first eligible step
+	stopVersion      *workflow.Version                       // changeStopConfirmed, read at the first heartbeating step
 	fastUnflushed    time.Duration                           // fast-path step time not yet persisted in history
 	fastTask         int                                     // history length when those steps ran
 	signals          []workflow.Future                       // signals sent to other workflows, for settle

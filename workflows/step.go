@@ -304,6 +304,7 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 	tr := traitsOf(n)
 	if tr.Heartbeat {
 		ao.HeartbeatTimeout = set.HeartbeatTimeout
+		ao.WaitForCancellation = s.confirmsStop(ctx)
 	}
 	selectors := n.Selectors
 	if len(selectors) == 0 && deploy != nil && deploy.Aws != nil {
@@ -356,7 +357,11 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		// The UI reads the live tree between workflow tasks: show the step running (and link
 		// its log) while it does. A fast-path step ends within the task it started in.
 		s.publish(ctx)
-		err = workflow.ExecuteActivity(workflow.WithActivityOptions(actx, ao), activity, in).Get(ctx, &res)
+		f := workflow.ExecuteActivity(workflow.WithActivityOptions(actx, ao), activity, in)
+		if ao.WaitForCancellation {
+			s.showStopping(ctx, t, f)
+		}
+		err = f.Get(ctx, &res)
 	}
 	if res.Worker != "" {
 		t.Worker = res.Worker
@@ -385,6 +390,31 @@ func (s *stageRun) callActivity(ctx workflow.Context, n *plan.Node, t *Node, spe
 		return contract.Details(err).Outputs, f
 	}
 	return res.Outputs, nil
+}
+
+// confirmsStop reports whether this stage's heartbeating steps end, when aborted or expired,
+// only once their activity confirmed it stopped (changeStopConfirmed).
+func (s *stageRun) confirmsStop(ctx workflow.Context) bool {
+	if s.stopVersion == nil {
+		v := workflow.GetVersion(ctx, changeStopConfirmed, workflow.DefaultVersion, 1)
+		s.stopVersion = &v
+	}
+	return *s.stopVersion == 1
+}
+
+// showStopping waits until the step's activity ends or the step is cancelled; cancelled first,
+// the step shows DISCONTINUING while its activity kills its processes (or its worker is found
+// gone), which the caller then waits for.
+func (s *stageRun) showStopping(ctx workflow.Context, t *Node, f workflow.Future) {
+	cancelled := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(f, func(workflow.Future) {})
+	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { cancelled = true })
+	sel.Select(ctx)
+	if cancelled && !f.IsReady() {
+		t.Status = status.Discontinuing
+		s.publish(ctx)
+	}
 }
 
 // fastPath decides whether a step runs as a local activity on this stage's worker: ShellScript

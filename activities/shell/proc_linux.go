@@ -3,6 +3,8 @@ package shell
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -69,4 +71,48 @@ func emptyWorkspace(dir string) bool {
 		off += reclen
 	}
 	return n > 0
+}
+
+// groupRuns reports whether a process of group pgid can still run: one that is neither gone
+// nor a zombie. kill(-pgid, 0) alone cannot tell, since a killed process stays in its group
+// until its parent reaps it; so the processes found are read from /proc.
+func groupRuns(pgid int) bool {
+	if syscall.Kill(-pgid, 0) == syscall.ESRCH {
+		return false
+	}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return true
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var buf [512]byte
+	for _, n := range names {
+		if n[0] < '0' || n[0] > '9' {
+			continue
+		}
+		fd, err := unix.Open("/proc/"+n+"/stat", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // ended meanwhile
+		}
+		k, _ := unix.Read(fd, buf[:])
+		_ = unix.Close(fd)
+		if k <= 0 {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		stat := buf[:k]
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := bytes.Fields(stat[i+1:])
+		if len(f) < 3 || f[0][0] == 'Z' || f[0][0] == 'X' {
+			continue
+		}
+		if g, err := strconv.Atoi(string(f[2])); err == nil && g == pgid {
+			return true
+		}
+	}
+	return false
 }

@@ -36,3 +36,6 @@ func emptyWorkspace(dir string) bool {
 	_, err = d.Readdirnames(1)
 	return err == io.EOF
 }
+
+// groupRuns reports whether a process of group pgid is left (zombies not told apart).
+func groupRuns(pgid int) bool { return syscall.Kill(-pgid, 0) != syscall.ESRCH }

@@ -217,18 +217,31 @@ const (
 // that is a wrapper that sources the script and then records them (outputTail). Without output
 // variables the script runs as it is.
 func writeScripts(dir, script string, outs []string) (string, error) {
+	if len(outs) == 0 {
+		script = lifelineWatcher + script // the entry starts the watcher
+	}
 	if err := os.WriteFile(filepath.Join(dir, userScript), []byte(script), 0o600); err != nil {
 		return "", fmt.Errorf("write step script: %w", err)
 	}
 	if len(outs) == 0 {
 		return userScript, nil
 	}
-	w := ". \"$GANTRY_STEP_DIR/" + userScript + "\"\n" + outputTail(outs)
+	w := lifelineWatcher + ". \"$GANTRY_STEP_DIR/" + userScript + "\"\n" + outputTail(outs)
 	if err := os.WriteFile(filepath.Join(dir, wrapper), []byte(w), 0o600); err != nil {
 		return "", fmt.Errorf("write step script: %w", err)
 	}
 	return wrapper, nil
 }
+
+// lifelineWatcher starts, on the first line of a step that runs in a shell of its own (so the
+// script's line numbers do not move), a watcher in the step's process group that kills the
+// group when the worker dies: it waits on the lifeline (fd 3), where a line means the step
+// ended and end of file means the worker is gone. Pdeathsig ends only the shell itself, and a
+// script's children (a migration, a sleep) must not go on running unwatched while the stage
+// that held their lock moves on. It is started from a subshell that exits at once, so it is no
+// job of the script's shell (a bare `wait` would wait for it). Signals the step sends its own
+// group (`kill 0`) do not end it: a trapped signal interrupts read, which is read again.
+const lifelineWatcher = `( ( trap 's=1' HUP INT TERM USR1 USR2 ALRM; while :; do s=; read -r l <&3 && exit 0; [ -n "$s" ] || kill -9 0; done ) </dev/null >/dev/null 2>&1 & ); exec 3<&-; `
 
 // outputTail records the output variables from the shell that ran the script, so they need no
 // export. An explicit `exit` in the script ends the shell before that: outputs are then not
@@ -441,6 +454,16 @@ func (s *Scripts) execute(ctx context.Context, st step, out *os.File) (int, erro
 		cmd.Env = append(cmd.Env, n+"="+st.values[i])
 	}
 	cmd.Env = append(cmd.Env, "GANTRY_STEP_DIR="+st.dir)
+	lifeline, keep, err := os.Pipe()
+	if err != nil {
+		return 0, fmt.Errorf("%w: lifeline: %v", errWorkspace, err)
+	}
+	defer func() {
+		_, _ = keep.WriteString("q\n") // the step ended: its watcher leaves quietly
+		_ = keep.Close()
+	}()
+	defer lifeline.Close()
+	cmd.ExtraFiles = []*os.File{lifeline}
 	cmd.SysProcAttr = procAttr()
 	// Kill the whole group: a script's children (sleep, curl, ...) must not outlive the step.
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
@@ -450,6 +473,11 @@ func (s *Scripts) execute(ctx context.Context, st step, out *os.File) (int, erro
 		cmd.Stdin = null // saves opening /dev/null for every step
 	}
 	err = cmd.Run()
+	if ctx.Err() != nil && cmd.Process != nil {
+		if err := awaitStopped(cmd.Process.Pid); err != nil {
+			_, _ = out.WriteString("gantry: " + err.Error() + "\n")
+		}
+	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return exit.ExitCode(), nil
