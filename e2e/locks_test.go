@@ -441,16 +441,9 @@ func TestResourceConstraintWorkerSIGKILL(t *testing.T) {
 	queue := "lock-kill-test"
 	data := filepath.Join(t.TempDir(), "data")
 	first := gantryWorker(t, bin, queue, data)
-	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	start := func(file string) starter.Execution {
-		exec, err := s.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return exec
-	}
+	s, start := queueStarter(t, ctx, queue)
 	a := start(r.deployPipeline(t, "rc_kill_a", true))
 	r.waitMark(t, "start", a.ID)
 	b := start(r.deployPipeline(t, "rc_kill_b", false))
@@ -576,5 +569,19 @@ func TestLockManyWaiters(t *testing.T) {
 	st := lockState(t, workflows.LockID(workflows.LockQueue, key))
 	if st.Holder != nil || len(st.Queue) != 0 || st.Grants != int64(n) {
 		t.Errorf("lock after all ended: holder %v, %d queued, %d grants (want %d)", st.Holder, len(st.Queue), st.Grants, n)
+	}
+}
+
+// queueStarter starts executions on a task queue of their own (served by a gantry worker the
+// test kills), with a 2 s heartbeat timeout so that a killed worker is soon known gone.
+func queueStarter(t *testing.T, ctx context.Context, queue string) (*starter.Starter, func(file string) starter.Execution) {
+	s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
+	return s, func(file string) starter.Execution {
+		t.Helper()
+		exec, err := s.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return exec
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -123,16 +122,9 @@ func TestQueueHolderStopsBeforeTheWaiterStarts(t *testing.T) {
 		queue := "stop-kill-test"
 		data := filepath.Join(t.TempDir(), "data")
 		first := gantryWorker(t, env.gantry, queue, data)
-		s := &starter.Starter{Client: env.client, Internal: env.internal, TaskQueue: queue}
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		start := func(file string) starter.Execution {
-			exec, err := s.Start(ctx, loadRun(t, file), workflows.Trigger{Type: "MANUAL"}, workflows.Settings{HeartbeatTimeout: 2 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return exec
-		}
+		s, start := queueStarter(t, ctx, queue)
 		// The holder's step runs 10 s an attempt: the attempt on the killed worker, then one on
 		// the next worker, which times out and fails the stage.
 		a := start(r.tickingPipeline(t, "stop_kill_a", key, "10s"))
