@@ -202,9 +202,7 @@ func (f *forkServer) run(ctx context.Context, body string, out *os.File) (code i
 	if err != nil || ctx.Err() != nil {
 		code = -1
 		f.kill() // killed (timeout, abort, `kill -9 0`) or gone: nothing of it may go on running
-		if err := awaitStopped(int(f.step.Load()), f.cmd.Process.Pid); err != nil {
-			_, _ = out.WriteString("gantry: " + err.Error() + "\n")
-		}
+		awaitStopped(out, int(f.step.Load()), f.cmd.Process.Pid)
 	}
 	unread, ierr := unreadBytes(br)
 	return code, ierr == nil && unread < len(body), nil

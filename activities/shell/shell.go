@@ -474,9 +474,7 @@ func (s *Scripts) execute(ctx context.Context, st step, out *os.File) (int, erro
 	}
 	err = cmd.Run()
 	if ctx.Err() != nil && cmd.Process != nil {
-		if err := awaitStopped(cmd.Process.Pid); err != nil {
-			_, _ = out.WriteString("gantry: " + err.Error() + "\n")
-		}
+		awaitStopped(out, cmd.Process.Pid)
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {

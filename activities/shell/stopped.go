@@ -2,6 +2,7 @@ package shell
 
 import (
 	"fmt"
+	"os"
 	"time"
 )
 
@@ -12,8 +13,15 @@ const stopWait = 10 * time.Second
 
 // awaitStopped waits until no process of the groups can run any more: a step that was killed
 // returns only then, so that whatever its stage held (a Queue key, an infrastructure) is
-// released after it stopped, never while it still runs.
-func awaitStopped(groups ...int) error {
+// released after it stopped, never while it still runs. What is still running past stopWait
+// is said in the step's output.
+func awaitStopped(out *os.File, groups ...int) {
+	if err := groupsGone(groups); err != nil {
+		_, _ = out.WriteString("gantry: " + err.Error() + "\n")
+	}
+}
+
+func groupsGone(groups []int) error {
 	deadline := time.Now().Add(stopWait)
 	for _, g := range groups {
 		if g <= 0 {
