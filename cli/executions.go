@@ -145,6 +145,7 @@ func serverCmd() *cobra.Command {
 	var uiListen string
 	var uiGroups []string
 	var oidc oidcFlags
+	var limits workflows.Settings
 	runWorker := true
 	cmd := &cobra.Command{
 		Use:   "server",
@@ -181,7 +182,8 @@ their token to see encrypted payloads in plain text.`,
 				identityFile = filepath.Join(conn.dataDir, "users.yaml")
 			}
 			api := server.New(server.Options{SSO: idp, Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Strict: strict, BuildInfra: &buildInfra, Log: log,
-				Secrets: e.secrets, Logs: e.logs, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies})
+				Secrets: e.secrets, Logs: e.logs, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies,
+				Settings: workflows.Settings{MaxRunning: limits.MaxRunning, MaxRunningPerPipeline: limits.MaxRunningPerPipeline}})
 			for _, w := range api.AccessWarnings() {
 				log.Warn(w, zap.String("identityFile", identityFile))
 			}
@@ -225,6 +227,8 @@ their token to see encrypted payloads in plain text.`,
 	strictFlag(cmd, &strict)
 	buildInfraFlags(cmd, &buildInfra)
 	cmd.Flags().StringVar(&identityFile, "identity", "", "identity file (default DATA_DIR/users.yaml)")
+	cmd.Flags().IntVar(&limits.MaxRunning, "max-running", envInt("GANTRY_MAX_RUNNING"), "most executions started through this server that run at once; further ones wait QUEUED, in order (0: no limit; env GANTRY_MAX_RUNNING)")
+	cmd.Flags().IntVar(&limits.MaxRunningPerPipeline, "max-running-per-pipeline", envInt("GANTRY_MAX_RUNNING_PER_PIPELINE"), "most executions of one pipeline that run at once; further ones wait QUEUED, in order (0: no limit; env GANTRY_MAX_RUNNING_PER_PIPELINE)")
 	cmd.Flags().BoolVar(&runWorker, "run-worker", true, "also run pipelines and steps in this process; false makes it an API tier in front of separate `gantry worker`s (needs --address)")
 	conn.add(cmd)
 	longRunning(cmd)

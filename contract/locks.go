@@ -60,6 +60,9 @@ type LockRequest struct {
 	// Check is how often the lock checks that its holder runs (0: DefaultLockCheck), set by the
 	// worker that starts the lock.
 	Check time.Duration `json:"check,omitempty"`
+	// Capacity is how many tickets the lock grants at once (0 or 1: one), for a concurrency
+	// limit; the latest request's capacity applies.
+	Capacity int `json:"capacity,omitempty"`
 }
 
 // LockTicket names a ticket of a lock, to release it.
@@ -92,6 +95,10 @@ type LockState struct {
 	Holder *LockRequest  `json:"holder,omitempty"`
 	Since  time.Time     `json:"since,omitempty"` // when the holder got it
 	Queue  []LockRequest `json:"queue,omitempty"`
+	// Capacity is how many tickets it grants at once (0 or 1: one); Others are the holders
+	// besides Holder, in the order they were granted.
+	Capacity int           `json:"capacity,omitempty"`
+	Others   []LockRequest `json:"others,omitempty"`
 	// Done are the tickets released lately, oldest first: a request repeated after its release
 	// is not queued again.
 	Done []string `json:"done,omitempty"`

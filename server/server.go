@@ -709,6 +709,10 @@ func (s *Server) callErr(w http.ResponseWriter, err error) {
 }
 
 func (s *Server) internal(w http.ResponseWriter, what string, err error) {
+	if errors.Is(err, starter.ErrTooLarge) { // the caller's input, not the engine
+		fail(w, http.StatusUnprocessableEntity, "too-large", "%s refused: %v", what, err)
+		return
+	}
 	s.o.Log.Error("API call failed", zap.String("operation", what), zap.Error(err))
 	fail(w, http.StatusBadGateway, "engine", "%s failed: %v", what, err)
 }

@@ -193,7 +193,7 @@ func (s *Starter) executionAudit(ctx context.Context, c client.Client, id, runID
 			}
 		case enumspb.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED:
 			a := ev.GetChildWorkflowExecutionStartedEventAttributes()
-			if name := a.GetWorkflowType().GetName(); name == workflows.StageName || name == workflows.StageBatchName {
+			if name := a.GetWorkflowType().GetName(); name == workflows.StageName || name == workflows.StageBatchName || name == workflows.SegmentName {
 				children = append(children, a.GetWorkflowExecution().GetWorkflowId()+"\x00"+a.GetWorkflowExecution().GetRunId())
 			}
 		}

@@ -6,6 +6,7 @@ package starter
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -87,6 +88,9 @@ func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 		trig.Type = "MANUAL"
 	}
 	set.NoFastPath = set.NoFastPath || s.NoFastPath
+	if err := fitsInput(workflows.PipelineInput{Plan: p, Trigger: trig, Settings: set, Resume: resume}); err != nil {
+		return Execution{}, fmt.Errorf("start pipeline %s: %w", p.Identifier, err)
+	}
 	seq, bound, err := s.nextSequence(ctx, p.Identifier, key)
 	if err != nil {
 		return Execution{}, err
@@ -107,6 +111,25 @@ func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 	return Execution{ID: id, RunID: run.GetRunID(), SequenceID: seq}, nil
 }
 
+// ErrTooLarge says an execution's input cannot be a Temporal payload: nothing started.
+var ErrTooLarge = errors.New("too large to run")
+
+// InputLimit is the most bytes an execution's input may take: Temporal refuses payloads over
+// 2 MiB (its default blob size limit), and the codec's envelope needs a little room.
+const InputLimit = 2<<20 - 16<<10
+
+// fitsInput refuses an input Temporal would refuse, before a number is taken for it.
+func fitsInput(in workflows.PipelineInput) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encode the execution's input: %w", err)
+	}
+	if len(b) > InputLimit {
+		return fmt.Errorf("%w: the compiled pipeline, its trigger and inputs take %d bytes, over the %d-byte limit of one Temporal payload; split it into chained pipelines (a Pipeline stage) or move large values to files", ErrTooLarge, len(b), InputLimit)
+	}
+	return nil
+}
+
 // StartOptions are the options an execution of p starts with: its ID, search attributes (extra
 // ones added) and the summary and details the Temporal UI shows.
 func StartOptions(p *plan.Plan, id, taskQueue string, seq int64, trigger string, extra ...temporal.SearchAttributeUpdate) client.StartWorkflowOptions {
@@ -125,15 +148,27 @@ func StartOptions(p *plan.Plan, id, taskQueue string, seq int64, trigger string,
 	}
 }
 
+// detailStages is the most stages the static details list: they stay small for any pipeline.
+const detailStages = 100
+
 // details is the execution's static details in the Temporal UI (markdown).
 func details(p *plan.Plan) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Pipeline `%s` from `%s`.\n\nStages:\n", p.Identifier, p.File)
+	listed, more := 0, 0
 	plan.Walk(p.Stages, nil, func(n *plan.Node, path []string) {
-		if n.Kind == plan.KindStage {
+		switch {
+		case n.Kind != plan.KindStage:
+		case listed < detailStages:
 			fmt.Fprintf(&b, "- `%s` (%s)\n", n.ID, n.Type)
+			listed++
+		default:
+			more++
 		}
 	})
+	if more > 0 {
+		fmt.Fprintf(&b, "- and %d more\n", more)
+	}
 	return b.String()
 }
 
@@ -177,16 +212,23 @@ func (s *Starter) Tree(ctx context.Context, executionID string) (*workflows.Node
 		return nil, err
 	}
 	liveStatus(tree)
+	s.queuePlace(ctx, executionID, tree)
 	return tree, nil
 }
 
-// Complete replaces the batch placeholders of big loops (Node.Source) by the iterations their
-// batch workflows ran (from the result of a closed batch, the live tree of a running one), so
-// callers always see every node.
+// Complete replaces the placeholders of big loops' batches and long pipelines' segments
+// (Node.Source) by the nodes their workflows ran (from the result of a closed one, the live
+// tree of a running one), so callers always see every node.
 func (s *Starter) Complete(ctx context.Context, executionID string, tree *workflows.Node) error {
+	return s.expand(ctx, tree, nil)
+}
+
+// expand is Complete that also gathers the stage data of closed segments into stages (nil:
+// not wanted).
+func (s *Starter) expand(ctx context.Context, tree *workflows.Node, stages map[string]any) error {
 	var err error
 	tree.Walk(func(n *workflows.Node) {
-		if err != nil || n.Kind != "strategy" || !hasBatches(n) {
+		if err != nil || !hasBatches(n) {
 			return
 		}
 		var kids []*workflows.Node
@@ -195,15 +237,20 @@ func (s *Starter) Complete(ctx context.Context, executionID string, tree *workfl
 				kids = append(kids, c)
 				continue
 			}
-			var part *workflows.Node
-			if part, err = s.batchTree(ctx, c.Source); err != nil {
+			var part *workflows.StageResult
+			if part, err = s.batchResult(ctx, c.Source); err != nil {
 				return
 			}
-			if part == nil { // not started yet
+			if part == nil || part.Tree == nil { // not started yet
 				kids = append(kids, c)
 				continue
 			}
-			kids = append(kids, part.Children...)
+			kids = append(kids, part.Tree.Children...)
+			if c.Kind == "segment" && stages != nil {
+				for id, d := range part.Data {
+					stages[id] = d
+				}
+			}
 		}
 		n.Children = kids
 	})
@@ -219,8 +266,8 @@ func hasBatches(n *workflows.Node) bool {
 	return false
 }
 
-// batchTree returns a batch workflow's iterations: its result once closed, else its live tree.
-func (s *Starter) batchTree(ctx context.Context, id string) (*workflows.Node, error) {
+// batchResult returns a batch or segment workflow's result once closed, else its live tree.
+func (s *Starter) batchResult(ctx context.Context, id string) (*workflows.StageResult, error) {
 	desc, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
 	if err != nil {
 		var nf *serviceerror.NotFound
@@ -232,13 +279,13 @@ func (s *Starter) batchTree(ctx context.Context, id string) (*workflows.Node, er
 	if desc.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
 		var t *workflows.Node
 		err := query(ctx, s.Client, id, &t)
-		return t, err
+		return &workflows.StageResult{Tree: t}, err
 	}
 	var res workflows.StageResult
 	if err := workflows.ResultFrom(s.Client.GetWorkflow(ctx, id, "").Get(ctx, &res), &res); err != nil {
 		return nil, fmt.Errorf("batch %s: %w", id, err)
 	}
-	return res.Tree, nil
+	return &res, nil
 }
 
 // liveStatus sets each running container's status to the live roll-up of its children (spec
@@ -267,8 +314,9 @@ func query(ctx context.Context, c client.Client, id string, out **workflows.Node
 	return v.Get(out)
 }
 
-// Result waits for an execution to close and returns its result. A workflow that failed,
-// was terminated or timed out as a whole returns an error.
+// Result waits for an execution to close and returns its result, the stages its segments ran
+// included (a long pipeline's result holds placeholders). A workflow that failed, was
+// terminated or timed out as a whole returns an error.
 func (s *Starter) Result(ctx context.Context, executionID string) (*workflows.PipelineResult, error) {
 	var res workflows.PipelineResult
 	if err := workflows.ResultFrom(s.Client.GetWorkflow(ctx, executionID, "").Get(ctx, &res), &res); err != nil {
@@ -276,9 +324,28 @@ func (s *Starter) Result(ctx context.Context, executionID string) (*workflows.Pi
 		if errors.As(err, &canceled) {
 			return &workflows.PipelineResult{Status: status.Aborted}, nil
 		}
+		var terminated *temporal.TerminatedError
+		var timedOut *temporal.TimeoutError
+		if errors.As(err, &terminated) || errors.As(err, &timedOut) {
+			return s.endedByTemporal(ctx, executionID), nil
+		}
 		return nil, fmt.Errorf("execution %s: %w", executionID, err)
 	}
+	if res.Tree != nil && hasSegments(res.Tree) {
+		if res.Stages == nil {
+			res.Stages = map[string]any{}
+		}
+		if err := s.expand(ctx, res.Tree, res.Stages); err != nil {
+			return nil, fmt.Errorf("execution %s: %w", executionID, err)
+		}
+	}
 	return &res, nil
+}
+
+func hasSegments(tree *workflows.Node) bool {
+	found := false
+	tree.Walk(func(n *workflows.Node) { found = found || (n.Kind == "segment" && n.Source != "") })
+	return found
 }
 
 // Summary is one execution in a listing.
@@ -290,6 +357,8 @@ type Summary struct {
 	User     string    `json:"user,omitempty"` // who started it by hand
 	Start    time.Time `json:"startedAt"`
 	End      time.Time `json:"endedAt,omitzero"`
+	// Reason says why Temporal, not the pipeline, ended the execution ("" when it finished).
+	Reason string `json:"reason,omitempty"`
 }
 
 // List returns recent pipeline executions, newest first. pipeline filters by identifier.
@@ -392,10 +461,29 @@ func summaryOf(e *workflowpb.WorkflowExecutionInfo) Summary {
 	if e.GetCloseTime() != nil {
 		sm.End = e.GetCloseTime().AsTime()
 	}
-	if e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING && e.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
-		sm.Status = strings.ToUpper(strings.TrimPrefix(e.GetStatus().String(), "WorkflowExecutionStatus"))
-	}
+	sm.Status, sm.Reason = listStatus(e.GetStatus(), status.Status(sm.Status))
 	return sm
+}
+
+// listStatus is an execution's status in Gantry's words: the one the pipeline recorded when it
+// finished, or, for a run Temporal ended before it could (terminated, timed out), ERRORED with
+// the reason.
+func listStatus(temporalStatus enumspb.WorkflowExecutionStatus, recorded status.Status) (string, string) {
+	switch temporalStatus {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+		return string(recorded), ""
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED:
+		return string(status.Errored), "terminated by Temporal"
+	case enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return string(status.Errored), "timed out in Temporal"
+	}
+	if recorded.Final() {
+		return string(recorded), ""
+	}
+	if temporalStatus == enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED {
+		return string(status.Aborted), "cancelled in Temporal"
+	}
+	return string(status.Errored), "the pipeline workflow " + strings.ToLower(strings.TrimPrefix(temporalStatus.String(), "WorkflowExecutionStatus"))
 }
 
 // ErrNotFound is wrapped by errors about executions that do not exist (or stopped running).
@@ -595,6 +683,15 @@ func (s *Starter) Retry(ctx context.Context, executionID, fromStage string, trig
 		d, _ := res.Stages[id].(map[string]any)
 		if n != nil {
 			resume.Stages[id] = workflows.StageCopy{Tree: n, Data: d}
+		}
+	}
+	if b, _ := json.Marshal(resume); len(b) > InputLimit/2 {
+		// A long pipeline's copies keep their outcome and data, not every step below them.
+		for id, c := range resume.Stages {
+			shallow := *c.Tree
+			shallow.Children = nil
+			c.Tree = &shallow
+			resume.Stages[id] = c
 		}
 	}
 	return s.start(ctx, in.Plan, trig, in.Settings, resume, "")

@@ -472,7 +472,7 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 		name string
 		fn   any
 	}{
-		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch},
+		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch}, {workflows.SegmentName, workflows.PipelineSegment},
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
 		{workflows.RefusalsName, workflows.Refusals}, {contract.ProvisionerName, workflows.Provisioner},
 		{contract.LockWorkflow, workflows.Lock}, {contract.FreezeWorkflow, workflows.GlobalFreeze},

@@ -126,6 +126,12 @@ const (
 	// activity reports its processes dead, or its worker is known gone (heartbeat timeout),
 	// so the locks its stage holds are released after the step stopped, never before.
 	changeStopConfirmed = "stop-confirmed"
+	// changeSegments: a pipeline of more than SegmentSize stages runs them in segment
+	// workflows (only such pipelines record it).
+	changeSegments = "segments"
+	// changeConcurrency: an execution started with a concurrency limit takes a place under it
+	// before anything runs (only such executions, which no earlier version started, record it).
+	changeConcurrency = "concurrency"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients
@@ -219,6 +225,14 @@ type Settings struct {
 	// LoopBatchSize is the most iterations of a loop one workflow runs (0: BatchSize); bigger
 	// loops run in batch workflows. Smaller batches trade more workflows for shorter histories.
 	LoopBatchSize int `json:"loopBatchSize,omitempty"`
+	// MaxRunning bounds the executions that run at once on the server (0: no limit), and
+	// MaxRunningPerPipeline those of each pipeline; further executions wait QUEUED, in the
+	// order they started, for a place.
+	MaxRunning            int `json:"maxRunning,omitempty"`
+	MaxRunningPerPipeline int `json:"maxRunningPerPipeline,omitempty"`
+	// SegmentSize is the most stages one workflow runs (0: SegmentSize); a longer pipeline
+	// runs its stages in segment workflows.
+	SegmentSize int `json:"segmentSize,omitempty"`
 	// Notify is the notification delivery retry schedule (zero: DefaultNotifySettings).
 	Notify NotifySettings `json:"notify,omitempty"`
 	// OverrideFreeze is the user whose override-freeze permission lets this execution deploy
@@ -243,6 +257,14 @@ func (s Settings) batchSize() int {
 		return s.LoopBatchSize
 	}
 	return BatchSize
+}
+
+// segmentSize is the pipeline segment size these settings ask for.
+func (s Settings) segmentSize() int {
+	if s.SegmentSize > 0 {
+		return s.SegmentSize
+	}
+	return SegmentSize
 }
 
 // parallelBatches is how many batches of a loop without maxConcurrency run at once: together

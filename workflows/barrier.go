@@ -134,6 +134,10 @@ func (b *barriers) set(ref, stage, state string) string {
 // a positive final status counts as arrived, EXPIRED as timed out, anything else as
 // abandoned). A stage that had arrived and then ended while the barrier stood gave up on it.
 func (p *pipelineRun) stageEnded(ctx workflow.Context, stage string, st status.Status) {
+	if p.segment {
+		p.reportToPipeline(ctx, SegmentSignal{Stage: stage, Status: st})
+		return
+	}
 	for _, ref := range p.barriers.refs[stage] {
 		if cur := p.barriers.positions[ref][stage]; cur != "" && cur != "arrived" {
 			continue

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -139,6 +140,7 @@ func (l *lockRun) loop(ctx, lctx workflow.Context, release workflow.ReceiveChann
 		switch {
 		case l.st.Holder != nil:
 			l.checkOwner(ctx, lctx)
+			l.checkOthers(ctx, lctx)
 		case len(l.st.Queue) == 0 && workflow.Now(ctx).Sub(active) >= lockIdle && workflow.AllHandlersFinished(ctx):
 			return nil // idle: the next acquire starts a new run
 		}
@@ -152,6 +154,35 @@ func (l *lockRun) checkOwner(ctx, lctx workflow.Context) {
 	if err := workflow.ExecuteLocalActivity(lctx, contract.LockOwnerClosed, l.st.Holder.Owner).Get(ctx, &closed); err == nil && closed {
 		l.release(l.st.Holder.Ticket)
 	}
+}
+
+// checkOthers releases the tickets of the other holders of a lock with room for several
+// (LockState.Capacity) whose owners have closed without releasing them.
+func (l *lockRun) checkOthers(ctx, lctx workflow.Context) {
+	for _, r := range slices.Clone(l.st.Others) {
+		var closed bool
+		if err := workflow.ExecuteLocalActivity(lctx, contract.LockOwnerClosed, r.Owner).Get(ctx, &closed); err == nil && closed {
+			l.release(r.Ticket)
+		}
+	}
+}
+
+// free reports whether the lock has room for another holder.
+func (l *lockRun) free() bool {
+	if l.st.Holder == nil {
+		return true
+	}
+	return 1+len(l.st.Others) < l.st.Capacity
+}
+
+// hold makes r a holder: the holder, or, on a lock with room for several, one of the others.
+func (l *lockRun) hold(ctx workflow.Context, r contract.LockRequest) {
+	if l.st.Holder == nil {
+		l.st.Holder, l.st.Since = &r, workflow.Now(ctx)
+	} else {
+		l.st.Others = append(l.st.Others, r)
+	}
+	l.st.Grants++
 }
 
 // lockRun is a lock workflow's state and the notices it owes.
@@ -188,11 +219,16 @@ func (l *lockRun) acquire(ctx workflow.Context, r contract.LockRequest) contract
 	if l.st.Key == "" {
 		l.st.Key = r.Key
 	}
+	if r.Capacity > 0 { // the latest request's word: a limit that changes applies from now
+		l.st.Capacity = r.Capacity
+	}
 	granted := contract.LockNotice{Lock: workflow.GetInfo(ctx).WorkflowExecution.ID, Ticket: r.Ticket, Granted: true}
 	switch {
 	case l.st.Holder != nil && l.st.Holder.Ticket == r.Ticket:
 		// The holder asks again (a pipeline-scoped ticket from its next stage): granted.
 		l.st.Holder.Notify = r.Notify
+		return granted
+	case slices.ContainsFunc(l.st.Others, func(o contract.LockRequest) bool { return o.Ticket == r.Ticket }):
 		return granted
 	case slices.Contains(l.st.Done, r.Ticket):
 		// Released already: a request repeated after its release takes nothing.
@@ -201,9 +237,8 @@ func (l *lockRun) acquire(ctx workflow.Context, r contract.LockRequest) contract
 	if i := slices.IndexFunc(l.st.Queue, func(q contract.LockRequest) bool { return q.Ticket == r.Ticket }); i >= 0 {
 		return contract.LockNotice{Lock: granted.Lock, Ticket: r.Ticket, Holder: l.holderName(), Ahead: i} // a repeat
 	}
-	if l.st.Holder == nil && len(l.st.Queue) == 0 {
-		l.st.Holder, l.st.Since = &r, workflow.Now(ctx)
-		l.st.Grants++
+	if l.free() && len(l.st.Queue) == 0 {
+		l.hold(ctx, r)
 		return granted
 	}
 	l.st.Queue = append(l.st.Queue, r)
@@ -220,6 +255,14 @@ func (l *lockRun) release(ticket string) {
 	}
 	if l.st.Holder != nil && l.st.Holder.Ticket == ticket {
 		l.st.Holder, l.moved = nil, true
+		if len(l.st.Others) > 0 { // the longest-standing other holder stands first
+			next := l.st.Others[0]
+			l.st.Holder, l.st.Others = &next, l.st.Others[1:]
+		}
+		return
+	}
+	if i := slices.IndexFunc(l.st.Others, func(o contract.LockRequest) bool { return o.Ticket == ticket }); i >= 0 {
+		l.st.Others, l.moved = slices.Delete(l.st.Others, i, i+1), true
 		return
 	}
 	if i := slices.IndexFunc(l.st.Queue, func(q contract.LockRequest) bool { return q.Ticket == ticket }); i >= 0 {
@@ -239,11 +282,11 @@ func (l *lockRun) owe(to contract.WorkflowRef, n contract.LockNotice, ticket str
 func (l *lockRun) settle(ctx workflow.Context) {
 	for {
 		granted := false
-		if l.st.Holder == nil && len(l.st.Queue) > 0 {
+		for l.free() && len(l.st.Queue) > 0 {
 			next := l.st.Queue[0]
 			l.st.Queue = l.st.Queue[1:]
-			l.st.Holder, l.st.Since, l.moved, granted = &next, workflow.Now(ctx), true, true
-			l.st.Grants++
+			l.hold(ctx, next)
+			l.moved, granted = true, true
 			l.owe(next.Notify, contract.LockNotice{Granted: true}, next.Ticket)
 		}
 		// The waiters hear of a new holder once its grant is delivered: a holder whose
@@ -288,8 +331,12 @@ func (l *lockRun) holderName() string {
 	if r == nil {
 		return ""
 	}
-	if r.Node == "" {
-		return r.Execution
+	name := r.Execution
+	if r.Node != "" {
+		name += " (" + r.Node + ")"
 	}
-	return r.Execution + " (" + r.Node + ")"
+	if n := len(l.st.Others); n > 0 {
+		name += fmt.Sprintf(" and %d more", n)
+	}
+	return name
 }

@@ -46,7 +46,10 @@ func newLockEnv(t *testing.T) *lockEnv {
 func (l *lockEnv) at(d time.Duration, fn func()) { l.env.RegisterDelayedCallback(fn, d) }
 
 // acquire sends who's request at d; its answer is recorded like a notice, with "(answer)".
-func (l *lockEnv) acquire(d time.Duration, who string) {
+func (l *lockEnv) acquire(d time.Duration, who string) { l.acquireOf(d, who, 0) }
+
+// acquireOf is acquire on a lock with room for capacity tickets at once.
+func (l *lockEnv) acquireOf(d time.Duration, who string, capacity int) {
 	l.at(d, func() {
 		l.env.UpdateWorkflow(contract.UpdateLockAcquire, fmt.Sprintf("%s@%s", who, d), &testsuite.TestUpdateCallback{
 			OnReject: func(err error) { l.notices = append(l.notices, who+": rejected "+err.Error()) },
@@ -59,7 +62,7 @@ func (l *lockEnv) acquire(d time.Duration, who string) {
 				l.notices = append(l.notices, noticeText(who, ns[0])+" (answer)")
 			},
 		}, []contract.LockRequest{{Lock: "L", Key: "k", Ticket: who + "#t", Execution: who,
-			Notify: contract.WorkflowRef{ID: who}, Owner: contract.WorkflowRef{ID: who}, Check: time.Minute}})
+			Notify: contract.WorkflowRef{ID: who}, Owner: contract.WorkflowRef{ID: who}, Check: time.Minute, Capacity: capacity}})
 	})
 }
 
@@ -143,6 +146,41 @@ func TestLockPassesOverClosedWorkflows(t *testing.T) {
 	}
 	// b's turn came after it closed: it was passed over, and c heard of nobody but a.
 	want := []string{"a: granted (answer)", "b: a+0 (answer)", "c: a+1 (answer)", "b: granted", "c: granted"}
+	if !slices.Equal(l.notices, want) {
+		t.Errorf("notices\n got %q\nwant %q", l.notices, want)
+	}
+}
+
+// A lock with room for two (a concurrency limit) grants two tickets at once and the next in
+// arrival order as each is released, whichever holder releases; a holder whose owner closed
+// without releasing is found at the check, whether it stands first or not.
+func TestLockWithCapacity(t *testing.T) {
+	l := newLockEnv(t)
+	for i, who := range []string{"a", "b", "c", "d", "e"} {
+		l.acquireOf(time.Duration(i+1)*time.Second, who, 2)
+	}
+	var mid contract.LockState
+	l.at(6*time.Second, func() { mid = l.state(t) })
+	l.release(7*time.Second, "b") // not the first holder
+	l.release(8*time.Second, "a")
+	l.at(9*time.Second, func() { l.closed["d"] = true }) // terminated while it holds
+	var late contract.LockState
+	l.at(2*time.Minute, func() { late = l.state(t) })
+	l.release(3*time.Minute, "c")
+	l.release(3*time.Minute+time.Second, "e")
+	l.env.ExecuteWorkflow(contract.LockWorkflow, contract.LockState{Key: "k"})
+	if mid.Holder == nil || mid.Holder.Execution != "a" || len(mid.Others) != 1 || mid.Others[0].Execution != "b" || len(mid.Queue) != 3 {
+		t.Errorf("with two held: %+v", mid)
+	}
+	if late.Holder == nil || late.Holder.Execution != "c" || len(late.Others) != 1 || late.Others[0].Execution != "e" || late.Grants != 5 {
+		t.Errorf("after d's owner closed: %+v", late)
+	}
+	want := []string{
+		"a: granted (answer)", "b: granted (answer)", "c: a and 1 more+0 (answer)", "d: a and 1 more+1 (answer)", "e: a and 1 more+2 (answer)",
+		"c: granted", "d: a and 1 more+0", "e: a and 1 more+1",
+		"d: granted", "e: c and 1 more+0",
+		"e: granted",
+	}
 	if !slices.Equal(l.notices, want) {
 		t.Errorf("notices\n got %q\nwant %q", l.notices, want)
 	}

@@ -175,6 +175,12 @@ func (p *pipelineRun) raise(ctx workflow.Context, ev contract.NotifyEvent, root 
 	if p.raiser == nil {
 		return
 	}
+	if p.segment { // the pipeline delivers, as for the stages
+		signalRaise(ctx, p.raiser, p.id, ev, root, fqn, func(ctx workflow.Context, id, name string, arg any) {
+			p.signals = append(p.signals, workflow.SignalExternalWorkflow(ctx, id, "", name, arg))
+		})
+		return
+	}
 	p.pullNotifications(ctx)
 	p.out.add(ctx, p.raiser.deliveries(ctx, ev, root, fqn))
 }

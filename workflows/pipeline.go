@@ -46,6 +46,10 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 	defer cancel()
 	// Bookkeeping after an abort or timeout still needs a live context.
 	final, _ := workflow.NewDisconnectedContext(ctx)
+	if !p.takeTurn(body) {
+		p.finish(final, status.Aborted)
+		return p.result(final, nil)
+	}
 	p.upsert(final, status.Running)
 	if err := renderVariables(in.Plan.Variables, child(p.data, "variables"), p.root, "pipeline"); err != nil {
 		p.tree.Failure = &contract.Failure{Category: contract.Unknown, Message: err.Error()}
@@ -62,8 +66,11 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 		}
 	}
 	resuming := in.Resume != nil
+	if units := p.segmentPlan(ctx); units != nil {
+		p.runSegments(body, units, resuming)
+	}
 	for i, n := range in.Plan.Stages {
-		if p.stopped(body) || p.rollback {
+		if p.segmented || p.stopped(body) || p.rollback {
 			break // a pipeline rollback replaces normal progression (spec 5.10.3)
 		}
 		if resuming && containsStage(n, in.Resume.FromStage) {
@@ -130,6 +137,7 @@ func (p *pipelineRun) result(ctx workflow.Context, stages map[string]any) (*Pipe
 	for _, h := range p.locks {
 		releaseLock(ctx, h.LockTicket)
 	}
+	p.giveBackTurns(ctx)
 	if p.out != nil {
 		p.pullNotifications(ctx) // what stages raised after the listener stopped (a cancellation)
 		p.out.close(ctx)
@@ -210,9 +218,17 @@ type pipelineRun struct {
 	out        *outbox                 // the deliveries on their way to the notifier
 	notes      workflow.ReceiveChannel // deliveries raised by stages
 	rollback   bool                    // a PipelineRollback action fired
-	paused     bool                    // a user paused the execution: no stage or step starts
-	aborted    bool
-	expired    bool
+	// A long pipeline runs its stages in segment workflows (see SegmentName): segmented is set
+	// on the pipeline then, segment on each segment's own run of this code.
+	segmented       bool
+	segment         bool
+	segmentsRunning []string              // segment workflows running, by ID
+	signals         []workflow.Future     // a segment's reports to its pipeline
+	pins            map[string]*Node      // what the Deployment stages of segments deployed
+	turns           []contract.LockTicket // places under concurrency limits (see takeTurn)
+	paused          bool                  // a user paused the execution: no stage or step starts
+	aborted         bool
+	expired         bool
 }
 
 func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
@@ -335,7 +351,7 @@ func (p *pipelineRun) liveWaiting() (status.Status, []WaitingNode) {
 	}
 	// Iterations of a batched stage loop: they run while their loop does.
 	for _, id := range sortedIDs(p.waiting) {
-		if base := p.loopOf[id]; base != "" && slices.Contains(p.running, base) {
+		if base := p.loopOf[id]; base != "" && (slices.Contains(p.running, base) || slices.Contains(p.segmentsRunning, base)) {
 			add(id)
 		}
 	}
@@ -380,17 +396,21 @@ func (p *pipelineRun) startTimer(ctx workflow.Context) error {
 	if p.in.Plan.Timeout == "" {
 		return nil
 	}
-	return afterTimeout(ctx, "pipeline", p.in.Plan.Timeout, expressions.NewScope(p.root, "pipeline"), func(ctx workflow.Context) {
-		p.expired = true
-		for _, id := range p.running {
-			if f := p.children[id]; f != nil { // a batched stage loop has no stage child
-				f.SignalChildWorkflow(ctx, signalExpire, nil)
-			}
+	return afterTimeout(ctx, "pipeline", p.in.Plan.Timeout, expressions.NewScope(p.root, "pipeline"), p.expireRunning)
+}
+
+// expireRunning ends the execution EXPIRED: its running stages, loop batches and segments
+// are told to expire.
+func (p *pipelineRun) expireRunning(ctx workflow.Context) {
+	p.expired = true
+	for _, id := range p.running {
+		if f := p.children[id]; f != nil { // a batched stage loop has no stage child
+			f.SignalChildWorkflow(ctx, signalExpire, nil)
 		}
-		for _, id := range sortedIDs(p.batchRuns) {
-			p.batchRuns[id].SignalChildWorkflow(ctx, signalExpire, nil)
-		}
-	})
+	}
+	for _, id := range sortedIDs(p.batchRuns) {
+		p.batchRuns[id].SignalChildWorkflow(ctx, signalExpire, nil)
+	}
 }
 
 func (p *pipelineRun) runElement(ctx workflow.Context, n *plan.Node, t *Node) {
@@ -459,6 +479,9 @@ func (p *pipelineRun) runStageLoop(ctx workflow.Context, n *plan.Node, t *Node) 
 		ids[i] = c.ID
 	}
 	p.barriers.expandLoop(n.ID, ids)
+	if p.segment {
+		p.reportToPipeline(ctx, SegmentSignal{Stage: n.ID, Iterations: ids})
+	}
 	if len(children) > p.in.Settings.batchSize() && workflow.GetVersion(ctx, changeStageBatches, workflow.DefaultVersion, 1) == 1 {
 		p.runStageBatches(ctx, n, t, lp, children)
 		end(loopStatus(t.Children))
@@ -525,11 +548,21 @@ func (p *pipelineRun) runOneStage(ctx workflow.Context, n *plan.Node, t *Node, r
 // passing every earlier stage to each of 500 stages would grow it quadratically; a stage can
 // only reach another stage's data through an expression naming it.
 func (p *pipelineRun) contextFor(n *plan.Node, root map[string]any) map[string]any {
+	return p.contextForNodes([]*plan.Node{n}, root)
+}
+
+// contextForNodes is the execution context for nodes that run together (a segment).
+func (p *pipelineRun) contextForNodes(nodes []*plan.Node, root map[string]any) map[string]any {
 	stages, _ := p.data["stages"].(map[string]any)
 	if len(stages) == 0 {
 		return root
 	}
-	text, _ := json.Marshal(n)
+	var text []byte
+	if len(nodes) == 1 {
+		text, _ = json.Marshal(nodes[0])
+	} else {
+		text, _ = json.Marshal(nodes)
+	}
 	kept := map[string]any{}
 	for _, id := range sortedKeys(stages) {
 		if strings.Contains(string(text), id) {
@@ -621,7 +654,11 @@ func (p *pipelineRun) runPipelineRollback(ctx workflow.Context) {
 			continue
 		}
 		// The rollback deploys from the commits the stage fetched, not the branches' heads.
-		if ran := p.tree.Find(n.ID); ran != nil && (len(ran.Manifests) > 0 || ran.Artifact != "") {
+		ran := p.tree.Find(n.ID)
+		if ran == nil {
+			ran = p.pins[n.ID] // a stage a segment ran
+		}
+		if ran != nil && (len(ran.Manifests) > 0 || ran.Artifact != "") {
 			pinned := *n
 			pinned.Deploy = n.Deploy.Pinned(ran.Manifests, ran.Artifact)
 			n = &pinned
@@ -664,6 +701,9 @@ func (p *pipelineRun) upsert(ctx workflow.Context, st status.Status) {
 // upsertStage sets GantryStage to the running stages, with other attributes in the same
 // command.
 func (p *pipelineRun) upsertStage(ctx workflow.Context, also ...temporal.SearchAttributeUpdate) {
+	if p.segment { // the execution's attributes are the pipeline's
+		return
+	}
 	cur := strings.Join(p.running, ",")
 	if cur == "" {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, append(also, AttrStage.ValueUnset())...)

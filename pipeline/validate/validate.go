@@ -132,6 +132,10 @@ func (c *checker) pipeline(p *pipeline.Pipeline) {
 	c.notificationRules(p.NotificationRules)
 }
 
+// MaxParallelStages is the most stages one parallel block may hold: the reference's limit on
+// stages run in parallel.
+const MaxParallelStages = 256
+
 func (c *checker) stageElement(e *pipeline.StageElement, index int, inParallel bool) {
 	if n := countKeys(e.Node, "stage", "parallel"); n != 1 {
 		c.diags.Errorf(c.pos(e.Node), "element", "a stages entry must have exactly one key, `stage` or `parallel`; found %d", n)
@@ -148,6 +152,10 @@ func (c *checker) stageElement(e *pipeline.StageElement, index int, inParallel b
 	}
 	if len(e.Parallel) == 0 {
 		c.diags.Errorf(c.pos(e.Node), "empty", "parallel block has no stages")
+	}
+	if len(e.Parallel) > MaxParallelStages {
+		c.diags.Errorf(c.pos(e.Node), "too-many-parallel", "parallel block has %d stages; the reference runs at most %d stages in parallel", len(e.Parallel), MaxParallelStages).
+			SetHint("split it into several parallel blocks one after the other, or run one stage with a matrix and maxConcurrency")
 	}
 	for i := range e.Parallel {
 		c.stageElement(&e.Parallel[i], index, true)
