@@ -198,6 +198,14 @@ func TestWebUIApproveFromTheGraph(t *testing.T) {
 	screenshot(t, b, "execution-approval")
 	inFrame(`d.contentDocument.getElementById("approve").click(); return "ok"`)
 	waitText(t, b, "✓ SUCCEEDED", "use")
+	// The approver still sees the outcome of the click once the graph has moved on.
+	var outcome string
+	for deadline := time.Now().Add(30 * time.Second); outcome == "" && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		_ = chromedp.Run(b, chromedp.Evaluate(`(() => { const d = document.getElementById("decide"); const o = d && d.contentDocument && d.contentDocument.getElementById("result"); return o ? o.textContent : ""; })()`, &outcome))
+	}
+	if !strings.Contains(outcome, "APPROVE recorded") {
+		t.Errorf("the decision's outcome beneath the graph after the step ended: %q", outcome)
+	}
 	var class string
 	if err := chromedp.Run(b, chromedp.Evaluate(`document.querySelector('.node[data-path="gate.gate"]').className`, &class)); err != nil || !strings.Contains(class, "s-SUCCEEDED") {
 		t.Errorf("the approval's node after the approval: %q %v", class, err)

@@ -411,11 +411,14 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
     info.replaceChildren.apply(info, parts);
     // The decision form and the log stay in place while the graph refreshes: a form being
     // filled in keeps what was typed, the log its scroll.
+    // A form stays once the step it was shown for has moved on: it shows the outcome of the
+    // decision that moved it, which a refresh of the graph may see first.
     var waiting = n.kind === "step" && /_WAITING$/.test(n.status) && n.status !== "RESOURCE_WAITING";
-    if (shown.decision !== (waiting ? n.path : "")) {
-      shown.decision = waiting ? n.path : "";
+    var form = waiting || shown.decision === n.path ? n.path : "";
+    if (shown.decision !== form) {
+      shown.decision = form;
       decision.replaceChildren();
-      if (waiting) {
+      if (form) {
         var f = el("iframe"); f.id = "decide"; f.title = "the decision " + label(n) + " waits for";
         f.src = decide + exec + "/" + n.path; f.style.cssText = "width:100%;height:26em;border:1px solid #8888";
         decision.append(f);
