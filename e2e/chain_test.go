@@ -124,6 +124,16 @@ func TestChainedPipelines(t *testing.T) {
 			t.Errorf("outputs %v", step.Outputs)
 		}
 	})
+	t.Run("under a limit of one", func(t *testing.T) {
+		// The child runs in its parent's place: it would wait for ever for one of its own.
+		exec, err := env.starter.Start(ctx, loadRun(t, chainFiles(t, "chain_limit", 0)), workflows.Trigger{Type: "MANUAL", User: "ann"}, workflows.Settings{MaxRunning: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res, err := env.starter.Result(ctx, exec.ID); err != nil || res.Status != status.Succeeded {
+			t.Fatalf("parent %s under a server-wide limit of one: %v %v", exec.ID, res, err)
+		}
+	})
 	t.Run("abort parent", func(t *testing.T) {
 		id := start(chainFiles(t, "chain_pa", 300))
 		child := childOf(id)

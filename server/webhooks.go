@@ -341,7 +341,7 @@ func (s *Server) SyncSchedules(ctx context.Context) error {
 			s.o.Log.Warn("cron trigger left out: its identity may not start its pipeline", zap.String("trigger", t.Identifier), zap.Error(err))
 			continue
 		}
-		c := starter.CronSchedule{Trigger: t.Identifier, Expression: spec.Value, Input: workflows.CronInput{Trigger: t.Identifier, Plan: res.Plan, User: actor}}
+		c := starter.CronSchedule{Trigger: t.Identifier, Expression: spec.Value, Input: workflows.CronInput{Trigger: t.Identifier, Plan: res.Plan, User: actor, Settings: s.o.Settings}}
 		if tz != nil {
 			c.TimeZone = tz.Value
 		}

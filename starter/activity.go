@@ -14,7 +14,7 @@ type StartActivity struct {
 
 // Run starts the pipeline at most once per key and returns the execution ID.
 func (a *StartActivity) Run(ctx context.Context, req workflows.StartRequest) (string, error) {
-	exec, _, err := a.Starter.StartOnce(ctx, req.Key, req.Plan, req.Trigger, workflows.Settings{})
+	exec, _, err := a.Starter.StartOnce(ctx, req.Key, req.Plan, req.Trigger, req.Settings)
 	if err != nil {
 		return "", err
 	}

@@ -24,6 +24,9 @@ type concurrencyLimit struct {
 // order it takes them: its pipeline's first, so an execution waiting for its pipeline's turn
 // holds no place of the server-wide limit.
 func (p *pipelineRun) concurrencyLimits() []concurrencyLimit {
+	if p.in.Parent != nil {
+		return nil // a chained execution runs in its parent's place: waiting for another could never end
+	}
 	var out []concurrencyLimit
 	if n := p.in.Settings.MaxRunningPerPipeline; n > 0 {
 		out = append(out, concurrencyLimit{"pipeline/" + p.in.Plan.Identifier, n})

@@ -23,6 +23,8 @@ type CronInput struct {
 	Plan    *plan.Plan `json:"plan"`
 	// User is the service identity the trigger acts as; "" names the trigger.
 	User string `json:"user,omitempty"`
+	// Settings are the server's settings for the executions it starts (its concurrency limits).
+	Settings Settings `json:"settings,omitzero"`
 }
 
 // BindActivity records an execution's idempotency key with its pipeline's sequence workflow
@@ -38,9 +40,10 @@ type BindRequest struct {
 
 // StartRequest asks StartActivity to start a pipeline at most once per key.
 type StartRequest struct {
-	Key     string     `json:"key"`
-	Plan    *plan.Plan `json:"plan"`
-	Trigger Trigger    `json:"trigger"`
+	Key      string     `json:"key"`
+	Plan     *plan.Plan `json:"plan"`
+	Trigger  Trigger    `json:"trigger"`
+	Settings Settings   `json:"settings,omitzero"`
 }
 
 // Cron starts one execution for one schedule fire; its workflow ID makes the start idempotent
@@ -58,8 +61,9 @@ func Cron(ctx workflow.Context, in CronInput) (string, error) {
 		user = "trigger " + in.Trigger
 	}
 	err := workflow.ExecuteActivity(ctx, StartActivity, StartRequest{
-		Key:  "cron/" + info.WorkflowExecution.ID,
-		Plan: in.Plan,
+		Key:      "cron/" + info.WorkflowExecution.ID,
+		Plan:     in.Plan,
+		Settings: in.Settings,
 		Trigger: Trigger{Type: "SCHEDULER_CRON", User: user,
 			Data: map[string]any{"type": "Scheduled", "identifier": in.Trigger}},
 	}).Get(ctx, &id)
