@@ -1,8 +1,13 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +185,109 @@ func TestRecordConcurrencyHistories(t *testing.T) {
 			t.Fatalf("%v %v", res, err)
 		}
 		recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), id)
+	}
+}
+
+// Many simultaneous starts of one pipeline with a concurrency limit (30 under a limit of 3;
+// `make stress` 10,000 under 10, GANTRY_STRESS_RUNNING and GANTRY_STRESS_RUNNING_LIMIT):
+// every execution runs exactly once, never more than the limit at a time, and the limit's
+// lock is empty afterwards.
+func TestConcurrencyLimitManyStarts(t *testing.T) {
+	n, limit := 30, 3
+	if v, err := strconv.Atoi(os.Getenv("GANTRY_STRESS_RUNNING")); err == nil && v > 0 {
+		n = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("GANTRY_STRESS_RUNNING_LIMIT")); err == nil && v > 0 {
+		limit = v
+	}
+	dir := t.TempDir()
+	marks := filepath.Join(dir, "marks")
+	id := "limited_many"
+	src := `pipeline:
+  name: ` + id + `
+  identifier: ` + id + `
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: work
+                  identifier: work
+                  timeout: 10m
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: 'echo "start <+pipeline.sequenceId> $(date +%s%N)" >> ` + marks + `; sleep 0.2; echo "end <+pipeline.sequenceId> $(date +%s%N)" >> ` + marks + `'}}
+`
+	p := compile(t, id+".yaml", []byte(src), load.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+	settings := workflows.Settings{MaxRunningPerPipeline: limit}
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, settings)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = exec.ID
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for _, id := range ids {
+		res, err := env.starter.Result(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != status.Succeeded {
+			t.Errorf("%s: %s", id, res.Status)
+		}
+	}
+	rig := &lockRig{marks: marks}
+	got := rig.read(t)
+	count := map[string]int{}
+	for _, m := range got {
+		count[m.what+" "+m.exec]++
+	}
+	if len(count) != 2*n {
+		t.Errorf("%d marks for %d executions, want a start and an end of each", len(count), n)
+	}
+	for k, c := range count {
+		if c != 1 {
+			t.Errorf("%s: %d times", k, c)
+		}
+	}
+	// The most steps running at any moment, from the marks in time order.
+	slices.SortFunc(got, func(a, b mark) int { return cmp.Compare(a.at, b.at) })
+	running, most := 0, 0
+	for _, m := range got {
+		if m.what == "start" {
+			running++
+		} else {
+			running--
+		}
+		most = max(most, running)
+	}
+	t.Logf("%d executions under a limit of %d: at most %d ran at once", n, limit, most)
+	if most > limit {
+		t.Errorf("%d executions ran at once under a limit of %d", most, limit)
+	}
+	st := lockState(t, workflows.LockID(workflows.LockConcurrency, "pipeline/"+id))
+	if len(st.Others) != 0 || st.Holder != nil || len(st.Queue) != 0 {
+		t.Errorf("the limit's lock after all ended: holder %v, %d others, %d queued", st.Holder, len(st.Others), len(st.Queue))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -90,7 +91,7 @@ func TestTopologyWorkerKillAndServerRestart(t *testing.T) {
 	}
 	logEnv := []string{"GANTRY_LOGS_BUCKET=gantry-logs/topology", "GANTRY_LOGS_ENDPOINT=" + logsS3.Endpoint, "GANTRY_LOGS_REGION=" + s3test.Region,
 		"GANTRY_LOGS_ACCESS_KEY_ID=" + s3test.AccessKey, "GANTRY_LOGS_SECRET_REF=logs_key", "GANTRY_SECRET_LOGS_KEY=" + s3test.SecretKey}
-	topo, bin := startTopology(t, logEnv...)
+	topo, bin := startTopology(t, append(logEnv, "GANTRY_MAX_RUNNING_PER_PIPELINE=1")...)
 	marks := t.TempDir()
 	token := addUser(t, bin, filepath.Join(topo.Dir, "server"))
 
@@ -148,13 +149,48 @@ func TestTopologyWorkerKillAndServerRestart(t *testing.T) {
 		t.Fatalf("the deploy step ran again in process %s, not on %s (%d)", second, survivor, pid)
 	}
 
-	// Restart Temporal while the approval waits; approve through the API tier afterwards.
+	// A second execution waits for the pipeline's one place (the server runs with
+	// GANTRY_MAX_RUNNING_PER_PIPELINE=1); its marks let it through once it runs.
 	waitFor(t, ctx, s, id, "sign_off.gate", status.ApprovalWaiting)
-	if err := topo.StopComponent("temporal", syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	marks2 := t.TempDir()
+	for _, f := range []string{"go-build", "go"} {
+		if err := os.WriteFile(filepath.Join(marks2, f), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := topo.StartComponent("temporal"); err != nil {
-		t.Fatal(err)
+	var queued struct {
+		ExecutionID string `json:"executionId"`
+	}
+	apiCall(t, topo.API, token, "POST", "/api/v1/executions", map[string]any{"yaml": topologyPipeline(marks2)}, http.StatusCreated, &queued)
+	for tree, _ := s.Tree(ctx, queued.ExecutionID); tree == nil || tree.Status != status.Queued || tree.Resource == nil || tree.Resource.Ahead != 0; tree, _ = s.Tree(ctx, queued.ExecutionID) {
+		if ctx.Err() != nil {
+			t.Fatalf("the second execution never queued: %+v", tree)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Restart Temporal and the API tier while the approval waits and the second execution is
+	// queued; approve through the API tier afterwards.
+	for _, c := range []string{"server", "temporal"} {
+		if err := topo.StopComponent(c, syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []string{"temporal", "server"} {
+		if err := topo.StartComponent(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The list reads Temporal's visibility, which may take a moment to answer again.
+	for listed := ""; listed != string(status.Queued); time.Sleep(100 * time.Millisecond) {
+		var page struct{ Executions []starter.Summary }
+		apiCall(t, topo.API, token, "GET", "/api/v1/executions?pipeline=topology", nil, http.StatusOK, &page)
+		if i := slices.IndexFunc(page.Executions, func(e starter.Summary) bool { return e.ID == queued.ExecutionID }); i >= 0 {
+			listed = page.Executions[i].Status
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("after the restarts the second execution is not listed QUEUED: %+v", page.Executions)
+		}
 	}
 	apiCall(t, topo.API, token, "POST", "/api/v1/executions/"+id+"/approve", map[string]any{"path": "sign_off.gate", "comments": "after restart"}, http.StatusOK, nil)
 
@@ -171,6 +207,15 @@ func TestTopologyWorkerKillAndServerRestart(t *testing.T) {
 	}
 	if runs := strings.Fields(readFile(filepath.Join(marks, "deploy"))); len(runs) != 2 {
 		t.Errorf("deploy step ran %d times, want 2 (the killed attempt and its retry): %v", len(runs), runs)
+	}
+	// The queued execution takes the place the first gave back, once.
+	waitFor(t, ctx, s, queued.ExecutionID, "sign_off.gate", status.ApprovalWaiting)
+	apiCall(t, topo.API, token, "POST", "/api/v1/executions/"+queued.ExecutionID+"/approve", map[string]any{"path": "sign_off.gate"}, http.StatusOK, nil)
+	if res, err := s.Result(ctx, queued.ExecutionID); err != nil || res.Status != status.Succeeded || !hasNote(res.Tree.Notes, "queued ") {
+		t.Fatalf("the execution queued across the restarts: %v %v", res, err)
+	}
+	if runs := strings.Fields(readFile(filepath.Join(marks2, "deploy"))); len(runs) != 1 {
+		t.Errorf("the queued execution's deploy step ran %d times, want 1", len(runs))
 	}
 
 	// The killed worker's attempt reaches the bucket when it starts again; then the API and
