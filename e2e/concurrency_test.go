@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
