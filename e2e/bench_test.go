@@ -244,3 +244,54 @@ func runSucceeds(b *testing.B, p *plan.Plan, timeout time.Duration) {
 		b.Fatalf("run %s: %v %v", exec.ID, err, res)
 	}
 }
+
+// stagesPlan is a pipeline of n plain one-step Custom stages, each exporting its number.
+func stagesPlan(b *testing.B, n int) *plan.Plan {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "pipeline:\n  name: stages%d\n  identifier: stages%d\n  stages:\n", n, n)
+	for i := range n {
+		fmt.Fprintf(&sb, "    - {stage: {name: s%d, identifier: s%d, type: Custom, spec: {execution: {steps: [{step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: 'V=%d'}}, outputVariables: [{name: v, type: String, value: V}]}}}]}}}}\n", i, i, i)
+	}
+	r := load.Bytes("stages.yaml", []byte(sb.String()), load.Options{ForRun: true})
+	if r.Plan == nil {
+		b.Fatal(r.Diags.Render(r.Sources))
+	}
+	return r.Plan
+}
+
+// benchStages runs a pipeline of n plain stages and reports the wall time per stage and the
+// largest history of the run's pipeline and segment workflows.
+func benchStages(b *testing.B, n int) {
+	p := stagesPlan(b, n)
+	ctx := context.Background()
+	largest := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := env.starter.Result(ctx, exec.ID)
+		if err != nil || res.Status != status.Succeeded {
+			b.Fatalf("%v %v", res, err)
+		}
+		b.StopTimer()
+		if len(res.Tree.Children) != n {
+			b.Fatalf("%d stages in the result's tree, want %d", len(res.Tree.Children), n)
+		}
+		largest = max(largest, historyEvents(b, exec.ID))
+		for k := 0; k*workflows.SegmentSize < n && n > workflows.SegmentSize; k++ {
+			largest = max(largest, historyEvents(b, fmt.Sprintf("%s/segment-%d", exec.ID, k)))
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N*n), "ms/stage")
+	b.ReportMetric(float64(largest), "max-history-events")
+}
+
+// BenchmarkStages100 is the baseline of BenchmarkStages5000: 100 plain stages, in one workflow.
+func BenchmarkStages100(b *testing.B) { benchStages(b, 100) }
+
+// BenchmarkStages5000 runs 5,000 plain stages (25 segments of 200): the time per stage may not
+// grow with the length of the pipeline.
+func BenchmarkStages5000(b *testing.B) { benchStages(b, 5000) }
