@@ -96,7 +96,7 @@ test:
 # one pipeline limited to 10 running at once.
 # GANTRY_STRESS_EXECUTIONS sets the number of executions (40).
 stress: k8s-tools
-	GANTRY_STRESS=1 GANTRY_STRESS_LOCKS=1000 GANTRY_STRESS_RUNNING=10000 GANTRY_STRESS_RUNNING_LIMIT=10 $(GO) test -count=1 -run 'TestStress|TestScaleStageMatrixOf3000|TestLockManyWaiters|TestConcurrencyLimitManyStarts' -timeout 150m -v ./e2e
+	GANTRY_STRESS=1 GANTRY_STRESS_LOCKS=1000 GANTRY_STRESS_RUNNING=10000 GANTRY_STRESS_RUNNING_LIMIT=10 $(GO) test -count=1 -run 'TestStress|TestScaleStageMatrixOf3000|TestScaleStageOfMaxSteps|TestLockManyWaiters|TestConcurrencyLimitManyStarts' -timeout 150m -v ./e2e
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(LONGFUZZ) ./expressions

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/pipeline/validate"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -196,3 +197,65 @@ func TestScaleStageMatrixOf3000(t *testing.T) {
 
 //go:embed testdata/pipelines/big_matrix.yaml
 var bigMatrixPipeline string
+
+// A stage of validate.MaxStageSteps steps, each exporting an output, runs in one stage workflow
+// whose history stays under half of Temporal's limits, and its result (the tree of every step,
+// with outputs of nearly the execution's limit) inside one payload: the limit is one Gantry can keep. About a
+// minute on 2 cores, several under the race detector, so it runs in `make stress`.
+func TestScaleStageOfMaxSteps(t *testing.T) {
+	if os.Getenv("GANTRY_STRESS") == "" {
+		t.Skip("set GANTRY_STRESS=1 (make stress)")
+	}
+	// Outputs of all the steps but the last take nearly the execution's whole limit.
+	outputEach := workflows.ExecutionOutputLimit/validate.MaxStageSteps - 40
+	var b strings.Builder
+	b.WriteString("pipeline:\n  name: long\n  identifier: long_stage\n  stages:\n    - stage:\n        name: s\n        identifier: s\n        type: Custom\n        spec:\n          execution:\n            steps:\n")
+	for i := 0; i < validate.MaxStageSteps-1; i++ {
+		fmt.Fprintf(&b, "              - %s\n", bigOutputStep(fmt.Sprintf("a%d", i), outputEach, false))
+	}
+	b.WriteString("              - step: {type: ShellScript, name: last, identifier: last, spec: {shell: Bash, source: {type: Inline, spec: {script: 'L=<+execution.steps.a0.output.outputVariables.v>'}}, outputVariables: [{name: l, type: String, value: L}]}}\n")
+	p := compile(t, "long.yaml", []byte(b.String()), load.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil || res.Status != status.Succeeded {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if n := len(res.Tree.Find("s").Children); n != validate.MaxStageSteps {
+		t.Errorf("%d steps in the tree", n)
+	}
+	if got := res.Tree.Find("s.last").Outputs["outputVariables"].(map[string]any)["l"]; got != strings.Repeat("a", outputEach) {
+		t.Errorf("last read %v", got)
+	}
+	checkHistories(t, exec.ID, exec.ID+"/s")
+	if size := childResultBytes(t, exec.ID); size == 0 || size > 7<<18 {
+		t.Errorf("the stage's result takes %d bytes: over 1.75 MiB, too near one payload's 2 MiB", size)
+	} else {
+		t.Logf("the stage's result: %d bytes", size)
+	}
+}
+
+// childResultBytes is the size of the largest child-workflow result in a workflow's history.
+func childResultBytes(t *testing.T, id string) int {
+	t.Helper()
+	it := env.client.GetWorkflowHistory(context.Background(), id, "", false, 0)
+	largest := 0
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a := ev.GetChildWorkflowExecutionCompletedEventAttributes(); a != nil {
+			n := 0
+			for _, p := range a.GetResult().GetPayloads() {
+				n += len(p.GetData())
+			}
+			largest = max(largest, n)
+		}
+	}
+	return largest
+}

@@ -132,6 +132,9 @@ const (
 	// changeConcurrency: an execution started with a concurrency limit takes a place under it
 	// before anything runs (only such executions, which no earlier version started, record it).
 	changeConcurrency = "concurrency"
+	// changeOutputLimit: a stage keeps at most its share of ExecutionOutputLimit of output
+	// variables, and a step over it fails (only stages whose outputs grow that large record it).
+	changeOutputLimit = "output-limit"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients
@@ -233,6 +236,9 @@ type Settings struct {
 	// SegmentSize is the most stages one workflow runs (0: SegmentSize); a longer pipeline
 	// runs its stages in segment workflows.
 	SegmentSize int `json:"segmentSize,omitempty"`
+	// OutputLimit is the most bytes of output variables one execution keeps (0 and above
+	// ExecutionOutputLimit: ExecutionOutputLimit); tests lower it.
+	OutputLimit int `json:"outputLimit,omitempty"`
 	// Notify is the notification delivery retry schedule (zero: DefaultNotifySettings).
 	Notify NotifySettings `json:"notify,omitempty"`
 	// OverrideFreeze is the user whose override-freeze permission lets this execution deploy
@@ -363,6 +369,9 @@ type StageInput struct {
 	Batch *BatchInput `json:"batch,omitempty"`
 	// Notify lets the stage raise step events (nil: the pipeline has no notification rule).
 	Notify *Notifications `json:"notify,omitempty"`
+	// OutputLimit is the most bytes of output variables the stage may keep, its share of
+	// ExecutionOutputLimit (0: all of it).
+	OutputLimit int `json:"outputLimit,omitempty"`
 }
 
 // BatchInput is one slice of a loop's iterations, run in a child workflow so that no single
@@ -396,6 +405,8 @@ type StageResult struct {
 	WaitingCleared bool `json:"waitingCleared,omitempty"`
 	// Locks are the lock tickets whose scope outlives the workflow (see HeldLock).
 	Locks []HeldLock `json:"locks,omitempty"`
+	// OutputBytes are the bytes of output variables the workflow kept (see outputBudget).
+	OutputBytes int `json:"outputBytes,omitempty"`
 }
 
 // Node is one node of the live execution tree returned by QueryTree.

@@ -38,6 +38,7 @@ func (s *stageRun) runBatches(ctx workflow.Context, n *plan.Node, t *Node, lp *l
 		parallel = 1
 	}
 	running, failed := 0, false
+	perBatch := s.outputs.share(len(batches))
 	wg := workflow.NewWaitGroup(ctx)
 	for k, b := range batches {
 		if err := workflow.Await(ctx, func() bool { return running < parallel }); err != nil || s.aborted || s.expired {
@@ -60,7 +61,7 @@ func (s *stageRun) runBatches(ctx workflow.Context, n *plan.Node, t *Node, lp *l
 					WorkflowTaskTimeout: stageTaskTimeout(s.in.Settings),
 					StaticSummary:       fmt.Sprintf("Iterations %d-%d of %s in stage %s", b[0].Index, b[len(b)-1].Index, t.Path, s.in.Stage.ID),
 				})
-				in := StageInput{ExecutionID: s.in.ExecutionID, Stage: s.in.Stage, Settings: s.in.Settings, Notify: s.in.Notify, Batch: &BatchInput{
+				in := StageInput{ExecutionID: s.in.ExecutionID, Stage: s.in.Stage, Settings: s.in.Settings, Notify: s.in.Notify, OutputLimit: perBatch, Batch: &BatchInput{
 					Node: n, Iterations: b, Total: len(lp.iterations), Concurrency: lp.concurrency, SkipQueued: lp.skipQueued,
 					Prefix: prefix, ParentPath: parent, Root: batchRoot,
 				}}
@@ -85,6 +86,7 @@ func (s *stageRun) runBatches(ctx workflow.Context, n *plan.Node, t *Node, lp *l
 				if ph.Status.Broke() {
 					failed = true
 				}
+				s.outputs.add(ph.Path, res.OutputBytes)
 				s.absorb(res)
 			}()
 			running--
@@ -199,5 +201,5 @@ func runBatch(ctx workflow.Context, in StageInput) (*StageResult, error) {
 	s.tree.Status = rollupChildren(s.tree.Children)
 	s.settle(ctx)
 	return &StageResult{Tree: s.tree, Data: data, Aborted: s.aborted, StageRollback: s.stageRollback, PipelineRollback: s.pipelineRollback,
-		Locks: s.constraint.releaseLocks(ctx)}, nil
+		Locks: s.constraint.releaseLocks(ctx), OutputBytes: s.outputs.total}, nil
 }

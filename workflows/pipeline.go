@@ -227,6 +227,7 @@ type pipelineRun struct {
 	pins            map[string]*Node      // what the Deployment stages of segments deployed
 	turns           []contract.LockTicket // places under concurrency limits (see takeTurn)
 	paused          bool                  // a user paused the execution: no stage or step starts
+	outputs         *outputBudget         // outputs.go: the output variables its stages keep
 	aborted         bool
 	expired         bool
 }
@@ -269,7 +270,8 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	tree.Children = newTree(pl.Stages, "")
 	p := &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: root, data: data, tree: tree,
 		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]map[string]WaitingSignal{},
-		loopOf: map[string]string{}, batchRuns: map[string]workflow.ChildWorkflowFuture{}, barriers: newBarriers(pl)}
+		loopOf: map[string]string{}, batchRuns: map[string]workflow.ChildWorkflowFuture{}, barriers: newBarriers(pl),
+		outputs: newOutputBudget(in.Settings.OutputLimit)}
 	if len(pl.Notifications) > 0 {
 		base := contract.NotifyEvent{ExecutionID: p.id, Namespace: info.Namespace, Pipeline: pl.Identifier, PipelineName: pl.Name,
 			Org: pl.Org, Project: pl.Project, SequenceID: int(in.SequenceID), TriggerType: in.Trigger.Type, TriggeredBy: in.Trigger.User}
@@ -424,7 +426,7 @@ func (p *pipelineRun) runElement(ctx workflow.Context, n *plan.Node, t *Node) {
 	for i, c := range n.Children {
 		i, c := i, c
 		wg.Add(1)
-		workflow.Go(ctx, func(ctx workflow.Context) {
+		workflow.Go(sharing(ctx, len(n.Children)), func(ctx workflow.Context) {
 			p.runElement(ctx, c, t.Children[i])
 			wg.Done() // not deferred: see stageRun.runStep
 		})
@@ -487,7 +489,7 @@ func (p *pipelineRun) runStageLoop(ctx workflow.Context, n *plan.Node, t *Node) 
 		end(loopStatus(t.Children))
 		return
 	}
-	runIterations(ctx, lp, t.Children,
+	runIterations(sharing(ctx, total), lp, t.Children,
 		func(ctx workflow.Context) bool { return p.stopped(ctx) || p.rollback },
 		func(i int) {
 			e := workflow.Now(ctx)
@@ -528,8 +530,10 @@ func (p *pipelineRun) runOneStage(ctx workflow.Context, n *plan.Node, t *Node, r
 		return
 	}
 	p.ran = append(p.ran, n)
-	res := p.execStage(ctx, n, t, StageInput{ExecutionID: p.id, Stage: n, Context: p.contextFor(n, root), Settings: p.in.Settings},
+	res := p.execStage(ctx, n, t, StageInput{ExecutionID: p.id, Stage: n, Context: p.contextFor(n, root), Settings: p.in.Settings,
+		OutputLimit: p.outputs.share(sharesOf(ctx))},
 		p.id+"/"+n.ID, fmt.Sprintf("Stage %s (%s) of %s #%d", n.Name, n.Type, p.in.Plan.Name, p.in.SequenceID))
+	p.outputs.add(n.ID, res.OutputBytes)
 	if res.Data != nil {
 		stages[n.ID] = res.Data
 	}

@@ -43,6 +43,8 @@ type SegmentInput struct {
 	Terminal []status.Status `json:"terminal,omitempty"`
 	Resume   *Resume         `json:"resume,omitempty"` // the copies of this segment's stages
 	Notify   *Notifications  `json:"notify,omitempty"`
+	// OutputLimit is the segment's share of ExecutionOutputLimit (0: all of it).
+	OutputLimit int `json:"outputLimit,omitempty"`
 }
 
 // SegmentResult is what a segment returns: its elements' trees (Tree's children) and data,
@@ -86,7 +88,7 @@ func PipelineSegment(ctx workflow.Context, in SegmentInput) (*SegmentResult, err
 		tree:     &Node{Kind: "segment", Status: status.Running, Children: newTree(in.Plan.Stages, "")},
 		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]map[string]WaitingSignal{},
 		loopOf: map[string]string{}, batchRuns: map[string]workflow.ChildWorkflowFuture{},
-		barriers: newBarriers(in.Plan), raiser: newRaiser(in.Notify)}
+		barriers: newBarriers(in.Plan), raiser: newRaiser(in.Notify), outputs: newOutputBudget(in.OutputLimit)}
 	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return p.tree, nil }); err != nil {
 		return nil, err
 	}
@@ -126,7 +128,7 @@ func PipelineSegment(ctx workflow.Context, in SegmentInput) (*SegmentResult, err
 		_ = f.Get(dctx, nil)
 	}
 	res := &SegmentResult{StageResult: StageResult{Tree: p.tree, Data: map[string]any{}, Aborted: p.aborted,
-		PipelineRollback: p.rollback, Locks: p.locks}, Ended: p.terminal[len(in.Terminal):]}
+		PipelineRollback: p.rollback, Locks: p.locks, OutputBytes: p.outputs.total}, Ended: p.terminal[len(in.Terminal):]}
 	for id, d := range p.resultStages() {
 		if _, ok := earlier[id]; !ok {
 			res.Data[id] = d
@@ -274,7 +276,7 @@ func (p *pipelineRun) runSegments(ctx workflow.Context, units []segmentUnit, res
 		wg := workflow.NewWaitGroup(ctx)
 		for j := k; j < end; j++ {
 			wg.Add(1)
-			workflow.Go(ctx, func(ctx workflow.Context) {
+			workflow.Go(sharing(ctx, end-k), func(ctx workflow.Context) {
 				p.runSegment(ctx, units[j], placeholders[j], resume, stages)
 				wg.Done() // not deferred: see stageRun.runStep
 			})
@@ -320,13 +322,14 @@ func (p *pipelineRun) runSegment(ctx workflow.Context, u segmentUnit, ph *Node, 
 	})
 	f := workflow.ExecuteChildWorkflow(cctx, SegmentName, SegmentInput{ExecutionID: p.id, Plan: &pl, SequenceID: p.in.SequenceID,
 		Settings: p.in.Settings, Root: p.contextForNodes(u.elems, p.root), Parallel: u.parallel >= 0, Terminal: terminal,
-		Resume: resume, Notify: p.notifications()})
+		Resume: resume, Notify: p.notifications(), OutputLimit: p.outputs.share(sharesOf(ctx))})
 	p.batchRuns[ph.Source] = f
 	p.segmentsRunning = append(p.segmentsRunning, ph.Source)
 	var res SegmentResult
 	err := ResultFrom(f.Get(ctx, &res), &res)
 	delete(p.batchRuns, ph.Source)
 	p.segmentsRunning = remove(p.segmentsRunning, ph.Source)
+	p.outputs.add(ph.Path, res.OutputBytes)
 	end := workflow.Now(ctx)
 	ph.EndedAt = &end
 	if err != nil || res.Tree == nil {

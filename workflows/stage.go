@@ -28,7 +28,8 @@ func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 	}
 	s.run(ctx)
 	s.finalCommitStatus(ctx)
-	res := &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted, Locks: s.constraint.releaseLocks(ctx)}
+	res := &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted, Locks: s.constraint.releaseLocks(ctx),
+		OutputBytes: s.outputs.total}
 	// Before settle, which may block and let flushWaiting send the owed report.
 	if s.decisions.owed != nil {
 		s.decisions.owed, res.WaitingCleared = nil, true
@@ -139,6 +140,7 @@ type stageRun struct {
 	notices    *notices      // notify.go: the notification events the stage raises
 	decisions  *decisions    // intervene.go, approval.go, inputs.go: what waits for people
 	verifier   *verifier     // verify.go: Verify steps' analyses
+	outputs    *outputBudget // outputs.go: the output variables the stage keeps, against its limit
 }
 
 // frame is one list being run: the stage's execution steps, a step group's steps or a
@@ -242,6 +244,7 @@ func (s *stageRun) withConcerns() {
 	s.decisions = &decisions{stageRun: s, waiting: map[string]*pending{}, waitStatus: map[string]status.Status{},
 		approvals: map[string]*approval{}, inputs: map[string]*inputWait{}}
 	s.verifier = &verifier{stageRun: s}
+	s.outputs = newOutputBudget(s.in.OutputLimit)
 }
 
 func (s *stageRun) run(ctx workflow.Context) {

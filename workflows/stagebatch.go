@@ -33,6 +33,8 @@ type StageBatchInput struct {
 	Of string `json:"of"`
 	// Notify lets the batch raise its iterations' stage events.
 	Notify *Notifications `json:"notify,omitempty"`
+	// OutputLimit is the batch's share of ExecutionOutputLimit (0: all of it).
+	OutputLimit int `json:"outputLimit,omitempty"`
 }
 
 // StageBatch runs a slice of a looped stage's iterations and returns their trees (Tree's
@@ -40,7 +42,7 @@ type StageBatchInput struct {
 // iterations that ran (Ran), for a pipeline rollback.
 func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) {
 	backfillTraits([]*plan.Node{in.Stage})
-	b := &stageBatch{in: in, running: map[string]workflow.ChildWorkflowFuture{}, raiser: newRaiser(in.Notify)}
+	b := &stageBatch{in: in, running: map[string]workflow.ChildWorkflowFuture{}, raiser: newRaiser(in.Notify), outputs: newOutputBudget(in.OutputLimit)}
 	b.tree = &Node{Kind: "batch", Status: status.Running}
 	if err := workflow.SetQueryHandler(ctx, QueryTree, func() (*Node, error) { return b.tree, nil }); err != nil {
 		return nil, err
@@ -92,7 +94,9 @@ func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) 
 				return
 			}
 			ran = append(ran, n.ID)
-			res := b.runStage(ctx, n, t, StageInput{ExecutionID: in.ExecutionID, Stage: n, Context: root, Settings: in.Settings})
+			res := b.runStage(ctx, n, t, StageInput{ExecutionID: in.ExecutionID, Stage: n, Context: root, Settings: in.Settings,
+				OutputLimit: b.outputs.share(len(in.Iterations))})
+			b.outputs.add(n.ID, res.OutputBytes)
 			data[n.ID] = res.Data
 			b.rollback = b.rollback || res.PipelineRollback
 			b.aborted = b.aborted || res.Aborted
@@ -102,7 +106,8 @@ func StageBatch(ctx workflow.Context, in StageBatchInput) (*StageResult, error) 
 	for _, f := range b.signals { // the pipeline has every event before the batch ends
 		_ = f.Get(dctx, nil)
 	}
-	return &StageResult{Tree: b.tree, Data: data, Ran: ran, Aborted: b.aborted, PipelineRollback: b.rollback, Locks: b.locks}, nil
+	return &StageResult{Tree: b.tree, Data: data, Ran: ran, Aborted: b.aborted, PipelineRollback: b.rollback, Locks: b.locks,
+		OutputBytes: b.outputs.total}, nil
 }
 
 // startBudget is the most bytes of stage inputs a stage batch starts in one workflow task.
@@ -110,9 +115,10 @@ const startBudget = 1 << 20
 
 type stageBatch struct {
 	in       StageBatchInput
-	wave     int        // stages started per workflow task at most
-	starting int        // stages whose start is not recorded yet
-	locks    []HeldLock // pipeline-scoped Queue keys its stages hold
+	wave     int           // stages started per workflow task at most
+	starting int           // stages whose start is not recorded yet
+	locks    []HeldLock    // pipeline-scoped Queue keys its stages hold
+	outputs  *outputBudget // outputs.go: the output variables its stages keep
 	tree     *Node
 	running  map[string]workflow.ChildWorkflowFuture // by stage identifier, for expiry
 	aborted  bool
@@ -199,6 +205,7 @@ func (p *pipelineRun) runStageBatches(ctx workflow.Context, n *plan.Node, t *Nod
 		parallel = 1
 	}
 	running, failed := 0, false
+	perBatch := p.outputs.share(sharesOf(ctx) * len(batches))
 	wg := workflow.NewWaitGroup(ctx)
 	for k, b := range batches {
 		if err := workflow.Await(ctx, func() bool { return running < parallel }); err != nil || p.stopped(ctx) || p.rollback {
@@ -229,11 +236,12 @@ func (p *pipelineRun) runStageBatches(ctx workflow.Context, n *plan.Node, t *Nod
 			})
 			f := workflow.ExecuteChildWorkflow(cctx, StageBatchName, StageBatchInput{ExecutionID: p.id, Stage: n, Iterations: b,
 				Total: len(lp.iterations), Concurrency: lp.concurrency, SkipQueued: lp.skipQueued, Root: root, Settings: p.in.Settings,
-				Of: fmt.Sprintf("%s #%d", p.in.Plan.Name, p.in.SequenceID), Notify: p.notifications()})
+				Of: fmt.Sprintf("%s #%d", p.in.Plan.Name, p.in.SequenceID), Notify: p.notifications(), OutputLimit: perBatch})
 			p.batchRuns[ph.Source] = f
 			var res StageResult
 			err := ResultFrom(f.Get(ctx, &res), &res)
 			delete(p.batchRuns, ph.Source)
+			p.outputs.add(ph.Path, res.OutputBytes)
 			if running--; running == 0 {
 				p.running = remove(p.running, n.ID)
 				dctx, _ := workflow.NewDisconnectedContext(ctx)

@@ -185,6 +185,14 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 		outputs, failure = s.activityStep(actx, n, t, spec, timeout, root, fqn, data, fr)
 	}
 	if outputs != nil {
+		if f := s.outputs.keep(ctx, t.Path, outputs); f != nil {
+			outputs = nil
+			if failure == nil {
+				failure = f
+			}
+		}
+	}
+	if outputs != nil {
 		data["output"] = outputs
 		t.Outputs = outputs
 	}

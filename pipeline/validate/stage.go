@@ -25,6 +25,7 @@ type stageCtx struct {
 	inParallel bool
 	looped     bool
 	concurrent bool // looped with all iterations running at once
+	nodes      int  // steps and step groups, rollback lists included
 	// names are the step and step group identifiers of each steps list (spec 1.8: unique
 	// among siblings), by the list's group and whether it is a rollback list.
 	names map[siblings]map[string]*yaml.Node
@@ -90,7 +91,18 @@ func (c *checker) stage(s *pipeline.Stage, index int, inParallel bool) {
 	c.stepList(ctx, ex.Steps, false, nil)
 	c.stepList(ctx, ex.RollbackSteps, true, nil)
 	c.ambiguousReferences(ctx)
+	if ctx.nodes > MaxStageSteps {
+		c.diags.Unsupportedf(c.pos(pipeline.Key(ex.Node, "steps")), "too-many-steps",
+			"stage %s has %d steps and step groups; Gantry runs at most %d in one stage, whose Temporal history holds a few events for each (Temporal ends a workflow at 51,200)", s.Identifier, ctx.nodes, MaxStageSteps).
+			SetHint("split the steps into several stages one after the other, or run a repeated step with a matrix or repeat strategy: looped steps run in batches of their own")
+	}
 }
+
+// MaxStageSteps is the most steps and step groups one stage may list (a looped step counts once:
+// its iterations run in batch workflows of their own). A stage's result holds every step's node
+// (about 500 bytes each) beside the outputs it kept (workflows.ExecutionOutputLimit, twice: in the
+// tree and in the expression data); at this many both fit in one 2 MB payload.
+const MaxStageSteps = 1000
 
 // stageSpec checks what a stage's type-specific spec says; a key of another stage type was
 // reported by the decoder, as an unknown key the reference ignores.
@@ -269,6 +281,7 @@ func (c *checker) unique(ctx *stageCtx, obj *yaml.Node, id string, rollback bool
 
 func (c *checker) stepGroup(ctx *stageCtx, g *pipeline.StepGroup, rollback bool, groups []*pipeline.StepGroup) {
 	c.sum.Groups++
+	ctx.nodes++
 	c.identifier(g.Node, "identifier", g.Identifier, "step group")
 	c.name(g.Node, g.Name, "step group")
 	c.unique(ctx, g.Node, g.Identifier, rollback, "step group", groups)
@@ -296,6 +309,7 @@ func (c *checker) stepGroup(ctx *stageCtx, g *pipeline.StepGroup, rollback bool,
 
 func (c *checker) step(ctx *stageCtx, s *pipeline.Step, rollback bool, groups []*pipeline.StepGroup) {
 	c.sum.Steps++
+	ctx.nodes++
 	c.identifier(s.Node, "identifier", s.Identifier, "step")
 	c.name(s.Node, s.Name, "step")
 	c.unique(ctx, s.Node, s.Identifier, rollback, "step", groups)
