@@ -81,3 +81,15 @@ func sharesOf(ctx workflow.Context) int {
 	v, _ := ctx.Value(shareKey{}).(int)
 	return max(1, v)
 }
+
+// keptOutputs is the bytes of output variables the steps of tree kept, as outputBudget counts.
+func keptOutputs(tree *Node) int {
+	n := 0
+	tree.Walk(func(c *Node) {
+		if c.Outputs != nil {
+			b, _ := json.Marshal(c.Outputs)
+			n += len(b)
+		}
+	})
+	return n
+}

@@ -195,6 +195,7 @@ func (p *pipelineRun) copyElement(n *plan.Node, t *Node) {
 	*t = *c.Tree
 	t.Notes = append(t.Notes, "copied from the resumed execution")
 	child(p.data, "stages")[n.ID] = c.Data
+	p.outputs.add(n.ID, keptOutputs(c.Tree)) // a retry keeps them too
 	p.ended(t.Status)
 }
 
