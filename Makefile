@@ -120,7 +120,8 @@ fuzz:
 # a CI stage of 5 Run steps vs a hand-written pod of the same containers, BuildAndPush vs the
 # same BuildKit build driven by hand, a CI stage with its S3 cache restored vs cold, and 100
 # Verify steps against one Prometheus (range queries served vs asked, CPU per metric-minute
-# beyond the same runs with a Wait step).
+# beyond the same runs with a Wait step), and a pipeline of 5,000 plain stages (25 segments) vs
+# one of 100 (time per stage).
 bench: k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench 'OnRun(Prepared|NewPipeline)' -benchtime 500x -count 3 ./policies | tee -a .bench.out
@@ -129,6 +130,7 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	$(GO) test -run '^$$' -bench 'Gantry100Steps$$|Raw100Steps|GantryMatrix200|RawFanout200' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Gantry100StepsUIPolled|Gantry100StepsWithUI' -benchtime 5x -count 5 ./e2e | tee .bench-ui.out
 	$(GO) test -run '^$$' -bench 'GantryMatrix5000' -benchtime 1x ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'Stages5000$$' -benchtime 1x -timeout 60m ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'WebhookDeliveries' -benchtime 10x -count 1 -timeout 30m ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Scale(Embedded|Topology)' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'PendingList' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a .bench.out
