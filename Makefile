@@ -121,7 +121,8 @@ fuzz:
 # same BuildKit build driven by hand, a CI stage with its S3 cache restored vs cold, and 100
 # Verify steps against one Prometheus (range queries served vs asked, CPU per metric-minute
 # beyond the same runs with a Wait step), and a pipeline of 5,000 plain stages (25 segments) vs
-# one of 100 (time per stage).
+# one of 100 (time per stage), and the memory the API server takes to refuse the largest
+# YAML alias bomb vs a small invalid pipeline.
 bench: k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./expressions | tee .bench.out
 	$(GO) test -run '^$$' -bench 'OnRun(Prepared|NewPipeline)' -benchtime 500x -count 3 ./policies | tee -a .bench.out
@@ -131,6 +132,7 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	$(GO) test -run '^$$' -bench 'Gantry100StepsUIPolled|Gantry100StepsWithUI' -benchtime 5x -count 5 ./e2e | tee .bench-ui.out
 	$(GO) test -run '^$$' -bench 'GantryMatrix5000' -benchtime 1x ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Stages5000$$' -benchtime 1x -timeout 60m ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'RefuseAliasBomb' -benchtime 5x ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'WebhookDeliveries' -benchtime 10x -count 1 -timeout 30m ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Scale(Embedded|Topology)' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'PendingList' -benchtime 1x -count 1 -timeout 30m ./e2e | tee -a .bench.out

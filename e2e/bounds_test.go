@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -107,4 +109,71 @@ func TestWebhookRefusesDeepJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkRefuseAliasBomb reports what refusing the largest alias bomb (ten levels, under
+// 1 KiB, standing for 9^11 nodes) costs the process that serves the API: the bytes allocated
+// and the peak heap while the request runs, beside its baseline, the same request with a small
+// pipeline in which nothing is an alias (which the server decodes, validates and then refuses
+// too: its stage has no steps).
+func BenchmarkRefuseAliasBomb(b *testing.B) {
+	idFile := filepath.Join(b.TempDir(), "users.yaml")
+	dir := &identity.Directory{}
+	carol, _ := dir.AddUser("carol", "", []string{"release_managers"})
+	if err := dir.Save(idFile); err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
+	defer srv.Close()
+	plain := "pipeline:\n  name: plain\n  identifier: plain\n  delegateSelectors: [x, x, x, x, x, x, x, x, x]\n  stages:\n    - stage: {name: s, identifier: s, type: Custom, spec: {execution: {steps: []}}}\n"
+	post := func(doc string, want int) (alloc, peak uint64) {
+		body, _ := json.Marshal(map[string]any{"yaml": doc})
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		done := make(chan struct{})
+		sampled := make(chan uint64)
+		go func() { // the heap's peak, sampled every millisecond while the request runs
+			var top uint64
+			var m runtime.MemStats
+			for {
+				runtime.ReadMemStats(&m)
+				top = max(top, m.HeapAlloc)
+				select {
+				case <-done:
+					sampled <- top
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}()
+		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/executions", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+carol)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		close(done)
+		peak = <-sampled
+		runtime.ReadMemStats(&after)
+		if resp.StatusCode != want {
+			b.Fatalf("answered %d, want %d", resp.StatusCode, want)
+		}
+		return after.TotalAlloc - before.TotalAlloc, peak - min(peak, before.HeapAlloc)
+	}
+	var bombAlloc, bombPeak, plainAlloc, plainPeak uint64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a, p := post(aliasBomb(10), http.StatusUnprocessableEntity)
+		bombAlloc, bombPeak = bombAlloc+a, max(bombPeak, p)
+		a, p = post(plain, http.StatusUnprocessableEntity)
+		plainAlloc, plainPeak = plainAlloc+a, max(plainPeak, p)
+	}
+	mib := func(v uint64) float64 { return float64(v) / (1 << 20) }
+	b.ReportMetric(mib(bombAlloc)/float64(b.N), "bomb-alloc-MiB")
+	b.ReportMetric(mib(bombPeak), "bomb-peak-heap-MiB")
+	b.ReportMetric(mib(plainAlloc)/float64(b.N), "plain-alloc-MiB")
+	b.ReportMetric(mib(plainPeak), "plain-peak-heap-MiB")
 }
