@@ -171,9 +171,9 @@ func BenchmarkRefuseAliasBomb(b *testing.B) {
 		a, p = post(plain, http.StatusUnprocessableEntity)
 		plainAlloc, plainPeak = plainAlloc+a, max(plainPeak, p)
 	}
-	mib := func(v uint64) float64 { return float64(v) / (1 << 20) }
-	b.ReportMetric(mib(bombAlloc)/float64(b.N), "bomb-alloc-MiB")
-	b.ReportMetric(mib(bombPeak), "bomb-peak-heap-MiB")
-	b.ReportMetric(mib(plainAlloc)/float64(b.N), "plain-alloc-MiB")
-	b.ReportMetric(mib(plainPeak), "plain-peak-heap-MiB")
+	kib := func(v uint64) float64 { return float64(v) / (1 << 10) }
+	b.ReportMetric(kib(bombAlloc)/float64(b.N), "bomb-alloc-KiB")
+	b.ReportMetric(kib(bombPeak), "bomb-peak-heap-KiB")
+	b.ReportMetric(kib(plainAlloc)/float64(b.N), "plain-alloc-KiB")
+	b.ReportMetric(kib(plainPeak), "plain-peak-heap-KiB")
 }

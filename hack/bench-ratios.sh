@@ -49,11 +49,11 @@ if [ -n "$sl" ] && [ -n "$sb" ]; then
     printf "  5,000 stages %.1f  100 stages %.1f  ratio %.2fx  (target <= 1.2x); largest workflow history %d events\n", l, b, l / b, e
   }'
 fi
-ba=$(unit RefuseAliasBomb bomb-alloc-MiB)
+ba=$(unit RefuseAliasBomb bomb-alloc-KiB)
 if [ -n "$ba" ]; then
-  awk -v ba="$ba" -v bp="$(unit RefuseAliasBomb bomb-peak-heap-MiB)" -v pa="$(unit RefuseAliasBomb plain-alloc-MiB)" -v pp="$(unit RefuseAliasBomb plain-peak-heap-MiB)" 'BEGIN {
+  awk -v ba="$ba" -v bp="$(unit RefuseAliasBomb bomb-peak-heap-KiB)" -v pa="$(unit RefuseAliasBomb plain-alloc-KiB)" -v pp="$(unit RefuseAliasBomb plain-peak-heap-KiB)" 'BEGIN {
     print ""; print "refusing a 10-level YAML alias bomb (under 1 KiB, 9^11 nodes with its aliases followed) through the API, vs a small invalid pipeline"
-    printf "  allocated %.1f vs %.1f MiB a request, peak heap growth %.1f vs %.1f MiB (the whole test process, its worker included)\n", ba, pa, bp, pp
+    printf "  allocated %.0f vs %.0f KiB a request, peak heap growth %.0f vs %.0f KiB (the whole test process, its worker included)\n", ba, pa, bp, pp
   }'
 fi
 wd=$(unit WebhookDeliveries deliveries/s); wr=$(unit WebhookDeliveries raw-starts/s)
