@@ -91,12 +91,13 @@ test:
 	  $(GO) test -run "^$$" -fuzz "^FuzzExpand$$" -fuzztime $(FUZZTIME) ./pipeline/templates'
 
 # Long load tests, outside `make test`: decisions sent to many executions while another process
-# saturates the CPU (each applied exactly once), a 3,000-iteration stage matrix, 1,000
-# executions queued on one key (each holds it exactly once), and 10,000 simultaneous starts of
-# one pipeline limited to 10 running at once.
+# saturates the CPU (each applied exactly once), a 3,000-iteration stage matrix, a stage of the
+# most steps a stage may hold with outputs of nearly the execution's limit, a pipeline of 20,000
+# steps, 1,000 executions queued on one key (each holds it exactly once), and 10,000
+# simultaneous starts of one pipeline limited to 10 running at once.
 # GANTRY_STRESS_EXECUTIONS sets the number of executions (40).
 stress: k8s-tools
-	GANTRY_STRESS=1 GANTRY_STRESS_LOCKS=1000 GANTRY_STRESS_RUNNING=10000 GANTRY_STRESS_RUNNING_LIMIT=10 $(GO) test -count=1 -run 'TestStress|TestScaleStageMatrixOf3000|TestScaleStageOfMaxSteps|TestLockManyWaiters|TestConcurrencyLimitManyStarts' -timeout 150m -v ./e2e
+	GANTRY_STRESS=1 GANTRY_STRESS_LOCKS=1000 GANTRY_STRESS_RUNNING=10000 GANTRY_STRESS_RUNNING_LIMIT=10 $(GO) test -count=1 -run 'TestStress|TestScaleStageMatrixOf3000|TestScaleStageOfMaxSteps|TestScalePipelineOf20000Steps|TestLockManyWaiters|TestConcurrencyLimitManyStarts' -timeout 150m -v ./e2e
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRender$$' -fuzztime $(LONGFUZZ) ./expressions

@@ -250,3 +250,32 @@ func childResultBytes(t *testing.T, id string) int {
 	}
 	return largest
 }
+
+// A pipeline of 20,000 steps (20 stages of validate.MaxStageSteps) finishes, every
+// history under half of Temporal's limits. Minutes on 2 cores: `make stress`.
+func TestScalePipelineOf20000Steps(t *testing.T) {
+	if os.Getenv("GANTRY_STRESS") == "" {
+		t.Skip("set GANTRY_STRESS=1 (make stress)")
+	}
+	const stages = 20
+	var b strings.Builder
+	b.WriteString("pipeline:\n  name: steps\n  identifier: many_steps\n  stages:\n")
+	for s := range stages {
+		fmt.Fprintf(&b, "    - stage:\n        name: s%[1]d\n        identifier: s%[1]d\n        type: Custom\n        spec:\n          execution:\n            steps:\n", s)
+		for i := range validate.MaxStageSteps {
+			fmt.Fprintf(&b, "              - step: {type: ShellScript, name: a%[1]d, identifier: a%[1]d, spec: {shell: Bash, source: {type: Inline, spec: {script: 'true'}}}}\n", i)
+		}
+	}
+	p := compile(t, "steps.yaml", []byte(b.String()), load.Options{})
+	began := time.Now()
+	exec, res := runSucceeded(t, p, 30*time.Minute)
+	t.Logf("%d steps in %s", stages*validate.MaxStageSteps, time.Since(began))
+	ids := []string{exec.ID}
+	for s := range stages {
+		if n := len(res.Tree.Find(fmt.Sprintf("s%d", s)).Children); n != validate.MaxStageSteps {
+			t.Errorf("s%d: %d steps in the tree", s, n)
+		}
+		ids = append(ids, fmt.Sprintf("%s/s%d", exec.ID, s))
+	}
+	checkHistories(t, ids...)
+}

@@ -126,8 +126,8 @@ const (
 	// activity reports its processes dead, or its worker is known gone (heartbeat timeout),
 	// so the locks its stage holds are released after the step stopped, never before.
 	changeStopConfirmed = "stop-confirmed"
-	// changeSegments: a pipeline of more than SegmentSize stages runs them in segment
-	// workflows (only such pipelines record it).
+	// changeSegments: a pipeline of more than SegmentSize stages, or of more than segmentBytes
+	// of plan, runs them in segment workflows (only such pipelines record it).
 	changeSegments = "segments"
 	// changeConcurrency: an execution started with a concurrency limit takes a place under it
 	// before anything runs (only such executions, which no earlier version started, record it).

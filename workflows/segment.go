@@ -159,7 +159,10 @@ type segmentUnit struct {
 // holds; nil when the pipeline runs its stages itself.
 func (p *pipelineRun) segmentPlan(ctx workflow.Context) []segmentUnit {
 	size := p.in.Settings.segmentSize()
-	if countStages(p.in.Plan.Stages) <= size || workflow.GetVersion(ctx, changeSegments, workflow.DefaultVersion, 1) < 1 {
+	// A pipeline of few but heavy stages segments too: its tree, which its result carries,
+	// grows with its plan (20 stages of 1,000 steps make a 10 MB tree).
+	if countStages(p.in.Plan.Stages) <= size && plannedBytes(p.in.Plan.Stages) <= segmentBytes ||
+		workflow.GetVersion(ctx, changeSegments, workflow.DefaultVersion, 1) < 1 {
 		return nil
 	}
 	return cutSegments(p.in.Plan.Stages, size)
@@ -211,6 +214,15 @@ func countStages(nodes []*plan.Node) int {
 		} else {
 			n++
 		}
+	}
+	return n
+}
+
+// plannedBytes is the size of elements' plans as JSON.
+func plannedBytes(elems []*plan.Node) int {
+	n := 0
+	for _, e := range elems {
+		n += jsonSize(e)
 	}
 	return n
 }
