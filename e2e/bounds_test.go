@@ -29,17 +29,23 @@ func aliasBomb(levels int) string {
 	return b.String()
 }
 
+// serverWithReleaseManager serves the API on the shared starter with one user, carol, a
+// release manager, whose token it returns.
+func serverWithReleaseManager(tb testing.TB) (*httptest.Server, string) {
+	idFile := filepath.Join(tb.TempDir(), "users.yaml")
+	dir := &identity.Directory{}
+	carol, _ := dir.AddUser("carol", "", []string{"release_managers"})
+	if err := dir.Save(idFile); err != nil {
+		tb.Fatal(err)
+	}
+	return httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile})), carol
+}
+
 // An alias bomb sent as a pipeline is refused (422, naming the limit) at once, and the server
 // allocates a bounded amount for it, however many nodes it stands for: seven levels once took
 // the server to 0.9 GB and a 502, ten levels to 18.6 GB.
 func TestAPIRefusesAliasBombs(t *testing.T) {
-	idFile := filepath.Join(t.TempDir(), "users.yaml")
-	dir := &identity.Directory{}
-	carol, _ := dir.AddUser("carol", "", []string{"release_managers"})
-	if err := dir.Save(idFile); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
+	srv, carol := serverWithReleaseManager(t)
 	defer srv.Close()
 	c := &apiClient{t: t, url: srv.URL, spec: openAPIPaths(t)}
 	const execs = "/api/v1/executions"
@@ -117,13 +123,7 @@ func TestWebhookRefusesDeepJSON(t *testing.T) {
 // pipeline in which nothing is an alias (which the server decodes, validates and then refuses
 // too: its stage has no steps).
 func BenchmarkRefuseAliasBomb(b *testing.B) {
-	idFile := filepath.Join(b.TempDir(), "users.yaml")
-	dir := &identity.Directory{}
-	carol, _ := dir.AddUser("carol", "", []string{"release_managers"})
-	if err := dir.Save(idFile); err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
+	srv, carol := serverWithReleaseManager(b)
 	defer srv.Close()
 	plain := "pipeline:\n  name: plain\n  identifier: plain\n  delegateSelectors: [x, x, x, x, x, x, x, x, x]\n  stages:\n    - stage: {name: s, identifier: s, type: Custom, spec: {execution: {steps: []}}}\n"
 	post := func(doc string, want int) (alloc, peak uint64) {
