@@ -16,6 +16,7 @@ import (
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -232,17 +233,19 @@ func BenchmarkGantryMatrix5000(b *testing.B) {
 }
 
 // runSucceeds starts a plan on the embedded engine and waits for its success, within timeout.
-func runSucceeds(b *testing.B, p *plan.Plan, timeout time.Duration) {
-	b.Helper()
+func runSucceeds(tb testing.TB, p *plan.Plan, timeout time.Duration) (starter.Execution, *workflows.PipelineResult) {
+	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	if res, err := env.starter.Result(ctx, exec.ID); err != nil || res.Status != status.Succeeded {
-		b.Fatalf("run %s: %v %v", exec.ID, err, res)
+	res, err := env.starter.Result(ctx, exec.ID)
+	if err != nil || res.Status != status.Succeeded {
+		tb.Fatalf("run %s: %v %v", exec.ID, err, res)
 	}
+	return exec, res
 }
 
 // stagesPlan is a pipeline of n plain one-step Custom stages, each exporting its number.
@@ -262,16 +265,8 @@ func stagesPlan(b *testing.B, n int) *plan.Plan {
 // runStages runs a pipeline of plain stages once and returns its wall time and the largest
 // history of its pipeline and segment workflows.
 func runStages(b *testing.B, p *plan.Plan, n int) (time.Duration, int) {
-	ctx := context.Background()
 	began := time.Now()
-	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	res, err := env.starter.Result(ctx, exec.ID)
-	if err != nil || res.Status != status.Succeeded {
-		b.Fatalf("%v %v", res, err)
-	}
+	exec, res := runSucceeds(b, p, time.Hour)
 	took := time.Since(began)
 	if len(res.Tree.Children) != n {
 		b.Fatalf("%d stages in the result's tree, want %d", len(res.Tree.Children), n)

@@ -11,8 +11,6 @@ import (
 
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/pipeline/validate"
-	"github.com/gantry-cd/gantry/plan"
-	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -39,22 +37,6 @@ func historyStats(t *testing.T, id string) (int, int) {
 	return n, size
 }
 
-// runSucceeded starts a plan and waits, within timeout, for it to succeed.
-func runSucceeded(t *testing.T, p *plan.Plan, timeout time.Duration) (starter.Execution, *workflows.PipelineResult) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	exec, err := env.starter.Start(ctx, p, workflows.Trigger{Type: "MANUAL"}, workflows.Settings{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := env.starter.Result(ctx, exec.ID)
-	if err != nil || res.Status != status.Succeeded {
-		t.Fatalf("%+v %v", res, err)
-	}
-	return exec, res
-}
-
 func checkHistories(t *testing.T, ids ...string) {
 	t.Helper()
 	for _, id := range ids {
@@ -79,7 +61,7 @@ func TestScaleMatrixOf5000Steps(t *testing.T) {
               - step: {type: ShellScript, name: last, identifier: last, spec: {shell: Bash, source: {type: Inline, spec: {script: "L=<+execution.steps.t_4999.output.outputVariables.v>"}}, outputVariables: [{name: l, type: String, value: L}]}}
 `
 	p := compile(t, "big.yaml", []byte(src), load.Options{})
-	exec, res := runSucceeded(t, p, 10*time.Minute)
+	exec, res := runSucceeds(t, p, 10*time.Minute)
 	if err := env.starter.Complete(context.Background(), exec.ID, res.Tree); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +85,7 @@ func TestScalePipelineOf500Stages(t *testing.T) {
 	}
 	b.WriteString("    - {stage: {name: last, identifier: last, type: Custom, spec: {execution: {steps: [{step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: 'L=<+pipeline.stages.s499.spec.execution.steps.a.output.outputVariables.v>'}}, outputVariables: [{name: l, type: String, value: L}]}}}]}}}}\n")
 	p := compile(t, "many.yaml", []byte(b.String()), load.Options{})
-	exec, res := runSucceeded(t, p, 10*time.Minute)
+	exec, res := runSucceeds(t, p, 10*time.Minute)
 	if n := len(res.Tree.Children); n != 501 {
 		t.Errorf("%d stages in the tree", n)
 	}
@@ -215,7 +197,7 @@ func TestScaleStageOfMaxSteps(t *testing.T) {
 	}
 	b.WriteString("              - step: {type: ShellScript, name: last, identifier: last, spec: {shell: Bash, source: {type: Inline, spec: {script: 'L=<+execution.steps.a0.output.outputVariables.v>'}}, outputVariables: [{name: l, type: String, value: L}]}}\n")
 	p := compile(t, "long.yaml", []byte(b.String()), load.Options{})
-	exec, res := runSucceeded(t, p, 20*time.Minute)
+	exec, res := runSucceeds(t, p, 20*time.Minute)
 	if n := len(res.Tree.Find("s").Children); n != validate.MaxStageSteps {
 		t.Errorf("%d steps in the tree", n)
 	}
@@ -268,7 +250,7 @@ func TestScalePipelineOf20000Steps(t *testing.T) {
 	}
 	p := compile(t, "steps.yaml", []byte(b.String()), load.Options{})
 	began := time.Now()
-	exec, res := runSucceeded(t, p, 30*time.Minute)
+	exec, res := runSucceeds(t, p, 30*time.Minute)
 	t.Logf("%d steps in %s", stages*validate.MaxStageSteps, time.Since(began))
 	ids := []string{exec.ID}
 	for s := range stages {
