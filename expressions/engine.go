@@ -65,6 +65,7 @@ type compiled struct {
 	prog  *vm.Program
 	tr    *translation
 	inner []*compiled
+	refs  []Reference
 }
 
 // Error is a compile or evaluation error at a byte offset of the source text.
@@ -182,6 +183,7 @@ func compileSpan(src string, s *span) (*compiled, error) {
 		return nil, tr.errorAt(err, s)
 	}
 	c.prog = prog
+	c.refs = tr.references(p.refs, s)
 	return c, nil
 }
 

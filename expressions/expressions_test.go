@@ -1,7 +1,9 @@
 package expressions
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -395,6 +397,41 @@ func TestAmbiguousRelativeStepReference(t *testing.T) {
 		got, err := Render(src, Text, scope, Options{})
 		if err != nil || ToString(got) != want {
 			t.Errorf("%s = %v (%v), want %v", src, got, err, want)
+		}
+	}
+}
+
+func TestReferencesAreThePathsWrittenOut(t *testing.T) {
+	cases := []struct {
+		src  string
+		mode Mode
+		want []string // path@offset
+	}{
+		{`built <+execution.steps.bulid.output.outputVariables.version>`, Text,
+			[]string{"execution.steps.bulid.output.outputVariables.version@8"}},
+		{`<+pipeline.variables.get("a-b")> <+stage.variables.x.length()>`, Text,
+			[]string{"pipeline.variables@2", "stage.variables.x@35"}},
+		{`<+<+pipeline.variables.a> == "x" ? <+stage.name> : "n">`, Text,
+			[]string{"pipeline.variables.a@4", "stage.name@37"}},
+		{`<+pipeline.stages.s.spec["execution"].steps[<+matrix.k>].status>`, Text,
+			[]string{"pipeline.stages.s.spec.execution.steps@2", "matrix.k@46"}},
+		{`<+stage.variables.a> == "x" && <+env.name> != null`, Condition,
+			[]string{"stage.variables.a@2", "env.name@33"}},
+	}
+	for _, c := range cases {
+		tpl, err := Compile(c.src, c.mode)
+		if err != nil {
+			t.Fatalf("%s: %v", c.src, err)
+		}
+		var got []string
+		for _, r := range tpl.References() {
+			got = append(got, fmt.Sprintf("%s@%d", strings.Join(r.Path, "."), r.Offset))
+		}
+		slices.Sort(got)
+		want := slices.Clone(c.want)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s:\n got %v\nwant %v", c.src, got, want)
 		}
 	}
 }

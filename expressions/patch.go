@@ -15,7 +15,8 @@ import (
 // loose typing, and Java-style methods work on plain values. expr still parses, checks, compiles
 // and runs the program; this only changes what the nodes mean.
 type patcher struct {
-	err *file.Error
+	err  *file.Error
+	refs []*ast.CallNode // the references built, for Template.References
 }
 
 const scopeVar = "__s"
@@ -110,7 +111,9 @@ func (p *patcher) Visit(node *ast.Node) {
 			p.fail(n, "identifiers starting with __ are reserved")
 			return
 		}
-		*node = call("__ref", n, &ast.IdentifierNode{Value: scopeVar}, segment(n.Value, n))
+		ref := call("__ref", n, &ast.IdentifierNode{Value: scopeVar}, segment(n.Value, n))
+		p.refs = append(p.refs, ref)
+		*node = ref
 	case *ast.MemberNode:
 		if n.Method {
 			return // handled by the enclosing CallNode

@@ -193,14 +193,19 @@ func (l List) Sort() List {
 // keys, so they are warnings unless the object is closed or the check is strict.
 const UnknownKey = "unknown-key"
 
+// UnknownReference is the code of an expression path that names nothing the pipeline defines:
+// a warning, as it renders null rather than failing, unless the check is strict.
+const UnknownReference = "unknown-reference"
+
 // Strict returns the list with every unknown-key warning made an error (`--strict`: for teams
 // that want a typo to fail rather than be ignored, as the reference would ignore it).
 func (l List) Strict() List {
 	out := append(List(nil), l...)
 	for i := range out {
-		if out[i].Code == UnknownKey && out[i].Severity == Warning {
+		if (out[i].Code == UnknownKey || out[i].Code == UnknownReference) && out[i].Severity == Warning {
 			out[i].Severity = Error
 			out[i].Message = strings.Replace(out[i].Message, "; ignored, as the reference ignores it", " (--strict)", 1)
+			out[i].Message = strings.Replace(out[i].Message, "; it would render as null", " (--strict)", 1)
 		}
 	}
 	return out

@@ -5,10 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/load"
 )
 
@@ -77,4 +79,24 @@ func TestLoadEveryRepositoryFile(t *testing.T) {
 		}
 	}
 	wg.Wait()
+}
+
+// Every expression in the repository's pipelines (examples, scaffolds, fixtures) names what its
+// pipeline defines: the reference check raises nothing on pipelines that run, so a warning it
+// raises elsewhere is worth reading. The invalid examples are left out.
+func TestRepositoryPipelinesReferenceWhatTheyDefine(t *testing.T) {
+	for _, f := range repositoryInputs(t) {
+		if strings.Contains(filepath.ToSlash(f), "examples/invalid/") {
+			continue
+		}
+		r, err := load.File(f, load.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, d := range r.Diags {
+			if d.Code == diag.UnknownReference && d.Severity == diag.Warning {
+				t.Errorf("%s", d)
+			}
+		}
+	}
 }

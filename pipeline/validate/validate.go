@@ -58,6 +58,7 @@ func FileWith(f *pipeline.File, lib *templates.Library) (Summary, diag.List) {
 		c.partial = holdsUnexpanded(f.Pipeline.Node)
 		c.pipeline(f.Pipeline)
 		c.scalars(pipeline.Field(f.Root, "pipeline"), "")
+		c.references(f.Pipeline)
 	}
 	if f.InputSet != nil {
 		c.identifier(f.InputSet.Node, "identifier", f.InputSet.Identifier, "input set")

@@ -1,0 +1,181 @@
+package load_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/load"
+)
+
+const referencesPipeline = `pipeline:
+  name: refs
+  identifier: refs
+  variables:
+    - name: version
+      type: String
+      value: "1"
+  stages:
+    - stage:
+        name: build
+        identifier: build
+        type: Custom
+        variables:
+          - name: tier
+            type: String
+            value: gold
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: build
+                  identifier: build
+                  spec:
+                    shell: Bash
+                    source: {type: Inline, spec: {script: echo hi}}
+                    outputVariables:
+                      - {name: version, type: String, value: v}
+              - stepGroup:
+                  name: checks
+                  identifier: checks
+                  variables:
+                    - {name: weight, type: String, value: "5"}
+                  steps:
+                    - step:
+                        type: ShellScript
+                        name: probe
+                        identifier: probe
+                        strategy:
+                          matrix: {region: [eu, us]}
+                        spec:
+                          shell: Bash
+                          source:
+                            type: Inline
+                            spec:
+                              script: |
+                                echo <+matrix.region> <+matrix.regoin> <+stepGroup.variables.weight> <+stepGroup.variables.wieght>
+                                echo <+steps.probe.status> <+steps.build.status>
+              - step:
+                  type: ShellScript
+                  name: use
+                  identifier: use
+                  spec:
+                    shell: Bash
+                    source:
+                      type: Inline
+                      spec:
+                        script: |
+                          echo built <+execution.steps.bulid.output.outputVariables.version>
+                          echo <+pipeline.variables.nothere> <+stage.spec.foo>
+                          echo <+execution.steps.build.output.outputVariables.versoin> <+matrix.region>
+                          echo <+stage.variables.tier> <+stage.variables.teir> <+pipeline.stages.biuld.status>
+                          echo <+execution.steps.build.output.outputVariables.version> <+pipeline.variables.version>
+                          echo <+execution.steps.probe.status> <+execution.steps.checks.steps.probe_0.status>
+                          echo <+pipeline.stages.build.spec.execution.steps.checks.variables.weight>
+                          echo <+pipeline.stages.fan_1.status> <+stage.name> <+env.name> <+secrets.getValue("x")>
+    - stage:
+        name: fan
+        identifier: fan
+        type: Custom
+        strategy:
+          parallelism: 2
+        when:
+          pipelineStatus: Success
+          condition: <+pipeline.stages.build.variables.tier> == "gold" && <+pipeline.stages.build.variables.tire> == "x"
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: echo <+steps.b.status>}}}}
+`
+
+// Every reference that can never resolve is a warning at the path's line and column, with the
+// nearest name defined there; every reference that may resolve (loop nodes by postfix, nested
+// steps named relatively, matrix axes in scope, runtime roots such as env and secrets) is not.
+// --strict makes each an error.
+func TestReferencesThatCanNeverResolve(t *testing.T) {
+	r := loadIn(t, map[string]string{"p.yaml": referencesPipeline}, "p.yaml", load.Options{})
+	want := []string{
+		"/p.yaml:47:57: warning: <+matrix.regoin> can never resolve: the enclosing matrix has no axis `regoin`",
+		"/p.yaml:47:104: warning: <+stepGroup.variables.wieght> can never resolve: step group checks has no variable `wieght`",
+		"/p.yaml:48:62: warning: <+steps.build.status> can never resolve: step group checks has no step `build` (it has probe)",
+		"/p.yaml:59:40: warning: <+execution.steps.bulid.output.outputVariables.version> can never resolve: stage build has no step `bulid`",
+		"/p.yaml:60:34: warning: <+pipeline.variables.nothere> can never resolve: the pipeline has no variable `nothere` (it has version)",
+		"/p.yaml:60:64: warning: <+stage.spec.foo> can never resolve: stage build's spec has no field `foo` (it has execution)",
+		"/p.yaml:61:34: warning: <+execution.steps.build.output.outputVariables.versoin> can never resolve: step build has no output variable `versoin`",
+		"/p.yaml:61:90: warning: <+matrix.region> can never resolve: no matrix strategy encloses this expression",
+		"/p.yaml:62:58: warning: <+stage.variables.teir> can never resolve: stage build has no variable `teir`",
+		"/p.yaml:62:82: warning: <+pipeline.stages.biuld.status> can never resolve: the pipeline has no stage `biuld`",
+		"/p.yaml:75:77: warning: <+pipeline.stages.build.variables.tire> can never resolve: stage build has no variable `tire`",
+		"/p.yaml:79:132: warning: <+steps.b.status> can never resolve: stage fan has no step `b`",
+	}
+	var got []string
+	for _, d := range r.Diags {
+		if d.Code == diag.UnknownReference {
+			got = append(got, d.String())
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("want %d unknown references, got %d:\n%s", len(want), len(got), strings.Join(got, "\n"))
+	}
+	for i := range min(len(got), len(want)) {
+		if !strings.Contains(got[i], want[i]) {
+			t.Errorf("reference %d:\n got %s\nwant %s...", i, got[i], want[i])
+		}
+	}
+	if !r.OK() {
+		t.Errorf("unknown references are warnings, yet the load failed:\n%s", r.Diags.Render(r.Sources))
+	}
+	rendered := r.Diags.Render(r.Sources)
+	for _, hint := range []string{"did you mean `build`?", "did you mean `version`?", "did you mean `tier`?", "did you mean `region`?", "did you mean `weight`?"} {
+		if !strings.Contains(rendered, hint) {
+			t.Errorf("no hint %q:\n%s", hint, rendered)
+		}
+	}
+
+	r = loadIn(t, map[string]string{"p.yaml": referencesPipeline}, "p.yaml", load.Options{Strict: true})
+	if r.OK() || len(r.Diags.Invalid()) != len(want) || !strings.Contains(r.Diags.Render(r.Sources), "no stage `biuld` (--strict)") {
+		t.Errorf("--strict: want %d errors:\n%s", len(want), r.Diags.Render(r.Sources))
+	}
+}
+
+// What the pipeline leaves open is not judged: a chained pipeline's inputs and outputs (its own
+// context), variables given as a runtime input, a matrix whose axes are an expression.
+func TestReferencesIntoOpenPartsAreNotJudged(t *testing.T) {
+	src := `pipeline:
+  name: open
+  identifier: open
+  stages:
+    - stage:
+        name: child
+        identifier: child
+        type: Pipeline
+        spec:
+          org: default
+          project: p
+          pipeline: other
+          inputs:
+            identifier: other
+            variables:
+              - {name: tag, type: String, value: <+pipeline.variables.childOnly>}
+          outputs:
+            - name: image
+              value: <+pipeline.variables.childOnly>
+    - stage:
+        name: loop
+        identifier: loop
+        type: Custom
+        strategy:
+          matrix: <+pipeline.variables.axes>
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: echo <+matrix.anything> <+pipeline.stages.child.output.image>}}}}
+`
+	r := loadIn(t, map[string]string{"p.yaml": src}, "p.yaml", load.Options{})
+	for _, d := range r.Diags {
+		if d.Code == diag.UnknownReference && !strings.Contains(d.Message, "pipeline.variables.axes") {
+			t.Errorf("judged an open reference: %s", d)
+		}
+	}
+}
