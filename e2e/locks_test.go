@@ -426,6 +426,19 @@ func TestQueueStepAcrossPipelines(t *testing.T) {
 			t.Errorf("%s %+v", res.Status, f)
 		}
 	})
+
+	t.Run("key that does not resolve", func(t *testing.T) {
+		r := newLockRig(t, false)
+		exec := r.start(t, r.queuePipeline(t, "queue_null", "db-<+pipeline.variables.nothere>", "Pipeline"))
+		res := result(t, exec.ID)
+		f := res.Tree.Find("one.queue").Failure
+		if res.Status != status.Failed || f == nil || !strings.Contains(f.Message, "Queue key db-<+pipeline.variables.nothere> does not resolve") {
+			t.Errorf("%s %+v", res.Status, f)
+		}
+		if *updateHistories { // the Queue key that does not resolve (resolved-keys)
+			recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), exec.ID)
+		}
+	})
 }
 
 // The holder's worker is killed with SIGKILL while the holder deploys and another execution

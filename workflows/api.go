@@ -135,6 +135,9 @@ const (
 	// changeOutputLimit: a stage keeps at most its share of ExecutionOutputLimit of output
 	// variables, and a step over it fails (only stages whose outputs grow that large record it).
 	changeOutputLimit = "output-limit"
+	// changeResolvedKeys: a Queue key whose expression does not resolve fails its step rather
+	// than naming a lock "null" (only such steps record it).
+	changeResolvedKeys = "resolved-keys"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients

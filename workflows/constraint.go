@@ -13,6 +13,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/stepspec"
 )
@@ -123,6 +125,22 @@ func (s *constraints) queueStep(ctx workflow.Context, t *Node, spec any, timeout
 		return &contract.Failure{Category: contract.Timeout, Message: fmt.Sprintf("still queued for %q after the step's timeout of %s", key, timeout)}
 	}
 	return f
+}
+
+// unresolvedKey fails a Queue step whose key holds an expression that does not resolve:
+// rendered as null, it would name a lock "null" that unrelated pipelines share. The failure
+// names the expression and the missing path. (A barrier reference cannot be an expression.)
+func unresolvedKey(ctx workflow.Context, n *plan.Node, scope *expressions.Scope, field string) *contract.Failure {
+	m, _ := n.Spec.(map[string]any)
+	raw, _ := m[field].(string)
+	if !expressions.Has(raw) {
+		return nil
+	}
+	_, err := expressions.Render(raw, expressions.Text, scope, expressions.Options{Unresolved: expressions.UnresolvedFail})
+	if err == nil || workflow.GetVersion(ctx, changeResolvedKeys, workflow.DefaultVersion, 1) < 1 {
+		return nil
+	}
+	return &contract.Failure{Category: contract.Unknown, Message: fmt.Sprintf("Queue key %s does not resolve (%v): a lock cannot be named by a missing value", raw, err)}
 }
 
 // acquireLock asks the lock of a key for this workflow's ticket and waits, showing waiting

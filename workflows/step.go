@@ -166,7 +166,9 @@ func (s *stageRun) attempt(ctx workflow.Context, n *plan.Node, t *Node, fqn stri
 	case "approval":
 		outputs, failure = s.decisions.approvalStep(actx, t, spec, timeout, root)
 	case "queue":
-		failure = s.constraint.queueStep(actx, t, spec, timeout)
+		if failure = unresolvedKey(ctx, n, scope, "key"); failure == nil {
+			failure = s.constraint.queueStep(actx, t, spec, timeout)
+		}
 	case "ticketApproval", "customApproval":
 		outputs, failure = s.ticketing.ticketApprovalStep(actx, n, t, spec, timeout)
 	case "verify":

@@ -265,3 +265,32 @@ func TestStepNodesNameTheirWorker(t *testing.T) {
 		}
 	}
 }
+
+// A Queue key whose expression does not resolve fails the step, naming the expression and the
+// missing path, rather than queueing on a lock called "null" that unrelated pipelines share.
+func TestQueueKeyThatDoesNotResolveFailsTheStep(t *testing.T) {
+	p := compile(t, "q.yaml", `pipeline:
+  name: q
+  identifier: q
+  stages:
+    - stage:
+        name: s
+        identifier: s
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: Queue, name: q, identifier: q, timeout: 1m, spec: {key: "db-<+pipeline.variables.nothere>", scope: Pipeline}}
+              - step: {type: ShellScript, name: after, identifier: after, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}
+`)
+	res := run(t, p)
+	q := res.Tree.Find("s.q")
+	if res.Status != status.Failed || q == nil || q.Status != status.Failed || q.Failure == nil ||
+		!strings.Contains(q.Failure.Message, "Queue key db-<+pipeline.variables.nothere> does not resolve") ||
+		!strings.Contains(q.Failure.Message, "pipeline.variables.nothere") {
+		t.Fatalf("want the Queue step failed naming its key:\n%+v", q)
+	}
+	if a := res.Tree.Find("s.after"); a == nil || a.Status == status.Succeeded {
+		t.Errorf("the step after the failed Queue step ran: %+v", a)
+	}
+}

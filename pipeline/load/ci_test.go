@@ -332,4 +332,10 @@ func TestRunStepWithoutCommand(t *testing.T) {
 	if !r.OK() || len(r.Diags) > 0 {
 		t.Fatalf("want a clean plan:\n%s", r.Diags.Render(r.Sources))
 	}
+	// With neither a command nor an image, nothing would run: an error at the step's spec.
+	files["p.yaml"] = ciPipeline(ciK8s + "          execution:\n            steps:\n              - step: {type: Run, name: a, identifier: a, spec: {shell: Sh}}\n")
+	r = loadIn(t, files, "p.yaml", load.Options{ForRun: true})
+	if got := r.Diags.Render(r.Sources); r.OK() || !strings.Contains(got, "Run step has no command and no image: it would run nothing") {
+		t.Errorf("want the step refused:\n%s", got)
+	}
 }

@@ -179,3 +179,55 @@ func TestReferencesIntoOpenPartsAreNotJudged(t *testing.T) {
 		}
 	}
 }
+
+// A step that would run nothing is an error: a ShellScript whose script sits one level too
+// shallow (the hint says where it is), a blank script, a Run step with neither command nor
+// image. A Run step with an image and no command runs the image's entrypoint and stays valid.
+func TestStepsThatWouldRunNothing(t *testing.T) {
+	src := `pipeline:
+  name: nothing
+  identifier: nothing
+  stages:
+    - stage:
+        name: a
+        identifier: a
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step:
+                  type: ShellScript
+                  name: x
+                  identifier: x
+                  spec:
+                    shell: Bash
+                    source:
+                      type: Inline
+                      spec:
+                      script: echo hi
+              - step:
+                  type: ShellScript
+                  name: y
+                  identifier: y
+                  spec:
+                    shell: Bash
+                    source:
+                      type: Inline
+                      spec:
+                        script: "  "
+`
+	r := loadIn(t, map[string]string{"p.yaml": src}, "p.yaml", load.Options{})
+	got := r.Diags.Render(r.Sources)
+	for _, want := range []string{
+		`/p.yaml:20:28: inline script source is missing required field "script": the step would run nothing`,
+		"hint: `script` at line 21 sits beside `type`; indent it under `spec:` (source.spec.script)",
+		"/p.yaml:31:33: the inline script is empty: the step would run nothing",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("want %q:\n%s", want, got)
+		}
+	}
+	if r.OK() {
+		t.Error("a step that runs nothing loaded")
+	}
+}

@@ -2,6 +2,7 @@ package steps
 
 import (
 	"gopkg.in/yaml.v3"
+	"strings"
 
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/stepspec"
@@ -41,6 +42,11 @@ func checkContainer(sp *Container, c Checker) {
 // checkRun checks the shell and the output variables.
 func checkRun(sp *Run, c Checker) {
 	c.Enum(sp.Node, "shell", sp.Shell, containerShells, "shell")
+	if strings.TrimSpace(sp.Command) == "" && strings.TrimSpace(sp.Image) == "" {
+		// With an image and no command the image's entrypoint runs; with neither, nothing would.
+		c.Error(pipeline.ValueAt(sp.Node, "command"), "missing-field", "Run step has no command and no image: it would run nothing").
+			SetHint("write the commands under spec.command, or name an image whose entrypoint does the work")
+	}
 	c.Variables(sp.OutputVariables, "output variable", []string{"String", "Secret"})
 	if sp.RegistryRef != "" {
 		c.Ignored(pipeline.ValueAt(sp.Node, "registryRef"), "registryRef", "Gantry pulls the image with connectorRef's credentials")

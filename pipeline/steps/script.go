@@ -7,6 +7,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/stepspec"
 )
 
@@ -75,8 +76,8 @@ func checkShellScript(sp *ShellScript, c Checker) {
 	}
 	if sp.Source != nil {
 		c.Enum(sp.Source.Node, "type", sp.Source.Type, []string{"Inline", "Harness"}, "script source type")
-		if sp.Source.Spec != nil && sp.Source.Type == "Inline" && pipeline.Field(sp.Source.Spec.Node, "script") == nil {
-			c.Error(sp.Source.Spec.Node, "missing-field", "inline script source is missing required field \"script\"")
+		if sp.Source.Type == "Inline" {
+			checkInlineScript(sp.Source, c)
 		}
 	}
 	c.Variables(sp.EnvironmentVariables, "environment variable", []string{"String", "Number", "Secret"})
@@ -148,4 +149,43 @@ func checkPolicy(sp *Policy, c Checker) {
 	if g := sp.PolicySets; g != nil && g.Kind == yaml.SequenceNode && len(g.Content) == 0 {
 		c.Error(g, "empty", "policySets needs at least one policy set")
 	}
+}
+
+// checkInlineScript refuses an inline source that would run nothing: no script, or a blank one.
+// A `script` one level too shallow (beside `type` rather than under `spec`) is the usual cause,
+// so the hint points at it.
+func checkInlineScript(src *stepspec.ScriptSource, c Checker) {
+	var d *diag.Diagnostic
+	switch {
+	case src.Spec == nil || pipeline.Field(src.Spec.Node, "script") == nil:
+		at := src.Node
+		if src.Spec != nil {
+			at = src.Spec.Node
+		} else if v := pipeline.ValueAt(src.Node, "spec"); v != nil {
+			at = v
+		}
+		d = c.Error(at, "missing-field", "inline script source is missing required field \"script\": the step would run nothing")
+	case strings.TrimSpace(src.Spec.Script) == "":
+		d = c.Error(pipeline.ValueAt(src.Spec.Node, "script"), "empty", "the inline script is empty: the step would run nothing")
+	default:
+		return
+	}
+	if k := keyNode(src.Node, "script"); k != nil {
+		d.SetHint("`script` at line %d sits beside `type`; indent it under `spec:` (source.spec.script)", k.Line)
+	} else {
+		d.SetHint("write the commands under source.spec.script")
+	}
+}
+
+// keyNode returns the key node of key in mapping n, or nil.
+func keyNode(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i]
+		}
+	}
+	return nil
 }
