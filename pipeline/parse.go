@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -91,7 +92,7 @@ func ParseYAML(name string, src []byte) (*File, diag.List) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	if err := dec.Decode(&doc); err != nil {
-		diags.Add(syntaxError(name, err))
+		diags.Add(syntaxError(name, src, err))
 		return f, diags
 	}
 	if d := CheckExpansion(name, &doc); d != nil {
@@ -177,7 +178,10 @@ func decodePipeline(d *Decoder, n *yaml.Node) *Pipeline {
 
 var yamlLineRe = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 
-func syntaxError(file string, err error) diag.Diagnostic {
+// syntaxError places a parse error. The parser names the line of the block it was reading,
+// often far above the mistake; a line whose indentation cannot be right from there on is
+// where the mistake is, and the hint says what is wrong with it.
+func syntaxError(file string, src []byte, err error) diag.Diagnostic {
 	msg := err.Error()
 	pos := diag.Pos{File: file, Line: 1, Col: 1}
 	if m := yamlLineRe.FindStringSubmatch(msg); m != nil {
@@ -186,8 +190,25 @@ func syntaxError(file string, err error) diag.Diagnostic {
 		}
 		msg = m[2]
 	}
+	if issue, ok := findIndentIssue(src, pos.Line-1); ok && indentationMessages(msg) {
+		if reported := pos.Line; issue.line != reported {
+			msg += fmt.Sprintf(" (the parser was reading the block at line %d)", reported)
+		}
+		pos.Line, pos.Col = issue.line, issue.col
+		return diag.Errorf(pos, "yaml-syntax", "invalid YAML: %s", msg).WithHint("%s", issue.hint)
+	}
 	return diag.Errorf(pos, "yaml-syntax", "invalid YAML: %s", msg).
 		WithHint("check indentation and quoting on this line; values starting with <+ or containing ': ' need quotes")
+}
+
+// indentationMessages are the parser's messages for a line indented wrongly.
+func indentationMessages(msg string) bool {
+	for _, m := range []string{"did not find expected key", "mapping values are not allowed", "did not find expected '-' indicator", "block sequence entries are not allowed"} {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // Stages returns every stage of the pipeline in YAML order, parallel members included.
