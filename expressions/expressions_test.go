@@ -342,6 +342,13 @@ func TestReferenceNestedSemantics(t *testing.T) {
 		{`archit-<+company>`, "archit-harness"},
 		{`<+a>==5`, "5==5"},
 		{`<+ <+a>==5?<+f>:<+g> >`, "abc"},
+		// A nested render with spaces, and ternaries whose branches glue an inner value to
+		// text: the inner value and the text read as one name, which resolves to nothing, so
+		// the branch is that text.
+		{`<+<+a> > + <+ <+b>> = <+<+a> + <+b>>`, "5 + 12 = 17"},
+		{`<+ <+a>==5?<+<+f>harness>:<+<+g>def> >`, "abcharness"},
+		{`<+ <+a>==<+a>?<+<+f>harness>:<+<+g>def> >`, "abcharness"},
+		{`<+ <+a>==<+b>?<+<+f>harness>:<+<+g>def> >`, "defdef"},
 	}
 	for _, c := range render {
 		got, err := Render(c.src, Text, scope, Options{})

@@ -12,13 +12,13 @@ import (
 func buildRuntime() []expr.Option {
 	fns := map[string]func(a ...any) (any, error){
 		"__ref": func(a ...any) (any, error) { return a[0].(*state).ref(a[1:]) },
-		"__get": func(a ...any) (any, error) { return index(a[0], a[1]), nil },
+		"__get": func(a ...any) (any, error) { return index(a[0], plainSegment(a[1])), nil },
 		"__cat": func(a ...any) (any, error) {
 			var b strings.Builder
 			for _, x := range a {
 				b.WriteString(ToString(x))
 			}
-			return b.String(), nil
+			return gluedName(b.String()), nil
 		},
 		"__m": func(a ...any) (any, error) {
 			name := a[1].(string)
@@ -124,7 +124,17 @@ func strOp(a, b any, f func(s, x string) bool) (any, error) {
 // number); a value that is no expression, or does not resolve as one, is rendered as text
 // (`Hello <+company>`, `<+f><+g>`).
 func (st *state) ref(segs []any) (any, error) {
+	_, glued := segs[0].(gluedName)
+	glued = glued && len(segs) == 1
+	for i := range segs {
+		segs[i] = plainSegment(segs[i])
+	}
 	v := st.scope.resolve(segs)
+	if v == nil && glued {
+		// An inner value glued to text that names nothing is that text, as in the reference
+		// engine: <+ <+a>==5 ? <+<+f>harness> : ... > is "abcharness".
+		return segs[0], nil
+	}
 	if v == nil {
 		if paths := st.scope.ambiguousStep(segs); paths != nil {
 			return nil, fmt.Errorf("<+%s> matches %d steps in different step groups (%s); write the step's full path",
@@ -167,4 +177,15 @@ func (st *state) ref(segs []any) (any, error) {
 		st.missing = inner.missing
 	}
 	return out, err
+}
+
+// gluedName is a path segment written as an inner value glued to text: `<+<+f>harness>`,
+// `deploy<+strategy.identifierPostFix>`.
+type gluedName string
+
+func plainSegment(v any) any {
+	if g, ok := v.(gluedName); ok {
+		return string(g)
+	}
+	return v
 }

@@ -60,10 +60,16 @@ func scanExpr(src string, start int) (*span, error) {
 			return s, nil
 		}
 	}
+	// Neither reading closes it: the reference engine's own, where every '>' outside quotes
+	// and brackets closes, spaced or not (`<+<+a> > + <+ <+b>>` is two expressions).
+	if s, ok := scanBody(src, start, start+2, anyClose); ok {
+		return s, nil
+	}
 	return nil, &SyntaxError{Offset: start, Message: "unterminated expression: `<+` has no closing `>`"}
 }
 
-// scanBody scans from bodyStart; with forceEnd >= 0 the '>' at that offset closes the body.
+// scanBody scans from bodyStart; with forceEnd >= 0 the '>' at that offset closes the body,
+// with anyClose any '>' but `>=` does, and with -1 the first that follows a non-space.
 func scanBody(src string, start, bodyStart, forceEnd int) (*span, bool) {
 	s := &span{start: start, bodyStart: bodyStart}
 	depth := 0
@@ -93,7 +99,7 @@ func scanBody(src string, start, bodyStart, forceEnd int) (*span, bool) {
 		case c == ')' || c == ']' || c == '}':
 			depth--
 		case c == '>' && depth <= 0:
-			if i == forceEnd || (forceEnd < 0 && closes(src, bodyStart, i)) {
+			if i == forceEnd || (forceEnd == -1 && closes(src, bodyStart, i)) || (forceEnd == anyClose && !operatorGE(src, i)) {
 				s.bodyEnd, s.end = i, i+1
 				return s, true
 			}
@@ -103,12 +109,20 @@ func scanBody(src string, start, bodyStart, forceEnd int) (*span, bool) {
 	return nil, false
 }
 
+// anyClose is scanBody's forceEnd for the reading where any '>' but `>=` closes.
+const anyClose = -2
+
 func closes(src string, bodyStart, i int) bool {
-	// `>=` is an operator, but `>==` is not: in `<+a>==5` the '>' closes and `==` compares.
-	if i+1 < len(src) && src[i+1] == '=' && (i+2 >= len(src) || src[i+2] != '=') {
+	if operatorGE(src, i) {
 		return false
 	}
 	return i == bodyStart || !isSpace(src[i-1])
+}
+
+// operatorGE: `>=` is an operator, but `>==` is not: in `<+a>==5` the '>' closes and `==`
+// compares.
+func operatorGE(src string, i int) bool {
+	return i+1 < len(src) && src[i+1] == '=' && (i+2 >= len(src) || src[i+2] != '=')
 }
 
 // lastCandidate returns the offset of the last '>' outside quotes and brackets, or -1.
