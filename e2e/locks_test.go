@@ -394,6 +394,21 @@ func TestQueueStepAcrossPipelines(t *testing.T) {
 	if n.Resource == nil || n.Resource.Key != key || n.Resource.Holder != a.ID+" (one.queue)" {
 		t.Errorf("queued step's resource %+v", n.Resource)
 	}
+	// Lists say what the tree says: the waiting execution is QUEUED, the holder RUNNING.
+	listed := func(id string) string {
+		list, err := env.starter.ListWhere(context.Background(), "", 50, func(s starter.Summary) bool { return s.ID == id })
+		if err != nil || len(list) != 1 {
+			t.Fatalf("list %s: %v %v", id, list, err)
+		}
+		return list[0].Status
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for listed(b.ID) != string(status.Queued) && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got, holder := listed(b.ID), listed(a.ID); got != string(status.Queued) || holder != string(status.Running) {
+		t.Errorf("listed as %s (waiting) and %s (holder), want QUEUED and RUNNING", got, holder)
+	}
 	r.open(t, a.ID)
 	r.open(t, b.ID)
 	succeeded(t, a.ID, b.ID)

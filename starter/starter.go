@@ -772,7 +772,9 @@ func (s *Starter) PendingPage(ctx context.Context, limit int, token string) (Pen
 			var nodes []workflows.WaitingNode
 			if converter.GetDefaultDataConverter().FromPayload(m, &nodes) == nil {
 				for _, n := range nodes {
-					add(n.Path, n.Status, n.Approval, n.Ticket, n.Actions, n.Inputs)
+					if decidedByPeople(n.Status) { // not a step waiting for a lock
+						add(n.Path, n.Status, n.Approval, n.Ticket, n.Actions, n.Inputs)
+					}
 				}
 				continue
 			}
@@ -787,11 +789,8 @@ func (s *Starter) PendingPage(ctx context.Context, limit int, token string) (Pen
 				return // finished meanwhile
 			}
 			tree.Walk(func(n *workflows.Node) {
-				switch n.Status {
-				case status.ApprovalWaiting, status.InterventionWaiting, status.InputWaiting:
-					if n.Kind == "step" {
-						add(n.Path, n.Status, n.Approval, n.Ticket, n.Actions, n.Inputs)
-					}
+				if decidedByPeople(n.Status) && n.Kind == "step" {
+					add(n.Path, n.Status, n.Approval, n.Ticket, n.Actions, n.Inputs)
 				}
 			})
 		}()
@@ -842,4 +841,9 @@ func listVisibility(ctx context.Context, c client.Client, req *workflowservice.L
 		resp, err = c.ListWorkflow(ctx, req)
 	}
 	return resp, err
+}
+
+// decidedByPeople reports whether a waiting status waits for a person's decision.
+func decidedByPeople(st status.Status) bool {
+	return st == status.ApprovalWaiting || st == status.InterventionWaiting || st == status.InputWaiting
 }

@@ -138,6 +138,9 @@ const (
 	// changeResolvedKeys: a Queue key whose expression does not resolve fails its step rather
 	// than naming a lock "null" (only such steps record it).
 	changeResolvedKeys = "resolved-keys"
+	// changeReportQueued: a step or stage waiting for a lock (QUEUED, RESOURCE_WAITING) tells
+	// the pipeline, whose status in lists then says so (only runs that waited record it).
+	changeReportQueued = "report-queued"
 )
 
 // Kinds of refusals by update validators, carried as the ApplicationError type so clients

@@ -178,17 +178,26 @@ func (s *constraints) acquireLock(ctx workflow.Context, t *Node, kind, key strin
 		h.notices++
 	}
 	prev, since, shown := t.Status, workflow.Now(ctx), -1
+	reported := false
 	for !h.granted {
 		if h.notices != shown {
 			shown = h.notices
 			t.Status = waiting
 			t.Resource = &ResourceView{Kind: kind, Key: key, Lock: id, Holder: h.notice.Holder, Ahead: h.notice.Ahead}
+			if !reported && workflow.GetVersion(ctx, changeReportQueued, workflow.DefaultVersion, 1) == 1 {
+				// The pipeline shows the wait in its status, as lists read it.
+				reported = true
+				s.decisions.waitStatus[t.Path] = waiting
+				s.decisions.reportWaiting(ctx)
+			}
 			s.publish(ctx)
 		}
 		if err := workflow.Await(ctx, func() bool { return h.granted || h.notices != shown }); err != nil {
+			s.stopReportingWait(ctx, t, reported)
 			return &contract.Failure{Category: aborted, Message: "aborted"}
 		}
 	}
+	s.stopReportingWait(ctx, t, reported)
 	if t.Resource != nil {
 		t.Notes = append(t.Notes, fmt.Sprintf("waited %s for %s %s (held by %s)",
 			workflow.Now(ctx).Sub(since).Round(time.Millisecond), kind, key, t.Resource.Holder))
@@ -196,6 +205,14 @@ func (s *constraints) acquireLock(ctx workflow.Context, t *Node, kind, key strin
 		s.publish(ctx)
 	}
 	return nil
+}
+
+// stopReportingWait tells the pipeline the node no longer waits for a lock, if it was told.
+func (s *constraints) stopReportingWait(ctx workflow.Context, t *Node, reported bool) {
+	if reported {
+		delete(s.decisions.waitStatus, t.Path)
+		s.decisions.reportWaiting(ctx)
+	}
 }
 
 // listenLocks routes the locks' notices to this workflow's tickets (once per workflow).
