@@ -61,7 +61,7 @@ func approvalsCmd() *cobra.Command {
 	var conn connFlags
 	var rf remoteFlags
 	var limit int
-	var token string
+	var token, output string
 	cmd := &cobra.Command{
 		Use:   "approvals",
 		Short: "List approvals, interventions and inputs that wait for a decision",
@@ -83,6 +83,12 @@ func approvalsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if output == "json" {
+					if page.Pending == nil {
+						page.Pending = []starter.Pending{}
+					}
+					return printJSON(cmd.OutOrStdout(), page)
+				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "EXECUTION\tNODE\tWAITING\tDETAIL")
 				for _, p := range page.Pending {
@@ -100,6 +106,7 @@ func approvalsCmd() *cobra.Command {
 	}
 	cmd.Flags().IntVar(&limit, "limit", 0, "list a page of this many waiting executions (0: all of them)")
 	cmd.Flags().StringVar(&token, "page-token", "", "the page a previous --limit listing named")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	conn.add(cmd)
 	rf.add(cmd, nil)
 	return cmd

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -39,9 +38,7 @@ how many executions' histories are read, newest first.`,
 					return err
 				}
 				if output == "json" {
-					enc := json.NewEncoder(cmd.OutOrStdout())
-					enc.SetIndent("", "  ")
-					return enc.Encode(recs)
+					return printJSON(cmd.OutOrStdout(), recs)
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "TIME\tUSER\tACTION\tEXECUTION\tPATH\tOUTCOME\tDETAIL")

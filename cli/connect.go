@@ -125,9 +125,16 @@ func (f *connFlags) terraformKeys() (*codec.Keys, error) {
 }
 
 // localWorker says whether a command that starts and follows an execution runs a worker too:
-// on the embedded server yes (nothing else may run it); against a cluster no, since a client
-// that exits must not take steps of other executions with it.
-func (f connFlags) localWorker() bool { return f.address == "" }
+// on an embedded server of its own yes (nothing else may run it); against a cluster, or joined
+// to the server another process serves on the data directory, no: that process's workers run
+// the steps, and a client that exits must not take steps of other executions with it.
+func (f connFlags) localWorker() bool {
+	if f.address != "" {
+		return false
+	}
+	_, joined := runningServer(f.dataDir)
+	return !joined
+}
 
 func splitList(s string) []string {
 	var out []string

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/server"
+	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/webui"
 	"github.com/gantry-cd/gantry/workflows"
@@ -39,7 +40,7 @@ func statusCmd() *cobra.Command {
 				if output == "json" {
 					return writeJSON(cmd.OutOrStdout(), args[0], &workflows.PipelineResult{Status: tree.Status, Tree: tree})
 				}
-				printTree(cmd.OutOrStdout(), tree)
+				printTree(cmd.OutOrStdout(), tree, pages{execution: args[0]})
 				records, done, err := c.Notifications(ctx, args[0])
 				if err != nil {
 					return err
@@ -58,7 +59,7 @@ func statusCmd() *cobra.Command {
 func listCmd() *cobra.Command {
 	var conn connFlags
 	var rf remoteFlags
-	var pipeline string
+	var pipeline, output string
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -69,6 +70,11 @@ func listCmd() *cobra.Command {
 				list, err := c.List(ctx, pipeline, limit)
 				if err != nil {
 					return err
+				}
+				if output == "json" {
+					return printJSON(cmd.OutOrStdout(), struct {
+						Executions []starter.Summary `json:"executions"`
+					}{append([]starter.Summary{}, list...)})
 				}
 				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "EXECUTION\tPIPELINE\tSTATUS\tTRIGGER\tSTARTED\tDURATION")
@@ -85,6 +91,7 @@ func listCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&pipeline, "pipeline", "", "only executions of this pipeline identifier")
 	cmd.Flags().IntVar(&limit, "limit", 20, "at most this many executions")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	conn.add(cmd)
 	rf.add(cmd, nil)
 	return cmd

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/webui"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -81,8 +83,8 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 			if err != nil {
 				return usageErr("%v", err)
 			}
-			if link := uiLink(e, conn.namespace, exec.ID); link != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "UI: %s\n", link)
+			if e.uiURL != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "run page: %s\n", webui.RunPageURL(e.uiURL, exec.ID))
 			}
 			if output == "text" {
 				fmt.Fprintf(cmd.OutOrStdout(), "pipeline %s #%d: ", r.Plan.Name, exec.SequenceID)
@@ -106,6 +108,39 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 	return cmd
 }
 
+func watchCmd() *cobra.Command {
+	var conn connFlags
+	var output string
+	var showLogs bool
+	cmd := &cobra.Command{
+		Use:   "watch EXECUTION",
+		Short: "Follow an execution that is already running to its end; the exit code says how it ended",
+		Long: `Prints one line per node as it starts, waits and ends (with what a waiting node needs: the
+command that decides it), then the final tree with durations, as gantry run does for the
+execution it starts. Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted, 2 usage
+or connection error (an unknown execution).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return usageErr("--output must be text or json")
+			}
+			e, err := connect(cmd.Context(), conn, conn.localWorker(), newLogger(false))
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			defer e.close()
+			if _, err := e.starter.Tree(cmd.Context(), args[0]); err != nil && errors.Is(err, starter.ErrNotFound) {
+				return usageErr("%v", err)
+			}
+			return follow(cmd, e, starter.Execution{ID: args[0]}, output, showLogs, conn.dataDir)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text (live progress and final tree) or json (final execution as one document)")
+	cmd.Flags().BoolVar(&showLogs, "logs", false, "stream step output while steps run")
+	conn.add(cmd)
+	return cmd
+}
+
 // follow watches an execution to its end and prints it; the exit code says how it ended.
 func follow(cmd *cobra.Command, e *engine, exec starter.Execution, output string, showLogs bool, dataDir string) error {
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -123,6 +158,10 @@ func follow(cmd *cobra.Command, e *engine, exec starter.Execution, output string
 		err = e.starter.Complete(ctx, exec.ID, res.Tree)
 	}
 	if err != nil {
+		if ctx.Err() != nil && e.server == nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "gantry: stopped following %s; it goes on (follow it again with gantry watch %s, stop it with gantry abort %s)\n", exec.ID, exec.ID, exec.ID)
+			return &exitError{code: ExitInvalid}
+		}
 		if ctx.Err() != nil {
 			fmt.Fprintf(cmd.ErrOrStderr(), "gantry: stopped following %s; it continues when a worker runs again (gantry server, or any gantry command on %s); stop it with gantry abort %s\n", exec.ID, dataDir, exec.ID)
 			return &exitError{code: ExitInvalid}
@@ -135,7 +174,7 @@ func follow(cmd *cobra.Command, e *engine, exec starter.Execution, output string
 		}
 	} else {
 		fmt.Fprintln(w.out)
-		printTree(w.out, res.Tree)
+		printTree(w.out, res.Tree, pages{execution: exec.ID, ui: e.uiURL})
 	}
 	if !res.Status.Positive() {
 		return &exitError{code: ExitInvalid}
@@ -226,7 +265,7 @@ func (w *watcher) print(n *workflows.Node) {
 		return
 	}
 	w.seen[n.Path] = n.Status
-	fmt.Fprintf(w.out, "%s%s %-30s %-20s %s\n", indent(n.Path), symbol(n.Status), n.Path, n.Status, detail(n))
+	fmt.Fprintf(w.out, "%s%s %-30s %-20s %s\n", indent(n.Path), symbol(n.Status), n.Path, n.Status, detail(n, pages{execution: w.id, ui: w.e.uiURL}))
 }
 
 func (w *watcher) streamLog(path string) {
@@ -270,13 +309,52 @@ func symbol(s status.Status) string {
 	return "▶"
 }
 
-func detail(n *workflows.Node) string {
+// pages say where an execution's run page and decision pages are: the Web UI of the server a
+// command joined ("" when none is known).
+type pages struct {
+	execution, ui string
+}
+
+// decide is how a person decides what n waits for: the command, and the page when known.
+func (pg pages) decide(n *workflows.Node) string {
+	exec := pg.execution
+	if exec == "" {
+		exec = "<execution>"
+	}
+	var cmd string
+	switch {
+	case n.Status == status.ApprovalWaiting && n.Approval != nil:
+		cmd = fmt.Sprintf("gantry approve %s --step %s", exec, n.Path)
+		for _, in := range n.Approval.Inputs {
+			cmd += " --input " + in + "=VALUE"
+		}
+		if left := n.Approval.MinimumCount - n.Approval.Approvals; left > 1 {
+			cmd += fmt.Sprintf(" (%d approvers still needed; or gantry reject)", left)
+		} else {
+			cmd += " (or gantry reject)"
+		}
+	case n.Status == status.InputWaiting && len(n.Inputs) > 0:
+		cmd = fmt.Sprintf("gantry input %s --step %s --set %s=VALUE", exec, n.Path, n.Inputs[0])
+	case len(n.Actions) > 0:
+		cmd = fmt.Sprintf("gantry intervene %s %s --action %s", exec, n.Path, strings.Join(n.Actions, "|"))
+	default:
+		return ""
+	}
+	if pg.ui != "" && pg.execution != "" {
+		cmd += ", or " + webui.DecideURL(pg.ui, pg.execution, n.Path)
+	}
+	return "decide with: " + cmd
+}
+
+func detail(n *workflows.Node, pg pages) string {
 	var parts []string
 	if n.Template != nil {
 		parts = append(parts, "(template "+n.Template.Ref+"@"+n.Template.Version+")")
 	}
 	if n.StartedAt != nil && n.EndedAt != nil {
 		parts = append(parts, n.EndedAt.Sub(*n.StartedAt).Round(time.Millisecond).String())
+	} else if n.StartedAt != nil && !n.Status.Final() {
+		parts = append(parts, "for "+time.Since(*n.StartedAt).Round(time.Second).String())
 	}
 	if n.Worker != "" {
 		parts = append(parts, "on "+n.Worker)
@@ -307,8 +385,8 @@ func detail(n *workflows.Node) string {
 		}
 		parts = append(parts, w)
 	}
-	if len(n.Actions) > 0 {
-		parts = append(parts, "decide with: gantry intervene <execution> "+n.Path+" --action "+strings.Join(n.Actions, "|"))
+	if d := pg.decide(n); d != "" {
+		parts = append(parts, d)
 	}
 	if n.Policy != nil && n.Policy.Status != "pass" {
 		parts = append(parts, "policy "+n.Policy.Status+": "+strings.Join(n.Policy.Messages, "; "))
@@ -327,11 +405,11 @@ func detail(n *workflows.Node) string {
 }
 
 // printTree prints the final tree, one node per line, indented by depth.
-func printTree(out io.Writer, tree *workflows.Node) {
+func printTree(out io.Writer, tree *workflows.Node, pg pages) {
 	if tree == nil {
 		return
 	}
-	fmt.Fprintf(out, "%s %s %s %s\n", symbol(tree.Status), tree.Name, tree.Status, detail(tree))
+	fmt.Fprintf(out, "%s %s %s %s\n", symbol(tree.Status), tree.Name, tree.Status, detail(tree, pg))
 	var walk func(n *workflows.Node, depth int)
 	walk = func(n *workflows.Node, depth int) {
 		for _, c := range n.Children {
@@ -340,7 +418,7 @@ func printTree(out io.Writer, tree *workflows.Node) {
 				continue
 			}
 			pad := strings.Repeat("  ", depth)
-			fmt.Fprintf(out, "%s%s %-*s %-20s %s\n", pad, symbol(c.Status), max(32-len(pad), 1), c.ID, c.Status, detail(c))
+			fmt.Fprintf(out, "%s%s %-*s %-20s %s\n", pad, symbol(c.Status), max(32-len(pad), 1), c.ID, c.Status, detail(c, pg))
 			walk(c, depth+1)
 		}
 	}
@@ -402,7 +480,12 @@ func writeJSON(out io.Writer, id string, res *workflows.PipelineResult) error {
 		doc.Nodes = append(doc.Nodes, jsonNode{Path: n.Path, Type: typ, Status: string(n.Status), Attempts: n.Attempts, Outputs: n.Outputs,
 			Worker: n.Worker, StartedAt: n.StartedAt, EndedAt: n.EndedAt, Failure: failureOf(n), Tests: n.Tests})
 	})
+	return printJSON(out, doc)
+}
+
+// printJSON writes v as one indented JSON document: what every `-o json` prints.
+func printJSON(out io.Writer, v any) error {
 	enc := json.NewEncoder(out)
 	enc.SetIndent("", "  ")
-	return enc.Encode(doc)
+	return enc.Encode(v)
 }

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // gantry run on the embedded server: JSON shape, exit codes, and state kept in the data
@@ -65,6 +68,26 @@ func TestRunOnEmbeddedServer(t *testing.T) {
 	code, out, _ = run("list", "--data-dir", data)
 	if code != ExitOK || !strings.Contains(out, "build_test_deploy-2") || !strings.Contains(out, "build_test_deploy-1") {
 		t.Errorf("list: exit %d\n%s", code, out)
+	}
+	// -o json on the lists; watch of an ended execution prints its tree and exits as it ended.
+	code, out, _ = run("list", "--data-dir", data, "-o", "json")
+	var listed struct {
+		Executions []struct{ ExecutionID, Status string }
+	}
+	if err := json.Unmarshal([]byte(out), &listed); code != ExitOK || err != nil || len(listed.Executions) != 2 ||
+		listed.Executions[0].ExecutionID != "build_test_deploy-2" || listed.Executions[0].Status != "FAILED" {
+		t.Errorf("list -o json: exit %d %v\n%s", code, err, out)
+	}
+	code, out, _ = run("approvals", "--data-dir", data, "-o", "json")
+	if code != ExitOK || !strings.Contains(out, `"pending": []`) {
+		t.Errorf("approvals -o json: exit %d\n%s", code, out)
+	}
+	code, out, _ = run("watch", "build_test_deploy-2", "--data-dir", data)
+	if code != ExitInvalid || !strings.Contains(out, "build.version") || !strings.Contains(out, "FAILED") {
+		t.Errorf("watch of a failed execution: exit %d\n%s", code, out)
+	}
+	if code, _, errs = run("watch", "nothing-1", "--data-dir", data); code != ExitUsage || !strings.Contains(errs, "not found") {
+		t.Errorf("watch of an unknown execution: exit %d\n%s", code, errs)
 	}
 	code, out, _ = run("logs", "build_test_deploy-2", "build.version", "--data-dir", data)
 	if code != ExitOK || !strings.Contains(out, "about to fail") {
@@ -211,5 +234,25 @@ func TestValidateJSONGolden(t *testing.T) {
 	}
 	if code, out, _ := run("validate", files[1]); code != ExitInvalid || !strings.Contains(out, "unsupported: 3 features Gantry cannot run yet") || strings.Contains(out, "invalid") {
 		t.Errorf("unsupported: exit %d\n%s", code, out)
+	}
+}
+
+// A waiting node says how to decide it: the command with the execution, step, inputs and
+// approvers still needed, and the decision page when a Web UI is known.
+func TestWaitingNodesSayHowToDecide(t *testing.T) {
+	n := &workflows.Node{Path: "sign_off.prod_signoff", Status: status.ApprovalWaiting,
+		Approval: &workflows.ApprovalView{MinimumCount: 2, Inputs: []string{"changeTicket"}}}
+	got := pages{execution: "gate-1", ui: "http://127.0.0.1:8233"}.decide(n)
+	want := "decide with: gantry approve gate-1 --step sign_off.prod_signoff --input changeTicket=VALUE (2 approvers still needed; or gantry reject), or http://127.0.0.1:8233/gantry/decide/gate-1/sign_off.prod_signoff"
+	if got != want {
+		t.Errorf("approval:\n got %s\nwant %s", got, want)
+	}
+	n = &workflows.Node{Path: "s.x", Status: status.InterventionWaiting, Actions: []string{"Retry", "Abort"}}
+	if got := (pages{execution: "p-3"}).decide(n); got != "decide with: gantry intervene p-3 s.x --action Retry|Abort" {
+		t.Errorf("intervention: %s", got)
+	}
+	n = &workflows.Node{Path: "s.i", Status: status.InputWaiting, Inputs: []string{"region"}}
+	if got := (pages{execution: "p-4"}).decide(n); got != "decide with: gantry input p-4 --step s.i --set region=VALUE" {
+		t.Errorf("input: %s", got)
 	}
 }

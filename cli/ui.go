@@ -99,11 +99,3 @@ signed-in users read each step's log at /gantry/logs/EXECUTION/STEP, linked from
 	conn.add(cmd)
 	return cmd
 }
-
-// uiLink is the execution's page in the Web UI of the server this command joined, or "".
-func uiLink(e *engine, namespace, executionID string) string {
-	if e.uiURL == "" {
-		return ""
-	}
-	return (&webui.Server{URL: e.uiURL}).ExecutionURL(namespace, executionID)
-}

@@ -19,6 +19,11 @@ import (
 // signed-in user with the rules of the API.
 const DecidePath = "/gantry/decide/"
 
+// DecideURL is the decision page of a waiting step, on the Web UI at base.
+func DecideURL(base, execution, path string) string {
+	return strings.TrimSuffix(base, "/") + DecidePath + url.PathEscape(execution) + "/" + url.PathEscape(path)
+}
+
 // Decisions act on waiting steps for the decision pages.
 type Decisions struct {
 	Starter *starter.Starter

@@ -20,6 +20,11 @@ import (
 // page (execution.go).
 const ExecutionsPath = "/gantry/executions"
 
+// RunPageURL is an execution's run page on the Web UI at base.
+func RunPageURL(base, execution string) string {
+	return strings.TrimSuffix(base, "/") + ExecutionsPath + "/" + url.PathEscape(execution)
+}
+
 // ExecutionLister reads pages of pipeline executions and an execution's tree, and acts on
 // executions as a user (a *starter.Starter).
 type ExecutionLister interface {
