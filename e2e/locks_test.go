@@ -409,6 +409,16 @@ func TestQueueStepAcrossPipelines(t *testing.T) {
 	if got, holder := listed(b.ID), listed(a.ID); got != string(status.Queued) || holder != string(status.Running) {
 		t.Errorf("listed as %s (waiting) and %s (holder), want QUEUED and RUNNING", got, holder)
 	}
+	// gantry locks: the key, its holder and its waiter.
+	locks, err := env.starter.Locks(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(locks, func(l starter.LockView) bool { return l.Key == key })
+	if i < 0 || locks[i].Kind != "queue" || len(locks[i].Holders) != 1 || locks[i].Holders[0].Execution != a.ID ||
+		len(locks[i].Waiting) != 1 || locks[i].Waiting[0].Execution != b.ID || locks[i].Waiting[0].Node != "one.queue" {
+		t.Errorf("locks: %+v", locks)
+	}
 	r.open(t, a.ID)
 	r.open(t, b.ID)
 	succeeded(t, a.ID, b.ID)
