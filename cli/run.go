@@ -353,7 +353,7 @@ func detail(n *workflows.Node, pg pages) string {
 	}
 	if n.StartedAt != nil && n.EndedAt != nil {
 		parts = append(parts, n.EndedAt.Sub(*n.StartedAt).Round(time.Millisecond).String())
-	} else if n.StartedAt != nil && !n.Status.Final() {
+	} else if n.StartedAt != nil && !n.Status.Final() && time.Since(*n.StartedAt) >= time.Second {
 		parts = append(parts, "for "+time.Since(*n.StartedAt).Round(time.Second).String())
 	}
 	if n.Worker != "" {

@@ -146,8 +146,8 @@ func TestApprovalRejection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	id := startAndWait(t, ctx, approvalPipeline("c62", "", ""))
-	if _, err := env.starter.Approve(ctx, id, vote("alice", []string{"release_managers"}, "REJECT", nil)); err != nil {
-		t.Fatal(err)
+	if msg, err := env.starter.Approve(ctx, id, vote("alice", []string{"release_managers"}, "REJECT", nil)); err != nil || !strings.Contains(msg, "one rejection ends the approval") {
+		t.Fatalf("reject: %q %v", msg, err)
 	}
 	res, err := env.starter.Result(ctx, id)
 	if err != nil {

@@ -262,6 +262,9 @@ func (s *decisions) registerApprove(ctx workflow.Context) error {
 			if a.result == "" && workflow.GetVersion(ctx, changePendingMemo, workflow.DefaultVersion, 1) == 1 {
 				s.reportWaiting(ctx) // the pipeline's memo shows the vote
 			}
+			if a.result == "REJECTED" {
+				return fmt.Sprintf("%s recorded for %s: one rejection ends the approval, which is rejected", req.Action, req.Path), nil
+			}
 			return fmt.Sprintf("%s recorded for %s (%d of %d approvals)", req.Action, req.Path, a.view.Approvals, a.minimum), nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(req ApprovalRequest) error {
