@@ -116,14 +116,27 @@ func executions(list ExecutionLister, userOf func(string) (*identity.User, error
 	})
 }
 
-// signedIn is the user whose token the request's sign-in cookie holds, nil without one.
+// signedIn is the user whose token the request carries, nil without one.
 func signedIn(r *http.Request, userOf func(string) (*identity.User, error)) *identity.User {
-	ck, err := r.Cookie(codec.TokenCookie)
-	if err != nil {
+	token := requestToken(r)
+	if token == "" {
 		return nil
 	}
-	u, _ := userOf(ck.Value)
+	u, _ := userOf(token)
 	return u
+}
+
+// requestToken is the token a request carries: a browser's sign-in cookie, or a script's
+// `Authorization: Bearer` header (which browsers never send on their own, so no other site
+// can make a visitor's browser use it).
+func requestToken(r *http.Request) string {
+	if t, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && t != "" {
+		return t
+	}
+	if ck, err := r.Cookie(codec.TokenCookie); err == nil {
+		return ck.Value
+	}
+	return ""
 }
 
 // row is how an execution shows: a mark that tells its status without colour, its duration so

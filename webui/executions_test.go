@@ -88,6 +88,14 @@ func TestExecutionsPage(t *testing.T) {
 	if code != http.StatusOK || len(list.asked) != 1 || list.asked[0] != (starter.ListFilter{Pipeline: "web", Status: "FAILED"}) {
 		t.Errorf("%d, filters asked %+v", code, list.asked)
 	}
+	// A script signs in with the header instead of the cookie.
+	req, _ := http.NewRequest("GET", srv.URL+ExecutionsPath, nil)
+	req.Header.Set("Authorization", "Bearer good")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("bearer token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 }
 
 // countingTrees is a tree source that counts its reads, each taking a while, as a running

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gantry-cd/gantry/access"
-	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/workflows"
@@ -133,8 +132,7 @@ func logs(src LogSource, check func(string) (string, error), namespace string, a
 			return
 		}
 		user, token := "", ""
-		if ck, err := r.Cookie(codec.TokenCookie); err == nil && check != nil {
-			token = ck.Value
+		if token = requestToken(r); token != "" && check != nil {
 			user, _ = check(token)
 		}
 		_, text := r.URL.Query()["from"]

@@ -18,7 +18,7 @@ var signInPage = template.Must(template.New("sign-in").Parse(`<!doctype html>
 <form method="post"><input type="hidden" name="sign-out" value="1"><button type="submit" id="sign-out">Sign out</button></form>
 <h2>Sign in as someone else</h2>{{end}}{{if .Error}}<p id="error" style="color:#b00">{{.Error}}</p>{{end}}
 {{if .SSO}}<p><a id="sso" href="/gantry/oidc/start?next={{.Next}}">Sign in with your company account</a></p><p>Or paste a Gantry API token:</p>{{else}}
-<p>Paste your Gantry API token (<code>gantry user add</code>) to read step logs, and encrypted payloads in plain text.</p>{{end}}
+<p>Paste your Gantry API token (<code>gantry user add</code>) to see executions, their step logs and decision pages, and encrypted payloads in plain text.</p>{{end}}
 <form method="post"><input type="hidden" name="next" value="{{.Next}}"><input type="password" name="token" id="token" autocomplete="off" placeholder="token"><button type="submit" id="submit">Sign in</button></form>
 </body></html>`))
 
