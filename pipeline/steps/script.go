@@ -170,22 +170,9 @@ func checkInlineScript(src *stepspec.ScriptSource, c Checker) {
 	default:
 		return
 	}
-	if k := keyNode(src.Node, "script"); k != nil {
+	if k := pipeline.Key(src.Node, "script"); k != src.Node {
 		d.SetHint("`script` at line %d sits beside `type`; indent it under `spec:` (source.spec.script)", k.Line)
 	} else {
 		d.SetHint("write the commands under source.spec.script")
 	}
-}
-
-// keyNode returns the key node of key in mapping n, or nil.
-func keyNode(n *yaml.Node, key string) *yaml.Node {
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i]
-		}
-	}
-	return nil
 }

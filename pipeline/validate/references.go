@@ -303,7 +303,7 @@ func (r *refChecker) variable(vars map[string]bool, name, owner string) (string,
 	if vars == nil || vars[name] {
 		return "", ""
 	}
-	return unknown(owner, "variable", name, keys(vars))
+	return unknown(owner, "variable", name, sortedKeys(vars))
 }
 
 // stage finds a stage by identifier, or by the postfixed identifier of a looped stage's node.
@@ -380,7 +380,7 @@ func (r *refChecker) inStep(step *defNode, rest []string) (string, string) {
 		return r.variable(step.vars, rest[1], "step group "+step.id)
 	case step.kind == "step" && rest[0] == "output" && rest[1] == "outputVariables" && len(rest) >= 3:
 		if step.outputs != nil && !step.outputs[rest[2]] {
-			return unknown("step "+step.id, "output variable", rest[2], keys(step.outputs))
+			return unknown("step "+step.id, "output variable", rest[2], sortedKeys(step.outputs))
 		}
 	}
 	return "", ""
@@ -394,7 +394,7 @@ func (r *refChecker) loopVar(sc refScope, loop, axis string) (string, string) {
 			return "", ""
 		}
 		if l.loop == loop {
-			axes = append(axes, keys(l.axes)...)
+			axes = append(axes, sortedKeys(l.axes)...)
 		}
 	}
 	if len(axes) == 0 {
@@ -410,14 +410,5 @@ func ids(nodes []*defNode) []string {
 			out = append(out, d.id)
 		}
 	}
-	return out
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
