@@ -50,11 +50,10 @@ type refScope struct {
 }
 
 type refChecker struct {
-	c       *checker
-	vars    map[string]bool // pipeline variables; nil when not known
-	stages  []*defNode
-	byNode  map[*yaml.Node]*defNode
-	partial bool
+	c      *checker
+	vars   map[string]bool // pipeline variables; nil when not known
+	stages []*defNode
+	byNode map[*yaml.Node]*defNode
 }
 
 // references checks every expression of a pipeline for paths that can never resolve.
@@ -86,7 +85,8 @@ func variableNames(n *yaml.Node) map[string]bool {
 	return out
 }
 
-// index records the stages, groups and steps below n; parent collects the steps and groups.
+// index records the stages, groups and steps below n; each of parents collects the steps and
+// groups below it.
 func (r *refChecker) index(n *yaml.Node, parents []*defNode) {
 	if n == nil {
 		return
