@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/entities"
@@ -79,8 +80,9 @@ func freezeListCmd() *cobra.Command {
 	var conn connFlags
 	var dirs []string
 	var ahead time.Duration
+	var output string
 	cmd := &cobra.Command{
-		Use:   "list [--entities DIR]",
+		Use:   "list [--entities DIR] [-o json]",
 		Short: "List the global freeze and the freeze windows active now or starting within --ahead",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -98,16 +100,23 @@ func freezeListCmd() *cobra.Command {
 					return err
 				}
 				out := cmd.OutOrStdout()
+				now := time.Now()
+				if output == "json" {
+					doc := struct {
+						Global  contract.GlobalFreeze `json:"global"`
+						Windows []freezeRow           `json:"windows"`
+					}{g, append([]freezeRow{}, freezeRows(cat, now, ahead)...)}
+					return printJSON(out, doc)
+				}
 				if g.On {
 					fmt.Fprintf(out, "global freeze ON since %s, by %s %s\n", g.Since.Local().Format(time.DateTime), g.By, g.Reason)
 				} else {
 					fmt.Fprintln(out, "global freeze off")
 				}
-				now := time.Now()
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "FREEZE\tSTATUS\tFROM\tTO\tFILE")
 				for _, r := range freezeRows(cat, now, ahead) {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.id, r.state, r.from.Local().Format(time.DateTime), r.to.Local().Format(time.DateTime), r.file)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.State, r.From.Local().Format(time.DateTime), r.To.Local().Format(time.DateTime), r.File)
 				}
 				return tw.Flush()
 			})
@@ -115,13 +124,18 @@ func freezeListCmd() *cobra.Command {
 	}
 	cmd.Flags().StringArrayVar(&dirs, "entities", nil, "folder of freeze files (repeatable; default: this folder)")
 	cmd.Flags().DurationVar(&ahead, "ahead", 30*24*time.Hour, "list windows that start within this long")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	conn.add(cmd)
 	return cmd
 }
 
+// freezeRow is one window of a freeze, as the list shows it.
 type freezeRow struct {
-	id, state, file string
-	from, to        time.Time
+	ID    string    `json:"identifier"`
+	State string    `json:"status"`
+	From  time.Time `json:"from"`
+	To    time.Time `json:"to"`
+	File  string    `json:"file"`
 }
 
 // freezeRows are the enabled freezes' windows active at now or starting before now+ahead,
@@ -134,13 +148,13 @@ func freezeRows(cat *entities.Catalog, now time.Time, ahead time.Duration) []fre
 		}
 		for _, w := range entities.PlanFreeze(f.Freeze).Windows {
 			if from, to, ok := w.At(now); ok {
-				rows = append(rows, freezeRow{id: id, state: "ACTIVE", file: f.Name, from: from, to: to})
+				rows = append(rows, freezeRow{ID: id, State: "ACTIVE", File: f.Name, From: from, To: to})
 			}
 			if from, to, ok := w.Next(now); ok && from.Before(now.Add(ahead)) {
-				rows = append(rows, freezeRow{id: id, state: "upcoming", file: f.Name, from: from, to: to})
+				rows = append(rows, freezeRow{ID: id, State: "upcoming", File: f.Name, From: from, To: to})
 			}
 		}
 	}
-	slices.SortFunc(rows, func(a, b freezeRow) int { return a.from.Compare(b.from) })
+	slices.SortFunc(rows, func(a, b freezeRow) int { return a.From.Compare(b.From) })
 	return rows
 }

@@ -17,7 +17,7 @@ import (
 
 func triggersCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "trigger", Aliases: []string{"triggers"}, Short: "Test triggers and list webhook deliveries"}
-	var dataDir string
+	var dataDir, output string
 	var limit int
 	events := &cobra.Command{
 		Use:   "events",
@@ -27,6 +27,11 @@ func triggersCmd() *cobra.Command {
 			recs, err := (&triggers.EventLog{Path: eventsPath(dataDir)}).Last(limit)
 			if err != nil {
 				return usageErr("%v", err)
+			}
+			if output == "json" {
+				return printJSON(cmd.OutOrStdout(), struct {
+					Deliveries []triggers.Record `json:"deliveries"`
+				}{append([]triggers.Record{}, recs...)})
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TIME\tPROVIDER\tDELIVERY\tTRIGGER\tSTATUS\tEXECUTION\tREASON")
@@ -42,6 +47,7 @@ func triggersCmd() *cobra.Command {
 	}
 	events.Flags().StringVar(&dataDir, "data-dir", defaultDataDir(), "data directory of the gantry server")
 	events.Flags().IntVar(&limit, "limit", 50, "at most this many deliveries")
+	events.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 
 	var headers []string
 	var strict bool
