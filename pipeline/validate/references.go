@@ -10,6 +10,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
+	"github.com/gantry-cd/gantry/stepspec"
 )
 
 // This file checks the paths `<+...>` expressions read against what the pipeline defines
@@ -166,7 +167,7 @@ func (r *refChecker) define(n *yaml.Node, kind string) *defNode {
 // outputNames returns the output variables a step declares, for the step types whose outputs
 // are exactly those (a ShellScript's, a CI Run step's); nil otherwise.
 func outputNames(typ string, list *yaml.Node) map[string]bool {
-	if typ != "ShellScript" && typ != "Run" {
+	if typ != stepspec.ShellScript && typ != stepspec.Run {
 		return nil
 	}
 	return variableNames(list)
