@@ -20,7 +20,7 @@ import (
 // errors (default $GANTRY_STRICT).
 func strictFlag(cmd *cobra.Command, strict *bool) {
 	def, _ := strconv.ParseBool(os.Getenv("GANTRY_STRICT"))
-	cmd.Flags().BoolVar(strict, "strict", def, "make every unknown key an error instead of a warning (default $GANTRY_STRICT)")
+	cmd.Flags().BoolVar(strict, "strict", def, "make every unknown key, and every expression path that names nothing the pipeline defines, an error instead of a warning (default $GANTRY_STRICT)")
 }
 
 // buildInfraFlags name the build infrastructure of CI stages that name a runtime (spec 22.1).

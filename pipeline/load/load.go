@@ -48,8 +48,8 @@ type Options struct {
 	// ForRun makes open required runtime inputs errors, as a run request must supply them, and
 	// compiles the plan (refusing step types the engine cannot run).
 	ForRun bool
-	// Strict makes every unknown key an error (`--strict`); by default the keys the reference
-	// ignores are warnings.
+	// Strict makes every unknown key and unknown reference an error (`--strict`); by default
+	// the keys the reference ignores, and paths that would render null, are warnings.
 	Strict bool
 	// BuildInfra runs the CI stages that name a runtime (spec 22.1); nil: they are
 	// unsupported-runtime.
