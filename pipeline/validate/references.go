@@ -59,7 +59,7 @@ type refChecker struct {
 
 // references checks every expression of a pipeline for paths that can never resolve.
 func (c *checker) references(p *pipeline.Pipeline) {
-	if p == nil || pipeline.Unexpanded(p.Node) {
+	if p == nil || p.Node == nil || pipeline.Unexpanded(p.Node) {
 		return
 	}
 	r := &refChecker{c: c, byNode: map[*yaml.Node]*defNode{}, vars: variableNames(pipeline.Field(p.Node, "variables"))}
@@ -175,6 +175,9 @@ func outputNames(typ string, list *yaml.Node) map[string]bool {
 
 // walk visits every scalar below n with the scope it is evaluated in.
 func (r *refChecker) walk(n *yaml.Node, key string, sc refScope) {
+	if n == nil {
+		return
+	}
 	switch n.Kind {
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
