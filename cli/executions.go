@@ -15,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
 
+	"github.com/gantry-cd/gantry/activities/gitstore"
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/remote"
 	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
@@ -145,7 +147,7 @@ worker that ran it; a step that printed nothing has an empty log.`,
 
 func serverCmd() *cobra.Command {
 	var conn connFlags
-	var listen, pipelines, identityFile string
+	var listen, pipelines, identityFile, remoteEntities string
 	var templateDirs []string
 	var strict bool
 	var buildInfra pipeline.BuildInfra
@@ -188,7 +190,12 @@ their token to see encrypted payloads in plain text.`,
 			if identityFile == "" {
 				identityFile = filepath.Join(conn.dataDir, "users.yaml")
 			}
-			api := server.New(server.Options{SSO: idp, Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Strict: strict, BuildInfra: &buildInfra, Log: log,
+			reg, err := remote.Open(remoteEntities, filepath.Join(conn.dataDir, "remote-entities.json"))
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			git := &gitstore.Fetcher{Secrets: e.secrets, CacheDir: filepath.Join(conn.dataDir, "git")}
+			api := server.New(server.Options{SSO: idp, Remote: reg, Git: git, Starter: e.starter, IdentityFile: identityFile, PipelinesDir: pipelines, TemplateDirs: templateDirs, Strict: strict, BuildInfra: &buildInfra, Log: log,
 				Secrets: e.secrets, Logs: e.logs, Events: &triggers.EventLog{Path: eventsPath(conn.dataDir)}, Policies: e.policies,
 				Settings: workflows.Settings{MaxRunning: limits.MaxRunning, MaxRunningPerPipeline: limits.MaxRunningPerPipeline}})
 			for _, w := range api.AccessWarnings() {
@@ -230,6 +237,7 @@ their token to see encrypted payloads in plain text.`,
 	uiFlags(cmd, &uiGroups)
 	oidc.add(cmd)
 	cmd.Flags().StringVar(&pipelines, "pipelines", "", "directory of pipeline files that start requests may name")
+	cmd.Flags().StringVar(&remoteEntities, "remote-entities", "", "file declaring the pipelines, input sets, templates and entities kept in Git (docs/git.md); those registered through the API are kept in the data directory")
 	templatesFlag(cmd, &templateDirs)
 	strictFlag(cmd, &strict)
 	buildInfraFlags(cmd, &buildInfra)

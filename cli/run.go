@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/status"
@@ -351,6 +352,9 @@ func detail(n *workflows.Node, pg pages) string {
 	if n.Template != nil {
 		parts = append(parts, "(template "+n.Template.Ref+"@"+n.Template.Version+")")
 	}
+	if len(n.Sources) > 0 {
+		parts = append(parts, "(from Git: "+sourcesLine(n.Sources)+")")
+	}
 	if n.StartedAt != nil && n.EndedAt != nil {
 		parts = append(parts, n.EndedAt.Sub(*n.StartedAt).Round(time.Millisecond).String())
 	} else if n.StartedAt != nil && !n.Status.Final() && time.Since(*n.StartedAt) >= time.Second {
@@ -402,6 +406,19 @@ func detail(n *workflows.Node, pg pages) string {
 		parts = append(parts, a)
 	}
 	return strings.Join(parts, "  ")
+}
+
+// sourcesLine names the files a run read from Git, each with its repository, branch and commit.
+func sourcesLine(sources []plan.Source) string {
+	var out []string
+	for _, s := range sources {
+		c := s.Commit
+		if len(c) > 12 {
+			c = c[:12]
+		}
+		out = append(out, fmt.Sprintf("%s %s %s@%s:%s (%s)", s.Kind, s.Identifier, s.Repo, c, s.FilePath, s.Branch))
+	}
+	return strings.Join(out, ", ")
 }
 
 // printTree prints the final tree, one node per line, indented by depth.

@@ -30,6 +30,32 @@ type Plan struct {
 	// Secrets are the secrets the pipeline's entity files keep in a secret manager connector,
 	// by identifier; the others resolve through the worker's default store.
 	Secrets map[string]SecretRoute `json:"secrets,omitempty"`
+	// Sources are the files the run was read from Git, each at the commit read; empty for a
+	// pipeline from a local file or inline YAML.
+	Sources []Source `json:"sources,omitempty"`
+}
+
+// Source is one file of a remote entity (the reference's Git Experience) as a run read it.
+type Source struct {
+	Kind       string `json:"kind"` // pipeline, inputSet, template, service, environment, infrastructure, connector
+	Identifier string `json:"identifier"`
+	Connector  string `json:"connectorRef"`
+	Repo       string `json:"repoName,omitempty"`
+	URL        string `json:"repoUrl"` // without credentials
+	FilePath   string `json:"filePath"`
+	Branch     string `json:"branch,omitempty"`
+	Commit     string `json:"commitId"`
+}
+
+// Remote is the pipeline's own source when it was read from Git (nil: a local file or
+// inline YAML).
+func (p *Plan) Remote() *Source {
+	for i := range p.Sources {
+		if p.Sources[i].Kind == "pipeline" {
+			return &p.Sources[i]
+		}
+	}
+	return nil
 }
 
 // Codebase is the pipeline's CI codebase as `<+codebase.*>` shows it; the build's values may

@@ -28,6 +28,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/policies"
+	"github.com/gantry-cd/gantry/remote"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/triggers/directory"
@@ -60,6 +61,9 @@ type Options struct {
 	Policies *policies.Engine
 	// Logs are the step logs (with a bucket, those of every worker).
 	Logs logs.Store
+	// Remote is the registry of entities kept in Git, read through Git (nil: none).
+	Remote *remote.Registry
+	Git    remote.Git
 	// SSO, when set, accepts ID tokens of the company's identity provider besides the
 	// identity file's tokens, and redeems gantry login's handoff codes.
 	SSO *sso.Provider
@@ -141,6 +145,9 @@ var Routes = []Route{
 	{"GET", "/api/v1/audit", func(s *Server) handlerFunc { return s.audit }, identity.Admin, ""},
 	{"GET", "/api/v1/freeze", func(s *Server) handlerFunc { return s.freeze }, "", ""},
 	{"PUT", "/api/v1/freeze", func(s *Server) handlerFunc { return s.setFreeze }, identity.Admin, "freeze"},
+	{"GET", "/api/v1/remote-entities", func(s *Server) handlerFunc { return s.listRemote }, "", ""},
+	{"POST", "/api/v1/remote-entities", func(s *Server) handlerFunc { return s.registerRemote }, "", "register"},
+	{"DELETE", "/api/v1/remote-entities/{kind}/{identifier}", func(s *Server) handlerFunc { return s.removeRemote }, "", "unregister"},
 	{"POST", "/api/v1/auth/sign-out", func(s *Server) handlerFunc { return s.signOut }, "", "sign-out"},
 }
 
@@ -316,12 +323,18 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
-// StartRequest starts a pipeline: inline YAML or a file of the pipelines directory, with
-// runtime inputs as FQN=value assignments.
+// StartRequest starts a pipeline: inline YAML, a file of the pipelines directory, or a remote
+// pipeline by identifier (at a branch or commit, with registered input sets), with runtime
+// inputs as FQN=value assignments.
 type StartRequest struct {
-	File string   `json:"file,omitempty"`
-	YAML string   `json:"yaml,omitempty"`
-	Sets []string `json:"sets,omitempty"`
+	File     string `json:"file,omitempty"`
+	YAML     string `json:"yaml,omitempty"`
+	Pipeline string `json:"pipeline,omitempty"`
+	// Branch (default: the remote pipeline's default branch) or Commit selects what is read.
+	Branch    string   `json:"branch,omitempty"`
+	Commit    string   `json:"commit,omitempty"`
+	InputSets []string `json:"inputSets,omitempty"`
+	Sets      []string `json:"sets,omitempty"`
 	// OverrideFreeze lets the execution deploy while a deployment freeze holds; it needs the
 	// override-freeze permission on the pipeline and is recorded in the audit trail.
 	OverrideFreeze bool `json:"overrideFreeze,omitempty"`
@@ -333,9 +346,18 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		return
 	}
 	name, src := "request.yaml", []byte(req.YAML)
+	given := 0
+	for _, v := range []string{req.File, req.YAML, req.Pipeline} {
+		if v != "" {
+			given++
+		}
+	}
 	switch {
-	case (req.File == "") == (req.YAML == ""):
-		fail(w, http.StatusBadRequest, "bad-request", "give exactly one of file and yaml")
+	case given != 1:
+		fail(w, http.StatusBadRequest, "bad-request", "give exactly one of file, yaml and pipeline")
+		return
+	case req.Pipeline == "" && (req.Branch != "" || req.Commit != "" || len(req.InputSets) > 0):
+		fail(w, http.StatusBadRequest, "bad-request", "branch, commit and inputSets select what a remote pipeline (pipeline) reads")
 		return
 	case req.File != "":
 		if s.o.PipelinesDir == "" || strings.Contains(req.File, "..") || filepath.IsAbs(req.File) {
@@ -358,10 +380,26 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		templateDirs = append(load.DefaultTemplateDirs(filepath.Join(s.o.PipelinesDir, "pipeline.yaml")), templateDirs...)
 		beside = s.o.PipelinesDir
 	}
-	res := load.Bytes(name, src, load.Options{Sets: req.Sets, ForRun: true, Strict: s.o.Strict, BuildInfra: s.o.BuildInfra, Policies: s.o.Policies, EntityDirs: entityDirs,
-		TemplateDirs: templateDirs, TemplatesBeside: beside, PipelineDirs: pipelineDirs,
+	opts := load.Options{Sets: req.Sets, ForRun: true, Strict: s.o.Strict, BuildInfra: s.o.BuildInfra, Policies: s.o.Policies,
 		PolicyMeta: map[string]any{"user": map[string]any{"name": u.Name, "email": u.Email}, "userGroups": u.Groups,
-			"trigger": "MANUAL", "timestamp": time.Now().UTC().Format(time.RFC3339)}})
+			"trigger": "MANUAL", "timestamp": time.Now().UTC().Format(time.RFC3339)}}
+	var res *load.Result
+	if req.Pipeline != "" {
+		// Roles are checked before Git is read: the identifier is the pipeline's.
+		if err := callOf(r).dir.Authorize(u, identity.Execute, identity.Resource{Pipeline: req.Pipeline}); err != nil {
+			s.refuse(w, err)
+			return
+		}
+		var err error
+		name = "remote pipeline " + req.Pipeline
+		if res, err = s.loadRemote(r.Context(), remote.Request{Pipeline: req.Pipeline, Branch: req.Branch, Commit: req.Commit, InputSets: req.InputSets}, opts); err != nil {
+			refuseRemote(w, err)
+			return
+		}
+	} else {
+		opts.EntityDirs, opts.TemplateDirs, opts.TemplatesBeside, opts.PipelineDirs = entityDirs, templateDirs, beside, pipelineDirs
+		res = load.Bytes(name, src, opts)
+	}
 	logDecision(s.o.Log, name, res.Policy)
 	c := callOf(r)
 	if res.Plan != nil {

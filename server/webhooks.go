@@ -311,6 +311,9 @@ func (s *Server) registry() *directory.Registry {
 			s.o.Log.Warn("pipelines directory: file left out", zap.String("diagnostic", d.String()))
 		}
 		reg.Policies, reg.BuildInfra = s.o.Policies, s.o.BuildInfra
+		if s.reader() != nil {
+			reg.Remote = s.triggeredRemote
+		}
 		s.reg, s.regFP = reg, fp
 	}
 	return s.reg

@@ -92,7 +92,7 @@ func executionPage(list ExecutionLister, trees *sharedTrees, userOf func(string)
 			"Tree":     template.JS(initial),
 			"LogsPath": LogsPath, "DecidePath": DecidePath, "ExecutionsPath": ExecutionsPath,
 			"CanAbort": allow(r, acc, user, identity.Abort, id) == nil, "CanRun": allowRun(r, list, acc, user, id) == nil,
-			"Stages": stageIDs(tree)})
+			"Stages": stageIDs(tree), "Sources": tree.Sources})
 	})
 }
 
@@ -286,6 +286,7 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
 <body><p><a href="{{.ExecutionsPath}}">Pipeline executions</a> · <b>{{.Name}}</b> <span id="execution">{{.Execution}}</span> · <span id="status"></span> · signed in as {{.User}} ·
 <a href="/namespaces/{{.Namespace}}/workflows/{{.Execution}}">history in the Temporal UI</a></p>
 <p id="actions">{{if .CanAbort}}<button type="button" id="act-abort" data-action="abort">Abort</button> <button type="button" id="act-pause" data-action="pause">Pause</button> <button type="button" id="act-resume" data-action="resume">Resume</button> {{end}}{{if .CanRun}}<button type="button" id="act-rerun" data-action="rerun">Re-run</button> <label>Retry from stage <select id="retry-stage">{{range .Stages}}<option>{{.}}</option>{{end}}</select></label> <button type="button" id="act-retry" data-action="retry">Retry</button>{{end}} <span id="act-result" role="status"></span></p>
+{{if .Sources}}<details id="sources"><summary>Read from Git: {{range $i, $s := .Sources}}{{if $i}}, {{end}}{{$s.Kind}} {{$s.Identifier}}{{end}}</summary><dl>{{range .Sources}}<dt>{{.Kind}} {{.Identifier}}</dt><dd>{{.Repo}} <code title="{{.Commit}}">{{slice .Commit 0 12}}</code> {{.FilePath}} (branch {{.Branch}}, connector {{.Connector}})</dd>{{end}}</dl></details>{{end}}
 <div id="flow" aria-label="the run's stages, left to right"></div>
 <section id="details" hidden><div id="info"></div><div id="planned"></div><div id="decision"></div><div id="logbox"></div></section>
 <script>

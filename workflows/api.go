@@ -462,6 +462,9 @@ type Node struct {
 	Artifact string `json:"artifact,omitempty"`
 	// Template is the template and version the node was expanded from (spec 19.8).
 	Template *plan.TemplateRef `json:"template,omitempty"`
+	// Sources are the files read from Git and their commits (pipeline node of a remote
+	// pipeline only).
+	Sources []plan.Source `json:"sources,omitempty"`
 	// Source names the batch workflow that holds this placeholder's iterations (big loops, see
 	// BatchSize); the starter replaces the placeholder by them.
 	Source string `json:"source,omitempty"`

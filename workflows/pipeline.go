@@ -259,6 +259,10 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	if in.Resume != nil {
 		data["resumedExecutionId"] = in.Resume.RootExecutionID
 	}
+	data["storeType"], data["repo"], data["branch"] = "inline", nil, nil
+	if src := pl.Remote(); src != nil {
+		data["storeType"], data["repo"], data["branch"] = "remote", src.Repo, src.Branch
+	}
 	root := map[string]any{"pipeline": data}
 	if in.Trigger.Data != nil {
 		root["trigger"] = in.Trigger.Data
@@ -267,7 +271,7 @@ func newPipelineRun(ctx workflow.Context, in PipelineInput) *pipelineRun {
 	if pl.Codebase != nil {
 		root["codebase"] = codebaseContext(pl.Codebase, root)
 	}
-	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now, Policy: pl.Policy, Template: pl.Template, Parent: in.Parent}
+	tree := &Node{Path: "", ID: pl.Identifier, Name: pl.Name, Kind: "pipeline", Status: status.Running, StartedAt: &now, Policy: pl.Policy, Template: pl.Template, Sources: pl.Sources, Parent: in.Parent}
 	tree.Children = newTree(pl.Stages, "")
 	p := &pipelineRun{in: in, id: info.WorkflowExecution.ID, root: root, data: data, tree: tree,
 		children: map[string]workflow.ChildWorkflowFuture{}, waiting: map[string]map[string]WaitingSignal{},

@@ -57,7 +57,7 @@ func (f *Fetcher) Fetch(ctx context.Context, st *plan.GitStore) (contract.Fetche
 	if err != nil {
 		return contract.Fetched{}, err
 	}
-	commit := st.Commit
+	commit, branch := st.Commit, st.Branch
 	if commit == "" {
 		if st.Branch == "" {
 			return contract.Fetched{}, contract.Fail(contract.Verification, "%s: the store names neither a branch nor a commit", where)
@@ -74,7 +74,8 @@ func (f *Fetcher) Fetch(ctx context.Context, st *plan.GitStore) (contract.Fetche
 	wanted := append(append([]string(nil), st.Paths...), st.ValuesPaths...)
 	out := contract.Fetched{Commit: commit, Cached: cached(dir, wanted)}
 	if !out.Cached {
-		if out.Commit, err = fetchInto(ctx, dir, repoURL, st.Branch, st.Commit, auth, wanted); err != nil {
+		// The branch's head was resolved above: fetch that commit, even if the branch moves.
+		if out.Commit, err = fetchInto(ctx, dir, repoURL, branch, commit, auth, wanted); err != nil {
 			return contract.Fetched{}, err
 		}
 	}
@@ -116,32 +117,75 @@ func headOf(ctx context.Context, repoURL, branch string, auth transport.AuthMeth
 	return "", fmt.Errorf("%w: no branch %q", plumbing.ErrReferenceNotFound, branch)
 }
 
-// fetchInto clones the commit (a branch's head shallowly, a named commit with its history, as
-// servers refuse a shallow fetch of an arbitrary commit) into memory and writes the files
-// under the wanted paths into dir. It returns the full commit hash.
-func fetchInto(ctx context.Context, dir, repoURL, branch, commit string, auth transport.AuthMethod, wanted []string) (string, error) {
-	where := redact(repoURL)
-	opts := &git.CloneOptions{URL: repoURL, Auth: auth, Tags: git.NoTags}
-	if commit == "" {
-		opts.ReferenceName, opts.SingleBranch, opts.Depth = plumbing.NewBranchReferenceName(branch), true, 1
-	}
-	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, opts)
+// Head resolves a store's branch to its head commit with one call to the server (git
+// ls-remote); failures are categorised as Fetch's are.
+func (f *Fetcher) Head(ctx context.Context, st *plan.GitStore) (string, error) {
+	auth, err := f.auth(ctx, st.Connector)
 	if err != nil {
-		return "", classify(err, "%s, %s", where, refName(branch, commit))
+		return "", err
 	}
+	commit, err := headOf(ctx, st.RepoURL(), st.Branch, auth)
+	if err != nil {
+		return "", classify(err, "%s, branch %s", redact(st.RepoURL()), st.Branch)
+	}
+	return commit, nil
+}
+
+// fetchInto writes the files under the wanted paths of a commit into dir and returns the full
+// commit hash. A branch is cloned shallowly: its head is the commit wanted unless the branch
+// moved since it was resolved. Then, and for a commit without a branch, the history is cloned
+// (the branch's, then every branch's), as servers refuse a shallow fetch of an arbitrary commit.
+func fetchInto(ctx context.Context, dir, repoURL, branch, commit string, auth transport.AuthMethod, wanted []string) (string, error) {
+	return cloneAt(ctx, repoURL, branch, commit, auth, func(tree *object.Tree) error {
+		for _, p := range wanted {
+			if err := writePath(tree, dir, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// cloneAt clones the commit (see fetchInto) and passes its tree to write.
+func cloneAt(ctx context.Context, repoURL, branch, commit string, auth transport.AuthMethod, write func(*object.Tree) error) (string, error) {
+	where := redact(repoURL)
+	var attempts []*git.CloneOptions
+	if branch != "" {
+		ref := plumbing.NewBranchReferenceName(branch)
+		attempts = append(attempts, &git.CloneOptions{ReferenceName: ref, SingleBranch: true, Depth: 1})
+		if commit != "" {
+			attempts = append(attempts, &git.CloneOptions{ReferenceName: ref, SingleBranch: true})
+		}
+	}
+	if commit != "" {
+		attempts = append(attempts, &git.CloneOptions{})
+	}
+	var repo *git.Repository
 	var hash plumbing.Hash
-	if commit == "" {
-		head, err := repo.Head()
-		if err != nil {
-			return "", classify(err, "%s, branch %s", where, branch)
+	found := false
+	for _, opts := range attempts {
+		opts.URL, opts.Auth, opts.Tags = repoURL, auth, git.NoTags
+		var err error
+		if repo, err = git.CloneContext(ctx, memory.NewStorage(), nil, opts); err != nil {
+			return "", classify(err, "%s, %s", where, refName(branch, commit))
 		}
-		hash = head.Hash()
-	} else {
-		h, err := repo.ResolveRevision(plumbing.Revision(commit))
-		if err != nil {
-			return "", contract.Fail(contract.Verification, "%s: no commit %s", where, commit)
+		if commit == "" {
+			head, err := repo.Head()
+			if err != nil {
+				return "", classify(err, "%s, branch %s", where, branch)
+			}
+			hash, found = head.Hash(), true
+			break
 		}
-		hash = *h
+		if h, err := repo.ResolveRevision(plumbing.Revision(commit)); err == nil {
+			if _, err := repo.CommitObject(*h); err == nil {
+				hash, found = *h, true
+				break
+			}
+		}
+	}
+	if !found {
+		return "", contract.Fail(contract.Verification, "%s: no commit %s", where, commit)
 	}
 	c, err := repo.CommitObject(hash)
 	if err != nil {
@@ -151,12 +195,75 @@ func fetchInto(ctx context.Context, dir, repoURL, branch, commit string, auth tr
 	if err != nil {
 		return "", classify(err, "%s, commit %s", where, short(hash.String()))
 	}
-	for _, p := range wanted {
-		if err := writePath(tree, dir, p); err != nil {
-			return "", contract.Fail(contract.Verification, "%s at %s: %v", where, short(hash.String()), err)
-		}
+	if err := write(tree); err != nil {
+		return "", contract.Fail(contract.Verification, "%s at %s: %v", where, short(hash.String()), err)
 	}
 	return hash.String(), nil
+}
+
+// Snapshot limits: a repository's YAML files are what a run may read from it, and no more
+// than this is written for one commit.
+const (
+	MaxSnapshotFiles = 20000
+	MaxSnapshotFile  = 1 << 20
+	MaxSnapshotBytes = 64 << 20
+)
+
+// Snapshot writes every .yaml and .yml file of a commit (up to the snapshot limits; larger
+// files are left out) under DIR/files once, and returns DIR and the full commit hash. The
+// branch is a hint: a commit at its head is cloned shallowly. Later calls for the same commit
+// read nothing from the server.
+func (f *Fetcher) Snapshot(ctx context.Context, st *plan.GitStore) (string, string, error) {
+	repoURL := st.RepoURL()
+	if st.Commit == "" {
+		return "", "", contract.Fail(contract.Verification, "%s: a snapshot needs a commit", redact(repoURL))
+	}
+	key := cacheKey(repoURL, st.Commit)
+	mu, _ := f.locks.LoadOrStore(key, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	dir := filepath.Join(f.cacheDir(), key)
+	const all = "\x00snapshot"
+	if full, err := os.ReadFile(markOf(dir, all)); err == nil {
+		return dir, string(full), nil
+	}
+	auth, err := f.auth(ctx, st.Connector)
+	if err != nil {
+		return "", "", err
+	}
+	var full string
+	full, err = cloneAt(ctx, repoURL, st.Branch, st.Commit, auth, func(tree *object.Tree) error {
+		files, total := 0, int64(0)
+		err := tree.Files().ForEach(func(file *object.File) error {
+			if ext := path.Ext(file.Name); (ext != ".yaml" && ext != ".yml") || file.Size > MaxSnapshotFile {
+				return nil
+			}
+			if files++; files > MaxSnapshotFiles {
+				return fmt.Errorf("more than %d YAML files", MaxSnapshotFiles)
+			}
+			if total += file.Size; total > MaxSnapshotBytes {
+				return fmt.Errorf("more than %d MiB of YAML files", MaxSnapshotBytes>>20)
+			}
+			r, err := file.Reader()
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			return writeFile(filepath.Join(dir, "files", filepath.FromSlash(file.Name)), r)
+		})
+		if err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return "", "", err
+	}
+	// The mark, written last, holds the full hash (the commit asked for may be abbreviated).
+	if err := writeFile(markOf(dir, all), strings.NewReader(full)); err != nil {
+		return "", "", err
+	}
+	return dir, full, nil
 }
 
 // writePath copies a file, or every file under a folder, of the tree into dir, then marks the

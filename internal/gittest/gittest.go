@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"golang.org/x/crypto/ssh"
@@ -36,8 +37,13 @@ type Server struct {
 	SSHKey     string
 	KnownHosts string
 
-	t testing.TB
+	t        testing.TB
+	requests atomic.Int64
 }
+
+// Requests is how many HTTP requests the server has answered: a clone or fetch is two (the
+// refs, then the pack), a ls-remote one.
+func (s *Server) Requests() int64 { return s.requests.Load() }
 
 // Start starts both servers; they stop when the test ends.
 func Start(t testing.TB) *Server {
@@ -54,6 +60,7 @@ func Start(t testing.TB) *Server {
 			http.Error(w, "authentication required", http.StatusUnauthorized)
 			return
 		}
+		s.requests.Add(1)
 		cgiHandler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(h.Close)
@@ -86,6 +93,24 @@ func (s *Server) Commit(name, branch string, files map[string]string) string {
 		s.git(work, "checkout", "-q", branch)
 	}
 	return s.commit(work, files)
+}
+
+// ForcePush replaces the head commit of a branch of NAME.git by a new commit of files on its
+// parent (git push --force), so that the old head is on no branch; it returns the new head.
+func (s *Server) ForcePush(name, branch string, files map[string]string) string {
+	s.t.Helper()
+	work := filepath.Join(s.t.TempDir(), name)
+	s.git("", "clone", "-q", "-b", branch, filepath.Join(s.Root, name+".git"), work)
+	s.git(work, "reset", "-q", "--hard", "HEAD~1")
+	sha := s.commitOnly(work, files)
+	s.git(work, "push", "-q", "--force", "origin", "HEAD:"+branch)
+	return sha
+}
+
+// DeleteBranch deletes a branch of NAME.git.
+func (s *Server) DeleteBranch(name, branch string) {
+	s.t.Helper()
+	s.git(filepath.Join(s.Root, name+".git"), "branch", "-D", branch)
 }
 
 // PullRequest publishes pull request number of NAME.git as a hosted Git server does: a commit

@@ -35,7 +35,7 @@ var layers = []layer{
 	{"front end", []string{"pipeline", "pipeline/"}, []string{"contract", "plan", "engines", "vocabulary"}},
 	{"families", []string{"activities/"}, []string{"contract", "plan", "engines", "vocabulary"}},
 	{"workflows", []string{"workflows", "workflows/"}, []string{"contract", "plan", "vocabulary"}},
-	{"control", []string{"starter", "access", "triggers", "triggers/"},
+	{"control", []string{"starter", "access", "triggers", "triggers/", "remote"},
 		[]string{"workflows", "front end", "contract", "plan", "engines", "vocabulary"}},
 	{"processes", []string{"worker", "webui", "server"},
 		[]string{"control", "workflows", "families", "front end", "contract", "plan", "engines", "vocabulary"}},
@@ -49,7 +49,7 @@ var layers = []layer{
 var familyLinks = map[string][]string{
 	"worker": nil, // every family: it registers them
 	"server": {"activities/logs", "activities/secrets"},
-	"cli":    {"activities/logs", "activities/notify", "activities/objstore", "activities/secrets"},
+	"cli":    {"activities/gitstore", "activities/logs", "activities/notify", "activities/objstore", "activities/secrets"},
 	// The global freeze is one client of the freeze workflow: the API sets it through the
 	// starter, and the activity a stage asks reads it.
 	"starter": {"activities/freezes"},

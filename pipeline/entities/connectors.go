@@ -161,8 +161,19 @@ func (r *resolver) gitConnector(file string, obj *yaml.Node, ref, needs string) 
 		r.missing(r.at(file, pipeline.ValueAt(obj, "connectorRef")), "connector", ref, "connector")
 		return plan.GitConnector{}, false
 	}
-	k := cf.Connector
-	gc := plan.GitConnector{ID: k.Identifier, Type: k.Type}
+	gc, ok := GitConnector(cf.Connector)
+	if !ok {
+		k := cf.Connector
+		r.diags.Errorf(r.at(file, pipeline.ValueAt(obj, "connectorRef")), "connector",
+			"connector %s is a %s connector; %s needs a Git, Github, Gitlab or Bitbucket connector", k.Identifier, k.Type, needs)
+	}
+	return gc, ok
+}
+
+// GitConnector is a Git, Github, Gitlab or Bitbucket connector as a Git client uses it; ok is
+// false for a connector of another kind.
+func GitConnector(k *pipeline.Connector) (gc plan.GitConnector, ok bool) {
+	gc = plan.GitConnector{ID: k.Identifier, Type: k.Type}
 	var cred *pipeline.GitCredentials
 	switch {
 	case k.Git != nil:
@@ -179,8 +190,6 @@ func (r *resolver) gitConnector(file string, obj *yaml.Node, ref, needs string) 
 			gc.API = &plan.GitAPI{Type: a.Type, Username: a.Spec.Username, UsernameRef: a.Spec.UsernameRef, TokenRef: a.Spec.TokenRef}
 		}
 	default:
-		r.diags.Errorf(r.at(file, pipeline.ValueAt(obj, "connectorRef")), "connector",
-			"connector %s is a %s connector; %s needs a Git, Github, Gitlab or Bitbucket connector", k.Identifier, k.Type, needs)
 		return plan.GitConnector{}, false
 	}
 	if cred != nil {

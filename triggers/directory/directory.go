@@ -32,7 +32,11 @@ type Registry struct {
 	// BuildInfra runs the CI stages that name a runtime; nil: none.
 	BuildInfra *pipeline.BuildInfra
 	Triggers   []*Loaded
-	pipelines  map[string]string // pipeline identifier → file
+	// Remote loads a pipeline this directory does not hold, kept in Git, for a trigger with
+	// the delivery's event (nil for a cron start) and the input sets it names that are not
+	// here either; nil: such a trigger's start fails.
+	Remote    func(t *pipeline.Trigger, event map[string]any, inputSets []string, opts load.Options) (*load.Result, error)
+	pipelines map[string]string // pipeline identifier → file
 	inputSets  map[string]string // input set identifier → file
 }
 
@@ -79,7 +83,7 @@ const codebaseBuildFQN = "pipeline.properties.ci.codebase.build"
 // LoadFor is Load for a delivery: a codebase build the pipeline leaves open (`build: <+input>`)
 // is filled from the event (spec 22.3): a push's branch or tag, a pull request's number.
 func (r *Registry) LoadFor(t *pipeline.Trigger, event map[string]any) (*load.Result, error) {
-	res, err := r.Load(t)
+	res, err := r.load(t, event)
 	if err != nil || res == nil || !slices.ContainsFunc(res.Open, func(o inputs.Open) bool { return o.FQN == codebaseBuildFQN }) {
 		return res, err
 	}
@@ -87,7 +91,7 @@ func (r *Registry) LoadFor(t *pipeline.Trigger, event map[string]any) (*load.Res
 	if build == nil {
 		return res, err
 	}
-	return r.load(t, inputs.SourceFromTree("trigger "+t.Identifier+" event", t.Identifier, build))
+	return r.load(t, event, inputs.SourceFromTree("trigger "+t.Identifier+" event", t.Identifier, build))
 }
 
 // codebaseBuild is the codebase build an event asks for, as the value under `pipeline:` of
@@ -115,21 +119,26 @@ func codebaseBuild(event map[string]any) *yaml.Node {
 
 // Load loads the pipeline a trigger starts, with its inputSetRefs, inputYaml and extra --set
 // values applied, ready to run.
-func (r *Registry) Load(t *pipeline.Trigger) (*load.Result, error) { return r.load(t) }
+func (r *Registry) Load(t *pipeline.Trigger) (*load.Result, error) { return r.load(t, nil) }
 
-func (r *Registry) load(t *pipeline.Trigger, extra ...*inputs.Source) (*load.Result, error) {
-	file, ok := r.pipelines[t.PipelineIdentifier]
-	if !ok {
+func (r *Registry) load(t *pipeline.Trigger, event map[string]any, extra ...*inputs.Source) (*load.Result, error) {
+	file, local := r.pipelines[t.PipelineIdentifier]
+	if !local && r.Remote == nil {
 		return nil, fmt.Errorf("trigger %s starts pipeline %s, which is not in %s", t.Identifier, t.PipelineIdentifier, r.Dir)
 	}
+	var remoteSets []string
 	opts := load.Options{ForRun: true, Policies: r.Policies, Strict: r.Strict, BuildInfra: r.BuildInfra,
 		PolicyMeta: map[string]any{"trigger": "trigger " + t.Identifier, "user": map[string]any{"name": "trigger " + t.Identifier}}}
 	for _, ref := range t.InputSetRefs {
 		f, ok := r.inputSets[ref]
-		if !ok {
+		switch {
+		case ok:
+			opts.InputSets = append(opts.InputSets, f)
+		case r.Remote != nil && !local:
+			remoteSets = append(remoteSets, ref) // read from Git with the pipeline
+		default:
 			return nil, fmt.Errorf("trigger %s names input set %s, which is not in %s", t.Identifier, ref, r.Dir)
 		}
-		opts.InputSets = append(opts.InputSets, f)
 	}
 	if t.InputYaml != "" {
 		var doc yaml.Node
@@ -144,6 +153,9 @@ func (r *Registry) load(t *pipeline.Trigger, extra ...*inputs.Source) (*load.Res
 		}
 	}
 	opts.Inputs = append(opts.Inputs, extra...)
+	if !local {
+		return r.Remote(t, event, remoteSets, opts)
+	}
 	opts.TemplateDirs = r.TemplateDirs
 	return load.File(file, opts)
 }

@@ -1,0 +1,222 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/gantry-cd/gantry/expressions"
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/entities"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/pipeline/validate"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/remote"
+)
+
+// This file serves the entities kept in Git: registering them (fetched and validated first),
+// listing and removing them, and loading a remote pipeline for a start at one commit per
+// repository.
+
+// reader is the Git reader of the server's remote entities; nil without a registry.
+func (s *Server) reader() *remote.Reader {
+	if s.o.Remote == nil || s.o.Git == nil {
+		return nil
+	}
+	return &remote.Reader{Registry: s.o.Remote, Git: s.o.Git, Connector: s.gitConnector}
+}
+
+// gitConnector resolves a connectorRef among the connector files of the pipelines directory.
+func (s *Server) gitConnector(ref string) (plan.GitConnector, error) {
+	if s.o.PipelinesDir == "" {
+		return plan.GitConnector{}, fmt.Errorf("connector %s: the server has no pipelines directory to hold connector files (--pipelines)", ref)
+	}
+	cat, _ := entities.Load([]string{s.o.PipelinesDir}, func(f *pipeline.File) diag.List { _, d := validate.File(f); return d })
+	cf, ok := cat.Connectors[plan.LocalRef(ref)]
+	if !ok {
+		return plan.GitConnector{}, fmt.Errorf("connector %s is not among the connector files of %s", ref, s.o.PipelinesDir)
+	}
+	gc, ok := entities.GitConnector(cf.Connector)
+	if !ok {
+		return plan.GitConnector{}, fmt.Errorf("connector %s is a %s connector; remote entities need a Git, Github, Gitlab or Bitbucket connector", ref, cf.Connector.Type)
+	}
+	return gc, nil
+}
+
+// loadRemote reads what req names from Git and loads it as opts ask, the local pipelines
+// directory's entities and templates standing behind the remote ones. The result's
+// diagnostics name files by repository, commit and path, and its plan records the sources.
+func (s *Server) loadRemote(ctx context.Context, req remote.Request, opts load.Options) (*load.Result, error) {
+	rd := s.reader()
+	if rd == nil {
+		return nil, &remote.Error{Status: http.StatusNotFound, Code: "not-found", Msg: "the server keeps no remote entities (gantry server --remote-entities, gantry git import)"}
+	}
+	ws, err := rd.Read(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer ws.Close()
+	if s.o.PipelinesDir != "" {
+		opts.EntityDirs = append(opts.EntityDirs, s.o.PipelinesDir)
+		opts.PipelineDirs = append(opts.PipelineDirs, s.o.PipelinesDir)
+		opts.TemplateDirs = append(opts.TemplateDirs, load.DefaultTemplateDirs(filepath.Join(s.o.PipelinesDir, "pipeline.yaml"))...)
+	}
+	opts.TemplateDirs = append(opts.TemplateDirs, s.o.TemplateDirs...)
+	opts.InputSets = append(append([]string(nil), ws.InputSets...), opts.InputSets...)
+	res, err := load.File(ws.Root, opts)
+	if err != nil {
+		return nil, err
+	}
+	res.Diags, res.Sources = ws.Rename(res.Diags), ws.RenameSources(res.Sources)
+	if res.Plan != nil {
+		res.Plan.File, res.Plan.Sources = ws.Name(ws.Root), ws.Sources
+	}
+	return res, nil
+}
+
+// refuseRemote answers a Git refusal (or the loader's I/O error).
+func refuseRemote(w http.ResponseWriter, err error) {
+	var re *remote.Error
+	if errors.As(err, &re) {
+		fail(w, re.Status, re.Code, "%s", re.Msg)
+		return
+	}
+	fail(w, http.StatusInternalServerError, "load", "%v", err)
+}
+
+// listRemote lists the registered remote entities.
+func (s *Server) listRemote(w http.ResponseWriter, _ *http.Request, _ *identity.User) {
+	list := []remote.Entry{}
+	if s.o.Remote != nil {
+		list = append(list, s.o.Remote.List()...)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entities": list})
+}
+
+// registerRemote registers an entity kept in Git (it needs create): its file is fetched at the
+// branch's head and validated with what it refers to; a file that does not load is a 422 with
+// every diagnostic at its repository, commit and line.
+func (s *Server) registerRemote(w http.ResponseWriter, r *http.Request, u *identity.User) {
+	var e remote.Entry
+	if !decode(w, r, &e) {
+		return
+	}
+	c := callOf(r)
+	if err := e.Check(); err != nil {
+		fail(w, http.StatusBadRequest, "bad-request", "%v", err)
+		return
+	}
+	if err := c.dir.Authorize(u, identity.Create, identity.Resource{Pipeline: pipelineOf(e)}); err != nil {
+		s.refuse(w, err)
+		return
+	}
+	c.note.pipeline, c.note.detail = pipelineOf(e), fmt.Sprintf("%s %s from %s", e.Kind, e.Identifier, e.FilePath)
+	// The file is validated with what it links (not run: a pipeline's runtime inputs stay open).
+	res, err := s.loadRemote(r.Context(), remote.Request{Only: &e}, load.Options{Strict: s.o.Strict, BuildInfra: s.o.BuildInfra})
+	if err != nil {
+		refuseRemote(w, err)
+		return
+	}
+	if !res.OK() {
+		writeJSON(w, http.StatusUnprocessableEntity, Error{Code: "invalid-" + e.Kind,
+			Message: e.Kind + " " + e.Identifier + " is invalid at that commit; nothing was registered", Details: details(res.Diags.Errors())})
+		return
+	}
+	if err := s.o.Remote.Put(e); err != nil {
+		if errors.Is(err, remote.ErrDeclared) {
+			fail(w, http.StatusConflict, "conflict", "%v", err)
+			return
+		}
+		s.internal(w, "register", err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, e)
+}
+
+// removeRemote unregisters an entity (it needs create).
+func (s *Server) removeRemote(w http.ResponseWriter, r *http.Request, u *identity.User) {
+	e := remote.Entry{Kind: r.PathValue("kind"), Identifier: r.PathValue("identifier")}
+	c := callOf(r)
+	c.note.pipeline, c.note.detail = pipelineOf(e), e.Kind+" "+e.Identifier
+	if err := c.dir.Authorize(u, identity.Create, identity.Resource{Pipeline: pipelineOf(e)}); err != nil {
+		s.refuse(w, err)
+		return
+	}
+	if s.o.Remote == nil {
+		fail(w, http.StatusNotFound, "not-found", "no remote %s %s is registered", e.Kind, e.Identifier)
+		return
+	}
+	ok, err := s.o.Remote.Remove(e.Kind, e.Identifier)
+	switch {
+	case errors.Is(err, remote.ErrDeclared):
+		fail(w, http.StatusConflict, "conflict", "%v", err)
+	case err != nil:
+		s.internal(w, "unregister", err)
+	case !ok:
+		fail(w, http.StatusNotFound, "not-found", "no remote %s %s is registered", e.Kind, e.Identifier)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// pipelineOf is the pipeline roles judge a registration by: a pipeline's identifier, "" (any
+// pipeline pattern) for the entities pipelines share.
+func pipelineOf(e remote.Entry) string {
+	if e.Kind == remote.KindPipeline {
+		return e.Identifier
+	}
+	return ""
+}
+
+func details(l diag.List) []string {
+	out := make([]string, 0, len(l))
+	for _, d := range l {
+		out = append(out, d.String())
+	}
+	return out
+}
+
+// triggeredRemote loads a trigger's remote pipeline (directory.Registry's Remote): at the
+// branch its pipelineBranchName renders to, and, when that is the branch the event pushed to
+// (a pull request's source branch), at exactly the event's commit.
+func (s *Server) triggeredRemote(t *pipeline.Trigger, event map[string]any, inputSets []string, opts load.Options) (*load.Result, error) {
+	branch, commit, err := triggerRef(t, event)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return s.loadRemote(ctx, remote.Request{Pipeline: t.PipelineIdentifier, Branch: branch, Commit: commit, InputSets: inputSets}, opts)
+}
+
+// triggerRef is the branch and commit a trigger's start reads; an empty branch is the
+// pipeline's default branch, an empty commit the branch's head.
+func triggerRef(t *pipeline.Trigger, event map[string]any) (branch, commit string, err error) {
+	branch = strings.TrimSpace(t.PipelineBranchName)
+	if strings.Contains(branch, "<+") {
+		if event == nil {
+			return "", "", fmt.Errorf("trigger %s: pipelineBranchName %s needs a delivery's event; a cron trigger names a fixed branch", t.Identifier, branch)
+		}
+		if branch, err = expressions.RenderString(branch, expressions.NewScope(map[string]any{"trigger": event}, ""), expressions.Options{}); err != nil {
+			return "", "", fmt.Errorf("trigger %s: pipelineBranchName: %v", t.Identifier, err)
+		}
+		if branch == "" || branch == "null" {
+			return "", "", fmt.Errorf("trigger %s: pipelineBranchName %s renders to no branch for this event", t.Identifier, t.PipelineBranchName)
+		}
+	}
+	str := func(k string) string { v, _ := event[k].(string); return v }
+	pushed := str("branch")
+	if str("event") == "PR" {
+		pushed = str("sourceBranch")
+	}
+	if branch != "" && branch == pushed {
+		commit = str("commitSha")
+	}
+	return branch, commit, nil
+}
