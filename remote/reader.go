@@ -129,13 +129,13 @@ const maxRounds = 16
 
 // reading is one Read in progress.
 type reading struct {
-	r     *Reader
-	ws    *Workspace
-	pins  map[string]string // repository URL and branch → commit
-	snaps map[string]string // repository URL and commit → snapshot folder
-	added map[string]bool   // entry keys in the workspace
-	pipe  Entry
-	repo  string // the pipeline's repository URL
+	r      *Reader
+	ws     *Workspace
+	pins   map[string]string // repository URL and branch → commit
+	snaps  map[string]string // repository URL and commit → snapshot folder
+	added  map[string]bool   // entry keys in the workspace
+	pipe   Entry
+	repo   string // the pipeline's repository URL
 	branch string
 }
 

@@ -37,7 +37,7 @@ type Registry struct {
 	// here either; nil: such a trigger's start fails.
 	Remote    func(t *pipeline.Trigger, event map[string]any, inputSets []string, opts load.Options) (*load.Result, error)
 	pipelines map[string]string // pipeline identifier → file
-	inputSets  map[string]string // input set identifier → file
+	inputSets map[string]string // input set identifier → file
 }
 
 // Loaded is one valid trigger file.
