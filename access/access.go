@@ -153,8 +153,13 @@ func Forbidden(err error) bool {
 	return errors.As(err, &f) || (errors.As(err, &ref) && ref.Kind == workflows.ErrForbidden)
 }
 
-// Audit writes one audit line and, for a refusal, keeps it in the audit trail (Temporal holds
-// it; see starter.Audit).
+// keptActions are the accepted actions no execution's history records (changes to the remote
+// entities' registry): like refusals, the audit trail keeps them itself.
+var keptActions = map[string]bool{"register": true, "unregister": true}
+
+// Audit writes one audit line and, for a refusal or a kept action, keeps it in the audit trail
+// (Temporal holds it; see starter.Audit).
+
 func (g *Gate) Audit(ctx context.Context, r workflows.AuditRecord) {
 	if r.Time.IsZero() {
 		r.Time = time.Now().UTC()
@@ -165,10 +170,10 @@ func (g *Gate) Audit(ctx context.Context, r workflows.AuditRecord) {
 	}
 	log.Info("audit", zap.String("user", r.User), zap.String("action", r.Action), zap.String("execution", r.Execution),
 		zap.String("pipeline", r.Pipeline), zap.String("path", r.Path), zap.String("outcome", r.Outcome), zap.String("detail", r.Detail))
-	if r.Outcome != "refused" || g.Starter == nil {
+	if (r.Outcome != "refused" && !keptActions[r.Action]) || g.Starter == nil {
 		return
 	}
-	// The refusal is kept even when the request's own context has ended.
+	// The record is kept even when the request's own context has ended.
 	ctx = context.WithoutCancel(ctx)
 	if err := g.Starter.RecordRefusal(ctx, r); err != nil {
 		log.Error("refusal not kept in the audit trail; it is only in this log", zap.String("user", r.User), zap.String("action", r.Action), zap.Error(err))

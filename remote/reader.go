@@ -106,9 +106,13 @@ func (w *Workspace) RenameSources(s diag.Sources) diag.Sources {
 	return out
 }
 
-// Identify returns the kind and identifier of an entity file ("" when it is none).
+// Identify returns the kind and identifier of an entity file ("" when it is none, "unparsed"
+// when it is not YAML).
 func Identify(src []byte) (kind, id string) {
-	f, _ := pipeline.ParseYAML("remote", src)
+	f, d := pipeline.ParseYAML("remote", src)
+	if d.HasErrors() {
+		return "unparsed", ""
+	}
 	if f.Root == nil || len(f.Root.Content) < 2 {
 		return "", ""
 	}
@@ -279,7 +283,8 @@ func (rd *reading) add(ctx context.Context, e Entry, branch string) (string, []b
 		return "", nil, refused(http.StatusNotFound, "git-not-found", "%s %s: %s has no file %s at %s (branch %s)", e.Kind, e.Identifier, st.RepoDisplay(), e.FilePath, short(commit), branch)
 	}
 	where := fmt.Sprintf("%s at %s (branch %s)", e.FilePath, short(commit), branch)
-	if kind, id := Identify(src); kind != e.Kind || id != e.Identifier {
+	// A file that does not parse is left to the loader, which reports where.
+	if kind, id := Identify(src); kind != "unparsed" && (kind != e.Kind || id != e.Identifier) {
 		got := "no entity"
 		if kind != "" {
 			got = kind + " " + id

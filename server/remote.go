@@ -69,6 +69,12 @@ func (s *Server) loadRemote(ctx context.Context, req remote.Request, opts load.O
 	}
 	opts.TemplateDirs = append(opts.TemplateDirs, s.o.TemplateDirs...)
 	opts.InputSets = append(append([]string(nil), ws.InputSets...), opts.InputSets...)
+	opts.TemplatesFromGit = map[string]bool{}
+	for _, src := range ws.Sources {
+		if src.Kind == remote.KindTemplate {
+			opts.TemplatesFromGit[src.Identifier] = true
+		}
+	}
 	res, err := load.File(ws.Root, opts)
 	if err != nil {
 		return nil, err

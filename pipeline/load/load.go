@@ -45,6 +45,9 @@ type Options struct {
 	// (not its subfolders) count too, the pipeline's folder for File.
 	TemplateDirs    []string
 	TemplatesBeside string
+	// TemplatesFromGit are the templates read from Git at their links' gitBranch, by
+	// identifier (a remote pipeline's start).
+	TemplatesFromGit map[string]bool
 	// ForRun makes open required runtime inputs errors, as a run request must supply them, and
 	// compiles the plan (refusing step types the engine cannot run).
 	ForRun bool
@@ -363,6 +366,7 @@ func DefaultTemplateDirs(path string) []string {
 func (r *Result) expand(name string, f *pipeline.File, opts Options) bool {
 	lib, ld := templates.Load(opts.TemplateDirs, opts.TemplatesBeside)
 	lib.Partial = !opts.ForRun // like services and environments, a plain validate needs no template
+	lib.FromGit = opts.TemplatesFromGit
 	r.Diags.Add(ld...)
 	for k, v := range lib.Sources {
 		r.Sources[k] = v

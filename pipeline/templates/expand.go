@@ -234,7 +234,7 @@ func (e *expander) decodeLink(n, tl *yaml.Node, kind string) (l pipeline.Templat
 				"template `%s` is not supported: Gantry links templates by templateRef and versionLabel", f.name)
 		}
 	}
-	if l.GitBranch != "" {
+	if l.GitBranch != "" && !e.lib.FromGit[pipeline.LocalRef(l.TemplateRef)] {
 		e.diags.Warnf(e.pos(pipeline.Key(tl, "gitBranch")), "ignored-field",
 			"gitBranch %s is ignored: Gantry reads templates from its template folders, not from a Git store", l.GitBranch).
 			SetHint("check out that branch of the templates' repository into a folder given with --templates")

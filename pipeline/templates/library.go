@@ -55,6 +55,9 @@ type Library struct {
 	// org-level templates, and templates kept in another repository, live elsewhere). A link to
 	// a template not found is then a warning and its body is not checked; a run needs it.
 	Partial bool
+	// FromGit are the templates read from Git at their links' gitBranch (remote entities), by
+	// identifier: their links' gitBranch is honoured, not ignored.
+	FromGit map[string]bool
 }
 
 // Empty reports whether the library holds no template.
