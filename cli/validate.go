@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -12,14 +13,16 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/pipeline/validate"
+	"github.com/gantry-cd/gantry/remote"
 )
 
 func validateCmd() *cobra.Command {
 	var opts load.Options
 	var output string
 	var listTypes bool
+	var checkout string
 	cmd := &cobra.Command{
-		Use:   "validate FILE...",
+		Use:   "validate FILE... | --checkout DIR [FILE...]",
 		Short: "Check pipelines and input sets without running them",
 		Long: `Checks a pipeline (root "pipeline:"), input set or overlay input set: YAML syntax, unknown keys,
 required fields, identifiers, step types and specs, failure strategies, conditions, looping
@@ -34,10 +37,18 @@ does not define, which it ignores; --strict makes unknown keys errors).
 --output json prints, per file, whether it is valid and every diagnostic (severity, code, file,
 line, column, message, hint). --list-types prints the stage, deployment and step types Gantry runs.
 
+--checkout DIR validates a repository as it is (a pull request's branch, before it merges):
+every pipeline in it, or the FILEs given (paths in the checkout), with the templates, input
+sets and entities of the whole checkout resolved between them as a server resolves remote
+entities kept in that repository (docs/git.md).
+
 Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O error.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if listTypes {
 				return cobra.NoArgs(cmd, args)
+			}
+			if checkout != "" {
+				return nil
 			}
 			return cobra.MinimumNArgs(1)(cmd, args)
 		},
@@ -51,8 +62,30 @@ Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O
 			}
 			invalid := false
 			var files []jsonValidation
+			loadOne := func(path string) (*load.Result, error) { return load.File(path, opts) }
+			if checkout != "" {
+				ws, pipelines, err := remote.Checkout(checkout)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				defer ws.Close()
+				if len(args) == 0 {
+					args = remote.Sorted(pipelines)
+				}
+				loadOne = func(path string) (*load.Result, error) {
+					file, ok := pipelines[filepath.ToSlash(filepath.Clean(path))]
+					if !ok {
+						return nil, fmt.Errorf("%s is no pipeline of the checkout %s", path, checkout)
+					}
+					r, err := load.File(file, opts)
+					if err == nil {
+						r.Diags, r.Sources = ws.Rename(r.Diags), ws.RenameSources(r.Sources)
+					}
+					return r, err
+				}
+			}
 			for _, path := range args {
-				r, err := load.File(path, opts)
+				r, err := loadOne(path)
 				if err != nil {
 					return usageErr("%v", err)
 				}
@@ -81,6 +114,7 @@ Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().StringVar(&checkout, "checkout", "", "validate a repository's checkout as a server reads it from Git: its pipelines (or the FILEs given, as paths in it) with its templates, input sets and entities")
 	cmd.Flags().BoolVar(&listTypes, "list-types", false, "print the stage, deployment and step types Gantry runs, and exit")
 	cmd.Flags().StringArrayVar(&opts.InputSets, "input-set", nil, "input set or overlay file to merge (repeatable, in precedence order)")
 	cmd.Flags().StringArrayVar(&opts.Sets, "set", nil, "runtime input value as FQN=VALUE, e.g. pipeline.variables.region=eu (repeatable)")

@@ -252,6 +252,14 @@ type Fetched struct {
 	Digest string     `json:"digest,omitempty"`
 }
 
+// Snapshot limits: a repository's YAML files are what a remote pipeline's start may read from
+// it (activities/gitstore's Snapshot), and no more than this is read of one commit or checkout.
+const (
+	MaxSnapshotFiles = 20000
+	MaxSnapshotFile  = 1 << 20 // larger files are left out
+	MaxSnapshotBytes = 64 << 20
+)
+
 // ChartMeta is what a chart's Chart.yaml says of it, as `<+manifests.ID.helm.*>` publishes it.
 type ChartMeta struct {
 	Name        string `json:"name"`

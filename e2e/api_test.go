@@ -21,7 +21,7 @@ import (
 
 // apiClient calls the API and checks every answer against the OpenAPI document.
 type apiClient struct {
-	t    *testing.T
+	t    testing.TB
 	url  string
 	spec map[string]map[string]map[string]any // path → method → operation
 }
@@ -178,7 +178,7 @@ func TestHTTPAPI(t *testing.T) {
 }
 
 // openAPIPaths reads the operations of the server's OpenAPI document.
-func openAPIPaths(t *testing.T) map[string]map[string]map[string]any {
+func openAPIPaths(t testing.TB) map[string]map[string]map[string]any {
 	t.Helper()
 	var doc struct {
 		Paths map[string]map[string]map[string]any `yaml:"paths"`

@@ -84,11 +84,12 @@ type remoteRig struct {
 	git   *gittest.Server
 	api   *apiClient
 	http  *httptest.Server
+	dir   string // the server's pipelines directory
 	token string
 	first string // app's first commit on main
 }
 
-func newRemoteRig(t *testing.T) *remoteRig {
+func newRemoteRig(t testing.TB) *remoteRig {
 	t.Helper()
 	g := gittest.Start(t)
 	rg := &remoteRig{git: g}
@@ -100,6 +101,7 @@ func newRemoteRig(t *testing.T) *remoteRig {
 	g.Commit("shared", "stable", map[string]string{"say.yaml": sayStage})
 
 	dir := t.TempDir()
+	rg.dir = dir
 	conn := func(id, repo string) string {
 		return fmt.Sprintf("connector:\n  name: %s\n  identifier: %s\n  type: Git\n  spec:\n    url: %s/%s.git\n    connectionType: Repo\n    type: Http\n    spec: {username: %s, passwordRef: git_token}\n", id, id, g.HTTPURL, repo, g.Username)
 	}
@@ -136,7 +138,7 @@ func newRemoteRig(t *testing.T) *remoteRig {
 	return rg
 }
 
-func (rg *remoteRig) register(t *testing.T, e remote.Entry, want int) map[string]any {
+func (rg *remoteRig) register(t testing.TB, e remote.Entry, want int) map[string]any {
 	t.Helper()
 	code, out := rg.api.call("POST", "/api/v1/remote-entities", "/api/v1/remote-entities", rg.token, e)
 	if code != want {
@@ -145,7 +147,7 @@ func (rg *remoteRig) register(t *testing.T, e remote.Entry, want int) map[string
 	return out
 }
 
-func (rg *remoteRig) start(t *testing.T, req server.StartRequest, want int) (string, map[string]any) {
+func (rg *remoteRig) start(t testing.TB, req server.StartRequest, want int) (string, map[string]any) {
 	t.Helper()
 	code, out := rg.api.call("POST", "/api/v1/executions", "/api/v1/executions", rg.token, req)
 	if code != want {

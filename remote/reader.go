@@ -138,6 +138,7 @@ type reading struct {
 	pins   map[string]string // repository URL and branch → commit
 	snaps  map[string]string // repository URL and commit → snapshot folder
 	added  map[string]bool   // entry keys in the workspace
+	conns  map[string]plan.GitConnector
 	pipe   Entry
 	repo   string // the pipeline's repository URL
 	branch string
@@ -162,7 +163,7 @@ func (r *Reader) Read(ctx context.Context, req Request) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd := &reading{r: r, ws: &Workspace{Dir: dir, names: map[string]string{}}, pins: map[string]string{}, snaps: map[string]string{}, added: map[string]bool{}, pipe: pe}
+	rd := &reading{r: r, ws: &Workspace{Dir: dir, names: map[string]string{}}, pins: map[string]string{}, snaps: map[string]string{}, added: map[string]bool{}, conns: map[string]plan.GitConnector{}, pipe: pe}
 	ws, err := rd.read(ctx, req)
 	if err != nil {
 		_ = rd.ws.Close()
@@ -244,9 +245,13 @@ func (rd *reading) branchOf(e Entry, gitBranch string) string {
 
 // store is the Git store of an entry's repository at a branch.
 func (rd *reading) store(e Entry, branch string) (*plan.GitStore, error) {
-	conn, err := rd.r.Connector(e.ConnectorRef)
-	if err != nil {
-		return nil, refused(http.StatusUnprocessableEntity, "git-connector", "%s %s: %v", e.Kind, e.Identifier, err)
+	conn, ok := rd.conns[e.ConnectorRef]
+	if !ok {
+		var err error
+		if conn, err = rd.r.Connector(e.ConnectorRef); err != nil {
+			return nil, refused(http.StatusUnprocessableEntity, "git-connector", "%s %s: %v", e.Kind, e.Identifier, err)
+		}
+		rd.conns[e.ConnectorRef] = conn
 	}
 	return &plan.GitStore{Type: conn.Type, Connector: conn, RepoName: e.RepoName, Branch: branch}, nil
 }

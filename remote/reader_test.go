@@ -14,6 +14,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/internal/freeport"
 	"github.com/gantry-cd/gantry/internal/gittest"
+	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -305,5 +306,45 @@ func TestScanRefs(t *testing.T) {
 	want := "template:build_stage:stable service:checkout: environment:: infrastructure:eks_eu:"
 	if strings.Join(got, " ") != want {
 		t.Errorf("refs %v, want %s", got, want)
+	}
+}
+
+// A checkout is laid out as a start is: a pipeline finds the template kept elsewhere in the
+// tree, and diagnostics name the files by their paths in the checkout.
+func TestCheckoutResolvesAcrossTheTree(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		".harness/release.yaml":         strings.Split(strings.Replace(pipelineV1, "          gitBranch: stable\n", "", 1), "    - stage:\n        name: deploy")[0],
+		".harness/templates/build.yaml": strings.Replace(templateStable, "  type: Stage", "  orgIdentifier: default\n  projectIdentifier: default\n  type: Stage", 1),
+		"deploy/services/checkout.yml":  service,
+		".harness/broken.yaml":          "pipeline:\n  name: b\n  identifier: b\n  stages:\n    - stage:\n        name: a\n       identifier: a\n",
+		".git/config.yaml":              "pipeline: {}",
+		"k8s/deployment.yaml":           "apiVersion: apps/v1\nkind: Deployment\n",
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, pipelines, err := Checkout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	if got := strings.Join(Sorted(pipelines), " "); got != ".harness/broken.yaml .harness/release.yaml" {
+		t.Fatalf("pipelines %s", got)
+	}
+	res, err := load.File(pipelines[".harness/release.yaml"], load.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() || len(res.Templates) != 1 {
+		t.Errorf("the template kept under .harness/templates was not linked: %v", ws.Rename(res.Diags))
+	}
+	broken, _ := load.File(pipelines[".harness/broken.yaml"], load.Options{})
+	if errs := ws.Rename(broken.Diags.Errors()); len(errs) != 1 || !strings.HasPrefix(errs[0].String(), ".harness/broken.yaml:7:8:") {
+		t.Errorf("broken: %v", errs)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/validate"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/remote"
+	"github.com/gantry-cd/gantry/triggers/directory"
 )
 
 // This file serves the entities kept in Git: registering them (fetched and validated first),
@@ -37,8 +38,7 @@ func (s *Server) gitConnector(ref string) (plan.GitConnector, error) {
 	if s.o.PipelinesDir == "" {
 		return plan.GitConnector{}, fmt.Errorf("connector %s: the server has no pipelines directory to hold connector files (--pipelines)", ref)
 	}
-	cat, _ := entities.Load([]string{s.o.PipelinesDir}, func(f *pipeline.File) diag.List { _, d := validate.File(f); return d })
-	cf, ok := cat.Connectors[plan.LocalRef(ref)]
+	cf, ok := s.connectors()[plan.LocalRef(ref)]
 	if !ok {
 		return plan.GitConnector{}, fmt.Errorf("connector %s is not among the connector files of %s", ref, s.o.PipelinesDir)
 	}
@@ -47,6 +47,19 @@ func (s *Server) gitConnector(ref string) (plan.GitConnector, error) {
 		return plan.GitConnector{}, fmt.Errorf("connector %s is a %s connector; remote entities need a Git, Github, Gitlab or Bitbucket connector", ref, cf.Connector.Type)
 	}
 	return gc, nil
+}
+
+// connectors are the connector files of the pipelines directory, read again when its files
+// change (every start asks: a catalog load per start would cost more than the Git call).
+func (s *Server) connectors() map[string]*pipeline.File {
+	fp := directory.Fingerprint(s.o.PipelinesDir)
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	if s.conns == nil || fp != s.connFP {
+		cat, _ := entities.Load([]string{s.o.PipelinesDir}, func(f *pipeline.File) diag.List { _, d := validate.File(f); return d })
+		s.conns, s.connFP = cat.Connectors, fp
+	}
+	return s.conns
 }
 
 // loadRemote reads what req names from Git and loads it as opts ask, the local pipelines

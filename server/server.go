@@ -77,6 +77,10 @@ type Server struct {
 	reg   *directory.Registry
 	regFP string
 	gate  *access.Gate
+	// The connector files of the pipelines directory, by its fingerprint (remote entities).
+	connMu sync.Mutex
+	conns  map[string]*pipeline.File
+	connFP string
 }
 
 // New returns the API handler.
