@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/status"
 	"github.com/gantry-cd/gantry/workflows"
 )
@@ -254,5 +255,17 @@ func TestWaitingNodesSayHowToDecide(t *testing.T) {
 	n = &workflows.Node{Path: "s.i", Status: status.InputWaiting, Inputs: []string{"region"}}
 	if got := (pages{execution: "p-4"}).decide(n); got != "decide with: gantry input p-4 --step s.i --set region=VALUE" {
 		t.Errorf("input: %s", got)
+	}
+}
+
+// A remote pipeline's node says which files the run read from Git and at which commits.
+func TestTreeNamesTheCommitsReadFromGit(t *testing.T) {
+	n := &workflows.Node{Kind: "pipeline", Sources: []plan.Source{
+		{Kind: "pipeline", Identifier: "release", Repo: "app", FilePath: ".harness/release.yaml", Branch: "main", Commit: strings.Repeat("a1", 20)},
+		{Kind: "template", Identifier: "build", Repo: "shared", FilePath: "build.yaml", Branch: "stable", Commit: strings.Repeat("b2", 20)},
+	}}
+	want := "(from Git: pipeline release app@a1a1a1a1a1a1:.harness/release.yaml (main), template build shared@b2b2b2b2b2b2:build.yaml (stable))"
+	if got := detail(n, pages{}); got != want {
+		t.Errorf("detail %q, want %q", got, want)
 	}
 }

@@ -56,6 +56,14 @@ if [ -n "$ba" ]; then
     printf "  allocated %.0f vs %.0f KiB a request, peak heap growth %.0f vs %.0f KiB (the whole test process, its worker included)\n", ba, pa, bp, pp
   }'
 fi
+rl=$(unit RemoteStart local-ms/start); rw=$(unit RemoteStart warm-ms/start)
+if [ -n "$rl" ] && [ -n "$rw" ]; then
+  awk -v l="$rl" -v w="$rw" -v c="$(unit RemoteStart cold-ms/start)" -v wr="$(unit RemoteStart warm-git-requests/start)" -v cr="$(unit RemoteStart cold-git-requests/start)" 'BEGIN {
+    print ""; print "starting a pipeline (a stage template in another repository, an input set) through the API (ms per start request, median of runs)"
+    printf "  from Git, commit cached %.1f  from a local file %.1f  ratio %.2fx  (target <= 1.1x); %.0f Git requests a start (the branch heads)\n", w, l, w / l, wr
+    printf "  from Git just after a push %.1f  ratio %.2fx; %.0f Git requests a start (one fetch of the new commit, refs and pack)\n", c, c / l, cr
+  }'
+fi
 wd=$(unit WebhookDeliveries deliveries/s); wr=$(unit WebhookDeliveries raw-starts/s)
 if [ -n "$wd" ] && [ -n "$wr" ]; then
   awk -v d="$wd" -v r="$wr" -v q="$(unit WebhookDeliveries ratio)" -v p="$(unit WebhookDeliveries p50-ms)" -v rp="$(unit WebhookDeliveries raw-p50-ms)" \

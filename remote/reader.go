@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -37,6 +39,10 @@ type Reader struct {
 	Attempts int
 	// Backoff is the first wait between attempts (default 500 ms), doubled each time.
 	Backoff time.Duration
+
+	// heads remembers, per entry and branch read, the repositories and branches its last read
+	// needed, so that the next read asks for all their heads at once.
+	heads sync.Map // string → []plan.GitStore
 }
 
 // Request is what a start names.
@@ -139,6 +145,7 @@ type reading struct {
 	snaps  map[string]string // repository URL and commit → snapshot folder
 	added  map[string]bool   // entry keys in the workspace
 	conns  map[string]plan.GitConnector
+	stores map[string]plan.GitStore // pin → the store whose branch it pins
 	pipe   Entry
 	repo   string // the pipeline's repository URL
 	branch string
@@ -163,7 +170,7 @@ func (r *Reader) Read(ctx context.Context, req Request) (*Workspace, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd := &reading{r: r, ws: &Workspace{Dir: dir, names: map[string]string{}}, pins: map[string]string{}, snaps: map[string]string{}, added: map[string]bool{}, conns: map[string]plan.GitConnector{}, pipe: pe}
+	rd := &reading{r: r, ws: &Workspace{Dir: dir, names: map[string]string{}}, pins: map[string]string{}, snaps: map[string]string{}, added: map[string]bool{}, conns: map[string]plan.GitConnector{}, stores: map[string]plan.GitStore{}, pipe: pe}
 	ws, err := rd.read(ctx, req)
 	if err != nil {
 		_ = rd.ws.Close()
@@ -186,6 +193,15 @@ func (rd *reading) read(ctx context.Context, req Request) (*Workspace, error) {
 	if req.Commit != "" {
 		rd.pins[rd.repo+"\x00"+rd.branch] = req.Commit
 	}
+	recent := pe.Key() + "\x00" + rd.branch
+	rd.prefetch(ctx, recent)
+	defer func() {
+		list := make([]plan.GitStore, 0, len(rd.stores))
+		for _, st := range rd.stores {
+			list = append(list, st)
+		}
+		rd.r.heads.Store(recent, list)
+	}()
 	file, text, err := rd.add(ctx, pe, rd.branch)
 	if err != nil {
 		return nil, err
@@ -231,6 +247,36 @@ func (rd *reading) read(ctx context.Context, req Request) (*Workspace, error) {
 	return rd.ws, nil
 }
 
+// prefetch asks, all at once, for the heads of the branches the entry's last read needed (a
+// start reads the same repositories as the one before it, one call each, in parallel rather
+// than one after the other). A failure is left to the read, which reports it in place.
+func (rd *reading) prefetch(ctx context.Context, recent string) {
+	v, ok := rd.r.heads.Load(recent)
+	if !ok {
+		return
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	heads := map[string]string{}
+	for _, st := range v.([]plan.GitStore) {
+		pin := st.RepoURL() + "\x00" + st.Branch
+		if _, pinned := rd.pins[pin]; pinned {
+			continue
+		}
+		wg.Add(1)
+		go func(st plan.GitStore) {
+			defer wg.Done()
+			if commit, err := rd.r.Git.Head(ctx, &st); err == nil {
+				mu.Lock()
+				heads[pin] = commit
+				mu.Unlock()
+			}
+		}(st)
+	}
+	wg.Wait()
+	maps.Copy(rd.pins, heads)
+}
+
 // branchOf is the branch an entry is read at: the pipeline's in the pipeline's repository,
 // else the link's gitBranch or the entry's default branch.
 func (rd *reading) branchOf(e Entry, gitBranch string) string {
@@ -265,6 +311,7 @@ func (rd *reading) add(ctx context.Context, e Entry, branch string) (string, []b
 	}
 	url := st.RepoURL()
 	pin := url + "\x00" + branch
+	rd.stores[pin] = *st
 	commit, ok := rd.pins[pin]
 	if !ok {
 		if err := rd.r.retry(ctx, func() (err error) { commit, err = rd.r.Git.Head(ctx, st); return err }); err != nil {

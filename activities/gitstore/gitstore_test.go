@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -242,4 +244,47 @@ func benchSetup(b *testing.B) (*gittest.Server, *Fetcher) {
 	}
 	srv.NewRepo("app", files)
 	return srv, &Fetcher{CacheDir: b.TempDir(), Secrets: secrets.Map{"git_user": srv.Username, "git_token": srv.Password}}
+}
+
+// A snapshot interrupted part way (the process killed while it wrote the files) leaves no mark,
+// so the next start fetches the commit again rather than trusting half a tree; a complete one
+// is read without asking the server, its full commit from the mark.
+func TestSnapshotSurvivesAnInterruptedFetch(t *testing.T) {
+	srv, f, first := setup(t)
+	ctx := context.Background()
+	st := httpStore(srv)
+	st.Commit = first
+	dir, full, err := f.Snapshot(ctx, st)
+	if err != nil || full != first {
+		t.Fatalf("snapshot: %s %v", full, err)
+	}
+	// What a kill between the files and the mark leaves: some files, no mark.
+	if err := os.Remove(markOf(dir, "\x00snapshot")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "files", "values", "prod.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Requests()
+	if _, _, err := f.Snapshot(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Requests() == before {
+		t.Error("a snapshot without its mark was trusted")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "files", "values", "prod.yaml")); err != nil {
+		t.Errorf("the re-fetch did not restore the tree: %v", err)
+	}
+	before = srv.Requests()
+	st.Commit = first[:8]
+	if _, full, err := f.Snapshot(ctx, st); err != nil || full != first {
+		t.Errorf("abbreviated: %s %v", full, err)
+	}
+	st.Commit = first
+	if _, _, err := f.Snapshot(ctx, st); err != nil || srv.Requests() != before+2 {
+		t.Errorf("a complete snapshot asked the server again: %d requests, %v", srv.Requests()-before, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "files", "README.md")); err == nil {
+		t.Errorf("a snapshot holds a file that is not YAML: %s", b)
+	}
 }
