@@ -194,3 +194,28 @@ func TestNodeInputs(t *testing.T) {
 		}
 	}
 }
+
+// A remote pipeline's run page says which files the run read from Git, at which commits.
+func TestExecutionPageNamesTheCommitsReadFromGit(t *testing.T) {
+	commit := strings.Repeat("c3", 20)
+	read := func(_ context.Context, id string) (*workflows.Node, error) {
+		return &workflows.Node{Kind: "pipeline", Name: "release", Status: status.Running, Sources: []plan.Source{
+			{Kind: "pipeline", Identifier: "release", Connector: "app_repo", Repo: "app", FilePath: ".harness/release.yaml", Branch: "main", Commit: commit}}}, nil
+	}
+	users := func(string) (*identity.User, error) { return &identity.User{Name: "ann"}, nil }
+	srv := httptest.NewServer(executionPage(&pages{}, &sharedTrees{read: read, fresh: time.Minute}, users, nil, "default"))
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+ExecutionsPath+"/release-1", nil)
+	req.AddCookie(&http.Cookie{Name: codec.TokenCookie, Value: "any"})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{`<details id="sources"><summary>Read from Git: pipeline release</summary>`, `<code title="` + commit + `">c3c3c3c3c3c3</code> .harness/release.yaml (branch main, connector app_repo)`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("the page lacks %s:\n%.2000s", want, b)
+		}
+	}
+}
