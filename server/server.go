@@ -411,6 +411,9 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		if req.YAML != "" {
 			c.note.detail = "inline YAML"
 		}
+		if src := res.Plan.Remote(); src != nil {
+			c.note.detail = "from Git " + src.Repo + "@" + src.Commit + ":" + src.FilePath
+		}
 		if err := access.Plan(c.dir, u, res.Plan, req.YAML != ""); err != nil {
 			s.refuse(w, err)
 			return
