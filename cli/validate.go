@@ -1,18 +1,26 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/gantry-cd/gantry/activities/gitstore"
+	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/diag"
+	"github.com/gantry-cd/gantry/pipeline/entities"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/pipeline/steps"
 	"github.com/gantry-cd/gantry/pipeline/validate"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/remote"
 )
 
@@ -21,6 +29,7 @@ func validateCmd() *cobra.Command {
 	var output string
 	var listTypes bool
 	var checkout string
+	var fromGit gitFlags
 	cmd := &cobra.Command{
 		Use:   "validate FILE... | --checkout DIR [FILE...]",
 		Short: "Check pipelines and input sets without running them",
@@ -47,7 +56,7 @@ Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O
 			if listTypes {
 				return cobra.NoArgs(cmd, args)
 			}
-			if checkout != "" {
+			if checkout != "" || fromGit.connector != "" {
 				return nil
 			}
 			return cobra.MinimumNArgs(1)(cmd, args)
@@ -63,12 +72,23 @@ Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O
 			invalid := false
 			var files []jsonValidation
 			loadOne := func(path string) (*load.Result, error) { return load.File(path, opts) }
+			prefix := ""
+			if fromGit.connector != "" {
+				if checkout != "" {
+					return usageErr("give --checkout or --connector, not both")
+				}
+				var err error
+				if checkout, prefix, err = fromGit.snapshot(cmd.Context(), opts.EntityDirs); err != nil {
+					return usageErr("%v", err)
+				}
+			}
 			if checkout != "" {
 				ws, pipelines, err := remote.Checkout(checkout)
 				if err != nil {
 					return usageErr("%v", err)
 				}
 				defer ws.Close()
+				ws.Within(prefix)
 				if len(args) == 0 {
 					args = remote.Sorted(pipelines)
 				}
@@ -85,6 +105,7 @@ Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O
 				}
 			}
 			for _, path := range args {
+				show := prefix + filepath.ToSlash(path)
 				r, err := loadOne(path)
 				if err != nil {
 					return usageErr("%v", err)
@@ -93,9 +114,9 @@ Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O
 					invalid = true
 				}
 				if output == "json" {
-					files = append(files, validationJSON(path, r))
+					files = append(files, validationJSON(show, r))
 				} else {
-					report(out, path, r)
+					report(out, show, r)
 				}
 			}
 			if output == "json" {
@@ -114,6 +135,7 @@ Exit codes: 0 valid (warnings allowed), 1 invalid or unsupported, 2 usage or I/O
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	fromGit.add(cmd)
 	cmd.Flags().StringVar(&checkout, "checkout", "", "validate a repository's checkout as a server reads it from Git: its pipelines (or the FILEs given, as paths in it) with its templates, input sets and entities")
 	cmd.Flags().BoolVar(&listTypes, "list-types", false, "print the stage, deployment and step types Gantry runs, and exit")
 	cmd.Flags().StringArrayVar(&opts.InputSets, "input-set", nil, "input set or overlay file to merge (repeatable, in precedence order)")
@@ -252,4 +274,50 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// gitFlags name a repository and branch to validate as they are in Git, through a connector.
+type gitFlags struct {
+	connector, repo, branch string
+}
+
+func (f *gitFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.connector, "connector", "", "validate a repository's branch as it is in Git: the Git connector (a connector file in --entities, default the current folder; its secrets from GANTRY_SECRET_<ID>) that reaches it")
+	cmd.Flags().StringVar(&f.repo, "repo", "", "with --connector: the repository (repoName), for an Account connector")
+	cmd.Flags().StringVar(&f.branch, "branch", "main", "with --connector: the branch to validate")
+}
+
+// snapshot reads the branch's head's YAML files through the connector, as a server reads a
+// remote pipeline's repository, and returns where they are and how diagnostics name them.
+func (f *gitFlags) snapshot(ctx context.Context, entityDirs []string) (dir, prefix string, err error) {
+	if len(entityDirs) == 0 {
+		entityDirs = []string{"."}
+	}
+	cat, _ := entities.Load(entityDirs, func(pf *pipeline.File) diag.List { _, d := validate.File(pf); return d })
+	cf, ok := cat.Connectors[plan.LocalRef(f.connector)]
+	if !ok {
+		return "", "", fmt.Errorf("connector %s is not among the connector files of %s (--entities)", f.connector, strings.Join(entityDirs, ", "))
+	}
+	gc, ok := entities.GitConnector(cf.Connector)
+	if !ok {
+		return "", "", fmt.Errorf("connector %s is a %s connector; --connector needs a Git, Github, Gitlab or Bitbucket connector", f.connector, cf.Connector.Type)
+	}
+	st := &plan.GitStore{Type: gc.Type, Connector: gc, RepoName: f.repo, Branch: f.branch}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	git := &gitstore.Fetcher{Secrets: &secrets.Store{}, CacheDir: filepath.Join(base, "gantry", "git")}
+	if st.Commit, err = git.Head(ctx, st); err != nil {
+		return "", "", err
+	}
+	snap, commit, err := git.Snapshot(ctx, st)
+	if err != nil {
+		return "", "", err
+	}
+	repo := f.repo
+	if repo == "" {
+		repo = strings.TrimSuffix(path.Base(strings.TrimSuffix(gc.URL, "/")), ".git")
+	}
+	return filepath.Join(snap, "files"), fmt.Sprintf("%s@%s:", repo, commit[:12]), nil
 }

@@ -93,3 +93,11 @@ func Sorted(m map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// Within names the workspace's files as files of a repository at a commit ("app@2f8a720fe7fc:"
+// before each path), for a checkout read from Git.
+func (w *Workspace) Within(prefix string) {
+	for k, v := range w.names {
+		w.names[k] = prefix + v
+	}
+}
