@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -107,7 +110,8 @@ func newRemoteRig(t testing.TB) *remoteRig {
 	}
 	files := map[string]string{"app.yaml": conn("app_repo", "app"), "shared.yaml": conn("shared_repo", "shared"),
 		"push.trigger.yaml": strings.Replace(githubTrigger("release_push", "release", "Push", ""), "encryptedWebhookSecretIdentifier: ci_hook_secret", "encryptedWebhookSecretIdentifier: remote_hook_secret", 1) +
-			"  pipelineBranchName: <+trigger.branch>\n  inputSetRefs: [prod]\n"}
+			"  pipelineBranchName: <+trigger.branch>\n  inputSetRefs: [prod]\n",
+		"orphan.trigger.yaml": strings.Replace(githubTrigger("orphan_push", "nothere", "Push", ""), "encryptedWebhookSecretIdentifier: ci_hook_secret", "encryptedWebhookSecretIdentifier: remote_hook_secret", 1)}
 	for name, text := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -290,6 +294,20 @@ func TestRemoteTriggerRunsThePushedCommit(t *testing.T) {
 		return []byte(fmt.Sprintf(`{"ref": "refs/heads/main", "before": "0000000000000000000000000000000000000000", "after": %q,
   "repository": {"name": "app", "full_name": "acme/app", "html_url": %q, "default_branch": "main"},
   "pusher": {"name": "dev"}, "sender": {"login": "dev"}, "head_commit": {"id": %q, "message": "change"}}`, sha, g.HTTPURL+"/app", sha))
+	}
+	// A trigger of a pipeline that is neither local nor registered says so, and starts nothing.
+	req, _ := http.NewRequest("POST", rg.http.URL+"/api/v1/webhooks/github", bytes.NewReader(push(one)))
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Delivery", "push-orphan")
+	req.Header.Set("X-Hub-Signature-256", sign(push(one), ciHookSecret))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "pipeline nothere, which is neither in "+rg.dir+" nor registered as a remote pipeline") {
+		t.Errorf("the orphan trigger's delivery: %s", body)
 	}
 	first := deliverGithub(t, rg.http, "push", "push-one", push(one), 1)
 	second := deliverGithub(t, rg.http, "push", "push-two", push(two), 1)

@@ -205,6 +205,9 @@ func details(l diag.List) []string {
 // branch its pipelineBranchName renders to, and, when that is the branch the event pushed to
 // (a pull request's source branch), at exactly the event's commit.
 func (s *Server) triggeredRemote(t *pipeline.Trigger, event map[string]any, inputSets []string, opts load.Options) (*load.Result, error) {
+	if _, ok := s.o.Remote.Find(remote.KindPipeline, t.PipelineIdentifier); !ok {
+		return nil, fmt.Errorf("trigger %s starts pipeline %s, which is neither in %s nor registered as a remote pipeline (gantry git list)", t.Identifier, t.PipelineIdentifier, s.o.PipelinesDir)
+	}
 	branch, commit, err := triggerRef(t, event)
 	if err != nil {
 		return nil, err
