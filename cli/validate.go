@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 
@@ -294,13 +293,9 @@ func (f *gitFlags) snapshot(ctx context.Context, entityDirs []string) (dir, pref
 		entityDirs = []string{"."}
 	}
 	cat, _ := entities.Load(entityDirs, func(pf *pipeline.File) diag.List { _, d := validate.File(pf); return d })
-	cf, ok := cat.Connectors[plan.LocalRef(f.connector)]
-	if !ok {
-		return "", "", fmt.Errorf("connector %s is not among the connector files of %s (--entities)", f.connector, strings.Join(entityDirs, ", "))
-	}
-	gc, ok := entities.GitConnector(cf.Connector)
-	if !ok {
-		return "", "", fmt.Errorf("connector %s is a %s connector; --connector needs a Git, Github, Gitlab or Bitbucket connector", f.connector, cf.Connector.Type)
+	gc, err := entities.GitConnectorOf(cat.Connectors, f.connector, strings.Join(entityDirs, ", "))
+	if err != nil {
+		return "", "", err
 	}
 	st := &plan.GitStore{Type: gc.Type, Connector: gc, RepoName: f.repo, Branch: f.branch}
 	base, err := os.UserCacheDir()
@@ -315,9 +310,5 @@ func (f *gitFlags) snapshot(ctx context.Context, entityDirs []string) (dir, pref
 	if err != nil {
 		return "", "", err
 	}
-	repo := f.repo
-	if repo == "" {
-		repo = strings.TrimSuffix(path.Base(strings.TrimSuffix(gc.URL, "/")), ".git")
-	}
-	return filepath.Join(snap, "files"), fmt.Sprintf("%s@%s:", repo, commit[:12]), nil
+	return filepath.Join(snap, "files"), fmt.Sprintf("%s@%s:", st.Repo(), commit[:12]), nil
 }

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"net/url"
+	"path"
 	"strings"
 )
 
@@ -139,6 +140,14 @@ func (g *GitStore) RepoURL() string {
 		base += "/"
 	}
 	return base + g.RepoName
+}
+
+// Repo names the store's repository: its repoName, else the last segment of its URL.
+func (g *GitStore) Repo() string {
+	if g.RepoName != "" {
+		return g.RepoName
+	}
+	return strings.TrimSuffix(path.Base(strings.TrimSuffix(g.Connector.URL, "/")), ".git")
 }
 
 // RepoDisplay is RepoURL for messages: a password written into the URL is masked.

@@ -347,10 +347,7 @@ func (rd *reading) add(ctx context.Context, e Entry, branch string) (string, []b
 	if err := os.WriteFile(name, src, 0o600); err != nil {
 		return "", nil, err
 	}
-	repo := e.RepoName
-	if repo == "" {
-		repo = strings.TrimSuffix(path.Base(strings.TrimSuffix(st.Connector.URL, "/")), ".git")
-	}
+	repo := st.Repo()
 	rd.ws.names[name] = fmt.Sprintf("%s@%s:%s", repo, short(commit), e.FilePath)
 	rd.ws.Sources = append(rd.ws.Sources, plan.Source{Kind: e.Kind, Identifier: e.Identifier, Connector: e.ConnectorRef, Repo: repo,
 		URL: st.RepoDisplay(), FilePath: e.FilePath, Branch: branch, Commit: commit})

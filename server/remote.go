@@ -38,15 +38,7 @@ func (s *Server) gitConnector(ref string) (plan.GitConnector, error) {
 	if s.o.PipelinesDir == "" {
 		return plan.GitConnector{}, fmt.Errorf("connector %s: the server has no pipelines directory to hold connector files (--pipelines)", ref)
 	}
-	cf, ok := s.connectors()[plan.LocalRef(ref)]
-	if !ok {
-		return plan.GitConnector{}, fmt.Errorf("connector %s is not among the connector files of %s", ref, s.o.PipelinesDir)
-	}
-	gc, ok := entities.GitConnector(cf.Connector)
-	if !ok {
-		return plan.GitConnector{}, fmt.Errorf("connector %s is a %s connector; remote entities need a Git, Github, Gitlab or Bitbucket connector", ref, cf.Connector.Type)
-	}
-	return gc, nil
+	return entities.GitConnectorOf(s.connectors(), ref, s.o.PipelinesDir)
 }
 
 // connectors are the connector files of the pipelines directory, read again when its files

@@ -170,6 +170,20 @@ func (r *resolver) gitConnector(file string, obj *yaml.Node, ref, needs string) 
 	return gc, ok
 }
 
+// GitConnectorOf resolves ref among connector files (those of where, for the message) to the
+// Git connector it names.
+func GitConnectorOf(connectors map[string]*pipeline.File, ref, where string) (plan.GitConnector, error) {
+	cf, ok := connectors[pipeline.LocalRef(ref)]
+	if !ok {
+		return plan.GitConnector{}, fmt.Errorf("connector %s is not among the connector files of %s", ref, where)
+	}
+	gc, ok := GitConnector(cf.Connector)
+	if !ok {
+		return plan.GitConnector{}, fmt.Errorf("connector %s is a %s connector; reading from Git needs a Git, Github, Gitlab or Bitbucket connector", ref, cf.Connector.Type)
+	}
+	return gc, nil
+}
+
 // GitConnector is a Git, Github, Gitlab or Bitbucket connector as a Git client uses it; ok is
 // false for a connector of another kind.
 func GitConnector(k *pipeline.Connector) (gc plan.GitConnector, ok bool) {
