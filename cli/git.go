@@ -36,7 +36,7 @@ func gitImportCmd() *cobra.Command {
 		Use:   "import KIND IDENTIFIER --connector C [--repo R] --path FILE --branch B",
 		Short: "Register an entity kept in Git; the server fetches and validates it first",
 		Long: `Registers a pipeline, inputSet, template, service, environment, infrastructure or connector
-kept in a Git repository, as the reference's Git Experience names it: the Git connector (a
+file, or a policy library (--path names its folder: Rego policies and sets.yaml), kept in a Git repository, as the reference's Git Experience names it: the Git connector (a
 connector file of the server's pipelines directory), the repository (for an Account
 connector), the file's path and the default branch. The server reads the file at the branch's
 head and validates it with what it links; nothing is registered when it does not load, and

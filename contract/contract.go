@@ -252,7 +252,7 @@ type Fetched struct {
 	Digest string     `json:"digest,omitempty"`
 }
 
-// Snapshot limits: a repository's YAML files are what a remote pipeline's start may read from
+// Snapshot limits: a repository's YAML and Rego files are what a remote pipeline's start may read from
 // it (activities/gitstore's Snapshot), and no more than this is read of one commit or checkout.
 const (
 	MaxSnapshotFiles = 20000

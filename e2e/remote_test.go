@@ -89,7 +89,8 @@ type remoteRig struct {
 	http  *httptest.Server
 	dir   string // the server's pipelines directory
 	token string
-	first string // app's first commit on main
+	first string            // app's first commit on main
+	fetch *gitstore.Fetcher // the server's
 }
 
 func newRemoteRig(t testing.TB) *remoteRig {
@@ -135,8 +136,9 @@ func newRemoteRig(t testing.TB) *remoteRig {
 		t.Fatal(err)
 	}
 	sec := secrets.Map{"git_token": g.Password, "remote_hook_secret": ciHookSecret}
+	rg.fetch = &gitstore.Fetcher{Secrets: sec, CacheDir: t.TempDir()}
 	api := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile, PipelinesDir: dir, Secrets: sec,
-		Remote: reg, Git: &gitstore.Fetcher{Secrets: sec, CacheDir: t.TempDir()}, Events: &triggers.EventLog{Path: filepath.Join(t.TempDir(), "events.jsonl")}}))
+		Remote: reg, Git: rg.fetch, Events: &triggers.EventLog{Path: filepath.Join(t.TempDir(), "events.jsonl")}}))
 	t.Cleanup(api.Close)
 	rg.http, rg.api = api, &apiClient{t: t, url: api.URL, spec: openAPIPaths(t)}
 	return rg

@@ -58,9 +58,10 @@ if [ -n "$ba" ]; then
 fi
 rl=$(unit RemoteStart local-ms/start); rw=$(unit RemoteStart warm-ms/start)
 if [ -n "$rl" ] && [ -n "$rw" ]; then
-  awk -v l="$rl" -v w="$rw" -v c="$(unit RemoteStart cold-ms/start)" -v wr="$(unit RemoteStart warm-git-requests/start)" -v cr="$(unit RemoteStart cold-git-requests/start)" 'BEGIN {
+  awk -v l="$rl" -v w="$rw" -v h="$(unit RemoteStart git-heads-ms/start)" -v c="$(unit RemoteStart cold-ms/start)" -v wr="$(unit RemoteStart warm-git-requests/start)" -v cr="$(unit RemoteStart cold-git-requests/start)" 'BEGIN {
     print ""; print "starting a pipeline (a stage template in another repository, an input set) through the API (ms per start request, median of runs)"
     printf "  from Git, commit cached %.1f  from a local file %.1f  ratio %.2fx  (target <= 1.1x); %.0f Git requests a start (the branch heads)\n", w, l, w / l, wr
+    printf "    of which Git answering for the two branch heads at once %.1f (timed alone beside it); Gantry'"'"'s own share, less that round trip: %.2fx\n", h, (w - h) / l
     printf "  from Git just after a push %.1f  ratio %.2fx; %.0f Git requests a start (one fetch of the new commit, refs and pack)\n", c, c / l, cr
   }'
 fi

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -57,6 +58,7 @@ type Engine struct {
 	prepared map[string]preparedPolicy // policy name → prepared deny and warn queries
 	modules  map[string]string
 	compiler *ast.Compiler
+	libs     []Bundle // what it was joined from, for With
 	// together holds, per list of policies, one query that evaluates all their rules at once,
 	// so helpers they share (gantrylib.steps walks the whole pipeline) are computed once per
 	// decision instead of once per rule.
@@ -76,15 +78,55 @@ func Load(ctx context.Context, dir string) (*Engine, error) {
 
 // LoadFS is Load over a file system (the embedded starter library, tests).
 func LoadFS(ctx context.Context, fsys fs.FS, name string) (*Engine, error) {
-	modules, err := readModules(fsys, name, false)
+	lib, err := ReadBundle(fsys, name)
 	if err != nil {
 		return nil, err
 	}
+	return Join(ctx, lib)
+}
+
+// Bundle is one policy library's texts: its Rego modules (tests excluded) and its sets.yaml.
+type Bundle struct {
+	// Name is where the library was read, prefixed to its files in every message.
+	Name    string
+	Modules map[string]string // file name → Rego text
+	Sets    []byte            // sets.yaml; nil when it has none
+}
+
+// ReadBundle reads a library's *.rego files (tests excluded) and its sets.yaml.
+func ReadBundle(fsys fs.FS, name string) (Bundle, error) {
+	modules, err := readModules(fsys, name, false)
+	if err != nil {
+		return Bundle{}, err
+	}
+	lib := Bundle{Name: name, Modules: modules}
+	if b, err := fs.ReadFile(fsys, "sets.yaml"); err == nil {
+		lib.Sets = b
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return Bundle{}, err
+	}
+	return lib, nil
+}
+
+// Join compiles several libraries as one engine (the server's own and those kept in Git): their
+// modules together, their sets side by side. A package or set defined twice is an error.
+func Join(ctx context.Context, libs ...Bundle) (*Engine, error) {
+	modules := map[string]string{}
+	var names []string
+	for _, lib := range libs {
+		names = append(names, lib.Name)
+		for file, text := range lib.Modules {
+			modules[file] = text
+		}
+	}
 	compiler, err := compile(modules)
 	if err != nil {
-		return nil, fmt.Errorf("policies in %s do not compile:\n%v", name, err)
+		return nil, fmt.Errorf("policies in %s do not compile:\n%v", strings.Join(names, ", "), err)
 	}
-	e := &Engine{prepared: map[string]preparedPolicy{}, Timeout: DefaultTimeout, modules: modules, compiler: compiler}
+	if err := distinctPackages(compiler); err != nil {
+		return nil, err
+	}
+	e := &Engine{prepared: map[string]preparedPolicy{}, Timeout: DefaultTimeout, modules: modules, compiler: compiler, libs: libs}
 	for _, pkg := range packages(compiler) {
 		pol := strings.TrimPrefix(pkg, "gantry.")
 		deny, err := prepare(ctx, compiler, "data."+pkg+".deny")
@@ -97,8 +139,10 @@ func LoadFS(ctx context.Context, fsys fs.FS, name string) (*Engine, error) {
 		}
 		e.prepared[pol] = preparedPolicy{deny: deny, warn: warn}
 	}
-	if err := e.readSets(fsys, name); err != nil {
-		return nil, err
+	for _, lib := range libs {
+		if err := e.readSets(lib); err != nil {
+			return nil, err
+		}
 	}
 	// Prepared now, the joint query of the global on-run sets, which every decision needs
 	// when no project or tag adds a set.
@@ -106,6 +150,36 @@ func LoadFS(ctx context.Context, fsys fs.FS, name string) (*Engine, error) {
 		e.together.Store(strings.Join(names, "\x00"), e.prepareTogether(ctx, names))
 	}
 	return e, nil
+}
+
+// With is the engine joined with more libraries; a nil engine is the libraries alone.
+func (e *Engine) With(ctx context.Context, libs ...Bundle) (*Engine, error) {
+	if e == nil {
+		return Join(ctx, libs...)
+	}
+	return Join(ctx, append(slices.Clone(e.libs), libs...)...)
+}
+
+// distinctPackages refuses a policy package that two files define: joined libraries would
+// otherwise merge their rules silently.
+func distinctPackages(c *ast.Compiler) error {
+	first := map[string]string{}
+	files := make([]string, 0, len(c.Modules))
+	for f := range c.Modules {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		pkg := strings.TrimPrefix(c.Modules[f].Package.Path.String(), "data.")
+		if !strings.HasPrefix(pkg, "gantry.") {
+			continue // helper packages (gantrylib) may span files
+		}
+		if prev, ok := first[pkg]; ok && path.Dir(prev) != path.Dir(f) {
+			return fmt.Errorf("policy %s is defined by both %s and %s: give one of them another package", strings.TrimPrefix(pkg, "gantry."), prev, f)
+		}
+		first[pkg] = f
+	}
+	return nil
 }
 
 // policiesOf lists the policies of the named sets, each once, in order.
@@ -164,20 +238,17 @@ func compile(modules map[string]string) (*ast.Compiler, error) {
 	return c, nil
 }
 
-func (e *Engine) readSets(fsys fs.FS, name string) error {
-	b, err := fs.ReadFile(fsys, "sets.yaml")
-	if errors.Is(err, fs.ErrNotExist) {
+func (e *Engine) readSets(lib Bundle) error {
+	if lib.Sets == nil {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
+	name := lib.Name
 	var doc struct {
 		PolicySets []Set `yaml:"policySets"`
 	}
-	dec := yaml.NewDecoder(strings.NewReader(string(b)))
+	dec := yaml.NewDecoder(strings.NewReader(string(lib.Sets)))
 	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("%s/sets.yaml: %w", name, err)
 	}
 	for _, s := range doc.PolicySets {
@@ -191,6 +262,9 @@ func (e *Engine) readSets(fsys fs.FS, name string) error {
 			if _, ok := e.prepared[p]; !ok {
 				return fmt.Errorf("%s/sets.yaml: policy set %s names policy %q, which no package gantry.%s defines", name, s.Identifier, p, p)
 			}
+		}
+		if slices.ContainsFunc(e.Sets, func(x Set) bool { return x.Identifier == s.Identifier }) {
+			return fmt.Errorf("%s/sets.yaml: policy set %s is defined twice (another library defines it too)", name, s.Identifier)
 		}
 		e.Sets = append(e.Sets, s)
 	}

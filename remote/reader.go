@@ -305,31 +305,11 @@ func (rd *reading) store(e Entry, branch string) (*plan.GitStore, error) {
 // add copies an entry's file at a branch into the workspace and records its source.
 func (rd *reading) add(ctx context.Context, e Entry, branch string) (string, []byte, error) {
 	rd.added[e.Key()] = true
-	st, err := rd.store(e, branch)
+	st, snap, err := rd.snapshot(ctx, e, branch)
 	if err != nil {
 		return "", nil, err
 	}
-	url := st.RepoURL()
-	pin := url + "\x00" + branch
-	rd.stores[pin] = *st
-	commit, ok := rd.pins[pin]
-	if !ok {
-		if err := rd.r.retry(ctx, func() (err error) { commit, err = rd.r.Git.Head(ctx, st); return err }); err != nil {
-			return "", nil, gitRefused(err, e, branch, "")
-		}
-		rd.pins[pin] = commit
-	}
-	st.Commit = commit
-	snap, ok := rd.snaps[url+"\x00"+commit]
-	if !ok {
-		var full string
-		if err := rd.r.retry(ctx, func() (err error) { snap, full, err = rd.r.Git.Snapshot(ctx, st); return err }); err != nil {
-			return "", nil, gitRefused(err, e, branch, commit)
-		}
-		// An abbreviated commit is recorded in full, as every later read of the run uses it.
-		rd.snaps[url+"\x00"+commit], rd.snaps[url+"\x00"+full], rd.pins[pin] = snap, snap, full
-		commit = full
-	}
+	commit := st.Commit
 	src, err := os.ReadFile(filepath.Join(snap, "files", filepath.FromSlash(e.FilePath)))
 	if err != nil {
 		return "", nil, refused(http.StatusNotFound, "git-not-found", "%s %s: %s has no file %s at %s (branch %s)", e.Kind, e.Identifier, st.RepoDisplay(), e.FilePath, short(commit), branch)
@@ -347,11 +327,45 @@ func (rd *reading) add(ctx context.Context, e Entry, branch string) (string, []b
 	if err := os.WriteFile(name, src, 0o600); err != nil {
 		return "", nil, err
 	}
-	repo := st.Repo()
-	rd.ws.names[name] = fmt.Sprintf("%s@%s:%s", repo, short(commit), e.FilePath)
-	rd.ws.Sources = append(rd.ws.Sources, plan.Source{Kind: e.Kind, Identifier: e.Identifier, Connector: e.ConnectorRef, Repo: repo,
-		URL: st.RepoDisplay(), FilePath: e.FilePath, Branch: branch, Commit: commit})
+	rd.ws.names[name] = fmt.Sprintf("%s@%s:%s", st.Repo(), short(commit), e.FilePath)
+	rd.ws.Sources = append(rd.ws.Sources, entrySource(e, st))
 	return name, src, nil
+}
+
+// snapshot is the snapshot of an entry's repository at a branch, at the commit this reading
+// pins the branch to (its head, asked for once); the store returned carries the full commit.
+func (rd *reading) snapshot(ctx context.Context, e Entry, branch string) (*plan.GitStore, string, error) {
+	st, err := rd.store(e, branch)
+	if err != nil {
+		return nil, "", err
+	}
+	url := st.RepoURL()
+	pin := url + "\x00" + branch
+	rd.stores[pin] = *st
+	commit, ok := rd.pins[pin]
+	if !ok {
+		if err := rd.r.retry(ctx, func() (err error) { commit, err = rd.r.Git.Head(ctx, st); return err }); err != nil {
+			return nil, "", gitRefused(err, e, branch, "")
+		}
+		rd.pins[pin] = commit
+	}
+	st.Commit = commit
+	snap, ok := rd.snaps[url+"\x00"+commit]
+	if !ok {
+		var full string
+		if err := rd.r.retry(ctx, func() (err error) { snap, full, err = rd.r.Git.Snapshot(ctx, st); return err }); err != nil {
+			return nil, "", gitRefused(err, e, branch, commit)
+		}
+		// An abbreviated commit is recorded in full, as every later read of the run uses it.
+		rd.snaps[url+"\x00"+commit], rd.snaps[url+"\x00"+full], rd.pins[pin] = snap, snap, full
+		st.Commit = full
+	}
+	return st, snap, nil
+}
+
+func entrySource(e Entry, st *plan.GitStore) plan.Source {
+	return plan.Source{Kind: e.Kind, Identifier: e.Identifier, Connector: e.ConnectorRef, Repo: st.Repo(),
+		URL: st.RepoDisplay(), FilePath: e.FilePath, Branch: st.Branch, Commit: st.Commit}
 }
 
 // retry runs fn until it succeeds, fails for a reason other than reaching the server, or has

@@ -348,3 +348,48 @@ func TestCheckoutResolvesAcrossTheTree(t *testing.T) {
 		t.Errorf("broken: %v", errs)
 	}
 }
+
+// A policy library is read at its own branch's head, its Rego files with its sets; the folder
+// missing at that commit is a 404 naming it. A folder, or the repository's root, is what a
+// policy entry names.
+func TestPoliciesReadAtTheirBranch(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	if got, _ := r.reader.Policies(ctx, nil); got != nil {
+		t.Fatalf("no library registered, yet read %+v", got)
+	}
+	rules := r.srv.Commit("shared", "rules", map[string]string{"gov/no_latest.rego": "package gantry.no_latest\n", "gov/sets.yaml": "policySets: []\n"})
+	lib := Entry{Kind: KindPolicy, Identifier: "gov", ConnectorRef: "shared_repo", FilePath: "gov/", Branch: "rules"}
+	if err := lib.Check(); err != nil || lib.FilePath != "gov" {
+		t.Fatalf("check: %v %q", err, lib.FilePath)
+	}
+	root := Entry{Kind: KindPolicy, Identifier: "all", ConnectorRef: "shared_repo", FilePath: "/", Branch: "rules"}
+	if err := root.Check(); err != nil || root.FilePath != "." {
+		t.Errorf("the root folder: %v %q", err, root.FilePath)
+	}
+	if err := r.reg.Put(lib); err != nil {
+		t.Fatal(err)
+	}
+	if !r.reg.HasPolicies() {
+		t.Fatal("HasPolicies is false")
+	}
+	libs, err := r.reader.Policies(ctx, nil)
+	if err != nil || len(libs) != 1 {
+		t.Fatalf("%+v %v", libs, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(libs[0].Dir, "no_latest.rego")); err != nil || !strings.Contains(string(b), "gantry.no_latest") {
+		t.Errorf("the library's Rego: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(libs[0].Dir, "sets.yaml")); err != nil {
+		t.Errorf("the library's sets: %v", err)
+	}
+	if s := libs[0].Source; s.Commit != rules || s.Branch != "rules" || libs[0].Name != "shared@"+rules[:12]+":gov" {
+		t.Errorf("source %+v named %s", s, libs[0].Name)
+	}
+	lib.FilePath = "elsewhere"
+	_, err = r.reader.Policies(ctx, &lib)
+	var re *Error
+	if !errors.As(err, &re) || re.Status != http.StatusNotFound || !strings.Contains(re.Msg, "no folder elsewhere at "+rules[:12]+" (branch rules)") {
+		t.Errorf("a missing folder: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 // Package remote is Gantry's Git Experience: the registry of entities kept in Git (a pipeline,
 // input set, template, service, environment, infrastructure definition or connector file at a
-// path of a repository, reached through a Git connector) and the reader that gathers the files
+// path of a repository, reached through a Git connector; a policy library at a folder) and the
+// reader that gathers the files
 // a run needs at one commit per repository and branch, recording each file's commit.
 package remote
 
@@ -29,10 +30,13 @@ const (
 	KindEnvironment    = "environment"
 	KindInfrastructure = "infrastructure"
 	KindConnector      = "connector"
+	// KindPolicy is a policy library: a folder of Rego policies and its sets.yaml, joined to
+	// the server's own library for every start's on-run decision.
+	KindPolicy = "policy"
 )
 
 // Kinds are the kinds an entry may have.
-var Kinds = []string{KindPipeline, KindInputSet, KindTemplate, KindService, KindEnvironment, KindInfrastructure, KindConnector}
+var Kinds = []string{KindPipeline, KindInputSet, KindTemplate, KindService, KindEnvironment, KindInfrastructure, KindConnector, KindPolicy}
 
 // rootKeys are the YAML root keys of each kind's files.
 var rootKeys = map[string][]string{
@@ -63,7 +67,11 @@ func (e Entry) Key() string { return e.Kind + "/" + e.Identifier }
 
 // Check reports what is missing or wrong in an entry, naming the field.
 func (e *Entry) Check() error {
-	e.FilePath = strings.TrimPrefix(path.Clean("/"+strings.TrimSpace(e.FilePath)), "/")
+	given := strings.TrimSpace(e.FilePath)
+	e.FilePath = strings.TrimPrefix(path.Clean("/"+given), "/")
+	if e.FilePath == "" && given != "" && e.Kind == KindPolicy {
+		e.FilePath = "." // a policy library at the repository's root
+	}
 	var missing []string
 	for _, f := range []struct{ name, v string }{{"kind", e.Kind}, {"identifier", e.Identifier}, {"connectorRef", e.ConnectorRef}, {"filePath", e.FilePath}, {"branch", e.Branch}} {
 		if strings.TrimSpace(f.v) == "" {
@@ -75,10 +83,14 @@ func (e *Entry) Check() error {
 		return fmt.Errorf("a remote entity needs %s", strings.Join(missing, ", "))
 	case !slices.Contains(Kinds, e.Kind):
 		return fmt.Errorf("kind %q is not one of %s", e.Kind, strings.Join(Kinds, ", "))
-	case ext(e.FilePath) != ".yaml" && ext(e.FilePath) != ".yml":
-		return fmt.Errorf("filePath %s is not a .yaml or .yml file", e.FilePath)
 	case !identifierRe.MatchString(e.Identifier):
 		return fmt.Errorf("identifier %q is not a valid identifier", e.Identifier)
+	case e.Kind == KindPolicy:
+		if x := ext(e.FilePath); x != "" && x != "." {
+			return fmt.Errorf("filePath %s of a policy library is a folder (its *.rego files and sets.yaml), not a file", e.FilePath)
+		}
+	case ext(e.FilePath) != ".yaml" && ext(e.FilePath) != ".yml":
+		return fmt.Errorf("filePath %s is not a .yaml or .yml file", e.FilePath)
 	}
 	return nil
 }

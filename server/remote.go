@@ -26,12 +26,7 @@ import (
 // repository.
 
 // reader is the Git reader of the server's remote entities; nil without a registry.
-func (s *Server) reader() *remote.Reader {
-	if s.o.Remote == nil || s.o.Git == nil {
-		return nil
-	}
-	return &remote.Reader{Registry: s.o.Remote, Git: s.o.Git, Connector: s.gitConnector}
-}
+func (s *Server) reader() *remote.Reader { return s.rd }
 
 // gitConnector resolves a connectorRef among the connector files of the pipelines directory.
 func (s *Server) gitConnector(ref string) (plan.GitConnector, error) {
@@ -57,7 +52,8 @@ func (s *Server) connectors() map[string]*pipeline.File {
 // loadRemote reads what req names from Git and loads it as opts ask, the local pipelines
 // directory's entities and templates standing behind the remote ones. The result's
 // diagnostics name files by repository, commit and path, and its plan records the sources.
-func (s *Server) loadRemote(ctx context.Context, req remote.Request, opts load.Options) (*load.Result, error) {
+// gov, when set, is the start's governance, read meanwhile: opts' policies are its engine.
+func (s *Server) loadRemote(ctx context.Context, req remote.Request, opts load.Options, gov governed) (*load.Result, error) {
 	rd := s.reader()
 	if rd == nil {
 		return nil, &remote.Error{Status: http.StatusNotFound, Code: "not-found", Msg: "the server keeps no remote entities (gantry server --remote-entities, gantry git import)"}
@@ -80,13 +76,19 @@ func (s *Server) loadRemote(ctx context.Context, req remote.Request, opts load.O
 			opts.TemplatesFromGit[src.Identifier] = true
 		}
 	}
+	var governedBy []plan.Source
+	if gov != nil {
+		if opts.Policies, governedBy, err = gov(); err != nil {
+			return nil, err
+		}
+	}
 	res, err := load.File(ws.Root, opts)
 	if err != nil {
 		return nil, err
 	}
 	res.Diags, res.Sources = ws.Rename(res.Diags), ws.RenameSources(res.Sources)
 	if res.Plan != nil {
-		res.Plan.File, res.Plan.Sources = ws.Name(ws.Root), ws.Sources
+		res.Plan.File, res.Plan.Sources = ws.Name(ws.Root), append(ws.Sources, governedBy...)
 	}
 	return res, nil
 }
@@ -129,7 +131,14 @@ func (s *Server) registerRemote(w http.ResponseWriter, r *http.Request, u *ident
 	}
 	c.note.pipeline, c.note.detail = pipelineOf(e), fmt.Sprintf("%s %s from %s", e.Kind, e.Identifier, e.FilePath)
 	// The file is validated with what it links (not run: a pipeline's runtime inputs stay open).
-	res, err := s.loadRemote(r.Context(), remote.Request{Only: &e}, load.Options{Strict: s.o.Strict, BuildInfra: s.o.BuildInfra})
+	if e.Kind == remote.KindPolicy {
+		if !s.checkPolicyLibrary(w, r.Context(), e) {
+			return
+		}
+		s.put(w, e)
+		return
+	}
+	res, err := s.loadRemote(r.Context(), remote.Request{Only: &e}, load.Options{Strict: s.o.Strict, BuildInfra: s.o.BuildInfra}, nil)
 	if err != nil {
 		refuseRemote(w, err)
 		return
@@ -139,6 +148,11 @@ func (s *Server) registerRemote(w http.ResponseWriter, r *http.Request, u *ident
 			Message: e.Kind + " " + e.Identifier + " is invalid at that commit; nothing was registered", Details: details(res.Diags.Errors())})
 		return
 	}
+	s.put(w, e)
+}
+
+// put keeps a registration checked already.
+func (s *Server) put(w http.ResponseWriter, e remote.Entry) {
 	if err := s.o.Remote.Put(e); err != nil {
 		if errors.Is(err, remote.ErrDeclared) {
 			fail(w, http.StatusConflict, "conflict", "%v", err)
@@ -148,6 +162,34 @@ func (s *Server) registerRemote(w http.ResponseWriter, r *http.Request, u *ident
 		return
 	}
 	writeJSON(w, http.StatusCreated, e)
+}
+
+// checkPolicyLibrary reads a policy library at its branch's head and joins it to the server's
+// own and the other libraries in Git, as every start would; one that does not load is a 422.
+func (s *Server) checkPolicyLibrary(w http.ResponseWriter, ctx context.Context, e remote.Entry) bool {
+	libs, err := s.rd.Policies(ctx, &e)
+	if err == nil {
+		var others []remote.PolicyLibrary
+		if others, err = s.rd.Policies(ctx, nil); err == nil {
+			for _, o := range others {
+				if o.Source.Identifier != e.Identifier {
+					libs = append(libs, o)
+				}
+			}
+			_, err = s.join(ctx, libs)
+		}
+	}
+	var re *remote.Error
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &re) && re.Code == "invalid-policies":
+		writeJSON(w, http.StatusUnprocessableEntity, Error{Code: "invalid-policy",
+			Message: "policy library " + e.Identifier + " does not load at that commit; nothing was registered", Details: strings.Split(re.Msg, "\n")})
+	default:
+		refuseRemote(w, err)
+	}
+	return false
 }
 
 // removeRemote unregisters an entity (it needs create).
@@ -206,7 +248,7 @@ func (s *Server) triggeredRemote(t *pipeline.Trigger, event map[string]any, inpu
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return s.loadRemote(ctx, remote.Request{Pipeline: t.PipelineIdentifier, Branch: branch, Commit: commit, InputSets: inputSets}, opts)
+	return s.loadRemote(ctx, remote.Request{Pipeline: t.PipelineIdentifier, Branch: branch, Commit: commit, InputSets: inputSets}, opts, nil)
 }
 
 // triggerRef is the branch and commit a trigger's start reads; an empty branch is the

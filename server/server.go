@@ -27,6 +27,7 @@ import (
 	"github.com/gantry-cd/gantry/identity/sso"
 	"github.com/gantry-cd/gantry/pipeline"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/remote"
 	"github.com/gantry-cd/gantry/starter"
@@ -81,6 +82,11 @@ type Server struct {
 	connMu sync.Mutex
 	conns  map[string]*pipeline.File
 	connFP string
+	// rd is the Git reader of the remote entities, one for the server's life: it remembers
+	// which branch heads each start needed, to ask for them all at once the next time.
+	rd *remote.Reader
+	// joined are the policy engines joined with libraries kept in Git, by their commits.
+	joined joinedEngines
 }
 
 // New returns the API handler.
@@ -89,6 +95,9 @@ func New(o Options) *Server {
 		o.Log = zap.NewNop()
 	}
 	s := &Server{o: o, mux: http.NewServeMux(), gate: &access.Gate{IdentityFile: o.IdentityFile, Starter: o.Starter, Log: o.Log, SSO: o.SSO}}
+	if o.Remote != nil && o.Git != nil {
+		s.rd = &remote.Reader{Registry: o.Remote, Git: o.Git, Connector: s.gitConnector}
+	}
 	for _, r := range Routes {
 		s.mux.HandleFunc(r.Method+" "+r.Pattern, s.auth(r))
 	}
@@ -384,7 +393,8 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		templateDirs = append(load.DefaultTemplateDirs(filepath.Join(s.o.PipelinesDir, "pipeline.yaml")), templateDirs...)
 		beside = s.o.PipelinesDir
 	}
-	opts := load.Options{Sets: req.Sets, ForRun: true, Strict: s.o.Strict, BuildInfra: s.o.BuildInfra, Policies: s.o.Policies,
+	gov := s.governAsync(r.Context())
+	opts := load.Options{Sets: req.Sets, ForRun: true, Strict: s.o.Strict, BuildInfra: s.o.BuildInfra,
 		PolicyMeta: map[string]any{"user": map[string]any{"name": u.Name, "email": u.Email}, "userGroups": u.Groups,
 			"trigger": "MANUAL", "timestamp": time.Now().UTC().Format(time.RFC3339)}}
 	var res *load.Result
@@ -396,13 +406,21 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		}
 		var err error
 		name = "remote pipeline " + req.Pipeline
-		if res, err = s.loadRemote(r.Context(), remote.Request{Pipeline: req.Pipeline, Branch: req.Branch, Commit: req.Commit, InputSets: req.InputSets}, opts); err != nil {
+		if res, err = s.loadRemote(r.Context(), remote.Request{Pipeline: req.Pipeline, Branch: req.Branch, Commit: req.Commit, InputSets: req.InputSets}, opts, gov); err != nil {
 			refuseRemote(w, err)
 			return
 		}
 	} else {
+		var governedBy []plan.Source
+		var err error
+		if opts.Policies, governedBy, err = gov(); err != nil {
+			refuseRemote(w, err)
+			return
+		}
 		opts.EntityDirs, opts.TemplateDirs, opts.TemplatesBeside, opts.PipelineDirs = entityDirs, templateDirs, beside, pipelineDirs
-		res = load.Bytes(name, src, opts)
+		if res = load.Bytes(name, src, opts); res.Plan != nil {
+			res.Plan.Sources = append(res.Plan.Sources, governedBy...)
+		}
 	}
 	logDecision(s.o.Log, name, res.Policy)
 	c := callOf(r)

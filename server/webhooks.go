@@ -23,6 +23,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/pipeline/validate"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/policies"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/triggers/directory"
@@ -310,7 +311,12 @@ func (s *Server) registry() *directory.Registry {
 		for _, d := range diags {
 			s.o.Log.Warn("pipelines directory: file left out", zap.String("diagnostic", d.String()))
 		}
-		reg.Policies, reg.BuildInfra = s.o.Policies, s.o.BuildInfra
+		reg.BuildInfra = s.o.BuildInfra
+		reg.Policies = func() (*policies.Engine, []plan.Source, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			return s.governance(ctx)
+		}
 		if s.reader() != nil {
 			reg.Remote = s.triggeredRemote
 		}

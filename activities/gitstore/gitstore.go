@@ -201,7 +201,7 @@ func cloneAt(ctx context.Context, repoURL, branch, commit string, auth transport
 	return hash.String(), nil
 }
 
-// Snapshot writes every .yaml and .yml file of a commit (up to the snapshot limits; larger
+// Snapshot writes every .yaml, .yml and .rego file of a commit (up to the snapshot limits; larger
 // files are left out) under DIR/files once, and returns DIR and the full commit hash. The
 // branch is a hint: a commit at its head is cloned shallowly. Later calls for the same commit
 // read nothing from the server.
@@ -227,14 +227,14 @@ func (f *Fetcher) Snapshot(ctx context.Context, st *plan.GitStore) (string, stri
 	full, err = cloneAt(ctx, repoURL, st.Branch, st.Commit, auth, func(tree *object.Tree) error {
 		files, total := 0, int64(0)
 		err := tree.Files().ForEach(func(file *object.File) error {
-			if ext := strings.ToLower(path.Ext(file.Name)); (ext != ".yaml" && ext != ".yml") || file.Size > contract.MaxSnapshotFile {
+			if ext := strings.ToLower(path.Ext(file.Name)); (ext != ".yaml" && ext != ".yml" && ext != ".rego") || file.Size > contract.MaxSnapshotFile {
 				return nil
 			}
 			if files++; files > contract.MaxSnapshotFiles {
-				return fmt.Errorf("more than %d YAML files", contract.MaxSnapshotFiles)
+				return fmt.Errorf("more than %d YAML and Rego files", contract.MaxSnapshotFiles)
 			}
 			if total += file.Size; total > contract.MaxSnapshotBytes {
-				return fmt.Errorf("more than %d MiB of YAML files", contract.MaxSnapshotBytes>>20)
+				return fmt.Errorf("more than %d MiB of YAML and Rego files", contract.MaxSnapshotBytes>>20)
 			}
 			r, err := file.Reader()
 			if err != nil {

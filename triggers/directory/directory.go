@@ -16,6 +16,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/diag"
 	"github.com/gantry-cd/gantry/pipeline/inputs"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/policies"
 )
 
@@ -23,8 +24,9 @@ import (
 // to the pipelines they start).
 type Registry struct {
 	Dir string
-	// Policies are evaluated on run when a trigger loads its pipeline.
-	Policies *policies.Engine
+	// Policies are the engine evaluated on run when a trigger loads its pipeline, with the
+	// policy libraries read from Git for it (recorded in the plan); nil: none.
+	Policies func() (*policies.Engine, []plan.Source, error)
 	// TemplateDirs are template folders beyond the directory's own templates/.
 	TemplateDirs []string
 	// Strict makes unknown keys errors in the directory's files (`--strict`).
@@ -127,7 +129,8 @@ func (r *Registry) load(t *pipeline.Trigger, event map[string]any, extra ...*inp
 		return nil, fmt.Errorf("trigger %s starts pipeline %s, which is not in %s", t.Identifier, t.PipelineIdentifier, r.Dir)
 	}
 	var remoteSets []string
-	opts := load.Options{ForRun: true, Policies: r.Policies, Strict: r.Strict, BuildInfra: r.BuildInfra,
+	var governed []plan.Source
+	opts := load.Options{ForRun: true, Strict: r.Strict, BuildInfra: r.BuildInfra,
 		PolicyMeta: map[string]any{"trigger": "trigger " + t.Identifier, "user": map[string]any{"name": "trigger " + t.Identifier}}}
 	for _, ref := range t.InputSetRefs {
 		f, ok := r.inputSets[ref]
@@ -153,11 +156,24 @@ func (r *Registry) load(t *pipeline.Trigger, event map[string]any, extra ...*inp
 		}
 	}
 	opts.Inputs = append(opts.Inputs, extra...)
-	if !local {
-		return r.Remote(t, event, remoteSets, opts)
+	if r.Policies != nil {
+		var err error
+		if opts.Policies, governed, err = r.Policies(); err != nil {
+			return nil, fmt.Errorf("trigger %s: %w", t.Identifier, err)
+		}
 	}
-	opts.TemplateDirs = r.TemplateDirs
-	return load.File(file, opts)
+	var res *load.Result
+	var err error
+	if !local {
+		res, err = r.Remote(t, event, remoteSets, opts)
+	} else {
+		opts.TemplateDirs = r.TemplateDirs
+		res, err = load.File(file, opts)
+	}
+	if res != nil && res.Plan != nil {
+		res.Plan.Sources = append(res.Plan.Sources, governed...)
+	}
+	return res, err
 }
 
 // Fingerprint summarises a directory's YAML files (names, sizes, modification times) so a
