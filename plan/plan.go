@@ -37,7 +37,7 @@ type Plan struct {
 
 // Source is one file of a remote entity (the reference's Git Experience) as a run read it.
 type Source struct {
-	Kind       string `json:"kind"` // pipeline, inputSet, template, service, environment, infrastructure, connector
+	Kind       string `json:"kind"` // pipeline, inputSet, template, service, environment, infrastructure, connector, policy
 	Identifier string `json:"identifier"`
 	Connector  string `json:"connectorRef"`
 	Repo       string `json:"repoName,omitempty"`
