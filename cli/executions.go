@@ -22,6 +22,7 @@ import (
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/webui"
+	"github.com/gantry-cd/gantry/worker"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -202,6 +203,12 @@ their token to see encrypted payloads in plain text.`,
 				log.Warn(w, zap.String("identityFile", identityFile))
 			}
 			if pipelines != "" {
+				// Cron fires of pipelines kept in Git are read by a server, at the fire.
+				side := worker.ServerSide(e.starter, api.LoadCron)
+				if err := side.Start(); err != nil {
+					return usageErr("the server's own Temporal worker: %v", err)
+				}
+				defer side.Stop()
 				go syncSchedules(ctx, api, log)
 			}
 			srv := &http.Server{Addr: listen, Handler: api, ReadHeaderTimeout: 10 * time.Second}

@@ -91,6 +91,7 @@ type remoteRig struct {
 	token string
 	first string            // app's first commit on main
 	fetch *gitstore.Fetcher // the server's
+	srv   *server.Server
 }
 
 func newRemoteRig(t testing.TB) *remoteRig {
@@ -137,8 +138,9 @@ func newRemoteRig(t testing.TB) *remoteRig {
 	}
 	sec := secrets.Map{"git_token": g.Password, "remote_hook_secret": ciHookSecret}
 	rg.fetch = &gitstore.Fetcher{Secrets: sec, CacheDir: t.TempDir()}
-	api := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile, PipelinesDir: dir, Secrets: sec,
-		Remote: reg, Git: rg.fetch, Events: &triggers.EventLog{Path: filepath.Join(t.TempDir(), "events.jsonl")}}))
+	rg.srv = server.New(server.Options{Starter: env.starter, IdentityFile: idFile, PipelinesDir: dir, Secrets: sec,
+		Remote: reg, Git: rg.fetch, Events: &triggers.EventLog{Path: filepath.Join(t.TempDir(), "events.jsonl")}})
+	api := httptest.NewServer(rg.srv)
 	t.Cleanup(api.Close)
 	rg.http, rg.api = api, &apiClient{t: t, url: api.URL, spec: openAPIPaths(t)}
 	return rg

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.uber.org/zap"
 
 	"github.com/gantry-cd/gantry/access"
@@ -24,6 +25,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/validate"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/policies"
+	"github.com/gantry-cd/gantry/remote"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/triggers"
 	"github.com/gantry-cd/gantry/triggers/directory"
@@ -350,7 +352,8 @@ func (s *Server) SyncSchedules(ctx context.Context) error {
 			s.o.Log.Warn("cron trigger left out: its identity may not start its pipeline", zap.String("trigger", t.Identifier), zap.Error(err))
 			continue
 		}
-		c := starter.CronSchedule{Trigger: t.Identifier, Expression: spec.Value, Input: workflows.CronInput{Trigger: t.Identifier, Plan: res.Plan, User: actor, Settings: s.o.Settings}}
+		c := starter.CronSchedule{Trigger: t.Identifier, Expression: spec.Value, Input: workflows.CronInput{Trigger: t.Identifier, Plan: res.Plan, User: actor, Settings: s.o.Settings,
+			FromGit: !reg.Local(t.PipelineIdentifier)}}
 		if tz != nil {
 			c.TimeZone = tz.Value
 		}
@@ -360,6 +363,46 @@ func (s *Server) SyncSchedules(ctx context.Context) error {
 		return err
 	}
 	return s.o.Starter.SyncFreezeNotices(ctx, s.freezeNotices())
+}
+
+// LoadCron reads a cron trigger's remote pipeline as it is at the fire: at its branch's head,
+// decided by the policies as they are now, and authorized for the trigger's identity
+// (workflows.LoadCronActivity). What does not load fails the fire, naming why.
+func (s *Server) LoadCron(ctx context.Context, req workflows.LoadCronRequest) (workflows.CronLoaded, error) {
+	reg := s.registry()
+	var t *pipeline.Trigger
+	for _, lt := range reg.Triggers {
+		if lt.Trigger.Identifier == req.Trigger {
+			t = lt.Trigger
+		}
+	}
+	if t == nil {
+		return workflows.CronLoaded{}, temporal.NewNonRetryableApplicationError("cron trigger "+req.Trigger+" is no longer in "+s.o.PipelinesDir, "TriggerGone", nil)
+	}
+	res, err := reg.Load(t)
+	if err == nil && (!res.OK() || res.Plan == nil) {
+		reason := "its pipeline does not load"
+		if errs := res.Diags.Errors(); len(errs) > 0 {
+			reason = errs[0].String()
+		} else if res.Policy != nil && res.Policy.Denied() {
+			reason = "policies deny it: " + strings.Join(res.Policy.Messages(), "; ")
+		}
+		err = temporal.NewNonRetryableApplicationError("cron trigger "+t.Identifier+": "+reason, "InvalidPipeline", nil)
+	}
+	var re *remote.Error
+	if errors.As(err, &re) && re.Status < 500 {
+		err = temporal.NewNonRetryableApplicationError("cron trigger "+t.Identifier+": "+re.Msg, re.Code, nil)
+	}
+	if err != nil {
+		s.o.Log.Error("cron fire not started: its pipeline was not read from Git", zap.String("trigger", req.Trigger), zap.Error(err))
+		return workflows.CronLoaded{}, err
+	}
+	logDecision(s.o.Log, t.PipelineIdentifier, res.Policy)
+	actor, err := s.authorizeTrigger(ctx, t, res.Plan, nil)
+	if err != nil {
+		return workflows.CronLoaded{}, temporal.NewNonRetryableApplicationError("cron trigger "+t.Identifier+": "+err.Error(), "Forbidden", nil)
+	}
+	return workflows.CronLoaded{Plan: res.Plan, User: actor}, nil
 }
 
 // freezeNotices are the freezes of the pipelines directory whose rules select the freezes'

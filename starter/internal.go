@@ -89,3 +89,9 @@ func (s *Starter) adoptSequence(ctx context.Context, pipelineID string) error {
 	s.adopted.Store(pipelineID, true)
 	return nil
 }
+
+// ServerSide is the client and task queue of the activities only servers run
+// (workflows.ServerQueue beside the internal queue, where cron fires are).
+func (s *Starter) ServerSide() (client.Client, string) {
+	return s.internal(), workflows.ServerQueue(s.internalQueue())
+}

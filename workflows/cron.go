@@ -25,6 +25,28 @@ type CronInput struct {
 	User string `json:"user,omitempty"`
 	// Settings are the server's settings for the executions it starts (its concurrency limits).
 	Settings Settings `json:"settings,omitzero"`
+	// FromGit marks a pipeline kept in Git: each fire has a server read it again (its branch's
+	// head, the policies kept in Git), and Plan is only what the last synchronisation read.
+	FromGit bool `json:"fromGit,omitempty"`
+}
+
+// LoadCronActivity has a server read a cron trigger's pipeline kept in Git as it is now, and
+// authorize its start (LoadCronRequest → CronLoaded). Only servers poll ServerQueue: they hold
+// the registry of remote entities and the Git credentials.
+const LoadCronActivity = "gantry.LoadCronPipeline"
+
+// ServerQueue is the task queue of the activities only a server runs.
+func ServerQueue(base string) string { return base + "-server" }
+
+// LoadCronRequest names the trigger whose pipeline a fire reads.
+type LoadCronRequest struct {
+	Trigger string `json:"trigger"`
+}
+
+// CronLoaded is a fire's plan, read at the fire, and the identity its start acts as.
+type CronLoaded struct {
+	Plan *plan.Plan `json:"plan"`
+	User string     `json:"user,omitempty"`
 }
 
 // BindActivity records an execution's idempotency key with its pipeline's sequence workflow
@@ -56,6 +78,19 @@ func Cron(ctx workflow.Context, in CronInput) (string, error) {
 	})
 	info := workflow.GetInfo(ctx)
 	var id string
+	if in.FromGit {
+		// Read at the fire, by whichever server is up; a failed read fails the fire rather
+		// than running what an earlier synchronisation read.
+		lctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue: ServerQueue(info.TaskQueueName), ScheduleToCloseTimeout: 10 * time.Minute, StartToCloseTimeout: 3 * time.Minute,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3}, Summary: "Read pipeline " + in.Plan.Identifier + " from Git for trigger " + in.Trigger,
+		})
+		var loaded CronLoaded
+		if err := workflow.ExecuteActivity(lctx, LoadCronActivity, LoadCronRequest{Trigger: in.Trigger}).Get(ctx, &loaded); err != nil {
+			return "", err
+		}
+		in.Plan, in.User = loaded.Plan, loaded.User
+	}
 	user := in.User
 	if user == "" {
 		user = "trigger " + in.Trigger

@@ -119,6 +119,12 @@ func codebaseBuild(event map[string]any) *yaml.Node {
 	return doc.Content[0]
 }
 
+// Local reports whether the directory holds the pipeline (else it is read from Git, if at all).
+func (r *Registry) Local(pipelineID string) bool {
+	_, ok := r.pipelines[pipelineID]
+	return ok
+}
+
 // Load loads the pipeline a trigger starts, with its inputSetRefs, inputYaml and extra --set
 // values applied, ready to run.
 func (r *Registry) Load(t *pipeline.Trigger) (*load.Result, error) { return r.load(t, nil) }
