@@ -53,7 +53,9 @@ func (s *Server) connectors() map[string]*pipeline.File {
 // directory's entities and templates standing behind the remote ones. The result's
 // diagnostics name files by repository, commit and path, and its plan records the sources.
 // gov, when set, is the start's governance, read meanwhile: opts' policies are its engine.
-func (s *Server) loadRemote(ctx context.Context, req remote.Request, opts load.Options, gov governed) (*load.Result, error) {
+// order, when set, orders the input sets read from Git (req's, in order) among the others;
+// else they come first.
+func (s *Server) loadRemote(ctx context.Context, req remote.Request, opts load.Options, gov governed, order func(fromGit []string) []string) (*load.Result, error) {
 	rd := s.reader()
 	if rd == nil {
 		return nil, &remote.Error{Status: http.StatusNotFound, Code: "not-found", Msg: "the server keeps no remote entities (gantry server --remote-entities, gantry git import)"}
@@ -69,7 +71,11 @@ func (s *Server) loadRemote(ctx context.Context, req remote.Request, opts load.O
 		opts.TemplateDirs = append(opts.TemplateDirs, load.DefaultTemplateDirs(filepath.Join(s.o.PipelinesDir, "pipeline.yaml"))...)
 	}
 	opts.TemplateDirs = append(opts.TemplateDirs, s.o.TemplateDirs...)
-	opts.InputSets = append(append([]string(nil), ws.InputSets...), opts.InputSets...)
+	if order != nil {
+		opts.InputSets = order(ws.InputSets)
+	} else {
+		opts.InputSets = append(append([]string(nil), ws.InputSets...), opts.InputSets...)
+	}
 	opts.TemplatesFromGit = map[string]bool{}
 	for _, src := range ws.Sources {
 		if src.Kind == remote.KindTemplate {
@@ -138,7 +144,7 @@ func (s *Server) registerRemote(w http.ResponseWriter, r *http.Request, u *ident
 		s.put(w, e)
 		return
 	}
-	res, err := s.loadRemote(r.Context(), remote.Request{Only: &e}, load.Options{Strict: s.o.Strict, BuildInfra: s.o.BuildInfra}, nil)
+	res, err := s.loadRemote(r.Context(), remote.Request{Only: &e}, load.Options{Strict: s.o.Strict, BuildInfra: s.o.BuildInfra}, nil, nil)
 	if err != nil {
 		refuseRemote(w, err)
 		return
@@ -238,7 +244,7 @@ func details(l diag.List) []string {
 // triggeredRemote loads a trigger's remote pipeline (directory.Registry's Remote): at the
 // branch its pipelineBranchName renders to, and, when that is the branch the event pushed to
 // (a pull request's source branch), at exactly the event's commit.
-func (s *Server) triggeredRemote(t *pipeline.Trigger, event map[string]any, inputSets []string, opts load.Options) (*load.Result, error) {
+func (s *Server) triggeredRemote(t *pipeline.Trigger, event map[string]any, inputSets []directory.InputSetRef, opts load.Options) (*load.Result, error) {
 	if _, ok := s.o.Remote.Find(remote.KindPipeline, t.PipelineIdentifier); !ok {
 		return nil, fmt.Errorf("trigger %s starts pipeline %s, which is neither in %s nor registered as a remote pipeline (gantry git list)", t.Identifier, t.PipelineIdentifier, s.o.PipelinesDir)
 	}
@@ -248,7 +254,25 @@ func (s *Server) triggeredRemote(t *pipeline.Trigger, event map[string]any, inpu
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return s.loadRemote(ctx, remote.Request{Pipeline: t.PipelineIdentifier, Branch: branch, Commit: commit, InputSets: inputSets}, opts, nil)
+	req := remote.Request{Pipeline: t.PipelineIdentifier, Branch: branch, Commit: commit}
+	for _, ref := range inputSets {
+		if ref.File == "" {
+			req.InputSets = append(req.InputSets, ref.ID)
+		}
+	}
+	// The trigger's order is kept, files of the directory and sets read from Git interleaved.
+	order := func(fromGit []string) []string {
+		var out []string
+		for _, ref := range inputSets {
+			if ref.File != "" {
+				out = append(out, ref.File)
+			} else if len(fromGit) > 0 {
+				out, fromGit = append(out, fromGit[0]), fromGit[1:]
+			}
+		}
+		return out
+	}
+	return s.loadRemote(ctx, req, opts, nil, order)
 }
 
 // triggerRef is the branch and commit a trigger's start reads; an empty branch is the

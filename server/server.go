@@ -406,7 +406,7 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, u *identity.User)
 		}
 		var err error
 		name = "remote pipeline " + req.Pipeline
-		if res, err = s.loadRemote(r.Context(), remote.Request{Pipeline: req.Pipeline, Branch: req.Branch, Commit: req.Commit, InputSets: req.InputSets}, opts, gov); err != nil {
+		if res, err = s.loadRemote(r.Context(), remote.Request{Pipeline: req.Pipeline, Branch: req.Branch, Commit: req.Commit, InputSets: req.InputSets}, opts, gov, nil); err != nil {
 			refuseRemote(w, err)
 			return
 		}

@@ -35,11 +35,17 @@ type Registry struct {
 	BuildInfra *pipeline.BuildInfra
 	Triggers   []*Loaded
 	// Remote loads a pipeline this directory does not hold, kept in Git, for a trigger with
-	// the delivery's event (nil for a cron start) and the input sets it names that are not
-	// here either; nil: such a trigger's start fails.
-	Remote    func(t *pipeline.Trigger, event map[string]any, inputSets []string, opts load.Options) (*load.Result, error)
+	// the delivery's event (nil for a cron start) and the input sets it names, in its order;
+	// nil: such a trigger's start fails.
+	Remote    func(t *pipeline.Trigger, event map[string]any, inputSets []InputSetRef, opts load.Options) (*load.Result, error)
 	pipelines map[string]string // pipeline identifier → file
 	inputSets map[string]string // input set identifier → file
+}
+
+// InputSetRef is an input set a trigger of a remote pipeline names: a file of the directory,
+// or (File empty) one kept in Git, read with the pipeline.
+type InputSetRef struct {
+	ID, File string
 }
 
 // Loaded is one valid trigger file.
@@ -134,17 +140,17 @@ func (r *Registry) load(t *pipeline.Trigger, event map[string]any, extra ...*inp
 	if !local && r.Remote == nil {
 		return nil, fmt.Errorf("trigger %s starts pipeline %s, which is not in %s", t.Identifier, t.PipelineIdentifier, r.Dir)
 	}
-	var remoteSets []string
+	var remoteSets []InputSetRef
 	var governed []plan.Source
 	opts := load.Options{ForRun: true, Strict: r.Strict, BuildInfra: r.BuildInfra,
 		PolicyMeta: map[string]any{"trigger": "trigger " + t.Identifier, "user": map[string]any{"name": "trigger " + t.Identifier}}}
 	for _, ref := range t.InputSetRefs {
 		f, ok := r.inputSets[ref]
 		switch {
+		case !local && r.Remote != nil:
+			remoteSets = append(remoteSets, InputSetRef{ID: ref, File: f}) // f "": read from Git with the pipeline
 		case ok:
 			opts.InputSets = append(opts.InputSets, f)
-		case r.Remote != nil && !local:
-			remoteSets = append(remoteSets, ref) // read from Git with the pipeline
 		default:
 			return nil, fmt.Errorf("trigger %s names input set %s, which is not in %s", t.Identifier, ref, r.Dir)
 		}

@@ -3,8 +3,11 @@ package directory_test
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
+	"github.com/gantry-cd/gantry/pipeline"
+	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/triggers/directory"
 )
 
@@ -58,5 +61,47 @@ func TestRegistryStrict(t *testing.T) {
 	}
 	if _, err := reg.Load(reg.Triggers[0].Trigger); err == nil {
 		t.Fatalf("strict: a trigger of the left-out pipeline must not load it")
+	}
+}
+
+// A trigger of a pipeline kept in Git hands its input sets to the Remote hook in its own
+// order, each a file of the directory or (no file) one read from Git.
+func TestRemoteTriggerKeepsItsInputSetOrder(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"local.yaml": "inputSet:\n  name: local\n  identifier: local\n  pipeline:\n    identifier: release\n",
+		"trigger.yaml": `trigger:
+  name: nightly
+  identifier: nightly
+  pipelineIdentifier: release
+  pipelineBranchName: main
+  inputSetRefs: [base, local, prod]
+  source:
+    type: Scheduled
+    spec:
+      type: Cron
+      spec: {expression: "0 4 * * *"}
+`,
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg, diags := directory.LoadDir(dir, false)
+	if len(diags) != 0 || len(reg.Triggers) != 1 {
+		t.Fatalf("%d triggers: %v", len(reg.Triggers), diags)
+	}
+	var got []directory.InputSetRef
+	reg.Remote = func(_ *pipeline.Trigger, _ map[string]any, sets []directory.InputSetRef, _ load.Options) (*load.Result, error) {
+		got = sets
+		return &load.Result{}, nil
+	}
+	if _, err := reg.Load(reg.Triggers[0].Trigger); err != nil {
+		t.Fatal(err)
+	}
+	want := []directory.InputSetRef{{ID: "base"}, {ID: "local", File: filepath.Join(dir, "local.yaml")}, {ID: "prod"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("input sets %+v, want %+v", got, want)
 	}
 }
