@@ -147,6 +147,7 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	$(GO) test -run '^$$' -bench 'SshDeploy3Hosts|SshByHand3Hosts' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'Fetch|RefAdvertisement' -benchtime 20x -count 3 ./activities/gitstore | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'RemoteStart' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'LedgerReads' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'ContainerGroup|KubectlRunExec' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'CIStage5Runs|HandPod5|BuildAndPush|BuildDirect' -benchtime 3x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'CacheRestore' -benchtime 2x -count 3 ./e2e | tee -a .bench.out

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gantry-cd/gantry/ledger"
 	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/starter"
 	"github.com/gantry-cd/gantry/workflows"
@@ -35,6 +36,7 @@ type control interface {
 	Approve(ctx context.Context, id string, req workflows.ApprovalRequest) (string, error)
 	SupplyInputs(ctx context.Context, id string, req workflows.InputRequest) (string, error)
 	Audit(ctx context.Context, q starter.AuditQuery) ([]workflows.AuditRecord, error)
+	Ledger() ledger.View
 }
 
 // remoteFlags name a gantry server to act through, and the caller's token.

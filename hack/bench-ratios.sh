@@ -65,6 +65,14 @@ if [ -n "$rl" ] && [ -n "$rw" ]; then
     printf "  from Git just after a push %.1f  ratio %.2fx; %.0f Git requests a start (one fetch of the new commit, refs and pack)\n", c, c / l, cr
   }'
 fi
+ls=$(unit LedgerReads services-ms)
+if [ -n "$ls" ]; then
+  awk -v s="$ls" -v r="$(unit LedgerReads raw-list-ms)" -v d="$(unit LedgerReads dora-ms)" -v q="$(unit LedgerReads raw-queries-ms)" 'BEGIN {
+    print ""; print "the deployments ledger (ms, median of runs)"
+    printf "  services list of 500 services %.1f  bare visibility listing of the same workflows %.1f  ratio %.2fx (target <= 300 ms)\n", s, r, s / r
+    printf "  DORA over 100,000 recorded deployments (10 targets) %.1f  bare queries of the 10 ledgers %.1f  ratio %.2fx (target <= 1000 ms)\n", d, q, d / q
+  }'
+fi
 wd=$(unit WebhookDeliveries deliveries/s); wr=$(unit WebhookDeliveries raw-starts/s)
 if [ -n "$wd" ] && [ -n "$wr" ]; then
   awk -v d="$wd" -v r="$wr" -v q="$(unit WebhookDeliveries ratio)" -v p="$(unit WebhookDeliveries p50-ms)" -v rp="$(unit WebhookDeliveries raw-p50-ms)" \

@@ -27,6 +27,9 @@ type Deployment struct {
 	// Monitored is the monitored service of the service in the environment: the metrics a
 	// Verify step reads unless it names another.
 	Monitored *MonitoredService `json:"monitored,omitempty"`
+	// Project (org/project) scopes the deployments ledger's target (empty in plans made before
+	// the ledger: default/default).
+	Project string `json:"project,omitempty"`
 }
 
 // Service is a resolved service.

@@ -161,6 +161,9 @@ var Routes = []Route{
 	{"GET", "/api/v1/remote-entities", func(s *Server) handlerFunc { return s.listRemote }, "", ""},
 	{"POST", "/api/v1/remote-entities", func(s *Server) handlerFunc { return s.registerRemote }, "", "register"},
 	{"DELETE", "/api/v1/remote-entities/{kind}/{identifier}", func(s *Server) handlerFunc { return s.removeRemote }, "", "unregister"},
+	{"GET", "/api/v1/services", func(s *Server) handlerFunc { return s.services }, "", ""},
+	{"GET", "/api/v1/services/{service}", func(s *Server) handlerFunc { return s.service }, "", ""},
+	{"GET", "/api/v1/dora", func(s *Server) handlerFunc { return s.dora }, "", ""},
 	{"POST", "/api/v1/auth/sign-out", func(s *Server) handlerFunc { return s.signOut }, "", "sign-out"},
 }
 

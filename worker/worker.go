@@ -228,6 +228,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	seq.RegisterWorkflowWithOptions(workflows.Sequence, workflow.RegisterOptions{Name: workflows.SequenceName})
 	seq.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
 	seq.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: contract.ProvisionerName})
+	seq.RegisterWorkflowWithOptions(workflows.Ledger, workflow.RegisterOptions{Name: contract.LedgerName})
 	registerLocks(seq, c)
 	side := []sdkworker.Worker{seq}
 	if o.Internal != nil && o.Internal != c {
@@ -238,6 +239,7 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		in.RegisterActivityWithOptions(st.Starter.NotifyFreeze, activity.RegisterOptions{Name: workflows.FreezeNotifyActivity})
 		in.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
 		in.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: contract.ProvisionerName})
+		in.RegisterWorkflowWithOptions(workflows.Ledger, workflow.RegisterOptions{Name: contract.LedgerName})
 		registerLocks(in, c)
 		in.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 		side = append(side, in)
@@ -398,6 +400,7 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(stamped(tf.Run), activity.RegisterOptions{Name: contract.Terraform})
 	r.RegisterActivityWithOptions(dep.Last, activity.RegisterOptions{Name: contract.LastDeployed})
 	r.RegisterActivityWithOptions(dep.Record, activity.RegisterOptions{Name: contract.RecordDeployed})
+	r.RegisterActivityWithOptions(dep.RecordDeployment, activity.RegisterOptions{Name: contract.RecordDeployment})
 	r.RegisterActivityWithOptions(dep.LastVerified, activity.RegisterOptions{Name: contract.LastVerified})
 	r.RegisterActivityWithOptions(dep.RecordVerified, activity.RegisterOptions{Name: contract.RecordVerified})
 	sender := o.Notify
@@ -474,7 +477,7 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 	}{
 		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch}, {workflows.SegmentName, workflows.PipelineSegment},
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
-		{workflows.RefusalsName, workflows.Refusals}, {contract.ProvisionerName, workflows.Provisioner},
+		{workflows.RefusalsName, workflows.Refusals}, {contract.ProvisionerName, workflows.Provisioner}, {contract.LedgerName, workflows.Ledger},
 		{contract.LockWorkflow, workflows.Lock}, {contract.FreezeWorkflow, workflows.GlobalFreeze},
 		{workflows.FreezeNoticesName, workflows.FreezeNotices}, {workflows.TicketWaitName, workflows.TicketWait},
 	} {

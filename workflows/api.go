@@ -67,6 +67,9 @@ const (
 
 // Change IDs for workflow.GetVersion: behaviour added after executions could be in flight.
 const (
+	// changeLedger: a Deployment stage that ends records its deployment in its target's
+	// ledger (contract.RecordDeployment).
+	changeLedger   = "ledger"
 	changeTimeouts = "timeouts"  // pipeline and stage timeouts enforced
 	changeFastPath = "fast-path" // short steps run as local activities
 	// changeSettleSignals: a stage completes only once its signals are delivered.

@@ -1,8 +1,15 @@
 package workflows_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/workflows"
 
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/pipeline/load"
@@ -69,5 +76,80 @@ func TestDeploymentStageContext(t *testing.T) {
 	}
 	if notes := strings.Join(res.Tree.Find("prod").Notes, " "); !strings.Contains(notes, "namespace gantry-prod") {
 		t.Errorf("stage notes %q", notes)
+	}
+}
+
+// Every Deployment stage that ends records its deployment in the ledger: the target, the
+// artifact, who started it and how it ended; one that rolled back says so.
+func TestDeploymentStagesRecordTheirDeployments(t *testing.T) {
+	src := `pipeline:
+  name: cd ledger
+  identifier: cd_ledger
+  variables:
+    - {name: tag, type: String, value: "1.27"}
+  stages:
+    - stage:
+        name: dev
+        identifier: dev
+        type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: MarkAsFailure}}}]
+        spec:
+          deploymentType: Kubernetes
+          service: {serviceRef: web}
+          environment: {environmentRef: dev, infrastructureDefinitions: [{identifier: dev_cluster}]}
+          execution:
+            steps:
+              - step: {type: ShellScript, name: ok, identifier: ok, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}
+    - stage:
+        name: prod
+        identifier: prod
+        type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: StageRollback}}}]
+        spec:
+          deploymentType: Kubernetes
+          service: {serviceRef: web}
+          environment: {environmentRef: prod, infrastructureDefinitions: [{identifier: prod_cluster}]}
+          execution:
+            steps:
+              - step: {type: ShellScript, name: fail, identifier: fail, spec: {shell: Bash, source: {type: Inline, spec: {script: "exit 1"}}}}
+            rollbackSteps:
+              - step: {type: ShellScript, name: undo, identifier: undo, spec: {shell: Bash, source: {type: Inline, spec: {script: "true"}}}}
+`
+	r := load.Bytes("cd.yaml", []byte(src), load.Options{ForRun: true, EntityDirs: []string{"../examples/k8s"}})
+	if !r.OK() {
+		t.Fatal(r.Diags.Render(r.Sources))
+	}
+	var got []contract.DeploymentRecord
+	res := runPrepared(t, r.Plan, workflows.Settings{}, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(contract.RecordDeployment, mock.Anything, mock.Anything).Return(func(_ context.Context, r contract.DeploymentRecord) error {
+			got = append(got, r)
+			return nil
+		})
+	})
+	if res.Status != status.Failed {
+		t.Fatalf("pipeline %s", res.Status)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d records, want one per stage: %+v", len(got), got)
+	}
+	dev, prod := got[0], got[1]
+	if dev.Stage != "dev" || prod.Stage != "prod" {
+		dev, prod = prod, dev
+	}
+	want := contract.DeploymentKey{Project: "default/default", Service: "web", Environment: "dev", Infra: "dev_cluster"}
+	if dev.Key != want || dev.Outcome != contract.OutcomeSucceeded || dev.EnvironmentType != "PreProduction" || dev.DeploymentType != "Kubernetes" {
+		t.Errorf("dev record %+v", dev)
+	}
+	if dev.Artifact == nil || dev.Artifact.Image != "library/nginx:1.27" || dev.Artifact.Version != "1.27" {
+		t.Errorf("dev artifact %+v", dev.Artifact)
+	}
+	if dev.Pipeline != "cd_ledger" || dev.Trigger != "MANUAL" || dev.Sequence != 1 || dev.Namespace != "gantry-dev" || !strings.HasPrefix(dev.Release, "release-") {
+		t.Errorf("dev record's run and target: %+v", dev)
+	}
+	if dev.Started.IsZero() || dev.Ended.Before(dev.Started) {
+		t.Errorf("dev record's times %v to %v", dev.Started, dev.Ended)
+	}
+	if prod.Key.Environment != "prod" || prod.Outcome != contract.OutcomeRolledBack || prod.Status != string(status.Failed) || prod.EnvironmentType != "Production" {
+		t.Errorf("prod record %+v", prod)
 	}
 }

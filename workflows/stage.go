@@ -27,6 +27,7 @@ func Stage(ctx workflow.Context, in StageInput) (*StageResult, error) {
 		return nil, err
 	}
 	s.run(ctx)
+	s.recordLedger(ctx)
 	s.finalCommitStatus(ctx)
 	res := &StageResult{Tree: s.tree, Data: s.data, PipelineRollback: s.pipelineRollback, Aborted: s.aborted, Locks: s.constraint.releaseLocks(ctx),
 		OutputBytes: s.outputs.total}

@@ -35,7 +35,7 @@ var layers = []layer{
 	{"front end", []string{"pipeline", "pipeline/"}, []string{"contract", "plan", "engines", "vocabulary"}},
 	{"families", []string{"activities/"}, []string{"contract", "plan", "engines", "vocabulary"}},
 	{"workflows", []string{"workflows", "workflows/"}, []string{"contract", "plan", "vocabulary"}},
-	{"control", []string{"starter", "access", "triggers", "triggers/", "remote"},
+	{"control", []string{"starter", "access", "triggers", "triggers/", "remote", "ledger"},
 		[]string{"workflows", "front end", "contract", "plan", "engines", "vocabulary"}},
 	{"processes", []string{"worker", "webui", "server"},
 		[]string{"control", "workflows", "families", "front end", "contract", "plan", "engines", "vocabulary"}},

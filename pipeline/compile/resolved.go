@@ -84,8 +84,11 @@ func deployments(p *plan.Plan, deploys map[string]*plan.Deployment, multis map[s
 	})
 }
 
-// scopeHosts gives an Ssh deployment's hosts, and its monitored service, their project.
+// scopeHosts gives a deployment, its Ssh hosts and its monitored service their project.
 func scopeHosts(p *plan.Plan, d *plan.Deployment) {
+	if d != nil {
+		d.Project = projectOf(p)
+	}
 	if d != nil && d.Infra != nil && d.Infra.Ssh != nil {
 		d.Infra.Ssh.Project = projectOf(p)
 	}

@@ -1,0 +1,187 @@
+// Package ledger reads the deployments ledger back from Temporal: every target's summary
+// (what runs where), a target's or a service's deployments, and the DORA figures computed
+// from the days the targets keep. The Deployment stages write it (workflows.Ledger).
+package ledger
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/gantry-cd/gantry/contract"
+)
+
+// View is what the commands and the pages read: the targets a filter keeps, their newest
+// deployments, and their DORA figures. A Reader reads Temporal; the CLI's API client reads a
+// server.
+type View interface {
+	Targets(ctx context.Context, f Filter) ([]contract.LedgerSummary, error)
+	Deployments(ctx context.Context, f Filter, limit int) ([]contract.DeploymentRecord, error)
+	DORA(ctx context.Context, f Filter, from, to time.Time) (DORA, error)
+}
+
+// Reader reads the ledger through the internal namespace's client.
+type Reader struct {
+	Client client.Client
+}
+
+var _ View = Reader{}
+
+// Targets lists the targets the filter keeps.
+func (r Reader) Targets(ctx context.Context, f Filter) ([]contract.LedgerSummary, error) {
+	all, err := r.all(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.Keep(all), nil
+}
+
+// Deployments lists the newest deployments of the targets the filter keeps, newest first.
+func (r Reader) Deployments(ctx context.Context, f Filter, limit int) ([]contract.DeploymentRecord, error) {
+	states, err := r.kept(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return Deployments(states, limit), nil
+}
+
+// DORA computes the DORA figures of the targets the filter keeps over [from, to).
+func (r Reader) DORA(ctx context.Context, f Filter, from, to time.Time) (DORA, error) {
+	states, err := r.kept(ctx, f)
+	if err != nil {
+		return DORA{}, err
+	}
+	return ComputeDORA(states, from, to), nil
+}
+
+func (r Reader) kept(ctx context.Context, f Filter) ([]contract.LedgerState, error) {
+	targets, err := r.Targets(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	return r.States(ctx, targets)
+}
+
+// listPage is how many targets one visibility page returns.
+const listPage = 1000
+
+// reads bounds the targets' ledgers queried at once.
+const reads = 8
+
+// all lists every target's summary from visibility (the ledger workflows' memos), by service,
+// environment and infrastructure.
+func (r Reader) all(ctx context.Context) ([]contract.LedgerSummary, error) {
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", contract.LedgerName)
+	var out []contract.LedgerSummary
+	var token []byte
+	dc := converter.GetDefaultDataConverter()
+	for {
+		resp, err := r.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: listPage, NextPageToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("list the deployments ledger's targets: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			p, ok := e.GetMemo().GetFields()[contract.MemoLedger]
+			if !ok {
+				continue // started a moment ago: its first record is being applied
+			}
+			var s contract.LedgerSummary
+			if err := dc.FromPayload(p, &s); err != nil {
+				return nil, fmt.Errorf("read the ledger summary of %s: %w", e.GetExecution().GetWorkflowId(), err)
+			}
+			out = append(out, s)
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	slices.SortFunc(out, func(a, b contract.LedgerSummary) int { return compareKeys(a.Key, b.Key) })
+	return out, nil
+}
+
+func compareKeys(a, b contract.DeploymentKey) int {
+	return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Environment, b.Environment),
+		cmp.Compare(a.Infra, b.Infra), cmp.Compare(a.Project, b.Project))
+}
+
+// State reads one target's ledger; nil when the target has none.
+func (r Reader) State(ctx context.Context, k contract.DeploymentKey) (*contract.LedgerState, error) {
+	v, err := r.Client.QueryWorkflow(ctx, contract.LedgerID(k), "", contract.QueryLedger)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger of service %s in environment %s, infrastructure %s: %w", k.Service, k.Environment, k.Infra, err)
+	}
+	var st contract.LedgerState
+	if err := v.Get(&st); err != nil {
+		return nil, fmt.Errorf("read the ledger of service %s in environment %s, infrastructure %s: %w", k.Service, k.Environment, k.Infra, err)
+	}
+	return &st, nil
+}
+
+// States reads the targets' ledgers, in their order.
+func (r Reader) States(ctx context.Context, targets []contract.LedgerSummary) ([]contract.LedgerState, error) {
+	out := make([]contract.LedgerState, len(targets))
+	errs := make([]error, len(targets))
+	sem := make(chan struct{}, reads)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			st, err := r.State(ctx, t.Key)
+			if st != nil {
+				out[i] = *st
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// Filter selects targets: by service, environment, infrastructure and environment type
+// (Production, PreProduction); empty fields match any.
+type Filter struct {
+	Service, Environment, Infra, EnvironmentType string
+}
+
+// Keep returns the targets the filter keeps.
+func (f Filter) Keep(targets []contract.LedgerSummary) []contract.LedgerSummary {
+	var out []contract.LedgerSummary
+	for _, t := range targets {
+		if match(f.Service, t.Key.Service) && match(f.Environment, t.Key.Environment) && match(f.Infra, t.Key.Infra) &&
+			match(f.EnvironmentType, t.EnvironmentType) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func match(want, got string) bool { return want == "" || want == got }
+
+// Deployments merges the targets' newest deployments, newest first, at most limit (0: all
+// the ledgers keep).
+func Deployments(states []contract.LedgerState, limit int) []contract.DeploymentRecord {
+	var out []contract.DeploymentRecord
+	for _, st := range states {
+		out = append(out, st.Recent...)
+	}
+	slices.SortStableFunc(out, func(a, b contract.DeploymentRecord) int { return b.Ended.Compare(a.Ended) })
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
