@@ -41,14 +41,7 @@ func TestLedgerAppliesEachDeploymentOnce(t *testing.T) {
 		env.RegisterDelayedCallback(func() { env.SignalWorkflow(contract.SignalLedger, r) }, time.Duration(i+1)*time.Second)
 	}
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(contract.QueryLedger)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st contract.LedgerState
-		if err := v.Get(&st); err != nil {
-			t.Fatal(err)
-		}
+		st := queryLedger(t, env)
 		if st.Total != 4 || len(st.Recent) != 4 {
 			t.Fatalf("total %d, %d recent, want 4 deployments once each: %+v", st.Total, len(st.Recent), st.Recent)
 		}
@@ -77,14 +70,7 @@ func TestLedgerAppliesEachDeploymentOnce(t *testing.T) {
 		env.SignalWorkflow(contract.SignalLedger, rec("e5", contract.OutcomeSucceeded, "v4", day.Add(31*time.Hour)))
 	}, 10*time.Second)
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(contract.QueryLedger)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st contract.LedgerState
-		if err := v.Get(&st); err != nil {
-			t.Fatal(err)
-		}
+		st := queryLedger(t, env)
 		if d := st.Days[1]; d.RestoreCount != 1 || d.RestoreSeconds != 30*3600 || st.FailingFor != nil {
 			t.Errorf("after e5: %+v, failing since %v; want one restore of 30 h", d, st.FailingFor)
 		}
@@ -99,6 +85,19 @@ func TestLedgerAppliesEachDeploymentOnce(t *testing.T) {
 	if err := env.GetWorkflowError(); !errors.As(err, &cont) {
 		t.Fatalf("the full run ended with %v, want a continue-as-new", err)
 	}
+}
+
+func queryLedger(t *testing.T, env *testsuite.TestWorkflowEnvironment) contract.LedgerState {
+	t.Helper()
+	v, err := env.QueryWorkflow(contract.QueryLedger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st contract.LedgerState
+	if err := v.Get(&st); err != nil {
+		t.Fatal(err)
+	}
+	return st
 }
 
 // The days kept stay sorted whatever order deployments end in, and the oldest go first once
