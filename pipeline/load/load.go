@@ -8,9 +8,11 @@ package load
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -322,6 +324,7 @@ func (r *Result) resolveEntities(name string, opts Options) compile.Resolved {
 	// and checked where they are used.
 	cat.Templates, _ = templates.Load(opts.TemplateDirs, filepath.Dir(name))
 	out, multis, d := cat.ResolveAll(r.File.Source(), r.Merged)
+	d = append(d, validate.EntityReferences(r.File.Source(), r.Merged, entityVariables(out, multis))...)
 	pods, pd := cat.Pods(r.File.Source(), r.Merged)
 	refs, sd := cat.StepRefs(r.File.Source(), r.Merged)
 	routes, rd := cat.SecretRoutes()
@@ -332,6 +335,62 @@ func (r *Result) resolveEntities(name string, opts Options) compile.Resolved {
 	d = append(append(d, pd...), sd...)
 	r.Diags.Add(runNeeds(d, opts)...)
 	return compile.Resolved{Deploys: out, Multis: multis, Pods: pods, Refs: refs, Secrets: routes}
+}
+
+// entityVariables are the variables each resolved Deployment stage's entities define; a
+// multi-service or multi-environment stage's are those of any of its deployments.
+func entityVariables(out map[string]*plan.Deployment, multis map[string]*entities.Multi) map[string]validate.EntityVariables {
+	vars := map[string]validate.EntityVariables{}
+	add := func(stage string, d *plan.Deployment) {
+		if d.Service == nil || d.Environment == nil || d.Infra == nil {
+			return
+		}
+		ev, seen := vars[stage]
+		if !seen {
+			ev = validate.EntityVariables{ServiceVars: map[string]bool{}, EnvVars: map[string]bool{}}
+			if d.Infra.Custom != nil {
+				ev.InfraVars = map[string]bool{}
+			}
+		}
+		ev.Service = joinID(ev.Service, d.Service.ID)
+		ev.Environment = joinID(ev.Environment, d.Environment.ID)
+		ev.Infrastructure = joinID(ev.Infrastructure, d.Infra.ID)
+		for _, v := range append(slices.Clone(d.Service.Variables), d.Environment.ServiceOverrides...) {
+			ev.ServiceVars[v.Name] = true
+		}
+		for _, v := range d.Environment.Variables {
+			ev.EnvVars[v.Name] = true
+		}
+		switch {
+		case d.Infra.Custom == nil:
+			ev.InfraVars = nil // only a deployment template's infrastructure has variables
+		case ev.InfraVars != nil:
+			for _, v := range d.Infra.Custom.Variables {
+				ev.InfraVars[v.Name] = true
+			}
+		}
+		vars[stage] = ev
+	}
+	for id, d := range out {
+		add(id, d)
+	}
+	for id, m := range multis {
+		for _, k := range slices.Sorted(maps.Keys(m.Deploys)) {
+			add(id, m.Deploys[k])
+		}
+	}
+	return vars
+}
+
+// joinID lists the identifiers a stage deploys, each once: "web" or "web, api".
+func joinID(list, id string) string {
+	if list == "" {
+		return id
+	}
+	if slices.Contains(strings.Split(list, ", "), id) {
+		return list
+	}
+	return list + ", " + id
 }
 
 // runNeeds makes what only a run needs (entities and their inputs) warnings for a plain

@@ -231,3 +231,133 @@ func TestStepsThatWouldRunNothing(t *testing.T) {
 		t.Error("a step that runs nothing loaded")
 	}
 }
+
+// A Deployment stage's paths into its service's, environment's and infrastructure's variables
+// are checked against the entities it resolves to: the service's variables with the
+// environment's overrides for it, the environment's own, a deployment template
+// infrastructure's; enclosing step groups' variables count for serviceVariableOverrides. A
+// stage whose service is a runtime input is not judged.
+func TestEntityVariableReferences(t *testing.T) {
+	files := map[string]string{
+		"svc.yaml": `service:
+  name: web
+  identifier: web
+  serviceDefinition:
+    type: Kubernetes
+    spec:
+      variables:
+        - {name: port, type: String, value: "8080"}
+`,
+		"env.yaml": `environment:
+  name: dev
+  identifier: dev
+  type: PreProduction
+  variables:
+    - {name: region, type: String, value: eu}
+  serviceOverrides:
+    - serviceRef: web
+      variables:
+        - {name: replicas, type: String, value: "2"}
+`,
+		"infra.yaml": `infrastructureDefinition:
+  name: k
+  identifier: k
+  environmentRef: dev
+  deploymentType: Kubernetes
+  type: KubernetesDirect
+  spec:
+    connectorRef: cluster
+    namespace: web
+`,
+		"connector.yaml": `connector:
+  name: cluster
+  identifier: cluster
+  type: K8sCluster
+  spec:
+    credential:
+      type: InheritFromDelegate
+`,
+		"p.yaml": `pipeline:
+  name: entity refs
+  identifier: entity_refs
+  stages:
+    - stage:
+        name: deploy
+        identifier: deploy
+        type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: StageRollback}}}]
+        spec:
+          deploymentType: Kubernetes
+          service: {serviceRef: web}
+          environment:
+            environmentRef: dev
+            infrastructureDefinitions: [{identifier: k}]
+          execution:
+            steps:
+              - stepGroup:
+                  name: g
+                  identifier: g
+                  variables:
+                    - {name: canary, type: String, value: "1"}
+                  steps:
+                    - step:
+                        type: ShellScript
+                        name: s
+                        identifier: s
+                        spec:
+                          shell: Bash
+                          source:
+                            type: Inline
+                            spec:
+                              script: |
+                                echo <+serviceVariables.port> <+serviceVariables.replicas> <+serviceVariables.prot>
+                                echo <+env.variables.region> <+env.variables.regoin> <+serviceVariableOverrides.canary>
+                                echo <+serviceVariableOverrides.cnary> <+infra.variables.anything> <+env.name>
+    - stage:
+        name: open
+        identifier: open
+        type: Deployment
+        failureStrategies: [{onFailure: {errors: [AllErrors], action: {type: StageRollback}}}]
+        spec:
+          deploymentType: Kubernetes
+          service: {serviceRef: <+input>}
+          environment:
+            environmentRef: dev
+            infrastructureDefinitions: [{identifier: k}]
+          execution:
+            steps:
+              - step: {type: ShellScript, name: a, identifier: a, spec: {shell: Bash, source: {type: Inline, spec: {script: echo <+serviceVariables.whatever>}}}}
+`,
+	}
+	want := []string{
+		"/p.yaml:34:94: <+serviceVariables.prot> can never resolve: service web has no variable `prot`",
+		"/p.yaml:35:64: <+env.variables.regoin> can never resolve: environment dev has no variable `regoin`",
+		"/p.yaml:36:40: <+serviceVariableOverrides.cnary> can never resolve: service web has no variable `cnary`",
+	}
+	for _, opts := range []load.Options{{}, {Strict: true}} {
+		r := loadIn(t, files, "p.yaml", opts)
+		var got []string
+		for _, d := range r.Diags {
+			if d.Code == diag.UnknownReference {
+				got = append(got, d.String())
+			}
+		}
+		if len(got) != len(want) {
+			t.Fatalf("strict %v: want %d unknown references, got %d:\n%s", opts.Strict, len(want), len(got), r.Diags.Render(r.Sources))
+		}
+		for i := range want {
+			if !strings.Contains(strings.Replace(got[i], "warning: ", "", 1), want[i]) {
+				t.Errorf("reference %d:\n got %s\nwant %s...", i, got[i], want[i])
+			}
+		}
+		rendered := r.Diags.Render(r.Sources)
+		for _, hint := range []string{"did you mean `port`?", "did you mean `region`?", "did you mean `canary`?"} {
+			if !strings.Contains(rendered, hint) {
+				t.Errorf("no hint %q:\n%s", hint, rendered)
+			}
+		}
+		if r.OK() == opts.Strict {
+			t.Errorf("strict %v: loaded %v:\n%s", opts.Strict, r.OK(), rendered)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -55,6 +56,33 @@ type refChecker struct {
 	vars   map[string]bool // pipeline variables; nil when not known
 	stages []*defNode
 	byNode map[*yaml.Node]*defNode
+	// entities, for the pass that knows them, are the Deployment stages' resolved entities by
+	// stage identifier: that pass judges only the paths into their variables.
+	entities map[string]EntityVariables
+}
+
+// EntityVariables are the variables a Deployment stage's resolved service, environment and
+// infrastructure define, as its steps read them (spec 10.2, 10.3); a nil set is not known and
+// is not judged.
+type EntityVariables struct {
+	Service, Environment, Infrastructure string // what the stage deploys, for messages
+	// ServiceVars are <+serviceVariables.V>: the service's variables and the environment's
+	// overrides for it; EnvVars are <+env.variables.V>; InfraVars <+infra.variables.V>.
+	ServiceVars, EnvVars, InfraVars map[string]bool
+}
+
+// EntityReferences checks the paths into a Deployment stage's service, environment and
+// infrastructure variables against the entities the stage resolved to (by stage identifier),
+// so that `<+serviceVariables.prot>` is caught before the run as the pipeline's own paths are.
+func EntityReferences(src pipeline.Source, p *pipeline.Pipeline, stages map[string]EntityVariables) diag.List {
+	if p == nil || p.Node == nil || len(stages) == 0 {
+		return nil
+	}
+	c := &checker{file: src.File, src: src}
+	r := &refChecker{c: c, byNode: map[*yaml.Node]*defNode{}, entities: stages}
+	r.index(pipeline.Field(p.Node, "stages"), nil)
+	r.walk(p.Node, "", refScope{})
+	return c.diags
 }
 
 // references checks every expression of a pipeline for paths that can never resolve.
@@ -259,6 +287,9 @@ func (r *refChecker) resolve(path []string, sc refScope) (string, string) {
 	if len(path) < 2 {
 		return "", ""
 	}
+	if r.entities != nil {
+		return r.entityVariable(path, sc)
+	}
 	rest := path[1:]
 	switch path[0] {
 	case "pipeline":
@@ -299,6 +330,37 @@ func (r *refChecker) resolve(path []string, sc refScope) (string, string) {
 		return r.loopVar(sc, "matrix", rest[0])
 	case "repeat":
 		return r.loopVar(sc, "repeat", "")
+	}
+	return "", ""
+}
+
+// entityVariable judges a path into the variables of the service, environment or
+// infrastructure the expression's stage deploys.
+func (r *refChecker) entityVariable(path []string, sc refScope) (string, string) {
+	if sc.stage == nil {
+		return "", ""
+	}
+	ev, ok := r.entities[sc.stage.id]
+	if !ok {
+		return "", ""
+	}
+	switch {
+	case path[0] == "serviceVariables":
+		return r.variable(ev.ServiceVars, path[1], "service "+ev.Service)
+	case path[0] == "serviceVariableOverrides":
+		// Enclosing step groups' variables override these (spec 10.3 levels 1 and 2).
+		vars := maps.Clone(ev.ServiceVars)
+		for _, g := range sc.groups {
+			if g.vars == nil || vars == nil {
+				return "", ""
+			}
+			maps.Copy(vars, g.vars)
+		}
+		return r.variable(vars, path[1], "service "+ev.Service)
+	case path[0] == "env" && path[1] == "variables" && len(path) >= 3:
+		return r.variable(ev.EnvVars, path[2], "environment "+ev.Environment)
+	case path[0] == "infra" && path[1] == "variables" && len(path) >= 3:
+		return r.variable(ev.InfraVars, path[2], "infrastructure "+ev.Infrastructure)
 	}
 	return "", ""
 }
