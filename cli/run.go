@@ -59,6 +59,12 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 				opts.PolicyMeta = map[string]any{"user": map[string]any{"name": currentUser()}, "trigger": "MANUAL",
 					"timestamp": time.Now().UTC().Format(time.RFC3339)}
 			}
+			local := conn.localWorker()
+			if local { // this process's worker is the only one: its store is every secret a step can read
+				if st, err := conn.secretStore(cmd.Context()); err == nil && st.Listed() {
+					opts.Secrets = st
+				}
+			}
 			r, err := load.File(args[0], opts)
 			if err != nil {
 				return usageErr("%v", err)
@@ -71,7 +77,7 @@ Exit codes: 0 the pipeline succeeded, 1 it failed or was aborted (or the input i
 			}
 			log := newLogger(verbose)
 			conn.buildMachine, conn.containerd = opts.BuildInfra.Machines, opts.BuildInfra.Containerd
-			e, err := connect(cmd.Context(), conn, conn.localWorker(), log)
+			e, err := connect(cmd.Context(), conn, local, log)
 			if err != nil {
 				return usageErr("%v", err)
 			}

@@ -269,3 +269,47 @@ func TestTreeNamesTheCommitsReadFromGit(t *testing.T) {
 		t.Errorf("detail %q, want %q", got, want)
 	}
 }
+
+// gantry run on a data directory of its own is the only worker, so its secret store (the
+// GANTRY_SECRET_ variables and the secrets file) is every secret a step can read: a name the
+// store lacks is an unknown reference before anything starts (an error with --strict), with
+// where to add it; names it holds pass.
+func TestRunChecksSecretNamesAgainstItsStore(t *testing.T) {
+	data := t.TempDir()
+	if err := os.WriteFile(filepath.Join(data, "secrets.yaml"), []byte("db_password: hunter2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GANTRY_SECRET_API_KEY", "k")
+	p := filepath.Join(t.TempDir(), "p.yaml")
+	write := func(script string) {
+		src := `pipeline:
+  name: s
+  identifier: s
+  stages:
+    - stage:
+        name: a
+        identifier: a
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: x, identifier: x, spec: {shell: Bash, source: {type: Inline, spec: {script: '` + script + `'}}}}
+`
+		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`echo <+secrets.getValue("db_pasword")> <+secrets.getValue("api_key")>`)
+	code, out, errs := run("run", p, "--data-dir", data, "--strict")
+	want := "p.yaml:12:133: secret `db_pasword` is not in the secret store, so the step that reads it would fail (--strict)"
+	hint := "hint: set GANTRY_SECRET_DB_PASWORD or add it to " + filepath.Join(data, "secrets.yaml")
+	if code != ExitInvalid || !strings.Contains(errs, want) || !strings.Contains(errs, hint) || strings.Count(errs, "secret store") != 1 {
+		t.Errorf("exit %d, want %q and %q:\n%s%s", code, want, hint, out, errs)
+	}
+	// The names the store holds pass, and the run reads them.
+	write(`echo <+secrets.getValue("db_password")> <+secrets.getValue("api_key")>`)
+	code, out, errs = run("run", p, "--data-dir", data, "--strict")
+	if code != ExitOK || strings.Contains(errs, "secret store") {
+		t.Errorf("exit %d:\n%s%s", code, out, errs)
+	}
+}

@@ -64,11 +64,31 @@ func (s *Store) Resolve(ctx context.Context, id string) (string, error) {
 	if s.Next != nil {
 		return s.Next.Resolve(ctx, id)
 	}
+	return "", fmt.Errorf("secret %q is not defined: %s on the worker", id, s.Where(id))
+}
+
+// Where says how to give the store secret id.
+func (s *Store) Where(id string) string {
 	where := "set " + EnvName(id)
 	if s.File != "" {
 		where += " or add it to " + s.File
 	}
-	return "", fmt.Errorf("secret %q is not defined: %s on the worker", id, where)
+	return where
+}
+
+// Listed says whether the store knows every secret it can resolve: it does unless a secret
+// manager stands behind it, which is asked one secret at a time.
+func (s *Store) Listed() bool { return s.Next == nil }
+
+// Has reports whether the environment or the secrets file holds secret id (not a secret
+// manager behind the store: see Listed).
+func (s *Store) Has(id string) bool {
+	if _, ok := os.LookupEnv(EnvName(id)); ok {
+		return true
+	}
+	s.once.Do(s.load)
+	_, ok := s.values[id]
+	return ok
 }
 
 func (s *Store) load() {

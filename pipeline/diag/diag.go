@@ -204,8 +204,12 @@ func (l List) Strict() List {
 	for i := range out {
 		if (out[i].Code == UnknownKey || out[i].Code == UnknownReference) && out[i].Severity == Warning {
 			out[i].Severity = Error
-			out[i].Message = strings.Replace(out[i].Message, "; ignored, as the reference ignores it", " (--strict)", 1)
-			out[i].Message = strings.Replace(out[i].Message, "; it would render as null", " (--strict)", 1)
+			m := strings.Replace(out[i].Message, "; ignored, as the reference ignores it", " (--strict)", 1)
+			m = strings.Replace(m, "; it would render as null", " (--strict)", 1)
+			if m == out[i].Message {
+				m += " (--strict)"
+			}
+			out[i].Message = m
 		}
 	}
 	return out

@@ -59,6 +59,10 @@ type Options struct {
 	// BuildInfra runs the CI stages that name a runtime (spec 22.1); nil: they are
 	// unsupported-runtime.
 	BuildInfra *pipeline.BuildInfra
+	// Secrets, when every secret a run can read is known to the caller (a `gantry run` whose
+	// own worker reads the environment and a secrets file), checks the names the pipeline
+	// gives secrets.getValue; the secret files beside the pipeline count too.
+	Secrets validate.SecretStore
 	// PipelineDirs are the folders where the pipelines that `type: Pipeline` stages run are
 	// found by identifier. File adds the pipeline's own folder in front.
 	PipelineDirs []string
@@ -325,6 +329,9 @@ func (r *Result) resolveEntities(name string, opts Options) compile.Resolved {
 	cat.Templates, _ = templates.Load(opts.TemplateDirs, filepath.Dir(name))
 	out, multis, d := cat.ResolveAll(r.File.Source(), r.Merged)
 	d = append(d, validate.EntityReferences(r.File.Source(), r.Merged, entityVariables(out, multis))...)
+	if opts.Secrets != nil {
+		d = append(d, validate.SecretReferences(r.File.Source(), r.Merged, catalogSecrets{cat, opts.Secrets})...)
+	}
 	pods, pd := cat.Pods(r.File.Source(), r.Merged)
 	refs, sd := cat.StepRefs(r.File.Source(), r.Merged)
 	routes, rd := cat.SecretRoutes()
@@ -335,6 +342,18 @@ func (r *Result) resolveEntities(name string, opts Options) compile.Resolved {
 	d = append(append(d, pd...), sd...)
 	r.Diags.Add(runNeeds(d, opts)...)
 	return compile.Resolved{Deploys: out, Multis: multis, Pods: pods, Refs: refs, Secrets: routes}
+}
+
+// catalogSecrets are a store's secrets and those the secret files of the catalog route to
+// secret managers.
+type catalogSecrets struct {
+	cat *entities.Catalog
+	validate.SecretStore
+}
+
+func (c catalogSecrets) Has(id string) bool {
+	_, ok := c.cat.Secrets[pipeline.LocalRef(id)]
+	return ok || c.SecretStore.Has(id)
 }
 
 // entityVariables are the variables each resolved Deployment stage's entities define; a
