@@ -1,12 +1,13 @@
 package cli
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/gantry-cd/gantry/internal/doctest"
 )
 
 var (
@@ -54,10 +55,6 @@ func TestDocsNameRealCommandsAndFlags(t *testing.T) {
 	}
 }
 
-// selfContained are the commands a guide's example runs here as written: they read files of
-// the repository and need no server, account or network.
-var selfContained = map[string]bool{"validate": true, "eval": true, "expand": true, "policy": true, "trigger": true}
-
 // Every `$ gantry ...` line of a code block in the README and the guides whose command is
 // self-contained runs as written, from the repository's root, and prints every line the guide
 // shows after it (a line with "..." stands for more and is not compared): a guide that drifts
@@ -71,9 +68,9 @@ func TestDocsCommandBlocksRunAsWritten(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, ex := range commandExamples(string(b)) {
-			args, err := shellWords(ex.command)
-			if err != nil || len(args) < 2 || args[0] != "gantry" || !selfContained[args[1]] {
+		for _, ex := range doctest.Examples(string(b)) {
+			args, err := doctest.ShellWords(ex.Command)
+			if err != nil || len(args) < 2 || args[0] != "gantry" || !doctest.SelfContained[args[1]] {
 				continue
 			}
 			for i, a := range args {
@@ -82,13 +79,10 @@ func TestDocsCommandBlocksRunAsWritten(t *testing.T) {
 				}
 			}
 			code, out, errs := run(args[1:]...)
-			got := normalize(strings.ReplaceAll(out+errs, "../", ""))
-			for _, want := range ex.output {
-				if strings.Contains(want, "...") || strings.Contains(want, "…") {
-					continue
-				}
-				if !strings.Contains(got, normalize(want)) {
-					t.Errorf("%s: `%s` (exit %d) does not print\n  %s\nit printed:\n%s", f, ex.command, code, want, out+errs)
+			got := strings.ReplaceAll(out+errs, "../", "")
+			for _, want := range ex.Output {
+				if !doctest.Elided(want) && !strings.Contains(doctest.Normalize(got), doctest.Normalize(want)) {
+					t.Errorf("%s:%d: `%s` (exit %d) does not print\n  %s\nit printed:\n%s", f, ex.Line, ex.Command, code, want, out+errs)
 				}
 			}
 			ran++
@@ -98,71 +92,3 @@ func TestDocsCommandBlocksRunAsWritten(t *testing.T) {
 		t.Errorf("ran %d examples: the guides' code blocks are no longer found", ran)
 	}
 }
-
-// commandExample is a `$ ` line of a code block and the lines shown after it.
-type commandExample struct {
-	command string
-	output  []string
-}
-
-func commandExamples(doc string) []commandExample {
-	var out []commandExample
-	in := false
-	block := 0 // the first example of the current block
-	for _, line := range strings.Split(doc, "\n") {
-		trimmed := strings.TrimSpace(line)
-		if strings.HasPrefix(trimmed, "```") {
-			in = !in
-			block = len(out)
-			continue
-		}
-		switch {
-		case !in:
-		case strings.HasPrefix(trimmed, "$ "):
-			cmd := strings.TrimPrefix(trimmed, "$ ")
-			if i := strings.Index(cmd, "   #"); i >= 0 {
-				cmd = strings.TrimSpace(cmd[:i])
-			}
-			out = append(out, commandExample{command: cmd})
-		case len(out) > block && trimmed != "":
-			out[len(out)-1].output = append(out[len(out)-1].output, line)
-		}
-	}
-	return out
-}
-
-// shellWords splits a command line as a POSIX shell would for the quoting the guides use.
-func shellWords(s string) ([]string, error) {
-	var words []string
-	var cur strings.Builder
-	inWord := false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '\'' || c == '"':
-			j := strings.IndexByte(s[i+1:], c)
-			if j < 0 {
-				return nil, fmt.Errorf("unterminated quote in %s", s)
-			}
-			cur.WriteString(s[i+1 : i+1+j])
-			i += j + 1
-			inWord = true
-		case c == ' ' || c == '\t':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '|' || c == '>' || c == '<' || c == '&' || c == ';' || c == '$' || c == '`':
-			return nil, fmt.Errorf("a shell construct in %s", s) // not a plain command line
-		default:
-			cur.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, nil
-}
-
-func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
