@@ -437,8 +437,9 @@ var refKeys = map[string][]string{
 }
 
 // scanRefs finds the identifiers a YAML text refers to: template links (with their
-// gitBranch), service, environment, connector and input set references, and the identifiers
-// of infrastructure definitions a stage deploys to. Text that is not YAML refers to nothing.
+// gitBranch), service, environment, connector and input set references, the identifiers
+// of infrastructure definitions a stage deploys to, and the pipelines Pipeline stages chain
+// with their input sets. Text that is not YAML refers to nothing.
 func scanRefs(src []byte) []ref {
 	f, d := pipeline.ParseYAML("remote", src)
 	if f.Root == nil || d.HasErrors() {
@@ -463,6 +464,16 @@ func scanRefs(src []byte) []ref {
 							}
 						}
 						out = append(out, r)
+					}
+				}
+				// A Pipeline stage's spec names the pipeline it chains and that one's input sets
+				// (the chained identifier is never an expression: validation refuses it).
+				if under == "spec" && (k == "pipeline" || k == "inputSetReferences") {
+					kind := map[string]string{"pipeline": KindPipeline, "inputSetReferences": KindInputSet}[k]
+					for _, id := range scalars(v) {
+						if !strings.Contains(id, "<+") {
+							out = append(out, ref{kinds: []string{kind}, id: id})
+						}
 					}
 				}
 				if under == "infrastructureDefinitions" || under == "infrastructureDefinition" {

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -391,5 +392,92 @@ func TestPoliciesReadAtTheirBranch(t *testing.T) {
 	var re *Error
 	if !errors.As(err, &re) || re.Status != http.StatusNotFound || !strings.Contains(re.Msg, "no folder elsewhere at "+rules[:12]+" (branch rules)") {
 		t.Errorf("a missing folder: %v", err)
+	}
+}
+
+// A pipeline read from Git finds the pipeline its Pipeline stage chains, and that one's input
+// sets, among the registered entities: read at the parent's branch when they share its
+// repository, recorded as sources, and loaded for the run from there (not from the pipelines
+// directory).
+func TestReadFollowsChainedPipelines(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	parent := `pipeline:
+  name: platform
+  identifier: platform
+  stages:
+    - stage:
+        name: team
+        identifier: team
+        type: Pipeline
+        spec:
+          org: default
+          project: demo
+          pipeline: team_deploy
+          inputSetReferences: [eu_defaults]
+`
+	child := `pipeline:
+  name: team deploy
+  identifier: team_deploy
+  orgIdentifier: default
+  projectIdentifier: demo
+  variables:
+    - {name: region, type: String, value: <+input>}
+  stages:
+    - stage:
+        name: deploy
+        identifier: deploy
+        type: Custom
+        spec:
+          execution:
+            steps:
+              - step: {type: ShellScript, name: say, identifier: say, spec: {shell: Bash, source: {type: Inline, spec: {script: echo main <+pipeline.variables.region>}}}}
+`
+	set := `inputSet:
+  name: eu
+  identifier: eu_defaults
+  orgIdentifier: default
+  projectIdentifier: demo
+  pipeline:
+    identifier: team_deploy
+    variables:
+      - {name: region, type: String, value: eu-west-1}
+`
+	r.srv.Commit("app", "main", map[string]string{".harness/platform.yaml": parent, ".harness/team.yaml": child, ".harness/eu.yaml": set})
+	feature := r.srv.Commit("app", "feature", map[string]string{".harness/team.yaml": strings.Replace(child, "echo main", "echo feature", 1)})
+	for _, e := range []Entry{
+		{Kind: KindPipeline, Identifier: "platform", ConnectorRef: "app_repo", FilePath: ".harness/platform.yaml", Branch: "main"},
+		{Kind: KindPipeline, Identifier: "team_deploy", ConnectorRef: "app_repo", FilePath: ".harness/team.yaml", Branch: "main"},
+		{Kind: KindInputSet, Identifier: "eu_defaults", ConnectorRef: "app_repo", FilePath: ".harness/eu.yaml", Branch: "main"},
+	} {
+		if err := r.reg.Put(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ws, err := r.reader.Read(ctx, Request{Pipeline: "platform", Branch: "feature"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	var read []string
+	for _, s := range ws.Sources {
+		read = append(read, s.Kind+" "+s.Identifier+"@"+s.Branch)
+		if s.Commit != feature {
+			t.Errorf("%s %s read at %s, want the parent's commit %s", s.Kind, s.Identifier, s.Commit, feature)
+		}
+	}
+	if got := strings.Join(read, ", "); got != "pipeline platform@feature, pipeline team_deploy@feature, inputSet eu_defaults@feature" {
+		t.Errorf("read %s", got)
+	}
+	res, err := load.File(ws.Root, load.Options{ForRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() || res.Plan == nil {
+		t.Fatalf("the chain does not load from Git:\n%s", ws.Rename(res.Diags).Render(ws.RenameSources(res.Sources)))
+	}
+	b, _ := json.Marshal(res.Plan)
+	if !strings.Contains(string(b), "echo feature") || strings.Contains(string(b), "echo main") || !strings.Contains(string(b), "eu-west-1") {
+		t.Errorf("the chained pipeline's plan is not the one on the parent's branch with its input set:\n%s", b)
 	}
 }
