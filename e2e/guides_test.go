@@ -100,15 +100,15 @@ func (s *guideSession) example(ex doctest.Example) bool {
 		t.Errorf("%s:%d: %v", s.guide, ex.Line, err)
 		return false
 	}
-	vars := doctest.Env(words)
-	args := words[len(vars)+1:]
-	if len(args) == 0 || doctest.SelfContained[args[0]] {
-		return false
-	}
 	for i := range words {
 		for shown, printed := range s.tokens {
 			words[i] = strings.ReplaceAll(words[i], shown, printed)
 		}
+	}
+	vars := doctest.Env(words)
+	args := words[len(vars)+1:]
+	if len(args) == 0 || doctest.SelfContained[args[0]] {
+		return false
 	}
 	cmd := exec.Command(env.gantry, args...)
 	cmd.Dir = ".."
