@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/webui"
 )
 
 // ledgerEntities writes a service with an image artifact, a production environment and its
@@ -172,6 +174,35 @@ func TestDeploymentsLedgerRecordsEveryDeployment(t *testing.T) {
 	}
 	if err := call(srv.URL, tok, "GET", "/api/v1/services/no_such_service", nil, http.StatusNotFound, nil); err != nil {
 		t.Error(err)
+	}
+
+	// The services pages read it too: what runs (3.0, by the last execution), then its history.
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address, Namespace: env.srv.Namespace,
+		SignIn: webui.UserName(userOf(idFile)), User: userOf(idFile), Services: lv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ui.Stop()
+	page := func(path string) string {
+		req, _ := http.NewRequest("GET", ui.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	if body := page(webui.ServicesPath); !strings.Contains(body, `data-service="`+name+`"`) || !strings.Contains(body, `<td class="version">3.0</td>`) ||
+		!strings.Contains(body, webui.ExecutionsPath+"/"+execs[2]) {
+		t.Errorf("the services page does not show %s at 3.0 by %s:\n%s", name, execs[2], body)
+	}
+	if body := page(webui.ServicesPath + "/" + name); strings.Count(body, `class="deployment"`) != 3 || !strings.Contains(body, "rolledBack") {
+		t.Errorf("the service's page does not list its 3 deployments:\n%s", body)
 	}
 }
 

@@ -186,7 +186,7 @@ input,select,button{padding:.3em;font:inherit}a:focus,button:focus,input:focus,s
 .s-SUCCEEDED,.s-IGNORE_FAILED{color:#070}.s-FAILED,.s-ERRORED,.s-EXPIRED,.s-APPROVAL_REJECTED,.s-FREEZE_FAILED{color:#b00}
 @media (prefers-color-scheme: dark){.s-SUCCEEDED,.s-IGNORE_FAILED{color:#6d6}.s-FAILED,.s-ERRORED,.s-EXPIRED,.s-APPROVAL_REJECTED,.s-FREEZE_FAILED{color:#f77}a{color:#8af}}
 </style></head>
-<body><p><b>Pipeline executions</b> · signed in as {{.User}} · <a href="/namespaces/{{.Namespace}}/workflows">all workflows in the Temporal UI</a></p>
+<body><p><b>Pipeline executions</b> · signed in as {{.User}} · <a href="` + ServicesPath + `">services</a> · <a href="/namespaces/{{.Namespace}}/workflows">all workflows in the Temporal UI</a></p>
 <form method="get" action="{{.Path}}" role="search">
 <label>Pipeline<input name="pipeline" id="f-pipeline" value="{{.Filter.Pipeline}}" placeholder="identifier"></label>
 <label>Status<select name="status" id="f-status"><option value="">any</option>{{range .Statuses}}<option{{if eq (print .) $.Filter.Status}} selected{{end}}>{{.}}</option>{{end}}</select></label>

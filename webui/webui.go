@@ -18,6 +18,7 @@ import (
 	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/identity/sso"
+	"github.com/gantry-cd/gantry/ledger"
 	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/workflows"
 	"github.com/temporalio/ui-server/v2/server"
@@ -56,6 +57,9 @@ type Options struct {
 	// Executions lists pipeline executions on the executions page (ExecutionsPath, for
 	// signed-in users, with User); nil: no such page.
 	Executions ExecutionLister
+	// Services reads the deployments ledger for the services pages (ServicesPath, for
+	// signed-in users, with User); nil: no such pages.
+	Services ledger.View
 	// SSO signs people in with the company's identity provider besides tokens (with
 	// Directory, the identity file its groups are mapped onto); nil: tokens only.
 	SSO       *sso.Provider
@@ -208,6 +212,11 @@ func frontMux(o Options, ns string, conn *grpc.ClientConn, backend *url.URL) (*h
 		mux.Handle(ExecutionsPath, executions(o.Executions, o.User, o.Access, ns))
 		trees := &sharedTrees{read: o.Executions.Tree, fresh: treeFresh}
 		mux.Handle(ExecutionsPath+"/", executionPage(o.Executions, trees, o.User, o.Access, ns))
+	}
+	if o.Services != nil && o.User != nil {
+		h := services(o.Services, o.User, o.Access)
+		mux.Handle(ServicesPath, h)
+		mux.Handle(ServicesPath+"/", h)
 	}
 	return mux, nil
 }

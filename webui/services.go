@@ -1,0 +1,151 @@
+package webui
+
+import (
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/ledger"
+)
+
+// ServicesPath lists the services the deployments ledger knows, each environment and
+// infrastructure with the version it runs and its last deployment; ServicesPath/SERVICE is one
+// service's page with its newest deployments. Signed-in users see the deployments of the
+// pipelines they may view.
+const ServicesPath = "/gantry/services"
+
+// servicesHistory is how many of a service's newest deployments its page shows.
+const servicesHistory = 50
+
+// targetRow is one target (service, environment, infrastructure) as the pages show it.
+type targetRow struct {
+	Service, ServiceName, Environment, EnvType, Infra string
+	Version, Deployed                                 string
+	Last                                              *deploymentRow
+}
+
+// deploymentRow is one deployment as the pages show it.
+type deploymentRow struct {
+	contract.DeploymentRecord
+	Version, By, Ended string
+}
+
+func deploymentOf(d *contract.DeploymentRecord) *deploymentRow {
+	if d == nil {
+		return nil
+	}
+	r := &deploymentRow{DeploymentRecord: *d, Version: "-", By: strings.ToLower(d.Trigger), Ended: d.Ended.UTC().Format("2006-01-02 15:04:05")}
+	if d.Artifact != nil && d.Artifact.Version != "" {
+		r.Version = d.Artifact.Version
+	}
+	if d.StartedBy != "" {
+		r.By = d.StartedBy
+	}
+	return r
+}
+
+func targetOf(t contract.LedgerSummary) targetRow {
+	r := targetRow{Service: t.Key.Service, ServiceName: t.ServiceName, Environment: t.Key.Environment, EnvType: t.EnvironmentType,
+		Infra: t.Key.Infra, Version: "-", Deployed: "-", Last: deploymentOf(t.Last)}
+	if c := deploymentOf(t.Current); c != nil {
+		r.Version, r.Deployed = c.Version, c.Ended
+	}
+	return r
+}
+
+// services serves the services list and one service's page.
+func services(lv ledger.View, userOf func(string) (*identity.User, error), acc Access) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			http.Error(w, "GET", http.StatusMethodNotAllowed)
+			return
+		}
+		user := signedIn(r, userOf)
+		if user == nil {
+			http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		// A target or deployment shows to those who may view the pipeline that deployed it.
+		viewable := func(ds ...*contract.DeploymentRecord) bool {
+			for _, d := range ds {
+				if d != nil && (acc == nil || acc.AllowPipeline(user, identity.View, d.Pipeline) == nil) {
+					return true
+				}
+			}
+			return false
+		}
+		service, _ := url.PathUnescape(strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, ServicesPath), "/"))
+		f := ledger.Filter{Service: service, Environment: r.URL.Query().Get("env")}
+		targets, err := lv.Targets(r.Context(), f)
+		if err != nil {
+			http.Error(w, "read the deployments ledger: "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		var rows []targetRow
+		for _, t := range targets {
+			if viewable(t.Last, t.Current) {
+				rows = append(rows, targetOf(t))
+			}
+		}
+		data := map[string]any{"User": user.Name, "Path": ServicesPath, "Executions": ExecutionsPath, "Targets": rows, "Filter": f}
+		page := servicesPage
+		if service != "" {
+			if len(rows) == 0 {
+				http.Error(w, "service "+service+" has no deployment recorded that you may view", http.StatusNotFound)
+				return
+			}
+			deps, err := lv.Deployments(r.Context(), f, servicesHistory)
+			if err != nil {
+				http.Error(w, "read the deployments ledger: "+err.Error(), http.StatusBadGateway)
+				return
+			}
+			var history []*deploymentRow
+			for i := range deps {
+				if viewable(&deps[i]) {
+					history = append(history, deploymentOf(&deps[i]))
+				}
+			}
+			data["Service"], data["History"], page = service, history, servicePage
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = page.Execute(w, data)
+	})
+}
+
+const servicesStyle = `<meta name="color-scheme" content="light dark"><style>
+body{font-family:sans-serif;margin:1em 2em}
+table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #8884}
+th{font-weight:600}a:focus{outline:2px solid #36f;outline-offset:1px}
+.o-succeeded{color:#070}.o-failed,.o-rolledBack,.o-blocked{color:#b00}.o-aborted{color:#a60}
+@media (prefers-color-scheme: dark){.o-succeeded{color:#6d6}.o-failed,.o-rolledBack,.o-blocked{color:#f77}a{color:#8af}}
+</style>`
+
+// targetsTable is the table of targets both pages show.
+const targetsTable = `{{define "targets"}}<table id="targets"><thead><tr><th>Service</th><th>Environment</th><th>Infrastructure</th><th>Version</th><th>Deployed (UTC)</th><th>Last deployment</th><th>By</th><th>Execution</th></tr></thead><tbody>
+{{range .Targets}}<tr class="target" data-service="{{.Service}}" data-env="{{.Environment}}" data-infra="{{.Infra}}">
+<td><a href="{{$.Path}}/{{.Service}}">{{.Service}}</a></td><td>{{.Environment}}{{if .EnvType}} <small>({{.EnvType}})</small>{{end}}</td><td>{{.Infra}}</td>
+<td class="version">{{.Version}}</td><td>{{.Deployed}}</td>
+{{with .Last}}<td class="last o-{{.Outcome}}">{{.Outcome}} {{.Ended}}</td><td>{{.By}}</td><td><a href="{{$.Executions}}/{{.Execution}}">{{.Execution}}</a></td>{{else}}<td>-</td><td>-</td><td>-</td>{{end}}</tr>
+{{end}}</tbody></table>{{end}}`
+
+var servicesPage = template.Must(template.Must(template.New("services").Parse(targetsTable)).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Services · Gantry</title>` + servicesStyle + `</head>
+<body><p><b>Services</b> · what runs where, as Gantry deployed it · signed in as {{.User}} · <a href="{{.Executions}}">executions</a></p>
+{{if .Targets}}{{template "targets" .}}{{else}}<p id="none">No deployment is recorded{{if .Filter.Environment}} in environment {{.Filter.Environment}}{{end}} yet: every Deployment stage that ends records one.</p>{{end}}
+</body></html>`))
+
+var servicePage = template.Must(template.Must(template.New("service").Parse(targetsTable)).Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Service}} · Services · Gantry</title>` + servicesStyle + `</head>
+<body><p><a href="{{.Path}}">Services</a> › <b>{{.Service}}</b> · signed in as {{.User}}</p>
+<h2>Where it runs</h2>
+{{template "targets" .}}
+<h2>Deployments, newest first</h2>
+<table id="history"><thead><tr><th>Ended (UTC)</th><th>Outcome</th><th>Version</th><th>Environment</th><th>Infrastructure</th><th>By</th><th>Execution</th><th>Stage</th><th>Commit</th></tr></thead><tbody>
+{{range .History}}<tr class="deployment" data-execution="{{.Execution}}"><td>{{.Ended}}</td><td class="o-{{.Outcome}}">{{.Outcome}}</td><td>{{.Version}}</td>
+<td>{{.Key.Environment}}</td><td>{{.Key.Infra}}</td><td>{{.By}}</td><td><a href="{{$.Executions}}/{{.Execution}}">{{.Execution}}</a></td><td>{{.Stage}}</td><td>{{if .Commit}}<code>{{printf "%.12s" .Commit}}</code>{{else}}-{{end}}</td></tr>
+{{end}}</tbody></table>
+</body></html>`))

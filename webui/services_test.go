@@ -1,0 +1,124 @@
+package webui
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gantry-cd/gantry/codec"
+	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/ledger"
+)
+
+// fixedLedger is a ledger.View of fixed targets and deployments.
+type fixedLedger struct {
+	ledger.View
+	targets []contract.LedgerSummary
+	deps    []contract.DeploymentRecord
+}
+
+func (l fixedLedger) Targets(_ context.Context, f ledger.Filter) ([]contract.LedgerSummary, error) {
+	return f.Keep(l.targets), nil
+}
+
+func (l fixedLedger) Deployments(_ context.Context, f ledger.Filter, limit int) ([]contract.DeploymentRecord, error) {
+	var out []contract.DeploymentRecord
+	for _, d := range l.deps {
+		if d.Key.Service == f.Service && len(out) < limit {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// viewOnly lets its user view one pipeline.
+type viewOnly struct {
+	Access
+	pipeline string
+}
+
+func (v viewOnly) AllowPipeline(u *identity.User, a identity.Action, pipeline string) error {
+	if pipeline == v.pipeline {
+		return nil
+	}
+	return errors.New("forbidden")
+}
+
+// The services page lists each target with the version the last success deployed and the last
+// deployment (outcome, who, a link to its execution); a service's page adds its newest
+// deployments. Only deployments of pipelines the viewer may view show; a visitor who is not
+// signed in is sent to sign in.
+func TestServicesPages(t *testing.T) {
+	t0 := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	rec := func(env, pipeline, exec, outcome, version string, at time.Time) *contract.DeploymentRecord {
+		return &contract.DeploymentRecord{Key: contract.DeploymentKey{Service: "checkout", Environment: env, Infra: env + "_k8s"}, Pipeline: pipeline,
+			Execution: exec, Outcome: outcome, StartedBy: "ann", Stage: "deploy", Ended: at, Commit: "0123456789abcdef0123",
+			Artifact: &contract.LedgerArtifact{Version: version}}
+	}
+	prodOK := rec("prod", "checkout_deploy", "checkout_deploy-7", "succeeded", "3.0", t0)
+	prodFailed := rec("prod", "checkout_deploy", "checkout_deploy-8", "rolledBack", "3.1", t0.Add(time.Hour))
+	secret := rec("audit", "hidden", "hidden-1", "succeeded", "9.9", t0)
+	lv := fixedLedger{
+		targets: []contract.LedgerSummary{
+			{Key: prodOK.Key, EnvironmentType: "Production", Current: prodOK, Last: prodFailed, Total: 2},
+			{Key: secret.Key, EnvironmentType: "PreProduction", Current: secret, Last: secret, Total: 1},
+		},
+		deps: []contract.DeploymentRecord{*prodFailed, *prodOK, *secret},
+	}
+	users := func(token string) (*identity.User, error) {
+		if token == "good" {
+			return &identity.User{Name: "ann"}, nil
+		}
+		return nil, identity.ErrUnauthenticated
+	}
+	srv := httptest.NewServer(services(lv, users, viewOnly{pipeline: "checkout_deploy"}))
+	defer srv.Close()
+	get := func(token, path string) (int, string, string) {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if token != "" {
+			req.AddCookie(&http.Cookie{Name: codec.TokenCookie, Value: token})
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Location"), string(b)
+	}
+	if code, loc, _ := get("", ServicesPath); code != http.StatusSeeOther || loc != SignInPath+"?next=%2Fgantry%2Fservices" {
+		t.Fatalf("not signed in: %d to %q", code, loc)
+	}
+	code, _, body := get("good", ServicesPath)
+	for _, want := range []string{
+		`data-service="checkout" data-env="prod" data-infra="prod_k8s"`, `<small>(Production)</small>`, `<td class="version">3.0</td>`,
+		`<td>2026-03-04 05:06:07</td>`, `class="last o-rolledBack">rolledBack 2026-03-04 06:06:07</td><td>ann</td>`,
+		`<a href="/gantry/executions/checkout_deploy-8">checkout_deploy-8</a>`, `<a href="/gantry/services/checkout">checkout</a>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("services page: %d, no %q in\n%s", code, want, body)
+		}
+	}
+	if strings.Contains(body, "hidden") || strings.Contains(body, "audit") {
+		t.Errorf("the page shows a deployment of a pipeline the viewer may not view:\n%s", body)
+	}
+	code, _, body = get("good", ServicesPath+"/checkout")
+	history := body[strings.Index(body, `id="history"`):]
+	for _, want := range []string{`data-execution="checkout_deploy-8"`, `o-rolledBack">rolledBack</td><td>3.1</td>`, `<code>0123456789ab</code>`, `data-execution="checkout_deploy-7"`} {
+		if !strings.Contains(history, want) {
+			t.Errorf("service page: %d, no %q in\n%s", code, want, body)
+		}
+	}
+	if strings.Index(history, "checkout_deploy-8") > strings.Index(history, "checkout_deploy-7") || strings.Contains(history, "hidden-1") {
+		t.Errorf("history not newest first, or shows a hidden deployment:\n%s", history)
+	}
+	if code, _, _ := get("good", ServicesPath+"/nothing"); code != http.StatusNotFound {
+		t.Errorf("an unknown service: %d", code)
+	}
+}
