@@ -59,13 +59,8 @@ type executionRow struct {
 // executions serves the executions page.
 func executions(list ExecutionLister, userOf func(string) (*identity.User, error), acc Access, namespace string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			http.Error(w, "GET", http.StatusMethodNotAllowed)
-			return
-		}
-		user := signedIn(r, userOf)
+		user := pageUser(w, r, userOf)
 		if user == nil {
-			http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
 		q := r.URL.Query()
@@ -114,6 +109,21 @@ func executions(list ExecutionLister, userOf func(string) (*identity.User, error
 		_ = executionsPage.Execute(w, map[string]any{"Rows": rows, "Filter": f, "Statuses": statusFilters, "Next": next,
 			"First": q.Get("page") == "", "User": user.Name, "Namespace": namespace, "Path": ExecutionsPath})
 	})
+}
+
+// pageUser is the signed-in user a GET of a page comes from; nil when the request was
+// answered instead: another method refused, a visitor who is not signed in sent to sign in
+// and back.
+func pageUser(w http.ResponseWriter, r *http.Request, userOf func(string) (*identity.User, error)) *identity.User {
+	if r.Method != http.MethodGet {
+		http.Error(w, "GET", http.StatusMethodNotAllowed)
+		return nil
+	}
+	user := signedIn(r, userOf)
+	if user == nil {
+		http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+	}
+	return user
 }
 
 // signedIn is the user whose token the request carries, nil without one.

@@ -59,17 +59,7 @@ func TestExecutionsPage(t *testing.T) {
 	srv := httptest.NewServer(executions(list, users, nil, "default"))
 	defer srv.Close()
 	get := func(token, query string) (int, string, string) {
-		req, _ := http.NewRequest("GET", srv.URL+ExecutionsPath+query, nil)
-		if token != "" {
-			req.AddCookie(&http.Cookie{Name: codec.TokenCookie, Value: token})
-		}
-		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("Location"), string(b)
+		return getPage(t, srv.URL+ExecutionsPath+query, token)
 	}
 	if code, loc, _ := get("", "?status=FAILED"); code != http.StatusSeeOther || loc != SignInPath+"?next=%2Fgantry%2Fexecutions%3Fstatus%3DFAILED" {
 		t.Fatalf("not signed in: %d to %q", code, loc)
@@ -218,4 +208,21 @@ func TestExecutionPageNamesTheCommitsReadFromGit(t *testing.T) {
 			t.Errorf("the page lacks %s:\n%.2000s", want, b)
 		}
 	}
+}
+
+// getPage GETs a page with a sign-in cookie (none for ""), without following a redirect, and
+// answers its status, Location and body.
+func getPage(t *testing.T, url, token string) (int, string, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.AddCookie(&http.Cookie{Name: codec.TokenCookie, Value: token})
+	}
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Location"), string(b)
 }

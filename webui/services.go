@@ -59,13 +59,8 @@ func targetOf(t contract.LedgerSummary) targetRow {
 // services serves the services list and one service's page.
 func services(lv ledger.View, userOf func(string) (*identity.User, error), acc Access) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			http.Error(w, "GET", http.StatusMethodNotAllowed)
-			return
-		}
-		user := signedIn(r, userOf)
+		user := pageUser(w, r, userOf)
 		if user == nil {
-			http.Redirect(w, r, SignInPath+"?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
 		// A target or deployment shows to those who may view the pipeline that deployed it.

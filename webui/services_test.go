@@ -3,14 +3,12 @@ package webui
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gantry-cd/gantry/codec"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/ledger"
@@ -79,19 +77,7 @@ func TestServicesPages(t *testing.T) {
 	}
 	srv := httptest.NewServer(services(lv, users, viewOnly{pipeline: "checkout_deploy"}))
 	defer srv.Close()
-	get := func(token, path string) (int, string, string) {
-		req, _ := http.NewRequest("GET", srv.URL+path, nil)
-		if token != "" {
-			req.AddCookie(&http.Cookie{Name: codec.TokenCookie, Value: token})
-		}
-		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, resp.Header.Get("Location"), string(b)
-	}
+	get := func(token, path string) (int, string, string) { return getPage(t, srv.URL+path, token) }
 	if code, loc, _ := get("", ServicesPath); code != http.StatusSeeOther || loc != SignInPath+"?next=%2Fgantry%2Fservices" {
 		t.Fatalf("not signed in: %d to %q", code, loc)
 	}
