@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -48,6 +49,7 @@ type connFlags struct {
 	workflowPollers int
 	metricsAddr     string
 	stopGrace       time.Duration
+	instanceSync    time.Duration
 	tags            []string
 	helperImage     string
 	buildkitImage   string
@@ -72,6 +74,7 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	f.secure.add(cmd)
 	cmd.Flags().StringSliceVar(&f.tags, "tags", splitList(os.Getenv("GANTRY_WORKER_TAGS")), "delegate tags of this process's worker: it also runs steps whose delegateSelectors are among them (env GANTRY_WORKER_TAGS, comma-separated)")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-listen", os.Getenv("GANTRY_METRICS_LISTEN"), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9090 (env GANTRY_METRICS_LISTEN)")
+	cmd.Flags().DurationVar(&f.instanceSync, "instance-sync", workflows.DefaultInstanceSync, "how often this worker's deployments' targets are read for their running instances and drift (0: never)")
 	cmd.Flags().DurationVar(&f.stopGrace, "shutdown-grace", 0, "on SIGTERM, how long running steps of this process's worker may finish before they are cancelled (and retried by another worker)")
 	cmd.Flags().StringVar(&f.helperImage, "helper-image", envOr("GANTRY_HELPER_IMAGE", worker.DefaultHelperImage), "gantry-helper's image, pulled into the pods of containerized step groups (env GANTRY_HELPER_IMAGE)")
 	cmd.Flags().StringVar(&f.buildkitImage, "buildkit-image", envOr("GANTRY_BUILDKIT_IMAGE", worker.DefaultBuildKitImage), "the image BuildAndPush steps build in, made by `go run ./hack/helper-image --buildkit REF` (env GANTRY_BUILDKIT_IMAGE)")
@@ -303,6 +306,7 @@ func (e *engine) startWorker(f connFlags, log *zap.Logger) error {
 		MaxConcurrentSteps: f.maxSteps,
 		WorkflowPollers:    f.workflowPollers,
 		StopTimeout:        f.stopGrace,
+		InstanceSync:       cmp.Or(f.instanceSync, -1),
 		HelperImage:        f.helperImage,
 		BuildKitImage:      f.buildkitImage,
 		Log:                log,

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -54,7 +55,7 @@ successful deployment deployed; LAST is the newest deployment, whatever its outc
 
 func printTargets(out io.Writer, targets []contract.LedgerSummary) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVICE\tENVIRONMENT\tINFRASTRUCTURE\tVERSION\tDEPLOYED\tLAST\tBY\tEXECUTION")
+	fmt.Fprintln(tw, "SERVICE\tENVIRONMENT\tINFRASTRUCTURE\tVERSION\tINSTANCES\tDEPLOYED\tLAST\tBY\tEXECUTION")
 	for _, t := range targets {
 		version, deployed := "-", "-"
 		if c := t.Current; c != nil {
@@ -64,9 +65,42 @@ func printTargets(out io.Writer, targets []contract.LedgerSummary) error {
 		if l := t.Last; l != nil {
 			last, by, exec = l.Outcome+" "+l.Ended.Local().Format(time.DateTime), startedBy(*l), l.Execution
 		}
-		fmt.Fprintf(tw, "%s\t%s (%s)\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Key.Service, t.Key.Environment, envType(t.EnvironmentType), t.Key.Infra, version, deployed, last, by, exec)
+		fmt.Fprintf(tw, "%s\t%s (%s)\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.Key.Service, t.Key.Environment, envType(t.EnvironmentType), t.Key.Infra, version,
+			ledger.InstancesText(t.Instances), deployed, last, by, exec)
 	}
 	return tw.Flush()
+}
+
+// printInstances lists each target's last reading: when, its drift or failure, its instances.
+func printInstances(out io.Writer, read []contract.InstanceSnapshot) error {
+	for _, s := range read {
+		fmt.Fprintf(out, "\nInstances in %s/%s: %s", s.Key.Environment, s.Key.Infra, ledger.InstancesText(&s))
+		if !s.SyncedAt.IsZero() {
+			fmt.Fprintf(out, ", read %s", s.SyncedAt.Local().Format(time.DateTime))
+		}
+		fmt.Fprintln(out)
+		if s.Error != "" {
+			fmt.Fprintf(out, "  the read at %s failed: %s\n", s.TriedAt.Local().Format(time.DateTime), s.Error)
+		}
+		for _, d := range s.Drift {
+			fmt.Fprintf(out, "  drift: %s\n", d)
+		}
+		if len(s.Instances) == 0 {
+			continue
+		}
+		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  NAME\tARTIFACT\tNODE\tREADY")
+		for _, i := range s.Instances {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%t\n", i.Name, i.Artifact, cmp.Or(i.Node, "-"), i.Ready)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if n := s.Count - len(s.Instances); n > 0 {
+			fmt.Fprintf(out, "  and %d more\n", n)
+		}
+	}
+	return nil
 }
 
 func artifactVersion(a *contract.LedgerArtifact) string {
@@ -104,7 +138,7 @@ func serviceShowCmd() *cobra.Command {
 	var limit int
 	cmd := &cobra.Command{
 		Use:   "show SERVICE [--env ENV] [--infra ID] [--limit N]",
-		Short: "Show a service: where it runs and its newest deployments",
+		Short: "Show a service: where it runs, its instances and its newest deployments",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Service = args[0]
@@ -121,11 +155,18 @@ func serviceShowCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				read, err := lv.Instances(ctx, f)
+				if err != nil {
+					return err
+				}
 				if output == "json" {
-					return printJSON(cmd.OutOrStdout(), map[string]any{"service": server.GroupServices(targets)[0], "deployments": deps})
+					return printJSON(cmd.OutOrStdout(), map[string]any{"service": server.GroupServices(targets)[0], "deployments": deps, "instances": read})
 				}
 				out := cmd.OutOrStdout()
 				if err := printTargets(out, targets); err != nil {
+					return err
+				}
+				if err := printInstances(out, read); err != nil {
 					return err
 				}
 				fmt.Fprintln(out)
@@ -271,6 +312,15 @@ func (l apiLedger) Deployments(ctx context.Context, f ledger.Filter, limit int) 
 		Deployments []contract.DeploymentRecord `json:"deployments"`
 	}
 	return out.Deployments, l.a.do(ctx, "GET", "/api/v1/services/"+url.PathEscape(f.Service)+"?"+v.Encode(), nil, &out)
+}
+
+func (l apiLedger) Instances(ctx context.Context, f ledger.Filter) ([]contract.InstanceSnapshot, error) {
+	v := filterValues(f)
+	v.Del("service")
+	var out struct {
+		Instances []contract.InstanceSnapshot `json:"instances"`
+	}
+	return out.Instances, l.a.do(ctx, "GET", "/api/v1/services/"+url.PathEscape(f.Service)+"/instances?"+v.Encode(), nil, &out)
 }
 
 func (l apiLedger) DORA(ctx context.Context, f ledger.Filter, from, to time.Time) (ledger.DORA, error) {

@@ -141,4 +141,7 @@ type LedgerSummary struct {
 	Last            *DeploymentRecord `json:"last,omitempty"`
 	Current         *DeploymentRecord `json:"current,omitempty"`
 	Total           int               `json:"total"`
+	// Instances is the target's last instance reading, without its instance list (nil: not
+	// read, or the target is gone). Readers join it in; the ledger's memo never holds it.
+	Instances *InstanceSnapshot `json:"instances,omitempty"`
 }

@@ -27,6 +27,9 @@ type View interface {
 	Targets(ctx context.Context, f Filter) ([]contract.LedgerSummary, error)
 	Deployments(ctx context.Context, f Filter, limit int) ([]contract.DeploymentRecord, error)
 	DORA(ctx context.Context, f Filter, from, to time.Time) (DORA, error)
+	// Instances reads the last instance reading of each target the filter keeps that is
+	// read, every instance listed.
+	Instances(ctx context.Context, f Filter) ([]contract.InstanceSnapshot, error)
 }
 
 // Reader reads the ledger through the internal namespace's client.
@@ -78,39 +81,102 @@ const listPage = 1000
 const reads = 8
 
 // all lists every target's summary from visibility (the ledger workflows' memos), by service,
-// environment and infrastructure.
+// environment and infrastructure, each with its last instance reading.
 func (r Reader) all(ctx context.Context) ([]contract.LedgerSummary, error) {
-	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", contract.LedgerName)
-	var out []contract.LedgerSummary
-	var token []byte
-	dc := converter.GetDefaultDataConverter()
-	for {
-		resp, err := r.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: listPage, NextPageToken: token})
-		if err != nil {
-			return nil, fmt.Errorf("list the deployments ledger's targets: %w", err)
-		}
-		for _, e := range resp.GetExecutions() {
-			p, ok := e.GetMemo().GetFields()[contract.MemoLedger]
-			if !ok {
-				continue // started a moment ago: its first record is being applied
-			}
-			var s contract.LedgerSummary
-			if err := dc.FromPayload(p, &s); err != nil {
-				return nil, fmt.Errorf("read the ledger summary of %s: %w", e.GetExecution().GetWorkflowId(), err)
-			}
-			out = append(out, s)
-		}
-		if token = resp.GetNextPageToken(); len(token) == 0 {
-			break
-		}
+	out, err := listMemos[contract.LedgerSummary](ctx, r.Client, contract.LedgerName, contract.MemoLedger)
+	if err != nil {
+		return nil, fmt.Errorf("list the deployments ledger's targets: %w", err)
+	}
+	read, err := listMemos[contract.InstanceSnapshot](ctx, r.Client, contract.InstancesName, contract.MemoInstances)
+	if err != nil {
+		return nil, fmt.Errorf("list the targets' instances: %w", err)
+	}
+	byKey := make(map[contract.DeploymentKey]*contract.InstanceSnapshot, len(read))
+	for i := range read {
+		byKey[read[i].Key] = &read[i]
+	}
+	for i := range out {
+		out[i].Instances = byKey[out[i].Key]
 	}
 	slices.SortFunc(out, func(a, b contract.LedgerSummary) int { return compareKeys(a.Key, b.Key) })
 	return out, nil
 }
 
+// listMemos reads the memo key of every running workflow of a type from visibility.
+func listMemos[T any](ctx context.Context, c client.Client, workflowType, key string) ([]T, error) {
+	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", workflowType)
+	var out []T
+	var token []byte
+	dc := converter.GetDefaultDataConverter()
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: listPage, NextPageToken: token})
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range resp.GetExecutions() {
+			p, ok := e.GetMemo().GetFields()[key]
+			if !ok {
+				continue // started a moment ago: its first memo is being written
+			}
+			var v T
+			if err := dc.FromPayload(p, &v); err != nil {
+				return nil, fmt.Errorf("read the memo of %s: %w", e.GetExecution().GetWorkflowId(), err)
+			}
+			out = append(out, v)
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return out, nil
+		}
+	}
+}
+
 func compareKeys(a, b contract.DeploymentKey) int {
 	return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Environment, b.Environment),
 		cmp.Compare(a.Infra, b.Infra), cmp.Compare(a.Project, b.Project))
+}
+
+// Instances reads the full last reading of each target the filter keeps that is read.
+func (r Reader) Instances(ctx context.Context, f Filter) ([]contract.InstanceSnapshot, error) {
+	targets, err := r.Targets(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	targets = slices.DeleteFunc(targets, func(t contract.LedgerSummary) bool { return t.Instances == nil })
+	out := make([]contract.InstanceSnapshot, len(targets))
+	errs := make([]error, len(targets))
+	sem := make(chan struct{}, reads)
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i], errs[i] = r.snapshot(ctx, t)
+		}()
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
+
+// snapshot queries a target's full reading; the memo's when the sync ended a moment ago.
+func (r Reader) snapshot(ctx context.Context, t contract.LedgerSummary) (contract.InstanceSnapshot, error) {
+	k := t.Key
+	v, err := r.Client.QueryWorkflow(ctx, contract.InstancesID(k), "", contract.QueryInstances)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return *t.Instances, nil
+	}
+	var s *contract.InstanceSnapshot
+	if err == nil {
+		err = v.Get(&s)
+	}
+	if err != nil {
+		return contract.InstanceSnapshot{}, fmt.Errorf("read the instances of service %s in environment %s, infrastructure %s: %w", k.Service, k.Environment, k.Infra, err)
+	}
+	if s == nil {
+		return *t.Instances, nil
+	}
+	return *s, nil
 }
 
 // State reads one target's ledger; nil when the target has none.
@@ -182,6 +248,26 @@ func Deployments(states []contract.LedgerState, limit int) []contract.Deployment
 	slices.SortStableFunc(out, func(a, b contract.DeploymentRecord) int { return b.Ended.Compare(a.Ended) })
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]
+	}
+	return out
+}
+
+// InstancesText says a target's instances in a few words: "3 (2 ready)", with ", drift" when
+// what runs is not what Gantry deployed and ", read failed" when the last read did; "-" when
+// they are not read.
+func InstancesText(s *contract.InstanceSnapshot) string {
+	if s == nil {
+		return "-"
+	}
+	out := "?"
+	if !s.SyncedAt.IsZero() {
+		out = fmt.Sprintf("%d (%d ready)", s.Count, s.Ready)
+	}
+	if len(s.Drift) > 0 {
+		out += ", drift"
+	}
+	if s.Error != "" {
+		out += ", read failed"
 	}
 	return out
 }

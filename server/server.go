@@ -163,6 +163,7 @@ var Routes = []Route{
 	{"DELETE", "/api/v1/remote-entities/{kind}/{identifier}", func(s *Server) handlerFunc { return s.removeRemote }, "", "unregister"},
 	{"GET", "/api/v1/services", func(s *Server) handlerFunc { return s.services }, "", ""},
 	{"GET", "/api/v1/services/{service}", func(s *Server) handlerFunc { return s.service }, "", ""},
+	{"GET", "/api/v1/services/{service}/instances", func(s *Server) handlerFunc { return s.instances }, "", ""},
 	{"GET", "/api/v1/dora", func(s *Server) handlerFunc { return s.dora }, "", ""},
 	{"POST", "/api/v1/auth/sign-out", func(s *Server) handlerFunc { return s.signOut }, "", "sign-out"},
 }

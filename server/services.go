@@ -101,6 +101,38 @@ func (s *Server) service(w http.ResponseWriter, r *http.Request, u *identity.Use
 	writeJSON(w, http.StatusOK, map[string]any{"service": GroupServices(targets)[0], "deployments": deps})
 }
 
+// instances answers the last instance reading of each of a service's targets that is read,
+// every instance listed.
+func (s *Server) instances(w http.ResponseWriter, r *http.Request, u *identity.User) {
+	f := ledgerFilter(r)
+	lv := s.o.Starter.Ledger()
+	targets, err := lv.Targets(r.Context(), f)
+	if err != nil {
+		s.internal(w, "read the instances of service "+f.Service, err)
+		return
+	}
+	if targets = viewable(r, u, targets); len(targets) == 0 {
+		fail(w, http.StatusNotFound, "not-found", "service %s has no deployment recorded%s; the services list names those that have", f.Service, filterNote(f))
+		return
+	}
+	read, err := lv.Instances(r.Context(), f)
+	if err != nil {
+		s.internal(w, "read the instances of service "+f.Service, err)
+		return
+	}
+	seen := map[contract.DeploymentKey]bool{}
+	for _, t := range targets {
+		seen[t.Key] = true
+	}
+	out := []contract.InstanceSnapshot{}
+	for _, i := range read {
+		if seen[i.Key] {
+			out = append(out, i)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"instances": out})
+}
+
 func filterNote(f ledger.Filter) string {
 	out := ""
 	for _, p := range [][2]string{{"environment", f.Environment}, {"infrastructure", f.Infra}, {"environment type", f.EnvironmentType}} {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
@@ -25,12 +26,30 @@ type targetRow struct {
 	Service, ServiceName, Environment, EnvType, Infra string
 	Version, Deployed                                 string
 	Last                                              *deploymentRow
+	// Instances says the last instance reading (ledger.InstancesText); Drift and ReadFailed
+	// mark it.
+	Instances         string
+	Drift, ReadFailed bool
 }
 
 // deploymentRow is one deployment as the pages show it.
 type deploymentRow struct {
 	contract.DeploymentRecord
 	Version, By, Ended string
+}
+
+// instancesRow is one target's last instance reading as the service's page shows it.
+type instancesRow struct {
+	contract.InstanceSnapshot
+	Text, Synced, Tried string
+	More                int // instances counted but not listed
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
 }
 
 func deploymentOf(d *contract.DeploymentRecord) *deploymentRow {
@@ -52,6 +71,10 @@ func targetOf(t contract.LedgerSummary) targetRow {
 		Infra: t.Key.Infra, Version: "-", Deployed: "-", Last: deploymentOf(t.Last)}
 	if c := deploymentOf(t.Current); c != nil {
 		r.Version, r.Deployed = c.Version, c.Ended
+	}
+	r.Instances = ledger.InstancesText(t.Instances)
+	if i := t.Instances; i != nil {
+		r.Drift, r.ReadFailed = len(i.Drift) > 0, i.Error != ""
 	}
 	return r
 }
@@ -103,7 +126,23 @@ func services(lv ledger.View, userOf func(string) (*identity.User, error), acc A
 					history = append(history, deploymentOf(&deps[i]))
 				}
 			}
-			data["Service"], data["History"], page = service, history, servicePage
+			read, err := lv.Instances(r.Context(), f)
+			if err != nil {
+				http.Error(w, "read the services' instances: "+err.Error(), http.StatusBadGateway)
+				return
+			}
+			shown := map[contract.DeploymentKey]bool{}
+			for _, t := range targets {
+				shown[t.Key] = viewable(t.Last, t.Current)
+			}
+			var instances []instancesRow
+			for _, s := range read {
+				if shown[s.Key] {
+					instances = append(instances, instancesRow{InstanceSnapshot: s, Text: ledger.InstancesText(&s),
+						Synced: stamp(s.SyncedAt), Tried: stamp(s.TriedAt), More: s.Count - len(s.Instances)})
+				}
+			}
+			data["Service"], data["History"], data["Instances"], page = service, history, instances, servicePage
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
@@ -115,15 +154,15 @@ const servicesStyle = `<meta name="color-scheme" content="light dark"><style>
 body{font-family:sans-serif;margin:1em 2em}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #8884}
 th{font-weight:600}a:focus{outline:2px solid #36f;outline-offset:1px}
-.o-succeeded{color:#070}.o-failed,.o-rolledBack,.o-blocked{color:#b00}.o-aborted{color:#a60}
+.drift,.read-failed{color:#a60;font-weight:600}.o-succeeded{color:#070}.o-failed,.o-rolledBack,.o-blocked{color:#b00}.o-aborted{color:#a60}
 @media (prefers-color-scheme: dark){.o-succeeded{color:#6d6}.o-failed,.o-rolledBack,.o-blocked{color:#f77}a{color:#8af}}
 </style>`
 
 // targetsTable is the table of targets both pages show.
-const targetsTable = `{{define "targets"}}<table id="targets"><thead><tr><th>Service</th><th>Environment</th><th>Infrastructure</th><th>Version</th><th>Deployed (UTC)</th><th>Last deployment</th><th>By</th><th>Execution</th></tr></thead><tbody>
+const targetsTable = `{{define "targets"}}<table id="targets"><thead><tr><th>Service</th><th>Environment</th><th>Infrastructure</th><th>Version</th><th>Instances</th><th>Deployed (UTC)</th><th>Last deployment</th><th>By</th><th>Execution</th></tr></thead><tbody>
 {{range .Targets}}<tr class="target" data-service="{{.Service}}" data-env="{{.Environment}}" data-infra="{{.Infra}}">
 <td><a href="{{$.Path}}/{{.Service}}">{{.Service}}</a></td><td>{{.Environment}}{{if .EnvType}} <small>({{.EnvType}})</small>{{end}}</td><td>{{.Infra}}</td>
-<td class="version">{{.Version}}</td><td>{{.Deployed}}</td>
+<td class="version">{{.Version}}</td><td class="instances{{if .Drift}} drift{{end}}{{if .ReadFailed}} read-failed{{end}}">{{.Instances}}</td><td>{{.Deployed}}</td>
 {{with .Last}}<td class="last o-{{.Outcome}}">{{.Outcome}} {{.Ended}}</td><td>{{.By}}</td><td><a href="{{$.Executions}}/{{.Execution}}">{{.Execution}}</a></td>{{else}}<td>-</td><td>-</td><td>-</td>{{end}}</tr>
 {{end}}</tbody></table>{{end}}`
 
@@ -138,6 +177,14 @@ var servicePage = template.Must(template.Must(template.New("service").Parse(targ
 <body><p><a href="{{.Path}}">Services</a> › <b>{{.Service}}</b> · signed in as {{.User}}</p>
 <h2>Where it runs</h2>
 {{template "targets" .}}
+{{if .Instances}}<h2>Instances</h2>
+{{range .Instances}}<section class="instances" data-env="{{.Key.Environment}}" data-infra="{{.Key.Infra}}"><h3>{{.Key.Environment}} / {{.Key.Infra}}: {{.Text}}</h3>
+<p>Read {{.Synced}} UTC{{if .Error}} · <span class="read-failed">the read at {{.Tried}} UTC failed: {{.Error}}</span>{{end}}</p>
+{{range .Drift}}<p class="drift">Drift: {{.}}</p>{{end}}
+{{if .Instances}}<table><thead><tr><th>Instance</th><th>Artifact</th><th>Node</th><th>Ready</th></tr></thead><tbody>
+{{range .Instances}}<tr class="instance"><td>{{.Name}}</td><td><code>{{.Artifact}}</code></td><td>{{or .Node "-"}}</td><td>{{if .Ready}}yes{{else}}no{{end}}</td></tr>
+{{end}}</tbody></table>{{if .More}}<p>and {{.More}} more</p>{{end}}{{end}}</section>
+{{end}}{{end}}
 <h2>Deployments, newest first</h2>
 <table id="history"><thead><tr><th>Ended (UTC)</th><th>Outcome</th><th>Version</th><th>Environment</th><th>Infrastructure</th><th>By</th><th>Execution</th><th>Stage</th><th>Commit</th></tr></thead><tbody>
 {{range .History}}<tr class="deployment" data-execution="{{.Execution}}"><td>{{.Ended}}</td><td class="o-{{.Outcome}}">{{.Outcome}}</td><td>{{.Version}}</td>

@@ -111,6 +111,9 @@ type Options struct {
 	// LockCheck is how often a lock workflow this worker starts makes sure its holder still
 	// runs (0: contract.DefaultLockCheck).
 	LockCheck time.Duration
+	// InstanceSync is how often each deployed target's instances are read (0: every ten
+	// minutes; negative: never).
+	InstanceSync time.Duration
 	// BuildMachine makes this worker a build machine: it runs the CI stages that name a
 	// runtime, their steps without an image on this machine (see BuildMachines), at most
 	// MaxStages at once (0: DefaultMaxStages). StepHelper is the gantry-helper command that
@@ -229,7 +232,11 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	seq.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
 	seq.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: contract.ProvisionerName})
 	seq.RegisterWorkflowWithOptions(workflows.Ledger, workflow.RegisterOptions{Name: contract.LedgerName})
+	seq.RegisterWorkflowWithOptions(workflows.Instances, workflow.RegisterOptions{Name: contract.InstancesName})
 	registerLocks(seq, c)
+	// The instance syncs read their targets where they run: the internal namespace's queue.
+	reader := &deployed.Activity{Kubernetes: &k8sstep.Activity{Secrets: secrets.Routed(o.Secrets, secretManagers), Logs: o.Logs}}
+	readOn := seq
 	side := []sdkworker.Worker{seq}
 	if o.Internal != nil && o.Internal != c {
 		in := sdkworker.New(o.Internal, workflows.SequenceQueue(tq), sdkworker.Options{WorkerStopTimeout: o.StopTimeout})
@@ -240,10 +247,13 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		in.RegisterWorkflowWithOptions(workflows.Refusals, workflow.RegisterOptions{Name: workflows.RefusalsName})
 		in.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: contract.ProvisionerName})
 		in.RegisterWorkflowWithOptions(workflows.Ledger, workflow.RegisterOptions{Name: contract.LedgerName})
+		in.RegisterWorkflowWithOptions(workflows.Instances, workflow.RegisterOptions{Name: contract.InstancesName})
 		registerLocks(in, c)
+		readOn = in
 		in.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 		side = append(side, in)
 	}
+	readOn.RegisterActivityWithOptions(reader.ReadInstances, activity.RegisterOptions{Name: contract.ReadInstances})
 	return withSide{closing{w, closeSteps}, side, st.Starter}
 }
 
@@ -371,7 +381,7 @@ func registerActivities(r interface {
 	r.RegisterActivityWithOptions(ca.Resolve, activity.RegisterOptions{Name: contract.ResolveCustomArtifact})
 	r.RegisterActivityWithOptions(stamped(fi.Run), activity.RegisterOptions{Name: contract.FetchInstances})
 	tf := &terraform.Activity{Bin: o.TerraformBin, Mirror: o.TerraformPlugins, Keys: o.TerraformKeys, Secrets: o.Secrets, Logs: o.Logs, Git: gs, WorkDir: o.WorkDir}
-	dep := &deployed.Activity{}
+	dep := &deployed.Activity{InstanceSync: o.InstanceSync}
 	if rc := o.Internal; rc != nil || c != nil {
 		if rc == nil {
 			rc = c
@@ -478,7 +488,7 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch}, {workflows.SegmentName, workflows.PipelineSegment},
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
 		{workflows.RefusalsName, workflows.Refusals}, {contract.ProvisionerName, workflows.Provisioner}, {contract.LedgerName, workflows.Ledger},
-		{contract.LockWorkflow, workflows.Lock}, {contract.FreezeWorkflow, workflows.GlobalFreeze},
+		{contract.InstancesName, workflows.Instances}, {contract.LockWorkflow, workflows.Lock}, {contract.FreezeWorkflow, workflows.GlobalFreeze},
 		{workflows.FreezeNoticesName, workflows.FreezeNotices}, {workflows.TicketWaitName, workflows.TicketWait},
 	} {
 		if !slices.Contains(except, w.name) {

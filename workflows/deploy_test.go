@@ -120,9 +120,10 @@ func TestDeploymentStagesRecordTheirDeployments(t *testing.T) {
 		t.Fatal(r.Diags.Render(r.Sources))
 	}
 	var got []contract.DeploymentRecord
+	var targets []*contract.InstanceTarget
 	res := runPrepared(t, r.Plan, workflows.Settings{}, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(contract.RecordDeployment, mock.Anything, mock.Anything).Return(func(_ context.Context, r contract.DeploymentRecord) error {
-			got = append(got, r)
+		env.OnActivity(contract.RecordDeployment, mock.Anything, mock.Anything).Return(func(_ context.Context, in contract.RecordDeploymentInput) error {
+			got, targets = append(got, in.DeploymentRecord), append(targets, in.Instances)
 			return nil
 		})
 	})
@@ -132,9 +133,14 @@ func TestDeploymentStagesRecordTheirDeployments(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("%d records, want one per stage: %+v", len(got), got)
 	}
-	dev, prod := got[0], got[1]
+	dev, prod, devAt := got[0], got[1], targets[0]
 	if dev.Stage != "dev" || prod.Stage != "prod" {
-		dev, prod = prod, dev
+		dev, prod, devAt = prod, dev, targets[1]
+	}
+	// Where the sync reads the instances: the stage's cluster, namespace and release.
+	if devAt == nil || devAt.Key != dev.Key || devAt.Namespace != "gantry-dev" || devAt.Release != dev.Release || devAt.Connector == nil ||
+		devAt.Connector.ID != "local_cluster" || devAt.Version != "1.27" || devAt.Execution != dev.Execution {
+		t.Errorf("dev instances target %+v", devAt)
 	}
 	want := contract.DeploymentKey{Project: "default/default", Service: "web", Environment: "dev", Infra: "dev_cluster"}
 	if dev.Key != want || dev.Outcome != contract.OutcomeSucceeded || dev.EnvironmentType != "PreProduction" || dev.DeploymentType != "Kubernetes" {

@@ -213,7 +213,8 @@ func (s *stageRun) recordLedger(ctx workflow.Context) {
 	// An aborted stage records its end too.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	actx := workflow.WithActivityOptions(dctx, s.dep.fetchOptions(ctx, fmt.Sprintf("record the deployment of %s to %s in the ledger", r.Key.Service, r.Key.Infra)))
-	if err := workflow.ExecuteActivity(actx, contract.RecordDeployment, r).Get(dctx, nil); err != nil {
+	in := contract.RecordDeploymentInput{DeploymentRecord: r, Instances: s.instanceTarget(r)}
+	if err := workflow.ExecuteActivity(actx, contract.RecordDeployment, in).Get(dctx, nil); err != nil {
 		s.tree.Notes = append(s.tree.Notes, "the deployment was not recorded in the deployments ledger: "+err.Error())
 	}
 }
@@ -278,6 +279,30 @@ func (s *stageRun) deploymentRecord() (contract.DeploymentRecord, bool) {
 		}
 	}
 	return r, true
+}
+
+// instanceTarget is where the target's instances are read, nil where Gantry does not read
+// them (contract.InstancesTracked) or the stage never rendered its infrastructure.
+func (s *stageRun) instanceTarget(r contract.DeploymentRecord) *contract.InstanceTarget {
+	t := s.dep.target
+	if t == nil || !contract.InstancesTracked(r.DeploymentType) || r.Outcome == contract.OutcomeBlocked {
+		return nil
+	}
+	it := &contract.InstanceTarget{Key: r.Key, DeploymentType: r.DeploymentType, Execution: r.Execution}
+	if r.Artifact != nil {
+		it.Version = r.Artifact.Version
+	}
+	switch r.DeploymentType {
+	case "Kubernetes", "NativeHelm":
+		conn := t.connector
+		it.Connector, it.Namespace, it.Release = &conn, t.namespace, t.releaseName
+	default:
+		if t.ssh == nil {
+			return nil
+		}
+		it.Hosts = slices.Clone(t.ssh.Hosts)
+	}
+	return it
 }
 
 // outcomeOf is a stage status as the ledger words it.

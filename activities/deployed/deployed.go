@@ -6,6 +6,7 @@ package deployed
 
 import (
 	"context"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 
@@ -17,6 +18,11 @@ import (
 // is remembered and no rollback artifact is ever found.
 type Activity struct {
 	Records *records.Temporal
+	// InstanceSync is how often a deployed target's instances are read (0: the default ten
+	// minutes; negative: never).
+	InstanceSync time.Duration
+	// Kubernetes reads a cluster target's pods.
+	Kubernetes InstanceReader
 }
 
 // Last returns what the newest successful stage of another execution deployed, nil when none.

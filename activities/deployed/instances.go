@@ -1,0 +1,32 @@
+package deployed
+
+import (
+	"context"
+
+	"github.com/gantry-cd/gantry/contract"
+)
+
+// InstanceReader reads a cluster target's instances (the k8s activity).
+type InstanceReader interface {
+	Instances(ctx context.Context, t contract.InstanceTarget) (contract.InstanceRead, error)
+}
+
+// ReadInstances reads a target's instances for its sync workflow: a Kubernetes or NativeHelm
+// target's pods from its cluster; an Ssh or WinRm target's hosts as the stage deployed them
+// (Gantry does not log in to count them).
+func (a *Activity) ReadInstances(ctx context.Context, t contract.InstanceTarget) (contract.InstanceRead, error) {
+	switch t.DeploymentType {
+	case "Kubernetes", "NativeHelm":
+		if a.Kubernetes == nil {
+			return contract.InstanceRead{}, contract.Fail(contract.Unknown, "this worker reads no Kubernetes cluster")
+		}
+		return a.Kubernetes.Instances(ctx, t)
+	case "Ssh", "WinRm":
+		all := make([]contract.Instance, len(t.Hosts))
+		for i, h := range t.Hosts {
+			all[i] = contract.Instance{Name: h, Artifact: t.Version, Ready: true}
+		}
+		return contract.ReadOf(all, nil), nil
+	}
+	return contract.InstanceRead{}, contract.Fail(contract.Unknown, "Gantry does not read the instances of %s deployments", t.DeploymentType)
+}

@@ -1,0 +1,148 @@
+package contract
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gantry-cd/gantry/plan"
+)
+
+// Service instances: for each target a Deployment stage deployed to, one long-lived workflow
+// of the internal namespace reads what runs there on a timer (every ten minutes by default)
+// and keeps the last reading: how many instances, which artifact each runs, whether they
+// drifted from what Gantry deployed. It ends, taking the target off the instances listing,
+// when the target is gone.
+
+const (
+	// InstancesName is the sync workflow's type; InstancesID(key) its ID.
+	InstancesName = "gantry.Instances"
+	// SignalInstancesTarget carries an InstanceTarget: a deployment ended there, read it now
+	// and from then on. SignalInstancesSync (no payload) reads it now.
+	SignalInstancesTarget = "target"
+	SignalInstancesSync   = "sync"
+	// QueryInstances answers with the InstanceSnapshot, every instance listed.
+	QueryInstances = "instances"
+	// MemoInstances is the memo key holding the snapshot without its instance list.
+	MemoInstances = "gantryInstances"
+	// ReadInstances is the activity that reads a target's instances (InstanceTarget in,
+	// InstanceRead out).
+	ReadInstances = "gantry.ReadInstances"
+)
+
+// InstancesID is the workflow ID of a target's instance sync.
+func InstancesID(k DeploymentKey) string {
+	return "gantry-instances/" + k.Project + "/" + k.Environment + "/" + k.Infra + "/" + k.Service
+}
+
+// InstanceTarget is where a target's instances are read: what the Deployment stage deployed
+// to, with the connector it used (secret references only, never their values).
+type InstanceTarget struct {
+	Key            DeploymentKey `json:"key"`
+	DeploymentType string        `json:"deploymentType"`
+	// Execution and Version are the deployment the reading follows.
+	Execution string `json:"execution,omitempty"`
+	Version   string `json:"version,omitempty"`
+	// A Kubernetes or NativeHelm target's cluster, namespace and release.
+	Connector *plan.Connector `json:"connector,omitempty"`
+	Namespace string          `json:"namespace,omitempty"`
+	Release   string          `json:"release,omitempty"`
+	// An Ssh or WinRm target's hosts, as deployed.
+	Hosts []string `json:"hosts,omitempty"`
+}
+
+// InstancesTracked reports whether Gantry reads the instances of a deployment type.
+func InstancesTracked(deploymentType string) bool {
+	switch deploymentType {
+	case "Kubernetes", "NativeHelm", "Ssh", "WinRm":
+		return true
+	}
+	return false
+}
+
+// Instance is one running instance: a pod, a host.
+type Instance struct {
+	Name string `json:"name"`
+	// Artifact is what it runs: a pod's images, comma-separated; a host's artifact as deployed.
+	Artifact string `json:"artifact"`
+	Node     string `json:"node,omitempty"` // the node a pod runs on
+	Ready    bool   `json:"ready"`
+}
+
+// InstanceRead is one reading of a target: its instances (at most MaxInstancesKept listed,
+// Count counts them all), what they run, and how that differs from what Gantry deployed.
+type InstanceRead struct {
+	Instances []Instance      `json:"instances,omitempty"`
+	Count     int             `json:"count"`
+	Ready     int             `json:"ready"`
+	Artifacts []ArtifactCount `json:"artifacts,omitempty"`
+	// Drift says, in sentences, how what runs differs from what Gantry deployed: other
+	// artifacts, scaled outside Gantry.
+	Drift []string `json:"drift,omitempty"`
+	// Gone says why the target no longer exists (its namespace, its release, its workloads
+	// deleted); empty while it does.
+	Gone string `json:"gone,omitempty"`
+}
+
+// ReadOf is the reading of these instances: counted, grouped by artifact (most run first),
+// listed up to MaxInstancesKept.
+func ReadOf(all []Instance, drift []string) InstanceRead {
+	r := InstanceRead{Count: len(all), Drift: drift}
+	counts := map[string]int{}
+	for _, i := range all {
+		counts[i.Artifact]++
+		if i.Ready {
+			r.Ready++
+		}
+	}
+	for a, n := range counts {
+		r.Artifacts = append(r.Artifacts, ArtifactCount{Artifact: a, Count: n})
+	}
+	slices.SortFunc(r.Artifacts, func(a, b ArtifactCount) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Artifact, b.Artifact))
+	})
+	r.Instances = all[:min(len(all), MaxInstancesKept)]
+	return r
+}
+
+// ArtifactCount is how many instances run one artifact.
+type ArtifactCount struct {
+	Artifact string `json:"artifact"`
+	Count    int    `json:"count"`
+}
+
+// MaxInstancesKept bounds the instances a snapshot lists; Count counts them all.
+const MaxInstancesKept = 200
+
+// InstanceSnapshot is a target's last reading. A failed read keeps the reading before it and
+// says so in Error: instances that could not be read are not zero instances.
+type InstanceSnapshot struct {
+	Key            DeploymentKey `json:"key"`
+	DeploymentType string        `json:"deploymentType,omitempty"`
+	Execution      string        `json:"execution,omitempty"`
+	Version        string        `json:"version,omitempty"`
+	// SyncedAt is the last successful read; TriedAt the last attempt.
+	SyncedAt  time.Time       `json:"syncedAt,omitzero"`
+	TriedAt   time.Time       `json:"triedAt,omitzero"`
+	Error     string          `json:"error,omitempty"`
+	Count     int             `json:"count"`
+	Ready     int             `json:"ready"`
+	Artifacts []ArtifactCount `json:"artifacts,omitempty"`
+	Drift     []string        `json:"drift,omitempty"`
+	Instances []Instance      `json:"instances,omitempty"`
+}
+
+// InstanceSync is the sync workflow's state, carried across its runs.
+type InstanceSync struct {
+	Target   InstanceTarget    `json:"target"`
+	Every    time.Duration     `json:"every"`
+	Snapshot *InstanceSnapshot `json:"snapshot,omitempty"`
+}
+
+// RecordDeploymentInput is the RecordDeployment activity's input: the stage's record and where
+// its instances are read (nil: not read).
+type RecordDeploymentInput struct {
+	DeploymentRecord
+	Instances *InstanceTarget `json:"instances,omitempty"`
+}

@@ -1,0 +1,152 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/enums/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/identity"
+	"github.com/gantry-cd/gantry/internal/conformance"
+	"github.com/gantry-cd/gantry/ledger"
+	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/server"
+	"github.com/gantry-cd/gantry/status"
+)
+
+// The instance sync on the test control plane: deploy 1.27 then 1.28 and the sync reads two
+// ready pods of 1.28 on their nodes; scale the Deployment by hand and the next read counts
+// three and says it was scaled outside Gantry; change its image by hand and the drift names
+// it; the API lists the instances; delete the Deployment and the sync ends, taking the target
+// off the listing while its deployments stay in the ledger.
+func TestInstancesFollowTheCluster(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-instances")
+	// An infrastructure of its own, so that no other test's deployments re-target this sync.
+	infra := filepath.Join(dir, "infra-dev.yaml")
+	writeFile(t, infra, strings.Replace(readFile(infra), "identifier: dev_cluster", "identifier: dev_instances", 1))
+	file := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(devPipeline, "identifier: dev_cluster", "identifier: dev_instances", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"1.27", "1.28"} {
+		r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=" + tag}})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+		}
+		_, res := runPlan(t, env.starter, r.Plan)
+		conformance.Check(t, res.Tree, map[string]status.Status{"deploy_dev": status.Succeeded})
+	}
+	const ns = "e2e-instances-dev"
+	key := contract.DeploymentKey{Project: "default/default", Service: "web", Environment: "dev", Infra: "dev_instances"}
+	ctx := context.Background()
+	lv := env.starter.Ledger()
+	f := ledger.Filter{Service: "web", Infra: "dev_instances"}
+	// read asks for a reading now and waits until one satisfies ok.
+	read := func(what string, ok func(s contract.InstanceSnapshot) bool) contract.InstanceSnapshot {
+		t.Helper()
+		var last []contract.InstanceSnapshot
+		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+			_ = env.internal.SignalWorkflow(ctx, contract.InstancesID(key), "", contract.SignalInstancesSync, nil)
+			got, err := lv.Instances(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 1 && ok(got[0]) {
+				return got[0]
+			}
+			last = got
+		}
+		t.Fatalf("%s: the last readings were %+v", what, last)
+		return contract.InstanceSnapshot{}
+	}
+	s := read("two pods of 1.28", func(s contract.InstanceSnapshot) bool {
+		return s.Count == 2 && s.Ready == 2 && len(s.Artifacts) == 1 && s.Artifacts[0].Artifact == "library/nginx:1.28"
+	})
+	if len(s.Drift) != 0 || s.Error != "" || s.Version != "1.28" || len(s.Instances) != 2 || s.Instances[0].Node == "" || !strings.HasPrefix(s.Instances[0].Name, "web-") {
+		t.Errorf("reading after 1.28: %+v", s)
+	}
+
+	// Scaled by hand: counted at the next read, and said.
+	patch := func(body string) {
+		t.Helper()
+		if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "web", types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patch(`{"spec":{"replicas":3}}`)
+	s = read("three pods, scaled outside Gantry", func(s contract.InstanceSnapshot) bool { return s.Count == 3 && len(s.Drift) == 1 })
+	if !strings.Contains(s.Drift[0], "Deployment web was scaled to 3 outside Gantry; it was deployed with 2") {
+		t.Errorf("drift %q", s.Drift)
+	}
+	// Its image changed by hand: the drift names both.
+	patch(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"library/nginx:1.29-hotfix"}]}}}}`)
+	s = read("an image changed by hand", func(s contract.InstanceSnapshot) bool { return len(s.Drift) == 2 })
+	if !strings.Contains(strings.Join(s.Drift, "\n"), "Deployment web runs library/nginx:1.29-hotfix; Gantry deployed library/nginx:1.28") {
+		t.Errorf("drift %q", s.Drift)
+	}
+
+	// The services list shows the reading; the API lists the instances.
+	targets, err := lv.Targets(ctx, f)
+	if err != nil || len(targets) != 1 || targets[0].Instances == nil || len(targets[0].Instances.Drift) != 2 || targets[0].Instances.Instances != nil {
+		t.Fatalf("targets %+v (%v): the listing carries the reading without its instances", targets, err)
+	}
+	d := &identity.Directory{}
+	tok, err := d.AddUser("ann", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(t.TempDir(), "users.yaml")
+	if err := d.Save(idFile); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
+	defer srv.Close()
+	var api struct {
+		Instances []contract.InstanceSnapshot `json:"instances"`
+	}
+	if err := call(srv.URL, tok, "GET", "/api/v1/services/web/instances?infra=dev_instances", nil, http.StatusOK, &api); err != nil {
+		t.Fatal(err)
+	}
+	if len(api.Instances) != 1 || api.Instances[0].Key != key || len(api.Instances[0].Instances) == 0 {
+		t.Errorf("API instances %+v", api.Instances)
+	}
+
+	// The service's Deployment deleted: the sync ends, the target leaves the instances listing.
+	if err := cs.AppsV1().Deployments(ns).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		_ = env.internal.SignalWorkflow(ctx, contract.InstancesID(key), "", contract.SignalInstancesSync, nil)
+		desc, err := env.internal.DescribeWorkflowExecution(ctx, contract.InstancesID(key), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := desc.GetWorkflowExecutionInfo().GetStatus(); st == enums.WORKFLOW_EXECUTION_STATUS_COMPLETED {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the sync is %s after its workloads were deleted", st)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		targets, err = lv.Targets(ctx, f)
+		if err != nil || len(targets) != 1 {
+			t.Fatalf("targets %+v (%v): the ledger keeps the deployments", targets, err)
+		}
+		if targets[0].Instances == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the target is still listed with instances %+v", targets[0].Instances)
+		}
+	}
+}
