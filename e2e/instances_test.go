@@ -149,4 +149,8 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 			t.Fatalf("the target is still listed with instances %+v", targets[0].Instances)
 		}
 	}
+	if *updateHistories { // the sync's whole life, for the replay tests
+		id := contract.InstancesID(key)
+		writeClientHistory(t, env.internal, id, "", filepath.Join("..", "workflows", "testdata", "histories", strings.ReplaceAll(id, "/", "__")+".json"))
+	}
 }

@@ -17,8 +17,21 @@ import (
 // fixedLedger is a ledger.View of fixed targets and deployments.
 type fixedLedger struct {
 	ledger.View
-	targets []contract.LedgerSummary
-	deps    []contract.DeploymentRecord
+	targets   []contract.LedgerSummary
+	deps      []contract.DeploymentRecord
+	instances []contract.InstanceSnapshot
+}
+
+func (l fixedLedger) Instances(_ context.Context, f ledger.Filter) ([]contract.InstanceSnapshot, error) {
+	var out []contract.InstanceSnapshot
+	for _, t := range f.Keep(l.targets) {
+		for _, s := range l.instances {
+			if s.Key == t.Key {
+				out = append(out, s)
+			}
+		}
+	}
+	return out, nil
 }
 
 func (l fixedLedger) Targets(_ context.Context, f ledger.Filter) ([]contract.LedgerSummary, error) {
@@ -62,9 +75,16 @@ func TestServicesPages(t *testing.T) {
 	prodOK := rec("prod", "checkout_deploy", "checkout_deploy-7", "succeeded", "3.0", t0)
 	prodFailed := rec("prod", "checkout_deploy", "checkout_deploy-8", "rolledBack", "3.1", t0.Add(time.Hour))
 	secret := rec("audit", "hidden", "hidden-1", "succeeded", "9.9", t0)
+	read := contract.InstanceSnapshot{Key: prodOK.Key, SyncedAt: t0, TriedAt: t0.Add(10 * time.Minute), Error: "cannot reach the cluster", Count: 3, Ready: 2,
+		Drift:     []string{"Deployment checkout was scaled to 3 outside Gantry; it was deployed with 2"},
+		Instances: []contract.Instance{{Name: "checkout-a", Artifact: "shop/checkout:3.0", Node: "n1", Ready: true}, {Name: "checkout-b", Artifact: "shop/checkout:3.0"}}}
+	summary := read
+	summary.Instances = nil
+	hiddenRead := contract.InstanceSnapshot{Key: secret.Key, SyncedAt: t0, Count: 1, Instances: []contract.Instance{{Name: "hidden-pod"}}}
 	lv := fixedLedger{
+		instances: []contract.InstanceSnapshot{read, hiddenRead},
 		targets: []contract.LedgerSummary{
-			{Key: prodOK.Key, EnvironmentType: "Production", Current: prodOK, Last: prodFailed, Total: 2},
+			{Key: prodOK.Key, EnvironmentType: "Production", Current: prodOK, Last: prodFailed, Total: 2, Instances: &summary},
 			{Key: secret.Key, EnvironmentType: "PreProduction", Current: secret, Last: secret, Total: 1},
 		},
 		deps: []contract.DeploymentRecord{*prodFailed, *prodOK, *secret},
@@ -86,6 +106,7 @@ func TestServicesPages(t *testing.T) {
 		`data-service="checkout" data-env="prod" data-infra="prod_k8s"`, `<small>(Production)</small>`, `<td class="version">3.0</td>`,
 		`<td>2026-03-04 05:06:07</td>`, `class="last o-rolledBack">rolledBack 2026-03-04 06:06:07</td><td>ann</td>`,
 		`<a href="/gantry/executions/checkout_deploy-8">checkout_deploy-8</a>`, `<a href="/gantry/services/checkout">checkout</a>`,
+		`<td class="instances drift read-failed">3 (2 ready), drift, read failed</td>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("services page: %d, no %q in\n%s", code, want, body)
@@ -100,6 +121,16 @@ func TestServicesPages(t *testing.T) {
 		if !strings.Contains(history, want) {
 			t.Errorf("service page: %d, no %q in\n%s", code, want, body)
 		}
+	}
+	for _, want := range []string{`<h3>prod / prod_k8s: 3 (2 ready), drift, read failed</h3>`, `the read at 2026-03-04 05:16:07 UTC failed: cannot reach the cluster`,
+		`<p class="drift">Drift: Deployment checkout was scaled to 3 outside Gantry; it was deployed with 2</p>`,
+		`<tr class="instance"><td>checkout-a</td><td><code>shop/checkout:3.0</code></td><td>n1</td><td>yes</td></tr>`, `<td>checkout-b</td>`, `and 1 more`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("service page: no %q in\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "hidden-pod") {
+		t.Errorf("the service page shows the instances of a target the viewer may not view:\n%s", body)
 	}
 	if strings.Index(history, "checkout_deploy-8") > strings.Index(history, "checkout_deploy-7") || strings.Contains(history, "hidden-1") {
 		t.Errorf("history not newest first, or shows a hidden deployment:\n%s", history)
