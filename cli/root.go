@@ -67,7 +67,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
-	root.AddCommand(validateCmd(), expandCmd(), evalCmd(), runCmd(), watchCmd(), statusCmd(), listCmd(), logsCmd(), serverCmd(), uiCmd(), workerCmd(), abortCmd(), pauseCmd(true), pauseCmd(false), interveneCmd(), rerunCmd(), retryCmd(), userCmd(), loginCmd(), logoutCmd(), roleCmd(), auditCmd(), servicesCmd(), freezeCmd(), approvalsCmd(), locksCmd(), notifyCmd(), voteCmd("APPROVE"), voteCmd("REJECT"), inputCmd(), triggersCmd(), policyCmd(), initCmd(), codecCmd(), temporalCmd(), gitCmd())
+	root.AddCommand(validateCmd(), expandCmd(), evalCmd(), runCmd(), watchCmd(), statusCmd(), listCmd(), logsCmd(), serverCmd(), uiCmd(), workerCmd(), abortCmd(), pauseCmd(true), pauseCmd(false), interveneCmd(), rerunCmd(), retryCmd(), userCmd(), loginCmd(), logoutCmd(), roleCmd(), auditCmd(), servicesCmd(), rollbackCmd(), freezeCmd(), approvalsCmd(), locksCmd(), notifyCmd(), voteCmd("APPROVE"), voteCmd("REJECT"), inputCmd(), triggersCmd(), policyCmd(), initCmd(), codecCmd(), temporalCmd(), gitCmd())
 	return root
 }
 

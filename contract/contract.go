@@ -297,8 +297,10 @@ type DeployInput struct {
 	ReleaseName string          `json:"releaseName"`
 	Connector   plan.Connector  `json:"connector"`
 	Manifests   []plan.Manifest `json:"manifests"`
-	// Rollback is set for a step in a rollback section.
-	Rollback bool `json:"rollback,omitempty"`
+	// Rollback is set for a step in a rollback section; RollbackOf, in a post-deployment
+	// rollback, is the earlier execution whose deployment it undoes.
+	Rollback   bool   `json:"rollback,omitempty"`
+	RollbackOf string `json:"rollbackOf,omitempty"`
 	// StepSource says Manifests is a K8sApply step's own manifestSource, not the service's.
 	StepSource bool `json:"stepSource,omitempty"`
 	// Aws and Region are an AwsLambda infrastructure's; Artifact is the code deployed.

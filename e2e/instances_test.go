@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gantry-cd/gantry/cli"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/internal/conformance"
@@ -152,5 +154,87 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 	if *updateHistories { // the sync's whole life, for the replay tests
 		id := contract.InstancesID(key)
 		writeClientHistory(t, env.internal, id, "", filepath.Join("..", "workflows", "testdata", "histories", strings.ReplaceAll(id, "/", "__")+".json"))
+	}
+}
+
+// A post-deployment rollback through the CLI and the API: 1.27 then 1.28 deployed, `gantry
+// rollback web --env dev` runs the stage's rollback steps as a new execution, the cluster runs
+// 1.27 again, and the ledger says 1.28 was rolled back and 1.27 runs; a second rollback has
+// no earlier success to go to and is refused, as is an environment never deployed to.
+func TestRollbackAfterDeployment(t *testing.T) {
+	_, cs := cluster(t)
+	dir := k8sExample(t, "e2e-rollback")
+	infra := filepath.Join(dir, "infra-dev.yaml")
+	writeFile(t, infra, strings.Replace(readFile(infra), "identifier: dev_cluster", "identifier: dev_rollback", 1))
+	file := filepath.Join(dir, "dev.yaml")
+	if err := os.WriteFile(file, []byte(strings.Replace(devPipeline, "identifier: dev_cluster", "identifier: dev_rollback", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var execs []string
+	for _, tag := range []string{"1.27", "1.28"} {
+		r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=" + tag}})
+		if err != nil || !r.OK() {
+			t.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))
+		}
+		exec, res := runPlan(t, env.starter, r.Plan)
+		conformance.Check(t, res.Tree, map[string]status.Status{"deploy_dev": status.Succeeded})
+		execs = append(execs, exec.ID)
+	}
+	d := &identity.Directory{}
+	tok, err := d.AddUser("ann", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(t.TempDir(), "users.yaml")
+	if err := d.Save(idFile); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
+	defer srv.Close()
+	gantry := func(args ...string) (int, string) {
+		var out strings.Builder
+		code := cli.Main(append(args, "--server", srv.URL, "--token", tok), &out, &out)
+		return code, out.String()
+	}
+	if code, out := gantry("rollback", "web", "--env", "nowhere"); code == 0 || !strings.Contains(out, "has no deployment recorded in environment nowhere") {
+		t.Errorf("a rollback where nothing was deployed: %d %s", code, out)
+	}
+	code, out := gantry("rollback", "web", "--env", "dev", "--infra", "dev_rollback")
+	if code != 0 || !strings.Contains(out, "rolling web back in dev/dev_rollback from 1.28 ("+execs[1]+") to 1.27 ("+execs[0]+")") {
+		t.Fatalf("rollback: %d %s", code, out)
+	}
+	id := strings.Fields(out[strings.LastIndex(strings.TrimSpace(out), "\n")+1:])[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := env.starter.Result(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conformance.Check(t, res.Tree, map[string]status.Status{"": status.Succeeded, "deploy_dev": status.Skipped,
+		"pipelineRollback.deploy_dev.rollbackSteps.rollback": status.Succeeded})
+	if to := res.Tree.Find("pipelineRollback.deploy_dev.rollbackSteps.rollback").Outputs["rolledBackTo"]; fmt.Sprint(to) != "1" {
+		t.Errorf("rolled back to release %v, want 1", to)
+	}
+	if img := deploymentOf(t, cs, "e2e-rollback-dev", "web").Spec.Template.Spec.Containers[0].Image; img != "library/nginx:1.27" {
+		t.Errorf("after the rollback the cluster runs %s", img)
+	}
+	f := ledger.Filter{Service: "web", Infra: "dev_rollback"}
+	var targets []contract.LedgerSummary
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if targets, err = env.starter.Ledger().Targets(context.Background(), f); err != nil {
+			t.Fatal(err)
+		}
+		if len(targets) == 1 && targets[0].Current != nil && targets[0].Current.Execution == execs[0] || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(targets) != 1 || targets[0].Current == nil || targets[0].Current.Artifact.Version != "1.27" || targets[0].Last.Outcome != contract.OutcomeRolledBack {
+		t.Fatalf("the ledger after the rollback: %+v", targets)
+	}
+	if code, out := gantry("rollback", "web", "--env", "dev", "--infra", "dev_rollback"); code == 0 || !strings.Contains(out, "no earlier successful deployment to roll back to") {
+		t.Errorf("a second rollback: %d %s", code, out)
+	}
+	if *updateHistories { // a post-deployment rollback, for the replay tests
+		recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), id)
 	}
 }

@@ -164,6 +164,7 @@ var Routes = []Route{
 	{"GET", "/api/v1/services", func(s *Server) handlerFunc { return s.services }, "", ""},
 	{"GET", "/api/v1/services/{service}", func(s *Server) handlerFunc { return s.service }, "", ""},
 	{"GET", "/api/v1/services/{service}/instances", func(s *Server) handlerFunc { return s.instances }, "", ""},
+	{"POST", "/api/v1/services/{service}/rollback", func(s *Server) handlerFunc { return s.rollback }, "", "rollback"},
 	{"GET", "/api/v1/dora", func(s *Server) handlerFunc { return s.dora }, "", ""},
 	{"POST", "/api/v1/auth/sign-out", func(s *Server) handlerFunc { return s.signOut }, "", "sign-out"},
 }

@@ -2,14 +2,18 @@ package server
 
 import (
 	"cmp"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/ledger"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // Service is one service of the services list: each target it was deployed to, with what
@@ -131,6 +135,62 @@ func (s *Server) instances(w http.ResponseWriter, r *http.Request, u *identity.U
 		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"instances": out})
+}
+
+// RollbackRequest names the target of a post-deployment rollback: the environment and, when
+// the service runs on several of its infrastructures, the infrastructure.
+type RollbackRequest struct {
+	Env   string `json:"env"`
+	Infra string `json:"infra,omitempty"`
+}
+
+// RollbackStarted answers a post-deployment rollback: the execution that runs it, the
+// deployment it undoes and the one whose artifact runs again.
+type RollbackStarted struct {
+	ExecutionID string                    `json:"executionId"`
+	SequenceID  int64                     `json:"sequenceId"`
+	Undo        contract.DeploymentRecord `json:"undo"`
+	Restore     contract.DeploymentRecord `json:"restore"`
+}
+
+// rollback rolls a service's target back to its previous successful deployment, as the
+// caller, who needs execute on the deploying pipeline and the environment.
+func (s *Server) rollback(w http.ResponseWriter, r *http.Request, u *identity.User) {
+	var req RollbackRequest
+	if !decode(w, r, &req) {
+		return
+	}
+	if req.Env == "" {
+		fail(w, http.StatusBadRequest, "bad-request", "name the environment to roll back: {\"env\": \"prod\"}")
+		return
+	}
+	c := callOf(r)
+	f := ledger.Filter{Service: r.PathValue("service"), Environment: req.Env, Infra: req.Infra}
+	c.note.detail = "of service " + f.Service + " in environment " + f.Environment + filterNote(ledger.Filter{Infra: f.Infra})
+	rb, err := s.o.Starter.PlanRollback(r.Context(), f)
+	switch {
+	case errors.Is(err, starter.ErrNotFound):
+		fail(w, http.StatusNotFound, "not-found", "%v", err)
+		return
+	case errors.Is(err, starter.ErrCannotRollBack):
+		fail(w, http.StatusUnprocessableEntity, "invalid", "%v", err)
+		return
+	case err != nil:
+		s.internal(w, "plan the rollback of service "+f.Service, err)
+		return
+	}
+	c.note.pipeline = rb.Plan.Identifier
+	if err := access.Plan(c.dir, u, rb.Plan, false); err != nil {
+		s.refuse(w, err)
+		return
+	}
+	exec, err := s.o.Starter.StartRollback(r.Context(), rb, workflows.Trigger{Type: "MANUAL", User: u.Name})
+	if err != nil {
+		fail(w, http.StatusUnprocessableEntity, "invalid", "%v", err)
+		return
+	}
+	c.note.execution = exec.ID
+	writeJSON(w, http.StatusCreated, RollbackStarted{ExecutionID: exec.ID, SequenceID: exec.SequenceID, Undo: rb.Undo, Restore: rb.Restore})
 }
 
 func filterNote(f ledger.Filter) string {

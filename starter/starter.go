@@ -66,7 +66,7 @@ type Execution struct {
 
 // Start starts a pipeline execution of a compiled plan.
 func (s *Starter) Start(ctx context.Context, p *plan.Plan, trig workflows.Trigger, set workflows.Settings) (Execution, error) {
-	return s.start(ctx, p, trig, set, nil, "")
+	return s.start(ctx, p, trig, set, workflows.PipelineInput{}, "")
 }
 
 // StartOnce starts at most one execution per key, however often and however concurrently it
@@ -75,7 +75,7 @@ func (s *Starter) Start(ctx context.Context, p *plan.Plan, trig workflows.Trigge
 // process during a burst, see nextSequence) a repeat starts an execution that finds its key
 // taken and ends SKIPPED before anything runs.
 func (s *Starter) StartOnce(ctx context.Context, key string, p *plan.Plan, trig workflows.Trigger, set workflows.Settings) (Execution, bool, error) {
-	exec, err := s.start(ctx, p, trig, set, nil, key)
+	exec, err := s.start(ctx, p, trig, set, workflows.PipelineInput{}, key)
 	var started *serviceerror.WorkflowExecutionAlreadyStarted
 	if errors.As(err, &started) {
 		return exec, false, nil
@@ -83,19 +83,21 @@ func (s *Starter) StartOnce(ctx context.Context, key string, p *plan.Plan, trig 
 	return exec, err == nil, err
 }
 
-func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigger, set workflows.Settings, resume *workflows.Resume, key string) (Execution, error) {
+// start starts an execution of p; with's Resume and RollbackOf make it a retry or a
+// post-deployment rollback.
+func (s *Starter) start(ctx context.Context, p *plan.Plan, trig workflows.Trigger, set workflows.Settings, with workflows.PipelineInput, key string) (Execution, error) {
 	if trig.Type == "" {
 		trig.Type = "MANUAL"
 	}
 	set.NoFastPath = set.NoFastPath || s.NoFastPath
-	if err := fitsInput(workflows.PipelineInput{Plan: p, Trigger: trig, Settings: set, Resume: resume}); err != nil {
+	if err := fitsInput(workflows.PipelineInput{Plan: p, Trigger: trig, Settings: set, Resume: with.Resume, RollbackOf: with.RollbackOf}); err != nil {
 		return Execution{}, fmt.Errorf("start pipeline %s: %w", p.Identifier, err)
 	}
 	seq, bound, err := s.nextSequence(ctx, p.Identifier, key)
 	if err != nil {
 		return Execution{}, err
 	}
-	in := workflows.PipelineInput{Plan: p, SequenceID: seq, Trigger: trig, Settings: set, Resume: resume}
+	in := workflows.PipelineInput{Plan: p, SequenceID: seq, Trigger: trig, Settings: set, Resume: with.Resume, RollbackOf: with.RollbackOf}
 	if !bound {
 		in.Key = key // taken ahead: the execution records its key
 	}
@@ -592,7 +594,7 @@ func (s *Starter) Rerun(ctx context.Context, executionID string, trig workflows.
 	if res, err := s.Result(ctx, executionID); err == nil && res.Tree != nil {
 		pinCommits(in.Plan, res.Tree)
 	}
-	return s.start(ctx, in.Plan, trig, in.Settings, nil, "")
+	return s.start(ctx, in.Plan, trig, in.Settings, workflows.PipelineInput{}, "")
 }
 
 // pinCommits sets each Git store of a stage to the commit an earlier run of the stage
@@ -694,7 +696,7 @@ func (s *Starter) Retry(ctx context.Context, executionID, fromStage string, trig
 			resume.Stages[id] = c
 		}
 	}
-	return s.start(ctx, in.Plan, trig, in.Settings, resume, "")
+	return s.start(ctx, in.Plan, trig, in.Settings, workflows.PipelineInput{Resume: resume}, "")
 }
 
 // Approve sends an approver's vote to the stage that owns the approval step. The workflow's

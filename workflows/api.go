@@ -335,6 +335,16 @@ type PipelineInput struct {
 	Parent *ChainLink `json:"parent,omitempty"`
 	// Outputs are read in this execution's context as it ends and returned to the parent.
 	Outputs []plan.Output `json:"outputs,omitempty"`
+	// RollbackOf makes this execution a post-deployment rollback: it runs only the rollback
+	// section of one stage, undoing what an earlier execution's run of it deployed.
+	RollbackOf *DeploymentRollback `json:"rollbackOf,omitempty"`
+}
+
+// DeploymentRollback names the deployment a post-deployment rollback undoes: the execution
+// and the Deployment stage that made it.
+type DeploymentRollback struct {
+	Execution string `json:"execution"`
+	Stage     string `json:"stage"`
 }
 
 // Resume carries the stages a retried execution does not run again.
@@ -369,8 +379,11 @@ type StageInput struct {
 	ExecutionID string `json:"executionId"`
 	// Mode is ModePipelineRollback when the stage runs only its rollback section as part of a
 	// pipeline rollback; PathPrefix then places its nodes under the pipeline's rollback node.
-	Mode       string         `json:"mode,omitempty"`
-	PathPrefix string         `json:"pathPrefix,omitempty"`
+	Mode       string `json:"mode,omitempty"`
+	PathPrefix string `json:"pathPrefix,omitempty"`
+	// RollbackOf is, in rollback mode, the earlier execution whose deployment by this stage
+	// is rolled back (a post-deployment rollback); "" for this execution's own.
+	RollbackOf string         `json:"rollbackOf,omitempty"`
 	Stage      *plan.Node     `json:"stage"`
 	Context    map[string]any `json:"context"`
 	Settings   Settings       `json:"settings"`

@@ -703,7 +703,8 @@ func (s *deployment) deployInput(root map[string]any, fqn string) (*contract.Dep
 	}
 	in := &contract.DeployInput{Namespace: s.target.namespace, ReleaseName: s.target.releaseName,
 		Connector: s.target.connector, Rollback: strings.Contains(fqn, ".rollbackSteps.") || s.in.Mode == ModePipelineRollback,
-		Aws: s.target.aws, Region: s.target.region, Cluster: s.target.cluster, AsgName: s.target.asgName, Artifact: s.target.artifact}
+		Aws: s.target.aws, Region: s.target.region, Cluster: s.target.cluster, AsgName: s.target.asgName, Artifact: s.target.artifact,
+		RollbackOf: s.in.RollbackOf}
 	if s.target.ssh != nil {
 		files, err := renderFiles(s.target.configFiles)
 		if err != nil {

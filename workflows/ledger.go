@@ -210,6 +210,13 @@ func (s *stageRun) recordLedger(ctx workflow.Context) {
 	if !ok || workflow.GetVersion(ctx, changeLedger, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
+	if of := s.in.RollbackOf; of != "" {
+		// A post-deployment rollback amends the deployment it undid, once it has undone it.
+		if !s.tree.Status.Positive() {
+			return
+		}
+		r.Execution, r.Outcome = of, contract.OutcomeRolledBack
+	}
 	// An aborted stage records its end too.
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	actx := workflow.WithActivityOptions(dctx, s.dep.fetchOptions(ctx, fmt.Sprintf("record the deployment of %s to %s in the ledger", r.Key.Service, r.Key.Infra)))
@@ -288,8 +295,8 @@ func (s *stageRun) instanceTarget(r contract.DeploymentRecord) *contract.Instanc
 	if t == nil || !contract.InstancesTracked(r.DeploymentType) || r.Outcome == contract.OutcomeBlocked {
 		return nil
 	}
-	it := &contract.InstanceTarget{Key: r.Key, DeploymentType: r.DeploymentType, Execution: r.Execution}
-	if r.Artifact != nil {
+	it := &contract.InstanceTarget{Key: r.Key, DeploymentType: r.DeploymentType, Execution: s.in.ExecutionID}
+	if r.Artifact != nil && s.in.RollbackOf == "" {
 		it.Version = r.Artifact.Version
 	}
 	switch r.DeploymentType {

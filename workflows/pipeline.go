@@ -66,6 +66,15 @@ func Pipeline(ctx workflow.Context, in PipelineInput) (*PipelineResult, error) {
 		}
 	}
 	resuming := in.Resume != nil
+	if in.RollbackOf != nil {
+		p.rollbackDeployment(body)
+		st := rollupChildren(p.tree.Children)
+		if p.aborted {
+			st = status.Aborted
+		}
+		p.finish(final, st)
+		return p.result(final, p.resultStages())
+	}
 	if units := p.segmentPlan(ctx); units != nil {
 		p.runSegments(body, units, resuming)
 	}
@@ -648,6 +657,20 @@ func stageOutcome(ctx workflow.Context, n *plan.Node, t *Node, res StageResult, 
 	return StageResult{Data: map[string]any{"identifier": n.ID, "name": n.Name, "type": n.Type, "status": string(t.Status)}}
 }
 
+// rollbackDeployment is a post-deployment rollback (PipelineInput.RollbackOf): the stage that
+// deployed does not run again (skipped); its rollback section runs as in a pipeline rollback,
+// undoing what the earlier execution deployed.
+func (p *pipelineRun) rollbackDeployment(ctx workflow.Context) {
+	for i, n := range p.in.Plan.Stages {
+		t := p.tree.Children[i]
+		t.Status = status.Skipped
+		if n.Kind == plan.KindStage && n.ID == p.in.RollbackOf.Stage {
+			p.ran = append(p.ran, n)
+		}
+	}
+	p.runPipelineRollback(ctx)
+}
+
 // runPipelineRollback runs the rollback sections of the stages that ran, in reverse order, in
 // rollback mode (spec 5.10.3), under a "pipelineRollback" node.
 func (p *pipelineRun) runPipelineRollback(ctx workflow.Context) {
@@ -672,8 +695,12 @@ func (p *pipelineRun) runPipelineRollback(ctx workflow.Context) {
 			pinned.Deploy = n.Deploy.Pinned(ran.Manifests, ran.Artifact)
 			n = &pinned
 		}
+		var of string
+		if p.in.RollbackOf != nil {
+			of = p.in.RollbackOf.Execution
+		}
 		p.execStage(ctx, n, t, StageInput{ExecutionID: p.id, Stage: n, Context: p.root, Settings: p.in.Settings,
-			Mode: ModePipelineRollback, PathPrefix: rb.Path},
+			Mode: ModePipelineRollback, PathPrefix: rb.Path, RollbackOf: of},
 			p.id+"/pipelineRollback/"+n.ID, fmt.Sprintf("Rollback of stage %s of %s #%d", n.Name, p.in.Plan.Name, p.in.SequenceID))
 	}
 	end := workflow.Now(ctx)

@@ -262,11 +262,21 @@ func (s *stepRun) rollbackRelease(sp stepspec.HelmRollbackSpec) (map[string]any,
 		return nil, err
 	}
 	mine := executionLabel(s.exec)
+	if of := s.in.RollbackOf; of != "" {
+		// A post-deployment rollback undoes the earlier execution's revision, which must still
+		// be the deployed one.
+		if mine = executionLabel(of); len(revs) == 0 || revs[len(revs)-1].Labels[LabelHelmExecution] != mine {
+			return nil, contract.Fail(contract.Unknown, "Helm release %s: its deployed revision was not made by execution %s, so that deployment is no longer what runs; nothing was rolled back", s.helmName(), of)
+		}
+	}
 	if !changedBy(revs, mine) {
 		s.logf("release %s has no revision made by this execution: nothing to roll back", s.helmName())
 		return map[string]any{"releaseName": s.helmName(), "rolledBack": false}, nil
 	}
 	prev := s.lastBefore(revs, mine)
+	if prev == 0 && s.in.RollbackOf != "" {
+		return nil, contract.Fail(contract.Unknown, "Helm release %s has no revision before execution %s's to restore; nothing was rolled back", s.helmName(), s.in.RollbackOf)
+	}
 	if prev == 0 {
 		if err := s.uninstall(cfg, !sp.SkipSteadyStateCheck.Bool()); err != nil {
 			return nil, err

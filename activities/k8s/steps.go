@@ -149,7 +149,14 @@ func (s *stepRun) rollingRollback(sp stepspec.K8sRollingRollbackSpec) (map[strin
 		return nil, err
 	}
 	cur := h.Latest()
-	if cur == nil || cur.ExecutionID != s.exec {
+	if of := s.in.RollbackOf; of != "" {
+		// A post-deployment rollback undoes the earlier execution's release, which must still
+		// be the newest successful one: what runs.
+		if cur = h.LastSucceeded(h.Next()); cur == nil || cur.ExecutionID != of {
+			return nil, contract.Fail(contract.Unknown, "release %s in namespace %s: its newest successful release was not deployed by execution %s, so that deployment is no longer what runs; nothing was rolled back",
+				s.in.ReleaseName, s.in.Namespace, of)
+		}
+	} else if cur == nil || cur.ExecutionID != s.exec {
 		s.logf("no release was deployed by this execution; nothing to roll back")
 		return map[string]any{"rolledBack": false, "recreatedResourceIds": []any{}, "podIps": []any{}}, nil
 	}
@@ -158,6 +165,9 @@ func (s *stepRun) rollingRollback(sp stepspec.K8sRollingRollbackSpec) (map[strin
 		return nil, err
 	}
 	prev := h.LastSucceeded(cur.Number)
+	if prev == nil && s.in.RollbackOf != "" {
+		return nil, contract.Fail(contract.Unknown, "release %s in namespace %s has no successful release before #%d to restore; nothing was rolled back", s.in.ReleaseName, s.in.Namespace, cur.Number)
+	}
 	if prev == nil {
 		// First deployment: the state before it had none of these workloads.
 		var workloads []*object
