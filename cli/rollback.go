@@ -83,4 +83,3 @@ func (a *apiControl) rollback(ctx context.Context, f ledger.Filter) (server.Roll
 	err := a.do(ctx, "POST", "/api/v1/services/"+url.PathEscape(f.Service)+"/rollback", server.RollbackRequest{Env: f.Environment, Infra: f.Infra}, &out)
 	return out, err
 }
-
