@@ -41,7 +41,7 @@ func startUI(ctx context.Context, e *engine, conn connFlags, listen, identityFil
 	o.Access, o.User = gate, user
 	o.Decisions = &webui.Decisions{Starter: e.starter, User: user, Access: gate}
 	o.Executions = e.starter
-	o.Services = e.starter.Ledger()
+	o.Services, o.Rollbacks = e.starter.Ledger(), e.starter
 	if conn.codecKeys != "" {
 		keys, err := codec.LoadFile(conn.codecKeys)
 		if err != nil {

@@ -21,6 +21,9 @@ var ErrCannotRollBack = errors.New("cannot roll back")
 // deployment: their release history names the execution that made each release.
 var rollbackTypes = []string{"Kubernetes", "NativeHelm"}
 
+// CanRollBack says whether deployments of a type can be rolled back after they ended.
+func CanRollBack(deploymentType string) bool { return slices.Contains(rollbackTypes, deploymentType) }
+
 // Rollback is a post-deployment rollback ready to start: the deployment it undoes, the one
 // whose artifact runs again, and the execution's plan (the deploying stage alone).
 type Rollback struct {
@@ -58,7 +61,7 @@ func (s *Starter) PlanRollback(ctx context.Context, f ledger.Filter) (*Rollback,
 		return nil, fmt.Errorf("%w: service %s in environment %s has no earlier successful deployment to roll back to", ErrCannotRollBack, f.Service, f.Environment)
 	}
 	undo, restore := st.Successes[len(st.Successes)-1], st.Successes[len(st.Successes)-2]
-	if !slices.Contains(rollbackTypes, undo.DeploymentType) {
+	if !CanRollBack(undo.DeploymentType) {
 		return nil, fmt.Errorf("%w: service %s was deployed to environment %s by a %s stage; Gantry rolls back %s deployments after they ended: rerun %s to deploy %s again",
 			ErrCannotRollBack, f.Service, f.Environment, undo.DeploymentType, strings.Join(rollbackTypes, " and "), restore.Execution, version(restore))
 	}

@@ -1,6 +1,8 @@
 package webui
 
 import (
+	"context"
+	"errors"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -10,6 +12,8 @@ import (
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/ledger"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // ServicesPath lists the services the deployments ledger knows, each environment and
@@ -30,6 +34,8 @@ type targetRow struct {
 	// mark it.
 	Instances         string
 	Drift, ReadFailed bool
+	// CanRollBack says the target's last success may be rolled back (its deployment type).
+	CanRollBack bool
 }
 
 // deploymentRow is one deployment as the pages show it.
@@ -72,6 +78,7 @@ func targetOf(t contract.LedgerSummary) targetRow {
 	if c := deploymentOf(t.Current); c != nil {
 		r.Version, r.Deployed = c.Version, c.Ended
 	}
+	r.CanRollBack = t.Current != nil && starter.CanRollBack(t.DeploymentType)
 	r.Instances = ledger.InstancesText(t.Instances)
 	if i := t.Instances; i != nil {
 		r.Drift, r.ReadFailed = len(i.Drift) > 0, i.Error != ""
@@ -79,9 +86,23 @@ func targetOf(t contract.LedgerSummary) targetRow {
 	return r
 }
 
-// services serves the services list and one service's page.
-func services(lv ledger.View, userOf func(string) (*identity.User, error), acc Access) http.Handler {
+// Rollbacks starts post-deployment rollbacks (the starter).
+type Rollbacks interface {
+	PlanRollback(ctx context.Context, f ledger.Filter) (*starter.Rollback, error)
+	StartRollback(ctx context.Context, r *starter.Rollback, trig workflows.Trigger) (starter.Execution, error)
+}
+
+// rollbackSuffix ends the path a service page's rollback buttons post to.
+const rollbackSuffix = "/rollback"
+
+// services serves the services list and one service's page, and the rollbacks its buttons
+// post.
+func services(lv ledger.View, userOf func(string) (*identity.User, error), acc Access, rbs Rollbacks) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && rbs != nil && strings.HasSuffix(r.URL.Path, rollbackSuffix) {
+			rollback(w, r, rbs, userOf, acc)
+			return
+		}
 		user := pageUser(w, r, userOf)
 		if user == nil {
 			return
@@ -108,7 +129,7 @@ func services(lv ledger.View, userOf func(string) (*identity.User, error), acc A
 				rows = append(rows, targetOf(t))
 			}
 		}
-		data := map[string]any{"User": user.Name, "Path": ServicesPath, "Executions": ExecutionsPath, "Targets": rows, "Filter": f}
+		data := map[string]any{"User": user.Name, "Path": ServicesPath, "Executions": ExecutionsPath, "Targets": rows, "Filter": f, "Rollbacks": rbs != nil}
 		page := servicesPage
 		if service != "" {
 			if len(rows) == 0 {
@@ -150,6 +171,63 @@ func services(lv ledger.View, userOf func(string) (*identity.User, error), acc A
 	})
 }
 
+// rollback starts a post-deployment rollback as the signed-in user, who needs execute on the
+// deploying pipeline and the environment, and sends the browser to the new execution's page.
+func rollback(w http.ResponseWriter, r *http.Request, rbs Rollbacks, userOf func(string) (*identity.User, error), acc Access) {
+	// Only the service's page may start one: no form posted from another site.
+	if o := r.Header.Get("Origin"); o != "" {
+		if u, err := url.Parse(o); err != nil || u.Host != r.Host {
+			http.Error(w, "a rollback from another origin", http.StatusForbidden)
+			return
+		}
+	}
+	user := signedIn(r, userOf)
+	if user == nil {
+		http.Error(w, "sign in to roll back", http.StatusUnauthorized)
+		return
+	}
+	service, _ := url.PathUnescape(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, ServicesPath+"/"), rollbackSuffix))
+	f := ledger.Filter{Service: service, Environment: r.PostFormValue("env"), Infra: r.PostFormValue("infra")}
+	rec := workflows.AuditRecord{User: user.Name, Action: "rollback", Outcome: "ok",
+		Detail: "of service " + f.Service + " in environment " + f.Environment + ", infrastructure " + f.Infra}
+	code, err := http.StatusSeeOther, error(nil)
+	var exec starter.Execution
+	rb, err := rbs.PlanRollback(r.Context(), f)
+	switch {
+	case errors.Is(err, starter.ErrNotFound):
+		code = http.StatusNotFound
+	case errors.Is(err, starter.ErrCannotRollBack):
+		code = http.StatusUnprocessableEntity
+	case err != nil:
+		code = http.StatusBadGateway
+	default:
+		rec.Pipeline = rb.Plan.Identifier
+		if acc != nil {
+			err = acc.AllowPlan(user, rb.Plan)
+		}
+		if err != nil {
+			code, rec.Outcome = http.StatusForbidden, "refused"
+		} else if exec, err = rbs.StartRollback(r.Context(), rb, workflows.Trigger{Type: "MANUAL", User: user.Name}); err != nil {
+			code = http.StatusBadGateway
+		}
+	}
+	if err != nil && rec.Outcome == "ok" {
+		rec.Outcome = "failed"
+	}
+	if err != nil {
+		rec.Detail += "; " + err.Error()
+	}
+	rec.Execution = exec.ID
+	if acc != nil {
+		acc.Audit(r.Context(), rec)
+	}
+	if err != nil {
+		http.Error(w, "the rollback did not start: "+err.Error(), code)
+		return
+	}
+	http.Redirect(w, r, ExecutionsPath+"/"+url.PathEscape(exec.ID), http.StatusSeeOther)
+}
+
 const servicesStyle = `<meta name="color-scheme" content="light dark"><style>
 body{font-family:sans-serif;margin:1em 2em}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #8884}
@@ -159,11 +237,12 @@ th{font-weight:600}a:focus{outline:2px solid #36f;outline-offset:1px}
 </style>`
 
 // targetsTable is the table of targets both pages show.
-const targetsTable = `{{define "targets"}}<table id="targets"><thead><tr><th>Service</th><th>Environment</th><th>Infrastructure</th><th>Version</th><th>Instances</th><th>Deployed (UTC)</th><th>Last deployment</th><th>By</th><th>Execution</th></tr></thead><tbody>
+const targetsTable = `{{define "targets"}}<table id="targets"><thead><tr><th>Service</th><th>Environment</th><th>Infrastructure</th><th>Version</th><th>Instances</th><th>Deployed (UTC)</th><th>Last deployment</th><th>By</th><th>Execution</th>{{if .Service}}{{if .Rollbacks}}<th>Rollback</th>{{end}}{{end}}</tr></thead><tbody>
 {{range .Targets}}<tr class="target" data-service="{{.Service}}" data-env="{{.Environment}}" data-infra="{{.Infra}}">
 <td><a href="{{$.Path}}/{{.Service}}">{{.Service}}</a></td><td>{{.Environment}}{{if .EnvType}} <small>({{.EnvType}})</small>{{end}}</td><td>{{.Infra}}</td>
 <td class="version">{{.Version}}</td><td class="instances{{if .Drift}} drift{{end}}{{if .ReadFailed}} read-failed{{end}}">{{.Instances}}</td><td>{{.Deployed}}</td>
-{{with .Last}}<td class="last o-{{.Outcome}}">{{.Outcome}} {{.Ended}}</td><td>{{.By}}</td><td><a href="{{$.Executions}}/{{.Execution}}">{{.Execution}}</a></td>{{else}}<td>-</td><td>-</td><td>-</td>{{end}}</tr>
+{{with .Last}}<td class="last o-{{.Outcome}}">{{.Outcome}} {{.Ended}}</td><td>{{.By}}</td><td><a href="{{$.Executions}}/{{.Execution}}">{{.Execution}}</a></td>{{else}}<td>-</td><td>-</td><td>-</td>{{end}}
+{{if $.Service}}{{if $.Rollbacks}}<td>{{if .CanRollBack}}<form method="post" action="{{$.Path}}/{{.Service}}/rollback" class="rollback"><input type="hidden" name="env" value="{{.Environment}}"><input type="hidden" name="infra" value="{{.Infra}}"><button type="submit" title="run the rollback steps of the stage that deployed {{.Version}}, restoring the deployment before it">Roll back {{.Version}}</button></form>{{end}}</td>{{end}}{{end}}</tr>
 {{end}}</tbody></table>{{end}}`
 
 var servicesPage = template.Must(template.Must(template.New("services").Parse(targetsTable)).Parse(`<!doctype html>

@@ -3,6 +3,9 @@ package webui
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/url"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +15,9 @@ import (
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/ledger"
+	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/starter"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // fixedLedger is a ledger.View of fixed targets and deployments.
@@ -95,7 +101,7 @@ func TestServicesPages(t *testing.T) {
 		}
 		return nil, identity.ErrUnauthenticated
 	}
-	srv := httptest.NewServer(services(lv, users, viewOnly{pipeline: "checkout_deploy"}))
+	srv := httptest.NewServer(services(lv, users, viewOnly{pipeline: "checkout_deploy"}, nil))
 	defer srv.Close()
 	get := func(token, path string) (int, string, string) { return getPage(t, srv.URL+path, token) }
 	if code, loc, _ := get("", ServicesPath); code != http.StatusSeeOther || loc != SignInPath+"?next=%2Fgantry%2Fservices" {
@@ -139,3 +145,112 @@ func TestServicesPages(t *testing.T) {
 		t.Errorf("an unknown service: %d", code)
 	}
 }
+
+// fixedRollbacks plans a rollback of checkout in prod only, by pipeline checkout_deploy.
+type fixedRollbacks struct{ started *[]string }
+
+func (f fixedRollbacks) PlanRollback(_ context.Context, flt ledger.Filter) (*starter.Rollback, error) {
+	if flt.Service != "checkout" || flt.Environment != "prod" {
+		return nil, fmt.Errorf("%w: service %s in environment %s has no earlier successful deployment to roll back to", starter.ErrCannotRollBack, flt.Service, flt.Environment)
+	}
+	return &starter.Rollback{Plan: &plan.Plan{Identifier: "checkout_deploy"}}, nil
+}
+
+func (f fixedRollbacks) StartRollback(_ context.Context, r *starter.Rollback, trig workflows.Trigger) (starter.Execution, error) {
+	*f.started = append(*f.started, r.Plan.Identifier+" by "+trig.User)
+	return starter.Execution{ID: "checkout_deploy-9"}, nil
+}
+
+// A service's page has a rollback button on each target whose deployment type can be rolled
+// back; posting it starts the rollback as the signed-in user and sends the browser to the new
+// execution, audited. A target that cannot be rolled back is refused with the reason, a user
+// who may not run the pipeline is refused, and a form from another site is refused.
+func TestServicesPageRollsBack(t *testing.T) {
+	at := time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
+	rec := func(env string) *contract.DeploymentRecord {
+		return &contract.DeploymentRecord{Key: contract.DeploymentKey{Service: "checkout", Environment: env, Infra: env + "_k8s"}, Pipeline: "checkout_deploy",
+			Execution: "checkout_deploy-7", Outcome: "succeeded", Ended: at, Artifact: &contract.LedgerArtifact{Version: "3.0"}}
+	}
+	lv := fixedLedger{targets: []contract.LedgerSummary{
+		{Key: rec("prod").Key, DeploymentType: "Kubernetes", Current: rec("prod"), Last: rec("prod"), Total: 2},
+		{Key: rec("qa").Key, DeploymentType: "ECS", Current: rec("qa"), Last: rec("qa"), Total: 2},
+	}}
+	users := func(token string) (*identity.User, error) {
+		switch token {
+		case "ann":
+			return &identity.User{Name: "ann"}, nil
+		case "bob":
+			return &identity.User{Name: "bob"}, nil
+		}
+		return nil, identity.ErrUnauthenticated
+	}
+	var started []string
+	var audit []workflows.AuditRecord
+	acc := &planAccessByUser{ok: "ann", audit: &audit}
+	srv := httptest.NewServer(services(lv, users, acc, fixedRollbacks{&started}))
+	defer srv.Close()
+	_, _, body := getPage(t, srv.URL+ServicesPath+"/checkout", "ann")
+	if !strings.Contains(body, `<form method="post" action="/gantry/services/checkout/rollback" class="rollback"><input type="hidden" name="env" value="prod"><input type="hidden" name="infra" value="prod_k8s">`) ||
+		strings.Count(body, `class="rollback"`) != 1 {
+		t.Errorf("want one rollback button, for the Kubernetes target:\n%s", body)
+	}
+	post := func(token, origin, env string) (int, string, string) {
+		t.Helper()
+		form := url.Values{"env": {env}, "infra": {env + "_k8s"}}
+		req, _ := http.NewRequest("POST", srv.URL+ServicesPath+"/checkout/rollback", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer "+token)
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Location"), string(b)
+	}
+	if code, loc, _ := post("ann", srv.URL, "prod"); code != http.StatusSeeOther || loc != ExecutionsPath+"/checkout_deploy-9" {
+		t.Errorf("rollback: %d to %q", code, loc)
+	}
+	if code, _, body := post("ann", "", "qa"); code != http.StatusUnprocessableEntity || !strings.Contains(body, "no earlier successful deployment") {
+		t.Errorf("a target that cannot be rolled back: %d %s", code, body)
+	}
+	if code, _, _ := post("bob", "", "prod"); code != http.StatusForbidden {
+		t.Errorf("a user who may not run the pipeline: %d", code)
+	}
+	if code, _, _ := post("ann", "https://evil.example", "prod"); code != http.StatusForbidden {
+		t.Errorf("a form from another site: %d", code)
+	}
+	if len(started) != 1 || started[0] != "checkout_deploy by ann" {
+		t.Errorf("started %q, want one rollback by ann", started)
+	}
+	var outcomes []string
+	for _, r := range audit {
+		outcomes = append(outcomes, r.User+":"+r.Outcome+":"+r.Execution)
+	}
+	if got := strings.Join(outcomes, " "); got != "ann:ok:checkout_deploy-9 ann:failed: bob:refused:" {
+		t.Errorf("audit %s", got)
+	}
+}
+
+// planAccessByUser lets one user view and run everything, and keeps the audit lines.
+type planAccessByUser struct {
+	Access
+	ok    string
+	audit *[]workflows.AuditRecord
+}
+
+func (a *planAccessByUser) AllowPipeline(u *identity.User, _ identity.Action, _ string) error {
+	if u.Name == a.ok {
+		return nil
+	}
+	return errors.New("forbidden: " + u.Name + " may not run pipeline checkout_deploy")
+}
+
+func (a *planAccessByUser) AllowPlan(u *identity.User, p *plan.Plan) error {
+	return a.AllowPipeline(u, identity.Execute, p.Identifier)
+}
+
+func (a *planAccessByUser) Audit(_ context.Context, r workflows.AuditRecord) { *a.audit = append(*a.audit, r) }

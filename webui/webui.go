@@ -60,6 +60,9 @@ type Options struct {
 	// Services reads the deployments ledger for the services pages (ServicesPath, for
 	// signed-in users, with User); nil: no such pages.
 	Services ledger.View
+	// Rollbacks, when set, puts a rollback button on a service's page for each target that can
+	// be rolled back after its deployment (starter.CanRollBack).
+	Rollbacks Rollbacks
 	// SSO signs people in with the company's identity provider besides tokens (with
 	// Directory, the identity file its groups are mapped onto); nil: tokens only.
 	SSO       *sso.Provider
@@ -214,7 +217,7 @@ func frontMux(o Options, ns string, conn *grpc.ClientConn, backend *url.URL) (*h
 		mux.Handle(ExecutionsPath+"/", executionPage(o.Executions, trees, o.User, o.Access, ns))
 	}
 	if o.Services != nil && o.User != nil {
-		h := services(o.Services, o.User, o.Access)
+		h := services(o.Services, o.User, o.Access, o.Rollbacks)
 		mux.Handle(ServicesPath, h)
 		mux.Handle(ServicesPath+"/", h)
 	}
