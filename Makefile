@@ -148,6 +148,7 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	$(GO) test -run '^$$' -bench 'Fetch|RefAdvertisement' -benchtime 20x -count 3 ./activities/gitstore | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'RemoteStart' -benchtime 10x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'LedgerReads' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
+	$(GO) test -run '^$$' -bench 'InstanceSync' -benchtime 3x -count 1 -timeout 30m ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'ContainerGroup|KubectlRunExec' -benchtime 5x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'CIStage5Runs|HandPod5|BuildAndPush|BuildDirect' -benchtime 3x -count 3 ./e2e | tee -a .bench.out
 	$(GO) test -run '^$$' -bench 'CacheRestore' -benchtime 2x -count 3 ./e2e | tee -a .bench.out
@@ -169,10 +170,11 @@ bench: k8s-tools terraform-tools ssh-tools browser-tools prometheus-tools
 	@bash hack/bench-ratios.sh .bench-ui.out
 	bash hack/perf-doc.sh .bench.out .bench-ui.out > docs/performance.md
 
-# Redraws the architecture picture from its Graphviz source (Debian's graphviz when missing).
+# Redraws the pictures from their Graphviz sources (Debian's graphviz when missing).
 docs-images:
 	@command -v dot >/dev/null || (apt-get update && apt-get install -y graphviz)
 	dot -Tsvg docs/images/architecture.dot -o docs/images/architecture.svg
+	dot -Tsvg docs/images/instances.dot -o docs/images/instances.svg
 
 # Regenerates docs/performance.md from the last `make bench` output.
 perf-doc:

@@ -25,6 +25,7 @@ import (
 	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/codec"
+	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/devserver"
 	"github.com/gantry-cd/gantry/metrics"
 	"github.com/gantry-cd/gantry/policies"
@@ -74,7 +75,7 @@ func (f *connFlags) add(cmd *cobra.Command) {
 	f.secure.add(cmd)
 	cmd.Flags().StringSliceVar(&f.tags, "tags", splitList(os.Getenv("GANTRY_WORKER_TAGS")), "delegate tags of this process's worker: it also runs steps whose delegateSelectors are among them (env GANTRY_WORKER_TAGS, comma-separated)")
 	cmd.Flags().StringVar(&f.metricsAddr, "metrics-listen", os.Getenv("GANTRY_METRICS_LISTEN"), "serve Prometheus /metrics, /healthz and /readyz on this address, e.g. 127.0.0.1:9090 (env GANTRY_METRICS_LISTEN)")
-	cmd.Flags().DurationVar(&f.instanceSync, "instance-sync", workflows.DefaultInstanceSync, "how often this worker's deployments' targets are read for their running instances and drift (0: never)")
+	cmd.Flags().DurationVar(&f.instanceSync, "instance-sync", contract.DefaultInstanceSync, "how often this worker's deployments' targets are read for their running instances and drift (0: never)")
 	cmd.Flags().DurationVar(&f.stopGrace, "shutdown-grace", 0, "on SIGTERM, how long running steps of this process's worker may finish before they are cancelled (and retried by another worker)")
 	cmd.Flags().StringVar(&f.helperImage, "helper-image", envOr("GANTRY_HELPER_IMAGE", worker.DefaultHelperImage), "gantry-helper's image, pulled into the pods of containerized step groups (env GANTRY_HELPER_IMAGE)")
 	cmd.Flags().StringVar(&f.buildkitImage, "buildkit-image", envOr("GANTRY_BUILDKIT_IMAGE", worker.DefaultBuildKitImage), "the image BuildAndPush steps build in, made by `go run ./hack/helper-image --buildkit REF` (env GANTRY_BUILDKIT_IMAGE)")

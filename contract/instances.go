@@ -10,10 +10,13 @@ import (
 )
 
 // Service instances: for each target a Deployment stage deployed to, one long-lived workflow
-// of the internal namespace reads what runs there on a timer (every ten minutes by default)
-// and keeps the last reading: how many instances, which artifact each runs, whether they
-// drifted from what Gantry deployed. It ends, taking the target off the instances listing,
-// when the target is gone.
+// of the internal namespace keeps the last reading of what runs there: how many instances,
+// which artifact each runs, whether they drifted from what Gantry deployed. It reads the
+// target itself when a deployment ends there. Between deployments one sweep workflow reads
+// every target on a timer (every ten minutes by default) and signals a target's workflow only
+// when its reading changed, so a target that stays as it is costs Temporal nothing but the
+// sweep's listing. A target's workflow ends, taking it off the instances listing, when the
+// target is gone.
 
 const (
 	// InstancesName is the sync workflow's type; InstancesID(key) its ID.
@@ -22,14 +25,70 @@ const (
 	// and from then on. SignalInstancesSync (no payload) reads it now.
 	SignalInstancesTarget = "target"
 	SignalInstancesSync   = "sync"
+	// SignalInstancesReading carries an InstanceReading the sweep made that differs from the
+	// target's last.
+	SignalInstancesReading = "reading"
 	// QueryInstances answers with the InstanceSnapshot, every instance listed.
 	QueryInstances = "instances"
-	// MemoInstances is the memo key holding the snapshot without its instance list.
-	MemoInstances = "gantryInstances"
+	// MemoInstances is the memo key holding the snapshot without its instance list;
+	// MemoInstancesTarget holds the InstanceTarget, for the sweep.
+	MemoInstances       = "gantryInstances"
+	MemoInstancesTarget = "gantryInstancesTarget"
 	// ReadInstances is the activity that reads a target's instances (InstanceTarget in,
 	// InstanceRead out).
 	ReadInstances = "gantry.ReadInstances"
 )
+
+// The sweep: one workflow (SweepID) that runs the SweepInstances activity, then waits its
+// interval (InstanceSweepState.Every; SignalSweepEvery changes it); MemoSweep holds its last
+// state (InstanceSweepState: its interval and last completed sweep).
+const (
+	SweepName        = "gantry.InstanceSweep"
+	SweepID          = "gantry-instance-sweep"
+	SweepInstances   = "gantry.SweepInstances"
+	SignalSweepEvery = "every"
+	MemoSweep        = "gantrySweep"
+)
+
+// DefaultInstanceSync is how often the sweep reads every target unless the worker says
+// otherwise: the reference's ten minutes.
+const DefaultInstanceSync = 10 * time.Minute
+
+// InstanceSweepState is the sweep workflow's state, carried across its runs, and its memo.
+type InstanceSweepState struct {
+	Every time.Duration `json:"every"`
+	Last  *SweepResult  `json:"last,omitempty"`
+}
+
+// SweepResult is one completed sweep: every target running when it Started was read before
+// it Ended; Changed of them were signalled a new reading (Gone of those were gone).
+type SweepResult struct {
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	Targets int       `json:"targets"`
+	Changed int       `json:"changed"`
+	Failed  int       `json:"failed"`
+	Gone    int       `json:"gone"`
+}
+
+// InstanceReading is a reading the sweep made: what it read, or why the read failed, and when.
+type InstanceReading struct {
+	Read  InstanceRead `json:"read"`
+	Error string       `json:"error,omitempty"`
+	At    time.Time    `json:"at"`
+}
+
+// Differs says whether a reading changes what a target's snapshot says (its instance list
+// aside beyond the counts): the sweep signals only those.
+func (r InstanceReading) Differs(s *InstanceSnapshot) bool {
+	if s == nil || r.Read.Gone != "" || r.Error != s.Error {
+		return true
+	}
+	if r.Error != "" {
+		return false // still failing, for the same reason
+	}
+	return r.Read.Count != s.Count || r.Read.Ready != s.Ready || !slices.Equal(r.Read.Artifacts, s.Artifacts) || !slices.Equal(r.Read.Drift, s.Drift)
+}
 
 // InstancesID is the workflow ID of a target's instance sync.
 func InstancesID(k DeploymentKey) string {
@@ -136,7 +195,6 @@ type InstanceSnapshot struct {
 // InstanceSync is the sync workflow's state, carried across its runs.
 type InstanceSync struct {
 	Target   InstanceTarget    `json:"target"`
-	Every    time.Duration     `json:"every"`
 	Snapshot *InstanceSnapshot `json:"snapshot,omitempty"`
 }
 

@@ -276,7 +276,7 @@ func rerun(t *testing.T, id string) *workflows.PipelineResult {
 	return res
 }
 
-func runPlan(t *testing.T, s *starter.Starter, p *plan.Plan) (starter.Execution, *workflows.PipelineResult) {
+func runPlan(t testing.TB, s *starter.Starter, p *plan.Plan) (starter.Execution, *workflows.PipelineResult) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

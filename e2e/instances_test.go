@@ -53,12 +53,17 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 	ctx := context.Background()
 	lv := env.starter.Ledger()
 	f := ledger.Filter{Service: "web", Infra: "dev_instances"}
-	// read asks for a reading now and waits until one satisfies ok.
-	read := func(what string, ok func(s contract.InstanceSnapshot) bool) contract.InstanceSnapshot {
+	// read asks the target's sync for a reading now, or with sweep the sweep for one of every
+	// target, and waits until one satisfies ok.
+	read := func(what string, sweep bool, ok func(s contract.InstanceSnapshot) bool) contract.InstanceSnapshot {
 		t.Helper()
 		var last []contract.InstanceSnapshot
 		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-			_ = env.internal.SignalWorkflow(ctx, contract.InstancesID(key), "", contract.SignalInstancesSync, nil)
+			if sweep { // any signal starts a sweep at once
+				_ = env.internal.SignalWorkflow(ctx, contract.SweepID, "", contract.SignalSweepEvery, contract.DefaultInstanceSync)
+			} else {
+				_ = env.internal.SignalWorkflow(ctx, contract.InstancesID(key), "", contract.SignalInstancesSync, nil)
+			}
 			got, err := lv.Instances(ctx, f)
 			if err != nil {
 				t.Fatal(err)
@@ -71,14 +76,14 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 		t.Fatalf("%s: the last readings were %+v", what, last)
 		return contract.InstanceSnapshot{}
 	}
-	s := read("two pods of 1.28", func(s contract.InstanceSnapshot) bool {
+	s := read("two pods of 1.28", false, func(s contract.InstanceSnapshot) bool {
 		return s.Count == 2 && s.Ready == 2 && len(s.Artifacts) == 1 && s.Artifacts[0].Artifact == "library/nginx:1.28"
 	})
 	if len(s.Drift) != 0 || s.Error != "" || s.Version != "1.28" || len(s.Instances) != 2 || s.Instances[0].Node == "" || !strings.HasPrefix(s.Instances[0].Name, "web-") {
 		t.Errorf("reading after 1.28: %+v", s)
 	}
 
-	// Scaled by hand: counted at the next read, and said.
+	// Scaled by hand: counted at the sweep's next read, and said.
 	patch := func(body string) {
 		t.Helper()
 		if _, err := cs.AppsV1().Deployments(ns).Patch(ctx, "web", types.StrategicMergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
@@ -86,13 +91,32 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 		}
 	}
 	patch(`{"spec":{"replicas":3}}`)
-	s = read("three pods, scaled outside Gantry", func(s contract.InstanceSnapshot) bool { return s.Count == 3 && len(s.Drift) == 1 })
+	s = read("three pods, scaled outside Gantry", true, func(s contract.InstanceSnapshot) bool { return s.Count == 3 && len(s.Drift) == 1 })
 	if !strings.Contains(s.Drift[0], "Deployment web was scaled to 3 outside Gantry; it was deployed with 2") {
 		t.Errorf("drift %q", s.Drift)
 	}
 	// Its image changed by hand: the drift names both.
 	patch(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"library/nginx:1.29-hotfix"}]}}}}`)
-	s = read("an image changed by hand", func(s contract.InstanceSnapshot) bool { return len(s.Drift) == 2 })
+	s = read("an image changed by hand, rolled out", true, func(s contract.InstanceSnapshot) bool {
+		return len(s.Drift) == 2 && s.Count == 3 && s.Ready == 3 && len(s.Artifacts) == 1
+	})
+	// A sweep that finds it unchanged signals nothing; the listing dates the reading by it.
+	changed := s.SyncedAt
+	before := time.Now().UTC()
+	s = read("a sweep that finds nothing new", true, func(s contract.InstanceSnapshot) bool { return s.SyncedAt.After(before) })
+	if len(s.Drift) != 2 || s.Count != 3 {
+		t.Errorf("after an unchanged sweep %+v", s)
+	}
+	if desc, err := env.internal.DescribeWorkflowExecution(ctx, contract.InstancesID(key), ""); err != nil {
+		t.Fatal(err)
+	} else if q, err := env.internal.QueryWorkflow(ctx, contract.InstancesID(key), "", contract.QueryInstances); err != nil {
+		t.Fatal(err)
+	} else {
+		var own contract.InstanceSnapshot
+		if err := q.Get(&own); err != nil || !own.SyncedAt.Equal(changed) {
+			t.Errorf("the sync's own reading is dated %v, want %v: an unchanged reading must not be signalled (%v, %d events)", own.SyncedAt, changed, err, desc.GetWorkflowExecutionInfo().GetHistoryLength())
+		}
+	}
 	if !strings.Contains(strings.Join(s.Drift, "\n"), "Deployment web runs library/nginx:1.29-hotfix; Gantry deployed library/nginx:1.28") {
 		t.Errorf("drift %q", s.Drift)
 	}
@@ -154,6 +178,7 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 	if *updateHistories { // the sync's whole life, for the replay tests
 		id := contract.InstancesID(key)
 		writeClientHistory(t, env.internal, id, "", filepath.Join("..", "workflows", "testdata", "histories", strings.ReplaceAll(id, "/", "__")+".json"))
+		writeClientHistory(t, env.internal, contract.SweepID, "", filepath.Join("..", "workflows", "testdata", "histories", contract.SweepID+".json"))
 	}
 }
 

@@ -74,6 +74,13 @@ if [ -n "$ls" ]; then
     printf "  DORA over 100,000 recorded deployments (10 targets) %.1f  bare queries of the 10 ledgers %.1f  ratio %.2fx (target <= 1000 ms)\n", d, q, d / q
   }'
 fi
+is=$(unit InstanceSync sweep-cpu-ms); id=$(unit InstanceSync direct-cpu-ms)
+if [ -n "$is" ] && [ -n "$id" ]; then
+  awk -v s="$is" -v d="$id" -v i="$(unit InstanceSync idle-cpu-ms/s)" 'BEGIN {
+    print ""; print "service instances: one sweep over 1,000 targets (CPU ms of this process, the idle upkeep of " i " ms/s taken off; six sweeps an hour)"
+    printf "  the sweep (listing, reads, nothing changed) %.0f  the same 1,000 reads made directly %.0f  ratio %.2fx (target <= 1.2x); per hour %.1f s vs %.1f s\n", s, d, s / d, 6 * s / 1000, 6 * d / 1000
+  }'
+fi
 wd=$(unit WebhookDeliveries deliveries/s); wr=$(unit WebhookDeliveries raw-starts/s)
 if [ -n "$wd" ] && [ -n "$wr" ]; then
   awk -v d="$wd" -v r="$wr" -v q="$(unit WebhookDeliveries ratio)" -v p="$(unit WebhookDeliveries p50-ms)" -v rp="$(unit WebhookDeliveries raw-p50-ms)" \

@@ -12,10 +12,9 @@ import (
 	"sync"
 	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/converter"
 
 	"github.com/gantry-cd/gantry/contract"
 )
@@ -74,9 +73,6 @@ func (r Reader) kept(ctx context.Context, f Filter) ([]contract.LedgerState, err
 	return r.States(ctx, targets)
 }
 
-// listPage is how many targets one visibility page returns.
-const listPage = 1000
-
 // reads bounds the targets' ledgers queried at once.
 const reads = 8
 
@@ -87,9 +83,9 @@ func (r Reader) all(ctx context.Context) ([]contract.LedgerSummary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list the deployments ledger's targets: %w", err)
 	}
-	read, err := listMemos[contract.InstanceSnapshot](ctx, r.Client, contract.InstancesName, contract.MemoInstances)
+	read, err := r.Readings(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list the targets' instances: %w", err)
+		return nil, err
 	}
 	byKey := make(map[contract.DeploymentKey]*contract.InstanceSnapshot, len(read))
 	for i := range read {
@@ -102,32 +98,63 @@ func (r Reader) all(ctx context.Context) ([]contract.LedgerSummary, error) {
 	return out, nil
 }
 
+// Readings lists every read target's last reading, without its instance list, from
+// visibility (the sync workflows' memos).
+func (r Reader) Readings(ctx context.Context) ([]contract.InstanceSnapshot, error) {
+	read, err := listMemos[contract.InstanceSnapshot](ctx, r.Client, contract.InstancesName, contract.MemoInstances)
+	if err != nil {
+		return nil, fmt.Errorf("list the targets' instances: %w", err)
+	}
+	last, err := r.lastSweep(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range read {
+		confirmed(&read[i], last)
+	}
+	return read, nil
+}
+
+// lastSweep is the sweep's last completed run, nil before the first.
+func (r Reader) lastSweep(ctx context.Context) (*contract.SweepResult, error) {
+	desc, err := r.Client.DescribeWorkflowExecution(ctx, contract.SweepID, "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the instance sweep: %w", err)
+	}
+	var st contract.InstanceSweepState
+	if _, err := contract.MemoValue(desc.GetWorkflowExecutionInfo().GetMemo().GetFields(), contract.MemoSweep, &st); err != nil {
+		return nil, fmt.Errorf("read the instance sweep's memo: %w", err)
+	}
+	return st.Last, nil
+}
+
+// confirmed dates a reading the last sweep found unchanged: a target that existed when the
+// sweep started and was not signalled was read as it is before the sweep ended.
+func confirmed(s *contract.InstanceSnapshot, last *contract.SweepResult) {
+	if last != nil && s.Error == "" && !s.SyncedAt.IsZero() && s.SyncedAt.Before(last.Started) {
+		s.SyncedAt = last.Ended
+	}
+}
+
 // listMemos reads the memo key of every running workflow of a type from visibility.
 func listMemos[T any](ctx context.Context, c client.Client, workflowType, key string) ([]T, error) {
-	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", workflowType)
 	var out []T
-	var token []byte
-	dc := converter.GetDefaultDataConverter()
-	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: listPage, NextPageToken: token})
+	err := contract.EachRunning(ctx, c, workflowType, func(id string, memo map[string]*commonpb.Payload) error {
+		var v T
+		ok, err := contract.MemoValue(memo, key, &v)
 		if err != nil {
-			return nil, err
+			return fmt.Errorf("read the memo of %s: %w", id, err)
 		}
-		for _, e := range resp.GetExecutions() {
-			p, ok := e.GetMemo().GetFields()[key]
-			if !ok {
-				continue // started a moment ago: its first memo is being written
-			}
-			var v T
-			if err := dc.FromPayload(p, &v); err != nil {
-				return nil, fmt.Errorf("read the memo of %s: %w", e.GetExecution().GetWorkflowId(), err)
-			}
+		if ok {
 			out = append(out, v)
 		}
-		if token = resp.GetNextPageToken(); len(token) == 0 {
-			return out, nil
-		}
-	}
+		return nil
+	})
+	return out, err
 }
 
 func compareKeys(a, b contract.DeploymentKey) int {
@@ -142,6 +169,10 @@ func (r Reader) Instances(ctx context.Context, f Filter) ([]contract.InstanceSna
 		return nil, err
 	}
 	targets = slices.DeleteFunc(targets, func(t contract.LedgerSummary) bool { return t.Instances == nil })
+	last, err := r.lastSweep(ctx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]contract.InstanceSnapshot, len(targets))
 	errs := make([]error, len(targets))
 	sem := make(chan struct{}, reads)
@@ -152,6 +183,7 @@ func (r Reader) Instances(ctx context.Context, f Filter) ([]contract.InstanceSna
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			out[i], errs[i] = r.snapshot(ctx, t)
+			confirmed(&out[i], last)
 		}()
 	}
 	wg.Wait()

@@ -233,9 +233,16 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	seq.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: contract.ProvisionerName})
 	seq.RegisterWorkflowWithOptions(workflows.Ledger, workflow.RegisterOptions{Name: contract.LedgerName})
 	seq.RegisterWorkflowWithOptions(workflows.Instances, workflow.RegisterOptions{Name: contract.InstancesName})
+	seq.RegisterWorkflowWithOptions(workflows.InstanceSweep, workflow.RegisterOptions{Name: contract.SweepName})
 	registerLocks(seq, c)
-	// The instance syncs read their targets where they run: the internal namespace's queue.
-	reader := &deployed.Activity{Kubernetes: &k8sstep.Activity{Secrets: secrets.Routed(o.Secrets, secretManagers), Logs: o.Logs}}
+	// The instance syncs and the sweep read their targets where they run: the internal
+	// namespace's queue.
+	internal := o.Internal
+	if internal == nil {
+		internal = c
+	}
+	reader := &deployed.Activity{Kubernetes: &k8sstep.Activity{Secrets: secrets.Routed(o.Secrets, secretManagers), Logs: o.Logs},
+		Records: &records.Temporal{Client: internal, TaskQueue: workflows.SequenceQueue(tq)}}
 	readOn := seq
 	side := []sdkworker.Worker{seq}
 	if o.Internal != nil && o.Internal != c {
@@ -248,12 +255,14 @@ func New(c client.Client, o Options) sdkworker.Worker {
 		in.RegisterWorkflowWithOptions(workflows.Provisioner, workflow.RegisterOptions{Name: contract.ProvisionerName})
 		in.RegisterWorkflowWithOptions(workflows.Ledger, workflow.RegisterOptions{Name: contract.LedgerName})
 		in.RegisterWorkflowWithOptions(workflows.Instances, workflow.RegisterOptions{Name: contract.InstancesName})
+		in.RegisterWorkflowWithOptions(workflows.InstanceSweep, workflow.RegisterOptions{Name: contract.SweepName})
 		registerLocks(in, c)
 		readOn = in
 		in.RegisterActivityWithOptions(st.Run, activity.RegisterOptions{Name: workflows.StartActivity})
 		side = append(side, in)
 	}
 	readOn.RegisterActivityWithOptions(reader.ReadInstances, activity.RegisterOptions{Name: contract.ReadInstances})
+	readOn.RegisterActivityWithOptions(reader.SweepInstances, activity.RegisterOptions{Name: contract.SweepInstances})
 	return withSide{closing{w, closeSteps}, side, st.Starter}
 }
 
@@ -488,7 +497,7 @@ func RegisterWorkflows(r WorkflowRegistry, except ...string) {
 		{workflows.PipelineName, workflows.Pipeline}, {workflows.StageName, workflows.Stage}, {workflows.StageBatchName, workflows.StageBatch}, {workflows.SegmentName, workflows.PipelineSegment},
 		{workflows.SequenceName, workflows.Sequence}, {workflows.CronName, workflows.Cron}, {workflows.NotifierName, workflows.Notifier},
 		{workflows.RefusalsName, workflows.Refusals}, {contract.ProvisionerName, workflows.Provisioner}, {contract.LedgerName, workflows.Ledger},
-		{contract.InstancesName, workflows.Instances}, {contract.LockWorkflow, workflows.Lock}, {contract.FreezeWorkflow, workflows.GlobalFreeze},
+		{contract.InstancesName, workflows.Instances}, {contract.SweepName, workflows.InstanceSweep}, {contract.LockWorkflow, workflows.Lock}, {contract.FreezeWorkflow, workflows.GlobalFreeze},
 		{workflows.FreezeNoticesName, workflows.FreezeNotices}, {workflows.TicketWaitName, workflows.TicketWait},
 	} {
 		if !slices.Contains(except, w.name) {

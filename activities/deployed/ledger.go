@@ -27,9 +27,12 @@ func (a *Activity) RecordDeployment(ctx context.Context, in contract.RecordDeplo
 	if t := in.Instances; t != nil && a.InstanceSync >= 0 {
 		id := contract.InstancesID(t.Key)
 		_, err := a.Records.Client.SignalWithStartWorkflow(ctx, id, contract.SignalInstancesTarget, *t,
-			client.StartWorkflowOptions{ID: id, TaskQueue: a.Records.TaskQueue}, contract.InstancesName, contract.InstanceSync{Target: *t, Every: a.InstanceSync})
+			client.StartWorkflowOptions{ID: id, TaskQueue: a.Records.TaskQueue}, contract.InstancesName, contract.InstanceSync{Target: *t})
 		if err != nil {
 			return fmt.Errorf("start reading the instances of service %s on infrastructure %s of environment %s: %w", r.Key.Service, r.Key.Infra, r.Key.Environment, err)
+		}
+		if err := a.ensureSweep(ctx); err != nil {
+			return fmt.Errorf("start the sweep that reads every deployed target's instances: %w", err)
 		}
 	}
 	return nil
