@@ -33,7 +33,20 @@ type DORA struct {
 	LeadSamples     int      `json:"leadTimeSamples"`
 	RestoreSeconds  *float64 `json:"timeToRestoreSeconds"`
 	Restores        int      `json:"restores"`
+	// Daily counts each day of a window of at most MaxDaily days, oldest first (the charts'
+	// bars); a longer window has none.
+	Daily []DORADay `json:"daily,omitempty"`
 }
+
+// DORADay is one day's deployments of the targets kept.
+type DORADay struct {
+	Day       string `json:"day"` // 2006-01-02
+	Succeeded int    `json:"succeeded"`
+	Failed    int    `json:"failed"`
+}
+
+// MaxDaily is the longest window whose days DORA lists one by one.
+const MaxDaily = 400
 
 // ComputeDORA sums the targets' days from from's day up to to's day, excluded.
 func ComputeDORA(states []contract.LedgerState, from, to time.Time) DORA {
@@ -41,6 +54,12 @@ func ComputeDORA(states []contract.LedgerState, from, to time.Time) DORA {
 	f, _ := time.Parse(time.DateOnly, first)
 	e, _ := time.Parse(time.DateOnly, end)
 	d := DORA{From: f, To: e, Days: int(e.Sub(f) / (24 * time.Hour))}
+	if d.Days > 0 && d.Days <= MaxDaily {
+		d.Daily = make([]DORADay, d.Days)
+		for i := range d.Daily {
+			d.Daily[i].Day = f.AddDate(0, 0, i).Format(time.DateOnly)
+		}
+	}
 	var lead, restore int64
 	for _, st := range states {
 		for _, day := range st.Days {
@@ -49,6 +68,13 @@ func ComputeDORA(states []contract.LedgerState, from, to time.Time) DORA {
 			}
 			d.Succeeded += day.Succeeded
 			d.Failed += day.Failed
+			if d.Daily != nil {
+				if at, err := time.Parse(time.DateOnly, day.Day); err == nil {
+					i := int(at.Sub(f) / (24 * time.Hour))
+					d.Daily[i].Succeeded += day.Succeeded
+					d.Daily[i].Failed += day.Failed
+				}
+			}
 			d.RolledBack += day.RolledBack
 			d.Aborted += day.Aborted
 			lead += day.LeadSeconds

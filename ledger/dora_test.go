@@ -78,6 +78,21 @@ func TestDORAOfAScriptedHistory(t *testing.T) {
 			if c.restores > 0 && (d.RestoreSeconds == nil || *d.RestoreSeconds != 6*3600) {
 				t.Errorf("time to restore %v s, want 6 h", d.RestoreSeconds)
 			}
+			// The days one by one: eight deployments each (one every three hours), their sums
+			// the window's.
+			if len(d.Daily) != c.days {
+				t.Fatalf("%d days listed, want %d", len(d.Daily), c.days)
+			}
+			ok, failed := 0, 0
+			for _, day := range d.Daily {
+				ok, failed = ok+day.Succeeded, failed+day.Failed
+				if n := day.Succeeded + day.Failed; c.deployed > 0 && day.Day < "2026-06-26" && day.Day >= "2026-06-01" && n != 8 {
+					t.Errorf("%s: %d deployments, want 8", day.Day, n)
+				}
+			}
+			if ok != c.deployed-c.failed || failed != c.failed {
+				t.Errorf("days sum to %d succeeded, %d failed", ok, failed)
+			}
 		})
 	}
 }

@@ -3,6 +3,7 @@ package webui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -42,6 +43,53 @@ type targetRow struct {
 type deploymentRow struct {
 	contract.DeploymentRecord
 	Version, By, Ended string
+}
+
+// doraDays is the window of a service page's DORA figures and chart.
+const doraDays = 30
+
+// doraView is the DORA figures as the service's page shows them, with a bar per day.
+type doraView struct {
+	Frequency, Lead, Failure, Restore string
+	Deployments, Failed               int
+	Bars                              []doraBar
+	Width, Height                     int
+}
+
+// doraBar is one day's bar: its successes below its failures, heights in pixels.
+type doraBar struct {
+	Day                       string
+	Succeeded, Failed         int
+	X, OkY, OkH, FailY, FailH int
+}
+
+const doraBarWidth, doraChartHeight = 14, 80
+
+func doraOf(d ledger.DORA) doraView {
+	v := doraView{Frequency: fmt.Sprintf("%.2f per day", d.FrequencyPerDay), Lead: "-", Failure: "-", Restore: "-",
+		Deployments: d.Deployments, Failed: d.Failed, Height: doraChartHeight, Width: len(d.Daily) * doraBarWidth}
+	mean := func(s *float64) string { return (time.Duration(*s) * time.Second).Round(time.Second).String() }
+	if d.LeadTimeSeconds != nil {
+		v.Lead = mean(d.LeadTimeSeconds)
+	}
+	if d.RestoreSeconds != nil {
+		v.Restore = mean(d.RestoreSeconds)
+	}
+	if d.ChangeFailureRate != nil {
+		v.Failure = fmt.Sprintf("%.1f%%", *d.ChangeFailureRate*100)
+	}
+	most := 1
+	for _, day := range d.Daily {
+		most = max(most, day.Succeeded+day.Failed)
+	}
+	for i, day := range d.Daily {
+		b := doraBar{Day: day.Day, Succeeded: day.Succeeded, Failed: day.Failed, X: i * doraBarWidth,
+			OkH: day.Succeeded * doraChartHeight / most, FailH: day.Failed * doraChartHeight / most}
+		b.OkY = doraChartHeight - b.OkH
+		b.FailY = b.OkY - b.FailH
+		v.Bars = append(v.Bars, b)
+	}
+	return v
 }
 
 // instancesRow is one target's last instance reading as the service's page shows it.
@@ -163,7 +211,13 @@ func services(lv ledger.View, userOf func(string) (*identity.User, error), acc A
 						Synced: stamp(s.SyncedAt), Tried: stamp(s.TriedAt), More: s.Count - len(s.Instances)})
 				}
 			}
-			data["Service"], data["History"], data["Instances"], page = service, history, instances, servicePage
+			to := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, 1)
+			d, err := lv.DORA(r.Context(), ledger.Filter{Service: service, EnvironmentType: "Production"}, to.AddDate(0, 0, -doraDays), to)
+			if err != nil {
+				http.Error(w, "read the DORA figures: "+err.Error(), http.StatusBadGateway)
+				return
+			}
+			data["Service"], data["History"], data["Instances"], data["DORA"], page = service, history, instances, doraOf(d), servicePage
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
@@ -232,7 +286,7 @@ const servicesStyle = `<meta name="color-scheme" content="light dark"><style>
 body{font-family:sans-serif;margin:1em 2em}
 table{border-collapse:collapse;width:100%}th,td{text-align:left;padding:.35em .6em;border-bottom:1px solid #8884}
 th{font-weight:600}a:focus{outline:2px solid #36f;outline-offset:1px}
-.drift,.read-failed{color:#a60;font-weight:600}.o-succeeded{color:#070}.o-failed,.o-rolledBack,.o-blocked{color:#b00}.o-aborted{color:#a60}
+.drift,.read-failed{color:#a60;font-weight:600}rect.ok{fill:#4a4}rect.failed{fill:#c33}#dora-chart{border-bottom:1px solid #8888}.o-succeeded{color:#070}.o-failed,.o-rolledBack,.o-blocked{color:#b00}.o-aborted{color:#a60}
 @media (prefers-color-scheme: dark){.o-succeeded{color:#6d6}.o-failed,.o-rolledBack,.o-blocked{color:#f77}a{color:#8af}}
 </style>`
 
@@ -264,6 +318,11 @@ var servicePage = template.Must(template.Must(template.New("service").Parse(targ
 {{range .Instances}}<tr class="instance"><td>{{.Name}}</td><td><code>{{.Artifact}}</code></td><td>{{or .Node "-"}}</td><td>{{if .Ready}}yes{{else}}no{{end}}</td></tr>
 {{end}}</tbody></table>{{if .More}}<p>and {{.More}} more</p>{{end}}{{end}}</section>
 {{end}}{{end}}
+{{with .DORA}}<h2>DORA, production, the last 30 days</h2>
+<p id="dora">{{.Deployments}} deployments, {{.Failed}} failed · deployment frequency <b>{{.Frequency}}</b> · lead time for changes <b>{{.Lead}}</b> · change failure rate <b>{{.Failure}}</b> · time to restore <b>{{.Restore}}</b></p>
+<svg id="dora-chart" role="img" aria-label="production deployments per day, succeeded and failed" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
+{{range .Bars}}<g class="day"><title>{{.Day}}: {{.Succeeded}} succeeded, {{.Failed}} failed</title>{{if .OkH}}<rect class="ok" x="{{.X}}" y="{{.OkY}}" width="12" height="{{.OkH}}"/>{{end}}{{if .FailH}}<rect class="failed" x="{{.X}}" y="{{.FailY}}" width="12" height="{{.FailH}}"/>{{end}}</g>
+{{end}}</svg>{{end}}
 <h2>Deployments, newest first</h2>
 <table id="history"><thead><tr><th>Ended (UTC)</th><th>Outcome</th><th>Version</th><th>Environment</th><th>Infrastructure</th><th>By</th><th>Execution</th><th>Stage</th><th>Commit</th></tr></thead><tbody>
 {{range .History}}<tr class="deployment" data-execution="{{.Execution}}"><td>{{.Ended}}</td><td class="o-{{.Outcome}}">{{.Outcome}}</td><td>{{.Version}}</td>

@@ -28,6 +28,17 @@ type fixedLedger struct {
 	instances []contract.InstanceSnapshot
 }
 
+// DORA is four days of production deployments of checkout: 3 and 1 failed, none, 2, 1.
+func (l fixedLedger) DORA(_ context.Context, f ledger.Filter, from, to time.Time) (ledger.DORA, error) {
+	rate, lead := 1.0/7, 5400.0
+	d := ledger.DORA{From: from, To: to, Days: 4, Deployments: 7, Succeeded: 6, Failed: 1, FrequencyPerDay: 1.5, ChangeFailureRate: &rate, LeadTimeSeconds: &lead, LeadSamples: 6,
+		Daily: []ledger.DORADay{{Day: "2026-03-01", Succeeded: 3, Failed: 1}, {Day: "2026-03-02"}, {Day: "2026-03-03", Succeeded: 2}, {Day: "2026-03-04", Succeeded: 1}}}
+	if f.Service != "checkout" || f.EnvironmentType != "Production" || to.Sub(from) != 30*24*time.Hour {
+		return ledger.DORA{}, fmt.Errorf("DORA of %+v over %s to %s", f, from, to)
+	}
+	return d, nil
+}
+
 func (l fixedLedger) Instances(_ context.Context, f ledger.Filter) ([]contract.InstanceSnapshot, error) {
 	var out []contract.InstanceSnapshot
 	for _, t := range f.Keep(l.targets) {
@@ -133,6 +144,14 @@ func TestServicesPages(t *testing.T) {
 		`<tr class="instance"><td>checkout-a</td><td><code>shop/checkout:3.0</code></td><td>n1</td><td>yes</td></tr>`, `<td>checkout-b</td>`, `and 1 more`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("service page: no %q in\n%s", want, body)
+		}
+	}
+	for _, want := range []string{`7 deployments, 1 failed · deployment frequency <b>1.50 per day</b> · lead time for changes <b>1h30m0s</b> · change failure rate <b>14.3%</b> · time to restore <b>-</b>`,
+		// The busiest day (4) is the chart's full height: 3 succeeded (60 px) under 1 failed (20 px).
+		`<title>2026-03-01: 3 succeeded, 1 failed</title><rect class="ok" x="0" y="20" width="12" height="60"/><rect class="failed" x="0" y="0" width="12" height="20"/>`,
+		`<title>2026-03-02: 0 succeeded, 0 failed</title></g>`, `<rect class="ok" x="28" y="40" width="12" height="40"/>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("service page's DORA: no %q in\n%s", want, body)
 		}
 	}
 	if strings.Contains(body, "hidden-pod") {
