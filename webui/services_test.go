@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -272,4 +272,6 @@ func (a *planAccessByUser) AllowPlan(u *identity.User, p *plan.Plan) error {
 	return a.AllowPipeline(u, identity.Execute, p.Identifier)
 }
 
-func (a *planAccessByUser) Audit(_ context.Context, r workflows.AuditRecord) { *a.audit = append(*a.audit, r) }
+func (a *planAccessByUser) Audit(_ context.Context, r workflows.AuditRecord) {
+	*a.audit = append(*a.audit, r)
+}
