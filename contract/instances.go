@@ -39,12 +39,12 @@ const (
 	ReadInstances = "gantry.ReadInstances"
 )
 
-// The sweep: one workflow (SweepID) that runs the SweepInstances activity, then waits its
+// The sweep: one workflow per queue (SweepID) that runs the SweepInstances activity over the
+// syncs of its queue (whose worker holds their credentials), then waits its
 // interval (InstanceSweepState.Every; SignalSweepEvery changes it); MemoSweep holds its last
 // state (InstanceSweepState: its interval and last completed sweep).
 const (
 	SweepName        = "gantry.InstanceSweep"
-	SweepID          = "gantry-instance-sweep"
 	SweepInstances   = "gantry.SweepInstances"
 	SignalSweepEvery = "every"
 	MemoSweep        = "gantrySweep"
@@ -53,6 +53,9 @@ const (
 // DefaultInstanceSync is how often the sweep reads every target unless the worker says
 // otherwise: the reference's ten minutes.
 const DefaultInstanceSync = 10 * time.Minute
+
+// SweepID is the ID of the sweep of the syncs on a queue.
+func SweepID(queue string) string { return "gantry-instance-sweep/" + queue }
 
 // InstanceSweepState is the sweep workflow's state, carried across its runs, and its memo.
 type InstanceSweepState struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	commonpb "go.temporal.io/api/common/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -13,10 +14,14 @@ import (
 // memoPage is how many workflows one visibility page lists.
 const memoPage = 1000
 
-// EachRunning calls fn with the memo of every running workflow of a type, a visibility page
-// at a time: how the long-lived workflows' summaries (ledgers, instance syncs) are read.
-func EachRunning(ctx context.Context, c client.Client, workflowType string, fn func(id string, memo map[string]*commonpb.Payload) error) error {
+// EachRunning calls fn with every running workflow of a type (on one task queue, unless
+// queue is ""), a visibility page at a time: how the long-lived workflows' summaries in their
+// memos (ledgers, instance syncs) are read.
+func EachRunning(ctx context.Context, c client.Client, workflowType, queue string, fn func(e *workflowpb.WorkflowExecutionInfo) error) error {
 	query := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running'", workflowType)
+	if queue != "" {
+		query += fmt.Sprintf(" AND TaskQueue = '%s'", queue)
+	}
 	var token []byte
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, PageSize: memoPage, NextPageToken: token})
@@ -24,7 +29,7 @@ func EachRunning(ctx context.Context, c client.Client, workflowType string, fn f
 			return err
 		}
 		for _, e := range resp.GetExecutions() {
-			if err := fn(e.GetExecution().GetWorkflowId(), e.GetMemo().GetFields()); err != nil {
+			if err := fn(e); err != nil {
 				return err
 			}
 		}

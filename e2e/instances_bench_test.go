@@ -93,7 +93,7 @@ func BenchmarkInstanceSync(b *testing.B) {
 	// swept waits for a sweep that started after since to end.
 	swept := func(since time.Time) {
 		for deadline := time.Now().Add(10 * time.Minute); ; time.Sleep(250 * time.Millisecond) {
-			desc, err := env.internal.DescribeWorkflowExecution(ctx, contract.SweepID, "")
+			desc, err := env.internal.DescribeWorkflowExecution(ctx, contract.SweepID(queue), "")
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -133,7 +133,7 @@ func BenchmarkInstanceSync(b *testing.B) {
 	for range b.N {
 		since := time.Now().UTC()
 		w0, c0 := time.Now(), processCPU()
-		if err := env.internal.SignalWorkflow(ctx, contract.SweepID, "", contract.SignalSweepEvery, contract.DefaultInstanceSync); err != nil {
+		if err := env.internal.SignalWorkflow(ctx, contract.SweepID(queue), "", contract.SignalSweepEvery, contract.DefaultInstanceSync); err != nil {
 			b.Fatal(err) // any signal starts a sweep at once
 		}
 		swept(since)

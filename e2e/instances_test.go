@@ -3,26 +3,35 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/cli"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/internal/conformance"
 	"github.com/gantry-cd/gantry/ledger"
 	"github.com/gantry-cd/gantry/pipeline/load"
+	"github.com/gantry-cd/gantry/plan"
 	"github.com/gantry-cd/gantry/server"
 	"github.com/gantry-cd/gantry/status"
+	"github.com/gantry-cd/gantry/workflows"
 )
 
 // The instance sync on the test control plane: deploy 1.27 then 1.28 and the sync reads two
@@ -60,7 +69,7 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 		var last []contract.InstanceSnapshot
 		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 			if sweep { // any signal starts a sweep at once
-				_ = env.internal.SignalWorkflow(ctx, contract.SweepID, "", contract.SignalSweepEvery, contract.DefaultInstanceSync)
+				_ = env.internal.SignalWorkflow(ctx, contract.SweepID(workflows.SequenceQueue(workflows.TaskQueue)), "", contract.SignalSweepEvery, contract.DefaultInstanceSync)
 			} else {
 				_ = env.internal.SignalWorkflow(ctx, contract.InstancesID(key), "", contract.SignalInstancesSync, nil)
 			}
@@ -178,7 +187,8 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 	if *updateHistories { // the sync's whole life, for the replay tests
 		id := contract.InstancesID(key)
 		writeClientHistory(t, env.internal, id, "", filepath.Join("..", "workflows", "testdata", "histories", strings.ReplaceAll(id, "/", "__")+".json"))
-		writeClientHistory(t, env.internal, contract.SweepID, "", filepath.Join("..", "workflows", "testdata", "histories", contract.SweepID+".json"))
+		sweep := contract.SweepID(workflows.SequenceQueue(workflows.TaskQueue))
+		writeClientHistory(t, env.internal, sweep, "", filepath.Join("..", "workflows", "testdata", "histories", strings.ReplaceAll(sweep, "/", "__")+".json"))
 	}
 }
 
@@ -262,4 +272,144 @@ func TestRollbackAfterDeployment(t *testing.T) {
 	if *updateHistories { // a post-deployment rollback, for the replay tests
 		recordExecution(t, filepath.Join("..", "workflows", "testdata", "histories"), id)
 	}
+}
+
+// A worker SIGKILLed in the middle of a sweep: another worker on the queue takes the sweep up
+// once its heartbeats stop, and the sweep ends with every target read. The targets' cluster
+// is a listener that refuses connections at first (the syncs' own reads fail quickly), then
+// holds them open, so that the sweep's reads hang (ten seconds each, the TLS handshake's limit)
+// while the worker is killed.
+func TestInstanceSweepSurvivesAKilledWorker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gantry binary")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var hang atomic.Bool
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if !hang.Load() {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	os.Setenv(secrets.EnvName("instances_kill_token"), "not-a-token")
+	const queue = "instances-kill"
+	seq := workflows.SequenceQueue(queue)
+	dir := t.TempDir()
+	first := gantryWorker(t, env.gantry, queue, filepath.Join(dir, "a"))
+	defer func() { _ = first.Process.Kill(); _ = first.Wait() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	conn := &plan.Connector{ID: "held", Type: "ManualConfig", MasterURL: "https://" + ln.Addr().String(), TokenRef: "instances_kill_token", InsecureSkipTLSVerify: true}
+	const targets = 4
+	for i := range targets {
+		tg := contract.InstanceTarget{Key: contract.DeploymentKey{Project: "kill/instances", Service: fmt.Sprint("svc_", i), Environment: "dev", Infra: "k8s"},
+			DeploymentType: "Kubernetes", Connector: conn, Namespace: "shop", Release: "web"}
+		id := contract.InstancesID(tg.Key)
+		if _, err := env.internal.SignalWithStartWorkflow(ctx, id, contract.SignalInstancesTarget, tg, client.StartWorkflowOptions{ID: id, TaskQueue: seq},
+			contract.InstancesName, contract.InstanceSync{Target: tg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reads := ledger.Reader{Client: env.internal}
+	for { // every sync's own read failed, and said so
+		read, err := reads.Readings(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, s := range read {
+			if s.Key.Project == "kill/instances" && s.Error != "" {
+				n++
+			}
+		}
+		if n == targets {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d syncs read", n, targets)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	hang.Store(true)
+	sweep := contract.SweepID(seq)
+	began := time.Now().UTC()
+	if _, err := env.internal.SignalWithStartWorkflow(ctx, sweep, contract.SignalSweepEvery, time.Hour, client.StartWorkflowOptions{ID: sweep, TaskQueue: seq},
+		contract.SweepName, contract.InstanceSweepState{Every: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	describe := func() *workflowservice.DescribeWorkflowExecutionResponse {
+		t.Helper()
+		d, err := env.internal.DescribeWorkflowExecution(ctx, sweep, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for { // the first worker reads, its reads hanging
+		if p := describe().GetPendingActivities(); len(p) == 1 && p[0].GetState() == enums.PENDING_ACTIVITY_STATE_STARTED {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the sweep never started")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	second := gantryWorker(t, env.gantry, queue, filepath.Join(dir, "b"))
+	defer func() { _ = second.Process.Signal(syscall.SIGTERM); _ = second.Wait() }()
+	for {
+		var st contract.InstanceSweepState
+		if _, err := contract.MemoValue(describe().GetWorkflowExecutionInfo().GetMemo().GetFields(), contract.MemoSweep, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Last != nil && st.Last.Started.After(began) {
+			if st.Last.Targets != targets || st.Last.Failed != targets {
+				t.Errorf("the sweep after the kill: %+v, want %d targets read, each failing", st.Last, targets)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no sweep ended after the worker was killed")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	// Each sync took the sweep's reading (the handshake timing out, not the refusal before).
+	read, err := reads.Readings(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range read {
+		if s.Key.Project == "kill/instances" && !strings.Contains(s.Error, "TLS handshake timeout") {
+			t.Errorf("%s: %q, want the sweep's reading", s.Key.Service, s.Error)
+		}
+	}
+	for i := range targets { // they are the test's: stop them
+		_ = env.internal.TerminateWorkflow(ctx, contract.InstancesID(contract.DeploymentKey{Project: "kill/instances", Service: fmt.Sprint("svc_", i), Environment: "dev", Infra: "k8s"}), "", "test over")
+	}
+	_ = env.internal.TerminateWorkflow(ctx, sweep, "", "test over")
 }

@@ -12,8 +12,8 @@ import (
 	"sync"
 	"time"
 
-	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/gantry-cd/gantry/contract"
@@ -99,37 +99,36 @@ func (r Reader) all(ctx context.Context) ([]contract.LedgerSummary, error) {
 }
 
 // Readings lists every read target's last reading, without its instance list, from
-// visibility (the sync workflows' memos).
+// visibility (the sync workflows' memos), each dated by its queue's last sweep when that
+// found it unchanged.
 func (r Reader) Readings(ctx context.Context) ([]contract.InstanceSnapshot, error) {
-	read, err := listMemos[contract.InstanceSnapshot](ctx, r.Client, contract.InstancesName, contract.MemoInstances)
+	sweeps := map[string]*contract.SweepResult{}
+	err := contract.EachRunning(ctx, r.Client, contract.SweepName, "", func(e *workflowpb.WorkflowExecutionInfo) error {
+		var st contract.InstanceSweepState
+		if _, err := contract.MemoValue(e.GetMemo().GetFields(), contract.MemoSweep, &st); err != nil {
+			return fmt.Errorf("read the memo of %s: %w", e.GetExecution().GetWorkflowId(), err)
+		}
+		sweeps[e.GetTaskQueue()] = st.Last
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list the instance sweeps: %w", err)
+	}
+	var out []contract.InstanceSnapshot
+	err = contract.EachRunning(ctx, r.Client, contract.InstancesName, "", func(e *workflowpb.WorkflowExecutionInfo) error {
+		var s contract.InstanceSnapshot
+		if ok, err := contract.MemoValue(e.GetMemo().GetFields(), contract.MemoInstances, &s); err != nil {
+			return fmt.Errorf("read the memo of %s: %w", e.GetExecution().GetWorkflowId(), err)
+		} else if ok {
+			confirmed(&s, sweeps[e.GetTaskQueue()])
+			out = append(out, s)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list the targets' instances: %w", err)
 	}
-	last, err := r.lastSweep(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for i := range read {
-		confirmed(&read[i], last)
-	}
-	return read, nil
-}
-
-// lastSweep is the sweep's last completed run, nil before the first.
-func (r Reader) lastSweep(ctx context.Context) (*contract.SweepResult, error) {
-	desc, err := r.Client.DescribeWorkflowExecution(ctx, contract.SweepID, "")
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read the instance sweep: %w", err)
-	}
-	var st contract.InstanceSweepState
-	if _, err := contract.MemoValue(desc.GetWorkflowExecutionInfo().GetMemo().GetFields(), contract.MemoSweep, &st); err != nil {
-		return nil, fmt.Errorf("read the instance sweep's memo: %w", err)
-	}
-	return st.Last, nil
+	return out, nil
 }
 
 // confirmed dates a reading the last sweep found unchanged: a target that existed when the
@@ -143,11 +142,11 @@ func confirmed(s *contract.InstanceSnapshot, last *contract.SweepResult) {
 // listMemos reads the memo key of every running workflow of a type from visibility.
 func listMemos[T any](ctx context.Context, c client.Client, workflowType, key string) ([]T, error) {
 	var out []T
-	err := contract.EachRunning(ctx, c, workflowType, func(id string, memo map[string]*commonpb.Payload) error {
+	err := contract.EachRunning(ctx, c, workflowType, "", func(e *workflowpb.WorkflowExecutionInfo) error {
 		var v T
-		ok, err := contract.MemoValue(memo, key, &v)
+		ok, err := contract.MemoValue(e.GetMemo().GetFields(), key, &v)
 		if err != nil {
-			return fmt.Errorf("read the memo of %s: %w", id, err)
+			return fmt.Errorf("read the memo of %s: %w", e.GetExecution().GetWorkflowId(), err)
 		}
 		if ok {
 			out = append(out, v)
@@ -169,10 +168,6 @@ func (r Reader) Instances(ctx context.Context, f Filter) ([]contract.InstanceSna
 		return nil, err
 	}
 	targets = slices.DeleteFunc(targets, func(t contract.LedgerSummary) bool { return t.Instances == nil })
-	last, err := r.lastSweep(ctx)
-	if err != nil {
-		return nil, err
-	}
 	out := make([]contract.InstanceSnapshot, len(targets))
 	errs := make([]error, len(targets))
 	sem := make(chan struct{}, reads)
@@ -183,7 +178,9 @@ func (r Reader) Instances(ctx context.Context, f Filter) ([]contract.InstanceSna
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			out[i], errs[i] = r.snapshot(ctx, t)
-			confirmed(&out[i], last)
+			if s := &out[i]; s.Error == "" && t.Instances.SyncedAt.After(s.SyncedAt) {
+				s.SyncedAt = t.Instances.SyncedAt // as its sweep dated it
+			}
 		}()
 	}
 	wg.Wait()

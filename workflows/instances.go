@@ -107,7 +107,7 @@ func InstanceSweep(ctx workflow.Context, st contract.InstanceSweepState) error {
 	every := workflow.GetSignalChannel(ctx, contract.SignalSweepEvery)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: sweepFor,
-		HeartbeatTimeout:    2 * time.Minute, // a worker lost mid-sweep: another goes on from its last heartbeat
+		HeartbeatTimeout:    30 * time.Second, // a worker lost mid-sweep: another goes on from its last heartbeat
 		Summary:             "read every deployed target's instances",
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: 10 * time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
 	})

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -14,7 +15,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
-	commonpb "go.temporal.io/api/common/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
 
 	"github.com/gantry-cd/gantry/contract"
 )
@@ -26,8 +27,12 @@ const (
 	sweepChunk = 64
 )
 
-// readFor bounds one target's read within a sweep.
-const readFor = 2 * time.Minute
+// readFor bounds one target's read within a sweep; sweepBeat spaces the sweep's heartbeats,
+// which go on while reads hang, so that only a lost worker misses them.
+const (
+	readFor   = 2 * time.Minute
+	sweepBeat = 5 * time.Second
+)
 
 // sweepItem is one target a sync keeps, as its memo says.
 type sweepItem struct {
@@ -36,7 +41,7 @@ type sweepItem struct {
 	last   *contract.InstanceSnapshot
 }
 
-// SweepInstances reads every target whose sync is running and signals each sync whose reading
+// SweepInstances reads every target whose sync runs on its queue and signals each sync whose reading
 // differs from its last (contract.InstanceReading.Differs): a target that stays as it is costs
 // its workflow nothing. The targets are read in the order of their workflow IDs; a retried
 // sweep goes on from its last heartbeat.
@@ -46,8 +51,8 @@ func (a *Activity) SweepInstances(ctx context.Context) (contract.SweepResult, er
 		return res, nil
 	}
 	var items []sweepItem
-	err := contract.EachRunning(ctx, a.Records.Client, contract.InstancesName, func(id string, memo map[string]*commonpb.Payload) error {
-		it := sweepItem{id: id}
+	err := contract.EachRunning(ctx, a.Records.Client, contract.InstancesName, a.Records.TaskQueue, func(e *workflowpb.WorkflowExecutionInfo) error {
+		it, memo := sweepItem{id: e.GetExecution().GetWorkflowId()}, e.GetMemo().GetFields()
 		if ok, err := contract.MemoValue(memo, contract.MemoInstancesTarget, &it.target); err != nil || !ok {
 			return err // not read yet: its own first read comes
 		}
@@ -67,9 +72,22 @@ func (a *Activity) SweepInstances(ctx context.Context) (contract.SweepResult, er
 	res.Targets = len(items)
 	done := 0
 	if activity.HasHeartbeatDetails(ctx) {
-		_ = activity.GetHeartbeatDetails(ctx, &done, &res)
-		res.Targets = len(items)
+		_ = activity.GetHeartbeatDetails(ctx, &done)
 	}
+	var progress atomic.Int64 // the targets before it are read and signalled
+	progress.Store(int64(done))
+	beat, stop := time.NewTicker(sweepBeat), make(chan struct{})
+	defer func() { beat.Stop(); close(stop) }()
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-beat.C:
+				activity.RecordHeartbeat(ctx, int(progress.Load()))
+			}
+		}
+	}()
 	var mu sync.Mutex
 	for done < len(items) {
 		chunk := items[done:min(done+sweepChunk, len(items))]
@@ -108,7 +126,7 @@ func (a *Activity) SweepInstances(ctx context.Context) (contract.SweepResult, er
 			return res, err
 		}
 		done += len(chunk)
-		activity.RecordHeartbeat(ctx, done, res)
+		progress.Store(int64(done))
 	}
 	return res, nil
 }
@@ -137,7 +155,8 @@ func (a *Activity) ensureSweep(ctx context.Context) error {
 		every = contract.DefaultInstanceSync
 	}
 	c := a.Records.Client
-	desc, err := c.DescribeWorkflowExecution(ctx, contract.SweepID, "")
+	id := contract.SweepID(a.Records.TaskQueue)
+	desc, err := c.DescribeWorkflowExecution(ctx, id, "")
 	var nf *serviceerror.NotFound
 	if err != nil && !errors.As(err, &nf) {
 		return err
@@ -148,7 +167,7 @@ func (a *Activity) ensureSweep(ctx context.Context) error {
 			return err // running with this interval (or writing its first memo)
 		}
 	}
-	_, err = c.SignalWithStartWorkflow(ctx, contract.SweepID, contract.SignalSweepEvery, every,
-		client.StartWorkflowOptions{ID: contract.SweepID, TaskQueue: a.Records.TaskQueue}, contract.SweepName, contract.InstanceSweepState{Every: every})
+	_, err = c.SignalWithStartWorkflow(ctx, id, contract.SignalSweepEvery, every,
+		client.StartWorkflowOptions{ID: id, TaskQueue: a.Records.TaskQueue}, contract.SweepName, contract.InstanceSweepState{Every: every})
 	return err
 }
