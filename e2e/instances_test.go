@@ -20,6 +20,7 @@ import (
 	"go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
 	"github.com/gantry-cd/gantry/cli"
@@ -106,6 +107,7 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 	}
 	// Its image changed by hand: the drift names both.
 	patch(`{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"library/nginx:1.29-hotfix"}]}}}}`)
+	rolledOut(t, cs, ns, "web", 3) // the cluster at rest before the readings compared below
 	s = read("an image changed by hand, rolled out", true, func(s contract.InstanceSnapshot) bool {
 		return len(s.Drift) == 2 && s.Count == 3 && s.Ready == 3 && len(s.Artifacts) == 1
 	})
@@ -412,4 +414,34 @@ func TestInstanceSweepSurvivesAKilledWorker(t *testing.T) {
 		_ = env.internal.TerminateWorkflow(ctx, contract.InstancesID(contract.DeploymentKey{Project: "kill/instances", Service: fmt.Sprint("svc_", i), Environment: "dev", Infra: "k8s"}), "", "test over")
 	}
 	_ = env.internal.TerminateWorkflow(ctx, sweep, "", "test over")
+}
+
+// rolledOut waits until a Deployment's rollout is over: every replica updated and ready, and
+// no other pod of it left (an old one still terminating included).
+func rolledOut(t *testing.T, cs kubernetes.Interface, ns, name string, replicas int32) {
+	t.Helper()
+	ctx := context.Background()
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		d, err := cs.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := d.Status
+		if st.ObservedGeneration >= d.Generation && st.UpdatedReplicas == replicas && st.Replicas == replicas && st.ReadyReplicas == replicas {
+			sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(pods.Items) == int(replicas) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deployment %s/%s still rolling out: %+v", ns, name, st)
+		}
+	}
 }
