@@ -3,9 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -34,13 +31,7 @@ import (
 func BenchmarkInstanceSync(b *testing.B) {
 	const targets = 1000
 	c, _ := cluster(b)
-	dir := k8sExample(b, "bench-instances")
-	infra := filepath.Join(dir, "infra-dev.yaml")
-	writeFile(b, infra, strings.Replace(readFile(infra), "identifier: dev_cluster", "identifier: dev_bench_instances", 1))
-	file := filepath.Join(dir, "dev.yaml")
-	if err := os.WriteFile(file, []byte(strings.Replace(devPipeline, "identifier: dev_cluster", "identifier: dev_bench_instances", 1)), 0o644); err != nil {
-		b.Fatal(err)
-	}
+	file := devExample(b, "bench-instances", "dev_bench_instances")
 	r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=1.27"}})
 	if err != nil || !r.OK() {
 		b.Fatalf("load: %v\n%s", err, r.Diags.Render(r.Sources))

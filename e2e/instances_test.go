@@ -42,14 +42,7 @@ import (
 // off the listing while its deployments stay in the ledger.
 func TestInstancesFollowTheCluster(t *testing.T) {
 	_, cs := cluster(t)
-	dir := k8sExample(t, "e2e-instances")
-	// An infrastructure of its own, so that no other test's deployments re-target this sync.
-	infra := filepath.Join(dir, "infra-dev.yaml")
-	writeFile(t, infra, strings.Replace(readFile(infra), "identifier: dev_cluster", "identifier: dev_instances", 1))
-	file := filepath.Join(dir, "dev.yaml")
-	if err := os.WriteFile(file, []byte(strings.Replace(devPipeline, "identifier: dev_cluster", "identifier: dev_instances", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := devExample(t, "e2e-instances", "dev_instances")
 	for _, tag := range []string{"1.27", "1.28"} {
 		r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=" + tag}})
 		if err != nil || !r.OK() {
@@ -137,17 +130,7 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 	if err != nil || len(targets) != 1 || targets[0].Instances == nil || len(targets[0].Instances.Drift) != 2 || targets[0].Instances.Instances != nil {
 		t.Fatalf("targets %+v (%v): the listing carries the reading without its instances", targets, err)
 	}
-	d := &identity.Directory{}
-	tok, err := d.AddUser("ann", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idFile := filepath.Join(t.TempDir(), "users.yaml")
-	if err := d.Save(idFile); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
-	defer srv.Close()
+	srv, tok, _ := apiServer(t)
 	var api struct {
 		Instances []contract.InstanceSnapshot `json:"instances"`
 	}
@@ -200,13 +183,7 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 // no earlier success to go to and is refused, as is an environment never deployed to.
 func TestRollbackAfterDeployment(t *testing.T) {
 	_, cs := cluster(t)
-	dir := k8sExample(t, "e2e-rollback")
-	infra := filepath.Join(dir, "infra-dev.yaml")
-	writeFile(t, infra, strings.Replace(readFile(infra), "identifier: dev_cluster", "identifier: dev_rollback", 1))
-	file := filepath.Join(dir, "dev.yaml")
-	if err := os.WriteFile(file, []byte(strings.Replace(devPipeline, "identifier: dev_cluster", "identifier: dev_rollback", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := devExample(t, "e2e-rollback", "dev_rollback")
 	var execs []string
 	for _, tag := range []string{"1.27", "1.28"} {
 		r, err := load.File(file, load.Options{ForRun: true, Sets: []string{"pipeline.variables.tag=" + tag}})
@@ -217,17 +194,7 @@ func TestRollbackAfterDeployment(t *testing.T) {
 		conformance.Check(t, res.Tree, map[string]status.Status{"deploy_dev": status.Succeeded})
 		execs = append(execs, exec.ID)
 	}
-	d := &identity.Directory{}
-	tok, err := d.AddUser("ann", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idFile := filepath.Join(t.TempDir(), "users.yaml")
-	if err := d.Save(idFile); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
-	defer srv.Close()
+	srv, tok, _ := apiServer(t)
 	gantry := func(args ...string) (int, string) {
 		var out strings.Builder
 		code := cli.Main(append(args, "--server", srv.URL, "--token", tok), &out, &out)
@@ -444,4 +411,35 @@ func rolledOut(t *testing.T, cs kubernetes.Interface, ns, name string, replicas 
 			t.Fatalf("deployment %s/%s still rolling out: %+v", ns, name, st)
 		}
 	}
+}
+
+// devExample is examples/k8s (namespaces prefixed with suffix) with its dev infrastructure
+// renamed infra, so that no other test's deployments reach the test's target, and the path of
+// the dev pipeline deploying there (pipeline.variables.tag is the image's tag).
+func devExample(t testing.TB, suffix, infra string) string {
+	t.Helper()
+	dir := k8sExample(t, suffix)
+	def := filepath.Join(dir, "infra-dev.yaml")
+	writeFile(t, def, strings.Replace(readFile(def), "identifier: dev_cluster", "identifier: "+infra, 1))
+	file := filepath.Join(dir, "dev.yaml")
+	writeFile(t, file, strings.Replace(devPipeline, "identifier: dev_cluster", "identifier: "+infra, 1))
+	return file
+}
+
+// apiServer serves the API on the test's server as ann, a user of an identity file without
+// roles, and returns it, ann's token and the identity file.
+func apiServer(t *testing.T) (*httptest.Server, string, string) {
+	t.Helper()
+	d := &identity.Directory{}
+	tok, err := d.AddUser("ann", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(t.TempDir(), "users.yaml")
+	if err := d.Save(idFile); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
+	t.Cleanup(srv.Close)
+	return srv, tok, idFile
 }

@@ -4,14 +4,12 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gantry-cd/gantry/contract"
-	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/ledger"
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/server"
@@ -142,17 +140,7 @@ func TestDeploymentsLedgerRecordsEveryDeployment(t *testing.T) {
 	}
 
 	// The API reads the same ledger.
-	d := &identity.Directory{}
-	tok, err := d.AddUser("ann", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	idFile := filepath.Join(t.TempDir(), "users.yaml")
-	if err := d.Save(idFile); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(server.New(server.Options{Starter: env.starter, IdentityFile: idFile}))
-	defer srv.Close()
+	srv, tok, idFile := apiServer(t)
 	var one struct {
 		Service     server.Service              `json:"service"`
 		Deployments []contract.DeploymentRecord `json:"deployments"`

@@ -168,7 +168,19 @@ func (r Reader) Instances(ctx context.Context, f Filter) ([]contract.InstanceSna
 		return nil, err
 	}
 	targets = slices.DeleteFunc(targets, func(t contract.LedgerSummary) bool { return t.Instances == nil })
-	out := make([]contract.InstanceSnapshot, len(targets))
+	return eachTarget(targets, func(t contract.LedgerSummary) (contract.InstanceSnapshot, error) {
+		s, err := r.snapshot(ctx, t)
+		if s.Error == "" && t.Instances.SyncedAt.After(s.SyncedAt) {
+			s.SyncedAt = t.Instances.SyncedAt // as its sweep dated it
+		}
+		return s, err
+	})
+}
+
+// eachTarget calls read for every target, at most reads at once, and returns the answers in
+// the targets' order.
+func eachTarget[T any](targets []contract.LedgerSummary, read func(contract.LedgerSummary) (T, error)) ([]T, error) {
+	out := make([]T, len(targets))
 	errs := make([]error, len(targets))
 	sem := make(chan struct{}, reads)
 	var wg sync.WaitGroup
@@ -177,10 +189,7 @@ func (r Reader) Instances(ctx context.Context, f Filter) ([]contract.InstanceSna
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			out[i], errs[i] = r.snapshot(ctx, t)
-			if s := &out[i]; s.Error == "" && t.Instances.SyncedAt.After(s.SyncedAt) {
-				s.SyncedAt = t.Instances.SyncedAt // as its sweep dated it
-			}
+			out[i], errs[i] = read(t)
 		}()
 	}
 	wg.Wait()
@@ -227,24 +236,13 @@ func (r Reader) State(ctx context.Context, k contract.DeploymentKey) (*contract.
 
 // States reads the targets' ledgers, in their order.
 func (r Reader) States(ctx context.Context, targets []contract.LedgerSummary) ([]contract.LedgerState, error) {
-	out := make([]contract.LedgerState, len(targets))
-	errs := make([]error, len(targets))
-	sem := make(chan struct{}, reads)
-	var wg sync.WaitGroup
-	for i, t := range targets {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			st, err := r.State(ctx, t.Key)
-			if st != nil {
-				out[i] = *st
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
-	return out, errors.Join(errs...)
+	return eachTarget(targets, func(t contract.LedgerSummary) (contract.LedgerState, error) {
+		st, err := r.State(ctx, t.Key)
+		if st == nil {
+			return contract.LedgerState{}, err
+		}
+		return *st, err
+	})
 }
 
 // Filter selects targets: by service, environment, infrastructure and environment type
