@@ -244,7 +244,7 @@ func rollback(w http.ResponseWriter, r *http.Request, rbs Rollbacks, userOf func
 	f := ledger.Filter{Service: service, Environment: r.PostFormValue("env"), Infra: r.PostFormValue("infra")}
 	rec := workflows.AuditRecord{User: user.Name, Action: "rollback", Outcome: "ok",
 		Detail: "of service " + f.Service + " in environment " + f.Environment + ", infrastructure " + f.Infra}
-	code, err := http.StatusSeeOther, error(nil)
+	var code int // the answer when the rollback does not start
 	var exec starter.Execution
 	rb, err := rbs.PlanRollback(r.Context(), f)
 	switch {

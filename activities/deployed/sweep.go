@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/temporal"
 
 	workflowpb "go.temporal.io/api/workflow/v1"
 
@@ -138,11 +137,7 @@ func (a *Activity) sweepRead(ctx context.Context, t contract.InstanceTarget) con
 	r, err := a.ReadInstances(rctx, t)
 	out := contract.InstanceReading{Read: r, At: time.Now().UTC()}
 	if err != nil {
-		out.Read = contract.InstanceRead{}
-		out.Error = err.Error()
-		if app, ok := errors.AsType[*temporal.ApplicationError](err); ok {
-			out.Error = app.Message()
-		}
+		out.Read, out.Error = contract.InstanceRead{}, contract.Classify(err).Message
 	}
 	return out
 }
