@@ -112,23 +112,37 @@ type InstanceTarget struct {
 	Release   string          `json:"release,omitempty"`
 	// An Ssh or WinRm target's hosts, as deployed.
 	Hosts []string `json:"hosts,omitempty"`
+	// An AWS target's connector and region; an ECS target's cluster and service (the base
+	// name of its blue-green services), an Asg target's base group name, an AwsLambda
+	// target's function and the alias it routes through (empty: none).
+	Aws      *plan.AwsConnector `json:"aws,omitempty"`
+	Region   string             `json:"region,omitempty"`
+	Cluster  string             `json:"cluster,omitempty"`
+	Service  string             `json:"ecsService,omitempty"`
+	Asg      string             `json:"asg,omitempty"`
+	Function string             `json:"function,omitempty"`
+	Alias    string             `json:"alias,omitempty"`
 }
 
 // InstancesTracked reports whether Gantry reads the instances of a deployment type.
 func InstancesTracked(deploymentType string) bool {
 	switch deploymentType {
-	case "Kubernetes", "NativeHelm", "Ssh", "WinRm":
+	case "Kubernetes", "NativeHelm", "Ssh", "WinRm", "ECS", "Asg", "AwsLambda":
 		return true
 	}
 	return false
 }
 
-// Instance is one running instance: a pod, a host.
+// Instance is one running instance: a pod, an ECS task, an EC2 instance of a group, a Lambda
+// version an alias routes to, a host.
 type Instance struct {
 	Name string `json:"name"`
-	// Artifact is what it runs: a pod's images, comma-separated; a host's artifact as deployed.
+	// Artifact is what it runs: a pod's or task's images, comma-separated; an EC2 instance's
+	// AMI; a Lambda version's code; a host's artifact as deployed.
 	Artifact string `json:"artifact"`
-	Node     string `json:"node,omitempty"` // the node a pod runs on
+	// Node is where it runs: a pod's node, a task's or EC2 instance's availability zone, the
+	// share of an alias's traffic a Lambda version gets.
+	Node string `json:"node,omitempty"`
 	Ready    bool   `json:"ready"`
 }
 

@@ -18,8 +18,16 @@ import (
 var ErrCannotRollBack = errors.New("cannot roll back")
 
 // rollbackTypes are the deployment types whose rollback steps undo an earlier execution's
-// deployment: their release history names the execution that made each release.
-var rollbackTypes = []string{"Kubernetes", "NativeHelm"}
+// deployment: their release history (Kubernetes, NativeHelm) or the tags their rolling deploy
+// leaves on the service or group (ECS, Asg) name the execution that deployed last.
+var rollbackTypes = []string{"Kubernetes", "NativeHelm", "ECS", "Asg"}
+
+// laterRollbackSteps are, for the types whose other strategies cannot be undone once they
+// ended, the rollback steps that can: the rolling ones.
+var laterRollbackSteps = map[string]struct{ prefix, step string }{
+	"ECS": {"Ecs", "EcsRollingRollback"},
+	"Asg": {"Asg", "AsgRollingRollback"},
+}
 
 // CanRollBack says whether deployments of a type can be rolled back after they ended.
 func CanRollBack(deploymentType string) bool { return slices.Contains(rollbackTypes, deploymentType) }
@@ -33,8 +41,8 @@ type Rollback struct {
 }
 
 // PlanRollback finds the one target the filter names and checks that its last successful
-// deployment can be rolled back to the one before: a Kubernetes or NativeHelm stage with
-// rollback steps, and an earlier success to restore. The plan is the deploying execution's,
+// deployment can be rolled back to the one before: a Kubernetes, NativeHelm, ECS or Asg
+// stage with rollback steps, and an earlier success to restore. The plan is the deploying execution's,
 // down to that stage, with its manifests and artifact pinned to what it deployed.
 func (s *Starter) PlanRollback(ctx context.Context, f ledger.Filter) (*Rollback, error) {
 	lv := ledger.Reader{Client: s.internal()}
@@ -77,6 +85,18 @@ func (s *Starter) PlanRollback(ctx context.Context, f ledger.Filter) (*Rollback,
 	})
 	if stage == nil || len(stage.Rollback) == 0 {
 		return nil, fmt.Errorf("%w: stage %s of pipeline %s, which deployed %s, has no rollback steps to run", ErrCannotRollBack, undo.Stage, undo.Pipeline, version(undo))
+	}
+	if only, ok := laterRollbackSteps[undo.DeploymentType]; ok {
+		var refused []string
+		plan.Walk(stage.Rollback, nil, func(n *plan.Node, _ []string) {
+			if n.Kind == plan.KindStep && strings.HasPrefix(n.Type, only.prefix) && n.Type != only.step {
+				refused = append(refused, n.Type)
+			}
+		})
+		if len(refused) > 0 {
+			return nil, fmt.Errorf("%w: stage %s of pipeline %s rolls back with %s; Gantry undoes %s deployments after they ended with %s alone: rerun %s to deploy %s again",
+				ErrCannotRollBack, undo.Stage, undo.Pipeline, strings.Join(refused, ", "), undo.DeploymentType, only.step, restore.Execution, version(restore))
+		}
 	}
 	p := *in.Plan
 	p.Stages = []*plan.Node{stage}

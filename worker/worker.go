@@ -241,7 +241,9 @@ func New(c client.Client, o Options) sdkworker.Worker {
 	if internal == nil {
 		internal = c
 	}
-	reader := &deployed.Activity{Kubernetes: &k8sstep.Activity{Secrets: secrets.Routed(o.Secrets, secretManagers), Logs: o.Logs},
+	readSecrets := secrets.Routed(o.Secrets, secretManagers)
+	reader := &deployed.Activity{Kubernetes: &k8sstep.Activity{Secrets: readSecrets, Logs: o.Logs}, Ecs: &ecsstep.Activity{Secrets: readSecrets},
+		Asg: &asgstep.Activity{Secrets: readSecrets}, Lambda: &lambdastep.Activity{Secrets: readSecrets},
 		Records: &records.Temporal{Client: internal, TaskQueue: workflows.SequenceQueue(tq)}}
 	readOn := seq
 	side := []sdkworker.Worker{seq}

@@ -3,11 +3,13 @@ package workflows
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"go.temporal.io/sdk/workflow"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/expressions"
@@ -303,6 +305,17 @@ func (s *stageRun) instanceTarget(r contract.DeploymentRecord) *contract.Instanc
 	case "Kubernetes", "NativeHelm":
 		conn := t.connector
 		it.Connector, it.Namespace, it.Release = &conn, t.namespace, t.releaseName
+	case "ECS", "Asg", "AwsLambda":
+		if t.aws == nil {
+			return nil
+		}
+		it.Aws, it.Region, it.Cluster, it.Asg = t.aws, t.region, t.cluster, t.asgName
+		it.Service = s.manifestField("EcsServiceDefinition", "serviceName")
+		it.Function = s.manifestField("AwsLambdaFunctionDefinition", "functionName")
+		it.Alias = s.manifestField("AwsLambdaFunctionAliasDefinition", "name")
+		if (r.DeploymentType == "ECS" && it.Service == "") || (r.DeploymentType == "AwsLambda" && it.Function == "") || (r.DeploymentType == "Asg" && it.Asg == "") {
+			return nil // the stage never named what it deployed
+		}
 	default:
 		if t.ssh == nil {
 			return nil
@@ -310,6 +323,32 @@ func (s *stageRun) instanceTarget(r contract.DeploymentRecord) *contract.Instanc
 		it.Hosts = slices.Clone(t.ssh.Hosts)
 	}
 	return it
+}
+
+// manifestField is a top-level field of the stage's first manifest of a type (its request
+// fields, matched case-insensitively as the AWS steps match them), rendered as the stage ends;
+// empty when there is none or it does not render.
+func (s *stageRun) manifestField(typ, field string) string {
+	for _, m := range s.dep.target.manifests {
+		if m.Type != typ || len(m.Files) == 0 {
+			continue
+		}
+		text, err := expressions.RenderString(m.Files[0].Text, expressions.NewScope(s.root, s.fqn), expressions.Options{})
+		if err != nil {
+			return ""
+		}
+		var fields map[string]any
+		if yaml.Unmarshal([]byte(text), &fields) != nil {
+			return ""
+		}
+		for _, k := range slices.Sorted(maps.Keys(fields)) { // sorted: a workflow's choices are deterministic
+			if str, ok := fields[k].(string); ok && strings.EqualFold(k, field) {
+				return str
+			}
+		}
+		return ""
+	}
+	return ""
 }
 
 // outcomeOf is a stage status as the ledger words it.

@@ -64,6 +64,9 @@ func (r *run) rollingDeploy(ctx context.Context, sp *stepspec.AsgRollingDeploySp
 	if err != nil {
 		return nil, err
 	}
+	if err := r.markDeployed(ctx, name, version, z); err != nil {
+		return nil, err
+	}
 	r.logf("rolling deployment of %s finished: launch template version %s on %d instances", name, version, len(ids))
 	return map[string]any{"asgName": name, "launchTemplateVersion": version, "previousLaunchTemplateVersion": previous,
 		"desiredCapacity": z.desired, "instances": ids}, nil
@@ -149,7 +152,18 @@ func (r *run) rollingRollback(ctx context.Context, sp *stepspec.AsgFollowerSpec)
 	if err != nil {
 		return nil, err
 	}
-	if g == nil || tag(g, tagExecution) != r.in.ExecutionID {
+	if of := r.d.RollbackOf; of != "" {
+		// A post-deployment rollback undoes the earlier execution's deploy, which must still be
+		// the group's last.
+		switch {
+		case g == nil:
+			return nil, contract.Fail(contract.Unknown, "Auto Scaling group %s no longer exists; nothing was rolled back", name)
+		case tag(g, tagExecution) != of:
+			return nil, contract.Fail(contract.Unknown, "Auto Scaling group %s was last deployed by execution %s, not %s, so that deployment is no longer what runs; nothing was rolled back", name, tag(g, tagExecution), of)
+		case tag(g, tagTemplate) == "none":
+			return nil, contract.Fail(contract.Unknown, "Auto Scaling group %s was created by execution %s: it had no launch template version before to restore; nothing was rolled back", name, of)
+		}
+	} else if g == nil || tag(g, tagExecution) != r.in.ExecutionID {
 		r.logf("Auto Scaling group %s was not changed by this execution: nothing to roll back", name)
 		return map[string]any{"asgName": name, "rolledBack": false}, nil
 	}
@@ -183,6 +197,9 @@ func (r *run) restore(ctx context.Context, g *astypes.AutoScalingGroup) (map[str
 	}
 	ids, err := r.steady(ctx, name)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.markDeployed(ctx, name, prev, z); err != nil {
 		return nil, err
 	}
 	return map[string]any{"asgName": name, "rolledBack": true, "launchTemplateVersion": prev, "instances": ids}, nil

@@ -21,8 +21,9 @@ type Activity struct {
 	// InstanceSync is how often a deployed target's instances are read (0: the default ten
 	// minutes; negative: never).
 	InstanceSync time.Duration
-	// Kubernetes reads a cluster target's pods.
-	Kubernetes InstanceReader
+	// Kubernetes reads a cluster target's pods; Ecs, Asg and Lambda read an ECS service's
+	// tasks, an Auto Scaling group's instances and a Lambda alias's versions.
+	Kubernetes, Ecs, Asg, Lambda InstanceReader
 }
 
 // Last returns what the newest successful stage of another execution deployed, nil when none.

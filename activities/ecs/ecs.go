@@ -79,6 +79,9 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	if !ok {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "Gantry does not run %s steps", in.Type)
 	}
+	if d.RollbackOf != "" && in.Type != "EcsRollingRollback" {
+		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s cannot undo execution %s's deployment after it ended: Gantry rolls back ECS rolling deployments (EcsRollingRollback) after they end; rerun the pipeline with the earlier artifact", in.Type, d.RollbackOf)
+	}
 	out, err := h(ctx, r, in.Spec)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
@@ -263,6 +266,9 @@ func (r *run) rollingDeploy(ctx context.Context, sameCount, force, skipScaling b
 	if err != nil {
 		return nil, err
 	}
+	if err := r.markDeployed(ctx, svc, arn); err != nil {
+		return nil, err
+	}
 	return map[string]any{"serviceName": name, "serviceArn": aws.ToString(svc.ServiceArn), "taskDefinitionArn": arn,
 		"desiredCount": svc.DesiredCount, "runningCount": svc.RunningCount, "previousTaskDefinitionArn": previous,
 		"cluster": r.d.Cluster, "region": r.d.Region}, nil
@@ -391,7 +397,16 @@ func (r *run) rollingRollback(ctx context.Context) (map[string]any, error) {
 		return map[string]any{"serviceName": name, "rolledBack": false}, nil
 	}
 	tags := tagsOf(cur)
-	if tags[tagExecution] != r.in.ExecutionID {
+	if of := r.d.RollbackOf; of != "" {
+		// A post-deployment rollback undoes the earlier execution's deploy, which must still be
+		// the service's last.
+		switch {
+		case tags[tagExecution] != of:
+			return nil, contract.Fail(contract.Unknown, "service %s was last deployed by execution %s, not %s, so that deployment is no longer what runs; nothing was rolled back", name, tags[tagExecution], of)
+		case tags[tagTaskDef] == "none":
+			return nil, contract.Fail(contract.Unknown, "service %s was created by execution %s: it ran no task definition before to restore; nothing was rolled back", name, of)
+		}
+	} else if tags[tagExecution] != r.in.ExecutionID {
 		r.logf("service %s was not changed by this execution: nothing to roll back", name)
 		return map[string]any{"serviceName": name, "rolledBack": false}, nil
 	}
@@ -429,6 +444,9 @@ func (r *run) rollingRollback(ctx context.Context) (map[string]any, error) {
 	}
 	svc, err := r.steady(ctx, name, prev)
 	if err != nil {
+		return nil, err
+	}
+	if err := r.markDeployed(ctx, svc, prev); err != nil {
 		return nil, err
 	}
 	return map[string]any{"serviceName": name, "rolledBack": true, "taskDefinitionArn": prev, "desiredCount": svc.DesiredCount}, nil

@@ -594,6 +594,40 @@ func (s *Server) launchTemplates(w http.ResponseWriter, action string, form url.
 			NS      string   `xml:"xmlns,attr"`
 			LTs     []ltXML  `xml:"launchTemplates>item"`
 		}{NS: ns, LTs: out})
+	case "DescribeLaunchTemplateVersions":
+		if lt == nil {
+			ec2Err(w, "InvalidLaunchTemplateName.NotFoundException", "The specified launch template, with template name "+name+", does not exist.")
+			return
+		}
+		type dataXML struct {
+			ImageID      string `xml:"imageId,omitempty"`
+			InstanceType string `xml:"instanceType,omitempty"`
+		}
+		type item struct {
+			versionXML
+			Data dataXML `xml:"launchTemplateData"`
+		}
+		var out []item
+		for i := 1; form.Has("LaunchTemplateVersion." + strconv.Itoa(i)); i++ {
+			v := form.Get("LaunchTemplateVersion." + strconv.Itoa(i))
+			n, err := strconv.Atoi(v)
+			switch {
+			case v == "$Latest":
+				n = len(lt.versions)
+			case v == "$Default":
+				n = lt.defaultVersion
+			case err != nil || n < 1 || n > len(lt.versions):
+				ec2Err(w, "InvalidLaunchTemplateId.VersionNotFound", "Could not find launch template version "+v+" of "+name+".")
+				return
+			}
+			d := lt.versions[n-1]
+			out = append(out, item{versionXML{ID: lt.id, Name: name, Version: n, Default: n == lt.defaultVersion}, dataXML{d["ImageId"], d["InstanceType"]}})
+		}
+		writeXML(w, http.StatusOK, struct {
+			XMLName  xml.Name `xml:"DescribeLaunchTemplateVersionsResponse"`
+			NS       string   `xml:"xmlns,attr"`
+			Versions []item   `xml:"launchTemplateVersionSet>item"`
+		}{NS: ns, Versions: out})
 	case "DeleteLaunchTemplate":
 		if lt == nil {
 			ec2Err(w, "InvalidLaunchTemplateName.NotFoundException", "The specified launch template, with template name "+name+", does not exist.")

@@ -42,6 +42,7 @@ type Server struct {
 	taskDefs  map[string]map[string]any
 	revisions map[string]int
 	tasks     map[string]*ecsTask
+	svcTasks  map[string]map[string]any // services' tasks, as ListTasks last named them
 	taskSeq   int
 	targets   map[string]map[string]any
 	policies  map[string]map[string]map[string]any
@@ -81,7 +82,7 @@ type Call struct {
 // Start starts a fake on loopback.
 func Start() *Server {
 	s := &Server{secrets: map[string]string{}, roles: map[string]Role{}, functions: map[string]*lambdaFn{}, failUpdate: map[string]string{},
-		services: map[string]*ecsService{}, taskDefs: map[string]map[string]any{}, revisions: map[string]int{}, tasks: map[string]*ecsTask{},
+		services: map[string]*ecsService{}, taskDefs: map[string]map[string]any{}, revisions: map[string]int{}, tasks: map[string]*ecsTask{}, svcTasks: map[string]map[string]any{},
 		targets: map[string]map[string]any{}, policies: map[string]map[string]map[string]any{}, denied: map[string]bool{},
 		listeners: map[string]string{}, rules: map[string]string{}, weights: map[string]map[string]int{}, elbTags: map[string]map[string]string{},
 		templates: map[string]*launchTemplate{}, groups: map[string]*asGroup{}, failRefresh: map[string]bool{}}

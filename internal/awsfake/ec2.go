@@ -65,7 +65,7 @@ func (s *Server) ec2(w http.ResponseWriter, key string, form url.Values) {
 	}
 	s.record(Call{Service: "ec2", Action: action, AccessKeyID: key, Params: params})
 	switch action {
-	case "CreateLaunchTemplate", "CreateLaunchTemplateVersion", "DescribeLaunchTemplates", "DeleteLaunchTemplate":
+	case "CreateLaunchTemplate", "CreateLaunchTemplateVersion", "DescribeLaunchTemplates", "DescribeLaunchTemplateVersions", "DeleteLaunchTemplate":
 		s.launchTemplates(w, action, form)
 		return
 	case "DescribeImages":

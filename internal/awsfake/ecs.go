@@ -205,9 +205,36 @@ func (s *Server) ecs(w http.ResponseWriter, action string, in map[string]any) {
 			tasks = append(tasks, t.desc)
 		}
 		writeJSON(w, map[string]any{"tasks": tasks, "failures": []any{}})
+	case "ListTasks":
+		// A service's tasks are its deployments' running ones, named by the deployment.
+		var arns []any
+		for name, sv := range s.services {
+			if sv.desc["cluster"] != in["cluster"] || (in["serviceName"] != nil && in["serviceName"] != name) {
+				continue
+			}
+			for _, d := range sv.deployments {
+				for i := 0; i < num(d["runningCount"]); i++ {
+					arns = append(arns, s.serviceTask(name, d, i))
+				}
+			}
+		}
+		writeJSON(w, map[string]any{"taskArns": arns})
+	case "DescribeTaskDefinition":
+		ref := fmt.Sprint(in["taskDefinition"])
+		for arn, td := range s.taskDefs {
+			if arn == ref || strings.HasSuffix(arn, "/"+ref) {
+				writeJSON(w, map[string]any{"taskDefinition": td})
+				return
+			}
+		}
+		jsonErr(w, http.StatusBadRequest, "ClientException", "Unable to describe task definition.")
 	case "DescribeTasks":
 		var out []any
 		for _, a := range in["tasks"].([]any) {
+			if t, ok := s.svcTasks[fmt.Sprint(a)]; ok {
+				out = append(out, t)
+				continue
+			}
 			t, ok := s.tasks[fmt.Sprint(a)]
 			if !ok {
 				continue
@@ -232,6 +259,22 @@ func (s *Server) ecs(w http.ResponseWriter, action string, in map[string]any) {
 	default:
 		jsonErr(w, http.StatusBadRequest, "UnknownOperationException", "the fake does not serve ECS "+action)
 	}
+}
+
+// serviceTask is the ARN of a service deployment's i-th running task, described as running
+// and healthy in a zone of its own.
+func (s *Server) serviceTask(service string, d map[string]any, i int) string {
+	arn := fmt.Sprintf("%stask/%s/%s-%s-%d", account, s.services[service].desc["cluster"], service, strings.ReplaceAll(fmt.Sprint(d["id"]), "/", "-"), i)
+	var containers []any
+	if td, ok := s.taskDefs[fmt.Sprint(d["taskDefinition"])]; ok {
+		for _, c := range td["containerDefinitions"].([]any) {
+			m := c.(map[string]any)
+			containers = append(containers, map[string]any{"name": m["name"], "image": m["image"], "lastStatus": "RUNNING"})
+		}
+	}
+	s.svcTasks[arn] = map[string]any{"taskArn": arn, "taskDefinitionArn": d["taskDefinition"], "lastStatus": "RUNNING", "desiredStatus": "RUNNING",
+		"healthStatus": "HEALTHY", "group": "service:" + service, "availabilityZone": fmt.Sprintf("us-east-1%c", 'a'+i%3), "containers": containers}
+	return arn
 }
 
 // deploy starts a deployment of td; earlier deployments become ACTIVE and drain.

@@ -188,7 +188,7 @@ func (s *Server) lambda(w http.ResponseWriter, r *http.Request, key string, body
 				lambdaErr(w, http.StatusConflict, "ResourceConflictException", "The operation cannot be performed at this time. An update is in progress for resource: "+name)
 				return
 			}
-			v := f.publish()
+			v := f.publish(in["Description"])
 			writeJSON(w, s.state(f, v))
 		case rest == "aliases" && r.Method == http.MethodPost:
 			record("CreateAlias")
@@ -315,7 +315,7 @@ func (s *Server) createFunction(w http.ResponseWriter, r *http.Request, in map[s
 	out := f.latest
 	if in["Publish"] == true {
 		// Lambda publishes version 1 once the function is created.
-		out = f.publish()
+		out = f.publish(nil)
 	}
 	writeJSON(w, s.state(f, out))
 }
@@ -443,10 +443,14 @@ func (f *lambdaFn) alias(name string, in, cur map[string]any) (map[string]any, s
 	return a, ""
 }
 
-func (f *lambdaFn) publish() lambdaVersion {
+// publish publishes $LATEST as a new version, with the request's description when it has one.
+func (f *lambdaFn) publish(desc any) lambdaVersion {
 	cfg := map[string]any{}
 	for k, v := range f.latest.Config {
 		cfg[k] = v
+	}
+	if d, ok := desc.(string); ok && d != "" {
+		cfg["Description"] = d
 	}
 	n := len(f.versions) + 1
 	cfg["Version"] = strconv.Itoa(n)
