@@ -142,8 +142,8 @@ type Instance struct {
 	Artifact string `json:"artifact"`
 	// Node is where it runs: a pod's node, a task's or EC2 instance's availability zone, the
 	// share of an alias's traffic a Lambda version gets.
-	Node string `json:"node,omitempty"`
-	Ready    bool   `json:"ready"`
+	Node  string `json:"node,omitempty"`
+	Ready bool   `json:"ready"`
 }
 
 // InstanceRead is one reading of a target: its instances (at most MaxInstancesKept listed,
