@@ -14,6 +14,9 @@ import (
 //go:embed testdata/pipelines/shop_asg.yaml
 var asgPipeline string
 
+//go:embed testdata/pipelines/shop_asg_rolling.yaml
+var asgRollingPipeline string
+
 var asgEntities = map[string]string{
 	"shop.yaml": `service:
   name: Shop

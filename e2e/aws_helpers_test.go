@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
+
+	"github.com/gantry-cd/gantry/contract"
+	"github.com/gantry-cd/gantry/ledger"
 
 	"github.com/gantry-cd/gantry/pipeline/load"
 	"github.com/gantry-cd/gantry/starter"
@@ -26,4 +30,24 @@ func runDeployment(t *testing.T, dir, fail string, sets ...string) (starter.Exec
 		t.Fatalf("run: %s", res.Status)
 	}
 	return exec, res
+}
+
+// endAwsInstanceSyncs ends, as the test ends, the instance syncs of every AWS target deployed
+// so far: the test's fake goes with it, and the endpoints a later sweep would reach are then
+// AWS's own, which tests must not call.
+func endAwsInstanceSyncs(t *testing.T) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		targets, err := env.starter.Ledger().Targets(ctx, ledger.Filter{})
+		if err != nil {
+			t.Errorf("list the deployed targets: %v", err)
+			return
+		}
+		for _, tg := range targets {
+			switch tg.DeploymentType {
+			case "ECS", "Asg", "AwsLambda":
+				_ = env.internal.TerminateWorkflow(ctx, contract.InstancesID(tg.Key), "", "the test's AWS fake is gone")
+			}
+		}
+	})
 }

@@ -64,6 +64,7 @@ func ecsRig(t *testing.T, store logs.Store) (*awsfake.Server, string) {
 	}
 	fake := awsfake.Start()
 	t.Cleanup(fake.Close)
+	endAwsInstanceSyncs(t)
 	for _, svc := range []string{"ECS", "APPLICATION_AUTO_SCALING", "ELASTIC_LOAD_BALANCING_V2"} {
 		t.Setenv("AWS_ENDPOINT_URL_"+svc, fake.URL)
 	}

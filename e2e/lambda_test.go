@@ -85,6 +85,7 @@ func TestAwsLambdaDeployment(t *testing.T) {
 	}
 	t.Setenv("AWS_ENDPOINT_URL_S3", srv.Endpoint)
 	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", fake.URL)
+	endAwsInstanceSyncs(t)
 	t.Setenv(secrets.EnvName("aws_key"), s3test.SecretKey)
 	dir := t.TempDir()
 	for name, text := range lambdaEntities {
