@@ -25,7 +25,8 @@ func rollbackCmd() *cobra.Command {
 		Short: "Roll a service back to its previous successful deployment in an environment",
 		Long: `Runs the rollback steps of the stage that made the service's last successful deployment in the
 environment, as a new execution: the release before it runs again (docs/services.md). Kubernetes and
-NativeHelm deployments; the infrastructure's resource constraint applies as to a deployment.`,
+NativeHelm deployments, and ECS and ASG rolling deployments; the infrastructure's resource
+constraint applies as to a deployment.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f.Service = args[0]

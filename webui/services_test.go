@@ -192,7 +192,7 @@ func TestServicesPageRollsBack(t *testing.T) {
 	}
 	lv := fixedLedger{targets: []contract.LedgerSummary{
 		{Key: rec("prod").Key, DeploymentType: "Kubernetes", Current: rec("prod"), Last: rec("prod"), Total: 2},
-		{Key: rec("qa").Key, DeploymentType: "ECS", Current: rec("qa"), Last: rec("qa"), Total: 2},
+		{Key: rec("qa").Key, DeploymentType: "AwsLambda", Current: rec("qa"), Last: rec("qa"), Total: 2},
 	}}
 	users := func(token string) (*identity.User, error) {
 		switch token {
