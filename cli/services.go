@@ -89,7 +89,7 @@ func printInstances(out io.Writer, read []contract.InstanceSnapshot) error {
 			continue
 		}
 		tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  NAME\tARTIFACT\tNODE\tREADY")
+		fmt.Fprintln(tw, "  NAME\tARTIFACT\tWHERE\tREADY")
 		for _, i := range s.Instances {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%t\n", i.Name, i.Artifact, cmp.Or(i.Node, "-"), i.Ready)
 		}

@@ -38,7 +38,7 @@ func TestServicesOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Instances in qa/k8s: 3 (2 ready), drift, read failed", "failed: cannot reach the cluster", "drift: Deployment checkout was scaled",
-		"checkout-1  shop/checkout:3.0  n1    true", "checkout-2  shop/checkout:3.0  -     false", "and 1 more"} {
+		"checkout-1  shop/checkout:3.0  n1     true", "checkout-2  shop/checkout:3.0  -      false", "and 1 more"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("instances output lacks %q:\n%s", want, out.String())
 		}

@@ -314,7 +314,7 @@ var servicePage = template.Must(template.Must(template.New("service").Parse(targ
 {{range .Instances}}<section class="instances" data-env="{{.Key.Environment}}" data-infra="{{.Key.Infra}}"><h3>{{.Key.Environment}} / {{.Key.Infra}}: {{.Text}}</h3>
 <p>Read {{.Synced}} UTC{{if .Error}} · <span class="read-failed">the read at {{.Tried}} UTC failed: {{.Error}}</span>{{end}}</p>
 {{range .Drift}}<p class="drift">Drift: {{.}}</p>{{end}}
-{{if .Instances}}<table><thead><tr><th>Instance</th><th>Artifact</th><th>Node</th><th>Ready</th></tr></thead><tbody>
+{{if .Instances}}<table><thead><tr><th>Instance</th><th>Artifact</th><th title="a pod's node, a task's or instance's zone, a Lambda version's share of the traffic">Where</th><th>Ready</th></tr></thead><tbody>
 {{range .Instances}}<tr class="instance"><td>{{.Name}}</td><td><code>{{.Artifact}}</code></td><td>{{or .Node "-"}}</td><td>{{if .Ready}}yes{{else}}no{{end}}</td></tr>
 {{end}}</tbody></table>{{if .More}}<p>and {{.More}} more</p>{{end}}{{end}}</section>
 {{end}}{{end}}
