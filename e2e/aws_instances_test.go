@@ -41,8 +41,8 @@ func TestEcsInstancesAndRollback(t *testing.T) {
 		execs = append(execs, exec.ID)
 	}
 	key := contract.DeploymentKey{Project: "default/default", Service: "web", Environment: "prod", Infra: "ecs_inst"}
-	read := awsReadings(t, key)
-	s := read("two tasks of 1.27", func(s contract.InstanceSnapshot) bool {
+	read := readings(t, key)
+	s := read("two tasks of 1.27", false, func(s contract.InstanceSnapshot) bool {
 		return s.Count == 2 && s.Ready == 2 && len(s.Artifacts) == 1 && strings.Contains(s.Artifacts[0].Artifact, "nginx:1.27")
 	})
 	if len(s.Drift) != 0 || s.Error != "" || !strings.HasPrefix(s.Instances[0].Name, "web-prod/") || s.Instances[0].Node == "" {
@@ -61,7 +61,7 @@ func TestEcsInstancesAndRollback(t *testing.T) {
 		TaskDefinition: td.TaskDefinition.TaskDefinitionArn, DesiredCount: aws.Int32(3)}); err != nil {
 		t.Fatal(err)
 	}
-	s = read("three tasks of the hand-made image", func(s contract.InstanceSnapshot) bool {
+	s = read("three tasks of the hand-made image", false, func(s contract.InstanceSnapshot) bool {
 		return s.Count == 3 && len(s.Artifacts) == 1 && s.Artifacts[0].Artifact == "library/nginx:1.27-hotfix" && len(s.Drift) > 0
 	})
 	if len(s.Drift) != 1 || !strings.Contains(s.Drift[0], "service web-prod runs library/nginx:1.27-hotfix") || !strings.Contains(s.Drift[0], "Gantry deployed") {
@@ -72,7 +72,7 @@ func TestEcsInstancesAndRollback(t *testing.T) {
 	if sv, _ := fake.Service("web-prod"); !strings.HasSuffix(sv.TaskDefinition, "web:1") || sv.DesiredCount != 2 {
 		t.Errorf("after the rollback the service runs %+v, want web:1 on 2 tasks", sv)
 	}
-	s = read("two tasks of 1.26 after the rollback", func(s contract.InstanceSnapshot) bool {
+	s = read("two tasks of 1.26 after the rollback", false, func(s contract.InstanceSnapshot) bool {
 		return s.Count == 2 && len(s.Artifacts) == 1 && strings.Contains(s.Artifacts[0].Artifact, "nginx:1.26") && len(s.Drift) == 0
 	})
 	if s.Execution != id {
@@ -105,8 +105,8 @@ func TestAsgInstancesAndRollback(t *testing.T) {
 		execs = append(execs, exec.ID)
 	}
 	key := contract.DeploymentKey{Project: "default/default", Service: "shop", Environment: "prod", Infra: "asg_rolling"}
-	read := awsReadings(t, key)
-	s := read("two instances of ami-0002", func(s contract.InstanceSnapshot) bool {
+	read := readings(t, key)
+	s := read("two instances of ami-0002", false, func(s contract.InstanceSnapshot) bool {
 		return s.Count == 2 && s.Ready == 2 && len(s.Artifacts) == 1 && s.Artifacts[0].Artifact == "ami-0002"
 	})
 	if len(s.Drift) != 0 || !strings.HasPrefix(s.Instances[0].Name, "shop-rolling/i-") || s.Instances[0].Node == "" {
@@ -126,7 +126,7 @@ func TestAsgInstancesAndRollback(t *testing.T) {
 		DesiredCapacity: aws.Int32(3), LaunchTemplate: &astypes.LaunchTemplateSpecification{LaunchTemplateName: aws.String("shop-rolling"), Version: aws.String(version)}}); err != nil {
 		t.Fatal(err)
 	}
-	s = read("three instances, drifted", func(s contract.InstanceSnapshot) bool { return s.Count == 3 && len(s.Drift) == 2 })
+	s = read("three instances, drifted", false, func(s contract.InstanceSnapshot) bool { return s.Count == 3 && len(s.Drift) == 2 })
 	drift := strings.Join(s.Drift, "\n")
 	if !strings.Contains(drift, "group shop-rolling launches ami-0hand (launch template version "+version+"); Gantry deployed ami-0002") ||
 		!strings.Contains(drift, "group shop-rolling was scaled to 3 instances outside Gantry; Gantry deployed 2") {
@@ -137,7 +137,7 @@ func TestAsgInstancesAndRollback(t *testing.T) {
 	if g, _ := fake.Group("shop-rolling"); g.Version != "1" || g.Desired != 2 {
 		t.Errorf("after the rollback the group is %+v, want launch template version 1 at 2 instances", g)
 	}
-	read("two instances of ami-0001 after the rollback", func(s contract.InstanceSnapshot) bool {
+	read("two instances of ami-0001 after the rollback", false, func(s contract.InstanceSnapshot) bool {
 		return s.Count == 2 && len(s.Artifacts) == 1 && s.Artifacts[0].Artifact == "ami-0001" && len(s.Drift) == 0
 	})
 
@@ -152,30 +152,6 @@ func TestAsgInstancesAndRollback(t *testing.T) {
 	}
 	if code, out := gantryCLI(t, "rollback", "shop", "--env", "prod", "--infra", "asg_eu"); code == 0 || !strings.Contains(out, "rolls back with AsgBlueGreenRollback; Gantry undoes Asg deployments after they ended with AsgRollingRollback alone") {
 		t.Errorf("a blue-green rollback: %d %s", code, out)
-	}
-}
-
-// awsReadings returns a function that asks a target's sync for a reading until one satisfies
-// ok.
-func awsReadings(t *testing.T, key contract.DeploymentKey) func(what string, ok func(contract.InstanceSnapshot) bool) contract.InstanceSnapshot {
-	f := ledger.Filter{Service: key.Service, Environment: key.Environment, Infra: key.Infra}
-	return func(what string, ok func(contract.InstanceSnapshot) bool) contract.InstanceSnapshot {
-		t.Helper()
-		ctx := context.Background()
-		var last []contract.InstanceSnapshot
-		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
-			_ = env.internal.SignalWorkflow(ctx, contract.InstancesID(key), "", contract.SignalInstancesSync, nil)
-			got, err := env.starter.Ledger().Instances(ctx, f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) == 1 && ok(got[0]) {
-				return got[0]
-			}
-			last = got
-		}
-		t.Fatalf("%s: the last readings were %+v", what, last)
-		return contract.InstanceSnapshot{}
 	}
 }
 

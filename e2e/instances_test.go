@@ -56,29 +56,7 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 	ctx := context.Background()
 	lv := env.starter.Ledger()
 	f := ledger.Filter{Service: "web", Infra: "dev_instances"}
-	// read asks the target's sync for a reading now, or with sweep the sweep for one of every
-	// target, and waits until one satisfies ok.
-	read := func(what string, sweep bool, ok func(s contract.InstanceSnapshot) bool) contract.InstanceSnapshot {
-		t.Helper()
-		var last []contract.InstanceSnapshot
-		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-			if sweep { // any signal starts a sweep at once
-				_ = env.internal.SignalWorkflow(ctx, contract.SweepID(workflows.SequenceQueue(workflows.TaskQueue)), "", contract.SignalSweepEvery, contract.DefaultInstanceSync)
-			} else {
-				_ = env.internal.SignalWorkflow(ctx, contract.InstancesID(key), "", contract.SignalInstancesSync, nil)
-			}
-			got, err := lv.Instances(ctx, f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) == 1 && ok(got[0]) {
-				return got[0]
-			}
-			last = got
-		}
-		t.Fatalf("%s: the last readings were %+v", what, last)
-		return contract.InstanceSnapshot{}
-	}
+	read := readings(t, key)
 	s := read("two pods of 1.28", false, func(s contract.InstanceSnapshot) bool {
 		return s.Count == 2 && s.Ready == 2 && len(s.Artifacts) == 1 && s.Artifacts[0].Artifact == "library/nginx:1.28"
 	})
@@ -171,6 +149,34 @@ func TestInstancesFollowTheCluster(t *testing.T) {
 		writeClientHistory(t, env.internal, id, "", filepath.Join("..", "workflows", "testdata", "histories", strings.ReplaceAll(id, "/", "__")+".json"))
 		sweep := contract.SweepID(workflows.SequenceQueue(workflows.TaskQueue))
 		writeClientHistory(t, env.internal, sweep, "", filepath.Join("..", "workflows", "testdata", "histories", strings.ReplaceAll(sweep, "/", "__")+".json"))
+	}
+}
+
+// readings returns a function that asks a target's sync for a reading now, or with sweep the
+// sweep for one of every target, until the listing shows one that satisfies ok.
+func readings(t *testing.T, key contract.DeploymentKey) func(what string, sweep bool, ok func(contract.InstanceSnapshot) bool) contract.InstanceSnapshot {
+	f := ledger.Filter{Service: key.Service, Environment: key.Environment, Infra: key.Infra}
+	return func(what string, sweep bool, ok func(contract.InstanceSnapshot) bool) contract.InstanceSnapshot {
+		t.Helper()
+		ctx := context.Background()
+		var last []contract.InstanceSnapshot
+		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+			if sweep { // any signal starts a sweep at once
+				_ = env.internal.SignalWorkflow(ctx, contract.SweepID(workflows.SequenceQueue(workflows.TaskQueue)), "", contract.SignalSweepEvery, contract.DefaultInstanceSync)
+			} else {
+				_ = env.internal.SignalWorkflow(ctx, contract.InstancesID(key), "", contract.SignalInstancesSync, nil)
+			}
+			got, err := env.starter.Ledger().Instances(ctx, f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) == 1 && ok(got[0]) {
+				return got[0]
+			}
+			last = got
+		}
+		t.Fatalf("%s: the last readings were %+v", what, last)
+		return contract.InstanceSnapshot{}
 	}
 }
 

@@ -10,10 +10,7 @@ import (
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
-	"github.com/gantry-cd/gantry/activities/lambda"
-	"github.com/gantry-cd/gantry/activities/logs"
 	"github.com/gantry-cd/gantry/contract"
-	"github.com/gantry-cd/gantry/internal/awsfake"
 	"github.com/gantry-cd/gantry/plan"
 )
 
@@ -22,12 +19,8 @@ import (
 // Code changed outside Gantry and an alias moved to a version Gantry did not publish are drift;
 // a deleted function is gone.
 func TestInstances(t *testing.T) {
-	fake := awsfake.Start()
-	defer fake.Close()
-	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", fake.URL)
-	fake.S3Get = func(bucket, key string) ([]byte, error) { return []byte("zip of " + bucket + "/" + key), nil }
-	r := &rig{t: t, fake: fake, logs: logs.Store{Dir: t.TempDir()}}
-	r.a = &lambda.Activity{Secrets: awsfake.Secrets{"aws_secret": "deploy-secret"}, Logs: r.logs}
+	r := startRig(t)
+	fake := r.fake
 	for i, exec := range []string{"exec-1", "exec-2"} {
 		if _, f := r.step("AwsLambdaDeploy", exec, "orders", 128, exec+".zip"); f != nil {
 			t.Fatalf("deploy %d: %+v", i+1, f)

@@ -26,6 +26,18 @@ type rig struct {
 	logs logs.Store
 }
 
+// startRig starts the AWS fake, Lambda's endpoint pointed at it (S3 objects read as "zip of
+// BUCKET/KEY"), and the activity with the connector's secret key.
+func startRig(t *testing.T) *rig {
+	fake := awsfake.Start()
+	t.Cleanup(fake.Close)
+	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", fake.URL)
+	fake.S3Get = func(bucket, key string) ([]byte, error) { return []byte("zip of " + bucket + "/" + key), nil }
+	r := &rig{t: t, fake: fake, logs: logs.Store{Dir: t.TempDir()}}
+	r.a = &lambda.Activity{Secrets: awsfake.Secrets{"aws_secret": "deploy-secret"}, Logs: r.logs}
+	return r
+}
+
 func (r *rig) step(typ, exec, fn string, memory int, key string) (map[string]any, *contract.Failure) {
 	r.t.Helper()
 	in := contract.StepInput{ExecutionID: exec, StepPath: "deploy." + typ, Type: typ, Spec: json.RawMessage(`{}`), Timeout: time.Minute,
@@ -44,12 +56,8 @@ func (r *rig) step(typ, exec, fn string, memory int, key string) (map[string]any
 // for an execution that changed nothing; a retried deploy keeps its first rollback record;
 // a failing update is a Verification failure with Lambda's reason.
 func TestDeployAndRollback(t *testing.T) {
-	fake := awsfake.Start()
-	defer fake.Close()
-	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", fake.URL)
-	fake.S3Get = func(bucket, key string) ([]byte, error) { return []byte("zip of " + bucket + "/" + key), nil }
-	r := &rig{t: t, fake: fake, logs: logs.Store{Dir: t.TempDir()}}
-	r.a = &lambda.Activity{Secrets: awsfake.Secrets{"aws_secret": "deploy-secret"}, Logs: r.logs}
+	r := startRig(t)
+	fake := r.fake
 
 	out, f := r.step("AwsLambdaDeploy", "exec-1", "orders", 128, "orders-1.zip")
 	if f != nil || out["version"] != "1" || out["previousVersion"] != "none" {
@@ -130,11 +138,8 @@ func (r *rig) canaryStep(typ, exec, spec, key string) (map[string]any, *contract
 // first canary creates the alias on its version; a shift without a canary of this execution
 // fails.
 func TestCanaryTrafficShiftAndRollback(t *testing.T) {
-	fake := awsfake.Start()
-	defer fake.Close()
-	t.Setenv("AWS_ENDPOINT_URL_LAMBDA", fake.URL)
-	r := &rig{t: t, fake: fake, logs: logs.Store{Dir: t.TempDir()}}
-	r.a = &lambda.Activity{Secrets: awsfake.Secrets{"aws_secret": "deploy-secret"}, Logs: r.logs}
+	r := startRig(t)
+	fake := r.fake
 	alias := func() awsfake.Alias {
 		fn, _ := fake.Function("checkout")
 		return fn.Aliases["live"]
