@@ -218,5 +218,13 @@ func TestWebUIApproveInThePage(t *testing.T) {
 	if out := res.Tree.Find("after.use").Outputs["outputVariables"].(map[string]any); out["t"] != "CHG-7" || out["a"] != "bob" {
 		t.Errorf("the approval's outputs: %v", out)
 	}
+	// Decided: the page says who voted, how, when, with the comment and inputs.
+	decided := pageText(t, b, page, "Decided", "the step is")
+	for _, want := range []string{"alice", "approved", "CAB ok", "ticket = CHG-7", "bob", "just now"} {
+		if !strings.Contains(decided, want) {
+			t.Errorf("the decided page lacks %q:\n%s", want, decided)
+		}
+	}
+	screenshot(t, b, "decide-decided")
 	t.Logf("refused: %s", refused)
 }

@@ -2,10 +2,13 @@ package webui
 
 import (
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/gantry-cd/gantry/access"
 	"github.com/gantry-cd/gantry/identity"
@@ -64,7 +67,11 @@ button{margin:.2em .4em .2em 0;padding:.4em 1em}#result{padding:.6em;margin:1em 
 {{if .Actions}}<h1>Manual intervention</h1><form method="post">{{range .Actions}}<button type="submit" name="decision" value="action:{{.}}" id="action-{{.}}">{{.}}</button>{{end}}</form>{{end}}
 {{if .Inputs}}<h1>Inputs</h1><form method="post">{{range .Inputs}}<label>{{.}}<input name="input.{{.}}" id="input-{{.}}"></label>{{end}}
 <button type="submit" name="decision" value="INPUT" id="submit-inputs">Submit</button></form>{{end}}
-{{if .Ended}}<p>Nothing waits here any more.</p>{{end}}
+{{if .Ended}}<h1>Decided</h1><p id="ended">Nothing waits here any more: the step is <b>{{.Status}}</b>.</p>
+{{with .Votes}}<table id="votes"><thead><tr><th>Who</th><th>Decision</th><th>When</th><th>Comment</th><th>Inputs</th></tr></thead><tbody>
+{{range .}}<tr><td>{{.Who}}</td><td>{{.What}}</td><td>{{if not .At.IsZero}}<time datetime="{{.At.Format "2006-01-02T15:04:05Z07:00"}}" title="{{.At.Format "2006-01-02 15:04:05 UTC"}}">{{.When}}</time>{{end}}</td><td>{{.Comment}}</td><td>{{range $i, $in := .Inputs}}{{if $i}}; {{end}}{{$in}}{{end}}</td></tr>
+{{end}}</tbody></table>{{end}}
+{{with .Notes}}<ul id="notes">{{range .}}<li>{{.}}</li>{{end}}</ul>{{end}}{{end}}
 </body></html>`))
 
 // handler serves the decision page: GET shows what the step waits for, POST acts as the
@@ -149,12 +156,81 @@ func (d Decisions) handler(namespace string) http.Handler {
 		case status.InputWaiting:
 			data["Inputs"] = n.Inputs
 		default:
-			data["Ended"] = true
+			data["Ended"], data["Votes"], data["Notes"] = true, votesOf(n, time.Now()), decisionNotes(n)
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		_ = decidePage.Execute(w, data)
 	})
+}
+
+// vote is one approver's vote, as the decided page lists it.
+type vote struct {
+	Who, What, Comment, When string
+	At                       time.Time
+	Inputs                   []string // "name = value"
+}
+
+// votesOf are an approval's votes from its outputs (approvalActivities), in order; now
+// words how long ago each was cast.
+func votesOf(n *workflows.Node, now time.Time) []vote {
+	acts, _ := n.Outputs["approvalActivities"].([]any)
+	out := make([]vote, 0, len(acts))
+	str := func(v any) string { s, _ := v.(string); return s }
+	for _, a := range acts {
+		m, _ := a.(map[string]any)
+		user, _ := m["user"].(map[string]any)
+		v := vote{Who: str(user["name"]), Comment: str(m["comments"])}
+		switch str(m["action"]) {
+		case "APPROVE":
+			v.What = "approved"
+		case "REJECT":
+			v.What = "rejected"
+		default:
+			v.What = strings.ToLower(str(m["action"]))
+		}
+		if ms, ok := m["approvedAt"].(float64); ok {
+			v.At = time.UnixMilli(int64(ms)).UTC()
+			v.When = ago(now.Sub(v.At))
+		}
+		ins, _ := m["approverInputs"].([]any)
+		for _, in := range ins {
+			kv, _ := in.(map[string]any)
+			v.Inputs = append(v.Inputs, str(kv["name"])+" = "+fmt.Sprint(kv["value"]))
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// decisionNotes are what the step's node records of the decisions taken on it: interventions,
+// inputs supplied, the failure strategy chosen and by whom.
+func decisionNotes(n *workflows.Node) []string {
+	notes := slices.Clone(n.Notes)
+	if st := n.Strategy; st != nil && st.By != "" {
+		notes = append(notes, "failure strategy "+st.Action+", chosen by "+st.By)
+	}
+	return notes
+}
+
+// ago words a duration in the past, to the unit that matters.
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return plural(int(d/time.Minute), "minute") + " ago"
+	case d < 48*time.Hour:
+		return plural(int(d/time.Hour), "hour") + " ago"
+	}
+	return plural(int(d/(24*time.Hour)), "day") + " ago"
+}
+
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 // act sends the form's decision as user.
