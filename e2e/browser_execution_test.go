@@ -210,6 +210,14 @@ func TestWebUIApproveFromTheGraph(t *testing.T) {
 	if err := chromedp.Run(b, chromedp.Evaluate(`document.querySelector('.node[data-path="gate.gate"]').className`, &class)); err != nil || !strings.Contains(class, "s-SUCCEEDED") {
 		t.Errorf("the approval's node after the approval: %q %v", class, err)
 	}
+	// Its outputs are a table: the vote in words, its time in UTC, the JSON behind a toggle.
+	var vote string
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(vote, "approved") && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		_ = chromedp.Run(b, chromedp.Evaluate(`(() => { const t = document.querySelector("#info .outputs table.votes"); return t ? t.innerText : ""; })()`, &vote))
+	}
+	if !strings.Contains(vote, "alice") || !strings.Contains(vote, "approved") || !strings.Contains(vote, " UTC") || !strings.Contains(vote, "ticket = CHG-9") {
+		t.Errorf("the approval's votes in its outputs: %q", vote)
+	}
 	res, err := env.starter.Result(ctx, waiting)
 	if err != nil || res.Status != status.Succeeded {
 		t.Fatalf("run: %v %v", res, err)

@@ -281,6 +281,8 @@ body{font-family:sans-serif;margin:1em 2em}
 .failure{border:1px solid #b00;background:#b001;padding:.4em;margin:.4em 0;white-space:pre-wrap}
 #details{border-top:1px solid #8888;margin-top:.5em;padding-top:.5em}#details dl{display:grid;grid-template-columns:max-content 1fr;gap:.2em 1em}
 pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break-all;font-size:13px;max-height:32em;overflow:auto}
+table.values,table.votes{border-collapse:collapse;margin:.3em 0}table.values>tbody>tr>*,table.values>tr>*,table.votes td,table.votes th{text-align:left;vertical-align:top;padding:.2em .8em .2em 0;border-bottom:1px solid #8884;word-break:break-word}
+table.values th{font-weight:600;white-space:nowrap}
 @media (prefers-color-scheme: dark){.s-SUCCEEDED .mark,.s-IGNORE_FAILED .mark{color:#6d6}.s-FAILED .mark,.s-ERRORED .mark,.s-EXPIRED .mark,.s-APPROVAL_REJECTED .mark,.s-FREEZE_FAILED .mark{color:#f77}a{color:#8af}}
 </style></head>
 <body><p><a href="{{.ExecutionsPath}}">Pipeline executions</a> · <b>{{.Name}}</b> <span id="execution">{{.Execution}}</span> · <span id="status"></span> · signed in as {{.User}} ·
@@ -288,7 +290,7 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
 <p id="actions">{{if .CanAbort}}<button type="button" id="act-abort" data-action="abort">Abort</button> <button type="button" id="act-pause" data-action="pause">Pause</button> <button type="button" id="act-resume" data-action="resume">Resume</button> {{end}}{{if .CanRun}}<button type="button" id="act-rerun" data-action="rerun">Re-run</button> <label>Retry from stage <select id="retry-stage">{{range .Stages}}<option>{{.}}</option>{{end}}</select></label> <button type="button" id="act-retry" data-action="retry">Retry</button>{{end}} <span id="act-result" role="status"></span></p>
 {{if .Sources}}<details id="sources"><summary>Read from Git: {{range $i, $s := .Sources}}{{if $i}}, {{end}}{{$s.Kind}} {{$s.Identifier}}{{end}}</summary><dl>{{range .Sources}}<dt>{{.Kind}} {{.Identifier}}</dt><dd>{{.Repo}} <code title="{{.Commit}}">{{slice .Commit 0 12}}</code> {{.FilePath}} (branch {{.Branch}}, connector {{.Connector}})</dd>{{end}}</dl></details>{{end}}
 <div id="flow" aria-label="the run's stages, left to right"></div>
-<section id="details" hidden><div id="info"></div><div id="planned"></div><div id="decision"></div><div id="logbox"></div></section>
+<section id="details" hidden><div id="decision"></div><div id="info"></div><div id="planned"></div><div id="logbox"></div></section>
 <script>
 (function () {
   var exec = {{.Execution}}, ns = {{.Namespace}}, logs = {{.LogsPath}}, decide = {{.DecidePath}};
@@ -389,6 +391,42 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
     render();
   }
   function row(dl, k, v) { if (v) dl.append(el("dt", "", k), el("dd", "", v)); }
+  // values shows a step's inputs or outputs as a table of names and values (times given in
+  // epoch milliseconds, such as an approval's approvedAt, as UTC times; an approval's votes as
+  // a table of their own), the JSON behind a toggle.
+  function utc(ms) { return new Date(ms).toISOString().replace("T", " ").slice(0, 19) + " UTC"; }
+  function cell(k, v) {
+    if (v === null || v === undefined) return "";
+    if (typeof v === "number" && /At$/.test(k) && v > 1e12) return utc(v);
+    if (typeof v !== "object") return String(v);
+    if (k === "approvalActivities" && Array.isArray(v)) {
+      var t = el("table", "votes"), h = el("tr");
+      ["who", "decision", "when", "comment", "inputs"].forEach(function (c) { h.append(el("th", "", c)); });
+      t.append(h);
+      v.forEach(function (a) {
+        var r = el("tr");
+        [a.user && a.user.name, a.action === "APPROVE" ? "approved" : a.action === "REJECT" ? "rejected" : a.action,
+         a.approvedAt ? utc(a.approvedAt) : "", a.comments, (a.approverInputs || []).map(function (i) { return i.name + " = " + i.value; }).join("; ")
+        ].forEach(function (c) { r.append(el("td", "", c || "")); });
+        t.append(r);
+      });
+      return t;
+    }
+    return JSON.stringify(v);
+  }
+  function values(obj, cls) {
+    var box = el("div", cls), t = el("table", "values");
+    Object.keys(obj).sort().forEach(function (k) {
+      var r = el("tr"), c = cell(k, obj[k]), d = el("td");
+      d.append(c);
+      r.append(el("th", "", k), d);
+      t.append(r);
+    });
+    var raw = el("details"), sum = el("summary", "", "JSON");
+    raw.append(sum, el("pre", "", JSON.stringify(obj, null, 2)));
+    box.append(t, raw);
+    return box;
+  }
   var info = document.getElementById("info"), planned = document.getElementById("planned"), decision = document.getElementById("decision"), logbox = document.getElementById("logbox"), shown = {};
   function showDetails() {
     var n = selected ? find(tree, selected) : null;
@@ -403,7 +441,7 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
     var parts = [head, dl];
     if (n.failure) parts.push(el("div", "failure", (n.failure.category ? n.failure.category + ": " : "") + n.failure.message));
     (n.notes || []).forEach(function (t) { parts.push(el("p", "note", t)); });
-    if (n.outputs) { parts.push(el("h3", "", "Outputs")); parts.push(el("pre", "outputs", JSON.stringify(n.outputs, null, 2))); }
+    if (n.outputs) { parts.push(el("h3", "", "Outputs")); parts.push(values(n.outputs, "outputs")); }
     var links = el("p", "links");
     if (n.kind === "stage") { var a = el("a", "", "stage history in the Temporal UI"); a.href = "/namespaces/" + ns + "/workflows/" + encodeURIComponent(exec + "/" + n.id); links.append(a); }
     if (n.kind === "step" && n.startedAt) { var full = el("a", "", "log page"); full.href = logs + exec + "/" + n.path; links.append(full); }
@@ -432,7 +470,7 @@ pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break
         return r.ok ? r.json() : null;
       }).then(function (v) {
         if (!v || shown.inputs !== n.path || !Object.keys(v).length) return;
-        planned.replaceChildren(el("h3", "", "Inputs, as planned (expressions resolve when it runs)"), el("pre", "inputs", JSON.stringify(v, null, 2)));
+        planned.replaceChildren(el("h3", "", "Inputs, as planned (expressions resolve when it runs)"), values(v, "inputs"));
       }).catch(function () {});
     }
     var logged = n.kind === "step" && n.startedAt ? n.path : "";
