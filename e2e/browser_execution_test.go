@@ -276,3 +276,34 @@ func TestWebUIExecutionGraphOf5000(t *testing.T) {
 	}
 	waitText(t, b, "loop_4999")
 }
+
+// A step queued behind a Queue key says so in the graph, with an hourglass, the key, its
+// holder and the place; selected, its details link the holder's run.
+func TestWebUIQueuedStep(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	at := time.Now().Add(-time.Minute)
+	step := &workflows.Node{Path: "db.migrate", ID: "migrate", Name: "migrate", Kind: "step", Status: status.Queued, StartedAt: &at,
+		Resource: &workflows.ResourceView{Kind: workflows.LockQueue, Key: "orders-db", Holder: "other-7 (db.migrate)", Ahead: 1}}
+	tree := &workflows.Node{Kind: "pipeline", Name: "db", Status: status.Running, StartedAt: &at, Children: []*workflows.Node{
+		{Path: "db", ID: "db", Name: "db", Kind: "stage", Status: status.Running, StartedAt: &at, Children: []*workflows.Node{step}}}}
+	dir := &identity.Directory{}
+	dev, _ := dir.AddUser("dev", "", []string{"developers"})
+	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address, SignIn: webui.UserName(user), User: user,
+		Executions: bigTree{Starter: env.starter, tree: tree}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ui.Stop()
+	b := browser(t, ctx)
+	pageText(t, b, ui.URL+webui.ExecutionsPath+"/db-1#db.migrate", "Sign in to Gantry")
+	if err := chromedp.Run(b, chromedp.SendKeys("#token", dev, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	waitText(t, b, "⧗", "waits for queue key orders-db, held by other-7 (db.migrate), 1 ahead", "the holder's run")
+	var href string
+	if err := chromedp.Run(b, chromedp.Evaluate(`(() => { const a = [...document.querySelectorAll("#info a")].find(a => a.textContent === "the holder's run"); return a ? a.getAttribute("href") : ""; })()`, &href)); err != nil || href != webui.ExecutionsPath+"/other-7" {
+		t.Errorf("the holder's link %q (%v)", href, err)
+	}
+}

@@ -302,6 +302,7 @@ table.values th{font-weight:600;white-space:nowrap}
     if (s === "SUCCEEDED" || s === "IGNORE_FAILED") return "✓";
     if (s === "ABORTED" || s === "TERMINATED") return "■";
     if (s === "RUNNING") return "▶";
+    if (/^QUEUED/.test(s) || s === "RESOURCE_WAITING") return "⧗";
     if (/_WAITING$/.test(s) || s === "PAUSED" || s === "PAUSING") return "‖";
     if (failedSet[s]) return "✗";
     return "○";
@@ -314,13 +315,18 @@ table.values th{font-weight:600;white-space:nowrap}
     var s = Math.round(ms / 1000), h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60);
     return (h ? h + "h" : "") + m + "m" + (s % 60) + "s";
   }
+  // waitsFor words what a queued node waits for: the key and who holds it.
+  function waitsFor(r) {
+    var what = {queue: "queue key ", infrastructure: "infrastructure ", concurrency: "a place under the limit of "}[r.kind] || "";
+    return "waits for " + what + r.key + (r.holder ? ", held by " + r.holder : "") + (r.ahead ? ", " + r.ahead + " ahead" : "");
+  }
   function el(tag, cls, text) { var e = document.createElement(tag); if (cls) e.className = cls; if (text != null) e.textContent = text; return e; }
   function label(n) { return n.kind === "rollback" ? "Rollback" : (n.name || n.id || n.kind); }
   function button(n, extra) {
     var b = el("button", "node s-" + n.status);
     b.type = "button"; b.dataset.path = n.path; b.dataset.kind = n.kind;
     b.setAttribute("aria-pressed", String(n.path === selected));
-    var meta = [n.status, dur(n), n.attempts > 1 ? "attempt " + n.attempts : "", n.worker || "", extra || ""].filter(Boolean).join(" · ");
+    var meta = [n.status, dur(n), n.attempts > 1 ? "attempt " + n.attempts : "", n.worker || "", n.resource ? waitsFor(n.resource) : "", extra || ""].filter(Boolean).join(" · ");
     b.append(el("span", "mark", mark(n.status)), el("span", "name", label(n)), el("span", "meta", meta));
     if (n.failure) b.title = n.failure.message;
     b.onclick = function () { select(n.path); };
@@ -438,6 +444,12 @@ table.values th{font-weight:600;white-space:nowrap}
     row(dl, "started", n.startedAt ? new Date(n.startedAt).toISOString().replace("T", " ").slice(0, 19) + " UTC" : "");
     row(dl, "duration", dur(n)); row(dl, "attempts", n.attempts > 1 ? String(n.attempts) : ""); row(dl, "ran on", n.worker || "");
     if (n.tests) row(dl, "tests", n.tests.total + " run, " + n.tests.failed + " failed");
+    if (n.resource) {
+      var wait = el("dd", "", waitsFor(n.resource));
+      var holder = (n.resource.holder || "").split(" ")[0];
+      if (holder && holder !== exec) { var h = el("a", "", "the holder's run"); h.href = location.pathname.slice(0, location.pathname.lastIndexOf("/") + 1) + encodeURIComponent(holder); wait.append(" (", h, ")"); }
+      dl.append(el("dt", "", "queued"), wait);
+    }
     var parts = [head, dl];
     if (n.failure) parts.push(el("div", "failure", (n.failure.category ? n.failure.category + ": " : "") + n.failure.message));
     (n.notes || []).forEach(function (t) { parts.push(el("p", "note", t)); });
