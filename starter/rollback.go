@@ -10,6 +10,7 @@ import (
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/ledger"
 	"github.com/gantry-cd/gantry/plan"
+	"github.com/gantry-cd/gantry/stepspec"
 	"github.com/gantry-cd/gantry/workflows"
 )
 
@@ -25,8 +26,8 @@ var rollbackTypes = []string{"Kubernetes", "NativeHelm", "ECS", "Asg"}
 // laterRollbackSteps are, for the types whose other strategies cannot be undone once they
 // ended, the rollback steps that can: the rolling ones.
 var laterRollbackSteps = map[string]struct{ prefix, step string }{
-	"ECS": {"Ecs", "EcsRollingRollback"},
-	"Asg": {"Asg", "AsgRollingRollback"},
+	"ECS": {"Ecs", stepspec.EcsRollingRollback},
+	"Asg": {"Asg", stepspec.AsgRollingRollback},
 }
 
 // CanRollBack says whether deployments of a type can be rolled back after they ended.
