@@ -213,26 +213,6 @@ func decisionNotes(n *workflows.Node) []string {
 	return notes
 }
 
-// ago words a duration in the past, to the unit that matters.
-func ago(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return plural(int(d/time.Minute), "minute") + " ago"
-	case d < 48*time.Hour:
-		return plural(int(d/time.Hour), "hour") + " ago"
-	}
-	return plural(int(d/(24*time.Hour)), "day") + " ago"
-}
-
-func plural(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return fmt.Sprintf("%d %ss", n, unit)
-}
-
 // act sends the form's decision as user.
 func (d Decisions) act(r *http.Request, execution, step string, user *identity.User) (string, error) {
 	decision := r.PostFormValue("decision")

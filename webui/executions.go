@@ -54,6 +54,8 @@ var statusFilters = []status.Status{status.Running, status.ApprovalWaiting, stat
 type executionRow struct {
 	starter.Summary
 	Mark, Duration, StartedBy string
+	// Ago is how long ago it started, in words (the time itself on hover).
+	Ago string
 }
 
 // executions serves the executions page.
@@ -152,7 +154,7 @@ func requestToken(r *http.Request) string {
 // row is how an execution shows: a mark that tells its status without colour, its duration so
 // far, and who or what started it.
 func row(sm starter.Summary, now time.Time) executionRow {
-	r := executionRow{Summary: sm, StartedBy: strings.ToLower(sm.Trigger)}
+	r := executionRow{Summary: sm, StartedBy: strings.ToLower(sm.Trigger), Ago: ago(now.Sub(sm.Start))}
 	if sm.User != "" {
 		r.StartedBy = sm.User
 	}
@@ -203,10 +205,10 @@ input,select,button{padding:.3em;font:inherit}a:focus,button:focus,input:focus,s
 <label>Started by<input name="user" id="f-user" value="{{.Filter.User}}" placeholder="user"></label>
 <button type="submit" id="f-apply">Filter</button>{{if or .Filter.Pipeline .Filter.Status .Filter.User}} <a href="{{.Path}}" id="f-clear">clear</a>{{end}}
 </form>
-{{if .Rows}}<table id="executions"><thead><tr><th></th><th>Execution</th><th>Pipeline</th><th>Status</th><th>Started by</th><th>Started (UTC)</th><th>Duration</th></tr></thead><tbody>
+{{if .Rows}}<table id="executions"><thead><tr><th></th><th>Execution</th><th>Pipeline</th><th>Status</th><th>Started by</th><th>Started</th><th>Duration</th></tr></thead><tbody>
 {{range .Rows}}<tr class="execution" data-id="{{.ID}}"><td class="mark" aria-hidden="true">{{.Mark}}</td>
 <td><a href="{{$.Path}}/{{.ID}}">{{.ID}}</a></td><td>{{.Pipeline}}</td>
-<td class="status s-{{.Status}}">{{.Status}}</td><td>{{.StartedBy}}</td><td>{{.Start.UTC.Format "2006-01-02 15:04:05"}}</td><td>{{.Duration}}</td></tr>
+<td class="status s-{{.Status}}">{{.Status}}</td><td>{{.StartedBy}}</td><td><time datetime="{{.Start.UTC.Format "2006-01-02T15:04:05Z"}}" title="{{.Start.UTC.Format "2006-01-02 15:04:05"}} UTC">{{.Ago}}</time></td><td>{{.Duration}}</td></tr>
 {{end}}</tbody></table>{{else}}<p id="none">No executions{{if or .Filter.Pipeline .Filter.Status .Filter.User}} match the filter{{end}}{{if not .First}} on this page{{end}}.</p>{{end}}
 <p>{{if not .First}}<a href="{{.Path}}?pipeline={{.Filter.Pipeline}}&amp;status={{.Filter.Status}}&amp;user={{.Filter.User}}" id="newest">newest</a> · {{end}}{{if .Next}}<a href="{{.Next}}" id="older">older →</a>{{end}}</p>
 </body></html>`))

@@ -67,7 +67,7 @@ func TestExecutionsPage(t *testing.T) {
 	code, _, body := get("good", "?pipeline=web&status=FAILED")
 	for _, want := range []string{
 		`data-id="web-2"`, `>✗</td>`, `s-FAILED">FAILED<`, `<td>webhook</td>`, `<td>1m30s</td>`,
-		`data-id="web-1"`, `>✓</td>`, `<td>ann</td>`, `<td>1.5s</td>`, `2026-01-02 03:04:05`,
+		`data-id="web-1"`, `>✓</td>`, `<td>ann</td>`, `<td>1.5s</td>`, `title="2026-01-02 03:04:05 UTC"`, ` days ago</time>`,
 		`value="web"`, `<option selected>FAILED</option>`,
 		`href="/gantry/executions?page=tok2&amp;pipeline=web&amp;status=FAILED" id="older"`,
 	} {
