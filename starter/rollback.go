@@ -43,8 +43,8 @@ type Rollback struct {
 
 // PlanRollback finds the one target the filter names and checks that its last successful
 // deployment can be rolled back to the one before: a Kubernetes, NativeHelm, ECS or Asg
-// stage with rollback steps, and an earlier success to restore. The plan is the deploying execution's,
-// down to that stage, with its manifests and artifact pinned to what it deployed.
+// stage with rollback steps, and an earlier success to restore. The plan is the deploying
+// execution's, down to that stage, with its manifests and artifact pinned to what it deployed.
 func (s *Starter) PlanRollback(ctx context.Context, f ledger.Filter) (*Rollback, error) {
 	lv := ledger.Reader{Client: s.internal()}
 	targets, err := lv.Targets(ctx, f)
