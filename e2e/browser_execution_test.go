@@ -182,6 +182,11 @@ func TestWebUIApproveFromTheGraph(t *testing.T) {
 		t.Fatalf("sign in: %v", err)
 	}
 	waitText(t, b, "APPROVAL_WAITING", "signed in as alice")
+	// What waits for a person is said above the graph.
+	var banner string
+	if err := chromedp.Run(b, chromedp.Text("#waiting", &banner, chromedp.ByQuery)); err != nil || !strings.Contains(banner, "(gate.gate) waits for an approval") {
+		t.Errorf("the waiting banner: %q (%v)", banner, err)
+	}
 	// The form is the decision page's own, in a frame of the same origin.
 	inFrame := func(js string) string {
 		var out string
@@ -301,7 +306,8 @@ func TestWebUIQueuedStep(t *testing.T) {
 	if err := chromedp.Run(b, chromedp.SendKeys("#token", dev, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
 		t.Fatalf("sign in: %v", err)
 	}
-	waitText(t, b, "⧗", "waits for queue key orders-db, held by other-7 (db.migrate), 1 ahead", "the holder's run")
+	waitText(t, b, "⧗", "waits for queue key orders-db, held by other-7 (db.migrate), 1 ahead", "the holder's run",
+		"Waiting: migrate (db.migrate) waits for queue key orders-db")
 	var href string
 	if err := chromedp.Run(b, chromedp.Evaluate(`(() => { const a = [...document.querySelectorAll("#info a")].find(a => a.textContent === "the holder's run"); return a ? a.getAttribute("href") : ""; })()`, &href)); err != nil || href != webui.ExecutionsPath+"/other-7" {
 		t.Errorf("the holder's link %q (%v)", href, err)

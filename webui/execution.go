@@ -283,12 +283,14 @@ body{font-family:sans-serif;margin:1em 2em}
 pre{background:#111;color:#ddd;padding:1em;white-space:pre-wrap;word-break:break-all;font-size:13px;max-height:32em;overflow:auto}
 table.values,table.votes{border-collapse:collapse;margin:.3em 0}table.values>tbody>tr>*,table.values>tr>*,table.votes td,table.votes th{text-align:left;vertical-align:top;padding:.2em .8em .2em 0;border-bottom:1px solid #8884;word-break:break-word}
 table.values th{font-weight:600;white-space:nowrap}
+#waiting{border:1px solid #c80;background:#c801;padding:.4em .6em;margin:.4em 0;border-radius:6px}#waiting button{margin:.1em .3em;font:inherit;cursor:pointer}
 @media (prefers-color-scheme: dark){.s-SUCCEEDED .mark,.s-IGNORE_FAILED .mark{color:#6d6}.s-FAILED .mark,.s-ERRORED .mark,.s-EXPIRED .mark,.s-APPROVAL_REJECTED .mark,.s-FREEZE_FAILED .mark{color:#f77}a{color:#8af}}
 </style></head>
 <body><p><a href="{{.ExecutionsPath}}">Pipeline executions</a> · <b>{{.Name}}</b> <span id="execution">{{.Execution}}</span> · <span id="status"></span> · signed in as {{.User}} ·
 <a href="/namespaces/{{.Namespace}}/workflows/{{.Execution}}">history in the Temporal UI</a></p>
 <p id="actions">{{if .CanAbort}}<button type="button" id="act-abort" data-action="abort">Abort</button> <button type="button" id="act-pause" data-action="pause">Pause</button> <button type="button" id="act-resume" data-action="resume">Resume</button> {{end}}{{if .CanRun}}<button type="button" id="act-rerun" data-action="rerun">Re-run</button> <label>Retry from stage <select id="retry-stage">{{range .Stages}}<option>{{.}}</option>{{end}}</select></label> <button type="button" id="act-retry" data-action="retry">Retry</button>{{end}} <span id="act-result" role="status"></span></p>
 {{if .Sources}}<details id="sources"><summary>Read from Git: {{range $i, $s := .Sources}}{{if $i}}, {{end}}{{$s.Kind}} {{$s.Identifier}}{{end}}</summary><dl>{{range .Sources}}<dt>{{.Kind}} {{.Identifier}}</dt><dd>{{.Repo}} <code title="{{.Commit}}">{{slice .Commit 0 12}}</code> {{.FilePath}} (branch {{.Branch}}, connector {{.Connector}})</dd>{{end}}</dl></details>{{end}}
+<div id="waiting" role="status" aria-live="polite" hidden></div>
 <div id="flow" aria-label="the run's stages, left to right"></div>
 <section id="details" hidden><div id="decision"></div><div id="info"></div><div id="planned"></div><div id="logbox"></div></section>
 <script>
@@ -374,6 +376,28 @@ table.values th{font-weight:600;white-space:nowrap}
     for (var i = 0; n.children && i < n.children.length; i++) { var f = find(n.children[i], path); if (f) return f; }
     return null;
   }
+  // showWaiting lists, above the graph, the steps that wait for a person (an approval, an
+  // intervention, execution-time inputs) or for a Queue key, each a button that opens it.
+  var waitingBox = document.getElementById("waiting");
+  function showWaiting() {
+    var found = [];
+    (function walk(n) {
+      if (n.kind === "step" && (/_WAITING$/.test(n.status) || /^QUEUED/.test(n.status))) found.push(n);
+      (n.children || []).forEach(walk);
+    })(tree);
+    waitingBox.hidden = !found.length;
+    if (!found.length) { waitingBox.replaceChildren(); return; }
+    var items = [el("b", "", found.length === 1 ? "Waiting: " : found.length + " waiting: ")];
+    found.forEach(function (n, i) {
+      var what = {APPROVAL_WAITING: "an approval", INTERVENTION_WAITING: "a manual intervention", INPUT_WAITING: "inputs"}[n.status] ||
+        (n.resource ? waitsFor(n.resource).replace(/^waits for /, "") : n.status.toLowerCase().replace(/_/g, " "));
+      var b = el("button", "waits", label(n) + " (" + n.path + ") waits for " + what);
+      b.type = "button"; b.onclick = function () { select(n.path); };
+      if (i) items.push(" ");
+      items.push(b);
+    });
+    waitingBox.replaceChildren.apply(waitingBox, items);
+  }
   function render() {
     if (!tree) return;
     st.textContent = mark(tree.status) + " " + tree.status + " " + dur(tree);
@@ -386,6 +410,7 @@ table.values th{font-weight:600;white-space:nowrap}
       else col.append(node(s));
       cols.append(col);
     });
+    showWaiting();
     var focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.path : null;
     flow.replaceChildren(cols);
     if (focused != null) { var again = flow.querySelector('[data-path="' + CSS.escape(focused) + '"].node'); if (again) again.focus(); }
