@@ -232,7 +232,28 @@ func TestWebUIApproveFromTheGraph(t *testing.T) {
 	}
 }
 
-// bigTree is a run of a 5,000-iteration loop: what the page draws for it.
+// treePage opens, in a browser signed in as a developer, the run page of a UI whose every
+// execution is tree (the page of execution, with its #selection).
+func treePage(t *testing.T, ctx context.Context, tree *workflows.Node, execution string) context.Context {
+	t.Helper()
+	dir := &identity.Directory{}
+	dev, _ := dir.AddUser("dev", "", []string{"developers"})
+	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
+	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address, SignIn: webui.UserName(user), User: user,
+		Executions: bigTree{Starter: env.starter, tree: tree}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ui.Stop)
+	b := browser(t, ctx)
+	pageText(t, b, ui.URL+webui.ExecutionsPath+"/"+execution, "Sign in to Gantry")
+	if err := chromedp.Run(b, chromedp.SendKeys("#token", dev, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	return b
+}
+
+// bigTree serves one tree as every execution's.
 type bigTree struct {
 	*starter.Starter
 	tree *workflows.Node
@@ -256,23 +277,10 @@ func TestWebUIExecutionGraphOf5000(t *testing.T) {
 	}
 	tree := &workflows.Node{Kind: "pipeline", Name: "big", Status: status.Failed, StartedAt: &at, EndedAt: &at, Children: []*workflows.Node{
 		{Path: "big", ID: "big", Name: "big", Kind: "stage", Status: status.Failed, StartedAt: &at, EndedAt: &at, Children: []*workflows.Node{loop}}}}
-	dir := &identity.Directory{}
-	dev, _ := dir.AddUser("dev", "", []string{"developers"})
-	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
-	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address, SignIn: webui.UserName(user), User: user,
-		Executions: bigTree{Starter: env.starter, tree: tree}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ui.Stop()
-	b := browser(t, ctx)
-	pageText(t, b, ui.URL+webui.ExecutionsPath+"/big-1", "Sign in to Gantry")
 	t0 := time.Now()
-	if err := chromedp.Run(b, chromedp.SendKeys("#token", dev, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
-		t.Fatalf("sign in: %v", err)
-	}
+	b := treePage(t, ctx, tree, "big-1")
 	text := waitText(t, b, "5000 iterations, 1 failed", "… 4980 more")
-	t.Logf("drawn %s after the sign-in", time.Since(t0).Round(time.Millisecond))
+	t.Logf("opened, signed in and drawn in %s", time.Since(t0).Round(time.Millisecond))
 	if i, j := strings.Index(text, "loop_4321"), strings.Index(text, "loop_0"); i < 0 || j < 0 || i > j {
 		t.Errorf("the failed iteration does not come first:\n%.600s", text)
 	}
@@ -292,20 +300,7 @@ func TestWebUIQueuedStep(t *testing.T) {
 		Resource: &workflows.ResourceView{Kind: workflows.LockQueue, Key: "orders-db", Holder: "other-7 (db.migrate)", Ahead: 1}}
 	tree := &workflows.Node{Kind: "pipeline", Name: "db", Status: status.Running, StartedAt: &at, Children: []*workflows.Node{
 		{Path: "db", ID: "db", Name: "db", Kind: "stage", Status: status.Running, StartedAt: &at, Children: []*workflows.Node{step}}}}
-	dir := &identity.Directory{}
-	dev, _ := dir.AddUser("dev", "", []string{"developers"})
-	user := func(token string) (*identity.User, error) { return dir.Authenticate(token) }
-	ui, err := webui.Start(ctx, webui.Options{Listen: "127.0.0.1:0", Temporal: env.srv.Address, SignIn: webui.UserName(user), User: user,
-		Executions: bigTree{Starter: env.starter, tree: tree}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ui.Stop()
-	b := browser(t, ctx)
-	pageText(t, b, ui.URL+webui.ExecutionsPath+"/db-1#db.migrate", "Sign in to Gantry")
-	if err := chromedp.Run(b, chromedp.SendKeys("#token", dev, chromedp.ByQuery), chromedp.Click("#submit", chromedp.ByQuery)); err != nil {
-		t.Fatalf("sign in: %v", err)
-	}
+	b := treePage(t, ctx, tree, "db-1#db.migrate")
 	waitText(t, b, "⧗", "waits for queue key orders-db, held by other-7 (db.migrate), 1 ahead", "the holder's run",
 		"Waiting: migrate (db.migrate) waits for queue key orders-db")
 	var href string
