@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gantry-cd/gantry/activities/secrets"
-	"github.com/gantry-cd/gantry/cli"
 	"github.com/gantry-cd/gantry/contract"
 	"github.com/gantry-cd/gantry/identity"
 	"github.com/gantry-cd/gantry/internal/conformance"
@@ -231,12 +230,7 @@ func TestRollbackAfterDeployment(t *testing.T) {
 		conformance.Check(t, res.Tree, map[string]status.Status{"deploy_dev": status.Succeeded})
 		execs = append(execs, exec.ID)
 	}
-	srv, tok, _ := apiServer(t)
-	gantry := func(args ...string) (int, string) {
-		var out strings.Builder
-		code := cli.Main(append(args, "--server", srv.URL, "--token", tok), &out, &out)
-		return code, out.String()
-	}
+	gantry := func(args ...string) (int, string) { return gantryCLI(t, args...) }
 	if code, out := gantry("rollback", "web", "--env", "nowhere"); code == 0 || !strings.Contains(out, "has no deployment recorded in environment nowhere") {
 		t.Errorf("a rollback where nothing was deployed: %d %s", code, out)
 	}

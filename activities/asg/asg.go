@@ -82,9 +82,6 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	if !ok {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "Gantry does not run %s steps", in.Type)
 	}
-	if of := in.Deploy.RollbackOf; of != "" && in.Type != stepspec.AsgRollingRollback {
-		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s cannot undo execution %s's deployment after it ended: Gantry rolls back ASG rolling deployments (AsgRollingRollback) after they end; rerun the pipeline with the earlier artifact", in.Type, of)
-	}
 	out, err := h(r, ctx, in.Spec)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {

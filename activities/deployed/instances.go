@@ -17,13 +17,13 @@ type InstanceReader interface {
 // deployed them (Gantry does not log in to count them).
 func (a *Activity) ReadInstances(ctx context.Context, t contract.InstanceTarget) (contract.InstanceRead, error) {
 	readers := map[string]InstanceReader{"Kubernetes": a.Kubernetes, "NativeHelm": a.Kubernetes, "ECS": a.Ecs, "Asg": a.Asg, "AwsLambda": a.Lambda}
-	switch t.DeploymentType {
-	case "Kubernetes", "NativeHelm", "ECS", "Asg", "AwsLambda":
-		r := readers[t.DeploymentType]
+	if r, ok := readers[t.DeploymentType]; ok {
 		if r == nil {
 			return contract.InstanceRead{}, contract.Fail(contract.Unknown, "this worker reads no %s targets", t.DeploymentType)
 		}
 		return r.Instances(ctx, t)
+	}
+	switch t.DeploymentType {
 	case "Ssh", "WinRm":
 		all := make([]contract.Instance, len(t.Hosts))
 		for i, h := range t.Hosts {

@@ -79,9 +79,6 @@ func (a *Activity) Run(ctx context.Context, in contract.StepInput) (contract.Ste
 	if !ok {
 		return contract.StepResult{}, contract.Fail(contract.Unknown, "Gantry does not run %s steps", in.Type)
 	}
-	if d.RollbackOf != "" && in.Type != stepspec.EcsRollingRollback {
-		return contract.StepResult{}, contract.Fail(contract.Unknown, "%s cannot undo execution %s's deployment after it ended: Gantry rolls back ECS rolling deployments (EcsRollingRollback) after they end; rerun the pipeline with the earlier artifact", in.Type, d.RollbackOf)
-	}
 	out, err := h(ctx, r, in.Spec)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
